@@ -1,0 +1,1 @@
+// core/cluster_spec.cpp — being written

@@ -1,0 +1,44 @@
+// core/cluster_spec.h — a GPU cluster: the GPU (by name, with optional overrides), GPUs per node, node
+// count, the intra-node fabric (NVLink/NVSwitch bus bandwidth, latency, NVLS) and the inter-node fabric
+// (NICs per node, bytes/s per NIC, latency). `cpu` is this host with ranks as threads. Leaves out
+// rail topology, oversubscribed spines and heterogeneous nodes.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/gpu_spec.h"
+
+namespace fsdpx {
+
+struct IntraNodeFabric {
+  double bus_bw_bytes_per_s = 0;  // achievable ring busbw inside a node (nccl-tests convention)
+  double latency_s = 0;           // per ring step
+  bool nvls = false;              // NVLink SHARP available
+};
+
+struct InterNodeFabric {
+  int nics_per_node = 0;
+  double nic_bw_bytes_per_s = 0;  // achievable, one direction, per NIC
+  double latency_s = 0;           // per ring step across nodes
+};
+
+struct ClusterSpec {
+  std::string name;
+  GpuSpec gpu;
+  int gpus_per_node = 0;
+  int nodes = 1;
+  IntraNodeFabric intra;
+  InterNodeFabric inter;
+  bool host_threads = false;  // the `cpu` cluster: ranks are threads of one process
+
+  int world_size() const { return gpus_per_node * nodes; }
+};
+
+// `resolve_gpu` maps a GPU name to its spec (normally from configs/gpus).
+using GpuResolver = GpuSpec (*)(const std::string& name);
+ClusterSpec parse_cluster_spec(const nlohmann::json& j, const std::string& file, GpuResolver resolve_gpu);
+nlohmann::json cluster_spec_to_json(const ClusterSpec& c);
+
+}  // namespace fsdpx

@@ -1,0 +1,1 @@
+// core/config_paths.cpp — being written

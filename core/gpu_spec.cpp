@@ -1,0 +1,1 @@
+// core/gpu_spec.cpp — being written

@@ -1,0 +1,42 @@
+// core/gpu_spec.h — one accelerator: dense peak FLOP/s per dtype, HBM size and bandwidth, NVLink
+// bandwidth per GPU, SM count, and achievable-efficiency curves for matrix and memory-bound work.
+// Leaves out clocks, power capping and sparsity.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/dtype.h"
+
+namespace fsdpx {
+
+// Efficiency as a function of work size: points (size, efficiency) sorted by size; interpolated
+// linearly in log(size) and clamped at both ends. Size is FLOPs for matrix work, bytes for memory.
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> points;
+  double at(double size) const;
+};
+
+struct GpuSpec {
+  std::string name;
+  std::map<DType, double> peak_flops_per_s;  // dense, tensor cores where they apply
+  double vector_flops_per_s = 0;             // non-tensor fp32 (norms, softmax, optimizer)
+  double hbm_bytes = 0;
+  double hbm_bw_bytes_per_s = 0;
+  double nvlink_bw_bytes_per_s = 0;  // one direction, per GPU
+  int sm_count = 0;
+  EfficiencyCurve matmul_efficiency;  // by FLOPs per GEMM
+  EfficiencyCurve memory_efficiency;  // by bytes moved per kernel
+  std::map<std::string, std::string> sources;  // figure name -> where it comes from
+
+  double peak(DType t) const;  // throws FSDP_CHECK if the dtype has no peak
+};
+
+GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file);
+nlohmann::json gpu_spec_to_json(const GpuSpec& g);
+
+}  // namespace fsdpx

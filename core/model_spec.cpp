@@ -1,0 +1,1 @@
+// core/model_spec.cpp — being written

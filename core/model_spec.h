@@ -1,0 +1,47 @@
+// core/model_spec.h — a decoder-only transformer: llama (RMSNorm, RoPE, SwiGLU, GQA) or gpt
+// (LayerNorm, GELU MLP, learned positions). Loads fsdpx's own JSON and Hugging Face config.json files
+// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), detected by content.
+// Leaves out mixture-of-experts, sliding-window attention and multimodal towers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace fsdpx {
+
+enum class Arch { llama, gpt };
+enum class FfnKind { swiglu, gelu, squared_relu };
+// Which linear layers carry a bias vector: none (Llama), only Q/K/V (Qwen2), all (GPT-2).
+enum class LinearBias { none, qkv, all };
+
+struct ModelSpec {
+  std::string name;
+  Arch arch = Arch::llama;
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;    // usually hidden / heads; Hugging Face configs may set it apart
+  std::int64_t ffn_hidden = 0;  // intermediate size of the MLP
+  FfnKind ffn_kind = FfnKind::swiglu;
+  std::int64_t vocab = 0;
+  std::int64_t max_seq = 0;
+  bool tied_embeddings = false;
+  LinearBias bias = LinearBias::none;
+
+  std::int64_t q_dim() const { return heads * head_dim; }
+  std::int64_t kv_dim() const { return kv_heads * head_dim; }
+};
+
+// Parses either format; `file` is used in error messages. Throws ConfigError naming file and path.
+ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file);
+// fsdpx's own schema as JSON (round-trips through parse_model_spec).
+nlohmann::json model_spec_to_json(const ModelSpec& m);
+
+const char* arch_name(Arch a);
+const char* ffn_kind_name(FfnKind f);
+const char* linear_bias_name(LinearBias b);
+
+}  // namespace fsdpx

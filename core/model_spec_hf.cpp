@@ -1,0 +1,1 @@
+// core/model_spec_hf.cpp — being written

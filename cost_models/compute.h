@@ -1,0 +1,54 @@
+// cost_models/compute.h — FLOPs and HBM bytes of every kernel of one transformer block, the embedding
+// and the LM head with its loss, for the forward, input-gradient and weight-gradient passes, at a
+// micro-batch, sequence length and TP/CP degree; and their time on a GPU by a roofline with
+// size-dependent efficiency. Attention is flash-style (no T×T matrix in memory; causal halving of its
+// FLOPs; backward recomputes the scores). Leaves out kernel launch gaps, wave quantisation and fusion
+// beyond what is listed per kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/gpu_spec.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+
+enum class Pass { forward, input_grad, weight_grad };
+
+// The shape one rank computes on.
+struct LayerShape {
+  std::int64_t micro_batch = 1;  // sequences per micro-batch per data-parallel rank
+  std::int64_t seq = 1;          // full sequence length (CP divides it)
+  int tp = 1;
+  int cp = 1;
+  bool sequence_parallel = false;  // norms/dropout on seq/tp tokens when tp > 1
+  DType act_dtype = DType::bf16;   // activations and compute inputs
+};
+
+// One kernel's work on one rank.
+struct KernelWork {
+  std::string name;   // "qkv", "attn_core", "attn_out", "mlp_up", "mlp_down", "norm", ...
+  double flops = 0;
+  double bytes = 0;   // HBM bytes read + written
+  bool matmul = false;  // tensor-core work (efficiency by FLOPs) vs vector work
+};
+
+std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
+// Token (+ position) embedding lookup; its backward is a scatter-add into the table.
+std::vector<KernelWork> embedding_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
+// Final norm, LM head GEMM, softmax + cross-entropy loss (fused, no full probabilities kept).
+std::vector<KernelWork> head_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
+// AdamW over `local_params` fp32 shard elements (memory bound: param, grad, m, v read; param, m, v
+// written; plus the low-precision copy when params are not fp32).
+KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_dtype);
+
+// Roofline time: max(flops / (peak · eff_matmul(flops)), bytes / (hbm_bw · eff_mem(bytes))).
+// Matrix work runs at the peak of `compute_dtype`; vector work at the GPU's vector peak.
+double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype);
+double kernels_time_s(const std::vector<KernelWork>& ks, const GpuSpec& gpu, DType compute_dtype);
+double kernels_flops(const std::vector<KernelWork>& ks);
+
+}  // namespace fsdpx

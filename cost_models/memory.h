@@ -1,0 +1,74 @@
+// cost_models/memory.h — analytic per-GPU memory: parameters, gradients and optimizer state for DDP,
+// ZeRO-1 / distributed optimizer, ZeRO-2, ZeRO-3 (FSDP) and HSDP under a mixed-precision policy;
+// activations saved per block for recompute none / selective / full with TP, SP and CP (Korthikanti
+// et al. 2022, Table 2, itemised per tensor); logits and loss; transient unsharded units; NCCL
+// buffers, CUDA context and allocator headroom. Leaves out fragmentation beyond a fixed headroom
+// fraction and CPU offload.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+
+enum class ShardingMode { ddp, zero1, zero2, zero3, hsdp };  // zero3 = FSDP full shard
+enum class Recompute { none, selective, full };
+
+const char* sharding_mode_name(ShardingMode m);
+const char* recompute_name(Recompute r);
+
+struct PrecisionPolicy {
+  DType param = DType::bf16;   // parameters as all-gathered and used in compute
+  DType reduce = DType::bf16;  // gradients as reduced and kept
+  bool fp32_master = true;     // keep an fp32 master copy (in the optimizer state)
+};
+
+// Bytes per parameter of each kind of state before sharding. Adam keeps m and v in fp32.
+struct StateBytesPerParam {
+  double params = 0, grads = 0, optimizer = 0;
+};
+StateBytesPerParam state_bytes_per_param(const PrecisionPolicy& p);
+
+struct StateBytes {
+  double params = 0, grads = 0, optimizer = 0;
+  double total() const { return params + grads + optimizer; }
+};
+
+// Per-GPU model state for `params` parameters (already divided by TP/PP) sharded over `shard_ranks`
+// (the dp_shard degree; for DDP ignored). ZeRO paper (Rajbhandari et al. SC20) with the default policy:
+// DDP 16P, ZeRO-1 4P + 12P/N, ZeRO-2 2P + 14P/N, ZeRO-3 and HSDP 16P/N.
+StateBytes model_state_bytes(double params, ShardingMode mode, int shard_ranks, const PrecisionPolicy& p);
+
+struct ActivationShape {
+  std::int64_t micro_batch = 1;
+  std::int64_t seq = 1;
+  int tp = 1;
+  int cp = 1;
+  bool sequence_parallel = false;
+  double act_bytes = 2;          // bytes per activation element (bf16)
+  bool flash_attention = true;   // no s×s score/softmax tensors saved
+  bool dropout = false;          // GPT-3-style dropout masks and outputs (Korthikanti's setting)
+};
+
+// Bytes one block saves for its backward pass on one rank.
+double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Recompute r);
+// Bytes of the block's working set while recomputing / running backward on top of saved bytes
+// (full recompute re-materialises one block's activations at a time).
+double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
+// Embedding output and final-norm input kept for backward; logits (act dtype) plus fp32 loss buffers.
+double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s);
+double logits_bytes(const ModelSpec& m, const ActivationShape& s);
+
+// Fixed overheads (cost-model-facts.md §1.4 and §3.4).
+struct OverheadBytes {
+  double cuda_context = 0;
+  double nccl_buffers = 0;
+  double allocator_headroom = 0;
+  double total() const { return cuda_context + nccl_buffers + allocator_headroom; }
+};
+// `communicators`: active NCCL communicators; `allocated_bytes`: the peak of everything else.
+OverheadBytes overhead_bytes(int communicators, double allocated_bytes);
+
+}  // namespace fsdpx

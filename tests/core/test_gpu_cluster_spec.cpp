@@ -1,0 +1,1 @@
+// tests/core/test_gpu_cluster_spec.cpp — being written

@@ -1,0 +1,1 @@
+// tests/core/test_json_reader.cpp — being written

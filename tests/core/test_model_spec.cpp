@@ -1,0 +1,1 @@
+// tests/core/test_model_spec.cpp — being written

@@ -1,0 +1,1 @@
+// tests/cost_models/test_communication.cpp — being written

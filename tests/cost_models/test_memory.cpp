@@ -1,0 +1,1 @@
+// tests/cost_models/test_memory.cpp — being written

@@ -1,0 +1,1 @@
+// tests/cost_models/test_params.cpp — being written

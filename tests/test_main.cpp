@@ -1,0 +1,3 @@
+// tests/test_main.cpp — doctest's main, shared by every test executable.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

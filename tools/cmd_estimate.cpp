@@ -1,0 +1,1 @@
+// tools/cmd_estimate.cpp — being written

@@ -1,0 +1,1 @@
+// tools/estimate.cpp — being written

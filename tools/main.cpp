@@ -1,0 +1,1 @@
+// tools/main.cpp — being written
