@@ -1,1 +1,132 @@
-// core/gpu_spec.cpp — being written
+// core/gpu_spec.cpp — strict reader for configs/gpus/<name>.json. The file is in datasheet units
+// (TFLOP/s, GiB, TB/s, GB/s, GFLOP, MB; 1 TB = 1e12 B, 1 GB = 1e9 B, 1 GiB = 2^30 B); GpuSpec holds
+// SI units (flop/s, bytes, bytes/s, FLOPs). Every figure may carry a "sources" entry; the loader only
+// checks that sources name known figures (tests check that every shipped GPU cites all of them).
+#include "core/gpu_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.h"
+
+namespace fsdpx {
+
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr double kMega = 1e6;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Figures that a "sources" object may cite, one per top-level key of the file.
+constexpr std::string_view kGpuFigures[] = {"peak_tflops",     "vector_tflops", "hbm_gib",
+                                            "hbm_bw_tb_per_s", "nvlink_gb_per_s", "sm_count",
+                                            "matmul_efficiency", "memory_efficiency"};
+
+constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
+
+std::map<DType, double> parse_peaks(JsonObject o) {
+  std::map<DType, double> peaks;
+  for (DType t : kRequiredPeaks) peaks[t] = o.positive_number(dtype_name(t)) * kTera;
+  // FP8 tensor cores start with Hopper/CDNA3; A100 has none.
+  if (auto fp8 = o.optional_positive_number("fp8")) peaks[DType::fp8] = *fp8 * kTera;
+  o.finish();
+  return peaks;
+}
+
+// [[size, efficiency], ...] with sizes strictly increasing and 0 < efficiency <= 1; size_scale
+// converts the file's unit (GFLOP, MB) to FLOPs or bytes.
+EfficiencyCurve parse_curve(JsonObject& o, std::string_view key, double size_scale) {
+  EfficiencyCurve c;
+  for (const auto& [v, path] : o.array(key)) {
+    const nlohmann::json& p = *v;
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+      throw_config_error(o.file(), path, fmt::format("expected [size, efficiency], got {}", p.dump()));
+    const double size = p[0].get<double>(), eff = p[1].get<double>();
+    if (!(size > 0)) throw_config_error(o.file(), path + "/0", fmt::format("expected a size > 0, got {}", p[0].dump()));
+    if (!(eff > 0 && eff <= 1))
+      throw_config_error(o.file(), path + "/1", fmt::format("expected an efficiency in (0, 1], got {}", p[1].dump()));
+    if (!c.points.empty() && !(size * size_scale > c.points.back().first))
+      throw_config_error(o.file(), path + "/0", "sizes must be strictly increasing");
+    c.points.emplace_back(size * size_scale, eff);
+  }
+  if (c.points.empty()) o.fail(key, "expected at least one [size, efficiency] point");
+  return c;
+}
+
+std::map<std::string, std::string> parse_sources(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file, "/sources");
+  std::map<std::string, std::string> sources;
+  for (const auto& [key, _] : j.items()) {
+    if (std::find(std::begin(kGpuFigures), std::end(kGpuFigures), key) == std::end(kGpuFigures))
+      o.fail(key, fmt::format("sources may only cite figures of this file ({})", fmt::join(kGpuFigures, ", ")));
+    sources[key] = o.string(key);
+  }
+  o.finish();
+  return sources;
+}
+
+nlohmann::json curve_to_json(const EfficiencyCurve& c, double size_scale) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [size, eff] : c.points) a.push_back({size / size_scale, eff});
+  return a;
+}
+
+}  // namespace
+
+double EfficiencyCurve::at(double size) const {
+  FSDP_CHECK(!points.empty(), "efficiency curve without points");
+  if (size <= points.front().first) return points.front().second;
+  if (size >= points.back().first) return points.back().second;
+  // First point strictly above `size`; its predecessor is at or below it.
+  auto hi = std::upper_bound(points.begin(), points.end(), size,
+                             [](double s, const std::pair<double, double>& p) { return s < p.first; });
+  auto lo = hi - 1;
+  const double t = std::log(size / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+double GpuSpec::peak(DType t) const {
+  auto it = peak_flops_per_s.find(t);
+  FSDP_CHECK(it != peak_flops_per_s.end(), fmt::format("{} has no {} peak", name, dtype_name(t)));
+  return it->second;
+}
+
+GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  GpuSpec g;
+  g.name = o.string("name");
+  g.peak_flops_per_s = parse_peaks(o.object("peak_tflops"));
+  g.vector_flops_per_s = o.positive_number("vector_tflops") * kTera;
+  g.hbm_bytes = o.positive_number("hbm_gib") * kGiB;
+  g.hbm_bw_bytes_per_s = o.positive_number("hbm_bw_tb_per_s") * kTera;
+  g.nvlink_bw_bytes_per_s = o.positive_number("nvlink_gb_per_s") * kGiga;
+  g.sm_count = static_cast<int>(o.positive_integer("sm_count"));
+  g.matmul_efficiency = parse_curve(o, "matmul_efficiency", kGiga);
+  g.memory_efficiency = parse_curve(o, "memory_efficiency", kMega);
+  if (o.has("sources")) g.sources = parse_sources(o.raw("sources"), file);
+  o.finish();
+  return g;
+}
+
+nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
+  nlohmann::json peaks = nlohmann::json::object();
+  for (const auto& [t, flops] : g.peak_flops_per_s) peaks[std::string(dtype_name(t))] = flops / kTera;
+  nlohmann::json j{{"name", g.name},
+                   {"peak_tflops", peaks},
+                   {"vector_tflops", g.vector_flops_per_s / kTera},
+                   {"hbm_gib", g.hbm_bytes / kGiB},
+                   {"hbm_bw_tb_per_s", g.hbm_bw_bytes_per_s / kTera},
+                   {"nvlink_gb_per_s", g.nvlink_bw_bytes_per_s / kGiga},
+                   {"sm_count", g.sm_count},
+                   {"matmul_efficiency", curve_to_json(g.matmul_efficiency, kGiga)},
+                   {"memory_efficiency", curve_to_json(g.memory_efficiency, kMega)}};
+  if (!g.sources.empty()) j["sources"] = g.sources;
+  return j;
+}
+
+}  // namespace fsdpx

@@ -1,1 +1,114 @@
-// core/model_spec.cpp — being written
+// core/model_spec.cpp — fsdpx's own model schema (strict: unknown keys, wrong types and non-positive
+// sizes are errors naming the file and JSON path) and the dispatch to the Hugging Face reader by
+// content. Leaves out any checkpoint or tokenizer reading: only shapes matter to the cost models.
+#include "core/model_spec.h"
+
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.h"
+
+namespace fsdpx {
+
+namespace detail {
+// Defined in core/model_spec_hf.cpp (Hugging Face config.json reader).
+ModelSpec parse_hf_model_spec(const nlohmann::json& j, const std::string& file);
+
+// Shared by both readers: heads split evenly into KV groups, and hidden into heads when head_dim is
+// not given. Paths name the keys of the format being read so the message points into the file.
+void check_head_layout(const ModelSpec& m, const std::string& file, const std::string& kv_heads_path,
+                       const std::string& heads_path, bool head_dim_given) {
+  if (m.heads % m.kv_heads != 0)
+    throw_config_error(file, kv_heads_path,
+                       fmt::format("heads ({}) must be divisible by kv_heads ({})", m.heads, m.kv_heads));
+  if (!head_dim_given && m.hidden % m.heads != 0)
+    throw_config_error(file, heads_path,
+                       fmt::format("hidden ({}) must be divisible by heads ({}) when head_dim is not given",
+                                   m.hidden, m.heads));
+}
+}  // namespace detail
+
+namespace {
+
+constexpr std::array<std::pair<Arch, const char*>, 2> kArchNames{{{Arch::llama, "llama"}, {Arch::gpt, "gpt"}}};
+constexpr std::array<std::pair<FfnKind, const char*>, 3> kFfnNames{
+    {{FfnKind::swiglu, "swiglu"}, {FfnKind::gelu, "gelu"}, {FfnKind::squared_relu, "squared_relu"}}};
+constexpr std::array<std::pair<LinearBias, const char*>, 3> kBiasNames{
+    {{LinearBias::none, "none"}, {LinearBias::qkv, "qkv"}, {LinearBias::all, "all"}}};
+
+template <typename E, std::size_t N>
+E enum_from_name(const std::array<std::pair<E, const char*>, N>& names, const std::string& s) {
+  for (const auto& [e, n] : names)
+    if (s == n) return e;
+  FSDP_CHECK(false, "name was validated by JsonObject::choice: " + s);
+  return names[0].first;
+}
+
+template <typename E, std::size_t N>
+const char* enum_name(const std::array<std::pair<E, const char*>, N>& names, E e) {
+  for (const auto& [v, n] : names)
+    if (v == e) return n;
+  FSDP_CHECK(false, "enum value without a name");
+  return "";
+}
+
+ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  ModelSpec m;
+  m.name = o.string("name");
+  m.arch = enum_from_name(kArchNames, o.choice("arch", {"llama", "gpt"}));
+  m.layers = o.positive_integer("layers");
+  m.hidden = o.positive_integer("hidden");
+  m.heads = o.positive_integer("heads");
+  m.kv_heads = o.positive_integer("kv_heads");
+  const auto head_dim = o.optional_positive_integer("head_dim");
+  m.ffn_hidden = o.positive_integer("ffn_hidden");
+  m.ffn_kind = enum_from_name(kFfnNames, o.choice("ffn_kind", {"swiglu", "gelu", "squared_relu"}));
+  m.vocab = o.positive_integer("vocab");
+  m.max_seq = o.positive_integer("max_seq");
+  m.tied_embeddings = o.boolean("tied_embeddings");
+  // Default bias follows the architecture: Llama has none, GPT-2 biases every linear layer.
+  m.bias = m.arch == Arch::gpt ? LinearBias::all : LinearBias::none;
+  if (o.has("bias")) m.bias = enum_from_name(kBiasNames, o.choice("bias", {"none", "qkv", "all"}));
+  o.optional_string("source");  // documentation only: where the numbers come from
+  o.finish();
+  detail::check_head_layout(m, file, "/kv_heads", "/heads", head_dim.has_value());
+  m.head_dim = head_dim.value_or(m.hidden / m.heads);
+  return m;
+}
+
+bool looks_like_hugging_face(const nlohmann::json& j) {
+  return j.is_object() && (j.contains("architectures") || j.contains("model_type")) && !j.contains("arch");
+}
+
+}  // namespace
+
+const char* arch_name(Arch a) { return enum_name(kArchNames, a); }
+const char* ffn_kind_name(FfnKind f) { return enum_name(kFfnNames, f); }
+const char* linear_bias_name(LinearBias b) { return enum_name(kBiasNames, b); }
+
+ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file) {
+  if (looks_like_hugging_face(j)) return detail::parse_hf_model_spec(j, file);
+  return parse_own_model_spec(j, file);
+}
+
+nlohmann::json model_spec_to_json(const ModelSpec& m) {
+  return nlohmann::json{{"name", m.name},
+                        {"arch", arch_name(m.arch)},
+                        {"layers", m.layers},
+                        {"hidden", m.hidden},
+                        {"heads", m.heads},
+                        {"kv_heads", m.kv_heads},
+                        {"head_dim", m.head_dim},
+                        {"ffn_hidden", m.ffn_hidden},
+                        {"ffn_kind", ffn_kind_name(m.ffn_kind)},
+                        {"vocab", m.vocab},
+                        {"max_seq", m.max_seq},
+                        {"tied_embeddings", m.tied_embeddings},
+                        {"bias", linear_bias_name(m.bias)}};
+}
+
+}  // namespace fsdpx

@@ -1,1 +1,188 @@
-// core/model_spec_hf.cpp — being written
+// core/model_spec_hf.cpp — reads Hugging Face config.json files for LlamaForCausalLM,
+// MistralForCausalLM, Qwen2ForCausalLM and GPT2LMHeadModel. Keys documented by transformers'
+// PretrainedConfig and the model's config class are accepted (most are ignored: dropout, token ids,
+// RoPE settings); any other key is an error. Leaves out sliding-window attention (Mistral/Qwen2 are
+// modelled with full causal attention, exact while seq <= sliding_window) and quantized checkpoints.
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+
+namespace detail {
+// Defined in core/model_spec.cpp.
+void check_head_layout(const ModelSpec& m, const std::string& file, const std::string& kv_heads_path,
+                       const std::string& heads_path, bool head_dim_given);
+ModelSpec parse_hf_model_spec(const nlohmann::json& j, const std::string& file);
+}  // namespace detail
+
+namespace {
+
+enum class HfFamily { llama, mistral, qwen2, gpt2 };
+
+struct HfArchitecture {
+  std::string_view architecture;  // "architectures"[0]
+  std::string_view model_type;
+  HfFamily family;
+};
+
+constexpr std::array<HfArchitecture, 4> kSupported{{
+    {"LlamaForCausalLM", "llama", HfFamily::llama},
+    {"MistralForCausalLM", "mistral", HfFamily::mistral},
+    {"Qwen2ForCausalLM", "qwen2", HfFamily::qwen2},
+    {"GPT2LMHeadModel", "gpt2", HfFamily::gpt2},
+}};
+
+// transformers PretrainedConfig attributes (configuration_utils.py): bookkeeping and generation
+// defaults that do not change the model's shape.
+constexpr std::string_view kPretrainedConfigKeys[] = {
+    "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype", "transformers_version",
+    "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
+    "tf_legacy_loss", "pruned_heads", "chunk_size_feed_forward", "is_encoder_decoder", "is_decoder",
+    "cross_attention_hidden_size", "add_cross_attention", "tie_encoder_decoder", "finetuning_task",
+    "id2label", "label2id", "num_labels", "problem_type", "tokenizer_class", "prefix", "bos_token_id",
+    "pad_token_id", "eos_token_id", "sep_token_id", "decoder_start_token_id", "task_specific_params",
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "use_cache"};
+
+// LlamaConfig / MistralConfig / Qwen2Config keys that fsdpx does not use (norm epsilon, init, RoPE,
+// dropout, sliding-window bookkeeping, tensor-parallel plans).
+constexpr std::string_view kLlamaFamilyIgnored[] = {
+    "initializer_range", "rms_norm_eps", "pretraining_tp", "rope_theta", "rope_scaling",
+    "attention_dropout", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+    "base_model_tp_plan", "base_model_pp_plan", "rope_parameters", "partial_rotary_factor"};
+
+// GPT2Config keys that fsdpx does not use (dropouts, norm epsilon, sequence-summary head, attention
+// scaling variants, which change numerics but not shapes).
+constexpr std::string_view kGpt2Ignored[] = {
+    "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "initializer_range",
+    "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+    "summary_first_dropout", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
+    "reorder_and_upcast_attn", "n_ctx"};
+
+template <std::size_t N>
+void ignore_present(JsonObject& o, const std::string_view (&keys)[N]) {
+  for (auto k : keys)
+    if (o.has(k)) o.ignore(k);
+}
+
+const HfArchitecture& find_architecture(JsonObject& o) {
+  if (o.has("architectures")) {
+    const auto& a = o.raw("architectures");
+    if (!a.is_array() || a.size() != 1 || !a[0].is_string())
+      o.fail("architectures", fmt::format("expected an array with one class name, got {}", a.dump()));
+    const auto name = a[0].get<std::string>();
+    for (const auto& s : kSupported)
+      if (s.architecture == name) return s;
+    o.fail("architectures", fmt::format("unsupported architecture \"{}\"; supported: LlamaForCausalLM, "
+                                        "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel", name));
+  }
+  const auto type = o.string("model_type");
+  for (const auto& s : kSupported)
+    if (s.model_type == type) return s;
+  o.fail("model_type", fmt::format("unsupported model_type \"{}\"; supported: llama, mistral, qwen2, gpt2", type));
+}
+
+void check_model_type(JsonObject& o, const HfArchitecture& a) {
+  if (!o.has("model_type")) return;
+  const auto type = o.string("model_type");
+  if (type != a.model_type)
+    o.fail("model_type", fmt::format("\"{}\" does not match architecture {} (expected \"{}\")", type,
+                                     a.architecture, a.model_type));
+}
+
+// Optional positive integer where JSON null means "use the default" (HF writes null for unset).
+std::optional<std::int64_t> optional_size(JsonObject& o, std::string_view key) {
+  if (o.has(key) && o.raw(key).is_null()) return std::nullopt;
+  return o.optional_positive_integer(key);
+}
+
+// "_name_or_path" when present, else the file stem; for ".../<model>/config.json" the folder name.
+std::string hf_model_name(JsonObject& o, const std::string& file) {
+  if (o.has("_name_or_path")) {
+    auto name = o.string("_name_or_path");
+    if (!name.empty()) return name;
+  }
+  const std::filesystem::path p(file);
+  if (p.stem() == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return p.stem().string();
+}
+
+LinearBias llama_bias(JsonObject& o, HfFamily family) {
+  // Qwen2Attention hard-codes bias=True on q/k/v and False on o_proj (modeling_qwen2.py).
+  if (family == HfFamily::qwen2) return LinearBias::qkv;
+  const bool attention = o.optional_boolean("attention_bias").value_or(false);
+  const bool mlp = o.optional_boolean("mlp_bias").value_or(false);
+  if (attention == mlp) return attention ? LinearBias::all : LinearBias::none;
+  // Llama's attention_bias also biases o_proj, which LinearBias::qkv does not describe.
+  o.fail(attention ? "attention_bias" : "mlp_bias",
+         "attention_bias and mlp_bias must be equal (fsdpx models no bias, or bias on every linear layer)");
+}
+
+ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
+  ModelSpec m;
+  m.arch = Arch::llama;
+  m.hidden = o.positive_integer("hidden_size");
+  m.layers = o.positive_integer("num_hidden_layers");
+  m.heads = o.positive_integer("num_attention_heads");
+  m.kv_heads = optional_size(o, "num_key_value_heads").value_or(m.heads);  // HF default: MHA
+  m.ffn_hidden = o.positive_integer("intermediate_size");
+  m.vocab = o.positive_integer("vocab_size");
+  m.max_seq = o.positive_integer("max_position_embeddings");
+  m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(false);  // class default False
+  if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});  // class default "silu"
+  m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
+  m.bias = llama_bias(o, family);
+  const auto head_dim = optional_size(o, "head_dim");
+  detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads", head_dim.has_value());
+  m.head_dim = head_dim.value_or(m.hidden / m.heads);
+  ignore_present(o, kLlamaFamilyIgnored);
+  return m;
+}
+
+ModelSpec parse_gpt2(JsonObject& o) {
+  ModelSpec m;
+  m.arch = Arch::gpt;
+  m.hidden = o.positive_integer("n_embd");
+  m.layers = o.positive_integer("n_layer");
+  m.heads = o.positive_integer("n_head");
+  m.kv_heads = m.heads;
+  // n_positions is the learned position table; old configs only carry n_ctx (same meaning).
+  m.max_seq = o.has("n_positions") ? o.positive_integer("n_positions") : o.positive_integer("n_ctx");
+  m.vocab = o.positive_integer("vocab_size");
+  m.ffn_hidden = optional_size(o, "n_inner").value_or(4 * m.hidden);  // GPT2MLP: n_inner or 4*n_embd
+  if (o.has("activation_function"))
+    o.choice("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
+  m.ffn_kind = FfnKind::gelu;
+  m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(true);  // lm_head = wte
+  m.bias = LinearBias::all;
+  detail::check_head_layout(m, o.file(), "/n_head", "/n_head", false);
+  m.head_dim = m.hidden / m.heads;
+  ignore_present(o, kGpt2Ignored);
+  return m;
+}
+
+}  // namespace
+
+ModelSpec detail::parse_hf_model_spec(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  const HfArchitecture& a = find_architecture(o);
+  check_model_type(o, a);
+  ModelSpec m = a.family == HfFamily::gpt2 ? parse_gpt2(o) : parse_llama_family(o, a.family);
+  m.name = hf_model_name(o, file);
+  ignore_present(o, kPretrainedConfigKeys);
+  o.finish();
+  return m;
+}
+
+}  // namespace fsdpx

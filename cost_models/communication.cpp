@@ -1,1 +1,139 @@
-// cost_models/communication.cpp — being written
+// cost_models/communication.cpp — collective times on a two-level fabric. All-gather,
+// reduce-scatter and all-reduce go through NCCL's tuner model (nccl_model.cpp); broadcast, send/recv
+// and all-to-all use one-hop latencies and their bytes over the bottleneck link. Leaves out
+// congestion between different groups beyond the even NIC share, and SHARP in the network.
+#include "cost_models/communication.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "cost_models/nccl_model.h"
+
+namespace fsdpx {
+namespace {
+
+// Ring/Simple base latency (µs) of NCCL's tuning.cc, used as the launch cost of the collectives the
+// tuner does not model (broadcast, send/recv, all-to-all) — an assumption, see cost-model-facts §1.2.
+constexpr double kSimpleBaseLatencyS = 8.4e-6;
+
+void check_shape(const GroupShape& g, const ClusterSpec& cl) {
+  FSDP_CHECK(g.ranks >= 1 && g.ranks_per_node >= 1 && g.ranks_per_node <= g.ranks,
+             "group shape needs 1 <= ranks_per_node <= ranks");
+  FSDP_CHECK(cl.gpus_per_node <= 0 || g.ranks_per_node <= cl.gpus_per_node,
+             "a group cannot have more ranks on a node than the node has GPUs");
+}
+
+// One hop: NVLink inside a node, the network across nodes.
+double hop_latency_s(const GroupShape& g, const ClusterSpec& cl) {
+  return g.nodes() > 1 ? cl.inter.latency_s : cl.intra.latency_s;
+}
+
+// The node's NIC bandwidth divided evenly among its GPUs.
+double nic_bw_per_gpu(const ClusterSpec& cl) {
+  FSDP_CHECK(cl.gpus_per_node > 0, "cluster has no GPUs per node");
+  return cl.inter.nics_per_node * cl.inter.nic_bw_bytes_per_s / cl.gpus_per_node;
+}
+
+// Broadcast and send/recv: a pipelined chain, busbw factor 1 (nccl-tests PERFORMANCE.md), so
+// t = latency + S/B.
+double chain_time_s(double bytes, const GroupShape& g, const ClusterSpec& cl) {
+  const double bw = group_bus_bw_bytes_per_s(g, cl);
+  FSDP_CHECK(bw > 0, "cluster bandwidth must be positive");
+  return kSimpleBaseLatencyS + hop_latency_s(g, cl) + bytes / bw;
+}
+
+// All-to-all of S bytes per rank: (rpn−1)/n·S stays on NVLink, (n−rpn)/n·S leaves the node at the
+// GPU's share of the NICs. Unlike a ring, the off-node part cannot borrow NVLink to aggregate NICs,
+// which is the multi-node penalty. Both parts run concurrently.
+double all_to_all_time_s(double bytes, const GroupShape& g, const ClusterSpec& cl) {
+  const double n = g.ranks;
+  const double intra_s = bytes * (g.ranks_per_node - 1) / n / cl.intra.bus_bw_bytes_per_s;
+  double inter_s = 0;
+  if (g.nodes() > 1) inter_s = bytes * (n - g.ranks_per_node) / n / nic_bw_per_gpu(cl);
+  return kSimpleBaseLatencyS + hop_latency_s(g, cl) + std::max(intra_s, inter_s);
+}
+
+bool tuned(Collective c) {
+  return c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::all_reduce;
+}
+
+}  // namespace
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::broadcast: return "broadcast";
+    case Collective::send_recv: return "send_recv";
+    case Collective::all_to_all: return "all_to_all";
+  }
+  return "?";
+}
+
+// nccl-tests doc/PERFORMANCE.md: busbw = algbw · f.
+double bus_bandwidth_factor(Collective c, int ranks) {
+  FSDP_CHECK(ranks >= 1, "ranks must be >= 1");
+  const double n = ranks;
+  switch (c) {
+    case Collective::all_reduce: return 2 * (n - 1) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all: return (n - 1) / n;
+    case Collective::broadcast:
+    case Collective::send_recv: return 1;
+  }
+  return 1;
+}
+
+// One node: the NVLink busbw. Several nodes: every ring leaves the node through a different NIC, so
+// a ring's busbw is bounded by the node's aggregate NIC bandwidth (sjeaugey, nccl-tests #160), shared
+// by the gpus_per_node / ranks_per_node groups running side by side (cost-model-facts.md §1.3).
+double group_bus_bw_bytes_per_s(const GroupShape& g, const ClusterSpec& cl) {
+  check_shape(g, cl);
+  if (g.nodes() == 1) return cl.intra.bus_bw_bytes_per_s;
+  return std::min(cl.intra.bus_bw_bytes_per_s, nic_bw_per_gpu(cl) * g.ranks_per_node);
+}
+
+// The latency floor: the smallest latency among the algorithms NCCL would consider, i.e. the
+// latency of the choice for a tiny message.
+double collective_latency_s(Collective c, const GroupShape& g, const ClusterSpec& cl) {
+  check_shape(g, cl);
+  if (g.ranks == 1) return 0;
+  if (!tuned(c)) return kSimpleBaseLatencyS + hop_latency_s(g, cl);
+  double best = -1;
+  for (NcclAlgo a : {NcclAlgo::ring, NcclAlgo::tree, NcclAlgo::nvls})
+    for (NcclProto p : {NcclProto::ll, NcclProto::ll128, NcclProto::simple})
+      if (nccl_candidate(c, a, p, g, cl)) {
+        const double lat = nccl_latency_s(c, a, p, g, cl);
+        if (best < 0 || lat < best) best = lat;
+      }
+  return best;
+}
+
+double collective_time_s(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster) {
+  check_shape(g, cluster);
+  FSDP_CHECK(bytes >= 0, "negative message size");
+  if (g.ranks == 1 || bytes == 0) return 0;
+  switch (c) {
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_reduce: return nccl_best(c, bytes, g, cluster).time_s;
+    case Collective::broadcast:
+    case Collective::send_recv: return chain_time_s(bytes, g, cluster);
+    case Collective::all_to_all: return all_to_all_time_s(bytes, g, cluster);
+  }
+  return 0;
+}
+
+// ml-engineering network/README.md model 3 (cost-model-facts.md §1.3): reduce-scatter inside the
+// shard group, then all-reduce of the 1/shard piece across the replica group.
+double hsdp_gradient_reduce_time_s(double bytes, const GroupShape& shard, const GroupShape& replica,
+                                   const ClusterSpec& cluster) {
+  check_shape(shard, cluster);
+  const double rs_s = collective_time_s(Collective::reduce_scatter, bytes, shard, cluster);
+  const double ar_s = collective_time_s(Collective::all_reduce, bytes / shard.ranks, replica, cluster);
+  return rs_s + ar_s;
+}
+
+}  // namespace fsdpx

@@ -1,1 +1,136 @@
-// cost_models/compute.cpp — being written
+// cost_models/compute.cpp — shared kernel constructors (GEMM, norm, residual), the AdamW optimizer
+// kernel and the roofline that turns a kernel's FLOPs and bytes into time on a GPU. The per-layer
+// inventories live in compute_block.cpp (transformer block) and compute_head.cpp (embedding, head).
+// Leaves out launch overhead, wave quantisation and caches (every byte listed goes to HBM).
+#include "cost_models/compute.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/errors.h"
+#include "cost_models/compute_internal.h"
+
+namespace fsdpx {
+namespace compute_detail {
+
+RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
+  FSDP_CHECK(s.micro_batch > 0 && s.seq > 0 && s.tp > 0 && s.cp > 0,
+             "LayerShape: micro_batch, seq, tp and cp must be positive");
+  FSDP_CHECK(m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 && m.head_dim > 0 && m.ffn_hidden > 0 &&
+                 m.vocab > 0,
+             "ModelSpec: non-positive dimension");
+  const double t = s.tp;
+  RankDims d;
+  d.tokens = static_cast<double>(s.micro_batch) * static_cast<double>(s.seq) / s.cp;
+  // Sequence parallelism (Korthikanti et al. 2022, §4.2.2) splits the norm and residual regions
+  // along the sequence over the TP group; without it every TP rank repeats them on all tokens.
+  d.norm_tokens = (s.sequence_parallel && s.tp > 1) ? d.tokens / t : d.tokens;
+  d.seq = static_cast<double>(s.seq);
+  d.keys = static_cast<double>(s.micro_batch) * d.seq;
+  d.hidden = static_cast<double>(m.hidden);
+  d.heads = static_cast<double>(m.heads) / t;
+  d.q_dim = static_cast<double>(m.q_dim()) / t;
+  // Megatron replicates KV heads when tp exceeds the number of query groups, so a rank holds one KV
+  // head at least (megatron/core/transformer/attention.py, num_query_groups_per_partition).
+  d.kv_dim = std::max(static_cast<double>(m.kv_heads) / t, 1.0) * static_cast<double>(m.head_dim);
+  d.ffn = static_cast<double>(m.ffn_hidden) / t;
+  d.vocab = static_cast<double>(m.vocab) / t;
+  d.act_bytes = dtype_bytes(s.act_dtype);
+  return d;
+}
+
+KernelWork gemm(std::string name, double m, double n, double k, double elem_bytes) {
+  KernelWork w;
+  w.name = std::move(name);
+  w.flops = 2.0 * m * n * k;
+  w.bytes = (m * k + k * n + m * n) * elem_bytes;
+  w.matmul = true;
+  return w;
+}
+
+KernelWork vector_kernel(std::string name, double flops, double read_bytes, double write_bytes) {
+  KernelWork w;
+  w.name = std::move(name);
+  w.flops = flops;
+  w.bytes = read_bytes + write_bytes;
+  w.matmul = false;
+  return w;
+}
+
+double norm_flops_per_element(Arch a) { return a == Arch::llama ? 4.0 : 7.0; }
+
+KernelWork norm_kernel(std::string name, Arch a, double tokens, const RankDims& d, Pass p) {
+  constexpr double kStatBytes = 4;  // fp32 statistics per token and statistic
+  const double stats = (a == Arch::llama ? 1.0 : 2.0) * tokens * kStatBytes;  // rstd (+ mean)
+  const double weights = (a == Arch::llama ? 1.0 : 2.0) * d.hidden * d.act_bytes;
+  const double x = tokens * d.hidden * d.act_bytes;  // one token×hidden tensor
+  const double fpe = norm_flops_per_element(a);
+  switch (p) {
+    case Pass::forward:
+      return vector_kernel(std::move(name), fpe * tokens * d.hidden, x + weights, x + stats);
+    case Pass::input_grad:  // reads dY, x, weight, statistics; writes dX
+      return vector_kernel(std::move(name), 2 * fpe * tokens * d.hidden, 2 * x + weights + stats, x);
+    case Pass::weight_grad:  // reads dY, x, statistics; writes the weight (and bias) gradient
+      return vector_kernel(std::move(name), 2.0 * tokens * d.hidden, 2 * x + stats, weights);
+  }
+  return {};
+}
+
+KernelWork residual_kernel(std::string name, double tokens, const RankDims& d) {
+  const double x = tokens * d.hidden * d.act_bytes;
+  return vector_kernel(std::move(name), tokens * d.hidden, 2 * x, x);
+}
+
+}  // namespace compute_detail
+
+KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_dtype) {
+  FSDP_CHECK(local_params >= 0, "optimizer_kernel: negative parameter count");
+  constexpr double kFp32 = 4;
+  // AdamW (Loshchilov & Hutter 2019) over fp32 master weights, as torch.optim.AdamW's fused/foreach
+  // path runs it: read param, grad, m, v; write param, m, v (ZeRO's 12 bytes of fp32 state,
+  // Rajbhandari et al. SC20 §3.1, plus the gradient), and the low-precision copy of the updated
+  // parameter when the model computes in another dtype.
+  const double read_per_param = 3 * kFp32 + dtype_bytes(grad_dtype);
+  double write_per_param = 3 * kFp32;
+  if (param_dtype != DType::fp32) write_per_param += dtype_bytes(param_dtype);
+  // About 12 vector FLOPs per element (derived: 3 for m, 4 for v, 5 for the bias-corrected update
+  // with weight decay; sqrt and divide counted once each).
+  constexpr double kFlopsPerParam = 12;
+  return compute_detail::vector_kernel("adamw", kFlopsPerParam * local_params,
+                                       read_per_param * local_params, write_per_param * local_params);
+}
+
+double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
+  double time_s = 0;
+  if (k.flops > 0) {
+    if (k.matmul) {
+      const double eff = gpu.matmul_efficiency.at(k.flops);
+      FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
+      time_s = k.flops / (gpu.peak(compute_dtype) * eff);
+    } else {
+      FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
+      time_s = k.flops / gpu.vector_flops_per_s;
+    }
+  }
+  if (k.bytes > 0) {
+    const double eff = gpu.memory_efficiency.at(k.bytes);
+    FSDP_CHECK(eff > 0 && gpu.hbm_bw_bytes_per_s > 0, "kernel_time_s: HBM bandwidth must be positive");
+    // Roofline (Williams et al. 2009): a kernel is bound by the slower of compute and memory.
+    time_s = std::max(time_s, k.bytes / (gpu.hbm_bw_bytes_per_s * eff));
+  }
+  return time_s;
+}
+
+double kernels_time_s(const std::vector<KernelWork>& ks, const GpuSpec& gpu, DType compute_dtype) {
+  double time_s = 0;
+  for (const KernelWork& k : ks) time_s += kernel_time_s(k, gpu, compute_dtype);
+  return time_s;
+}
+
+double kernels_flops(const std::vector<KernelWork>& ks) {
+  double flops = 0;
+  for (const KernelWork& k : ks) flops += k.flops;
+  return flops;
+}
+
+}  // namespace fsdpx

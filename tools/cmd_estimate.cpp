@@ -1,1 +1,164 @@
-// tools/cmd_estimate.cpp — being written
+// tools/cmd_estimate.cpp — `fsdpx estimate`: analytic per-GPU memory and a step-time lower bound for
+// a model on a cluster with given parallelism degrees; and `fsdpx demo`, the same on the embedded
+// default (Llama-3.1-8B on one 8xH100 node).
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config_paths.h"
+#include "cost_models/estimate.h"
+#include "tools/cli_options.h"
+#include "tools/cluster_size.h"
+#include "tools/commands.h"
+#include "tools/format.h"
+
+namespace fsdpx {
+
+namespace {
+
+struct EstimateOptions {
+  std::string model;
+  std::string cluster;
+  std::optional<int> nodes;
+  std::optional<int> world_size;
+  std::optional<int> dp_shard;
+  int dp_replicate = 1;
+  int tp = 1;
+  int cp = 1;
+  bool no_sequence_parallel = false;
+  ShardingMode mode = ShardingMode::zero3;
+  std::int64_t micro_batch = 1;
+  std::int64_t seq = 0;  // 0: the smaller of 8192 and the model's max_seq
+  std::int64_t grad_accum = 1;
+  Recompute recompute = Recompute::none;
+  DType param_dtype = DType::bf16;
+  DType reduce_dtype = DType::fp32;
+  std::int64_t blocks_per_unit = 1;
+  int prefetch = 1;
+  OutputFormat format = OutputFormat::text;
+};
+
+nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  nlohmann::json j;
+  j["model"] = m.name;
+  j["cluster"] = c.name;
+  j["world_size"] = c.world_size();
+  j["parallelism"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"cp", s.cp},
+                      {"sharding", sharding_mode_name(s.mode)}};
+  j["total_params"] = e.total_params;
+  j["per_gpu_memory_bytes"] = {{"params", e.memory.params},       {"grads", e.memory.grads},
+                               {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
+                               {"transient", e.memory.transient}, {"other", e.memory.other},
+                               {"total", e.memory.total()}};
+  j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
+  j["model_flops_per_token"] = e.model_flops_per_token;
+  j["compute_time_s"] = e.compute_time_s;
+  j["dp_comm_time_s"] = e.dp_comm_time_s;
+  j["tp_cp_comm_time_s"] = e.tp_cp_comm_time_s;
+  j["step_time_lower_bound_s"] = e.step_time_lower_bound_s;
+  j["tokens_per_step"] = e.tokens_per_step;
+  j["tokens_per_s_per_gpu_upper_bound"] = e.tokens_per_s_per_gpu_upper_bound;
+  j["mfu_upper_bound"] = e.mfu_upper_bound;
+  return j;
+}
+
+void print_estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  std::printf("fsdpx estimate: %s on %s (%d nodes x %d GPUs = %d)\n", m.name.c_str(), c.name.c_str(), c.nodes,
+              c.gpus_per_node, c.world_size());
+  std::printf("  parallelism: dp_replicate %d x dp_shard %d x cp %d x tp %d, %s, micro-batch %lld x seq %lld, "
+              "accumulation %lld, recompute %s\n",
+              s.dp_replicate, s.dp_shard, s.cp, s.tp, sharding_mode_name(s.mode), (long long)s.micro_batch,
+              (long long)s.seq, (long long)s.grad_accum, recompute_name(s.recompute));
+  std::printf("  parameters: %s total, %s per GPU before data-parallel sharding\n\n",
+              billions(double(e.total_params)).c_str(), billions(e.params_per_gpu).c_str());
+  const auto& mem = e.memory;
+  std::printf("Per-GPU memory (analytic)\n%s\n",
+              table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},
+                     {"activations", gib(mem.activations)}, {"transient (unsharded units)", gib(mem.transient)},
+                     {"other (context, NCCL, allocator)", gib(mem.other)}, {"total", gib(mem.total())},
+                     {"GPU memory", gib(c.gpu.hbm_bytes)},
+                     {"fits", mem.total() <= c.gpu.hbm_bytes ? "yes" : "NO"}})
+                  .c_str());
+  std::printf("Step time (lower bound: communication fully overlapped)\n%s",
+              table({{"compute", seconds(e.compute_time_s)},
+                     {"data-parallel communication", seconds(e.dp_comm_time_s)},
+                     {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
+                     {"step time >=", seconds(e.step_time_lower_bound_s)},
+                     {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},
+                     {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
+                     {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}})
+                  .c_str());
+}
+
+void run_estimate(const EstimateOptions& o) {
+  const ModelSpec m = load_model(o.model);
+  const ClusterSpec c = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
+  TrainingShape s;
+  s.dp_replicate = o.dp_replicate;
+  s.tp = o.tp;
+  s.cp = o.cp;
+  s.dp_shard = o.dp_shard ? *o.dp_shard : std::max(1, c.world_size() / (o.tp * o.cp * o.dp_replicate));
+  s.sequence_parallel = !o.no_sequence_parallel;
+  s.mode = o.mode;
+  if (s.mode == ShardingMode::zero3 && s.dp_replicate > 1) s.mode = ShardingMode::hsdp;
+  s.micro_batch = o.micro_batch;
+  s.seq = o.seq > 0 ? o.seq : std::min<std::int64_t>(8192, m.max_seq);
+  s.grad_accum = o.grad_accum;
+  s.recompute = o.recompute;
+  s.precision.param = o.param_dtype;
+  s.precision.reduce = o.reduce_dtype;
+  s.blocks_per_unit = o.blocks_per_unit;
+  s.prefetch = o.prefetch;
+  const Estimate e = estimate(m, c, s);
+  if (o.format == OutputFormat::json)
+    std::printf("%s\n", estimate_json(e, m, c, s).dump(2).c_str());
+  else
+    print_estimate_text(e, m, c, s);
+}
+
+void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
+  sub->add_option("--nodes", o.nodes, "Number of nodes")->check(CLI::PositiveNumber);
+  sub->add_option("--world-size", o.world_size, "Number of GPUs (ranks)")->check(CLI::PositiveNumber);
+  sub->add_option("--dp-shard", o.dp_shard, "FSDP shard degree (default: what the others leave)")->check(CLI::PositiveNumber);
+  sub->add_option("--dp-replicate", o.dp_replicate, "Replica degree (HSDP)")->check(CLI::PositiveNumber);
+  sub->add_option("--tp", o.tp, "Tensor-parallel degree")->check(CLI::PositiveNumber);
+  sub->add_option("--cp", o.cp, "Context-parallel degree")->check(CLI::PositiveNumber);
+  sub->add_flag("--no-sequence-parallel", o.no_sequence_parallel, "Turn sequence parallelism off with TP");
+  add_enum_option(sub, "--sharding", o.mode, kShardingModes, "ddp, zero1, zero2, zero3 (fsdp) or hsdp");
+  sub->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per data-parallel rank")->check(CLI::PositiveNumber);
+  sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(CLI::PositiveNumber);
+  sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(CLI::PositiveNumber);
+  add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "none, selective or full");
+  add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes, "Parameter dtype in compute");
+  add_enum_option(sub, "--reduce-dtype", o.reduce_dtype, kDTypes, "Gradient reduction dtype");
+  sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(CLI::PositiveNumber);
+  sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(CLI::NonNegativeNumber);
+  add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
+}
+
+}  // namespace
+
+void setup_estimate(CLI::App& app) {
+  auto o = std::make_shared<EstimateOptions>();
+  CLI::App* sub = app.add_subcommand("estimate", "Analytic per-GPU memory and a step-time lower bound");
+  sub->add_option("--model", o->model, "Model name under configs/models or a JSON file (ours or Hugging Face config.json)")->required();
+  sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file")->required();
+  add_estimate_options(sub, *o);
+  sub->callback([o] { run_estimate(*o); });
+}
+
+void setup_demo(CLI::App& app) {
+  auto o = std::make_shared<EstimateOptions>();
+  o->model = "llama3.1-8b";
+  o->cluster = "dgx-h100";
+  o->nodes = 1;
+  o->recompute = Recompute::selective;
+  CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: Llama-3.1-8B on one 8xH100 node");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->callback([o] { run_estimate(*o); });
+}
+
+}  // namespace fsdpx

@@ -1,1 +1,37 @@
-// tools/main.cpp — being written
+// tools/main.cpp — the fsdpx command: registers the subcommands and is the one place that turns
+// input errors into a one-line message and exit status 2.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fsdpx: plan, simulate and run fully sharded data-parallel training of LLMs"};
+  app.set_version_flag("--version", "fsdpx 0.1.0");
+  app.require_subcommand(1);
+  fsdpx::setup_demo(app);
+  fsdpx::setup_estimate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "fsdpx: error: command line: %s (see fsdpx --help)\n", e.what());
+    return 2;
+  } catch (const fsdpx::ConfigError& e) {
+    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+    return 2;
+  } catch (const nlohmann::json::exception& e) {
+    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

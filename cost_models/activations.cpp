@@ -1,0 +1,124 @@
+// cost_models/activations.cpp — activation bytes one rank keeps for backward: the tensors a block
+// saves, itemised as in Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 and generalised to any ffn
+// size, SwiGLU, GQA, no dropout, FlashAttention, TP/SP/CP and the three recompute modes; plus the
+// embedding/head tensors and the logits. Leaves out allocator rounding, pipeline in-flight
+// microbatch counts (the caller multiplies) and framework temporaries outside a block's backward.
+#include "core/errors.h"
+#include "cost_models/memory.h"
+
+namespace fsdpx {
+namespace {
+
+constexpr double kMaskBytes = 1;     // dropout masks are 1 byte per element (Korthikanti §4.1)
+constexpr double kFp32Bytes = 4;     // FlashAttention log-sum-exp, fp32 softmax/loss buffers
+constexpr double kTokenIdBytes = 8;  // int64 token ids (Megatron theoretical_memory_usage.py: 8·s·b)
+
+// Per-rank sizes. Tensors in the "norm region" (norm inputs, inputs to the column-parallel
+// linears, dropout masks) are replicated across TP ranks unless SP shards them along s; tensors
+// inside attention/MLP are split by TP (Korthikanti §4.2.1-4.2.2).
+struct Dims {
+  double tokens = 0;  // (s / cp) · b on this rank, before SP
+  double seq_full = 0;
+  double h = 0, q = 0, kv = 0, ffn = 0, heads = 0;
+  double tp = 1, norm_div = 1, e = 2;
+};
+
+Dims dims(const ModelSpec& m, const ActivationShape& s) {
+  FSDP_CHECK(s.tp >= 1 && s.cp >= 1 && s.micro_batch >= 1 && s.seq >= 1, "bad activation shape");
+  Dims d;
+  d.tokens = static_cast<double>(s.seq) / s.cp * static_cast<double>(s.micro_batch);
+  d.seq_full = static_cast<double>(s.seq);
+  d.h = static_cast<double>(m.hidden);
+  d.q = static_cast<double>(m.q_dim());
+  d.kv = static_cast<double>(m.kv_dim());
+  d.ffn = static_cast<double>(m.ffn_hidden);
+  d.heads = static_cast<double>(m.heads);
+  d.tp = s.tp;
+  d.norm_div = s.sequence_parallel ? s.tp : 1;
+  d.e = s.act_bytes;
+  return d;
+}
+
+// Norm region, bytes per token: two norm inputs (4sbh), QKV input (2sbh), MLP input (2sbh),
+// attention-output and MLP-output dropout masks (sbh each) — Korthikanti's "10" plus nothing s².
+double norm_region_bytes(const Dims& d, const ActivationShape& s) {
+  double b = 2 * d.h * d.e + d.h * d.e + d.h * d.e;
+  if (s.dropout) b += 2 * d.h * kMaskBytes;
+  return b / d.norm_div;
+}
+
+// MLP tensors inside the TP region, bytes per token. GELU / squared-ReLU: the activation's input
+// and output (fc2 input): 2·ffn, i.e. Korthikanti's 8sbh + 8sbh at ffn = 4h. SwiGLU: gate output,
+// up output and their product (down-proj input): 3·ffn.
+double mlp_inner_bytes(const ModelSpec& m, const Dims& d) {
+  const double tensors = m.ffn_kind == FfnKind::swiglu ? 3 : 2;
+  return tensors * d.ffn * d.e / d.tp;
+}
+
+// Attention tensors inside the TP region that are linear in s, bytes per token: Q and K (QK^T
+// inputs, 4sbh), V (2sbh), out-proj input = attention output (2sbh); K and V are kv_dim wide (GQA).
+// FlashAttention also keeps the fp32 log-sum-exp per head (4·a·s·b bytes); its output O is the
+// out-proj input, counted once.
+double attention_linear_bytes(const Dims& d, const ActivationShape& s) {
+  double b = (d.q + 2 * d.kv + d.q) * d.e;
+  if (s.flash_attention) b += kFp32Bytes * d.heads;
+  return b / d.tp;
+}
+
+// The s×s tensors per token (Korthikanti's 5as²b at 16 bits with dropout): softmax output (2),
+// dropout mask (1) and dropout output (2); without dropout only the softmax output. Each local query
+// attends to all s keys, so with CP the row length stays s. None with FlashAttention.
+double attention_score_bytes(const Dims& d, const ActivationShape& s) {
+  if (s.flash_attention) return 0;
+  const double per_score = s.dropout ? d.e + kMaskBytes + d.e : d.e;
+  return d.heads * d.seq_full * per_score / d.tp;
+}
+
+}  // namespace
+
+// none: everything; selective: drop the s² tensors (Korthikanti §5, recompute core attention);
+// full: only the block input (2sbh, or 2sbh/t with SP).
+double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Recompute r) {
+  const Dims d = dims(m, s);
+  if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
+  double per_token = norm_region_bytes(d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
+  if (r == Recompute::none) per_token += attention_score_bytes(d, s);
+  return d.tokens * per_token;
+}
+
+// Upper bound used for every recompute mode: the block's full activations (re-materialised under
+// full recompute; for none/selective this counts the block's own saved tensors twice, at most one
+// block's worth) plus the gradient tensors alive at once: the residual-stream gradient in and out,
+// and the larger of the MLP's (one per saved MLP tensor) and attention's (dQ, dK, dV, and dP, dS
+// without FlashAttention).
+double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  const double residual = 2 * d.h * d.e / d.norm_div;
+  const double mlp = mlp_inner_bytes(m, d);
+  double attn = (d.q + 2 * d.kv) * d.e / d.tp;
+  if (!s.flash_attention) attn += 2 * d.heads * d.seq_full * d.e / d.tp;
+  const double grads = d.tokens * (residual + (mlp > attn ? mlp : attn));
+  return block_activation_bytes(m, s, Recompute::none) + grads;
+}
+
+// Token ids (int64), the embedding dropout mask when dropout is on (Megatron's s·b·h), the final
+// norm input and the LM-head input (Korthikanti's output layer 4sbh), the last two sharded by SP.
+double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  double per_token = kTokenIdBytes;
+  double norm_region = 2 * d.h * d.e;
+  if (s.dropout) norm_region += d.h * kMaskBytes;
+  per_token += norm_region / d.norm_div;
+  return d.tokens * per_token;
+}
+
+// Assumption: logits of the vocab-parallel head (V/t per token) at the activation dtype, plus one
+// fp32 buffer of the same shape that a fused cross-entropy kernel needs for the upcast softmax and
+// reuses in place for dlogits, plus three fp32 per-token values (row max, log-sum-exp, loss).
+double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  return d.tokens * (vocab_local * (d.e + kFp32Bytes) + 3 * kFp32Bytes);
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,53 @@
+// cost_models/compute_internal.h — helpers shared by the compute-model sources (not a public API):
+// per-rank tensor sizes under TP/CP/SP, and constructors for a GEMM and for a memory-bound kernel.
+// Leaves out everything about time; see compute.h for the roofline.
+#pragma once
+
+#include <string>
+
+#include "core/model_spec.h"
+#include "cost_models/compute.h"
+
+namespace fsdpx::compute_detail {
+
+// Sizes one rank works on, in elements (doubles: TP/CP need not divide evenly in a what-if).
+struct RankDims {
+  double tokens = 0;       // b·s/c: tokens whose hidden state this rank computes
+  double norm_tokens = 0;  // tokens seen by norms/residuals: tokens/t with sequence parallelism
+  double seq = 0;          // s: keys each query attends to (all of its sequence, ring attention)
+  double keys = 0;         // b·s: key/value rows this rank reads (its own and the ring's chunks)
+  double hidden = 0;
+  double q_dim = 0;        // heads·head_dim / t (Megatron column-parallel Q)
+  double kv_dim = 0;       // kv_heads·head_dim / t; one KV head at least (replicated when t > kv_heads)
+  double heads = 0;        // query heads on this rank
+  double ffn = 0;          // ffn_hidden / t (column-parallel up/gate, row-parallel down)
+  double vocab = 0;        // vocab / t (vocabulary-parallel embedding and LM head)
+  double act_bytes = 0;    // bytes per activation element
+};
+
+RankDims rank_dims(const ModelSpec& m, const LayerShape& s);
+
+// C[m×n] = A[m×k]·B[k×n]: 2·m·n·k FLOPs (one multiply and one add per FMA); reads A and B and writes
+// C once at `elem_bytes`. The backward GEMMs of the same layer (dX = dY·Wᵀ, dW = Xᵀ·dY) touch the
+// same three matrix sizes, so one constructor serves all three passes.
+KernelWork gemm(std::string name, double m, double n, double k, double elem_bytes);
+
+// A memory-bound kernel: `read_bytes` + `write_bytes` of HBM traffic and `flops` of vector work.
+KernelWork vector_kernel(std::string name, double flops, double read_bytes, double write_bytes);
+
+// Vector FLOPs per element of a norm (derived: operation count). RMSNorm: square, accumulate,
+// scale by 1/rms, scale by weight = 4. LayerNorm: mean, subtract, square, accumulate, scale, weight,
+// bias = 7. Backward costs about twice the forward.
+double norm_flops_per_element(Arch a);
+
+// A norm over `tokens`×hidden: forward reads x, writes y and fp32 per-token statistics (rstd, and
+// the mean for LayerNorm); backward (dX) reads dY, x and the statistics, writes dX; the weight
+// gradient is a column reduction of dY·x̂ (split from dX so that it can run in a separate
+// weight-gradient pass, as zero-bubble schedules do; a fused kernel reads dY and x once).
+KernelWork norm_kernel(std::string name, Arch a, double tokens, const RankDims& d, Pass p);
+
+// Residual add y = x + f(x) over `tokens`×hidden (forward), or the sum of the two gradient streams
+// that meet at the block input (backward): read two tensors, write one.
+KernelWork residual_kernel(std::string name, double tokens, const RankDims& d);
+
+}  // namespace fsdpx::compute_detail

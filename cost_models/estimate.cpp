@@ -1,0 +1,211 @@
+// cost_models/estimate.cpp — analytic memory breakdown and step-time lower bound (no overlap model).
+#include "cost_models/estimate.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "cost_models/communication.h"
+#include "cost_models/compute.h"
+#include "cost_models/mesh.h"
+#include "cost_models/params.h"
+
+namespace fsdpx {
+
+namespace {
+
+[[noreturn]] void bad_option(const char* option, const std::string& what) {
+  throw ConfigError(fmt::format("command line: {}: {}", option, what));
+}
+
+LayerShape layer_shape(const TrainingShape& s) {
+  LayerShape ls;
+  ls.micro_batch = s.micro_batch;
+  ls.seq = s.seq;
+  ls.tp = s.tp;
+  ls.cp = s.cp;
+  ls.sequence_parallel = s.sequence_parallel && s.tp > 1;
+  ls.act_dtype = s.precision.param;
+  return ls;
+}
+
+ActivationShape activation_shape(const TrainingShape& s) {
+  ActivationShape a;
+  a.micro_batch = s.micro_batch;
+  a.seq = s.seq;
+  a.tp = s.tp;
+  a.cp = s.cp;
+  a.sequence_parallel = s.sequence_parallel && s.tp > 1;
+  a.act_bytes = dtype_bytes(s.precision.param);
+  return a;
+}
+
+struct Groups {
+  GroupShape tp, cp, shard, replicate;
+};
+
+Groups mesh_groups(const TrainingShape& s, int gpus_per_node) {
+  Groups g;
+  g.tp = mesh_axis_group(s.tp, 1, gpus_per_node);
+  g.cp = mesh_axis_group(s.cp, s.tp, gpus_per_node);
+  g.shard = mesh_axis_group(s.dp_shard, s.tp * s.cp, gpus_per_node);
+  g.replicate = mesh_axis_group(s.dp_replicate, s.tp * s.cp * s.dp_shard, gpus_per_node);
+  return g;
+}
+
+// Compute time of one micro-batch through the whole model on one rank (forward, recompute, backward).
+double micro_batch_compute_s(const ModelSpec& m, const GpuSpec& gpu, const TrainingShape& s, double* flops) {
+  const LayerShape ls = layer_shape(s);
+  const DType dt = s.precision.param;
+  double time_s = 0;
+  *flops = 0;
+  for (Pass p : {Pass::forward, Pass::input_grad, Pass::weight_grad}) {
+    const auto block = block_kernels(m, ls, p);
+    const auto emb = embedding_kernels(m, ls, p);
+    const auto head = head_kernels(m, ls, p);
+    time_s += m.layers * kernels_time_s(block, gpu, dt) + kernels_time_s(emb, gpu, dt) + kernels_time_s(head, gpu, dt);
+    *flops += m.layers * kernels_flops(block) + kernels_flops(emb) + kernels_flops(head);
+  }
+  // Recompute re-runs forward work before backward: all of it (full) or the attention core (selective,
+  // Korthikanti et al. 2022 §5).
+  if (s.recompute != Recompute::none) {
+    auto fwd = block_kernels(m, ls, Pass::forward);
+    if (s.recompute == Recompute::selective)
+      std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+    time_s += m.layers * kernels_time_s(fwd, gpu, dt);
+    *flops += m.layers * kernels_flops(fwd);
+  }
+  return time_s;
+}
+
+// Tensor- and context-parallel collectives of one micro-batch (Megatron-style: per block two in
+// forward and two in backward; with SP each all-reduce becomes all-gather + reduce-scatter).
+double micro_batch_tp_cp_comm_s(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s, const Groups& g) {
+  double time_s = 0;
+  const double act_b = dtype_bytes(s.precision.param);
+  if (s.tp > 1) {
+    const double bytes = s.micro_batch * (double(s.seq) / s.cp) * m.hidden * act_b;
+    const int passes = 2 + (s.recompute == Recompute::full ? 1 : 0);  // forward, backward, recompute
+    const double per_pass = s.sequence_parallel
+        ? 2 * (collective_time_s(Collective::all_gather, bytes, g.tp, c) +
+               collective_time_s(Collective::reduce_scatter, bytes, g.tp, c))
+        : 2 * collective_time_s(Collective::all_reduce, bytes, g.tp, c);
+    time_s += m.layers * passes * per_pass;
+  }
+  if (s.cp > 1) {
+    // Ring attention: cp-1 exchanges of the local K and V chunk forward, K, V, dK, dV backward.
+    const double kv_bytes = 2.0 * s.micro_batch * (double(s.seq) / s.cp) * m.kv_dim() / s.tp * act_b;
+    const double step_s = collective_time_s(Collective::send_recv, kv_bytes, g.cp, c);
+    time_s += m.layers * (s.cp - 1) * step_s * 3;
+  }
+  return time_s;
+}
+
+// Data-parallel collectives of one optimizer step (FSDP2 reduces every micro-batch; ZeRO-1 and DDP
+// accumulate locally and reduce once).
+double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups& g, double local_params) {
+  const double pb = dtype_bytes(s.precision.param), rb = dtype_bytes(s.precision.reduce);
+  const double ag = collective_time_s(Collective::all_gather, local_params * pb, g.shard, c);
+  const double rs = collective_time_s(Collective::reduce_scatter, local_params * rb, g.shard, c);
+  const double ar = collective_time_s(Collective::all_reduce, local_params * rb, g.shard, c);
+  const double k = double(s.grad_accum);
+  double time_s = 0;
+  switch (s.mode) {
+    case ShardingMode::zero3:
+    case ShardingMode::hsdp: time_s = k * (2 * ag + rs); break;  // forward and backward all-gather
+    case ShardingMode::zero2: time_s = k * rs + ag; break;
+    case ShardingMode::zero1: time_s = rs + ag; break;
+    case ShardingMode::ddp: time_s = ar; break;
+  }
+  // Replicas all-reduce their gradient shard once per step (HSDP; the same for other modes).
+  const double shard_bytes = local_params * rb / (s.mode == ShardingMode::ddp ? 1 : s.dp_shard);
+  time_s += collective_time_s(Collective::all_reduce, shard_bytes, g.replicate, c);
+  return time_s;
+}
+
+}  // namespace
+
+namespace {
+
+MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, const ParamCounts& pc,
+                                 double local_params, int communicators) {
+  // local_params: parameters on this rank after TP, before data-parallel sharding.
+  MemoryBreakdown mem;
+  const StateBytes state = model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
+  mem.params = state.params;
+  mem.grads = state.grads;
+  mem.optimizer = state.optimizer;
+
+  const ActivationShape a = activation_shape(s);
+  mem.activations = m.layers * block_activation_bytes(m, a, s.recompute) + embedding_activation_bytes(m, a) +
+                    logits_bytes(m, a) + block_backward_working_bytes(m, a);
+
+  // Unsharded units alive at once: the current one plus `prefetch` more (FSDP1 paper §3.3), and the
+  // unsharded gradients of the unit being reduced. The largest unit bounds it.
+  const double tp = s.tp;
+  const double largest_unit = std::max({double(s.blocks_per_unit * pc.per_block), double(pc.embedding),
+                                        double(pc.head + pc.final_norm)}) / tp;
+  const double pb = dtype_bytes(s.precision.param), rb = dtype_bytes(s.precision.reduce);
+  switch (s.mode) {
+    case ShardingMode::zero3:
+    case ShardingMode::hsdp: mem.transient = largest_unit * ((1 + s.prefetch) * pb + rb); break;
+    case ShardingMode::zero2: mem.transient = largest_unit * rb; break;
+    case ShardingMode::zero1:
+    case ShardingMode::ddp: mem.transient = 0; break;
+  }
+  mem.other = overhead_bytes(communicators, mem.total()).total();
+  return mem;
+}
+
+}  // namespace
+
+void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  if (s.world_size() != c.world_size())
+    bad_option("--dp-shard", fmt::format("dp_replicate({}) * dp_shard({}) * cp({}) * tp({}) = {} != world size {}",
+                                         s.dp_replicate, s.dp_shard, s.cp, s.tp, s.world_size(), c.world_size()));
+  if (s.tp > c.gpus_per_node || c.gpus_per_node % s.tp != 0)
+    bad_option("--tp", fmt::format("tp ({}) must divide the GPUs per node ({})", s.tp, c.gpus_per_node));
+  if (m.heads % s.tp != 0) bad_option("--tp", fmt::format("tp ({}) must divide heads ({})", s.tp, m.heads));
+  if (m.kv_heads % s.tp != 0 && s.tp % m.kv_heads != 0)
+    bad_option("--tp", fmt::format("tp ({}) and kv_heads ({}) must divide one another", s.tp, m.kv_heads));
+  if (m.ffn_hidden % s.tp != 0) bad_option("--tp", fmt::format("tp ({}) must divide ffn_hidden ({})", s.tp, m.ffn_hidden));
+  if (s.seq % (2 * s.cp) != 0 && s.cp > 1)
+    bad_option("--cp", fmt::format("2 * cp ({}) must divide the sequence length ({})", 2 * s.cp, s.seq));
+  if (s.seq > m.max_seq) bad_option("--seq", fmt::format("{} exceeds the model's max_seq {}", s.seq, m.max_seq));
+  if (s.blocks_per_unit > m.layers)
+    bad_option("--blocks-per-unit", fmt::format("{} exceeds the model's {} layers", s.blocks_per_unit, m.layers));
+}
+
+Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  check_training_shape(m, c, s);
+  Estimate e;
+  const ParamCounts pc = count_params(m);
+  e.total_params = pc.total();
+  // TP splits every weight matrix and the vocabulary; norms stay replicated (a < 0.1% difference).
+  e.params_per_gpu = double(pc.total()) / s.tp;
+
+  const Groups g = mesh_groups(s, c.gpus_per_node);
+  int communicators = 0;
+  for (const GroupShape* gs : {&g.tp, &g.cp, &g.shard, &g.replicate}) communicators += gs->ranks > 1 ? 1 : 0;
+  e.memory = memory_breakdown(m, s, pc, e.params_per_gpu, communicators);
+
+  double mb_flops = 0;
+  const double mb_time_s = micro_batch_compute_s(m, c.gpu, s, &mb_flops);
+  const double optimizer_params = s.mode == ShardingMode::ddp ? e.params_per_gpu : e.params_per_gpu / s.dp_shard;
+  const KernelWork opt = optimizer_kernel(optimizer_params, s.precision.param, s.precision.reduce);
+  e.compute_time_s = s.grad_accum * mb_time_s + kernel_time_s(opt, c.gpu, DType::fp32);
+  e.hardware_flops_per_step = s.grad_accum * mb_flops + opt.flops;
+
+  e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu);
+  e.tp_cp_comm_time_s = s.grad_accum * micro_batch_tp_cp_comm_s(m, c, s, g);
+  e.step_time_lower_bound_s = std::max(e.compute_time_s, e.dp_comm_time_s + e.tp_cp_comm_time_s);
+
+  e.model_flops_per_token = model_flops_per_token(m, s.seq);
+  e.tokens_per_step = double(s.micro_batch) * s.seq * s.grad_accum * s.dp_replicate * s.dp_shard;
+  e.tokens_per_s_per_gpu_upper_bound = e.tokens_per_step / e.step_time_lower_bound_s / s.world_size();
+  e.mfu_upper_bound = e.tokens_per_s_per_gpu_upper_bound * e.model_flops_per_token / c.gpu.peak(DType::bf16);
+  return e;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,60 @@
+// cost_models/estimate.h — the analytic estimate behind `fsdpx estimate`: per-GPU memory by category
+// and a lower bound on step time from the compute, communication and memory models, with no overlap
+// modelling (the simulator does that). The lower bound assumes perfect overlap of communication with
+// compute: max(compute, communication). Leaves out pipeline parallelism (pp must be 1) and the order
+// of ops, so no peak-of-a-timeline effects.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/cluster_spec.h"
+#include "core/model_spec.h"
+#include "cost_models/memory.h"
+
+namespace fsdpx {
+
+struct TrainingShape {
+  int dp_replicate = 1;
+  int dp_shard = 1;
+  int tp = 1;
+  int cp = 1;
+  bool sequence_parallel = true;  // used when tp > 1
+  ShardingMode mode = ShardingMode::zero3;
+  std::int64_t micro_batch = 1;    // sequences per micro-batch per data-parallel rank
+  std::int64_t seq = 2048;
+  std::int64_t grad_accum = 1;     // micro-batches per optimizer step
+  Recompute recompute = Recompute::none;
+  PrecisionPolicy precision;
+  std::int64_t blocks_per_unit = 1;  // FSDP wrapping granularity
+  int prefetch = 1;                  // unsharded units in flight beside the current one
+
+  int world_size() const { return dp_replicate * dp_shard * tp * cp; }
+};
+
+struct MemoryBreakdown {
+  double params = 0, grads = 0, optimizer = 0, activations = 0, transient = 0, other = 0;
+  double total() const { return params + grads + optimizer + activations + transient + other; }
+};
+
+struct Estimate {
+  std::int64_t total_params = 0;
+  double params_per_gpu = 0;             // before data-parallel sharding (after TP)
+  MemoryBreakdown memory;                // per GPU, bytes
+  double model_flops_per_token = 0;      // PaLM
+  double hardware_flops_per_step = 0;    // per GPU, including recompute
+  double compute_time_s = 0;             // per GPU per step, all kernels
+  double dp_comm_time_s = 0;             // FSDP/ZeRO/DDP collectives per step
+  double tp_cp_comm_time_s = 0;          // TP and CP collectives per step
+  double step_time_lower_bound_s = 0;
+  double tokens_per_step = 0;            // global
+  double tokens_per_s_per_gpu_upper_bound = 0;
+  double mfu_upper_bound = 0;            // at the lower-bound step time
+};
+
+// Validates the shape against the cluster (degrees multiply to the world size, tp within a node,
+// divisibility of heads by tp); throws ConfigError naming the option.
+void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s);
+Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s);
+
+}  // namespace fsdpx

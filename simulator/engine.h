@@ -1,0 +1,67 @@
+// simulator/engine.h — the discrete-event engine: runs a timed step program in integer-nanosecond
+// virtual time with a deterministic (time, sequence) order. Streams are resources that run their ops
+// in order; an op starts when it heads its stream and its dependencies are done; a collective starts
+// when every participant has reached it; collectives on the same fabric of a rank share its bandwidth
+// (the bandwidth part of their time; latency is not shared); compute slows while a collective runs on
+// the same GPU (interference). Memory effects of ops give each rank's live bytes by category and the
+// peak. Leaves out stream priorities and launch overheads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simulator/step_program.h"
+
+namespace fsdpx {
+
+using TimeNs = std::int64_t;
+
+struct EngineOptions {
+  bool overlap = true;             // false: every op of a rank waits for the previous one in issue order
+  bool infinite_bandwidth = false; // collectives and TP/CP traffic take no time
+  bool expand_ranks = false;       // simulate every rank instead of one per role
+  // Compute slowdown while a collective's bandwidth phase runs on the same GPU: compute runs at
+  // (1 - usage). calculon's processor_usage (cost-model-facts.md §5): NVLink 0.15, InfiniBand 0.02.
+  double interference_nvlink = 0.15;
+  double interference_nic = 0.02;
+  bool record_ops = true;          // keep per-op start/end times (trace, summaries)
+};
+
+struct OpTiming {
+  int role = 0;
+  int rank = 0;  // instance index within the role (0 under symmetry)
+  int op = 0;
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+};
+
+struct MemoryPeak {
+  double total_bytes = 0;
+  std::array<double, kMemCategoryCount> by_category{};
+  int op = -1;  // the op whose allocation reached the peak (-1: resident state)
+  TimeNs at_ns = 0;
+};
+
+// A sample of one rank's live memory, taken at every change (for the trace's counter track).
+struct MemorySample {
+  int role = 0;
+  int rank = 0;
+  TimeNs at_ns = 0;
+  std::array<double, kMemCategoryCount> by_category{};
+};
+
+struct EngineResult {
+  TimeNs step_time_ns = 0;
+  std::vector<OpTiming> ops;                 // in completion order (ties by op id)
+  std::vector<MemoryPeak> peak_by_role;      // worst rank of each role
+  std::vector<MemorySample> memory_samples;  // only when record_ops
+  // Per role (worst rank): time the compute stream is busy, by op kind.
+  std::vector<std::array<TimeNs, 7>> compute_busy_ns_by_kind;
+  std::vector<TimeNs> compute_busy_ns;       // per role
+};
+
+EngineResult run_engine(const StepProgram& program, const EngineOptions& options);
+
+}  // namespace fsdpx

@@ -1,0 +1,103 @@
+// simulator/step_program.h — the step program: one training step as explicit data, the output of
+// lowering and the input of both interpreters (simulator and executor). Per role (a class of ranks
+// that run identical programs: all ranks when there is no pipeline parallelism) and per stream, ordered
+// ops with dependencies, each with its cost-model inputs and its memory effects. Ranks are
+// `role_ranks` copies of a role; the engine can run one copy per role (symmetry) or every rank.
+// Leaves out host-side work (data loading, Python overhead) and kernel launch gaps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost_models/communication.h"
+#include "cost_models/compute.h"
+
+namespace fsdpx {
+
+enum class StreamKind : std::uint8_t { compute, all_gather, reduce_scatter, all_reduce, p2p };
+inline constexpr int kStreamCount = 5;
+const char* stream_name(StreamKind s);
+
+enum class OpKind : std::uint8_t {
+  all_gather,      // unshard a unit's parameters
+  forward,         // forward of one segment (consecutive modules of one unit) for one micro-batch
+  backward,        // recompute (if any) + input-grad + weight-grad of one segment for one micro-batch
+  reduce_scatter,  // reduce a unit's gradients to shards
+  all_reduce,      // across replicas (HSDP, DDP) or the whole data-parallel group
+  optimizer,       // AdamW on the local shard
+  free,            // release memory (reshard a unit) without work
+};
+const char* op_kind_name(OpKind k);
+
+enum class MemCategory : std::uint8_t { params, grads, optimizer, activations, transient, other };
+inline constexpr int kMemCategoryCount = 6;
+const char* mem_category_name(MemCategory c);
+
+// A change of live bytes on the op's rank: positive allocates, negative frees.
+struct MemEffect {
+  MemCategory category = MemCategory::transient;
+  double bytes = 0;
+};
+
+// Process groups of the mesh; a collective names one.
+enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard };
+struct ProcessGroup {
+  GroupKind kind = GroupKind::dp_shard;
+  GroupShape shape;
+  int reshard_ranks = 0;  // kind reshard: g
+};
+
+struct Op {
+  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt"
+  OpKind kind = OpKind::forward;
+  StreamKind stream = StreamKind::compute;
+  int unit = -1;        // FSDP unit index, -1 when not tied to one
+  int segment = -1;     // forward/backward: segment index (modules of the plan)
+  int micro_batch = -1;
+  // Cost-model inputs. Compute ops: kernel work summed by kind (matrix vs vector); the engine times them
+  // with the cost model. Collectives: kind, bytes (nccl-tests' S) and group.
+  double matmul_flops = 0;
+  double vector_flops = 0;
+  double hbm_bytes = 0;
+  std::vector<KernelWork> kernels;  // the kernels behind the sums, for profiles and the executor
+  Collective collective = Collective::all_gather;
+  double comm_bytes = 0;
+  int group = -1;                 // index into StepProgram::groups
+  double serial_comm_time_s = 0;  // TP/CP collectives inside the op (blocking, Megatron-style)
+  // Filled by time_program (op_timing.h) from the cost models, or by a calibration:
+  double duration_s = 0;  // total time when running alone at full rate
+  double latency_s = 0;   // collectives: the part of duration_s that does not depend on bandwidth
+  bool inter_node = false;  // collectives: bandwidth bound by the NICs (else NVLink)
+  std::vector<int> deps;          // ops (same role) that must finish before this one starts
+  std::vector<MemEffect> alloc_at_start;
+  std::vector<MemEffect> free_at_end;
+};
+
+struct RoleProgram {
+  int role_ranks = 1;                   // how many ranks run this program
+  std::vector<Op> ops;                  // in issue order; op ids are indices
+  std::vector<std::vector<int>> streams;  // per StreamKind: op ids in stream order
+  std::vector<MemEffect> resident;      // allocated before the step (sharded state, overheads)
+};
+
+// The device mesh, outermost axis first: (dp_replicate, dp_shard, cp, tp); rank = row-major index.
+// A group of kind dp_shard holds the ranks that differ only in the dp_shard coordinate; dp_all those
+// that differ in dp_replicate and dp_shard; reshard (FSDP2's int reshard_after_forward = g) the runs of
+// g consecutive dp_shard coordinates.
+struct Mesh {
+  int dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1;
+  int size() const { return dp_replicate * dp_shard * cp * tp; }
+};
+
+struct StepProgram {
+  Mesh mesh;
+  std::vector<ProcessGroup> groups;
+  std::vector<RoleProgram> roles;
+  double tokens_per_step = 0;  // global
+  int world_size = 1;
+  double model_flops_per_token = 0;
+  double peak_flops_per_s = 0;  // of the compute dtype, for MFU
+};
+
+}  // namespace fsdpx

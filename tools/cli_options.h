@@ -1,0 +1,33 @@
+// tools/cli_options.h — strict command-line enums (CLI11 CheckedTransformer: unknown values are
+// errors listing the allowed ones) and the options that several subcommands share.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/dtype.h"
+#include "cost_models/memory.h"
+
+namespace fsdpx {
+
+enum class OutputFormat { text, json };
+
+inline const std::map<std::string, OutputFormat> kOutputFormats{{"text", OutputFormat::text},
+                                                                 {"json", OutputFormat::json}};
+inline const std::map<std::string, Recompute> kRecomputeModes{
+    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+inline const std::map<std::string, DType> kDTypes{
+    {"fp32", DType::fp32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
+inline const std::map<std::string, ShardingMode> kShardingModes{
+    {"ddp", ShardingMode::ddp},     {"zero1", ShardingMode::zero1}, {"zero2", ShardingMode::zero2},
+    {"zero3", ShardingMode::zero3}, {"fsdp", ShardingMode::zero3},  {"hsdp", ShardingMode::hsdp}};
+
+template <typename T>
+CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, T& value,
+                             const std::map<std::string, T>& names, const std::string& help) {
+  return sub->add_option(name, value, help)->transform(CLI::CheckedTransformer(names));
+}
+
+}  // namespace fsdpx

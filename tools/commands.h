@@ -1,0 +1,13 @@
+// tools/commands.h — one setup function per subcommand (CLI11's subcommand-in-files layout): each
+// registers its options and a callback that runs it. Callbacks throw ConfigError on bad input; main
+// turns that into one line on stderr and exit status 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fsdpx {
+
+void setup_estimate(CLI::App& app);
+void setup_demo(CLI::App& app);
+
+}  // namespace fsdpx

@@ -1,1 +1,0 @@
-// tools/estimate.cpp — being written

@@ -1,0 +1,38 @@
+// tools/format.h — human-readable numbers and plain-text tables for command output.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace fsdpx {
+
+inline std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+inline std::string seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.3f} s", s);
+}
+inline std::string billions(double n) { return fmt::format("{:.3f} B", n / 1e9); }
+
+// Rows of cells printed with each column padded to its widest cell; the first column left-aligned,
+// the others right-aligned.
+inline std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  std::string out;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i)
+      out += i == 0 ? fmt::format("  {:<{}}", r[i], width[i]) : fmt::format("  {:>{}}", r[i], width[i]);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace fsdpx

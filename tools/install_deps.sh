@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fsdpx needs, skipping the apt work when they are all present.
+# CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
+set -euo pipefail
+packages=(g++ cmake ninja-build nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
+          libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
