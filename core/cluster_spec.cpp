@@ -4,11 +4,11 @@
 // single-node only. Leaves out rail topology and per-link NVLink modelling.
 #include "core/cluster_spec.h"
 
-#include <algorithm>
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/json_reader.h"
 
@@ -22,9 +22,16 @@ constexpr double kMicro = 1e-6;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Figures a cluster's "sources" object may cite.
-constexpr std::string_view kClusterFigures[] = {
-    "gpu", "gpus_per_node", "nodes", "host_threads", "intra_node.bus_bw_gb_per_s", "intra_node.latency_us",
-    "intra_node.nvls", "inter_node.nics_per_node", "inter_node.nic_gb_per_s", "inter_node.latency_us"};
+constexpr std::string_view kClusterFigures[] = {"gpu",
+                                                "gpus_per_node",
+                                                "nodes",
+                                                "host_threads",
+                                                "intra_node.bus_bw_gb_per_s",
+                                                "intra_node.latency_us",
+                                                "intra_node.nvls",
+                                                "inter_node.nics_per_node",
+                                                "inter_node.nic_gb_per_s",
+                                                "inter_node.latency_us"};
 
 GpuSpec resolve_or_explain(const std::string& gpu_name, JsonObject& o, GpuResolver resolve_gpu) {
   try {
@@ -80,7 +87,8 @@ void check_sources(const nlohmann::json& j, const std::string& file) {
   JsonObject o(j, file, "/sources");
   for (const auto& [key, _] : j.items()) {
     if (std::find(std::begin(kClusterFigures), std::end(kClusterFigures), key) == std::end(kClusterFigures))
-      o.fail(key, fmt::format("sources may only cite figures of this file ({})", fmt::join(kClusterFigures, ", ")));
+      o.fail(key, fmt::format("sources may only cite figures of this file ({})",
+                              fmt::join(kClusterFigures, ", ")));
     o.string(key);
   }
   o.finish();
@@ -98,9 +106,11 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& j, const std::string& file,
   c.nodes = static_cast<int>(o.optional_positive_integer("nodes").value_or(1));
   c.host_threads = o.optional_boolean("host_threads").value_or(false);
   c.intra = parse_intra(o.object("intra_node"));
-  if (auto inter = o.optional_object("inter_node")) c.inter = parse_inter(*inter);
+  if (auto inter = o.optional_object("inter_node"))
+    c.inter = parse_inter(*inter);
   else if (c.nodes > 1)
-    o.fail("nodes", fmt::format("{} nodes need an \"inter_node\" fabric; this cluster is single-node only", c.nodes));
+    o.fail("nodes",
+           fmt::format("{} nodes need an \"inter_node\" fabric; this cluster is single-node only", c.nodes));
   if (o.has("sources")) check_sources(o.raw("sources"), file);
   o.finish();
   return c;

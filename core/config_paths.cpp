@@ -60,6 +60,9 @@ std::string singular(const std::string& kind) {
 
 std::string resolve_config(const std::string& kind, const std::string& name_or_path) {
   if (file_exists(name_or_path)) return name_or_path;
+  // A Hugging Face model folder: its config.json.
+  if (kind == "models" && file_exists(fs::path(name_or_path) / "config.json"))
+    return (fs::path(name_or_path) / "config.json").string();
   if (looks_like_path(name_or_path)) throw ConfigError(fmt::format("{}: cannot open file", name_or_path));
   const auto roots = config_roots();
   for (const auto& root : roots) {

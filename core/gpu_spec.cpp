@@ -4,12 +4,12 @@
 // checks that sources name known figures (tests check that every shipped GPU cites all of them).
 #include "core/gpu_spec.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <string_view>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/json_reader.h"
 
@@ -23,8 +23,8 @@ constexpr double kMega = 1e6;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Figures that a "sources" object may cite, one per top-level key of the file.
-constexpr std::string_view kGpuFigures[] = {"peak_tflops",     "vector_tflops", "hbm_gib",
-                                            "hbm_bw_tb_per_s", "nvlink_gb_per_s", "sm_count",
+constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops",    "hbm_gib",
+                                            "hbm_bw_tb_per_s",   "nvlink_gb_per_s",  "sm_count",
                                             "matmul_efficiency", "memory_efficiency"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
@@ -47,9 +47,11 @@ EfficiencyCurve parse_curve(JsonObject& o, std::string_view key, double size_sca
     if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
       throw_config_error(o.file(), path, fmt::format("expected [size, efficiency], got {}", p.dump()));
     const double size = p[0].get<double>(), eff = p[1].get<double>();
-    if (!(size > 0)) throw_config_error(o.file(), path + "/0", fmt::format("expected a size > 0, got {}", p[0].dump()));
+    if (!(size > 0))
+      throw_config_error(o.file(), path + "/0", fmt::format("expected a size > 0, got {}", p[0].dump()));
     if (!(eff > 0 && eff <= 1))
-      throw_config_error(o.file(), path + "/1", fmt::format("expected an efficiency in (0, 1], got {}", p[1].dump()));
+      throw_config_error(o.file(), path + "/1",
+                         fmt::format("expected an efficiency in (0, 1], got {}", p[1].dump()));
     if (!c.points.empty() && !(size * size_scale > c.points.back().first))
       throw_config_error(o.file(), path + "/0", "sizes must be strictly increasing");
     c.points.emplace_back(size * size_scale, eff);
@@ -63,7 +65,8 @@ std::map<std::string, std::string> parse_sources(const nlohmann::json& j, const 
   std::map<std::string, std::string> sources;
   for (const auto& [key, _] : j.items()) {
     if (std::find(std::begin(kGpuFigures), std::end(kGpuFigures), key) == std::end(kGpuFigures))
-      o.fail(key, fmt::format("sources may only cite figures of this file ({})", fmt::join(kGpuFigures, ", ")));
+      o.fail(key,
+             fmt::format("sources may only cite figures of this file ({})", fmt::join(kGpuFigures, ", ")));
     sources[key] = o.string(key);
   }
   o.finish();

@@ -1,6 +1,7 @@
 // core/json_reader.cpp — strict JSON object reading with file + JSON-pointer error messages.
 #include "core/json_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -57,9 +58,35 @@ void JsonObject::fail(std::string_view key, std::string_view what) const {
 
 bool JsonObject::has(std::string_view key) const { return j_->contains(key); }
 
+namespace {
+
+// Levenshtein distance, for "did you mean" hints on misspelled keys.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 const nlohmann::json& JsonObject::get(std::string_view key) {
   auto it = j_->find(key);
-  if (it == j_->end()) fail(key, "missing required field");
+  if (it == j_->end()) {
+    // A required key is often missing because it is misspelled: name the sibling it probably is.
+    for (const auto& [other, _] : j_->items())
+      if (!read_.contains(other) && edit_distance(other, key) <= 2)
+        fail(key, fmt::format("missing required field (found unknown key '{}': a misspelling?)", other));
+    fail(key, "missing required field");
+  }
   read_.insert(std::string(key));
   return *it;
 }

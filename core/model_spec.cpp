@@ -3,11 +3,11 @@
 // content. Leaves out any checkpoint or tokenizer reading: only shapes matter to the cost models.
 #include "core/model_spec.h"
 
-#include <array>
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <array>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/json_reader.h"
 
@@ -33,7 +33,8 @@ void check_head_layout(const ModelSpec& m, const std::string& file, const std::s
 
 namespace {
 
-constexpr std::array<std::pair<Arch, const char*>, 2> kArchNames{{{Arch::llama, "llama"}, {Arch::gpt, "gpt"}}};
+constexpr std::array<std::pair<Arch, const char*>, 2> kArchNames{
+    {{Arch::llama, "llama"}, {Arch::gpt, "gpt"}}};
 constexpr std::array<std::pair<FfnKind, const char*>, 3> kFfnNames{
     {{FfnKind::swiglu, "swiglu"}, {FfnKind::gelu, "gelu"}, {FfnKind::squared_relu, "squared_relu"}}};
 constexpr std::array<std::pair<LinearBias, const char*>, 3> kBiasNames{

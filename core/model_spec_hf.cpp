@@ -3,13 +3,13 @@
 // PretrainedConfig and the model's config class are accepted (most are ignored: dropout, token ids,
 // RoPE settings); any other key is an error. Leaves out sliding-window attention (Mistral/Qwen2 are
 // modelled with full causal attention, exact while seq <= sliding_window) and quantized checkpoints.
+#include <fmt/format.h>
+
 #include <array>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
 #include "core/model_spec.h"
@@ -42,6 +42,7 @@ constexpr std::array<HfArchitecture, 4> kSupported{{
 
 // transformers PretrainedConfig attributes (configuration_utils.py): bookkeeping and generation
 // defaults that do not change the model's shape.
+// clang-format off
 constexpr std::string_view kPretrainedConfigKeys[] = {
     "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype", "transformers_version",
     "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
@@ -53,21 +54,25 @@ constexpr std::string_view kPretrainedConfigKeys[] = {
     "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
     "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
     "num_return_sequences", "use_cache"};
+// clang-format on
 
 // LlamaConfig / MistralConfig / Qwen2Config keys that fsdpx does not use (norm epsilon, init, RoPE,
 // dropout, sliding-window bookkeeping, tensor-parallel plans).
+// clang-format off
 constexpr std::string_view kLlamaFamilyIgnored[] = {
     "initializer_range", "rms_norm_eps", "pretraining_tp", "rope_theta", "rope_scaling",
     "attention_dropout", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
     "base_model_tp_plan", "base_model_pp_plan", "rope_parameters", "partial_rotary_factor"};
+// clang-format on
 
 // GPT2Config keys that fsdpx does not use (dropouts, norm epsilon, sequence-summary head, attention
 // scaling variants, which change numerics but not shapes).
+// clang-format off
 constexpr std::string_view kGpt2Ignored[] = {
-    "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "initializer_range",
-    "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
-    "summary_first_dropout", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
-    "reorder_and_upcast_attn", "n_ctx"};
+    "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "initializer_range", "summary_type",
+    "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
+    "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "n_ctx"};
+// clang-format on
 
 template <std::size_t N>
 void ignore_present(JsonObject& o, const std::string_view (&keys)[N]) {
@@ -84,12 +89,14 @@ const HfArchitecture& find_architecture(JsonObject& o) {
     for (const auto& s : kSupported)
       if (s.architecture == name) return s;
     o.fail("architectures", fmt::format("unsupported architecture \"{}\"; supported: LlamaForCausalLM, "
-                                        "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel", name));
+                                        "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel",
+                                        name));
   }
   const auto type = o.string("model_type");
   for (const auto& s : kSupported)
     if (s.model_type == type) return s;
-  o.fail("model_type", fmt::format("unsupported model_type \"{}\"; supported: llama, mistral, qwen2, gpt2", type));
+  o.fail("model_type",
+         fmt::format("unsupported model_type \"{}\"; supported: llama, mistral, qwen2, gpt2", type));
 }
 
 void check_model_type(JsonObject& o, const HfArchitecture& a) {
@@ -140,11 +147,12 @@ ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
   m.vocab = o.positive_integer("vocab_size");
   m.max_seq = o.positive_integer("max_position_embeddings");
   m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(false);  // class default False
-  if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});  // class default "silu"
+  if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});                      // class default "silu"
   m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
   m.bias = llama_bias(o, family);
   const auto head_dim = optional_size(o, "head_dim");
-  detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads", head_dim.has_value());
+  detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads",
+                            head_dim.has_value());
   m.head_dim = head_dim.value_or(m.hidden / m.heads);
   ignore_present(o, kLlamaFamilyIgnored);
   return m;

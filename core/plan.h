@@ -34,6 +34,8 @@ enum class PipelineSchedule { none, gpipe, one_f_one_b, interleaved_1f1b };
 
 const char* data_parallel_name(DataParallel d);
 const char* recompute_mode_name(RecomputeMode r);
+const char* reduce_grads_name(ReduceGrads r);
+const char* pipeline_schedule_name(PipelineSchedule s);  // "none", "gpipe", "1f1b", "interleaved_1f1b"
 
 // Modules in forward order: "embedding", "block.0" ... "block.<L-1>", "final_norm", "head".
 struct PlanUnit {
@@ -109,6 +111,7 @@ struct Plan {
   OptimizerSettings optimizer;
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
   std::optional<PredictedMetrics> predicted;
+  std::string notes;  // free text (why the planner chose this plan); empty = not written
 
   std::int64_t grad_accum() const {
     return training.global_batch / (training.micro_batch * parallelism.data_parallel_ranks());

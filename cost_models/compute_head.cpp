@@ -38,8 +38,8 @@ KernelWork embedding_backward(const ModelSpec& m, const RankDims& d, double tp) 
   double flops = d.tokens * d.hidden / tp;
   if (m.arch == Arch::gpt) {
     const double pos_table = static_cast<double>(m.max_seq) * d.hidden * e;
-    read += dy;
-    write += pos_table + dy;
+    read += dy;               // read-modify-write one position-gradient row per token
+    write += pos_table + dy;  // after zero-filling the max_seq×hidden position gradient
     flops += d.tokens * d.hidden;
   }
   return vector_kernel("embed_dw", flops, read, write);

@@ -66,7 +66,8 @@ StateBytes model_state_bytes(double params, ShardingMode mode, int shard_ranks, 
   FSDP_CHECK(mode == ShardingMode::ddp || shard_ranks >= 1, "shard_ranks must be >= 1");
   const StateBytesPerParam per = state_bytes_per_param(p);
   const double n = mode == ShardingMode::ddp ? 1.0 : shard_ranks;
-  const bool shard_grads = mode == ShardingMode::zero2 || mode == ShardingMode::zero3 || mode == ShardingMode::hsdp;
+  const bool shard_grads =
+      mode == ShardingMode::zero2 || mode == ShardingMode::zero3 || mode == ShardingMode::hsdp;
   const bool shard_params = mode == ShardingMode::zero3 || mode == ShardingMode::hsdp;
   StateBytes s;
   s.params = params * per.params / (shard_params ? n : 1.0);

@@ -19,7 +19,8 @@ constexpr double kGB = 1e9;
 // tuning.cc baseLat (µs), rows Tree, Ring, NVLS; columns LL, LL128, Simple.
 constexpr std::array<std::array<double, 3>, 3> kBaseLatUs = {{{6.8, 14, 8.4}, {6.6, 14, 8.4}, {0, 0, 0}}};
 // tuning.cc hwLat (µs) for NVLink and NET, same layout. NVLS has Simple only.
-constexpr std::array<std::array<double, 3>, 3> kHwLatNvlinkUs = {{{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}}};
+constexpr std::array<std::array<double, 3>, 3> kHwLatNvlinkUs = {
+    {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}}};
 constexpr std::array<std::array<double, 3>, 3> kHwLatNetUs = {{{5.0, 8.5, 14}, {2.7, 4.0, 14}, {0, 0, 18}}};
 // The cluster's intra.latency_s / inter.latency_s are the Ring/Simple per-hop hwLat; every other
 // (algorithm, protocol) hwLat keeps its ratio to that entry in NCCL's table. With the defaults

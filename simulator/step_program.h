@@ -34,7 +34,9 @@ enum class MemCategory : std::uint8_t { params, grads, optimizer, activations, t
 inline constexpr int kMemCategoryCount = 6;
 const char* mem_category_name(MemCategory c);
 
-// A change of live bytes on the op's rank: positive allocates, negative frees.
+// A change of live bytes on the op's rank. `bytes` is always >= 0; the list it sits in gives the sign:
+// RoleProgram::resident and Op::alloc_at_start allocate it, Op::free_at_end frees it. The engine
+// checks that live bytes per category never go below zero (1 byte of rounding slack).
 struct MemEffect {
   MemCategory category = MemCategory::transient;
   double bytes = 0;
@@ -48,6 +50,22 @@ struct ProcessGroup {
   int reshard_ranks = 0;  // kind reshard: g
 };
 
+// A collective issued inside a compute op and waited for at once (Megatron TP, ring-attention CP).
+struct SerialCollective {
+  Collective kind = Collective::all_gather;
+  double bytes = 0;  // nccl-tests' S
+  int group = -1;
+  int count = 1;     // how many times per op
+};
+
+// The work of one compute op, shared by every op that does the same (all blocks of a model, all
+// micro-batches): its kernels (cost-model inputs, the executor's profile names) and serial collectives.
+struct WorkSet {
+  std::vector<KernelWork> kernels;
+  std::vector<SerialCollective> serial_comms;
+  double flops() const;
+};
+
 struct Op {
   std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt"
   OpKind kind = OpKind::forward;
@@ -57,10 +75,7 @@ struct Op {
   int micro_batch = -1;
   // Cost-model inputs. Compute ops: kernel work summed by kind (matrix vs vector); the engine times them
   // with the cost model. Collectives: kind, bytes (nccl-tests' S) and group.
-  double matmul_flops = 0;
-  double vector_flops = 0;
-  double hbm_bytes = 0;
-  std::vector<KernelWork> kernels;  // the kernels behind the sums, for profiles and the executor
+  int work_set = -1;  // compute ops: index into StepProgram::work_sets (shared by identical ops)
   Collective collective = Collective::all_gather;
   double comm_bytes = 0;
   int group = -1;                 // index into StepProgram::groups
@@ -93,6 +108,7 @@ struct Mesh {
 struct StepProgram {
   Mesh mesh;
   std::vector<ProcessGroup> groups;
+  std::vector<WorkSet> work_sets;
   std::vector<RoleProgram> roles;
   double tokens_per_step = 0;  // global
   int world_size = 1;

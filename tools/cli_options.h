@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -24,10 +25,16 @@ inline const std::map<std::string, ShardingMode> kShardingModes{
     {"ddp", ShardingMode::ddp},     {"zero1", ShardingMode::zero1}, {"zero2", ShardingMode::zero2},
     {"zero3", ShardingMode::zero3}, {"fsdp", ShardingMode::zero3},  {"hsdp", ShardingMode::hsdp}};
 
+// An option whose value must be one of `names`; the error lists them ("--recompute: sometimes not in
+// {full,none,selective}") instead of CLI11's internal mapping.
 template <typename T>
 CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, T& value,
                              const std::map<std::string, T>& names, const std::string& help) {
-  return sub->add_option(name, value, help)->transform(CLI::CheckedTransformer(names));
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : names) keys.push_back(k);
+  return sub->add_option_function<std::string>(name, [&value, &names](const std::string& s) { value = names.at(s); },
+                                               help)
+      ->check(CLI::IsMember(keys));
 }
 
 }  // namespace fsdpx

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fsdpx::setup_demo(app);
   fsdpx::setup_estimate(app);
+  fsdpx::setup_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,1 +1,262 @@
-// tests/core/test_gpu_cluster_spec.cpp — being written
+// tests/core/test_gpu_cluster_spec.cpp — GPU and cluster specs and config resolution: unit conversion,
+// efficiency-curve interpolation, shipped figures against the published tables of cost-model-facts.md
+// §1.3/§2 (typed in here, not read from the configs), sources for every figure, strict errors with paths,
+// round trips, and the name -> file search order.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/config_paths.h"
+#include "core/json_reader.h"
+
+namespace fsdpx {
+namespace {
+
+const std::string kData = FSDPX_TEST_DATA_DIR;
+const std::string kConfigs = FSDPX_CONFIG_DIR_FOR_TESTS;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Points the search at the source tree's configs for the duration of a test.
+struct ConfigDirEnv {
+  explicit ConfigDirEnv(const std::string& dir) { setenv("FSDPX_CONFIG_DIR", dir.c_str(), 1); }
+  ~ConfigDirEnv() { unsetenv("FSDPX_CONFIG_DIR"); }
+};
+
+GpuSpec fake_gpu(const std::string& name) {
+  if (name != "fake") throw ConfigError("gpus: unknown gpu \"" + name + "\"");
+  GpuSpec g;
+  g.name = "fake";
+  g.peak_flops_per_s[DType::bf16] = 1e15;
+  g.hbm_bytes = 10 * kGiB;
+  g.hbm_bw_bytes_per_s = 1e12;
+  return g;
+}
+
+nlohmann::json small_cluster() {
+  return nlohmann::json::parse(R"({"name": "c", "gpu": "fake", "gpus_per_node": 4,
+    "intra_node": {"bus_bw_gb_per_s": 100, "latency_us": 2, "nvls": false},
+    "inter_node": {"nics_per_node": 2, "nic_gb_per_s": 25, "latency_us": 10}})");
+}
+
+// Published figures (cost-model-facts.md §2): dense BF16 TFLOPS, HBM bytes, HBM TB/s, NVLink GB/s
+// one direction, and ml-engineering's Maximum Achievable Matmul TFLOPS (BF16).
+struct Published {
+  double bf16_tflops, hbm_bytes, hbm_tb_per_s, nvlink_gb_per_s, achievable_tflops;
+};
+const std::map<std::string, Published> kPublished{{"a100-sxm-40gb", {312, 40 * kGiB, 1.555, 300, 271.2}},
+                                                  {"a100-sxm-80gb", {312, 80 * kGiB, 2.039, 300, 271.2}},
+                                                  {"h100-sxm-80gb", {989.4, 80 * kGiB, 3.35, 450, 794.5}},
+                                                  {"h200-sxm-141gb", {989, 141e9, 4.8, 450, 794.5}},
+                                                  {"b200-180gb", {2250, 180e9, 8.0, 900, 1745}},
+                                                  {"gb200", {2500, 186e9, 8.0, 900, 1822}},
+                                                  {"mi300x", {1307.4, 192e9, 5.3, 448, 668.4}}};
+
+}  // namespace
+
+TEST_CASE("EfficiencyCurve interpolates linearly in log(size) and clamps") {
+  const EfficiencyCurve c{{{1e8, 0.2}, {1e9, 0.6}, {1.6e10, 0.9}}};
+  CHECK(c.at(1.0) == doctest::Approx(0.2));  // below the first point
+  CHECK(c.at(1e8) == doctest::Approx(0.2));
+  CHECK(c.at(1e9) == doctest::Approx(0.6));
+  CHECK(c.at(1e13) == doctest::Approx(0.9));  // above the last point
+  // Geometric mean of two points is halfway in log(size): the mean of their efficiencies.
+  CHECK(c.at(std::sqrt(1e8 * 1e9)) == doctest::Approx(0.4));
+  // A quarter of the way in log space from 1e9 to 1.6e10 (a factor 2 of 16).
+  CHECK(c.at(2e9) == doctest::Approx(0.6 + 0.25 * 0.3));
+  CHECK(EfficiencyCurve{{{5.0, 0.7}}}.at(1e9) == doctest::Approx(0.7));
+}
+
+TEST_CASE("every shipped GPU loads, cites every figure and matches the published tables") {
+  const char* figures[] = {"peak_tflops",     "vector_tflops", "hbm_gib",           "hbm_bw_tb_per_s",
+                           "nvlink_gb_per_s", "sm_count",      "matmul_efficiency", "memory_efficiency"};
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs + "/gpus")) {
+    const GpuSpec g = load_gpu(entry.path().string());
+    INFO(g.name);
+    CHECK(g.name == entry.path().stem().string());
+    for (const char* f : figures) {
+      INFO("figure " << f);
+      CHECK((g.sources.count(f) == 1 && !g.sources.at(f).empty()));
+    }
+    // Every efficiency is a fraction and grows with size.
+    CHECK(g.matmul_efficiency.at(1e6) <= g.matmul_efficiency.at(1e12));
+    CHECK(g.memory_efficiency.at(1e3) <= g.memory_efficiency.at(1e9));
+    CHECK(g.peak(DType::bf16) >= g.peak(DType::fp32));
+    const GpuSpec back = parse_gpu_spec(gpu_spec_to_json(g), "roundtrip");
+    CHECK(gpu_spec_to_json(back) == gpu_spec_to_json(g));
+    if (auto it = kPublished.find(g.name); it != kPublished.end()) {
+      const Published& p = it->second;
+      CHECK(g.peak(DType::bf16) == doctest::Approx(p.bf16_tflops * 1e12).epsilon(1e-9));
+      CHECK(g.hbm_bytes == doctest::Approx(p.hbm_bytes).epsilon(1e-8));
+      CHECK(g.hbm_bw_bytes_per_s == doctest::Approx(p.hbm_tb_per_s * 1e12).epsilon(1e-9));
+      CHECK(g.nvlink_bw_bytes_per_s == doctest::Approx(p.nvlink_gb_per_s * 1e9).epsilon(1e-9));
+      // Large GEMMs reach ml-engineering's measured maximum (1% allows rounding of the ratios).
+      const double achievable = g.peak(DType::bf16) * g.matmul_efficiency.at(1e15);
+      INFO("achievable " << achievable / 1e12 << " vs published " << p.achievable_tflops << " TFLOPS");
+      CHECK(achievable == doctest::Approx(p.achievable_tflops * 1e12).epsilon(0.01));
+    }
+    ++loaded;
+  }
+  CHECK(loaded == 9);
+}
+
+TEST_CASE("A100 has no FP8 peak; Hopper does") {
+  const GpuSpec a100 = load_gpu(kConfigs + "/gpus/a100-sxm-80gb.json");
+  CHECK(a100.peak_flops_per_s.count(DType::fp8) == 0);
+  CHECK(load_gpu(kConfigs + "/gpus/h100-sxm-80gb.json").peak(DType::fp8) == doctest::Approx(1979e12));
+  CHECK(a100.sm_count == 108);
+}
+
+TEST_CASE("GPU errors name the file and the path inside it") {
+  const std::map<std::string, std::string> cases{{"gpu_bad_efficiency.json", "/matmul_efficiency/1/1"},
+                                                 {"gpu_bad_source.json", "/sources/hbm_size"}};
+  for (const auto& [file, path] : cases) {
+    const auto msg = error_of([&] { load_gpu(kData + "/bad/" + file); });
+    INFO(msg);
+    CHECK(msg.find(kData + "/bad/" + file + ": " + path + ":") == 0);
+  }
+  auto j = load_json_file(kConfigs + "/gpus/h100-sxm-80gb.json");
+  j["memory_efficiency"] = nlohmann::json::parse("[[10, 0.5], [1, 0.9]]");  // sizes must increase
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /memory_efficiency/1/0:"));
+  j = load_json_file(kConfigs + "/gpus/h100-sxm-80gb.json");
+  j["peak_tflops"].erase("tf32");
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /peak_tflops/tf32: missing"));
+  j["peak_tflops"]["int8"] = 1979;
+  j["peak_tflops"]["tf32"] = 494.7;
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /peak_tflops/int8: unknown key"));
+}
+
+TEST_CASE("cluster parsing uses the resolver, converts units and checks the fabric") {
+  const ClusterSpec c = parse_cluster_spec(small_cluster(), "c.json", &fake_gpu);
+  CHECK(c.gpu.name == "fake");
+  CHECK(c.world_size() == 4);  // nodes defaults to 1
+  CHECK(c.intra.bus_bw_bytes_per_s == doctest::Approx(100e9));
+  CHECK(c.intra.latency_s == doctest::Approx(2e-6));
+  CHECK(c.inter.nic_bw_bytes_per_s == doctest::Approx(25e9));
+  CHECK(!c.host_threads);
+
+  auto j = small_cluster();
+  j["gpu"] = nlohmann::json::parse(R"({"name": "fake", "hbm_gib": 94, "peak_tflops": {"fp8": 2000}})");
+  j["nodes"] = 3;
+  const ClusterSpec o = parse_cluster_spec(j, "c.json", &fake_gpu);
+  CHECK(o.gpu.hbm_bytes == doctest::Approx(94 * kGiB));
+  CHECK(o.gpu.peak(DType::fp8) == doctest::Approx(2000e12));
+  CHECK(o.gpu.peak(DType::bf16) == doctest::Approx(1e15));  // not overridden
+  CHECK(o.world_size() == 12);
+  const ClusterSpec back = parse_cluster_spec(cluster_spec_to_json(o), "roundtrip", &fake_gpu);
+  CHECK(cluster_spec_to_json(back) == cluster_spec_to_json(o));
+}
+
+TEST_CASE("cluster errors name the file and path") {
+  const std::map<std::string, nlohmann::json> edits{
+      {"/gpu", "nonexistent"},     {"/gpu/hbm_size", 3},         {"/gpus_per_node", 0},
+      {"/intra_node/nvls", "yes"}, {"/inter_node/nic_gbps", 25}, {"/sources/bandwidth", "x"}};
+  for (const auto& [path, value] : edits) {
+    auto j = small_cluster();
+    if (path == "/gpu/hbm_size") j["gpu"] = nlohmann::json{{"name", "fake"}};
+    j[nlohmann::json::json_pointer(path)] = value;
+    const auto msg = error_of([&] { parse_cluster_spec(j, "c.json", &fake_gpu); });
+    INFO(path << " -> " << msg);
+    CHECK(msg.find("c.json: " + path + ":") == 0);
+  }
+  auto j = small_cluster();
+  j.erase("inter_node");
+  CHECK_NOTHROW(parse_cluster_spec(j, "c.json", &fake_gpu));
+  j["nodes"] = 2;  // more than one node needs an inter-node fabric
+  CHECK(contains(error_of([&] { parse_cluster_spec(j, "c.json", &fake_gpu); }), "c.json: /nodes:"));
+
+  const std::map<std::string, std::string> files{{"bad_cluster.json", "/gpu/hbm_gb"},
+                                                 {"cluster_unknown_gpu.json", "/gpu"},
+                                                 {"cluster_single_node.json", "/nodes"}};
+  for (const auto& [file, path] : files) {
+    const auto msg = error_of([&] { load_cluster(kData + "/bad/" + file); });
+    INFO(msg);
+    CHECK(msg.find(kData + "/bad/" + file + ": " + path + ":") == 0);
+  }
+  // The unknown GPU's message lists the GPUs that do exist.
+  CHECK(contains(error_of([&] { load_cluster(kData + "/bad/cluster_unknown_gpu.json"); }), "h100-sxm-80gb"));
+}
+
+TEST_CASE("every shipped cluster loads by name with published fabric numbers") {
+  ConfigDirEnv env(kConfigs);
+  const auto names = list_configs("clusters");
+  CHECK(names == std::vector<std::string>{"cpu", "dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "dgx-h200",
+                                          "gb200-nvl72", "hgx-b200"});
+  for (const auto& name : names) {
+    const ClusterSpec c = load_cluster(name);
+    INFO(name);
+    CHECK(c.name == name);
+    CHECK(c.nodes == 1);
+    CHECK((c.inter.nics_per_node > 0) == !c.host_threads);  // only the host cluster is single-node only
+    CHECK(parse_cluster_spec(cluster_spec_to_json(c), "rt", &load_gpu).intra.latency_s == c.intra.latency_s);
+  }
+  // cost-model-facts.md §1.3: 8xH100 ring busbw ~370 GB/s; NDR 400G ~48 GB/s; NCCL hwLat (§1.2).
+  const ClusterSpec h = load_cluster("dgx-h100");
+  CHECK(h.intra.bus_bw_bytes_per_s == doctest::Approx(370e9));
+  CHECK(h.intra.latency_s == doctest::Approx(3.4e-6));
+  CHECK(h.inter.nics_per_node * h.inter.nic_bw_bytes_per_s == doctest::Approx(8 * 48e9));
+  CHECK(h.inter.latency_s == doctest::Approx(14e-6));
+  // DGX-A100 multi-node busbw 192 GB/s = 8 HDR NICs (AddyLaddy, nccl #1576).
+  const ClusterSpec a = load_cluster("dgx-a100-80gb");
+  CHECK(a.inter.nics_per_node * a.inter.nic_bw_bytes_per_s == doctest::Approx(192e9));
+  CHECK(a.intra.bus_bw_bytes_per_s == doctest::Approx(235e9));
+  CHECK(!a.intra.nvls);
+  CHECK(load_cluster("gb200-nvl72").gpus_per_node == 72);
+  const ClusterSpec cpu = load_cluster("cpu");
+  CHECK(cpu.host_threads);
+  CHECK(cpu.gpu.name == "cpu-host");
+}
+
+TEST_CASE("resolve_config: paths as given, names searched, unknown names listed") {
+  ConfigDirEnv env(kConfigs);
+  CHECK(std::filesystem::equivalent(resolve_config("models", "llama3.1-8b"),
+                                    kConfigs + "/models/llama3.1-8b.json"));
+  const std::string hf = kData + "/hf/gpt2/config.json";
+  CHECK(resolve_config("models", hf) == hf);
+  // A Hugging Face model folder stands for its config.json.
+  CHECK(load_model(kData + "/hf/gpt2").layers == 12);
+
+  auto msg = error_of([] { resolve_config("models", "no/such/file.json"); });
+  CHECK(msg == "no/such/file.json: cannot open file");
+  CHECK(error_of([] { resolve_config("models", "missing.json"); }) == "missing.json: cannot open file");
+
+  msg = error_of([] { resolve_config("models", "llama9"); });
+  INFO(msg);
+  CHECK(contains(msg, "unknown model \"llama9\""));
+  CHECK(contains(msg, "llama3.1-8b"));
+  CHECK(msg.find('\n') == std::string::npos);
+}
+
+TEST_CASE("$FSDPX_CONFIG_DIR comes first in the search order") {
+  const auto dir = std::filesystem::temp_directory_path() / "fsdpx_test_config_dir";
+  std::filesystem::create_directories(dir / "models");
+  auto j = load_json_file(kConfigs + "/models/llama3.1-8b.json");
+  j["layers"] = 1;
+  std::ofstream(dir / "models" / "llama3.1-8b.json") << j.dump();
+  {
+    ConfigDirEnv env(dir.string());
+    CHECK(load_model("llama3.1-8b").layers == 1);
+    CHECK(load_model("gpt2-124m").layers == 12);  // other names still come from the later roots
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace fsdpx

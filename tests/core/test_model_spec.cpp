@@ -1,1 +1,254 @@
-// tests/core/test_model_spec.cpp — being written
+// tests/core/test_model_spec.cpp — model specs in fsdpx's schema and in Hugging Face config.json form.
+// Shapes are checked against published parameter counts through an independent closed form (below),
+// so a misread key (tied embeddings, KV heads, biases, n_inner) fails. Leaves FLOP/memory formulas to
+// the cost-model tests.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/config_paths.h"
+#include "core/json_reader.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+namespace {
+
+const std::string kData = FSDPX_TEST_DATA_DIR;
+const std::string kConfigs = FSDPX_CONFIG_DIR_FOR_TESTS;
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Parameter count written out per layer from the architectures' definitions (HF modeling_llama.py,
+// modeling_qwen2.py, modeling_gpt2.py), independent of cost_models/params.
+std::int64_t param_count(const ModelSpec& m) {
+  const std::int64_t h = m.hidden, q = m.q_dim(), kv = m.kv_dim(), f = m.ffn_hidden;
+  const std::int64_t embed = m.vocab * h * (m.tied_embeddings ? 1 : 2);
+  if (m.arch == Arch::llama) {
+    const std::int64_t attn = h * q + 2 * h * kv + q * h + (m.bias == LinearBias::qkv ? q + 2 * kv : 0);
+    return m.layers * (attn + 3 * h * f + 2 * h) + embed + h;  // 2 RMSNorms per layer + final
+  }
+  // GPT-2 block: c_attn (h x 3h + 3h), c_proj (h x h + h), c_fc (h x f + f), mlp c_proj (f x h + h),
+  // two LayerNorms (2h each); plus learned positions and the final LayerNorm.
+  const std::int64_t block = 4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h;
+  return m.layers * block + embed + m.max_seq * h + 2 * h;
+}
+
+nlohmann::json llama_json() {
+  return nlohmann::json::parse(R"({"name": "t", "arch": "llama", "layers": 2, "hidden": 256, "heads": 8,
+    "kv_heads": 2, "ffn_hidden": 512, "ffn_kind": "swiglu", "vocab": 1000, "max_seq": 128,
+    "tied_embeddings": false})");
+}
+
+}  // namespace
+
+TEST_CASE("own schema: fields, defaults and the derived head_dim") {
+  const ModelSpec m = parse_model_spec(llama_json(), "t.json");
+  CHECK(m.name == "t");
+  CHECK(m.arch == Arch::llama);
+  CHECK(m.head_dim == 32);  // 256 / 8
+  CHECK(m.kv_dim() == 64);
+  CHECK(m.bias == LinearBias::none);  // llama default
+
+  auto j = llama_json();
+  j["arch"] = "gpt";
+  j["ffn_kind"] = "gelu";
+  CHECK(parse_model_spec(j, "t.json").bias == LinearBias::all);  // gpt default
+  j["bias"] = "qkv";
+  j["source"] = "documentation only";
+  CHECK(parse_model_spec(j, "t.json").bias == LinearBias::qkv);
+
+  // An explicit head_dim lifts the hidden % heads requirement (q_dim != hidden).
+  j = llama_json();
+  j["hidden"] = 250;
+  CHECK(contains(error_of([&] { parse_model_spec(j, "t.json"); }), "t.json: /heads: hidden (250)"));
+  j["head_dim"] = 64;
+  const ModelSpec wide = parse_model_spec(j, "t.json");
+  CHECK(wide.head_dim == 64);
+  CHECK(wide.q_dim() == 512);
+}
+
+TEST_CASE("heads not divisible by kv_heads names /kv_heads and both numbers") {
+  auto j = llama_json();
+  j["kv_heads"] = 3;
+  const auto msg = error_of([&] { parse_model_spec(j, "m.json"); });
+  INFO(msg);
+  CHECK(contains(msg, "m.json: /kv_heads:"));
+  CHECK(contains(msg, "(8)"));
+  CHECK(contains(msg, "(3)"));
+}
+
+TEST_CASE("own schema rejects unknown keys, bad enums, wrong types and non-positive sizes") {
+  const std::map<std::string, nlohmann::json> edits{
+      {"/hiden", 256}, {"/arch", "mamba"}, {"/ffn_kind", "relu"}, {"/layers", "2"},
+      {"/vocab", 0},   {"/max_seq", -1},   {"/bias", "some"},     {"/tied_embeddings", 1}};
+  for (const auto& [path, value] : edits) {
+    auto j = llama_json();
+    j[nlohmann::json::json_pointer(path)] = value;
+    const auto msg = error_of([&] { parse_model_spec(j, "m.json"); });
+    INFO(path << " -> " << msg);
+    CHECK(contains(msg, "m.json: " + path + ":"));
+  }
+  auto j = llama_json();
+  j.erase("heads");
+  CHECK(contains(error_of([&] { parse_model_spec(j, "m.json"); }), "m.json: /heads: missing"));
+  // "arch" decides the format: a stray HF key in an fsdpx file is an unknown key, not a format switch.
+  j = llama_json();
+  j["model_type"] = "llama";
+  CHECK(contains(error_of([&] { parse_model_spec(j, "m.json"); }), "/model_type: unknown key"));
+}
+
+TEST_CASE("bad-input fixtures fail with file and path") {
+  const std::map<std::string, std::string> cases{{"unknown_key.json", "/layer_norm"},
+                                                 {"wrong_type.json", "/layers"},
+                                                 {"missing_field.json", "/vocab"},
+                                                 {"non_positive.json", "/hidden"},
+                                                 {"heads_kv.json", "/kv_heads"},
+                                                 {"truncated.json", "invalid JSON"},
+                                                 {"hf_unsupported.json", "/architectures"},
+                                                 {"hf_missing_field.json", "/intermediate_size"},
+                                                 {"hf_heads_kv.json", "/num_key_value_heads"}};
+  for (const auto& [file, part] : cases) {
+    const std::string path = kData + "/bad/" + file;
+    const auto msg = error_of([&] { load_model(path); });
+    INFO(file << " -> " << msg);
+    CHECK(msg.find(path + ": ") == 0);
+    CHECK(contains(msg, part));
+  }
+}
+
+TEST_CASE("every shipped model loads, round-trips and matches its published parameter count") {
+  // Published totals: HF model cards / safetensors metadata; GPT-3 from Brown et al. 2020 Table 2.1.
+  const std::map<std::string, double> published{
+      {"llama3.2-1b", 1235814400},   {"llama3.1-8b", 8030261248},
+      {"llama3.1-70b", 70553706496}, {"llama3.1-405b", 405853388800},
+      {"llama2-7b", 6738415616},     {"llama2-13b", 13015864320},
+      {"llama2-70b", 68976648192},   {"mistral-7b", 7241732096},
+      {"qwen2-7b", 7615616512},      {"gpt2-124m", 124439808},
+      {"gpt2-1.5b", 1557611200},       {"gpt3-175b", 175.0e9}};
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs + "/models")) {
+    const std::string path = entry.path().string();
+    INFO(path);
+    const ModelSpec m = load_model(path);
+    CHECK(m.name == entry.path().stem().string());
+    const ModelSpec back = parse_model_spec(model_spec_to_json(m), "roundtrip");
+    CHECK(model_spec_to_json(back) == model_spec_to_json(m));
+    if (auto it = published.find(m.name); it != published.end()) {
+      const double rel = std::abs(double(param_count(m)) - it->second) / it->second;
+      INFO("params " << param_count(m) << " vs published " << it->second << ", rel diff " << rel);
+      CHECK(rel < (m.name == "gpt3-175b" ? 5e-3 : 1e-12));  // GPT-3's 175.0B is rounded
+    }
+    ++loaded;
+  }
+  CHECK(loaded >= int(published.size()));
+}
+
+TEST_CASE("Hugging Face configs load with the right shapes and parameter counts") {
+  struct Expect {
+    std::string dir;
+    Arch arch;
+    std::int64_t layers, hidden, heads, kv_heads, ffn, vocab, max_seq;
+    bool tied;
+    LinearBias bias;
+    double params;  // published total
+  };
+  const Expect cases[] = {
+      {"llama-3.1-8b", Arch::llama, 32, 4096, 32, 8, 14336, 128256, 131072, false, LinearBias::none,
+       8030261248},
+      {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 32768, false, LinearBias::none,
+       7241732096},
+      {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512},
+      {"gpt2-124m", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808},
+  };
+  for (const auto& e : cases) {
+    INFO(e.dir);
+    const ModelSpec m = load_model(kData + "/hf/" + e.dir + "/config.json");
+    CHECK(m.name == e.dir);  // no _name_or_path: the folder holding config.json
+    CHECK(m.arch == e.arch);
+    CHECK(m.layers == e.layers);
+    CHECK(m.hidden == e.hidden);
+    CHECK(m.heads == e.heads);
+    CHECK(m.kv_heads == e.kv_heads);
+    CHECK(m.head_dim == e.hidden / e.heads);
+    CHECK(m.ffn_hidden == e.ffn);
+    CHECK(m.ffn_kind == (e.arch == Arch::gpt ? FfnKind::gelu : FfnKind::swiglu));
+    CHECK(m.vocab == e.vocab);
+    CHECK(m.max_seq == e.max_seq);
+    CHECK(m.tied_embeddings == e.tied);
+    CHECK(m.bias == e.bias);
+    CHECK(double(param_count(m)) == e.params);
+  }
+}
+
+TEST_CASE("Hugging Face defaults and variants") {
+  auto j = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
+  j.erase("num_key_value_heads");  // HF default: one KV head per query head
+  j["_name_or_path"] = "meta-llama/Llama-3.1-8B";
+  j["head_dim"] = 256;
+  ModelSpec m = parse_model_spec(j, "x/config.json");
+  CHECK(m.kv_heads == 32);
+  CHECK(m.head_dim == 256);
+  CHECK(m.name == "meta-llama/Llama-3.1-8B");
+
+  j = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
+  j.erase("architectures");  // model_type alone identifies the family
+  CHECK(parse_model_spec(j, "dir/llama.json").name == "llama");
+  j["attention_bias"] = true;
+  j["mlp_bias"] = true;
+  CHECK(parse_model_spec(j, "llama.json").bias == LinearBias::all);
+  j["mlp_bias"] = false;  // bias on q/k/v/o but not the MLP: not representable
+  CHECK(contains(error_of([&] { parse_model_spec(j, "l.json"); }), "l.json: /attention_bias:"));
+
+  auto g = load_json_file(kData + "/hf/gpt2/config.json");
+  g.erase("n_positions");  // old configs only have n_ctx
+  g["n_inner"] = 1000;
+  g["tie_word_embeddings"] = false;
+  m = parse_model_spec(g, "g.json");
+  CHECK(m.max_seq == 1024);
+  CHECK(m.ffn_hidden == 1000);
+  CHECK(!m.tied_embeddings);
+  g["n_inner"] = nullptr;
+  CHECK(parse_model_spec(g, "g.json").ffn_hidden == 4 * 768);
+}
+
+TEST_CASE("Hugging Face errors name the file and the key") {
+  const auto base = load_json_file(kData + "/hf/mistral-7b-v0.1/config.json");
+  const std::map<std::string, nlohmann::json> edits{
+      {"/architectures", nlohmann::json::array({"MixtralForCausalLM"})},
+      {"/model_type", "llama"},  // contradicts MistralForCausalLM
+      {"/hidden_act", "gelu"},
+      {"/quantization_config", nlohmann::json::object()},
+      {"/num_hidden_layers", 0},
+      {"/vocab_size", "32000"}};
+  for (const auto& [path, value] : edits) {
+    auto j = base;
+    j[nlohmann::json::json_pointer(path)] = value;
+    const auto msg = error_of([&] { parse_model_spec(j, "hf.json"); });
+    INFO(path << " -> " << msg);
+    CHECK(contains(msg, "hf.json: " + path + ":"));
+  }
+  auto j = base;
+  j.erase("hidden_size");
+  CHECK(contains(error_of([&] { parse_model_spec(j, "hf.json"); }), "hf.json: /hidden_size: missing"));
+}
+
+TEST_CASE("enum names are the schema strings") {
+  CHECK(std::string(arch_name(Arch::gpt)) == "gpt");
+  CHECK(std::string(ffn_kind_name(FfnKind::squared_relu)) == "squared_relu");
+  CHECK(std::string(linear_bias_name(LinearBias::qkv)) == "qkv");
+}
+
+}  // namespace fsdpx

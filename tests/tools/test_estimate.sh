@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# CLI test of `fsdpx estimate` and `fsdpx demo`: JSON has the documented keys with sane values, text
+# output has its tables, and a Hugging Face config.json path works as --model.
+set -u
+FSDPX="$1"
+pass=0
+fail=0
+check() {  # name, command status
+  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
+}
+
+json=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --format json)
+check "estimate json exits 0" $?
+for key in total_params per_gpu_memory_bytes params grads optimizer activations transient other total \
+           model_flops_per_token step_time_lower_bound_s; do
+  echo "$json" | grep -q "\"$key\"" ; check "json has $key" $?
+done
+# 8.03B parameters (Llama 3.1 8B), printed as an integer.
+echo "$json" | grep -Eq '"total_params": 80[0-9]{8}' ; check "total_params is 8.0xB" $?
+# Step time lower bound is a positive number in seconds.
+echo "$json" | grep -Eq '"step_time_lower_bound_s": [0-9]+\.[0-9]+' ; check "step time is positive" $?
+
+text=$("$FSDPX" demo)
+check "demo exits 0" $?
+echo "$text" | grep -q "Per-GPU memory" ; check "demo prints the memory table" $?
+echo "$text" | grep -q "step time >=" ; check "demo prints the step-time bound" $?
+
+"$FSDPX" estimate --model "$(dirname "$0")/../data/hf/llama-3.1-8b/config.json" --cluster dgx-a100-80gb \
+  --world-size 16 --tp 2 --recompute full >/dev/null
+check "Hugging Face config.json as --model" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

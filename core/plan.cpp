@@ -1,0 +1,107 @@
+// core/plan.cpp — names of the plan's modes, the module list of a model, and the FSDP2/torchtitan
+// default plan. Reading and writing JSON live in plan_json.cpp, consistency checks in plan_validate.cpp;
+// docs/plan-format.md has the table of keys. Leaves out any search: choosing a plan is the planner's job.
+//
+// Schema "fsdpx-plan/1" — required keys: format, model, cluster, training{seq, micro_batch,
+// global_batch}, parallelism{dp_shard}, units. Optional keys and their defaults:
+//   training.seed 0; parallelism.dp_replicate/tp/cp/pp/vpp 1, sequence_parallel false,
+//   pp_schedule "none", data_parallel "fsdp_full_shard"; units[].reshard_after_forward true;
+//   prefetch {forward 1, backward 1, max_all_gathers_in_flight 2} (each key optional);
+//   recompute "none"; mixed_precision {param_dtype "bf16", reduce_dtype "fp32", fp32_master_weights true};
+//   optimizer {kind "adamw", lr 3e-4, beta1 0.9, beta2 0.95, eps 1e-8, weight_decay 0.1,
+//   grad_clip_norm 1.0, warmup_steps 10, total_steps 1000, min_lr_ratio 0.1} (each key optional);
+//   reduce_grads "every_micro_batch"; predicted absent (each of its keys optional, 0 = not predicted);
+//   notes absent. The defaults are the field initialisers of core/plan.h.
+#include "core/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+namespace {
+
+constexpr std::array<std::pair<DataParallel, const char*>, 6> kDataParallelNames{{
+    {DataParallel::fsdp_full_shard, "fsdp_full_shard"},
+    {DataParallel::fsdp_shard_grad_op, "fsdp_shard_grad_op"},
+    {DataParallel::hsdp, "hsdp"},
+    {DataParallel::ddp, "ddp"},
+    {DataParallel::zero1, "zero1"},
+    {DataParallel::distributed_optimizer, "distributed_optimizer"},
+}};
+constexpr std::array<std::pair<RecomputeMode, const char*>, 3> kRecomputeNames{{
+    {RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
+constexpr std::array<std::pair<ReduceGrads, const char*>, 2> kReduceGradsNames{{
+    {ReduceGrads::every_micro_batch, "every_micro_batch"}, {ReduceGrads::last_micro_batch, "last_micro_batch"}}};
+constexpr std::array<std::pair<PipelineSchedule, const char*>, 4> kScheduleNames{{
+    {PipelineSchedule::none, "none"},
+    {PipelineSchedule::gpipe, "gpipe"},
+    {PipelineSchedule::one_f_one_b, "1f1b"},
+    {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"},
+}};
+
+template <typename E, std::size_t N>
+const char* enum_name(const std::array<std::pair<E, const char*>, N>& names, E e) {
+  for (const auto& [v, n] : names)
+    if (v == e) return n;
+  FSDP_CHECK(false, "plan enum value without a name");
+  return "";
+}
+
+// Parameters stay unsharded between forward and backward in every mode except the two that shard
+// them (ZeRO-3 style); FSDP1's SHARD_GRAD_OP is "no reshard after forward" (arXiv 2304.11277 §3.2).
+bool shards_parameters(DataParallel d) { return d == DataParallel::fsdp_full_shard || d == DataParallel::hsdp; }
+
+}  // namespace
+
+const char* data_parallel_name(DataParallel d) { return enum_name(kDataParallelNames, d); }
+const char* recompute_mode_name(RecomputeMode r) { return enum_name(kRecomputeNames, r); }
+const char* reduce_grads_name(ReduceGrads r) { return enum_name(kReduceGradsNames, r); }
+const char* pipeline_schedule_name(PipelineSchedule s) { return enum_name(kScheduleNames, s); }
+
+std::vector<std::string> module_names(const ModelSpec& m) {
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(m.layers) + 3);
+  names.emplace_back("embedding");
+  for (std::int64_t i = 0; i < m.layers; ++i) names.push_back(fmt::format("block.{}", i));
+  names.emplace_back("final_norm");
+  names.emplace_back("head");
+  return names;
+}
+
+// torchtitan's apply_fsdp (parallelize_llama.py) wraps the token embedding, each transformer block,
+// and norm + output together; the last group is not resharded after forward because backward starts
+// with it. A tied embedding shares its weight with the head, so both must live in one FlatParameter
+// group (FSDP1 paper §3: shared parameters belong to the unit that owns both users).
+Plan default_plan(const ModelSpec& m, const ClusterSpec& c, const TrainingSettings& t, const Parallelism& par,
+                  int blocks_per_unit, RecomputeMode recompute) {
+  FSDP_CHECK(blocks_per_unit >= 1, "blocks_per_unit must be >= 1");
+  FSDP_CHECK(m.layers >= 1, "model without layers");
+  Plan p;
+  p.model = m;
+  p.cluster = c;
+  p.training = t;
+  p.parallelism = par;
+  const int reshard = shards_parameters(par.data_parallel) ? 1 : 0;
+  if (!m.tied_embeddings) p.units.push_back(PlanUnit{{"embedding"}, reshard});
+  for (std::int64_t first = 0; first < m.layers; first += blocks_per_unit) {
+    PlanUnit u{{}, reshard};
+    for (std::int64_t b = first; b < std::min<std::int64_t>(first + blocks_per_unit, m.layers); ++b)
+      u.modules.push_back(fmt::format("block.{}", b));
+    p.units.push_back(std::move(u));
+  }
+  PlanUnit last{{}, 0};
+  if (m.tied_embeddings) last.modules.emplace_back("embedding");
+  last.modules.emplace_back("final_norm");
+  last.modules.emplace_back("head");
+  p.units.push_back(std::move(last));
+  p.recompute.assign(static_cast<std::size_t>(m.layers), recompute);
+  return p;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,360 @@
+// core/plan_json.cpp — strict reading and exact writing of "fsdpx-plan/1" files. The model and the
+// cluster are embedded (the GPU with all its figures) so a plan needs no other file; errors of the
+// nested readers are re-rooted at /model or /cluster. Keys, types and defaults: docs/plan-format.md
+// and the comment at the top of plan.cpp. Cross-field consistency is plan_validate.cpp's job.
+#include <algorithm>
+#include <climits>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.h"
+#include "core/plan.h"
+
+namespace fsdpx {
+
+namespace {
+
+constexpr std::string_view kFormat = "fsdpx-plan/1";
+
+// Nested readers (model, GPU, cluster) report paths from their own root; prefix them with the
+// position of that object in the plan so the message points into the plan file.
+std::string rebase_message(std::string_view msg, const std::string& file, const std::string& prefix) {
+  const std::string head = file + ": /";
+  if (!msg.starts_with(head)) return std::string(msg);
+  std::string_view rest = msg.substr(file.size() + 2);  // "/path: what", or "/: what" at the root
+  if (rest.starts_with("/: ")) rest.remove_prefix(1);
+  return fmt::format("{}: {}{}", file, prefix, rest);
+}
+
+template <typename F>
+auto under_path(const std::string& file, const std::string& prefix, F&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    throw ConfigError(rebase_message(e.what(), file, prefix));
+  }
+}
+
+int checked_int(JsonObject& o, std::string_view key, std::int64_t v) {
+  if (v > INT_MAX) o.fail(key, fmt::format("expected at most {}, got {}", INT_MAX, v));
+  return static_cast<int>(v);
+}
+
+int optional_positive_int(JsonObject& o, std::string_view key, int fallback) {
+  if (!o.has(key)) return fallback;
+  return checked_int(o, key, o.positive_integer(key));
+}
+
+int optional_non_negative_int(JsonObject& o, std::string_view key, int fallback) {
+  if (!o.has(key)) return fallback;
+  const std::int64_t v = o.integer(key);
+  if (v < 0) o.fail(key, fmt::format("expected an integer >= 0, got {}", v));
+  return checked_int(o, key, v);
+}
+
+double optional_number(JsonObject& o, std::string_view key, double fallback) {
+  return o.has(key) ? o.number(key) : fallback;
+}
+
+// Maps a string already restricted by JsonObject::choice to its enum value via the name function.
+template <typename E, std::size_t N>
+E enum_of(JsonObject& o, std::string_view key, const E (&values)[N], const char* (*name)(E), E fallback) {
+  if (!o.has(key)) return fallback;
+  const nlohmann::json& v = o.raw(key);
+  for (E e : values)
+    if (v.is_string() && v.get<std::string>() == name(e)) return e;
+  std::vector<std::string> names;
+  for (E e : values) names.emplace_back(name(e));
+  o.fail(key, fmt::format("expected one of {}, got {}", fmt::join(names, ", "), json_type_name(v)));
+}
+
+constexpr DataParallel kDataParallels[] = {DataParallel::fsdp_full_shard, DataParallel::fsdp_shard_grad_op,
+                                           DataParallel::hsdp,            DataParallel::ddp,
+                                           DataParallel::zero1,           DataParallel::distributed_optimizer};
+constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::none, PipelineSchedule::gpipe,
+                                           PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b};
+constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
+constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
+
+ModelSpec parse_model(JsonObject& o) {
+  const nlohmann::json& j = o.raw("model");
+  if (!j.is_object()) o.fail("model", fmt::format("expected the model as an object, got {}", json_type_name(j)));
+  return under_path(o.file(), "/model", [&] { return parse_model_spec(j, o.file()); });
+}
+
+// The cluster as cluster_spec_to_json writes it, except that "gpu" holds gpu_spec_to_json's object
+// (every figure) instead of a name to resolve, so a plan is read the same on any machine.
+ClusterSpec parse_cluster(JsonObject& o) {
+  const nlohmann::json& j = o.raw("cluster");
+  const std::string& file = o.file();
+  JsonObject c(j, file, "/cluster");
+  const nlohmann::json& gpu_json = c.raw("gpu");
+  if (!gpu_json.is_object())
+    c.fail("gpu", fmt::format("expected the GPU embedded with all its figures (gpu_spec_to_json), got {}",
+                              json_type_name(gpu_json)));
+  GpuSpec gpu = under_path(file, "/cluster/gpu", [&] { return parse_gpu_spec(gpu_json, file); });
+  nlohmann::json by_name = j;
+  by_name["gpu"] = gpu.name;
+  // The resolver only has to echo the name: the embedded spec replaces the result below.
+  GpuResolver echo = [](const std::string& name) {
+    GpuSpec g;
+    g.name = name;
+    return g;
+  };
+  ClusterSpec cluster = under_path(file, "/cluster", [&] { return parse_cluster_spec(by_name, file, echo); });
+  cluster.gpu = std::move(gpu);
+  return cluster;
+}
+
+TrainingSettings parse_training(JsonObject o) {
+  TrainingSettings t;
+  t.seq = o.positive_integer("seq");
+  t.micro_batch = o.positive_integer("micro_batch");
+  t.global_batch = o.positive_integer("global_batch");
+  if (o.has("seed")) {
+    const nlohmann::json& s = o.raw("seed");
+    if (!s.is_number_unsigned()) o.fail("seed", fmt::format("expected an integer >= 0, got {}", json_type_name(s)));
+    t.seed = s.get<std::uint64_t>();
+  }
+  o.finish();
+  return t;
+}
+
+Parallelism parse_parallelism(JsonObject o) {
+  Parallelism p;
+  p.dp_replicate = optional_positive_int(o, "dp_replicate", 1);
+  p.dp_shard = checked_int(o, "dp_shard", o.positive_integer("dp_shard"));
+  p.tp = optional_positive_int(o, "tp", 1);
+  p.cp = optional_positive_int(o, "cp", 1);
+  p.sequence_parallel = o.optional_boolean("sequence_parallel").value_or(false);
+  p.pp = optional_positive_int(o, "pp", 1);
+  p.vpp = optional_positive_int(o, "vpp", 1);
+  p.pp_schedule = enum_of(o, "pp_schedule", kSchedules, pipeline_schedule_name, PipelineSchedule::none);
+  p.data_parallel = enum_of(o, "data_parallel", kDataParallels, data_parallel_name, DataParallel::fsdp_full_shard);
+  o.finish();
+  return p;
+}
+
+// true -> 1, false -> 0, integer g >= 1 -> g; g == dp_shard means the same as true and is stored as 1.
+int parse_reshard(JsonObject& u, int dp_shard) {
+  if (!u.has("reshard_after_forward")) return 1;
+  const nlohmann::json& v = u.raw("reshard_after_forward");
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > INT_MAX)
+    u.fail("reshard_after_forward",
+           fmt::format("expected true, false or an integer >= 1 (reshard to that many ranks), got {}",
+                       json_type_name(v)));
+  const int g = static_cast<int>(v.get<std::int64_t>());
+  return g == dp_shard ? 1 : g;
+}
+
+std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
+  std::vector<PlanUnit> units;
+  const auto elements = o.array("units");
+  if (elements.empty()) o.fail("units", "expected at least one unit");
+  for (const auto& [uj, upath] : elements) {
+    JsonObject u(*uj, o.file(), upath);
+    PlanUnit unit;
+    const auto modules = u.array("modules");
+    if (modules.empty()) u.fail("modules", "expected at least one module name");
+    for (const auto& [mj, mpath] : modules) {
+      if (!mj->is_string())
+        throw_config_error(o.file(), mpath, fmt::format("expected a module name, got {}", json_type_name(*mj)));
+      unit.modules.push_back(mj->get<std::string>());
+    }
+    unit.reshard_after_forward = parse_reshard(u, dp_shard);
+    u.finish();
+    units.push_back(std::move(unit));
+  }
+  return units;
+}
+
+Prefetch parse_prefetch(JsonObject o) {
+  Prefetch p;
+  p.forward = optional_non_negative_int(o, "forward", p.forward);
+  p.backward = optional_non_negative_int(o, "backward", p.backward);
+  p.max_all_gathers_in_flight = optional_positive_int(o, "max_all_gathers_in_flight", p.max_all_gathers_in_flight);
+  o.finish();
+  return p;
+}
+
+RecomputeMode recompute_of(const nlohmann::json& v, const std::string& file, const std::string& path) {
+  for (RecomputeMode r : kRecomputeModes)
+    if (v.is_string() && v.get<std::string>() == recompute_mode_name(r)) return r;
+  throw_config_error(file, path, fmt::format("expected one of none, selective, full, got {}", json_type_name(v)));
+}
+
+// "none|selective|full" for every block, an array with one entry per block, or {"full_first_blocks": k}.
+std::vector<RecomputeMode> parse_recompute(JsonObject& o, std::int64_t layers) {
+  const auto n = static_cast<std::size_t>(layers);
+  if (!o.has("recompute")) return std::vector<RecomputeMode>(n, RecomputeMode::none);
+  const nlohmann::json& v = o.raw("recompute");
+  const std::string path = o.path_of("recompute");
+  if (v.is_string()) return std::vector<RecomputeMode>(n, recompute_of(v, o.file(), path));
+  std::vector<RecomputeMode> out;
+  if (v.is_array()) {
+    for (const auto& [ej, epath] : o.array("recompute")) out.push_back(recompute_of(*ej, o.file(), epath));
+    return out;  // the length is checked by validate_plan
+  }
+  if (!v.is_object())
+    o.fail("recompute", fmt::format("expected \"none\", \"selective\", \"full\", an array with one entry per block "
+                                    "or {{\"full_first_blocks\": k}}, got {}", json_type_name(v)));
+  JsonObject r(v, o.file(), path);
+  const std::int64_t k = r.integer("full_first_blocks");
+  if (k < 0 || k > layers)
+    r.fail("full_first_blocks", fmt::format("expected 0 <= k <= layers ({}), got {}", layers, k));
+  r.finish();
+  out.assign(n, RecomputeMode::none);
+  std::fill_n(out.begin(), k, RecomputeMode::full);
+  return out;
+}
+
+DType dtype_of(JsonObject& o, std::string_view key, DType fallback) {
+  if (!o.has(key)) return fallback;
+  const std::string name = o.string(key);
+  DType t = fallback;
+  if (!parse_dtype(name, t)) o.fail(key, fmt::format("expected one of fp32, tf32, bf16, fp16, fp8, got \"{}\"", name));
+  return t;
+}
+
+MixedPrecision parse_precision(JsonObject o) {
+  MixedPrecision m;
+  m.param = dtype_of(o, "param_dtype", m.param);
+  m.reduce = dtype_of(o, "reduce_dtype", m.reduce);
+  m.fp32_master_weights = o.optional_boolean("fp32_master_weights").value_or(m.fp32_master_weights);
+  o.finish();
+  return m;
+}
+
+OptimizerSettings parse_optimizer(JsonObject o) {
+  OptimizerSettings s;
+  if (o.has("kind")) o.choice("kind", {"adamw"});
+  s.lr = optional_number(o, "lr", s.lr);
+  s.beta1 = optional_number(o, "beta1", s.beta1);
+  s.beta2 = optional_number(o, "beta2", s.beta2);
+  s.eps = optional_number(o, "eps", s.eps);
+  s.weight_decay = optional_number(o, "weight_decay", s.weight_decay);
+  s.grad_clip_norm = optional_number(o, "grad_clip_norm", s.grad_clip_norm);
+  if (o.has("warmup_steps")) s.warmup_steps = o.integer("warmup_steps");
+  if (o.has("total_steps")) s.total_steps = o.integer("total_steps");
+  s.min_lr_ratio = optional_number(o, "min_lr_ratio", s.min_lr_ratio);
+  o.finish();  // ranges are checked by validate_plan, which also sees plans built in code
+  return s;
+}
+
+PredictedMetrics parse_predicted(JsonObject o) {
+  PredictedMetrics m;
+  auto get = [&o](std::string_view key) { return o.has(key) ? o.non_negative_number(key) : 0.0; };
+  m.step_time_s = get("step_time_s");
+  m.tokens_per_s_per_gpu = get("tokens_per_s_per_gpu");
+  m.mfu = get("mfu");
+  m.exposed_comm_s = get("exposed_comm_s");
+  m.peak_memory_bytes = get("peak_memory_bytes");
+  o.finish();
+  return m;
+}
+
+nlohmann::json recompute_to_json(const std::vector<RecomputeMode>& r) {
+  if (!r.empty() && std::all_of(r.begin(), r.end(), [&](RecomputeMode m) { return m == r.front(); }))
+    return recompute_mode_name(r.front());
+  const auto first_none = std::find(r.begin(), r.end(), RecomputeMode::none);
+  if (!r.empty() && r.front() == RecomputeMode::full &&
+      std::all_of(r.begin(), first_none, [](RecomputeMode m) { return m == RecomputeMode::full; }) &&
+      std::all_of(first_none, r.end(), [](RecomputeMode m) { return m == RecomputeMode::none; }))
+    return {{"full_first_blocks", first_none - r.begin()}};
+  nlohmann::json a = nlohmann::json::array();
+  for (RecomputeMode m : r) a.push_back(recompute_mode_name(m));
+  return a;
+}
+
+nlohmann::json units_to_json(const std::vector<PlanUnit>& units) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const PlanUnit& u : units) {
+    nlohmann::json reshard = u.reshard_after_forward;
+    if (u.reshard_after_forward == 0 || u.reshard_after_forward == 1) reshard = u.reshard_after_forward == 1;
+    a.push_back({{"modules", u.modules}, {"reshard_after_forward", reshard}});
+  }
+  return a;
+}
+
+nlohmann::json parallelism_to_json(const Parallelism& p) {
+  return {{"dp_replicate", p.dp_replicate},
+          {"dp_shard", p.dp_shard},
+          {"tp", p.tp},
+          {"cp", p.cp},
+          {"sequence_parallel", p.sequence_parallel},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"pp_schedule", pipeline_schedule_name(p.pp_schedule)},
+          {"data_parallel", data_parallel_name(p.data_parallel)}};
+}
+
+nlohmann::json optimizer_to_json(const OptimizerSettings& s) {
+  return {{"kind", "adamw"},        {"lr", s.lr},
+          {"beta1", s.beta1},       {"beta2", s.beta2},
+          {"eps", s.eps},           {"weight_decay", s.weight_decay},
+          {"grad_clip_norm", s.grad_clip_norm}, {"warmup_steps", s.warmup_steps},
+          {"total_steps", s.total_steps},       {"min_lr_ratio", s.min_lr_ratio}};
+}
+
+}  // namespace
+
+Plan parse_plan(const nlohmann::json& j, const std::string& file) {
+  JsonObject o(j, file);
+  const std::string format = o.string("format");
+  if (format != kFormat) o.fail("format", fmt::format("expected \"{}\", got \"{}\"", kFormat, format));
+  Plan p;
+  p.model = parse_model(o);
+  p.cluster = parse_cluster(o);
+  p.training = parse_training(o.object("training"));
+  p.parallelism = parse_parallelism(o.object("parallelism"));
+  p.units = parse_units(o, p.parallelism.dp_shard);
+  if (auto pf = o.optional_object("prefetch")) p.prefetch = parse_prefetch(*pf);
+  p.recompute = parse_recompute(o, p.model.layers);
+  if (auto mp = o.optional_object("mixed_precision")) p.precision = parse_precision(*mp);
+  if (auto opt = o.optional_object("optimizer")) p.optimizer = parse_optimizer(*opt);
+  p.reduce_grads = enum_of(o, "reduce_grads", kReduceGrads, reduce_grads_name, ReduceGrads::every_micro_batch);
+  if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
+  p.notes = o.optional_string("notes").value_or("");
+  o.finish();
+  validate_plan(p, file);
+  return p;
+}
+
+Plan load_plan(const std::string& path) { return parse_plan(load_json_file(path), path); }
+
+nlohmann::json plan_to_json(const Plan& p) {
+  nlohmann::json cluster = cluster_spec_to_json(p.cluster);
+  cluster["gpu"] = gpu_spec_to_json(p.cluster.gpu);
+  nlohmann::json j{
+      {"format", kFormat},
+      {"model", model_spec_to_json(p.model)},
+      {"cluster", std::move(cluster)},
+      {"training",
+       {{"seq", p.training.seq}, {"micro_batch", p.training.micro_batch},
+        {"global_batch", p.training.global_batch}, {"seed", p.training.seed}}},
+      {"parallelism", parallelism_to_json(p.parallelism)},
+      {"units", units_to_json(p.units)},
+      {"prefetch",
+       {{"forward", p.prefetch.forward}, {"backward", p.prefetch.backward},
+        {"max_all_gathers_in_flight", p.prefetch.max_all_gathers_in_flight}}},
+      {"recompute", recompute_to_json(p.recompute)},
+      {"mixed_precision",
+       {{"param_dtype", dtype_name(p.precision.param)}, {"reduce_dtype", dtype_name(p.precision.reduce)},
+        {"fp32_master_weights", p.precision.fp32_master_weights}}},
+      {"optimizer", optimizer_to_json(p.optimizer)},
+      {"reduce_grads", reduce_grads_name(p.reduce_grads)}};
+  if (p.predicted)
+    j["predicted"] = {{"step_time_s", p.predicted->step_time_s},
+                      {"tokens_per_s_per_gpu", p.predicted->tokens_per_s_per_gpu},
+                      {"mfu", p.predicted->mfu},
+                      {"exposed_comm_s", p.predicted->exposed_comm_s},
+                      {"peak_memory_bytes", p.predicted->peak_memory_bytes}};
+  if (!p.notes.empty()) j["notes"] = p.notes;
+  return j;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,210 @@
+// core/plan_validate.cpp — consistency of a plan with its model and cluster: degrees multiply to the
+// world size, batch and sequence splits are whole, units cover every module once in forward order,
+// reshard and recompute settings fit. Errors name the JSON path of the offending value. Leaves out
+// anything that needs the cost models (memory fit, speed): that is the simulator's and planner's job.
+#include <algorithm>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/json_reader.h"
+#include "core/plan.h"
+
+namespace fsdpx {
+
+namespace {
+
+struct Checker {
+  const Plan& p;
+  const std::string& file;
+  void require(bool ok, const std::string& path, std::string_view what) const {
+    if (!ok) throw_config_error(file, path, what);
+  }
+};
+
+void check_degrees(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  for (auto [value, key] : {std::pair{par.dp_replicate, "dp_replicate"}, {par.dp_shard, "dp_shard"}, {par.tp, "tp"},
+                            {par.cp, "cp"}, {par.pp, "pp"}, {par.vpp, "vpp"}})
+    c.require(value >= 1, fmt::format("/parallelism/{}", key), fmt::format("expected an integer >= 1, got {}", value));
+  // torchtitan ParallelDims._validate: "Invalid parallel dims: dp_replicate(..) * dp_shard(..) * cp(..) *
+  // tp(..) * pp(..) != WORLD_SIZE(..)" — the same arithmetic, against the cluster in the plan.
+  const ClusterSpec& cl = c.p.cluster;
+  c.require(par.world_size() == cl.world_size(), "/parallelism",
+            fmt::format("dp_replicate ({}) x dp_shard ({}) x tp ({}) x cp ({}) x pp ({}) = {}, but cluster \"{}\" has "
+                        "{} nodes x {} GPUs per node = {} ranks",
+                        par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp, par.world_size(), cl.name, cl.nodes,
+                        cl.gpus_per_node, cl.world_size()));
+  // Megatron-LM (arXiv 1909.08053 §3) splits attention by heads and keeps TP inside a node's NVLink domain.
+  c.require(cl.gpus_per_node % par.tp == 0, "/parallelism/tp",
+            fmt::format("tp ({}) must divide gpus_per_node ({}): tensor parallelism stays inside a node", par.tp,
+                        cl.gpus_per_node));
+  c.require(c.p.model.heads % par.tp == 0, "/parallelism/tp",
+            fmt::format("tp ({}) must divide the model's attention heads ({})", par.tp, c.p.model.heads));
+}
+
+void check_data_parallel(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  const char* name = data_parallel_name(par.data_parallel);
+  if (par.data_parallel == DataParallel::hsdp)
+    c.require(par.dp_replicate > 1, "/parallelism/data_parallel",
+              "hsdp replicates across dp_replicate, which is 1: set dp_replicate > 1 or use \"fsdp_full_shard\"");
+  const bool fsdp = par.data_parallel == DataParallel::fsdp_full_shard ||
+                    par.data_parallel == DataParallel::fsdp_shard_grad_op;
+  c.require(!fsdp || par.dp_replicate == 1, "/parallelism/data_parallel",
+            fmt::format("\"{}\" shards over every data-parallel rank but dp_replicate is {}: use \"hsdp\" to shard "
+                        "within dp_shard ({}) and replicate across dp_replicate, or fold dp_replicate into dp_shard",
+                        name, par.dp_replicate, par.dp_shard));
+}
+
+// The schema accepts pipelines so that published runs can be written down; the simulator rejects pp > 1.
+void check_pipeline(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  const char* schedule = pipeline_schedule_name(par.pp_schedule);
+  if (par.pp == 1)
+    c.require(par.pp_schedule == PipelineSchedule::none, "/parallelism/pp_schedule",
+              fmt::format("pp is 1, so pp_schedule must be \"none\", got \"{}\"", schedule));
+  else
+    c.require(par.pp_schedule != PipelineSchedule::none, "/parallelism/pp_schedule",
+              fmt::format("pp ({}) > 1 needs a schedule: gpipe, 1f1b or interleaved_1f1b", par.pp));
+  // Virtual stages exist only in the interleaved schedule (Narayanan et al., arXiv 2104.04473 §2.2).
+  if (par.vpp > 1)
+    c.require(par.pp_schedule == PipelineSchedule::interleaved_1f1b, "/parallelism/vpp",
+              fmt::format("vpp ({}) > 1 needs pp_schedule \"interleaved_1f1b\", got \"{}\"", par.vpp, schedule));
+}
+
+void check_training(const Checker& c) {
+  const TrainingSettings& t = c.p.training;
+  const Parallelism& par = c.p.parallelism;
+  for (auto [value, key] : {std::pair{t.seq, "seq"}, {t.micro_batch, "micro_batch"}, {t.global_batch, "global_batch"}})
+    c.require(value >= 1, fmt::format("/training/{}", key), fmt::format("expected an integer >= 1, got {}", value));
+  const std::int64_t per_step = t.micro_batch * par.data_parallel_ranks();
+  c.require(t.global_batch % per_step == 0, "/training/global_batch",
+            fmt::format("global_batch ({}) must be divisible by micro_batch ({}) x dp_replicate ({}) x dp_shard ({}) "
+                        "= {} sequences per micro-step, so that gradient accumulation is a whole number",
+                        t.global_batch, t.micro_batch, par.dp_replicate, par.dp_shard, per_step));
+  c.require(t.seq <= c.p.model.max_seq, "/training/seq",
+            fmt::format("seq ({}) exceeds the model's max_seq ({})", t.seq, c.p.model.max_seq));
+  // Load-balanced causal context parallelism cuts the sequence into 2·cp chunks, rank r taking chunks r
+  // and 2·cp-1-r (Megatron-Core context parallel; torchtitan's round-robin load balancer).
+  if (par.cp > 1)
+    c.require(t.seq % (2 * par.cp) == 0, "/training/seq",
+              fmt::format("seq ({}) must be divisible by 2 x cp = {} for load-balanced context parallelism", t.seq,
+                          2 * par.cp));
+}
+
+std::string unit_path(std::size_t u) { return fmt::format("/units/{}", u); }
+std::string module_path(std::size_t u, std::size_t m) { return fmt::format("/units/{}/modules/{}", u, m); }
+
+// Every module exactly once; returns module name -> unit index.
+std::map<std::string, std::size_t> check_unit_coverage(const Checker& c, const std::vector<std::string>& names) {
+  const auto& units = c.p.units;
+  c.require(!units.empty(), "/units", "expected at least one unit");
+  std::map<std::string, std::string> seen_at;  // module -> path of its first mention
+  std::map<std::string, std::size_t> unit_of;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    c.require(!units[u].modules.empty(), unit_path(u) + "/modules", "expected at least one module name");
+    for (std::size_t m = 0; m < units[u].modules.size(); ++m) {
+      const std::string& mod = units[u].modules[m];
+      const bool known = std::find(names.begin(), names.end(), mod) != names.end();
+      c.require(known, module_path(u, m),
+                fmt::format("unknown module \"{}\" (this model has embedding, block.0 ... block.{}, final_norm, head)",
+                            mod, c.p.model.layers - 1));
+      const auto [it, fresh] = seen_at.emplace(mod, module_path(u, m));
+      c.require(fresh, module_path(u, m),
+                fmt::format("module \"{}\" is repeated: it is already in {}", mod, it->second));
+      unit_of[mod] = u;
+    }
+  }
+  for (const std::string& mod : names)
+    c.require(seen_at.contains(mod), "/units",
+              fmt::format("module \"{}\" is in no unit: every module of the model must be in exactly one unit", mod));
+  return unit_of;
+}
+
+// Units hold consecutive modules in forward order. A tied embedding shares its weight with the head, so
+// it sits in the head's unit (one FlatParameter owns a shared parameter, FSDP1 paper arXiv 2304.11277 §3)
+// and is left out of the order check.
+void check_units(const Checker& c) {
+  const std::vector<std::string> names = module_names(c.p.model);
+  const auto unit_of = check_unit_coverage(c, names);
+  const bool tied = c.p.model.tied_embeddings;
+  if (tied && unit_of.at("embedding") != unit_of.at("head")) {
+    const auto& mods = c.p.units[unit_of.at("embedding")].modules;
+    const auto m = static_cast<std::size_t>(std::find(mods.begin(), mods.end(), "embedding") - mods.begin());
+    c.require(false, module_path(unit_of.at("embedding"), m),
+              fmt::format("with tied_embeddings the embedding shares its weight with the head, so it must be in the "
+                          "same unit as \"head\" ({})", unit_path(unit_of.at("head"))));
+  }
+  std::size_t next = tied ? 1 : 0;  // index into names of the module expected next
+  for (std::size_t u = 0; u < c.p.units.size(); ++u)
+    for (std::size_t m = 0; m < c.p.units[u].modules.size(); ++m) {
+      const std::string& mod = c.p.units[u].modules[m];
+      if (tied && mod == "embedding") continue;
+      c.require(mod == names[next], module_path(u, m),
+                fmt::format("expected \"{}\" here, got \"{}\": units hold consecutive modules in forward order "
+                            "(embedding, block.0, ..., final_norm, head)", names[next], mod));
+      ++next;
+    }
+}
+
+// FSDP2 fully_shard(reshard_after_forward=int): reshard to a smaller world size that divides the shard
+// group (torch/distributed/fsdp/_fully_shard/_fully_shard.py docstring; like ZeRO++ hpZ, arXiv 2306.10209).
+void check_reshard(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  const bool sharded = par.data_parallel == DataParallel::fsdp_full_shard || par.data_parallel == DataParallel::hsdp;
+  for (std::size_t u = 0; u < c.p.units.size(); ++u) {
+    const int g = c.p.units[u].reshard_after_forward;
+    const std::string path = unit_path(u) + "/reshard_after_forward";
+    c.require(g >= 0, path, fmt::format("expected true, false or an integer >= 1, got {}", g));
+    c.require(g <= 1 || par.dp_shard % g == 0, path,
+              fmt::format("{} must be true, false or a divisor of dp_shard ({}) greater than 1", g, par.dp_shard));
+    c.require(sharded || g == 0, path,
+              fmt::format("data_parallel \"{}\" keeps parameters unsharded between forward and backward, so "
+                          "reshard_after_forward must be false", data_parallel_name(par.data_parallel)));
+  }
+}
+
+void check_settings(const Checker& c) {
+  const Prefetch& pf = c.p.prefetch;
+  c.require(pf.forward >= 0, "/prefetch/forward", fmt::format("expected an integer >= 0, got {}", pf.forward));
+  c.require(pf.backward >= 0, "/prefetch/backward", fmt::format("expected an integer >= 0, got {}", pf.backward));
+  c.require(pf.max_all_gathers_in_flight >= 1, "/prefetch/max_all_gathers_in_flight",
+            fmt::format("expected an integer >= 1, got {}", pf.max_all_gathers_in_flight));
+  c.require(static_cast<std::int64_t>(c.p.recompute.size()) == c.p.model.layers, "/recompute",
+            fmt::format("expected one entry per block ({} blocks), got {}", c.p.model.layers, c.p.recompute.size()));
+}
+
+void check_optimizer(const Checker& c) {
+  const OptimizerSettings& o = c.p.optimizer;
+  auto in = [&c](bool ok, const char* key, std::string_view range, double v) {
+    c.require(ok, fmt::format("/optimizer/{}", key), fmt::format("expected {}, got {}", range, v));
+  };
+  in(o.lr > 0, "lr", "a number > 0", o.lr);
+  in(o.beta1 >= 0 && o.beta1 < 1, "beta1", "a number in [0, 1)", o.beta1);
+  in(o.beta2 >= 0 && o.beta2 < 1, "beta2", "a number in [0, 1)", o.beta2);
+  in(o.eps > 0, "eps", "a number > 0", o.eps);
+  in(o.weight_decay >= 0, "weight_decay", "a number >= 0", o.weight_decay);
+  in(o.grad_clip_norm >= 0, "grad_clip_norm", "a number >= 0 (0 disables clipping)", o.grad_clip_norm);
+  in(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1, "min_lr_ratio", "a number in [0, 1]", o.min_lr_ratio);
+  c.require(o.total_steps >= 1, "/optimizer/total_steps", fmt::format("expected an integer >= 1, got {}", o.total_steps));
+  c.require(o.warmup_steps >= 0 && o.warmup_steps <= o.total_steps, "/optimizer/warmup_steps",
+            fmt::format("expected 0 <= warmup_steps <= total_steps ({}), got {}", o.total_steps, o.warmup_steps));
+}
+
+}  // namespace
+
+void validate_plan(const Plan& p, const std::string& file) {
+  const Checker c{p, file};
+  check_degrees(c);
+  check_data_parallel(c);
+  check_pipeline(c);
+  check_training(c);
+  check_units(c);
+  check_reshard(c);
+  check_settings(c);
+  check_optimizer(c);
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,225 @@
+// simulator/engine.cpp — the event loop of the discrete-event engine (engine.h). Virtual time is
+// integer ns (ns-3, SimGrid); at each event time the loop (1) ends the phases that finish then, in
+// (instance, stream) order, (2) starts every op that became ready, scanning instances in (role, rank)
+// order and streams in StreamKind order until nothing changes, (3) recomputes every running op's rate
+// and finish time. Only running ops (at most one per stream per instance) are visited per event.
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "simulator/engine_state.h"
+#include "simulator/group_members.h"
+
+namespace fsdpx {
+namespace engine_detail {
+
+Engine::Engine(const StepProgram& program, const EngineOptions& options)
+    : program_(program), options_(options), roles_(build_roles(program, options)) {
+  if (options_.expand_ranks)
+    for (const ProcessGroup& g : program_.groups) {
+      group_sizes_.push_back(group_size(program_.mesh, g));
+      FSDP_CHECK(group_sizes_.back() == g.shape.ranks,
+                 fmt::format("group of {} ranks on the mesh but shape says {}", group_sizes_.back(),
+                             g.shape.ranks));
+    }
+  init_instances();
+}
+
+void Engine::init_instances() {
+  int op_base = 0;
+  for (std::size_t r = 0; r < roles_.size(); ++r) {
+    const RoleProgram& role = program_.roles[r];
+    for (int k = 0; k < roles_[r].instances; ++k) {
+      Instance in;
+      in.role = static_cast<int>(r);
+      in.rank = k;
+      in.op_base = op_base;
+      op_base += static_cast<int>(role.ops.size());
+      for (const OpData& od : roles_[r].ops) deps_left_.push_back(od.dep_count);
+      inst_.push_back(in);
+    }
+  }
+  if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
+  running_pos_.assign(inst_.size() * kStreamCount, -1);
+  is_dirty_.assign(inst_.size(), 0);
+  result_.step_time_ns = 0;
+  // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
+  for (std::size_t i = 0; i < inst_.size(); ++i) {
+    Instance& in = inst_[i];
+    apply_alloc(in, program_.roles[in.role].resident, -1);
+    mark_dirty(static_cast<int>(i));
+  }
+}
+
+EngineResult Engine::run() {
+  start_ready();
+  // Every iteration ends at least one phase (the earliest), and an op has at most two phases per
+  // instance, so the loop is bounded; the check guards the invariant.
+  const std::size_t max_iterations = 2 * deps_left_.size() + 1;
+  std::size_t iterations = 0;
+  while (!running_.empty()) {
+    FSDP_CHECK(++iterations <= max_iterations, "engine made no progress");
+    const TimeNs t = next_event_time();
+    FSDP_CHECK(t >= now_, "event in the past");
+    advance_to(t);
+    handle_ended();
+    start_ready();
+  }
+  check_all_done();
+  return collect_result();
+}
+
+// Rates change only at events, so each running phase's finish time is fixed until the next one.
+TimeNs Engine::next_event_time() {
+  TimeNs next = std::numeric_limits<TimeNs>::max();
+  for (int id : running_) {
+    Slot& s = slot(id);
+    const Instance& in = inst_[id / kStreamCount];
+    if (s.phase == Phase::latency) {
+      s.finish_ns = s.latency_end_ns;
+    } else {
+      s.rate = rate_of(in, data_of(in, s.op));
+      s.finish_ns = now_ + ceil_ns(s.remaining_ns / s.rate);
+    }
+    next = std::min(next, s.finish_ns);
+  }
+  return next;
+}
+
+void Engine::advance_to(TimeNs t) {
+  const double dt_ns = static_cast<double>(t - now_);
+  ended_.clear();
+  for (int id : running_) {
+    Slot& s = slot(id);
+    if (s.finish_ns == t) {
+      ended_.push_back(id);
+      s.remaining_ns = 0;
+    } else if (s.phase == Phase::work) {
+      s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * dt_ns);
+    }
+  }
+  now_ = t;
+  std::sort(ended_.begin(), ended_.end());  // (instance, stream) order
+}
+
+void Engine::handle_ended() {
+  for (int id : ended_) {
+    const int i = id / kStreamCount, stream = id % kStreamCount;
+    if (slot(id).phase == Phase::latency)
+      enter_work_phase(i, stream);
+    else
+      complete_op(i, stream);
+  }
+}
+
+// Dirty instances (an op of theirs ended, or a group they wait in started) are scanned in increasing
+// order, in rounds, until a round starts nothing new (zero-length ops end at once and free more).
+void Engine::start_ready() {
+  while (!dirty_.empty()) {
+    dirty_round_.swap(dirty_);
+    dirty_.clear();
+    std::sort(dirty_round_.begin(), dirty_round_.end());
+    for (int i : dirty_round_) is_dirty_[i] = 0;
+    for (int i : dirty_round_) scan_instance(i);
+  }
+}
+
+void Engine::scan_instance(int i) {
+  Instance& in = inst_[i];
+  const RoleProgram& role = program_.roles[in.role];
+  if (!options_.overlap) {
+    // One op at a time in issue order, whatever its stream.
+    const int n = static_cast<int>(role.ops.size());
+    while (in.active == 0 && in.next_issue < n && deps_left_[in.op_base + in.next_issue] == 0)
+      try_start(i, in.next_issue++);
+    return;
+  }
+  for (int s = 0; s < static_cast<int>(role.streams.size()); ++s) {
+    const std::vector<int>& order = role.streams[s];
+    Slot& sl = in.slots[s];
+    while (sl.phase == Phase::idle && sl.next_pos < static_cast<int>(order.size()) &&
+           deps_left_[in.op_base + order[sl.next_pos]] == 0)
+      try_start(i, order[sl.next_pos++]);
+  }
+}
+
+void Engine::try_start(int i, int op) {
+  Instance& in = inst_[i];
+  const OpData& od = data_of(in, op);
+  Slot& sl = in.slots[od.stream];
+  FSDP_CHECK(sl.phase == Phase::idle, "stream busy");
+  sl.op = op;
+  ++in.active;
+  if (od.cls == OpClass::collective && options_.expand_ranks) {
+    arrive_at_group(i, op);
+  } else {
+    begin_op(i, od.stream);  // under symmetry the instance stands for every member of its groups
+  }
+}
+
+// Expanded mode: the collective waits until every member of its group instance has reached it, then
+// all members start it at the same time. The arrival count lives at the group's lowest rank.
+void Engine::arrive_at_group(int i, int op) {
+  Instance& in = inst_[i];
+  const OpData& od = data_of(in, op);
+  FSDP_CHECK(od.group >= 0 && od.group < static_cast<int>(program_.groups.size()),
+             fmt::format("collective {} names no process group", op_of(in, op).name));
+  in.slots[od.stream].phase = Phase::waiting_group;
+  const RoleData& rd = roles_[in.role];
+  group_members(program_.mesh, program_.groups[od.group], in.rank, members_);
+  const int leader = rd.first_instance + members_.front();
+  if (++arrivals_[inst_[leader].op_base + op] < group_sizes_[od.group]) return;
+  for (int member_rank : members_) {
+    const int m = rd.first_instance + member_rank;
+    FSDP_CHECK(inst_[m].slots[od.stream].op == op, "group member is not waiting on this collective");
+    begin_op(m, od.stream);
+    mark_dirty(m);
+  }
+}
+
+void Engine::check_all_done() const {
+  for (const Instance& in : inst_) {
+    const RoleProgram& role = program_.roles[in.role];
+    if (in.done == static_cast<int>(role.ops.size())) continue;
+    int stuck = -1;
+    for (std::size_t s = 0; s < role.streams.size() && stuck < 0; ++s)
+      if (in.slots[s].next_pos < static_cast<int>(role.streams[s].size()))
+        stuck = role.streams[s][in.slots[s].next_pos];
+    if (!options_.overlap) stuck = in.next_issue;
+    FSDP_CHECK(false, fmt::format("role {} rank {}: deadlock, {} of {} ops done; op {} never started "
+                                  "(dependency cycle or a stream order against the dependencies)",
+                                  in.role, in.rank, in.done, role.ops.size(),
+                                  stuck >= 0 ? role.ops[stuck].name : "?"));
+  }
+}
+
+EngineResult Engine::collect_result() {
+  std::sort(result_.ops.begin(), result_.ops.end(), [](const OpTiming& a, const OpTiming& b) {
+    return std::tie(a.end_ns, a.role, a.rank, a.op) < std::tie(b.end_ns, b.role, b.rank, b.op);
+  });
+  for (const RoleData& rd : roles_) {
+    const Instance* worst_memory = &inst_[rd.first_instance];
+    const Instance* busiest = worst_memory;
+    for (int k = 1; k < rd.instances; ++k) {
+      const Instance& in = inst_[rd.first_instance + k];
+      if (in.peak.total_bytes > worst_memory->peak.total_bytes) worst_memory = &in;
+      if (in.compute_busy_ns > busiest->compute_busy_ns) busiest = &in;
+    }
+    result_.peak_by_role.push_back(worst_memory->peak);
+    result_.compute_busy_ns.push_back(busiest->compute_busy_ns);
+    result_.compute_busy_ns_by_kind.push_back(busiest->compute_busy_ns_by_kind);
+  }
+  return std::move(result_);
+}
+
+}  // namespace engine_detail
+
+EngineResult run_engine(const StepProgram& program, const EngineOptions& options) {
+  engine_detail::Engine engine(program, options);
+  return engine.run();
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,139 @@
+// simulator/engine_ops.cpp — the life of one op on one instance: start (allocate, enter the latency or
+// work phase), the switch to a collective's bandwidth phase, completion (free, record, release
+// dependants); the fluid rates of running phases; live memory and its peak. Leaves out stream
+// priorities: concurrent collectives on a fabric share it equally.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "simulator/engine_state.h"
+
+namespace fsdpx::engine_detail {
+
+void Engine::begin_op(int i, int stream) {
+  Instance& in = inst_[i];
+  Slot& s = in.slots[stream];
+  const OpData& od = data_of(in, s.op);
+  s.start_ns = now_;
+  apply_alloc(in, op_of(in, s.op).alloc_at_start, s.op);
+  const int id = i * kStreamCount + stream;
+  if (od.cls == OpClass::collective && od.latency_ns > 0) {
+    s.phase = Phase::latency;
+    s.latency_end_ns = now_ + od.latency_ns;
+    add_running(id);
+  } else if (od.cls == OpClass::free) {
+    complete_op(i, stream);
+  } else {
+    enter_work_phase(i, stream);
+  }
+}
+
+void Engine::enter_work_phase(int i, int stream) {
+  Instance& in = inst_[i];
+  Slot& s = in.slots[stream];
+  const OpData& od = data_of(in, s.op);
+  s.phase = Phase::work;
+  s.remaining_ns = od.work_ns;
+  if (od.work_ns <= 0) {
+    complete_op(i, stream);
+    return;
+  }
+  if (od.cls == OpClass::collective) ++(od.nic ? in.bw_nic : in.bw_nvlink);
+  add_running(i * kStreamCount + stream);
+}
+
+void Engine::complete_op(int i, int stream) {
+  Instance& in = inst_[i];
+  Slot& s = in.slots[stream];
+  const int op = s.op;
+  const OpData& od = data_of(in, op);
+  const Op& program_op = op_of(in, op);
+  if (s.phase == Phase::work && od.cls == OpClass::collective && od.work_ns > 0)
+    --(od.nic ? in.bw_nic : in.bw_nvlink);
+  apply_free(in, program_op.free_at_end);
+  if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
+  if (program_op.stream == StreamKind::compute) {
+    in.compute_busy_ns += now_ - s.start_ns;
+    in.compute_busy_ns_by_kind[static_cast<int>(program_op.kind)] += now_ - s.start_ns;
+  }
+  const RoleData& rd = roles_[in.role];
+  for (int k = od.succ_begin; k < od.succ_end; ++k) --deps_left_[in.op_base + rd.succ[k]];
+  s.phase = Phase::idle;
+  s.op = -1;
+  --in.active;
+  ++in.done;
+  result_.step_time_ns = std::max(result_.step_time_ns, now_);
+  remove_running(i * kStreamCount + stream);
+  mark_dirty(i);
+}
+
+// Fluid sharing: k collectives in their bandwidth phase on one fabric each progress at 1/k; compute
+// runs at (1 - u) while any collective is in its bandwidth phase on the same GPU, u the NIC factor
+// when all of them are inter-node, else the NVLink one (calculon's processor_usage: overlapped
+// compute time = flop_time / (1 - processor_usage), calculon/llm/layers.py l.551/603;
+// cost-model-facts.md §5).
+double Engine::rate_of(const Instance& in, const OpData& od) const {
+  if (od.cls == OpClass::collective) {
+    const int k = od.nic ? in.bw_nic : in.bw_nvlink;
+    FSDP_CHECK(k >= 1, "collective in its bandwidth phase is not counted on its fabric");
+    return 1.0 / k;
+  }
+  if (in.bw_nic + in.bw_nvlink == 0) return 1.0;
+  const double usage = in.bw_nvlink == 0 ? options_.interference_nic : options_.interference_nvlink;
+  return 1.0 - usage;
+}
+
+void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {
+  if (effects.empty() && op >= 0) return;
+  for (const MemEffect& e : effects) {
+    in.live_bytes[static_cast<int>(e.category)] += e.bytes;
+    in.live_total_bytes += e.bytes;
+  }
+  // Strictly greater: the earliest time the peak is reached is the one reported.
+  if (in.live_total_bytes > in.peak.total_bytes || op < 0)
+    in.peak = {in.live_total_bytes, in.live_bytes, op, now_};
+  record_sample(in);
+}
+
+void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects) {
+  if (effects.empty()) return;
+  for (const MemEffect& e : effects) {
+    double& live = in.live_bytes[static_cast<int>(e.category)];
+    live -= e.bytes;
+    FSDP_CHECK(live >= -1.0, fmt::format("role {} rank {}: {} bytes below zero ({})", in.role, in.rank,
+                                         mem_category_name(e.category), live));
+    in.live_total_bytes -= e.bytes;
+  }
+  record_sample(in);
+}
+
+void Engine::record_sample(const Instance& in) {
+  if (options_.record_ops) result_.memory_samples.push_back({in.role, in.rank, now_, in.live_bytes});
+}
+
+void Engine::add_running(int slot_id) {
+  if (running_pos_[slot_id] >= 0) return;
+  running_pos_[slot_id] = static_cast<int>(running_.size());
+  running_.push_back(slot_id);
+}
+
+// Swap-and-pop: running_'s order is arbitrary but deterministic; nothing depends on it except the
+// order of ended phases, which advance_to sorts.
+void Engine::remove_running(int slot_id) {
+  const int pos = running_pos_[slot_id];
+  if (pos < 0) return;
+  const int last = running_.back();
+  running_[pos] = last;
+  running_pos_[last] = pos;
+  running_.pop_back();
+  running_pos_[slot_id] = -1;
+}
+
+void Engine::mark_dirty(int i) {
+  if (is_dirty_[i]) return;
+  is_dirty_[i] = 1;
+  dirty_.push_back(i);
+}
+
+}  // namespace fsdpx::engine_detail

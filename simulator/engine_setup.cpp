@@ -1,0 +1,142 @@
+// simulator/engine_setup.cpp — turns a timed step program into the engine's per-op integer data,
+// once per run: durations rounded up to ns, each collective split into a latency phase (not shared)
+// and a bandwidth phase (shared with concurrent collectives on the same fabric), successor lists for
+// dependency counting. Checks the program's structure (FSDP_CHECK: programs come from the lowering).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "simulator/engine_state.h"
+
+namespace fsdpx::engine_detail {
+
+TimeNs ceil_ns(double ns) {
+  FSDP_CHECK(std::isfinite(ns), "non-finite duration");
+  if (ns <= 0) return 0;
+  return static_cast<TimeNs>(std::ceil(ns - 1e-3));
+}
+
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+OpClass op_class(OpKind k) {
+  switch (k) {
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_reduce: return OpClass::collective;
+    case OpKind::forward:
+    case OpKind::backward:
+    case OpKind::optimizer: return OpClass::compute;
+    case OpKind::free: return OpClass::free;
+  }
+  FSDP_CHECK(false, "unknown OpKind");
+  return OpClass::free;
+}
+
+// Timing of one op under the options. Op::serial_comm_time_s (TP/CP collectives inside a compute op)
+// is timed as compute: it neither shares a fabric nor slows other compute (a simplification).
+OpData op_data(const Op& op, const EngineOptions& options) {
+  FSDP_CHECK(op.duration_s >= 0 && op.latency_s >= 0 && op.serial_comm_time_s >= 0,
+             fmt::format("op {}: negative time", op.name));
+  OpData d;
+  d.cls = op_class(op.kind);
+  d.stream = static_cast<std::uint8_t>(op.stream);
+  d.group = op.group;
+  d.nic = op.inter_node;
+  d.dep_count = static_cast<int>(op.deps.size());
+  if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
+    const TimeNs total_ns = ceil_ns(op.duration_s * kNsPerS);
+    d.latency_ns = std::min(ceil_ns(op.latency_s * kNsPerS), total_ns);
+    d.work_ns = static_cast<double>(total_ns - d.latency_ns);
+  } else if (d.cls == OpClass::compute) {
+    const double time_s =
+        options.infinite_bandwidth ? std::max(0.0, op.duration_s - op.serial_comm_time_s) : op.duration_s;
+    d.work_ns = static_cast<double>(ceil_ns(time_s * kNsPerS));
+  }
+  return d;
+}
+
+void check_memory_effects(const std::vector<MemEffect>& effects, const std::string& where) {
+  for (const MemEffect& e : effects)
+    FSDP_CHECK(std::isfinite(e.bytes) && e.bytes >= 0,
+               fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where));
+}
+
+// Every op is listed exactly once, in the stream list of its own stream.
+void check_streams(const RoleProgram& role, int role_index) {
+  FSDP_CHECK(role.streams.size() <= static_cast<std::size_t>(kStreamCount),
+             fmt::format("role {}: more stream lists than streams", role_index));
+  std::vector<int> seen(role.ops.size(), 0);
+  for (std::size_t s = 0; s < role.streams.size(); ++s)
+    for (int id : role.streams[s]) {
+      FSDP_CHECK(id >= 0 && id < static_cast<int>(role.ops.size()),
+                 fmt::format("role {}: stream {} lists op {} out of range", role_index, s, id));
+      FSDP_CHECK(static_cast<std::size_t>(role.ops[id].stream) == s,
+                 fmt::format("role {}: op {} listed on stream {} but runs on {}", role_index,
+                             role.ops[id].name, s, stream_name(role.ops[id].stream)));
+      ++seen[id];
+    }
+  for (std::size_t i = 0; i < role.ops.size(); ++i)
+    FSDP_CHECK(seen[i] == 1, fmt::format("role {}: op {} is listed {} times in the streams", role_index,
+                                         role.ops[i].name, seen[i]));
+}
+
+RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions& options) {
+  check_streams(role, role_index);
+  check_memory_effects(role.resident, fmt::format("role {} resident", role_index));
+  const int n = static_cast<int>(role.ops.size());
+  RoleData rd;
+  rd.ops.reserve(role.ops.size());
+  std::vector<int> succ_count(role.ops.size() + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    const Op& op = role.ops[i];
+    check_memory_effects(op.alloc_at_start, op.name);
+    check_memory_effects(op.free_at_end, op.name);
+    for (int d : op.deps) {
+      FSDP_CHECK(d >= 0 && d < n && d != i, fmt::format("op {}: dependency {} out of range", op.name, d));
+      ++succ_count[d];
+    }
+    rd.ops.push_back(op_data(op, options));
+  }
+  // Successor lists in CSR form, each in increasing op order.
+  int offset = 0;
+  for (int i = 0; i < n; ++i) {
+    rd.ops[i].succ_begin = rd.ops[i].succ_end = offset;
+    offset += succ_count[i];
+  }
+  rd.succ.resize(offset);
+  for (int i = 0; i < n; ++i)
+    for (int d : role.ops[i].deps) rd.succ[rd.ops[d].succ_end++] = i;
+  return rd;
+}
+
+}  // namespace
+
+std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
+  FSDP_CHECK(options.interference_nvlink >= 0 && options.interference_nvlink < 1 &&
+                 options.interference_nic >= 0 && options.interference_nic < 1,
+             "interference factors must lie in [0, 1)");
+  std::vector<RoleData> roles;
+  int first_instance = 0, first_rank = 0;
+  for (std::size_t r = 0; r < program.roles.size(); ++r) {
+    const RoleProgram& role = program.roles[r];
+    FSDP_CHECK(role.role_ranks >= 1, fmt::format("role {}: role_ranks must be >= 1", r));
+    // Pipeline stages (several roles) each run on a copy of the mesh.
+    FSDP_CHECK(!options.expand_ranks || role.role_ranks == program.mesh.size(),
+               fmt::format("role {}: expanded mode needs role_ranks ({}) == mesh size ({})", r,
+                           role.role_ranks, program.mesh.size()));
+    RoleData rd = role_data(role, static_cast<int>(r), options);
+    rd.first_instance = first_instance;
+    rd.instances = options.expand_ranks ? role.role_ranks : 1;
+    rd.first_rank = first_rank;
+    first_instance += rd.instances;
+    first_rank += role.role_ranks;
+    roles.push_back(std::move(rd));
+  }
+  return roles;
+}
+
+}  // namespace fsdpx::engine_detail

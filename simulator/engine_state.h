@@ -1,0 +1,128 @@
+// simulator/engine_state.h — internals of the discrete-event engine (engine*.cpp, not an interface):
+// per-op integer data computed once per run, per simulated rank ("instance") its stream slots, the
+// phase of the op running on each, fabric counters for bandwidth sharing, live memory and counters;
+// and the Engine class that owns them. Leaves out everything engine.h's callers need not know.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "simulator/engine.h"
+
+namespace fsdpx::engine_detail {
+
+inline constexpr int kOpKindCount = 7;  // size of EngineResult::compute_busy_ns_by_kind's arrays
+
+enum class OpClass : std::uint8_t { compute, collective, free };
+// An op on a slot: waiting for the rest of its group, in the (unshared) latency phase of a
+// collective, or in its work phase (shared bandwidth of a collective, or compute).
+enum class Phase : std::uint8_t { idle, waiting_group, latency, work };
+
+// Per op of a role, computed once per run from the program and the options.
+struct OpData {
+  TimeNs latency_ns = 0;  // collectives: fixed latency phase
+  double work_ns = 0;     // integral ns of work at full rate: bandwidth phase, or the compute op
+  int succ_begin = 0, succ_end = 0;  // successors (ops that depend on this one) in RoleData::succ
+  int dep_count = 0;
+  int group = -1;
+  OpClass cls = OpClass::compute;
+  std::uint8_t stream = 0;
+  bool nic = false;  // collective: bandwidth phase on the NIC fabric (else NVLink)
+};
+
+struct RoleData {
+  int first_instance = 0;
+  int instances = 1;   // role_ranks when expanded, else 1
+  int first_rank = 0;  // global rank of the role's rank 0 (sum of earlier roles' role_ranks)
+  std::vector<OpData> ops;
+  std::vector<int> succ;  // CSR successor lists
+};
+
+// One stream of one instance.
+struct Slot {
+  int op = -1;
+  Phase phase = Phase::idle;
+  int next_pos = 0;  // next position in the role's stream order
+  TimeNs start_ns = 0;
+  TimeNs latency_end_ns = 0;
+  double remaining_ns = 0;  // work phase: work left at full rate
+  double rate = 1;          // set at every event
+  TimeNs finish_ns = 0;     // end of the current phase at the current rate
+};
+
+struct Instance {
+  int role = 0;
+  int rank = 0;
+  int op_base = 0;     // offset of this instance's per-op counters in the flat arrays
+  int next_issue = 0;  // overlap off: next op in issue order
+  int active = 0;      // slots not idle
+  int done = 0;        // completed ops
+  int bw_nvlink = 0, bw_nic = 0;  // collectives in their bandwidth phase, per fabric
+  std::array<Slot, kStreamCount> slots{};
+  std::array<double, kMemCategoryCount> live_bytes{};
+  double live_total_bytes = 0;
+  MemoryPeak peak;
+  TimeNs compute_busy_ns = 0;
+  std::array<TimeNs, kOpKindCount> compute_busy_ns_by_kind{};
+};
+
+// Seconds-derived nanoseconds rounded up; 1e-3 ns of slack absorbs floating-point noise so that
+// 1.5e-6 s gives 1500 ns, not 1501.
+TimeNs ceil_ns(double ns);
+
+// Validates the program (streams list every op once, on its own stream; deps in range; memory
+// effects non-negative) and precomputes OpData. engine_setup.cpp.
+std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options);
+
+class Engine {
+ public:
+  Engine(const StepProgram& program, const EngineOptions& options);
+  EngineResult run();
+
+ private:
+  // engine.cpp: the event loop.
+  void init_instances();
+  TimeNs next_event_time();
+  void advance_to(TimeNs t);
+  void handle_ended();
+  void start_ready();
+  void scan_instance(int i);
+  void try_start(int i, int op);
+  void arrive_at_group(int i, int op);
+  void check_all_done() const;
+  EngineResult collect_result();
+  // engine_ops.cpp: op lifecycle and memory.
+  void begin_op(int i, int stream);
+  void enter_work_phase(int i, int stream);
+  void complete_op(int i, int stream);
+  double rate_of(const Instance& in, const OpData& od) const;
+  void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
+  void apply_free(Instance& in, const std::vector<MemEffect>& effects);
+  void record_sample(const Instance& in);
+  void add_running(int slot_id);
+  void remove_running(int slot_id);
+  void mark_dirty(int i);
+
+  Slot& slot(int slot_id) { return inst_[slot_id / kStreamCount].slots[slot_id % kStreamCount]; }
+  const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }
+  const OpData& data_of(const Instance& in, int op) const { return roles_[in.role].ops[op]; }
+
+  const StepProgram& program_;
+  EngineOptions options_;
+  std::vector<RoleData> roles_;
+  std::vector<Instance> inst_;
+  std::vector<int> deps_left_;    // per (instance, op): unfinished dependencies
+  std::vector<int> arrivals_;     // expanded mode, per (leader instance, op): members arrived
+  std::vector<int> group_sizes_;  // expanded mode, per group: members per instance
+  std::vector<int> running_;      // slot ids (instance * kStreamCount + stream) with a timed phase
+  std::vector<int> running_pos_;  // slot id -> index in running_, or -1
+  std::vector<int> ended_;
+  std::vector<int> dirty_, dirty_round_;
+  std::vector<char> is_dirty_;
+  std::vector<int> members_;
+  TimeNs now_ = 0;
+  EngineResult result_;
+};
+
+}  // namespace fsdpx::engine_detail

@@ -1,0 +1,30 @@
+// simulator/lower.h — lowering: (plan, model, cluster) -> step program. Turns FSDP units, prefetch
+// depths, the all-gather in-flight cap, reshard_after_forward, recompute, gradient accumulation, the
+// data-parallel mode (FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1) and TP/CP into explicit ops
+// with dependencies and memory effects, following FSDP2's schedule (fsdp-designs.md §3, executor-notes
+// §2): forward all-gathers run ahead of use on their own stream, backward prefetches in reverse order,
+// reduce-scatters run on their own stream after each unit's backward. Pipeline parallelism (pp > 1) is
+// rejected until the pipeline issue adds stages and point-to-point sends.
+#pragma once
+
+#include "core/plan.h"
+#include "simulator/step_program.h"
+
+namespace fsdpx {
+
+// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
+struct Segment {
+  int unit = 0;
+  int first_module = 0;  // index into module_names(model)
+  int module_count = 0;
+};
+std::vector<Segment> plan_segments(const Plan& plan);
+
+// Parameters of each unit on one rank after TP, before data-parallel sharding.
+std::vector<double> unit_params(const Plan& plan);
+
+// Builds the program of one step (untimed: durations are filled by time_program). Throws ConfigError
+// for plans the simulator cannot model yet (pp > 1).
+StepProgram lower(const Plan& plan);
+
+}  // namespace fsdpx

@@ -1,0 +1,181 @@
+// simulator/segment_work.cpp — kernels, serial collectives and activation bytes of a segment.
+#include "simulator/segment_work.h"
+
+#include <algorithm>
+
+#include "cost_models/compute.h"
+#include "cost_models/memory.h"
+
+namespace fsdpx {
+
+namespace {
+
+enum class ModuleKind { embedding, block, final_norm, head };
+
+// Module i of module_names(): 0 embedding, 1..L blocks, L+1 final norm, L+2 head.
+ModuleKind module_kind(const Plan& plan, int i) {
+  const int layers = int(plan.model.layers);
+  if (i == 0) return ModuleKind::embedding;
+  if (i <= layers) return ModuleKind::block;
+  return i == layers + 1 ? ModuleKind::final_norm : ModuleKind::head;
+}
+
+RecomputeMode block_recompute(const Plan& plan, int i) { return plan.recompute[std::size_t(i - 1)]; }
+
+LayerShape layer_shape(const Plan& plan) {
+  LayerShape s;
+  s.micro_batch = plan.training.micro_batch;
+  s.seq = plan.training.seq;
+  s.tp = plan.parallelism.tp;
+  s.cp = plan.parallelism.cp;
+  s.sequence_parallel = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
+  s.act_dtype = plan.precision.param;
+  return s;
+}
+
+ActivationShape activation_shape(const Plan& plan) {
+  const LayerShape l = layer_shape(plan);
+  ActivationShape a;
+  a.micro_batch = l.micro_batch;
+  a.seq = l.seq;
+  a.tp = l.tp;
+  a.cp = l.cp;
+  a.sequence_parallel = l.sequence_parallel;
+  a.act_bytes = dtype_bytes(l.act_dtype);
+  return a;
+}
+
+Recompute to_recompute(RecomputeMode r) {
+  switch (r) {
+    case RecomputeMode::none: return Recompute::none;
+    case RecomputeMode::selective: return Recompute::selective;
+    case RecomputeMode::full: return Recompute::full;
+  }
+  return Recompute::none;
+}
+
+void append(std::vector<KernelWork>& to, const std::vector<KernelWork>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+// Bytes of one TP activation exchange: the full [tokens, hidden] tensor of the micro-batch (S).
+double tp_exchange_bytes(const Plan& plan) {
+  return double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
+         double(plan.model.hidden) * dtype_bytes(plan.precision.param);
+}
+
+// Megatron-style TP inside a block, per pass: two all-reduces, or with sequence parallelism two
+// all-gathers and two reduce-scatters (Korthikanti et al. 2022 §4.2.2).
+void add_block_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int passes) {
+  if (g.tp < 0 || passes == 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  if (plan.parallelism.sequence_parallel) {
+    out.push_back({Collective::all_gather, bytes, g.tp, 2 * passes});
+    out.push_back({Collective::reduce_scatter, bytes, g.tp, 2 * passes});
+  } else {
+    out.push_back({Collective::all_reduce, bytes, g.tp, 2 * passes});
+  }
+}
+
+// Ring attention (CP): cp-1 exchanges of the local K,V chunk per pass; backward also returns dK, dV.
+void add_block_cp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int kv_passes) {
+  if (g.cp < 0 || kv_passes == 0) return;
+  const auto& m = plan.model;
+  const double kv_heads_local = std::max<double>(1.0, double(m.kv_heads) / plan.parallelism.tp);
+  const double bytes = 2.0 * double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
+                       kv_heads_local * double(m.head_dim) * dtype_bytes(plan.precision.param);
+  out.push_back({Collective::send_recv, bytes, g.cp, (plan.parallelism.cp - 1) * kv_passes});
+}
+
+// Vocabulary-parallel embedding and head with TP: the embedding output is all-reduced (reduce-scattered
+// with SP) and the head input all-gathered with SP; backward mirrors it.
+void add_vocab_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
+  if (g.tp < 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  out.push_back({plan.parallelism.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, bytes,
+                 g.tp, 1});
+}
+
+}  // namespace
+
+double WorkSet::flops() const { return kernels_flops(kernels); }
+
+WorkSet segment_forward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g) {
+  WorkSet w;
+  const LayerShape s = layer_shape(plan);
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    switch (module_kind(plan, i)) {
+      case ModuleKind::embedding:
+        append(w.kernels, embedding_kernels(plan.model, s, Pass::forward));
+        add_vocab_tp(w.serial_comms, plan, g);
+        break;
+      case ModuleKind::block:
+        append(w.kernels, block_kernels(plan.model, s, Pass::forward));
+        add_block_tp(w.serial_comms, plan, g, 1);
+        add_block_cp(w.serial_comms, plan, g, 1);
+        break;
+      case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
+      case ModuleKind::head:
+        append(w.kernels, head_kernels(plan.model, s, Pass::forward));
+        add_vocab_tp(w.serial_comms, plan, g);
+        break;
+    }
+  }
+  return w;
+}
+
+WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g) {
+  WorkSet w;
+  const LayerShape s = layer_shape(plan);
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    const ModuleKind kind = module_kind(plan, i);
+    if (kind == ModuleKind::final_norm) continue;
+    if (kind == ModuleKind::block) {
+      // Recompute first: all forward kernels (full) or the attention core only (selective).
+      const RecomputeMode r = block_recompute(plan, i);
+      auto fwd = block_kernels(plan.model, s, Pass::forward);
+      if (r == RecomputeMode::selective)
+        std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+      if (r != RecomputeMode::none) append(w.kernels, fwd);
+      add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
+      add_block_cp(w.serial_comms, plan, g, r == RecomputeMode::full ? 3 : 2);
+    } else {
+      add_vocab_tp(w.serial_comms, plan, g);
+    }
+    for (Pass p : {Pass::input_grad, Pass::weight_grad}) {
+      if (kind == ModuleKind::block) append(w.kernels, block_kernels(plan.model, s, p));
+      if (kind == ModuleKind::embedding) append(w.kernels, embedding_kernels(plan.model, s, p));
+      if (kind == ModuleKind::head) append(w.kernels, head_kernels(plan.model, s, p));
+    }
+  }
+  return w;
+}
+
+SegmentMemory segment_memory(const Plan& plan, int first_module, int module_count) {
+  SegmentMemory mem;
+  const ActivationShape a = activation_shape(plan);
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    switch (module_kind(plan, i)) {
+      case ModuleKind::embedding: mem.saved_activation_bytes += embedding_activation_bytes(plan.model, a); break;
+      case ModuleKind::block:
+        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, to_recompute(block_recompute(plan, i)));
+        mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
+        break;
+      case ModuleKind::final_norm: break;
+      case ModuleKind::head: mem.saved_activation_bytes += logits_bytes(plan.model, a); break;
+    }
+  }
+  return mem;
+}
+
+std::string segment_signature(const Plan& plan, int first_module, int module_count) {
+  std::string key;
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    const ModuleKind kind = module_kind(plan, i);
+    key += "ebnh"[int(kind)];
+    if (kind == ModuleKind::block) key += "nsf"[int(block_recompute(plan, i))];
+  }
+  return key;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,30 @@
+// simulator/segment_work.h — what one segment (consecutive modules of one FSDP unit) computes and
+// keeps for one micro-batch: the kernels and serial TP/CP collectives of its forward and of its
+// backward (recompute + input-gradient + weight-gradient), the activation bytes it saves for backward,
+// and the extra working bytes its backward needs. Built from the compute and memory cost models.
+#pragma once
+
+#include <string>
+
+#include "core/plan.h"
+#include "simulator/step_program.h"
+
+namespace fsdpx {
+
+// Process groups of the step, as indices into StepProgram::groups (-1 when the axis has one rank).
+struct StepGroups {
+  int dp_shard = -1, dp_replicate = -1, dp_all = -1, tp = -1, cp = -1;
+};
+
+struct SegmentMemory {
+  double saved_activation_bytes = 0;  // kept from forward to backward
+  double backward_working_bytes = 0;  // alive during the backward op only
+};
+
+WorkSet segment_forward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g);
+WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g);
+SegmentMemory segment_memory(const Plan& plan, int first_module, int module_count);
+// A key equal for segments whose work is identical (same module kinds, same recompute modes).
+std::string segment_signature(const Plan& plan, int first_module, int module_count);
+
+}  // namespace fsdpx

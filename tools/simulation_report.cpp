@@ -1,0 +1,66 @@
+// tools/simulation_report.cpp — text and JSON views of a simulated step.
+#include "tools/simulation_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/format.h"
+
+namespace fsdpx {
+
+namespace {
+constexpr const char* kPhaseNames[3] = {"forward", "backward", "optimizer"};
+}
+
+nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
+  nlohmann::json j;
+  j["model"] = plan.model.name;
+  j["cluster"] = plan.cluster.name;
+  j["world_size"] = plan.parallelism.world_size();
+  j["step_time_s"] = sim.step_time_s;
+  j["tokens_per_s_per_gpu"] = sim.tokens_per_s_per_gpu;
+  j["mfu"] = sim.mfu;
+  j["hfu"] = sim.hfu;
+  j["exposed_comm_s"] = sim.exposed_comm_s;
+  j["peak_memory_bytes"] = sim.peak_memory_total_bytes;
+  nlohmann::json breakdown;
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    breakdown[mem_category_name(MemCategory(c))] = sim.peak_memory_bytes[std::size_t(c)];
+  j["peak_memory_breakdown_bytes"] = breakdown;
+  j["peak_memory_op"] = sim.peak_memory_op;
+  nlohmann::json phases;
+  for (int p = 0; p < 3; ++p)
+    phases[kPhaseNames[p]] = {{"compute_s", sim.phases[std::size_t(p)].compute_s},
+                              {"exposed_comm_s", sim.phases[std::size_t(p)].exposed_comm_s}};
+  j["phases"] = phases;
+  j["ops_per_rank"] = sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size();
+  return j;
+}
+
+std::string simulation_text(const Plan& plan, const Simulation& sim) {
+  const auto& par = plan.parallelism;
+  std::string out = fmt::format(
+      "fsdpx simulate: {} on {} ({} GPUs: dp_replicate {} x dp_shard {} x cp {} x tp {}, {})\n"
+      "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n\n",
+      plan.model.name, plan.cluster.name, par.world_size(), par.dp_replicate, par.dp_shard, par.cp, par.tp,
+      data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
+      plan.grad_accum(), sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size());
+  std::vector<std::vector<std::string>> rows{{"phase", "compute", "exposed comm"}};
+  for (int p = 0; p < 3; ++p)
+    rows.push_back({kPhaseNames[p], seconds(sim.phases[std::size_t(p)].compute_s),
+                    seconds(sim.phases[std::size_t(p)].exposed_comm_s)});
+  out += "Step\n" + table(rows) + "\n";
+  std::vector<std::vector<std::string>> mem;
+  for (int c = 0; c < kMemCategoryCount; ++c)
+    mem.push_back({mem_category_name(MemCategory(c)), gib(sim.peak_memory_bytes[std::size_t(c)])});
+  mem.push_back({"total", gib(sim.peak_memory_total_bytes)});
+  mem.push_back({"GPU memory", gib(plan.cluster.gpu.hbm_bytes)});
+  out += fmt::format("Memory at the peak (during {})\n", sim.peak_memory_op) + table(mem) + "\n";
+  out += "Summary\n" + table({{"step time", seconds(sim.step_time_s)},
+                              {"tokens/s/GPU", fmt::format("{:.0f}", sim.tokens_per_s_per_gpu)},
+                              {"MFU", fmt::format("{:.1f} %", 100 * sim.mfu)},
+                              {"HFU", fmt::format("{:.1f} %", 100 * sim.hfu)},
+                              {"exposed communication", seconds(sim.exposed_comm_s)}});
+  return out;
+}
+
+}  // namespace fsdpx
