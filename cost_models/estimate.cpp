@@ -132,7 +132,9 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
                                  double local_params, int communicators) {
   // local_params: parameters on this rank after TP, before data-parallel sharding.
   MemoryBreakdown mem;
-  const StateBytes state = model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
+  const bool fsdp = s.mode == ShardingMode::zero3 || s.mode == ShardingMode::hsdp;
+  const StateBytes state = fsdp ? fsdp2_state_bytes(local_params, s.dp_shard, s.precision)
+                                : model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
   mem.params = state.params;
   mem.grads = state.grads;
   mem.optimizer = state.optimizer;

@@ -76,6 +76,19 @@ StateBytes model_state_bytes(double params, ShardingMode mode, int shard_ranks, 
   return s;
 }
 
+StateBytes fsdp2_state_bytes(double params, int shard_ranks, const PrecisionPolicy& p) {
+  FSDP_CHECK(params >= 0 && shard_ranks >= 1, "fsdp2_state_bytes needs params >= 0 and shard_ranks >= 1");
+  if (!p.fp32_master || p.param == DType::fp32) return model_state_bytes(params, ShardingMode::zero3, shard_ranks, p);
+  // FSDP2 stores the sharded parameter in fp32 (it is the master copy) and accumulates sharded
+  // gradients in that dtype; the low-precision copy exists only unsharded, as a transient.
+  const double n = shard_ranks;
+  StateBytes s;
+  s.params = params * 4 / n;
+  s.grads = params * 4 / n;
+  s.optimizer = params * 8 / n;  // Adam m and v in fp32
+  return s;
+}
+
 OverheadBytes overhead_bytes(int communicators, double allocated_bytes) {
   FSDP_CHECK(communicators >= 0 && allocated_bytes >= 0, "overheads need non-negative inputs");
   OverheadBytes o;

@@ -41,6 +41,11 @@ struct StateBytes {
 // DDP 16P, ZeRO-1 4P + 12P/N, ZeRO-2 2P + 14P/N, ZeRO-3 and HSDP 16P/N.
 StateBytes model_state_bytes(double params, ShardingMode mode, int shard_ranks, const PrecisionPolicy& p);
 
+// FSDP2's accounting of the same state (fsdp-designs.md §3.1; cost-model-facts.md §3.3): with fp32
+// master weights the fp32 shard is the master and gradients are kept sharded in fp32, 16P/N whatever
+// the reduce dtype; without a master it equals ZeRO-3.
+StateBytes fsdp2_state_bytes(double params, int shard_ranks, const PrecisionPolicy& p);
+
 struct ActivationShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq = 1;

@@ -370,20 +370,15 @@ void Lowerer::optimizer_step() {
 
 namespace {
 
-// Sharded state that lives across steps, and fixed overheads. FSDP keeps its shard in fp32 when the
-// policy has fp32 master weights (the shard is the master, FSDP2's design), so the master is not counted
-// twice; DDP and ZeRO-1 follow the ZeRO paper's accounting.
+// Sharded state that lives across steps, and fixed overheads: FSDP modes by FSDP2's accounting, DDP and
+// ZeRO-1 by the ZeRO paper's.
 void Lowerer::resident_memory() {
   double total = 0;
   for (double p : params_) total += p;
   const DataParallel dp = plan_.parallelism.data_parallel;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
-  StateBytes state = model_state_bytes(total, sharding_mode(dp), plan_.parallelism.dp_shard, policy);
-  if (shards_params(dp) && policy.fp32_master && policy.param != DType::fp32) {
-    const double n = plan_.parallelism.dp_shard;
-    state.params = total * 4 / n;
-    state.optimizer = total * 8 / n;  // Adam m and v
-  }
+  const StateBytes state = shards_params(dp) ? fsdp2_state_bytes(total, plan_.parallelism.dp_shard, policy)
+                                             : model_state_bytes(total, sharding_mode(dp), plan_.parallelism.dp_shard, policy);
   int communicators = 0;
   for (const auto& g : prog_.groups) communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all ? 1 : 0;
   const OverheadBytes fixed = overhead_bytes(communicators, 0);

@@ -82,7 +82,13 @@ void write_metadata(const StepProgram& program, const EngineResult& result, Trac
   }
 }
 
-std::string op_args(const Op& op) {
+double op_flops(const StepProgram& program, const Op& op) {
+  if (op.work_set < 0) return 0;
+  FSDP_CHECK(op.work_set < static_cast<int>(program.work_sets.size()), "op names no work set");
+  return program.work_sets[op.work_set].flops();
+}
+
+std::string op_args(const StepProgram& program, const Op& op) {
   std::string args = fmt::format(R"("kind":"{}","unit":{},"micro_batch":{})", op_kind_name(op.kind), op.unit,
                                  op.micro_batch);
   switch (op.kind) {
@@ -91,7 +97,7 @@ std::string op_args(const Op& op) {
     case OpKind::all_reduce: return args + R"(,"bytes":)" + number(op.comm_bytes);
     case OpKind::forward:
     case OpKind::backward:
-    case OpKind::optimizer: return args + R"(,"flops":)" + number(op.matmul_flops + op.vector_flops);
+    case OpKind::optimizer: return args + R"(,"flops":)" + number(op_flops(program, op));
     case OpKind::free: return args;
   }
   return args;
@@ -103,7 +109,7 @@ void write_ops(const StepProgram& program, const EngineResult& result, TraceWrit
     w.event(fmt::format(R"("name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}})",
                         json_string(op.name), op_kind_name(op.kind), global_rank(program, t.role, t.rank),
                         static_cast<int>(op.stream), micros(t.start_ns), micros(t.end_ns - t.start_ns),
-                        op_args(op)));
+                        op_args(program, op)));
   }
 }
 

@@ -1,6 +1,5 @@
 // tools/cmd_estimate.cpp — `fsdpx estimate`: analytic per-GPU memory and a step-time lower bound for
-// a model on a cluster with given parallelism degrees; and `fsdpx demo`, the same on the embedded
-// default (Llama-3.1-8B on one 8xH100 node).
+// a model on a cluster with given parallelism degrees.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -13,7 +12,7 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
-#include "tools/format.h"
+#include "tools/estimate_report.h"
 
 namespace fsdpx {
 
@@ -41,58 +40,6 @@ struct EstimateOptions {
   OutputFormat format = OutputFormat::text;
 };
 
-nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
-  nlohmann::json j;
-  j["model"] = m.name;
-  j["cluster"] = c.name;
-  j["world_size"] = c.world_size();
-  j["parallelism"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"cp", s.cp},
-                      {"sharding", sharding_mode_name(s.mode)}};
-  j["total_params"] = e.total_params;
-  j["per_gpu_memory_bytes"] = {{"params", e.memory.params},       {"grads", e.memory.grads},
-                               {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
-                               {"transient", e.memory.transient}, {"other", e.memory.other},
-                               {"total", e.memory.total()}};
-  j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
-  j["model_flops_per_token"] = e.model_flops_per_token;
-  j["compute_time_s"] = e.compute_time_s;
-  j["dp_comm_time_s"] = e.dp_comm_time_s;
-  j["tp_cp_comm_time_s"] = e.tp_cp_comm_time_s;
-  j["step_time_lower_bound_s"] = e.step_time_lower_bound_s;
-  j["tokens_per_step"] = e.tokens_per_step;
-  j["tokens_per_s_per_gpu_upper_bound"] = e.tokens_per_s_per_gpu_upper_bound;
-  j["mfu_upper_bound"] = e.mfu_upper_bound;
-  return j;
-}
-
-void print_estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
-  std::printf("fsdpx estimate: %s on %s (%d nodes x %d GPUs = %d)\n", m.name.c_str(), c.name.c_str(), c.nodes,
-              c.gpus_per_node, c.world_size());
-  std::printf("  parallelism: dp_replicate %d x dp_shard %d x cp %d x tp %d, %s, micro-batch %lld x seq %lld, "
-              "accumulation %lld, recompute %s\n",
-              s.dp_replicate, s.dp_shard, s.cp, s.tp, sharding_mode_name(s.mode), (long long)s.micro_batch,
-              (long long)s.seq, (long long)s.grad_accum, recompute_name(s.recompute));
-  std::printf("  parameters: %s total, %s per GPU before data-parallel sharding\n\n",
-              billions(double(e.total_params)).c_str(), billions(e.params_per_gpu).c_str());
-  const auto& mem = e.memory;
-  std::printf("Per-GPU memory (analytic)\n%s\n",
-              table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},
-                     {"activations", gib(mem.activations)}, {"transient (unsharded units)", gib(mem.transient)},
-                     {"other (context, NCCL, allocator)", gib(mem.other)}, {"total", gib(mem.total())},
-                     {"GPU memory", gib(c.gpu.hbm_bytes)},
-                     {"fits", mem.total() <= c.gpu.hbm_bytes ? "yes" : "NO"}})
-                  .c_str());
-  std::printf("Step time (lower bound: communication fully overlapped)\n%s",
-              table({{"compute", seconds(e.compute_time_s)},
-                     {"data-parallel communication", seconds(e.dp_comm_time_s)},
-                     {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
-                     {"step time >=", seconds(e.step_time_lower_bound_s)},
-                     {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},
-                     {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
-                     {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}})
-                  .c_str());
-}
-
 void run_estimate(const EstimateOptions& o) {
   const ModelSpec m = load_model(o.model);
   const ClusterSpec c = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
@@ -116,7 +63,7 @@ void run_estimate(const EstimateOptions& o) {
   if (o.format == OutputFormat::json)
     std::printf("%s\n", estimate_json(e, m, c, s).dump(2).c_str());
   else
-    print_estimate_text(e, m, c, s);
+    std::printf("%s", estimate_text(e, m, c, s).c_str());
 }
 
 void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
@@ -147,17 +94,6 @@ void setup_estimate(CLI::App& app) {
   sub->add_option("--model", o->model, "Model name under configs/models or a JSON file (ours or Hugging Face config.json)")->required();
   sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file")->required();
   add_estimate_options(sub, *o);
-  sub->callback([o] { run_estimate(*o); });
-}
-
-void setup_demo(CLI::App& app) {
-  auto o = std::make_shared<EstimateOptions>();
-  o->model = "llama3.1-8b";
-  o->cluster = "dgx-h100";
-  o->nodes = 1;
-  o->recompute = Recompute::selective;
-  CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: Llama-3.1-8B on one 8xH100 node");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_estimate(*o); });
 }
 

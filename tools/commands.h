@@ -10,5 +10,6 @@ namespace fsdpx {
 void setup_estimate(CLI::App& app);
 void setup_demo(CLI::App& app);
 void setup_simulate(CLI::App& app);
+void setup_validate(CLI::App& app);
 
 }  // namespace fsdpx

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   fsdpx::setup_demo(app);
   fsdpx::setup_estimate(app);
   fsdpx::setup_simulate(app);
+  fsdpx::setup_validate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

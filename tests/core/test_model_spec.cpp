@@ -171,7 +171,7 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
       {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 32768, false, LinearBias::none,
        7241732096},
       {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512},
-      {"gpt2-124m", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808},
+      {"gpt2", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808},
   };
   for (const auto& e : cases) {
     INFO(e.dir);

@@ -247,6 +247,8 @@ TEST_CASE("recompute: string, per-block array and full_first_blocks, written com
   REQUIRE(mixed.is_array());
   CHECK(mixed.size() == 32);
   CHECK(mixed[31] == "selective");
+  q.predicted = PredictedMetrics{1.25, 3120.5, 0.413, 0.0625, 7.5e10};
+  q.notes = "mixed recompute";
   check_round_trip(q);
   j["recompute"] = {{"full_first_blocks", 33}};
   check_error(error_of([&] { parse_plan(j, "ffb.json"); }), "ffb.json", "/recompute/full_first_blocks", "<= layers");

@@ -18,6 +18,10 @@ class ProgramBuilder {
     program_.roles[0].streams.resize(kStreamCount);
     program_.mesh.dp_shard = role_ranks;
     program_.world_size = role_ranks;
+    // One work set shared by every compute op: a 1 TFLOP matmul (the trace reports it).
+    WorkSet work;
+    work.kernels.push_back(KernelWork{"gemm", 1e12, 0, true});
+    program_.work_sets.push_back(work);
   }
 
   // A compute op (forward/backward/optimizer) on the compute stream.
@@ -26,7 +30,7 @@ class ProgramBuilder {
     op.kind = kind;
     op.stream = StreamKind::compute;
     op.duration_s = duration_s;
-    op.matmul_flops = 1e12;
+    op.work_set = 0;
     return add(std::move(name), std::move(op), std::move(deps));
   }
 

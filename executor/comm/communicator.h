@@ -1,0 +1,73 @@
+// executor/comm/communicator.h — the collective operations the FSDP runtime needs (all-gather,
+// reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) on fp32 and fp64 host buffers.
+// Reductions are sums taken in rank order 0..n-1, so results never depend on timing (executor-notes
+// §5.5: "for bit-determinism, reduce in a fixed order"). Leaves out averaging (the caller scales),
+// asynchronous handles and device buffers: the NCCL backend implements the same interface later.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace fsdpx {
+
+// Thrown on every rank of a group when one rank aborted it (with that rank's message) or when a
+// collective timed out or was called inconsistently (different op or count on different ranks).
+struct CommAborted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class ElemType { f32, f64 };
+
+template <class T>
+constexpr ElemType elem_type_of() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double only");
+  return std::is_same_v<T, float> ? ElemType::f32 : ElemType::f64;
+}
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // in [count] -> out [size*count]; rank r's input lands at out + r*count. In place when
+  // in == out + rank*count (NCCL convention, executor-notes §3).
+  template <class T>
+  void all_gather(const T* in, T* out, std::int64_t count) {
+    all_gather_impl(in, out, count, elem_type_of<T>());
+  }
+  // in [size*count] -> out [count] = sum over ranks of chunk `rank` of their inputs, in rank order.
+  // In place when out == in + rank*count.
+  template <class T>
+  void reduce_scatter(const T* in, T* out, std::int64_t count) {
+    reduce_scatter_impl(in, out, count, elem_type_of<T>());
+  }
+  // buf [count] <- sum over ranks, in rank order; every rank gets bit-identical results.
+  template <class T>
+  void all_reduce(T* buf, std::int64_t count) {
+    all_reduce_impl(buf, count, elem_type_of<T>());
+  }
+  // buf [count] <- root's buf.
+  template <class T>
+  void broadcast(T* buf, std::int64_t count, int root) {
+    broadcast_impl(buf, count, root, elem_type_of<T>());
+  }
+  virtual void barrier() = 0;
+  // Collective: ranks with the same color form a new group, ordered by (key, old rank). As MPI_Comm_split
+  // and ncclCommSplit; used for the dp_shard and dp_replicate axes of HSDP.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Marks the whole group family failed: every rank blocked in (or later entering) a collective throws
+  // CommAborted carrying `msg`. Safe to call from any thread, more than once (the first message wins).
+  virtual void abort(const std::string& msg) = 0;
+
+ protected:
+  virtual void all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) = 0;
+  virtual void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) = 0;
+  virtual void all_reduce_impl(void* buf, std::int64_t count, ElemType t) = 0;
+  virtual void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) = 0;
+};
+
+}  // namespace fsdpx

@@ -1,0 +1,260 @@
+// executor/comm/thread_communicator.cpp — the thread communicator's collectives. Each collective is
+// publish -> barrier -> read peers' buffers -> barrier, so no rank reuses or frees a buffer a peer still
+// reads. Sums run in rank order 0..n-1 for every element. Leaves out chunked/pipelined algorithms: on
+// one host a direct read of every peer is both simplest and fast enough for tests.
+#include "executor/comm/thread_communicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+namespace {
+
+enum Op { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+
+const char* op_name(int op) {
+  switch (op) {
+    case kAllGather: return "all_gather";
+    case kReduceScatter: return "reduce_scatter";
+    case kAllReduce: return "all_reduce";
+    case kBroadcast: return "broadcast";
+    case kBarrier: return "barrier";
+    case kSplit: return "split";
+  }
+  return "?";
+}
+
+std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
+
+// out[i] = sum over ranks j (in order) of src_j[offset + i], i in [begin, end).
+template <class T>
+void sum_in_rank_order(const std::vector<ThreadSlot>& slots, std::int64_t offset, std::int64_t begin,
+                       std::int64_t end, T* out) {
+  for (std::int64_t i = begin; i < end; ++i) {
+    T acc = static_cast<const T*>(slots[0].in)[offset + i];
+    for (std::size_t j = 1; j < slots.size(); ++j) acc += static_cast<const T*>(slots[j].in)[offset + i];
+    out[i - begin] = acc;
+  }
+}
+
+// Element range of rank r's share of `count` elements split over n ranks.
+std::pair<std::int64_t, std::int64_t> chunk_of(std::int64_t count, int n, int r) {
+  const std::int64_t per = (count + n - 1) / n;
+  const std::int64_t b = std::min(count, per * r);
+  return {b, std::min(count, b + per)};
+}
+
+}  // namespace
+
+void AbortState::abort(const std::string& msg) {
+  std::vector<std::weak_ptr<ThreadGroup>> groups;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_) {
+      aborted_ = true;
+      msg_ = msg;
+    }
+    groups = groups_;
+  }
+  // Notify under each group's mutex (inside wake_all) so no waiter misses the flag.
+  for (auto& w : groups)
+    if (auto g = w.lock()) g->wake_all();
+}
+
+bool AbortState::aborted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
+}
+
+std::string AbortState::message() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return msg_;
+}
+
+void AbortState::add_group(const std::weak_ptr<ThreadGroup>& g) {
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.push_back(g);
+}
+
+ThreadGroup::ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family)
+    : size_(size), timeout_s_(timeout_s), family_(std::move(family)), slots_(static_cast<std::size_t>(size)) {
+  FSDP_CHECK(size >= 1, "ThreadGroup: size must be >= 1");
+  FSDP_CHECK(timeout_s > 0, "ThreadGroup: timeout must be positive");
+  if (!family_) family_ = std::make_shared<AbortState>();
+}
+
+std::shared_ptr<ThreadGroup> ThreadGroup::create(int size, double timeout_s, std::shared_ptr<AbortState> family) {
+  auto g = std::make_shared<ThreadGroup>(size, timeout_s, std::move(family));
+  g->family_->add_group(g);
+  return g;
+}
+
+void ThreadGroup::wake_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+void ThreadGroup::arrive(int rank, const char* what) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  const std::uint64_t gen = generation_;
+  if (++arrived_ == size_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  const bool done = cv_.wait_until(lock, deadline, [&] { return generation_ != gen || family_->aborted(); });
+  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  if (!done) {
+    const std::string msg = fmt::format("rank {}: timed out after {} s waiting in {}", rank, timeout_s_, what);
+    lock.unlock();
+    family_->abort(msg);
+    throw CommAborted("collective aborted: " + msg);
+  }
+}
+
+ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
+    : group_(std::move(group)), rank_(rank) {
+  FSDP_CHECK(rank >= 0 && rank < group_->size(), "ThreadCommunicator: rank out of range");
+}
+
+void ThreadCommunicator::enter(ThreadSlot s, const char* what) {
+  group_->slots()[static_cast<std::size_t>(rank_)] = s;
+  group_->arrive(rank_, what);
+  for (const ThreadSlot& o : group_->slots()) {
+    if (o.op == s.op && o.count == s.count && o.type == s.type && o.root == s.root) continue;
+    const std::string msg = fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", rank_,
+                                        op_name(s.op), s.count, op_name(o.op), o.count);
+    group_->abort(msg);
+    throw CommAborted("collective aborted: " + msg);
+  }
+}
+
+void ThreadCommunicator::barrier() {
+  ThreadSlot s;
+  s.op = kBarrier;
+  enter(s, "barrier");
+  group_->arrive(rank_, "barrier");
+}
+
+void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
+  ThreadSlot s{kAllGather, count, t, 0, in, out};
+  enter(s, "all_gather");
+  const std::size_t bytes = elem_bytes(t) * static_cast<std::size_t>(count);
+  const auto& slots = group_->slots();
+  for (int j = 0; j < size(); ++j) {
+    char* dst = static_cast<char*>(out) + bytes * static_cast<std::size_t>(j);
+    if (dst != slots[static_cast<std::size_t>(j)].in) std::memmove(dst, slots[static_cast<std::size_t>(j)].in, bytes);
+  }
+  group_->arrive(rank_, "all_gather");
+}
+
+void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
+  ThreadSlot s{kReduceScatter, count, t, 0, in, out};
+  enter(s, "reduce_scatter");
+  // In place (out == in + rank*count) is safe: each element is read from every rank before it is written,
+  // and peers only read their own chunk of this rank's input.
+  if (t == ElemType::f32)
+    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<float*>(out));
+  else
+    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<double*>(out));
+  group_->arrive(rank_, "reduce_scatter");
+}
+
+void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
+  ThreadSlot s{kAllReduce, count, t, 0, buf, buf};
+  enter(s, "all_reduce");
+  // Phase 1: each rank reduces its chunk into a private buffer; phase 2: everyone copies all chunks.
+  const auto [b, e] = chunk_of(count, size(), rank_);
+  std::vector<char> mine(elem_bytes(t) * static_cast<std::size_t>(e - b));
+  if (t == ElemType::f32)
+    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<float*>(mine.data()));
+  else
+    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<double*>(mine.data()));
+  group_->slots()[static_cast<std::size_t>(rank_)].aux = mine.data();
+  group_->arrive(rank_, "all_reduce");
+  for (int j = 0; j < size(); ++j) {
+    const auto [jb, je] = chunk_of(count, size(), j);
+    std::memcpy(static_cast<char*>(buf) + elem_bytes(t) * static_cast<std::size_t>(jb),
+                group_->slots()[static_cast<std::size_t>(j)].aux, elem_bytes(t) * static_cast<std::size_t>(je - jb));
+  }
+  group_->arrive(rank_, "all_reduce");  // `mine` stays alive until every peer copied it
+}
+
+void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
+  FSDP_CHECK(root >= 0 && root < size(), "broadcast: root out of range");
+  ThreadSlot s{kBroadcast, count, t, root, buf, buf};
+  enter(s, "broadcast");
+  if (rank_ != root)
+    std::memcpy(buf, group_->slots()[static_cast<std::size_t>(root)].in, elem_bytes(t) * static_cast<std::size_t>(count));
+  group_->arrive(rank_, "broadcast");
+}
+
+std::unique_ptr<Communicator> ThreadCommunicator::split(int color, int key) {
+  FSDP_CHECK(color >= 0, "split: color must be non-negative");
+  ThreadSlot s;
+  s.op = kSplit;
+  s.color = color;
+  s.key = key;
+  enter(s, "split");
+  auto& slots = group_->slots();
+  std::vector<std::pair<int, int>> members;  // (key, old rank) of my color
+  for (int j = 0; j < size(); ++j)
+    if (slots[static_cast<std::size_t>(j)].color == color) members.emplace_back(slots[static_cast<std::size_t>(j)].key, j);
+  std::sort(members.begin(), members.end());
+  const int leader = std::min_element(members.begin(), members.end(),
+                                      [](auto& a, auto& b) { return a.second < b.second; })->second;
+  if (leader == rank_)
+    slots[static_cast<std::size_t>(rank_)].child =
+        ThreadGroup::create(static_cast<int>(members.size()), group_->timeout_s(), group_->family());
+  group_->arrive(rank_, "split");
+  std::shared_ptr<ThreadGroup> child = slots[static_cast<std::size_t>(leader)].child;
+  int new_rank = 0;
+  while (members[static_cast<std::size_t>(new_rank)].second != rank_) ++new_rank;
+  group_->arrive(rank_, "split");  // the leader's slot is not reused before everyone read it
+  return std::make_unique<ThreadCommunicator>(std::move(child), new_rank);
+}
+
+std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s) {
+  auto group = ThreadGroup::create(size, timeout_s);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<ThreadCommunicator>(group, r));
+  return comms;
+}
+
+void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s) {
+  auto comms = make_thread_communicators(size, timeout_s);
+  std::mutex mu;
+  std::string first_error, first_abort;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      Communicator& c = *comms[static_cast<std::size_t>(r)];
+      try {
+        fn(c);
+      } catch (const CommAborted& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_abort.empty()) first_abort = e.what();
+      } catch (const std::exception& e) {
+        const std::string msg = fmt::format("rank {}: {}", r, e.what());
+        c.abort(msg);
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.empty()) first_error = msg;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!first_error.empty()) throw std::runtime_error(first_error);
+  if (!first_abort.empty()) throw CommAborted(first_abort);
+}
+
+}  // namespace fsdpx

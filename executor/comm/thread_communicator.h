@@ -1,0 +1,110 @@
+// executor/comm/thread_communicator.h — an in-process Communicator: ranks are threads of one process
+// sharing a ThreadGroup; collectives read the peers' buffers directly between barriers and sum in
+// rank order 0..n-1, so results are bit-identical run to run (executor-notes §3, "most robust for
+// fsdpx"). A failing rank aborts the group family (the group and every group split from it), which
+// wakes all waiters with its message; a barrier that waits longer than timeout_s aborts too, so a
+// mismatched program ends with an error instead of a hang. Leaves out overlap: collectives block.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "executor/comm/communicator.h"
+
+namespace fsdpx {
+
+class ThreadGroup;
+
+// Shared by a root group and every group split from it: one abort flag for the whole family.
+class AbortState {
+ public:
+  void abort(const std::string& msg);
+  bool aborted() const;
+  std::string message() const;
+  void add_group(const std::weak_ptr<ThreadGroup>& g);
+
+ private:
+  mutable std::mutex mu_;
+  bool aborted_ = false;
+  std::string msg_;
+  std::vector<std::weak_ptr<ThreadGroup>> groups_;
+};
+
+// What one rank published for the collective in progress.
+struct ThreadSlot {
+  int op = 0;
+  std::int64_t count = 0;
+  ElemType type = ElemType::f32;
+  int root = 0;
+  const void* in = nullptr;
+  void* out = nullptr;
+  const void* aux = nullptr;  // all-reduce: this rank's reduced chunk
+  int color = 0, key = 0;
+  std::shared_ptr<ThreadGroup> child;  // split: set by the lowest rank of each color
+};
+
+class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
+ public:
+  // Use create(); `family` is null for a root group.
+  ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family);
+  static std::shared_ptr<ThreadGroup> create(int size, double timeout_s = 300.0,
+                                             std::shared_ptr<AbortState> family = nullptr);
+
+  int size() const { return size_; }
+  double timeout_s() const { return timeout_s_; }
+  const std::shared_ptr<AbortState>& family() const { return family_; }
+  std::vector<ThreadSlot>& slots() { return slots_; }
+
+  // Blocks until all ranks arrive; throws CommAborted if the family is aborted or on timeout.
+  void arrive(int rank, const char* what);
+  void abort(const std::string& msg) { family_->abort(msg); }
+  void wake_all();  // called by AbortState::abort
+
+ private:
+  int size_;
+  double timeout_s_;
+  std::shared_ptr<AbortState> family_;
+  std::vector<ThreadSlot> slots_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+class ThreadCommunicator final : public Communicator {
+ public:
+  ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank);
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  void barrier() override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+  void abort(const std::string& msg) override { group_->abort(msg); }
+
+ protected:
+  void all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) override;
+  void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) override;
+  void all_reduce_impl(void* buf, std::int64_t count, ElemType t) override;
+  void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
+
+ private:
+  // Publishes this rank's slot, waits for all, checks every rank called the same op with the same
+  // count, type and root.
+  void enter(ThreadSlot s, const char* what);
+  std::shared_ptr<ThreadGroup> group_;
+  int rank_;
+};
+
+// One communicator per rank of a new root group.
+std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s = 300.0);
+
+// Runs fn(comm) on `size` threads, one per rank. A rank that throws aborts the group with
+// "rank <r>: <what>"; after all threads end, the first such error is rethrown as std::runtime_error
+// (or CommAborted when the only failures were aborts/timeouts).
+void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s = 300.0);
+
+}  // namespace fsdpx

@@ -1,0 +1,33 @@
+// executor/cpu/attention.h — causal multi-head attention with grouped KV heads (GQA; Ainslie et al.
+// 2023), plain softmax form as llm.c train_gpt2.c attention_forward/backward: the probabilities
+// [B, NH, T, T] are saved for backward. A flash variant (saving only the row log-sum-exp) can replace
+// it behind the same calls: the saved state is opaque, sized by attention_saved_elems. Leaves out
+// dropout, sliding windows and padding masks.
+#pragma once
+
+#include <cstdint>
+
+namespace fsdpx::cpu {
+
+struct AttnShape {
+  std::int64_t b = 0, t = 0;
+  std::int64_t nh = 0;   // query heads
+  std::int64_t nkv = 0;  // key/value heads; query head h reads kv head h / (nh / nkv)
+  std::int64_t hd = 0;   // head dim
+  std::int64_t qkv_row() const { return (nh + 2 * nkv) * hd; }
+};
+
+// Elements of the state attention_forward saves for attention_backward.
+std::int64_t attention_saved_elems(const AttnShape& s);
+
+// qkv [B, T, (NH + 2·NKV)·HD] (Q heads, then K heads, then V heads) -> out [B, T, NH·HD];
+// saved [attention_saved_elems]. Scores scaled by 1/sqrt(HD) (Vaswani et al. 2017, eq. 1).
+template <class Real>
+void attention_forward(Real* out, Real* saved, const Real* qkv, const AttnShape& s);
+
+// dqkv [B, T, (NH + 2·NKV)·HD] += gradient of out w.r.t. qkv, given dout [B, T, NH·HD].
+// Parallel over (batch, kv head): each dK/dV row is written by one thread, in a fixed order.
+template <class Real>
+void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* saved, const AttnShape& s);
+
+}  // namespace fsdpx::cpu

@@ -1,0 +1,76 @@
+// executor/cpu/rope.cpp — RoPE rotation of Q and K heads. Forward and backward share one loop that
+// rotates by +angle or −angle (the rotation is orthogonal, so its backward is its transpose).
+#include "executor/cpu/rope.h"
+
+#include <cmath>
+
+#include "core/errors.h"
+
+namespace fsdpx::cpu {
+namespace {
+
+template <class Real>
+void rotate(Real* qkv, const RopeTable<Real>& tab, std::int64_t b, std::int64_t t, std::int64_t nh,
+            std::int64_t nkv, std::int64_t hd, Real sign) {
+  FSDP_CHECK(hd % 2 == 0 && tab.half == hd / 2 && tab.seq >= t, "rope: table does not match the shape");
+  const std::int64_t row = (nh + 2 * nkv) * hd, half = hd / 2;
+#pragma omp parallel for collapse(2)
+  for (std::int64_t bi = 0; bi < b; ++bi)
+    for (std::int64_t ti = 0; ti < t; ++ti) {
+      Real* r = qkv + (bi * t + ti) * row;  // [(NH + 2·NKV)·HD]; Q and K heads are the first NH + NKV
+      const Real* c = tab.cos.data() + ti * half;
+      const Real* s = tab.sin.data() + ti * half;
+      for (std::int64_t h = 0; h < nh + nkv; ++h) {
+        Real* x = r + h * hd;
+        for (std::int64_t i = 0; i < half; ++i) {
+          const Real x0 = x[i], x1 = x[i + half];
+          x[i] = x0 * c[i] - sign * x1 * s[i];
+          x[i + half] = x1 * c[i] + sign * x0 * s[i];
+        }
+      }
+    }
+}
+
+}  // namespace
+
+template <class Real>
+RopeTable<Real> make_rope_table(std::int64_t seq, std::int64_t head_dim, double theta) {
+  FSDP_CHECK(head_dim % 2 == 0, "rope: head_dim must be even");
+  RopeTable<Real> tab;
+  tab.seq = seq;
+  tab.half = head_dim / 2;
+  tab.cos.resize(static_cast<std::size_t>(seq * tab.half));
+  tab.sin.resize(tab.cos.size());
+  for (std::int64_t t = 0; t < seq; ++t)
+    for (std::int64_t i = 0; i < tab.half; ++i) {
+      // inv_freq_i = theta^(−2i/d) (RoFormer eq. 15; HF LlamaRotaryEmbedding).
+      const double angle = double(t) * std::pow(theta, -2.0 * double(i) / double(head_dim));
+      tab.cos[static_cast<std::size_t>(t * tab.half + i)] = static_cast<Real>(std::cos(angle));
+      tab.sin[static_cast<std::size_t>(t * tab.half + i)] = static_cast<Real>(std::sin(angle));
+    }
+  return tab;
+}
+
+template <class Real>
+void rope_forward(Real* qkv, const RopeTable<Real>& table, std::int64_t b, std::int64_t t, std::int64_t nh,
+                  std::int64_t nkv, std::int64_t hd) {
+  rotate(qkv, table, b, t, nh, nkv, hd, Real(1));
+}
+
+template <class Real>
+void rope_backward(Real* dqkv, const RopeTable<Real>& table, std::int64_t b, std::int64_t t, std::int64_t nh,
+                   std::int64_t nkv, std::int64_t hd) {
+  rotate(dqkv, table, b, t, nh, nkv, hd, Real(-1));
+}
+
+#define FSDPX_INSTANTIATE(Real)                                                                              \
+  template RopeTable<Real> make_rope_table<Real>(std::int64_t, std::int64_t, double);                        \
+  template void rope_forward<Real>(Real*, const RopeTable<Real>&, std::int64_t, std::int64_t, std::int64_t,    \
+                                   std::int64_t, std::int64_t);                                             \
+  template void rope_backward<Real>(Real*, const RopeTable<Real>&, std::int64_t, std::int64_t, std::int64_t,   \
+                                    std::int64_t, std::int64_t);
+FSDPX_INSTANTIATE(float)
+FSDPX_INSTANTIATE(double)
+#undef FSDPX_INSTANTIATE
+
+}  // namespace fsdpx::cpu

@@ -1,0 +1,76 @@
+// simulator/validation_case.h — one published training run (format "fsdpx-published-runs/1", see
+// /work/shared/validation/README.md) and the plan that describes it: the shipped cluster of its GPU
+// with the case's overrides, its parallel degrees, units per block, recompute and the reduce dtype its
+// framework uses by default. Leaves out pipeline parallelism (such cases get a skip reason), power
+// caps (power_w is read and not modelled) and torch.compile (the "compiled" flag is read and ignored).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/plan.h"
+
+namespace fsdpx {
+
+// Published numbers; nullopt where the source does not publish them.
+struct MeasuredRun {
+  std::optional<double> tokens_per_s_per_gpu;
+  std::optional<double> mfu_pct;
+  std::optional<double> peak_memory_gib;
+  std::optional<double> step_time_s;
+};
+
+struct ValidationCase {
+  std::string id;
+  std::string source;
+  std::string framework;  // "llm-foundry", "nemo", "megatron", "torchtitan", ...
+  ModelSpec model;        // max_seq = seq_len
+  std::int64_t seq_len = 0;
+  std::string gpu;        // GPU config name
+  std::optional<double> gpu_memory_gib, gpu_hbm_bw_tb_s, gpu_power_w;
+  int gpus = 0;
+  int gpus_per_node = 0;
+  std::optional<double> inter_node_bw_gbit_per_gpu;  // nullopt: not stated by the source
+  Parallelism parallelism;
+  std::int64_t micro_batch = 0;
+  std::int64_t global_batch = 0;
+  RecomputeMode recompute = RecomputeMode::none;
+  bool compiled = false;
+  MeasuredRun measured;
+  std::vector<std::string> uncertain;
+};
+
+struct ValidationCaseFile {
+  std::string file;
+  std::vector<ValidationCase> cases;
+};
+
+// Strict reading: unknown keys, wrong types and bad enum strings are ConfigErrors "<file>: <path>: ...".
+ValidationCaseFile parse_validation_cases(const nlohmann::json& j, const std::string& file);
+ValidationCaseFile load_validation_cases(const std::string& path);
+
+// Why the simulator cannot model this case yet; nullopt when it can.
+std::optional<std::string> validation_skip_reason(const ValidationCase& c);
+
+// Shipped cluster config for a GPU name ("a100-sxm-40gb" -> "dgx-a100-40gb", ...).
+std::string cluster_for_gpu(const std::string& gpu, const std::string& file, const std::string& path);
+
+// Gradient-reduction dtype a framework uses by default in bf16 training (a modelling input of the
+// framework, not a per-case fit; see validation_case.cpp for the sources).
+DType framework_reduce_dtype(const std::string& framework);
+
+// Summary group of a case: the framework ("llm-foundry", "nemo", ...).
+std::string validation_source_key(const ValidationCase& c);
+
+struct CasePlan {
+  Plan plan;
+  std::vector<std::string> notes;  // assumptions the output must state (defaults used, ...)
+};
+
+// The plan a case describes; throws ConfigError naming the case when the plan is inconsistent.
+CasePlan build_case_plan(const ValidationCase& c, const std::string& file);
+
+}  // namespace fsdpx

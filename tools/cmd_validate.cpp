@@ -1,0 +1,61 @@
+// tools/cmd_validate.cpp — `fsdpx validate [FILE | --cases FILE] [--format text|json]`: simulates every
+// published run of a case file (format "fsdpx-published-runs/1") and prints predicted vs measured
+// tokens/s/GPU, MFU and peak memory per case, then error statistics overall and per source.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "simulator/validate.h"
+#include "tools/cli_options.h"
+#include "tools/commands.h"
+
+namespace fsdpx {
+
+namespace {
+
+struct ValidateOptions {
+  std::string cases;
+  std::string positional;
+  std::string write_plans;  // folder for each simulated case's plan (reproduce one with `fsdpx simulate`)
+  OutputFormat format = OutputFormat::text;
+};
+
+void write_case_plans(const ValidationCaseFile& cases, const std::string& dir) {
+  for (const ValidationCase& c : cases.cases) {
+    if (validation_skip_reason(c)) continue;
+    const std::string path = dir + "/" + c.id + ".json";
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw ConfigError(path + ": cannot open for writing");
+    out << plan_to_json(build_case_plan(c, cases.file).plan).dump(2) << "\n";
+  }
+}
+
+void run_validate(const ValidateOptions& o) {
+  if (o.cases.empty() == o.positional.empty())
+    throw ConfigError("validate: give the case file once, as FILE or --cases FILE");
+  const ValidationCaseFile cases = load_validation_cases(o.cases.empty() ? o.positional : o.cases);
+  const ValidationReport report = run_validation(cases);
+  if (!o.write_plans.empty()) write_case_plans(cases, o.write_plans);
+  if (o.format == OutputFormat::json)
+    std::printf("%s\n", validation_json(report).dump(2).c_str());
+  else
+    std::printf("%s", validation_text(report).c_str());
+}
+
+}  // namespace
+
+void setup_validate(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  CLI::App* sub = app.add_subcommand("validate", "Simulate published training runs and compare with the measurements");
+  sub->add_option("file", o->positional, "Case file (fsdpx-published-runs/1)");
+  sub->add_option("--cases", o->cases, "Case file (fsdpx-published-runs/1)");
+  sub->add_option("--write-plans", o->write_plans, "Write the plan of every simulated case into this existing folder");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->callback([o] { run_validate(*o); });
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,61 @@
+// tools/estimate_report.cpp — text and JSON views of an analytic estimate.
+#include "tools/estimate_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/format.h"
+
+namespace fsdpx {
+
+nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  nlohmann::json j;
+  j["model"] = m.name;
+  j["cluster"] = c.name;
+  j["world_size"] = c.world_size();
+  j["parallelism"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"cp", s.cp},
+                      {"sharding", sharding_mode_name(s.mode)}};
+  j["total_params"] = e.total_params;
+  j["per_gpu_memory_bytes"] = {{"params", e.memory.params},       {"grads", e.memory.grads},
+                               {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
+                               {"transient", e.memory.transient}, {"other", e.memory.other},
+                               {"total", e.memory.total()}};
+  j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
+  j["model_flops_per_token"] = e.model_flops_per_token;
+  j["compute_time_s"] = e.compute_time_s;
+  j["dp_comm_time_s"] = e.dp_comm_time_s;
+  j["tp_cp_comm_time_s"] = e.tp_cp_comm_time_s;
+  j["step_time_lower_bound_s"] = e.step_time_lower_bound_s;
+  j["tokens_per_step"] = e.tokens_per_step;
+  j["tokens_per_s_per_gpu_upper_bound"] = e.tokens_per_s_per_gpu_upper_bound;
+  j["mfu_upper_bound"] = e.mfu_upper_bound;
+  return j;
+}
+
+std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
+  std::string out = fmt::format("fsdpx estimate: {} on {} ({} nodes x {} GPUs = {})\n", m.name, c.name, c.nodes,
+                                c.gpus_per_node, c.world_size());
+  out += fmt::format("  parallelism: dp_replicate {} x dp_shard {} x cp {} x tp {}, {}, micro-batch {} x seq {}, "
+                     "accumulation {}, recompute {}\n",
+                     s.dp_replicate, s.dp_shard, s.cp, s.tp, sharding_mode_name(s.mode), s.micro_batch, s.seq,
+                     s.grad_accum, recompute_name(s.recompute));
+  out += fmt::format("  parameters: {} total, {} per GPU before data-parallel sharding\n\n",
+                     billions(double(e.total_params)), billions(e.params_per_gpu));
+  const auto& mem = e.memory;
+  out += "Per-GPU memory (analytic)\n" +
+         table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},
+                {"activations", gib(mem.activations)}, {"transient (unsharded units)", gib(mem.transient)},
+                {"other (context, NCCL, allocator)", gib(mem.other)}, {"total", gib(mem.total())},
+                {"GPU memory", gib(c.gpu.hbm_bytes)}, {"fits", mem.total() <= c.gpu.hbm_bytes ? "yes" : "NO"}}) +
+         "\n";
+  out += "Step time (lower bound: communication fully overlapped)\n" +
+         table({{"compute", seconds(e.compute_time_s)},
+                {"data-parallel communication", seconds(e.dp_comm_time_s)},
+                {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
+                {"step time >=", seconds(e.step_time_lower_bound_s)},
+                {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},
+                {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
+                {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}});
+  return out;
+}
+
+}  // namespace fsdpx
