@@ -1,0 +1,40 @@
+// executor/model/op_profiler.h — per-op timing hooks of the CPU model. Op names are the simulator's
+// kernel names (cost_models/compute.h: "attn_norm", "qkv", "rope", "attn_core", "attn_out", "mlp_up",
+// "mlp_act", "mlp_down", "embed", "final_norm", "lm_head", "loss", and the "_dx"/"_dw"/"_bwd" backward
+// names) so measured profiles line up with simulated ops. Leaves out aggregation: the sink decides.
+#pragma once
+
+#include <chrono>
+#include <string_view>
+
+namespace fsdpx {
+
+class OpProfiler {
+ public:
+  virtual ~OpProfiler() = default;
+  // One op of module `module` (ParamLayout index) took `time_s` wall seconds.
+  virtual void record(std::string_view op, int module, double time_s) = 0;
+};
+
+// Times its scope and reports it to `profiler`; costs nothing but a branch when profiler is null.
+class ScopedOp {
+ public:
+  ScopedOp(OpProfiler* profiler, std::string_view op, int module) : profiler_(profiler), op_(op), module_(module) {
+    if (profiler_) start_ = std::chrono::steady_clock::now();
+  }
+  ~ScopedOp() {
+    if (!profiler_) return;
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start_;
+    profiler_->record(op_, module_, dt.count());
+  }
+  ScopedOp(const ScopedOp&) = delete;
+  ScopedOp& operator=(const ScopedOp&) = delete;
+
+ private:
+  OpProfiler* profiler_;
+  std::string_view op_;
+  int module_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace fsdpx

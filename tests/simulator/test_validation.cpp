@@ -1,0 +1,144 @@
+// tests/simulator/test_validation.cpp — the published-runs case reader, the plan built from a case,
+// skipping of pipeline-parallel cases and the error statistics, on tests/data/validation/tiny_cases.json
+// (three hand-made cases derived from the shipped format) and on inline JSON for strictness.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/json_reader.h"
+#include "simulator/validate.h"
+
+namespace fsdpx {
+
+namespace {
+
+const std::string kTiny = std::string(FSDPX_TEST_DATA_DIR) + "/validation/tiny_cases.json";
+
+nlohmann::json tiny_json() { return load_json_file(kTiny); }
+
+std::string config_error_of(const nlohmann::json& j) {
+  try {
+    parse_validation_cases(j, "cases.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("validation cases: strict reading with file and JSON path") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  REQUIRE(f.cases.size() == 3);
+  CHECK(f.cases[0].model.head_dim == 2048 / 16);
+  CHECK(f.cases[0].model.max_seq == f.cases[0].seq_len);
+  CHECK_FALSE(f.cases[2].inter_node_bw_gbit_per_gpu.has_value());
+  CHECK(f.cases[2].gpu_memory_gib.value() == doctest::Approx(96));
+
+  nlohmann::json bad = tiny_json();
+  bad["cases"][1]["parallelism"]["tpp"] = 2;
+  CHECK(config_error_of(bad).find("cases.json: /cases/1/parallelism") != std::string::npos);
+  bad = tiny_json();
+  bad["cases"][0]["recompute"] = "sometimes";
+  CHECK(config_error_of(bad).find("/cases/0/recompute") != std::string::npos);
+  bad = tiny_json();
+  bad["cases"][0]["gpus"] = 32;  // degrees no longer multiply to the GPU count
+  CHECK(config_error_of(bad).find("/cases/0/parallelism") != std::string::npos);
+  bad = tiny_json();
+  bad["cases"][2]["id"] = bad["cases"][0]["id"];
+  CHECK(config_error_of(bad).find("duplicate case id") != std::string::npos);
+}
+
+TEST_CASE("validation plan: a MosaicML case becomes per-block FSDP units with a tied root unit") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  const ValidationCase& c = f.cases[0];
+  const CasePlan cp = build_case_plan(c, f.file);
+  const Plan& p = cp.plan;
+  CHECK(p.cluster.name == "dgx-a100-40gb");
+  CHECK(p.cluster.nodes == 2);
+  CHECK(p.parallelism.dp_shard == 16);
+  // 512 sequences / (8 per micro-batch x 16 ranks) = 4 micro-batches.
+  CHECK(p.grad_accum() == 4);
+  // Tied: one unit per block plus the root unit holding embedding, final norm and head.
+  REQUIRE(p.units.size() == std::size_t(c.model.layers + 1));
+  CHECK(p.units[0].modules == std::vector<std::string>{"block.0"});
+  CHECK(p.units[0].reshard_after_forward == 1);
+  CHECK(p.units.back().modules == std::vector<std::string>{"embedding", "final_norm", "head"});
+  CHECK(p.units.back().reshard_after_forward == 0);
+  CHECK(p.recompute.size() == std::size_t(c.model.layers));
+  CHECK(p.precision.param == DType::bf16);
+  CHECK(p.precision.reduce == DType::bf16);  // llm-foundry's PURE mixed precision
+  // 200 Gb/s per GPU = 25 GB/s line rate per NIC, kept at the shipped 24/25 achievable ratio.
+  CHECK(p.cluster.inter.nic_bw_bytes_per_s == doctest::Approx(24e9).epsilon(1e-9));
+  CHECK(cp.notes.empty());
+}
+
+TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU overrides") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  const CasePlan cp = build_case_plan(f.cases[2], f.file);
+  const Plan& p = cp.plan;
+  CHECK(p.cluster.name == "dgx-h100");
+  CHECK(p.units.size() == std::size_t(f.cases[2].model.layers + 2));
+  CHECK(p.units[0].modules == std::vector<std::string>{"embedding"});
+  CHECK(p.precision.reduce == DType::fp32);
+  CHECK(p.cluster.gpu.hbm_bytes == doctest::Approx(96.0 * 1024 * 1024 * 1024));
+  CHECK(p.cluster.gpu.hbm_bw_bytes_per_s == doctest::Approx(2.4e12));
+  CHECK(p.cluster.inter.nic_bw_bytes_per_s == doctest::Approx(48e9));  // shipped default kept
+  bool said_default = false;
+  for (const auto& n : cp.notes) said_default |= n.find("inter-node bandwidth not stated") != std::string::npos;
+  CHECK(said_default);
+}
+
+TEST_CASE("validation: shard_grad_op keeps every unit unsharded after forward") {
+  ValidationCaseFile f = load_validation_cases(kTiny);
+  f.cases[0].parallelism.data_parallel = DataParallel::fsdp_shard_grad_op;
+  const Plan p = build_case_plan(f.cases[0], f.file).plan;
+  for (const PlanUnit& u : p.units) CHECK(u.reshard_after_forward == 0);
+}
+
+TEST_CASE("validation: pipeline-parallel cases are listed as skipped with a reason") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  const auto reason = validation_skip_reason(f.cases[1]);
+  REQUIRE(reason.has_value());
+  CHECK(reason->find("pipeline parallelism (pp=2") != std::string::npos);
+  CHECK_FALSE(validation_skip_reason(f.cases[0]).has_value());
+  const ValidationReport r = run_validation(f);
+  REQUIRE(r.cases.size() == 3);
+  CHECK(r.cases[1].skipped.has_value());
+  CHECK_FALSE(r.cases[1].predicted.has_value());
+  REQUIRE(r.cases[0].predicted.has_value());
+  // The signed error is (predicted - measured) / measured.
+  const double pred = r.cases[0].predicted->tokens_per_s_per_gpu;
+  CHECK(r.cases[0].tokens_error_pct.value() == doctest::Approx((pred - 20000.0) / 20000.0 * 100));
+  CHECK(r.cases[2].memory_error_pct.has_value());
+  CHECK_FALSE(r.cases[0].memory_error_pct.has_value());
+  const nlohmann::json j = validation_json(r);
+  CHECK(j["cases"][1]["skipped"].is_string());
+  CHECK(j["cases"][0]["skipped"].is_null());
+}
+
+TEST_CASE("validation summary: median, mean, shares, overall and per source") {
+  const ErrorStats s = error_stats({10.0, -20.0, 5.0, -30.0});
+  CHECK(s.count == 4);
+  CHECK(s.median_abs_pct == doctest::Approx(15.0));  // mean of the middle two, 10 and 20
+  CHECK(s.mean_abs_pct == doctest::Approx(16.25));
+  CHECK(s.within_10_share == doctest::Approx(0.5));
+  CHECK(s.within_20_share == doctest::Approx(0.75));
+  CHECK(error_stats({-7.0, 3.0, 40.0}).median_abs_pct == doctest::Approx(7.0));
+  CHECK(error_stats({}).count == 0);
+
+  const ValidationReport r = run_validation(load_validation_cases(kTiny));
+  REQUIRE(r.summary.size() == 4);
+  CHECK(r.summary[0].name == "overall");
+  CHECK(r.summary[0].cases == 3);
+  CHECK(r.summary[0].skipped == 1);
+  CHECK(r.summary[0].tokens.count == 2);
+  CHECK(r.summary[1].name == "mosaicml/llm-foundry");
+  CHECK(r.summary[2].name == "Narayanan");
+  CHECK(r.summary[2].skipped == 1);
+  CHECK(r.summary[3].name == "pytorch/torchtitan");
+  CHECK(r.summary[3].memory.count == 1);
+}
+
+}  // namespace fsdpx
