@@ -25,7 +25,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Figures that a "sources" object may cite, one per top-level key of the file.
 constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops",    "hbm_gib",
                                             "hbm_bw_tb_per_s",   "nvlink_gb_per_s",  "sm_count",
-                                            "matmul_efficiency", "memory_efficiency"};
+                                            "matmul_efficiency", "memory_efficiency",
+                                            "attention_efficiency", "attention_backward_efficiency",
+                                            "matmul_half_efficiency_dim"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
 
@@ -111,6 +113,9 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   g.sm_count = static_cast<int>(o.positive_integer("sm_count"));
   g.matmul_efficiency = parse_curve(o, "matmul_efficiency", kGiga);
   g.memory_efficiency = parse_curve(o, "memory_efficiency", kMega);
+  g.attention_efficiency = parse_curve(o, "attention_efficiency", 1.0);  // tokens
+  g.attention_backward_efficiency = parse_curve(o, "attention_backward_efficiency", 1.0);
+  g.matmul_half_efficiency_dim = o.positive_number("matmul_half_efficiency_dim");
   if (o.has("sources")) g.sources = parse_sources(o.raw("sources"), file);
   o.finish();
   return g;
@@ -127,7 +132,10 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
                    {"nvlink_gb_per_s", g.nvlink_bw_bytes_per_s / kGiga},
                    {"sm_count", g.sm_count},
                    {"matmul_efficiency", curve_to_json(g.matmul_efficiency, kGiga)},
-                   {"memory_efficiency", curve_to_json(g.memory_efficiency, kMega)}};
+                   {"memory_efficiency", curve_to_json(g.memory_efficiency, kMega)},
+                   {"attention_efficiency", curve_to_json(g.attention_efficiency, 1.0)},
+                   {"attention_backward_efficiency", curve_to_json(g.attention_backward_efficiency, 1.0)},
+                   {"matmul_half_efficiency_dim", g.matmul_half_efficiency_dim}};
   if (!g.sources.empty()) j["sources"] = g.sources;
   return j;
 }

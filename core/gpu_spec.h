@@ -31,6 +31,11 @@ struct GpuSpec {
   int sm_count = 0;
   EfficiencyCurve matmul_efficiency;  // by FLOPs per GEMM
   EfficiencyCurve memory_efficiency;  // by bytes moved per kernel
+  EfficiencyCurve attention_efficiency;           // fused (flash) attention forward, by sequence length
+  EfficiencyCurve attention_backward_efficiency;  // its backward kernel
+  // The smallest GEMM dimension at which a GEMM reaches half its size-limited efficiency (tile edge
+  // effects; cost_models/compute.h gemm_shape_factor).
+  double matmul_half_efficiency_dim = 0;
   std::map<std::string, std::string> sources;  // figure name -> where it comes from
 
   double peak(DType t) const;  // throws FSDP_CHECK if the dtype has no peak

@@ -45,6 +45,7 @@ KernelWork gemm(std::string name, double m, double n, double k, double elem_byte
   w.flops = 2.0 * m * n * k;
   w.bytes = (m * k + k * n + m * n) * elem_bytes;
   w.matmul = true;
+  w.min_dim = std::min({m, n, k});
   return w;
 }
 
@@ -100,11 +101,19 @@ KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_d
                                        read_per_param * local_params, write_per_param * local_params);
 }
 
+double gemm_shape_factor(double min_dim, const GpuSpec& gpu) {
+  if (min_dim <= 0 || gpu.matmul_half_efficiency_dim <= 0) return 1.0;
+  return min_dim / (min_dim + gpu.matmul_half_efficiency_dim);
+}
+
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
   double time_s = 0;
   if (k.flops > 0) {
     if (k.matmul) {
-      const double eff = gpu.matmul_efficiency.at(k.flops);
+      const double eff = k.attention_seq > 0
+                             ? (k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency)
+                                   .at(k.attention_seq)
+                             : gpu.matmul_efficiency.at(k.flops) * gemm_shape_factor(k.min_dim, gpu);
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
       time_s = k.flops / (gpu.peak(compute_dtype) * eff);
     } else {

@@ -34,6 +34,13 @@ struct KernelWork {
   double flops = 0;
   double bytes = 0;   // HBM bytes read + written
   bool matmul = false;  // tensor-core work (efficiency by FLOPs) vs vector work
+  // Fused attention kernels: the sequence length each query attends over; their tensor-core
+  // efficiency follows GpuSpec::attention_efficiency by this length instead of the GEMM curve.
+  double attention_seq = 0;
+  bool attention_backward = false;  // uses GpuSpec::attention_backward_efficiency
+  // GEMMs: the smallest of m, n, k. Small dimensions fill tensor-core tiles and the K-loop pipeline
+  // poorly, so efficiency also depends on it (GpuSpec::matmul_half_efficiency_dim).
+  double min_dim = 0;
 };
 
 std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
@@ -45,8 +52,14 @@ std::vector<KernelWork> head_kernels(const ModelSpec& m, const LayerShape& s, Pa
 // written; plus the low-precision copy when params are not fp32).
 KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_dtype);
 
+// Efficiency of a GEMM whose smallest dimension is d: eff_matmul(flops) · d / (d + d_half), with
+// d_half = GpuSpec::matmul_half_efficiency_dim (tile and wave quantisation and the K-loop prologue of
+// each output tile: Anthony et al. 2024, arXiv:2401.14489 §IV). 1 when d is 0 (unknown).
+double gemm_shape_factor(double min_dim, const GpuSpec& gpu);
+
 // Roofline time: max(flops / (peak · eff_matmul(flops)), bytes / (hbm_bw · eff_mem(bytes))).
-// Matrix work runs at the peak of `compute_dtype`; vector work at the GPU's vector peak.
+// Matrix work runs at the peak of `compute_dtype` (attention at eff_attention(seq)); vector work at
+// the GPU's vector peak.
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype);
 double kernels_time_s(const std::vector<KernelWork>& ks, const GpuSpec& gpu, DType compute_dtype);
 double kernels_flops(const std::vector<KernelWork>& ks);

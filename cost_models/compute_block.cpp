@@ -44,6 +44,7 @@ KernelWork attention_forward(const RankDims& d) {
   w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * d.act_bytes +
             d.tokens * d.heads * kLseBytes;
   w.matmul = true;  // flash kernels run both products on tensor cores
+  w.attention_seq = d.seq;
   return w;
 }
 
@@ -60,6 +61,8 @@ KernelWork attention_backward(const RankDims& d) {
   w.bytes = (4 * d.tokens * d.q_dim + 4 * d.keys * d.kv_dim) * d.act_bytes +
             2 * d.tokens * d.heads * kStatBytes;
   w.matmul = true;
+  w.attention_seq = d.seq;
+  w.attention_backward = true;
   return w;
 }
 

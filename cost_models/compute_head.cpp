@@ -45,19 +45,26 @@ KernelWork embedding_backward(const ModelSpec& m, const RankDims& d, double tp) 
   return vector_kernel("embed_dw", flops, read, write);
 }
 
-// Fused softmax + cross-entropy over the tokens×(vocab/t) logits, fp32 math (as Megatron's
-// vocab_parallel_cross_entropy and llm.c's fused_classifier): forward reads the logits once and
-// writes fp32 per-token loss and log-sum-exp (~4 FLOPs per logit: max, subtract, exp, sum); backward
-// reads logits and LSE and writes dlogits = softmax − one-hot (~3 FLOPs per logit: subtract, exp,
-// scale).
+// Softmax cross-entropy over the tokens×(vocab/t) logits as eager PyTorch runs it in the frameworks we
+// model (torchtitan and llm-foundry call F.cross_entropy(logits.float(), labels); Megatron's
+// vocab-parallel loss also works on an fp32 copy): forward upcasts the logits to fp32 (read 2, write
+// 4 bytes per logit), log_softmax reads and writes fp32 (8), nll gathers one value per token; backward
+// writes the dense fp32 gradient of nll (4), log_softmax_backward reads it and the saved output and
+// writes fp32 (12), and the cast back to the logits dtype reads fp32 and writes it (4 + 2). FLOPs:
+// ~4 per logit forward (max, subtract, exp, sum), ~3 backward. A fused kernel (llm.c's
+// fused_classifier) would read the logits once; a plan setting for fused kernels is future work.
 KernelWork loss_kernel(const RankDims& d, bool backward) {
   constexpr double kFp32 = 4;
   const double logits = d.tokens * d.vocab;
   const double per_token = d.tokens * kFp32;
-  if (backward)
-    return vector_kernel("loss_bwd", 3 * logits, logits * d.act_bytes + per_token,
-                         logits * d.act_bytes);
-  return vector_kernel("loss", 4 * logits, logits * d.act_bytes, 2 * per_token);
+  if (backward) {
+    const double read = logits * (2 * kFp32 + kFp32) + per_token;
+    const double write = logits * (kFp32 + kFp32 + d.act_bytes);
+    return vector_kernel("loss_bwd", 3 * logits, read, write);
+  }
+  const double read = logits * (d.act_bytes + kFp32) + per_token;
+  const double write = logits * (kFp32 + kFp32) + 2 * per_token;
+  return vector_kernel("loss", 4 * logits, read, write);
 }
 
 }  // namespace

@@ -14,42 +14,6 @@
 
 namespace fsdpx {
 
-std::vector<Segment> plan_segments(const Plan& plan) {
-  const auto names = module_names(plan.model);
-  std::map<std::string, int> unit_of;
-  for (std::size_t u = 0; u < plan.units.size(); ++u)
-    for (const auto& m : plan.units[u].modules) unit_of[m] = int(u);
-  std::vector<Segment> segs;
-  for (int i = 0; i < int(names.size()); ++i) {
-    const int u = unit_of.at(names[std::size_t(i)]);
-    if (!segs.empty() && segs.back().unit == u) {
-      ++segs.back().module_count;
-    } else {
-      segs.push_back({u, i, 1});
-    }
-  }
-  return segs;
-}
-
-std::vector<double> unit_params(const Plan& plan) {
-  const ParamCounts pc = count_params(plan.model);
-  const auto names = module_names(plan.model);
-  const int layers = int(plan.model.layers);
-  std::map<std::string, double> per_module;
-  per_module["embedding"] = double(pc.embedding);
-  for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
-  per_module["final_norm"] = double(pc.final_norm);
-  per_module["head"] = double(pc.head);
-  std::vector<double> out;
-  // TP splits every weight matrix and the vocabulary; norms are replicated (< 0.1% of a block).
-  for (const auto& unit : plan.units) {
-    double p = 0;
-    for (const auto& m : unit.modules) p += per_module.at(m);
-    out.push_back(p / plan.parallelism.tp);
-  }
-  return out;
-}
-
 namespace {
 
 bool shards_params(DataParallel d) {

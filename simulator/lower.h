@@ -8,20 +8,10 @@
 #pragma once
 
 #include "core/plan.h"
+#include "simulator/segment_work.h"
 #include "simulator/step_program.h"
 
 namespace fsdpx {
-
-// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
-struct Segment {
-  int unit = 0;
-  int first_module = 0;  // index into module_names(model)
-  int module_count = 0;
-};
-std::vector<Segment> plan_segments(const Plan& plan);
-
-// Parameters of each unit on one rank after TP, before data-parallel sharding.
-std::vector<double> unit_params(const Plan& plan);
 
 // Builds the program of one step (untimed: durations are filled by time_program). Throws ConfigError
 // for plans the simulator cannot model yet (pp > 1).

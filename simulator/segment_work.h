@@ -5,11 +5,23 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/plan.h"
 #include "simulator/step_program.h"
 
 namespace fsdpx {
+
+// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
+struct Segment {
+  int unit = 0;
+  int first_module = 0;  // index into module_names(model)
+  int module_count = 0;
+};
+std::vector<Segment> plan_segments(const Plan& plan);
+
+// Parameters of each unit on one rank after TP, before data-parallel sharding.
+std::vector<double> unit_params(const Plan& plan);
 
 // Process groups of the step, as indices into StepProgram::groups (-1 when the axis has one rank).
 struct StepGroups {

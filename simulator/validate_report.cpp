@@ -30,8 +30,8 @@ nlohmann::json case_json(const CaseResult& r) {
                       {"peak_memory_gib", r.predicted->peak_memory_gib}, {"step_time_s", r.predicted->step_time_s}};
   else
     j["predicted"] = nullptr;
-  const std::optional<double> mfu = r.measured.mfu_pct ? std::optional<double>(*r.measured.mfu_pct / 100) : std::nullopt;
-  j["measured"] = {{"tokens_per_s_per_gpu", opt(r.measured.tokens_per_s_per_gpu)}, {"mfu", opt(mfu)},
+  const nlohmann::json mfu = r.measured.mfu_pct ? nlohmann::json(r.measured.mfu_pct.value() / 100) : nlohmann::json(nullptr);
+  j["measured"] = {{"tokens_per_s_per_gpu", opt(r.measured.tokens_per_s_per_gpu)}, {"mfu", mfu},
                    {"peak_memory_gib", opt(r.measured.peak_memory_gib)}, {"step_time_s", opt(r.measured.step_time_s)}};
   j["error_pct"] = {{"tokens_per_s_per_gpu", opt(r.tokens_error_pct)}, {"mfu", opt(r.mfu_error_pct)},
                     {"peak_memory_gib", opt(r.memory_error_pct)}};

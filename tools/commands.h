@@ -11,5 +11,8 @@ void setup_estimate(CLI::App& app);
 void setup_demo(CLI::App& app);
 void setup_simulate(CLI::App& app);
 void setup_validate(CLI::App& app);
+void setup_plan(CLI::App& app);
+void setup_report(CLI::App& app);
+void setup_export(CLI::App& app);
 
 }  // namespace fsdpx

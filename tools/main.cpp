@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   fsdpx::setup_estimate(app);
   fsdpx::setup_simulate(app);
   fsdpx::setup_validate(app);
+  fsdpx::setup_plan(app);
+  fsdpx::setup_report(app);
+  fsdpx::setup_export(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

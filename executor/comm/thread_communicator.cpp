@@ -31,6 +31,17 @@ const char* op_name(int op) {
   return "?";
 }
 
+ThreadSlot make_slot(int op, std::int64_t count, ElemType t, int root, const void* in, void* out) {
+  ThreadSlot s;
+  s.op = op;
+  s.count = count;
+  s.type = t;
+  s.root = root;
+  s.in = in;
+  s.out = out;
+  return s;
+}
+
 std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
 
 // out[i] = sum over ranks j (in order) of src_j[offset + i], i in [begin, end).
@@ -112,14 +123,13 @@ void ThreadGroup::arrive(int rank, const char* what) {
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-  const bool done = cv_.wait_until(lock, deadline, [&] { return generation_ != gen || family_->aborted(); });
+  cv_.wait_until(lock, deadline, [&] { return generation_ != gen || family_->aborted(); });
+  if (generation_ != gen) return;  // the barrier completed; a later abort is seen at the next collective
   if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
-  if (!done) {
-    const std::string msg = fmt::format("rank {}: timed out after {} s waiting in {}", rank, timeout_s_, what);
-    lock.unlock();
-    family_->abort(msg);
-    throw CommAborted("collective aborted: " + msg);
-  }
+  const std::string msg = fmt::format("rank {}: timed out after {} s waiting in {}", rank, timeout_s_, what);
+  lock.unlock();  // abort() takes this group's mutex to notify
+  family_->abort(msg);
+  throw CommAborted("collective aborted: " + msg);
 }
 
 ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
@@ -147,7 +157,7 @@ void ThreadCommunicator::barrier() {
 }
 
 void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
-  ThreadSlot s{kAllGather, count, t, 0, in, out};
+  ThreadSlot s = make_slot(kAllGather, count, t, 0, in, out);
   enter(s, "all_gather");
   const std::size_t bytes = elem_bytes(t) * static_cast<std::size_t>(count);
   const auto& slots = group_->slots();
@@ -159,7 +169,7 @@ void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t
 }
 
 void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
-  ThreadSlot s{kReduceScatter, count, t, 0, in, out};
+  ThreadSlot s = make_slot(kReduceScatter, count, t, 0, in, out);
   enter(s, "reduce_scatter");
   // In place (out == in + rank*count) is safe: each element is read from every rank before it is written,
   // and peers only read their own chunk of this rank's input.
@@ -171,7 +181,7 @@ void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int
 }
 
 void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
-  ThreadSlot s{kAllReduce, count, t, 0, buf, buf};
+  ThreadSlot s = make_slot(kAllReduce, count, t, 0, buf, buf);
   enter(s, "all_reduce");
   // Phase 1: each rank reduces its chunk into a private buffer; phase 2: everyone copies all chunks.
   const auto [b, e] = chunk_of(count, size(), rank_);
@@ -192,7 +202,7 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
 
 void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
   FSDP_CHECK(root >= 0 && root < size(), "broadcast: root out of range");
-  ThreadSlot s{kBroadcast, count, t, root, buf, buf};
+  ThreadSlot s = make_slot(kBroadcast, count, t, root, buf, buf);
   enter(s, "broadcast");
   if (rank_ != root)
     std::memcpy(buf, group_->slots()[static_cast<std::size_t>(root)].in, elem_bytes(t) * static_cast<std::size_t>(count));

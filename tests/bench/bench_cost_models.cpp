@@ -31,6 +31,8 @@ fsdpx::ClusterSpec h100_cluster(int nodes) {
   c.gpu.hbm_bw_bytes_per_s = 3.35e12;
   c.gpu.matmul_efficiency.points = {{1e8, 0.2}, {1e11, 0.8}};
   c.gpu.memory_efficiency.points = {{1e5, 0.3}, {1e8, 0.9}};
+  c.gpu.attention_efficiency.points = {{512, 0.3}, {8192, 0.37}};
+  c.gpu.attention_backward_efficiency.points = {{512, 0.2}, {8192, 0.32}};
   c.gpus_per_node = 8;
   c.nodes = nodes;
   c.intra = {370e9, 3.4e-6, true};

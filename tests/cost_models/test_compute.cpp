@@ -66,6 +66,8 @@ GpuSpec h100() {
   g.hbm_bw_bytes_per_s = 3.35e12;
   g.matmul_efficiency.points = {{1e9, 0.6}, {16e9, 0.9}, {128e9, 0.95}};
   g.memory_efficiency.points = {{1e6, 0.6}, {10e6, 0.75}, {100e6, 0.9}};
+  g.attention_efficiency.points = {{512, 0.312}, {8192, 0.374}};  // FlashAttention-2 on H100 (FA3 paper)
+  g.attention_backward_efficiency.points = {{512, 0.216}, {8192, 0.321}};
   return g;
 }
 

@@ -1,0 +1,85 @@
+// planner/candidates.cpp — candidate ordering, descriptions and the evaluation cache.
+#include "planner/candidates.h"
+
+#include <fmt/format.h>
+
+namespace fsdpx {
+
+bool better(const Candidate& a, const Candidate& b, Objective objective) {
+  if (a.fits != b.fits) return a.fits;
+  const auto& ma = a.metrics;
+  const auto& mb = b.metrics;
+  if (!a.fits && ma.peak_memory_bytes != mb.peak_memory_bytes) return ma.peak_memory_bytes < mb.peak_memory_bytes;
+  if (objective == Objective::throughput) {
+    if (ma.tokens_per_s_per_gpu != mb.tokens_per_s_per_gpu) return ma.tokens_per_s_per_gpu > mb.tokens_per_s_per_gpu;
+    if (ma.peak_memory_bytes != mb.peak_memory_bytes) return ma.peak_memory_bytes < mb.peak_memory_bytes;
+  } else {
+    if (ma.peak_memory_bytes != mb.peak_memory_bytes) return ma.peak_memory_bytes < mb.peak_memory_bytes;
+    if (ma.tokens_per_s_per_gpu != mb.tokens_per_s_per_gpu) return ma.tokens_per_s_per_gpu > mb.tokens_per_s_per_gpu;
+  }
+  return a.label < b.label;
+}
+
+namespace {
+
+std::string recompute_text(const Plan& p) {
+  std::int64_t full_first = 0;
+  while (full_first < std::int64_t(p.recompute.size()) && p.recompute[std::size_t(full_first)] == RecomputeMode::full)
+    ++full_first;
+  bool rest_none = true;
+  for (std::size_t i = std::size_t(full_first); i < p.recompute.size(); ++i) rest_none &= p.recompute[i] == RecomputeMode::none;
+  if (full_first > 0 && full_first < std::int64_t(p.recompute.size()) && rest_none)
+    return fmt::format("full on first {}", full_first);
+  return recompute_mode_name(p.recompute.front());
+}
+
+std::string reshard_text(const Plan& p) {
+  int kept = 0, partial = 0;
+  for (const auto& u : p.units) {
+    kept += u.reshard_after_forward == 0;
+    partial += u.reshard_after_forward > 1;
+  }
+  if (partial > 0) return fmt::format(", reshard to {}", p.units.front().reshard_after_forward);
+  if (kept == int(p.units.size())) return ", no reshard";
+  return "";
+}
+
+}  // namespace
+
+std::string describe(const Plan& p, const std::string& wrapping) {
+  const auto& par = p.parallelism;
+  std::string shape = par.dp_replicate > 1 ? fmt::format("hsdp {}x{}", par.dp_replicate, par.dp_shard)
+                                           : fmt::format("fsdp {}", par.dp_shard);
+  if (par.tp > 1) shape += fmt::format(" tp {}", par.tp);
+  if (par.cp > 1) shape += fmt::format(" cp {}", par.cp);
+  return fmt::format("{}, mb {} x{}, {} ({} units){}, recompute {}, prefetch {}, ag cap {}, reduce {}", shape,
+                     p.training.micro_batch, p.grad_accum(), wrapping, p.units.size(), reshard_text(p), recompute_text(p),
+                     p.prefetch.forward, p.prefetch.max_all_gathers_in_flight, dtype_name(p.precision.reduce));
+}
+
+std::string plan_key(const Plan& p) {
+  const auto& par = p.parallelism;
+  std::string key = fmt::format("{} {} {} {} {} {} {}|{} {} {}|{} {}|", par.dp_replicate, par.dp_shard, par.tp, par.cp,
+                                par.sequence_parallel, int(par.data_parallel), p.training.micro_batch,
+                                p.prefetch.forward, p.prefetch.backward, p.prefetch.max_all_gathers_in_flight,
+                                int(p.precision.param), int(p.precision.reduce));
+  for (const auto& u : p.units) key += fmt::format("{}:{}/", u.modules.size(), u.reshard_after_forward);
+  key += '|';
+  for (RecomputeMode r : p.recompute) key += "nsf"[int(r)];
+  return key;
+}
+
+Candidate Evaluator::run(Plan plan, WrapPolicy wrapping, const std::string& wrapping_label) {
+  const std::string key = plan_key(plan);
+  if (auto it = index_.find(key); it != index_.end()) {
+    ++counts_.reused;
+    return done_[it->second];
+  }
+  ++counts_.simulated;
+  std::string label = describe(plan, wrapping_label);
+  done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label)));
+  index_.emplace(key, done_.size() - 1);
+  return done_.back();
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,40 @@
+// planner/candidates.h — the planner's bookkeeping around the simulator: a cache of evaluated plans
+// keyed by everything the simulator reads (identical plans are simulated once), the objective's
+// ordering, and one-line descriptions of candidates. Leaves out the search order (search.cpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/planner.h"
+
+namespace fsdpx {
+
+// True when `a` should be preferred to `b`: fitting plans first, then the objective (throughput:
+// tokens/s per GPU, then less memory; memory: less peak memory, then throughput), then the label
+// so that ties break the same way on every run.
+bool better(const Candidate& a, const Candidate& b, Objective objective);
+
+// "dp_shard 8 tp 2, mb 1, per_block k1, recompute none, prefetch 1, ag cap 2, reduce fp32".
+std::string describe(const Plan& plan, const std::string& wrapping);
+// Everything the simulator reads except the model and cluster (fixed for one search).
+std::string plan_key(const Plan& plan);
+
+class Evaluator {
+ public:
+  Evaluator(double memory_limit_bytes, SearchCounts& counts) : limit_bytes_(memory_limit_bytes), counts_(counts) {}
+  // Simulates `plan` unless an identical plan was simulated before. `wrapping_label` names the
+  // wrapping in the description ("per_block k2", "fsdp1 1e8", "simplefsdp").
+  Candidate run(Plan plan, WrapPolicy wrapping, const std::string& wrapping_label);
+  const std::vector<Candidate>& all() const { return done_; }
+  double limit_bytes() const { return limit_bytes_; }
+
+ private:
+  double limit_bytes_;
+  SearchCounts& counts_;
+  std::map<std::string, std::size_t> index_;
+  std::vector<Candidate> done_;
+};
+
+}  // namespace fsdpx

@@ -1,0 +1,44 @@
+// planner/export_torchtitan.h — a plan as a torchtitan job config (TOML): parallel degrees, FSDP
+// reshard policy, activation checkpointing, batch, mixed precision, AdamW and the lr schedule, so a
+// PyTorch user can run the plan with torchtitan's train.py. torchtitan's config has one setting per
+// model where the plan has one per unit or block; what cannot be expressed is mapped to the closest
+// setting and said in a comment (docs/torchtitan-export.md). Leaves out dataset, tokenizer, checkpoints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace fsdpx {
+
+// Something the config cannot express exactly: the torchtitan key it concerns ("training.max_norm",
+// "parallelism.fsdp_reshard_after_forward", or "model" / "fsdp_units" for things with no key) and why.
+struct TorchtitanNote {
+  std::string key;
+  std::string text;
+};
+
+// The plan in torchtitan's vocabulary (keys of torchtitan/config/job_config.py).
+struct TorchtitanSettings {
+  std::string model_name;    // "llama3" when the dimensions match a torchtitan flavor, else the plan's name
+  std::string model_flavor;  // "8B", "70B", "405B"; empty when no flavor matches
+  int dp_replicate = 1;      // data_parallel_replicate_degree
+  int dp_shard = 1;          // data_parallel_shard_degree
+  int tp = 1, cp = 1, pp = 1;
+  std::string pp_schedule;         // "GPipe", "1F1B", "Interleaved1F1B"; empty when pp = 1
+  std::string reshard_policy;      // fsdp_reshard_after_forward: "default", "always", "never"
+  std::string ac_mode;             // "none", "selective", "full"
+  std::string ac_selective_option; // "op", or every-n-th block "n"; empty unless ac_mode is selective
+  std::string param_dtype;         // mixed_precision_param: "bfloat16" or "float32"
+  std::string reduce_dtype;        // mixed_precision_reduce: "float32"
+  std::vector<TorchtitanNote> notes;  // in the order the keys are written
+};
+
+TorchtitanSettings torchtitan_settings(const Plan& plan);
+
+// The job config as TOML text: deterministic (same plan, same bytes), keys in torchtitan's section
+// order, notes as comments next to the keys they concern and listed at the top.
+std::string torchtitan_toml(const Plan& plan, const std::string& description);
+
+}  // namespace fsdpx

@@ -1,0 +1,70 @@
+// planner/memory_bound.cpp — the pruning bound of memory_bound.h, built from the same cost-model
+// calls the lowering uses (simulator/lower.cpp resident_memory, simulator/segment_work.cpp
+// segment_memory) so that it stays below the simulated peak by construction.
+#include "planner/memory_bound.h"
+
+#include <array>
+
+#include "cost_models/memory.h"
+#include "cost_models/params.h"
+#include "simulator/lower.h"
+#include "simulator/segment_work.h"
+
+namespace fsdpx {
+
+namespace {
+
+bool shards_state(DataParallel d) {
+  return d == DataParallel::fsdp_full_shard || d == DataParallel::fsdp_shard_grad_op || d == DataParallel::hsdp;
+}
+
+bool shards_params(DataParallel d) { return d == DataParallel::fsdp_full_shard || d == DataParallel::hsdp; }
+
+ShardingMode zero_mode(DataParallel d) {
+  switch (d) {
+    case DataParallel::ddp: return ShardingMode::ddp;
+    case DataParallel::zero1:
+    case DataParallel::distributed_optimizer: return ShardingMode::zero1;
+    default: return ShardingMode::zero3;
+  }
+}
+
+}  // namespace
+
+MemoryBound memory_lower_bound(const Plan& plan) {
+  MemoryBound b;
+  const auto& par = plan.parallelism;
+  double params = 0;
+  for (double p : unit_params(plan)) params += p;
+  const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
+  b.state_bytes = shards_state(par.data_parallel) ? fsdp2_state_bytes(params, par.dp_shard, policy).total()
+                                                  : model_state_bytes(params, zero_mode(par.data_parallel), par.dp_shard, policy).total();
+  // Communicators the lowering always creates (reshard groups would only add).
+  const int communicators = (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1);
+  const OverheadBytes fixed = overhead_bytes(communicators, 0);
+  b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;
+  const int modules = int(plan.model.layers) + 3;
+  std::array<double, 3> block_bytes{-1, -1, -1};  // by recompute mode: identical blocks computed once
+  for (int i = 0; i < modules; ++i) {
+    const bool block = i >= 1 && i <= int(plan.model.layers);
+    if (!block) {
+      b.activation_bytes += segment_memory(plan, i, 1).saved_activation_bytes;
+      continue;
+    }
+    double& cached = block_bytes[std::size_t(plan.recompute[std::size_t(i - 1)])];
+    if (cached < 0) cached = segment_memory(plan, i, 1).saved_activation_bytes;
+    b.activation_bytes += cached;
+  }
+  if (shards_params(par.data_parallel)) {
+    // The head (the tied table when embeddings are tied) is gathered while the last forward op runs;
+    // divided by tp at most (vocabulary-parallel head), so never more than the lowering allocates.
+    const ParamCounts pc = count_params(plan.model);
+    const double head_params = double(plan.model.tied_embeddings ? pc.embedding : pc.head) / par.tp;
+    b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
+  }
+  const double allocated = b.state_bytes + b.activation_bytes + b.fixed_bytes + b.gathered_bytes;
+  b.headroom_bytes = overhead_bytes(0, allocated).allocator_headroom;
+  return b;
+}
+
+}  // namespace fsdpx

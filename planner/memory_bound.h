@@ -1,0 +1,26 @@
+// planner/memory_bound.h — an analytic lower bound on the simulator's peak memory for a plan, used to
+// prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
+// every module saves for one micro-batch + the head's gathered parameters (all alive when the last
+// forward op starts, simulator/lower.cpp) + allocator headroom on that sum. Leaves out other gathered
+// units, prefetch buffers and backward working memory, which only add to the peak, so the bound never
+// exceeds what the simulator reports (tests/planner checks this).
+#pragma once
+
+#include "core/plan.h"
+
+namespace fsdpx {
+
+struct MemoryBound {
+  double state_bytes = 0;        // params + grads + optimizer shards
+  double activation_bytes = 0;   // saved for backward, one micro-batch, all modules
+  double fixed_bytes = 0;        // CUDA context + NCCL buffers
+  double gathered_bytes = 0;     // the head's parameters, unsharded for its forward
+  double headroom_bytes = 0;     // allocator headroom on the sum above
+  double total() const { return state_bytes + activation_bytes + fixed_bytes + gathered_bytes + headroom_bytes; }
+};
+
+// Independent of the units (only their sum of parameters matters) and of prefetch. Identical blocks
+// share one activation figure per recompute mode.
+MemoryBound memory_lower_bound(const Plan& plan);
+
+}  // namespace fsdpx

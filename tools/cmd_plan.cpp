@@ -1,0 +1,117 @@
+// tools/cmd_plan.cpp — `fsdpx plan --model M --cluster C (--nodes N | --world-size N) --seq S
+// --global-batch B [--memory-limit GiB] [--objective throughput|memory] [--top K] [-o plan.json]
+// [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its memory at
+// the peak and the top-K alternatives, and writes the plan JSON (loadable by `fsdpx simulate --plan`).
+// When nothing fits it exits 2 with the least memory any plan needs and what would make it fit.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config_paths.h"
+#include "core/errors.h"
+#include "planner/planner.h"
+#include "tools/cli_options.h"
+#include "tools/cluster_size.h"
+#include "tools/commands.h"
+#include "tools/plan_report.h"
+
+namespace fsdpx {
+
+namespace {
+
+struct PlanOptions {
+  std::string model, cluster, out;
+  std::optional<int> nodes, world_size;
+  std::int64_t seq = 0, global_batch = 0;
+  std::optional<double> memory_limit_gib;
+  Objective objective = Objective::throughput;
+  int top = 5;
+  OutputFormat format = OutputFormat::text;
+};
+
+const std::map<std::string, Objective> kObjectives{{"throughput", Objective::throughput}, {"memory", Objective::memory}};
+
+// A bar on stderr, only on a terminal and only once the search has run for a second (display only:
+// the search never reads the clock).
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() {
+    if (shown_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+  void operator()(double fraction) {
+    if (!tty_) return;
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed_s < 1.0) return;
+    shown_ = true;
+    const int filled = int(fraction * 40);
+    std::fprintf(stderr, "\rplanning [%s%s] %3.0f%%", std::string(std::size_t(filled), '#').c_str(),
+                 std::string(std::size_t(40 - filled), '.').c_str(), fraction * 100);
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+void run_plan(const PlanOptions& o) {
+  PlanRequest r;
+  r.model = load_model(o.model);
+  r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
+  r.seq = o.seq;
+  r.global_batch = o.global_batch;
+  if (r.seq > r.model.max_seq)
+    throw ConfigError(fmt::format("command line: --seq: {} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
+  if (o.memory_limit_gib) r.memory_limit_bytes = *o.memory_limit_gib * 1024.0 * 1024.0 * 1024.0;
+  r.objective = o.objective;
+  r.top_k = o.top;
+  PlanResult res;
+  {
+    ProgressBar bar;
+    res = search_plans(r, [&bar](double f) { bar(f); });
+  }
+  if (!res.best && res.least_memory_needed_bytes <= 0)
+    throw ConfigError(fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
+                                  "data-parallel ranks of any factorisation of {} ranks",
+                                  r.global_batch, r.cluster.world_size()));
+  if (o.format == OutputFormat::json) std::printf("%s\n", plan_search_json(res).dump(2).c_str());
+  else std::printf("%s", plan_search_text(res, o.top).c_str());
+  if (!res.best) throw NoPlanFits(no_fit_message(res));
+  if (!o.out.empty()) {
+    std::ofstream out(o.out, std::ios::binary);
+    if (!out) throw ConfigError(o.out + ": cannot open for writing");
+    out << plan_to_json(res.best->plan).dump(2) << '\n';
+    if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
+  }
+}
+
+}  // namespace
+
+void setup_plan(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* sub = app.add_subcommand("plan", "Search for the best plan: parallelism, wrapping, recompute, prefetch");
+  sub->add_option("--model", o->model, "Model name under configs/models or a JSON file")->required();
+  sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file")->required();
+  sub->add_option("--nodes", o->nodes, "Number of nodes")->check(CLI::PositiveNumber);
+  sub->add_option("--world-size", o->world_size, "Number of GPUs (ranks)")->check(CLI::PositiveNumber);
+  sub->add_option("--seq", o->seq, "Sequence length in tokens")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB (default: the GPU's HBM)")
+      ->check(CLI::PositiveNumber);
+  add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
+  sub->add_option("--top", o->top, "Alternatives to show")->check(CLI::NonNegativeNumber);
+  sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->callback([o] { run_plan(*o); });
+}
+
+}  // namespace fsdpx

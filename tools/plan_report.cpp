@@ -1,0 +1,103 @@
+// tools/plan_report.cpp — text and JSON views of a PlanResult (tools/plan_report.h).
+#include "tools/plan_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/format.h"
+
+namespace fsdpx {
+
+namespace {
+
+constexpr const char* kCategoryNames[] = {"params", "grads", "optimizer", "activations", "transient", "other"};
+
+nlohmann::json counts_json(const SearchCounts& c) {
+  return {{"considered", c.considered}, {"pruned_memory", c.pruned_memory}, {"pruned_bound", c.pruned_bound},
+          {"pruned", c.pruned_memory + c.pruned_bound}, {"simulated", c.simulated}, {"reused", c.reused}};
+}
+
+}  // namespace
+
+nlohmann::json candidate_json(const Candidate& c) {
+  const auto& m = c.metrics;
+  nlohmann::json mem = nlohmann::json::object();
+  for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
+    mem[kCategoryNames[i]] = m.peak_memory_by_category_bytes[i];
+  nlohmann::json j = {{"label", c.label},
+                      {"wrapping", wrap_policy_name(c.wrapping)},
+                      {"fits", c.fits},
+                      {"step_time_s", m.step_time_s},
+                      {"tokens_per_s_per_gpu", m.tokens_per_s_per_gpu},
+                      {"mfu", m.mfu},
+                      {"exposed_comm_s", m.exposed_comm_s},
+                      {"compute_s", m.compute_s},
+                      {"peak_memory_bytes", m.peak_memory_bytes},
+                      {"peak_memory_by_category_bytes", mem}};
+  if (!c.lost_because.empty()) j["lost_because"] = c.lost_because;
+  return j;
+}
+
+nlohmann::json plan_search_json(const PlanResult& res) {
+  nlohmann::json j;
+  j["plan"] = res.best ? plan_to_json(res.best->plan) : nlohmann::json(nullptr);
+  if (res.best) j["chosen"] = candidate_json(*res.best);
+  j["alternatives"] = nlohmann::json::array();
+  for (const auto& c : res.top) {
+    nlohmann::json a = candidate_json(c);
+    a["plan"] = plan_to_json(c.plan);
+    j["alternatives"].push_back(std::move(a));
+  }
+  j["pareto"] = nlohmann::json::array();
+  for (const auto& c : res.pareto) j["pareto"].push_back(candidate_json(c));
+  j["search"] = counts_json(res.counts);
+  j["memory_limit_bytes"] = res.memory_limit_bytes;
+  if (!res.best) {
+    j["least_memory_needed_bytes"] = res.least_memory_needed_bytes;
+    j["suggestions"] = res.suggestions;
+  }
+  return j;
+}
+
+std::string plan_search_text(const PlanResult& res, int top_k) {
+  const SearchCounts& n = res.counts;
+  std::string out = fmt::format(
+      "search: {} candidates considered, {} pruned ({} by the memory bound, {} by the throughput bound), {} "
+      "simulated, {} reused\n",
+      n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.simulated, n.reused);
+  if (!res.best) return out;
+  const Candidate& b = *res.best;
+  const auto& m = b.metrics;
+  out += fmt::format("chosen plan: {}\n", b.label);
+  out += fmt::format("  wrapping {}, step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n",
+                     wrap_policy_name(b.wrapping), seconds(m.step_time_s), m.tokens_per_s_per_gpu, 100 * m.mfu,
+                     seconds(m.exposed_comm_s));
+  out += fmt::format("  peak memory {} of {} limit:", gib(m.peak_memory_bytes), gib(res.memory_limit_bytes));
+  for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
+    out += fmt::format(" {} {}{}", kCategoryNames[i], gib(m.peak_memory_by_category_bytes[i]), i + 1 < 6 ? "," : "\n");
+  std::vector<std::vector<std::string>> rows{{"#", "plan", "tokens/s/GPU", "MFU", "peak", "why it lost"}};
+  rows.push_back({"1", b.label, fmt::format("{:.0f}", m.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * m.mfu),
+                  gib(m.peak_memory_bytes), "chosen"});
+  for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) {
+    const Candidate& c = res.top[i];
+    rows.push_back({fmt::format("{}", i + 2), c.label, fmt::format("{:.0f}", c.metrics.tokens_per_s_per_gpu),
+                    fmt::format("{:.1f}%", 100 * c.metrics.mfu), gib(c.metrics.peak_memory_bytes), c.lost_because});
+  }
+  out += "top plans:\n" + table(rows);
+  out += fmt::format("Pareto frontier (throughput vs peak memory): {} plans\n", res.pareto.size());
+  for (const auto& c : res.pareto)
+    out += fmt::format("  {:>10}  {:>8.0f} tokens/s/GPU  {}\n", gib(c.metrics.peak_memory_bytes),
+                       c.metrics.tokens_per_s_per_gpu, c.label);
+  return out;
+}
+
+std::string no_fit_message(const PlanResult& res) {
+  std::string msg = fmt::format("no plan fits in {} per GPU: the least any plan needs is {}",
+                                gib(res.memory_limit_bytes), gib(res.least_memory_needed_bytes));
+  if (!res.suggestions.empty()) {
+    msg += "; what would make it fit: ";
+    for (std::size_t i = 0; i < res.suggestions.size(); ++i) msg += (i ? "; " : "") + res.suggestions[i];
+  }
+  return msg;
+}
+
+}  // namespace fsdpx

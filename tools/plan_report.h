@@ -1,0 +1,20 @@
+// tools/plan_report.h — how a plan search is shown: the JSON of `fsdpx plan --format json`
+// ({"plan", "alternatives", "pareto", "search"}) and the text summary (the chosen plan, its memory at
+// the peak, the top-K table with why each alternative lost). Shared by commands that plan.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/planner.h"
+
+namespace fsdpx {
+
+nlohmann::json candidate_json(const Candidate& c);  // label, wrapping, metrics, fits, lost_because
+nlohmann::json plan_search_json(const PlanResult& res);
+std::string plan_search_text(const PlanResult& res, int top_k);
+// The message of NoPlanFits: the least memory any plan needs, the limit, and what would make it fit.
+std::string no_fit_message(const PlanResult& res);
+
+}  // namespace fsdpx
