@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/attention_kernel.h"
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
 #include "core/model_spec.h"
@@ -110,6 +111,7 @@ struct Plan {
   MixedPrecision precision;
   OptimizerSettings optimizer;
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
+  AttentionKernel attention_kernel = AttentionKernel::flash2;  // the training stack's kernel family
   std::optional<PredictedMetrics> predicted;
   std::string notes;  // free text (why the planner chose this plan); empty = not written
 

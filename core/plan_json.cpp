@@ -78,6 +78,8 @@ constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::none, PipelineSched
                                            PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b};
 constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1};
+const char* attention_kernel_cname(AttentionKernel k) { return attention_kernel_name(k).data(); }
 
 ModelSpec parse_model(JsonObject& o) {
   const nlohmann::json& j = o.raw("model");
@@ -317,6 +319,8 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   if (auto mp = o.optional_object("mixed_precision")) p.precision = parse_precision(*mp);
   if (auto opt = o.optional_object("optimizer")) p.optimizer = parse_optimizer(*opt);
   p.reduce_grads = enum_of(o, "reduce_grads", kReduceGrads, reduce_grads_name, ReduceGrads::every_micro_batch);
+  p.attention_kernel =
+      enum_of(o, "attention_kernel", kAttentionKernels, attention_kernel_cname, AttentionKernel::flash2);
   if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
   p.notes = o.optional_string("notes").value_or("");
   o.finish();
@@ -346,7 +350,8 @@ nlohmann::json plan_to_json(const Plan& p) {
        {{"param_dtype", dtype_name(p.precision.param)}, {"reduce_dtype", dtype_name(p.precision.reduce)},
         {"fp32_master_weights", p.precision.fp32_master_weights}}},
       {"optimizer", optimizer_to_json(p.optimizer)},
-      {"reduce_grads", reduce_grads_name(p.reduce_grads)}};
+      {"reduce_grads", reduce_grads_name(p.reduce_grads)},
+      {"attention_kernel", attention_kernel_cname(p.attention_kernel)}};
   if (p.predicted)
     j["predicted"] = {{"step_time_s", p.predicted->step_time_s},
                       {"tokens_per_s_per_gpu", p.predicted->tokens_per_s_per_gpu},

@@ -36,6 +36,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.ffn = static_cast<double>(m.ffn_hidden) / t;
   d.vocab = static_cast<double>(m.vocab) / t;
   d.act_bytes = dtype_bytes(s.act_dtype);
+  d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   return d;
 }
 
@@ -112,7 +113,7 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
     if (k.matmul) {
       const double eff = k.attention_seq > 0
                              ? (k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency)
-                                   .at(k.attention_seq)
+                                       .at(k.attention_seq) * k.attention_relative_speed
                              : gpu.matmul_efficiency.at(k.flops) * gemm_shape_factor(k.min_dim, gpu);
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
       time_s = k.flops / (gpu.peak(compute_dtype) * eff);

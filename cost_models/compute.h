@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attention_kernel.h"
 #include "core/dtype.h"
 #include "core/gpu_spec.h"
 #include "core/model_spec.h"
@@ -26,6 +27,7 @@ struct LayerShape {
   int cp = 1;
   bool sequence_parallel = false;  // norms/dropout on seq/tp tokens when tp > 1
   DType act_dtype = DType::bf16;   // activations and compute inputs
+  AttentionKernel attention_kernel = AttentionKernel::flash2;
 };
 
 // One kernel's work on one rank.
@@ -38,6 +40,7 @@ struct KernelWork {
   // efficiency follows GpuSpec::attention_efficiency by this length instead of the GEMM curve.
   double attention_seq = 0;
   bool attention_backward = false;  // uses GpuSpec::attention_backward_efficiency
+  double attention_relative_speed = 1;  // kernel family vs FlashAttention-2 (core/attention_kernel.h)
   // GEMMs: the smallest of m, n, k. Small dimensions fill tensor-core tiles and the K-loop pipeline
   // poorly, so efficiency also depends on it (GpuSpec::matmul_half_efficiency_dim).
   double min_dim = 0;

@@ -45,6 +45,7 @@ KernelWork attention_forward(const RankDims& d) {
             d.tokens * d.heads * kLseBytes;
   w.matmul = true;  // flash kernels run both products on tensor cores
   w.attention_seq = d.seq;
+  w.attention_relative_speed = d.attention_speed;
   return w;
 }
 
@@ -63,6 +64,7 @@ KernelWork attention_backward(const RankDims& d) {
   w.matmul = true;
   w.attention_seq = d.seq;
   w.attention_backward = true;
+  w.attention_relative_speed = d.attention_speed;
   return w;
 }
 

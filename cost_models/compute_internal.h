@@ -23,6 +23,7 @@ struct RankDims {
   double ffn = 0;          // ffn_hidden / t (column-parallel up/gate, row-parallel down)
   double vocab = 0;        // vocab / t (vocabulary-parallel embedding and LM head)
   double act_bytes = 0;    // bytes per activation element
+  double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);

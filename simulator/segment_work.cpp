@@ -32,6 +32,7 @@ LayerShape layer_shape(const Plan& plan) {
   s.cp = plan.parallelism.cp;
   s.sequence_parallel = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
   s.act_dtype = plan.precision.param;
+  s.attention_kernel = plan.attention_kernel;
   return s;
 }
 

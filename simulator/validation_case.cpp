@@ -188,15 +188,19 @@ std::string cluster_for_gpu(const std::string& gpu, const std::string& file, con
   throw_config_error(file, path, fmt::format("no shipped cluster for GPU \"{}\"", gpu));
 }
 
-// PyTorch FSDP under llm-foundry: the benchmarking configs use mixed_precision PURE
-// (scripts/train/benchmarking/submit_benchmarks.py --fsdp_config_mixed_precision default), which
-// Composer maps to param, reduce and buffer dtype = bf16. torchtitan: mixed_precision_reduce = float32
-// (torchtitan/config/configs.py l.102). Megatron-LM / NeMo: bf16 forces fp32 gradient accumulation
-// and all-reduce (megatron/training/arguments.py: "bfloat16 requires gradient accumulation and
-// all-reduce to be done in fp32"). Unknown frameworks get PyTorch FSDP2's own default (fp32 reduce).
-DType framework_reduce_dtype(const std::string& framework) {
-  if (framework == "llm-foundry") return DType::bf16;
-  return DType::fp32;
+// Gradient-reduction dtype by framework. llm-foundry: its benchmark tables list "MP Mode DEFAULT"
+// (mosaicml/llm-foundry scripts/train/benchmarking/README.md), which Composer maps to param dtype =
+// bf16, reduce dtype = fp32 (composer/distributed/mosaic_parallelism.py, get_mixed_precision).
+// torchtitan: mixed_precision_reduce = float32 (torchtitan/config/configs.py l.102). Megatron-LM / NeMo:
+// bf16 forces fp32 gradient accumulation and all-reduce (megatron/training/arguments.py). Frameworks
+// not listed get PyTorch FSDP2's default, also fp32.
+DType framework_reduce_dtype(const std::string&) { return DType::fp32; }
+
+// Attention kernel family by framework: MosaicML's MPT pretraining configs set attn_impl: triton
+// (scripts/train/yamls/pretrain/mpt-*.yaml), the Triton port of FlashAttention-1; the others run
+// FlashAttention-2-class kernels (PyTorch SDPA, flash-attn 2, Transformer Engine).
+AttentionKernel framework_attention_kernel(const std::string& framework) {
+  return framework == "llm-foundry" ? AttentionKernel::flash1 : AttentionKernel::flash2;
 }
 
 std::string validation_source_key(const ValidationCase& c) {
@@ -268,6 +272,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
   out.plan.reduce_grads = framework_reduce_grads(c);
+  out.plan.attention_kernel = framework_attention_kernel(c.framework);
   if (c.compiled) out.notes.push_back("torch.compile not modelled");
   validate_plan(out.plan, fmt::format("{}: case \"{}\"", file, c.id));
   return out;

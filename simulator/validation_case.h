@@ -58,9 +58,10 @@ std::optional<std::string> validation_skip_reason(const ValidationCase& c);
 // Shipped cluster config for a GPU name ("a100-sxm-40gb" -> "dgx-a100-40gb", ...).
 std::string cluster_for_gpu(const std::string& gpu, const std::string& file, const std::string& path);
 
-// Gradient-reduction dtype a framework uses by default in bf16 training (a modelling input of the
-// framework, not a per-case fit; see validation_case.cpp for the sources).
+// What a framework does by default in bf16 training (modelling inputs of the framework, not per-case
+// fits; see validation_case.cpp for the sources): its gradient-reduction dtype and attention kernel.
 DType framework_reduce_dtype(const std::string& framework);
+AttentionKernel framework_attention_kernel(const std::string& framework);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);

@@ -66,6 +66,24 @@ std::string hbm_line_h(const SvgFrame& f, double hbm_gib, double y_max) {
                      f.left, y, f.left + f.plot_w(), y, f.left + f.plot_w(), y - 4, hbm_gib);
 }
 
+// One row of the breakdown chart: label, stacked category segments and the total (or the error).
+std::string breakdown_bar(const SvgFrame& f, const WhatIfRow& r, double y, double bar_h, double x_max) {
+  std::string out = fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#333333\">{}</text>\n",
+                                f.left - 8, y + bar_h - 4, xml_escape(r.label.substr(0, 34)));
+  if (!r.error.empty())
+    return out + fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" fill=\"#b00000\">not simulated: {}</text>\n", f.left + 4,
+                             y + bar_h - 4, xml_escape(r.error.substr(0, 90)));
+  double x = f.left;
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    const double gib = r.metrics.peak_memory_bytes[std::size_t(c)] / kGiB, w = gib / x_max * f.plot_w();
+    out += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: {:.2f} GiB</title></rect>\n",
+                       x, y, w, bar_h, mem_category_color(c), mem_category_name(MemCategory(c)), gib);
+    x += w;
+  }
+  return out + fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333333\">{:.1f} GiB</text>\n", x + 4, y + bar_h - 4,
+                           r.metrics.peak_memory_total_bytes / kGiB);
+}
+
 }  // namespace
 
 std::string chart_sweep(const std::vector<WhatIfAxis>& axes, const std::vector<WhatIfRow>& rows, SweepMetric metric,
@@ -116,26 +134,7 @@ std::string chart_memory_breakdown(const std::vector<WhatIfRow>& rows, double hb
   for (const WhatIfRow& r : rows) x_max = std::max(x_max, r.metrics.peak_memory_total_bytes / kGiB);
   x_max = nice_axis_max(x_max * 1.02, 5);
   std::string out = svg_open("svg-memory-breakdown", f, "Peak memory per GPU by category, per plan");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const WhatIfRow& r = rows[i];
-    const double y = f.top + kRowH * double(i) + (kRowH - kBarH) / 2;
-    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#333333\">{}</text>\n", f.left - 8,
-                       y + kBarH - 4, xml_escape(r.label.substr(0, 34)));
-    if (!r.error.empty()) {
-      out += fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" fill=\"#b00000\">not simulated: {}</text>\n", f.left + 4,
-                         y + kBarH - 4, xml_escape(r.error.substr(0, 90)));
-      continue;
-    }
-    double x = f.left;
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      const double gib = r.metrics.peak_memory_bytes[std::size_t(c)] / kGiB, w = gib / x_max * f.plot_w();
-      out += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: {:.2f} GiB</title></rect>\n",
-                         x, y, w, kBarH, mem_category_color(c), mem_category_name(MemCategory(c)), gib);
-      x += w;
-    }
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333333\">{:.1f} GiB</text>\n", x + 4, y + kBarH - 4,
-                       r.metrics.peak_memory_total_bytes / kGiB);
-  }
+  for (std::size_t i = 0; i < rows.size(); ++i) out += breakdown_bar(f, rows[i], f.top + kRowH * double(i) + (kRowH - kBarH) / 2, kBarH, x_max);
   const double bottom = f.top + f.plot_h();
   std::vector<double> fr;
   std::vector<std::string> labels;
