@@ -175,7 +175,10 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
       auto fwd = block_kernels(plan.model, s, Pass::forward);
       if (r == RecomputeMode::selective)
         std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
-      if (r != RecomputeMode::none) append(w.kernels, fwd);
+      if (r != RecomputeMode::none) {
+        append(w.kernels, fwd);
+        w.recompute_flops += kernels_flops(fwd);
+      }
       add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
       add_block_cp(w.serial_comms, plan, g, r == RecomputeMode::full ? 3 : 2);
     } else {

@@ -41,11 +41,15 @@ void phase_split(Simulation& sim) {
   sim.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, sim.engine.step_time_ns - cursor)) * 1e-9;
 }
 
-double executed_flops(const StepProgram& p) {
-  double flops = 0;
+// Fraction of executed FLOPs that recompute forward work.
+double recompute_share(const StepProgram& p) {
+  double flops = 0, recompute = 0;
   for (const auto& op : p.roles[0].ops)
-    if (op.work_set >= 0) flops += p.work_sets[std::size_t(op.work_set)].flops();
-  return flops;
+    if (op.work_set >= 0) {
+      flops += p.work_sets[std::size_t(op.work_set)].flops();
+      recompute += p.work_sets[std::size_t(op.work_set)].recompute_flops;
+    }
+  return flops > 0 ? recompute / flops : 0.0;
 }
 
 }  // namespace
@@ -58,7 +62,8 @@ Simulation summarise(StepProgram program, EngineResult engine) {
   sim.step_time_s = double(sim.engine.step_time_ns) * 1e-9;
   sim.tokens_per_s_per_gpu = p.tokens_per_step / sim.step_time_s / p.world_size;
   sim.mfu = sim.tokens_per_s_per_gpu * p.model_flops_per_token / p.peak_flops_per_s;
-  sim.hfu = executed_flops(p) / sim.step_time_s / p.peak_flops_per_s;
+  // HFU counts recomputed work on top of MFU's model FLOPs (PaLM Appendix B), in the same convention.
+  sim.hfu = sim.mfu / (1.0 - recompute_share(p));
   if (sim.engine.ops.empty() == false) phase_split(sim);
   sim.exposed_comm_s = 0;
   for (const auto& ph : sim.phases) sim.exposed_comm_s += ph.exposed_comm_s;

@@ -24,7 +24,7 @@ struct Simulation {
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;  // model FLOPs (PaLM) / peak
-  double hfu = 0;  // executed FLOPs (with recompute) / peak
+  double hfu = 0;  // MFU with recomputed FLOPs counted too (PaLM Appendix B)
   double exposed_comm_s = 0;
   std::array<PhaseSummary, 3> phases{};  // forward, backward, optimizer
   std::array<double, kMemCategoryCount> peak_memory_bytes{};  // at the peak, "other" includes headroom

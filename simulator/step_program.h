@@ -63,6 +63,7 @@ struct SerialCollective {
 struct WorkSet {
   std::vector<KernelWork> kernels;
   std::vector<SerialCollective> serial_comms;
+  double recompute_flops = 0;  // part of flops() that re-runs forward work (activation recompute)
   double flops() const;
 };
 

@@ -1,62 +1,78 @@
 // tools/cmd_demo.cpp — `fsdpx demo`: the main job on the embedded default, Llama-3.1-8B on one 8xH100
-// node (FSDP 8, seq 8192, micro-batch 1, 2 micro-batches per step, selective recompute): the analytic
-// estimate, then the simulated step of the default plan. Later issues put the planner in front.
+// node at sequence 8192 and a global batch of 32 sequences: plan it (the planner's search), print the
+// chosen plan with its memory breakdown and the top alternatives, then simulate it and print the
+// per-phase summary. The analytic estimate of the chosen shape comes first as a sanity bound.
 #include <cstdio>
 #include <memory>
 
 #include "core/config_paths.h"
 #include "cost_models/estimate.h"
+#include "planner/planner.h"
 #include "simulator/simulate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/estimate_report.h"
+#include "tools/plan_report.h"
 #include "tools/simulation_report.h"
 
 namespace fsdpx {
 
 namespace {
 
-Plan demo_plan() {
-  ClusterSpec c = load_cluster("dgx-h100");
-  c.nodes = 1;
-  TrainingSettings t;
-  t.seq = 8192;
-  t.micro_batch = 1;
-  t.global_batch = 16;
-  Parallelism par;
-  par.dp_shard = 8;
-  Plan plan = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::selective);
-  validate_plan(plan, "embedded default plan");
-  return plan;
+PlanRequest demo_request() {
+  PlanRequest r;
+  r.model = load_model("llama3.1-8b");
+  r.cluster = load_cluster("dgx-h100");
+  r.cluster.nodes = 1;
+  r.seq = 8192;
+  r.global_batch = 32;
+  return r;
+}
+
+TrainingShape estimate_shape(const Plan& p) {
+  TrainingShape s;
+  s.dp_replicate = p.parallelism.dp_replicate;
+  s.dp_shard = p.parallelism.dp_shard;
+  s.tp = p.parallelism.tp;
+  s.cp = p.parallelism.cp;
+  s.sequence_parallel = p.parallelism.sequence_parallel;
+  s.mode = s.dp_replicate > 1 ? ShardingMode::hsdp : ShardingMode::zero3;
+  s.micro_batch = p.training.micro_batch;
+  s.seq = p.training.seq;
+  s.grad_accum = p.grad_accum();
+  s.precision = {p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
+  return s;
 }
 
 void run_demo(OutputFormat format) {
-  const Plan plan = demo_plan();
-  TrainingShape s;
-  s.dp_shard = plan.parallelism.dp_shard;
-  s.micro_batch = plan.training.micro_batch;
-  s.seq = plan.training.seq;
-  s.grad_accum = plan.grad_accum();
-  s.recompute = Recompute::selective;
-  s.precision = {plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
-  const Estimate e = estimate(plan.model, plan.cluster, s);
+  const PlanRequest request = demo_request();
+  const PlanResult result = search_plans(request);
+  if (!result.best) throw NoPlanFits(no_fit_message(result));
+  const Plan& plan = result.best->plan;
+  const TrainingShape shape = estimate_shape(plan);
+  const Estimate e = estimate(plan.model, plan.cluster, shape);
   const Simulation sim = simulate(plan);
   if (format == OutputFormat::json) {
     nlohmann::json j;
-    j["estimate"] = estimate_json(e, plan.model, plan.cluster, s);
+    j["plan_search"] = plan_search_json(result);
+    j["estimate"] = estimate_json(e, plan.model, plan.cluster, shape);
     j["simulation"] = simulation_json(plan, sim);
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("%s\n", estimate_text(e, plan.model, plan.cluster, s).c_str());
-  std::printf("%s", simulation_text(plan, sim).c_str());
+  std::printf("== 1. Plan: %s on %s, seq %lld, global batch %lld ==\n\n%s\n", request.model.name.c_str(),
+              request.cluster.name.c_str(), static_cast<long long>(request.seq),
+              static_cast<long long>(request.global_batch), plan_search_text(result, 5).c_str());
+  std::printf("== 2. Analytic estimate of the chosen shape ==\n\n%s\n", estimate_text(e, plan.model, plan.cluster, shape).c_str());
+  std::printf("== 3. Simulated step of the chosen plan ==\n\n%s", simulation_text(plan, sim).c_str());
 }
 
 }  // namespace
 
 void setup_demo(CLI::App& app) {
   auto format = std::make_shared<OutputFormat>(OutputFormat::text);
-  CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: Llama-3.1-8B on one 8xH100 node");
+  CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: plan, estimate and simulate "
+                                             "Llama-3.1-8B on one 8xH100 node");
   add_enum_option(sub, "--format", *format, kOutputFormats, "text or json");
   sub->callback([format] { run_demo(*format); });
 }

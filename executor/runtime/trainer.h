@@ -1,0 +1,112 @@
+// executor/runtime/trainer.h — the contract of the executor runtime: real FSDP training that follows a
+// plan by running the step program of simulator/lower.h op by op, on all ranks of one process (the
+// CPU backend: ranks are threads, ThreadCommunicator). State that survives a step (sharded parameters,
+// Adam moments, step, data position, RNG) is exposed as TrainerState so checkpoints can save it,
+// reshard it and restore it. Leaves out the CUDA backend (same runtime, other kernels and communicator).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace fsdpx {
+
+// Where the next sample comes from: the data source is deterministic in (seed, position), so saving
+// the position is enough to resume bit-identically.
+struct DataPosition {
+  std::uint64_t next_sample = 0;  // index of the first sequence of the next global batch
+};
+
+// One FSDP unit's optimizer state on one rank: its shard of the flat (padded) unit in fp32.
+struct UnitShardState {
+  std::int64_t unit_numel = 0;    // unpadded elements of the whole unit
+  std::int64_t shard_offset = 0;  // first element of this shard in the unit
+  std::vector<float> params;      // fp32 master weights of the shard (padding elements included, 0)
+  std::vector<float> exp_avg;     // Adam m
+  std::vector<float> exp_avg_sq;  // Adam v
+};
+
+struct RankState {
+  int rank = 0;  // global rank
+  std::vector<UnitShardState> units;
+};
+
+// Everything a checkpoint holds. `ranks` has one entry per data-parallel shard owner (rank order).
+struct TrainerState {
+  std::int64_t step = 0;  // optimizer steps done
+  DataPosition data;
+  std::uint64_t seed = 0;
+  int dp_shard = 1;
+  int dp_replicate = 1;
+  std::vector<RankState> ranks;  // replicas hold identical copies; only replica 0 is saved
+};
+
+// Source of token batches: `global_batch` sequences of seq+1 tokens starting at `position`.
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  // Fills tokens [global_batch × (seq + 1)]; the same call always yields the same tokens.
+  virtual void global_batch(const DataPosition& position, std::int64_t global_batch, std::int64_t seq,
+                            std::vector<std::int32_t>& tokens) = 0;
+  virtual std::string describe() const = 0;
+};
+
+enum class NonFinitePolicy { stop, skip_step };
+
+struct TrainerOptions {
+  NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
+  bool profile = false;  // collect per-op wall times
+};
+
+struct StepMetrics {
+  std::int64_t step = 0;  // 1-based index of the step just done
+  double loss = 0;        // mean over the global batch
+  double grad_norm = 0;   // before clipping
+  double lr = 0;
+  double time_s = 0;      // wall time of the step
+  double tokens_per_s = 0;
+  bool skipped = false;   // non-finite values, skipped by option
+};
+
+// Peak bytes per category on the worst rank, with the simulator's categories (step_program.h).
+using MemoryPeakBytes = std::map<std::string, double>;
+
+// Per-op wall times under the step program's op names ("fwd.s3.mb0", "ag.u2.mb0.fwd"...), summed
+// over the steps run, per rank 0; and per-kernel times under the cost model's kernel names.
+struct OpProfile {
+  std::map<std::string, double> op_time_s;
+  std::map<std::string, double> kernel_time_s;
+  std::map<std::string, int> kernel_calls;
+  int steps = 0;
+};
+
+class Trainer {
+ public:
+  // Builds the step program with lower(plan), initialises parameters from plan.training.seed (identical
+  // whatever the world size) and starts one thread per rank. Throws ConfigError for plans it cannot run.
+  Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  StepMetrics step();  // one optimizer step on every rank; rethrows a rank's error ("rank r: ...")
+
+  TrainerState state() const;          // a copy of the sharded state
+  void load_state(const TrainerState& s);  // resharded by the caller to this plan's dp_shard
+  MemoryPeakBytes peak_memory() const;
+  OpProfile profile() const;
+  // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
+  std::vector<float> gather_full_params() const;
+  const Plan& plan() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fsdpx
