@@ -34,8 +34,11 @@ constexpr std::array<std::pair<DataParallel, const char*>, 6> kDataParallelNames
     {DataParallel::zero1, "zero1"},
     {DataParallel::distributed_optimizer, "distributed_optimizer"},
 }};
-constexpr std::array<std::pair<RecomputeMode, const char*>, 3> kRecomputeNames{{
-    {RecomputeMode::none, "none"}, {RecomputeMode::selective, "selective"}, {RecomputeMode::full, "full"}}};
+constexpr std::array<std::pair<RecomputeMode, const char*>, 4> kRecomputeNames{{
+    {RecomputeMode::none, "none"},
+    {RecomputeMode::selective, "selective"},
+    {RecomputeMode::full, "full"},
+    {RecomputeMode::selective_op, "selective_op"}}};
 constexpr std::array<std::pair<ReduceGrads, const char*>, 2> kReduceGradsNames{{
     {ReduceGrads::every_micro_batch, "every_micro_batch"}, {ReduceGrads::last_micro_batch, "last_micro_batch"}}};
 constexpr std::array<std::pair<PipelineSchedule, const char*>, 4> kScheduleNames{{

@@ -29,7 +29,11 @@ enum class DataParallel {
   zero1,                  // optimizer state sharded, gradients reduce-scattered
   distributed_optimizer,  // Megatron's ZeRO-1 (same costs as zero1)
 };
-enum class RecomputeMode { none, selective, full };
+// Activation recomputation of one block. selective: Korthikanti et al. 2022 §5 (recompute the attention
+// core, keep every linear-layer output); selective_op: torchtitan's op-level selective AC (save the
+// outputs of mm and SDPA except every second mm of a block, recompute the rest:
+// torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block / _save_list).
+enum class RecomputeMode { none, selective, full, selective_op };
 enum class ReduceGrads { every_micro_batch, last_micro_batch };
 enum class PipelineSchedule { none, gpipe, one_f_one_b, interleaved_1f1b };
 

@@ -76,7 +76,8 @@ constexpr DataParallel kDataParallels[] = {DataParallel::fsdp_full_shard, DataPa
                                            DataParallel::zero1,           DataParallel::distributed_optimizer};
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::none, PipelineSchedule::gpipe,
                                            PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b};
-constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full};
+constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full,
+                                             RecomputeMode::selective_op};
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
 constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1};
 const char* attention_kernel_cname(AttentionKernel k) { return attention_kernel_name(k).data(); }
@@ -186,10 +187,11 @@ Prefetch parse_prefetch(JsonObject o) {
 RecomputeMode recompute_of(const nlohmann::json& v, const std::string& file, const std::string& path) {
   for (RecomputeMode r : kRecomputeModes)
     if (v.is_string() && v.get<std::string>() == recompute_mode_name(r)) return r;
-  throw_config_error(file, path, fmt::format("expected one of none, selective, full, got {}", json_type_name(v)));
+  throw_config_error(file, path,
+                     fmt::format("expected one of none, selective, full, selective_op, got {}", json_type_name(v)));
 }
 
-// "none|selective|full" for every block, an array with one entry per block, or {"full_first_blocks": k}.
+// "none|selective|full|selective_op" for every block, an array with one entry per block, or {"full_first_blocks": k}.
 std::vector<RecomputeMode> parse_recompute(JsonObject& o, std::int64_t layers) {
   const auto n = static_cast<std::size_t>(layers);
   if (!o.has("recompute")) return std::vector<RecomputeMode>(n, RecomputeMode::none);
@@ -202,7 +204,8 @@ std::vector<RecomputeMode> parse_recompute(JsonObject& o, std::int64_t layers) {
     return out;  // the length is checked by validate_plan
   }
   if (!v.is_object())
-    o.fail("recompute", fmt::format("expected \"none\", \"selective\", \"full\", an array with one entry per block "
+    o.fail("recompute", fmt::format("expected \"none\", \"selective\", \"full\", \"selective_op\", an array with one "
+                                    "entry per block "
                                     "or {{\"full_first_blocks\": k}}, got {}", json_type_name(v)));
   JsonObject r(v, o.file(), path);
   const std::int64_t k = r.integer("full_first_blocks");

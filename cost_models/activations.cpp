@@ -1,10 +1,12 @@
 // cost_models/activations.cpp — activation bytes one rank keeps for backward: the tensors a block
 // saves, itemised as in Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 and generalised to any ffn
-// size, SwiGLU, GQA, no dropout, FlashAttention, TP/SP/CP and the three recompute modes; plus the
-// embedding/head tensors and the logits. Leaves out allocator rounding, pipeline in-flight
-// microbatch counts (the caller multiplies) and framework temporaries outside a block's backward.
+// size, SwiGLU, GQA, no dropout, FlashAttention, TP/SP/CP, the three recompute modes and torchtitan's
+// op-level selective AC; plus the embedding/head tensors and the logits. Leaves out allocator
+// rounding, pipeline in-flight microbatch counts (the caller multiplies) and framework temporaries
+// outside a block's backward.
 #include "core/errors.h"
 #include "cost_models/memory.h"
+#include "cost_models/op_sac.h"
 
 namespace fsdpx {
 namespace {
@@ -74,13 +76,30 @@ double attention_score_bytes(const Dims& d, const ActivationShape& s) {
   return d.heads * d.seq_full * per_score / d.tp;
 }
 
+// torchtitan's op-level SAC, bytes per token (cost_models/op_sac.h):
+// - the block input, held by the checkpoint for the recompute (h, sharded by SP);
+// - the outputs of the saved matmuls (Llama: wq, wv, w1, w2): column-parallel ones out_cols wide,
+//   row-parallel ones the full hidden width on every TP rank (partial sums, before the reduction);
+// - SDPA's saved outputs: O (q_dim / t) and the fp32 log-sum-exp per head;
+// - with SP, the reduce-scatter outputs after wo and w2 (h / t each; in _save_list);
+// nothing else: norms, RoPE, the SwiGLU/GELU activation and the residual adds are recomputed.
+double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
+  double b = d.h * d.e / d.norm_div;
+  for (const BlockMatmul& mm : op_sac_matmuls(m, s.tp))
+    if (mm.saved) b += mm.out_cols * d.e;
+  b += d.q * d.e / d.tp + kFp32Bytes * d.heads / d.tp;
+  if (s.sequence_parallel && s.tp > 1) b += 2 * d.h * d.e / d.tp;
+  return b;
+}
+
 }  // namespace
 
 // none: everything; selective: drop the s² tensors (Korthikanti §5, recompute core attention);
-// full: only the block input (2sbh, or 2sbh/t with SP).
+// full: only the block input (2sbh, or 2sbh/t with SP); selective_op: op_sac_bytes_per_token.
 double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Recompute r) {
   const Dims d = dims(m, s);
   if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
+  if (r == Recompute::selective_op) return d.tokens * op_sac_bytes_per_token(m, d, s);
   double per_token = norm_region_bytes(d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
   if (r == Recompute::none) per_token += attention_score_bytes(d, s);
   return d.tokens * per_token;

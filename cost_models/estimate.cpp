@@ -9,6 +9,7 @@
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 #include "cost_models/mesh.h"
+#include "cost_models/op_sac.h"
 #include "cost_models/params.h"
 
 namespace fsdpx {
@@ -67,12 +68,13 @@ double micro_batch_compute_s(const ModelSpec& m, const GpuSpec& gpu, const Train
     time_s += m.layers * kernels_time_s(block, gpu, dt) + kernels_time_s(emb, gpu, dt) + kernels_time_s(head, gpu, dt);
     *flops += m.layers * kernels_flops(block) + kernels_flops(emb) + kernels_flops(head);
   }
-  // Recompute re-runs forward work before backward: all of it (full) or the attention core (selective,
-  // Korthikanti et al. 2022 §5).
+  // Recompute re-runs forward work before backward: all of it (full), the attention core (selective,
+  // Korthikanti et al. 2022 §5) or the unsaved matmuls and elementwise kernels (selective_op, op_sac.h).
   if (s.recompute != Recompute::none) {
     auto fwd = block_kernels(m, ls, Pass::forward);
     if (s.recompute == Recompute::selective)
       std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+    if (s.recompute == Recompute::selective_op) fwd = op_sac_recompute_kernels(m, ls);
     time_s += m.layers * kernels_time_s(fwd, gpu, dt);
     *flops += m.layers * kernels_flops(fwd);
   }
@@ -92,6 +94,10 @@ double micro_batch_tp_cp_comm_s(const ModelSpec& m, const ClusterSpec& c, const 
                collective_time_s(Collective::reduce_scatter, bytes, g.tp, c))
         : 2 * collective_time_s(Collective::all_reduce, bytes, g.tp, c);
     time_s += m.layers * passes * per_pass;
+    // Op-level SAC re-runs the all-reduce after wo, or with SP the two all-gathers (segment_work.cpp).
+    if (s.recompute == Recompute::selective_op)
+      time_s += m.layers * (s.sequence_parallel ? 2 * collective_time_s(Collective::all_gather, bytes, g.tp, c)
+                                                : collective_time_s(Collective::all_reduce, bytes, g.tp, c));
   }
   if (s.cp > 1) {
     // Ring attention: cp-1 exchanges of the local K and V chunk forward, K, V, dK, dV backward.

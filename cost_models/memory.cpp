@@ -43,6 +43,7 @@ const char* recompute_name(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+    case Recompute::selective_op: return "selective_op";
   }
   return "?";
 }

@@ -1,9 +1,9 @@
 // cost_models/memory.h — analytic per-GPU memory: parameters, gradients and optimizer state for DDP,
 // ZeRO-1 / distributed optimizer, ZeRO-2, ZeRO-3 (FSDP) and HSDP under a mixed-precision policy;
-// activations saved per block for recompute none / selective / full with TP, SP and CP (Korthikanti
-// et al. 2022, Table 2, itemised per tensor); logits and loss; transient unsharded units; NCCL
-// buffers, CUDA context and allocator headroom. Leaves out fragmentation beyond a fixed headroom
-// fraction and CPU offload.
+// activations saved per block for recompute none / selective / full (Korthikanti et al. 2022, Table 2,
+// itemised per tensor) and torchtitan's op-level selective AC, with TP, SP and CP; logits and loss;
+// transient unsharded units; NCCL buffers, CUDA context and allocator headroom. Leaves out
+// fragmentation beyond a fixed headroom fraction and CPU offload.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,8 @@
 namespace fsdpx {
 
 enum class ShardingMode { ddp, zero1, zero2, zero3, hsdp };  // zero3 = FSDP full shard
-enum class Recompute { none, selective, full };
+// selective: Korthikanti et al. 2022 §5; selective_op: torchtitan's op-level SAC (cost_models/op_sac.h).
+enum class Recompute { none, selective, full, selective_op };
 
 const char* sharding_mode_name(ShardingMode m);
 const char* recompute_name(Recompute r);

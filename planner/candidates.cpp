@@ -65,7 +65,7 @@ std::string plan_key(const Plan& p) {
                                 int(p.precision.param), int(p.precision.reduce));
   for (const auto& u : p.units) key += fmt::format("{}:{}/", u.modules.size(), u.reshard_after_forward);
   key += '|';
-  for (RecomputeMode r : p.recompute) key += "nsf"[int(r)];
+  for (RecomputeMode r : p.recompute) key += "nsfo"[int(r)];
   return key;
 }
 

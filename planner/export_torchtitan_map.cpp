@@ -113,15 +113,26 @@ int every_nth_full(const std::vector<RecomputeMode>& r) {
   return 0;
 }
 
+// selective_op is torchtitan's op-level SAC exactly (selective_ac_option = "op"). Korthikanti's selective
+// (recompute the attention core) has no torchtitan counterpart; op-level SAC saves less than it (and
+// than none), so "op" is the closest setting that needs no more memory than planned.
 void map_recompute(const Plan& p, TorchtitanSettings& s) {
   const auto& r = p.recompute;
   const auto count = [&r](RecomputeMode m) { return std::size_t(std::count(r.begin(), r.end(), m)); };
-  const std::size_t full = count(RecomputeMode::full), sel = count(RecomputeMode::selective), none = count(RecomputeMode::none);
+  const std::size_t full = count(RecomputeMode::full), none = count(RecomputeMode::none);
+  const std::size_t korthikanti = count(RecomputeMode::selective), op = count(RecomputeMode::selective_op);
+  const std::size_t sel = korthikanti + op;
   if (full == r.size()) s.ac_mode = "full";
   else if (none == r.size()) s.ac_mode = "none";
-  else if (sel == r.size()) s.ac_mode = "selective", s.ac_selective_option = "op";
-  else if (sel == 0 && every_nth_full(r) > 0) s.ac_mode = "selective", s.ac_selective_option = fmt::format("{}", every_nth_full(r));
-  else if (sel == 0) {
+  else if (op == r.size()) s.ac_mode = "selective", s.ac_selective_option = "op";
+  else if (korthikanti == r.size()) {
+    s.ac_mode = "selective", s.ac_selective_option = "op";
+    note(s, "activation_checkpoint.selective_ac_option",
+         "the plan's selective recompute (Korthikanti: the attention core only) has no torchtitan equivalent; "
+         "op-level SAC saves less and recomputes more");
+  } else if (sel == 0 && every_nth_full(r) > 0) {
+    s.ac_mode = "selective", s.ac_selective_option = fmt::format("{}", every_nth_full(r));
+  } else if (sel == 0) {
     // n = floor(L / full) checkpoints floor(L / n) >= full blocks: never more activation memory than planned.
     s.ac_mode = "selective", s.ac_selective_option = fmt::format("{}", r.size() / full);
     note(s, "activation_checkpoint.selective_ac_option",

@@ -44,7 +44,7 @@ MemoryBound memory_lower_bound(const Plan& plan) {
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;
   const int modules = int(plan.model.layers) + 3;
-  std::array<double, 3> block_bytes{-1, -1, -1};  // by recompute mode: identical blocks computed once
+  std::array<double, 4> block_bytes{-1, -1, -1, -1};  // by recompute mode: identical blocks computed once
   for (int i = 0; i < modules; ++i) {
     const bool block = i >= 1 && i <= int(plan.model.layers);
     if (!block) {

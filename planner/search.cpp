@@ -41,7 +41,13 @@ struct Survivor {
 };
 
 Recompute to_estimate(RecomputeMode m) {
-  return m == RecomputeMode::none ? Recompute::none : m == RecomputeMode::selective ? Recompute::selective : Recompute::full;
+  switch (m) {
+    case RecomputeMode::none: return Recompute::none;
+    case RecomputeMode::selective: return Recompute::selective;
+    case RecomputeMode::full: return Recompute::full;
+    case RecomputeMode::selective_op: return Recompute::selective_op;
+  }
+  return Recompute::full;
 }
 
 double throughput_bound(const Plan& p) {

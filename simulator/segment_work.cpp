@@ -6,6 +6,7 @@
 
 #include "cost_models/compute.h"
 #include "cost_models/memory.h"
+#include "cost_models/op_sac.h"
 #include "cost_models/params.h"
 
 namespace fsdpx {
@@ -53,6 +54,7 @@ Recompute to_recompute(RecomputeMode r) {
     case RecomputeMode::none: return Recompute::none;
     case RecomputeMode::selective: return Recompute::selective;
     case RecomputeMode::full: return Recompute::full;
+    case RecomputeMode::selective_op: return Recompute::selective_op;
   }
   return Recompute::none;
 }
@@ -77,6 +79,21 @@ void add_block_tp(std::vector<SerialCollective>& out, const Plan& plan, const St
     out.push_back({Collective::reduce_scatter, bytes, g.tp, 2 * passes});
   } else {
     out.push_back({Collective::all_reduce, bytes, g.tp, 2 * passes});
+  }
+}
+
+// TP collectives re-run by torchtitan's op-level SAC before a block's backward (op_sac.h): without SP
+// the all-reduce after wo (its output feeds the MLP norm, whose backward needs it); with SP the two
+// all-gathers before the column-parallel matmuls (their inputs are needed by the recomputed wk, w3 and
+// by every matmul's weight gradient); the reduce-scatter outputs are saved and the collective after
+// w2 comes after the last needed tensor (early stop).
+void add_op_sac_recompute_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
+  if (g.tp < 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  if (plan.parallelism.sequence_parallel) {
+    out.push_back({Collective::all_gather, bytes, g.tp, 2});
+  } else {
+    out.push_back({Collective::all_reduce, bytes, g.tp, 1});
   }
 }
 
@@ -170,17 +187,22 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
     const ModuleKind kind = module_kind(plan, i);
     if (kind == ModuleKind::final_norm) continue;
     if (kind == ModuleKind::block) {
-      // Recompute first: all forward kernels (full) or the attention core only (selective).
+      // Recompute first: all forward kernels (full), the attention core only (selective), or the
+      // unsaved matmuls and elementwise kernels (selective_op). Backward's ring attention passes K,V
+      // and dK,dV (2); re-running the attention core adds one forward ring (full, selective).
       const RecomputeMode r = block_recompute(plan, i);
       auto fwd = block_kernels(plan.model, s, Pass::forward);
       if (r == RecomputeMode::selective)
         std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+      if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
       if (r != RecomputeMode::none) {
         append(w.kernels, fwd);
         w.recompute_flops += kernels_flops(fwd);
       }
       add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
-      add_block_cp(w.serial_comms, plan, g, r == RecomputeMode::full ? 3 : 2);
+      if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
+      const bool reruns_attention = r == RecomputeMode::full || r == RecomputeMode::selective;
+      add_block_cp(w.serial_comms, plan, g, reruns_attention ? 3 : 2);
     } else {
       add_vocab_tp(w.serial_comms, plan, g);
     }
@@ -215,7 +237,7 @@ std::string segment_signature(const Plan& plan, int first_module, int module_cou
   for (int i = first_module; i < first_module + module_count; ++i) {
     const ModuleKind kind = module_kind(plan, i);
     key += "ebnh"[int(kind)];
-    if (kind == ModuleKind::block) key += "nsf"[int(block_recompute(plan, i))];
+    if (kind == ModuleKind::block) key += "nsfo"[int(block_recompute(plan, i))];
   }
   return key;
 }

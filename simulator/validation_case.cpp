@@ -203,6 +203,23 @@ AttentionKernel framework_attention_kernel(const std::string& framework) {
   return framework == "llm-foundry" ? AttentionKernel::flash1 : AttentionKernel::flash2;
 }
 
+// torchtitan's "selective" in the published Llama runs is op-level SAC: its Llama 3 train configs set
+// activation_checkpoint.mode = 'selective', selective_ac_option = 'op' (train_configs/llama3_8b.toml
+// @0011fb90; the policy in torchtitan/parallelisms/parallelize_llama.py @004b3148). NeMo / Megatron's
+// recompute_granularity: selective recomputes the core attention (Korthikanti et al. 2022 §5;
+// megatron/core/transformer/transformer_config.py), fsdpx's `selective`.
+RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated) {
+  if (stated == RecomputeMode::selective && framework == "torchtitan") return RecomputeMode::selective_op;
+  return stated;
+}
+
+// torchtitan logs "memory: {max_reserved_gib}GiB", the caching allocator's reserved_bytes.all.peak
+// (torchtitan/metrics.py, DeviceMemoryMonitor.get_peak_stats); CUDA context and NCCL's own cudaMalloc'd
+// buffers are outside it. Other sources publish no memory; nvidia-smi's device total is the default.
+MemoryMetric framework_memory_metric(const std::string& framework) {
+  return framework == "torchtitan" ? MemoryMetric::allocator_reserved : MemoryMetric::device_total;
+}
+
 std::string validation_source_key(const ValidationCase& c) {
   const std::size_t space = c.source.find(' ');
   const std::string head = c.source.substr(0, space);
@@ -266,7 +283,8 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   t.global_batch = c.global_batch;
   // One unit per block, embedding alone, final norm + head together (with the embedding when tied,
   // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping.
-  out.plan = default_plan(c.model, cl, t, c.parallelism, 1, c.recompute);
+  out.plan = default_plan(c.model, cl, t, c.parallelism, 1, framework_recompute(c.framework, c.recompute));
+  out.memory_metric = framework_memory_metric(c.framework);
   if (c.parallelism.data_parallel == DataParallel::fsdp_shard_grad_op)
     for (PlanUnit& u : out.plan.units) u.reshard_after_forward = 0;
   out.plan.precision.param = DType::bf16;

@@ -62,12 +62,20 @@ std::string cluster_for_gpu(const std::string& gpu, const std::string& file, con
 // fits; see validation_case.cpp for the sources): its gradient-reduction dtype and attention kernel.
 DType framework_reduce_dtype(const std::string& framework);
 AttentionKernel framework_attention_kernel(const std::string& framework);
+// The recompute mode a framework runs for the case format's "selective" (other values map as named).
+RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
+
+// What a source's published peak-memory figure counts: everything on the device (nvidia-smi), or the
+// PyTorch caching allocator's peak reserved bytes (no CUDA context, no NCCL-owned buffers).
+enum class MemoryMetric { device_total, allocator_reserved };
+MemoryMetric framework_memory_metric(const std::string& framework);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);
 
 struct CasePlan {
   Plan plan;
+  MemoryMetric memory_metric = MemoryMetric::device_total;
   std::vector<std::string> notes;  // assumptions the output must state (defaults used, ...)
 };
 

@@ -14,5 +14,7 @@ void setup_validate(CLI::App& app);
 void setup_plan(CLI::App& app);
 void setup_report(CLI::App& app);
 void setup_export(CLI::App& app);
+void setup_run(CLI::App& app);
+void setup_calibrate(CLI::App& app);
 
 }  // namespace fsdpx

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   fsdpx::setup_plan(app);
   fsdpx::setup_report(app);
   fsdpx::setup_export(app);
+  fsdpx::setup_run(app);
+  fsdpx::setup_calibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -37,6 +39,9 @@ int main(int argc, char** argv) {
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // a failure while running (fsdpx run: "rank r: ...")
+    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -104,6 +104,10 @@ class Trainer {
   std::vector<float> gather_full_params() const;
   const Plan& plan() const;
 
+  // The global rank of the calling thread while it runs a rank's part of step() (data sources may use
+  // it for logging or fault injection); -1 on any other thread.
+  static int current_rank();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

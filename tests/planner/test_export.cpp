@@ -25,7 +25,7 @@ Plan llama8b_fsdp8() {
   t.seq = 8192, t.micro_batch = 2, t.global_batch = 16, t.seed = 7;
   Parallelism par;
   par.dp_shard = 8;
-  Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::selective);
+  Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::selective_op);
   validate_plan(p, "test");
   return p;
 }
@@ -150,6 +150,17 @@ TEST_CASE("recompute: every-n-th-block patterns map exactly to torchtitan's laye
   CHECK(s.ac_mode == "selective");
   CHECK(s.ac_selective_option == "op");
   CHECK(s.notes.size() == 1);
+  // Korthikanti's selective on every block has no exact torchtitan counterpart: "op", with a note;
+  // torchtitan's op-level SAC (selective_op) maps exactly, without one.
+  std::fill(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective);
+  const TorchtitanSettings k = torchtitan_settings(p);
+  CHECK(k.ac_selective_option == "op");
+  CHECK(k.notes.size() == 1);
+  std::fill(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective_op);
+  const TorchtitanSettings o = torchtitan_settings(p);
+  CHECK(o.ac_mode == "selective");
+  CHECK(o.ac_selective_option == "op");
+  CHECK(o.notes.empty());
 }
 
 TEST_CASE("reshard policy: always, never, default, and a per-unit mix") {

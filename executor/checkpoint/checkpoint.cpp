@@ -1,0 +1,168 @@
+// executor/checkpoint/checkpoint.cpp — manifest, atomic save, verified load with fallback.
+#include "executor/checkpoint/checkpoint.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <system_error>
+
+#include "core/errors.h"
+#include "core/json_reader.h"
+#include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/shard_file.h"
+
+namespace fsdpx {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string rank_file_name(int rank) { return fmt::format("rank-{:05d}.bin", rank); }
+
+nlohmann::json manifest_json(const TrainerState& s, const std::string& fingerprint,
+                             const std::vector<std::string>& files, const std::vector<std::string>& bytes) {
+  nlohmann::json numel = nlohmann::json::array(), entries = nlohmann::json::array();
+  if (!s.ranks.empty())
+    for (const auto& u : s.ranks.front().units) numel.push_back(u.unit_numel);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    entries.push_back({{"name", files[i]},
+                       {"rank", s.ranks[i].rank},
+                       {"bytes", bytes[i].size()},
+                       {"crc32", fmt::format("{:08x}", crc32(bytes[i]))}});
+  return {{"format", kCheckpointFormat}, {"fingerprint", fingerprint}, {"step", s.step},
+          {"next_sample", s.data.next_sample}, {"seed", s.seed}, {"dp_shard", s.dp_shard},
+          {"dp_replicate", s.dp_replicate}, {"unit_numel", numel}, {"files", entries}};
+}
+
+std::uint64_t unsigned_field(JsonObject& o, std::string_view key) {
+  const nlohmann::json& v = o.raw(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    o.fail(key, "expected a non-negative integer");
+  return v.get<std::uint64_t>();
+}
+
+// Reads and verifies one shard file named in the manifest.
+RankState read_shard(const std::string& dir, JsonObject f, const std::string& where) {
+  const std::string name = f.string("name");
+  const std::int64_t rank = f.integer("rank");
+  const std::uint64_t bytes = unsigned_field(f, "bytes");
+  const std::string crc = f.string("crc32");
+  f.finish();
+  if (name.find('/') != std::string::npos) f.fail("name", "expected a file name without '/'");
+  const std::string at = fmt::format("{}: {}", where, name);
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(dir) / name, ec)) throw ConfigError(at + ": missing");
+  const std::string data = read_file_bytes((fs::path(dir) / name).string());
+  if (data.size() != bytes)
+    throw ConfigError(fmt::format("{}: truncated or oversized (expected {} bytes, found {})", at, bytes, data.size()));
+  if (const std::string got = fmt::format("{:08x}", crc32(data)); got != crc)
+    throw ConfigError(fmt::format("{}: checksum mismatch (manifest crc32 {}, file {})", at, crc, got));
+  RankState r = decode_rank_state(data, at);
+  if (r.rank != rank) throw ConfigError(fmt::format("{}: holds rank {}, manifest says {}", at, r.rank, rank));
+  return r;
+}
+
+TrainerState parse_manifest(const std::string& dir, const std::string& fingerprint, const std::string& where) {
+  const std::string path = (fs::path(dir) / "manifest.json").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw ConfigError(where + ": manifest.json: missing");
+  const nlohmann::json j = parse_json_text(read_file_bytes(path), where + ": manifest.json");
+  JsonObject o(j, where + ": manifest.json");
+  if (o.string("format") != kCheckpointFormat) o.fail("format", fmt::format("expected \"{}\"", kCheckpointFormat));
+  if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
+    o.fail("fingerprint", fmt::format("saved for another model or unit layout ({}; this plan is {})", fp, fingerprint));
+  TrainerState s;
+  s.step = o.integer("step");
+  s.data.next_sample = unsigned_field(o, "next_sample");
+  s.seed = unsigned_field(o, "seed");
+  s.dp_shard = int(o.positive_integer("dp_shard"));
+  s.dp_replicate = int(o.positive_integer("dp_replicate"));
+  std::vector<std::int64_t> numel;
+  for (const auto& [v, p] : o.array("unit_numel")) numel.push_back(v->get<std::int64_t>());
+  for (const auto& [f, p] : o.array("files")) s.ranks.push_back(read_shard(dir, JsonObject(*f, o.file(), p), where));
+  o.finish();
+  for (const RankState& r : s.ranks) {
+    bool same = r.units.size() == numel.size();
+    for (std::size_t u = 0; same && u < numel.size(); ++u) same = r.units[u].unit_numel == numel[u];
+    if (!same) throw ConfigError(fmt::format("{}: {}: units differ from the manifest's unit_numel", where,
+                                             rank_file_name(r.rank)));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string plan_fingerprint(const Plan& plan) {
+  nlohmann::json units = nlohmann::json::array();
+  for (const PlanUnit& u : plan.units) units.push_back(u.modules);
+  const nlohmann::json key{{"model", model_spec_to_json(plan.model)}, {"units", units}};
+  return fmt::format("{:016x}", fnv1a64(key.dump()));
+}
+
+std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }
+
+std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot create checkpoint directory: {}", root, ec.message()));
+  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(s.step);
+  const fs::path tmp = fs::path(root) / fmt::format("{}.tmp-{}", checkpoint_dir_name(s.step), ::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  std::vector<std::string> files, bytes;
+  for (const RankState& r : s.ranks) {
+    files.push_back(rank_file_name(r.rank));
+    bytes.push_back(encode_rank_state(r));
+    write_file_durable((tmp / files.back()).string(), bytes.back());
+  }
+  write_file_durable((tmp / "manifest.json").string(), manifest_json(s, fingerprint, files, bytes).dump(2) + "\n");
+  fsync_directory(tmp.string());
+  fs::remove_all(final_dir, ec);  // a re-run of the same step replaces it; older steps stay valid meanwhile
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw ConfigError(fmt::format("{}: cannot rename to {}: {}", tmp.string(), final_dir.string(), ec.message()));
+  fsync_directory(root);
+  return final_dir.string();
+}
+
+TrainerState read_checkpoint(const std::string& dir, const std::string& fingerprint) {
+  const std::string where = "checkpoint " + dir;
+  TrainerState s = parse_manifest(dir, fingerprint, where);
+  if (s.ranks.empty()) throw ConfigError(where + ": manifest.json: no shard files");
+  return s;
+}
+
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root) {
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  static const std::regex kName("step-([0-9]+)");  // temporary "step-N.tmp-PID" names do not match
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (e.is_directory(ec) && std::regex_match(name, m, kName)) out.emplace_back(std::stoll(m[1]), e.path().string());
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& root, const std::string& fingerprint,
+                                                       std::vector<std::string>* rejected_out) {
+  std::vector<std::string> rejected;
+  for (const auto& [step, dir] : list_checkpoints(root)) {
+    try {
+      return LoadedCheckpoint{read_checkpoint(dir, fingerprint), dir, rejected};
+    } catch (const ConfigError& e) {
+      rejected.emplace_back(e.what());
+    }
+  }
+  if (rejected_out) *rejected_out = rejected;
+  return std::nullopt;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,51 @@
+// executor/checkpoint/checkpoint.h — sharded training checkpoints: one directory per step
+// (`step-000006/`) holding manifest.json (format, plan fingerprint, step, data position, seed,
+// dp_shard, per-unit numel, and each shard file with its byte size and CRC-32) plus one
+// `rank-NNNNN.bin` per shard owner (shard_file.h). Written into `step-000006.tmp-<pid>/`, fsynced,
+// renamed, then the parent fsynced, so a crash leaves either the old set or the new one (the llm.c
+// DONE_<step> marker idea, here by rename). Loading verifies sizes and checksums and falls back to
+// the newest good step. Leaves out pruning old checkpoints and asynchronous saving.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/plan.h"
+#include "executor/runtime/trainer.h"
+
+namespace fsdpx {
+
+inline constexpr const char* kCheckpointFormat = "fsdpx-checkpoint/1";
+
+// Identifies what a checkpoint can be loaded into: the model and the unit layout (modules per unit),
+// not the parallel degrees, so a state saved with N ranks loads with M. 16 hex digits (FNV-1a 64).
+std::string plan_fingerprint(const Plan& plan);
+
+std::string checkpoint_dir_name(std::int64_t step);  // "step-000006"
+
+// Saves `s` (only replica 0's shards are in it) under root/step-<step>; creates root if needed and
+// replaces an existing directory of the same step. Returns the directory path.
+std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint);
+
+// Reads one checkpoint directory, verifying the manifest, the fingerprint and every file's size and
+// CRC-32. Throws ConfigError "checkpoint <dir>: <file>: <what>" on the first problem.
+TrainerState read_checkpoint(const std::string& dir, const std::string& fingerprint);
+
+// Complete checkpoint directories under root (temporary ones skipped), newest step first.
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root);
+
+struct LoadedCheckpoint {
+  TrainerState state;
+  std::string dir;
+  std::vector<std::string> rejected;  // one message per newer checkpoint that failed verification
+};
+
+// The newest checkpoint under root that verifies; nullopt when none does (rejected messages are
+// then in `rejected_out` when given).
+std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& root, const std::string& fingerprint,
+                                                       std::vector<std::string>* rejected_out = nullptr);
+
+}  // namespace fsdpx

@@ -1,0 +1,151 @@
+// executor/checkpoint/shard_file.cpp — rank state encoding and POSIX durable writes.
+#include "executor/checkpoint/shard_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "checkpoint files are little-endian");
+constexpr char kMagic[8] = {'F', 'S', 'D', 'P', 'X', 'C', 'K', 'P'};
+constexpr std::uint32_t kVersion = 1;
+
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_floats(std::string& out, const std::vector<float>& v) {
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+class Reader {
+ public:
+  Reader(std::string_view bytes, const std::string& where) : b_(bytes), where_(where) {}
+  template <typename T>
+  T get() {
+    T v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  std::vector<float> floats(std::int64_t n) {
+    if (n < 0 || std::uint64_t(n) > left() / sizeof(float)) throw ConfigError(fmt::format("{}: truncated (array of {} floats at offset {}, {} bytes left)", where_, n, pos_, left()));
+    const std::size_t count = static_cast<std::size_t>(n);
+    const char* src = take(count * sizeof(float));  // checks the length before allocating
+    std::vector<float> v(count);
+    std::memcpy(v.data(), src, count * sizeof(float));
+    return v;
+  }
+  std::size_t left() const { return b_.size() - pos_; }
+
+ private:
+  const char* take(std::size_t n) {
+    if (n > left())
+      throw ConfigError(fmt::format("{}: truncated (needs {} more bytes at offset {}, {} left)", where_, n, pos_,
+                                    left()));
+    const char* p = b_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  std::string_view b_;
+  const std::string& where_;
+  std::size_t pos_ = 0;
+};
+
+[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
+  throw ConfigError(fmt::format("{}: {}: {}", path, what, std::generic_category().message(errno)));
+}
+
+}  // namespace
+
+std::string encode_rank_state(const RankState& r) {
+  std::string out(kMagic, sizeof kMagic);
+  put<std::uint32_t>(out, kVersion);
+  put<std::uint32_t>(out, std::uint32_t(r.rank));
+  put<std::uint32_t>(out, std::uint32_t(r.units.size()));
+  put<std::uint32_t>(out, 0);
+  for (const UnitShardState& u : r.units) {
+    FSDP_CHECK(u.exp_avg.size() == u.params.size() && u.exp_avg_sq.size() == u.params.size(),
+               "encode_rank_state: shard arrays differ in length");
+    put<std::int64_t>(out, u.unit_numel);
+    put<std::int64_t>(out, u.shard_offset);
+    put<std::int64_t>(out, std::int64_t(u.params.size()));
+    put_floats(out, u.params);
+    put_floats(out, u.exp_avg);
+    put_floats(out, u.exp_avg_sq);
+  }
+  return out;
+}
+
+RankState decode_rank_state(std::string_view bytes, const std::string& where) {
+  Reader in(bytes, where);
+  const auto magic = in.get<std::uint64_t>();
+  if (std::memcmp(&magic, kMagic, sizeof kMagic) != 0) throw ConfigError(where + ": not a fsdpx shard file");
+  if (const auto v = in.get<std::uint32_t>(); v != kVersion)
+    throw ConfigError(fmt::format("{}: shard file version {} (this fsdpx reads {})", where, v, kVersion));
+  RankState r;
+  r.rank = int(in.get<std::uint32_t>());
+  const auto units = in.get<std::uint32_t>();
+  in.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < units; ++i) {
+    UnitShardState u;
+    u.unit_numel = in.get<std::int64_t>();
+    u.shard_offset = in.get<std::int64_t>();
+    const auto n = in.get<std::int64_t>();
+    u.params = in.floats(n);
+    u.exp_avg = in.floats(n);
+    u.exp_avg_sq = in.floats(n);
+    r.units.push_back(std::move(u));
+  }
+  if (in.left() != 0) throw ConfigError(fmt::format("{}: {} unexpected bytes after the last unit", where, in.left()));
+  return r;
+}
+
+void write_file_durable(const std::string& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("cannot create", path);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      fail_errno("write failed", path);
+    }
+    done += std::size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail_errno("fsync failed", path);
+  }
+  if (::close(fd) != 0) fail_errno("close failed", path);
+}
+
+void fsync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_errno("cannot open directory", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) fail_errno("fsync of directory failed", path);
+}
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace fsdpx

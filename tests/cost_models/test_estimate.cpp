@@ -1,0 +1,125 @@
+// tests/cost_models/test_estimate.cpp — the analytic estimate: its memory categories are the memory
+// model's terms, the step-time lower bound is max(compute, communication), ZeRO modes order memory as
+// the ZeRO paper says, and bad parallelism degrees are input errors naming the option.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/errors.h"
+#include "cost_models/estimate.h"
+#include "cost_models/params.h"
+
+namespace fsdpx {
+namespace {
+
+ModelSpec llama_8b() {
+  ModelSpec m;
+  m.name = "llama3.1-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn_hidden = 14336;
+  m.vocab = 128256;
+  m.max_seq = 131072;
+  return m;
+}
+
+ClusterSpec dgx_h100(int nodes) {
+  ClusterSpec c;
+  c.name = "dgx-h100";
+  c.gpu.name = "h100";
+  c.gpu.peak_flops_per_s = {{DType::bf16, 989.4e12}, {DType::fp32, 66.9e12}};
+  c.gpu.vector_flops_per_s = 66.9e12;
+  c.gpu.hbm_bytes = 80.0 * (1ull << 30);
+  c.gpu.hbm_bw_bytes_per_s = 3.35e12;
+  c.gpu.matmul_efficiency.points = {{1e9, 0.5}, {1e11, 0.8}};
+  c.gpu.memory_efficiency.points = {{1e6, 0.6}, {1e8, 0.9}};
+  c.gpu.attention_efficiency.points = {{512, 0.3}, {8192, 0.37}};
+  c.gpu.attention_backward_efficiency.points = {{512, 0.2}, {8192, 0.32}};
+  c.gpu.matmul_half_efficiency_dim = 1024;
+  c.gpus_per_node = 8;
+  c.nodes = nodes;
+  c.intra = {370e9, 3.4e-6, true};
+  c.inter = {8, 48e9, 14e-6};
+  return c;
+}
+
+TrainingShape fsdp8() {
+  TrainingShape s;
+  s.dp_shard = 8;
+  s.seq = 8192;
+  s.grad_accum = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP state per GPU is 16 bytes per parameter over dp_shard (fp32 master policy)") {
+  const Estimate e = estimate(llama_8b(), dgx_h100(1), fsdp8());
+  const double p = double(count_params(llama_8b()).total());
+  CHECK(e.total_params == count_params(llama_8b()).total());
+  CHECK(e.memory.params + e.memory.grads + e.memory.optimizer == doctest::Approx(16 * p / 8).epsilon(1e-9));
+  CHECK(e.memory.activations > 0);
+  CHECK(e.memory.transient > 0);
+  CHECK(e.memory.total() == doctest::Approx(e.memory.params + e.memory.grads + e.memory.optimizer +
+                                            e.memory.activations + e.memory.transient + e.memory.other));
+}
+
+TEST_CASE("the step-time lower bound is max(compute, communication)") {
+  const Estimate e = estimate(llama_8b(), dgx_h100(1), fsdp8());
+  CHECK(e.step_time_lower_bound_s == std::max(e.compute_time_s, e.dp_comm_time_s + e.tp_cp_comm_time_s));
+  CHECK(e.tokens_per_step == doctest::Approx(1 * 8192 * 2 * 8));
+  CHECK(e.mfu_upper_bound == doctest::Approx(e.tokens_per_s_per_gpu_upper_bound * e.model_flops_per_token / 989.4e12));
+  // Across 16 nodes the same per-GPU work costs more communication, never less.
+  TrainingShape wide = fsdp8();
+  wide.dp_shard = 128;
+  const Estimate w = estimate(llama_8b(), dgx_h100(16), wide);
+  CHECK(w.dp_comm_time_s > e.dp_comm_time_s);
+}
+
+TEST_CASE("model-state memory orders DDP > ZeRO-1 > ZeRO-2 > ZeRO-3 (Rajbhandari et al. SC20)") {
+  double last = 1e300;
+  for (ShardingMode mode : {ShardingMode::ddp, ShardingMode::zero1, ShardingMode::zero2, ShardingMode::zero3}) {
+    TrainingShape s = fsdp8();
+    s.mode = mode;
+    const Estimate e = estimate(llama_8b(), dgx_h100(1), s);
+    const double state = e.memory.params + e.memory.grads + e.memory.optimizer;
+    CHECK(state < last);
+    last = state;
+  }
+}
+
+TEST_CASE("full recompute keeps fewer activations and costs more compute") {
+  TrainingShape none = fsdp8(), full = fsdp8();
+  full.recompute = Recompute::full;
+  const Estimate a = estimate(llama_8b(), dgx_h100(1), none);
+  const Estimate b = estimate(llama_8b(), dgx_h100(1), full);
+  CHECK(b.memory.activations < a.memory.activations / 4);
+  CHECK(b.compute_time_s > a.compute_time_s * 1.2);
+}
+
+TEST_CASE("bad degrees are input errors naming the option") {
+  auto message = [](TrainingShape s, int nodes = 1) {
+    try {
+      estimate(llama_8b(), dgx_h100(nodes), s);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  TrainingShape s = fsdp8();
+  s.dp_shard = 3;
+  CHECK(message(s).find("--dp-shard") != std::string::npos);
+  s = fsdp8();
+  s.tp = 16;  // more than a node's 8 GPUs: TP stays inside a node
+  s.dp_shard = 1;
+  CHECK(message(s, 2).find("--tp") != std::string::npos);
+  s = fsdp8();
+  s.seq = 200000;
+  CHECK(message(s).find("--seq") != std::string::npos);
+}
+
+}  // namespace fsdpx

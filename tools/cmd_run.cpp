@@ -1,0 +1,156 @@
+// tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
+// [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
+// [--format text|json]`: trains a plan with the executor runtime (CPU backend: the plan's ranks are
+// threads of this process). --steps is the step to stop at (default: the plan's optimizer.total_steps),
+// so a resumed run with the same --steps ends where the uninterrupted one does. Leaves out the CUDA
+// backend (reported as missing) and multi-process launch.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/config_paths.h"
+#include "core/errors.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/reshard.h"
+#include "executor/data/text_dataset.h"
+#include "tools/cli_options.h"
+#include "tools/commands.h"
+#include "tools/run_report.h"
+
+namespace fsdpx {
+
+namespace {
+
+enum class Backend { cpu, cuda };
+const std::map<std::string, Backend> kBackends{{"cpu", Backend::cpu}, {"cuda", Backend::cuda}};
+const std::map<std::string, std::optional<TokenDType>> kTokenDTypes{{"uint16", TokenDType::u16},
+                                                                    {"uint32", TokenDType::u32}};
+
+struct RunOptions {
+  std::string plan;
+  Backend backend = Backend::cpu;
+  std::int64_t steps = 0;  // 0: the plan's optimizer.total_steps
+  std::optional<std::uint64_t> seed;
+  std::string data;
+  std::optional<TokenDType> data_dtype;
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0;
+  bool resume = false;
+  std::string profile;
+  OutputFormat format = OutputFormat::text;
+};
+
+void check_options(const RunOptions& o) {
+  if (o.backend == Backend::cuda)
+    throw ConfigError("--backend cuda: no CUDA backend was found in this build of fsdpx (the CUDA executor is not "
+                      "implemented yet, so no CUDA device can be used); run with --backend cpu");
+  if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
+    throw ConfigError(fmt::format("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every"));
+}
+
+// Loads the newest good checkpoint into `trainer`, resharded to its layout; reports rejected ones.
+std::string resume_from(Trainer& trainer, const std::string& root, const std::string& fingerprint) {
+  std::vector<std::string> rejected;
+  auto loaded = load_latest_checkpoint(root, fingerprint, &rejected);
+  const auto& msgs = loaded ? loaded->rejected : rejected;
+  for (const auto& m : msgs) std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", m.c_str());
+  if (!loaded)
+    throw ConfigError(fmt::format("--resume: no loadable checkpoint in {} ({})", root,
+                                  rejected.empty() ? "no step-NNNNNN directory" : "every one failed verification"));
+  trainer.load_state(reshard_state(loaded->state, trainer.state(), "checkpoint " + loaded->dir));
+  return loaded->dir;
+}
+
+std::string params_hash(const Trainer& trainer) {
+  const std::vector<float> p = trainer.gather_full_params();
+  return fmt::format("{:016x}", fnv1a64(p.data(), p.size() * sizeof(float)));
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
+}
+
+// Prints progress on a terminal every step; when piped, about 20 lines per run plus the last step.
+bool show_progress(const StepMetrics& m, const RunRecord& r, bool tty) {
+  const std::int64_t every = std::max<std::int64_t>(1, (r.target_steps - r.start_step) / 20);
+  return tty || m.step == r.target_steps || (m.step - r.start_step) % every == 0 || m.step == r.start_step + 1;
+}
+
+void train_loop(Trainer& trainer, const RunOptions& o, const std::string& fingerprint, RunRecord& r) {
+  const bool text = o.format == OutputFormat::text, tty = ::isatty(STDOUT_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (std::int64_t step = r.start_step; step < r.target_steps; ++step) {
+    const StepMetrics m = trainer.step();
+    r.steps.push_back(m);
+    if (text && show_progress(m, r, tty)) {
+      std::printf("%s\n", progress_line(m, r, elapsed_s()).c_str());
+      std::fflush(stdout);
+    }
+    const bool save_now = o.checkpoint_every > 0 && m.step % o.checkpoint_every == 0;
+    if (!o.checkpoint_dir.empty() && (save_now || m.step == r.target_steps))
+      r.checkpoints.push_back(save_checkpoint(o.checkpoint_dir, trainer.state(), fingerprint));
+  }
+  r.elapsed_s = elapsed_s();
+}
+
+void run_run(const RunOptions& o) {
+  check_options(o);
+  Plan plan = load_plan(resolve_config("plans", o.plan));
+  if (o.seed) plan.training.seed = *o.seed;
+  auto data = open_dataset({o.data, o.data_dtype, plan.training.seed, plan.model.vocab});
+  TrainerOptions to;
+  to.profile = !o.profile.empty();
+  Trainer trainer(plan, data, to);
+  const std::string fingerprint = plan_fingerprint(plan);
+  RunRecord r;
+  r.data = data->describe();
+  r.target_steps = o.steps > 0 ? o.steps : plan.optimizer.total_steps;
+  if (o.resume) {
+    r.resumed_from = resume_from(trainer, o.checkpoint_dir, fingerprint);
+    r.start_step = trainer.state().step;
+  }
+  if (o.format == OutputFormat::text) std::printf("%s", run_header_text(plan, r).c_str());
+  train_loop(trainer, o, fingerprint, r);
+  r.peak_memory = trainer.peak_memory();
+  r.params_hash = params_hash(trainer);
+  if (!o.profile.empty()) write_json_file(o.profile, profile_json(plan, trainer.profile(), r));
+  if (o.format == OutputFormat::json)
+    std::printf("%s\n", run_json(r).dump(2).c_str());
+  else
+    std::printf("%s", run_summary_text(r).c_str());
+}
+
+}  // namespace
+
+void setup_run(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "Train a plan with the executor (CPU backend: ranks are threads)");
+  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
+  add_enum_option(sub, "--backend", o->backend, kBackends, "cpu (reference) or cuda");
+  sub->add_option("--steps", o->steps, "Train until this step (default: the plan's optimizer.total_steps)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option_function<std::uint64_t>("--seed", [o](std::uint64_t s) { o->seed = s; },
+                                          "Seed for initialisation and data order (default: the plan's)");
+  sub->add_option("--data", o->data, "Plain text (byte tokens) or FSDPXTOK token file (default: data/kjv-genesis.txt)");
+  add_enum_option(sub, "--data-dtype", o->data_dtype, kTokenDTypes,
+                  "Read --data as a raw little-endian token array of this type");
+  sub->add_option("--checkpoint-dir", o->checkpoint_dir, "Save checkpoints here (and at the last step)");
+  sub->add_option("--checkpoint-every", o->checkpoint_every, "Save every K steps")->check(CLI::PositiveNumber);
+  sub->add_flag("--resume", o->resume, "Continue from the newest good checkpoint in --checkpoint-dir");
+  sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->callback([o] { run_run(*o); });
+}
+
+}  // namespace fsdpx

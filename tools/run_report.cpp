@@ -1,0 +1,95 @@
+// tools/run_report.cpp — text and JSON output of `fsdpx run`.
+#include "tools/run_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/format.h"
+
+namespace fsdpx {
+
+namespace {
+
+std::string rate(double per_s) {
+  if (per_s >= 1e6) return fmt::format("{:.2f}M", per_s / 1e6);
+  if (per_s >= 1e3) return fmt::format("{:.1f}k", per_s / 1e3);
+  return fmt::format("{:.0f}", per_s);
+}
+
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+std::string progress_line(const StepMetrics& m, const RunRecord& r, double elapsed_s) {
+  const double done = double(m.step - r.start_step), left = double(r.target_steps - m.step);
+  const double eta_s = done > 0 ? elapsed_s / done * left : 0;
+  return fmt::format("step {:>5}/{}  loss {:.4f}  lr {:.2e}  {} tok/s  elapsed {:.1f} s  ETA {:.1f} s{}", m.step,
+                     r.target_steps, m.loss, m.lr, rate(m.tokens_per_s), elapsed_s, eta_s,
+                     m.skipped ? "  (skipped: non-finite values)" : "");
+}
+
+std::string run_header_text(const Plan& plan, const RunRecord& r) {
+  const Parallelism& p = plan.parallelism;
+  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: dp_shard {} x dp_replicate {})\n",
+                              plan.model.name, r.data, r.backend, p.world_size(), p.dp_shard, p.dp_replicate);
+  s += fmt::format("seq {}, global batch {} sequences ({} tokens), micro-batch {}, seed {}\n", plan.training.seq,
+                   plan.training.global_batch, plan.training.global_batch * plan.training.seq,
+                   plan.training.micro_batch, plan.training.seed);
+  if (!r.resumed_from.empty()) s += fmt::format("resumed from {} (step {})\n", r.resumed_from, r.start_step);
+  return s;
+}
+
+std::string run_summary_text(const RunRecord& r) {
+  if (r.steps.empty()) return fmt::format("nothing to do: already at step {} of {}\n", r.start_step, r.target_steps);
+  std::string s = fmt::format("done: steps {}..{} in {:.2f} s ({} tok/s); loss {:.4f} -> {:.4f}\n",
+                              r.steps.front().step, r.steps.back().step, r.elapsed_s,
+                              rate(r.steps.back().tokens_per_s), r.steps.front().loss, r.steps.back().loss);
+  std::vector<std::vector<std::string>> rows{{"peak memory (worst rank)", "bytes"}};
+  for (const auto& [cat, bytes] : r.peak_memory) rows.push_back({cat, mib(bytes)});
+  s += table(rows);
+  for (const auto& d : r.checkpoints) s += fmt::format("checkpoint written: {}\n", d);
+  s += fmt::format("parameters hash (FNV-1a 64 of fp32): {}\n", r.params_hash);
+  return s;
+}
+
+nlohmann::json run_json(const RunRecord& r) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepMetrics& m : r.steps)
+    steps.push_back({{"step", m.step}, {"loss", m.loss}, {"tokens_per_s", m.tokens_per_s}, {"time_s", m.time_s},
+                     {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"skipped", m.skipped}});
+  nlohmann::json j{{"backend", r.backend},
+                   {"data", r.data},
+                   {"start_step", r.start_step},
+                   {"target_steps", r.target_steps},
+                   {"resumed_from", r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+                   {"steps", steps},
+                   {"final_loss", r.steps.empty() ? nlohmann::json() : nlohmann::json(r.steps.back().loss)},
+                   {"peak_memory_bytes", r.peak_memory},
+                   {"checkpoints", r.checkpoints},
+                   {"final_params_hash", r.params_hash},
+                   {"elapsed_s", r.elapsed_s}};
+  return j;
+}
+
+double measured_step_time_s(const std::vector<StepMetrics>& steps) {
+  if (steps.empty()) return 0;
+  if (steps.size() == 1) return steps.front().time_s;
+  double sum = 0;
+  for (std::size_t i = 1; i < steps.size(); ++i) sum += steps[i].time_s;
+  return sum / double(steps.size() - 1);
+}
+
+nlohmann::json profile_json(const Plan& plan, const OpProfile& p, const RunRecord& r) {
+  nlohmann::json step_times = nlohmann::json::array();
+  for (const StepMetrics& m : r.steps) step_times.push_back(m.time_s);
+  return {{"format", kProfileFormat},
+          {"backend", r.backend},
+          {"steps", p.steps},
+          {"step_time_s", measured_step_time_s(r.steps)},
+          {"step_times_s", step_times},
+          {"op_time_s", p.op_time_s},
+          {"kernel_time_s", p.kernel_time_s},
+          {"kernel_calls", p.kernel_calls},
+          {"plan", plan_to_json(plan)}};
+}
+
+}  // namespace fsdpx
