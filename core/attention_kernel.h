@@ -1,23 +1,35 @@
-// core/attention_kernel.h — which fused attention kernel family a training stack runs. It is a property
-// of the software, not of the GPU: FlashAttention-2 (PyTorch SDPA's flash backend, flash-attn 2.x) is the
+// core/attention_kernel.h — which attention implementation a training stack runs. It is a property of
+// the software, not of the GPU: FlashAttention-2 (PyTorch SDPA's flash backend, flash-attn 2.x) is the
 // default; FlashAttention-1-class kernels (flash-attn 1.x and its Triton port, which MPT's
 // `attn_impl: triton` uses) run at half its speed (Dao 2023, FlashAttention-2, abstract: "2x speedup
-// compared to FlashAttention"). Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
+// compared to FlashAttention"); `unfused` is Megatron-LM's attention before flash kernels (2021):
+// QKᵀ as a batched GEMM into a materialised [b·a, s, s] score tensor, a fused scale-mask-softmax kernel
+// and attention dropout over it, then a batched GEMM with V (Narayanan et al. 2021, SC21, §4.3).
+// Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
 #pragma once
 
 #include <string_view>
 
 namespace fsdpx {
 
-enum class AttentionKernel { flash2, flash1 };
+enum class AttentionKernel { flash2, flash1, unfused };
 
-// Throughput relative to FlashAttention-2 (the GPU specs' attention curves are FlashAttention-2's).
+// Throughput of a fused (flash) kernel relative to FlashAttention-2 (the GPU specs' attention curves
+// are FlashAttention-2's). `unfused` runs no fused kernel: its GEMMs and softmax are costed as such.
 constexpr double attention_kernel_relative_speed(AttentionKernel k) {
   return k == AttentionKernel::flash1 ? 0.5 : 1.0;
 }
 
+// True when the s×s scores are never written to memory.
+constexpr bool attention_kernel_is_fused(AttentionKernel k) { return k != AttentionKernel::unfused; }
+
 constexpr std::string_view attention_kernel_name(AttentionKernel k) {
-  return k == AttentionKernel::flash1 ? "flash1" : "flash2";
+  switch (k) {
+    case AttentionKernel::flash2: return "flash2";
+    case AttentionKernel::flash1: return "flash1";
+    case AttentionKernel::unfused: return "unfused";
+  }
+  return "flash2";
 }
 
 }  // namespace fsdpx

@@ -41,7 +41,8 @@ GpuSpec resolve_or_explain(const std::string& gpu_name, JsonObject& o, GpuResolv
   }
 }
 
-// "gpu": "h100-sxm-80gb" or {"name": ..., "hbm_gib": ..., "hbm_bw_tb_per_s": ..., "peak_tflops": {...}}.
+// "gpu": "h100-sxm-80gb" or {"name": ..., "hbm_gib": ..., "hbm_bw_tb_per_s": ..., "peak_tflops": {...},
+// and the calibration overrides of gpu_spec.h: "vector_tflops", "matmul_efficiency"...}.
 GpuSpec parse_gpu_ref(JsonObject& o, GpuResolver resolve_gpu) {
   if (o.raw("gpu").is_string()) return resolve_or_explain(o.string("gpu"), o, resolve_gpu);
   JsonObject g = o.object("gpu");
@@ -61,6 +62,7 @@ GpuSpec parse_gpu_ref(JsonObject& o, GpuResolver resolve_gpu) {
     peaks->finish();
     spec.sources["peak_tflops"] = note;
   }
+  parse_gpu_calibration_overrides(g, spec);  // curves measured by `fsdpx calibrate`
   g.finish();
   return spec;
 }

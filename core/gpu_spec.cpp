@@ -121,6 +121,27 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   return g;
 }
 
+void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
+  const std::string note = fmt::format("overridden by {}", o.file());
+  if (auto v = o.optional_positive_number("vector_tflops")) {
+    g.vector_flops_per_s = *v * kTera;
+    g.sources["vector_tflops"] = note;
+  }
+  const struct {
+    std::string_view key;
+    EfficiencyCurve GpuSpec::*curve;
+    double size_scale;
+  } curves[] = {{"matmul_efficiency", &GpuSpec::matmul_efficiency, kGiga},
+                {"memory_efficiency", &GpuSpec::memory_efficiency, kMega},
+                {"attention_efficiency", &GpuSpec::attention_efficiency, 1.0},
+                {"attention_backward_efficiency", &GpuSpec::attention_backward_efficiency, 1.0}};
+  for (const auto& c : curves)
+    if (o.has(c.key)) {
+      g.*c.curve = parse_curve(o, c.key, c.size_scale);
+      g.sources[std::string(c.key)] = note;
+    }
+}
+
 nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
   nlohmann::json peaks = nlohmann::json::object();
   for (const auto& [t, flops] : g.peak_flops_per_s) peaks[std::string(dtype_name(t))] = flops / kTera;

@@ -42,6 +42,10 @@ struct GpuSpec {
 };
 
 GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file);
+// Optional overrides of a cluster's "gpu" object beyond HBM and peaks: "vector_tflops" and the four
+// efficiency curves, in the GPU file's units (what `fsdpx calibrate` measures). Marks each as read.
+class JsonObject;
+void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g);
 nlohmann::json gpu_spec_to_json(const GpuSpec& g);
 
 }  // namespace fsdpx

@@ -79,7 +79,8 @@ constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::none, PipelineSched
 constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full,
                                              RecomputeMode::selective_op};
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
-constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1};
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1,
+                                                 AttentionKernel::unfused};
 const char* attention_kernel_cname(AttentionKernel k) { return attention_kernel_name(k).data(); }
 
 ModelSpec parse_model(JsonObject& o) {

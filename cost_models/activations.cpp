@@ -131,13 +131,25 @@ double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s) 
   return d.tokens * per_token;
 }
 
-// Assumption: logits of the vocab-parallel head (V/t per token) at the activation dtype, plus one
-// fp32 buffer of the same shape that a fused cross-entropy kernel needs for the upcast softmax and
-// reuses in place for dlogits, plus three fp32 per-token values (row max, log-sum-exp, loss).
+// Eager softmax cross-entropy, F.cross_entropy(logits.float(), labels), as compute_head.cpp times it
+// (torchtitan train.py: loss_fn on the fp32-upcast logits, then "del pred" "to avoid peaking memory"
+// before loss.backward()). Across the loss forward and backward only log_softmax's fp32 output over the
+// vocab-parallel head's V/t columns is kept (LogSoftmaxBackward saves its result; the act-dtype logits
+// and their fp32 copy are freed), plus three fp32 per-token values (row max, log-sum-exp, loss).
 double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
-  return d.tokens * (vocab_local * (d.e + kFp32Bytes) + 3 * kFp32Bytes);
+  return d.tokens * (vocab_local * kFp32Bytes + 3 * kFp32Bytes);
+}
+
+// The loss backward on top of logits_bytes: nll_loss_backward writes a dense fp32 gradient of the
+// log-probabilities and log_softmax_backward_data reads it with the saved output and writes the fp32
+// dlogits, so two more fp32 logits-sized tensors are alive at once (the cast back to the act dtype
+// comes after both inputs are freed and needs less).
+double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  return d.tokens * vocab_local * 2 * kFp32Bytes;
 }
 
 }  // namespace fsdpx

@@ -47,6 +47,9 @@ struct KernelWork {
 };
 
 std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
+// The attention core of a block's forward (softmax(QKᵀ)V: the fused kernel, or the unfused path's
+// GEMMs, softmax and dropout), what Korthikanti's selective recompute re-runs.
+bool is_attention_core(const KernelWork& k);
 // Token (+ position) embedding lookup; its backward is a scatter-add into the table.
 std::vector<KernelWork> embedding_kernels(const ModelSpec& m, const LayerShape& s, Pass p);
 // Final norm, LM head GEMM, softmax + cross-entropy loss (fused, no full probabilities kept).

@@ -68,6 +68,46 @@ KernelWork attention_backward(const RankDims& d) {
   return w;
 }
 
+// Unfused attention (core/attention_kernel.h `unfused`, Megatron-LM 2021 CoreAttention): elements of
+// the materialised score tensor on this rank, b·(a/t)·(s/c)·s; written at the activation dtype.
+double score_elements(const RankDims& d) { return d.tokens * d.heads * d.seq; }
+
+// Forward: S = QKᵀ as a batched GEMM over all s keys (baddbmm computes the full square; the causal
+// mask is applied afterwards, so no FLOPs are skipped), the fused scale-mask-softmax (Narayanan et al.
+// 2021 §4.3; reads S, writes P; ~5 FLOPs per element: scale, mask, max, exp, divide), attention
+// dropout on P (Megatron's GPT default attention_dropout 0.1: reads P, writes P' and a 1-byte mask),
+// and O = P'V. Per-head GEMMs are s×s×head_dim, so head_dim is their smallest dimension.
+std::vector<KernelWork> unfused_attention_forward(const ModelSpec& m, const RankDims& d) {
+  constexpr double kMaskBytes = 1;
+  const double e = d.act_bytes, sc = score_elements(d), head_dim = static_cast<double>(m.head_dim);
+  KernelWork qk = gemm("attn_scores", d.tokens, d.seq, d.q_dim, e);
+  qk.bytes = (d.tokens * d.q_dim + d.keys * d.kv_dim + sc) * e;
+  qk.min_dim = head_dim;
+  KernelWork pv = gemm("attn_pv", d.tokens, d.q_dim, d.seq, e);
+  pv.bytes = (sc + d.keys * d.kv_dim + d.tokens * d.q_dim) * e;
+  pv.min_dim = head_dim;
+  return {qk, vector_kernel("attn_softmax", 5 * sc, sc * e, sc * e),
+          vector_kernel("attn_dropout", 2 * sc, sc * e, sc * (e + kMaskBytes)), pv};
+}
+
+// Backward: dV = P'ᵀdO and dP' = dO·Vᵀ (two batched GEMMs), dropout backward (reads dP' and the mask,
+// writes dP), softmax backward dS = P∘(dP − rowsum(dP∘P)) (reads P and dP, writes dS; ~4 FLOPs per
+// element), then dQ = dS·K and dK = dSᵀQ.
+std::vector<KernelWork> unfused_attention_backward(const ModelSpec& m, const RankDims& d) {
+  constexpr double kMaskBytes = 1;
+  const double e = d.act_bytes, sc = score_elements(d), head_dim = static_cast<double>(m.head_dim);
+  KernelWork pv = gemm("attn_pv_bwd", d.tokens, d.q_dim, d.seq, e);
+  pv.flops *= 2;
+  pv.bytes = (2 * sc + 2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * e;  // reads P', dO, V; writes dP', dV
+  pv.min_dim = head_dim;
+  KernelWork qk = gemm("attn_scores_bwd", d.tokens, d.seq, d.q_dim, e);
+  qk.flops *= 2;
+  qk.bytes = (sc + 2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * e;  // reads dS, Q, K; writes dQ, dK
+  qk.min_dim = head_dim;
+  return {pv, vector_kernel("attn_dropout_bwd", sc, sc * (e + kMaskBytes), sc * e),
+          vector_kernel("attn_softmax_bwd", 4 * sc, 2 * sc * e, sc * e), qk};
+}
+
 // Rotary embedding of Q and K (Su et al. 2021, RoFormer): each element is x·cos ± x'·sin, 3 FLOPs;
 // reads and writes Q and K once (the cos/sin tables are small and cached).
 KernelWork rope_kernel(std::string name, const RankDims& d) {
@@ -99,7 +139,11 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
   ks.push_back(norm_kernel("attn_norm", m.arch, d.norm_tokens, d, Pass::forward));
   ks.push_back(gemm("qkv", T, d.q_dim + 2 * d.kv_dim, h, e));
   if (m.arch == Arch::llama) ks.push_back(rope_kernel("rope", d));
-  ks.push_back(attention_forward(d));
+  if (d.fused_attention) {
+    ks.push_back(attention_forward(d));
+  } else {
+    for (KernelWork& k : unfused_attention_forward(m, d)) ks.push_back(std::move(k));
+  }
   ks.push_back(gemm("attn_out", T, h, d.q_dim, e));
   ks.push_back(residual_kernel("attn_residual", d.norm_tokens, d));
   ks.push_back(norm_kernel("mlp_norm", m.arch, d.norm_tokens, d, Pass::forward));
@@ -121,7 +165,11 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
   ks.push_back(norm_kernel("mlp_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
   ks.push_back(residual_kernel("mlp_residual_bwd", d.norm_tokens, d));
   ks.push_back(gemm("attn_out_dx", T, h, d.q_dim, e));
-  ks.push_back(attention_backward(d));
+  if (d.fused_attention) {
+    ks.push_back(attention_backward(d));
+  } else {
+    for (KernelWork& k : unfused_attention_backward(m, d)) ks.push_back(std::move(k));
+  }
   if (m.arch == Arch::llama) ks.push_back(rope_kernel("rope_bwd", d));
   ks.push_back(gemm("qkv_dx", T, d.q_dim + 2 * d.kv_dim, h, e));
   ks.push_back(norm_kernel("attn_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
@@ -143,6 +191,11 @@ std::vector<KernelWork> weight_grad_kernels(const ModelSpec& m, const RankDims& 
 }
 
 }  // namespace
+
+bool is_attention_core(const KernelWork& k) {
+  return k.name == "attn_core" || k.name == "attn_scores" || k.name == "attn_softmax" || k.name == "attn_dropout" ||
+         k.name == "attn_pv";
+}
 
 std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p) {
   const RankDims d = compute_detail::rank_dims(m, s);

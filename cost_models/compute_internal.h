@@ -24,6 +24,7 @@ struct RankDims {
   double vocab = 0;        // vocab / t (vocabulary-parallel embedding and LM head)
   double act_bytes = 0;    // bytes per activation element
   double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
+  bool fused_attention = true;  // false: materialised scores (AttentionKernel::unfused)
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);

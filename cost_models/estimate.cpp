@@ -73,7 +73,7 @@ double micro_batch_compute_s(const ModelSpec& m, const GpuSpec& gpu, const Train
   if (s.recompute != Recompute::none) {
     auto fwd = block_kernels(m, ls, Pass::forward);
     if (s.recompute == Recompute::selective)
-      std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+      std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
     if (s.recompute == Recompute::selective_op) fwd = op_sac_recompute_kernels(m, ls);
     time_s += m.layers * kernels_time_s(fwd, gpu, dt);
     *flops += m.layers * kernels_flops(fwd);
@@ -147,7 +147,8 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
 
   const ActivationShape a = activation_shape(s);
   mem.activations = m.layers * block_activation_bytes(m, a, s.recompute) + embedding_activation_bytes(m, a) +
-                    logits_bytes(m, a) + block_backward_working_bytes(m, a);
+                    logits_bytes(m, a) +
+                    std::max(block_backward_working_bytes(m, a), logits_backward_working_bytes(m, a));
 
   // Unsharded units alive at once: the current one plus `prefetch` more (FSDP1 paper §3.3), and the
   // unsharded gradients of the unit being reduced. The largest unit bounds it.

@@ -63,9 +63,11 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
 // Bytes of the block's working set while recomputing / running backward on top of saved bytes
 // (full recompute re-materialises one block's activations at a time).
 double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
-// Embedding output and final-norm input kept for backward; logits (act dtype) plus fp32 loss buffers.
+// Embedding output and final-norm input kept for backward; the eager cross-entropy's fp32 log-probs
+// kept from the loss forward to its backward, and the two fp32 logits-sized gradients of its backward.
 double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_bytes(const ModelSpec& m, const ActivationShape& s);
+double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
 
 // Fixed overheads (cost-model-facts.md §1.4 and §3.4).
 struct OverheadBytes {

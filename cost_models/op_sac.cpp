@@ -59,7 +59,7 @@ std::vector<KernelWork> op_sac_recompute_kernels(const ModelSpec& m, const Layer
   for (KernelWork& k : block_kernels(m, s, Pass::forward)) {
     // SDPA is saved; the block's last matmul (w2 / down) and the residual after it come after the
     // last tensor backward needs, so early stop skips them.
-    if (k.name == "attn_core" || k.name == "mlp_down" || k.name == "mlp_residual") continue;
+    if (is_attention_core(k) || k.name == "mlp_down" || k.name == "mlp_residual") continue;
     const bool matmul_group = k.name == "qkv" || k.name == "attn_out" || k.name == "mlp_up";
     if (!matmul_group) {
       out.push_back(std::move(k));  // norms, RoPE, attention residual, MLP activation

@@ -174,11 +174,13 @@ std::string plan_shape_desc(const Plan& p) {
   if (par.cp > 1) shape += fmt::format(", cp {}", par.cp);
   std::size_t full = 0, selective = 0, selective_op = 0;
   for (RecomputeMode r : p.recompute)
-    full += r == RecomputeMode::full, selective += r == RecomputeMode::selective, selective_op += r == RecomputeMode::selective_op;
+    full += r == RecomputeMode::full, selective += r == RecomputeMode::selective,
+        selective_op += r == RecomputeMode::selective_op;
   std::string recompute = full == 0 && selective == 0 ? "none"
                           : fmt::format("{} full, {} selective of {}", full, selective, p.recompute.size());
   if (selective_op > 0)
-    recompute = fmt::format("{} full, {} selective, {} selective_op of {}", full, selective, selective_op, p.recompute.size());
+    recompute = fmt::format("{} full, {} selective, {} selective_op of {}", full, selective, selective_op,
+                            p.recompute.size());
   return fmt::format("{} ({}), mb {}, ga {}, {} units, recompute {}", shape, data_parallel_name(par.data_parallel),
                      p.training.micro_batch, p.grad_accum(), p.units.size(), recompute);
 }

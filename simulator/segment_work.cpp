@@ -46,6 +46,10 @@ ActivationShape activation_shape(const Plan& plan) {
   a.cp = l.cp;
   a.sequence_parallel = l.sequence_parallel;
   a.act_bytes = dtype_bytes(l.act_dtype);
+  // The unfused path keeps the s×s tensors; its stack (Megatron-LM 2021) trains GPT with attention and
+  // hidden dropout 0.1 (megatron/arguments.py defaults), so Korthikanti's masks are kept too.
+  a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
+  a.dropout = !a.flash_attention;
   return a;
 }
 
@@ -193,7 +197,7 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
       const RecomputeMode r = block_recompute(plan, i);
       auto fwd = block_kernels(plan.model, s, Pass::forward);
       if (r == RecomputeMode::selective)
-        std::erase_if(fwd, [](const KernelWork& k) { return k.name != "attn_core"; });
+        std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
       if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
       if (r != RecomputeMode::none) {
         append(w.kernels, fwd);
@@ -226,7 +230,10 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
         break;
       case ModuleKind::final_norm: break;
-      case ModuleKind::head: mem.saved_activation_bytes += logits_bytes(plan.model, a); break;
+      case ModuleKind::head:
+        mem.saved_activation_bytes += logits_bytes(plan.model, a);
+        mem.backward_working_bytes = std::max(mem.backward_working_bytes, logits_backward_working_bytes(plan.model, a));
+        break;
     }
   }
   return mem;

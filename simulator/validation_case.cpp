@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <utility>
 
@@ -203,6 +204,29 @@ AttentionKernel framework_attention_kernel(const std::string& framework) {
   return framework == "llm-foundry" ? AttentionKernel::flash1 : AttentionKernel::flash2;
 }
 
+// The first standalone year (2000-2099) in a source citation: when the software ran.
+std::optional<int> source_year(const std::string& source) {
+  for (std::size_t i = 0; i + 4 <= source.size(); ++i) {
+    const bool starts = i == 0 || !std::isalnum(static_cast<unsigned char>(source[i - 1]));
+    const bool ends = i + 4 == source.size() || !std::isalnum(static_cast<unsigned char>(source[i + 4]));
+    if (!starts || !ends || source.compare(i, 2, "20") != 0) continue;
+    const auto digit = [&](std::size_t k) { return std::isdigit(static_cast<unsigned char>(source[k])) != 0; };
+    if (digit(i + 2) && digit(i + 3)) return std::stoi(source.substr(i, 4));
+  }
+  return std::nullopt;
+}
+
+// Megatron-LM's attention before flash kernels: the 2021 paper's runs used materialised scores with a
+// fused scale-mask-softmax (Narayanan et al. 2021 §4.3); flash attention entered Megatron-LM with
+// --use-flash-attn in 2023 (flash-attn 2, Transformer Engine fused attention since). Megatron runs
+// cited from before 2023 therefore get the unfused path; later and undated ones the framework default.
+AttentionKernel case_attention_kernel(const ValidationCase& c) {
+  constexpr int kMegatronFlashYear = 2023;
+  const std::optional<int> year = source_year(c.source);
+  if (c.framework == "megatron" && year && *year < kMegatronFlashYear) return AttentionKernel::unfused;
+  return framework_attention_kernel(c.framework);
+}
+
 // torchtitan's "selective" in the published Llama runs is op-level SAC: its Llama 3 train configs set
 // activation_checkpoint.mode = 'selective', selective_ac_option = 'op' (train_configs/llama3_8b.toml
 // @0011fb90; the policy in torchtitan/parallelisms/parallelize_llama.py @004b3148). NeMo / Megatron's
@@ -290,7 +314,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
   out.plan.reduce_grads = framework_reduce_grads(c);
-  out.plan.attention_kernel = framework_attention_kernel(c.framework);
+  out.plan.attention_kernel = case_attention_kernel(c);
   if (c.compiled) out.notes.push_back("torch.compile not modelled");
   validate_plan(out.plan, fmt::format("{}: case \"{}\"", file, c.id));
   return out;

@@ -62,6 +62,9 @@ std::string cluster_for_gpu(const std::string& gpu, const std::string& file, con
 // fits; see validation_case.cpp for the sources): its gradient-reduction dtype and attention kernel.
 DType framework_reduce_dtype(const std::string& framework);
 AttentionKernel framework_attention_kernel(const std::string& framework);
+// The framework's kernel in the software era the source cites (first year in `source`).
+std::optional<int> source_year(const std::string& source);
+AttentionKernel case_attention_kernel(const ValidationCase& c);
 // The recompute mode a framework runs for the case format's "selective" (other values map as named).
 RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
 

@@ -1,5 +1,133 @@
-// tools/cmd_calibrate.cpp — placeholder while being written.
+// tools/cmd_calibrate.cpp — `fsdpx calibrate --profile P -o cluster.json [--plan-out plan.json]
+// [--name N] [--format text|json]`: turns a `fsdpx run --profile` file into a cluster config whose GPU
+// carries measured efficiencies (simulator/calibration.h), and reports the measured step time against
+// the simulator's prediction before and after calibration. Leaves out calibrating the fabric.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/json_reader.h"
+#include "simulator/calibration.h"
+#include "simulator/simulate.h"
+#include "tools/cli_options.h"
 #include "tools/commands.h"
+#include "tools/format.h"
+#include "tools/run_report.h"
+
 namespace fsdpx {
-void setup_calibrate(CLI::App&) {}
+
+namespace {
+
+struct CalibrateOptions {
+  std::string profile;
+  std::string output;
+  std::string plan_out;
+  std::string name;
+  OutputFormat format = OutputFormat::text;
+};
+
+struct LoadedProfile {
+  Plan plan;
+  KernelProfile kernels;
+  double step_time_s = 0;
+};
+
+template <typename T>
+std::map<std::string, T> number_map(JsonObject& o, std::string_view key) {
+  std::map<std::string, T> out;
+  JsonObject m = o.object(key);
+  for (const auto& [k, v] : o.raw(key).items()) {
+    if (!v.is_number()) m.fail(k, "expected a number");
+    out[k] = v.template get<T>();
+    m.ignore(k);
+  }
+  return out;
+}
+
+LoadedProfile load_profile(const std::string& path) {
+  const nlohmann::json j = load_json_file(path);
+  JsonObject o(j, path);
+  if (o.string("format") != kProfileFormat) o.fail("format", fmt::format("expected \"{}\"", kProfileFormat));
+  LoadedProfile p;
+  o.string("backend");
+  p.kernels.steps = int(o.integer("steps"));
+  p.step_time_s = o.positive_number("step_time_s");
+  o.ignore("step_times_s");
+  o.ignore("op_time_s");
+  p.kernels.time_s = number_map<double>(o, "kernel_time_s");
+  p.kernels.calls = number_map<int>(o, "kernel_calls");
+  p.plan = parse_plan(o.raw("plan"), path);
+  o.finish();
+  return p;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
+}
+
+std::string kernel_table(const Calibration& cal) {
+  std::vector<std::vector<std::string>> rows{{"kernel", "calls", "predicted", "measured", "calibrated"}};
+  for (const KernelComparison& k : cal.kernels)
+    rows.push_back({k.name, fmt::format("{}", k.calls), seconds(k.predicted_s), seconds(k.measured_s),
+                    seconds(k.calibrated_s)});
+  return table(rows);
+}
+
+void run_calibrate(const CalibrateOptions& o) {
+  const LoadedProfile p = load_profile(o.profile);
+  const Calibration cal = calibrate_gpu(p.plan, p.kernels, o.profile);
+  const std::string name = o.name.empty() ? p.plan.cluster.name + "-calibrated" : o.name;
+  const std::string note = fmt::format("{} calibrated by fsdpx calibrate from {} ({} steps)", p.plan.cluster.gpu.name,
+                                       o.profile, p.kernels.steps);
+  write_json(o.output, calibrated_cluster_json(p.plan.cluster, cal.gpu, name, note));
+  Plan calibrated = p.plan;
+  calibrated.cluster.gpu = cal.gpu;
+  calibrated.cluster.name = name;
+  calibrated.predicted.reset();
+  if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
+  const double before_s = simulate(p.plan).step_time_s, after_s = simulate(calibrated).step_time_s;
+  const double err_before = std::abs(before_s - p.step_time_s) / p.step_time_s;
+  const double err_after = std::abs(after_s - p.step_time_s) / p.step_time_s;
+  if (o.format == OutputFormat::json) {
+    nlohmann::json k = nlohmann::json::array();
+    for (const KernelComparison& c : cal.kernels)
+      k.push_back({{"name", c.name}, {"calls", c.calls}, {"measured_calls", c.measured_calls},
+                   {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s}, {"calibrated_s", c.calibrated_s}});
+    std::printf("%s\n", nlohmann::json{{"cluster", o.output}, {"kernels", k}, {"unmatched", cal.unmatched},
+                                       {"step_time_s", {{"measured", p.step_time_s}, {"simulated_before", before_s},
+                                                        {"simulated_after", after_s}}},
+                                       {"relative_error", {{"before", err_before}, {"after", err_after}}}}
+                            .dump(2)
+                            .c_str());
+    return;
+  }
+  std::printf("per-kernel time per step (rank 0):\n%s", kernel_table(cal).c_str());
+  for (const auto& u : cal.unmatched) std::printf("not calibrated: %s\n", u.c_str());
+  std::printf("step time: measured %s; simulated %s before (error %.0f%%), %s after calibration (error %.0f%%)\n",
+              seconds(p.step_time_s).c_str(), seconds(before_s).c_str(), 100 * err_before, seconds(after_s).c_str(),
+              100 * err_after);
+  std::printf("calibrated cluster written to %s%s\n", o.output.c_str(),
+              o.plan_out.empty() ? "" : fmt::format("; calibrated plan to {}", o.plan_out).c_str());
+}
+
+}  // namespace
+
+void setup_calibrate(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* sub = app.add_subcommand("calibrate", "Turn a run profile into a cluster spec with measured efficiencies");
+  sub->add_option("--profile", o->profile, "Profile written by fsdpx run --profile")->required();
+  sub->add_option("-o,--output", o->output, "Write the calibrated cluster JSON here")->required();
+  sub->add_option("--plan-out", o->plan_out, "Also write the profiled plan with the calibrated cluster");
+  sub->add_option("--name", o->name, "Name of the calibrated cluster (default: <cluster>-calibrated)");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->callback([o] { run_calibrate(*o); });
+}
+
 }  // namespace fsdpx

@@ -75,7 +75,7 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   JsonObject o(j, where + ": manifest.json");
   if (o.string("format") != kCheckpointFormat) o.fail("format", fmt::format("expected \"{}\"", kCheckpointFormat));
   if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
-    o.fail("fingerprint", fmt::format("saved for another model or unit layout ({}; this plan is {})", fp, fingerprint));
+    o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})", fp, fingerprint));
   TrainerState s;
   s.step = o.integer("step");
   s.data.next_sample = unsigned_field(o, "next_sample");
@@ -98,10 +98,7 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
 }  // namespace
 
 std::string plan_fingerprint(const Plan& plan) {
-  nlohmann::json units = nlohmann::json::array();
-  for (const PlanUnit& u : plan.units) units.push_back(u.modules);
-  const nlohmann::json key{{"model", model_spec_to_json(plan.model)}, {"units", units}};
-  return fmt::format("{:016x}", fnv1a64(key.dump()));
+  return fmt::format("{:016x}", fnv1a64(model_spec_to_json(plan.model).dump()));
 }
 
 std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }

@@ -1,5 +1,5 @@
 // executor/checkpoint/checkpoint.h — sharded training checkpoints: one directory per step
-// (`step-000006/`) holding manifest.json (format, plan fingerprint, step, data position, seed,
+// (`step-000006/`) holding manifest.json (format, model fingerprint, step, data position, seed,
 // dp_shard, per-unit numel, and each shard file with its byte size and CRC-32) plus one
 // `rank-NNNNN.bin` per shard owner (shard_file.h). Written into `step-000006.tmp-<pid>/`, fsynced,
 // renamed, then the parent fsynced, so a crash leaves either the old set or the new one (the llm.c
@@ -20,8 +20,9 @@ namespace fsdpx {
 
 inline constexpr const char* kCheckpointFormat = "fsdpx-checkpoint/1";
 
-// Identifies what a checkpoint can be loaded into: the model and the unit layout (modules per unit),
-// not the parallel degrees, so a state saved with N ranks loads with M. 16 hex digits (FNV-1a 64).
+// Identifies what a checkpoint can be loaded into: the model only, not the parallel degrees nor the
+// unit grouping (reshard.h maps both), so a state saved with N ranks loads with M. 16 hex digits
+// (FNV-1a 64 of the model's JSON).
 std::string plan_fingerprint(const Plan& plan);
 
 std::string checkpoint_dir_name(std::int64_t step);  // "step-000006"

@@ -12,45 +12,63 @@ namespace fsdpx {
 
 namespace {
 
-struct FullUnit {
+// The whole model's logical elements (units concatenated in order).
+struct FullModel {
   std::vector<float> params, exp_avg, exp_avg_sq;
   std::vector<int> covered;  // times each logical element was found in a shard
 };
 
-FullUnit gather_unit(const TrainerState& saved, std::size_t u, std::int64_t numel, const std::string& origin) {
-  FullUnit f{std::vector<float>(std::size_t(numel)), std::vector<float>(std::size_t(numel)),
-             std::vector<float>(std::size_t(numel)), std::vector<int>(std::size_t(numel))};
+// Start of each unit in the model's logical element order, plus the total at the end.
+std::vector<std::int64_t> unit_bases(const RankState& r) {
+  std::vector<std::int64_t> base{0};
+  for (const UnitShardState& u : r.units) base.push_back(base.back() + u.unit_numel);
+  return base;
+}
+
+void gather_shard(const UnitShardState& s, std::int64_t base, FullModel& f, const std::string& where) {
+  if (s.exp_avg.size() != s.params.size() || s.exp_avg_sq.size() != s.params.size() || s.shard_offset < 0 ||
+      s.unit_numel < 0)
+    throw ConfigError(where + ": inconsistent shard arrays");
+  const std::int64_t end = std::min<std::int64_t>(s.unit_numel, s.shard_offset + std::int64_t(s.params.size()));
+  for (std::int64_t i = s.shard_offset; i < end; ++i) {
+    const auto src = std::size_t(i - s.shard_offset), dst = std::size_t(base + i);
+    f.params[dst] = s.params[src];
+    f.exp_avg[dst] = s.exp_avg[src];
+    f.exp_avg_sq[dst] = s.exp_avg_sq[src];
+    ++f.covered[dst];
+  }
+}
+
+FullModel gather_model(const TrainerState& saved, std::int64_t total, const std::string& origin) {
+  const auto n = std::size_t(total);
+  FullModel f{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n), std::vector<int>(n)};
   for (const RankState& r : saved.ranks) {
-    const UnitShardState& s = r.units[u];
-    if (s.exp_avg.size() != s.params.size() || s.exp_avg_sq.size() != s.params.size() || s.shard_offset < 0)
-      throw ConfigError(fmt::format("{}: rank {} unit {}: inconsistent shard arrays", origin, r.rank, u));
-    const std::int64_t end = std::min<std::int64_t>(numel, s.shard_offset + std::int64_t(s.params.size()));
-    for (std::int64_t i = s.shard_offset; i < end; ++i) {
-      const auto src = std::size_t(i - s.shard_offset), dst = std::size_t(i);
-      f.params[dst] = s.params[src];
-      f.exp_avg[dst] = s.exp_avg[src];
-      f.exp_avg_sq[dst] = s.exp_avg_sq[src];
-      ++f.covered[dst];
-    }
+    const std::vector<std::int64_t> base = unit_bases(r);
+    if (base.back() != total)
+      throw ConfigError(fmt::format("{}: rank {} holds units of {} elements in all; this plan's model has {}", origin,
+                                    r.rank, base.back(), total));
+    for (std::size_t u = 0; u < r.units.size(); ++u)
+      gather_shard(r.units[u], base[u], f, fmt::format("{}: rank {} unit {}", origin, r.rank, u));
   }
   const auto bad = std::find_if(f.covered.begin(), f.covered.end(), [](int c) { return c != 1; });
   if (bad != f.covered.end())
-    throw ConfigError(fmt::format("{}: unit {}: element {} is held by {} saved shards (expected exactly 1)", origin,
-                                  u, bad - f.covered.begin(), *bad));
+    throw ConfigError(fmt::format("{}: model element {} is held by {} saved shards (expected exactly 1)", origin,
+                                  bad - f.covered.begin(), *bad));
   return f;
 }
 
-void cut_unit(const FullUnit& f, std::int64_t numel, UnitShardState& s) {
+void cut_shard(const FullModel& f, std::int64_t base, UnitShardState& s) {
   const std::size_t len = s.params.size();
+  s.params.assign(len, 0.0f);
   s.exp_avg.assign(len, 0.0f);
   s.exp_avg_sq.assign(len, 0.0f);
-  std::fill(s.params.begin(), s.params.end(), 0.0f);
   for (std::size_t k = 0; k < len; ++k) {
     const std::int64_t i = s.shard_offset + std::int64_t(k);
-    if (i >= numel) break;  // padding stays 0
-    s.params[k] = f.params[std::size_t(i)];
-    s.exp_avg[k] = f.exp_avg[std::size_t(i)];
-    s.exp_avg_sq[k] = f.exp_avg_sq[std::size_t(i)];
+    if (i >= s.unit_numel) break;  // padding stays 0
+    const auto src = std::size_t(base + i);
+    s.params[k] = f.params[src];
+    s.exp_avg[k] = f.exp_avg[src];
+    s.exp_avg_sq[k] = f.exp_avg_sq[src];
   }
 }
 
@@ -84,19 +102,11 @@ TrainerState reshard_state(const TrainerState& saved, const TrainerState& layout
   out.step = saved.step;
   out.data = saved.data;
   out.seed = saved.seed;
-  const std::size_t units = layout.ranks.front().units.size();
-  for (const RankState& r : saved.ranks)
-    if (r.units.size() != units)
-      throw ConfigError(fmt::format("{}: rank {} holds {} units; this plan has {}", origin, r.rank, r.units.size(),
-                                    units));
-  for (std::size_t u = 0; u < units; ++u) {
-    const std::int64_t numel = layout.ranks.front().units[u].unit_numel;
-    for (const RankState& r : saved.ranks)
-      if (r.units[u].unit_numel != numel)
-        throw ConfigError(fmt::format("{}: unit {} has {} elements in the checkpoint and {} in this plan", origin,
-                                      u, r.units[u].unit_numel, numel));
-    const FullUnit f = gather_unit(saved, u, numel, origin);
-    for (RankState& r : out.ranks) cut_unit(f, numel, r.units[u]);
+  const std::vector<std::int64_t> base = unit_bases(layout.ranks.front());
+  const FullModel f = gather_model(saved, base.back(), origin);
+  for (RankState& r : out.ranks) {
+    FSDP_CHECK(r.units.size() + 1 == base.size(), "reshard_state: layout ranks differ in unit count");
+    for (std::size_t u = 0; u < r.units.size(); ++u) cut_shard(f, base[u], r.units[u]);
   }
   return out;
 }

@@ -1,7 +1,9 @@
 // executor/checkpoint/reshard.h — moves sharded optimizer state between data-parallel layouts: a
-// checkpoint saved with N shard owners loads on M. Shards are ranges of logical (unpadded) element
-// indices of each flat unit; padding at the end of the last shard differs with dp_shard and is
-// dropped on the way in and zero on the way out. Pure functions. Leaves out TP/PP resharding.
+// checkpoint saved with N shard owners loads on M, and with another FSDP unit grouping. A unit's flat
+// buffer is its modules' parameters in module order and units cover the modules in forward order
+// (executor/model/param_layout.cpp, core/plan.h), so element i of unit u is element base(u) + i of
+// the whole model; shards are ranges of those logical indices. Padding at the end of the last shard
+// differs with dp_shard: dropped on the way in, zero on the way out. Pure functions. Leaves out TP/PP.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@ TrainerState even_shard_layout(const std::vector<std::int64_t>& unit_numel, int 
 
 // State `saved` re-cut to the ranks, shard offsets and shard lengths of `layout` (usually a fresh
 // trainer's state()); step, data position and seed come from `saved`. Throws ConfigError naming
-// `origin` when the unit counts or sizes disagree or the saved shards do not cover every element once.
+// `origin` when the model sizes disagree or the saved shards do not cover every element once.
 TrainerState reshard_state(const TrainerState& saved, const TrainerState& layout, const std::string& origin);
 
 }  // namespace fsdpx

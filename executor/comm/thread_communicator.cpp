@@ -194,6 +194,7 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
   group_->arrive(rank_, "all_reduce");
   for (int j = 0; j < size(); ++j) {
     const auto [jb, je] = chunk_of(count, size(), j);
+    if (je == jb) continue;  // fewer elements than ranks: this rank's chunk is empty (its aux is null)
     std::memcpy(static_cast<char*>(buf) + elem_bytes(t) * static_cast<std::size_t>(jb),
                 group_->slots()[static_cast<std::size_t>(j)].aux, elem_bytes(t) * static_cast<std::size_t>(je - jb));
   }

@@ -1,6 +1,7 @@
 // executor/runtime/rank_runtime.cpp — the per-rank op interpreter (see rank_runtime.h).
 #include "executor/runtime/rank_runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 

@@ -5,6 +5,7 @@
 #include "executor/runtime/trainer.h"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 

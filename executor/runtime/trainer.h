@@ -46,7 +46,9 @@ struct TrainerState {
   std::vector<RankState> ranks;  // replicas hold identical copies; only replica 0 is saved
 };
 
-// Source of token batches: `global_batch` sequences of seq+1 tokens starting at `position`.
+// Source of token batches: `global_batch` sequences of seq+1 tokens starting at `position`. The Trainer
+// calls it from every rank thread once per step, one call at a time (implementations need not be
+// thread-safe); each rank takes its slice of the global batch.
 class DataSource {
  public:
   virtual ~DataSource() = default;

@@ -254,6 +254,37 @@ TEST_CASE("recompute: string, per-block array and full_first_blocks, written com
   check_error(error_of([&] { parse_plan(j, "ffb.json"); }), "ffb.json", "/recompute/full_first_blocks", "<= layers");
 }
 
+TEST_CASE("recompute selective_op (torchtitan's op-level SAC) parses, round-trips and stays distinct") {
+  const ModelSpec m = load_model(kConfigs + "/models/llama3.1-8b.json");
+  const ClusterSpec c = load_cluster(kConfigs + "/clusters/dgx-h100.json");
+  Parallelism par;
+  par.dp_shard = 8;
+  Plan p = default_plan(m, c, TrainingSettings{4096, 1, 8, 0}, par, 1, RecomputeMode::selective_op);
+  nlohmann::json j = plan_to_json(p);
+  CHECK(j["recompute"] == "selective_op");
+  check_round_trip(p);
+  p.recompute[0] = RecomputeMode::selective;  // Korthikanti's selective next to op-level SAC
+  const nlohmann::json mixed = plan_to_json(p)["recompute"];
+  REQUIRE(mixed.is_array());
+  CHECK(mixed[0] == "selective");
+  CHECK(mixed[1] == "selective_op");
+  check_round_trip(p);
+  j["recompute"] = "selective-op";
+  check_error(error_of([&] { parse_plan(j, "op.json"); }), "op.json", "/recompute", "selective_op");
+}
+
+TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round-trips") {
+  const ModelSpec m = load_model(kConfigs + "/models/llama3.1-8b.json");
+  const ClusterSpec c = load_cluster(kConfigs + "/clusters/dgx-h100.json");
+  Parallelism par;
+  par.dp_shard = 8;
+  Plan p = default_plan(m, c, TrainingSettings{4096, 1, 8, 0}, par, 1, RecomputeMode::full);
+  p.attention_kernel = AttentionKernel::unfused;
+  CHECK(plan_to_json(p)["attention_kernel"] == "unfused");
+  check_round_trip(p);
+  CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::unfused);
+}
+
 TEST_CASE("optional keys take the documented defaults") {
   nlohmann::json j = load_json_file(kSample);
   for (const char* key : {"prefetch", "recompute", "mixed_precision", "optimizer", "reduce_grads", "predicted", "notes"})

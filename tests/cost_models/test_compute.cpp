@@ -280,4 +280,34 @@ TEST_CASE("achieved GEMM throughput rises with size and stays below peak") {
   }
 }
 
+TEST_CASE("unfused attention: full QK^T and PV without causal skipping, s² softmax and dropout traffic") {
+  const ModelSpec m = gpt_1_3b();
+  LayerShape s;
+  s.micro_batch = 2;
+  s.seq = 2048;
+  s.tp = 2;
+  s.attention_kernel = AttentionKernel::unfused;
+  const double T = 2 * 2048.0, seq = 2048, q = double(m.q_dim()) / 2, a = double(m.heads) / 2;
+  const double scores = T * a * seq;  // b·(a/t)·s·s elements per rank
+  double gemm = 0, softmax_bytes = 0, dropout_bytes = 0;
+  for (const KernelWork& k : block_kernels(m, s, Pass::forward)) {
+    if (k.name == "attn_scores" || k.name == "attn_pv") gemm += k.flops;
+    if (k.name == "attn_softmax") softmax_bytes = k.bytes;
+    if (k.name == "attn_dropout") dropout_bytes = k.bytes;
+    CHECK(k.name != "attn_core");
+  }
+  // Megatron's baddbmm computes the whole s×s square: 2 GEMMs of 2·T·s·q each (twice flash's causal count).
+  CHECK(gemm == doctest::Approx(2 * 2 * T * seq * q));
+  CHECK(softmax_bytes == doctest::Approx(scores * (2 + 2)));     // read S, write P (16-bit)
+  CHECK(dropout_bytes == doctest::Approx(scores * (2 + 2 + 1)));  // read P, write P' and a byte mask
+  double bwd_gemm = 0;
+  for (const KernelWork& k : block_kernels(m, s, Pass::input_grad))
+    if (k.name == "attn_pv_bwd" || k.name == "attn_scores_bwd") bwd_gemm += k.flops;
+  CHECK(bwd_gemm == doctest::Approx(2 * gemm));  // dV, dP', dQ, dK
+  // Korthikanti's selective recompute re-runs exactly these four forward kernels.
+  int core = 0;
+  for (const KernelWork& k : block_kernels(m, s, Pass::forward)) core += is_attention_core(k);
+  CHECK(core == 4);
+}
+
 }  // namespace fsdpx

@@ -197,10 +197,12 @@ TEST_CASE("embedding/head activations and logits") {
   CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * (8 + 2 * 2 * h / 4)));
   sh.dropout = true;
   CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * (8 + (2 * 2 * h + h) / 4)));
-  // bf16 logits + fp32 softmax buffer over V/t, plus 3 fp32 per-token values.
-  CHECK(logits_bytes(m, sh) == doctest::Approx(tokens * (v / 4 * (2 + 4) + 12)));
+  // Eager cross-entropy: fp32 log-probs over V/t kept, plus 3 fp32 per-token values; its backward adds
+  // the fp32 nll gradient and the fp32 dlogits.
+  CHECK(logits_bytes(m, sh) == doctest::Approx(tokens * (v / 4 * 4 + 12)));
+  CHECK(logits_backward_working_bytes(m, sh) == doctest::Approx(tokens * v / 4 * (4 + 4)));
   sh.cp = 2;
-  CHECK(logits_bytes(m, sh) == doctest::Approx(tokens / 2 * (v / 4 * (2 + 4) + 12)));
+  CHECK(logits_bytes(m, sh) == doctest::Approx(tokens / 2 * (v / 4 * 4 + 12)));
 }
 
 TEST_CASE("overheads stay inside the ranges of cost-model-facts.md §1.4 and §3.4") {

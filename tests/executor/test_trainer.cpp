@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "executor/model/init.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"
 
@@ -27,6 +28,10 @@ void check_equivalent(const Plan& plan, const test::Trajectory& ref, Worst& wors
   for (std::size_t s = 0; s < ref.losses.size(); ++s)
     loss_diff = std::max(loss_diff, std::abs(got.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]));
   const double param_diff = test::max_rel_diff(got.params, ref.params);
+  std::vector<float> init(got.params.size());
+  init_all(make_param_layout(plan.model), plan.training.seed, init.data());
+  const double moved = test::max_rel_diff(ref.params, init);  // training must move the weights
+  CHECK(moved > 100 * kTol);
   worst.loss = std::max(worst.loss, loss_diff);
   worst.params = std::max(worst.params, param_diff);
   INFO("loss max rel diff " << loss_diff << ", params max rel diff " << param_diff << " (tolerance " << kTol << ")");
@@ -68,6 +73,22 @@ TEST_CASE("trainer: HSDP 2x2 equals single-rank unsharded training") {
       INFO(model.name << " accum " << accum);
       check_equivalent(plan, test::reference_training(plan, kSteps), worst);
       MESSAGE(model.name << " HSDP 2x2 accum " << accum << ": loss rel diff " << worst.loss << ", params " << worst.params);
+    }
+}
+
+TEST_CASE("trainer: shard-grad-op, DDP and ZeRO-1 equal single-rank unsharded training") {
+  for (DataParallel dp : {DataParallel::fsdp_shard_grad_op, DataParallel::ddp, DataParallel::zero1})
+    for (std::int64_t accum : {1, 3}) {
+      test::PlanShape s;
+      s.dp_shard = 3, s.accum = accum;
+      Plan plan = test::tiny_plan(test::tiny_llama(), s);
+      plan.parallelism.data_parallel = dp;
+      if (dp == DataParallel::fsdp_shard_grad_op)
+        for (PlanUnit& u : plan.units) u.reshard_after_forward = 0;
+      Worst worst;
+      INFO(std::string(data_parallel_name(dp)) << " accum " << accum);
+      check_equivalent(plan, test::reference_training(plan, kSteps), worst);
+      MESSAGE(std::string(data_parallel_name(dp)) << " accum " << accum << ": loss rel diff " << worst.loss << ", params " << worst.params);
     }
 }
 

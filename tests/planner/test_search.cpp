@@ -50,7 +50,8 @@ Brute brute_force(const PlanRequest& r, double limit_bytes) {
   o.record_ops = false;
   for (const Parallelism& par : parallel_shapes(r))
     for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks()))
-      for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}) {
+      for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
+                                 RecomputeMode::full}) {
         const Simulation s = simulate(shape_plan(r, par, mb, rc), o);
         b.least_peak_bytes = std::min(b.least_peak_bytes, s.peak_memory_total_bytes);
         if (s.peak_memory_total_bytes > limit_bytes) continue;
@@ -95,7 +96,8 @@ TEST_CASE("the memory lower bound never exceeds the simulated peak") {
     PlanRequest r = request(model, "dgx-h100", 16, 1024, 32);
     for (const Parallelism& par : parallel_shapes(r))
       for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks()))
-        for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}) {
+        for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
+                                 RecomputeMode::full}) {
           const Plan p = shape_plan(r, par, mb, rc);
           const double bound = memory_lower_bound(p).total();
           const double peak = simulate(p, o).peak_memory_total_bytes;

@@ -161,6 +161,7 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   const double expected = fsdp2_state_bytes(double(pc.total()), 8, policy).total() + fixed.cuda_context +
                           fixed.nccl_buffers + embedding_activation_bytes(m, a) +
                           block_activation_bytes(m, a, Recompute::none) + logits_bytes(m, a) +
+                          logits_backward_working_bytes(m, a) +
                           head_unit * dtype_bytes(policy.param) + head_unit * dtype_bytes(policy.reduce);
   const Simulation s = simulate(plan);
   CHECK(s.peak_memory_op == "bwd.s2.mb0");

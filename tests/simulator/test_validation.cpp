@@ -7,6 +7,8 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "cost_models/memory.h"
+#include "simulator/simulate.h"
 #include "simulator/validate.h"
 
 namespace fsdpx {
@@ -89,6 +91,45 @@ TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU o
   bool said_default = false;
   for (const auto& n : cp.notes) said_default |= n.find("inter-node bandwidth not stated") != std::string::npos;
   CHECK(said_default);
+}
+
+TEST_CASE("validation: framework recompute semantics, memory metric and attention era") {
+  ValidationCaseFile f = load_validation_cases(kTiny);
+  // torchtitan's "selective" is op-level SAC (llama3 train configs: selective_ac_option = 'op');
+  // Megatron's stays Korthikanti's.
+  const CasePlan titan = build_case_plan(f.cases[2], f.file);
+  CHECK(titan.plan.recompute.front() == RecomputeMode::selective_op);
+  CHECK(titan.memory_metric == MemoryMetric::allocator_reserved);
+  CHECK(framework_recompute("megatron", RecomputeMode::selective) == RecomputeMode::selective);
+  CHECK(framework_recompute("nemo", RecomputeMode::selective) == RecomputeMode::selective);
+  CHECK(framework_recompute("torchtitan", RecomputeMode::full) == RecomputeMode::full);
+  CHECK(build_case_plan(f.cases[0], f.file).memory_metric == MemoryMetric::device_total);
+  // The first standalone year of the citation; commit hashes and arXiv ids are not years.
+  CHECK(source_year("Narayanan et al. 2021 (arXiv 2104.04473) Table 1 @2e90a342f5") == 2021);
+  CHECK(source_year("pytorch/torchtitan docs/performance.md @eaea6f6a (Dec-2024)") == 2024);
+  CHECK_FALSE(source_year("NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)").has_value());
+  ValidationCase c = f.cases[1];
+  c.source = "Narayanan et al. 2021 (arXiv 2104.04473) Table 1";
+  CHECK(case_attention_kernel(c) == AttentionKernel::unfused);
+  c.source = "NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)";
+  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+  c.framework = "torchtitan";
+  c.source = "pytorch/torchtitan 2021";
+  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+}
+
+TEST_CASE("validation: the allocator-reserved metric leaves out CUDA context and NCCL buffers") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  const ValidationReport r = run_validation(f);
+  REQUIRE(r.cases[2].predicted.has_value());
+  const CasePlan cp = build_case_plan(f.cases[2], f.file);
+  const Simulation sim = simulate(cp.plan);
+  // One dp_shard communicator: 0.5 GiB context + 1 GB NCCL (memory.cpp), then 10% headroom on the rest.
+  const OverheadBytes fixed = overhead_bytes(1, 0);
+  const double allocated = sim.engine.peak_by_role[0].total_bytes - fixed.cuda_context - fixed.nccl_buffers;
+  const double expected_gib = allocated * 1.10 / (1024.0 * 1024.0 * 1024.0);
+  CHECK(r.cases[2].predicted->peak_memory_gib == doctest::Approx(expected_gib).epsilon(1e-9));
+  CHECK(r.cases[2].predicted->peak_memory_gib < sim.peak_memory_total_bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
 TEST_CASE("validation: shard_grad_op keeps every unit unsharded after forward") {

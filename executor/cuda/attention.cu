@@ -1,0 +1,279 @@
+// executor/cuda/attention.cu — the tiled causal attention kernels (see attention.h for the layout and
+// launch constraints). Online softmax per query row (Milakov & Gimelshein 2018): running max m, sum l
+// and output accumulator rescaled by exp(m_old − m_new) per key tile. Backward per FA2 (Dao 2023,
+// Alg. 2): P = exp(S − lse), dP = dO·Vᵀ, dS = P ∘ (dP − delta), dQ = dS·K·scale, dK = dSᵀ·Q·scale,
+// dV = Pᵀ·dO; dQ and dK/dV in separate kernels so that no element needs atomics.
+#include "executor/cuda/attention.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/cuda/common.cuh"
+
+namespace fsdpx::cuda {
+namespace {
+
+constexpr int kTile = 32;        // query rows per block, keys per tile
+constexpr int kWarps = 8;        // 256 threads
+constexpr int kRowsPerWarp = 4;  // kWarps · kRowsPerWarp == kTile
+
+struct Dims {
+  int t, nh, nkv, row;  // row = (NH + 2·NKV)·HD elements per token
+  float scale;
+};
+
+// Copies rows [r0, r0 + kTile) of one head (column offset col) into a padded smem tile; rows ≥ T -> 0.
+template <int kHd>
+__device__ void load_tile(bf16* tile, const bf16* src, int r0, int t, int ld, int col) {
+  for (int e = threadIdx.x; e < kTile * kHd; e += kWarps * 32) {
+    const int r = e / kHd, d = e % kHd;
+    tile[r * (kHd + 2) + d] = r0 + r < t ? src[std::int64_t(r0 + r) * ld + col + d] : to_bf16(0.0f);
+  }
+}
+
+// Σ_d a[d]·b[d] over two padded smem rows.
+template <int kHd>
+__device__ __forceinline__ float dot_rows(const bf16* a, const bf16* b) {
+  float acc = 0.0f;
+#pragma unroll 8
+  for (int d = 0; d < kHd; ++d) acc += to_f32(a[d]) * to_f32(b[d]);
+  return acc;
+}
+
+template <int kDpl>
+__global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, Dims g) {
+  constexpr int kHd = 32 * kDpl, kS = kHd + 2;
+  __shared__ bf16 q_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
+  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kTile;
+  const int kvh = h / (g.nh / g.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;  // [T, row]
+  load_tile<kHd>(q_s, base, q0, g.t, g.row, h * kHd);
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kDpl];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    m[rr] = -INFINITY;
+    l[rr] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) acc[rr][i] = 0.0f;
+  }
+  const int last_key = min(g.t - 1, q0 + kTile - 1);
+  for (int k0 = 0; k0 <= last_key; k0 += kTile) {
+    __syncthreads();  // the previous K/V tile is consumed
+    load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
+    load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
+    __syncthreads();
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int r = warp * kRowsPerWarp + rr, t = q0 + r, key = k0 + lane;
+      const float s = (t < g.t && key <= t) ? dot_rows<kHd>(q_s + r * kS, k_s + lane * kS) * g.scale : -INFINITY;
+      const float m_new = fmaxf(m[rr], warp_max(s));
+      if (m_new == -INFINITY) continue;  // warp-uniform: no valid key yet for this row
+      const float corr = __expf(m[rr] - m_new), p = s == -INFINITY ? 0.0f : __expf(s - m_new);
+      l[rr] = l[rr] * corr + warp_sum(p);
+      m[rr] = m_new;
+#pragma unroll
+      for (int i = 0; i < kDpl; ++i) acc[rr][i] *= corr;
+      for (int j = 0; j < 32; ++j) {
+        const float pj = __shfl_sync(0xffffffffu, p, j);
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i) acc[rr][i] += pj * to_f32(v_s[j * kS + lane + 32 * i]);
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int t = q0 + warp * kRowsPerWarp + rr;
+    if (t >= g.t) continue;
+    bf16* o = out + (std::int64_t(b) * g.t + t) * g.nh * kHd + h * kHd;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) o[lane + 32 * i] = to_bf16(acc[rr][i] / l[rr]);
+    if (lane == 0) lse[(std::int64_t(b) * g.nh + h) * g.t + t] = m[rr] + logf(l[rr]);
+  }
+}
+
+// delta [B, NH, T] = Σ_d dO·O, one warp per (b, t, h).
+__global__ void flash_delta_kernel(float* delta, const bf16* dout, const bf16* out, std::int64_t rows, int t, int nh,
+                                   int hd) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;  // (b·T + t)·NH + h
+  if (r >= rows) return;
+  const int lane = threadIdx.x % 32;
+  float acc = 0.0f;
+  for (int d = lane; d < hd; d += 32) acc += to_f32(dout[r * hd + d]) * to_f32(out[r * hd + d]);
+  acc = warp_sum(acc);
+  const std::int64_t token = r / nh, b = token / t;
+  if (lane == 0) delta[(b * nh + r % nh) * t + token % t] = acc;
+}
+
+// dQ: the forward's layout (block = 32 query rows of head h; warp = 4 rows; lane j = key j of the tile).
+template <int kDpl>
+__global__ void __launch_bounds__(kWarps * 32)
+    flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta,
+                             Dims g) {
+  constexpr int kHd = 32 * kDpl, kS = kHd + 2;
+  __shared__ bf16 q_s[kTile * kS], do_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
+  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kTile;
+  const int kvh = h / (g.nh / g.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;
+  load_tile<kHd>(q_s, base, q0, g.t, g.row, h * kHd);
+  load_tile<kHd>(do_s, dout + std::int64_t(b) * g.t * g.nh * kHd, q0, g.t, g.nh * kHd, h * kHd);
+  float row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], dq[kRowsPerWarp][kDpl];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int t = q0 + warp * kRowsPerWarp + rr;
+    const std::int64_t at = (std::int64_t(b) * g.nh + h) * g.t + min(t, g.t - 1);
+    row_lse[rr] = lse[at];
+    row_delta[rr] = delta[at];
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) dq[rr][i] = 0.0f;
+  }
+  const int last_key = min(g.t - 1, q0 + kTile - 1);
+  for (int k0 = 0; k0 <= last_key; k0 += kTile) {
+    __syncthreads();
+    load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
+    load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
+    __syncthreads();
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int r = warp * kRowsPerWarp + rr, t = q0 + r, key = k0 + lane;
+      float ds = 0.0f;
+      if (t < g.t && key <= t) {
+        const float p = __expf(dot_rows<kHd>(q_s + r * kS, k_s + lane * kS) * g.scale - row_lse[rr]);
+        ds = p * (dot_rows<kHd>(do_s + r * kS, v_s + lane * kS) - row_delta[rr]);
+      }
+      for (int j = 0; j < 32; ++j) {
+        const float dsj = __shfl_sync(0xffffffffu, ds, j);
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i) dq[rr][i] += dsj * to_f32(k_s[j * kS + lane + 32 * i]);
+      }
+    }
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int t = q0 + warp * kRowsPerWarp + rr;
+    if (t >= g.t) continue;
+    bf16* d = dqkv + (std::int64_t(b) * g.t + t) * g.row + h * kHd;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) d[lane + 32 * i] = to_bf16(to_f32(d[lane + 32 * i]) + dq[rr][i] * g.scale);
+  }
+}
+
+// dK, dV: block = 32 keys of kv head kvh; warp = 4 keys; lane i = query row i of the current query tile.
+// Loops over the query heads of the GQA group and every query tile at or after the key tile (causal).
+template <int kDpl>
+__global__ void __launch_bounds__(kWarps * 32)
+    flash_backward_dkv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta,
+                              Dims g) {
+  constexpr int kHd = 32 * kDpl, kS = kHd + 2;
+  __shared__ bf16 k_s[kTile * kS], v_s[kTile * kS], q_s[kTile * kS], do_s[kTile * kS];
+  __shared__ float lse_s[kTile], delta_s[kTile];
+  const int b = blockIdx.z, kvh = blockIdx.y, k0 = blockIdx.x * kTile, group = g.nh / g.nkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;
+  load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
+  load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
+  float dk[kRowsPerWarp][kDpl], dv[kRowsPerWarp][kDpl];
+#pragma unroll
+  for (int kk = 0; kk < kRowsPerWarp; ++kk)
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) dk[kk][i] = dv[kk][i] = 0.0f;
+  for (int h = kvh * group; h < (kvh + 1) * group; ++h)
+    for (int q0 = k0; q0 < g.t; q0 += kTile) {
+      __syncthreads();  // the previous query tile is consumed
+      load_tile<kHd>(q_s, base, q0, g.t, g.row, h * kHd);
+      load_tile<kHd>(do_s, dout + std::int64_t(b) * g.t * g.nh * kHd, q0, g.t, g.nh * kHd, h * kHd);
+      if (threadIdx.x < kTile) {
+        const std::int64_t at = (std::int64_t(b) * g.nh + h) * g.t + min(q0 + int(threadIdx.x), g.t - 1);
+        lse_s[threadIdx.x] = lse[at];
+        delta_s[threadIdx.x] = delta[at];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < kRowsPerWarp; ++kk) {
+        const int kl = warp * kRowsPerWarp + kk, key = k0 + kl, t = q0 + lane;
+        float p = 0.0f, ds = 0.0f;
+        if (t < g.t && key <= t) {
+          p = __expf(dot_rows<kHd>(q_s + lane * kS, k_s + kl * kS) * g.scale - lse_s[lane]);
+          ds = p * (dot_rows<kHd>(do_s + lane * kS, v_s + kl * kS) - delta_s[lane]);
+        }
+        for (int j = 0; j < 32; ++j) {
+          const float pj = __shfl_sync(0xffffffffu, p, j), dsj = __shfl_sync(0xffffffffu, ds, j);
+#pragma unroll
+          for (int i = 0; i < kDpl; ++i) {
+            dv[kk][i] += pj * to_f32(do_s[j * kS + lane + 32 * i]);
+            dk[kk][i] += dsj * to_f32(q_s[j * kS + lane + 32 * i]);
+          }
+        }
+      }
+    }
+#pragma unroll
+  for (int kk = 0; kk < kRowsPerWarp; ++kk) {
+    const int key = k0 + warp * kRowsPerWarp + kk;
+    if (key >= g.t) continue;
+    bf16* d = dqkv + (std::int64_t(b) * g.t + key) * g.row;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) {
+      bf16* dkp = d + (g.nh + kvh) * kHd + lane + 32 * i;
+      bf16* dvp = d + (g.nh + g.nkv + kvh) * kHd + lane + 32 * i;
+      *dkp = to_bf16(to_f32(*dkp) + dk[kk][i] * g.scale);
+      *dvp = to_bf16(to_f32(*dvp) + dv[kk][i]);
+    }
+  }
+}
+
+Dims check_shape(const AttnShape& s) {
+  FSDP_CHECK(s.b > 0 && s.t > 0 && s.nkv > 0 && s.nh % s.nkv == 0 && s.nh <= 65535 && s.b <= 65535,
+             fmt::format("flash attention: bad shape b={} t={} nh={} nkv={}", s.b, s.t, s.nh, s.nkv));
+  FSDP_CHECK(s.hd % 32 == 0 && s.hd >= 32 && s.hd <= 128,
+             fmt::format("flash attention: head_dim {} not in {{32, 64, 96, 128}}", s.hd));
+  FSDP_CHECK(s.b * s.t * s.qkv_row() < (std::int64_t(1) << 62) && s.t < (1 << 30), "flash attention: too large");
+  return Dims{int(s.t), int(s.nh), int(s.nkv), int(s.qkv_row()), float(1.0 / std::sqrt(double(s.hd)))};
+}
+
+// Calls fn(std::integral_constant<int, HD/32>) for the supported head dims.
+template <class Fn>
+void dispatch_head_dim(std::int64_t hd, Fn&& fn) {
+  switch (hd / 32) {
+    case 1: fn(std::integral_constant<int, 1>{}); break;
+    case 2: fn(std::integral_constant<int, 2>{}); break;
+    case 3: fn(std::integral_constant<int, 3>{}); break;
+    default: fn(std::integral_constant<int, 4>{}); break;
+  }
+}
+
+}  // namespace
+
+std::int64_t flash_attention_lse_elems(const AttnShape& s) { return s.b * s.nh * s.t; }
+std::int64_t flash_attention_scratch_elems(const AttnShape& s) { return s.b * s.nh * s.t; }
+
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, const AttnShape& s, cudaStream_t stream) {
+  const Dims g = check_shape(s);
+  const dim3 grid(unsigned(ceil_div<std::int64_t>(s.t, kTile)), unsigned(s.nh), unsigned(s.b));
+  dispatch_head_dim(s.hd, [&](auto dpl) {
+    flash_forward_kernel<decltype(dpl)::value><<<grid, kWarps * 32, 0, stream>>>(out, lse, qkv, g);
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void flash_attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+                              const float* lse, const AttnShape& s, cudaStream_t stream) {
+  const Dims g = check_shape(s);
+  const std::int64_t rows = s.b * s.t * s.nh;
+  flash_delta_kernel<<<unsigned(ceil_div<std::int64_t>(rows, kWarps)), kWarps * 32, 0, stream>>>(
+      scratch, dout, out, rows, int(s.t), int(s.nh), int(s.hd));
+  CUDA_CHECK(cudaGetLastError());
+  const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, kTile));
+  dispatch_head_dim(s.hd, [&](auto dpl) {
+    constexpr int kDpl = decltype(dpl)::value;
+    flash_backward_dq_kernel<kDpl><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kWarps * 32, 0, stream>>>(
+        dqkv, dout, qkv, lse, scratch, g);
+    CUDA_CHECK(cudaGetLastError());
+    flash_backward_dkv_kernel<kDpl><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kWarps * 32, 0, stream>>>(
+        dqkv, dout, qkv, lse, scratch, g);
+    CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,37 @@
+// executor/cuda/attention.h — causal multi-head attention with grouped KV heads (GQA) as a fused,
+// tiled FlashAttention-style forward and backward (Dao et al. 2022; FA2's loop order, Dao 2023): the
+// scores are never stored, forward saves only the row log-sum-exp [B, NH, T], backward recomputes
+// P per tile. Same layout and math as executor/cpu/attention.h (qkv [B, T, (NH + 2·NKV)·HD]; scale
+// 1/sqrt(HD)); dqkv is accumulated (+=), and every dqkv element has one writer (deterministic).
+// Correctness-first version: fp32 CUDA-core arithmetic on bf16 tiles in shared memory, no tensor cores
+// (wgmma/mma) and no pipelining: a later performance pass on the GPU machine.
+//
+// Launch constraints (checked): HD ∈ {32, 64, 96, 128}; NH % NKV == 0; NH, NKV, B ≤ 65535.
+// Forward grid (⌈T/32⌉, NH, B) × 256 threads: 8 warps, each owning 4 query rows; lane j scores key j of
+// a 32-key tile, then lanes split the HD output dims. Static shared memory 3·32·(HD+2)·2 B (≤ 25 KiB).
+// Backward: delta = rowsum(dO ∘ O) [B, NH, T] fp32; a dQ kernel with the forward's layout; a dK/dV
+// kernel on grid (⌈T/32⌉ key tiles, NKV, B), each warp owning 4 keys over all query rows of the GQA
+// group (≤ 33 KiB static shared memory).
+#pragma once
+
+#include <cstdint>
+
+#include "executor/cpu/attention.h"
+#include "executor/cuda/types.h"
+
+namespace fsdpx::cuda {
+
+using cpu::AttnShape;
+
+// fp32 elements of the saved row log-sum-exp, and of the backward's scratch (delta): B·NH·T each.
+std::int64_t flash_attention_lse_elems(const AttnShape& s);
+std::int64_t flash_attention_scratch_elems(const AttnShape& s);
+
+// qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD] (bf16); lse [B, NH, T] (fp32) saved.
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, const AttnShape& s, cudaStream_t stream);
+
+// dqkv [B, T, (NH + 2·NKV)·HD] (bf16) += gradient w.r.t. qkv, given dout and the forward's out and lse.
+void flash_attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+                              const float* lse, const AttnShape& s, cudaStream_t stream);
+
+}  // namespace fsdpx::cuda

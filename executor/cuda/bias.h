@@ -1,0 +1,20 @@
+// executor/cuda/bias.h — the bias gradient of a linear layer, dbias [OC] += Σ_n dout [N, OC], summed
+// deterministically (per-chunk column sums in row order, then chunks in order: no float atomics, as
+// llm.c matmul_backward_bias_kernel9 + reduce_add_sum_kernel). Leaves out fusing into the dW GEMM
+// (cuBLASLt's BGRADB epilogue), a later performance option.
+#pragma once
+
+#include <cstdint>
+
+#include "executor/cuda/types.h"
+
+namespace fsdpx::cuda {
+
+// fp32 elements of scratch that bias_backward needs.
+std::int64_t bias_backward_scratch_elems(std::int64_t n, std::int64_t oc);
+
+// dbias [OC] (fp32) += Σ_n dout [N, OC] (bf16); scratch [bias_backward_scratch_elems].
+void bias_backward(float* dbias, float* scratch, const bf16* dout, std::int64_t n, std::int64_t oc,
+                   cudaStream_t stream);
+
+}  // namespace fsdpx::cuda

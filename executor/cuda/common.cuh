@@ -1,0 +1,36 @@
+// executor/cuda/common.cuh — device-side helpers shared by the .cu kernels: bf16 <-> fp32 loads,
+// warp reductions, CEIL_DIV. Device code only (included by .cu files, never by .cpp).
+// Leaves out vectorised 128-bit loads (llm.c x128): a later performance pass on the GPU machine.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda/types.h"
+
+namespace fsdpx::cuda {
+
+
+template <class I>
+constexpr I ceil_div(I a, I b) {
+  return (a + b - 1) / b;
+}
+
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+}  // namespace fsdpx::cuda

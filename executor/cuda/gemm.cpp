@@ -1,0 +1,110 @@
+// executor/cuda/gemm.cpp — cuBLASLt calls. Row-major X [r, c] is column-major Xᵀ [c, r] with ld c, so
+// each row-major product is computed as its transpose (out ᵀ = W · inpᵀ, and so on). Pointer
+// alignments are passed to the heuristic because FSDP module pointers sit at arbitrary offsets of a
+// flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment.
+#include "executor/cuda/gemm.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/cuda/cuda_check.h"
+
+namespace fsdpx::cuda {
+namespace {
+
+std::uint32_t alignment_bytes(const void* p) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t a = 256;
+  while (a > 1 && addr % a != 0) a /= 2;
+  return a;
+}
+
+cudaDataType_t data_type(GemmOut t) { return t == GemmOut::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+cublasLtMatmulPreference_t make_preference(const void* a, const void* b, const void* c) {
+  cublasLtMatmulPreference_t pref;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const std::size_t ws = GemmContext::kWorkspaceBytes;
+  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  const std::uint32_t align[4] = {alignment_bytes(a), alignment_bytes(b), alignment_bytes(c), alignment_bytes(c)};
+  const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &align[i], sizeof align[i]));
+  return pref;
+}
+
+cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const bf16* bias) {
+  cublasLtMatmulDesc_t desc;
+  CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  if (bias) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_16BF;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  }
+  return desc;
+}
+
+}  // namespace
+
+GemmContext::GemmContext() {
+  CUBLAS_CHECK(cublasLtCreate(&handle_));
+  CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+}
+
+GemmContext::~GemmContext() {
+  if (workspace_) CUDA_CHECK(cudaFree(workspace_));
+  if (handle_) CUBLAS_CHECK(cublasLtDestroy(handle_));
+}
+
+void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, void* c, GemmOut c_type,
+                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream) {
+  FSDP_CHECK(m > 0 && n > 0 && k > 0, fmt::format("gemm: empty shape m={} n={} k={}", m, n, k));
+  cublasLtMatmulDesc_t desc = make_desc(trans_a, trans_b, bias);
+  cublasLtMatrixLayout_t la, lb, lc;  // layouts of the stored (untransposed) matrices
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, trans_a ? k : m, trans_a ? m : k, lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, trans_b ? n : k, trans_b ? k : n, ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, data_type(c_type), m, n, ldc));
+  cublasLtMatmulPreference_t pref = make_preference(a, b, c);
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle(), desc, la, lb, lc, lc, pref, 1, &heuristic, &found));
+  FSDP_CHECK(found > 0, fmt::format("gemm: no cuBLASLt algorithm for m={} n={} k={} trans_a={} trans_b={} bias={}", m,
+                                    n, k, trans_a, trans_b, bias != nullptr));
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heuristic.algo,
+                              ctx.workspace(), GemmContext::kWorkspaceBytes, stream));
+  CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lc));
+  CUBLAS_CHECK(cublasLtMatmulDescDestroy(desc));
+}
+
+void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const bf16* inp, const bf16* weight,
+                    const bf16* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
+                    cudaStream_t stream) {
+  // outᵀ [OC, N] = W [OC, C] · inpᵀ [C, N]: W is stored as column-major [C, OC] -> transposed.
+  gemm_col_major(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
+}
+
+void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const bf16* dout, const bf16* weight,
+                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
+  // dinpᵀ [C, N] = Wᵀ [C, OC] · doutᵀ [OC, N]: both stored column-major as needed.
+  gemm_col_major(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
+}
+
+void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const bf16* dout, const bf16* inp,
+                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
+  // dWᵀ [C, OC] = inpᵀ [C, N] · dout [N, OC]: dout is stored column-major [OC, N] -> transposed.
+  gemm_col_major(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr, stream);
+}
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,149 @@
+// executor/cuda/norm.cu — LayerNorm / RMSNorm kernels: one warp per row for the row statistics and
+// dinp (llm.c layernorm_forward_kernel3 layout), and a two-kernel deterministic column reduction for
+// dweight/dbias. kLayer selects LayerNorm (mean subtracted, bias) or RMSNorm (mean = 0, no bias).
+#include "executor/cuda/norm.h"
+
+#include "core/errors.h"
+#include "executor/cuda/common.cuh"
+
+namespace fsdpx::cuda {
+namespace {
+
+constexpr int kBlock = 256;                 // threads; 8 rows (warps) per block in the row kernels
+constexpr std::int64_t kMaxRowChunks = 64;  // fixed chunk count: the sum order does not depend on the GPU
+
+std::int64_t row_chunks(std::int64_t n) { return n < kMaxRowChunks ? n : kMaxRowChunks; }
+
+template <bool kLayer>
+__global__ void norm_forward_kernel(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+                                    const bf16* bias, std::int64_t n, int c, float eps) {
+  const std::int64_t row = std::int64_t(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  const bf16* x = inp + row * c;  // [C]
+  float m = 0.0f;
+  if (kLayer) {
+    for (int j = lane; j < c; j += 32) m += to_f32(x[j]);
+    m = warp_sum(m) / float(c);
+  }
+  float v = 0.0f;
+  for (int j = lane; j < c; j += 32) {
+    const float d = to_f32(x[j]) - m;
+    v += d * d;
+  }
+  const float s = rsqrtf(warp_sum(v) / float(c) + eps);  // biased variance / mean square
+  bf16* y = out + row * c;
+  for (int j = lane; j < c; j += 32) {
+    const float yv = (to_f32(x[j]) - m) * s * to_f32(weight[j]);
+    y[j] = to_bf16(kLayer ? yv + to_f32(bias[j]) : yv);
+  }
+  if (lane == 0) {
+    if (kLayer) mean[row] = m;
+    rstd[row] = s;
+  }
+}
+
+template <bool kLayer>
+__global__ void norm_backward_dinp_kernel(bf16* dinp, const bf16* dout, const bf16* inp, const bf16* weight,
+                                          const float* mean, const float* rstd, std::int64_t n, int c) {
+  const std::int64_t row = std::int64_t(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  const bf16* dy = dout + row * c;
+  const bf16* x = inp + row * c;
+  const float m = kLayer ? mean[row] : 0.0f, s = rstd[row];
+  float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+  for (int j = lane; j < c; j += 32) {
+    const float dnorm = to_f32(dy[j]) * to_f32(weight[j]);
+    dnorm_mean += dnorm;
+    dnorm_norm_mean += dnorm * (to_f32(x[j]) - m) * s;
+  }
+  dnorm_mean = kLayer ? warp_sum(dnorm_mean) / float(c) : 0.0f;
+  dnorm_norm_mean = warp_sum(dnorm_norm_mean) / float(c);
+  bf16* dx = dinp + row * c;
+  for (int j = lane; j < c; j += 32) {
+    const float norm = (to_f32(x[j]) - m) * s;
+    const float dnorm = to_f32(dy[j]) * to_f32(weight[j]);
+    dx[j] = to_bf16(to_f32(dx[j]) + s * (dnorm - dnorm_mean - norm * dnorm_norm_mean));
+  }
+}
+
+// scratch [2, chunks, C]: per-chunk Σ dout·norm and Σ dout over that chunk's rows, in row order.
+template <bool kLayer>
+__global__ void norm_backward_partial_kernel(float* scratch, const bf16* dout, const bf16* inp, const float* mean,
+                                             const float* rstd, std::int64_t n, int c, std::int64_t chunks) {
+  const int j = blockIdx.x * kBlock + threadIdx.x;
+  const std::int64_t chunk = blockIdx.y;
+  if (j >= c) return;
+  const std::int64_t rows = ceil_div(n, chunks), begin = chunk * rows, end = min(n, begin + rows);
+  float dw = 0.0f, db = 0.0f;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const float dy = to_f32(dout[i * c + j]);
+    dw += dy * (to_f32(inp[i * c + j]) - (kLayer ? mean[i] : 0.0f)) * rstd[i];
+    db += dy;
+  }
+  scratch[chunk * c + j] = dw;
+  scratch[(chunks + chunk) * c + j] = db;
+}
+
+__global__ void norm_backward_finish_kernel(float* dweight, float* dbias, const float* scratch, int c,
+                                            std::int64_t chunks) {
+  const int j = blockIdx.x * kBlock + threadIdx.x;
+  if (j >= c) return;
+  float dw = 0.0f, db = 0.0f;
+  for (std::int64_t k = 0; k < chunks; ++k) {
+    dw += scratch[k * c + j];
+    db += scratch[(chunks + k) * c + j];
+  }
+  dweight[j] += dw;
+  if (dbias) dbias[j] += db;
+}
+
+template <bool kLayer>
+void norm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
+                   const bf16* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
+                   cudaStream_t stream) {
+  FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "norm_backward: bad shape");
+  const std::int64_t chunks = row_chunks(n);
+  norm_backward_dinp_kernel<kLayer><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+      dinp, dout, inp, weight, mean, rstd, n, int(c));
+  CUDA_CHECK(cudaGetLastError());
+  const dim3 grid(unsigned(ceil_div<std::int64_t>(c, kBlock)), unsigned(chunks));
+  norm_backward_partial_kernel<kLayer><<<grid, kBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, n, int(c), chunks);
+  CUDA_CHECK(cudaGetLastError());
+  norm_backward_finish_kernel<<<grid.x, kBlock, 0, stream>>>(dweight, dbias, scratch, int(c), chunks);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+std::int64_t norm_backward_scratch_elems(std::int64_t n, std::int64_t c) { return 2 * row_chunks(n) * c; }
+
+void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight, const bf16* bias,
+                       std::int64_t n, std::int64_t c, float eps, cudaStream_t stream) {
+  FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "layernorm_forward: bad shape");
+  norm_forward_kernel<true><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+      out, mean, rstd, inp, weight, bias, n, int(c), eps);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void layernorm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
+                        const bf16* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
+                        cudaStream_t stream) {
+  norm_backward<true>(dinp, dweight, dbias, scratch, dout, inp, weight, mean, rstd, n, c, stream);
+}
+
+void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, std::int64_t n, std::int64_t c,
+                     float eps, cudaStream_t stream) {
+  FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "rmsnorm_forward: bad shape");
+  norm_forward_kernel<false><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+      out, nullptr, rstd, inp, weight, nullptr, n, int(c), eps);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void rmsnorm_backward(bf16* dinp, float* dweight, float* scratch, const bf16* dout, const bf16* inp,
+                      const bf16* weight, const float* rstd, std::int64_t n, std::int64_t c, cudaStream_t stream) {
+  norm_backward<false>(dinp, dweight, nullptr, scratch, dout, inp, weight, nullptr, rstd, n, c, stream);
+}
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,160 @@
+// simulator/calibration.cpp — measured efficiencies from a kernel profile. Inverts the roofline of
+// cost_models/compute.h kernel_time_s: eff = work / (peak · t) for the bound that applies.
+#include "simulator/calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/cluster_spec.h"
+#include "core/errors.h"
+#include "cost_models/compute.h"
+#include "simulator/lower.h"
+
+namespace fsdpx {
+
+namespace {
+
+struct Aggregate {
+  KernelComparison c;
+  KernelWork first;  // shape of the kernel (min_dim, attention fields)
+};
+
+// Kernels of rank 0's compute ops in one step, summed by name.
+std::map<std::string, Aggregate> program_kernels(const Plan& plan) {
+  const StepProgram program = lower(plan);
+  std::map<std::string, Aggregate> out;
+  for (const Op& op : program.roles.front().ops) {
+    if (op.work_set < 0) continue;
+    for (const KernelWork& k : program.work_sets[std::size_t(op.work_set)].kernels) {
+      auto [it, fresh] = out.try_emplace(k.name);
+      Aggregate& a = it->second;
+      if (fresh) a.first = k, a.c.name = k.name, a.c.matmul = k.matmul, a.c.attention = k.attention_seq > 0;
+      ++a.c.calls;
+      a.c.flops += k.flops;
+      a.c.bytes += k.bytes;
+      a.c.predicted_s += kernel_time_s(k, plan.cluster.gpu, plan.precision.param);
+    }
+  }
+  return out;
+}
+
+// A measured point: at this work size, `ideal_s` at efficiency 1 took `measured_s`.
+struct Point {
+  double size, ideal_s, measured_s;
+};
+using Points = std::vector<Point>;
+
+// Efficiency curve through the points, sorted by size; points of equal size (the forward, dx and dw
+// GEMMs of one layer) merge by summing times, so the curve reproduces their total time (a harmonic
+// mean of their efficiencies). Efficiencies are divided by `scale` and clamped to (0, 1].
+EfficiencyCurve make_curve(Points pts, double scale, const EfficiencyCurve& fallback) {
+  if (pts.empty()) return fallback;
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.size < b.size; });
+  Points merged;
+  for (const Point& p : pts) {
+    if (!merged.empty() && p.size <= merged.back().size * (1 + 1e-9)) {
+      merged.back().ideal_s += p.ideal_s;
+      merged.back().measured_s += p.measured_s;
+    } else {
+      merged.push_back(p);
+    }
+  }
+  EfficiencyCurve c;
+  for (const Point& p : merged) c.points.emplace_back(p.size, std::clamp(p.ideal_s / p.measured_s / scale, 1e-6, 1.0));
+  return c;
+}
+
+double max_eff(const Points& a, const Points& b = {}) {
+  double m = 0;
+  for (const auto& p : a) m = std::max(m, p.ideal_s / p.measured_s);
+  for (const auto& p : b) m = std::max(m, p.ideal_s / p.measured_s);
+  return m;
+}
+
+struct Measured {
+  Points matmul, attn_fwd, attn_bwd, memory;
+  double vector_flops_per_s = 0;
+};
+
+void add_point(const Aggregate& a, const GpuSpec& gpu, DType dt, Measured& m) {
+  const KernelComparison& c = a.c;
+  const double t = c.measured_s;
+  if (c.matmul && c.flops > 0) {
+    const double ideal_s = c.flops / gpu.peak(dt);  // at efficiency 1
+    if (c.attention)
+      (a.first.attention_backward ? m.attn_bwd : m.attn_fwd)
+          .push_back({a.first.attention_seq, ideal_s / a.first.attention_relative_speed, t});
+    else
+      m.matmul.push_back({c.flops / c.calls, ideal_s / gemm_shape_factor(a.first.min_dim, gpu), t});
+    return;
+  }
+  // Vector work: roofline max(flops / vector peak, bytes / (bw · eff)). Raise the vector peak if the
+  // measured time beats it, then attribute the time to memory.
+  if (c.flops > 0) m.vector_flops_per_s = std::max(m.vector_flops_per_s, c.flops / t);
+  if (c.bytes > 0) m.memory.push_back({c.bytes / c.calls, c.bytes / gpu.hbm_bw_bytes_per_s, t});
+}
+
+GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
+  GpuSpec g = base;
+  const double flop_scale = std::max({1.0, max_eff(m.matmul, m.attn_fwd), max_eff(m.attn_bwd)});
+  for (auto& [dt, peak] : g.peak_flops_per_s) peak *= flop_scale;
+  g.matmul_efficiency = make_curve(m.matmul, flop_scale, base.matmul_efficiency);
+  g.attention_efficiency = make_curve(m.attn_fwd, flop_scale, base.attention_efficiency);
+  g.attention_backward_efficiency = make_curve(m.attn_bwd, flop_scale, base.attention_backward_efficiency);
+  const double bw_scale = std::max(1.0, max_eff(m.memory));
+  g.hbm_bw_bytes_per_s *= bw_scale;
+  g.memory_efficiency = make_curve(m.memory, bw_scale, base.memory_efficiency);
+  g.vector_flops_per_s = std::max(base.vector_flops_per_s, m.vector_flops_per_s);
+  return g;
+}
+
+}  // namespace
+
+Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin) {
+  if (profile.steps <= 0) throw ConfigError(origin + ": profile has no steps (run with --profile and --steps >= 1)");
+  std::map<std::string, Aggregate> kernels = program_kernels(plan);
+  Calibration cal;
+  Measured m;
+  for (auto& [name, a] : kernels) {
+    const auto t = profile.time_s.find(name);
+    if (t == profile.time_s.end() || !(t->second > 0)) {
+      cal.unmatched.push_back(name + " (in the step program, not in the profile)");
+      continue;
+    }
+    a.c.measured_s = t->second / profile.steps;
+    const auto calls = profile.calls.find(name);
+    a.c.measured_calls = calls == profile.calls.end() ? 0 : double(calls->second) / profile.steps;
+    add_point(a, plan.cluster.gpu, plan.precision.param, m);
+  }
+  for (const auto& [name, t] : profile.time_s)
+    if (!kernels.count(name)) cal.unmatched.push_back(name + " (in the profile, not in the step program)");
+  if (m.matmul.empty() && m.memory.empty() && m.attn_fwd.empty() && m.attn_bwd.empty())
+    throw ConfigError(origin + ": no kernel of the profile matches the plan's step program");
+  cal.gpu = fit_gpu(plan.cluster.gpu, m);
+  for (auto& [name, a] : kernels) {
+    if (a.c.measured_s <= 0) continue;
+    KernelWork k = a.first;  // the average call, as the curve points were placed
+    k.flops = a.c.flops / a.c.calls, k.bytes = a.c.bytes / a.c.calls;
+    a.c.calibrated_s = a.c.calls * kernel_time_s(k, cal.gpu, plan.precision.param);
+    cal.kernels.push_back(a.c);
+  }
+  return cal;
+}
+
+nlohmann::json calibrated_cluster_json(const ClusterSpec& cluster, const GpuSpec& calibrated, const std::string& name,
+                                       const std::string& source_note) {
+  ClusterSpec c = cluster;
+  c.name = name;
+  c.gpu = calibrated;
+  nlohmann::json j = cluster_spec_to_json(c);
+  const nlohmann::json full = gpu_spec_to_json(calibrated);
+  for (const char* key : {"vector_tflops", "matmul_efficiency", "memory_efficiency", "attention_efficiency",
+                          "attention_backward_efficiency"})
+    j["gpu"][key] = full.at(key);
+  j["sources"] = {{"gpu", source_note}};
+  return j;
+}
+
+}  // namespace fsdpx

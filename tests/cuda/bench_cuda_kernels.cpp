@@ -1,0 +1,135 @@
+// tests/cuda/bench_cuda_kernels.cpp — event-timed benchmarks of the CUDA kernels at Llama-8B-like
+// shapes on one GPU (run by tools/gpu_check.sh): median of 20 timed repeats after 3 warm-ups, inputs
+// random (never zeros: .library/device/METHOD.md), reported as ms and achieved TFLOP/s or GB/s against
+// the FLOP and minimum-byte counts written next to each case. Leaves out L2 flushing between repeats
+// (the buffers here are far larger than the 50 MB L2). Prints a markdown table; exit 77 without a GPU.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "executor/cuda/activation.h"
+#include "executor/cuda/adamw.h"
+#include "executor/cuda/attention.h"
+#include "executor/cuda/cast.h"
+#include "executor/cuda/cross_entropy.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda/device.h"
+#include "executor/cuda/gemm.h"
+#include "executor/cuda/norm.h"
+
+namespace fsdpx::cuda {
+namespace {
+
+template <class T>
+T* alloc_random(std::int64_t n, float lo, float hi) {
+  std::vector<float> host(static_cast<std::size_t>(n));
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (float& v : host) v = u(rng);
+  float* f32 = nullptr;
+  CUDA_CHECK(cudaMalloc(&f32, sizeof(float) * n));
+  CUDA_CHECK(cudaMemcpy(f32, host.data(), sizeof(float) * n, cudaMemcpyHostToDevice));
+  if constexpr (std::is_same_v<T, float>) {
+    return f32;
+  } else {
+    bf16* out = nullptr;
+    CUDA_CHECK(cudaMalloc(&out, sizeof(bf16) * n));
+    cast_f32_to_bf16(out, f32, n, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaFree(f32));
+    return out;
+  }
+}
+
+double median_ms(const std::function<void()>& fn) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<float> ms(20);
+  for (float& m : ms) {
+    CUDA_CHECK(cudaEventRecord(a));
+    fn();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    CUDA_CHECK(cudaEventElapsedTime(&m, a, b));
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void row(const char* name, const std::string& shape, double ms, double flops, double bytes) {
+  std::printf("| %s | %s | %.3f | %.1f | %.0f |\n", name, shape.c_str(), ms, flops / (ms * 1e-3) / 1e12,
+              bytes / (ms * 1e-3) / 1e9);
+}
+
+void bench_all() {
+  const std::int64_t n = 16384, c = 4096, f = 14336, v = 50304;  // tokens, model, ffn, padded vocab
+  bf16* x = alloc_random<bf16>(n * c, -1, 1);
+  bf16* w = alloc_random<bf16>(f * c, -0.05f, 0.05f);
+  bf16* y = alloc_random<bf16>(n * 2 * f, -1, 1);
+  bf16* z = alloc_random<bf16>(n * f, -1, 1);
+  float* rstd = alloc_random<float>(n, 1, 2);
+  std::printf("| kernel | shape | ms | TFLOP/s | GB/s |\n|---|---|---|---|---|\n");
+  // RMSNorm forward: reads N·C bf16, writes N·C bf16.
+  row("rmsnorm_forward", "16384x4096", median_ms([&] { rmsnorm_forward(z, rstd, x, w, n, c, 1e-5f, nullptr); }), 0,
+      4.0 * n * c);
+  // SwiGLU forward: reads N·2F, writes N·F bf16.
+  row("swiglu_forward", "16384x14336", median_ms([&] { mlp_act_forward(FfnKind::swiglu, z, y, n, f, nullptr); }), 0,
+      6.0 * n * f);
+  GemmContext ctx;
+  // GEMM: 2·N·C·F FLOPs (mlp_up-like, bf16 out).
+  row("gemm_bf16", "16384x4096x14336",
+      median_ms([&] { matmul_forward(ctx, z, GemmOut::bf16, x, w, nullptr, n, c, f, false, nullptr); }),
+      2.0 * n * c * f, 2.0 * (n * c + c * f + n * f));
+  AttnShape s;
+  s.b = 8, s.t = 2048, s.nh = 32, s.nkv = 8, s.hd = 128;  // Llama-3-8B attention, 16K tokens
+  bf16* qkv = alloc_random<bf16>(s.b * s.t * s.qkv_row(), -1, 1);
+  float* lse = alloc_random<float>(s.b * s.nh * s.t, 0, 1);
+  float* scratch = alloc_random<float>(s.b * s.nh * s.t, 0, 1);
+  // Causal attention FLOPs: 4·B·NH·T²·HD / 2 forward, 2.5× that backward (FA2 paper convention).
+  const double attn_flops = 2.0 * s.b * s.nh * double(s.t) * s.t * s.hd;
+  row("flash_forward", "B8 T2048 H32/8 D128", median_ms([&] { flash_attention_forward(z, lse, qkv, s, nullptr); }),
+      attn_flops, 2.0 * (s.b * s.t * s.qkv_row() + s.b * s.t * s.nh * s.hd));
+  row("flash_backward", "B8 T2048 H32/8 D128",
+      median_ms([&] { flash_attention_backward(y, scratch, x, z, qkv, lse, s, nullptr); }), 2.5 * attn_flops,
+      2.0 * 3 * (s.b * s.t * s.qkv_row()));
+  const std::int64_t nc = 4096;  // classifier rows: 4096 × 50304 bf16 logits (412 MB)
+  bf16* logits = alloc_random<bf16>(nc * v, -4, 4);
+  std::vector<std::int32_t> tg(nc, 7);
+  std::int32_t* targets = nullptr;
+  CUDA_CHECK(cudaMalloc(&targets, sizeof(std::int32_t) * nc));
+  CUDA_CHECK(cudaMemcpy(targets, tg.data(), sizeof(std::int32_t) * nc, cudaMemcpyHostToDevice));
+  // Fused classifier with dlogits written in place (reads the row twice, writes it once).
+  row("fused_classifier", "4096x50304",
+      median_ms([&] { fused_classifier(logits, rstd, rstd + 1, targets, nc, 50257, v, 1.0f, false, nullptr); }), 0,
+      2.0 * nc * v);
+  const std::int64_t shard = std::int64_t(1) << 27;  // 134M fp32 elements
+  float* p = alloc_random<float>(shard, -1, 1);
+  float* m = alloc_random<float>(shard, -1, 1);
+  float* vv = alloc_random<float>(shard, 0, 1);
+  float* g = alloc_random<float>(shard, -1, 1);
+  const AdamWArgs a{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f};
+  // AdamW: reads p, m, v, g (fp32), writes p, m, v (fp32) and the bf16 copy: 30 bytes per element.
+  row("adamw", "134M fp32", median_ms([&] { adamw_update(a, p, m, vv, g, x, std::min(shard, n * c), nullptr); }), 0,
+      30.0 * std::min(shard, n * c));
+}
+
+}  // namespace
+}  // namespace fsdpx::cuda
+
+int main() {
+  if (fsdpx::cuda::device_count() == 0) {
+    std::printf("SKIPPED: %s\n", fsdpx::cuda::cuda_unavailable_reason().c_str());
+    return 77;
+  }
+  std::printf("device: %s\n\n", fsdpx::cuda::describe(fsdpx::cuda::device_info(0)).c_str());
+  fsdpx::cuda::bench_all();
+  return 0;
+}

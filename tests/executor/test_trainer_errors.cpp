@@ -1,0 +1,156 @@
+// tests/executor/test_trainer_errors.cpp — failures of the runtime: a rank whose data source throws
+// brings every rank down with its message within 2 s (no hang); a non-finite loss stops the run naming
+// the step, or skips the update by option; plans the CPU runtime cannot run are ConfigErrors naming the
+// JSON path; the state round-trips; the learning rate follows warm-up and cosine decay.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "executor/runtime/adamw.h"
+#include "executor/runtime/lr_schedule.h"
+#include "tests/executor/tiny_models.h"
+#include "tests/executor/trainer_fixtures.h"
+
+namespace fsdpx {
+namespace {
+
+// Throws on rank 2's first call (Trainer::current_rank() tells which rank thread calls).
+class FailOnRank2 : public test::HashData {
+ public:
+  using test::HashData::HashData;
+  void global_batch(const DataPosition& pos, std::int64_t global_batch, std::int64_t seq,
+                    std::vector<std::int32_t>& tokens) override {
+    if (Trainer::current_rank() == 2) throw std::runtime_error("disk on fire");
+    test::HashData::global_batch(pos, global_batch, seq, tokens);
+  }
+};
+
+TEST_CASE("trainer: a rank that throws brings the others down with its message") {
+  test::PlanShape s;
+  s.dp_shard = 4;
+  const Plan plan = test::tiny_plan(test::tiny_llama(), s);
+  Trainer trainer(plan, std::make_shared<FailOnRank2>(plan.model.vocab));
+  const auto start = std::chrono::steady_clock::now();
+  std::string msg;
+  try {
+    trainer.step();
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
+  CHECK(msg == "rank 2: disk on fire");
+  INFO("took " << dt.count() << " s");
+  CHECK(dt.count() < 2.0);
+  CHECK_THROWS_WITH_AS(trainer.step(), doctest::Contains("rank 2: disk on fire"), std::runtime_error);
+}
+
+Plan nan_plan(TrainerState& state, std::unique_ptr<Trainer>& trainer, TrainerOptions o) {
+  test::PlanShape s;
+  s.dp_shard = 2;
+  const Plan plan = test::tiny_plan(test::tiny_gpt(), s);
+  trainer = std::make_unique<Trainer>(plan, std::make_shared<test::HashData>(plan.model.vocab), o);
+  state = trainer->state();
+  state.ranks[1].units.back().params[0] = std::numeric_limits<float>::quiet_NaN();  // the head's unit
+  trainer->load_state(state);
+  return plan;
+}
+
+TEST_CASE("trainer: a non-finite loss stops the run with the step, or skips the update") {
+  TrainerState state;
+  std::unique_ptr<Trainer> trainer;
+  nan_plan(state, trainer, TrainerOptions{});
+  CHECK_THROWS_WITH(trainer->step(), doctest::Contains("step 1, micro-batch 0: non-finite loss"));
+
+  nan_plan(state, trainer, TrainerOptions{NonFinitePolicy::skip_step, false});
+  const StepMetrics m = trainer->step();
+  CHECK(m.skipped);
+  const TrainerState after = trainer->state();
+  CHECK(after.step == 1);
+  for (std::size_t r = 0; r < state.ranks.size(); ++r)
+    for (std::size_t u = 0; u < state.ranks[r].units.size(); ++u)
+      for (std::size_t i = 0; i < state.ranks[r].units[u].params.size(); ++i) {
+        const float a = state.ranks[r].units[u].params[i], b = after.ranks[r].units[u].params[i];
+        CHECK((a == b || (std::isnan(a) && std::isnan(b))));  // no update, moments untouched
+      }
+}
+
+TEST_CASE("trainer: state round-trips into a fresh trainer and training continues identically") {
+  test::PlanShape s;
+  s.dp_shard = 3, s.accum = 3;
+  const Plan plan = test::tiny_plan(test::tiny_llama(), s);
+  auto data = std::make_shared<test::HashData>(plan.model.vocab);
+  Trainer a(plan, data);
+  a.step(), a.step();
+  Trainer b(plan, data);
+  b.load_state(a.state());
+  const StepMetrics ma = a.step(), mb = b.step();
+  CHECK(ma.loss == mb.loss);
+  CHECK(a.gather_full_params() == b.gather_full_params());
+  test::PlanShape other = s;
+  other.dp_shard = 2;
+  Trainer c(test::tiny_plan(test::tiny_llama(), other), data);
+  CHECK_THROWS_AS(c.load_state(a.state()), ConfigError);
+}
+
+TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the path") {
+  test::PlanShape s;
+  s.dp_shard = 2;
+  Plan tp = test::tiny_plan(test::tiny_llama(), s);
+  tp.parallelism.dp_shard = 1, tp.parallelism.tp = 2;
+  auto data = std::make_shared<test::HashData>(13);
+  CHECK_THROWS_WITH_AS(Trainer(tp, data), doctest::Contains("/parallelism/tp"), ConfigError);
+  Plan split = test::tiny_plan(test::tiny_gpt(), s);  // tied head: embedding and head in one unit
+  split.units.insert(split.units.begin(), PlanUnit{{"embedding"}, 1});
+  auto& last = split.units.back().modules;
+  last.erase(std::find(last.begin(), last.end(), "embedding"));
+  CHECK_THROWS_WITH_AS(Trainer(split, data), doctest::Contains("must be in one unit"), ConfigError);
+}
+
+TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {
+  test::PlanShape s;
+  s.dp_shard = 2, s.accum = 2;
+  const Plan plan = test::tiny_plan(test::tiny_llama(), s);
+  Trainer trainer(plan, std::make_shared<test::HashData>(plan.model.vocab), TrainerOptions{NonFinitePolicy::stop, true});
+  trainer.step(), trainer.step();
+  const OpProfile p = trainer.profile();
+  CHECK(p.steps == 2);
+  for (const char* op : {"ag.u0.mb0.fwd", "fwd.s0.mb1", "bwd.s1.mb0", "rs.u0.mb1", "clip.ar", "opt"}) {
+    INFO(op);
+    CHECK(p.op_time_s.count(op) == 1);
+  }
+  // 2 steps × 2 micro-batches × 2 blocks.
+  CHECK(p.kernel_calls.at("mlp_up") == 8);
+  CHECK(p.kernel_calls.at("lm_head") == 4);
+}
+
+TEST_CASE("lr schedule: linear warm-up, cosine to min_lr_ratio, flat after") {
+  OptimizerSettings o;
+  o.lr = 1.0, o.warmup_steps = 4, o.total_steps = 14, o.min_lr_ratio = 0.1;
+  CHECK(learning_rate(o, 0) == doctest::Approx(0.25));
+  CHECK(learning_rate(o, 3) == doctest::Approx(1.0));
+  CHECK(learning_rate(o, 9) == doctest::Approx(0.55));  // half way: (1 + 0.1) / 2
+  CHECK(learning_rate(o, 14) == doctest::Approx(0.1));
+  CHECK(learning_rate(o, 100) == doctest::Approx(0.1));
+}
+
+TEST_CASE("adamw: the first update moves every weight by lr (sign of the gradient) after decay") {
+  OptimizerSettings o;
+  o.weight_decay = 0.5;
+  float p[3] = {1.0f, -2.0f, 0.5f}, m[3] = {}, v[3] = {};
+  const float g[3] = {0.3f, -4.0f, 1e-3f};
+  adamw_update(o, AdamWStep{0.01, 1, 1.0}, p, m, v, g, 3);
+  // Step 1: m̂ = g, v̂ = g², so the update is lr·g/(|g| + eps) ≈ lr·sign(g) (Kingma & Ba 2015 §2.1).
+  CHECK(p[0] == doctest::Approx(1.0 * (1 - 0.005) - 0.01).epsilon(1e-6));
+  CHECK(p[1] == doctest::Approx(-2.0 * (1 - 0.005) + 0.01).epsilon(1e-6));
+  CHECK(p[2] == doctest::Approx(0.5 * (1 - 0.005) - 0.01 * 1e-3 / (1e-3 + 1e-8)).epsilon(1e-6));
+  CHECK(clip_scale(2.0, 1.0) == doctest::Approx(1.0 / (2.0 + 1e-6)));
+  CHECK(clip_scale(0.5, 1.0) == 1.0);
+  CHECK(clip_scale(5.0, 0.0) == 1.0);
+}
+
+}  // namespace
+}  // namespace fsdpx

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# tests/tools/sanitizers.sh — builds test_executor in two extra trees, one with ThreadSanitizer
+# (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread communicator,
+# data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the normal tree).
+# The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
+# Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
+set -euo pipefail
+src=${1:?source dir}
+root=${2:?build root}
+which=${3:-all}
+jobs=${FSDPX_SANITIZER_JOBS:-2}
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,data-parallel*'
+tests+=',trainer: a rank*,trainer: HSDP*,trainer: state*,trainer: a non-finite*,trainer: peak*'
+
+build_and_run() {  # name, extra cmake args...
+  local name=$1; shift
+  local dir="$root/sanitize-$name"
+  cmake -S "$src" -B "$dir" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" "$@" >/dev/null
+  ninja -C "$dir" -j "$jobs" test_executor >/dev/null
+  echo "== $name: test_executor -tc=\"$tests\""
+  "$dir/tests/test_executor" -tc="$tests" --no-intro=true
+}
+
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+if [[ $which == tsan || $which == all ]]; then
+  build_and_run tsan -DFSDPX_TSAN=ON -DFSDPX_USE_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON
+fi
+if [[ $which == asan || $which == all ]]; then
+  build_and_run asan -DFSDPX_SANITIZE=ON
+fi

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# CLI test of `fsdpx run` and `fsdpx calibrate` on the CPU backend: a run stopped (or killed) after its
+# step-3 checkpoint and resumed reaches step 6 bit-identical to an uninterrupted run; a 4-rank
+# checkpoint resumes on 2 ranks with another unit grouping; truncated and corrupted shards are
+# reported and the previous good checkpoint is used; a missing checkpoint and --backend cuda fail
+# with a message; calibrating on a profile brings the simulated step time closer to the measured one.
+set -u
+FSDPX="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() {  # name, command status
+  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
+}
+jq_py() {  # file, python expression over j
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+for w in 4 2; do
+  "$FSDPX" plan --model llama-tiny --cluster cpu --world-size $w --seq 64 --global-batch 8 -o "$tmp/p$w.json" >/dev/null
+  check "plan for $w ranks" $?
+done
+run() { "$FSDPX" run --plan "$tmp/p4.json" --format json "$@"; }
+
+run --steps 6 --checkpoint-dir "$tmp/full" --checkpoint-every 3 >"$tmp/full.json"
+check "uninterrupted 6 steps" $?
+run --steps 3 --checkpoint-dir "$tmp/split" >"$tmp/a.json"
+check "3 steps then exit" $?
+run --steps 6 --checkpoint-dir "$tmp/split" --resume >"$tmp/b.json"
+check "resume to step 6" $?
+same=$(python3 - "$tmp/full.json" "$tmp/b.json" <<'PY'
+import json, sys
+f, b = (json.load(open(p)) for p in sys.argv[1:])
+ok = [s["loss"] for s in f["steps"][3:]] == [s["loss"] for s in b["steps"]] and \
+     f["final_params_hash"] == b["final_params_hash"] and b["start_step"] == 3
+print("yes" if ok else f"no: {f['final_params_hash']} vs {b['final_params_hash']}")
+PY
+)
+echo "resume after exit: $same"
+[ "$same" = yes ]; check "resumed step 6 is bit-identical (losses and parameter hash)" $?
+
+# Killed with SIGKILL after its step-3 checkpoint; later checkpoints removed so that it resumes from 3.
+"$FSDPX" run --plan "$tmp/p4.json" --steps 100000 --checkpoint-dir "$tmp/kill" --checkpoint-every 3 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do [ -f "$tmp/kill/step-000003/manifest.json" ] && break; sleep 0.1; done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+for d in "$tmp"/kill/step-*; do [ "$(basename "$d")" = step-000003 ] || rm -rf "$d"; done
+mkdir -p "$tmp/kill/step-000004.tmp-99999"  # a save torn before its rename: ignored
+run --steps 6 --checkpoint-dir "$tmp/kill" --resume >"$tmp/k.json"
+check "resume after kill -9" $?
+[ "$(jq_py "$tmp/k.json" 'j["final_params_hash"]')" = "$(jq_py "$tmp/full.json" 'j["final_params_hash"]')" ]
+check "killed and resumed run is bit-identical at step 6" $?
+
+# 4 ranks -> 2 ranks (the planner also groups units differently).
+cp -r "$tmp/split" "$tmp/re2" && rm -rf "$tmp/re2/step-000006"
+"$FSDPX" run --plan "$tmp/p2.json" --format json --steps 6 --checkpoint-dir "$tmp/re2" --resume >"$tmp/r2.json"
+check "4-rank checkpoint resumes on 2 ranks" $?
+close=$(python3 - "$tmp/full.json" "$tmp/r2.json" <<'PY'
+import json, sys
+f, r = (json.load(open(p)) for p in sys.argv[1:])
+d = abs(f["final_loss"] - r["final_loss"])
+print(f"4 ranks {f['final_loss']:.7f}, resumed on 2 ranks {r['final_loss']:.7f}, |diff| {d:.2e} (tolerance 1e-4)")
+sys.exit(0 if r["start_step"] == 3 and d < 1e-4 else 1)
+PY
+)
+check "2-rank resume matches the 4-rank loss at step 6 ($close)" $?
+echo "$close"
+
+# Truncated and corrupted shards: reported, and the step-3 checkpoint is used.
+for kind in truncate corrupt; do
+  cp -r "$tmp/full" "$tmp/$kind"
+  f="$tmp/$kind/step-000006/rank-00001.bin"
+  if [ $kind = truncate ]; then truncate -s -7 "$f"; else printf '\xff' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null; fi
+  run --steps 7 --checkpoint-dir "$tmp/$kind" --resume >"$tmp/$kind.json" 2>"$tmp/$kind.err"
+  check "$kind: resume still works" $?
+  grep -q "step-000006: rank-00001.bin: $([ $kind = truncate ] && echo truncated || echo 'checksum mismatch')" "$tmp/$kind.err"
+  check "$kind: stderr names the file and the problem" $?
+  [ "$(jq_py "$tmp/$kind.json" 'j["start_step"]')" = 3 ]; check "$kind: falls back to step 3" $?
+done
+
+run --steps 2 --checkpoint-dir "$tmp/empty" --resume >/dev/null 2>"$tmp/empty.err"
+[ $? -eq 2 ] && grep -q "no loadable checkpoint" "$tmp/empty.err"; check "--resume without a checkpoint exits 2" $?
+run --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda.err"
+[ $? -ne 0 ] && grep -q "CUDA" "$tmp/cuda.err"; check "--backend cuda without CUDA fails naming CUDA" $?
+
+# Text output: the loss falls on the shipped text.
+"$FSDPX" run --plan "$tmp/p4.json" --steps 30 >"$tmp/text.out"
+check "text run" $?
+falls=$(grep "^step" "$tmp/text.out" | grep -o "loss [0-9.]*" | awk 'NR==1{a=$2} {b=$2} END{print (b < a - 0.5) ? "yes" : "no: " a " -> " b}')
+[ "$falls" = yes ]; check "loss falls by > 0.5 nats in 30 steps ($falls)" $?
+
+# Calibration closes the loop: the simulated step time moves toward the measured one.
+run --steps 8 --profile "$tmp/prof.json" >/dev/null
+check "run with --profile" $?
+"$FSDPX" calibrate --profile "$tmp/prof.json" -o "$tmp/cal.json" --plan-out "$tmp/calplan.json" --format json >"$tmp/calib.json"
+check "calibrate" $?
+errs=$(jq_py "$tmp/calib.json" '"measured %.4f s, simulated %.4f s -> %.4f s, error %.2f -> %.2f" % (j["step_time_s"]["measured"], j["step_time_s"]["simulated_before"], j["step_time_s"]["simulated_after"], j["relative_error"]["before"], j["relative_error"]["after"])')
+echo "calibration: $errs"
+jq_py "$tmp/calib.json" 'sys.exit(0 if j["relative_error"]["after"] < j["relative_error"]["before"] else 1)' >/dev/null
+check "calibration shrinks the step-time error ($errs)" $?
+"$FSDPX" simulate --plan "$tmp/calplan.json" >/dev/null; check "calibrated plan simulates" $?
+"$FSDPX" plan --model llama-tiny --cluster "$tmp/cal.json" --world-size 4 --seq 64 --global-batch 8 >/dev/null
+check "calibrated cluster loads in fsdpx plan" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
