@@ -173,9 +173,11 @@ std::string plan_shape_desc(const Plan& p) {
   if (par.tp > 1) shape += fmt::format(", tp {}", par.tp);
   if (par.cp > 1) shape += fmt::format(", cp {}", par.cp);
   std::size_t full = 0, selective = 0, selective_op = 0;
-  for (RecomputeMode r : p.recompute)
-    full += r == RecomputeMode::full, selective += r == RecomputeMode::selective,
-        selective_op += r == RecomputeMode::selective_op;
+  for (RecomputeMode r : p.recompute) {
+    full += r == RecomputeMode::full;
+    selective += r == RecomputeMode::selective;
+    selective_op += r == RecomputeMode::selective_op;
+  }
   std::string recompute = full == 0 && selective == 0 ? "none"
                           : fmt::format("{} full, {} selective of {}", full, selective, p.recompute.size());
   if (selective_op > 0)
