@@ -169,6 +169,40 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
 
 }  // namespace
 
+Recompute recompute_of(RecomputeMode r) {
+  switch (r) {
+    case RecomputeMode::none: return Recompute::none;
+    case RecomputeMode::selective: return Recompute::selective;
+    case RecomputeMode::full: return Recompute::full;
+    case RecomputeMode::selective_op: return Recompute::selective_op;
+  }
+  return Recompute::none;
+}
+
+TrainingShape training_shape_of(const Plan& p) {
+  const auto& par = p.parallelism;
+  TrainingShape s;
+  s.dp_replicate = par.dp_replicate;
+  s.dp_shard = par.dp_shard;
+  s.tp = par.tp;
+  s.cp = par.cp;
+  s.sequence_parallel = par.sequence_parallel;
+  switch (par.data_parallel) {
+    case DataParallel::fsdp_full_shard: s.mode = ShardingMode::zero3; break;
+    case DataParallel::fsdp_shard_grad_op: s.mode = ShardingMode::zero2; break;
+    case DataParallel::hsdp: s.mode = ShardingMode::hsdp; break;
+    case DataParallel::ddp: s.mode = ShardingMode::ddp; break;
+    case DataParallel::zero1:
+    case DataParallel::distributed_optimizer: s.mode = ShardingMode::zero1; break;
+  }
+  s.micro_batch = p.training.micro_batch;
+  s.seq = p.training.seq;
+  s.grad_accum = p.grad_accum();
+  s.recompute = p.recompute.empty() ? Recompute::none : recompute_of(p.recompute.front());
+  s.precision = PrecisionPolicy{p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
+  return s;
+}
+
 void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
   if (s.world_size() != c.world_size())
     bad_option("--dp-shard", fmt::format("dp_replicate({}) * dp_shard({}) * cp({}) * tp({}) = {} != world size {}",

@@ -10,6 +10,7 @@
 
 #include "core/cluster_spec.h"
 #include "core/model_spec.h"
+#include "core/plan.h"
 #include "cost_models/memory.h"
 
 namespace fsdpx {
@@ -51,6 +52,11 @@ struct Estimate {
   double tokens_per_s_per_gpu_upper_bound = 0;
   double mfu_upper_bound = 0;            // at the lower-bound step time
 };
+
+// The plan's recompute mode in the memory model's terms.
+Recompute recompute_of(RecomputeMode r);
+// The estimate's view of a plan (its first block's recompute mode stands for all blocks).
+TrainingShape training_shape_of(const Plan& p);
 
 // Validates the shape against the cluster (degrees multiply to the world size, tp within a node,
 // divisibility of heads by tp); throws ConfigError naming the option.

@@ -40,31 +40,8 @@ struct Survivor {
   std::string key;
 };
 
-Recompute to_estimate(RecomputeMode m) {
-  switch (m) {
-    case RecomputeMode::none: return Recompute::none;
-    case RecomputeMode::selective: return Recompute::selective;
-    case RecomputeMode::full: return Recompute::full;
-    case RecomputeMode::selective_op: return Recompute::selective_op;
-  }
-  return Recompute::full;
-}
-
 double throughput_bound(const Plan& p) {
-  const auto& par = p.parallelism;
-  TrainingShape s;
-  s.dp_replicate = par.dp_replicate;
-  s.dp_shard = par.dp_shard;
-  s.tp = par.tp;
-  s.cp = par.cp;
-  s.sequence_parallel = par.sequence_parallel;
-  s.mode = par.dp_replicate > 1 ? ShardingMode::hsdp : ShardingMode::zero3;
-  s.micro_batch = p.training.micro_batch;
-  s.seq = p.training.seq;
-  s.grad_accum = p.grad_accum();
-  s.recompute = to_estimate(p.recompute.front());
-  s.precision = PrecisionPolicy{p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
-  return estimate(p.model, p.cluster, s).tokens_per_s_per_gpu_upper_bound;
+  return estimate(p.model, p.cluster, training_shape_of(p)).tokens_per_s_per_gpu_upper_bound;
 }
 
 struct Stage1 {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cost_models/compute.h"
+#include "cost_models/estimate.h"
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
 #include "cost_models/params.h"
@@ -51,16 +52,6 @@ ActivationShape activation_shape(const Plan& plan) {
   a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
   a.dropout = !a.flash_attention;
   return a;
-}
-
-Recompute to_recompute(RecomputeMode r) {
-  switch (r) {
-    case RecomputeMode::none: return Recompute::none;
-    case RecomputeMode::selective: return Recompute::selective;
-    case RecomputeMode::full: return Recompute::full;
-    case RecomputeMode::selective_op: return Recompute::selective_op;
-  }
-  return Recompute::none;
 }
 
 void append(std::vector<KernelWork>& to, const std::vector<KernelWork>& from) {
@@ -226,7 +217,7 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
     switch (module_kind(plan, i)) {
       case ModuleKind::embedding: mem.saved_activation_bytes += embedding_activation_bytes(plan.model, a); break;
       case ModuleKind::block:
-        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, to_recompute(block_recompute(plan, i)));
+        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
         break;
       case ModuleKind::final_norm: break;

@@ -29,27 +29,12 @@ PlanRequest demo_request() {
   return r;
 }
 
-TrainingShape estimate_shape(const Plan& p) {
-  TrainingShape s;
-  s.dp_replicate = p.parallelism.dp_replicate;
-  s.dp_shard = p.parallelism.dp_shard;
-  s.tp = p.parallelism.tp;
-  s.cp = p.parallelism.cp;
-  s.sequence_parallel = p.parallelism.sequence_parallel;
-  s.mode = s.dp_replicate > 1 ? ShardingMode::hsdp : ShardingMode::zero3;
-  s.micro_batch = p.training.micro_batch;
-  s.seq = p.training.seq;
-  s.grad_accum = p.grad_accum();
-  s.precision = {p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
-  return s;
-}
-
 void run_demo(OutputFormat format) {
   const PlanRequest request = demo_request();
   const PlanResult result = search_plans(request);
   if (!result.best) throw NoPlanFits(no_fit_message(result));
   const Plan& plan = result.best->plan;
-  const TrainingShape shape = estimate_shape(plan);
+  const TrainingShape shape = training_shape_of(plan);
   const Estimate e = estimate(plan.model, plan.cluster, shape);
   const Simulation sim = simulate(plan);
   if (format == OutputFormat::json) {
