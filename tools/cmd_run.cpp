@@ -23,6 +23,9 @@
 #include "executor/checkpoint/reshard.h"
 #include "executor/data/text_dataset.h"
 #include "tools/cli_options.h"
+#ifdef FSDPX_HAVE_CUDA
+#include "executor/cuda/device.h"
+#endif
 #include "tools/commands.h"
 #include "tools/run_report.h"
 
@@ -49,10 +52,21 @@ struct RunOptions {
   OutputFormat format = OutputFormat::text;
 };
 
+// Why --backend cuda cannot run here: no CUDA device (or driver), or no CUDA build; with a device, the
+// runtime does not drive the CUDA kernels yet (docs/cuda.md).
+std::string cuda_backend_error() {
+#ifdef FSDPX_HAVE_CUDA
+  if (cuda::device_count() == 0)
+    return "--backend cuda: " + cuda::cuda_unavailable_reason();
+  return "--backend cuda: a CUDA device was found, but the runtime does not drive the CUDA kernels yet "
+         "(docs/cuda.md); run with --backend cpu";
+#else
+  return "--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)";
+#endif
+}
+
 void check_options(const RunOptions& o) {
-  if (o.backend == Backend::cuda)
-    throw ConfigError("--backend cuda: no CUDA backend was found in this build of fsdpx (the CUDA executor is not "
-                      "implemented yet, so no CUDA device can be used); run with --backend cpu");
+  if (o.backend == Backend::cuda) throw ConfigError(cuda_backend_error());
   if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
     throw ConfigError(fmt::format("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every"));
 }

@@ -19,9 +19,9 @@ void check_runnable(const Plan& plan) {
     throw ConfigError(fmt::format("plan: /parallelism/{}: the CPU runtime runs {} = 1 only (got {}); {}", path,
                                   path, value, what));
   };
-  if (par.tp > 1) reject("tp", par.tp, "tensor parallelism is not implemented on CPU");
-  if (par.cp > 1) reject("cp", par.cp, "context parallelism is not implemented on CPU");
-  if (par.pp > 1) reject("pp", par.pp, "pipeline parallelism is not implemented");
+  if (par.tp > 1) reject("tp", par.tp, "the CPU backend does not run tensor parallelism yet");
+  if (par.cp > 1) reject("cp", par.cp, "the CPU backend does not run context parallelism yet");
+  if (par.pp > 1) reject("pp", par.pp, "the runtime does not run pipeline parallelism yet");
   if (plan.model.arch == Arch::gpt && plan.training.seq > plan.model.max_seq)
     throw ConfigError(fmt::format("plan: /training/seq: at most the model's max_seq {} for a learned position "
                                   "table (got {})", plan.model.max_seq, plan.training.seq));

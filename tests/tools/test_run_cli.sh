@@ -83,7 +83,7 @@ done
 run --steps 2 --checkpoint-dir "$tmp/empty" --resume >/dev/null 2>"$tmp/empty.err"
 [ $? -eq 2 ] && grep -q "no loadable checkpoint" "$tmp/empty.err"; check "--resume without a checkpoint exits 2" $?
 run --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda.err"
-[ $? -ne 0 ] && grep -q "CUDA" "$tmp/cuda.err"; check "--backend cuda without CUDA fails naming CUDA" $?
+[ $? -ne 0 ] && grep -q "no CUDA device was found" "$tmp/cuda.err"; check "--backend cuda without a GPU says no CUDA device was found" $?
 
 # Text output: the loss falls on the shipped text.
 "$FSDPX" run --plan "$tmp/p4.json" --steps 30 >"$tmp/text.out"
