@@ -2,7 +2,9 @@
 // simulator's prediction for the same plan (simulate(plan).peak_memory_bytes). The plans are the `cpu`
 // cluster's (fp32 params, unfused attention, no dropout: what the CPU backend runs), so the simulator's
 // itemisation of saved activations (cost_models/activations.cpp) describes the CPU model's BlockActs
-// tensor by tensor; params, gradients, optimizer state and activations must agree within 5%.
+// tensor by tensor; params, gradients, optimizer state and activations must agree within 5%. Transient
+// bytes are printed only: the simulator's peak overlaps prefetched all-gathers and in-flight
+// reduce-scatters with a backward, which the synchronous runtime never does (docs/executor.md, Memory).
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
