@@ -4,7 +4,7 @@
 //
 // Schema "fsdpx-plan/1" — required keys: format, model, cluster, training{seq, micro_batch,
 // global_batch}, parallelism{dp_shard}, units. Optional keys and their defaults:
-//   training.seed 0; parallelism.dp_replicate/tp/cp/pp/vpp 1, sequence_parallel false,
+//   training.seed 0, training.dropout 0 (written only when > 0); parallelism.dp_replicate/tp/cp/pp/vpp 1, sequence_parallel false,
 //   pp_schedule "none", data_parallel "fsdp_full_shard"; units[].reshard_after_forward true;
 //   prefetch {forward 1, backward 1, max_all_gathers_in_flight 2} (each key optional);
 //   recompute "none"; mixed_precision {param_dtype "bf16", reduce_dtype "fp32", fp32_master_weights true};
@@ -104,6 +104,9 @@ Plan default_plan(const ModelSpec& m, const ClusterSpec& c, const TrainingSettin
   last.modules.emplace_back("head");
   p.units.push_back(std::move(last));
   p.recompute.assign(static_cast<std::size_t>(m.layers), recompute);
+  // The `cpu` cluster's ranks run the CPU reference backend, which computes in fp32 and materialises
+  // the attention probabilities (executor/model/block.h); its runtime rejects plans saying otherwise.
+  if (c.host_threads) p.precision.param = DType::fp32, p.attention_kernel = AttentionKernel::unfused;
   return p;
 }
 

@@ -55,6 +55,10 @@ struct TrainingSettings {
   std::int64_t micro_batch = 1;   // sequences per micro-batch per data-parallel rank
   std::int64_t global_batch = 8;  // sequences per optimizer step
   std::uint64_t seed = 0;
+  // Dropout probability of the attention probabilities and of the attention-output, MLP-output and
+  // embedding dropouts (GPT-3 / Megatron-LM style, one rate for all); 0 = none (Llama, llm.c's GPT-2).
+  // Only its presence matters to the simulator: p > 0 keeps Korthikanti et al. 2022's dropout masks.
+  double dropout = 0;
 };
 
 struct Parallelism {
@@ -138,7 +142,8 @@ std::vector<std::string> module_names(const ModelSpec& m);
 
 // A plan with FSDP2/torchtitan defaults: embedding alone, one unit per `blocks_per_unit` blocks,
 // final norm + head together (with the embedding when tied), reshard after forward except the last
-// unit, prefetch 1/1, bf16 params and fp32 reduce.
+// unit, prefetch 1/1, bf16 params and fp32 reduce; on a host-threads cluster (`cpu`, the CPU reference
+// backend) fp32 params and the unfused attention kernel, which is what that backend runs.
 Plan default_plan(const ModelSpec& m, const ClusterSpec& c, const TrainingSettings& t, const Parallelism& par,
                   int blocks_per_unit, RecomputeMode recompute);
 

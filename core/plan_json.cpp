@@ -123,6 +123,11 @@ TrainingSettings parse_training(JsonObject o) {
     if (!s.is_number_unsigned()) o.fail("seed", fmt::format("expected an integer >= 0, got {}", json_type_name(s)));
     t.seed = s.get<std::uint64_t>();
   }
+  if (o.has("dropout")) {
+    t.dropout = o.number("dropout");
+    if (!(t.dropout >= 0 && t.dropout < 1))
+      o.fail("dropout", fmt::format("expected a probability in [0, 1), got {}", t.dropout));
+  }
   o.finish();
   return t;
 }
@@ -363,6 +368,7 @@ nlohmann::json plan_to_json(const Plan& p) {
                       {"exposed_comm_s", p.predicted->exposed_comm_s},
                       {"peak_memory_bytes", p.predicted->peak_memory_bytes}};
   if (!p.notes.empty()) j["notes"] = p.notes;
+  if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
   return j;
 }
 

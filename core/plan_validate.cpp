@@ -86,6 +86,8 @@ void check_training(const Checker& c) {
                         t.global_batch, t.micro_batch, par.dp_replicate, par.dp_shard, per_step));
   c.require(t.seq <= c.p.model.max_seq, "/training/seq",
             fmt::format("seq ({}) exceeds the model's max_seq ({})", t.seq, c.p.model.max_seq));
+  c.require(t.dropout >= 0 && t.dropout < 1, "/training/dropout",
+            fmt::format("expected a probability in [0, 1), got {}", t.dropout));
   // Load-balanced causal context parallelism cuts the sequence into 2·cp chunks, rank r taking chunks r
   // and 2·cp-1-r (Megatron-Core context parallel; torchtitan's round-robin load balancer).
   if (par.cp > 1)

@@ -1,6 +1,6 @@
 // cost_models/activations.cpp — activation bytes one rank keeps for backward: the tensors a block
 // saves, itemised as in Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 and generalised to any ffn
-// size, SwiGLU, GQA, no dropout, FlashAttention, TP/SP/CP, the three recompute modes and torchtitan's
+// size, SwiGLU, GQA, norm statistics, dropout or none, FlashAttention or materialised scores, TP/SP/CP, the three recompute modes and torchtitan's
 // op-level selective AC; plus the embedding/head tensors and the logits. Leaves out allocator
 // rounding, pipeline in-flight microbatch counts (the caller multiplies) and framework temporaries
 // outside a block's backward.
@@ -14,6 +14,11 @@ namespace {
 constexpr double kMaskBytes = 1;     // dropout masks are 1 byte per element (Korthikanti §4.1)
 constexpr double kFp32Bytes = 4;     // FlashAttention log-sum-exp, fp32 softmax/loss buffers
 constexpr double kTokenIdBytes = 8;  // int64 token ids (Megatron theoretical_memory_usage.py: 8·s·b)
+
+// Statistics a norm saves for its backward, fp32 per token: LayerNorm its mean and reciprocal standard
+// deviation, RMSNorm the reciprocal RMS (PyTorch native_layer_norm / _fused_rms_norm outputs; llm.c's
+// ln_mean and ln_rstd). Korthikanti et al. 2022 leave them out (16 bytes against ~34h·2 per token).
+double norm_stat_bytes(const ModelSpec& m) { return (m.arch == Arch::gpt ? 2 : 1) * kFp32Bytes; }
 
 // Per-rank sizes. Tensors in the "norm region" (norm inputs, inputs to the column-parallel
 // linears, dropout masks) are replicated across TP ranks unless SP shards them along s; tensors
@@ -42,9 +47,10 @@ Dims dims(const ModelSpec& m, const ActivationShape& s) {
 }
 
 // Norm region, bytes per token: two norm inputs (4sbh), QKV input (2sbh), MLP input (2sbh),
-// attention-output and MLP-output dropout masks (sbh each) — Korthikanti's "10" plus nothing s².
-double norm_region_bytes(const Dims& d, const ActivationShape& s) {
-  double b = 2 * d.h * d.e + d.h * d.e + d.h * d.e;
+// attention-output and MLP-output dropout masks (sbh each) — Korthikanti's "10" plus nothing s² —
+// and the two norms' fp32 statistics.
+double norm_region_bytes(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
+  double b = 2 * d.h * d.e + d.h * d.e + d.h * d.e + 2 * norm_stat_bytes(m);
   if (s.dropout) b += 2 * d.h * kMaskBytes;
   return b / d.norm_div;
 }
@@ -100,7 +106,7 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
   const Dims d = dims(m, s);
   if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
   if (r == Recompute::selective_op) return d.tokens * op_sac_bytes_per_token(m, d, s);
-  double per_token = norm_region_bytes(d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
+  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
   if (r == Recompute::none) per_token += attention_score_bytes(d, s);
   return d.tokens * per_token;
 }
@@ -120,15 +126,20 @@ double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s
   return block_activation_bytes(m, s, Recompute::none) + grads;
 }
 
-// Token ids (int64), the embedding dropout mask when dropout is on (Megatron's s·b·h), the final
-// norm input and the LM-head input (Korthikanti's output layer 4sbh), the last two sharded by SP.
+// Token ids (int64) and the embedding dropout mask when dropout is on (Megatron's s·b·h, sharded by
+// SP): what the embedding's backward (and the mask's) needs, freed with the embedding's backward.
 double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   double per_token = kTokenIdBytes;
-  double norm_region = 2 * d.h * d.e;
-  if (s.dropout) norm_region += d.h * kMaskBytes;
-  per_token += norm_region / d.norm_div;
+  if (s.dropout) per_token += d.h * kMaskBytes / d.norm_div;
   return d.tokens * per_token;
+}
+
+// The final norm's input and the LM-head input (Korthikanti's output layer 4sbh) and the final norm's
+// fp32 statistics, sharded by SP; saved by the final norm and the head, freed with their backward.
+double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  return d.tokens * (2 * d.h * d.e + norm_stat_bytes(m)) / d.norm_div;
 }
 
 // Eager softmax cross-entropy, F.cross_entropy(logits.float(), labels), as compute_head.cpp times it

@@ -38,6 +38,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.act_bytes = dtype_bytes(s.act_dtype);
   d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   d.fused_attention = attention_kernel_is_fused(s.attention_kernel);
+  d.attention_dropout = s.dropout;
   return d;
 }
 

@@ -28,6 +28,7 @@ struct LayerShape {
   bool sequence_parallel = false;  // norms/dropout on seq/tp tokens when tp > 1
   DType act_dtype = DType::bf16;   // activations and compute inputs
   AttentionKernel attention_kernel = AttentionKernel::flash2;
+  bool dropout = false;  // attention dropout (Plan::training.dropout > 0); costed on the unfused path only
 };
 
 // One kernel's work on one rank.

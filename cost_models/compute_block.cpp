@@ -75,8 +75,8 @@ double score_elements(const RankDims& d) { return d.tokens * d.heads * d.seq; }
 // Forward: S = QKᵀ as a batched GEMM over all s keys (baddbmm computes the full square; the causal
 // mask is applied afterwards, so no FLOPs are skipped), the fused scale-mask-softmax (Narayanan et al.
 // 2021 §4.3; reads S, writes P; ~5 FLOPs per element: scale, mask, max, exp, divide), attention
-// dropout on P (Megatron's GPT default attention_dropout 0.1: reads P, writes P' and a 1-byte mask),
-// and O = P'V. Per-head GEMMs are s×s×head_dim, so head_dim is their smallest dimension.
+// with dropout (Plan::training.dropout > 0; Megatron's GPT default attention_dropout 0.1) dropout on P
+// (reads P, writes P' and a 1-byte mask), and O = P'V (O = PV without dropout). Per-head GEMMs are s×s×head_dim, so head_dim is their smallest dimension.
 std::vector<KernelWork> unfused_attention_forward(const ModelSpec& m, const RankDims& d) {
   constexpr double kMaskBytes = 1;
   const double e = d.act_bytes, sc = score_elements(d), head_dim = static_cast<double>(m.head_dim);
@@ -86,12 +86,14 @@ std::vector<KernelWork> unfused_attention_forward(const ModelSpec& m, const Rank
   KernelWork pv = gemm("attn_pv", d.tokens, d.q_dim, d.seq, e);
   pv.bytes = (sc + d.keys * d.kv_dim + d.tokens * d.q_dim) * e;
   pv.min_dim = head_dim;
-  return {qk, vector_kernel("attn_softmax", 5 * sc, sc * e, sc * e),
-          vector_kernel("attn_dropout", 2 * sc, sc * e, sc * (e + kMaskBytes)), pv};
+  std::vector<KernelWork> ks{qk, vector_kernel("attn_softmax", 5 * sc, sc * e, sc * e)};
+  if (d.attention_dropout) ks.push_back(vector_kernel("attn_dropout", 2 * sc, sc * e, sc * (e + kMaskBytes)));
+  ks.push_back(pv);
+  return ks;
 }
 
-// Backward: dV = P'ᵀdO and dP' = dO·Vᵀ (two batched GEMMs), dropout backward (reads dP' and the mask,
-// writes dP), softmax backward dS = P∘(dP − rowsum(dP∘P)) (reads P and dP, writes dS; ~4 FLOPs per
+// Backward: dV = P'ᵀdO and dP' = dO·Vᵀ (two batched GEMMs), with dropout its backward (reads dP' and
+// the mask, writes dP), softmax backward dS = P∘(dP − rowsum(dP∘P)) (reads P and dP, writes dS; ~4 FLOPs per
 // element), then dQ = dS·K and dK = dSᵀQ.
 std::vector<KernelWork> unfused_attention_backward(const ModelSpec& m, const RankDims& d) {
   constexpr double kMaskBytes = 1;
@@ -104,8 +106,11 @@ std::vector<KernelWork> unfused_attention_backward(const ModelSpec& m, const Ran
   qk.flops *= 2;
   qk.bytes = (sc + 2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * e;  // reads dS, Q, K; writes dQ, dK
   qk.min_dim = head_dim;
-  return {pv, vector_kernel("attn_dropout_bwd", sc, sc * (e + kMaskBytes), sc * e),
-          vector_kernel("attn_softmax_bwd", 4 * sc, 2 * sc * e, sc * e), qk};
+  std::vector<KernelWork> ks{pv};
+  if (d.attention_dropout) ks.push_back(vector_kernel("attn_dropout_bwd", sc, sc * (e + kMaskBytes), sc * e));
+  ks.push_back(vector_kernel("attn_softmax_bwd", 4 * sc, 2 * sc * e, sc * e));
+  ks.push_back(qk);
+  return ks;
 }
 
 // Rotary embedding of Q and K (Su et al. 2021, RoFormer): each element is x·cos ± x'·sin, 3 FLOPs;

@@ -25,6 +25,7 @@ struct RankDims {
   double act_bytes = 0;    // bytes per activation element
   double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
   bool fused_attention = true;  // false: materialised scores (AttentionKernel::unfused)
+  bool attention_dropout = false;  // dropout on the probabilities (unfused path; fused kernels fuse it)
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);

@@ -147,6 +147,7 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
 
   const ActivationShape a = activation_shape(s);
   mem.activations = m.layers * block_activation_bytes(m, a, s.recompute) + embedding_activation_bytes(m, a) +
+                    final_norm_activation_bytes(m, a) +
                     logits_bytes(m, a) +
                     std::max(block_backward_working_bytes(m, a), logits_backward_working_bytes(m, a));
 

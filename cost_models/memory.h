@@ -63,9 +63,11 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
 // Bytes of the block's working set while recomputing / running backward on top of saved bytes
 // (full recompute re-materialises one block's activations at a time).
 double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
-// Embedding output and final-norm input kept for backward; the eager cross-entropy's fp32 log-probs
-// kept from the loss forward to its backward, and the two fp32 logits-sized gradients of its backward.
+// Token ids (and the embedding dropout mask) kept for the embedding's backward; the final norm's input
+// and output (the head's input) and its statistics; the eager cross-entropy's fp32 log-probs kept from
+// the loss forward to its backward, and the two fp32 logits-sized gradients of its backward.
 double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s);
+double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
 

@@ -35,6 +35,7 @@ LayerShape layer_shape(const Plan& plan) {
   s.sequence_parallel = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
   s.act_dtype = plan.precision.param;
   s.attention_kernel = plan.attention_kernel;
+  s.dropout = plan.training.dropout > 0;
   return s;
 }
 
@@ -47,10 +48,10 @@ ActivationShape activation_shape(const Plan& plan) {
   a.cp = l.cp;
   a.sequence_parallel = l.sequence_parallel;
   a.act_bytes = dtype_bytes(l.act_dtype);
-  // The unfused path keeps the s×s tensors; its stack (Megatron-LM 2021) trains GPT with attention and
-  // hidden dropout 0.1 (megatron/arguments.py defaults), so Korthikanti's masks are kept too.
+  // The unfused path keeps the s×s probabilities; dropout (the plan's setting, independent of the
+  // kernel) adds Korthikanti's masks and dropped copies.
   a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
-  a.dropout = !a.flash_attention;
+  a.dropout = l.dropout;
   return a;
 }
 
@@ -220,7 +221,7 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
         break;
-      case ModuleKind::final_norm: break;
+      case ModuleKind::final_norm: mem.saved_activation_bytes += final_norm_activation_bytes(plan.model, a); break;
       case ModuleKind::head:
         mem.saved_activation_bytes += logits_bytes(plan.model, a);
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, logits_backward_working_bytes(plan.model, a));

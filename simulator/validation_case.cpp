@@ -227,6 +227,14 @@ AttentionKernel case_attention_kernel(const ValidationCase& c) {
   return framework_attention_kernel(c.framework);
 }
 
+// Megatron-LM of the 2021 runs (the unfused era above) trains GPT with attention and hidden dropout 0.1
+// (megatron/arguments.py, --attention-dropout and --hidden-dropout defaults), the setting Korthikanti
+// et al. 2022 §4.1 itemise; the later stacks' Llama/GPT runs train without dropout.
+double case_dropout(const ValidationCase& c) {
+  constexpr double kMegatronDropout = 0.1;
+  return case_attention_kernel(c) == AttentionKernel::unfused ? kMegatronDropout : 0.0;
+}
+
 // torchtitan's "selective" in the published Llama runs is op-level SAC: its Llama 3 train configs set
 // activation_checkpoint.mode = 'selective', selective_ac_option = 'op' (train_configs/llama3_8b.toml
 // @0011fb90; the policy in torchtitan/parallelisms/parallelize_llama.py @004b3148). NeMo / Megatron's
@@ -315,6 +323,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
   out.plan.reduce_grads = framework_reduce_grads(c);
   out.plan.attention_kernel = case_attention_kernel(c);
+  out.plan.training.dropout = case_dropout(c);
   if (c.compiled) out.notes.push_back("torch.compile not modelled");
   validate_plan(out.plan, fmt::format("{}: case \"{}\"", file, c.id));
   return out;

@@ -65,6 +65,8 @@ AttentionKernel framework_attention_kernel(const std::string& framework);
 // The framework's kernel in the software era the source cites (first year in `source`).
 std::optional<int> source_year(const std::string& source);
 AttentionKernel case_attention_kernel(const ValidationCase& c);
+// Dropout probability of the case's stack: 0.1 for Megatron-LM runs of the unfused era (its GPT defaults), else 0.
+double case_dropout(const ValidationCase& c);
 // The recompute mode a framework runs for the case format's "selective" (other values map as named).
 RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
 

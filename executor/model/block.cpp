@@ -36,6 +36,7 @@ BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t s
   d.qkv = m.q_dim() + 2 * m.kv_dim();
   d.f = m.ffn_hidden;
   d.fu = cpu::mlp_up_width(m.ffn_kind, m.ffn_hidden);
+  d.layernorm = m.arch == Arch::gpt;
   d.attn = cpu::AttnShape{batch, seq, m.heads, m.kv_heads, m.head_dim};
   return d;
 }
@@ -54,12 +55,13 @@ BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
 template <class Real>
 void BlockActs<Real>::allocate(const BlockDims& d) {
   const auto n = static_cast<std::size_t>(d.n);
-  ln1.assign(n * d.c, 0), ln1_mean.assign(n, 0), ln1_rstd.assign(n, 0);
+  const std::size_t mean_n = d.layernorm ? n : 0;  // RMSNorm has no mean
+  ln1.assign(n * d.c, 0), ln1_mean.assign(mean_n, 0), ln1_rstd.assign(n, 0);
   qkv.assign(n * d.qkv, 0);
   att.assign(static_cast<std::size_t>(cpu::attention_saved_elems(d.attn)), 0);
   atty.assign(n * d.q, 0);
   x_mid.assign(n * d.c, 0);
-  ln2.assign(n * d.c, 0), ln2_mean.assign(n, 0), ln2_rstd.assign(n, 0);
+  ln2.assign(n * d.c, 0), ln2_mean.assign(mean_n, 0), ln2_rstd.assign(n, 0);
   fc.assign(n * d.fu, 0);
   fc_act.assign(n * d.f, 0);
 }

@@ -1,7 +1,8 @@
 // executor/model/block.h — one pre-norm transformer block, forward and hand-written backward:
 //   x_mid = x_in + attn_out(attention(rope(qkv(norm1(x_in)))));  x_out = x_mid + mlp_down(act(mlp_up(norm2(x_mid))))
 // llama: RMSNorm, RoPE, GQA, SwiGLU; gpt: LayerNorm, learned positions (outside the block), GELU, biases.
-// The saved activations (BlockActs) follow llm.c's ActivationTensors per layer. Leaves out dropout.
+// The saved activations (BlockActs) follow llm.c's ActivationTensors per layer. Leaves out dropout
+// (plans with training.dropout > 0 are rejected by the runtime).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct BlockDims {
   std::int64_t c = 0;                // hidden
   std::int64_t q = 0, qkv = 0;       // q_dim, q_dim + 2·kv_dim
   std::int64_t f = 0, fu = 0;        // ffn_hidden, mlp_up width (2F for SwiGLU)
+  bool layernorm = false;            // gpt: norms save mean and rstd; llama's RMSNorm saves rstd only
   cpu::AttnShape attn;
 };
 BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq);
@@ -35,15 +37,21 @@ struct BlockTensors {
 template <class P>
 BlockTensors<P> block_tensors(const ModuleLayout& m, P base);
 
-// Activations a block saves for backward.
+// Activations a block saves for backward, tensor by tensor the itemisation of the simulator's memory
+// model for (unfused attention, no dropout) in cost_models/activations.cpp (per token, in elements):
+//   norm region: ln1 (QKV input) C, x_mid (MLP-norm input) C, ln2 (MLP input) C and the block's
+//     output C (the next block's / final norm's input: the simulator counts a block's input, the CPU
+//     model its output, the embedding output standing in for block 0's input); norm statistics;
+//   attention: qkv Q + 2·KV (QKᵀ inputs and V), atty Q (out-proj input), att NH·T (softmax output);
+//   MLP: fc FU and fc_act F (SwiGLU: gate, up and their product, 3F; GELU: input and output, 2F).
 template <class Real>
 struct BlockActs {
-  std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N], [N] (mean unused by RMSNorm)
+  std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N] (LayerNorm only, else empty), [N]
   std::vector<Real> qkv;                      // [N, QKV] after RoPE
-  std::vector<Real> att;                      // [attention_saved_elems]
+  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities
   std::vector<Real> atty;                     // [N, Q] attention output before attn_out
   std::vector<Real> x_mid;                    // [N, C] residual stream after attention
-  std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N], [N]
+  std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N] (LayerNorm only), [N]
   std::vector<Real> fc;                       // [N, FU] mlp_up output (pre-activation)
   std::vector<Real> fc_act;                   // [N, F]
   void allocate(const BlockDims& d);

@@ -33,7 +33,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nc, 0);
   scratch_.allocate(dims_);
-  lnf_.assign(nc, 0), lnf_mean_.assign(static_cast<std::size_t>(dims_.n), 0);
+  lnf_.assign(nc, 0), lnf_mean_.assign(static_cast<std::size_t>(dims_.layernorm ? dims_.n : 0), 0);
   lnf_rstd_.assign(static_cast<std::size_t>(dims_.n), 0);
   probs_.assign(static_cast<std::size_t>(dims_.n * spec.vocab), 0);
   dres_.assign(nc, 0), dlnf_.assign(nc, 0);

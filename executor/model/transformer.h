@@ -83,7 +83,7 @@ class Transformer {
   BlockActs<Real> recompute_acts_;                 // shared by recomputing blocks
   std::vector<Real> recompute_out_;                // [N, C] discarded block output during recompute
   BlockScratch<Real> scratch_;
-  std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C], [N], [N]
+  std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C], [N] (LayerNorm only), [N]
   std::vector<Real> probs_;                        // [N, V] probabilities, then dlogits
   std::vector<Real> dres_, dlnf_;                  // [N, C] residual-stream gradient, final-norm output grad
   Real loss_ = 0, dloss_ = 1;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/attention_kernel.h"
+#include "core/dtype.h"
 #include "core/errors.h"
 #include "executor/model/block.h"
 #include "simulator/lower.h"
@@ -12,6 +14,21 @@
 namespace fsdpx {
 
 namespace {
+
+// The CPU model computes and stores fp32, materialises the attention probabilities and has no dropout:
+// a plan saying otherwise would be simulated (times and memory) for a different program than the one run.
+void check_cpu_program(const Plan& plan) {
+  if (plan.precision.param != DType::fp32)
+    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CPU runtime computes in fp32, so the "
+                                  "plan must say \"fp32\" (got \"{}\")", dtype_name(plan.precision.param)));
+  if (plan.attention_kernel != AttentionKernel::unfused)
+    throw ConfigError(fmt::format("plan: /attention_kernel: the CPU runtime materialises the attention "
+                                  "probabilities, so the plan must say \"unfused\" (got \"{}\")",
+                                  attention_kernel_name(plan.attention_kernel)));
+  if (plan.training.dropout > 0)
+    throw ConfigError(fmt::format("plan: /training/dropout: the CPU runtime implements no dropout (got {})",
+                                  plan.training.dropout));
+}
 
 void check_runnable(const Plan& plan) {
   const Parallelism& par = plan.parallelism;
@@ -22,6 +39,7 @@ void check_runnable(const Plan& plan) {
   if (par.tp > 1) reject("tp", par.tp, "the CPU backend does not run tensor parallelism yet");
   if (par.cp > 1) reject("cp", par.cp, "the CPU backend does not run context parallelism yet");
   if (par.pp > 1) reject("pp", par.pp, "the runtime does not run pipeline parallelism yet");
+  check_cpu_program(plan);
   if (plan.model.arch == Arch::gpt && plan.training.seq > plan.model.max_seq)
     throw ConfigError(fmt::format("plan: /training/seq: at most the model's max_seq {} for a learned position "
                                   "table (got {})", plan.model.max_seq, plan.training.seq));
@@ -58,21 +76,25 @@ BlockBufferBytes block_buffer_bytes(const BlockDims& d) {
   return b;
 }
 
-// Saved and working bytes of each segment, following Transformer's buffers: embedding output; each
-// block's output plus its BlockActs (only the output when it recomputes); final-norm output and
-// statistics; probabilities [N, V]. Backward works in the block scratch, the residual-gradient pair and,
-// for recomputing blocks, the shared BlockActs and a discarded output.
+// Saved and working bytes of each segment, following Transformer's buffers, each counted with the module
+// whose backward uses it last (the simulator's attribution, cost_models/activations.cpp): token ids and
+// targets (int32 each) with the embedding; each block's input (resid_[i]) plus its BlockActs (only the
+// input when it recomputes); the final norm's input, output and statistics; probabilities [N, V].
+// Backward works in the block scratch, the residual-gradient pair and, for recomputing blocks, the
+// shared BlockActs and a discarded output.
 void segment_bytes(RuntimeProgram& rp) {
   const Plan& p = rp.plan;
   const BlockDims d = make_block_dims(p.model, p.training.micro_batch, p.training.seq);
   const BlockBufferBytes bb = block_buffer_bytes(d);
   const double f32 = 4, nc = double(d.n * d.c) * f32;
+  const double ids = 2.0 * double(d.n) * double(sizeof(std::int32_t));  // Transformer's tokens_, targets_
+  const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n) * f32;
   for (const Segment& s : rp.segments) {
     double saved = 0, working = 2 * nc;  // dres, dlnf
     bool block = false, recompute = false;
     for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
-      if (m == 0) saved += nc;
-      else if (m == rp.layout.final_norm_index()) saved += nc + 2.0 * double(d.n) * f32;
+      if (m == 0) saved += ids;
+      else if (m == rp.layout.final_norm_index()) saved += 2 * nc + norm_stats;
       else if (m == rp.layout.head_index()) saved += double(d.n * p.model.vocab) * f32;
       else {
         const bool rc = p.recompute[std::size_t(m - 1)] == RecomputeMode::full;

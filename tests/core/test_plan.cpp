@@ -285,6 +285,17 @@ TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round
   CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::unfused);
 }
 
+TEST_CASE("training.dropout: absent is 0 and not written; a probability round-trips") {
+  const Plan p = load_plan(kSample);
+  CHECK(p.training.dropout == 0);
+  CHECK_FALSE(plan_to_json(p)["training"].contains("dropout"));
+  Plan d = p;
+  d.training.dropout = 0.1;
+  CHECK(plan_to_json(d)["training"]["dropout"] == 0.1);
+  check_round_trip(d);
+  CHECK(parse_plan(plan_to_json(d), "d.json").training.dropout == 0.1);
+}
+
 TEST_CASE("optional keys take the documented defaults") {
   nlohmann::json j = load_json_file(kSample);
   for (const char* key : {"prefetch", "recompute", "mixed_precision", "optimizer", "reduce_grads", "predicted", "notes"})
@@ -357,6 +368,9 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["parallelism"]["vpp"] = 2; }, "/parallelism/vpp", "interleaved_1f1b"},
       {[](J& j) { j["prefetch"]["max_all_gathers_in_flight"] = 0; }, "/prefetch/max_all_gathers_in_flight", "positive integer"},
       {[](J& j) { j["optimizer"]["beta2"] = 1.0; }, "/optimizer/beta2", "[0, 1)"},
+      {[](J& j) { j["training"]["dropout"] = 1.0; }, "/training/dropout", "probability in [0, 1)"},
+      {[](J& j) { j["training"]["dropout"] = -0.1; }, "/training/dropout", "probability in [0, 1)"},
+      {[](J& j) { j["training"]["dropout"] = "0.1"; }, "/training/dropout", "number"},
       {[](J& j) { j["mixed_precision"]["param_dtype"] = "bf8"; }, "/mixed_precision/param_dtype", "bf16"},
       {[](J& j) { j["model"]["tied_embeddings"] = true; }, "/units/0/modules/0", "same unit as \"head\""},
   };

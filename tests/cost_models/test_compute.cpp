@@ -287,6 +287,7 @@ TEST_CASE("unfused attention: full QK^T and PV without causal skipping, s² soft
   s.seq = 2048;
   s.tp = 2;
   s.attention_kernel = AttentionKernel::unfused;
+  s.dropout = true;  // Megatron's GPT default attention dropout 0.1
   const double T = 2 * 2048.0, seq = 2048, q = double(m.q_dim()) / 2, a = double(m.heads) / 2;
   const double scores = T * a * seq;  // b·(a/t)·s·s elements per rank
   double gemm = 0, softmax_bytes = 0, dropout_bytes = 0;
@@ -308,6 +309,14 @@ TEST_CASE("unfused attention: full QK^T and PV without causal skipping, s² soft
   int core = 0;
   for (const KernelWork& k : block_kernels(m, s, Pass::forward)) core += is_attention_core(k);
   CHECK(core == 4);
+  // Without dropout (Plan::training.dropout 0) the dropout kernels go and nothing else changes.
+  LayerShape nd = s;
+  nd.dropout = false;
+  for (Pass p : {Pass::forward, Pass::input_grad}) {
+    const auto with = block_kernels(m, s, p), without = block_kernels(m, nd, p);
+    CHECK(without.size() + 1 == with.size());
+    for (const KernelWork& k : without) CHECK((k.name != "attn_dropout" && k.name != "attn_dropout_bwd"));
+  }
 }
 
 }  // namespace fsdpx

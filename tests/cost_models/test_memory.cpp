@@ -104,11 +104,13 @@ TEST_CASE("activations reproduce the six rows of Korthikanti et al. 2022 Table 2
   for (std::int64_t b : {1, 4}) {
     for (int t : {2, 8}) {
       const double sbh = s * static_cast<double>(b) * h;
-      const double no_par = sbh * (34 + 5 * a * s / h);
-      const double tp = sbh * (10 + 24.0 / t + 5 * a * s / (h * t));
-      const double tp_sp = sbh / t * (34 + 5 * a * s / h);
-      const double tp_sel = sbh * (10 + 24.0 / t);
-      const double tp_sp_sel = 34 * sbh / t;
+      // Beyond the table: the two LayerNorms' fp32 mean and rstd, 16 bytes per token in the norm region.
+      const double stats = 16 * s * static_cast<double>(b);
+      const double no_par = sbh * (34 + 5 * a * s / h) + stats;
+      const double tp = sbh * (10 + 24.0 / t + 5 * a * s / (h * t)) + stats;
+      const double tp_sp = (sbh * (34 + 5 * a * s / h) + stats) / t;
+      const double tp_sel = sbh * (10 + 24.0 / t) + stats;
+      const double tp_sp_sel = (34 * sbh + stats) / t;
       const double full = 2 * sbh;
       INFO("b=", b, " t=", t);
       CHECK(block_activation_bytes(m, korthikanti(1, false, b), Recompute::none) == doctest::Approx(no_par));
@@ -130,8 +132,9 @@ TEST_CASE("FlashAttention replaces the s² tensors by the fp32 log-sum-exp") {
   const double s = 2048, h = 12288, a = 96, t = 8;
   ActivationShape flash = korthikanti(8, true);
   flash.flash_attention = true;
-  // 34·sbh/t (cost-model-facts.md §3.2) plus 4·a·s·b/t bytes of LSE.
-  CHECK(block_activation_bytes(m, flash, Recompute::none) == doctest::Approx(34 * s * h / t + 4 * a * s / t));
+  // 34·sbh/t (cost-model-facts.md §3.2) plus 4·a·s·b/t bytes of LSE and 16·s·b/t of LayerNorm statistics.
+  CHECK(block_activation_bytes(m, flash, Recompute::none) ==
+        doctest::Approx(34 * s * h / t + 4 * a * s / t + 16 * s / t));
   // Selective recompute keeps the same tensors when there is nothing s² to drop.
   CHECK(block_activation_bytes(m, flash, Recompute::selective) ==
         doctest::Approx(block_activation_bytes(m, flash, Recompute::none)));
@@ -142,9 +145,10 @@ TEST_CASE("no dropout drops the two sbh masks and the s² mask and dropout outpu
   const double s = 2048, h = 12288, a = 96;
   ActivationShape nd = korthikanti(1, false);
   nd.dropout = false;
-  CHECK(block_activation_bytes(m, nd, Recompute::none) == doctest::Approx(s * h * (32 + 2 * a * s / h)));
+  const double stats = 16 * s;  // two LayerNorms' fp32 mean and rstd
+  CHECK(block_activation_bytes(m, nd, Recompute::none) == doctest::Approx(s * h * (32 + 2 * a * s / h) + stats));
   nd.flash_attention = true;  // Llama-style: ≈ 32·sbh (cost-model-facts.md §3.2) + LSE
-  CHECK(block_activation_bytes(m, nd, Recompute::none) == doctest::Approx(32 * s * h + 4 * a * s));
+  CHECK(block_activation_bytes(m, nd, Recompute::none) == doctest::Approx(32 * s * h + 4 * a * s + stats));
 }
 
 TEST_CASE("SwiGLU and GQA: MLP keeps gate, up and product; K and V are kv_dim wide") {
@@ -156,8 +160,9 @@ TEST_CASE("SwiGLU and GQA: MLP keeps gate, up and product; K and V are kv_dim wi
   sh.flash_attention = true;
   sh.dropout = false;
   const double tokens = 2.0 * 4096, h = 4096, kv = 8 * 128, ffn = 14336, a = 32;
-  // norm region: 2 norm inputs + QKV input + MLP input; attention: Q, K, V, O; MLP: 3·ffn; LSE.
-  const double per_token = 2 * (4 * h) + 2 * (h + 2 * kv + h) + 2 * (3 * ffn) + 4 * a;
+  // norm region: 2 norm inputs + QKV input + MLP input and two fp32 RMSNorm rstd; attention: Q, K, V,
+  // O; MLP: 3·ffn; LSE.
+  const double per_token = 2 * (4 * h) + 2 * 4 + 2 * (h + 2 * kv + h) + 2 * (3 * ffn) + 4 * a;
   CHECK(block_activation_bytes(m, sh, Recompute::none) == doctest::Approx(tokens * per_token));
   // TP 4 with SP divides everything by 4.
   ActivationShape tp = sh;
@@ -193,10 +198,13 @@ TEST_CASE("embedding/head activations and logits") {
   sh.tp = 4;
   sh.sequence_parallel = true;
   const double tokens = 2.0 * 4096, h = 4096, v = 128256;
-  // int64 ids + final-norm input + head input (2 bytes each, /t with SP).
-  CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * (8 + 2 * 2 * h / 4)));
+  // int64 ids (and the 1-byte embedding dropout mask, /t with SP); final-norm input + head input
+  // (2 bytes each) + the final RMSNorm's fp32 rstd, /t with SP.
+  CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * 8));
+  CHECK(final_norm_activation_bytes(m, sh) == doctest::Approx(tokens * (2 * 2 * h + 4) / 4));
   sh.dropout = true;
-  CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * (8 + (2 * 2 * h + h) / 4)));
+  CHECK(embedding_activation_bytes(m, sh) == doctest::Approx(tokens * (8 + h / 4)));
+  CHECK(final_norm_activation_bytes(m, sh) == doctest::Approx(tokens * (2 * 2 * h + 4) / 4));
   // Eager cross-entropy: fp32 log-probs over V/t kept, plus 3 fp32 per-token values; its backward adds
   // the fp32 nll gradient and the fp32 dlogits.
   CHECK(logits_bytes(m, sh) == doctest::Approx(tokens * (v / 4 * 4 + 12)));

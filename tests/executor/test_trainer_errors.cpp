@@ -108,6 +108,17 @@ TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the
   auto& last = split.units.back().modules;
   last.erase(std::find(last.begin(), last.end(), "embedding"));
   CHECK_THROWS_WITH_AS(Trainer(split, data), doctest::Contains("must be in one unit"), ConfigError);
+  // The CPU model runs fp32, unfused attention and no dropout; plans saying otherwise would be
+  // simulated for another program.
+  Plan bf16 = test::tiny_plan(test::tiny_llama(), s);
+  bf16.precision.param = DType::bf16;
+  CHECK_THROWS_WITH_AS(Trainer(bf16, data), doctest::Contains("/mixed_precision/param_dtype"), ConfigError);
+  Plan flash = test::tiny_plan(test::tiny_llama(), s);
+  flash.attention_kernel = AttentionKernel::flash2;
+  CHECK_THROWS_WITH_AS(Trainer(flash, data), doctest::Contains("/attention_kernel"), ConfigError);
+  Plan dropout = test::tiny_plan(test::tiny_llama(), s);
+  dropout.training.dropout = 0.1;
+  CHECK_THROWS_WITH_AS(Trainer(dropout, data), doctest::Contains("/training/dropout"), ConfigError);
 }
 
 TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {

@@ -160,7 +160,8 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   a.seq = 1024;
   const double expected = fsdp2_state_bytes(double(pc.total()), 8, policy).total() + fixed.cuda_context +
                           fixed.nccl_buffers + embedding_activation_bytes(m, a) +
-                          block_activation_bytes(m, a, Recompute::none) + logits_bytes(m, a) +
+                          block_activation_bytes(m, a, Recompute::none) + final_norm_activation_bytes(m, a) +
+                          logits_bytes(m, a) +
                           logits_backward_working_bytes(m, a) +
                           head_unit * dtype_bytes(policy.param) + head_unit * dtype_bytes(policy.reduce);
   const Simulation s = simulate(plan);

@@ -111,8 +111,10 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   ValidationCase c = f.cases[1];
   c.source = "Narayanan et al. 2021 (arXiv 2104.04473) Table 1";
   CHECK(case_attention_kernel(c) == AttentionKernel::unfused);
+  CHECK(case_dropout(c) == 0.1);  // Megatron-LM 2021's GPT default
   c.source = "NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)";
   CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+  CHECK(case_dropout(c) == 0);
   c.framework = "torchtitan";
   c.source = "pytorch/torchtitan 2021";
   CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
