@@ -81,7 +81,9 @@ std::vector<Variant> scalar_variants(const Variant& cur, const PlanRequest& r, i
     out.push_back(std::move(v));
   }
   if (dim == 2) {
-    for (DType d : r.space.reduce_dtypes) {
+    // The CPU backend (ranks are threads) reduces in fp32 only, as it computes.
+    const std::vector<DType> fp32_only{DType::fp32};
+    for (DType d : r.cluster.host_threads ? fp32_only : r.space.reduce_dtypes) {
       Variant v = cur;
       v.plan.precision.reduce = d;
       out.push_back(std::move(v));

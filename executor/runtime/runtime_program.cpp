@@ -21,6 +21,9 @@ void check_cpu_program(const Plan& plan) {
   if (plan.precision.param != DType::fp32)
     throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CPU runtime computes in fp32, so the "
                                   "plan must say \"fp32\" (got \"{}\")", dtype_name(plan.precision.param)));
+  if (plan.precision.reduce != DType::fp32)
+    throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CPU runtime reduces in fp32, so the "
+                                  "plan must say \"fp32\" (got \"{}\")", dtype_name(plan.precision.reduce)));
   if (plan.attention_kernel != AttentionKernel::unfused)
     throw ConfigError(fmt::format("plan: /attention_kernel: the CPU runtime materialises the attention "
                                   "probabilities, so the plan must say \"unfused\" (got \"{}\")",

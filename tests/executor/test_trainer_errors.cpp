@@ -119,6 +119,9 @@ TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the
   Plan dropout = test::tiny_plan(test::tiny_llama(), s);
   dropout.training.dropout = 0.1;
   CHECK_THROWS_WITH_AS(Trainer(dropout, data), doctest::Contains("/training/dropout"), ConfigError);
+  Plan reduce_bf16 = test::tiny_plan(test::tiny_llama(), s);
+  reduce_bf16.precision.reduce = DType::bf16;
+  CHECK_THROWS_WITH_AS(Trainer(reduce_bf16, data), doctest::Contains("/mixed_precision/reduce_dtype"), ConfigError);
 }
 
 TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {
