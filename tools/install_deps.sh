@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fsdpx needs, skipping the apt work when they are all present.
-# chromium renders `fsdpx report`'s HTML in its test (skipped without it).
+# pkg-config finds OpenBLAS for the CPU executor; chromium renders `fsdpx report`'s HTML in its test (skipped without it).
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
-packages=(g++ cmake ninja-build nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
+packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
           libopenblas-dev chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
