@@ -25,6 +25,20 @@ inline const std::map<std::string, ShardingMode> kShardingModes{
     {"ddp", ShardingMode::ddp},     {"zero1", ShardingMode::zero1}, {"zero2", ShardingMode::zero2},
     {"zero3", ShardingMode::zero3}, {"fsdp", ShardingMode::zero3},  {"hsdp", ShardingMode::hsdp}};
 
+// Numeric checks with short messages (CLI11's own range validators print the whole double range).
+inline std::string check_number(const std::string& v, bool allow_zero) {
+  double x = 0;
+  try {
+    x = std::stod(v);
+  } catch (const std::exception&) {
+    return "expected a number, got " + v;
+  }
+  if (x > 0 || (allow_zero && x == 0)) return {};
+  return (allow_zero ? "expected a number >= 0, got " : "expected a positive number, got ") + v;
+}
+inline const CLI::Validator kPositive([](std::string& v) { return check_number(v, false); }, "POSITIVE");
+inline const CLI::Validator kNonNegative([](std::string& v) { return check_number(v, true); }, "NON-NEGATIVE");
+
 // An option whose value must be one of `names`; the error lists them ("--recompute: sometimes not in
 // {full,none,selective}") instead of CLI11's internal mapping.
 template <typename T>

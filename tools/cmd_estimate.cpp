@@ -67,22 +67,22 @@ void run_estimate(const EstimateOptions& o) {
 }
 
 void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
-  sub->add_option("--nodes", o.nodes, "Number of nodes")->check(CLI::PositiveNumber);
-  sub->add_option("--world-size", o.world_size, "Number of GPUs (ranks)")->check(CLI::PositiveNumber);
-  sub->add_option("--dp-shard", o.dp_shard, "FSDP shard degree (default: what the others leave)")->check(CLI::PositiveNumber);
-  sub->add_option("--dp-replicate", o.dp_replicate, "Replica degree (HSDP)")->check(CLI::PositiveNumber);
-  sub->add_option("--tp", o.tp, "Tensor-parallel degree")->check(CLI::PositiveNumber);
-  sub->add_option("--cp", o.cp, "Context-parallel degree")->check(CLI::PositiveNumber);
+  sub->add_option("--nodes", o.nodes, "Number of nodes")->check(kPositive);
+  sub->add_option("--world-size", o.world_size, "Number of GPUs (ranks)")->check(kPositive);
+  sub->add_option("--dp-shard", o.dp_shard, "FSDP shard degree (default: what the others leave)")->check(kPositive);
+  sub->add_option("--dp-replicate", o.dp_replicate, "Replica degree (HSDP)")->check(kPositive);
+  sub->add_option("--tp", o.tp, "Tensor-parallel degree")->check(kPositive);
+  sub->add_option("--cp", o.cp, "Context-parallel degree")->check(kPositive);
   sub->add_flag("--no-sequence-parallel", o.no_sequence_parallel, "Turn sequence parallelism off with TP");
   add_enum_option(sub, "--sharding", o.mode, kShardingModes, "ddp, zero1, zero2, zero3 (fsdp) or hsdp");
-  sub->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per data-parallel rank")->check(CLI::PositiveNumber);
-  sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(CLI::PositiveNumber);
-  sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(CLI::PositiveNumber);
+  sub->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per data-parallel rank")->check(kPositive);
+  sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(kPositive);
+  sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(kPositive);
   add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "none, selective or full");
   add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes, "Parameter dtype in compute");
   add_enum_option(sub, "--reduce-dtype", o.reduce_dtype, kDTypes, "Gradient reduction dtype");
-  sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(CLI::PositiveNumber);
-  sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(CLI::NonNegativeNumber);
+  sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(kPositive);
+  sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(kNonNegative);
   add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
 }
 

@@ -101,14 +101,14 @@ void setup_plan(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("plan", "Search for the best plan: parallelism, wrapping, recompute, prefetch");
   sub->add_option("--model", o->model, "Model name under configs/models or a JSON file")->required();
   sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file")->required();
-  sub->add_option("--nodes", o->nodes, "Number of nodes")->check(CLI::PositiveNumber);
-  sub->add_option("--world-size", o->world_size, "Number of GPUs (ranks)")->check(CLI::PositiveNumber);
-  sub->add_option("--seq", o->seq, "Sequence length in tokens")->required()->check(CLI::PositiveNumber);
-  sub->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--nodes", o->nodes, "Number of nodes")->check(kPositive);
+  sub->add_option("--world-size", o->world_size, "Number of GPUs (ranks)")->check(kPositive);
+  sub->add_option("--seq", o->seq, "Sequence length in tokens")->required()->check(kPositive);
+  sub->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")->required()->check(kPositive);
   sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB (default: the GPU's HBM)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
-  sub->add_option("--top", o->top, "Alternatives to show")->check(CLI::NonNegativeNumber);
+  sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_plan(*o); });

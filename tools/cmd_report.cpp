@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "planner/planner.h"
 #include "planner/whatif.h"
+#include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
 #include "tools/format.h"
@@ -125,11 +126,11 @@ void setup_report(CLI::App& app) {
   sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans): re-simulated per point");
   sub->add_option("--model", o->model, "Model (re-planned per point; needs --cluster, --seq, --global-batch)");
   sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file");
-  sub->add_option("--nodes", o->nodes, "Number of nodes of the base point")->check(CLI::PositiveNumber);
-  sub->add_option("--world-size", o->world_size, "Number of GPUs of the base point")->check(CLI::PositiveNumber);
-  sub->add_option("--seq", o->seq, "Sequence length of the base point")->check(CLI::PositiveNumber);
-  sub->add_option("--global-batch", o->global_batch, "Sequences per step at the base point")->check(CLI::PositiveNumber);
-  sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB when re-planning")->check(CLI::PositiveNumber);
+  sub->add_option("--nodes", o->nodes, "Number of nodes of the base point")->check(kPositive);
+  sub->add_option("--world-size", o->world_size, "Number of GPUs of the base point")->check(kPositive);
+  sub->add_option("--seq", o->seq, "Sequence length of the base point")->check(kPositive);
+  sub->add_option("--global-batch", o->global_batch, "Sequences per step at the base point")->check(kPositive);
+  sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB when re-planning")->check(kPositive);
   sub->add_option("--vary", o->vary, "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU) or seq; repeat for a grid");
   sub->add_option("--html", o->html, "Write the self-contained HTML report (SVG charts) to this file");
   sub->add_option("--csv", o->csv, "Write one CSV row per point to this file");

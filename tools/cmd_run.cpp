@@ -118,14 +118,28 @@ void train_loop(Trainer& trainer, const RunOptions& o, const std::string& finger
   r.elapsed_s = elapsed_s();
 }
 
+// The trainer names the JSON path of what it cannot run as "plan: /path: ..."; say which file.
+std::unique_ptr<Trainer> make_trainer(const Plan& plan, const std::string& file, std::shared_ptr<DataSource> data,
+                                      const TrainerOptions& options) {
+  try {
+    return std::make_unique<Trainer>(plan, std::move(data), options);
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
+    throw;
+  }
+}
+
 void run_run(const RunOptions& o) {
   check_options(o);
-  Plan plan = load_plan(resolve_config("plans", o.plan));
+  const std::string plan_file = resolve_config("plans", o.plan);
+  Plan plan = load_plan(plan_file);
   if (o.seed) plan.training.seed = *o.seed;
   auto data = open_dataset({o.data, o.data_dtype, plan.training.seed, plan.model.vocab});
   TrainerOptions to;
   to.profile = !o.profile.empty();
-  Trainer trainer(plan, data, to);
+  const std::unique_ptr<Trainer> trainer_ptr = make_trainer(plan, plan_file, data, to);
+  Trainer& trainer = *trainer_ptr;
   const std::string fingerprint = plan_fingerprint(plan);
   RunRecord r;
   r.data = data->describe();
@@ -153,14 +167,14 @@ void setup_run(CLI::App& app) {
   sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
   add_enum_option(sub, "--backend", o->backend, kBackends, "cpu (reference) or cuda");
   sub->add_option("--steps", o->steps, "Train until this step (default: the plan's optimizer.total_steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option_function<std::uint64_t>("--seed", [o](std::uint64_t s) { o->seed = s; },
                                           "Seed for initialisation and data order (default: the plan's)");
   sub->add_option("--data", o->data, "Plain text (byte tokens) or FSDPXTOK token file (default: data/kjv-genesis.txt)");
   add_enum_option(sub, "--data-dtype", o->data_dtype, kTokenDTypes,
                   "Read --data as a raw little-endian token array of this type");
   sub->add_option("--checkpoint-dir", o->checkpoint_dir, "Save checkpoints here (and at the last step)");
-  sub->add_option("--checkpoint-every", o->checkpoint_every, "Save every K steps")->check(CLI::PositiveNumber);
+  sub->add_option("--checkpoint-every", o->checkpoint_every, "Save every K steps")->check(kPositive);
   sub->add_flag("--resume", o->resume, "Continue from the newest good checkpoint in --checkpoint-dir");
   sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
