@@ -9,27 +9,13 @@
 #include <vector>
 
 #include "cost_models/compute.h"
+#include "tests/support/specs.h"
 
 namespace fsdpx {
 namespace {
 
-ModelSpec llama31_8b() {
-  ModelSpec m;
-  m.arch = Arch::llama;
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
-  m.ffn_kind = FfnKind::swiglu;
-  m.vocab = 128256;
-  m.max_seq = 131072;
-  return m;
-}
-
 ModelSpec llama31_70b() {
-  ModelSpec m = llama31_8b();
+  ModelSpec m = test::llama31_8b();
   m.layers = 80;
   m.hidden = 8192;
   m.heads = 64;
@@ -97,7 +83,7 @@ double rel_diff(double got, double want) { return std::abs(got - want) / std::ab
 }  // namespace
 
 TEST_CASE("forward block GEMM + attention FLOPs equal the closed form") {
-  const ModelSpec m = llama31_8b();
+  const ModelSpec m = test::llama31_8b();
   LayerShape s;
   s.micro_batch = 2;
   s.seq = 4096;
@@ -115,7 +101,7 @@ TEST_CASE("whole-model training matmul FLOPs per token are 6N' plus causal flash
   // h(q+2kv) + qh + 3h·ffn, plus the vocab×h LM head. PaLM's attention term 12·L·H·Q·T counts
   // forward 4·T·q per token per layer, backward 2×; causal halving gives 6·L·q·T. FlashAttention-2's
   // backward recomputes QKᵀ (2.5× forward instead of 2×), so the term here is 3.5/3 of that: 7·L·q·T.
-  const ModelSpec m = llama31_8b();
+  const ModelSpec m = test::llama31_8b();
   LayerShape s;
   s.micro_batch = 1;
   s.seq = 8192;
@@ -181,7 +167,7 @@ TEST_CASE("tensor parallelism divides every GEMM and attention by t exactly") {
 }
 
 TEST_CASE("sequence parallelism puts norms on s/t tokens; without it they are repeated") {
-  const ModelSpec m = llama31_8b();
+  const ModelSpec m = test::llama31_8b();
   LayerShape s;
   s.seq = 4096;
   s.tp = 4;
@@ -196,7 +182,7 @@ TEST_CASE("sequence parallelism puts norms on s/t tokens; without it they are re
 
 TEST_CASE("context parallelism splits causal attention evenly over ranks") {
   // Each of c ranks holds s/c queries over all s keys: per-rank FLOPs are 1/c of the c=1 total.
-  const ModelSpec m = llama31_8b();
+  const ModelSpec m = test::llama31_8b();
   LayerShape s;
   s.seq = 32768;
   const double whole = find(block_kernels(m, s, Pass::forward), "attn_core").flops;
@@ -210,7 +196,7 @@ TEST_CASE("context parallelism splits causal attention evenly over ranks") {
 TEST_CASE("kernel names are unique per pass; RoPE only for llama; embedding has no dX") {
   LayerShape s;
   s.seq = 1024;
-  for (const ModelSpec& m : {llama31_8b(), gpt_1_3b()}) {
+  for (const ModelSpec& m : {test::llama31_8b(), gpt_1_3b()}) {
     for (Pass p : {Pass::forward, Pass::input_grad, Pass::weight_grad}) {
       std::set<std::string> names;
       for (const KernelWork& k : block_kernels(m, s, p)) {
@@ -240,7 +226,7 @@ TEST_CASE("roofline: a norm is memory bound, a large GEMM compute bound") {
   LayerShape s;
   s.micro_batch = 1;
   s.seq = 8192;
-  const std::vector<KernelWork> fwd = block_kernels(llama31_8b(), s, Pass::forward);
+  const std::vector<KernelWork> fwd = block_kernels(test::llama31_8b(), s, Pass::forward);
 
   const KernelWork& norm = find(fwd, "attn_norm");
   const double mem_s = norm.bytes / (g.hbm_bw_bytes_per_s * g.memory_efficiency.at(norm.bytes));

@@ -10,23 +10,10 @@
 #include "cost_models/estimate.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
+#include "tests/support/specs.h"
 
 namespace fsdpx {
 namespace {
-
-ModelSpec llama_8b() {
-  ModelSpec m;
-  m.name = "llama3.1-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
-  m.vocab = 128256;
-  m.max_seq = 131072;
-  return m;
-}
 
 ClusterSpec dgx_h100(int nodes) {
   ClusterSpec c;
@@ -59,9 +46,9 @@ TrainingShape fsdp8() {
 }  // namespace
 
 TEST_CASE("FSDP state per GPU is 16 bytes per parameter over dp_shard (fp32 master policy)") {
-  const Estimate e = estimate(llama_8b(), dgx_h100(1), fsdp8());
-  const double p = double(count_params(llama_8b()).total());
-  CHECK(e.total_params == count_params(llama_8b()).total());
+  const Estimate e = estimate(test::llama31_8b(), dgx_h100(1), fsdp8());
+  const double p = double(count_params(test::llama31_8b()).total());
+  CHECK(e.total_params == count_params(test::llama31_8b()).total());
   CHECK(e.memory.params + e.memory.grads + e.memory.optimizer == doctest::Approx(16 * p / 8).epsilon(1e-9));
   CHECK(e.memory.activations > 0);
   CHECK(e.memory.transient > 0);
@@ -70,14 +57,14 @@ TEST_CASE("FSDP state per GPU is 16 bytes per parameter over dp_shard (fp32 mast
 }
 
 TEST_CASE("the step-time lower bound is max(compute, communication)") {
-  const Estimate e = estimate(llama_8b(), dgx_h100(1), fsdp8());
+  const Estimate e = estimate(test::llama31_8b(), dgx_h100(1), fsdp8());
   CHECK(e.step_time_lower_bound_s == std::max(e.compute_time_s, e.dp_comm_time_s + e.tp_cp_comm_time_s));
   CHECK(e.tokens_per_step == doctest::Approx(1 * 8192 * 2 * 8));
   CHECK(e.mfu_upper_bound == doctest::Approx(e.tokens_per_s_per_gpu_upper_bound * e.model_flops_per_token / 989.4e12));
   // Across 16 nodes the same per-GPU work costs more communication, never less.
   TrainingShape wide = fsdp8();
   wide.dp_shard = 128;
-  const Estimate w = estimate(llama_8b(), dgx_h100(16), wide);
+  const Estimate w = estimate(test::llama31_8b(), dgx_h100(16), wide);
   CHECK(w.dp_comm_time_s > e.dp_comm_time_s);
 }
 
@@ -86,7 +73,7 @@ TEST_CASE("model-state memory orders DDP > ZeRO-1 > ZeRO-2 > ZeRO-3 (Rajbhandari
   for (ShardingMode mode : {ShardingMode::ddp, ShardingMode::zero1, ShardingMode::zero2, ShardingMode::zero3}) {
     TrainingShape s = fsdp8();
     s.mode = mode;
-    const Estimate e = estimate(llama_8b(), dgx_h100(1), s);
+    const Estimate e = estimate(test::llama31_8b(), dgx_h100(1), s);
     const double state = e.memory.params + e.memory.grads + e.memory.optimizer;
     CHECK(state < last);
     last = state;
@@ -96,24 +83,24 @@ TEST_CASE("model-state memory orders DDP > ZeRO-1 > ZeRO-2 > ZeRO-3 (Rajbhandari
 TEST_CASE("full recompute keeps fewer activations and costs more compute") {
   TrainingShape none = fsdp8(), full = fsdp8();
   full.recompute = Recompute::full;
-  const Estimate a = estimate(llama_8b(), dgx_h100(1), none);
-  const Estimate b = estimate(llama_8b(), dgx_h100(1), full);
+  const Estimate a = estimate(test::llama31_8b(), dgx_h100(1), none);
+  const Estimate b = estimate(test::llama31_8b(), dgx_h100(1), full);
   // Only the saved block tensors depend on the mode: none keeps Korthikanti's 34sbh-class set per block,
   // full the block input (2sbh); the embedding, the loss buffers and the backward working set stay.
   ActivationShape shape;
   shape.micro_batch = none.micro_batch;
   shape.seq = none.seq;
-  const double per_block = block_activation_bytes(llama_8b(), shape, Recompute::none) -
-                           block_activation_bytes(llama_8b(), shape, Recompute::full);
+  const double per_block = block_activation_bytes(test::llama31_8b(), shape, Recompute::none) -
+                           block_activation_bytes(test::llama31_8b(), shape, Recompute::full);
   CHECK(a.memory.activations - b.memory.activations == doctest::Approx(32 * per_block));
-  CHECK(per_block > 10 * block_activation_bytes(llama_8b(), shape, Recompute::full));
+  CHECK(per_block > 10 * block_activation_bytes(test::llama31_8b(), shape, Recompute::full));
   CHECK(b.compute_time_s > a.compute_time_s * 1.2);
 }
 
 TEST_CASE("bad degrees are input errors naming the option") {
   auto message = [](TrainingShape s, int nodes = 1) {
     try {
-      estimate(llama_8b(), dgx_h100(nodes), s);
+      estimate(test::llama31_8b(), dgx_h100(nodes), s);
     } catch (const ConfigError& e) {
       return std::string(e.what());
     }

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "cost_models/memory.h"
+#include "tests/support/specs.h"
 
 namespace fsdpx {
 namespace {
@@ -26,22 +27,6 @@ ModelSpec gpt3() {
   m.ffn_kind = FfnKind::gelu;
   m.vocab = 51200;
   m.max_seq = 2048;
-  return m;
-}
-
-// Llama-3-8B-like: SwiGLU, GQA 32 query / 8 KV heads, no dropout.
-ModelSpec llama8b() {
-  ModelSpec m;
-  m.name = "llama-8b-test";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 14336;
-  m.ffn_kind = FfnKind::swiglu;
-  m.vocab = 128256;
-  m.max_seq = 8192;
   return m;
 }
 
@@ -152,7 +137,7 @@ TEST_CASE("no dropout drops the two sbh masks and the s² mask and dropout outpu
 }
 
 TEST_CASE("SwiGLU and GQA: MLP keeps gate, up and product; K and V are kv_dim wide") {
-  const ModelSpec m = llama8b();
+  const ModelSpec m = test::llama31_8b();
   ActivationShape sh;
   sh.micro_batch = 2;
   sh.seq = 4096;
@@ -177,7 +162,7 @@ TEST_CASE("SwiGLU and GQA: MLP keeps gate, up and product; K and V are kv_dim wi
 }
 
 TEST_CASE("backward working set covers one re-materialised block plus gradients") {
-  const ModelSpec m = llama8b();
+  const ModelSpec m = test::llama31_8b();
   ActivationShape sh;
   sh.seq = 4096;
   const double saved = block_activation_bytes(m, sh, Recompute::none);
@@ -191,7 +176,7 @@ TEST_CASE("backward working set covers one re-materialised block plus gradients"
 }
 
 TEST_CASE("embedding/head activations and logits") {
-  const ModelSpec m = llama8b();
+  const ModelSpec m = test::llama31_8b();
   ActivationShape sh;
   sh.micro_batch = 2;
   sh.seq = 4096;
