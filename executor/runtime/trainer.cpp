@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "executor/comm/thread_communicator.h"
+#include "executor/runtime/cpu_backend.h"
 #include "executor/runtime/rank_runtime.h"
 
 namespace fsdpx {
@@ -83,17 +84,24 @@ void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   }
 }
 
-Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options)
+std::vector<std::unique_ptr<RankBackend>> make_cpu_backends(const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
+  std::vector<std::unique_ptr<RankBackend>> out;
+  auto comms = make_thread_communicators(rp.plan.parallelism.world_size());
+  for (std::size_t r = 0; r < comms.size(); ++r)
+    out.push_back(std::make_unique<CpuRankBackend>(rp, std::move(comms[r]), r == 0 ? rank0_profiler : nullptr));
+  return out;
+}
+
+Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options,
+                 const RankBackendFactory& make_backends)
     : impl_(std::make_unique<Impl>()) {
   FSDP_CHECK(data != nullptr, "Trainer: data source is null");
   impl_->rp = make_runtime_program(plan);
   impl_->data = std::move(data);
   impl_->options = options;
-  auto comms = make_thread_communicators(plan.parallelism.world_size());
-  for (std::size_t r = 0; r < comms.size(); ++r) {
-    OpProfiler* prof = options.profile && r == 0 ? &impl_->kernels : nullptr;
-    impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(comms[r]), options, prof));
-  }
+  auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);
+  FSDP_CHECK(int(backends.size()) == plan.parallelism.world_size(), "Trainer: one backend per rank expected");
+  for (auto& b : backends) impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   const std::uint64_t seed = plan.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
@@ -115,9 +123,7 @@ StepMetrics Trainer::step() {
   StepMetrics m;
   m.step = ++im.step;
   im.position.next_sample += std::uint64_t(t.global_batch);
-  double loss_sum = 0;  // rank order, so the reported loss does not depend on thread timing
-  for (const RankStepResult& r : results) loss_sum += r.loss_sum;
-  m.loss = loss_sum / double(im.rp.grad_accum * im.rp.dp_ranks);
+  m.loss = results[0].loss_sum / double(im.rp.grad_accum * im.rp.dp_ranks);  // summed in rank order
   m.grad_norm = results[0].grad_norm;
   m.lr = results[0].lr;
   m.skipped = results[0].skipped;
@@ -138,7 +144,7 @@ TrainerState Trainer::state() const {
   for (int r = 0; r < im.rp.shard_count; ++r) {  // the shard owners of replica 0: global ranks 0..S-1
     RankState rs;
     rs.rank = r;
-    for (const FsdpUnit& u : im.ranks[std::size_t(r)]->units()) rs.units.push_back(u.state());
+    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rs.units.push_back(im.ranks[std::size_t(r)]->backend().unit_state(int(u)));
     s.ranks.push_back(std::move(rs));
   }
   return s;
@@ -171,8 +177,9 @@ void Trainer::load_state(const TrainerState& s) {
   im.check_state(s);
   for (auto& rank : im.ranks) {
     const int owner = im.rp.shard_count > 1 ? rank->shard_index() : 0;
-    for (std::size_t u = 0; u < rank->units().size(); ++u) rank->units()[u].state() = s.ranks[std::size_t(owner)].units[u];
-    rank->copy_masters_to_replicas();
+    for (std::size_t u = 0; u < im.rp.flats.size(); ++u)
+      rank->backend().load_unit_state(int(u), s.ranks[std::size_t(owner)].units[u]);
+    rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;
   im.position = s.data;
@@ -205,7 +212,7 @@ std::vector<float> Trainer::gather_full_params() const {
     const FlatUnitLayout& f = rp.flats[u];
     std::vector<float> unit(std::size_t(f.padded_numel));
     for (int r = 0; r < rp.shard_count; ++r) {
-      const std::vector<float>& shard = impl_->ranks[std::size_t(r)]->units()[u].state().params;
+      const std::vector<float> shard = impl_->ranks[std::size_t(r)]->backend().unit_state(int(u)).params;
       std::copy(shard.begin(), shard.end(), unit.begin() + std::int64_t(r) * f.shard_numel);
     }
     for (std::size_t k = 0; k < f.modules.size(); ++k) {

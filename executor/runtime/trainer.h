@@ -2,7 +2,7 @@
 // plan by running the step program of simulator/lower.h op by op, on all ranks of one process (the
 // CPU backend: ranks are threads, ThreadCommunicator). State that survives a step (sharded parameters,
 // Adam moments, step, data position, RNG) is exposed as TrainerState so checkpoints can save it,
-// reshard it and restore it. Leaves out the CUDA backend (same runtime, other kernels and communicator).
+// reshard it and restore it. The device side of each rank is a RankBackend (CPU reference by default).
 #pragma once
 
 #include <cstdint>
@@ -87,11 +87,20 @@ struct OpProfile {
   int steps = 0;
 };
 
+struct RuntimeProgram;
+class RankBackend;
+class OpProfiler;
+// Makes the backend of every rank of the plan's mesh, in rank order (rank 0 gets the kernel profiler,
+// null unless profiling); empty: the CPU reference backend, ranks as threads (cpu_backend.h).
+using RankBackendFactory =
+    std::function<std::vector<std::unique_ptr<RankBackend>>(const RuntimeProgram&, OpProfiler* rank0_profiler)>;
+
 class Trainer {
  public:
   // Builds the step program with lower(plan), initialises parameters from plan.training.seed (identical
   // whatever the world size) and starts one thread per rank. Throws ConfigError for plans it cannot run.
-  Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options = {});
+  Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options = {},
+          const RankBackendFactory& make_backends = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;

@@ -1,0 +1,137 @@
+// executor/runtime/cpu_backend.cpp — the CPU reference backend (see cpu_backend.h).
+#include "executor/runtime/cpu_backend.h"
+
+#include "core/errors.h"
+#include "executor/model/init.h"
+
+namespace fsdpx {
+
+namespace {
+
+ModelOptions model_options(const Plan& plan, OpProfiler* profiler) {
+  ModelOptions o;
+  o.recompute = plan.recompute;
+  o.profiler = profiler;
+  return o;
+}
+
+}  // namespace
+
+CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
+                               OpProfiler* kernel_profiler)
+    : rp_(rp), world_(std::move(world)),
+      model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq, model_options(rp.plan, kernel_profiler)) {
+  // Mesh (dp_replicate, dp_shard, cp, tp), row-major (step_program.h Mesh); tp = cp = 1 here.
+  shard_index_ = world_->rank() % rp.plan.parallelism.dp_shard;
+  replica_index_ = world_->rank() / rp.plan.parallelism.dp_shard;
+  const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
+  for (const FlatUnitLayout& f : rp.flats) units_.emplace_back(f, unit_shard, rp.replicated, &mem_);
+}
+
+void CpuRankBackend::connect() {
+  shard_comm_ = world_->split(replica_index_, shard_index_);
+  replica_comm_ = world_->split(shard_index_, replica_index_);
+}
+
+void CpuRankBackend::init_params(std::uint64_t seed) {
+  for (FsdpUnit& u : units_) {
+    UnitShardState& s = u.state();
+    init_unit_range(rp_.layout, u.flat(), seed, s.shard_offset, s.shard_offset + u.flat().shard_numel, s.params.data());
+    std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
+    std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
+  }
+}
+
+void CpuRankBackend::copy_masters_to_replicas() {
+  if (rp_.plan.parallelism.data_parallel != DataParallel::ddp) return;
+  for (FsdpUnit& u : units_) u.copy_master_to_replica();
+}
+
+Communicator& CpuRankBackend::comm(DpGroup group) {
+  switch (group) {
+    case DpGroup::dp_shard: return *shard_comm_;
+    case DpGroup::dp_replicate: return *replica_comm_;
+    case DpGroup::dp_all: break;
+  }
+  return *world_;
+}
+
+void CpuRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
+  FsdpUnit& u = units_[std::size_t(unit)];
+  if (drop_kept) u.drop_kept_copy();
+  u.gather(comm(group));
+}
+
+void CpuRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) {
+  model_.set_batch(tokens, targets);
+}
+
+std::vector<const float*> CpuRankBackend::param_ptrs() const {
+  std::vector<const float*> p(std::size_t(rp_.layout.num_modules()), nullptr);
+  for (const FsdpUnit& u : units_) {
+    if (!u.params_live()) continue;
+    for (std::size_t k = 0; k < u.flat().modules.size(); ++k) p[std::size_t(u.flat().modules[k])] = u.module_params(int(k));
+  }
+  return p;
+}
+
+void CpuRankBackend::forward(int segment) {
+  const Segment& seg = rp_.segments[std::size_t(segment)];
+  const std::vector<const float*> p = param_ptrs();
+  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model_.forward_module(m, p);
+  mem_.alloc(MemCategory::activations, rp_.segment_saved_bytes[std::size_t(segment)]);
+  if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model_.loss()));
+}
+
+void CpuRankBackend::backward(int segment, int unit) {
+  const Segment& seg = rp_.segments[std::size_t(segment)];
+  const double working = rp_.segment_working_bytes[std::size_t(segment)];
+  mem_.alloc(MemCategory::transient, working);
+  const std::vector<const float*> p = param_ptrs();
+  std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
+  FsdpUnit& u = units_[std::size_t(unit)];
+  for (std::size_t k = 0; k < u.flat().modules.size(); ++k) g[std::size_t(u.flat().modules[k])] = u.module_grads(int(k));
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model_.backward_module(m, p, g);
+  mem_.free(MemCategory::transient, working);
+  mem_.free(MemCategory::activations, rp_.segment_saved_bytes[std::size_t(segment)]);
+}
+
+std::vector<double> CpuRankBackend::take_losses() {
+  std::vector<double> out;
+  out.swap(losses_);
+  return out;
+}
+
+void CpuRankBackend::reduce_scatter(int unit, DpGroup group) { units_[std::size_t(unit)].reduce_scatter(comm(group)); }
+
+void CpuRankBackend::all_reduce_reduced(int unit, DpGroup group) {
+  units_[std::size_t(unit)].all_reduce_reduced(comm(group));
+}
+
+void CpuRankBackend::all_reduce_full(int unit, DpGroup group) { units_[std::size_t(unit)].all_reduce_full(comm(group)); }
+
+void CpuRankBackend::finish_reduction(int unit) {
+  if (!units_[std::size_t(unit)].finish_reduction() && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
+}
+
+double CpuRankBackend::grad_sq_sum() {
+  double sum = 0;
+  for (const FsdpUnit& u : units_)
+    for (float g : u.grad_shard()) sum += double(g) * double(g);
+  return sum;
+}
+
+void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
+  for (FsdpUnit& u : units_) {
+    UnitShardState& st = u.state();
+    adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u.grad_shard().data(),
+                 std::int64_t(st.params.size()));
+  }
+}
+
+void CpuRankBackend::zero_grad_shards() {
+  for (FsdpUnit& u : units_) u.zero_grad_shard();
+  first_non_finite_unit_ = -1;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,84 @@
+// executor/runtime/rank_backend.h — what the op interpreter (rank_runtime.h) asks of one rank's device:
+// the backend owns the model's activations, the FSDP units' buffers and the communicators; the
+// interpreter owns the step program, the data slicing, the loss and norm bookkeeping and the policies.
+// One interface, two implementations: the CPU reference (cpu_backend.h: fp32, synchronous, threads) and
+// the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
+// order; an asynchronous backend enqueues the work and orders it with the program's dependencies
+// (begin_op/end_op). Leaves out tensor, context and pipeline parallelism (rejected before lowering).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "executor/runtime/adamw.h"
+#include "executor/runtime/memory_tracker.h"
+#include "executor/runtime/trainer.h"
+#include "simulator/step_program.h"
+
+namespace fsdpx {
+
+// The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
+enum class DpGroup { dp_all, dp_shard, dp_replicate };
+
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+
+  virtual int rank() const = 0;  // global rank
+  // Collective over all ranks: splits the dp_shard and dp_replicate groups off the world.
+  virtual void connect() = 0;
+  // Initialises this rank's shards from the seed (identical whatever the world size), moments zero.
+  virtual void init_params(std::uint64_t seed) = 0;
+  virtual UnitShardState unit_state(int unit) const = 0;  // copied to the host
+  virtual void load_unit_state(int unit, const UnitShardState& s) = 0;
+  // DDP: the unsharded parameters are the master copy; refresh them after init, a load or a step.
+  virtual void copy_masters_to_replicas() = 0;
+
+  // Brackets every op of the step program (id = its index in the rank's program): an asynchronous
+  // backend picks op.stream and waits for op.deps here, and records op's completion in end_op.
+  virtual void begin_op(int id, const Op& op) = 0;
+  virtual void end_op(int id, const Op& op) = 0;
+
+  // Parameters of a unit: all-gathered from the shards over `group` (`drop_kept`: a partial copy kept
+  // by reshard_after_forward = g is replaced), released with `kept_bytes` of a partial copy staying.
+  virtual void gather(int unit, DpGroup group, bool drop_kept) = 0;
+  virtual void release(int unit, double kept_bytes) = 0;
+  virtual bool params_live(int unit) const = 0;
+
+  // Model: tokens and targets [micro_batch, seq]; segment `s` of the lowering (rp.segments) forward,
+  // its units' parameters live (after the head, the micro-batch's loss is kept for take_losses);
+  // backward writes the gradients of `unit`'s modules (+=) and the activations' gradients below.
+  virtual void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) = 0;
+  virtual void forward(int segment) = 0;
+  virtual void begin_backward(double dloss) = 0;
+  virtual void backward(int segment, int unit) = 0;
+  // The mean loss of every micro-batch since the last call, in order (waits for them).
+  virtual std::vector<double> take_losses() = 0;
+
+  // Gradients of a unit: reduce-scatter (sum) over `group`, then optionally an all-reduce of the
+  // reduced shard over the replicas (HSDP), or an all-reduce of the whole unit (DDP);
+  // finish_reduction adds the reduced shard to the accumulator.
+  virtual void reduce_scatter(int unit, DpGroup group) = 0;
+  virtual void all_reduce_reduced(int unit, DpGroup group) = 0;
+  virtual void all_reduce_full(int unit, DpGroup group) = 0;
+  virtual void finish_reduction(int unit) = 0;
+  // The first unit whose reduced gradients held a NaN or an infinity since zero_grad_shards, or -1.
+  virtual int first_non_finite_unit() = 0;
+
+  // Optimizer: Σ g² of this rank's accumulator shards (in unit order), a host all-reduce (sum, rank
+  // order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
+  virtual double grad_sq_sum() = 0;
+  virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;
+  virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
+  virtual void zero_grad_shards() = 0;
+
+  // Waits for everything enqueued (profiling takes per-op times after it).
+  virtual void synchronize() = 0;
+  // Fails the communicators of every rank: peers blocked in a collective throw CommAborted.
+  virtual void abort(const std::string& msg) = 0;
+  virtual const MemoryTracker& memory() const = 0;
+};
+
+}  // namespace fsdpx
