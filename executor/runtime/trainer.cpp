@@ -47,10 +47,28 @@ struct Trainer::Impl {
   int profiled_steps = 0;
   std::string failure;  // set once a step failed: the runtime is then unusable
 
+  // The position of `r` in `ranks`, and the local rank of global rank `rank` (the state of the shard
+  // owners is only reachable when they run in this process).
+  std::size_t local_index(const RankRuntime& r) const;
+  RankRuntime& local_rank(int rank) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
 };
+
+std::size_t Trainer::Impl::local_index(const RankRuntime& r) const {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].get() == &r) return i;
+  FSDP_CHECK(false, "Trainer: unknown rank runtime");
+  return 0;
+}
+
+RankRuntime& Trainer::Impl::local_rank(int rank) const {
+  for (const auto& r : ranks)
+    if (r->rank() == rank) return *r;
+  throw std::runtime_error(fmt::format("rank {} runs in another process: the sharded state of a multi-process run "
+                                       "is not reachable from one process (not supported yet)", rank));
+}
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   if (!failure.empty()) throw std::runtime_error("trainer stopped after an earlier error: " + failure);
@@ -100,8 +118,13 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
   impl_->data = std::move(data);
   impl_->options = options;
   auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);
-  FSDP_CHECK(int(backends.size()) == plan.parallelism.world_size(), "Trainer: one backend per rank expected");
-  for (auto& b : backends) impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
+  FSDP_CHECK(!backends.empty(), "Trainer: no rank backends");
+  std::vector<char> seen(std::size_t(plan.parallelism.world_size()), 0);
+  for (auto& b : backends) {
+    FSDP_CHECK(b->rank() >= 0 && b->rank() < int(seen.size()) && !seen[std::size_t(b->rank())]++,
+               "Trainer: rank backends must have distinct ranks of the mesh");
+    impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
+  }
   const std::uint64_t seed = plan.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
@@ -117,7 +140,7 @@ StepMetrics Trainer::step() {
   std::vector<RankStepResult> results(im.ranks.size());
   const std::int64_t step = im.step;
   const DataPosition pos = im.position;
-  im.on_ranks([&](RankRuntime& r) { results[std::size_t(r.rank())] = r.run_step(step, pos, *im.data, im.data_mu); });
+  im.on_ranks([&](RankRuntime& r) { results[im.local_index(r)] = r.run_step(step, pos, *im.data, im.data_mu); });
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
   const TrainingSettings& t = im.rp.plan.training;
   StepMetrics m;
@@ -144,7 +167,8 @@ TrainerState Trainer::state() const {
   for (int r = 0; r < im.rp.shard_count; ++r) {  // the shard owners of replica 0: global ranks 0..S-1
     RankState rs;
     rs.rank = r;
-    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rs.units.push_back(im.ranks[std::size_t(r)]->backend().unit_state(int(u)));
+    const RankBackend& owner = im.local_rank(r).backend();
+    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rs.units.push_back(owner.unit_state(int(u)));
     s.ranks.push_back(std::move(rs));
   }
   return s;
@@ -212,7 +236,7 @@ std::vector<float> Trainer::gather_full_params() const {
     const FlatUnitLayout& f = rp.flats[u];
     std::vector<float> unit(std::size_t(f.padded_numel));
     for (int r = 0; r < rp.shard_count; ++r) {
-      const std::vector<float> shard = impl_->ranks[std::size_t(r)]->backend().unit_state(int(u)).params;
+      const std::vector<float> shard = impl_->local_rank(r).backend().unit_state(int(u)).params;
       std::copy(shard.begin(), shard.end(), unit.begin() + std::int64_t(r) * f.shard_numel);
     }
     for (std::size_t k = 0; k < f.modules.size(); ++k) {
