@@ -1,0 +1,155 @@
+// executor/cuda_backend/cuda_block.cpp — block forward/backward as a sequence of CUDA launches on one
+// stream, step for step executor/model/block.cpp. Accumulate-vs-write per kernel (headers in
+// executor/cuda/): GEMM dx is written (accumulate=false, so its scratch needs no zeroing), GEMM dW is
+// accumulated in fp32; mlp_act_backward and flash_attention_backward accumulate, so dfc and dqkv are
+// zeroed first; norm backward accumulates dinp into dres (the residual branch, as llm.c) and dw/db.
+#include "executor/cuda_backend/cuda_block.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "executor/cuda/activation.h"
+#include "executor/cuda/attention.h"
+#include "executor/cuda/bias.h"
+#include "executor/cuda/norm.h"
+#include "executor/cuda/rope.h"
+
+namespace fsdpx::cuda {
+namespace {
+
+const bf16* param(const ModuleLayout& m, const bf16* base, const char* name) {
+  const TensorSlot* t = m.find(name);
+  return t ? base + t->offset : nullptr;
+}
+
+}  // namespace
+
+void CudaBlockActs::allocate(const BlockDims& d) {
+  const std::int64_t n = d.n, mean_n = d.layernorm ? d.n : 0;  // RMSNorm has no mean
+  ln1 = DeviceBuffer<bf16>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(n);
+  qkv = DeviceBuffer<bf16>(n * d.qkv);
+  lse = DeviceBuffer<float>(flash_attention_lse_elems(d.attn));
+  atty = DeviceBuffer<bf16>(n * d.q);
+  x_mid = DeviceBuffer<bf16>(n * d.c);
+  ln2 = DeviceBuffer<bf16>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(n);
+  fc = DeviceBuffer<bf16>(n * d.fu);
+  fc_act = DeviceBuffer<bf16>(n * d.f);
+}
+
+std::int64_t CudaBlockActs::bytes() const {
+  return ln1.bytes() + ln1_mean.bytes() + ln1_rstd.bytes() + qkv.bytes() + lse.bytes() + atty.bytes() +
+         x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes();
+}
+
+void CudaBlockScratch::allocate(const BlockDims& d, bool has_bias) {
+  const std::int64_t n = d.n;
+  dln = DeviceBuffer<bf16>(n * d.c), datty = DeviceBuffer<bf16>(n * d.q), dqkv = DeviceBuffer<bf16>(n * d.qkv);
+  dfc = DeviceBuffer<bf16>(n * d.fu), dfc_act = DeviceBuffer<bf16>(n * d.f);
+  attn = DeviceBuffer<float>(flash_attention_scratch_elems(d.attn));
+  norm = DeviceBuffer<float>(norm_backward_scratch_elems(n, d.c));
+  bias = DeviceBuffer<float>(has_bias ? bias_backward_scratch_elems(n, std::max({d.qkv, d.c, d.fu})) : 0);
+}
+
+std::int64_t CudaBlockScratch::bytes() const {
+  return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
+         bias.bytes();
+}
+
+BlockTensors<const bf16*> block_params_bf16(const ModuleLayout& m, const bf16* base) {
+  FSDP_CHECK(base != nullptr, "block_params_bf16: null buffer for " + m.name);
+  return BlockTensors<const bf16*>{
+      param(m, base, "attn_norm.weight"), param(m, base, "attn_norm.bias"), param(m, base, "qkv.weight"),
+      param(m, base, "qkv.bias"),         param(m, base, "attn_out.weight"), param(m, base, "attn_out.bias"),
+      param(m, base, "mlp_norm.weight"),  param(m, base, "mlp_norm.bias"),  param(m, base, "mlp_up.weight"),
+      param(m, base, "mlp_up.bias"),      param(m, base, "mlp_down.weight"), param(m, base, "mlp_down.bias")};
+}
+
+void norm_forward_bf16(const CudaBlockContext& ctx, bf16* out, float* mean, float* rstd, const bf16* inp,
+                       const bf16* w, const bf16* b) {
+  const BlockDims& d = ctx.dims;
+  if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n, d.c, ctx.norm_eps, ctx.stream);
+  else rmsnorm_forward(out, rstd, inp, w, d.n, d.c, ctx.norm_eps, ctx.stream);
+}
+
+void norm_backward_bf16(const CudaBlockContext& ctx, bf16* dinp, float* dw, float* db, float* scratch,
+                        const bf16* dout, const bf16* inp, const bf16* w, const float* mean, const float* rstd) {
+  const BlockDims& d = ctx.dims;
+  if (ctx.spec->arch == Arch::gpt)
+    layernorm_backward(dinp, dw, db, scratch, dout, inp, w, mean, rstd, d.n, d.c, ctx.stream);
+  else
+    rmsnorm_backward(dinp, dw, scratch, dout, inp, w, rstd, d.n, d.c, ctx.stream);
+}
+
+void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p, const bf16* x_in,
+                        bf16* x_out, CudaBlockActs& a) {
+  const BlockDims& d = ctx.dims;
+  GemmContext& gemm = *ctx.gemm;
+  const cudaStream_t s = ctx.stream;
+  FSDP_CHECK(x_out != x_in, "cuda_block_forward: x_out aliases x_in");
+  norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b);
+  matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s);
+  if (ctx.rope_cos)
+    rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
+  flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s);
+  // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
+  matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s);
+  residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s);
+  norm_forward_bf16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
+                    p.mlp_norm_b);
+  matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s);
+  mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s);
+  matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s);
+  residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s);
+}
+
+namespace {
+
+// The linear layer's backward: dinp [N, C] = dout [N, OC]·W (written, bf16), dW [OC, C] += doutᵀ·inp
+// (fp32), db [OC] += Σ_n dout when the layer has a bias.
+void linear_backward(const CudaBlockContext& ctx, CudaBlockScratch& sc, bf16* dinp, float* dw, float* db,
+                     const bf16* dout, const bf16* inp, const bf16* w, std::int64_t c, std::int64_t oc) {
+  const std::int64_t n = ctx.dims.n;
+  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, n, c, oc, false, ctx.stream);
+  matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, n, c, oc, true, ctx.stream);
+  if (db) bias_backward(db, sc.bias.get(), dout, n, oc, ctx.stream);
+}
+
+// The MLP half: dres is d x_out on entry and d x_mid on exit.
+void mlp_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
+                       const BlockTensors<float*>& g, const CudaBlockActs& a, bf16* dres, CudaBlockScratch& sc) {
+  const BlockDims& d = ctx.dims;
+  linear_backward(ctx, sc, sc.dfc_act.get(), g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), p.mlp_down_w, d.f,
+                  d.c);
+  zero_async(sc.dfc, ctx.stream);  // mlp_act_backward accumulates
+  mlp_act_backward(ctx.spec->ffn_kind, sc.dfc.get(), sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream);
+  linear_backward(ctx, sc, sc.dln.get(), g.mlp_up_w, g.mlp_up_b, sc.dfc.get(), a.ln2.get(), p.mlp_up_w, d.c, d.fu);
+  norm_backward_bf16(ctx, dres, g.mlp_norm_w, g.mlp_norm_b, sc.norm.get(), sc.dln.get(), a.x_mid.get(),
+                     p.mlp_norm_w, a.ln2_mean.get(), a.ln2_rstd.get());
+}
+
+// The attention half: dres is d x_mid on entry and d x_in on exit.
+void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
+                             const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
+                             CudaBlockScratch& sc) {
+  const BlockDims& d = ctx.dims;
+  linear_backward(ctx, sc, sc.datty.get(), g.attn_out_w, g.attn_out_b, dres, a.atty.get(), p.attn_out_w, d.q, d.c);
+  zero_async(sc.dqkv, ctx.stream);  // flash_attention_backward accumulates
+  flash_attention_backward(sc.dqkv.get(), sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
+                           d.attn, ctx.stream);
+  if (ctx.rope_cos)
+    rope_backward(sc.dqkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
+  linear_backward(ctx, sc, sc.dln.get(), g.qkv_w, g.qkv_b, sc.dqkv.get(), a.ln1.get(), p.qkv_w, d.c, d.qkv);
+  norm_backward_bf16(ctx, dres, g.attn_norm_w, g.attn_norm_b, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w,
+                     a.ln1_mean.get(), a.ln1_rstd.get());
+}
+
+}  // namespace
+
+void cuda_block_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
+                         const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
+                         CudaBlockScratch& scratch) {
+  mlp_half_backward(ctx, p, g, a, dres, scratch);
+  attention_half_backward(ctx, p, g, x_in, a, dres, scratch);
+}
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,234 @@
+// executor/cuda_backend/cuda_model.cpp — module-by-module forward and backward of the device model:
+// embedding (token + learned positions for gpt), blocks (cuda_block.h, with optional full recompute),
+// final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
+// executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
+// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute.
+#include "executor/cuda_backend/cuda_model.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/cpu/rope.h"
+#include "executor/cuda/cross_entropy.h"
+#include "executor/cuda/embedding.h"
+
+namespace fsdpx::cuda {
+namespace {
+
+std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq) {
+  FSDP_CHECK(batch > 0 && seq > 0, "CudaModel: batch and seq must be positive");
+  FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "CudaModel: seq exceeds max_seq (position table)");
+  FSDP_CHECK(spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128,
+             fmt::format("CudaModel: flash attention needs head_dim in {{32, 64, 96, 128}}, not {}", spec.head_dim));
+  FSDP_CHECK(spec.kv_heads > 0 && spec.heads % spec.kv_heads == 0, "CudaModel: heads must be a multiple of kv_heads");
+  return batch * seq;
+}
+
+// Blocking upload on a private stream: a plain cudaMemcpy from pageable memory may return before its DMA
+// lands, and nothing would order it before kernels on the caller's (possibly non-blocking) streams.
+DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
+  DeviceBuffer<float> d(std::int64_t(host.size()));
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaMemcpyAsync(d.get(), host.data(), std::size_t(d.bytes()), cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  CUDA_CHECK(cudaStreamDestroy(s));
+  return d;
+}
+
+}  // namespace
+
+CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
+                     GemmContext& gemm)
+    : spec_(spec),
+      opts_(std::move(opts)),
+      layout_(make_param_layout(spec)),
+      dims_(make_block_dims(spec, batch, seq)),
+      gemm_(&gemm),
+      batch_(checked_tokens(spec, batch, seq), spec.vocab) {
+  FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
+             "CudaModel: need one recompute mode per block");
+  if (spec.arch == Arch::llama) {
+    const cpu::RopeTable<float> rope = cpu::make_rope_table<float>(seq, spec.head_dim, opts_.rope_theta);
+    rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
+  }
+  const std::int64_t n = dims_.n, nc = dims_.n * dims_.c;
+  for (std::int64_t i = 0; i <= spec.layers; ++i) resid_.emplace_back(nc);
+  acts_.resize(std::size_t(spec.layers));
+  bool any_recompute = false;
+  for (std::int64_t i = 0; i < spec.layers; ++i) {
+    if (recomputes(i)) any_recompute = true;
+    else acts_[std::size_t(i)].allocate(dims_);
+  }
+  if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_ = DeviceBuffer<bf16>(nc);
+  scratch_.allocate(dims_, spec.bias != LinearBias::none);
+  lnf_ = DeviceBuffer<bf16>(nc);
+  lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
+  logits_ = DeviceBuffer<bf16>(n * spec.vocab);
+  losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
+  dres_ = DeviceBuffer<bf16>(nc), dlnf_ = DeviceBuffer<bf16>(nc);
+}
+
+bool CudaModel::recomputes(std::int64_t block) const {
+  // selective == none here: see CudaModelOptions::recompute.
+  return !opts_.recompute.empty() && opts_.recompute[std::size_t(block)] == RecomputeMode::full;
+}
+
+CudaBlockContext CudaModel::context(cudaStream_t stream) const {
+  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), float(opts_.norm_eps), gemm_, stream};
+}
+
+const bf16* CudaModel::module_base(std::span<const bf16* const> params, int module) const {
+  FSDP_CHECK(std::int64_t(params.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
+  const bf16* base = params[std::size_t(module)];
+  FSDP_CHECK(base != nullptr,
+             fmt::format("CudaModel: buffer of module {} not provided", layout_.modules[std::size_t(module)].name));
+  return base;
+}
+
+float* CudaModel::module_base(std::span<float* const> grads, int module) const {
+  FSDP_CHECK(std::int64_t(grads.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
+  float* base = grads[std::size_t(module)];
+  FSDP_CHECK(base != nullptr, fmt::format("CudaModel: gradient buffer of module {} not provided",
+                                          layout_.modules[std::size_t(module)].name));
+  return base;
+}
+
+const bf16* CudaModel::tensor(std::span<const bf16* const> params, int module, const char* name) const {
+  const bf16* base = module_base(params, module);
+  const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
+  return t ? base + t->offset : nullptr;
+}
+
+float* CudaModel::tensor(std::span<float* const> grads, int module, const char* name) const {
+  float* base = module_base(grads, module);
+  const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
+  return t ? base + t->offset : nullptr;
+}
+
+void CudaModel::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
+  batch_.upload(tokens, targets, stream);
+  next_forward_ = 0;
+  next_backward_ = -1;
+}
+
+void CudaModel::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
+
+void CudaModel::forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream) {
+  FSDP_CHECK(m == next_forward_, fmt::format("CudaModel: forward of module {} out of order", m));
+  if (m == ParamLayout::embedding_index()) {
+    embed_forward(params, stream);
+  } else if (m == layout_.final_norm_index()) {
+    final_norm_forward(params, stream);
+  } else if (m == layout_.head_index()) {
+    head_forward(params, stream);
+  } else {
+    const std::int64_t i = m - 1;
+    CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
+    const auto p = block_params_bf16(layout_.modules[std::size_t(m)], module_base(params, m));
+    cuda_block_forward(context(stream), p, resid_[std::size_t(i)].get(), resid_[std::size_t(i + 1)].get(), a);
+  }
+  next_forward_ = m + 1;
+}
+
+void CudaModel::begin_backward(float dloss) {
+  FSDP_CHECK(next_forward_ == layout_.num_modules(), "CudaModel: begin_backward before the forward finished");
+  dloss_ = dloss;
+  next_backward_ = layout_.head_index();
+}
+
+void CudaModel::backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+                                cudaStream_t stream) {
+  FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
+  if (m == layout_.head_index()) {
+    head_backward(params, grads, stream);
+  } else if (m == layout_.final_norm_index()) {
+    final_norm_backward(params, grads, stream);
+  } else if (m == ParamLayout::embedding_index()) {
+    embed_backward(grads, stream);
+  } else {
+    block_module_backward(m, params, grads, stream);
+  }
+  next_backward_ = m - 1;
+}
+
+void CudaModel::block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+                                      cudaStream_t stream) {
+  const std::int64_t i = m - 1;
+  const ModuleLayout& ml = layout_.modules[std::size_t(m)];
+  const auto p = block_params_bf16(ml, module_base(params, m));
+  const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
+  const bf16* x_in = resid_[std::size_t(i)].get();
+  const CudaBlockContext ctx = context(stream);
+  if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), recompute_acts_);
+  const CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
+  cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
+}
+
+void CudaModel::embed_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+  embedding_forward(resid_[0].get(), batch_.tokens(), tensor(params, 0, "tok.weight"), tensor(params, 0, "pos.weight"),
+                    dims_.b, dims_.t, dims_.c, stream);
+}
+
+void CudaModel::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
+  embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"), dres_.get(),
+                     batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
+                     dims_.b, dims_.t, dims_.c, stream);
+}
+
+void CudaModel::final_norm_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+  const int m = layout_.final_norm_index();
+  norm_forward_bf16(context(stream), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+                    tensor(params, m, "final_norm.weight"), tensor(params, m, "final_norm.bias"));
+}
+
+void CudaModel::final_norm_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+                                    cudaStream_t stream) {
+  const int m = layout_.final_norm_index();
+  zero_async(dres_, stream);  // the norm backward accumulates into dres
+  norm_backward_bf16(context(stream), dres_.get(), tensor(grads, m, "final_norm.weight"),
+                     tensor(grads, m, "final_norm.bias"), scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
+                     tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
+}
+
+void CudaModel::head_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+  const int m = layout_.head_index();
+  FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
+  const bf16* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const std::int64_t n = dims_.n, v = spec_.vocab;
+  matmul_forward(*gemm_, logits_.get(), GemmOut::bf16, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
+  fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
+}
+
+void CudaModel::head_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+                              cudaStream_t stream) {
+  const int m = layout_.head_index();
+  const bool tied = spec_.tied_embeddings;
+  const bf16* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  float* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+  const std::int64_t n = dims_.n, v = spec_.vocab;
+  // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
+  // caller's loss output is not written after the forward.
+  fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
+                   stream);
+  matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
+  matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), n, dims_.c, v, true, stream);
+}
+
+std::int64_t CudaModel::saved_bytes(int module) const {
+  FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
+  if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
+  if (module == layout_.final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
+  if (module == layout_.head_index()) return logits_.bytes() + losses_.bytes();
+  const auto i = std::size_t(module - 1);
+  return resid_[i + 1].bytes() + acts_[i].bytes();  // acts_[i] is unallocated (0) when the block recomputes
+}
+
+std::int64_t CudaModel::working_bytes() const {
+  return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + recompute_acts_.bytes() +
+         recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
+}
+
+}  // namespace fsdpx::cuda

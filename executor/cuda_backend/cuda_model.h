@@ -1,0 +1,117 @@
+// executor/cuda_backend/cuda_model.h — the device twin of the CPU reference Transformer
+// (executor/model/transformer.h): the same protocol, module order, parameter layout and += gradients,
+// on bf16 parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
+// only activations and scratch, allocated once in the constructor; parameters and gradients are the
+// caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
+// Leaves out dropout, ignore-index targets, vocabulary padding and selective recompute.
+//
+// Protocol for one micro-batch (every call enqueues on `stream` and returns; see CudaModel::set_batch
+// for the one bounded host wait):
+//   set_batch(tokens, targets, stream);                  // host int32 [B, T] each
+//   set_loss_output(loss_device);                        // before the head's forward
+//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's bf16 buffer or null
+//   begin_backward(dloss);
+//   for m in M-1..0:  backward_module(m, params, grads, stream);  // fp32 grads[k] accumulate (+=)
+// All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
+// activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
+// grads[0] (the token table), which must then be set during the head's forward and backward.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "core/plan.h"
+#include "executor/cuda/gemm.h"
+#include "executor/cuda/types.h"
+#include "executor/cuda_backend/batch_staging.h"
+#include "executor/cuda_backend/cuda_block.h"
+#include "executor/cuda_backend/device_buffer.h"
+#include "executor/model/block.h"
+#include "executor/model/param_layout.h"
+
+namespace fsdpx::cuda {
+
+struct CudaModelOptions {
+  double rope_theta = 10000.0;  // as ModelOptions (executor/model/transformer.h)
+  double norm_eps = 1e-5;
+  // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
+  // forward in backward; selective (and selective_op) is treated as none.
+  std::vector<RecomputeMode> recompute;
+};
+
+class CudaModel {
+ public:
+  // Allocates every activation and scratch buffer (cudaMalloc) and uploads the RoPE tables (a
+  // synchronous copy). `gemm` must outlive the model; its workspace is used on the calls' streams.
+  CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts, GemmContext& gemm);
+  CudaModel(const CudaModel&) = delete;
+  CudaModel& operator=(const CudaModel&) = delete;
+
+  const ParamLayout& layout() const { return layout_; }
+  const ModelSpec& spec() const { return spec_; }
+
+  // tokens, targets: host int32 [B·T] (checked to lie in [0, vocab)). Builds the embedding buckets on
+  // the host and copies everything to the device on `stream` through pinned staging (BatchStaging): the
+  // host arrays may be reused right after return. The only host wait: for the staging copy of two
+  // set_batch calls ago.
+  void set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream);
+  // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
+  void set_loss_output(float* loss_device);
+  // params[k]: module k's bf16 device buffer in ParamLayout order, or null when not needed now.
+  void forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
+  void begin_backward(float dloss);
+  // grads[k]: module k's fp32 device gradient buffer (same layout); parameter gradients accumulate.
+  void backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+                       cudaStream_t stream);
+
+  // Device bytes kept from module m's forward to its backward: its output (embedding, blocks), a
+  // block's CudaBlockActs unless it recomputes, the final norm's output and statistics, the head's
+  // logits and row losses. working_bytes: everything else the model owns (residual gradients, backward
+  // scratch, the shared recompute activations, batch arrays, RoPE tables); the GemmContext workspace and
+  // pinned host staging are not counted.
+  std::int64_t saved_bytes(int module) const;
+  std::int64_t working_bytes() const;
+
+ private:
+  void embed_forward(std::span<const bf16* const> params, cudaStream_t stream);
+  void embed_backward(std::span<float* const> grads, cudaStream_t stream);
+  void final_norm_forward(std::span<const bf16* const> params, cudaStream_t stream);
+  void final_norm_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+                           cudaStream_t stream);
+  void head_forward(std::span<const bf16* const> params, cudaStream_t stream);
+  void head_backward(std::span<const bf16* const> params, std::span<float* const> grads, cudaStream_t stream);
+  void block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+                      cudaStream_t stream);
+  CudaBlockContext context(cudaStream_t stream) const;
+  bool recomputes(std::int64_t block) const;
+  const bf16* module_base(std::span<const bf16* const> params, int module) const;
+  float* module_base(std::span<float* const> grads, int module) const;
+  const bf16* tensor(std::span<const bf16* const> params, int module, const char* name) const;
+  float* tensor(std::span<float* const> grads, int module, const char* name) const;
+
+  ModelSpec spec_;
+  CudaModelOptions opts_;
+  ParamLayout layout_;
+  BlockDims dims_;
+  GemmContext* gemm_;
+  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
+  BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
+  std::vector<DeviceBuffer<bf16>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
+  std::vector<CudaBlockActs> acts_;          // per block; unallocated for blocks that recompute
+  CudaBlockActs recompute_acts_;             // shared by recomputing blocks (forward and recompute)
+  DeviceBuffer<bf16> recompute_out_;         // [N, C] discarded block output during recompute
+  CudaBlockScratch scratch_;
+  DeviceBuffer<bf16> lnf_;                   // [N, C] final norm output (head input)
+  DeviceBuffer<float> lnf_mean_, lnf_rstd_;  // [N] (LayerNorm only, else empty), [N]
+  DeviceBuffer<bf16> logits_;                // [N, V] logits; dlogits in place during the head's backward
+  DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
+  DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
+  DeviceBuffer<bf16> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
+  float* loss_out_ = nullptr;                // caller's fp32 device scalar
+  float dloss_ = 1.0f;
+  int next_forward_ = -1, next_backward_ = -1;  // protocol state (-1: not allowed)
+};
+
+}  // namespace fsdpx::cuda
