@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "core/errors.h"
 #include "executor/checkpoint/param_tensors.h"
+#include "tests/support/config_error.h"
 #include "tiny_models.h"
 
 namespace fsdpx {
@@ -27,12 +27,7 @@ std::vector<float> iota_params(const ParamLayout& layout) {
 }
 
 std::string load_error(const ParamLayout& layout, const SafetensorsFile& f) {
-  try {
-    params_from_safetensors(layout, f, "w.safetensors");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::config_error_of([&] { params_from_safetensors(layout, f, "w.safetensors"); });
 }
 
 }  // namespace

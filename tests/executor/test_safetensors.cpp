@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <string>
 
-#include "core/errors.h"
 #include "executor/checkpoint/safetensors.h"
 #include "executor/checkpoint/shard_file.h"
+#include "tests/support/config_error.h"
 
 namespace fsdpx {
 namespace {
@@ -43,12 +43,7 @@ std::string raw_file(const std::string& header, const std::string& data = "") {
 }
 
 std::string decode_error(const std::string& bytes) {
-  try {
-    decode_safetensors(bytes, "w.safetensors");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return test::config_error_of([&] { decode_safetensors(bytes, "w.safetensors"); });
 }
 
 }  // namespace

@@ -6,13 +6,7 @@
 # truncated file and --init-weights with --resume exit 2 with a message naming the file.
 set -u
 FSDPX="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() {  # name, command status
-  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
-}
+source "$(dirname "$0")/cli_check.sh"
 # Reads a safetensors file with the standard library: header JSON (the format is 8 bytes of size + JSON).
 st_py() {  # file, python statements over h (header dict), data (bytes) and f (path)
   python3 - "$1" <<PY
@@ -107,5 +101,4 @@ expect_error "absent file" "$tmp/absent.st" "$tmp/absent.st: cannot open"
   --checkpoint-dir "$tmp/ck" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && grep -q "cannot be combined with --resume" "$tmp/err"; check "--init-weights with --resume exits 2" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
