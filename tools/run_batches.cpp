@@ -18,7 +18,10 @@ void BatchRecorder::global_batch(const DataPosition& position, std::int64_t glob
 void BatchRecorder::write(const std::string& path, std::int64_t steps) const {
   FSDP_CHECK(steps >= 0 && steps <= std::int64_t(batches_.size()), "BatchRecorder: fewer batches than steps");
   std::vector<std::int32_t> all;
-  for (std::int64_t s = 0; s < steps; ++s) all.insert(all.end(), batches_[std::size_t(s)].begin(), batches_[std::size_t(s)].end());
+  for (std::int64_t s = 0; s < steps; ++s) {
+    const std::vector<std::int32_t>& b = batches_[std::size_t(s)];
+    all.insert(all.end(), b.begin(), b.end());
+  }
   SafetensorsFile f;
   f.tensors.push_back(st_ints("tokens", {steps, global_batch_, seq_ + 1}, all));
   f.metadata = {{"format", "fsdpx-batches/1"},

@@ -29,7 +29,8 @@ void load_full_weights(Trainer& trainer, const std::string& path) {
   for (std::size_t u = 0; u < units.size(); ++u)
     for (std::size_t k = 0; k < units[u].modules.size(); ++k) {
       const ModuleLayout& m = layout.modules[std::size_t(units[u].modules[k])];
-      std::copy_n(full.begin() + m.offset, m.numel, whole.ranks[0].units[u].params.begin() + units[u].module_offsets[k]);
+      std::vector<float>& unit = whole.ranks[0].units[u].params;
+      std::copy_n(full.begin() + m.offset, m.numel, unit.begin() + units[u].module_offsets[k]);
     }
   trainer.load_state(reshard_state(whole, current, path));
 }

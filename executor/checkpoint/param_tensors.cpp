@@ -46,7 +46,8 @@ std::vector<float> params_from_safetensors(const ParamLayout& layout, const Safe
       expected.insert(name);
       const std::vector<std::int64_t> shape = param_tensor_shape(t);
       const StTensor* st = f.find(name);
-      if (!st) throw_config_error(file, "/" + name, fmt::format("missing (this model needs F32 [{}])", fmt::join(shape, ", ")));
+      if (!st)
+        throw_config_error(file, "/" + name, fmt::format("missing (this model needs F32 [{}])", fmt::join(shape, ", ")));
       if (st->shape != shape)
         throw_config_error(file, "/" + name + "/shape",
                            fmt::format("[{}] expected, got [{}]", fmt::join(shape, ", "), fmt::join(st->shape, ", ")));

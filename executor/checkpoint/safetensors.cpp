@@ -210,8 +210,9 @@ std::string encode_safetensors(const SafetensorsFile& f) {
   std::uint64_t at = 0;
   for (const StTensor* t : order) {
     FSDP_CHECK(t->name != kMetadataKey && !header.contains(t->name), "encode_safetensors: duplicate name " + t->name);
-    header[t->name] = {{"dtype", st_dtype_name(t->dtype)}, {"shape", t->shape}, {"data_offsets", {at, at + t->bytes.size()}}};
-    at += t->bytes.size();
+    const std::uint64_t end = at + t->bytes.size();
+    header[t->name] = {{"dtype", st_dtype_name(t->dtype)}, {"shape", t->shape}, {"data_offsets", {at, end}}};
+    at = end;
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
@@ -225,12 +226,14 @@ std::string encode_safetensors(const SafetensorsFile& f) {
 
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& file) {
   if (bytes.size() < 8)
-    throw_config_error(file, "/", fmt::format("truncated: {} bytes, shorter than the 8-byte header size", bytes.size()));
+    throw_config_error(file, "/",
+                       fmt::format("truncated: {} bytes, shorter than the 8-byte header size", bytes.size()));
   std::uint64_t n;
   std::memcpy(&n, bytes.data(), 8);
   if (n > kMaxHeaderBytes || n > bytes.size() - 8)
-    throw_config_error(file, "/", fmt::format("truncated or not safetensors: a {}-byte header is declared, {} bytes follow",
-                                              n, bytes.size() - 8));
+    throw_config_error(file, "/",
+                       fmt::format("truncated or not safetensors: a {}-byte header is declared, {} bytes follow", n,
+                                   bytes.size() - 8));
   const nlohmann::json header = parse_json_text(bytes.substr(8, n), file);
   if (!header.is_object()) throw_config_error(file, "/", "the header is not a JSON object");
   SafetensorsFile out;
