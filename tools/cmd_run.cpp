@@ -1,5 +1,6 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
+// [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
 // [--format text|json]`: trains a plan with the executor runtime (CPU backend: the plan's ranks are
 // threads of this process). --steps is the step to stop at (default: the plan's optimizer.total_steps),
 // so a resumed run with the same --steps ends where the uninterrupted one does. Leaves out the CUDA
@@ -27,7 +28,9 @@
 #include "executor/cuda/device.h"
 #endif
 #include "tools/commands.h"
+#include "tools/run_batches.h"
 #include "tools/run_report.h"
+#include "tools/run_weights.h"
 
 namespace fsdpx {
 
@@ -49,6 +52,7 @@ struct RunOptions {
   std::int64_t checkpoint_every = 0;
   bool resume = false;
   std::string profile;
+  std::string init_weights, save_init_weights, save_weights, dump_batches;  // safetensors files
   OutputFormat format = OutputFormat::text;
 };
 
@@ -69,6 +73,8 @@ void check_options(const RunOptions& o) {
   if (o.backend == Backend::cuda) throw ConfigError(cuda_backend_error());
   if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
     throw ConfigError(fmt::format("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every"));
+  if (o.resume && !o.init_weights.empty())
+    throw ConfigError("--init-weights starts a run from given weights; it cannot be combined with --resume");
 }
 
 // Loads the newest good checkpoint into `trainer`, resharded to its layout; reports rejected ones.
@@ -135,7 +141,10 @@ void run_run(const RunOptions& o) {
   const std::string plan_file = resolve_config("plans", o.plan);
   Plan plan = load_plan(plan_file);
   if (o.seed) plan.training.seed = *o.seed;
-  auto data = open_dataset({o.data, o.data_dtype, plan.training.seed, plan.model.vocab});
+  std::shared_ptr<DataSource> data = open_dataset({o.data, o.data_dtype, plan.training.seed, plan.model.vocab});
+  std::shared_ptr<BatchRecorder> recorder;
+  if (!o.dump_batches.empty())
+    data = recorder = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
   TrainerOptions to;
   to.profile = !o.profile.empty();
   const std::unique_ptr<Trainer> trainer_ptr = make_trainer(plan, plan_file, data, to);
@@ -144,14 +153,18 @@ void run_run(const RunOptions& o) {
   RunRecord r;
   r.data = data->describe();
   r.target_steps = o.steps > 0 ? o.steps : plan.optimizer.total_steps;
+  if (!o.init_weights.empty()) load_full_weights(trainer, o.init_weights);
   if (o.resume) {
     r.resumed_from = resume_from(trainer, o.checkpoint_dir, fingerprint);
     r.start_step = trainer.state().step;
   }
+  if (!o.save_init_weights.empty()) save_full_weights(trainer, o.save_init_weights, r.start_step);
   if (o.format == OutputFormat::text) std::printf("%s", run_header_text(plan, r).c_str());
   train_loop(trainer, o, fingerprint, r);
   r.peak_memory = trainer.peak_memory();
   r.params_hash = params_hash(trainer);
+  if (!o.save_weights.empty()) save_full_weights(trainer, o.save_weights, r.start_step + std::int64_t(r.steps.size()));
+  if (recorder) recorder->write(o.dump_batches, std::int64_t(r.steps.size()));
   if (!o.profile.empty()) write_json_file(o.profile, profile_json(plan, trainer.profile(), r));
   if (o.format == OutputFormat::json)
     std::printf("%s\n", run_json(r).dump(2).c_str());
@@ -177,6 +190,10 @@ void setup_run(CLI::App& app) {
   sub->add_option("--checkpoint-every", o->checkpoint_every, "Save every K steps")->check(kPositive);
   sub->add_flag("--resume", o->resume, "Continue from the newest good checkpoint in --checkpoint-dir");
   sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
+  sub->add_option("--init-weights", o->init_weights, "Start from these full fp32 weights (safetensors), not the seed");
+  sub->add_option("--save-init-weights", o->save_init_weights, "Write the full fp32 weights before the first step");
+  sub->add_option("--save-weights", o->save_weights, "Write the full fp32 weights after the last step (safetensors)");
+  sub->add_option("--dump-batches", o->dump_batches, "Write the batches used: I32 tokens [steps, global_batch, seq+1]");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_run(*o); });
 }

@@ -4,13 +4,7 @@
 # the same request writes the same plan bytes twice.
 set -u
 FSDPX="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() {  # name, command status
-  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
-}
+source "$(dirname "$0")/cli_check.sh"
 
 text=$("$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 -o "$tmp/a.json")
 check "cpu plan exits 0" $?
@@ -37,5 +31,4 @@ echo "$err" | grep -q "more GPUs" ; check "suggests more GPUs" $?
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --objective fastest >/dev/null 2>&1
 [ $? -eq 2 ] ; check "unknown objective exits 2" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

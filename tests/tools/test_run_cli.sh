@@ -6,13 +6,7 @@
 # with a message; calibrating on a profile brings the simulated step time closer to the measured one.
 set -u
 FSDPX="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() {  # name, command status
-  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
-}
+source "$(dirname "$0")/cli_check.sh"
 jq_py() {  # file, python expression over j
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
 }
@@ -104,5 +98,4 @@ check "calibration shrinks the step-time error ($errs)" $?
 "$FSDPX" plan --model llama-tiny --cluster "$tmp/cal.json" --world-size 4 --seq 64 --global-batch 8 >/dev/null
 check "calibrated cluster loads in fsdpx plan" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""tools/torch_reference.py — PyTorch twin of fsdpx's model, AdamW and LR schedule, to check the CPU
+reference trainer against PyTorch (same initial weights and token batches, exchanged as safetensors)
+and to time PyTorch eager vs torch.compile on the same model and batch (--bench). Developer tooling:
+fsdpx and its tests never need PyTorch. Runs the global batch on one device (FSDP sharding does not
+change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does.
+
+Replay a fsdpx run (docs/executor.md "Checking against PyTorch"):
+  fsdpx run --plan p.json --steps 20 --save-init-weights init.safetensors --dump-batches b.safetensors \
+      --format json > fsdpx.json
+  python3 tools/torch_reference.py --plan p.json --weights init.safetensors --batches b.safetensors \
+      --compare fsdpx.json
+Benchmark (random init, synthetic tokens): --plan p.json --bench --device cuda --dtype bf16 [--compile]
+"""
+import argparse
+import json
+import math
+import struct
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+# fsdpx's defaults where a file leaves a value out: core/plan.h OptimizerSettings, executor/model
+# ModelOptions (the runtime passes no rope_theta / norm_eps: ModelSpec has none), core/model_spec.cpp.
+OPTIMIZER_DEFAULTS = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip_norm=1.0,
+                          warmup_steps=10, total_steps=1000, min_lr_ratio=0.1)
+INIT_STD = 0.02  # executor/model/init.cpp kInitStd
+
+
+def model_spec(j):
+    """fsdpx model JSON (a plan's "model" or configs/models/*.json) with core/model_spec.cpp defaults."""
+    s = {k: j[k] for k in ("name", "arch", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind",
+                           "vocab", "max_seq", "tied_embeddings")}
+    s["head_dim"] = j.get("head_dim", s["hidden"] // s["heads"])
+    s["bias"] = j.get("bias", "all" if s["arch"] == "gpt" else "none")
+    return s
+
+
+def param_specs(s):
+    """name -> (shape, init kind), as executor/model/param_layout.cpp and checkpoint/param_tensors.cpp."""
+    c, q, kv, f = s["hidden"], s["heads"] * s["head_dim"], s["kv_heads"] * s["head_dim"], s["ffn_hidden"]
+    out = {"embedding.tok.weight": ((s["vocab"], c), "normal")}
+    if s["arch"] == "gpt":
+        out["embedding.pos.weight"] = ((s["max_seq"], c), "normal")
+
+    def norm(name):
+        out[name + ".weight"] = ((c,), "ones")
+        if s["arch"] == "gpt":
+            out[name + ".bias"] = ((c,), "zeros")
+
+    def linear(name, rows, cols, bias, init):
+        out[name + ".weight"] = ((rows, cols), init)
+        if bias:
+            out[name + ".bias"] = ((rows,), "zeros")
+
+    up = 2 * f if s["ffn_kind"] == "swiglu" else f
+    for i in range(s["layers"]):
+        b = f"block.{i}."
+        norm(b + "attn_norm")
+        linear(b + "qkv", q + 2 * kv, c, s["bias"] != "none", "normal")
+        linear(b + "attn_out", c, q, s["bias"] == "all", "residual")
+        norm(b + "mlp_norm")
+        linear(b + "mlp_up", up, c, s["bias"] == "all", "normal")
+        linear(b + "mlp_down", c, f, s["bias"] == "all", "residual")
+    norm("final_norm")
+    if not s["tied_embeddings"]:
+        out["head.weight"] = ((s["vocab"], c), "normal")
+    return out
+
+
+def model_flops_per_token(s, seq):
+    """PaLM 6N + 12·L·H·Q·T, N without the input embedding: cost_models/params.cpp model_flops_per_token."""
+    n = sum(math.prod(shape) for shape, _ in param_specs(s).values())
+    n -= s["vocab"] * s["hidden"] + (s["max_seq"] * s["hidden"] if s["arch"] == "gpt" else 0)
+    if s["tied_embeddings"]:
+        n += s["vocab"] * s["hidden"]
+    return 6.0 * n + 12.0 * s["layers"] * s["heads"] * s["head_dim"] * seq
+
+
+def rope_tables(seq, head_dim, theta, device):
+    """cos, sin [T, head_dim/2], angle t·theta^(-2i/d) in float64 as executor/cpu/rope.cpp."""
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    angle = torch.arange(seq, dtype=torch.float64)[:, None] * theta ** (-2.0 * i / head_dim)
+    return angle.cos().float().to(device), angle.sin().float().to(device)
+
+
+def make_loss_fn(s, seq, theta, eps, device):
+    """loss(params, tokens [B, T], targets [B, T]) -> mean cross-entropy: executor/model/*.cpp."""
+    nh, nkv, hd = s["heads"], s["kv_heads"], s["head_dim"]
+    llama = s["arch"] == "llama"
+    cos, sin = rope_tables(seq, hd, theta, device) if llama else (None, None)
+
+    def norm(x, p, name):
+        if llama:  # RMSNorm: x / sqrt(mean(x²) + eps) · w
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * p[name + ".weight"]
+        return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], eps)
+
+    def linear(x, p, name):
+        return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+
+    def rope(x):  # x [B, T, H, HD]; rotate_half pairing: i with i + HD/2
+        x0, x1 = x[..., : hd // 2], x[..., hd // 2:]
+        c, sn = cos[: x.shape[1], None, :], sin[: x.shape[1], None, :]
+        return torch.cat((x0 * c - x1 * sn, x1 * c + x0 * sn), dim=-1)
+
+    def attention(x, p, b):
+        bsz, t, _ = x.shape
+        qkv = linear(norm(x, p, b + "attn_norm"), p, b + "qkv")  # [B, T, (NH + 2·NKV)·HD]
+        q, k, v = qkv.split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+        q, k, v = q.view(bsz, t, nh, hd), k.view(bsz, t, nkv, hd), v.view(bsz, t, nkv, hd)
+        if llama:
+            q, k = rope(q), rope(k)
+        # GQA: query head h reads kv head h // (NH / NKV); scores scaled by 1/sqrt(HD), causal.
+        k, v = (z.repeat_interleave(nh // nkv, dim=2) for z in (k, v))
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return linear(y.transpose(1, 2).reshape(bsz, t, nh * hd), p, b + "attn_out")
+
+    def mlp(x, p, b):
+        h = linear(norm(x, p, b + "mlp_norm"), p, b + "mlp_up")
+        if s["ffn_kind"] == "swiglu":  # rows [gate | up]
+            gate, up = h.chunk(2, dim=-1)
+            h = F.silu(gate) * up
+        elif s["ffn_kind"] == "gelu":
+            h = F.gelu(h, approximate="tanh")
+        else:
+            h = F.relu(h).square()
+        return linear(h, p, b + "mlp_down")
+
+    def loss_fn(p, tokens, targets):
+        x = F.embedding(tokens, p["embedding.tok.weight"])
+        if not llama:
+            x = x + p["embedding.pos.weight"][: tokens.shape[1]]
+        for i in range(s["layers"]):
+            x = x + attention(x, p, f"block.{i}.")
+            x = x + mlp(x, p, f"block.{i}.")
+        head = p["embedding.tok.weight"] if s["tied_embeddings"] else p["head.weight"]
+        logits = F.linear(norm(x, p, "final_norm"), head)
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return loss_fn
+
+
+def learning_rate(o, step):
+    """executor/runtime/lr_schedule.cpp: linear warm-up, cosine decay to min_lr_ratio·lr, flat after."""
+    if step < o["warmup_steps"]:
+        return o["lr"] * (step + 1) / o["warmup_steps"]
+    min_lr = o["lr"] * o["min_lr_ratio"]
+    decay = o["total_steps"] - o["warmup_steps"]
+    if decay <= 0:
+        return min_lr
+    ratio = min(max((step - o["warmup_steps"]) / decay, 0.0), 1.0)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (o["lr"] - min_lr)
+
+
+def f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+@torch.no_grad()
+def adamw_step(o, params, grads, state, lr, t, grad_scale):
+    """executor/runtime/adamw.cpp in float32, constants rounded to float as the C++ does."""
+    bc1, bc2 = 1.0 - o["beta1"] ** t, 1.0 - o["beta2"] ** t
+    decay, step_size, bc2_sqrt = f32(1.0 - lr * o["weight_decay"]), f32(lr / bc1), f32(math.sqrt(bc2))
+    b1, b2, eps, scale = f32(o["beta1"]), f32(o["beta2"]), f32(o["eps"]), f32(grad_scale)
+    for name, p in params.items():
+        g = grads[name] * scale
+        m, v = state.setdefault(name, (torch.zeros_like(p), torch.zeros_like(p)))
+        m.copy_(b1 * m + f32(1.0 - b1) * g)
+        v.copy_(b2 * v + f32(1.0 - b2) * g * g)
+        p.copy_(p * decay - step_size * m / (v.sqrt() / bc2_sqrt + eps))
+
+
+def train_step(loss_fn, params, batch, micro, autocast, device):
+    """Gradients of the global-batch mean loss, accumulated over micro-batches of `micro` sequences."""
+    for p in params.values():
+        p.grad = None
+    chunks = batch.split(micro)
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    for chunk in chunks:
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(params, chunk[:, :-1], chunk[:, 1:])
+        (loss * (chunk.shape[0] / batch.shape[0])).backward()
+        total += loss.detach().double() * (chunk.shape[0] / batch.shape[0])
+    return total
+
+
+def replay(args, plan, s, o):
+    """fsdpx's training loop on the given weights and batches; per-step losses as fsdpx reports them."""
+    dev = args.device
+    specs = param_specs(s)
+    w = load_file(args.weights)
+    bad = sorted(set(w) ^ set(specs)) or [n for n in specs if tuple(w[n].shape) != specs[n][0]]
+    if bad:
+        sys.exit(f"{args.weights}: tensors do not match the plan's model {s['name']}: {bad[:5]}")
+    params = {n: w[n].float().to(dev).requires_grad_() for n in specs}
+    tokens = load_file(args.batches)["tokens"].long().to(dev)
+    seq, gb = plan["training"]["seq"], plan["training"]["global_batch"]
+    if tuple(tokens.shape[1:]) != (gb, seq + 1):
+        sys.exit(f"{args.batches}: tokens {list(tokens.shape)}, the plan needs [steps, {gb}, {seq + 1}]")
+    loss_fn = make_loss_fn(s, seq, args.rope_theta, args.norm_eps, dev)
+    if args.compile:
+        loss_fn = torch.compile(loss_fn)
+    steps, state = [], {}
+    for i in range(min(args.steps or len(tokens), len(tokens))):
+        loss = train_step(loss_fn, params, tokens[i], args.micro_batch or gb, args.dtype == "bf16", dev).item()
+        grads = {n: p.grad for n, p in params.items()}
+        norm = math.sqrt(sum(g.double().pow(2).sum().item() for g in grads.values()))
+        lr = learning_rate(o, i)
+        finite = math.isfinite(norm) and math.isfinite(loss)
+        if finite:
+            clip = min(1.0, o["grad_clip_norm"] / (norm + 1e-6)) if o["grad_clip_norm"] > 0 else 1.0
+            adamw_step(o, params, grads, state, lr, i + 1, clip)
+        steps.append(dict(step=i + 1, loss=loss, grad_norm=norm, lr=lr, skipped=not finite))
+    if args.save_weights:
+        save_file({n: p.detach().float().cpu().contiguous() for n, p in params.items()}, args.save_weights,
+                  metadata={"format": "fsdpx-weights/1", "step": str(len(steps))})
+    return dict(steps=steps, final_loss=steps[-1]["loss"] if steps else None)
+
+
+def bench(args, plan, s, o):
+    """Random init, synthetic tokens; times --steps steps after --warmup; tokens/s and MFU (PaLM FLOPs)."""
+    dev, gen = args.device, torch.Generator(device="cpu").manual_seed(0)
+    seq = args.seq or (plan["training"]["seq"] if plan else 2048)
+    micro = args.micro_batch or (plan["training"]["micro_batch"] if plan else 1)
+    init = dict(normal=INIT_STD, residual=INIT_STD / math.sqrt(2 * s["layers"]))
+    params = {}
+    for n, (shape, kind) in param_specs(s).items():
+        t = torch.randn(shape, generator=gen) * init[kind] if kind in init else torch.full(shape, float(kind == "ones"))
+        params[n] = t.to(dev).requires_grad_()
+    loss_fn = make_loss_fn(s, seq, args.rope_theta, args.norm_eps, dev)
+    if args.compile:
+        loss_fn = torch.compile(loss_fn)
+    opt = torch.optim.AdamW(params.values(), lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"],
+                            weight_decay=o["weight_decay"], fused=dev == "cuda")
+    batch = torch.randint(0, s["vocab"], (micro * args.accum, seq + 1), generator=gen).to(dev)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    times = []
+    for i in range(args.warmup + args.steps):
+        sync()
+        start = time.perf_counter()
+        loss = train_step(loss_fn, params, batch, micro, args.dtype == "bf16", dev)
+        torch.nn.utils.clip_grad_norm_(params.values(), o["grad_clip_norm"])
+        for g in opt.param_groups:
+            g["lr"] = learning_rate(o, i)
+        opt.step()
+        sync()
+        times.append(time.perf_counter() - start)
+    step_s = sum(times[args.warmup:]) / args.steps
+    tokens_per_s = micro * args.accum * seq / step_s
+    flops = model_flops_per_token(s, seq)
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else \
+        (plan["cluster"]["gpu"]["peak_tflops"]["bf16"] * 1e12 if plan else None)
+    return dict(model=s["name"], seq=seq, micro_batch=micro, accum=args.accum, steps_timed=args.steps,
+                step_time_s=step_s, tokens_per_s=tokens_per_s, model_flops_per_token=flops,
+                peak_flops_per_s=peak, mfu=tokens_per_s * flops / peak if peak else None,
+                final_loss=loss.item(),
+                peak_memory_bytes=torch.cuda.max_memory_allocated() if dev == "cuda" else None)
+
+
+def compare(result, fsdpx_json):
+    """Per-step |loss difference| against a `fsdpx run --format json` output."""
+    theirs = {st["step"]: st["loss"] for st in json.load(open(fsdpx_json))["steps"]}
+    diffs = [abs(st["loss"] - theirs[st["step"]]) for st in result["steps"] if st["step"] in theirs]
+    rel = [d / abs(theirs[st["step"]]) for d, st in zip(diffs, result["steps"])]
+    for st, d in zip(result["steps"], diffs):
+        print(f"step {st['step']:3d}  torch {st['loss']:.7f}  fsdpx {theirs[st['step']]:.7f}  |diff| {d:.2e}",
+              file=sys.stderr)
+    return dict(fsdpx_run=fsdpx_json, steps_compared=len(diffs), max_abs_loss_diff=max(diffs, default=None),
+                max_rel_loss_diff=max(rel, default=None))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--plan", help="fsdpx plan JSON (model, training, optimizer, cluster peak for MFU)")
+    ap.add_argument("--model", help="fsdpx model JSON instead of --plan (--bench only; default optimizer)")
+    ap.add_argument("--weights", help="initial full fp32 weights (fsdpx run --save-init-weights)")
+    ap.add_argument("--batches", help="token batches (fsdpx run --dump-batches)")
+    ap.add_argument("--steps", type=int, default=0, help="steps to run (replay: default all batches; bench: timed)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: autocast matmuls, fp32 master weights")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the forward (and so its backward)")
+    ap.add_argument("--micro-batch", type=int, default=0, help="sequences per forward (default: replay the "
+                    "whole global batch at once; bench the plan's micro_batch)")
+    ap.add_argument("--save-weights", help="write the final weights (replay)")
+    ap.add_argument("--compare", help="fsdpx run --format json output: report per-step loss differences")
+    ap.add_argument("--bench", action="store_true", help="time training steps on random weights and tokens")
+    ap.add_argument("--seq", type=int, default=0, help="bench: sequence length (default: the plan's)")
+    ap.add_argument("--accum", type=int, default=1, help="bench: micro-batches per step")
+    ap.add_argument("--warmup", type=int, default=3, help="bench: untimed steps first")
+    ap.add_argument("--peak-tflops", type=float, default=0, help="bench: peak for MFU (default: plan's GPU bf16)")
+    ap.add_argument("--rope-theta", type=float, default=10000.0, help="fsdpx ModelOptions default")
+    ap.add_argument("--norm-eps", type=float, default=1e-5, help="fsdpx ModelOptions default")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's)")
+    ap.add_argument("-o", "--out", help="write the JSON result here (default: stdout)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    plan = json.load(open(args.plan)) if args.plan else None
+    if not plan and not (args.bench and args.model):
+        ap.error("--plan is needed (or --model with --bench)")
+    s = model_spec(plan["model"] if plan else json.load(open(args.model)))
+    o = {**OPTIMIZER_DEFAULTS, **{k: v for k, v in (plan or {}).get("optimizer", {}).items() if k != "kind"}}
+    if args.bench:
+        args.steps = args.steps or 10
+        result = bench(args, plan, s, o)
+    else:
+        if not (args.weights and args.batches):
+            ap.error("replay needs --weights and --batches (or use --bench)")
+        result = replay(args, plan, s, o)
+        if args.compare:
+            result["compare"] = compare(result, args.compare)
+    result.update(format="fsdpx-torch-reference/1", torch=torch.__version__, device=args.device, dtype=args.dtype,
+                  compile=args.compile)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        open(args.out, "w").write(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
