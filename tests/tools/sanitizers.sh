@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tests/tools/sanitizers.sh — builds test_executor in two extra trees, one with ThreadSanitizer
-# (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread communicator,
-# data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the normal tree).
+# tests/tools/sanitizers.sh — builds test_executor and test_launch in two extra trees, one with
+# ThreadSanitizer (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread
+# communicator, data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the
+# normal tree) and all of test_launch (rendezvous threads, forked ranks, the local launcher).
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -18,9 +19,11 @@ build_and_run() {  # name, extra cmake args...
   local name=$1; shift
   local dir="$root/sanitize-$name"
   cmake -S "$src" -B "$dir" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -g" "$@" >/dev/null
-  ninja -C "$dir" -j "$jobs" test_executor >/dev/null
+  ninja -C "$dir" -j "$jobs" test_executor test_launch >/dev/null
   echo "== $name: test_executor -tc=\"$tests\""
   "$dir/tests/test_executor" -tc="$tests" --no-intro=true
+  echo "== $name: test_launch (rendezvous threads, forked ranks, launcher)"
+  "$dir/tests/test_launch" --no-intro=true
 }
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
