@@ -1,10 +1,8 @@
-// tools/run_weights.cpp — full weights in and out of a trainer. Loading builds a one-rank state with the
-// plan's units unsharded (each unit's modules copied from the layout-ordered weights: units need not be
-// in module order, a tied head's unit holds the embedding) and lets reshard_state cut it into the
-// trainer's shards.
+// tools/run_weights.cpp — full weights in and out of a trainer. Loading builds a one-rank state with one
+// unsharded unit holding every module at its place in the layout-ordered weights and lets reshard_state
+// move each module into the trainer's units and shards (units need not be in module order, a tied
+// head's unit holds the embedding).
 #include "tools/run_weights.h"
-
-#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -16,22 +14,12 @@ namespace fsdpx {
 void load_full_weights(Trainer& trainer, const std::string& path) {
   const Plan& plan = trainer.plan();
   const ParamLayout layout = make_param_layout(plan.model);
-  const std::vector<float> full = params_from_safetensors(layout, read_safetensors(path), path);
-  std::vector<FlatUnitLayout> units;
-  std::vector<std::int64_t> unit_numel;
-  for (const PlanUnit& u : plan.units) {
-    units.push_back(make_flat_unit(layout, u.modules, 1));
-    unit_numel.push_back(units.back().numel);
-  }
+  std::vector<UnitModule> modules;
+  for (const ModuleLayout& m : layout.modules) modules.push_back(UnitModule{m.name, m.offset, m.numel});
   const TrainerState current = trainer.state();
-  TrainerState whole = even_shard_layout(unit_numel, 1);
+  TrainerState whole = even_shard_layout({modules}, 1);
   whole.step = current.step, whole.data = current.data, whole.seed = current.seed;
-  for (std::size_t u = 0; u < units.size(); ++u)
-    for (std::size_t k = 0; k < units[u].modules.size(); ++k) {
-      const ModuleLayout& m = layout.modules[std::size_t(units[u].modules[k])];
-      std::vector<float>& unit = whole.ranks[0].units[u].params;
-      std::copy_n(full.begin() + m.offset, m.numel, unit.begin() + units[u].module_offsets[k]);
-    }
+  whole.ranks[0].units[0].params = params_from_safetensors(layout, read_safetensors(path), path);
   trainer.load_state(reshard_state(whole, current, path));
 }
 

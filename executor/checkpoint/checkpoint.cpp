@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <system_error>
@@ -14,6 +15,7 @@
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/reshard.h"
 #include "executor/checkpoint/shard_file.h"
 
 namespace fsdpx {
@@ -24,11 +26,25 @@ namespace fs = std::filesystem;
 
 std::string rank_file_name(int rank) { return fmt::format("rank-{:05d}.bin", rank); }
 
+// Per unit: its size and the modules it holds (name, offset in the unit, elements), as rank 0 has them.
+nlohmann::json units_json(const TrainerState& s) {
+  nlohmann::json units = nlohmann::json::array();
+  for (std::size_t u = 0; !s.ranks.empty() && u < s.ranks.front().units.size(); ++u) {
+    const UnitShardState& unit = s.ranks.front().units[u];
+    FSDP_CHECK(!unit.modules.empty(), "save_checkpoint: every unit needs its module list");
+    for (const RankState& r : s.ranks)
+      FSDP_CHECK(r.units.size() > u && r.units[u].modules == unit.modules, "save_checkpoint: ranks differ in units");
+    nlohmann::json modules = nlohmann::json::array();
+    for (const UnitModule& m : unit.modules)
+      modules.push_back({{"name", m.name}, {"offset", m.offset}, {"numel", m.numel}});
+    units.push_back({{"numel", unit.unit_numel}, {"modules", modules}});
+  }
+  return units;
+}
+
 nlohmann::json manifest_json(const TrainerState& s, const std::string& fingerprint,
                              const std::vector<std::string>& files, const std::vector<std::string>& bytes) {
-  nlohmann::json numel = nlohmann::json::array(), entries = nlohmann::json::array();
-  if (!s.ranks.empty())
-    for (const auto& u : s.ranks.front().units) numel.push_back(u.unit_numel);
+  nlohmann::json entries = nlohmann::json::array();
   for (std::size_t i = 0; i < files.size(); ++i)
     entries.push_back({{"name", files[i]},
                        {"rank", s.ranks[i].rank},
@@ -36,7 +52,7 @@ nlohmann::json manifest_json(const TrainerState& s, const std::string& fingerpri
                        {"crc32", fmt::format("{:08x}", crc32(bytes[i]))}});
   return {{"format", kCheckpointFormat}, {"fingerprint", fingerprint}, {"step", s.step},
           {"next_sample", s.data.next_sample}, {"seed", s.seed}, {"dp_shard", s.dp_shard},
-          {"dp_replicate", s.dp_replicate}, {"unit_numel", numel}, {"files", entries}};
+          {"dp_replicate", s.dp_replicate}, {"units", units_json(s)}, {"files", entries}};
 }
 
 std::uint64_t unsigned_field(JsonObject& o, std::string_view key) {
@@ -67,13 +83,42 @@ RankState read_shard(const std::string& dir, JsonObject f, const std::string& wh
   return r;
 }
 
+// The manifest's units: sizes only in format 1 ("unit_numel"), sizes and module lists from format 2
+// on ("units"), each list tiling its unit and no module in two units.
+std::vector<UnitShardState> parse_units(JsonObject& o, bool format1) {
+  std::vector<UnitShardState> units;
+  if (format1) {
+    for (const auto& [v, p] : o.array("unit_numel")) units.emplace_back().unit_numel = v->get<std::int64_t>();
+    return units;
+  }
+  std::map<std::string, std::size_t> unit_of;
+  for (const auto& [v, p] : o.array("units")) {
+    JsonObject uo(*v, o.file(), p);
+    UnitShardState& u = units.emplace_back();
+    u.unit_numel = std::int64_t(unsigned_field(uo, "numel"));
+    for (const auto& [m, mp] : uo.array("modules")) {
+      JsonObject mo(*m, o.file(), mp);
+      u.modules.push_back(UnitModule{mo.string("name"), std::int64_t(unsigned_field(mo, "offset")),
+                                     std::int64_t(unsigned_field(mo, "numel"))});
+      mo.finish();
+      if (const auto [prev, fresh] = unit_of.emplace(u.modules.back().name, units.size() - 1); !fresh)
+        mo.fail("name", fmt::format("module \"{}\" is also in unit {}", prev->first, prev->second));
+    }
+    uo.finish();
+    check_unit_modules(u.modules, u.unit_numel, fmt::format("{}: {}", o.file(), p));
+  }
+  return units;
+}
+
 TrainerState parse_manifest(const std::string& dir, const std::string& fingerprint, const std::string& where) {
   const std::string path = (fs::path(dir) / "manifest.json").string();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw ConfigError(where + ": manifest.json: missing");
   const nlohmann::json j = parse_json_text(read_file_bytes(path), where + ": manifest.json");
   JsonObject o(j, where + ": manifest.json");
-  if (o.string("format") != kCheckpointFormat) o.fail("format", fmt::format("expected \"{}\"", kCheckpointFormat));
+  const std::string format = o.string("format");
+  if (format != kCheckpointFormat && format != kCheckpointFormat1)
+    o.fail("format", fmt::format("expected \"{}\" or \"{}\"", kCheckpointFormat, kCheckpointFormat1));
   if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
     o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})", fp, fingerprint));
   TrainerState s;
@@ -82,15 +127,15 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   s.seed = unsigned_field(o, "seed");
   s.dp_shard = int(o.positive_integer("dp_shard"));
   s.dp_replicate = int(o.positive_integer("dp_replicate"));
-  std::vector<std::int64_t> numel;
-  for (const auto& [v, p] : o.array("unit_numel")) numel.push_back(v->get<std::int64_t>());
+  const std::vector<UnitShardState> units = parse_units(o, format == kCheckpointFormat1);
   for (const auto& [f, p] : o.array("files")) s.ranks.push_back(read_shard(dir, JsonObject(*f, o.file(), p), where));
   o.finish();
-  for (const RankState& r : s.ranks) {
-    bool same = r.units.size() == numel.size();
-    for (std::size_t u = 0; same && u < numel.size(); ++u) same = r.units[u].unit_numel == numel[u];
-    if (!same) throw ConfigError(fmt::format("{}: {}: units differ from the manifest's unit_numel", where,
-                                             rank_file_name(r.rank)));
+  for (RankState& r : s.ranks) {
+    bool same = r.units.size() == units.size();
+    for (std::size_t u = 0; same && u < units.size(); ++u) same = r.units[u].unit_numel == units[u].unit_numel;
+    if (!same)
+      throw ConfigError(fmt::format("{}: {}: units differ from the manifest's units", where, rank_file_name(r.rank)));
+    for (std::size_t u = 0; u < units.size(); ++u) r.units[u].modules = units[u].modules;
   }
   return s;
 }

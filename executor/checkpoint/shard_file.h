@@ -1,7 +1,8 @@
 // executor/checkpoint/shard_file.h — one rank's saved optimizer state as bytes: magic "FSDPXCKP",
 // uint32 version (1), uint32 rank, uint32 unit count, uint32 reserved, then per unit int64 unit_numel,
 // int64 shard_offset, int64 shard_numel and the fp32 arrays params, exp_avg, exp_avg_sq; all
-// little-endian. And durable file writes (write, fsync, directory fsync). Leaves out compression.
+// little-endian (module lists are not in it: the manifest holds them, checkpoint.h). And durable file
+// writes (write, fsync, directory fsync). Leaves out compression.
 #pragma once
 
 #include <string>

@@ -33,6 +33,17 @@ class KernelSink : public OpProfiler {
   std::map<std::string, int> calls_;
 };
 
+// The plan modules of unit u with their place in its flat buffer (what checkpoints reshard by).
+std::vector<UnitModule> unit_modules(const RuntimeProgram& rp, std::size_t u) {
+  const FlatUnitLayout& f = rp.flats[u];
+  std::vector<UnitModule> out;
+  for (std::size_t k = 0; k < f.modules.size(); ++k) {
+    const ModuleLayout& m = rp.layout.modules[std::size_t(f.modules[k])];
+    out.push_back(UnitModule{m.name, f.module_offsets[k], m.numel});
+  }
+  return out;
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -168,7 +179,10 @@ TrainerState Trainer::state() const {
     RankState rs;
     rs.rank = r;
     const RankBackend& owner = im.local_rank(r).backend();
-    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rs.units.push_back(owner.unit_state(int(u)));
+    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) {
+      rs.units.push_back(owner.unit_state(int(u)));
+      rs.units.back().modules = unit_modules(im.rp, u);
+    }
     s.ranks.push_back(std::move(rs));
   }
   return s;
@@ -192,6 +206,8 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
         bad(fmt::format("/ranks/{}/units/{}", r, u),
             fmt::format("a shard of {} elements at offset {} of a {}-element unit expected", n,
                         std::int64_t(r) * rp.flats[u].shard_numel, rp.flats[u].numel));
+      if (!us.modules.empty() && us.modules != unit_modules(rp, u))
+        bad(fmt::format("/ranks/{}/units/{}/modules", r, u), "another unit grouping; reshard the state first");
     }
   }
 }

@@ -22,10 +22,21 @@ struct DataPosition {
   std::uint64_t next_sample = 0;  // index of the first sequence of the next global batch
 };
 
+// One plan module inside a unit's flat buffer (executor/model/param_layout.h FlatUnitLayout).
+struct UnitModule {
+  std::string name;         // plan module name ("embedding", "block.3", ...; core/plan.h module_names)
+  std::int64_t offset = 0;  // first element of the module inside the unit
+  std::int64_t numel = 0;   // elements of the module (0 for a head tied to the embedding)
+  bool operator==(const UnitModule&) const = default;
+};
+
 // One FSDP unit's optimizer state on one rank: its shard of the flat (padded) unit in fp32.
 struct UnitShardState {
   std::int64_t unit_numel = 0;    // unpadded elements of the whole unit
   std::int64_t shard_offset = 0;  // first element of this shard in the unit
+  // The modules the unit holds, in flat-buffer order, tiling [0, unit_numel); the same on every rank.
+  // Empty when unknown: states read from checkpoints of format 1 (executor/checkpoint/reshard.h).
+  std::vector<UnitModule> modules;
   std::vector<float> params;      // fp32 master weights of the shard (padding elements included, 0)
   std::vector<float> exp_avg;     // Adam m
   std::vector<float> exp_avg_sq;  // Adam v
@@ -107,8 +118,9 @@ class Trainer {
 
   StepMetrics step();  // one optimizer step on every rank; rethrows a rank's error ("rank r: ...")
 
-  TrainerState state() const;          // a copy of the sharded state
-  void load_state(const TrainerState& s);  // resharded by the caller to this plan's dp_shard
+  TrainerState state() const;          // a copy of the sharded state, with each unit's module list
+  // `s` resharded by the caller to this plan's dp_shard and units; module lists, when given, must match.
+  void load_state(const TrainerState& s);
   MemoryPeakBytes peak_memory() const;
   OpProfile profile() const;
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.

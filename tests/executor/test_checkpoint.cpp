@@ -1,6 +1,7 @@
 // tests/executor/test_checkpoint.cpp — checksums against published check values, resharding N -> M
-// ranks against the logical element values, save/load round trips, and detection of torn, truncated
-// and corrupted checkpoints with fallback to the previous good one.
+// ranks and between unit groupings (a tied embedding in the last unit or the first) against each
+// module's element values, format-1 states, save/load round trips with the manifest's module lists,
+// and detection of torn, truncated and corrupted checkpoints with fallback to the previous good one.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -9,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
 #include "core/errors.h"
@@ -21,23 +25,63 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::int64_t> kUnitNumel{10, 7, 33, 1};
+// A tiny model's modules in forward order with their sizes; the tied head has no elements of its own.
+const std::vector<std::pair<std::string, std::int64_t>> kTiedModel{
+    {"embedding", 10}, {"block.0", 7}, {"block.1", 33}, {"final_norm", 1}, {"head", 0}};
+const std::vector<std::pair<std::string, std::int64_t>> kUntiedModel{
+    {"embedding", 10}, {"block.0", 7}, {"block.1", 33}, {"final_norm", 1}, {"head", 12}};
 
-// Logical element i of unit u has params u·1000 + i, m = -params, v = params / 2 (distinct everywhere).
-float value(std::size_t u, std::int64_t i) { return float(u) * 1000.0f + float(i); }
+using Grouping = std::vector<std::vector<std::string>>;  // module names per unit
+// gpt-tiny's 4-rank plan: the tied embedding joins the head's unit, last.
+const Grouping kTiedLast{{"block.0"}, {"block.1"}, {"embedding", "final_norm", "head"}};
+// Its 1-rank plan: one unit in forward order.
+const Grouping kOneUnit{{"embedding", "block.0", "block.1", "final_norm", "head"}};
+// The per-block wrapping of a tied model: the embedding after the head.
+const Grouping kEmbeddingAfterHead{{"block.0", "block.1"}, {"final_norm", "head", "embedding"}};
+const Grouping kForward{{"embedding", "block.0"}, {"block.1"}, {"final_norm", "head"}};
 
-TrainerState filled_state(int dp_shard) {
-  TrainerState s = even_shard_layout(kUnitNumel, dp_shard);
+std::vector<std::vector<UnitModule>> unit_modules(const Grouping& g,
+                                                  const std::vector<std::pair<std::string, std::int64_t>>& model) {
+  std::vector<std::vector<UnitModule>> out;
+  for (const auto& names : g) {
+    std::vector<UnitModule>& unit = out.emplace_back();
+    std::int64_t at = 0;
+    for (const std::string& n : names) {
+      const auto m = std::find_if(model.begin(), model.end(), [&](const auto& x) { return x.first == n; });
+      unit.push_back(UnitModule{n, at, m->second});
+      at += m->second;
+    }
+  }
+  return out;
+}
+
+TrainerState layout(const Grouping& g, int dp_shard, bool tied = true) {
+  return even_shard_layout(unit_modules(g, tied ? kTiedModel : kUntiedModel), dp_shard);
+}
+
+// Element j of module "name" has params id·1000 + j (id: the module's 1-based forward index), m = -params,
+// v = params / 2: distinct everywhere, so an element in the wrong place is seen.
+float value(const std::string& name, std::int64_t j) {
+  const auto m = std::find_if(kTiedModel.begin(), kTiedModel.end(), [&](const auto& x) { return x.first == name; });
+  return float(m - kTiedModel.begin() + 1) * 1000.0f + float(j);
+}
+
+// The value unit element i should hold (0 in the padding).
+float expected(const UnitShardState& u, std::int64_t i) {
+  for (const UnitModule& m : u.modules)
+    if (i >= m.offset && i < m.offset + m.numel) return value(m.name, i - m.offset);
+  return 0.0f;
+}
+
+TrainerState filled_state(const Grouping& g, int dp_shard, bool tied = true) {
+  TrainerState s = layout(g, dp_shard, tied);
   s.step = 6, s.data.next_sample = 48, s.seed = 0xfedcba9876543210ULL;
   for (RankState& r : s.ranks)
-    for (std::size_t u = 0; u < r.units.size(); ++u) {
-      UnitShardState& sh = r.units[u];
+    for (UnitShardState& sh : r.units)
       for (std::size_t k = 0; k < sh.params.size(); ++k) {
-        const std::int64_t i = sh.shard_offset + std::int64_t(k);
-        const float x = i < sh.unit_numel ? value(u, i) : 0.0f;
+        const float x = expected(sh, sh.shard_offset + std::int64_t(k));
         sh.params[k] = x, sh.exp_avg[k] = -x, sh.exp_avg_sq[k] = x / 2;
       }
-    }
   return s;
 }
 
@@ -47,7 +91,7 @@ void check_holds_values(const TrainerState& s) {
       const UnitShardState& sh = r.units[u];
       for (std::size_t k = 0; k < sh.params.size(); ++k) {
         const std::int64_t i = sh.shard_offset + std::int64_t(k);
-        const float x = i < sh.unit_numel ? value(u, i) : 0.0f;  // padding is zero
+        const float x = expected(sh, i);
         INFO("rank " << r.rank << " unit " << u << " element " << i);
         REQUIRE(sh.params[k] == x);
         REQUIRE(sh.exp_avg[k] == -x);
@@ -63,8 +107,8 @@ bool same_state(const TrainerState& a, const TrainerState& b) {
   for (std::size_t r = 0; r < a.ranks.size(); ++r)
     for (std::size_t u = 0; u < a.ranks[r].units.size(); ++u) {
       const auto &x = a.ranks[r].units[u], &y = b.ranks[r].units[u];
-      if (x.shard_offset != y.shard_offset || x.params != y.params || x.exp_avg != y.exp_avg ||
-          x.exp_avg_sq != y.exp_avg_sq)
+      if (x.shard_offset != y.shard_offset || x.modules != y.modules || x.params != y.params ||
+          x.exp_avg != y.exp_avg || x.exp_avg_sq != y.exp_avg_sq)
         return false;
     }
   return true;
@@ -84,59 +128,98 @@ TEST_CASE("CRC-32 and FNV-1a 64 match their published check values") {
   CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
 }
 
-TEST_CASE("resharding 4 ranks to 2, 3 and 1 keeps every logical element and zero padding") {
-  const TrainerState four = filled_state(4);
+TEST_CASE("resharding 4 ranks to 2, 3, 1 and 5 keeps every logical element and zero padding") {
+  const TrainerState four = filled_state(kTiedLast, 4);
   check_holds_values(four);
   for (int m : {2, 3, 1, 5}) {
     CAPTURE(m);
-    const TrainerState out = reshard_state(four, even_shard_layout(kUnitNumel, m), "test");
+    const TrainerState out = reshard_state(four, layout(kTiedLast, m), "test");
     CHECK(out.ranks.size() == std::size_t(m));
     CHECK(out.step == 6);
     CHECK(out.data.next_sample == 48);
     CHECK(out.seed == four.seed);
     check_holds_values(out);
-    CHECK(same_state(reshard_state(out, even_shard_layout(kUnitNumel, 4), "test"), four));
+    CHECK(same_state(reshard_state(out, layout(kTiedLast, 4), "test"), four));
   }
 }
 
-// Unit u's element i is model element base(u) + i: a regrouping keeps each model element's values.
-TEST_CASE("resharding 4 ranks with units {10,7,33,1} to 2 ranks with units {17,34} keeps model elements") {
-  const TrainerState out = reshard_state(filled_state(4), even_shard_layout({17, 34}, 2), "test");
-  const std::vector<std::int64_t> old_base{0, 10, 17, 50}, new_base{0, 17};
-  for (const RankState& r : out.ranks)
-    for (std::size_t u = 0; u < 2; ++u) {
-      const UnitShardState& sh = r.units[u];
-      for (std::size_t k = 0; k < sh.params.size(); ++k) {
-        const std::int64_t i = sh.shard_offset + std::int64_t(k), model = new_base[u] + i;
-        float x = 0;
-        if (i < sh.unit_numel) {
-          const std::size_t ou = std::size_t(std::upper_bound(old_base.begin(), old_base.end(), model) - old_base.begin() - 1);
-          x = value(ou, model - old_base[ou]);
-        }
-        INFO("rank " << r.rank << " unit " << u << " element " << i);
-        REQUIRE(sh.params[k] == x);
-        REQUIRE(sh.exp_avg_sq[k] == x / 2);
+// The bug this guards against: joining gpt-tiny's 4-rank units [block.0] [block.1] [embedding,
+// final_norm, head] in order and cutting them along the 1-rank unit put block.0's weights where the
+// embedding belongs. Values move by (module, element), so each element lands exactly.
+TEST_CASE("resharding between unit groupings with the tied embedding in the last unit is element-exact") {
+  for (const Grouping* from : {&kTiedLast, &kOneUnit, &kEmbeddingAfterHead})
+    for (const Grouping* to : {&kTiedLast, &kOneUnit, &kEmbeddingAfterHead})
+      for (int m : {1, 2, 3, 4}) {
+        CAPTURE(m);
+        const TrainerState saved = filled_state(*from, 4);
+        const TrainerState out = reshard_state(saved, layout(*to, m), "test");
+        check_holds_values(out);
+        CHECK(same_state(reshard_state(out, layout(*from, 4), "test"), saved));
       }
-    }
+  const TrainerState one = reshard_state(filled_state(kTiedLast, 4), layout(kOneUnit, 1), "test");
+  const std::vector<float>& p = one.ranks[0].units[0].params;
+  CHECK(p[0] == value("embedding", 0));
+  CHECK(p[9] == value("embedding", 9));
+  CHECK(p[10] == value("block.0", 0));
+  CHECK(p[50] == value("final_norm", 0));
 }
 
-TEST_CASE("resharding rejects mismatched model sizes and overlapping shards") {
-  const TrainerState four = filled_state(4);
-  std::vector<std::int64_t> other = kUnitNumel;
-  other[2] = 34;
-  CHECK_THROWS_AS(reshard_state(four, even_shard_layout(other, 2), "ck"), ConfigError);
+TEST_CASE("resharding rejects another module size (naming it), unknown and missing modules, overlapping shards") {
+  const TrainerState four = filled_state(kTiedLast, 4);
+  std::vector<std::pair<std::string, std::int64_t>> bigger = kTiedModel;
+  bigger[2].second = 34;
+  CHECK_THROWS_WITH_AS(reshard_state(four, even_shard_layout(unit_modules(kTiedLast, bigger), 2), "ck"),
+                       "ck: module \"block.1\" has 33 elements in the checkpoint but 34 in this model", ConfigError);
+  TrainerState renamed = four;
+  for (RankState& r : renamed.ranks) r.units[0].modules[0].name = "block.9";
+  CHECK_THROWS_WITH_AS(reshard_state(renamed, layout(kTiedLast, 2), "ck"),
+                       doctest::Contains("module \"block.9\", which this model does not have"), ConfigError);
+  const TrainerState fewer = filled_state({{"block.0"}, {"block.1"}}, 1);
+  CHECK_THROWS_WITH_AS(reshard_state(fewer, layout(kTiedLast, 2), "ck"),
+                       doctest::Contains("module \"embedding\" of this model is in no saved unit"), ConfigError);
+  TrainerState torn = four;
+  torn.ranks[0].units[2].modules[1].offset = 11;  // no longer back to back
+  CHECK_THROWS_WITH_AS(reshard_state(torn, layout(kTiedLast, 2), "ck"), doctest::Contains("saved unit 2"), ConfigError);
   TrainerState overlap = four;
-  overlap.ranks[1].units[0].shard_offset = 0;  // rank 1 now repeats rank 0's elements
-  CHECK_THROWS_WITH_AS(reshard_state(overlap, even_shard_layout(kUnitNumel, 2), "ck"),
-                       doctest::Contains("exactly 1"), ConfigError);
+  overlap.ranks[1].units[1].shard_offset = 0;  // rank 1 now repeats rank 0's elements
+  CHECK_THROWS_WITH_AS(reshard_state(overlap, layout(kTiedLast, 2), "ck"),
+                       doctest::Contains("of module \"block.1\" is held by 2 saved shards (expected exactly 1)"),
+                       ConfigError);
 }
 
-TEST_CASE("save then load gives the same state; temporary directories are ignored") {
+// Format 1 recorded unit sizes only (no module lists): read in forward order for an untied model,
+// whose plans always join their units in that order; rejected for a tied one.
+TEST_CASE("states without module lists load in forward order for an untied model only") {
+  auto strip = [](TrainerState s) {
+    for (RankState& r : s.ranks)
+      for (UnitShardState& u : r.units) u.modules.clear();
+    return s;
+  };
+  const TrainerState untied = strip(filled_state(kForward, 4, false));
+  check_holds_values(reshard_state(untied, layout(kOneUnit, 3, false), "old"));
+  const TrainerState tied = strip(filled_state(kTiedLast, 4));
+  CHECK_THROWS_WITH_AS(reshard_state(tied, layout(kOneUnit, 1), "old"),
+                       doctest::Contains("old: a format-1 checkpoint records unit sizes but not which modules"),
+                       ConfigError);
+  TrainerState mid = strip(filled_state({{"embedding", "block.0", "block.1"}, {"final_norm", "head"}}, 2, false));
+  for (RankState& r : mid.ranks) r.units[0].unit_numel -= 3, r.units[1].unit_numel += 3;
+  CHECK_THROWS_WITH_AS(reshard_state(mid, layout(kOneUnit, 1, false), "old"),
+                       doctest::Contains("saved unit 0 (47 elements) does not end where a module"), ConfigError);
+}
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
+void write_json(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(2); }
+
+TEST_CASE("save then load gives the same state with the units' modules; temporary directories are ignored") {
   TempDir t;
-  const TrainerState s = filled_state(4);
+  const TrainerState s = filled_state(kTiedLast, 4);
   const std::string dir = save_checkpoint(t.path.string(), s, "abc");
   CHECK(fs::path(dir).filename() == "step-000006");
-  CHECK(fs::is_regular_file(fs::path(dir) / "manifest.json"));
+  const nlohmann::json manifest = read_json(fs::path(dir) / "manifest.json");
+  CHECK(manifest["format"] == "fsdpx-checkpoint/2");
+  CHECK(manifest["units"][2] == nlohmann::json::parse(R"({"numel": 11, "modules": [
+      {"name": "embedding", "offset": 0, "numel": 10}, {"name": "final_norm", "offset": 10, "numel": 1},
+      {"name": "head", "offset": 11, "numel": 0}]})"));
   fs::create_directories(t.path / "step-000009.tmp-12345");  // a save that died before its rename
   const auto listed = list_checkpoints(t.path.string());
   REQUIRE(listed.size() == 1);
@@ -145,8 +228,39 @@ TEST_CASE("save then load gives the same state; temporary directories are ignore
   REQUIRE(loaded);
   CHECK(same_state(loaded->state, s));
   CHECK(loaded->rejected.empty());
-  // Saved with 4 ranks, loaded into 2.
-  check_holds_values(reshard_state(loaded->state, even_shard_layout(kUnitNumel, 2), loaded->dir));
+  // Saved with 4 ranks and the embedding last, loaded into 2 ranks with one unit.
+  check_holds_values(reshard_state(loaded->state, layout(kOneUnit, 2), loaded->dir));
+}
+
+TEST_CASE("the manifest's module lists are verified; a format-1 manifest loads without them") {
+  TempDir t;
+  const fs::path dir = save_checkpoint(t.path.string(), filled_state(kForward, 2, false), "fp");
+  const nlohmann::json good = read_json(dir / "manifest.json");
+  auto rejection = [&](const nlohmann::json& manifest) {
+    write_json(dir / "manifest.json", manifest);
+    std::vector<std::string> rejected;
+    CHECK_FALSE(load_latest_checkpoint(t.path.string(), "fp", &rejected));
+    return rejected.at(0);
+  };
+  nlohmann::json j = good;
+  j["units"][0]["modules"][1]["numel"] = 6;  // no longer tiles its 17-element unit
+  CHECK(rejection(j).find("/units/0: modules hold 16 elements, the unit 17") != std::string::npos);
+  j = good;
+  j["units"][1]["modules"][0]["name"] = "block.0";
+  CHECK(rejection(j).find("module \"block.0\" is also in unit 0") != std::string::npos);
+  j = good;
+  j["units"][0]["numel"] = 18;  // tiled by its modules, but not what the shard files hold
+  j["units"][0]["modules"][1]["numel"] = 8;
+  CHECK(rejection(j).find("rank-00000.bin: units differ from the manifest's units") != std::string::npos);
+  j = good;
+  j["format"] = "fsdpx-checkpoint/1";  // what fsdpx wrote before module lists
+  j["unit_numel"] = {17, 33, 13};
+  j.erase("units");
+  write_json(dir / "manifest.json", j);
+  const auto loaded = load_latest_checkpoint(t.path.string(), "fp");
+  REQUIRE(loaded);
+  for (const UnitShardState& u : loaded->state.ranks.at(1).units) CHECK(u.modules.empty());
+  check_holds_values(reshard_state(loaded->state, layout(kOneUnit, 1, false), "old"));
 }
 
 void corrupt(const fs::path& file, bool truncate) {
@@ -167,7 +281,7 @@ TEST_CASE("a truncated or corrupted shard is reported and the previous good chec
   for (bool truncate : {true, false}) {
     CAPTURE(truncate);
     TempDir t;
-    TrainerState s3 = filled_state(4), s6 = filled_state(4);
+    TrainerState s3 = filled_state(kTiedLast, 4), s6 = filled_state(kTiedLast, 4);
     s3.step = 3, s3.data.next_sample = 24;
     save_checkpoint(t.path.string(), s3, "fp");
     const fs::path d6 = save_checkpoint(t.path.string(), s6, "fp");
@@ -193,7 +307,7 @@ TEST_CASE("a truncated or corrupted shard is reported and the previous good chec
 TEST_CASE("no good checkpoint: nothing loads and every rejection is reported") {
   TempDir t;
   CHECK_FALSE(load_latest_checkpoint(t.path.string(), "fp"));  // no directory at all
-  save_checkpoint(t.path.string(), filled_state(2), "fp");
+  save_checkpoint(t.path.string(), filled_state(kTiedLast, 2), "fp");
   std::vector<std::string> rejected;
   CHECK_FALSE(load_latest_checkpoint(t.path.string(), "other", &rejected));  // another model
   REQUIRE(rejected.size() == 1);

@@ -1,7 +1,8 @@
 // tests/executor/test_trainer_errors.cpp — failures of the runtime: a rank whose data source throws
 // brings every rank down with its message within 2 s (no hang); a non-finite loss stops the run naming
 // the step, or skips the update by option; plans the CPU runtime cannot run are ConfigErrors naming the
-// JSON path; the state round-trips; the learning rate follows warm-up and cosine decay.
+// JSON path; the state round-trips, lists each unit's modules and reshards to another unit grouping of
+// a tied model; the learning rate follows warm-up and cosine decay.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "executor/checkpoint/reshard.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
 #include "tests/executor/tiny_models.h"
@@ -94,6 +96,34 @@ TEST_CASE("trainer: state round-trips into a fresh trainer and training continue
   other.dp_shard = 2;
   Trainer c(test::tiny_plan(test::tiny_llama(), other), data);
   CHECK_THROWS_AS(c.load_state(a.state()), ConfigError);
+}
+
+// gpt's tied embedding sits in the last unit with 2 ranks and first in the 1-rank unit: resharding by
+// module copies every parameter to its place, so the full parameters are identical.
+TEST_CASE("trainer: state lists each unit's modules; a tied model's state moves to another unit grouping") {
+  test::PlanShape s;
+  s.dp_shard = 2;
+  const Plan plan = test::tiny_plan(test::tiny_gpt(), s);
+  auto data = std::make_shared<test::HashData>(plan.model.vocab);
+  Trainer a(plan, data);
+  a.step();
+  const TrainerState sa = a.state();
+  for (const RankState& r : sa.ranks)
+    for (std::size_t u = 0; u < plan.units.size(); ++u) {
+      std::vector<std::string> names;
+      for (const UnitModule& m : r.units[u].modules) names.push_back(m.name);
+      CHECK(names == plan.units[u].modules);
+    }
+  Plan single = test::tiny_plan(test::tiny_gpt(), test::PlanShape{});
+  single.units = {PlanUnit{module_names(single.model), 1}};
+  validate_plan(single, "test plan");
+  Trainer b(single, data);
+  b.load_state(reshard_state(sa, b.state(), "test"));
+  CHECK(b.gather_full_params() == a.gather_full_params());
+  TrainerState renamed = b.state();
+  renamed.ranks[0].units[0].modules[1].name = "block.7";
+  CHECK_THROWS_WITH_AS(b.load_state(renamed), doctest::Contains("/ranks/0/units/0/modules: another unit grouping"),
+                       ConfigError);
 }
 
 TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the path") {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI test of `fsdpx run` and `fsdpx calibrate` on the CPU backend: a run stopped (or killed) after its
 # step-3 checkpoint and resumed reaches step 6 bit-identical to an uninterrupted run; a 4-rank
-# checkpoint resumes on 2 ranks with another unit grouping; truncated and corrupted shards are
+# checkpoint resumes on 2 ranks with another unit grouping, and gpt-tiny's (tied head, embedding in the
+# last unit) on 1 rank with the uninterrupted run's losses; truncated and corrupted shards are
 # reported and the previous good checkpoint is used; a missing checkpoint and --backend cuda fail
 # with a message; calibrating on a profile brings the simulated step time closer to the measured one.
 set -u
@@ -61,6 +62,47 @@ PY
 )
 check "2-rank resume matches the 4-rank loss at step 6 ($close)" $?
 echo "$close"
+
+# gpt-tiny ties its head: the 4-rank plan holds the embedding in its last unit [embedding, final_norm,
+# head], the 1-rank plan in its only unit, first. Resharding moves elements by (module, offset), so the
+# resumed 1-rank run matches the uninterrupted 1-rank run. Not bit-identical by construction: the step-3
+# state comes from 4 ranks, whose reduce-scatters sum gradients in another order (parameters differ in
+# the last bits: max |diff| 7e-8 at step 6), while the 1-rank loss is one fp32 value (ulp 4.8e-7 near
+# 5.5). Measured |diff| 0 at steps 4-6; tolerance 1e-6 (2 ulps). The old unit-joining reshard was 5e-2 off.
+for w in 4 1; do
+  "$FSDPX" plan --model gpt-tiny --cluster cpu --world-size $w --seq 64 --global-batch 8 -o "$tmp/g$w.json" >/dev/null
+  check "gpt-tiny plan for $w ranks" $?
+done
+"$FSDPX" run --plan "$tmp/g4.json" --format json --steps 3 --checkpoint-dir "$tmp/gpt" >/dev/null
+check "gpt-tiny: 3 steps on 4 ranks" $?
+jq_py "$tmp/gpt/step-000003/manifest.json" '[m["name"] for m in j["units"][-1]["modules"]]' | grep -q "'embedding'"
+check "gpt-tiny: the manifest lists the embedding in the last unit" $?
+"$FSDPX" run --plan "$tmp/g1.json" --format json --steps 6 --checkpoint-dir "$tmp/gpt" --resume >"$tmp/g1r.json"
+check "gpt-tiny: 4-rank checkpoint resumes on 1 rank" $?
+"$FSDPX" run --plan "$tmp/g1.json" --format json --steps 6 >"$tmp/g1f.json"
+check "gpt-tiny: uninterrupted 6 steps on 1 rank" $?
+gclose=$(python3 - "$tmp/g1f.json" "$tmp/g1r.json" <<'PY'
+import json, sys
+f, r = (json.load(open(p)) for p in sys.argv[1:])
+a, b = [s["loss"] for s in f["steps"][3:]], [s["loss"] for s in r["steps"]]
+d = max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) == 3 else float("inf")
+print(f"uninterrupted {a}, resumed {b}, max |diff| {d:.2e} (tolerance 1e-6)")
+sys.exit(0 if r["start_step"] == 3 and d <= 1e-6 else 1)
+PY
+)
+check "gpt-tiny: resumed losses at steps 4-6 equal the uninterrupted run's ($gclose)" $?
+echo "gpt-tiny 4 -> 1 ranks: $gclose"
+# A checkpoint of format 1 (unit sizes only) of a tied model cannot be placed: rejected, exit 2.
+mkdir -p "$tmp/gv1" && cp -r "$tmp/gpt/step-000003" "$tmp/gv1/"
+python3 - "$tmp/gv1/step-000003/manifest.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["format"], j["unit_numel"] = "fsdpx-checkpoint/1", [u["numel"] for u in j.pop("units")]
+json.dump(j, open(sys.argv[1], "w"))
+PY
+"$FSDPX" run --plan "$tmp/g1.json" --steps 4 --checkpoint-dir "$tmp/gv1" --resume >/dev/null 2>"$tmp/gv1.err"
+[ $? -eq 2 ] && grep -q "format-1 checkpoint records unit sizes but not which modules" "$tmp/gv1.err"
+check "gpt-tiny: a format-1 checkpoint of a tied model is rejected with exit 2" $?
 
 # Truncated and corrupted shards: reported, and the step-3 checkpoint is used.
 for kind in truncate corrupt; do
