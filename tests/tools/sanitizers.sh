@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/tools/sanitizers.sh — builds test_executor in two extra trees, one with ThreadSanitizer
 # (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread communicator,
-# data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the normal tree).
+# watchdog, data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the
+# normal tree).
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -11,7 +12,7 @@ which=${3:-all}
 jobs=${FSDPX_SANITIZER_JOBS:-2}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,data-parallel*'
+tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,watchdog*,data-parallel*'
 tests+=',trainer: a rank*,trainer: HSDP*,trainer: state*,trainer: a non-finite*,trainer: peak*'
 
 build_and_run() {  # name, extra cmake args...
