@@ -2,7 +2,7 @@
 # tests/tools/sanitizers.sh — builds test_executor in two extra trees, one with ThreadSanitizer
 # (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread communicator,
 # watchdog, data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the
-# normal tree).
+# normal tree), plus the device communicators on the emulated CUDA runtime when CUDA headers were found.
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -22,6 +22,11 @@ build_and_run() {  # name, extra cmake args...
   ninja -C "$dir" -j "$jobs" test_executor >/dev/null
   echo "== $name: test_executor -tc=\"$tests\""
   "$dir/tests/test_executor" -tc="$tests" --no-intro=true
+  if ninja -C "$dir" -t targets all | grep -q '^test_device_comm_emulated:'; then
+    ninja -C "$dir" -j "$jobs" test_device_comm_emulated >/dev/null
+    echo "== $name: test_device_comm_emulated"
+    "$dir/tests/cuda/test_device_comm_emulated" --no-intro=true
+  fi
 }
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
