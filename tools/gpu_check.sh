@@ -68,6 +68,9 @@ if __name__ == "__main__":
 '
 export NCCL_MULTI_RANK_GPU_ENABLE=1
 step nccl_two_ranks_one_gpu timeout 180 python3 -c "$multi_rank_py"
+# fsdpx's own NCCL communicator with the variable set: its two-ranks-on-one-GPU case runs where NCCL >= 2.30.
+[ -x "$root/$build/tests/cuda/test_cuda" ] &&
+  step nccl_communicator timeout 300 "$root/$build/tests/cuda/test_cuda" -tc="nccl:*"
 unset NCCL_MULTI_RANK_GPU_ENABLE
 
 {

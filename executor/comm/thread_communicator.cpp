@@ -34,6 +34,7 @@ const char* op_name(int op) {
 ThreadSlot make_slot(int op, std::int64_t count, ElemType t, int root, const void* in, void* out) {
   ThreadSlot s;
   s.op = op;
+  s.what = op_name(op);
   s.count = count;
   s.type = t;
   s.root = root;
@@ -132,33 +133,57 @@ void ThreadGroup::arrive(int rank, const char* what) {
   throw CommAborted("collective aborted: " + msg);
 }
 
+void ThreadGroup::exchange(int rank, const ThreadSlot& s) {
+  slots_[static_cast<std::size_t>(rank)] = s;
+  arrive(rank, s.what);
+  for (const ThreadSlot& o : slots_) {
+    if (o.op == s.op && o.count == s.count && o.type == s.type && o.root == s.root) continue;
+    const std::string msg = fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", rank,
+                                        s.what, s.count, o.what, o.count);
+    abort(msg);
+    throw CommAborted("collective aborted: " + msg);
+  }
+}
+
+ThreadGroup::Split ThreadGroup::split(int rank, int color, int key) {
+  FSDP_CHECK(color >= 0, "split: color must be non-negative");
+  ThreadSlot s;
+  s.op = kSplit;
+  s.what = op_name(kSplit);
+  s.color = color;
+  s.key = key;
+  exchange(rank, s);
+  std::vector<std::pair<int, int>> members;  // (key, old rank) of my color
+  for (int j = 0; j < size_; ++j)
+    if (slots_[static_cast<std::size_t>(j)].color == color) members.emplace_back(slots_[static_cast<std::size_t>(j)].key, j);
+  std::sort(members.begin(), members.end());
+  const int leader = std::min_element(members.begin(), members.end(),
+                                      [](auto& a, auto& b) { return a.second < b.second; })->second;
+  if (leader == rank)
+    slots_[static_cast<std::size_t>(rank)].child = ThreadGroup::create(static_cast<int>(members.size()), timeout_s_, family_);
+  arrive(rank, "split");
+  Split out{slots_[static_cast<std::size_t>(leader)].child, 0};
+  while (members[static_cast<std::size_t>(out.rank)].second != rank) ++out.rank;
+  arrive(rank, "split");  // the leader's slot is not reused before everyone read it
+  return out;
+}
+
 ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
   FSDP_CHECK(rank >= 0 && rank < group_->size(), "ThreadCommunicator: rank out of range");
 }
 
-void ThreadCommunicator::enter(ThreadSlot s, const char* what) {
-  group_->slots()[static_cast<std::size_t>(rank_)] = s;
-  group_->arrive(rank_, what);
-  for (const ThreadSlot& o : group_->slots()) {
-    if (o.op == s.op && o.count == s.count && o.type == s.type && o.root == s.root) continue;
-    const std::string msg = fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", rank_,
-                                        op_name(s.op), s.count, op_name(o.op), o.count);
-    group_->abort(msg);
-    throw CommAborted("collective aborted: " + msg);
-  }
-}
-
 void ThreadCommunicator::barrier() {
   ThreadSlot s;
   s.op = kBarrier;
-  enter(s, "barrier");
+  s.what = op_name(kBarrier);
+  group_->exchange(rank_, s);
   group_->arrive(rank_, "barrier");
 }
 
 void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
   ThreadSlot s = make_slot(kAllGather, count, t, 0, in, out);
-  enter(s, "all_gather");
+  group_->exchange(rank_, s);
   const std::size_t bytes = elem_bytes(t) * static_cast<std::size_t>(count);
   const auto& slots = group_->slots();
   for (int j = 0; j < size(); ++j) {
@@ -170,7 +195,7 @@ void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t
 
 void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
   ThreadSlot s = make_slot(kReduceScatter, count, t, 0, in, out);
-  enter(s, "reduce_scatter");
+  group_->exchange(rank_, s);
   // In place (out == in + rank*count) is safe: each element is read from every rank before it is written,
   // and peers only read their own chunk of this rank's input.
   if (t == ElemType::f32)
@@ -182,7 +207,7 @@ void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int
 
 void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
   ThreadSlot s = make_slot(kAllReduce, count, t, 0, buf, buf);
-  enter(s, "all_reduce");
+  group_->exchange(rank_, s);
   // Phase 1: each rank reduces its chunk into a private buffer; phase 2: everyone copies all chunks.
   const auto [b, e] = chunk_of(count, size(), rank_);
   std::vector<char> mine(elem_bytes(t) * static_cast<std::size_t>(e - b));
@@ -204,34 +229,14 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
 void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
   FSDP_CHECK(root >= 0 && root < size(), "broadcast: root out of range");
   ThreadSlot s = make_slot(kBroadcast, count, t, root, buf, buf);
-  enter(s, "broadcast");
+  group_->exchange(rank_, s);
   if (rank_ != root)
     std::memcpy(buf, group_->slots()[static_cast<std::size_t>(root)].in, elem_bytes(t) * static_cast<std::size_t>(count));
   group_->arrive(rank_, "broadcast");
 }
 
 std::unique_ptr<Communicator> ThreadCommunicator::split(int color, int key) {
-  FSDP_CHECK(color >= 0, "split: color must be non-negative");
-  ThreadSlot s;
-  s.op = kSplit;
-  s.color = color;
-  s.key = key;
-  enter(s, "split");
-  auto& slots = group_->slots();
-  std::vector<std::pair<int, int>> members;  // (key, old rank) of my color
-  for (int j = 0; j < size(); ++j)
-    if (slots[static_cast<std::size_t>(j)].color == color) members.emplace_back(slots[static_cast<std::size_t>(j)].key, j);
-  std::sort(members.begin(), members.end());
-  const int leader = std::min_element(members.begin(), members.end(),
-                                      [](auto& a, auto& b) { return a.second < b.second; })->second;
-  if (leader == rank_)
-    slots[static_cast<std::size_t>(rank_)].child =
-        ThreadGroup::create(static_cast<int>(members.size()), group_->timeout_s(), group_->family());
-  group_->arrive(rank_, "split");
-  std::shared_ptr<ThreadGroup> child = slots[static_cast<std::size_t>(leader)].child;
-  int new_rank = 0;
-  while (members[static_cast<std::size_t>(new_rank)].second != rank_) ++new_rank;
-  group_->arrive(rank_, "split");  // the leader's slot is not reused before everyone read it
+  auto [child, new_rank] = group_->split(rank_, color, key);
   return std::make_unique<ThreadCommunicator>(std::move(child), new_rank);
 }
 
@@ -242,22 +247,21 @@ std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, d
   return comms;
 }
 
-void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s) {
-  auto comms = make_thread_communicators(size, timeout_s);
+void run_rank_threads(int size, const std::function<void(int rank)>& body,
+                      const std::function<void(const std::string& msg)>& abort_all) {
   std::mutex mu;
   std::string first_error, first_abort;
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      Communicator& c = *comms[static_cast<std::size_t>(r)];
       try {
-        fn(c);
+        body(r);
       } catch (const CommAborted& e) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_abort.empty()) first_abort = e.what();
       } catch (const std::exception& e) {
         const std::string msg = fmt::format("rank {}: {}", r, e.what());
-        c.abort(msg);
+        abort_all(msg);
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.empty()) first_error = msg;
       }
@@ -266,6 +270,13 @@ void run_ranks(int size, const std::function<void(Communicator&)>& fn, double ti
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw std::runtime_error(first_error);
   if (!first_abort.empty()) throw CommAborted(first_abort);
+}
+
+void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s) {
+  auto comms = make_thread_communicators(size, timeout_s);
+  run_rank_threads(
+      size, [&](int r) { fn(*comms[static_cast<std::size_t>(r)]); },
+      [&](const std::string& msg) { comms[0]->abort(msg); });
 }
 
 }  // namespace fsdpx

@@ -35,9 +35,12 @@ class AbortState {
   std::vector<std::weak_ptr<ThreadGroup>> groups_;
 };
 
-// What one rank published for the collective in progress.
+// What one rank published for the collective in progress. op, count, type and root must agree on all
+// ranks; `what` names the op in messages (a string literal). The device thread communicator
+// (executor/cuda/device_thread_communicator.h) uses its own op codes and points `aux` at its events.
 struct ThreadSlot {
   int op = 0;
+  const char* what = "";
   std::int64_t count = 0;
   ElemType type = ElemType::f32;
   int root = 0;
@@ -62,6 +65,16 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
 
   // Blocks until all ranks arrive; throws CommAborted if the family is aborted or on timeout.
   void arrive(int rank, const char* what);
+  // Publishes `s` as this rank's slot, waits for all ranks and checks that every rank called the same op
+  // with the same count, type and root; a mismatch aborts the family and throws CommAborted.
+  void exchange(int rank, const ThreadSlot& s);
+  // Collective: ranks with the same color (>= 0) form a child group of this family, ordered by
+  // (key, old rank), as MPI_Comm_split and ncclCommSplit. Returns the child and this rank's rank in it.
+  struct Split {
+    std::shared_ptr<ThreadGroup> group;
+    int rank = 0;
+  };
+  Split split(int rank, int color, int key);
   void abort(const std::string& msg) { family_->abort(msg); }
   void wake_all();  // called by AbortState::abort
 
@@ -92,15 +105,19 @@ class ThreadCommunicator final : public Communicator {
   void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
 
  private:
-  // Publishes this rank's slot, waits for all, checks every rank called the same op with the same
-  // count, type and root.
-  void enter(ThreadSlot s, const char* what);
   std::shared_ptr<ThreadGroup> group_;
   int rank_;
 };
 
 // One communicator per rank of a new root group.
 std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s = 300.0);
+
+// Runs body(r) on `size` threads, one per rank. A rank whose body throws anything but CommAborted calls
+// abort_all("rank <r>: <what>"); after all threads end, the first such error is rethrown as
+// std::runtime_error (or CommAborted when the only failures were aborts/timeouts). Shared by run_ranks
+// and the device thread communicator's tests.
+void run_rank_threads(int size, const std::function<void(int rank)>& body,
+                      const std::function<void(const std::string& msg)>& abort_all);
 
 // Runs fn(comm) on `size` threads, one per rank. A rank that throws aborts the group with
 // "rank <r>: <what>"; after all threads end, the first such error is rethrown as std::runtime_error

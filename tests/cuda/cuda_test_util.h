@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>  // the typed cudaMalloc(T**) template; nccl.h included it only when NCCL is found
 #include <doctest/doctest.h>
 
 #include "executor/cuda/cuda_check.h"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/tools/sanitizers.sh — builds test_executor and test_launch in two extra trees, one with
 # ThreadSanitizer (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread
-# communicator, data-parallel and Trainer tests there (kept short: the equivalence matrix runs only in the
-# normal tree) and all of test_launch (rendezvous threads, forked ranks, the local launcher).
+# communicator, watchdog, data-parallel and Trainer tests there (kept short: the equivalence matrix runs
+# only in the normal tree), all of test_launch (rendezvous threads, forked ranks, the local launcher),
+# plus the device communicators on the emulated CUDA runtime when CUDA headers were found.
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -12,7 +13,7 @@ which=${3:-all}
 jobs=${FSDPX_SANITIZER_JOBS:-2}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,data-parallel*'
+tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,watchdog*,data-parallel*'
 tests+=',trainer: a rank*,trainer: HSDP*,trainer: state*,trainer: a non-finite*,trainer: peak*'
 
 build_and_run() {  # name, extra cmake args...
@@ -24,6 +25,11 @@ build_and_run() {  # name, extra cmake args...
   "$dir/tests/test_executor" -tc="$tests" --no-intro=true
   echo "== $name: test_launch (rendezvous threads, forked ranks, launcher)"
   "$dir/tests/test_launch" --no-intro=true
+  if ninja -C "$dir" -t targets all | grep -q '^test_device_comm_emulated:'; then
+    ninja -C "$dir" -j "$jobs" test_device_comm_emulated >/dev/null
+    echo "== $name: test_device_comm_emulated"
+    "$dir/tests/cuda/test_device_comm_emulated" --no-intro=true
+  fi
 }
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -1,0 +1,32 @@
+// executor/cuda/device_communicator.cpp — the argument checks shared by every DeviceCommunicator, so the
+// NCCL and thread implementations reject the same programmer errors the same way (FSDP_CHECK).
+#include "executor/cuda/device_communicator.h"
+
+#include "core/errors.h"
+
+namespace fsdpx::cuda {
+
+const char* collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+void DeviceCommunicator::submit(const CollectiveCall& c) {
+  throw_if_aborted();
+  FSDP_CHECK(c.count >= 0, std::string(collective_name(c.kind)) + ": count must be non-negative");
+  if (c.kind == CollectiveKind::broadcast)
+    FSDP_CHECK(c.root >= 0 && c.root < size(), "broadcast: root out of range");
+  if (c.count > 0) {
+    const bool needs_in = c.kind != CollectiveKind::broadcast || c.root == rank();
+    FSDP_CHECK(c.out != nullptr && (c.in != nullptr || !needs_in),
+               std::string(collective_name(c.kind)) + ": null device buffer");
+  }
+  enqueue(c);
+}
+
+}  // namespace fsdpx::cuda

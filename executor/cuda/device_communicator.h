@@ -1,0 +1,120 @@
+// executor/cuda/device_communicator.h — the collectives of the CUDA backend on device buffers (bf16 and
+// fp32), enqueued on the caller's CUDA stream: all-gather, reduce-scatter (sum), all-reduce (sum),
+// broadcast, split into sub-groups (dp_shard, dp_replicate, tp) and a duplicate for all-gather /
+// reduce-scatter overlap. Implementations: nccl_communicator.h (one process per rank, NCCL) and
+// device_thread_communicator.h (N ranks as threads on one GPU, for tests). Leaves out send/recv,
+// NCCL groups (an FSDP unit is one flat buffer: one collective), averaging (the caller scales),
+// fp16/fp8 and CUDA-graph capture.
+//
+// Stream contract (every implementation):
+// - A collective is enqueued on `stream` and is asynchronous with respect to the host: the call returns
+//   without waiting for the GPU. It may block the host until the operation is enqueued (NCCL: a
+//   non-blocking communicator still in progress; the thread communicator: until every rank of the group
+//   made the same call), never until it completes.
+// - `in` must be ready in `stream` order: work that produced it on another stream is ordered first with
+//   cudaEventRecord(producer) + cudaStreamWaitEvent(stream) (llm.c zero.cuh). `out` is valid for work
+//   enqueued later on `stream`, or on streams that wait on an event recorded on `stream` after the call.
+//   Until then `in` must not be written, `out` not touched, and neither freed.
+// - Every rank calls the same collectives, with the same counts, in the same order on each communicator
+//   and across the communicators of one family; otherwise NCCL hangs (the watchdog then aborts) and the
+//   thread communicator aborts with "mismatched collectives" or a timeout.
+// - One communicator runs its collectives one after the other (NCCL: one internal stream per
+//   communicator, executor-notes §3), whatever streams they are issued on. To overlap an all-gather
+//   with a reduce-scatter, issue them on two communicators: dup().
+// - Buffers of different ranks never overlap; "in place" means exactly the aliasing stated per call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <cuda_runtime_api.h>
+
+#include "executor/comm/communicator.h"  // CommAborted
+
+namespace fsdpx::cuda {
+
+enum class DType { bf16, f32 };
+constexpr std::size_t dtype_bytes(DType t) { return t == DType::bf16 ? 2 : 4; }
+constexpr const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "f32"; }
+
+enum class CollectiveKind { all_gather, reduce_scatter, all_reduce, broadcast };
+const char* collective_name(CollectiveKind k);  // "all_gather", ..., as in the watchdog's messages
+
+// One collective as an implementation receives it, after DeviceCommunicator checked its arguments.
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::int64_t count = 0;  // elements: per-rank chunk (all_gather, reduce_scatter) or whole buffer
+  DType type = DType::f32;
+  int root = 0;  // broadcast only
+  cudaStream_t stream = nullptr;
+  std::string_view op;  // step-program op name for messages ("ag.u3.mb0.fwd"); may be empty
+};
+
+class DeviceCommunicator {
+ public:
+  virtual ~DeviceCommunicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The process group, for messages: "world", "dp_shard", "dp_replicate", "tp".
+  virtual const std::string& name() const = 0;
+
+  // in [count] -> out [size*count]; rank r's `in` lands at out + r*count.
+  // In place when in == out + rank*count (ncclAllGather's convention).
+  void all_gather(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
+                  std::string_view op = {}) {
+    submit({CollectiveKind::all_gather, in, out, count, t, 0, stream, op});
+  }
+  // in [size*count] -> out [count] = sum over ranks of chunk `rank` of their `in`.
+  // In place when out == in + rank*count (ncclReduceScatter's convention).
+  void reduce_scatter(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
+                      std::string_view op = {}) {
+    submit({CollectiveKind::reduce_scatter, in, out, count, t, 0, stream, op});
+  }
+  // in [count] -> out [count] = sum over ranks; every rank gets the same bits. In place when in == out.
+  void all_reduce(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
+                  std::string_view op = {}) {
+    submit({CollectiveKind::all_reduce, in, out, count, t, 0, stream, op});
+  }
+  // out [count] <- root's in [count]; `in` is read on the root only (may be null elsewhere).
+  // In place when in == out.
+  void broadcast(const void* in, void* out, std::int64_t count, DType t, int root, cudaStream_t stream,
+                 std::string_view op = {}) {
+    submit({CollectiveKind::broadcast, in, out, count, t, root, stream, op});
+  }
+  // Sums: NCCL reduces in its algorithm's order and in the data type (bf16 rounds at every step), so
+  // results depend on the topology; the thread communicator sums in rank order 0..n-1 in fp32 and
+  // rounds once, bit-identical across ranks and runs. Reduce gradients in f32 when that matters.
+
+  // Collective over this communicator: ranks with the same color (>= 0) form a new communicator,
+  // ordered by (key, rank), as ncclCommSplit. It joins this communicator's family (see abort).
+  virtual std::unique_ptr<DeviceCommunicator> split(int color, int key, const std::string& name) = 0;
+  // Collective: a second communicator over the same ranks (split with one color), so that collectives
+  // on the two run concurrently (all-gather of unit i+1 while reduce-scattering unit i).
+  virtual std::unique_ptr<DeviceCommunicator> dup(const std::string& name) = 0;
+
+  // Marks the family (the root communicator and everything split or dup'ed from it, transitively) failed
+  // and aborts all of its communicators; safe from any thread, more than once (the first message wins).
+  // Afterwards every collective and split throws CommAborted("collective aborted: <msg>"), and the
+  // outputs of collectives enqueued before are undefined (NCCL kernels are cut short).
+  virtual void abort(const std::string& msg) = 0;
+  virtual bool aborted() const = 0;
+  virtual std::string abort_message() const = 0;  // "" before an abort
+  // For the runtime after it waited on a stream: results are garbage if the family was aborted.
+  void throw_if_aborted() const {
+    if (aborted()) throw CommAborted("collective aborted: " + abort_message());
+  }
+
+ protected:
+  virtual void enqueue(const CollectiveCall& c) = 0;
+
+ private:
+  // Throws CommAborted after an abort; checks counts, pointers and root (FSDP_CHECK), then enqueues.
+  void submit(const CollectiveCall& c);
+};
+
+}  // namespace fsdpx::cuda

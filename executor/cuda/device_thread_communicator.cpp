@@ -1,0 +1,146 @@
+// executor/cuda/device_thread_communicator.cpp — the seven steps of the header per collective. The host
+// side (rendezvous, mismatch checks, abort, timeout, split) is ThreadGroup's; this file adds the events,
+// the stream waits and the device reads. Scratch memory (in-place all-reduce) is stream-ordered
+// (cudaMallocAsync/cudaFreeAsync on the caller's stream), so it needs no lifetime bookkeeping.
+#include "executor/cuda/device_thread_communicator.h"
+
+#include <utility>
+
+#include "core/errors.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda/rank_sum.h"
+
+namespace fsdpx::cuda {
+
+struct DeviceThreadCommunicator::Events {
+  cudaEvent_t ready = nullptr;
+  cudaEvent_t done = nullptr;
+  Events() {
+    CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  }
+  ~Events() {
+    CUDA_CHECK(cudaEventDestroy(ready));
+    CUDA_CHECK(cudaEventDestroy(done));
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+};
+
+namespace {
+
+// Op codes of the shared ThreadGroup (distinct from the host communicator's 1..6): one per collective
+// and dtype, so a bf16/f32 mismatch between ranks is caught like a count mismatch.
+int op_code(CollectiveKind k, DType t) { return 100 + 2 * static_cast<int>(k) + (t == DType::bf16 ? 1 : 0); }
+
+const char* op_what(CollectiveKind k, DType t) {
+  static constexpr const char* kNames[4][2] = {{"all_gather(f32)", "all_gather(bf16)"},
+                                               {"reduce_scatter(f32)", "reduce_scatter(bf16)"},
+                                               {"all_reduce(f32)", "all_reduce(bf16)"},
+                                               {"broadcast(f32)", "broadcast(bf16)"}};
+  return kNames[static_cast<int>(k)][t == DType::bf16 ? 1 : 0];
+}
+
+void copy_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || dst == src) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+// out [count] = rank-order sum of the peers' inputs at [offset, offset + count).
+void sum_peers(DType t, void* out, const std::vector<ThreadSlot>& peers, std::int64_t offset, std::int64_t count,
+               cudaStream_t stream) {
+  RankInputs in;
+  in.n = static_cast<int>(peers.size());
+  for (std::size_t j = 0; j < peers.size(); ++j) in.ptr[j] = peers[j].in;
+  if (t == DType::f32)
+    sum_in_rank_order(static_cast<float*>(out), in, offset, count, stream);
+  else
+    sum_in_rank_order(static_cast<bf16*>(out), in, offset, count, stream);
+}
+
+}  // namespace
+
+DeviceThreadCommunicator::DeviceThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank, int device,
+                                                   std::string name)
+    : group_(std::move(group)), rank_(rank), device_(device), name_(std::move(name)) {
+  FSDP_CHECK(rank >= 0 && rank < group_->size(), "DeviceThreadCommunicator: rank out of range");
+  FSDP_CHECK(group_->size() <= kMaxRankSumInputs, "DeviceThreadCommunicator: at most 64 ranks");
+  CUDA_CHECK(cudaSetDevice(device_));
+  events_ = std::make_shared<Events>();
+}
+
+void DeviceThreadCommunicator::enqueue(const CollectiveCall& c) {
+  CUDA_CHECK(cudaSetDevice(device_));
+  ThreadSlot s;
+  s.op = op_code(c.kind, c.type);
+  s.what = op_what(c.kind, c.type);
+  s.count = c.count;
+  s.root = c.root;
+  s.in = c.in;
+  s.out = c.out;
+  s.aux = &events_;
+  CUDA_CHECK(cudaEventRecord(events_->ready, c.stream));  // 1
+  group_->exchange(rank_, s);                             // 2: rendezvous A
+  // The slots stay put until rendezvous B; the events are shared so that they outlive a peer that ends
+  // (and destroys its communicator) before this rank's waits of step 6 are enqueued.
+  const std::vector<ThreadSlot> peers = group_->slots();
+  std::vector<std::shared_ptr<Events>> peer_events;
+  for (const ThreadSlot& p : peers) peer_events.push_back(*static_cast<const std::shared_ptr<Events>*>(p.aux));
+  for (int j = 0; j < size(); ++j)  // 3
+    if (j != rank_) CUDA_CHECK(cudaStreamWaitEvent(c.stream, peer_events[static_cast<std::size_t>(j)]->ready, 0));
+  const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
+  void* scratch = nullptr;  // in-place all-reduce: peers still read `in` while this rank sums
+  if (c.kind == CollectiveKind::all_reduce && c.in == c.out && bytes > 0)
+    CUDA_CHECK(cudaMallocAsync(&scratch, bytes, c.stream));
+  enqueue_reads(c, peers, scratch ? scratch : c.out);
+  CUDA_CHECK(cudaEventRecord(events_->done, c.stream));  // 4
+  try {
+    group_->arrive(rank_, s.what);  // 5: rendezvous B
+  } catch (...) {
+    if (scratch) CUDA_CHECK(cudaFreeAsync(scratch, c.stream));
+    throw;
+  }
+  for (int j = 0; j < size(); ++j)  // 6
+    if (j != rank_) CUDA_CHECK(cudaStreamWaitEvent(c.stream, peer_events[static_cast<std::size_t>(j)]->done, 0));
+  if (scratch) {  // 7
+    copy_async(c.out, scratch, bytes, c.stream);
+    CUDA_CHECK(cudaFreeAsync(scratch, c.stream));
+  }
+}
+
+void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std::vector<ThreadSlot>& peers,
+                                             void* sum_out) {
+  const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
+  switch (c.kind) {
+    case CollectiveKind::all_gather:  // in place: rank r's own chunk is already at out + r*count
+      for (std::size_t j = 0; j < peers.size(); ++j)
+        copy_async(static_cast<char*>(c.out) + bytes * j, peers[j].in, bytes, c.stream);
+      break;
+    case CollectiveKind::reduce_scatter:  // in place is safe: peers read other chunks of this rank's input
+      sum_peers(c.type, c.out, peers, c.count * rank_, c.count, c.stream);
+      break;
+    case CollectiveKind::all_reduce:
+      sum_peers(c.type, sum_out, peers, 0, c.count, c.stream);
+      break;
+    case CollectiveKind::broadcast:
+      copy_async(c.out, peers[static_cast<std::size_t>(c.root)].in, bytes, c.stream);
+      break;
+  }
+}
+
+std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, int key, const std::string& name) {
+  throw_if_aborted();
+  auto [child, new_rank] = group_->split(rank_, color, key);
+  return std::make_unique<DeviceThreadCommunicator>(std::move(child), new_rank, device_, name);
+}
+
+std::vector<std::unique_ptr<DeviceCommunicator>> make_device_thread_communicators(int size, int device,
+                                                                                 const std::string& name,
+                                                                                 double timeout_s) {
+  auto group = ThreadGroup::create(size, timeout_s);
+  std::vector<std::unique_ptr<DeviceCommunicator>> comms;
+  for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<DeviceThreadCommunicator>(group, r, device, name));
+  return comms;
+}
+
+}  // namespace fsdpx::cuda
