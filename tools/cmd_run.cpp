@@ -1,10 +1,11 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
-// [--format text|json]`: trains a plan with the executor runtime (CPU backend: the plan's ranks are
-// threads of this process). --steps is the step to stop at (default: the plan's optimizer.total_steps),
-// so a resumed run with the same --steps ends where the uninterrupted one does. Leaves out the CUDA
-// backend (reported as missing) and multi-process launch.
+// [--single-process] [--format text|json]`: trains a plan with the executor runtime: the CPU reference
+// backend (the plan's ranks are threads of this process) or the CUDA backend (tools/run_cuda.h: threads
+// on one GPU, or one process per GPU launched here or by torchrun/srun/mpirun). --steps is the step to
+// stop at (default: the plan's optimizer.total_steps), so a resumed run with the same --steps ends where
+// the uninterrupted one does. Leaves out checkpoints of multi-process runs (refused with a message).
 #include <unistd.h>
 
 #include <chrono>
@@ -25,7 +26,7 @@
 #include "executor/data/text_dataset.h"
 #include "tools/cli_options.h"
 #ifdef FSDPX_HAVE_CUDA
-#include "executor/cuda/device.h"
+#include "tools/run_cuda.h"
 #endif
 #include "tools/commands.h"
 #include "tools/run_batches.h"
@@ -53,24 +54,37 @@ struct RunOptions {
   bool resume = false;
   std::string profile;
   std::string init_weights, save_init_weights, save_weights, dump_batches;  // safetensors files
+  bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
   OutputFormat format = OutputFormat::text;
 };
 
-// Why --backend cuda cannot run here: no CUDA device (or driver), or no CUDA build; with a device, the
-// runtime does not drive the CUDA kernels yet (docs/cuda.md).
-std::string cuda_backend_error() {
+// Where --backend cuda runs the ranks (tools/run_cuda.h), or why it cannot run here.
+struct BackendSetup {
+  RankBackendFactory backends;  // empty: the CPU reference backend
+  bool prints = true;           // this process reports (rank 0 of a multi-process job, or every rank's process)
+  bool whole_state = true;      // every shard owner runs in this process (checkpoints, weights, params hash)
+  std::string description = "cpu";  // RunRecord::backend
+};
+
+BackendSetup backend_setup(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
+  BackendSetup b;
+  if (o.backend == Backend::cpu) return b;
 #ifdef FSDPX_HAVE_CUDA
-  if (cuda::device_count() == 0)
-    return "--backend cuda: " + cuda::cuda_unavailable_reason();
-  return "--backend cuda: a CUDA device was found, but the runtime does not drive the CUDA kernels yet "
-         "(docs/cuda.md); run with --backend cpu";
+  CudaRunSetup s = setup_cuda_run(plan, fingerprint, o.single_process);
+  if (s.launcher_exit) throw ExitWith{*s.launcher_exit};
+  b.backends = std::move(s.backends);
+  b.prints = s.prints;
+  b.whole_state = s.whole_state;
+  b.description = "cuda";
+  if (b.prints) std::fprintf(stderr, "fsdpx: cuda: %s\n", s.description.c_str());
+  return b;
 #else
-  return "--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)";
+  (void)plan, (void)fingerprint;
+  throw ConfigError("--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)");
 #endif
 }
 
 void check_options(const RunOptions& o) {
-  if (o.backend == Backend::cuda) throw ConfigError(cuda_backend_error());
   if ((o.resume || o.checkpoint_every > 0) && o.checkpoint_dir.empty())
     throw ConfigError(fmt::format("{} needs --checkpoint-dir", o.resume ? "--resume" : "--checkpoint-every"));
   if (o.resume && !o.init_weights.empty())
@@ -126,9 +140,9 @@ void train_loop(Trainer& trainer, const RunOptions& o, const std::string& finger
 
 // The trainer names the JSON path of what it cannot run as "plan: /path: ..."; say which file.
 std::unique_ptr<Trainer> make_trainer(const Plan& plan, const std::string& file, std::shared_ptr<DataSource> data,
-                                      const TrainerOptions& options) {
+                                      const TrainerOptions& options, const RankBackendFactory& backends) {
   try {
-    return std::make_unique<Trainer>(plan, std::move(data), options);
+    return std::make_unique<Trainer>(plan, std::move(data), options, backends);
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
@@ -136,40 +150,61 @@ std::unique_ptr<Trainer> make_trainer(const Plan& plan, const std::string& file,
   }
 }
 
-void run_run(const RunOptions& o) {
+// One process per GPU: no process holds every shard, so what needs the whole state is refused.
+void check_whole_state_options(const RunOptions& o) {
+  const char* needs = !o.checkpoint_dir.empty()      ? "--checkpoint-dir"
+                      : !o.init_weights.empty()      ? "--init-weights"
+                      : !o.save_init_weights.empty() ? "--save-init-weights"
+                      : !o.save_weights.empty()      ? "--save-weights"
+                                                     : nullptr;
+  if (needs)
+    throw ConfigError(fmt::format("{} needs every shard in one process: not supported with one process per GPU yet "
+                                  "(use --single-process on one GPU)", needs));
+}
+
+// Everything after the training loop: memory, hashes, weight and batch files, profile, the report.
+void finish_run(Trainer& trainer, const RunOptions& o, const BackendSetup& b, BatchRecorder* recorder, RunRecord& r) {
+  r.peak_memory = trainer.peak_memory();
+  if (b.whole_state) r.params_hash = params_hash(trainer);
+  if (!o.save_weights.empty()) save_full_weights(trainer, o.save_weights, r.start_step + std::int64_t(r.steps.size()));
+  if (recorder) recorder->write(o.dump_batches, std::int64_t(r.steps.size()));
+  if (!o.profile.empty() && b.prints) write_json_file(o.profile, profile_json(trainer.plan(), trainer.profile(), r));
+  if (!b.prints) return;
+  if (o.format == OutputFormat::json)
+    std::printf("%s\n", run_json(r).dump(2).c_str());
+  else
+    std::printf("%s", run_summary_text(r).c_str());
+}
+
+void run_run(RunOptions o) {
   check_options(o);
   const std::string plan_file = resolve_config("plans", o.plan);
   Plan plan = load_plan(plan_file);
   if (o.seed) plan.training.seed = *o.seed;
+  const std::string fingerprint = plan_fingerprint(plan);
+  const BackendSetup b = backend_setup(o, plan, fingerprint);
+  if (!b.whole_state) check_whole_state_options(o);
+  if (!b.prints) o.format = OutputFormat::json, o.dump_batches.clear();  // rank 0 reports and records
   std::shared_ptr<DataSource> data = open_dataset({o.data, o.data_dtype, plan.training.seed, plan.model.vocab});
   std::shared_ptr<BatchRecorder> recorder;
   if (!o.dump_batches.empty())
     data = recorder = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
   TrainerOptions to;
   to.profile = !o.profile.empty();
-  const std::unique_ptr<Trainer> trainer_ptr = make_trainer(plan, plan_file, data, to);
-  Trainer& trainer = *trainer_ptr;
-  const std::string fingerprint = plan_fingerprint(plan);
+  const std::unique_ptr<Trainer> trainer = make_trainer(plan, plan_file, data, to, b.backends);
   RunRecord r;
+  r.backend = b.description;
   r.data = data->describe();
   r.target_steps = o.steps > 0 ? o.steps : plan.optimizer.total_steps;
-  if (!o.init_weights.empty()) load_full_weights(trainer, o.init_weights);
+  if (!o.init_weights.empty()) load_full_weights(*trainer, o.init_weights);
   if (o.resume) {
-    r.resumed_from = resume_from(trainer, o.checkpoint_dir, fingerprint);
-    r.start_step = trainer.state().step;
+    r.resumed_from = resume_from(*trainer, o.checkpoint_dir, fingerprint);
+    r.start_step = trainer->state().step;
   }
-  if (!o.save_init_weights.empty()) save_full_weights(trainer, o.save_init_weights, r.start_step);
+  if (!o.save_init_weights.empty()) save_full_weights(*trainer, o.save_init_weights, r.start_step);
   if (o.format == OutputFormat::text) std::printf("%s", run_header_text(plan, r).c_str());
-  train_loop(trainer, o, fingerprint, r);
-  r.peak_memory = trainer.peak_memory();
-  r.params_hash = params_hash(trainer);
-  if (!o.save_weights.empty()) save_full_weights(trainer, o.save_weights, r.start_step + std::int64_t(r.steps.size()));
-  if (recorder) recorder->write(o.dump_batches, std::int64_t(r.steps.size()));
-  if (!o.profile.empty()) write_json_file(o.profile, profile_json(plan, trainer.profile(), r));
-  if (o.format == OutputFormat::json)
-    std::printf("%s\n", run_json(r).dump(2).c_str());
-  else
-    std::printf("%s", run_summary_text(r).c_str());
+  train_loop(*trainer, o, fingerprint, r);
+  finish_run(*trainer, o, b, recorder.get(), r);
 }
 
 }  // namespace
@@ -195,6 +230,9 @@ void setup_run(CLI::App& app) {
   sub->add_option("--save-weights", o->save_weights, "Write the full fp32 weights after the last step (safetensors)");
   sub->add_option("--dump-batches", o->dump_batches, "Write the batches used: I32 tokens [steps, global_batch, seq+1]");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  sub->add_flag("--single-process", o->single_process,
+                 "--backend cuda: run every rank as a thread on GPU 0 (in-process communicator) instead of one "
+                 "process per GPU");
   sub->callback([o] { run_run(*o); });
 }
 

@@ -7,6 +7,12 @@
 
 namespace fsdpx {
 
+// Thrown by a command that is done and wants fsdpx to exit with `code` (the local launcher passes on the
+// status of its first failing rank); main() returns it without a message.
+struct ExitWith {
+  int code = 0;
+};
+
 void setup_estimate(CLI::App& app);
 void setup_demo(CLI::App& app);
 void setup_simulate(CLI::App& app);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (.library/device): configure a CUDA build for sm_90 with the carried
-# header-only deps (.deps, from tools/carry_deps.sh), build the CUDA kernels and their tests, run
-# `ctest -L gpu` and the kernel benchmarks, report the GPU, the driver and NCCL versions, and try two
-# NCCL ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; executor-notes §3). Writes a
-# results table to $OUT/gpu_results.md when OUT is set. Usage, from the repository root:
+# header-only deps (.deps, from tools/carry_deps.sh), build fsdpx, the CUDA kernels and their tests, run
+# `ctest -L gpu` and the kernel benchmarks, report the GPU, the driver and NCCL versions, try two NCCL
+# ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; executor-notes §3), then the
+# issue's done-when checks (tools/gpu_acceptance.sh: correctness vs CPU and PyTorch, several ranks on
+# one GPU, tokens/s and MFU vs PyTorch and the simulator, calibration). Writes a results table to
+# $OUT/gpu_results.md when OUT is set (7 files in all). Usage, from the repository root:
 #   tools/gpu_check.sh [build dir, default build-gpu]
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -46,9 +48,10 @@ fi
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 
 if step configure cmake "${cmake_args[@]}" &&
-   step build ninja -C "$root/$build" test_cuda bench_cuda_kernels; then
+   step build ninja -C "$root/$build" fsdpx test_cuda bench_cuda_kernels; then
   step ctest_gpu ctest --test-dir "$root/$build" -L gpu --output-on-failure -V
   step bench "$root/$build/tests/cuda/bench_cuda_kernels"
+  step acceptance "$root/tools/gpu_acceptance.sh" "$root/$build" "$log_dir"
 fi
 
 # Two NCCL ranks on this one GPU through torch.distributed (its bundled NCCL).
@@ -83,6 +86,10 @@ unset NCCL_MULTI_RANK_GPU_ENABLE
   echo "| step | status | seconds | log |"
   echo "|---|---|---|---|"
   for r in "${results[@]}"; do echo "| ${r//|/ | } |"; done
+  if [ -f "$log_dir/acceptance.md" ]; then
+    echo
+    cat "$log_dir/acceptance.md"
+  fi
   if [ -f "$log_dir/bench.log" ]; then
     echo
     echo "## Kernel benchmarks"

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   fsdpx::setup_calibrate(app);
   try {
     app.parse(argc, argv);
+  } catch (const fsdpx::ExitWith& e) {
+    return e.code;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

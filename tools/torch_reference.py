@@ -21,7 +21,40 @@ import time
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
+try:
+    from safetensors.torch import load_file, save_file
+except ImportError:  # the GPU machine has PyTorch but maybe not safetensors: the format is small
+    _DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "I32": torch.int32}
+
+    def load_file(path):
+        with open(path, "rb") as f:
+            raw = f.read()
+        (n,) = struct.unpack("<Q", raw[:8])
+        header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+        out = {}
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = t["data_offsets"]
+            dtype = _DTYPES[t["dtype"]]
+            flat = torch.frombuffer(bytearray(data[begin:end]), dtype=dtype) if end > begin else torch.empty(0, dtype=dtype)
+            out[name] = flat.reshape(t["shape"]).clone()
+        return out
+
+    def save_file(tensors, path, metadata=None):
+        names = {v: k for k, v in _DTYPES.items()}
+        header, blobs, offset = {}, [], 0
+        for name, t in tensors.items():
+            b = t.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes()
+            header[name] = dict(dtype=names[t.dtype], shape=list(t.shape), data_offsets=[offset, offset + len(b)])
+            blobs.append(b)
+            offset += len(b)
+        if metadata:
+            header["__metadata__"] = metadata
+        text = json.dumps(header, separators=(",", ":")).encode()
+        text += b" " * (-len(text) % 8)
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 # fsdpx's defaults where a file leaves a value out: core/plan.h OptimizerSettings, executor/model
 # ModelOptions (the runtime passes no rope_theta / norm_eps: ModelSpec has none), core/model_spec.cpp.

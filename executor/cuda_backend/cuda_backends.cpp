@@ -1,0 +1,29 @@
+// executor/cuda_backend/cuda_backends.cpp — the CUDA backend factories (see cuda_backends.h).
+#include "executor/cuda_backend/cuda_backends.h"
+
+#include "executor/cuda/device_thread_communicator.h"
+#include "executor/cuda_backend/cuda_rank_backend.h"
+
+namespace fsdpx::cuda {
+
+RankBackendFactory in_process_cuda_backends(int device) {
+  return [device](const RuntimeProgram& rp, OpProfiler*) {
+    std::vector<std::unique_ptr<RankBackend>> out;
+    auto comms = make_device_thread_communicators(rp.plan.parallelism.world_size(), device);
+    for (auto& c : comms) out.push_back(std::make_unique<CudaRankBackend>(rp, std::move(c), device));
+    return out;
+  };
+}
+
+#if defined(FSDPX_HAVE_NCCL)
+RankBackendFactory nccl_cuda_backend(const NcclId& id, int rank, NcclOptions options) {
+  return [id, rank, options](const RuntimeProgram& rp, OpProfiler*) {
+    std::vector<std::unique_ptr<RankBackend>> out;
+    auto world = make_nccl_communicator(id, rp.plan.parallelism.world_size(), rank, options);
+    out.push_back(std::make_unique<CudaRankBackend>(rp, std::move(world), options.device));
+    return out;
+  };
+}
+#endif
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,94 @@
+// executor/cuda_backend/cuda_rank_backend.h — the CUDA RankBackend: one rank's CudaModel (bf16 compute,
+// fp32 gradients), its CudaUnits and its device communicators, with one CUDA stream per step-program
+// stream (compute, all-gather, reduce-scatter, all-reduce) and one event per op: begin_op makes the
+// op's stream wait for its dependencies on other streams, end_op records the op's event, and every
+// step starts behind the previous optimizer update (so the next all-gathers read updated shards).
+// The reduce-scatters use their own communicator split off dp_shard so they can overlap the
+// all-gathers under NCCL (executor-notes §3). Host waits: the losses and the gradient norm, once per
+// step. Leaves out CUDA graphs, per-kernel profiling and tp/cp/pp.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "executor/cuda/device_communicator.h"
+#include "executor/cuda/gemm.h"
+#include "executor/cuda_backend/cuda_model.h"
+#include "executor/cuda_backend/cuda_unit.h"
+#include "executor/runtime/rank_backend.h"
+#include "executor/runtime/runtime_program.h"
+
+namespace fsdpx::cuda {
+
+class CudaRankBackend final : public RankBackend {
+ public:
+  // `world`: this rank's communicator over every data-parallel rank; all work on CUDA device `device`.
+  CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device);
+  ~CudaRankBackend() override;
+
+  int rank() const override { return world_->rank(); }
+  void connect() override;
+  void init_params(std::uint64_t seed) override;
+  UnitShardState unit_state(int unit) const override;
+  void load_unit_state(int unit, const UnitShardState& s) override;
+  void copy_masters_to_replicas() override;
+
+  void begin_op(int id, const Op& op) override;
+  void end_op(int id, const Op& op) override;
+
+  void gather(int unit, DpGroup group, bool drop_kept) override;
+  void release(int unit, double kept_bytes) override;
+  bool params_live(int unit) const override { return units_[std::size_t(unit)]->params_live(); }
+
+  void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) override;
+  void forward(int segment) override;
+  void begin_backward(double dloss) override { model_->begin_backward(float(dloss)); }
+  void backward(int segment, int unit) override;
+  std::vector<double> take_losses() override;
+
+  void reduce_scatter(int unit, DpGroup group) override;
+  void all_reduce_reduced(int unit, DpGroup group) override;
+  void all_reduce_full(int unit, DpGroup group) override;
+  void finish_reduction(int unit) override;
+  int first_non_finite_unit() override;
+
+  double grad_sq_sum() override;
+  void all_reduce_host(double* buf, int count, DpGroup group) override;
+  void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
+  void zero_grad_shards() override;
+
+  void synchronize() override;
+  void abort(const std::string& msg) override { world_->abort(msg); }
+  const MemoryTracker& memory() const override { return mem_; }
+
+ private:
+  void use_device() const;
+  DeviceCommunicator& comm(DpGroup group);
+  cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
+  std::vector<const bf16*> param_ptrs() const;
+
+  const RuntimeProgram& rp_;
+  int device_;
+  std::unique_ptr<DeviceCommunicator> world_, shard_comm_, shard_rs_comm_, replica_comm_;
+  int shard_index_ = 0, replica_index_ = 0;
+  std::array<cudaStream_t, kStreamCount> streams_{};
+  std::vector<cudaEvent_t> op_done_;  // per op id of the step program
+  cudaEvent_t step_start_ = nullptr;
+  cudaStream_t current_ = nullptr;    // the stream of the op being issued
+  std::string current_op_;            // and its name, for the watchdog
+  MemoryTracker mem_;
+  std::unique_ptr<GemmContext> gemm_;
+  std::unique_ptr<CudaModel> model_;
+  std::vector<std::unique_ptr<CudaUnit>> units_;
+  DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
+  int losses_written_ = 0;
+  DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards
+  DeviceBuffer<double> sq_sum_, sq_scratch_;
+  DeviceBuffer<float> host_reduce_;  // all_reduce_host staging
+};
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,172 @@
+// executor/cuda_backend/cuda_unit.cpp — buffers and collectives of one FSDP unit on the GPU (see
+// cuda_unit.h). In-place conventions as NCCL's (executor-notes §3): the all-gather input is the bf16
+// shard, the reduce-scatter output a separate fp32 shard so the unsharded gradients can be freed.
+#include "executor/cuda_backend/cuda_unit.h"
+
+#include "core/errors.h"
+#include "executor/cuda/cast.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda_backend/grad_kernels.h"
+
+namespace fsdpx::cuda {
+
+namespace {
+constexpr double kF32 = 4.0, kBf16 = 2.0;  // bytes per element
+
+template <class T>
+T* alloc_async(std::int64_t n, cudaStream_t stream) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&p, std::size_t(n) * sizeof(T), stream));
+  return static_cast<T*>(p);
+}
+}  // namespace
+
+CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem)
+    : flat_(std::move(flat)), replicated_(replicated), mem_(mem) {
+  const std::int64_t shard = flat_.shard_numel;
+  shard_offset_ = std::int64_t(shard_index) * shard;
+  master_ = DeviceBuffer<float>(shard);
+  exp_avg_ = DeviceBuffer<float>(shard);
+  exp_avg_sq_ = DeviceBuffer<float>(shard);
+  grad_acc_ = DeviceBuffer<float>(shard);
+  master_bf16_ = DeviceBuffer<bf16>(shard);
+  CUDA_CHECK(cudaMemset(grad_acc_.get(), 0, std::size_t(shard) * sizeof(float)));
+  mem_->alloc(MemCategory::params, double(shard) * (kF32 + kBf16));
+  mem_->alloc(MemCategory::optimizer, 2.0 * double(shard) * kF32);
+  mem_->alloc(MemCategory::grads, double(shard) * kF32);
+  if (replicated_) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
+    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(flat_.padded_numel) * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(flat_.padded_numel) * sizeof(float)));
+    CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float)));
+    mem_->alloc(MemCategory::params, double(flat_.padded_numel) * kBf16);
+    mem_->alloc(MemCategory::grads, double(flat_.padded_numel) * kF32);
+    params_live_ = grads_live_ = true;
+  }
+}
+
+CudaUnit::~CudaUnit() {
+  // Destructors run after the backend synchronised its streams; plain frees are then safe.
+  if (full_params_) cudaFree(full_params_);
+  if (full_grads_) cudaFree(full_grads_);
+  if (reduced_ && reduced_ != full_grads_) cudaFree(reduced_);
+}
+
+void CudaUnit::upload(const UnitShardState& s, cudaStream_t stream) {
+  const auto n = std::size_t(flat_.shard_numel);
+  FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n, "CudaUnit: state size");
+  CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  cast_f32_to_bf16(master_bf16_.get(), master_.get(), flat_.shard_numel, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
+}
+
+UnitShardState CudaUnit::download(cudaStream_t stream) const {
+  const auto n = std::size_t(flat_.shard_numel);
+  UnitShardState s;
+  s.unit_numel = flat_.numel;
+  s.shard_offset = shard_offset_;
+  s.params.resize(n), s.exp_avg.resize(n), s.exp_avg_sq.resize(n);
+  CUDA_CHECK(cudaMemcpyAsync(s.params.data(), master_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg.data(), exp_avg_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg_sq.data(), exp_avg_sq_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return s;
+}
+
+void CudaUnit::gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: all-gather group size != shards");
+  if (!replicated_) {
+    FSDP_CHECK(!params_live_, "CudaUnit: all-gather of a unit that is already unsharded");
+    full_params_ = alloc_async<bf16>(flat_.padded_numel, stream);
+    mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
+  }
+  comm.all_gather(master_bf16_.get(), full_params_, flat_.shard_numel, DType::bf16, stream, op);
+  params_live_ = true;
+}
+
+void CudaUnit::release(double kept_bytes, cudaStream_t stream) {
+  if (replicated_) return;
+  FSDP_CHECK(params_live_, "CudaUnit: release of a unit that is not unsharded");
+  CUDA_CHECK(cudaFreeAsync(full_params_, stream));
+  full_params_ = nullptr;
+  mem_->free(MemCategory::transient, double(flat_.padded_numel) * kBf16);
+  params_live_ = false;
+  kept_bytes_ = kept_bytes;  // counted, not kept: the next all-gather refetches from the shards
+  mem_->alloc(MemCategory::transient, kept_bytes_);
+}
+
+void CudaUnit::drop_kept_copy() {
+  mem_->free(MemCategory::transient, kept_bytes_);
+  kept_bytes_ = 0;
+}
+
+const bf16* CudaUnit::module_params(int k) const {
+  FSDP_CHECK(params_live_, "CudaUnit: parameters used while sharded");
+  return full_params_ + flat_.module_offsets[std::size_t(k)];
+}
+
+void CudaUnit::copy_master_to_replica(cudaStream_t stream) {
+  FSDP_CHECK(replicated_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: only DDP keeps the master whole");
+  CUDA_CHECK(cudaMemcpyAsync(full_params_, master_bf16_.get(), std::size_t(flat_.padded_numel) * sizeof(bf16),
+                             cudaMemcpyDeviceToDevice, stream));
+}
+
+float* CudaUnit::module_grads(int k, cudaStream_t stream) {
+  if (!grads_live_) {
+    full_grads_ = alloc_async<float>(flat_.padded_numel, stream);
+    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
+    mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kF32);
+    grads_live_ = true;
+  }
+  return full_grads_ + flat_.module_offsets[std::size_t(k)];
+}
+
+void CudaUnit::free_full_grads(cudaStream_t stream) {
+  if (replicated_) {
+    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
+    return;
+  }
+  CUDA_CHECK(cudaFreeAsync(full_grads_, stream));
+  full_grads_ = nullptr;
+  mem_->free(MemCategory::transient, double(flat_.padded_numel) * kF32);
+  grads_live_ = false;
+}
+
+void CudaUnit::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  FSDP_CHECK(grads_live_, "CudaUnit: reduce-scatter without gradients");
+  FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: reduce-scatter group size != shards");
+  reduced_ = alloc_async<float>(flat_.shard_numel, stream);
+  mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);
+  comm.reduce_scatter(full_grads_, reduced_, flat_.shard_numel, DType::f32, stream, op);
+  free_full_grads(stream);
+}
+
+void CudaUnit::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  FSDP_CHECK(grads_live_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: DDP all-reduce needs whole gradients");
+  comm.all_reduce(full_grads_, full_grads_, flat_.padded_numel, DType::f32, stream, op);
+  reduced_ = alloc_async<float>(flat_.shard_numel, stream);
+  mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);
+  CUDA_CHECK(cudaMemcpyAsync(reduced_, full_grads_, std::size_t(flat_.shard_numel) * sizeof(float),
+                             cudaMemcpyDeviceToDevice, stream));
+  free_full_grads(stream);
+}
+
+void CudaUnit::all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  FSDP_CHECK(reduced_ != nullptr, "CudaUnit: all-reduce across replicas before the reduce-scatter");
+  comm.all_reduce(reduced_, reduced_, flat_.shard_numel, DType::f32, stream, op);
+}
+
+void CudaUnit::finish_reduction(int* non_finite, cudaStream_t stream) {
+  FSDP_CHECK(reduced_ != nullptr, "CudaUnit: nothing reduced");
+  accumulate_check_finite(grad_acc_.get(), reduced_, flat_.shard_numel, non_finite, stream);
+  CUDA_CHECK(cudaFreeAsync(reduced_, stream));
+  reduced_ = nullptr;
+  mem_->free(MemCategory::transient, double(flat_.shard_numel) * kF32);
+}
+
+void CudaUnit::zero_grad_shard(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(grad_acc_.get(), 0, std::size_t(flat_.shard_numel) * sizeof(float), stream));
+}
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,76 @@
+// executor/cuda_backend/cuda_unit.h — one FSDP unit of one rank on the GPU (the device twin of
+// executor/runtime/fsdp_unit.h): resident fp32 master shard, Adam moments and gradient accumulator, a
+// bf16 copy of the shard (the all-gather input, written by AdamW); the unsharded bf16 parameters from
+// all-gather to release and the unsharded fp32 gradients from the first backward to the reduction,
+// both stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) on the stream of the op that
+// creates or ends them. Gradients are reduced in fp32. Leaves out bf16 reductions and rate limiting
+// (the step program's dependencies bound how many units are unsharded at once).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <cuda_runtime_api.h>
+
+#include "executor/cuda/device_communicator.h"
+#include "executor/cuda/types.h"
+#include "executor/cuda_backend/device_buffer.h"
+#include "executor/model/param_layout.h"
+#include "executor/runtime/memory_tracker.h"
+#include "executor/runtime/trainer.h"
+
+namespace fsdpx::cuda {
+
+class CudaUnit {
+ public:
+  // `shard_index` of padded_numel / shard_numel shards; `replicated`: DDP / ZeRO-1 (unsharded buffers
+  // live all run). `mem` counts this unit's device bytes by category.
+  CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem);
+  ~CudaUnit();
+  CudaUnit(const CudaUnit&) = delete;
+  CudaUnit& operator=(const CudaUnit&) = delete;
+
+  const FlatUnitLayout& flat() const { return flat_; }
+  std::int64_t shard_offset() const { return shard_offset_; }
+  // Host <-> device state (synchronous on `stream`): masters, moments; the bf16 shard follows.
+  void upload(const UnitShardState& s, cudaStream_t stream);
+  UnitShardState download(cudaStream_t stream) const;
+
+  // Collectives are enqueued on `stream`; `op` names the step-program op in watchdog messages.
+  void gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  void release(double kept_bytes, cudaStream_t stream);
+  void drop_kept_copy();
+  bool params_live() const { return params_live_; }
+  const bf16* module_params(int k) const;
+  void copy_master_to_replica(cudaStream_t stream);  // DDP
+
+  float* module_grads(int k, cudaStream_t stream);  // zeroed when it comes alive
+  void reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  void all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  void all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  // Adds the reduced shard to the accumulator; sets *non_finite (device) on a NaN or an infinity.
+  void finish_reduction(int* non_finite, cudaStream_t stream);
+
+  float* master() { return master_.get(); }
+  float* exp_avg() { return exp_avg_.get(); }
+  float* exp_avg_sq() { return exp_avg_sq_.get(); }
+  bf16* master_bf16() { return master_bf16_.get(); }
+  const float* grad_shard() const { return grad_acc_.get(); }
+  void zero_grad_shard(cudaStream_t stream);
+
+ private:
+  void free_full_grads(cudaStream_t stream);
+  FlatUnitLayout flat_;
+  std::int64_t shard_offset_ = 0;
+  bool replicated_;
+  MemoryTracker* mem_;
+  DeviceBuffer<float> master_, exp_avg_, exp_avg_sq_, grad_acc_;  // [shard_numel]
+  DeviceBuffer<bf16> master_bf16_;                                 // [shard_numel]
+  bf16* full_params_ = nullptr;   // [padded_numel], stream-ordered
+  float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
+  float* reduced_ = nullptr;      // [shard_numel], stream-ordered (DDP: aliases full_grads_)
+  bool params_live_ = false, grads_live_ = false;
+  double kept_bytes_ = 0;
+};
+
+}  // namespace fsdpx::cuda

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Comparisons for tools/gpu_acceptance.sh (standard library only). Subcommands:
+  losses GOT REF TOL            per-step loss max relative difference of two runs (fsdpx run --format json
+                                or tools/torch_reference.py output: both list steps with "step" and "loss")
+  perf PLAN RUN SIM EAGER COMPILE  markdown rows: measured tokens/s and MFU, the simulator's prediction,
+                                PyTorch eager and torch.compile on the same model and batch
+  predict RUN SIM TOL           measured step time vs the simulator's, relative error
+Measured step times are the median over the steps after the first two (warm-up: allocator, cuBLASLt
+heuristics). A missing or unreadable file prints "missing (<file>)" so the table still renders."""
+import json
+import statistics
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def step_time_s(run):
+    times = [s["time_s"] for s in run["steps"]]
+    return statistics.median(times[2:] if len(times) > 2 else times)
+
+
+def losses(got_path, ref_path, tol):
+    got, ref = load(got_path), load(ref_path)
+    if got is None or ref is None:
+        return "missing (%s)" % (got_path if got is None else ref_path)
+    ref_loss = {s["step"]: s["loss"] for s in ref["steps"]}
+    diffs = [abs(s["loss"] - ref_loss[s["step"]]) / abs(ref_loss[s["step"]]) for s in got["steps"] if s["step"] in ref_loss]
+    if not diffs:
+        return "FAIL (no common steps)"
+    worst = max(diffs)
+    return "%s (max rel diff %.2e over %d steps)" % ("pass" if worst <= float(tol) else "FAIL", worst, len(diffs))
+
+
+def perf(plan_path, run_path, sim_path, eager_path, compile_path):
+    plan, run, sim = load(plan_path), load(run_path), load(sim_path)
+    if plan is None or run is None or sim is None:
+        print("| llama3.2-1b seq 2048 | missing | plan, run or simulation output |")
+        return
+    t = plan["training"]
+    tokens_per_step = t["global_batch"] * t["seq"]
+    measured_tps = tokens_per_step / step_time_s(run)
+    # MFU is proportional to tokens/s for one plan: scale the simulator's MFU by the measured ratio.
+    measured_mfu = sim["mfu"] * measured_tps / sim["tokens_per_s_per_gpu"]
+    err = sim["tokens_per_s_per_gpu"] / measured_tps - 1
+    shape = "micro-batch %d x accum %d" % (t["micro_batch"], t["global_batch"] // t["micro_batch"])
+    print("| fsdpx CUDA, llama3.2-1b seq 2048 (%s) | %.0f tokens/s, MFU %.1f%% | target MFU >= 45%%: %s |"
+          % (shape, measured_tps, 100 * measured_mfu, "pass" if measured_mfu >= 0.45 else "FAIL"))
+    print("| simulator, same plan | %.0f tokens/s, MFU %.1f%% | error %+.1f%%, target <= 10%%: %s |"
+          % (sim["tokens_per_s_per_gpu"], 100 * sim["mfu"], 100 * err, "pass" if abs(err) <= 0.10 else "FAIL"))
+    for name, path in (("PyTorch eager", eager_path), ("torch.compile", compile_path)):
+        b = load(path)
+        if b is None:
+            print("| %s, same model and batch | missing | %s |" % (name, path))
+            continue
+        faster = measured_tps / b["tokens_per_s"]
+        print("| %s, same model and batch | %.0f tokens/s, MFU %.1f%% | fsdpx / %s = %.2f%s |"
+              % (name, b["tokens_per_s"], 100 * (b["mfu"] or 0), name, faster,
+                 (" (target > 1: %s)" % ("pass" if faster > 1 else "FAIL")) if name == "PyTorch eager" else ""))
+
+
+def predict(run_path, sim_path, tol):
+    run, sim = load(run_path), load(sim_path)
+    if run is None or sim is None:
+        return "missing (%s)" % (run_path if run is None else sim_path)
+    measured = step_time_s(run)
+    err = sim["step_time_s"] / measured - 1
+    return "%s (measured %.4f s, predicted %.4f s, error %+.1f%%)" % (
+        "pass" if abs(err) <= float(tol) else "FAIL", measured, sim["step_time_s"], 100 * err)
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "losses":
+        print(losses(*args))
+    elif cmd == "perf":
+        perf(*args)
+    elif cmd == "predict":
+        print(predict(*args))
+    else:
+        sys.exit("unknown subcommand " + cmd)

@@ -1,0 +1,118 @@
+// tools/run_cuda.cpp — rank placement for `fsdpx run --backend cuda` (see run_cuda.h).
+#include "tools/run_cuda.h"
+
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/cuda/device.h"
+#include "executor/cuda_backend/cuda_backends.h"
+#include "executor/launch/launch_env.h"
+#include "executor/launch/local_launcher.h"
+#include "executor/launch/rendezvous.h"
+
+namespace fsdpx {
+
+namespace {
+
+// This process's argv from /proc/self/cmdline (the launcher starts every rank with it).
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  std::string cur;
+  for (char c : all) {
+    if (c == '\0') argv.push_back(std::move(cur)), cur.clear();
+    else cur += c;
+  }
+  return argv;
+}
+
+std::string gpu_name(int device) { return cuda::device_info(device).name; }
+
+#if defined(FSDPX_HAVE_NCCL)
+// Device of a launched rank: its local rank, or local_rank mod GPUs when NCCL lets ranks share a GPU.
+int launched_device(const LaunchEnv& env, int gpus) {
+  if (env.local_rank < gpus) return env.local_rank;
+  if (!cuda::nccl_multi_rank_gpu_allowed())
+    throw ConfigError(fmt::format("--backend cuda: local rank {} needs GPU {} but this node has {} ({})",
+                                  env.local_rank, env.local_rank, gpus, cuda::nccl_describe()));
+  return env.local_rank % gpus;
+}
+
+CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env, int gpus) {
+  if (env.world_size != plan.parallelism.world_size())
+    throw ConfigError(fmt::format("--backend cuda: the launcher ({}) started {} ranks but the plan has {}", env.source,
+                                  env.world_size, plan.parallelism.world_size()));
+  cuda::NcclOptions nccl;
+  nccl.device = launched_device(env, gpus);
+  RendezvousOptions r;
+  r.master_addr = env.master_addr;
+  r.master_port = env.master_port;
+  r.rank = env.rank;
+  r.world_size = env.world_size;
+  r.fingerprint = fingerprint;
+  std::vector<std::uint8_t> id_bytes;
+  if (env.rank == 0) {
+    const cuda::NcclId id = cuda::nccl_unique_id();
+    id_bytes.assign(id.begin(), id.end());
+  }
+  id_bytes = rendezvous_broadcast(r, id_bytes);
+  cuda::NcclId id{};
+  FSDP_CHECK(id_bytes.size() == id.size(), "rendezvous: the NCCL id has the wrong size");
+  std::copy(id_bytes.begin(), id_bytes.end(), id.begin());
+  CudaRunSetup s;
+  s.backends = cuda::nccl_cuda_backend(id, env.rank, nccl);
+  s.prints = env.rank == 0;
+  s.whole_state = false;
+  s.description = fmt::format("{}; GPU {} ({}); {}", describe(env), nccl.device, gpu_name(nccl.device),
+                              cuda::nccl_describe());
+  return s;
+}
+
+CudaRunSetup launch_ranks(const Plan& plan, int gpus) {
+  const int world = plan.parallelism.world_size();
+  if (world > gpus && !cuda::nccl_multi_rank_gpu_allowed())
+    throw ConfigError(fmt::format("--backend cuda: the plan has {} ranks but this node has {} GPU(s) ({}); run them "
+                                  "as threads on one GPU with --single-process, or launch across nodes",
+                                  world, gpus, cuda::nccl_describe()));
+  LocalLaunchOptions o;
+  o.argv = own_argv();
+  o.nprocs = world;
+  const LaunchResult res = launch_local(o);
+  if (!res.ok()) std::fprintf(stderr, "fsdpx: %s\n", res.message.c_str());
+  CudaRunSetup s;
+  s.launcher_exit = res.exit_code();
+  return s;
+}
+#endif
+
+}  // namespace
+
+CudaRunSetup setup_cuda_run(const Plan& plan, const std::string& fingerprint, bool single_process) {
+  const int gpus = cuda::device_count();
+  if (gpus == 0) throw ConfigError("--backend cuda: " + cuda::cuda_unavailable_reason());
+  const LaunchEnv env = detect_launch_env();
+  const int world = plan.parallelism.world_size();
+  if (world == 1 || single_process) {
+    if (env.launched() && env.world_size > 1)
+      throw ConfigError(fmt::format("--backend cuda --single-process: started as rank {} of {} by {}; launch one "
+                                    "process instead", env.rank, env.world_size, env.source));
+    CudaRunSetup s;
+    s.backends = cuda::in_process_cuda_backends(0);
+    s.description = fmt::format("{} rank(s) as threads of one process on GPU 0 ({})", world, gpu_name(0));
+    return s;
+  }
+#if defined(FSDPX_HAVE_NCCL)
+  return env.launched() ? launched_rank(plan, fingerprint, env, gpus) : launch_ranks(plan, gpus);
+#else
+  (void)fingerprint;
+  throw ConfigError(fmt::format("--backend cuda: the plan has {} ranks but this fsdpx was built without NCCL; "
+                                "use --single-process to run them as threads on one GPU", world));
+#endif
+}
+
+}  // namespace fsdpx
