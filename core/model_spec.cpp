@@ -1,12 +1,14 @@
 // core/model_spec.cpp — fsdpx's own model schema (strict: unknown keys, wrong types and non-positive
 // sizes are errors naming the file and JSON path) and the dispatch to the Hugging Face reader by
-// content. Leaves out any checkpoint or tokenizer reading: only shapes matter to the cost models.
+// content. Leaves out any checkpoint or tokenizer reading: the cost models need only shapes, the
+// executor also the RoPE base and norm epsilon.
 #include "core/model_spec.h"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <utility>
 
 #include "core/json_reader.h"
@@ -28,6 +30,20 @@ void check_head_layout(const ModelSpec& m, const std::string& file, const std::s
     throw_config_error(file, heads_path,
                        fmt::format("hidden ({}) must be divisible by heads ({}) when head_dim is not given",
                                    m.hidden, m.heads));
+}
+
+// Shared by both readers. A base <= 0 has no meaning (angle t·theta^(-2i/d)); an epsilon >= 1 would
+// swamp the normalised variance of unit-scale activations.
+double read_rope_theta(JsonObject& o, std::string_view key) {
+  const double theta = o.number(key);
+  if (!(theta > 0)) o.fail(key, fmt::format("expected a positive RoPE base, got {}", theta));
+  return theta;
+}
+
+double read_norm_eps(JsonObject& o, std::string_view key) {
+  const double eps = o.number(key);
+  if (!(eps > 0 && eps < 1)) o.fail(key, fmt::format("expected a norm epsilon in (0, 1), got {}", eps));
+  return eps;
 }
 }  // namespace detail
 
@@ -74,6 +90,11 @@ ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file)
   // Default bias follows the architecture: Llama has none, GPT-2 biases every linear layer.
   m.bias = m.arch == Arch::gpt ? LinearBias::all : LinearBias::none;
   if (o.has("bias")) m.bias = enum_from_name(kBiasNames, o.choice("bias", {"none", "qkv", "all"}));
+  if (o.has("rope_theta")) {
+    if (m.arch != Arch::llama) o.fail("rope_theta", "only arch llama has RoPE (gpt learns positions)");
+    m.rope_theta = detail::read_rope_theta(o, "rope_theta");
+  }
+  if (o.has("norm_eps")) m.norm_eps = detail::read_norm_eps(o, "norm_eps");
   o.optional_string("source");  // documentation only: where the numbers come from
   o.finish();
   detail::check_head_layout(m, file, "/kv_heads", "/heads", head_dim.has_value());
@@ -96,20 +117,24 @@ ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file) {
   return parse_own_model_spec(j, file);
 }
 
+// rope_theta only for llama: the reader rejects it for gpt.
 nlohmann::json model_spec_to_json(const ModelSpec& m) {
-  return nlohmann::json{{"name", m.name},
-                        {"arch", arch_name(m.arch)},
-                        {"layers", m.layers},
-                        {"hidden", m.hidden},
-                        {"heads", m.heads},
-                        {"kv_heads", m.kv_heads},
-                        {"head_dim", m.head_dim},
-                        {"ffn_hidden", m.ffn_hidden},
-                        {"ffn_kind", ffn_kind_name(m.ffn_kind)},
-                        {"vocab", m.vocab},
-                        {"max_seq", m.max_seq},
-                        {"tied_embeddings", m.tied_embeddings},
-                        {"bias", linear_bias_name(m.bias)}};
+  nlohmann::json j{{"name", m.name},
+                   {"arch", arch_name(m.arch)},
+                   {"layers", m.layers},
+                   {"hidden", m.hidden},
+                   {"heads", m.heads},
+                   {"kv_heads", m.kv_heads},
+                   {"head_dim", m.head_dim},
+                   {"ffn_hidden", m.ffn_hidden},
+                   {"ffn_kind", ffn_kind_name(m.ffn_kind)},
+                   {"vocab", m.vocab},
+                   {"max_seq", m.max_seq},
+                   {"tied_embeddings", m.tied_embeddings},
+                   {"bias", linear_bias_name(m.bias)}};
+  if (m.arch == Arch::llama) j["rope_theta"] = m.rope_theta;
+  j["norm_eps"] = m.norm_eps;
+  return j;
 }
 
 }  // namespace fsdpx

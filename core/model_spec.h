@@ -1,7 +1,9 @@
 // core/model_spec.h — a decoder-only transformer: llama (RMSNorm, RoPE, SwiGLU, GQA) or gpt
 // (LayerNorm, GELU MLP, learned positions). Loads fsdpx's own JSON and Hugging Face config.json files
 // (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), detected by content.
-// Leaves out mixture-of-experts, sliding-window attention and multimodal towers.
+// Leaves out mixture-of-experts, sliding-window attention, multimodal towers and RoPE scaling: Llama
+// 3.1/3.2's rope_scaling ("llama3": factor 8 or 32 above original_max_position_embeddings 8192) is
+// ignored, which is exact for training sequences of up to 8192 tokens and not beyond.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,11 @@ struct ModelSpec {
   std::int64_t max_seq = 0;
   bool tied_embeddings = false;
   LinearBias bias = LinearBias::none;
+  // RoPE base (llama only; gpt has learned positions): angle t·theta^(-2i/head_dim). 10000 is RoFormer's
+  // and Llama 2's base (Su et al. 2021, arXiv:2104.09864); Llama 3 uses 500000, Qwen2 1000000.
+  double rope_theta = 10000.0;
+  // Epsilon inside RMSNorm (llama) or LayerNorm (gpt): 1e-5 for GPT-2, Llama 2/3 and Mistral; 1e-6 Qwen2.
+  double norm_eps = 1e-5;
 
   std::int64_t q_dim() const { return heads * head_dim; }
   std::int64_t kv_dim() const { return kv_heads * head_dim; }

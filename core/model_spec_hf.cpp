@@ -1,8 +1,9 @@
 // core/model_spec_hf.cpp — reads Hugging Face config.json files for LlamaForCausalLM,
 // MistralForCausalLM, Qwen2ForCausalLM and GPT2LMHeadModel. Keys documented by transformers'
 // PretrainedConfig and the model's config class are accepted (most are ignored: dropout, token ids,
-// RoPE settings); any other key is an error. Leaves out sliding-window attention (Mistral/Qwen2 are
-// modelled with full causal attention, exact while seq <= sliding_window) and quantized checkpoints.
+// RoPE scaling); any other key is an error. Leaves out sliding-window attention (Mistral/Qwen2 are
+// modelled with full causal attention, exact while seq <= sliding_window), RoPE scaling (rope_scaling,
+// and rope_parameters beyond rope_theta: see core/model_spec.h) and quantized checkpoints.
 #include <fmt/format.h>
 
 #include <array>
@@ -20,6 +21,8 @@ namespace detail {
 // Defined in core/model_spec.cpp.
 void check_head_layout(const ModelSpec& m, const std::string& file, const std::string& kv_heads_path,
                        const std::string& heads_path, bool head_dim_given);
+double read_rope_theta(JsonObject& o, std::string_view key);
+double read_norm_eps(JsonObject& o, std::string_view key);
 ModelSpec parse_hf_model_spec(const nlohmann::json& j, const std::string& file);
 }  // namespace detail
 
@@ -56,20 +59,20 @@ constexpr std::string_view kPretrainedConfigKeys[] = {
     "num_return_sequences", "use_cache"};
 // clang-format on
 
-// LlamaConfig / MistralConfig / Qwen2Config keys that fsdpx does not use (norm epsilon, init, RoPE,
-// dropout, sliding-window bookkeeping, tensor-parallel plans).
+// LlamaConfig / MistralConfig / Qwen2Config keys that fsdpx does not use (init, RoPE scaling, dropout,
+// sliding-window bookkeeping, tensor-parallel plans).
 // clang-format off
 constexpr std::string_view kLlamaFamilyIgnored[] = {
-    "initializer_range", "rms_norm_eps", "pretraining_tp", "rope_theta", "rope_scaling",
+    "initializer_range", "pretraining_tp", "rope_scaling", "rope_parameters", "partial_rotary_factor",
     "attention_dropout", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
-    "base_model_tp_plan", "base_model_pp_plan", "rope_parameters", "partial_rotary_factor"};
+    "base_model_tp_plan", "base_model_pp_plan"};
 // clang-format on
 
-// GPT2Config keys that fsdpx does not use (dropouts, norm epsilon, sequence-summary head, attention
-// scaling variants, which change numerics but not shapes).
+// GPT2Config keys that fsdpx does not use (dropouts, sequence-summary head, attention scaling variants,
+// which change numerics but not shapes).
 // clang-format off
 constexpr std::string_view kGpt2Ignored[] = {
-    "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "initializer_range", "summary_type",
+    "resid_pdrop", "embd_pdrop", "attn_pdrop", "initializer_range", "summary_type",
     "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "n_ctx"};
 // clang-format on
@@ -113,6 +116,35 @@ std::optional<std::int64_t> optional_size(JsonObject& o, std::string_view key) {
   return o.optional_positive_integer(key);
 }
 
+// Config-class defaults for keys a config.json leaves out: LlamaConfig, MistralConfig and Qwen2Config
+// rms_norm_eps 1e-6 and RoPE base 10000; GPT2Config layer_norm_epsilon 1e-5 (transformers
+// configuration_*.py). fsdpx's own schema defaults norm_eps to 1e-5 instead (core/model_spec.h).
+constexpr double kHfRopeTheta = 10000.0;
+constexpr double kHfRmsNormEps = 1e-6;
+constexpr double kHfLayerNormEps = 1e-5;
+
+bool present(JsonObject& o, std::string_view key) { return o.has(key) && !o.raw(key).is_null(); }
+
+// transformers < 5 writes rope_theta at the top level; 5 moves it into rope_parameters, next to
+// rope_type and the scaling keys (modeling_rope_utils.py standardize_rope_params). Both present and
+// different would leave the base ambiguous.
+double hf_rope_theta(JsonObject& o) {
+  std::optional<double> top, nested;
+  if (present(o, "rope_theta")) top = detail::read_rope_theta(o, "rope_theta");
+  if (present(o, "rope_parameters")) {
+    JsonObject params = o.object("rope_parameters");  // other keys are RoPE scaling: not read
+    if (params.has("rope_theta")) nested = detail::read_rope_theta(params, "rope_theta");
+  }
+  if (top && nested && *top != *nested)
+    o.fail("rope_parameters",
+           fmt::format("rope_theta {} differs from the top-level rope_theta {}", *nested, *top));
+  return nested.value_or(top.value_or(kHfRopeTheta));
+}
+
+double hf_norm_eps(JsonObject& o, std::string_view key, double fallback) {
+  return present(o, key) ? detail::read_norm_eps(o, key) : fallback;
+}
+
 // "_name_or_path" when present, else the file stem; for ".../<model>/config.json" the folder name.
 std::string hf_model_name(JsonObject& o, const std::string& file) {
   if (o.has("_name_or_path")) {
@@ -150,6 +182,8 @@ ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
   if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});                      // class default "silu"
   m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
   m.bias = llama_bias(o, family);
+  m.rope_theta = hf_rope_theta(o);
+  m.norm_eps = hf_norm_eps(o, "rms_norm_eps", kHfRmsNormEps);
   const auto head_dim = optional_size(o, "head_dim");
   detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads",
                             head_dim.has_value());
@@ -174,6 +208,7 @@ ModelSpec parse_gpt2(JsonObject& o) {
   m.ffn_kind = FfnKind::gelu;
   m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(true);  // lm_head = wte
   m.bias = LinearBias::all;
+  m.norm_eps = hf_norm_eps(o, "layer_norm_epsilon", kHfLayerNormEps);
   detail::check_head_layout(m, o.file(), "/n_head", "/n_head", false);
   m.head_dim = m.hidden / m.heads;
   ignore_present(o, kGpt2Ignored);

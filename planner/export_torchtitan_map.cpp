@@ -25,12 +25,18 @@ constexpr std::array<Flavor, 3> kLlama3Flavors{{
 
 void note(TorchtitanSettings& s, const char* key, std::string text) { s.notes.push_back({key, std::move(text)}); }
 
+// Every llama3 flavor builds RoPE with theta=500000 (same file); the flavor cannot carry another base.
+constexpr double kLlama3RopeTheta = 500000.0;
+
 void map_model(const ModelSpec& m, TorchtitanSettings& s) {
   for (const Flavor& f : kLlama3Flavors)
     if (m.arch == Arch::llama && m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
         m.kv_heads == f.kv_heads && m.ffn_hidden == f.ffn_hidden) {
       s.model_name = "llama3";
       s.model_flavor = f.name;
+      if (m.rope_theta != kLlama3RopeTheta)
+        note(s, "model", fmt::format("the model's RoPE base is {}; torchtitan's llama3 flavors use {}",
+                                     m.rope_theta, kLlama3RopeTheta));
       return;
     }
   s.model_name = m.name;

@@ -56,8 +56,8 @@ except ImportError:  # the GPU machine has PyTorch but maybe not safetensors: th
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
-# fsdpx's defaults where a file leaves a value out: core/plan.h OptimizerSettings, executor/model
-# ModelOptions (the runtime passes no rope_theta / norm_eps: ModelSpec has none), core/model_spec.cpp.
+# fsdpx's defaults where a file leaves a value out: core/plan.h OptimizerSettings, core/model_spec.h
+# (rope_theta 10000 and norm_eps 1e-5, for plans written before the model carried them).
 OPTIMIZER_DEFAULTS = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip_norm=1.0,
                           warmup_steps=10, total_steps=1000, min_lr_ratio=0.1)
 INIT_STD = 0.02  # executor/model/init.cpp kInitStd
@@ -69,6 +69,8 @@ def model_spec(j):
                            "vocab", "max_seq", "tied_embeddings")}
     s["head_dim"] = j.get("head_dim", s["hidden"] // s["heads"])
     s["bias"] = j.get("bias", "all" if s["arch"] == "gpt" else "none")
+    s["rope_theta"] = j.get("rope_theta", 10000.0)  # llama only; gpt has learned positions
+    s["norm_eps"] = j.get("norm_eps", 1e-5)
     return s
 
 
@@ -120,9 +122,9 @@ def rope_tables(seq, head_dim, theta, device):
     return angle.cos().float().to(device), angle.sin().float().to(device)
 
 
-def make_loss_fn(s, seq, theta, eps, device):
+def make_loss_fn(s, seq, device):
     """loss(params, tokens [B, T], targets [B, T]) -> mean cross-entropy: executor/model/*.cpp."""
-    nh, nkv, hd = s["heads"], s["kv_heads"], s["head_dim"]
+    nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
     cos, sin = rope_tables(seq, hd, theta, device) if llama else (None, None)
 
@@ -233,7 +235,7 @@ def replay(args, plan, s, o):
     seq, gb = plan["training"]["seq"], plan["training"]["global_batch"]
     if tuple(tokens.shape[1:]) != (gb, seq + 1):
         sys.exit(f"{args.batches}: tokens {list(tokens.shape)}, the plan needs [steps, {gb}, {seq + 1}]")
-    loss_fn = make_loss_fn(s, seq, args.rope_theta, args.norm_eps, dev)
+    loss_fn = make_loss_fn(s, seq, dev)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
     steps, state = [], {}
@@ -263,7 +265,7 @@ def bench(args, plan, s, o):
     for n, (shape, kind) in param_specs(s).items():
         t = torch.randn(shape, generator=gen) * init[kind] if kind in init else torch.full(shape, float(kind == "ones"))
         params[n] = t.to(dev).requires_grad_()
-    loss_fn = make_loss_fn(s, seq, args.rope_theta, args.norm_eps, dev)
+    loss_fn = make_loss_fn(s, seq, dev)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
     opt = torch.optim.AdamW(params.values(), lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"],
@@ -325,8 +327,8 @@ def main():
     ap.add_argument("--accum", type=int, default=1, help="bench: micro-batches per step")
     ap.add_argument("--warmup", type=int, default=3, help="bench: untimed steps first")
     ap.add_argument("--peak-tflops", type=float, default=0, help="bench: peak for MFU (default: plan's GPU bf16)")
-    ap.add_argument("--rope-theta", type=float, default=10000.0, help="fsdpx ModelOptions default")
-    ap.add_argument("--norm-eps", type=float, default=1e-5, help="fsdpx ModelOptions default")
+    ap.add_argument("--rope-theta", type=float, help="override the model's RoPE base (default: its rope_theta)")
+    ap.add_argument("--norm-eps", type=float, help="override the model's norm epsilon (default: its norm_eps)")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (default: torch's)")
     ap.add_argument("-o", "--out", help="write the JSON result here (default: stdout)")
     args = ap.parse_args()
@@ -336,6 +338,7 @@ def main():
     if not plan and not (args.bench and args.model):
         ap.error("--plan is needed (or --model with --bench)")
     s = model_spec(plan["model"] if plan else json.load(open(args.model)))
+    s.update({k: v for k, v in (("rope_theta", args.rope_theta), ("norm_eps", args.norm_eps)) if v is not None})
     o = {**OPTIMIZER_DEFAULTS, **{k: v for k, v in (plan or {}).get("optimizer", {}).items() if k != "kind"}}
     if args.bench:
         args.steps = args.steps or 10

@@ -67,8 +67,9 @@ BlockTensors<const bf16*> block_params_bf16(const ModuleLayout& m, const bf16* b
 void norm_forward_bf16(const CudaBlockContext& ctx, bf16* out, float* mean, float* rstd, const bf16* inp,
                        const bf16* w, const bf16* b) {
   const BlockDims& d = ctx.dims;
-  if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n, d.c, ctx.norm_eps, ctx.stream);
-  else rmsnorm_forward(out, rstd, inp, w, d.n, d.c, ctx.norm_eps, ctx.stream);
+  const float eps = float(ctx.spec->norm_eps);
+  if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n, d.c, eps, ctx.stream);
+  else rmsnorm_forward(out, rstd, inp, w, d.n, d.c, eps, ctx.stream);
 }
 
 void norm_backward_bf16(const CudaBlockContext& ctx, bf16* dinp, float* dw, float* db, float* scratch,

@@ -46,8 +46,7 @@ struct CudaBlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
   const float* rope_cos = nullptr;  // [T, HD/2] fp32; both null for gpt (no RoPE)
-  const float* rope_sin = nullptr;
-  float norm_eps = 1e-5f;
+  const float* rope_sin = nullptr;  // both from spec->rope_theta; the norms use spec->norm_eps
   GemmContext* gemm = nullptr;
   cudaStream_t stream = nullptr;
 };

@@ -51,7 +51,7 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "CudaModel: need one recompute mode per block");
   if (spec.arch == Arch::llama) {
-    const cpu::RopeTable<float> rope = cpu::make_rope_table<float>(seq, spec.head_dim, opts_.rope_theta);
+    const cpu::RopeTable<float> rope = cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta);
     rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
   }
   const std::int64_t n = dims_.n, nc = dims_.n * dims_.c;
@@ -77,7 +77,7 @@ bool CudaModel::recomputes(std::int64_t block) const {
 }
 
 CudaBlockContext CudaModel::context(cudaStream_t stream) const {
-  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), float(opts_.norm_eps), gemm_, stream};
+  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream};
 }
 
 const bf16* CudaModel::module_base(std::span<const bf16* const> params, int module) const {

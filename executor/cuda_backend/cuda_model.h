@@ -33,9 +33,9 @@
 
 namespace fsdpx::cuda {
 
+// Run-time choices only, as ModelOptions (executor/model/transformer.h): the RoPE base and norm epsilon
+// come from the ModelSpec.
 struct CudaModelOptions {
-  double rope_theta = 10000.0;  // as ModelOptions (executor/model/transformer.h)
-  double norm_eps = 1e-5;
   // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
   // forward in backward; selective (and selective_op) is treated as none.
   std::vector<RecomputeMode> recompute;

@@ -100,7 +100,7 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   const int m = ctx.module;
   { ScopedOp op(prof, "attn_norm", m);
     norm_forward(arch, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x_in, p.attn_norm_w, p.attn_norm_b, d.n,
-                 d.c, ctx.norm_eps); }
+                 d.c, ctx.spec->norm_eps); }
   { ScopedOp op(prof, "qkv", m);
     cpu::matmul_forward(a.qkv.data(), a.ln1.data(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv); }
   if (ctx.rope) {
@@ -115,7 +115,7 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
     cpu::residual_forward(a.x_mid.data(), x_in, x_out, d.n * d.c); }
   { ScopedOp op(prof, "mlp_norm", m);
     norm_forward(arch, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.x_mid.data(), p.mlp_norm_w,
-                 p.mlp_norm_b, d.n, d.c, ctx.norm_eps); }
+                 p.mlp_norm_b, d.n, d.c, ctx.spec->norm_eps); }
   { ScopedOp op(prof, "mlp_up", m);
     cpu::matmul_forward(a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
   { ScopedOp op(prof, "mlp_act", m);

@@ -68,8 +68,7 @@ template <class Real>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
-  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt
-  double norm_eps = 1e-5;
+  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; built from spec->rope_theta
   OpProfiler* profiler = nullptr;
   int module = 0;  // for the profiler
 };

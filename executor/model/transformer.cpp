@@ -22,7 +22,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "Transformer: need one recompute mode per block");
-  if (spec.arch == Arch::llama) rope_ = cpu::make_rope_table<Real>(seq, spec.head_dim, opts_.rope_theta);
+  if (spec.arch == Arch::llama) rope_ = cpu::make_rope_table<Real>(seq, spec.head_dim, spec.rope_theta);
   const auto nc = static_cast<std::size_t>(dims_.n * dims_.c);
   resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nc));
   acts_.resize(static_cast<std::size_t>(spec.layers));
@@ -47,8 +47,8 @@ bool Transformer<Real>::recomputes(std::int64_t block) const {
 
 template <class Real>
 BlockContext<Real> Transformer<Real>::block_context(int module) const {
-  return BlockContext<Real>{&spec_, dims_, spec_.arch == Arch::llama ? &rope_ : nullptr, opts_.norm_eps,
-                            opts_.profiler, module};
+  return BlockContext<Real>{&spec_, dims_, spec_.arch == Arch::llama ? &rope_ : nullptr, opts_.profiler,
+                            module};
 }
 
 template <class Real>
@@ -160,7 +160,7 @@ void Transformer<Real>::final_norm_forward(const Real* p) {
   const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
   const TensorSlot* b = ml.find("final_norm.bias");
   norm_forward(spec_.arch, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), resid_.back().data(), p,
-               b ? p + b->offset : nullptr, dims_.n, dims_.c, opts_.norm_eps);
+               b ? p + b->offset : nullptr, dims_.n, dims_.c, spec_.norm_eps);
 }
 
 template <class Real>

@@ -26,9 +26,9 @@
 
 namespace fsdpx {
 
+// Run-time choices only: the RoPE base and norm epsilon belong to the model (ModelSpec::rope_theta,
+// ModelSpec::norm_eps).
 struct ModelOptions {
-  double rope_theta = 10000.0;  // RoFormer / Llama 2 base; Llama 3 uses 500000
-  double norm_eps = 1e-5;       // GPT-2 LayerNorm and Llama 2 RMSNorm epsilon
   // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
   // forward in backward; selective is treated as none on CPU (the GPU recomputes attention scores,
   // which this reference keeps), so all three give bit-identical gradients.

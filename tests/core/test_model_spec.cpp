@@ -61,14 +61,28 @@ TEST_CASE("own schema: fields, defaults and the derived head_dim") {
   CHECK(m.head_dim == 32);  // 256 / 8
   CHECK(m.kv_dim() == 64);
   CHECK(m.bias == LinearBias::none);  // llama default
+  CHECK(m.rope_theta == 10000.0);      // RoFormer / Llama 2 base
+  CHECK(m.norm_eps == 1e-5);
 
   auto j = llama_json();
+  j["rope_theta"] = 500000;  // an integer is a number too
+  j["norm_eps"] = 1e-6;
+  const ModelSpec l3 = parse_model_spec(j, "t.json");
+  CHECK(l3.rope_theta == 500000.0);
+  CHECK(l3.norm_eps == 1e-6);
+  CHECK(model_spec_to_json(l3)["rope_theta"] == 500000.0);
+  CHECK(model_spec_to_json(l3)["norm_eps"] == 1e-6);
+
+  j = llama_json();
   j["arch"] = "gpt";
   j["ffn_kind"] = "gelu";
   CHECK(parse_model_spec(j, "t.json").bias == LinearBias::all);  // gpt default
   j["bias"] = "qkv";
   j["source"] = "documentation only";
   CHECK(parse_model_spec(j, "t.json").bias == LinearBias::qkv);
+  CHECK_FALSE(model_spec_to_json(parse_model_spec(j, "t.json")).contains("rope_theta"));  // gpt: no RoPE
+  j["rope_theta"] = 10000;
+  CHECK(contains(error_of([&] { parse_model_spec(j, "t.json"); }), "t.json: /rope_theta: only arch llama"));
 
   // An explicit head_dim lifts the hidden % heads requirement (q_dim != hidden).
   j = llama_json();
@@ -93,7 +107,8 @@ TEST_CASE("heads not divisible by kv_heads names /kv_heads and both numbers") {
 TEST_CASE("own schema rejects unknown keys, bad enums, wrong types and non-positive sizes") {
   const std::map<std::string, nlohmann::json> edits{
       {"/hiden", 256}, {"/arch", "mamba"}, {"/ffn_kind", "relu"}, {"/layers", "2"},
-      {"/vocab", 0},   {"/max_seq", -1},   {"/bias", "some"},     {"/tied_embeddings", 1}};
+      {"/vocab", 0},   {"/max_seq", -1},   {"/bias", "some"},     {"/tied_embeddings", 1},
+      {"/rope_theta", 0}, {"/rope_theta", "5e5"}, {"/norm_eps", 0}, {"/norm_eps", 1.0}, {"/norm_eps", -1e-5}};
   for (const auto& [path, value] : edits) {
     auto j = llama_json();
     j[nlohmann::json::json_pointer(path)] = value;
@@ -119,7 +134,9 @@ TEST_CASE("bad-input fixtures fail with file and path") {
                                                  {"truncated.json", "invalid JSON"},
                                                  {"hf_unsupported.json", "/architectures"},
                                                  {"hf_missing_field.json", "/intermediate_size"},
-                                                 {"hf_heads_kv.json", "/num_key_value_heads"}};
+                                                 {"hf_heads_kv.json", "/num_key_value_heads"},
+                                                 {"bad_rope_theta.json", "/rope_theta"},
+                                                 {"bad_norm_eps.json", "/norm_eps"}};
   for (const auto& [file, part] : cases) {
     const std::string path = kData + "/bad/" + file;
     const auto msg = error_of([&] { load_model(path); });
@@ -156,6 +173,25 @@ TEST_CASE("every shipped model loads, round-trips and matches its published para
   CHECK(loaded >= int(published.size()));
 }
 
+TEST_CASE("shipped models carry the RoPE base and norm epsilon of their Hugging Face configs") {
+  const std::map<std::string, std::string> same{{"llama3.1-8b", "llama-3.1-8b"},
+                                                {"mistral-7b", "mistral-7b-v0.1"},
+                                                {"qwen2-7b", "qwen2-7b"},
+                                                {"gpt2-124m", "gpt2"}};
+  for (const auto& [ours, hf] : same) {
+    INFO(ours);
+    const ModelSpec m = load_model(kConfigs + "/models/" + ours + ".json");
+    const ModelSpec h = load_model(kData + "/hf/" + hf + "/config.json");
+    CHECK(m.rope_theta == h.rope_theta);
+    CHECK(m.norm_eps == h.norm_eps);
+  }
+  // Llama 3 paper (arXiv:2407.21783) Table 3: RoPE base 500,000 for every size; Llama 2 keeps 10,000.
+  for (const char* name : {"llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b"})
+    CHECK(load_model(kConfigs + "/models/" + name + ".json").rope_theta == 500000.0);
+  for (const char* name : {"llama2-7b", "llama2-13b", "llama2-70b", "llama-tiny"})
+    CHECK(load_model(kConfigs + "/models/" + name + ".json").rope_theta == 10000.0);
+}
+
 TEST_CASE("Hugging Face configs load with the right shapes and parameter counts") {
   struct Expect {
     std::string dir;
@@ -164,14 +200,17 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
     bool tied;
     LinearBias bias;
     double params;  // published total
+    double rope_theta, norm_eps;  // rope_theta, rms_norm_eps / layer_norm_epsilon as written
   };
   const Expect cases[] = {
       {"llama-3.1-8b", Arch::llama, 32, 4096, 32, 8, 14336, 128256, 131072, false, LinearBias::none,
-       8030261248},
+       8030261248, 500000.0, 1e-5},
       {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 32768, false, LinearBias::none,
-       7241732096},
-      {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512},
-      {"gpt2", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808},
+       7241732096, 10000.0, 1e-5},
+      {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512,
+       1000000.0, 1e-6},
+      {"gpt2", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808, 10000.0,
+       1e-5},
   };
   for (const auto& e : cases) {
     INFO(e.dir);
@@ -190,6 +229,8 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
     CHECK(m.tied_embeddings == e.tied);
     CHECK(m.bias == e.bias);
     CHECK(double(param_count(m)) == e.params);
+    CHECK(m.rope_theta == e.rope_theta);  // gpt2: the unused default
+    CHECK(m.norm_eps == e.norm_eps);
   }
 }
 
@@ -222,6 +263,37 @@ TEST_CASE("Hugging Face defaults and variants") {
   CHECK(!m.tied_embeddings);
   g["n_inner"] = nullptr;
   CHECK(parse_model_spec(g, "g.json").ffn_hidden == 4 * 768);
+  g.erase("layer_norm_epsilon");
+  CHECK(parse_model_spec(g, "g.json").norm_eps == 1e-5);  // GPT2Config default
+}
+
+TEST_CASE("Hugging Face RoPE base and norm epsilon: class defaults and the transformers 5 layout") {
+  const auto base = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
+  auto j = base;
+  j.erase("rope_theta");
+  j.erase("rms_norm_eps");
+  ModelSpec m = parse_model_spec(j, "l.json");
+  CHECK(m.rope_theta == 10000.0);  // LlamaConfig defaults, as transformers would load this file
+  CHECK(m.norm_eps == 1e-6);
+  j["rms_norm_eps"] = nullptr;
+  CHECK(parse_model_spec(j, "l.json").norm_eps == 1e-6);
+
+  // transformers 5 writes rope_theta inside rope_parameters, next to the (ignored) scaling keys.
+  j = base;
+  j.erase("rope_theta");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 8.0},
+                          {"original_max_position_embeddings", 8192}};
+  CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
+  j["rope_theta"] = 500000.0;  // both, equal: fine
+  CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
+  j["rope_theta"] = 10000.0;  // both, different: ambiguous
+  const auto msg = error_of([&] { parse_model_spec(j, "l.json"); });
+  INFO(msg);
+  CHECK(contains(msg, "l.json: /rope_parameters: rope_theta 500000 differs from the top-level rope_theta 10000"));
+  j.erase("rope_theta");
+  j["rope_parameters"]["rope_theta"] = -1;
+  CHECK(contains(error_of([&] { parse_model_spec(j, "l.json"); }), "l.json: /rope_parameters/rope_theta:"));
 }
 
 TEST_CASE("Hugging Face errors name the file and the key") {
@@ -232,7 +304,11 @@ TEST_CASE("Hugging Face errors name the file and the key") {
       {"/hidden_act", "gelu"},
       {"/quantization_config", nlohmann::json::object()},
       {"/num_hidden_layers", 0},
-      {"/vocab_size", "32000"}};
+      {"/vocab_size", "32000"},
+      {"/rope_theta", 0},
+      {"/rope_theta", "10000"},
+      {"/rms_norm_eps", 1},
+      {"/rope_parameters", "default"}};
   for (const auto& [path, value] : edits) {
     auto j = base;
     j[nlohmann::json::json_pointer(path)] = value;

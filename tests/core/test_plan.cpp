@@ -74,6 +74,8 @@ void check_specs_equal(const Plan& a, const Plan& b) {
   CHECK(m.max_seq == n.max_seq);
   CHECK(m.tied_embeddings == n.tied_embeddings);
   CHECK(m.bias == n.bias);
+  CHECK(m.rope_theta == n.rope_theta);
+  CHECK(m.norm_eps == n.norm_eps);
   const ClusterSpec &c = a.cluster, &d = b.cluster;
   check_gpus_equal(c.gpu, d.gpu);
   CHECK(c.name == d.name);
@@ -315,6 +317,10 @@ TEST_CASE("optional keys take the documented defaults") {
   CHECK(p.reduce_grads == ReduceGrads::every_micro_batch);
   CHECK(!p.predicted.has_value());
   for (const PlanUnit& u : p.units) CHECK(u.reshard_after_forward == 1);
+  // Plans written before the model carried rope_theta and norm_eps load with the defaults.
+  CHECK_FALSE(j["model"].contains("rope_theta"));
+  CHECK(p.model.rope_theta == 10000.0);
+  CHECK(p.model.norm_eps == 1e-5);
 }
 
 TEST_CASE("bad plan files: message names the file and the JSON path") {
@@ -339,6 +345,8 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["units"][2]["wrap"] = true; }, "/units/2/wrap", "unknown key"},
       {[](J& j) { j["cluster"]["intra_node"]["nvl"] = 1; }, "/cluster/intra_node/nvl", "unknown key"},
       {[](J& j) { j["model"]["layerz"] = 2; }, "/model/layerz", "unknown key"},
+      {[](J& j) { j["model"]["rope_theta"] = 0; }, "/model/rope_theta", "positive RoPE base"},
+      {[](J& j) { j["model"]["norm_eps"] = 1; }, "/model/norm_eps", "norm epsilon in (0, 1)"},
       {[](J& j) { j["training"]["seq"] = "128"; }, "/training/seq", "positive integer"},
       {[](J& j) { j["units"][1]["modules"][0] = 3; }, "/units/1/modules/0", "module name"},
       {[](J& j) { j["cluster"]["gpu"] = "cpu-host"; }, "/cluster/gpu", "all its figures"},

@@ -326,6 +326,9 @@ TEST_CASE("the plan fingerprint ignores parallel degrees and unit grouping and s
   Plan r = p;
   r.model.hidden *= 2;
   CHECK(plan_fingerprint(r) != plan_fingerprint(p));
+  Plan theta = p;  // same shapes, other positions: the weights mean something else
+  theta.model.rope_theta = 500000.0;
+  CHECK(plan_fingerprint(theta) != plan_fingerprint(p));
   if (p.units.size() >= 2) {
     Plan merged = p;
     merged.units[0].modules.insert(merged.units[0].modules.end(), merged.units[1].modules.begin(),

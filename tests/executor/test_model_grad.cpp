@@ -1,6 +1,7 @@
 // tests/executor/test_model_grad.cpp — end-to-end gradient check of the llama and gpt models in double:
 // loss w.r.t. sampled parameters of every tensor of every module against central differences; the
-// loss at initialisation against ln V (near-uniform logits); float against double.
+// loss at initialisation against ln V (near-uniform logits); float against double; the RoPE base and
+// norm epsilon taken from the ModelSpec.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -62,6 +63,50 @@ TEST_CASE("variant: qkv bias, tied head, squared ReLU, multi-query attention") {
   s.ffn_kind = FfnKind::squared_relu;
   s.kv_heads = 1;
   check_model_gradients(s);
+}
+
+TEST_CASE("variant: Llama 3 RoPE base and a large norm epsilon") {
+  for (ModelSpec s : {test::tiny_llama(), test::tiny_gpt()}) {
+    s.name += "-theta-eps";
+    s.rope_theta = 500000.0;  // unused by gpt
+    s.norm_eps = 1e-2;
+    check_model_gradients(s);
+  }
+}
+
+// The model reads rope_theta and norm_eps from its ModelSpec (no other source): each changes the loss.
+TEST_CASE("the spec's RoPE base and norm epsilon change the loss") {
+  auto loss_of = [](const ModelSpec& spec) {
+    Transformer<double> model(spec, 2, 5);
+    std::vector<double> params(std::size_t(model.layout().total));
+    init_all(model.layout(), 42, params.data());
+    std::mt19937 rng(3);  // away from the tiny init, as check_model_gradients, so positions matter
+    std::normal_distribution<double> noise(0.0, 0.3);
+    for (double& p : params) p += noise(rng);
+    const auto batch = test::random_tokens(2, 5, spec.vocab, 11);
+    return model.forward(params.data(), batch.tokens.data(), batch.targets.data());
+  };
+  const ModelSpec llama = test::tiny_llama();
+  CHECK(llama.rope_theta == 10000.0);  // RoFormer / Llama 2 default
+  CHECK(llama.norm_eps == 1e-5);
+  const double base = loss_of(llama);
+  CHECK(loss_of(llama) == base);  // deterministic: any difference below comes from the spec
+  ModelSpec theta = llama;
+  theta.rope_theta = 500000.0;
+  const double with_theta = loss_of(theta);
+  INFO("loss theta 1e4 " << base << ", theta 5e5 " << with_theta);
+  CHECK(std::abs(with_theta - base) > 1e-9);
+  for (ModelSpec eps : {llama, test::tiny_gpt()}) {
+    const double before = loss_of(eps);
+    eps.norm_eps = 1e-1;
+    const double after = loss_of(eps);
+    INFO(eps.name << ": loss eps 1e-5 " << before << ", eps 1e-1 " << after);
+    CHECK(std::abs(after - before) > 1e-6);
+  }
+  ModelSpec gpt = test::tiny_gpt();
+  const double gpt_base = loss_of(gpt);
+  gpt.rope_theta = 500000.0;  // gpt has learned positions: the base is not used
+  CHECK(loss_of(gpt) == gpt_base);
 }
 
 TEST_CASE("loss at initialisation is close to ln V") {

@@ -206,6 +206,15 @@ TEST_CASE("an unknown model gets no flavor, a commented name and a note with its
   CHECK(toml.find("n_layers=30") != std::string::npos);
 }
 
+TEST_CASE("a Llama 3 flavor with another RoPE base keeps the flavor and notes the base") {
+  Plan p = llama8b_fsdp8();
+  CHECK(torchtitan_toml(p, "x").find("RoPE base") == std::string::npos);  // 500000, as torchtitan
+  p.model.rope_theta = 10000.0;
+  const std::string toml = torchtitan_toml(p, "x");
+  CHECK(toml_keys(toml).at("model.flavor") == "\"8B\"");
+  CHECK(toml.find("RoPE base is 10000; torchtitan's llama3 flavors use 500000") != std::string::npos);
+}
+
 TEST_CASE("disabled clipping never writes max_norm 0 (torch would zero the gradients)") {
   Plan p = llama8b_fsdp8();
   p.optimizer.grad_clip_norm = 0;

@@ -61,6 +61,10 @@ expect "Hugging Face unsupported architecture" "hf_unsupported.json|/architectur
   estimate --model "$BAD/hf_unsupported.json" --cluster dgx-h100 --nodes 1
 expect "Hugging Face missing field" "hf_missing_field.json|/intermediate_size" \
   estimate --model "$BAD/hf_missing_field.json" --cluster dgx-h100 --nodes 1
+expect "RoPE base not positive" "bad_rope_theta.json|/rope_theta|positive RoPE base|-500000" \
+  estimate --model "$BAD/bad_rope_theta.json" --cluster dgx-h100 --nodes 1
+expect "norm epsilon outside (0, 1)" "bad_norm_eps.json|/norm_eps|(0, 1)|1.5" \
+  estimate --model "$BAD/bad_norm_eps.json" --cluster dgx-h100 --nodes 1
 
 # Names and paths that do not resolve.
 expect "unknown model name" "llama9-1t|llama3.1-8b" \
