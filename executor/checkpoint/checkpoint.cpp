@@ -1,7 +1,10 @@
 // executor/checkpoint/checkpoint.cpp — manifest, atomic save, verified load with fallback.
 #include "executor/checkpoint/checkpoint.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -148,12 +151,43 @@ std::string plan_fingerprint(const Plan& plan) {
 
 std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }
 
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
+  std::string h(buf);
+  std::replace(h.begin(), h.end(), '-', '_');  // '-' separates the name's fields
+  return h;
+}
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+void remove_stale_temporaries(const std::string& root) {
+  // "step-N.tmp-<host>-<pid>" (and the older "step-N.tmp-<pid>"): a save that died before its rename.
+  // Only this host's names whose process is gone: a live pid may be a concurrent save.
+  static const std::regex kTmp(R"(step-[0-9]+\.tmp-(?:(.+)-)?([0-9]+))");
+  const std::string host = host_name();
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, kTmp) || (m[1].matched && m[1] != host)) continue;
+    if (!process_alive(std::stol(m[2]))) stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
+}
+
 std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint) {
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot create checkpoint directory: {}", root, ec.message()));
   const fs::path final_dir = fs::path(root) / checkpoint_dir_name(s.step);
-  const fs::path tmp = fs::path(root) / fmt::format("{}.tmp-{}", checkpoint_dir_name(s.step), ::getpid());
+  const fs::path tmp =
+      fs::path(root) / fmt::format("{}.tmp-{}-{}", checkpoint_dir_name(s.step), host_name(), ::getpid());
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
@@ -169,6 +203,7 @@ std::string save_checkpoint(const std::string& root, const TrainerState& s, cons
   fs::rename(tmp, final_dir, ec);
   if (ec) throw ConfigError(fmt::format("{}: cannot rename to {}: {}", tmp.string(), final_dir.string(), ec.message()));
   fsync_directory(root);
+  remove_stale_temporaries(root);
   return final_dir.string();
 }
 

@@ -34,6 +34,9 @@ std::string checkpoint_dir_name(std::int64_t step);  // "step-000006"
 // Saves `s` (only replica 0's shards are in it) under root/step-<step>; creates root if needed and
 // replaces an existing directory of the same step. Returns the directory path.
 std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint);
+// Deletes the temporary directories of saves that died before their rename (this host's, whose process
+// is gone); save_checkpoint calls it after each successful save.
+void remove_stale_temporaries(const std::string& root);
 
 // Reads one checkpoint directory, verifying the manifest (each unit's modules tile it, no module in
 // two units), the fingerprint, every file's size and CRC-32 and its unit sizes; every rank's units get

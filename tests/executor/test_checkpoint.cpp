@@ -3,6 +3,7 @@
 // module's element values, format-1 states, save/load round trips with the manifest's module lists,
 // and detection of torn, truncated and corrupted checkpoints with fallback to the previous good one.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -230,6 +231,34 @@ TEST_CASE("save then load gives the same state with the units' modules; temporar
   CHECK(loaded->rejected.empty());
   // Saved with 4 ranks and the embedding last, loaded into 2 ranks with one unit.
   check_holds_values(reshard_state(loaded->state, layout(kOneUnit, 2), loaded->dir));
+}
+
+// A pid that no process has: a child that already exited and was reaped.
+long dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return long(pid);
+}
+
+TEST_CASE("a save removes the temporary directories of dead saves on this host, and only those") {
+  TempDir t;
+  char buf[256] = {};
+  REQUIRE(::gethostname(buf, sizeof buf - 1) == 0);
+  std::string host(buf);
+  std::replace(host.begin(), host.end(), '-', '_');
+  const long dead = dead_pid(), alive = long(::getpid());
+  const fs::path dead_here = t.path / ("step-000009.tmp-" + host + "-" + std::to_string(dead));
+  const fs::path legacy = t.path / ("step-000008.tmp-" + std::to_string(dead));
+  const fs::path live_here = t.path / ("step-000007.tmp-" + host + "-" + std::to_string(alive));
+  const fs::path other_host = t.path / ("step-000005.tmp-elsewhere-" + std::to_string(dead));
+  for (const fs::path& p : {dead_here, legacy, live_here, other_host}) fs::create_directories(p / "x");
+  save_checkpoint(t.path.string(), filled_state(kTiedLast, 4), "abc");
+  CHECK_FALSE(fs::exists(dead_here));
+  CHECK_FALSE(fs::exists(legacy));
+  CHECK(fs::exists(live_here));   // may be a concurrent save
+  CHECK(fs::exists(other_host));  // its pid means nothing here
+  CHECK(fs::exists(t.path / "step-000006" / "manifest.json"));
 }
 
 TEST_CASE("the manifest's module lists are verified; a format-1 manifest loads without them") {
