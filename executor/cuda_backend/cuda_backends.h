@@ -1,8 +1,9 @@
 // executor/cuda_backend/cuda_backends.h — how `fsdpx run --backend cuda` makes the Trainer's ranks:
 // every rank of the plan as a thread of this process on one GPU (the in-process device communicator:
 // single-GPU runs and the multi-rank equivalence tests), or this process as one rank of a
-// multi-process NCCL job (one process per GPU, the NCCL id from the launcher's rendezvous).
-// Leaves out several GPUs driven by one process.
+// multi-process NCCL job (one process per GPU, the NCCL id from the launcher's rendezvous). The
+// Trainer's kernel profiler goes to global rank 0's model only, as on the CPU. Leaves out several GPUs
+// driven by one process.
 #pragma once
 
 #include "executor/runtime/trainer.h"

@@ -3,9 +3,12 @@
 // executor/cuda/): GEMM dx is written (accumulate=false, so its scratch needs no zeroing), GEMM dW is
 // accumulated in fp32; mlp_act_backward and flash_attention_backward accumulate, so dfc and dqkv are
 // zeroed first; norm backward accumulates dinp into dres (the residual branch, as llm.c) and dw/db.
+// Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
+// holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
 #include "executor/cuda_backend/cuda_block.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "core/errors.h"
 #include "executor/cuda/activation.h"
@@ -13,6 +16,7 @@
 #include "executor/cuda/bias.h"
 #include "executor/cuda/norm.h"
 #include "executor/cuda/rope.h"
+#include "executor/cuda_backend/cuda_op_timer.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -20,6 +24,11 @@ namespace {
 const bf16* param(const ModuleLayout& m, const bf16* base, const char* name) {
   const TensorSlot* t = m.find(name);
   return t ? base + t->offset : nullptr;
+}
+
+// The timing scope of one kernel group of the block (module) that ctx describes; free without a profiler.
+CudaScopedOp timed(const CudaBlockContext& ctx, std::string_view op) {
+  return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
 }
 
 }  // namespace
@@ -87,30 +96,49 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
   GemmContext& gemm = *ctx.gemm;
   const cudaStream_t s = ctx.stream;
   FSDP_CHECK(x_out != x_in, "cuda_block_forward: x_out aliases x_in");
-  norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b);
-  matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s);
-  if (ctx.rope_cos)
+  { const auto t = timed(ctx, "attn_norm");
+    norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
+  { const auto t = timed(ctx, "qkv");
+    matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
+  if (ctx.rope_cos) {
+    const auto t = timed(ctx, "rope");
     rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
-  flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s);
+  }
+  { const auto t = timed(ctx, "attn_core");
+    flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s); }
   // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
-  matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s);
-  residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s);
-  norm_forward_bf16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
-                    p.mlp_norm_b);
-  matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s);
-  mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s);
-  matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s);
-  residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s);
+  { const auto t = timed(ctx, "attn_out");
+    matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
+  { const auto t = timed(ctx, "attn_residual");
+    residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
+  { const auto t = timed(ctx, "mlp_norm");
+    norm_forward_bf16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
+                      p.mlp_norm_b); }
+  { const auto t = timed(ctx, "mlp_up");
+    matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
+  { const auto t = timed(ctx, "mlp_act");
+    mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s); }
+  { const auto t = timed(ctx, "mlp_down");
+    matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
+  { const auto t = timed(ctx, "mlp_residual");
+    residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
 }
 
 namespace {
 
+// The kernel names of one linear layer's backward ("mlp_down_dx", "mlp_down_dw").
+struct LinearOps {
+  std::string_view dx, dw;
+};
+
 // The linear layer's backward: dinp [N, C] = dout [N, OC]·W (written, bf16), dW [OC, C] += doutᵀ·inp
-// (fp32), db [OC] += Σ_n dout when the layer has a bias.
-void linear_backward(const CudaBlockContext& ctx, CudaBlockScratch& sc, bf16* dinp, float* dw, float* db,
-                     const bf16* dout, const bf16* inp, const bf16* w, std::int64_t c, std::int64_t oc) {
+// (fp32), db [OC] += Σ_n dout when the layer has a bias (timed with dW, as on the CPU).
+void linear_backward(const CudaBlockContext& ctx, CudaBlockScratch& sc, LinearOps ops, bf16* dinp, float* dw,
+                     float* db, const bf16* dout, const bf16* inp, const bf16* w, std::int64_t c, std::int64_t oc) {
   const std::int64_t n = ctx.dims.n;
-  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, n, c, oc, false, ctx.stream);
+  { const auto t = timed(ctx, ops.dx);
+    matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, n, c, oc, false, ctx.stream); }
+  const auto t = timed(ctx, ops.dw);
   matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, n, c, oc, true, ctx.stream);
   if (db) bias_backward(db, sc.bias.get(), dout, n, oc, ctx.stream);
 }
@@ -119,11 +147,14 @@ void linear_backward(const CudaBlockContext& ctx, CudaBlockScratch& sc, bf16* di
 void mlp_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
                        const BlockTensors<float*>& g, const CudaBlockActs& a, bf16* dres, CudaBlockScratch& sc) {
   const BlockDims& d = ctx.dims;
-  linear_backward(ctx, sc, sc.dfc_act.get(), g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), p.mlp_down_w, d.f,
-                  d.c);
-  zero_async(sc.dfc, ctx.stream);  // mlp_act_backward accumulates
-  mlp_act_backward(ctx.spec->ffn_kind, sc.dfc.get(), sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream);
-  linear_backward(ctx, sc, sc.dln.get(), g.mlp_up_w, g.mlp_up_b, sc.dfc.get(), a.ln2.get(), p.mlp_up_w, d.c, d.fu);
+  linear_backward(ctx, sc, {"mlp_down_dx", "mlp_down_dw"}, sc.dfc_act.get(), g.mlp_down_w, g.mlp_down_b, dres,
+                  a.fc_act.get(), p.mlp_down_w, d.f, d.c);
+  { const auto t = timed(ctx, "mlp_act_bwd");
+    zero_async(sc.dfc, ctx.stream);  // mlp_act_backward accumulates
+    mlp_act_backward(ctx.spec->ffn_kind, sc.dfc.get(), sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream); }
+  linear_backward(ctx, sc, {"mlp_up_dx", "mlp_up_dw"}, sc.dln.get(), g.mlp_up_w, g.mlp_up_b, sc.dfc.get(),
+                  a.ln2.get(), p.mlp_up_w, d.c, d.fu);
+  const auto t = timed(ctx, "mlp_norm_bwd");
   norm_backward_bf16(ctx, dres, g.mlp_norm_w, g.mlp_norm_b, sc.norm.get(), sc.dln.get(), a.x_mid.get(),
                      p.mlp_norm_w, a.ln2_mean.get(), a.ln2_rstd.get());
 }
@@ -133,13 +164,19 @@ void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<con
                              const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
                              CudaBlockScratch& sc) {
   const BlockDims& d = ctx.dims;
-  linear_backward(ctx, sc, sc.datty.get(), g.attn_out_w, g.attn_out_b, dres, a.atty.get(), p.attn_out_w, d.q, d.c);
-  zero_async(sc.dqkv, ctx.stream);  // flash_attention_backward accumulates
-  flash_attention_backward(sc.dqkv.get(), sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
-                           d.attn, ctx.stream);
-  if (ctx.rope_cos)
+  linear_backward(ctx, sc, {"attn_out_dx", "attn_out_dw"}, sc.datty.get(), g.attn_out_w, g.attn_out_b, dres,
+                  a.atty.get(), p.attn_out_w, d.q, d.c);
+  { const auto t = timed(ctx, "attn_core_bwd");
+    zero_async(sc.dqkv, ctx.stream);  // flash_attention_backward accumulates
+    flash_attention_backward(sc.dqkv.get(), sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
+                             d.attn, ctx.stream); }
+  if (ctx.rope_cos) {
+    const auto t = timed(ctx, "rope_bwd");
     rope_backward(sc.dqkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
-  linear_backward(ctx, sc, sc.dln.get(), g.qkv_w, g.qkv_b, sc.dqkv.get(), a.ln1.get(), p.qkv_w, d.c, d.qkv);
+  }
+  linear_backward(ctx, sc, {"qkv_dx", "qkv_dw"}, sc.dln.get(), g.qkv_w, g.qkv_b, sc.dqkv.get(), a.ln1.get(), p.qkv_w,
+                  d.c, d.qkv);
+  const auto t = timed(ctx, "attn_norm_bwd");
   norm_backward_bf16(ctx, dres, g.attn_norm_w, g.attn_norm_b, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w,
                      a.ln1_mean.get(), a.ln1_rstd.get());
 }

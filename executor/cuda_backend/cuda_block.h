@@ -2,7 +2,9 @@
 // executor/model/block.h (same formulas, tensor layout, residual-gradient flow and += parameter
 // gradients): bf16 activations and parameters, fp32 norm statistics, attention log-sum-exp and
 // parameter gradients. Attention is the flash kernel, so a block saves lse [B, NH, T] where the CPU
-// saves probabilities. Leaves out dropout, selective recompute and fused residual + norm kernels.
+// saves probabilities. With a profiler in the context, each kernel group is timed under the CPU block's
+// names (executor/model/block.cpp). Leaves out dropout, selective recompute and fused residual + norm
+// kernels.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block.h"
+#include "executor/model/op_profiler.h"
 #include "executor/model/param_layout.h"
 
 namespace fsdpx::cuda {
@@ -49,6 +52,8 @@ struct CudaBlockContext {
   const float* rope_sin = nullptr;  // both from spec->rope_theta; the norms use spec->norm_eps
   GemmContext* gemm = nullptr;
   cudaStream_t stream = nullptr;
+  OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
+  int module = -1;                 // ParamLayout index reported with each kernel time
 };
 
 // Pointers to one block's tensors inside its bf16 parameter buffer; absent tensors are null. (The fp32

@@ -2,7 +2,8 @@
 // embedding (token + learned positions for gpt), blocks (cuda_block.h, with optional full recompute),
 // final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
 // executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
-// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute.
+// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry
+// the names and modules of transformer.cpp's ScopedOps.
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <utility>
@@ -13,6 +14,7 @@
 #include "executor/cpu/rope.h"
 #include "executor/cuda/cross_entropy.h"
 #include "executor/cuda/embedding.h"
+#include "executor/cuda_backend/cuda_op_timer.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -76,8 +78,8 @@ bool CudaModel::recomputes(std::int64_t block) const {
   return !opts_.recompute.empty() && opts_.recompute[std::size_t(block)] == RecomputeMode::full;
 }
 
-CudaBlockContext CudaModel::context(cudaStream_t stream) const {
-  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream};
+CudaBlockContext CudaModel::context(cudaStream_t stream, int module) const {
+  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module};
 }
 
 const bf16* CudaModel::module_base(std::span<const bf16* const> params, int module) const {
@@ -128,7 +130,7 @@ void CudaModel::forward_module(int m, std::span<const bf16* const> params, cudaS
     const std::int64_t i = m - 1;
     CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
     const auto p = block_params_bf16(layout_.modules[std::size_t(m)], module_base(params, m));
-    cuda_block_forward(context(stream), p, resid_[std::size_t(i)].get(), resid_[std::size_t(i + 1)].get(), a);
+    cuda_block_forward(context(stream, m), p, resid_[std::size_t(i)].get(), resid_[std::size_t(i + 1)].get(), a);
   }
   next_forward_ = m + 1;
 }
@@ -161,18 +163,20 @@ void CudaModel::block_module_backward(int m, std::span<const bf16* const> params
   const auto p = block_params_bf16(ml, module_base(params, m));
   const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
   const bf16* x_in = resid_[std::size_t(i)].get();
-  const CudaBlockContext ctx = context(stream);
+  const CudaBlockContext ctx = context(stream, m);
   if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), recompute_acts_);
   const CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
 }
 
 void CudaModel::embed_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+  const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
   embedding_forward(resid_[0].get(), batch_.tokens(), tensor(params, 0, "tok.weight"), tensor(params, 0, "pos.weight"),
                     dims_.b, dims_.t, dims_.c, stream);
 }
 
 void CudaModel::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
+  const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
   embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
@@ -180,15 +184,17 @@ void CudaModel::embed_backward(std::span<float* const> grads, cudaStream_t strea
 
 void CudaModel::final_norm_forward(std::span<const bf16* const> params, cudaStream_t stream) {
   const int m = layout_.final_norm_index();
-  norm_forward_bf16(context(stream), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+  const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
+  norm_forward_bf16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
                     tensor(params, m, "final_norm.weight"), tensor(params, m, "final_norm.bias"));
 }
 
 void CudaModel::final_norm_backward(std::span<const bf16* const> params, std::span<float* const> grads,
                                     cudaStream_t stream) {
   const int m = layout_.final_norm_index();
+  const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward_bf16(context(stream), dres_.get(), tensor(grads, m, "final_norm.weight"),
+  norm_backward_bf16(context(stream, m), dres_.get(), tensor(grads, m, "final_norm.weight"),
                      tensor(grads, m, "final_norm.bias"), scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
                      tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
@@ -198,7 +204,11 @@ void CudaModel::head_forward(std::span<const bf16* const> params, cudaStream_t s
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
   const bf16* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
-  matmul_forward(*gemm_, logits_.get(), GemmOut::bf16, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
+  {
+    const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
+    matmul_forward(*gemm_, logits_.get(), GemmOut::bf16, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
+  }
+  const CudaScopedOp t(opts_.profiler, "loss", m, stream);
   fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
 }
 
@@ -211,9 +221,16 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
   const std::int64_t n = dims_.n, v = spec_.vocab;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
-  fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
-                   stream);
-  matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
+  {
+    const CudaScopedOp t(opts_.profiler, "loss_bwd", m, stream);
+    fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
+                     stream);
+  }
+  {
+    const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
+    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
+  }
+  const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
   matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), n, dims_.c, v, true, stream);
 }
 

@@ -6,7 +6,7 @@
 // Leaves out dropout, ignore-index targets, vocabulary padding and selective recompute.
 //
 // Protocol for one micro-batch (every call enqueues on `stream` and returns; see CudaModel::set_batch
-// for the one bounded host wait):
+// for the one bounded host wait, and CudaModelOptions::profiler for the waits of a profiled run):
 //   set_batch(tokens, targets, stream);                  // host int32 [B, T] each
 //   set_loss_output(loss_device);                        // before the head's forward
 //   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's bf16 buffer or null
@@ -29,6 +29,7 @@
 #include "executor/cuda_backend/cuda_block.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block.h"
+#include "executor/model/op_profiler.h"
 #include "executor/model/param_layout.h"
 
 namespace fsdpx::cuda {
@@ -39,6 +40,9 @@ struct CudaModelOptions {
   // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
   // forward in backward; selective (and selective_op) is treated as none.
   std::vector<RecomputeMode> recompute;
+  // Null: nothing is timed. Otherwise every kernel group reports its GPU time (a CUDA event pair) under
+  // the CPU model's op names, and each call waits for its kernels (cuda_op_timer.h).
+  OpProfiler* profiler = nullptr;
 };
 
 class CudaModel {
@@ -84,7 +88,7 @@ class CudaModel {
   void head_backward(std::span<const bf16* const> params, std::span<float* const> grads, cudaStream_t stream);
   void block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
-  CudaBlockContext context(cudaStream_t stream) const;
+  CudaBlockContext context(cudaStream_t stream, int module) const;
   bool recomputes(std::int64_t block) const;
   const bf16* module_base(std::span<const bf16* const> params, int module) const;
   float* module_base(std::span<float* const> grads, int module) const;

@@ -15,15 +15,17 @@ namespace {
 
 constexpr int kHostReduceElems = 8;
 
-CudaModelOptions model_options(const Plan& plan) {
+CudaModelOptions model_options(const Plan& plan, OpProfiler* profiler) {
   CudaModelOptions o;
   o.recompute = plan.recompute;
+  o.profiler = profiler;
   return o;
 }
 
 }  // namespace
 
-CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device)
+CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
+                                 OpProfiler* kernel_profiler)
     : rp_(rp), device_(device), world_(std::move(world)) {
   use_device();
   // Mesh (dp_replicate, dp_shard, cp, tp), row-major (step_program.h Mesh); tp = cp = 1 here.
@@ -36,7 +38,7 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
   model_ = std::make_unique<CudaModel>(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
-                                       model_options(rp.plan), *gemm_);
+                                       model_options(rp.plan, kernel_profiler), *gemm_);
   const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
   for (const FlatUnitLayout& f : rp.flats) units_.push_back(std::make_unique<CudaUnit>(f, unit_shard, rp.replicated, &mem_));
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));

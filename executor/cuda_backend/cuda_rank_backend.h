@@ -5,7 +5,8 @@
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
 // all-gathers under NCCL (executor-notes §3). Host waits: the losses and the gradient norm, once per
-// step. Leaves out CUDA graphs, per-kernel profiling and tp/cp/pp.
+// step, and after every model kernel group when a kernel profiler is given. Leaves out CUDA graphs and
+// tp/cp/pp.
 #pragma once
 
 #include <array>
@@ -27,7 +28,9 @@ namespace fsdpx::cuda {
 class CudaRankBackend final : public RankBackend {
  public:
   // `world`: this rank's communicator over every data-parallel rank; all work on CUDA device `device`.
-  CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device);
+  // `kernel_profiler` (may be null) receives the model's per-kernel GPU times (cuda_op_timer.h).
+  CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
+                  OpProfiler* kernel_profiler = nullptr);
   ~CudaRankBackend() override;
 
   int rank() const override { return world_->rank(); }

@@ -3,13 +3,16 @@
 // gradient tensor, for a tiny llama (RMSNorm, RoPE, GQA, SwiGLU, untied head), a tiny gpt (LayerNorm,
 // learned positions, GELU, all biases, tied head) and a llama with qkv biases and a tied head. Also:
 // full recompute is bitwise equal to none, two runs are bitwise identical, gradients accumulate over
-// micro-batches (with the host token arrays scribbled right after set_batch), and the memory formulas.
+// micro-batches (with the host token arrays scribbled right after set_batch), the memory formulas, and
+// the kernel profile: the CPU model's op names and modules, each with a positive GPU time.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/cuda_backend/cuda_model.h"
@@ -77,8 +80,9 @@ struct Result {
   std::vector<float> grads;  // [layout.total] fp32, modules in forward order
 };
 
-Result run_cpu(const ModelSpec& spec, const std::vector<float>& params, const Batch& batch, float dloss) {
-  Transformer<float> model(spec, kB, kT);
+Result run_cpu(const ModelSpec& spec, const std::vector<float>& params, const Batch& batch, float dloss,
+               ModelOptions opts = {}) {
+  Transformer<float> model(spec, kB, kT, std::move(opts));
   Result r;
   r.grads.assign(params.size(), 0.0f);
   r.loss = model.forward(params.data(), batch.tokens.data(), batch.targets.data());
@@ -220,6 +224,50 @@ TEST_CASE("CudaModel saved and working bytes follow the documented formulas") {
       const std::int64_t batch = 4 * (3 * n + 2 * std::min(n, v) + 1);
       const std::int64_t recompute = recompute_first ? acts + 2 * n * c : 0;
       CHECK(model.working_bytes() == rope + batch + recompute + scratch + 4 + 2 * 2 * n * c);
+    }
+  }
+}
+
+// Every (op, module) reported, with its times in call order.
+struct RecordingProfiler : OpProfiler {
+  std::map<std::pair<std::string, int>, std::vector<double>> times_s;
+  void record(std::string_view op, int module, double time_s) override {
+    times_s[{std::string(op), module}].push_back(time_s);
+  }
+  std::map<std::pair<std::string, int>, std::size_t> calls() const {
+    std::map<std::pair<std::string, int>, std::size_t> out;
+    for (const auto& [key, t] : times_s) out[key] = t.size();
+    return out;
+  }
+};
+
+TEST_CASE("CudaModel kernel profile: the CPU model's ops and modules, each timed; no profiler: same bits") {
+  for (const ModelSpec& spec : {cuda_llama(), cuda_gpt()}) {
+    for (const bool recompute_first : {false, true}) {
+      CAPTURE(spec.name);
+      CAPTURE(recompute_first);
+      std::vector<RecomputeMode> recompute(std::size_t(spec.layers), RecomputeMode::none);
+      if (recompute_first) recompute[0] = RecomputeMode::full;  // re-runs block 1's forward names in backward
+      const std::vector<float> params = random_params(make_param_layout(spec));
+      const Batch batch = random_batch(spec.vocab);
+      RecordingProfiler cpu_prof, gpu_prof;
+      run_cpu(spec, params, batch, 1.0f, ModelOptions{recompute, &cpu_prof});
+      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr}, params, batch, 1.0f);
+      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof}, params, batch, 1.0f);
+      REQUIRE(!cpu_prof.times_s.empty());
+      CHECK(gpu_prof.calls() == cpu_prof.calls());
+      for (const auto& entry : cpu_prof.times_s)
+        if (!gpu_prof.times_s.count(entry.first))
+          MESSAGE("missing on the GPU: " << entry.first.first << " of module " << entry.first.second);
+      for (const auto& entry : gpu_prof.times_s) {
+        const std::string op = entry.first.first + " of module " + std::to_string(entry.first.second);
+        CAPTURE(op);
+        if (!cpu_prof.times_s.count(entry.first)) MESSAGE("recorded on the GPU only: " << op);
+        for (const double t : entry.second) CHECK((std::isfinite(t) && t > 0));
+      }
+      // Profiling only adds events and waits: the same kernels produce the same bits.
+      CHECK(timed.loss == plain.loss);
+      CHECK(bit_identical(timed.grads, plain.grads));
     }
   }
 }

@@ -2,8 +2,8 @@
 // one GPU (the in-process device communicator), units of 1 and 2 blocks, reshard_after_forward on and
 // off, prefetch 0 and 2, accumulation 1 and 3, recompute none and full, HSDP 2×2 and DDP, must follow
 // the single-rank fp32 reference of the CPU tests (tests/executor/trainer_fixtures.h) within bf16
-// tolerances after 3 steps; and the GPU runs are deterministic. Models have head_dim 32 (the flash
-// attention kernel's smallest).
+// tolerances after 3 steps; the GPU runs are deterministic; and a profiled run times rank 0's kernels
+// under the CPU run's names. Models have head_dim 32 (the flash attention kernel's smallest).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -110,6 +110,27 @@ TEST_CASE("CudaRankBackend: two runs of a 2-rank plan are bitwise identical") {
   const test::Trajectory a = cuda_training(plan), b = cuda_training(plan);
   CHECK(a.losses == b.losses);
   CHECK(a.params == b.params);
+}
+
+TEST_CASE("CudaRankBackend: --profile times the kernels of rank 0 only, under the CPU backend's names") {
+  test::PlanShape s;
+  s.dp_shard = 2, s.accum = 2;
+  const Plan plan = test::tiny_plan(gpu_tiny(Arch::llama), s, 16);
+  const auto data = std::make_shared<test::HashData>(plan.model.vocab);
+  const TrainerOptions profiled{NonFinitePolicy::stop, true};
+  Trainer cpu(plan, data, profiled);
+  Trainer gpu(plan, data, profiled, cuda::in_process_cuda_backends(0));
+  Trainer quiet(plan, data, TrainerOptions{}, cuda::in_process_cuda_backends(0));
+  cpu.step(), gpu.step(), quiet.step();
+  const OpProfile c = cpu.profile(), g = gpu.profile();
+  REQUIRE(!c.kernel_calls.empty());
+  // Rank 1 gets no profiler: counts twice the CPU's would mean both ranks recorded.
+  CHECK(g.kernel_calls == c.kernel_calls);
+  for (const auto& entry : g.kernel_time_s) {
+    CAPTURE(entry.first);
+    CHECK(entry.second > 0);
+  }
+  CHECK(quiet.profile().kernel_calls.empty());  // no --profile: no profiler reaches the model
 }
 
 }  // namespace
