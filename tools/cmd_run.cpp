@@ -191,6 +191,7 @@ void run_run(RunOptions o) {
     data = recorder = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
   TrainerOptions to;
   to.profile = !o.profile.empty();
+  to.cuda = o.backend == Backend::cuda;
   const std::unique_ptr<Trainer> trainer = make_trainer(plan, plan_file, data, to, b.backends);
   RunRecord r;
   r.backend = b.description;

@@ -26,9 +26,11 @@ run() { echo "+ $*"; "$@"; }
 { echo "## Acceptance (issue #6 done-when), cluster spec $cluster"; echo; echo "| check | result | detail |"
   echo "|---|---|---|"; } >"$md"
 
-# 1. Correctness.
+# 1. Correctness. The CPU runtime runs fp32/unfused plans (the cpu cluster's), the CUDA runtime bf16/flash2
+#    ones: same model, training, optimizer and seed; the weights come from one file.
+run "$fsdpx" plan --model llama-small --cluster cpu --world-size 1 --seq 128 --global-batch 8 -o "$w/small_cpu.json"
 run "$fsdpx" plan --model llama-small --cluster "$cluster" --world-size 1 --seq 128 --global-batch 8 -o "$w/small1.json"
-run "$fsdpx" run --plan "$w/small1.json" --backend cpu --steps 20 --format json \
+run "$fsdpx" run --plan "$w/small_cpu.json" --backend cpu --steps 20 --format json \
   --save-init-weights "$w/init.safetensors" --dump-batches "$w/batches.safetensors" >"$w/cpu.json"
 run "$fsdpx" run --plan "$w/small1.json" --backend cuda --steps 20 --format json \
   --init-weights "$w/init.safetensors" >"$w/cuda1.json"

@@ -5,11 +5,15 @@
 # ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; executor-notes §3), then the
 # issue's done-when checks (tools/gpu_acceptance.sh: correctness vs CPU and PyTorch, several ranks on
 # one GPU, tokens/s and MFU vs PyTorch and the simulator, calibration). Writes a results table to
-# $OUT/gpu_results.md when OUT is set (7 files in all). Usage, from the repository root:
-#   tools/gpu_check.sh [build dir, default build-gpu]
+# $OUT/gpu_results.md when OUT is set (8 files at most). Usage, from the repository root:
+#   tools/gpu_check.sh [build dir, default build-gpu] [stages, default tests,nccl,accept]
+# A device call lasts 10 minutes at most: on a fresh machine run `tests,nccl` first, then `accept` in a
+# second call while the machine is still warm (the build is kept), or everything at once if it fits.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-build-gpu}"
+stages=",${2:-tests,nccl,accept},"
+want() { [[ $stages == *",$1,"* ]]; }
 out="${OUT:-}"
 log_dir="${out:-$root/$build}"
 mkdir -p "$log_dir"
@@ -49,9 +53,10 @@ command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 
 if step configure cmake "${cmake_args[@]}" &&
    step build ninja -C "$root/$build" fsdpx test_cuda bench_cuda_kernels; then
-  step ctest_gpu ctest --test-dir "$root/$build" -L gpu --output-on-failure -V
-  step bench "$root/$build/tests/cuda/bench_cuda_kernels"
-  step acceptance "$root/tools/gpu_acceptance.sh" "$root/$build" "$log_dir"
+  want tests && step ctest_gpu ctest --test-dir "$root/$build" -L gpu --output-on-failure -V
+  want tests && step bench "$root/$build/tests/cuda/bench_cuda_kernels"
+  # acceptance.md stays in the build folder: $OUT gets it inside gpu_results.md (8-file limit).
+  want accept && step acceptance "$root/tools/gpu_acceptance.sh" "$root/$build" "$root/$build"
 fi
 
 # Two NCCL ranks on this one GPU through torch.distributed (its bundled NCCL).
@@ -70,9 +75,9 @@ if __name__ == "__main__":
     print("two ranks on one GPU: all_reduce ok")
 '
 export NCCL_MULTI_RANK_GPU_ENABLE=1
-step nccl_two_ranks_one_gpu timeout 180 python3 -c "$multi_rank_py"
+want nccl && step nccl_two_ranks_one_gpu timeout 180 python3 -c "$multi_rank_py"
 # fsdpx's own NCCL communicator with the variable set: its two-ranks-on-one-GPU case runs where NCCL >= 2.30.
-[ -x "$root/$build/tests/cuda/test_cuda" ] &&
+want nccl && [ -x "$root/$build/tests/cuda/test_cuda" ] &&
   step nccl_communicator timeout 300 "$root/$build/tests/cuda/test_cuda" -tc="nccl:*"
 unset NCCL_MULTI_RANK_GPU_ENABLE
 
@@ -86,9 +91,9 @@ unset NCCL_MULTI_RANK_GPU_ENABLE
   echo "| step | status | seconds | log |"
   echo "|---|---|---|---|"
   for r in "${results[@]}"; do echo "| ${r//|/ | } |"; done
-  if [ -f "$log_dir/acceptance.md" ]; then
+  if want accept && [ -f "$root/$build/acceptance.md" ]; then
     echo
-    cat "$log_dir/acceptance.md"
+    cat "$root/$build/acceptance.md"
   fi
   if [ -f "$log_dir/bench.log" ]; then
     echo

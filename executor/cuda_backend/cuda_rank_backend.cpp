@@ -40,7 +40,9 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   model_ = std::make_unique<CudaModel>(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
                                        model_options(rp.plan, kernel_profiler), *gemm_);
   const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
-  for (const FlatUnitLayout& f : rp.flats) units_.push_back(std::make_unique<CudaUnit>(f, unit_shard, rp.replicated, &mem_));
+  const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
+  for (const FlatUnitLayout& f : rp.flats)
+    units_.push_back(std::make_unique<CudaUnit>(f, unit_shard, rp.replicated, reduce, &mem_));
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));

@@ -1,6 +1,7 @@
 // executor/cuda_backend/cuda_unit.cpp — buffers and collectives of one FSDP unit on the GPU (see
 // cuda_unit.h). In-place conventions as NCCL's (executor-notes §3): the all-gather input is the bf16
-// shard, the reduce-scatter output a separate fp32 shard so the unsharded gradients can be freed.
+// shard, the reduce-scatter output a separate shard (in the reduction dtype) so the unsharded
+// gradients can be freed.
 #include "executor/cuda_backend/cuda_unit.h"
 
 #include "core/errors.h"
@@ -21,8 +22,9 @@ T* alloc_async(std::int64_t n, cudaStream_t stream) {
 }
 }  // namespace
 
-CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem)
-    : flat_(std::move(flat)), replicated_(replicated), mem_(mem) {
+CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
+    : flat_(std::move(flat)), replicated_(replicated), reduce_type_(reduce_type), mem_(mem) {
+  FSDP_CHECK(reduce_type == DType::f32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
   const std::int64_t shard = flat_.shard_numel;
   shard_offset_ = std::int64_t(shard_index) * shard;
   master_ = DeviceBuffer<float>(shard);
@@ -48,7 +50,7 @@ CudaUnit::~CudaUnit() {
   // Destructors run after the backend synchronised its streams; plain frees are then safe.
   if (full_params_) cudaFree(full_params_);
   if (full_grads_) cudaFree(full_grads_);
-  if (reduced_ && reduced_ != full_grads_) cudaFree(reduced_);
+  if (reduced_) cudaFree(reduced_);
 }
 
 void CudaUnit::upload(const UnitShardState& s, cudaStream_t stream) {
@@ -133,20 +135,50 @@ void CudaUnit::free_full_grads(cudaStream_t stream) {
   grads_live_ = false;
 }
 
+void* CudaUnit::alloc_reduce(std::int64_t n, cudaStream_t stream) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&p, std::size_t(n) * dtype_bytes(reduce_type_), stream));
+  mem_->alloc(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
+  return p;
+}
+
+void CudaUnit::free_reduce(void* p, std::int64_t n, cudaStream_t stream) {
+  CUDA_CHECK(cudaFreeAsync(p, stream));
+  mem_->free(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
+}
+
+// The unsharded gradients in the reduction dtype: a bf16 copy (then the fp32 buffer is done with), or
+// the fp32 buffer itself (null: use full_grads_).
+bf16* CudaUnit::bf16_grads_copy(cudaStream_t stream) {
+  if (reduce_type_ != DType::bf16) return nullptr;
+  auto* copy = static_cast<bf16*>(alloc_reduce(flat_.padded_numel, stream));
+  cast_f32_to_bf16(copy, full_grads_, flat_.padded_numel, stream);
+  free_full_grads(stream);
+  return copy;
+}
+
 void CudaUnit::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(grads_live_, "CudaUnit: reduce-scatter without gradients");
   FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: reduce-scatter group size != shards");
-  reduced_ = alloc_async<float>(flat_.shard_numel, stream);
-  mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);
-  comm.reduce_scatter(full_grads_, reduced_, flat_.shard_numel, DType::f32, stream, op);
-  free_full_grads(stream);
+  bf16* copy = bf16_grads_copy(stream);
+  reduced_ = alloc_reduce(flat_.shard_numel, stream);
+  comm.reduce_scatter(copy ? static_cast<void*>(copy) : full_grads_, reduced_, flat_.shard_numel, reduce_type_,
+                      stream, op);
+  if (copy)
+    free_reduce(copy, flat_.padded_numel, stream);
+  else
+    free_full_grads(stream);
 }
 
 void CudaUnit::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(grads_live_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: DDP all-reduce needs whole gradients");
-  comm.all_reduce(full_grads_, full_grads_, flat_.padded_numel, DType::f32, stream, op);
-  reduced_ = alloc_async<float>(flat_.shard_numel, stream);
-  mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);
+  if (bf16* copy = bf16_grads_copy(stream)) {  // the bf16 copy, reduced in place, is the reduced shard
+    comm.all_reduce(copy, copy, flat_.padded_numel, reduce_type_, stream, op);
+    reduced_ = copy;
+    return;
+  }
+  comm.all_reduce(full_grads_, full_grads_, flat_.padded_numel, reduce_type_, stream, op);
+  reduced_ = alloc_reduce(flat_.shard_numel, stream);
   CUDA_CHECK(cudaMemcpyAsync(reduced_, full_grads_, std::size_t(flat_.shard_numel) * sizeof(float),
                              cudaMemcpyDeviceToDevice, stream));
   free_full_grads(stream);
@@ -154,15 +186,24 @@ void CudaUnit::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, st
 
 void CudaUnit::all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: all-reduce across replicas before the reduce-scatter");
-  comm.all_reduce(reduced_, reduced_, flat_.shard_numel, DType::f32, stream, op);
+  comm.all_reduce(reduced_, reduced_, flat_.shard_numel, reduce_type_, stream, op);
 }
 
 void CudaUnit::finish_reduction(int* non_finite, cudaStream_t stream) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: nothing reduced");
-  accumulate_check_finite(grad_acc_.get(), reduced_, flat_.shard_numel, non_finite, stream);
-  CUDA_CHECK(cudaFreeAsync(reduced_, stream));
+  const std::int64_t n = flat_.shard_numel;
+  if (reduce_type_ == DType::bf16) {  // widen to fp32 first: the accumulator and the finiteness check are fp32
+    float* wide = alloc_async<float>(n, stream);
+    mem_->alloc(MemCategory::transient, double(n) * kF32);
+    cast_bf16_to_f32(wide, static_cast<const bf16*>(reduced_), n, false, stream);
+    accumulate_check_finite(grad_acc_.get(), wide, n, non_finite, stream);
+    CUDA_CHECK(cudaFreeAsync(wide, stream));
+    mem_->free(MemCategory::transient, double(n) * kF32);
+  } else {
+    accumulate_check_finite(grad_acc_.get(), static_cast<const float*>(reduced_), n, non_finite, stream);
+  }
+  free_reduce(reduced_, n, stream);
   reduced_ = nullptr;
-  mem_->free(MemCategory::transient, double(flat_.shard_numel) * kF32);
 }
 
 void CudaUnit::zero_grad_shard(cudaStream_t stream) {

@@ -3,8 +3,9 @@
 // bf16 copy of the shard (the all-gather input, written by AdamW); the unsharded bf16 parameters from
 // all-gather to release and the unsharded fp32 gradients from the first backward to the reduction,
 // both stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) on the stream of the op that
-// creates or ends them. Gradients are reduced in fp32. Leaves out bf16 reductions and rate limiting
-// (the step program's dependencies bound how many units are unsharded at once).
+// creates or ends them. Gradients are reduced in the plan's reduce dtype (fp32, or a bf16 copy as
+// FSDP's MixedPrecisionPolicy.reduce_dtype) and accumulated in fp32. Leaves out rate limiting (the
+// step program's dependencies bound how many units are unsharded at once).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ class CudaUnit {
  public:
   // `shard_index` of padded_numel / shard_numel shards; `replicated`: DDP / ZeRO-1 (unsharded buffers
   // live all run). `mem` counts this unit's device bytes by category.
-  CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem);
+  CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem);
   ~CudaUnit();
   CudaUnit(const CudaUnit&) = delete;
   CudaUnit& operator=(const CudaUnit&) = delete;
@@ -60,15 +61,19 @@ class CudaUnit {
 
  private:
   void free_full_grads(cudaStream_t stream);
+  void* alloc_reduce(std::int64_t n, cudaStream_t stream);  // n elements of reduce_type_, counted
+  void free_reduce(void* p, std::int64_t n, cudaStream_t stream);
+  bf16* bf16_grads_copy(cudaStream_t stream);
   FlatUnitLayout flat_;
   std::int64_t shard_offset_ = 0;
   bool replicated_;
+  DType reduce_type_;
   MemoryTracker* mem_;
   DeviceBuffer<float> master_, exp_avg_, exp_avg_sq_, grad_acc_;  // [shard_numel]
   DeviceBuffer<bf16> master_bf16_;                                 // [shard_numel]
   bf16* full_params_ = nullptr;   // [padded_numel], stream-ordered
   float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
-  float* reduced_ = nullptr;      // [shard_numel], stream-ordered (DDP: aliases full_grads_)
+  void* reduced_ = nullptr;       // [shard_numel] of reduce_type_, stream-ordered
   bool params_live_ = false, grads_live_ = false;
   double kept_bytes_ = 0;
 };

@@ -33,16 +33,41 @@ void check_cpu_program(const Plan& plan) {
                                   plan.training.dropout));
 }
 
-void check_runnable(const Plan& plan) {
+// The CUDA model computes in bf16 with the FlashAttention-2-style kernel (head dims 32/64/96/128) and
+// reduces gradients in fp32 or bf16 as the plan says; it has no dropout.
+void check_cuda_program(const Plan& plan) {
+  if (plan.precision.param != DType::bf16)
+    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16, so the "
+                                  "plan must say \"bf16\" (got \"{}\")", dtype_name(plan.precision.param)));
+  if (plan.precision.reduce != DType::fp32 && plan.precision.reduce != DType::bf16)
+    throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CUDA runtime reduces in fp32 or bf16 "
+                                  "(got \"{}\")", dtype_name(plan.precision.reduce)));
+  if (plan.attention_kernel != AttentionKernel::flash2)
+    throw ConfigError(fmt::format("plan: /attention_kernel: the CUDA runtime runs a FlashAttention-2-style kernel, "
+                                  "so the plan must say \"flash2\" (got \"{}\")",
+                                  attention_kernel_name(plan.attention_kernel)));
+  const std::int64_t hd = plan.model.head_dim;
+  if (hd != 32 && hd != 64 && hd != 96 && hd != 128)
+    throw ConfigError(fmt::format("plan: /model/head_dim: the CUDA attention kernel takes 32, 64, 96 or 128 "
+                                  "(got {})", hd));
+  if (plan.training.dropout > 0)
+    throw ConfigError(fmt::format("plan: /training/dropout: the CUDA runtime implements no dropout (got {})",
+                                  plan.training.dropout));
+}
+
+void check_runnable(const Plan& plan, ExecutorDevice device) {
   const Parallelism& par = plan.parallelism;
   auto reject = [](const char* path, int value, const char* what) {
-    throw ConfigError(fmt::format("plan: /parallelism/{}: the CPU runtime runs {} = 1 only (got {}); {}", path,
-                                  path, value, what));
+    throw ConfigError(fmt::format("plan: /parallelism/{}: the runtime runs {} = 1 only (got {}); {}", path, path,
+                                  value, what));
   };
-  if (par.tp > 1) reject("tp", par.tp, "the CPU backend does not run tensor parallelism yet");
-  if (par.cp > 1) reject("cp", par.cp, "the CPU backend does not run context parallelism yet");
-  if (par.pp > 1) reject("pp", par.pp, "the runtime does not run pipeline parallelism yet");
-  check_cpu_program(plan);
+  if (par.tp > 1) reject("tp", par.tp, "it does not run tensor parallelism yet");
+  if (par.cp > 1) reject("cp", par.cp, "it does not run context parallelism yet");
+  if (par.pp > 1) reject("pp", par.pp, "it does not run pipeline parallelism yet");
+  if (device == ExecutorDevice::cpu)
+    check_cpu_program(plan);
+  else
+    check_cuda_program(plan);
   if (plan.model.arch == Arch::gpt && plan.training.seq > plan.model.max_seq)
     throw ConfigError(fmt::format("plan: /training/seq: at most the model's max_seq {} for a learned position "
                                   "table (got {})", plan.model.max_seq, plan.training.seq));
@@ -140,8 +165,8 @@ void release_points(RuntimeProgram& rp) {
 
 }  // namespace
 
-RuntimeProgram make_runtime_program(const Plan& plan) {
-  check_runnable(plan);
+RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
+  check_runnable(plan, device);
   RuntimeProgram rp;
   rp.plan = plan;
   rp.program = lower(plan);

@@ -33,9 +33,13 @@ struct RuntimeProgram {
   std::vector<double> segment_working_bytes;  // per segment: alive during its backward only
 };
 
+// Which backend will run the program: each computes one way, and a plan saying otherwise would be
+// simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).
+enum class ExecutorDevice { cpu, cuda };
+
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
-// plans the CPU runtime cannot run (tp, cp or pp > 1, a tied head apart from its embedding, seq beyond
-// the position table).
-RuntimeProgram make_runtime_program(const Plan& plan);
+// plans the runtime cannot run on `device` (tp, cp or pp > 1, another precision or attention kernel,
+// a tied head apart from its embedding, seq beyond the position table).
+RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device = ExecutorDevice::cpu);
 
 }  // namespace fsdpx

@@ -125,7 +125,7 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
                  const RankBackendFactory& make_backends)
     : impl_(std::make_unique<Impl>()) {
   FSDP_CHECK(data != nullptr, "Trainer: data source is null");
-  impl_->rp = make_runtime_program(plan);
+  impl_->rp = make_runtime_program(plan, options.cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
   impl_->data = std::move(data);
   impl_->options = options;
   auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);

@@ -74,6 +74,7 @@ enum class NonFinitePolicy { stop, skip_step };
 struct TrainerOptions {
   NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
   bool profile = false;  // collect per-op wall times
+  bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
 };
 
 struct StepMetrics {

@@ -1,14 +1,16 @@
 // tests/cuda/test_cuda_trainer.cpp — the CUDA backend on the runtime: FSDP on 1–4 ranks as threads on
 // one GPU (the in-process device communicator), units of 1 and 2 blocks, reshard_after_forward on and
-// off, prefetch 0 and 2, accumulation 1 and 3, recompute none and full, HSDP 2×2 and DDP, must follow
-// the single-rank fp32 reference of the CPU tests (tests/executor/trainer_fixtures.h) within bf16
-// tolerances after 3 steps; the GPU runs are deterministic; and a profiled run times rank 0's kernels
+// off, prefetch 0 and 2, accumulation 1 and 3, recompute none and full, HSDP 2×2, DDP and gradients
+// reduced in bf16, must follow the single-rank fp32 reference of the CPU tests
+// (tests/executor/trainer_fixtures.h) within bf16 tolerances after 3 steps; the GPU runs are deterministic; and a profiled run times rank 0's kernels
 // under the CPU run's names. Models have head_dim 32 (the flash attention kernel's smallest).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "core/attention_kernel.h"
+#include "core/dtype.h"
 #include "executor/cuda_backend/cuda_backends.h"
 #include "executor/model/init.h"
 #include "tests/executor/trainer_fixtures.h"
@@ -35,8 +37,23 @@ ModelSpec gpu_tiny(Arch arch) {
   return s;
 }
 
-test::Trajectory cuda_training(const Plan& plan) {
-  Trainer trainer(plan, std::make_shared<test::HashData>(plan.model.vocab), TrainerOptions{},
+// The CPU tests' plan as the CUDA runtime runs it: bf16 compute, the flash kernel, `reduce` gradients.
+Plan on_cuda(Plan p, DType reduce = DType::fp32) {
+  p.precision.param = DType::bf16;
+  p.precision.reduce = reduce;
+  p.attention_kernel = AttentionKernel::flash2;
+  return p;
+}
+
+TrainerOptions cuda_options(bool profile = false) {
+  TrainerOptions o;
+  o.profile = profile;
+  o.cuda = true;
+  return o;
+}
+
+test::Trajectory cuda_training(const Plan& plan, DType reduce = DType::fp32) {
+  Trainer trainer(on_cuda(plan, reduce), std::make_shared<test::HashData>(plan.model.vocab), cuda_options(),
                   cuda::in_process_cuda_backends(0));
   test::Trajectory out;
   for (int s = 0; s < kSteps; ++s) out.losses.push_back(trainer.step().loss);
@@ -56,8 +73,8 @@ Diff compare(const test::Trajectory& got, const test::Trajectory& ref) {
   return d;
 }
 
-void check_close(const Plan& plan, Diff& worst) {
-  const Diff d = compare(cuda_training(plan), test::reference_training(plan, kSteps));
+void check_close(const Plan& plan, Diff& worst, DType reduce = DType::fp32) {
+  const Diff d = compare(cuda_training(plan, reduce), test::reference_training(plan, kSteps));
   worst.loss = std::max(worst.loss, d.loss), worst.params = std::max(worst.params, d.params);
   INFO("maxdiff: loss rel " << d.loss << ", params rel " << d.params);
   CHECK(d.loss <= kLossTol);
@@ -85,7 +102,7 @@ TEST_CASE("CudaRankBackend: FSDP on 1-4 ranks on one GPU follows the fp32 single
   }
 }
 
-TEST_CASE("CudaRankBackend: HSDP 2x2 and DDP on one GPU follow the fp32 single-rank reference") {
+TEST_CASE("CudaRankBackend: HSDP 2x2, DDP and bf16 reduction on one GPU follow the fp32 single-rank reference") {
   const ModelSpec model = gpu_tiny(Arch::llama);
   Diff worst;
   for (std::int64_t accum : {1, 3}) {
@@ -100,6 +117,10 @@ TEST_CASE("CudaRankBackend: HSDP 2x2 and DDP on one GPU follow the fp32 single-r
   ddp.parallelism.data_parallel = DataParallel::ddp;
   INFO("DDP on 3 ranks");
   check_close(ddp, worst);
+  test::PlanShape four;
+  four.dp_shard = 4, four.accum = 3;
+  INFO("FSDP on 4 ranks, gradients reduced in bf16");
+  check_close(test::tiny_plan(model, four, 16), worst, DType::bf16);
   MESSAGE("HSDP/DDP: maxdiff loss rel " << worst.loss << ", params rel " << worst.params);
 }
 
@@ -117,10 +138,9 @@ TEST_CASE("CudaRankBackend: --profile times the kernels of rank 0 only, under th
   s.dp_shard = 2, s.accum = 2;
   const Plan plan = test::tiny_plan(gpu_tiny(Arch::llama), s, 16);
   const auto data = std::make_shared<test::HashData>(plan.model.vocab);
-  const TrainerOptions profiled{NonFinitePolicy::stop, true};
-  Trainer cpu(plan, data, profiled);
-  Trainer gpu(plan, data, profiled, cuda::in_process_cuda_backends(0));
-  Trainer quiet(plan, data, TrainerOptions{}, cuda::in_process_cuda_backends(0));
+  Trainer cpu(plan, data, TrainerOptions{NonFinitePolicy::stop, true});
+  Trainer gpu(on_cuda(plan), data, cuda_options(true), cuda::in_process_cuda_backends(0));
+  Trainer quiet(on_cuda(plan), data, cuda_options(), cuda::in_process_cuda_backends(0));
   cpu.step(), gpu.step(), quiet.step();
   const OpProfile c = cpu.profile(), g = gpu.profile();
   REQUIRE(!c.kernel_calls.empty());

@@ -14,6 +14,7 @@
 #include "executor/checkpoint/reshard.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
+#include "executor/runtime/runtime_program.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"
 
@@ -152,6 +153,36 @@ TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the
   Plan reduce_bf16 = test::tiny_plan(test::tiny_llama(), s);
   reduce_bf16.precision.reduce = DType::bf16;
   CHECK_THROWS_WITH_AS(Trainer(reduce_bf16, data), doctest::Contains("/mixed_precision/reduce_dtype"), ConfigError);
+}
+
+TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with supported head dims, the CPU fp32 ones") {
+  test::PlanShape s;
+  s.dp_shard = 2;
+  ModelSpec m = test::tiny_llama();
+  m.hidden = 64, m.heads = 2, m.kv_heads = 1, m.head_dim = 32, m.ffn_hidden = 96;
+  const Plan fp32 = test::tiny_plan(m, s);
+  Plan cuda = fp32;
+  cuda.precision.param = DType::bf16;
+  cuda.attention_kernel = AttentionKernel::flash2;
+  CHECK_NOTHROW(make_runtime_program(fp32, ExecutorDevice::cpu));
+  CHECK_NOTHROW(make_runtime_program(cuda, ExecutorDevice::cuda));
+  Plan cuda_bf16_reduce = cuda;
+  cuda_bf16_reduce.precision.reduce = DType::bf16;
+  CHECK_NOTHROW(make_runtime_program(cuda_bf16_reduce, ExecutorDevice::cuda));
+  CHECK_THROWS_WITH_AS(make_runtime_program(cuda, ExecutorDevice::cpu), doctest::Contains("/mixed_precision/param_dtype"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(make_runtime_program(fp32, ExecutorDevice::cuda),
+                       doctest::Contains("the CUDA runtime computes in bf16"), ConfigError);
+  Plan unfused = cuda;
+  unfused.attention_kernel = AttentionKernel::unfused;
+  CHECK_THROWS_WITH_AS(make_runtime_program(unfused, ExecutorDevice::cuda), doctest::Contains("/attention_kernel"),
+                       ConfigError);
+  Plan small_heads = test::tiny_plan(test::tiny_llama(), s);  // head_dim 4
+  small_heads.precision.param = DType::bf16;
+  small_heads.attention_kernel = AttentionKernel::flash2;
+  CHECK_THROWS_WITH_AS(make_runtime_program(small_heads, ExecutorDevice::cuda),
+                       doctest::Contains("/model/head_dim: the CUDA attention kernel takes 32, 64, 96 or 128 (got 4)"),
+                       ConfigError);
 }
 
 TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {
