@@ -24,6 +24,7 @@
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/data/text_dataset.h"
+#include "executor/runtime/runtime_program.h"
 #include "tools/cli_options.h"
 #ifdef FSDPX_HAVE_CUDA
 #include "tools/run_cuda.h"
@@ -138,15 +139,28 @@ void train_loop(Trainer& trainer, const RunOptions& o, const std::string& finger
   r.elapsed_s = elapsed_s();
 }
 
-// The trainer names the JSON path of what it cannot run as "plan: /path: ..."; say which file.
+// The runtime names the JSON path of what it cannot run as "plan: /path: ..."; say which file.
+[[noreturn]] void rethrow_naming_file(const ConfigError& e, const std::string& file) {
+  const std::string what = e.what();
+  if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
+  throw e;
+}
+
+// Before any process, GPU or rendezvous is set up (a launcher's ranks would all report the same error).
+void check_runnable(const Plan& plan, const std::string& file, bool cuda) {
+  try {
+    (void)make_runtime_program(plan, cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
+  } catch (const ConfigError& e) {
+    rethrow_naming_file(e, file);
+  }
+}
+
 std::unique_ptr<Trainer> make_trainer(const Plan& plan, const std::string& file, std::shared_ptr<DataSource> data,
                                       const TrainerOptions& options, const RankBackendFactory& backends) {
   try {
     return std::make_unique<Trainer>(plan, std::move(data), options, backends);
   } catch (const ConfigError& e) {
-    const std::string what = e.what();
-    if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
-    throw;
+    rethrow_naming_file(e, file);
   }
 }
 
@@ -182,6 +196,7 @@ void run_run(RunOptions o) {
   Plan plan = load_plan(plan_file);
   if (o.seed) plan.training.seed = *o.seed;
   const std::string fingerprint = plan_fingerprint(plan);
+  check_runnable(plan, plan_file, o.backend == Backend::cuda);
   const BackendSetup b = backend_setup(o, plan, fingerprint);
   if (!b.whole_state) check_whole_state_options(o);
   if (!b.prints) o.format = OutputFormat::json, o.dump_batches.clear();  // rank 0 reports and records

@@ -3,8 +3,8 @@
 # step-3 checkpoint and resumed reaches step 6 bit-identical to an uninterrupted run; a 4-rank
 # checkpoint resumes on 2 ranks with another unit grouping, and gpt-tiny's (tied head, embedding in the
 # last unit) on 1 rank with the uninterrupted run's losses; truncated and corrupted shards are
-# reported and the previous good checkpoint is used; a missing checkpoint and --backend cuda fail
-# with a message; calibrating on a profile brings the simulated step time closer to the measured one.
+# reported and the previous good checkpoint is used; a missing checkpoint, --backend cuda with a CPU
+# plan and --backend cuda without a GPU fail with a message; calibrating on a profile brings the simulated step time closer to the measured one.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -118,7 +118,11 @@ done
 
 run --steps 2 --checkpoint-dir "$tmp/empty" --resume >/dev/null 2>"$tmp/empty.err"
 [ $? -eq 2 ] && grep -q "no loadable checkpoint" "$tmp/empty.err"; check "--resume without a checkpoint exits 2" $?
-run --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda.err"
+run --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda_plan.err"
+[ $? -eq 2 ] && grep -q "/mixed_precision/param_dtype: the CUDA runtime computes in bf16" "$tmp/cuda_plan.err"
+check "--backend cuda with a CPU (fp32) plan exits 2 naming the JSON path" $?
+"$FSDPX" plan --model llama-small --cluster dgx-h100 --world-size 1 --seq 64 --global-batch 8 -o "$tmp/gpu.json" >/dev/null
+"$FSDPX" run --plan "$tmp/gpu.json" --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda.err"
 [ $? -ne 0 ] && grep -q "no CUDA device was found" "$tmp/cuda.err"; check "--backend cuda without a GPU says no CUDA device was found" $?
 
 # Text output: the loss falls on the shipped text.
