@@ -4,7 +4,8 @@
 # checkpoint resumes on 2 ranks with another unit grouping, and gpt-tiny's (tied head, embedding in the
 # last unit) on 1 rank with the uninterrupted run's losses; truncated and corrupted shards are
 # reported and the previous good checkpoint is used; a missing checkpoint, --backend cuda with a CPU
-# plan and --backend cuda without a GPU fail with a message; calibrating on a profile brings the simulated step time closer to the measured one.
+# plan and --backend cuda without a GPU fail with a message; calibrating on a profile brings the
+# simulated step time closer to the measured one.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
