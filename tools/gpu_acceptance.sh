@@ -54,7 +54,7 @@ done
 # 3. Performance: the plan fsdpx chooses for one GPU, measured, simulated and beside PyTorch.
 run "$fsdpx" plan --model llama3.2-1b --cluster "$cluster" --world-size 1 --seq 2048 --global-batch 8 -o "$w/perf.json"
 run "$fsdpx" simulate --plan "$w/perf.json" --format json >"$w/perf.sim.json"
-run "$fsdpx" run --plan "$w/perf.json" --backend cuda --steps 12 --format json --profile "$w/perf.profile.json" >"$w/perf.run.json"
+run "$fsdpx" run --plan "$w/perf.json" --backend cuda --steps 12 --format json >"$w/perf.run.json"
 accum=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['training']; print(t['global_batch']//t['micro_batch'])" "$w/perf.json")
 for mode in eager compile; do
   flag=$([ $mode = compile ] && echo --compile)
@@ -63,7 +63,9 @@ for mode in eager compile; do
 done
 python3 "$cmp_py" perf "$w/perf.json" "$w/perf.run.json" "$w/perf.sim.json" "$w/torch_eager.json" "$w/torch_compile.json" >>"$md"
 
-# 4. Calibration: profile of plan A -> cluster; plan B predicted with it vs measured.
+# 4. Calibration: profile of plan A (a separate run: profiling waits after every op and kernel) ->
+#    cluster; plan B predicted with it vs measured without profiling.
+run "$fsdpx" run --plan "$w/perf.json" --backend cuda --steps 8 --format json --profile "$w/perf.profile.json" >/dev/null
 run "$fsdpx" calibrate --profile "$w/perf.profile.json" -o "$w/calibrated.json"
 run "$fsdpx" plan --model llama3.2-1b --cluster "$w/calibrated.json" --world-size 1 --seq 1024 --global-batch 16 -o "$w/planb.json"
 run "$fsdpx" simulate --plan "$w/planb.json" --format json >"$w/planb.sim.json"
