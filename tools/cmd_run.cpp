@@ -1,8 +1,9 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
-// [--single-process] [--format text|json]`: trains a plan with the executor runtime: the CPU reference
-// backend (the plan's ranks are threads of this process) or the CUDA backend (tools/run_cuda.h: threads
+// [--single-process|--processes] [--format text|json]`: trains a plan with the executor runtime: the CPU
+// reference backend (tools/run_cpu_processes.h: ranks are threads of this process, or one process per
+// rank with --processes or under a launcher) or the CUDA backend (tools/run_cuda.h: threads
 // on one GPU, or one process per GPU launched here or by torchrun/srun/mpirun). --steps is the step to
 // stop at (default: the plan's optimizer.total_steps), so a resumed run with the same --steps ends where
 // the uninterrupted one does. Leaves out checkpoints of multi-process runs (refused with a message).
@@ -31,6 +32,7 @@
 #endif
 #include "tools/commands.h"
 #include "tools/run_batches.h"
+#include "tools/run_cpu_processes.h"
 #include "tools/run_report.h"
 #include "tools/run_weights.h"
 
@@ -56,6 +58,7 @@ struct RunOptions {
   std::string profile;
   std::string init_weights, save_init_weights, save_weights, dump_batches;  // safetensors files
   bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
+  bool processes = false;       // --backend cpu: one process per rank on this node
   OutputFormat format = OutputFormat::text;
 };
 
@@ -69,7 +72,16 @@ struct BackendSetup {
 
 BackendSetup backend_setup(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
   BackendSetup b;
-  if (o.backend == Backend::cpu) return b;
+  if (o.backend == Backend::cpu) {
+    CpuRunSetup s = setup_cpu_run(plan, fingerprint, o.processes);
+    if (s.launcher_exit) throw ExitWith{*s.launcher_exit};
+    b.backends = std::move(s.backends);
+    b.prints = s.prints;
+    b.whole_state = s.whole_state;
+    if (b.prints && !s.description.empty()) std::fprintf(stderr, "fsdpx: cpu: %s\n", s.description.c_str());
+    return b;
+  }
+  if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
 #ifdef FSDPX_HAVE_CUDA
   CudaRunSetup s = setup_cuda_run(plan, fingerprint, o.single_process);
   if (s.launcher_exit) throw ExitWith{*s.launcher_exit};
@@ -172,8 +184,9 @@ void check_whole_state_options(const RunOptions& o) {
                       : !o.save_weights.empty()      ? "--save-weights"
                                                      : nullptr;
   if (needs)
-    throw ConfigError(fmt::format("{} needs every shard in one process: not supported with one process per GPU yet "
-                                  "(use --single-process on one GPU)", needs));
+    throw ConfigError(fmt::format("{} needs every shard in one process: not supported with one process per rank yet "
+                                  "(--backend cpu: run the ranks as threads, without --processes; --backend cuda: "
+                                  "--single-process on one GPU)", needs));
 }
 
 // Everything after the training loop: memory, hashes, weight and batch files, profile, the report.
@@ -197,6 +210,7 @@ void run_run(RunOptions o) {
   if (o.seed) plan.training.seed = *o.seed;
   const std::string fingerprint = plan_fingerprint(plan);
   check_runnable(plan, plan_file, o.backend == Backend::cuda);
+  if (o.processes) check_whole_state_options(o);  // before the ranks start, so it is said once
   const BackendSetup b = backend_setup(o, plan, fingerprint);
   if (!b.whole_state) check_whole_state_options(o);
   if (!b.prints) o.format = OutputFormat::json, o.dump_batches.clear();  // rank 0 reports and records
@@ -249,6 +263,8 @@ void setup_run(CLI::App& app) {
   sub->add_flag("--single-process", o->single_process,
                  "--backend cuda: run every rank as a thread on GPU 0 (in-process communicator) instead of one "
                  "process per GPU");
+  sub->add_flag("--processes", o->processes,
+                 "--backend cpu: run one process per rank on this node (TCP communicator) instead of threads");
   sub->callback([o] { run_run(*o); });
 }
 

@@ -1,8 +1,6 @@
 // tools/run_cuda.cpp — rank placement for `fsdpx run --backend cuda` (see run_cuda.h).
 #include "tools/run_cuda.h"
 
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,23 +11,11 @@
 #include "executor/launch/launch_env.h"
 #include "executor/launch/local_launcher.h"
 #include "executor/launch/rendezvous.h"
+#include "tools/run_cpu_processes.h"  // own_argv
 
 namespace fsdpx {
 
 namespace {
-
-// This process's argv from /proc/self/cmdline (the launcher starts every rank with it).
-std::vector<std::string> own_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> argv;
-  std::string cur;
-  for (char c : all) {
-    if (c == '\0') argv.push_back(std::move(cur)), cur.clear();
-    else cur += c;
-  }
-  return argv;
-}
 
 std::string gpu_name(int device) { return cuda::device_info(device).name; }
 

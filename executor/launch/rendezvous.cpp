@@ -289,6 +289,12 @@ Rendezvous::~Rendezvous() = default;
 int Rendezvous::rank() const { return state_->o.rank; }
 int Rendezvous::world_size() const { return state_->o.world_size; }
 
+std::string Rendezvous::local_host() const {
+  const State& s = *state_;
+  if (s.o.rank == 0 || s.peers.empty() || !s.peers[0].fd) return s.o.master_addr;
+  return net::local_ip(s.peers[0].fd.get());
+}
+
 void Rendezvous::barrier() {
   check_usable(*state_);
   all_arrive(*state_, "barrier");

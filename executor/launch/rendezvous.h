@@ -60,6 +60,10 @@ class Rendezvous {
   // Every rank's `mine`, indexed by rank (an all-gather through rank 0; e.g. hostnames).
   std::vector<std::vector<std::uint8_t>> exchange(const std::vector<std::uint8_t>& mine);
 
+  // A host name or IPv4 address at which the other ranks can reach this process: MASTER_ADDR on rank 0,
+  // elsewhere the local address of the connection to rank 0 (the TCP communicator listens there).
+  std::string local_host() const;
+
   // Returns when every rank has called barrier().
   void barrier();
 

@@ -87,13 +87,24 @@ Fd listen_tcp(int port) {
   return s;
 }
 
-int pick_free_port() {
-  Fd s = listen_tcp(0);
+int pick_free_port() { return local_port(listen_tcp(0).get()); }
+
+namespace {
+sockaddr_in local_addr(int fd) {
   sockaddr_in addr{};
   socklen_t len = sizeof addr;
-  if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw sys_error("getsockname");
-  return ntohs(addr.sin_port);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) throw sys_error("getsockname");
+  return addr;
+}
+}  // namespace
+
+int local_port(int fd) { return ntohs(local_addr(fd).sin_port); }
+
+std::string local_ip(int fd) {
+  const sockaddr_in addr = local_addr(fd);
+  char ip[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+  return ip;
 }
 
 Fd try_connect_tcp(const std::string& host, int port, Deadline deadline, std::string* error) {

@@ -50,6 +50,11 @@ Fd listen_tcp(int port);
 // caller binds it; SO_REUSEADDR keeps the window small).
 int pick_free_port();
 
+// The port a socket is bound to (listen_tcp(0) picks one) and the IPv4 address of its local end
+// (for a connected socket: this host's address on the route to the peer). Throw std::system_error.
+int local_port(int fd);
+std::string local_ip(int fd);
+
 // One connection attempt to host:port, waiting at most until `deadline`. An empty Fd when the
 // attempt failed in a way worth retrying (refused, unreachable, unresolvable right now); `error`
 // then says why. The socket returned is non-blocking with TCP_NODELAY.

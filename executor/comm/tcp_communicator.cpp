@@ -1,0 +1,222 @@
+// executor/comm/tcp_communicator.cpp — the TCP communicator's collectives (see tcp_communicator.h).
+// Each one: every member sends its part to the group's rank 0, which checks that all called the same
+// collective, computes in rank order 0..n-1 (the element-wise sums of ThreadCommunicator) and sends
+// each member its result. Leaves out sending less than the whole buffer where only a chunk is needed.
+#include "executor/comm/tcp_communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/comm/tcp_mesh.h"
+#include "executor/launch/rendezvous.h"
+
+namespace fsdpx {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
+
+// out[i] = sum over members j (in order) of srcs[j][offset + i], i in [0, count).
+template <class T>
+void sum_in_rank_order(const std::vector<const void*>& srcs, std::int64_t offset, std::int64_t count, T* out) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    T acc = static_cast<const T*>(srcs[0])[offset + i];
+    for (std::size_t j = 1; j < srcs.size(); ++j) acc += static_cast<const T*>(srcs[j])[offset + i];
+    out[i] = acc;
+  }
+}
+
+void sum_chunk(ElemType t, const std::vector<const void*>& srcs, std::int64_t offset, std::int64_t count, void* out) {
+  if (t == ElemType::f32)
+    sum_in_rank_order(srcs, offset, count, static_cast<float*>(out));
+  else
+    sum_in_rank_order(srcs, offset, count, static_cast<double*>(out));
+}
+
+// The sources of a reduction: the hub's own buffer, then every member's payload.
+std::vector<const void*> sources(const void* own, const std::vector<Bytes>& got) {
+  std::vector<const void*> srcs{own};
+  for (std::size_t j = 1; j < got.size(); ++j) srcs.push_back(got[j].data());
+  return srcs;
+}
+
+// splitmix64: spreads child group ids so that two splits never share one by accident.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TcpCommunicator::TcpCommunicator(std::shared_ptr<tcp::Mesh> mesh, std::vector<int> members, int rank,
+                                 std::uint64_t group_id)
+    : mesh_(std::move(mesh)), members_(std::move(members)), rank_(rank), group_id_(group_id) {
+  FSDP_CHECK(rank_ >= 0 && rank_ < int(members_.size()), "TcpCommunicator: rank out of range");
+}
+
+void TcpCommunicator::abort(const std::string& msg) { mesh_->abort(msg); }
+
+std::vector<Bytes> TcpCommunicator::to_hub(std::uint32_t kind, std::int64_t count, ElemType t, int root,
+                                           const void* part, std::size_t part_bytes) {
+  mesh_->check_aborted();
+  tcp::Header h;
+  h.kind = kind;
+  h.group = group_id_;
+  h.count = count;
+  h.type = std::int32_t(t);
+  h.root = root;
+  h.payload_bytes = part_bytes;
+  if (rank_ != 0) {
+    mesh_->send(members_[0], h, part, tcp::kind_name(kind));
+    return {};
+  }
+  std::vector<Bytes> got(members_.size());
+  for (std::size_t j = 1; j < members_.size(); ++j) {
+    tcp::Message m = mesh_->receive(members_[j], group_id_, mesh_->timeout_s(), tcp::kind_name(kind));
+    if (m.h.kind != kind || m.h.count != count || m.h.type != h.type || m.h.root != root)
+      mesh_->fail(fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", members_[0],
+                              tcp::kind_name(kind), count, tcp::kind_name(m.h.kind), m.h.count));
+    got[j] = std::move(m.payload);
+  }
+  return got;
+}
+
+Bytes TcpCommunicator::from_hub(std::uint32_t kind, std::int64_t count, ElemType t, std::size_t bytes) {
+  // A little longer than the hub waits for anyone, so its message naming the silent rank arrives first.
+  tcp::Message m = mesh_->receive(members_[0], group_id_, mesh_->timeout_s() + 1.0, tcp::kind_name(kind));
+  if (m.h.kind != kind || m.h.count != count || m.h.type != std::int32_t(t) || m.payload.size() != bytes)
+    mesh_->fail(fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", members_[rank_],
+                            tcp::kind_name(kind), count, tcp::kind_name(m.h.kind), m.h.count));
+  return std::move(m.payload);
+}
+
+void TcpCommunicator::to_member(int member, std::uint32_t kind, std::int64_t count, ElemType t, const void* data,
+                                std::size_t bytes) {
+  tcp::Header h;
+  h.kind = kind;
+  h.group = group_id_;
+  h.count = count;
+  h.type = std::int32_t(t);
+  h.payload_bytes = bytes;
+  mesh_->send(members_[std::size_t(member)], h, data, tcp::kind_name(kind));
+}
+
+void TcpCommunicator::barrier() {
+  to_hub(tcp::kBarrier, 0, ElemType::f32, 0, nullptr, 0);
+  if (rank_ != 0) {
+    from_hub(tcp::kBarrier, 0, ElemType::f32, 0);
+    return;
+  }
+  for (int j = 1; j < size(); ++j) to_member(j, tcp::kBarrier, 0, ElemType::f32, nullptr, 0);
+}
+
+void TcpCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count), all = bytes * std::size_t(size());
+  const std::vector<Bytes> got = to_hub(tcp::kAllGather, count, t, 0, in, bytes);
+  if (rank_ != 0) {
+    const Bytes r = from_hub(tcp::kAllGather, count, t, all);
+    if (all > 0) std::memcpy(out, r.data(), all);  // in place: this rank's chunk is rewritten unchanged
+    return;
+  }
+  for (int j = 0; j < size(); ++j) {
+    char* dst = static_cast<char*>(out) + bytes * std::size_t(j);
+    const void* src = j == 0 ? in : got[std::size_t(j)].data();
+    if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
+  }
+  for (int j = 1; j < size(); ++j) to_member(j, tcp::kAllGather, count, t, out, all);
+}
+
+void TcpCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count);
+  const std::vector<Bytes> got = to_hub(tcp::kReduceScatter, count, t, 0, in, bytes * std::size_t(size()));
+  if (rank_ != 0) {
+    const Bytes r = from_hub(tcp::kReduceScatter, count, t, bytes);
+    if (bytes > 0) std::memcpy(out, r.data(), bytes);
+    return;
+  }
+  const std::vector<const void*> srcs = sources(in, got);
+  Bytes chunk(bytes);
+  for (int j = 1; j < size(); ++j) {
+    sum_chunk(t, srcs, count * j, count, chunk.data());
+    to_member(j, tcp::kReduceScatter, count, t, chunk.data(), bytes);
+  }
+  // Last: in place (out == in) each element is read from every source before it is written.
+  sum_chunk(t, srcs, 0, count, out);
+}
+
+void TcpCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count);
+  const std::vector<Bytes> got = to_hub(tcp::kAllReduce, count, t, 0, buf, bytes);
+  if (rank_ != 0) {
+    const Bytes r = from_hub(tcp::kAllReduce, count, t, bytes);
+    if (bytes > 0) std::memcpy(buf, r.data(), bytes);
+    return;
+  }
+  sum_chunk(t, sources(buf, got), 0, count, buf);
+  for (int j = 1; j < size(); ++j) to_member(j, tcp::kAllReduce, count, t, buf, bytes);
+}
+
+void TcpCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
+  FSDP_CHECK(root >= 0 && root < size(), "broadcast: root out of range");
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count);
+  const std::vector<Bytes> got = to_hub(tcp::kBroadcast, count, t, root, buf, rank_ == root ? bytes : 0);
+  if (rank_ != 0) {
+    const Bytes r = from_hub(tcp::kBroadcast, count, t, rank_ == root ? 0 : bytes);
+    if (rank_ != root && bytes > 0) std::memcpy(buf, r.data(), bytes);
+    return;
+  }
+  if (root != 0) {
+    if (got[std::size_t(root)].size() != bytes)
+      mesh_->fail(fmt::format("rank {}: broadcast root {} sent {} bytes, expected {}", members_[0], root,
+                              got[std::size_t(root)].size(), bytes));
+    if (bytes > 0) std::memcpy(buf, got[std::size_t(root)].data(), bytes);
+  }
+  for (int j = 1; j < size(); ++j) to_member(j, tcp::kBroadcast, count, t, buf, j == root ? 0 : bytes);
+}
+
+std::unique_ptr<Communicator> TcpCommunicator::split(int color, int key) {
+  FSDP_CHECK(color >= 0, "split: color must be non-negative");
+  const std::int32_t mine[2] = {color, key};
+  const std::size_t table_bytes = sizeof mine * std::size_t(size());
+  const std::vector<Bytes> got = to_hub(tcp::kSplit, 0, ElemType::f32, 0, mine, sizeof mine);
+  std::vector<std::int32_t> table(2 * std::size_t(size()));  // (color, key) of every group rank
+  if (rank_ == 0) {
+    std::memcpy(table.data(), mine, sizeof mine);
+    for (int j = 1; j < size(); ++j) {
+      if (got[std::size_t(j)].size() != sizeof mine)
+        mesh_->fail(fmt::format("rank {}: corrupt split from rank {}", members_[0], members_[std::size_t(j)]));
+      std::memcpy(table.data() + 2 * j, got[std::size_t(j)].data(), sizeof mine);
+    }
+    for (int j = 1; j < size(); ++j) to_member(j, tcp::kSplit, 0, ElemType::f32, table.data(), table_bytes);
+  } else {
+    const Bytes r = from_hub(tcp::kSplit, 0, ElemType::f32, table_bytes);
+    std::memcpy(table.data(), r.data(), table_bytes);
+  }
+  std::vector<std::pair<int, int>> same;  // (key, group rank) of my color, as MPI_Comm_split orders them
+  for (int j = 0; j < size(); ++j)
+    if (table[2 * std::size_t(j)] == color) same.emplace_back(table[2 * std::size_t(j) + 1], j);
+  std::sort(same.begin(), same.end());
+  std::vector<int> members;
+  int new_rank = 0;
+  for (std::size_t i = 0; i < same.size(); ++i) {
+    members.push_back(members_[std::size_t(same[i].second)]);
+    if (same[i].second == rank_) new_rank = int(i);
+  }
+  const std::uint64_t child = mix(mix(group_id_ ^ ++splits_) + std::uint64_t(color));
+  return std::make_unique<TcpCommunicator>(mesh_, std::move(members), new_rank, child);
+}
+
+std::unique_ptr<Communicator> make_tcp_communicator(Rendezvous& rdzv, double timeout_s) {
+  auto mesh = tcp::Mesh::connect(rdzv, timeout_s);
+  std::vector<int> members(std::size_t(rdzv.world_size()));
+  for (int r = 0; r < rdzv.world_size(); ++r) members[std::size_t(r)] = r;
+  return std::make_unique<TcpCommunicator>(std::move(mesh), std::move(members), rdzv.rank(), 0);
+}
+
+}  // namespace fsdpx

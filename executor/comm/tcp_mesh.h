@@ -1,0 +1,92 @@
+// executor/comm/tcp_mesh.h — the connections under the TCP communicator: one socket between every pair
+// of ranks (addresses swapped through the rendezvous), fixed 40-byte headers tagged with a group id,
+// per-peer inboxes so a frame for a later collective waits its turn, and the family's abort flag
+// (an abort frame goes to every peer, and each receiver passes it on once). Every wait has a deadline. Leaves out byte-order conversion
+// (all ranks are assumed to share one architecture), encryption and reconnecting.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "executor/comm/communicator.h"
+#include "executor/launch/socket_io.h"
+
+namespace fsdpx {
+class Rendezvous;
+}
+
+namespace fsdpx::tcp {
+
+enum Kind : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit, kAbort = 99 };
+const char* kind_name(std::uint32_t kind);
+
+// Fields in host byte order, no padding (static_assert in tcp_mesh.cpp).
+struct Header {
+  std::uint32_t magic = 0;
+  std::uint32_t kind = 0;
+  std::uint64_t group = 0;          // which group of the family the frame belongs to
+  std::int64_t count = 0;           // elements, as passed to the collective
+  std::uint64_t payload_bytes = 0;  // bytes that follow the header
+  std::int32_t type = 0;            // ElemType
+  std::int32_t root = 0;
+};
+
+struct Message {
+  Header h;
+  std::vector<std::uint8_t> payload;
+};
+
+class Mesh {
+ public:
+  // Collective over the rendezvous's ranks: connects every pair. Throws CommAborted naming a rank that
+  // could not be reached within timeout_s.
+  static std::shared_ptr<Mesh> connect(Rendezvous& rdzv, double timeout_s);
+  Mesh(int rank, int size, double timeout_s);
+  ~Mesh();
+
+  int rank() const { return rank_; }
+  int size() const { return int(peers_.size()); }
+  double timeout_s() const { return timeout_s_; }
+
+  // Sends header + payload to global rank `peer`; fail()s when it has gone or stops reading.
+  void send(int peer, Header h, const void* payload, const char* what);
+  // The next frame from `peer`, which must belong to `group`. Waits at most wait_s, then fail()s naming
+  // `peer`; fail()s at once when it closed the connection; throws CommAborted on an abort frame from
+  // any peer or a local abort().
+  Message receive(int peer, std::uint64_t group, double wait_s, const char* what);
+
+  // Marks the family aborted (the first message wins) and sends an abort frame to every peer.
+  void abort(const std::string& msg);
+  // Throws CommAborted if the family was aborted.
+  void check_aborted();
+  // abort(msg), then throws CommAborted("collective aborted: " + msg).
+  [[noreturn]] void fail(const std::string& msg);
+
+ private:
+  struct Peer {
+    net::Fd fd;
+    std::vector<std::uint8_t> bytes;  // received, not yet cut into messages
+    std::deque<Message> inbox;
+    bool closed = false;
+    std::mutex send_mu;  // abort() may send from another thread
+  };
+  // Reads what has arrived on every open connection into the inboxes; records abort frames.
+  void pump();
+  void cut_messages(int peer);
+  // After an abort frame arrived: sends it on to every peer, then throws CommAborted.
+  void forward_abort();
+
+  int rank_;
+  double timeout_s_;
+  std::vector<std::unique_ptr<Peer>> peers_;  // indexed by global rank; [rank_] unused
+  std::mutex mu_;
+  bool aborted_ = false;
+  bool abort_sent_ = false;  // this rank's abort frames went out (once per family)
+  std::string abort_msg_;
+};
+
+}  // namespace fsdpx::tcp

@@ -1,0 +1,172 @@
+// tests/executor/test_tcp_communicator.cpp — the TCP communicator over 127.0.0.1, each rank a thread with
+// its own rendezvous and sockets: every collective (f32 and f64, in place too, and in split groups)
+// gives bit-identical results to ThreadCommunicator for 1..4 ranks; a rank that leaves, stays silent
+// or aborts ends the others with CommAborted naming it. Separate processes are covered by the CLI test.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "executor/comm/tcp_communicator.h"
+#include "executor/comm/thread_communicator.h"
+#include "executor/launch/socket_io.h"
+#include "tests/executor/rendezvous_fixtures.h"
+
+namespace fsdpx {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Values of very different magnitudes, so a sum taken in another order would differ in its low bits.
+template <class T>
+std::vector<T> values(int rank, std::int64_t n, int salt) {
+  std::mt19937 rng(std::uint32_t(rank * 131 + salt));
+  std::uniform_real_distribution<double> mant(-1.0, 1.0), expo(-8.0, 8.0);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = T(mant(rng) * std::pow(10.0, expo(rng)));
+  return v;
+}
+
+template <class T>
+void record(Bytes& out, const std::vector<T>& v) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+  out.insert(out.end(), p, p + v.size() * sizeof(T));
+}
+
+template <class T>
+void collectives(Communicator& c, Bytes& out, int salt) {
+  const int n = c.size(), r = c.rank();
+  std::vector<T> g(std::size_t(3 * n));
+  c.all_gather(values<T>(r, 3, salt).data(), g.data(), 3);
+  record(out, g);
+  std::vector<T> inplace = values<T>(r, 2 * n, salt + 1);  // in place: this rank's chunk is its input
+  c.all_gather(inplace.data() + 2 * r, inplace.data(), 2);
+  record(out, inplace);
+  std::vector<T> rs(5);
+  c.reduce_scatter(values<T>(r, 5 * n, salt + 2).data(), rs.data(), 5);
+  record(out, rs);
+  std::vector<T> rs_in = values<T>(r, 4 * n, salt + 3);
+  c.reduce_scatter(rs_in.data(), rs_in.data() + 4 * r, 4);
+  record(out, std::vector<T>(rs_in.begin() + 4 * r, rs_in.begin() + 4 * r + 4));
+  for (std::int64_t count : {std::int64_t(1), std::int64_t(7), std::int64_t(1000)}) {
+    std::vector<T> ar = values<T>(r, count, salt + 4);
+    c.all_reduce(ar.data(), count);
+    record(out, ar);
+  }
+  std::vector<T> bc = values<T>(r, 6, salt + 5);
+  c.broadcast(bc.data(), 6, n - 1);
+  record(out, bc);
+  c.barrier();
+}
+
+// Everything one rank computes, as bytes: world collectives, then a split into odd and even ranks
+// (keys reversed, so group rank order differs from world order) with collectives in each half.
+Bytes workload(Communicator& c) {
+  Bytes out;
+  collectives<float>(c, out, 1);
+  collectives<double>(c, out, 2);
+  std::vector<float> ones(3, 1.0f);
+  c.all_reduce(ones.data(), 3);
+  if (ones[0] != float(c.size())) throw std::runtime_error("all_reduce of ones is wrong");
+  auto half = c.split(c.rank() % 2, -c.rank());
+  out.push_back(std::uint8_t(half->rank()));
+  out.push_back(std::uint8_t(half->size()));
+  collectives<float>(*half, out, 3);
+  collectives<double>(c, out, 4);  // the parent still works after the split
+  return out;
+}
+
+// Runs fn on n ranks over TCP (each with its own rendezvous); returns each rank's error ("" if none).
+std::vector<std::string> run_tcp(int n, double timeout_s, const std::function<void(Communicator&, int)>& fn) {
+  const int port = net::pick_free_port();
+  return test::run_ranks(n, [&](int r) {
+    Rendezvous rdzv = Rendezvous::join(test::options(port, r, n, 10.0));
+    auto comm = make_tcp_communicator(rdzv, timeout_s);
+    fn(*comm, r);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("tcp communicator: every collective is bit-identical to the thread communicator, 1-4 ranks") {
+  for (int n = 1; n <= 4; ++n) {
+    CAPTURE(n);
+    std::vector<Bytes> want(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n));
+    run_ranks(n, [&](Communicator& c) { want[std::size_t(c.rank())] = workload(c); });
+    const auto errors = run_tcp(n, 10.0, [&](Communicator& c, int r) { got[std::size_t(r)] = workload(c); });
+    for (int r = 0; r < n; ++r) {
+      CAPTURE(r);
+      CHECK(errors[std::size_t(r)] == "");
+      REQUIRE(got[std::size_t(r)].size() == want[std::size_t(r)].size());
+      CHECK(std::memcmp(got[std::size_t(r)].data(), want[std::size_t(r)].data(), want[std::size_t(r)].size()) == 0);
+    }
+  }
+}
+
+TEST_CASE("tcp communicator: a rank that exits early is named by the others") {
+  const auto errors = run_tcp(3, 5.0, [](Communicator& c, int r) {
+    if (r == 2) return;  // closes its sockets
+    std::vector<float> x(4, 1.0f);
+    c.all_reduce(x.data(), 4);
+  });
+  CHECK(errors[2] == "");
+  for (int r : {0, 1}) {
+    CAPTURE(errors[std::size_t(r)]);
+    CHECK(errors[std::size_t(r)].find("collective aborted: rank 2 closed its connection") != std::string::npos);
+  }
+}
+
+TEST_CASE("tcp communicator: a silent rank times out, named, within the timeout") {
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::duration<double> waited{};
+  const auto errors = run_tcp(3, 0.5, [&](Communicator& c, int r) {
+    if (r == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // alive but never calls
+      return;
+    }
+    std::vector<double> x(4, 1.0);
+    try {
+      c.all_reduce(x.data(), 4);
+    } catch (const CommAborted&) {
+      if (r == 1) waited = std::chrono::steady_clock::now() - start;
+      throw;
+    }
+  });
+  for (int r : {0, 1}) {
+    CAPTURE(errors[std::size_t(r)]);
+    CHECK(errors[std::size_t(r)].find("rank 0: timed out after 0.5 s waiting for rank 2 in all_reduce") !=
+          std::string::npos);
+  }
+  CHECK(waited.count() < 2.5);  // rank 1 heard it from rank 0 long before rank 2 woke up
+}
+
+TEST_CASE("tcp communicator: abort reaches every rank with its message, also in a split group") {
+  const auto errors = run_tcp(4, 5.0, [](Communicator& c, int r) {
+    auto half = c.split(r % 2, r);
+    if (r == 3) {
+      half->abort("rank 3: boom");
+      return;
+    }
+    std::vector<float> x(4, 1.0f);
+    c.all_reduce(x.data(), 4);
+  });
+  CHECK(errors[3] == "");
+  for (int r : {0, 1, 2}) {
+    CAPTURE(errors[std::size_t(r)]);
+    CHECK(errors[std::size_t(r)] == "collective aborted: rank 3: boom");
+  }
+}
+
+TEST_CASE("tcp communicator: mismatched collectives abort instead of hanging") {
+  const auto errors = run_tcp(2, 5.0, [](Communicator& c, int r) {
+    std::vector<float> x(4, 1.0f);
+    if (r == 0) c.all_reduce(x.data(), 4);
+    else c.broadcast(x.data(), 4, 0);
+  });
+  for (const auto& e : errors) CHECK(e.find("mismatched collectives") != std::string::npos);
+}
+
+}  // namespace fsdpx
