@@ -23,12 +23,7 @@ CpuRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, cons
   if (env.world_size != plan.parallelism.world_size())
     throw ConfigError(fmt::format("--backend cpu: the launcher ({}) started {} ranks but the plan has {}", env.source,
                                   env.world_size, plan.parallelism.world_size()));
-  RendezvousOptions r;
-  r.master_addr = env.master_addr;
-  r.master_port = env.master_port;
-  r.rank = env.rank;
-  r.world_size = env.world_size;
-  r.fingerprint = fingerprint;
+  const RendezvousOptions r = rendezvous_options(env, fingerprint);
   Rendezvous rdzv = Rendezvous::join(r);
   // RankBackendFactory is copyable: the communicator waits in a shared holder until the Trainer asks.
   auto comm = std::make_shared<std::unique_ptr<Communicator>>(make_tcp_communicator(rdzv));

@@ -35,12 +35,7 @@ CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, con
                                   env.world_size, plan.parallelism.world_size()));
   cuda::NcclOptions nccl;
   nccl.device = launched_device(env, gpus);
-  RendezvousOptions r;
-  r.master_addr = env.master_addr;
-  r.master_port = env.master_port;
-  r.rank = env.rank;
-  r.world_size = env.world_size;
-  r.fingerprint = fingerprint;
+  const RendezvousOptions r = rendezvous_options(env, fingerprint);
   std::vector<std::uint8_t> id_bytes;
   if (env.rank == 0) {
     const cuda::NcclId id = cuda::nccl_unique_id();

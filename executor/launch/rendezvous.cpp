@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/launch/launch_env.h"
 #include "executor/launch/rendezvous_channel.h"
 
 namespace fsdpx {
@@ -352,6 +353,16 @@ std::string format_ranks(const std::vector<int>& ranks) {
     }
   }
   return out;
+}
+
+RendezvousOptions rendezvous_options(const LaunchEnv& env, const std::string& fingerprint) {
+  RendezvousOptions r;
+  r.master_addr = env.master_addr;
+  r.master_port = env.master_port;
+  r.rank = env.rank;
+  r.world_size = env.world_size;
+  r.fingerprint = fingerprint;
+  return r;
 }
 
 }  // namespace fsdpx

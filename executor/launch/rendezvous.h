@@ -39,6 +39,11 @@ struct RendezvousOptions {
   double timeout_s = 300.0;
 };
 
+// The options of a launched rank: its rank, the world and MASTER_ADDR:MASTER_PORT from the launcher's
+// variables (launch_env.h), and the job's fingerprint.
+struct LaunchEnv;
+RendezvousOptions rendezvous_options(const LaunchEnv& env, const std::string& fingerprint);
+
 class Rendezvous {
  public:
   // Meets every rank. Returns once all world_size ranks have joined with matching world sizes and
