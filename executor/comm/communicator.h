@@ -21,6 +21,20 @@ struct CommAborted : std::runtime_error {
 
 enum class ElemType { f32, f64 };
 
+// The collectives of a host communicator, as the implementations tag and name them in messages.
+enum CollectiveOp : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+inline const char* collective_op_name(std::uint32_t op) {
+  switch (op) {
+    case kAllGather: return "all_gather";
+    case kReduceScatter: return "reduce_scatter";
+    case kAllReduce: return "all_reduce";
+    case kBroadcast: return "broadcast";
+    case kBarrier: return "barrier";
+    case kSplit: return "split";
+  }
+  return "?";
+}
+
 template <class T>
 constexpr ElemType elem_type_of() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double only");

@@ -62,16 +62,27 @@ TcpCommunicator::TcpCommunicator(std::shared_ptr<tcp::Mesh> mesh, std::vector<in
 
 void TcpCommunicator::abort(const std::string& msg) { mesh_->abort(msg); }
 
-std::vector<Bytes> TcpCommunicator::to_hub(std::uint32_t kind, std::int64_t count, ElemType t, int root,
-                                           const void* part, std::size_t part_bytes) {
-  mesh_->check_aborted();
+tcp::Header TcpCommunicator::header(std::uint32_t kind, std::int64_t count, ElemType t, int root,
+                                    std::size_t payload_bytes) const {
   tcp::Header h;
   h.kind = kind;
   h.group = group_id_;
   h.count = count;
   h.type = std::int32_t(t);
   h.root = root;
-  h.payload_bytes = part_bytes;
+  h.payload_bytes = payload_bytes;
+  return h;
+}
+
+void TcpCommunicator::mismatch(std::uint32_t kind, std::int64_t count, const tcp::Header& got) {
+  mesh_->fail(fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", members_[rank_],
+                          tcp::kind_name(kind), count, tcp::kind_name(got.kind), got.count));
+}
+
+std::vector<Bytes> TcpCommunicator::to_hub(std::uint32_t kind, std::int64_t count, ElemType t, int root,
+                                           const void* part, std::size_t part_bytes) {
+  mesh_->check_aborted();
+  const tcp::Header h = header(kind, count, t, root, part_bytes);
   if (rank_ != 0) {
     mesh_->send(members_[0], h, part, tcp::kind_name(kind));
     return {};
@@ -79,9 +90,7 @@ std::vector<Bytes> TcpCommunicator::to_hub(std::uint32_t kind, std::int64_t coun
   std::vector<Bytes> got(members_.size());
   for (std::size_t j = 1; j < members_.size(); ++j) {
     tcp::Message m = mesh_->receive(members_[j], group_id_, mesh_->timeout_s(), tcp::kind_name(kind));
-    if (m.h.kind != kind || m.h.count != count || m.h.type != h.type || m.h.root != root)
-      mesh_->fail(fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", members_[0],
-                              tcp::kind_name(kind), count, tcp::kind_name(m.h.kind), m.h.count));
+    if (m.h.kind != kind || m.h.count != count || m.h.type != h.type || m.h.root != root) mismatch(kind, count, m.h);
     got[j] = std::move(m.payload);
   }
   return got;
@@ -91,36 +100,29 @@ Bytes TcpCommunicator::from_hub(std::uint32_t kind, std::int64_t count, ElemType
   // A little longer than the hub waits for anyone, so its message naming the silent rank arrives first.
   tcp::Message m = mesh_->receive(members_[0], group_id_, mesh_->timeout_s() + 1.0, tcp::kind_name(kind));
   if (m.h.kind != kind || m.h.count != count || m.h.type != std::int32_t(t) || m.payload.size() != bytes)
-    mesh_->fail(fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", members_[rank_],
-                            tcp::kind_name(kind), count, tcp::kind_name(m.h.kind), m.h.count));
+    mismatch(kind, count, m.h);
   return std::move(m.payload);
 }
 
 void TcpCommunicator::to_member(int member, std::uint32_t kind, std::int64_t count, ElemType t, const void* data,
                                 std::size_t bytes) {
-  tcp::Header h;
-  h.kind = kind;
-  h.group = group_id_;
-  h.count = count;
-  h.type = std::int32_t(t);
-  h.payload_bytes = bytes;
-  mesh_->send(members_[std::size_t(member)], h, data, tcp::kind_name(kind));
+  mesh_->send(members_[std::size_t(member)], header(kind, count, t, 0, bytes), data, tcp::kind_name(kind));
 }
 
 void TcpCommunicator::barrier() {
-  to_hub(tcp::kBarrier, 0, ElemType::f32, 0, nullptr, 0);
+  to_hub(kBarrier, 0, ElemType::f32, 0, nullptr, 0);
   if (rank_ != 0) {
-    from_hub(tcp::kBarrier, 0, ElemType::f32, 0);
+    from_hub(kBarrier, 0, ElemType::f32, 0);
     return;
   }
-  for (int j = 1; j < size(); ++j) to_member(j, tcp::kBarrier, 0, ElemType::f32, nullptr, 0);
+  for (int j = 1; j < size(); ++j) to_member(j, kBarrier, 0, ElemType::f32, nullptr, 0);
 }
 
 void TcpCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
   const std::size_t bytes = elem_bytes(t) * std::size_t(count), all = bytes * std::size_t(size());
-  const std::vector<Bytes> got = to_hub(tcp::kAllGather, count, t, 0, in, bytes);
+  const std::vector<Bytes> got = to_hub(kAllGather, count, t, 0, in, bytes);
   if (rank_ != 0) {
-    const Bytes r = from_hub(tcp::kAllGather, count, t, all);
+    const Bytes r = from_hub(kAllGather, count, t, all);
     if (all > 0) std::memcpy(out, r.data(), all);  // in place: this rank's chunk is rewritten unchanged
     return;
   }
@@ -129,14 +131,14 @@ void TcpCommunicator::all_gather_impl(const void* in, void* out, std::int64_t co
     const void* src = j == 0 ? in : got[std::size_t(j)].data();
     if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
   }
-  for (int j = 1; j < size(); ++j) to_member(j, tcp::kAllGather, count, t, out, all);
+  for (int j = 1; j < size(); ++j) to_member(j, kAllGather, count, t, out, all);
 }
 
 void TcpCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
   const std::size_t bytes = elem_bytes(t) * std::size_t(count);
-  const std::vector<Bytes> got = to_hub(tcp::kReduceScatter, count, t, 0, in, bytes * std::size_t(size()));
+  const std::vector<Bytes> got = to_hub(kReduceScatter, count, t, 0, in, bytes * std::size_t(size()));
   if (rank_ != 0) {
-    const Bytes r = from_hub(tcp::kReduceScatter, count, t, bytes);
+    const Bytes r = from_hub(kReduceScatter, count, t, bytes);
     if (bytes > 0) std::memcpy(out, r.data(), bytes);
     return;
   }
@@ -144,7 +146,7 @@ void TcpCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_
   Bytes chunk(bytes);
   for (int j = 1; j < size(); ++j) {
     sum_chunk(t, srcs, count * j, count, chunk.data());
-    to_member(j, tcp::kReduceScatter, count, t, chunk.data(), bytes);
+    to_member(j, kReduceScatter, count, t, chunk.data(), bytes);
   }
   // Last: in place (out == in) each element is read from every source before it is written.
   sum_chunk(t, srcs, 0, count, out);
@@ -152,22 +154,22 @@ void TcpCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_
 
 void TcpCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
   const std::size_t bytes = elem_bytes(t) * std::size_t(count);
-  const std::vector<Bytes> got = to_hub(tcp::kAllReduce, count, t, 0, buf, bytes);
+  const std::vector<Bytes> got = to_hub(kAllReduce, count, t, 0, buf, bytes);
   if (rank_ != 0) {
-    const Bytes r = from_hub(tcp::kAllReduce, count, t, bytes);
+    const Bytes r = from_hub(kAllReduce, count, t, bytes);
     if (bytes > 0) std::memcpy(buf, r.data(), bytes);
     return;
   }
   sum_chunk(t, sources(buf, got), 0, count, buf);
-  for (int j = 1; j < size(); ++j) to_member(j, tcp::kAllReduce, count, t, buf, bytes);
+  for (int j = 1; j < size(); ++j) to_member(j, kAllReduce, count, t, buf, bytes);
 }
 
 void TcpCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
   FSDP_CHECK(root >= 0 && root < size(), "broadcast: root out of range");
   const std::size_t bytes = elem_bytes(t) * std::size_t(count);
-  const std::vector<Bytes> got = to_hub(tcp::kBroadcast, count, t, root, buf, rank_ == root ? bytes : 0);
+  const std::vector<Bytes> got = to_hub(kBroadcast, count, t, root, buf, rank_ == root ? bytes : 0);
   if (rank_ != 0) {
-    const Bytes r = from_hub(tcp::kBroadcast, count, t, rank_ == root ? 0 : bytes);
+    const Bytes r = from_hub(kBroadcast, count, t, rank_ == root ? 0 : bytes);
     if (rank_ != root && bytes > 0) std::memcpy(buf, r.data(), bytes);
     return;
   }
@@ -177,14 +179,14 @@ void TcpCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, El
                               got[std::size_t(root)].size(), bytes));
     if (bytes > 0) std::memcpy(buf, got[std::size_t(root)].data(), bytes);
   }
-  for (int j = 1; j < size(); ++j) to_member(j, tcp::kBroadcast, count, t, buf, j == root ? 0 : bytes);
+  for (int j = 1; j < size(); ++j) to_member(j, kBroadcast, count, t, buf, j == root ? 0 : bytes);
 }
 
 std::unique_ptr<Communicator> TcpCommunicator::split(int color, int key) {
   FSDP_CHECK(color >= 0, "split: color must be non-negative");
   const std::int32_t mine[2] = {color, key};
   const std::size_t table_bytes = sizeof mine * std::size_t(size());
-  const std::vector<Bytes> got = to_hub(tcp::kSplit, 0, ElemType::f32, 0, mine, sizeof mine);
+  const std::vector<Bytes> got = to_hub(kSplit, 0, ElemType::f32, 0, mine, sizeof mine);
   std::vector<std::int32_t> table(2 * std::size_t(size()));  // (color, key) of every group rank
   if (rank_ == 0) {
     std::memcpy(table.data(), mine, sizeof mine);
@@ -193,9 +195,9 @@ std::unique_ptr<Communicator> TcpCommunicator::split(int color, int key) {
         mesh_->fail(fmt::format("rank {}: corrupt split from rank {}", members_[0], members_[std::size_t(j)]));
       std::memcpy(table.data() + 2 * j, got[std::size_t(j)].data(), sizeof mine);
     }
-    for (int j = 1; j < size(); ++j) to_member(j, tcp::kSplit, 0, ElemType::f32, table.data(), table_bytes);
+    for (int j = 1; j < size(); ++j) to_member(j, kSplit, 0, ElemType::f32, table.data(), table_bytes);
   } else {
-    const Bytes r = from_hub(tcp::kSplit, 0, ElemType::f32, table_bytes);
+    const Bytes r = from_hub(kSplit, 0, ElemType::f32, table_bytes);
     std::memcpy(table.data(), r.data(), table_bytes);
   }
   std::vector<std::pair<int, int>> same;  // (key, group rank) of my color, as MPI_Comm_split orders them

@@ -19,6 +19,7 @@ namespace fsdpx {
 class Rendezvous;
 namespace tcp {
 class Mesh;
+struct Header;
 }
 
 class TcpCommunicator final : public Communicator {
@@ -38,6 +39,9 @@ class TcpCommunicator final : public Communicator {
   void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
 
  private:
+  tcp::Header header(std::uint32_t kind, std::int64_t count, ElemType t, int root, std::size_t payload_bytes) const;
+  // Fails the family: this rank expected `kind` with `count` elements and got `got`.
+  [[noreturn]] void mismatch(std::uint32_t kind, std::int64_t count, const tcp::Header& got);
   // Every rank sends its header and `part` to the group's rank 0 (the hub). The hub gets back every
   // member's payload (index 0 empty: its own buffers), checked to be the same collective; others get {}.
   std::vector<std::vector<std::uint8_t>> to_hub(std::uint32_t kind, std::int64_t count, ElemType t, int root,

@@ -44,18 +44,7 @@ net::Fd connect_to(int me, int peer, const std::string& addr, net::Deadline dead
 
 }  // namespace
 
-const char* kind_name(std::uint32_t kind) {
-  switch (kind) {
-    case kAllGather: return "all_gather";
-    case kReduceScatter: return "reduce_scatter";
-    case kAllReduce: return "all_reduce";
-    case kBroadcast: return "broadcast";
-    case kBarrier: return "barrier";
-    case kSplit: return "split";
-    case kAbort: return "abort";
-  }
-  return "?";
-}
+const char* kind_name(std::uint32_t kind) { return kind == kAbort ? "abort" : collective_op_name(kind); }
 
 Mesh::Mesh(int rank, int size, double timeout_s) : rank_(rank), timeout_s_(timeout_s) {
   for (int r = 0; r < size; ++r) peers_.push_back(std::make_unique<Peer>());

@@ -21,7 +21,8 @@ class Rendezvous;
 
 namespace fsdpx::tcp {
 
-enum Kind : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit, kAbort = 99 };
+// Frame kinds: the collectives (communicator.h CollectiveOp), and an abort.
+inline constexpr std::uint32_t kAbort = 99;
 const char* kind_name(std::uint32_t kind);
 
 // Fields in host byte order, no padding (static_assert in tcp_mesh.cpp).

@@ -17,24 +17,10 @@
 namespace fsdpx {
 namespace {
 
-enum Op { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
-
-const char* op_name(int op) {
-  switch (op) {
-    case kAllGather: return "all_gather";
-    case kReduceScatter: return "reduce_scatter";
-    case kAllReduce: return "all_reduce";
-    case kBroadcast: return "broadcast";
-    case kBarrier: return "barrier";
-    case kSplit: return "split";
-  }
-  return "?";
-}
-
 ThreadSlot make_slot(int op, std::int64_t count, ElemType t, int root, const void* in, void* out) {
   ThreadSlot s;
   s.op = op;
-  s.what = op_name(op);
+  s.what = collective_op_name(op);
   s.count = count;
   s.type = t;
   s.root = root;
@@ -149,7 +135,7 @@ ThreadGroup::Split ThreadGroup::split(int rank, int color, int key) {
   FSDP_CHECK(color >= 0, "split: color must be non-negative");
   ThreadSlot s;
   s.op = kSplit;
-  s.what = op_name(kSplit);
+  s.what = collective_op_name(kSplit);
   s.color = color;
   s.key = key;
   exchange(rank, s);
@@ -176,7 +162,7 @@ ThreadCommunicator::ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int r
 void ThreadCommunicator::barrier() {
   ThreadSlot s;
   s.op = kBarrier;
-  s.what = op_name(kBarrier);
+  s.what = collective_op_name(kBarrier);
   group_->exchange(rank_, s);
   group_->arrive(rank_, "barrier");
 }
