@@ -41,7 +41,7 @@ std::string recompute_text(const Plan& p) {
     bool every_nth = true;
     for (std::size_t i = 0; i < p.recompute.size(); ++i)
       every_nth &= (p.recompute[i] == RecomputeMode::full) == ((i + 1) % n == 0);
-    if (every_nth) return fmt::format("full on every {}th ({} blocks)", n, full);
+    if (every_nth) return fmt::format("full on every {}-th block ({} of {})", n, full, p.recompute.size());
     return fmt::format("full on {} of {} blocks", full, p.recompute.size());
   }
   return recompute_mode_name(p.recompute.front());

@@ -17,7 +17,7 @@ class ShapeRefiner {
       : b_(b), r_(r), s_(s), ev_(ev), best_tps_(best_tps), wraps_(wrap_choices(b.plan, r, s)),
         members_(partial_members(r.model.layers, s.partial)) {}
 
-  Candidate run();
+  Candidate run(bool descend);
 
  private:
   struct Fit {
@@ -115,10 +115,10 @@ bool ShapeRefiner::at_floor(const Fit& f) const {
   return least_recompute && f.c.metrics.step_time_s <= f.c.metrics.compute_floor_s * (1 + kFloorSlack);
 }
 
-Candidate ShapeRefiner::run() {
+Candidate ShapeRefiner::run(bool descend) {
   Config cur = default_config(b_.plan, r_, s_);
   Fit best = fit(cur, -1);
-  if (best.c.label.empty() || at_floor(best)) return best.c;
+  if (!descend || best.c.label.empty() || at_floor(best)) return best.c;
   const std::vector<int> reshards = reshard_choices(b_.plan, r_, s_);
   for (int pass = 0; pass < 2; ++pass) {
     bool improved = false;
@@ -138,9 +138,10 @@ Candidate ShapeRefiner::run() {
 
 }  // namespace
 
-Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps) {
+Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
+                       bool descend) {
   if (b.options.empty()) return Candidate{};
-  return ShapeRefiner(b, r, s, ev, best_tps).run();
+  return ShapeRefiner(b, r, s, ev, best_tps).run(descend);
 }
 
 }  // namespace fsdpx

@@ -14,7 +14,9 @@
 namespace fsdpx {
 
 // Returns the shape's best candidate; every simulated plan is recorded in `ev`. `best_tps` is the fastest
-// fitting plan of the whole search so far (updated).
-Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps);
+// fitting plan of the whole search so far (updated). Without `descend`, only the default configuration
+// with its cheapest fitting recompute (a representative of the shape for the alternatives list).
+Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
+                       bool descend = true);
 
 }  // namespace fsdpx

@@ -71,6 +71,20 @@ void search_throughput(const std::vector<ShapeBound>& shapes, const PlanRequest&
   }
 }
 
+// Families (parallel shapes) the search pruned are shown too: the best-bound shape of each missing family,
+// in bound order, is simulated in its default configuration until top_k families have a fitting plan.
+void sample_families(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev) {
+  std::vector<std::string> seen;
+  for (const Candidate& c : ev.all())
+    if (c.fits && std::find(seen.begin(), seen.end(), family_of(c.plan)) == seen.end()) seen.push_back(family_of(c.plan));
+  double unused_tps = 0;
+  for (const ShapeBound& b : shapes) {
+    if (int(seen.size()) > r.top_k) return;
+    if (b.options.empty() || std::find(seen.begin(), seen.end(), family_of(b.plan)) != seen.end()) continue;
+    if (refine_shape(b, r, s, ev, unused_tps, false).fits) seen.push_back(family_of(b.plan));
+  }
+}
+
 // Memory: shapes by least memory bound while it is below the least simulated peak that fits.
 void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev,
                    SearchCounts& counts) {
@@ -103,6 +117,7 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   if (progress) progress(0.05);
   if (r.objective == Objective::throughput) search_throughput(shapes, r, s, ev, res.counts, progress);
   else search_memory(shapes, r, s, ev, res.counts);
+  sample_families(shapes, r, s, ev);
   res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too
   finish_result(res, ev.all(), r);
   if (!res.best) explain_no_fit(res, shapes, r, ev);

@@ -51,10 +51,10 @@ std::string fitting_plan(const PlanRequest& r, const Space& s) {
   return {};
 }
 
-// Whole nodes from the next count up; skips counts whose fully sharded model state alone exceeds the
-// limit (ZeRO's 16P/N with nothing else), then confirms by simulation.
-std::string more_gpus(const PlanRequest& r, const Space& s) {
-  if (r.cluster.inter.nics_per_node <= 0) return "more GPUs: the cluster holds one node only";
+// Whole nodes from the next count up, at the same global batch or at the same batch per GPU; skips counts
+// whose fully sharded model state alone exceeds the limit (ZeRO's 16P/N with nothing else), then confirms
+// by simulation.
+std::string more_gpus(const PlanRequest& r, const Space& s, bool same_batch_per_gpu) {
   const double state_bytes = fsdp2_state_bytes(double(count_params(r.model).total()), 1, PrecisionPolicy{}).total();
   const int per_node = r.cluster.gpus_per_node;
   const int max_nodes = kMaxWorldSize / per_node;
@@ -62,13 +62,23 @@ std::string more_gpus(const PlanRequest& r, const Space& s) {
   for (int tried = 0; nodes <= max_nodes && tried < 64; ++nodes, ++tried) {
     PlanRequest q = r;
     q.cluster.nodes = nodes;
+    if (same_batch_per_gpu) q.global_batch = r.global_batch * nodes / r.cluster.nodes;
+    if (same_batch_per_gpu && q.global_batch * r.cluster.nodes != r.global_batch * nodes) continue;
     const std::string plan = fitting_plan(q, s);
     if (!plan.empty())
       return fmt::format("more GPUs: the smallest world size that fits at global batch {} is {} nodes ({} ranks), "
-                         "e.g. {}", r.global_batch, nodes, nodes * per_node, plan);
+                         "e.g. {}", q.global_batch, nodes, nodes * per_node, plan);
   }
-  return fmt::format("more GPUs: no node count from {} to {} fits global batch {}", r.cluster.nodes + 1,
-                     std::min(nodes, max_nodes), r.global_batch);
+  return {};
+}
+
+std::string more_gpus(const PlanRequest& r, const Space& s) {
+  if (r.cluster.inter.nics_per_node <= 0) return "more GPUs: the cluster holds one node only";
+  std::string same = more_gpus(r, s, false);
+  if (!same.empty()) return same;
+  std::string scaled = more_gpus(r, s, true);
+  const std::string none = fmt::format("no larger node count up to 64 tried fits global batch {}", r.global_batch);
+  return scaled.empty() ? "more GPUs: " + none + ", nor the same batch per GPU" : scaled + " (" + none + ")";
 }
 
 // Multiples of the data-parallel degrees of this world size around the requested batch, nearest first.
@@ -111,11 +121,15 @@ void explain_no_fit(PlanResult& res, const std::vector<ShapeBound>& shapes, cons
   }
   if (const std::string b = nearest_batch(r, s); !b.empty()) res.suggestions.push_back(b);
   if (least)
-    res.suggestions.push_back(fmt::format("a memory limit of at least {} with the {} margin (--memory-limit), or a "
-                                          "margin of at most {} (--memory-margin)",
-                                          gib_text(res.least_memory_needed_bytes + res.memory_margin_bytes),
-                                          gib_text(res.memory_margin_bytes),
-                                          gib_text(std::max(0.0, res.memory_capacity_bytes - res.least_memory_needed_bytes))));
+    res.suggestions.push_back(
+        res.least_memory_needed_bytes < res.memory_capacity_bytes
+            ? fmt::format("a margin of at most {} (--memory-margin) or a memory limit of at least {} with the {} "
+                          "margin (--memory-limit)", gib_text(res.memory_capacity_bytes - res.least_memory_needed_bytes),
+                          gib_text(res.least_memory_needed_bytes + res.memory_margin_bytes),
+                          gib_text(res.memory_margin_bytes))
+            : fmt::format("a memory limit of at least {} with the {} margin (--memory-limit)",
+                          gib_text(res.least_memory_needed_bytes + res.memory_margin_bytes),
+                          gib_text(res.memory_margin_bytes)));
 }
 
 }  // namespace fsdpx
