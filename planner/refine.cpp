@@ -119,6 +119,19 @@ Candidate ShapeRefiner::run(bool descend) {
   Config cur = default_config(b_.plan, r_, s_);
   Fit best = fit(cur, -1);
   if (!descend || best.c.label.empty() || at_floor(best)) return best.c;
+  if (!best.c.fits) {
+    // Nothing fits in the default configuration, whose per-block wrapping holds the least: only fewer
+    // all-gathers in flight or a smaller reduce dtype (the unsharded gradient buffers) can lower the peak.
+    auto try_lower = [&](Config c) {
+      Fit f = fit(c, best.member_index);
+      if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f);
+    };
+    for (int k : s_.knobs.all_gather_caps)
+      if (k < cur.cap) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
+    for (DType t : s_.knobs.reduce_dtypes)
+      if (dtype_bytes(t) < dtype_bytes(cur.reduce)) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, cur.cap, t});
+    return best.c;
+  }
   const std::vector<int> reshards = reshard_choices(b_.plan, r_, s_);
   for (int pass = 0; pass < 2; ++pass) {
     bool improved = false;

@@ -12,6 +12,7 @@
 
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
+#include "planner/memory_bound.h"
 #include "planner/shapes.h"
 
 namespace fsdpx {
@@ -20,32 +21,32 @@ namespace {
 
 std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
-// The least-memory plans of a request (full recompute where the space has it), least bound first.
-std::vector<ShapeBound> least_shapes(const PlanRequest& r, const Space& s) {
-  std::vector<ShapeBound> out;
+// The least-memory plan of each shape (smallest micro-batch, full recompute where the space has it),
+// least bound first.
+std::vector<std::pair<double, Plan>> least_plans(const PlanRequest& r, const Space& s) {
+  std::vector<std::pair<double, Plan>> out;
   PlanRequest narrowed = r;
   narrowed.space = s.knobs;
+  const auto& modes = s.knobs.uniform_recompute;
+  const bool has_full = std::find(modes.begin(), modes.end(), RecomputeMode::full) != modes.end();
+  const RecomputeMode least = has_full || modes.empty() ? RecomputeMode::full : modes.back();
   for (const Parallelism& par : parallel_shapes(narrowed)) {
     const std::vector<std::int64_t> mbs = micro_batch_choices(narrowed, par.data_parallel_ranks());
-    if (!mbs.empty()) out.push_back(bound_shape(r, s, par, mbs.front()));
+    if (mbs.empty()) continue;
+    Plan p = shape_plan(r, par, mbs.front(), least);
+    out.emplace_back(memory_lower_bound(p).total(), std::move(p));
   }
-  std::sort(out.begin(), out.end(), [](const ShapeBound& a, const ShapeBound& b) {
-    return a.least_memory_bound_bytes < b.least_memory_bound_bytes;
-  });
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
 // A fitting plan's description for request `r`, or empty.
 std::string fitting_plan(const PlanRequest& r, const Space& s) {
-  const std::vector<ShapeBound> shapes = least_shapes(r, s);
+  const std::vector<std::pair<double, Plan>> plans = least_plans(r, s);
   SearchCounts counts;
   Evaluator ev(*r.memory_limit_bytes, counts);
-  for (std::size_t i = 0; i < shapes.size() && i < 3; ++i) {
-    const ShapeBound& b = shapes[i];
-    if (b.least_memory_bound_bytes > *r.memory_limit_bytes) break;
-    Plan p = b.plan;
-    p.recompute = recompute_pattern(b.least_choice, r.model.layers, s.partial);
-    const Candidate c = ev.run(p, WrapPolicy::per_block, "per_block k1");
+  for (std::size_t i = 0; i < plans.size() && i < 3 && plans[i].first <= *r.memory_limit_bytes; ++i) {
+    const Candidate c = ev.run(plans[i].second, WrapPolicy::per_block, "per_block k1");
     if (c.fits) return c.label;
   }
   return {};
