@@ -120,6 +120,8 @@ TEST_CASE("the search finds the optimum of its own space (exhaustive enumeration
     CHECK(fastest.best->metrics.tokens_per_s_per_gpu >= 0.995 * e.best_tps);
     CHECK(fastest.best->metrics.tokens_per_s_per_gpu <= e.best_tps * (1 + 1e-12));
     CHECK(fastest.counts.simulated < e.plans);
+    MESSAGE(c.name << ": planner " << fastest.best->metrics.tokens_per_s_per_gpu << " tokens/s/GPU after "
+                   << fastest.counts.simulated << " simulations");
     // With the default tolerance the choice trades at most the tolerance for headroom, inside the margin.
     r.throughput_tolerance = kDefaultThroughputTolerance;
     const PlanResult chosen = search_plans(r);
