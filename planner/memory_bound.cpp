@@ -1,5 +1,5 @@
 // planner/memory_bound.cpp — the pruning bound of memory_bound.h, built from the same cost-model
-// calls the lowering uses (simulator/lower.cpp resident_memory, simulator/segment_work.cpp
+// calls the lowering uses (program/lower.cpp resident_memory, program/segment_work.cpp
 // segment_memory) so that it stays below the simulated peak by construction.
 #include "planner/memory_bound.h"
 
@@ -7,8 +7,8 @@
 
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
-#include "simulator/lower.h"
-#include "simulator/segment_work.h"
+#include "program/lower.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 

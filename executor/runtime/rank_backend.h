@@ -15,7 +15,7 @@
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/trainer.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

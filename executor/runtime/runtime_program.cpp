@@ -9,7 +9,7 @@
 #include "core/dtype.h"
 #include "core/errors.h"
 #include "executor/model/block.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 
 namespace fsdpx {
 

@@ -11,8 +11,8 @@
 
 #include "core/plan.h"
 #include "executor/model/param_layout.h"
-#include "simulator/segment_work.h"
-#include "simulator/step_program.h"
+#include "program/segment_work.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

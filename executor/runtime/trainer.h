@@ -1,5 +1,5 @@
 // executor/runtime/trainer.h — the contract of the executor runtime: real FSDP training that follows a
-// plan by running the step program of simulator/lower.h op by op, on all ranks of one process (the
+// plan by running the step program of program/lower.h op by op, on all ranks of one process (the
 // CPU backend: ranks are threads, ThreadCommunicator). State that survives a step (sharded parameters,
 // Adam moments, step, data position, RNG) is exposed as TrainerState so checkpoints can save it,
 // reshard it and restore it. The device side of each rank is a RankBackend (CPU reference by default).

@@ -1,4 +1,4 @@
-// simulator/segment_work.h — what one segment (consecutive modules of one FSDP unit) computes and
+// program/segment_work.h — what one segment (consecutive modules of one FSDP unit) computes and
 // keeps for one micro-batch: the kernels and serial TP/CP collectives of its forward and of its
 // backward (recompute + input-gradient + weight-gradient), the activation bytes it saves for backward,
 // and the extra working bytes its backward needs. Built from the compute and memory cost models.
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -1,6 +1,6 @@
-// simulator/step_program.cpp — display names of the step program's enums (trace, summaries). The
+// program/step_program.cpp — display names of the step program's enums (trace, summaries). The
 // switches have no default so that -Wswitch flags a new enumerator without a name.
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 #include "core/errors.h"
 

@@ -1,5 +1,5 @@
-// simulator/lower.cpp — builds the step program of a plan (see lower.h for what it models).
-#include "simulator/lower.h"
+// program/lower.cpp — builds the step program of a plan (see lower.h for what it models).
+#include "program/lower.h"
 
 #include <algorithm>
 #include <map>
@@ -10,7 +10,7 @@
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
-#include "simulator/segment_work.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 

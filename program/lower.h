@@ -1,4 +1,4 @@
-// simulator/lower.h — lowering: (plan, model, cluster) -> step program. Turns FSDP units, prefetch
+// program/lower.h — lowering: (plan, model, cluster) -> step program. Turns FSDP units, prefetch
 // depths, the all-gather in-flight cap, reshard_after_forward, recompute, gradient accumulation, the
 // data-parallel mode (FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1) and TP/CP into explicit ops
 // with dependencies and memory effects, following FSDP2's schedule (fsdp-designs.md §3, executor-notes
@@ -8,8 +8,8 @@
 #pragma once
 
 #include "core/plan.h"
-#include "simulator/segment_work.h"
-#include "simulator/step_program.h"
+#include "program/segment_work.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -1,4 +1,4 @@
-// simulator/step_program.h — the step program: one training step as explicit data, the output of
+// program/step_program.h — the step program: one training step as explicit data, the output of
 // lowering and the input of both interpreters (simulator and executor). Per role (a class of ranks
 // that run identical programs: all ranks when there is no pipeline parallelism) and per stream, ordered
 // ops with dependencies, each with its cost-model inputs and its memory effects. Ranks are
