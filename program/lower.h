@@ -1,8 +1,9 @@
-// program/lower.h — lowering: (plan, model, cluster) -> step program. Turns FSDP units, prefetch
-// depths, the all-gather in-flight cap, reshard_after_forward, recompute, gradient accumulation, the
-// data-parallel mode (FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1) and TP/CP into explicit ops
-// with dependencies and memory effects, following FSDP2's schedule (fsdp-designs.md §3, executor-notes
-// §2): forward all-gathers run ahead of use on their own stream, backward prefetches in reverse order,
+// program/lower.h — lowering: plan -> step program. Turns FSDP units, prefetch depths, the all-gather
+// in-flight cap, reshard_after_forward, recompute, gradient accumulation, the data-parallel placements
+// (core/data_placement.h: FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1) and TP/CP into explicit ops
+// with dependencies, memory effects and state effects, following FSDP2's schedule (pytorch/pytorch,
+// torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py and _fsdp_collectives.py): forward
+// all-gathers run ahead of use on their own stream, backward prefetches in reverse order,
 // reduce-scatters run on their own stream after each unit's backward. Pipeline parallelism (pp > 1) is
 // rejected until the pipeline issue adds stages and point-to-point sends.
 #pragma once

@@ -12,12 +12,7 @@
 
 namespace fsdpx {
 
-// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
-struct Segment {
-  int unit = 0;
-  int first_module = 0;  // index into module_names(model)
-  int module_count = 0;
-};
+// The plan's segments (step_program.h Segment) in forward order.
 std::vector<Segment> plan_segments(const Plan& plan);
 
 // Parameters of each unit on one rank after TP, before data-parallel sharding.

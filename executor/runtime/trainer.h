@@ -122,7 +122,9 @@ class Trainer {
   TrainerState state() const;          // a copy of the sharded state, with each unit's module list
   // `s` resharded by the caller to this plan's dp_shard and units; module lists, when given, must match.
   void load_state(const TrainerState& s);
-  MemoryPeakBytes peak_memory() const;
+  MemoryPeakBytes peak_memory() const;  // measured: the backends' own buffers
+  // What the step program's memory effects say, applied in issue order on each rank.
+  MemoryPeakBytes program_peak_memory() const;
   OpProfile profile() const;
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
   std::vector<float> gather_full_params() const;
