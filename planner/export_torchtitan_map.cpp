@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/data_placement.h"
 #include "core/errors.h"
 #include "planner/export_torchtitan.h"
 #include "planner/target.h"
@@ -55,19 +56,15 @@ void map_data_parallel(const Plan& p, TorchtitanSettings& s) {
   s.tp = par.tp, s.cp = par.cp, s.pp = par.pp;
   s.dp_replicate = par.dp_replicate;
   s.dp_shard = par.dp_shard;
-  switch (par.data_parallel) {
-    case DataParallel::ddp:
-      s.dp_replicate = par.data_parallel_ranks(), s.dp_shard = 1;
-      break;
-    case DataParallel::zero1:
-    case DataParallel::distributed_optimizer:
-      s.dp_replicate = 1, s.dp_shard = par.data_parallel_ranks();
-      note(s, "parallelism.data_parallel_shard_degree",
-           fmt::format("the plan uses {} (optimizer state sharded, parameters replicated), which torchtitan "
-                       "cannot express; written as FSDP without resharding after forward",
-                       data_parallel_name(par.data_parallel)));
-      break;
-    default: break;
+  const DataPlacement placement = data_placement(par);
+  if (!is_sharded(placement.grads)) {  // DDP
+    s.dp_replicate = par.data_parallel_ranks(), s.dp_shard = 1;
+  } else if (!is_sharded(placement.params)) {  // ZeRO-1
+    s.dp_replicate = 1, s.dp_shard = par.data_parallel_ranks();
+    note(s, "parallelism.data_parallel_shard_degree",
+         fmt::format("the plan uses {} (optimizer state sharded, parameters replicated), which torchtitan "
+                     "cannot express; written as FSDP without resharding after forward",
+                     data_parallel_name(par.data_parallel)));
   }
   // torchtitan's FSDP mesh is dp_shard x cp (parallel_dims.py: fsdp = dp_shard * cp); fsdpx shards over
   // dp_shard and keeps cp ranks as copies.
@@ -92,9 +89,9 @@ bool layout_is_per_block(const Plan& p) {
 // torchtitan's apply_fsdp: "always" reshards every unit, "never" none, "default" (pp = 1) every block
 // except the last, whose parameters backward needs first; the root (norm + output) is never resharded.
 void map_reshard(const Plan& p, TorchtitanSettings& s) {
-  const DataParallel d = p.parallelism.data_parallel;
-  if (d != DataParallel::fsdp_full_shard && d != DataParallel::hsdp) {
-    s.reshard_policy = d == DataParallel::ddp ? "default" : "never";
+  const DataPlacement placement = data_placement(p.parallelism);
+  if (!placement.reshard_after_forward) {
+    s.reshard_policy = is_sharded(placement.grads) ? "never" : "default";  // DDP: "default"
     return;
   }
   std::size_t kept = 0, partial = 0;

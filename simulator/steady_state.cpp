@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cost_models/memory.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
 
