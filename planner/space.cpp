@@ -23,6 +23,7 @@ void narrow_for_torchtitan(SearchSpace& k) {
   k.try_node_reshard = false;
   k.prefetch_depths = {1};
   k.all_gather_caps = {2};
+  k.reduce_dtypes = {DType::fp32};  // job_config.py: mixed_precision_reduce is Literal["float32"]
   k.allow_cp = false;
   std::erase(k.uniform_recompute, RecomputeMode::selective);
 }
