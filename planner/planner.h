@@ -60,6 +60,10 @@ inline constexpr double kDefaultMemoryMarginFraction = 0.10;
 // below the spread of repeated runs and of the model's own error (docs/validation.md).
 inline constexpr double kDefaultThroughputTolerance = 0.005;
 
+// Sequences per step a request may ask for (2^30): far above any published batch, far below overflow of
+// tokens per step.
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t(1) << 30;
+
 struct PlanRequest {
   ModelSpec model;
   ClusterSpec cluster;  // already sized (nodes, gpus_per_node)

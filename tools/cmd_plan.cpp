@@ -69,8 +69,6 @@ class ProgressBar {
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// Sequences per step the planner accepts (2^30): far above any published batch, far below overflow.
-constexpr std::int64_t kMaxGlobalBatch = std::int64_t(1) << 30;
 constexpr double kMaxMemoryGiB = 1024 * 1024;  // 1 PiB per GPU: a typo guard, not a hardware limit
 constexpr int kMaxTop = 1000;
 
