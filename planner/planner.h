@@ -100,9 +100,9 @@ struct Candidate {
 };
 
 struct SearchCounts {
-  std::int64_t considered = 0;      // candidates enumerated (shapes and local variants)
+  std::int64_t considered = 0;      // shape x micro-batch x recompute choices bounded, plus refinements simulated
   std::int64_t pruned_memory = 0;   // memory lower bound above the limit
-  std::int64_t pruned_bound = 0;    // throughput bound below the beam / best found
+  std::int64_t pruned_bound = 0;    // in shapes whose throughput bound could not beat the best found
   std::int64_t simulated = 0;       // distinct plans run through the simulator
   std::int64_t reused = 0;          // identical plans answered from the cache
   std::int64_t shapes_refined = 0;  // parallel shapes x micro-batch refined (their bound could still win)
