@@ -36,9 +36,12 @@ DpGroup RankRuntime::group_of(int group) const {
     case GroupKind::dp_replicate: return DpGroup::dp_replicate;
     case GroupKind::dp_all: return DpGroup::dp_all;
     case GroupKind::tp:
-    case GroupKind::cp: break;
+    case GroupKind::cp:
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: break;
   }
-  FSDP_CHECK(false, "RankRuntime: tp/cp groups are rejected before lowering");
+  FSDP_CHECK(false, "RankRuntime: tp/cp/pp groups are rejected before lowering");
   return DpGroup::dp_all;
 }
 
@@ -84,6 +87,10 @@ void RankRuntime::run_op(const Op& op) {
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
+    case OpKind::backward_input:
+    case OpKind::backward_weight:
+    case OpKind::send:
+    case OpKind::recv: FSDP_CHECK(false, "RankRuntime: pipeline ops (pp > 1 is rejected before lowering)"); break;
   }
   if (op.completes_reduction) backend_->finish_reduction(op.unit);
   if (op.release_params) release(op);
@@ -95,7 +102,10 @@ void RankRuntime::all_reduce(const Op& op) {
     case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
     case Payload::grad_norm: reduce_norm(); break;
     case Payload::none:
-    case Payload::params: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters or of nothing"); break;
+    case Payload::params:
+    case Payload::activations:
+    case Payload::activation_grads:
+    case Payload::tied_grads: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters, activations or nothing"); break;
   }
 }
 
