@@ -1,8 +1,9 @@
 // executor/comm/communicator.h — the collective operations the FSDP runtime needs (all-gather,
-// reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) on fp32 and fp64 host buffers.
+// reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) and the point-to-point send and
+// receive of pipeline parallelism, on fp32 and fp64 host buffers.
 // Reductions are sums taken in rank order 0..n-1, so results never depend on timing (executor-notes
 // §5.5: "for bit-determinism, reduce in a fixed order"). Leaves out averaging (the caller scales),
-// asynchronous handles and device buffers: the NCCL backend implements the same interface later.
+// asynchronous handles and device buffers: the NCCL backend has its own device interface.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ struct CommAborted : std::runtime_error {
 enum class ElemType { f32, f64 };
 
 // The collectives of a host communicator, as the implementations tag and name them in messages.
-enum CollectiveOp : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+enum CollectiveOp : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit, kSendRecv };
 inline const char* collective_op_name(std::uint32_t op) {
   switch (op) {
     case kAllGather: return "all_gather";
@@ -31,6 +32,7 @@ inline const char* collective_op_name(std::uint32_t op) {
     case kBroadcast: return "broadcast";
     case kBarrier: return "barrier";
     case kSplit: return "split";
+    case kSendRecv: return "send_recv";
   }
   return "?";
 }
@@ -70,6 +72,19 @@ class Communicator {
     broadcast_impl(buf, count, root, elem_type_of<T>());
   }
   virtual void barrier() = 0;
+  // Point to point (pipeline stages). send copies buf [count] out and returns without waiting for the
+  // receiver (a buffered send: with blocking sends a 1F1B schedule deadlocks, since neighbouring stages
+  // post their sends and receives in different orders); recv blocks until the message arrives. Messages
+  // from one rank to another with one tag arrive in the order sent; tags keep independent streams apart
+  // (activations, gradients). A receive whose count or type differs from the message's fails the family.
+  template <class T>
+  void send(const T* buf, std::int64_t count, int peer, int tag) {
+    send_impl(buf, count, elem_type_of<T>(), peer, tag);
+  }
+  template <class T>
+  void recv(T* buf, std::int64_t count, int peer, int tag) {
+    recv_impl(buf, count, elem_type_of<T>(), peer, tag);
+  }
   // Collective: ranks with the same color form a new group, ordered by (key, old rank). As MPI_Comm_split
   // and ncclCommSplit; used for the dp_shard and dp_replicate axes of HSDP.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
@@ -82,6 +97,8 @@ class Communicator {
   virtual void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) = 0;
   virtual void all_reduce_impl(void* buf, std::int64_t count, ElemType t) = 0;
   virtual void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) = 0;
+  virtual void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
+  virtual void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
 };
 
 }  // namespace fsdpx
