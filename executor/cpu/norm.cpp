@@ -27,9 +27,11 @@ void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const
   }
 }
 
+namespace {
+
 template <class Real>
-void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
-                        const Real* weight, const Real* mean, const Real* rstd, std::int64_t n, std::int64_t c) {
+void layernorm_backward_input(Real* dinp, const Real* dout, const Real* inp, const Real* weight, const Real* mean,
+                              const Real* rstd, std::int64_t n, std::int64_t c) {
 #pragma omp parallel for
   for (std::int64_t i = 0; i < n; ++i) {
     const Real* dy = dout + i * c;
@@ -50,6 +52,11 @@ void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout
       dx[j] += rstd[i] * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
     }
   }
+}
+
+template <class Real>
+void layernorm_backward_weight(Real* dweight, Real* dbias, const Real* dout, const Real* inp, const Real* mean,
+                               const Real* rstd, std::int64_t n, std::int64_t c) {
 #pragma omp parallel for
   for (std::int64_t j = 0; j < c; ++j) {
     Real dw = 0, db = 0;
@@ -61,6 +68,42 @@ void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout
     dweight[j] += dw;
     dbias[j] += db;
   }
+}
+
+template <class Real>
+void rmsnorm_backward_input(Real* dinp, const Real* dout, const Real* inp, const Real* weight, const Real* rstd,
+                            std::int64_t n, std::int64_t c) {
+#pragma omp parallel for
+  for (std::int64_t i = 0; i < n; ++i) {
+    const Real* dy = dout + i * c;
+    const Real* x = inp + i * c;
+    Real dnorm_norm_mean = 0;
+    for (std::int64_t j = 0; j < c; ++j) dnorm_norm_mean += dy[j] * weight[j] * x[j] * rstd[i];
+    dnorm_norm_mean /= Real(c);
+    Real* dx = dinp + i * c;
+    for (std::int64_t j = 0; j < c; ++j)
+      dx[j] += rstd[i] * (dy[j] * weight[j] - x[j] * rstd[i] * dnorm_norm_mean);
+  }
+}
+
+template <class Real>
+void rmsnorm_backward_weight(Real* dweight, const Real* dout, const Real* inp, const Real* rstd, std::int64_t n,
+                             std::int64_t c) {
+#pragma omp parallel for
+  for (std::int64_t j = 0; j < c; ++j) {
+    Real dw = 0;
+    for (std::int64_t i = 0; i < n; ++i) dw += dout[i * c + j] * inp[i * c + j] * rstd[i];
+    dweight[j] += dw;
+  }
+}
+
+}  // namespace
+
+template <class Real>
+void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
+                        const Real* weight, const Real* mean, const Real* rstd, std::int64_t n, std::int64_t c) {
+  if (dinp != nullptr) layernorm_backward_input(dinp, dout, inp, weight, mean, rstd, n, c);
+  if (dweight != nullptr) layernorm_backward_weight(dweight, dbias, dout, inp, mean, rstd, n, c);
 }
 
 template <class Real>
@@ -81,23 +124,8 @@ void rmsnorm_forward(Real* out, Real* rstd, const Real* inp, const Real* weight,
 template <class Real>
 void rmsnorm_backward(Real* dinp, Real* dweight, const Real* dout, const Real* inp, const Real* weight,
                       const Real* rstd, std::int64_t n, std::int64_t c) {
-#pragma omp parallel for
-  for (std::int64_t i = 0; i < n; ++i) {
-    const Real* dy = dout + i * c;
-    const Real* x = inp + i * c;
-    Real dnorm_norm_mean = 0;
-    for (std::int64_t j = 0; j < c; ++j) dnorm_norm_mean += dy[j] * weight[j] * x[j] * rstd[i];
-    dnorm_norm_mean /= Real(c);
-    Real* dx = dinp + i * c;
-    for (std::int64_t j = 0; j < c; ++j)
-      dx[j] += rstd[i] * (dy[j] * weight[j] - x[j] * rstd[i] * dnorm_norm_mean);
-  }
-#pragma omp parallel for
-  for (std::int64_t j = 0; j < c; ++j) {
-    Real dw = 0;
-    for (std::int64_t i = 0; i < n; ++i) dw += dout[i * c + j] * inp[i * c + j] * rstd[i];
-    dweight[j] += dw;
-  }
+  if (dinp != nullptr) rmsnorm_backward_input(dinp, dout, inp, weight, rstd, n, c);
+  if (dweight != nullptr) rmsnorm_backward_weight(dweight, dout, inp, rstd, n, c);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                \

@@ -67,6 +67,14 @@ void BlockActs<Real>::allocate(const BlockDims& d) {
 }
 
 template <class Real>
+void BlockWeightInputs<Real>::allocate(const BlockDims& d) {
+  const auto n = static_cast<std::size_t>(d.n);
+  d_out.assign(n * d.c, 0), d_mid.assign(n * d.c, 0);
+  dfc.assign(n * d.fu, 0), dqkv.assign(n * d.qkv, 0);
+  dln2.assign(n * d.c, 0), dln1.assign(n * d.c, 0);
+}
+
+template <class Real>
 void BlockScratch<Real>::allocate(const BlockDims& d) {
   const auto n = static_cast<std::size_t>(d.n);
   dln.assign(n * d.c, 0), datty.assign(n * d.q, 0), dqkv.assign(n * d.qkv, 0);
@@ -126,62 +134,96 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
     cpu::residual_forward(x_out, a.x_mid.data(), x_out, d.n * d.c); }
 }
 
-// The MLP half: dres is d x_out on entry and d x_mid on exit.
+// The MLP half: dres is d x_out on entry and d x_mid on exit. Under a split backward the input pass
+// keeps the output gradients in `kept` and the weight pass reads them there (see GradPass).
 template <class Real>
 void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                  const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s) {
+                  const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s, GradPass pass,
+                  BlockWeightInputs<Real>* kept) {
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
-  zero(s.dfc_act), zero(s.dfc), zero(s.dln);
-  { ScopedOp op(prof, "mlp_down_dx", m);
-    cpu::matmul_backward_dx(s.dfc_act.data(), dres, p.mlp_down_w, d.n, d.f, d.c); }
-  { ScopedOp op(prof, "mlp_down_dw", m);
-    cpu::matmul_backward_dw(g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.data(), d.n, d.f, d.c); }
-  { ScopedOp op(prof, "mlp_act_bwd", m);
-    cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
-  { ScopedOp op(prof, "mlp_up_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu); }
-  { ScopedOp op(prof, "mlp_up_dw", m);
-    cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, s.dfc.data(), a.ln2.data(), d.n, d.c, d.fu); }
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool from_kept = pass == GradPass::weight;
+  if (pass == GradPass::input) std::copy(dres, dres + d.n * d.c, kept->d_out.begin());
+  const Real* d_out = from_kept ? kept->d_out.data() : dres;
+  if (input) {
+    zero(s.dfc_act), zero(s.dfc), zero(s.dln);
+    ScopedOp op(prof, "mlp_down_dx", m);
+    cpu::matmul_backward_dx(s.dfc_act.data(), dres, p.mlp_down_w, d.n, d.f, d.c);
+  }
+  if (weight) {
+    ScopedOp op(prof, "mlp_down_dw", m);
+    cpu::matmul_backward_dw(g.mlp_down_w, g.mlp_down_b, d_out, a.fc_act.data(), d.n, d.f, d.c);
+  }
+  if (input) {
+    { ScopedOp op(prof, "mlp_act_bwd", m);
+      cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
+    ScopedOp op(prof, "mlp_up_dx", m);
+    cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu);
+  }
+  if (weight) {
+    ScopedOp op(prof, "mlp_up_dw", m);
+    cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
+                            d.c, d.fu);
+  }
+  if (pass == GradPass::input) kept->dfc = s.dfc, kept->dln2 = s.dln;
   { ScopedOp op(prof, "mlp_norm_bwd", m);
-    norm_backward(ctx.spec->arch, dres, g.mlp_norm_w, g.mlp_norm_b, s.dln.data(), a.x_mid.data(), p.mlp_norm_w,
-                  a.ln2_mean.data(), a.ln2_rstd.data(), d.n, d.c); }
+    norm_backward(ctx.spec->arch, input ? dres : nullptr, g.mlp_norm_w, g.mlp_norm_b,
+                  from_kept ? kept->dln2.data() : s.dln.data(), a.x_mid.data(), p.mlp_norm_w, a.ln2_mean.data(),
+                  a.ln2_rstd.data(), d.n, d.c); }
 }
 
 // The attention half: dres is d x_mid on entry and d x_in on exit.
 template <class Real>
 void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p,
                               const BlockTensors<Real*>& g, const Real* x_in, const BlockActs<Real>& a, Real* dres,
-                              BlockScratch<Real>& s) {
+                              BlockScratch<Real>& s, GradPass pass, BlockWeightInputs<Real>* kept) {
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
-  zero(s.datty), zero(s.dqkv), zero(s.dln);
-  { ScopedOp op(prof, "attn_out_dx", m);
-    cpu::matmul_backward_dx(s.datty.data(), dres, p.attn_out_w, d.n, d.q, d.c); }
-  { ScopedOp op(prof, "attn_out_dw", m);
-    cpu::matmul_backward_dw(g.attn_out_w, g.attn_out_b, dres, a.atty.data(), d.n, d.q, d.c); }
-  { ScopedOp op(prof, "attn_core_bwd", m);
-    cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn); }
-  if (ctx.rope) {
-    ScopedOp op(prof, "rope_bwd", m);
-    cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool from_kept = pass == GradPass::weight;
+  if (pass == GradPass::input) std::copy(dres, dres + d.n * d.c, kept->d_mid.begin());
+  if (input) {
+    zero(s.datty), zero(s.dqkv), zero(s.dln);
+    ScopedOp op(prof, "attn_out_dx", m);
+    cpu::matmul_backward_dx(s.datty.data(), dres, p.attn_out_w, d.n, d.q, d.c);
   }
-  { ScopedOp op(prof, "qkv_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), s.dqkv.data(), p.qkv_w, d.n, d.c, d.qkv); }
-  { ScopedOp op(prof, "qkv_dw", m);
-    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, s.dqkv.data(), a.ln1.data(), d.n, d.c, d.qkv); }
+  if (weight) {
+    ScopedOp op(prof, "attn_out_dw", m);
+    cpu::matmul_backward_dw(g.attn_out_w, g.attn_out_b, from_kept ? kept->d_mid.data() : dres, a.atty.data(), d.n,
+                            d.q, d.c);
+  }
+  if (input) {
+    { ScopedOp op(prof, "attn_core_bwd", m);
+      cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn); }
+    if (ctx.rope) {
+      ScopedOp op(prof, "rope_bwd", m);
+      cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
+    }
+    ScopedOp op(prof, "qkv_dx", m);
+    cpu::matmul_backward_dx(s.dln.data(), s.dqkv.data(), p.qkv_w, d.n, d.c, d.qkv);
+  }
+  if (weight) {
+    ScopedOp op(prof, "qkv_dw", m);
+    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, from_kept ? kept->dqkv.data() : s.dqkv.data(), a.ln1.data(), d.n, d.c,
+                            d.qkv);
+  }
+  if (pass == GradPass::input) kept->dqkv = s.dqkv, kept->dln1 = s.dln;
   { ScopedOp op(prof, "attn_norm_bwd", m);
-    norm_backward(ctx.spec->arch, dres, g.attn_norm_w, g.attn_norm_b, s.dln.data(), x_in, p.attn_norm_w,
-                  a.ln1_mean.data(), a.ln1_rstd.data(), d.n, d.c); }
+    norm_backward(ctx.spec->arch, input ? dres : nullptr, g.attn_norm_w, g.attn_norm_b,
+                  from_kept ? kept->dln1.data() : s.dln.data(), x_in, p.attn_norm_w, a.ln1_mean.data(),
+                  a.ln1_rstd.data(), d.n, d.c); }
 }
 
 template <class Real>
 void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                    const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s) {
-  mlp_backward(ctx, p, g, a, dres, s);
-  attention_block_backward(ctx, p, g, x_in, a, dres, s);
+                    const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s, GradPass pass,
+                    BlockWeightInputs<Real>* kept) {
+  FSDP_CHECK(pass == GradPass::all || kept != nullptr, "block_backward: a split pass needs the kept gradients");
+  mlp_backward(ctx, p, g, a, dres, s, pass, kept);
+  attention_block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \
@@ -189,6 +231,7 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
   template BlockTensors<Real*> block_tensors<Real*>(const ModuleLayout&, Real*);                                  \
   template struct BlockActs<Real>;                                                                                \
   template struct BlockScratch<Real>;                                                                             \
+  template struct BlockWeightInputs<Real>;                                                                        \
   template void norm_forward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, std::int64_t, \
                                    std::int64_t, double);                                                        \
   template void norm_backward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, const Real*, \
@@ -197,7 +240,7 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
                                     Real*, BlockActs<Real>&);                                                    \
   template void block_backward<Real>(const BlockContext<Real>&, const BlockTensors<const Real*>&,                 \
                                      const BlockTensors<Real*>&, const Real*, const BlockActs<Real>&, Real*,      \
-                                     BlockScratch<Real>&);
+                                     BlockScratch<Real>&, GradPass, BlockWeightInputs<Real>*);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE
