@@ -50,6 +50,7 @@ struct Trainer::Impl {
   RuntimeProgram rp;
   std::shared_ptr<DataSource> data;
   TrainerOptions options;
+  cpu::ThreadBudget budget;  // kernel threads per rank thread
   KernelSink kernels;
   std::vector<std::unique_ptr<RankRuntime>> ranks;
   std::mutex data_mu;
@@ -89,6 +90,7 @@ void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   for (auto& r : ranks)
     threads.emplace_back([&, rr = r.get()] {
       t_current_rank = rr->rank();
+      cpu::use_kernel_threads(budget.threads_per_rank);
       try {
         fn(*rr);
       } catch (const CommAborted& e) {
@@ -136,6 +138,7 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
                "Trainer: rank backends must have distinct ranks of the mesh");
     impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   }
+  impl_->budget = cpu::decide_thread_budget({options.threads, int(impl_->ranks.size()), options.processes_on_host});
   const std::uint64_t seed = plan.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
@@ -264,6 +267,8 @@ std::vector<float> Trainer::gather_full_params() const {
 }
 
 const Plan& Trainer::plan() const { return impl_->rp.plan; }
+
+const cpu::ThreadBudget& Trainer::thread_budget() const { return impl_->budget; }
 
 int Trainer::current_rank() { return t_current_rank; }
 
