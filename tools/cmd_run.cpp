@@ -24,6 +24,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/cpu/simd_level.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/runtime_program.h"
 #include "tools/cli_options.h"
@@ -229,7 +230,8 @@ void run_run(RunOptions o) {
   const std::unique_ptr<Trainer> trainer = make_trainer(plan, plan_file, data, to, b.backends);
   if (b.prints && !to.cuda) {
     const cpu::ThreadBudget& t = trainer->thread_budget();
-    std::fprintf(stderr, "fsdpx: cpu: %s\n", t.describe().c_str());
+    std::fprintf(stderr, "fsdpx: cpu: %s; kernels built for SIMD %s\n", t.describe().c_str(),
+                 cpu::kernel_simd_level().c_str());
     if (t.oversubscribed()) std::fprintf(stderr, "fsdpx: warning: more kernel threads than cores (%s)\n", t.source.c_str());
   }
   RunRecord r;

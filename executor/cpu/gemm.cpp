@@ -6,6 +6,7 @@
 // serial call, cannot. Tiles are at least kMinTileExtent wide because each re-packs the other operand
 // (measured on the 2-core VM: 512-wide tiles cost 2-5% of one thread's GEMM time, 256-wide 5-12%).
 #include "executor/cpu/gemm.h"
+#include "executor/cpu/thread_budget.h"
 
 #include <algorithm>
 #include <mutex>
@@ -108,7 +109,7 @@ void matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* 
                     std::int64_t c, std::int64_t oc) {
   gemm_parallel(false, true, n, oc, c, Real(1), inp, c, weight, c, Real(0), out, oc);
   if (!bias) return;
-#pragma omp parallel for
+#pragma omp parallel for if (worth_parallel(n * oc))
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t o = 0; o < oc; ++o) out[i * oc + o] += bias[o];
 }
@@ -126,7 +127,7 @@ void matmul_backward_dw(Real* dweight, Real* dbias, const Real* dout, const Real
   if (!dbias) return;
   // Columns in fixed blocks; rows in order inside each: one summation order per element.
   constexpr std::int64_t kBlock = 256;
-#pragma omp parallel for
+#pragma omp parallel for if (worth_parallel(n * oc))
   for (std::int64_t o0 = 0; o0 < oc; o0 += kBlock) {
     const std::int64_t o1 = std::min(oc, o0 + kBlock);
     for (std::int64_t i = 0; i < n; ++i)

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "executor/cpu/thread_budget.h"
 
 namespace fsdpx::cpu {
 namespace {
@@ -14,7 +15,7 @@ void rotate(Real* qkv, const RopeTable<Real>& tab, std::int64_t b, std::int64_t 
             std::int64_t nkv, std::int64_t hd, Real sign) {
   FSDP_CHECK(hd % 2 == 0 && tab.half == hd / 2 && tab.seq >= t, "rope: table does not match the shape");
   const std::int64_t row = (nh + 2 * nkv) * hd, half = hd / 2;
-#pragma omp parallel for collapse(2)
+#pragma omp parallel for collapse(2) if (worth_parallel(b * t * row))
   for (std::int64_t bi = 0; bi < b; ++bi)
     for (std::int64_t ti = 0; ti < t; ++ti) {
       Real* r = qkv + (bi * t + ti) * row;  // [(NH + 2·NKV)·HD]; Q and K heads are the first NH + NKV

@@ -6,6 +6,7 @@
 // Leaves out pinning threads to cores and SMT/NUMA topology: the OS places the threads.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -43,6 +44,12 @@ ThreadBudget decide_thread_budget(const ThreadBudgetRequest& request);
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int affinity_cores();
+
+// Elements a kernel must touch before it splits across the rank's threads; below, it stays on the
+// calling thread: an OpenMP fork and join costs microseconds on idle cores but up to a scheduler slice
+// (milliseconds) when another job holds one of them. Who computes an element never changes its value.
+inline constexpr std::int64_t kMinParallelElems = std::int64_t(1) << 16;
+inline bool worth_parallel(std::int64_t elems) { return elems >= kMinParallelElems; }
 
 // Makes the OpenMP parallel regions that the calling thread starts use `threads` threads (a per-thread
 // setting: each rank thread calls it once before its kernels run).

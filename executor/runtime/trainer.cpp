@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "executor/comm/thread_communicator.h"
+#include "executor/cpu/simd_level.h"
 #include "executor/runtime/cpu_backend.h"
 #include "executor/runtime/rank_runtime.h"
 
@@ -130,6 +131,7 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
   impl_->rp = make_runtime_program(plan, options.cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
   impl_->data = std::move(data);
   impl_->options = options;
+  if (!options.cuda) cpu::check_kernel_simd_support();
   auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);
   FSDP_CHECK(!backends.empty(), "Trainer: no rank backends");
   std::vector<char> seen(std::size_t(plan.parallelism.world_size()), 0);
