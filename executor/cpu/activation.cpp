@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "executor/cpu/vec_math.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx::cpu {
 namespace {
@@ -57,21 +57,20 @@ std::int64_t mlp_up_width(FfnKind kind, std::int64_t ffn) { return kind == FfnKi
 template <class Real>
 void mlp_act_forward(FfnKind kind, Real* out, const Real* inp, std::int64_t n, std::int64_t f) {
   const std::int64_t w = mlp_up_width(kind, f);
-#pragma omp parallel for if (worth_parallel(n * w))
-  for (std::int64_t i = 0; i < n; ++i) act_row(kind, out + i * f, inp + i * w, f);
+  parallel_for(n, n * w, [&](std::int64_t i) { act_row(kind, out + i * f, inp + i * w, f); });
 }
 
 template <class Real>
 void mlp_act_backward(FfnKind kind, Real* dinp, const Real* dout, const Real* inp, std::int64_t n, std::int64_t f) {
   const std::int64_t w = mlp_up_width(kind, f);
-#pragma omp parallel for if (worth_parallel(n * w))
-  for (std::int64_t i = 0; i < n; ++i) act_row_backward(kind, dinp + i * w, dout + i * f, inp + i * w, f);
+  parallel_for(n, n * w, [&](std::int64_t i) { act_row_backward(kind, dinp + i * w, dout + i * f, inp + i * w, f); });
 }
 
 template <class Real>
 void residual_forward(Real* out, const Real* a, const Real* b, std::int64_t count) {
-#pragma omp parallel for if (worth_parallel(count))
-  for (std::int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+  parallel_for_blocks(count, 4096, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
+  });
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                           \

@@ -15,7 +15,7 @@
 #include "core/errors.h"
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/vec_math.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx::cpu {
 namespace {
@@ -52,7 +52,7 @@ HeadOffsets head_offsets(const AttnShape& s, std::int64_t b, std::int64_t h) {
   return {row, q_dim, b * s.t * row, h * s.hd, q_dim + kvh * s.hd, q_dim + (s.nkv + kvh) * s.hd};
 }
 
-// Elements of P (B·NH·T²), the work measure worth_parallel sees.
+// Elements of P (B·NH·T²): the work measure parallel_for sees.
 std::int64_t attention_work(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
 
 }  // namespace
@@ -63,21 +63,20 @@ template <class Real>
 void attention_forward(Real* out, Real* saved, const Real* qkv, const AttnShape& s) {
   FSDP_CHECK(s.nkv > 0 && s.nh % s.nkv == 0, "attention: heads must be a multiple of kv_heads");
   const Real scale = Real(1) / std::sqrt(Real(s.hd));
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_parallel(attention_work(s)))
-  for (std::int64_t b = 0; b < s.b; ++b)
-    for (std::int64_t h = 0; h < s.nh; ++h) {
-      const HeadOffsets ho = head_offsets(s, b, h);
-      const Real *q = qkv + ho.base + ho.q, *k = qkv + ho.base + ho.k, *v = qkv + ho.base + ho.v;
-      Real* p = saved + (b * s.nh + h) * s.t * s.t;   // [T, T]
-      Real* o = out + b * s.t * ho.q_dim + h * s.hd;  // [T, HD], rows stride NH·HD
-      for (std::int64_t t0 = 0; t0 < s.t; t0 += kQueryTile) {
-        const std::int64_t rows = std::min(kQueryTile, s.t - t0), keys = t0 + rows;
-        Real* pt = p + t0 * s.t;  // [rows, T]
-        gemm_serial(false, true, rows, keys, s.hd, scale, q + t0 * ho.row, ho.row, k, ho.row, Real(0), pt, s.t);
-        for (std::int64_t i = 0; i < rows; ++i) softmax_row(pt + i * s.t, t0 + i + 1, s.t);
-        gemm_serial(false, false, rows, s.hd, keys, Real(1), pt, s.t, v, ho.row, Real(0), o + t0 * ho.q_dim, ho.q_dim);
-      }
+  parallel_for(s.b * s.nh, attention_work(s), [&](std::int64_t task) {
+    const std::int64_t b = task / s.nh, h = task % s.nh;
+    const HeadOffsets ho = head_offsets(s, b, h);
+    const Real *q = qkv + ho.base + ho.q, *k = qkv + ho.base + ho.k, *v = qkv + ho.base + ho.v;
+    Real* p = saved + (b * s.nh + h) * s.t * s.t;   // [T, T]
+    Real* o = out + b * s.t * ho.q_dim + h * s.hd;  // [T, HD], rows stride NH·HD
+    for (std::int64_t t0 = 0; t0 < s.t; t0 += kQueryTile) {
+      const std::int64_t rows = std::min(kQueryTile, s.t - t0), keys = t0 + rows;
+      Real* pt = p + t0 * s.t;  // [rows, T]
+      gemm_serial(false, true, rows, keys, s.hd, scale, q + t0 * ho.row, ho.row, k, ho.row, Real(0), pt, s.t);
+      for (std::int64_t i = 0; i < rows; ++i) softmax_row(pt + i * s.t, t0 + i + 1, s.t);
+      gemm_serial(false, false, rows, s.hd, keys, Real(1), pt, s.t, v, ho.row, Real(0), o + t0 * ho.q_dim, ho.q_dim);
     }
+  });
 }
 
 // One query tile of head h: dS (in `ds`, [rows, keys]) from P and dP, then the three gradient GEMMs.
@@ -109,14 +108,13 @@ void attention_tile_backward(Real* dqkv, const Real* dout, const Real* qkv, cons
 template <class Real>
 void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* saved, const AttnShape& s) {
   const std::int64_t group = s.nh / s.nkv;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_parallel(attention_work(s)))
-  for (std::int64_t b = 0; b < s.b; ++b)
-    for (std::int64_t kvh = 0; kvh < s.nkv; ++kvh) {
-      std::vector<Real> ds(static_cast<std::size_t>(std::min(kQueryTile, s.t) * s.t));  // [rows, keys]
-      for (std::int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
-        for (std::int64_t t0 = 0; t0 < s.t; t0 += kQueryTile)
-          attention_tile_backward(dqkv, dout, qkv, saved, s, b, h, t0, ds.data());
-    }
+  parallel_for(s.b * s.nkv, attention_work(s), [&](std::int64_t task) {
+    const std::int64_t b = task / s.nkv, kvh = task % s.nkv;
+    std::vector<Real> ds(static_cast<std::size_t>(std::min(kQueryTile, s.t) * s.t));  // [rows, keys]
+    for (std::int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+      for (std::int64_t t0 = 0; t0 < s.t; t0 += kQueryTile)
+        attention_tile_backward(dqkv, dout, qkv, saved, s, b, h, t0, ds.data());
+  });
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                            \

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx::cpu {
 
@@ -15,13 +15,12 @@ void embedding_forward(Real* out, const std::int32_t* tokens, const Real* wte, c
                        std::int64_t t, std::int64_t c, std::int64_t vocab) {
   for (std::int64_t i = 0; i < b * t; ++i)
     FSDP_CHECK(tokens[i] >= 0 && tokens[i] < vocab, fmt::format("embedding: token {} out of range", tokens[i]));
-#pragma omp parallel for if (worth_parallel(b * t * c))
-  for (std::int64_t i = 0; i < b * t; ++i) {
+  parallel_for(b * t, b * t * c, [&](std::int64_t i) {
     const Real* e = wte + std::int64_t(tokens[i]) * c;  // [C]
     const Real* p = wpe ? wpe + (i % t) * c : nullptr;   // [C]
     Real* y = out + i * c;
     for (std::int64_t j = 0; j < c; ++j) y[j] = p ? e[j] + p[j] : e[j];
-  }
+  });
 }
 
 template <class Real>
@@ -30,19 +29,18 @@ void embedding_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int
   // Channels in fixed blocks across threads; tokens visited in order inside each block: one summation
   // order per element whatever the thread count, and rows read contiguously.
   constexpr std::int64_t kBlock = 64;
-#pragma omp parallel for if (worth_parallel(b * t * c))
-  for (std::int64_t j0 = 0; j0 < c; j0 += kBlock) {
-    const std::int64_t j1 = std::min(c, j0 + kBlock);
+  parallel_for((c + kBlock - 1) / kBlock, b * t * c, [&](std::int64_t blk) {
+    const std::int64_t j0 = blk * kBlock, j1 = std::min(c, j0 + kBlock);
     for (std::int64_t i = 0; i < b * t; ++i) {
       Real* dw = dwte + std::int64_t(tokens[i]) * c;
       for (std::int64_t j = j0; j < j1; ++j) dw[j] += dout[i * c + j];
     }
-  }
+  });
   if (!dwpe) return;
-#pragma omp parallel for if (worth_parallel(b * t * c))
-  for (std::int64_t ti = 0; ti < t; ++ti)
+  parallel_for(t, b * t * c, [&](std::int64_t ti) {
     for (std::int64_t bi = 0; bi < b; ++bi)
       for (std::int64_t j = 0; j < c; ++j) dwpe[ti * c + j] += dout[(bi * t + ti) * c + j];
+  });
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                \

@@ -6,7 +6,7 @@
 // serial call, cannot. Tiles are at least kMinTileExtent wide because each re-packs the other operand
 // (measured on the 2-core VM: 512-wide tiles cost 2-5% of one thread's GEMM time, 256-wide 5-12%).
 #include "executor/cpu/gemm.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 #include <algorithm>
 #include <mutex>
@@ -92,16 +92,15 @@ void gemm_parallel(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_
   const std::int64_t tiles = gemm_tile_count(m, n);
   const bool by_rows = m >= n;
   const std::int64_t dim = by_rows ? m : n, extent = (dim + tiles - 1) / tiles;
-  // Dynamic: a thread slowed by another job on its core takes fewer tiles; who computes a tile does not
-  // change its result.
-#pragma omp parallel for schedule(dynamic, 1) if (tiles > 1)
-  for (std::int64_t t = 0; t < tiles; ++t) {
+  // Tiles are claimed one by one: a thread slowed by another job on its core takes fewer; who computes a
+  // tile does not change its result.
+  parallel_for(tiles, m * n, [&](std::int64_t t) {
     const std::int64_t lo = t * extent, len = std::min(extent, dim - lo);
     if (by_rows)
       gemm_serial(ta, tb, len, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc, ldc);
     else
       gemm_serial(ta, tb, m, len, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
-  }
+  });
 }
 
 template <class Real>
@@ -109,9 +108,9 @@ void matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* 
                     std::int64_t c, std::int64_t oc) {
   gemm_parallel(false, true, n, oc, c, Real(1), inp, c, weight, c, Real(0), out, oc);
   if (!bias) return;
-#pragma omp parallel for if (worth_parallel(n * oc))
-  for (std::int64_t i = 0; i < n; ++i)
+  parallel_for(n, n * oc, [&](std::int64_t i) {
     for (std::int64_t o = 0; o < oc; ++o) out[i * oc + o] += bias[o];
+  });
 }
 
 template <class Real>
@@ -127,12 +126,11 @@ void matmul_backward_dw(Real* dweight, Real* dbias, const Real* dout, const Real
   if (!dbias) return;
   // Columns in fixed blocks; rows in order inside each: one summation order per element.
   constexpr std::int64_t kBlock = 256;
-#pragma omp parallel for if (worth_parallel(n * oc))
-  for (std::int64_t o0 = 0; o0 < oc; o0 += kBlock) {
-    const std::int64_t o1 = std::min(oc, o0 + kBlock);
+  parallel_for((oc + kBlock - 1) / kBlock, n * oc, [&](std::int64_t blk) {
+    const std::int64_t o0 = blk * kBlock, o1 = std::min(oc, o0 + kBlock);
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t o = o0; o < o1; ++o) dbias[o] += dout[i * oc + o];
-  }
+  });
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                              \

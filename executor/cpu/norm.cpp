@@ -4,7 +4,7 @@
 // threads share, so results do not depend on the thread count (llm.c makes its GPU LN backward
 // deterministic the same way, without float atomics).
 #include "executor/cpu/norm.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,15 +17,14 @@ constexpr std::int64_t kChannelBlock = 64;
 // dst [C] += Σ_i f(i, j) over rows i in order, for channels in fixed blocks (one thread per block).
 template <class Real, class F>
 void sum_rows_per_channel(Real* dst, std::int64_t n, std::int64_t c, F f) {
-#pragma omp parallel for if (worth_parallel(n * c))
-  for (std::int64_t j0 = 0; j0 < c; j0 += kChannelBlock) {
-    const std::int64_t width = std::min(kChannelBlock, c - j0);
+  parallel_for((c + kChannelBlock - 1) / kChannelBlock, n * c, [&](std::int64_t blk) {
+    const std::int64_t j0 = blk * kChannelBlock, width = std::min(kChannelBlock, c - j0);
     Real acc[kChannelBlock] = {};
     for (std::int64_t i = 0; i < n; ++i)
 #pragma omp simd
       for (std::int64_t j = 0; j < width; ++j) acc[j] += f(i, j0 + j);
     for (std::int64_t j = 0; j < width; ++j) dst[j0 + j] += acc[j];
-  }
+  });
 }
 
 }  // namespace
@@ -33,8 +32,7 @@ void sum_rows_per_channel(Real* dst, std::int64_t n, std::int64_t c, F f) {
 template <class Real>
 void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* weight, const Real* bias,
                        std::int64_t n, std::int64_t c, double eps) {
-#pragma omp parallel for if (worth_parallel(n * c))
-  for (std::int64_t i = 0; i < n; ++i) {
+  parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* x = inp + i * c;  // [C]
     Real m = 0;
 #pragma omp simd reduction(+ : m)
@@ -49,14 +47,13 @@ void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const
     for (std::int64_t j = 0; j < c; ++j) y[j] = (x[j] - m) * s * weight[j] + bias[j];
     mean[i] = m;
     rstd[i] = s;
-  }
+  });
 }
 
 template <class Real>
 void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
                         const Real* weight, const Real* mean, const Real* rstd, std::int64_t n, std::int64_t c) {
-#pragma omp parallel for if (worth_parallel(n * c))
-  for (std::int64_t i = 0; i < n; ++i) {
+  parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* dy = dout + i * c;
     const Real* x = inp + i * c;
     const Real m = mean[i], s = rstd[i];
@@ -72,7 +69,7 @@ void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout
     Real* dx = dinp + i * c;
     for (std::int64_t j = 0; j < c; ++j)
       dx[j] += s * (dy[j] * weight[j] - dnorm_mean - (x[j] - m) * s * dnorm_norm_mean);
-  }
+  });
   sum_rows_per_channel(dweight, n, c, [&](std::int64_t i, std::int64_t j) {
     return dout[i * c + j] * ((inp[i * c + j] - mean[i]) * rstd[i]);
   });
@@ -82,8 +79,7 @@ void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout
 template <class Real>
 void rmsnorm_forward(Real* out, Real* rstd, const Real* inp, const Real* weight, std::int64_t n, std::int64_t c,
                      double eps) {
-#pragma omp parallel for if (worth_parallel(n * c))
-  for (std::int64_t i = 0; i < n; ++i) {
+  parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* x = inp + i * c;  // [C]
     Real ss = 0;
 #pragma omp simd reduction(+ : ss)
@@ -92,14 +88,13 @@ void rmsnorm_forward(Real* out, Real* rstd, const Real* inp, const Real* weight,
     Real* y = out + i * c;
     for (std::int64_t j = 0; j < c; ++j) y[j] = x[j] * s * weight[j];
     rstd[i] = s;
-  }
+  });
 }
 
 template <class Real>
 void rmsnorm_backward(Real* dinp, Real* dweight, const Real* dout, const Real* inp, const Real* weight,
                       const Real* rstd, std::int64_t n, std::int64_t c) {
-#pragma omp parallel for if (worth_parallel(n * c))
-  for (std::int64_t i = 0; i < n; ++i) {
+  parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* dy = dout + i * c;
     const Real* x = inp + i * c;
     const Real s = rstd[i];
@@ -109,7 +104,7 @@ void rmsnorm_backward(Real* dinp, Real* dweight, const Real* dout, const Real* i
     dnorm_norm_mean /= Real(c);
     Real* dx = dinp + i * c;
     for (std::int64_t j = 0; j < c; ++j) dx[j] += s * (dy[j] * weight[j] - x[j] * s * dnorm_norm_mean);
-  }
+  });
   sum_rows_per_channel(dweight, n, c,
                        [&](std::int64_t i, std::int64_t j) { return dout[i * c + j] * inp[i * c + j] * rstd[i]; });
 }

@@ -1,12 +1,12 @@
 // executor/cpu/thread_budget.h — how many threads each rank's CPU kernels may use: the cores this
 // process may run on (its affinity mask) shared by the processes on this host and the ranks in this
 // process, unless --threads or OMP_NUM_THREADS / OPENBLAS_NUM_THREADS say otherwise. By default
-// ranks × threads never exceeds the cores (at least one thread per rank). Applied per rank thread as
-// its OpenMP thread count; OpenBLAS itself always runs single-threaded (gemm.cpp tiles the GEMMs).
+// ranks × threads never exceeds the cores (at least one thread per rank). The runtime gives each rank a
+// KernelPool of that many threads (kernel_pool.h) and sets the rank thread's OpenMP thread count to
+// match; OpenBLAS itself always runs single-threaded (gemm.cpp tiles the GEMMs).
 // Leaves out pinning threads to cores and SMT/NUMA topology: the OS places the threads.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -45,14 +45,8 @@ ThreadBudget decide_thread_budget(const ThreadBudgetRequest& request);
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int affinity_cores();
 
-// Elements a kernel must touch before it splits across the rank's threads; below, it stays on the
-// calling thread: an OpenMP fork and join costs microseconds on idle cores but up to a scheduler slice
-// (milliseconds) when another job holds one of them. Who computes an element never changes its value.
-inline constexpr std::int64_t kMinParallelElems = std::int64_t(1) << 16;
-inline bool worth_parallel(std::int64_t elems) { return elems >= kMinParallelElems; }
-
 // Makes the OpenMP parallel regions that the calling thread starts use `threads` threads (a per-thread
-// setting: each rank thread calls it once before its kernels run).
+// setting, for OpenMP code the kernels call; fsdpx's own loops use the rank's KernelPool).
 void use_kernel_threads(int threads);
 
 }  // namespace fsdpx::cpu

@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "executor/comm/thread_communicator.h"
+#include "executor/cpu/kernel_pool.h"
 #include "executor/cpu/simd_level.h"
 #include "executor/runtime/cpu_backend.h"
 #include "executor/runtime/rank_runtime.h"
@@ -52,6 +53,7 @@ struct Trainer::Impl {
   std::shared_ptr<DataSource> data;
   TrainerOptions options;
   cpu::ThreadBudget budget;  // kernel threads per rank thread
+  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (CPU backend), in `ranks` order
   KernelSink kernels;
   std::vector<std::unique_ptr<RankRuntime>> ranks;
   std::mutex data_mu;
@@ -88,9 +90,10 @@ void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   std::mutex mu;
   std::string first_error, first_abort;
   std::vector<std::thread> threads;
-  for (auto& r : ranks)
-    threads.emplace_back([&, rr = r.get()] {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    threads.emplace_back([&, rr = ranks[i].get(), pool = i < pools.size() ? pools[i].get() : nullptr] {
       t_current_rank = rr->rank();
+      cpu::set_kernel_pool(pool);
       cpu::use_kernel_threads(budget.threads_per_rank);
       try {
         fn(*rr);
@@ -141,6 +144,9 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
     impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   }
   impl_->budget = cpu::decide_thread_budget({options.threads, int(impl_->ranks.size()), options.processes_on_host});
+  if (!options.cuda)
+    for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
+      impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
   const std::uint64_t seed = plan.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();

@@ -1,4 +1,4 @@
-// tests/executor/test_kernels_threads.cpp — the fp32 kernels give the same bits with 1, 2 and 3 OpenMP
+// tests/executor/test_kernels_threads.cpp — the fp32 kernels give the same bits with 1, 2 and 3 kernel
 // threads (GEMM tiles, attention tasks, norm and embedding channel blocks, loss rows), on shapes large
 // enough to be cut into several tiles, blocks or query tiles; and the fp32 kernels agree with their
 // fp64 instantiation (the precision contract of the CPU reference).
@@ -14,7 +14,7 @@
 #include "executor/cpu/embedding.h"
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/norm.h"
-#include "executor/cpu/thread_budget.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx {
 namespace {
@@ -28,19 +28,21 @@ Vec random_floats(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
   return v;
 }
 
-// Runs `kernel` (which fills the vectors it returns) with 1, 2 and 3 threads; all must match bit for bit.
+// Runs `kernel` (which fills the vectors it returns) on this thread alone and with pools of 2 and 3
+// threads; all must match bit for bit.
 void check_thread_independent(const char* what, const std::function<std::vector<Vec>()>& kernel) {
-  cpu::use_kernel_threads(1);
+  cpu::set_kernel_pool(nullptr);
   const std::vector<Vec> one = kernel();
   for (int threads : {2, 3}) {
-    cpu::use_kernel_threads(threads);
+    cpu::KernelPool pool(threads);
+    cpu::set_kernel_pool(&pool);
     const std::vector<Vec> many = kernel();
+    cpu::set_kernel_pool(nullptr);
     for (std::size_t i = 0; i < one.size(); ++i) {
       INFO(what << ", output " << i << ", " << threads << " threads");
       CHECK(many[i] == one[i]);
     }
   }
-  cpu::use_kernel_threads(1);
 }
 
 TEST_CASE("GEMM tiles: a function of the shape only, and the same bits for any thread count") {
