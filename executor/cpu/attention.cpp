@@ -52,9 +52,6 @@ HeadOffsets head_offsets(const AttnShape& s, std::int64_t b, std::int64_t h) {
   return {row, q_dim, b * s.t * row, h * s.hd, q_dim + kvh * s.hd, q_dim + (s.nkv + kvh) * s.hd};
 }
 
-// Elements of P (B·NH·T²): the work measure parallel_for sees.
-std::int64_t attention_work(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
-
 }  // namespace
 
 std::int64_t attention_saved_elems(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
@@ -63,7 +60,7 @@ template <class Real>
 void attention_forward(Real* out, Real* saved, const Real* qkv, const AttnShape& s) {
   FSDP_CHECK(s.nkv > 0 && s.nh % s.nkv == 0, "attention: heads must be a multiple of kv_heads");
   const Real scale = Real(1) / std::sqrt(Real(s.hd));
-  parallel_for(s.b * s.nh, attention_work(s), [&](std::int64_t task) {
+  parallel_for(s.b * s.nh, attention_saved_elems(s), [&](std::int64_t task) {
     const std::int64_t b = task / s.nh, h = task % s.nh;
     const HeadOffsets ho = head_offsets(s, b, h);
     const Real *q = qkv + ho.base + ho.q, *k = qkv + ho.base + ho.k, *v = qkv + ho.base + ho.v;
@@ -78,6 +75,8 @@ void attention_forward(Real* out, Real* saved, const Real* qkv, const AttnShape&
     }
   });
 }
+
+namespace {
 
 // One query tile of head h: dS (in `ds`, [rows, keys]) from P and dP, then the three gradient GEMMs.
 template <class Real>
@@ -105,10 +104,12 @@ void attention_tile_backward(Real* dqkv, const Real* dout, const Real* qkv, cons
   gemm_serial(true, false, keys, s.hd, rows, Real(1), pt, s.t, dO, ho.q_dim, Real(1), dv, row);
 }
 
+}  // namespace
+
 template <class Real>
 void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* saved, const AttnShape& s) {
   const std::int64_t group = s.nh / s.nkv;
-  parallel_for(s.b * s.nkv, attention_work(s), [&](std::int64_t task) {
+  parallel_for(s.b * s.nkv, attention_saved_elems(s), [&](std::int64_t task) {
     const std::int64_t b = task / s.nkv, kvh = task % s.nkv;
     std::vector<Real> ds(static_cast<std::size_t>(std::min(kQueryTile, s.t) * s.t));  // [rows, keys]
     for (std::int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
