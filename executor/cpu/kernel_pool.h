@@ -1,10 +1,8 @@
-// executor/cpu/kernel_pool.h — the threads one rank's CPU kernels share (their number: thread_budget.h).
-// parallel_for runs fn(i) for every i on the calling rank thread and the pool's workers, which claim
-// chunks of items from an atomic counter; the caller waits only for chunks in progress, never for a
-// worker to wake up, so on a core another job holds it simply runs more chunks itself. Workers sleep on
-// a condition variable between loops instead of spinning (OpenMP's default waits spin and, on shared
-// cores, take the CPU from the thread doing the work). Who runs an item never changes its result.
-// Leaves out nested loops (a kernel inside an item runs serially) and pinning.
+// executor/cpu/kernel_pool.h — the threads one rank's CPU kernels share (how many: thread_budget.h).
+// Workers claim chunks of a loop from an atomic counter and sleep on a condition variable between loops
+// (no spinning); the calling rank thread waits only for chunks in progress, never for a worker to wake,
+// so a worker kept off its core by another job delays a loop by the chunk it holds, if any. Who runs an
+// item never changes its result. Leaves out nested loops (a loop inside an item runs serially) and pinning.
 #pragma once
 
 #include <atomic>

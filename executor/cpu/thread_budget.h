@@ -1,10 +1,8 @@
-// executor/cpu/thread_budget.h — how many threads each rank's CPU kernels may use: the cores this
-// process may run on (its affinity mask) shared by the processes on this host and the ranks in this
-// process, unless --threads or OMP_NUM_THREADS / OPENBLAS_NUM_THREADS say otherwise. By default
-// ranks × threads never exceeds the cores (at least one thread per rank). The runtime gives each rank a
-// KernelPool of that many threads (kernel_pool.h) and sets the rank thread's OpenMP thread count to
-// match; OpenBLAS itself always runs single-threaded (gemm.cpp tiles the GEMMs).
-// Leaves out pinning threads to cores and SMT/NUMA topology: the OS places the threads.
+// executor/cpu/thread_budget.h — how many threads each rank's CPU kernels may use: --threads, else
+// OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, else the cores of this process's affinity mask shared by the
+// host's processes and this process's ranks (so by default no more kernel threads than cores; at least
+// one). The runtime gives each rank a KernelPool that size (kernel_pool.h); OpenBLAS stays single-threaded
+// (gemm.cpp tiles the GEMMs). Leaves out pinning and SMT/NUMA topology: the OS places the threads.
 #pragma once
 
 #include <functional>
