@@ -75,6 +75,7 @@ DeviceCommunicator& CudaRankBackend::comm(DpGroup group) {
   switch (group) {
     case DpGroup::dp_shard: return *shard_comm_;
     case DpGroup::dp_replicate: return *replica_comm_;
+    case DpGroup::pp_all: FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); break;
     case DpGroup::dp_all: break;
   }
   return *world_;
@@ -146,12 +147,12 @@ std::vector<const bf16*> CudaRankBackend::param_ptrs() const {
   return p;
 }
 
-void CudaRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) {
+void CudaRankBackend::set_micro_batch(int, const std::int32_t* tokens, const std::int32_t* targets) {
   use_device();
   model_->set_batch(tokens, targets, current_);
 }
 
-void CudaRankBackend::forward(int segment) {
+void CudaRankBackend::forward(int segment, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
   if (last == rp_.layout.head_index()) {
@@ -166,7 +167,7 @@ void CudaRankBackend::forward(int segment) {
   if (last == rp_.layout.head_index()) ++losses_written_;
 }
 
-void CudaRankBackend::backward(int segment, int unit) {
+void CudaRankBackend::backward(int segment, int unit, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const std::vector<const bf16*> p = param_ptrs();
   std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
@@ -177,6 +178,13 @@ void CudaRankBackend::backward(int segment, int unit) {
     mem_.free(MemCategory::activations, double(model_->saved_bytes(m)));
   }
 }
+
+// Pipeline parallelism: make_runtime_program refuses pp > 1 for CUDA, so a program never asks for these.
+void CudaRankBackend::backward_input(int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::backward_weight(int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::send(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::recv(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::all_reduce_tied(int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
 
 std::vector<double> CudaRankBackend::take_losses() {
   use_device();

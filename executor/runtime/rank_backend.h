@@ -4,7 +4,9 @@
 // One interface, two implementations: the CPU reference (cpu_backend.h: fp32, synchronous, threads) and
 // the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
 // order; an asynchronous backend enqueues the work and orders it with the program's dependencies
-// (begin_op/end_op). Leaves out tensor, context and pipeline parallelism (rejected before lowering).
+// (begin_op/end_op). Under pipeline parallelism a rank holds the units of its stages, keeps the
+// activations of every micro-batch in flight, and exchanges activations and their gradients with the
+// neighbouring stages' ranks. Leaves out tensor and context parallelism (rejected before lowering).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,10 @@
 
 namespace fsdpx {
 
-// The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
-enum class DpGroup { dp_all, dp_shard, dp_replicate };
+// The groups of one rank that host-side ops name: its pipeline stage's data-parallel ranks (dp_all:
+// the world without pipeline parallelism) and the two axes of the HSDP mesh, and the ranks at its mesh
+// point on every pipeline rank (pp_all).
+enum class DpGroup { dp_all, dp_shard, dp_replicate, pp_all };
 
 class RankBackend {
  public:
@@ -31,6 +35,9 @@ class RankBackend {
   virtual void connect() = 0;
   // Initialises this rank's shards from the seed (identical whatever the world size), moments zero.
   virtual void init_params(std::uint64_t seed) = 0;
+  // The units whose state this rank holds (its stages'; the last stage's copy of a tied embedding
+  // counts as the embedding's unit, which it then loads but does not save).
+  virtual bool holds_unit(int unit) const = 0;
   virtual UnitShardState unit_state(int unit) const = 0;  // copied to the host
   virtual void load_unit_state(int unit, const UnitShardState& s) = 0;
   // DDP: the unsharded parameters are the master copy; refresh them after init, a load or a step.
@@ -46,13 +53,22 @@ class RankBackend {
   virtual void gather(int unit, DpGroup group, bool drop_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
 
-  // Model: tokens and targets [micro_batch, seq]; segment `s` of the program (rp.program.segments) forward,
-  // its units' parameters live (after the head, the micro-batch's loss is kept for take_losses);
-  // backward writes the gradients of `unit`'s modules (+=) and the activations' gradients below.
-  virtual void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) = 0;
-  virtual void forward(int segment) = 0;
-  virtual void begin_backward(double dloss) = 0;
-  virtual void backward(int segment, int unit) = 0;
+  // Model, per micro-batch `mb` of the step: tokens and targets [micro_batch, seq]; segment `s` of the
+  // program (rp.program.segments) forward, its units' parameters live (after the head, the micro-batch's
+  // loss is kept for take_losses); backward writes the gradients of `unit`'s modules (+=) and the
+  // activations' gradients below. Zero-bubble's split: backward_input computes the activations'
+  // gradients and keeps what backward_weight needs to write the parameter gradients (without parameters).
+  virtual void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) = 0;
+  virtual void forward(int segment, int mb) = 0;
+  virtual void begin_backward(int mb, double dloss) = 0;
+  virtual void backward(int segment, int unit, int mb) = 0;
+  virtual void backward_input(int segment, int mb) = 0;
+  virtual void backward_weight(int segment, int unit, int mb) = 0;
+  // Pipeline stages: `payload` activations are segment's output (send) or input (recv), activation_grads
+  // the gradient w.r.t. segment's input (send) or output (recv). `peer` is the global rank at the other
+  // end; a send returns without waiting for it; messages pair by `tag` (send and receive agree on it).
+  virtual void send(Payload payload, int segment, int mb, int peer, int tag) = 0;
+  virtual void recv(Payload payload, int segment, int mb, int peer, int tag) = 0;
   // The mean loss of every micro-batch since the last call, in order (waits for them).
   virtual std::vector<double> take_losses() = 0;
 
@@ -63,11 +79,15 @@ class RankBackend {
   virtual void all_reduce_reduced(int unit, DpGroup group) = 0;
   virtual void all_reduce_full(int unit, DpGroup group) = 0;
   virtual void finish_reduction(int unit) = 0;
+  // Tied embeddings across pipeline stages: sums the reduced (accumulated) gradient of the table between
+  // the first stage's `unit` (the embedding's) and the last stage's copy (`unit` is the head's there).
+  virtual void all_reduce_tied(int unit) = 0;
   // The first unit whose reduced gradients held a NaN or an infinity since zero_grad_shards, or -1.
   virtual int first_non_finite_unit() = 0;
 
-  // Optimizer: Σ g² of this rank's accumulator shards (in unit order), a host all-reduce (sum, rank
-  // order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
+  // Optimizer: Σ g² of this rank's accumulator shards (in unit order; a tied table once, on the first
+  // stage), a host all-reduce (sum, rank order) for the norm, and AdamW on the fp32 shards; then the
+  // accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
   virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;

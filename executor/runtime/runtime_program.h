@@ -2,7 +2,9 @@
 // the checks that a runtime can run the plan, its step program (program/lower.h: ops with their effects
 // on the training state, units with their data-parallel placements, segments), and the flat layout of
 // each unit. Nothing here re-derives the schedule: when parameters are released and when a reduction
-// is complete are fields of the ops. Leaves out timing: backends decide how ops overlap.
+// is complete are fields of the ops. Under pipeline parallelism rank r runs role r / mesh size (its
+// pipeline rank) at mesh point r mod mesh size, and holds only the units of its stages. Leaves out
+// timing: backends decide how ops overlap.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,21 @@ struct RuntimeProgram {
   int dp_ranks = 1;
 };
 
+// Where a global rank sits: its pipeline rank (the role it runs) and its point on the role's mesh.
+struct PipelinePlace {
+  int role = 0;
+  int mesh_rank = 0;
+};
+PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank);
+int global_rank(const RuntimeProgram& rp, int role, int mesh_rank);
+// The pipeline rank whose stages hold `unit` (0 without pipeline parallelism).
+int unit_role(const RuntimeProgram& rp, int unit);
+// The global rank that holds shard `shard` of `unit` in replica 0 (what checkpoints save).
+int shard_owner(const RuntimeProgram& rp, int unit, int shard);
+// Tied embeddings across pipeline stages: the embedding's unit (first stage), whose layout the last
+// stage's copy of the table repeats; -1 when the head reads the embedding in its own unit.
+int tied_copy_source(const RuntimeProgram& rp);
+
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);
 // The unsharded parameters are the master copy (DDP: parameters and optimizer state replicated), so
@@ -35,8 +52,9 @@ bool master_is_replica(const RuntimeProgram& rp, int unit);
 enum class ExecutorDevice { cpu, cuda };
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
-// plans the runtime cannot run on `device` (tp, cp or pp > 1, another precision or attention kernel,
-// a tied head apart from its embedding, seq beyond the position table).
+// plans the runtime cannot run on `device` (tp or cp > 1, pp > 1 on CUDA, another precision or attention
+// kernel, a tied head apart from its embedding without pipeline parallelism or a tied embedding sharing
+// its unit with it, seq beyond the position table).
 RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device = ExecutorDevice::cpu);
 
 }  // namespace fsdpx

@@ -186,12 +186,13 @@ TrainerState Trainer::state() const {
   s.seed = im.rp.plan.training.seed;
   s.dp_shard = im.rp.shard_count;
   s.dp_replicate = im.rp.plan.parallelism.data_parallel_ranks() / im.rp.shard_count;
-  for (int r = 0; r < im.rp.shard_count; ++r) {  // the shard owners of replica 0: global ranks 0..S-1
+  // One entry per shard of replica 0, holding every unit: each from the rank of its pipeline stage (so a
+  // state saved with one pp degree loads with another; the last stage's copy of a tied table is not saved).
+  for (int r = 0; r < im.rp.shard_count; ++r) {
     RankState rs;
     rs.rank = r;
-    const RankBackend& owner = im.local_rank(r).backend();
     for (std::size_t u = 0; u < im.rp.flats.size(); ++u) {
-      rs.units.push_back(owner.unit_state(int(u)));
+      rs.units.push_back(im.local_rank(shard_owner(im.rp, int(u), r)).backend().unit_state(int(u)));
       rs.units.back().modules = unit_modules(im.rp, u);
     }
     s.ranks.push_back(std::move(rs));
@@ -229,7 +230,7 @@ void Trainer::load_state(const TrainerState& s) {
   for (auto& rank : im.ranks) {
     const int owner = im.rp.shard_count > 1 ? rank->shard_index() : 0;
     for (std::size_t u = 0; u < im.rp.flats.size(); ++u)
-      rank->backend().load_unit_state(int(u), s.ranks[std::size_t(owner)].units[u]);
+      if (rank->backend().holds_unit(int(u))) rank->backend().load_unit_state(int(u), s.ranks[std::size_t(owner)].units[u]);
     rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;
@@ -276,7 +277,7 @@ std::vector<float> Trainer::gather_full_params() const {
     const FlatUnitLayout& f = rp.flats[u];
     std::vector<float> unit(std::size_t(f.padded_numel));
     for (int r = 0; r < rp.shard_count; ++r) {
-      const std::vector<float> shard = impl_->local_rank(r).backend().unit_state(int(u)).params;
+      const std::vector<float> shard = impl_->local_rank(shard_owner(rp, int(u), r)).backend().unit_state(int(u)).params;
       std::copy(shard.begin(), shard.end(), unit.begin() + std::int64_t(r) * f.shard_numel);
     }
     for (std::size_t k = 0; k < f.modules.size(); ++k) {
