@@ -8,67 +8,21 @@
 #include <cmath>
 #include <string>
 
-#include "core/config_paths.h"
-#include "executor/data/text_dataset.h"
-#include "tests/executor/trainer_fixtures.h"
+#include "tests/executor/pipeline_fixtures.h"
 
 namespace fsdpx {
 namespace {
+
+using test::one_rank;
+using test::pipe_plan;
+using test::PipePlan;
+using test::train;
 
 constexpr double kTol = 1e-5;
 // Parameters after up to 30 AdamW steps: the stages sum a unit's micro-batch gradients before one
 // reduce-scatter where the 1-rank run adds each micro-batch's to the accumulator, so float rounding
 // differs and Adam's normalised steps carry it (measured: 1.9e-5).
 constexpr double kParamTol = 1e-4;
-
-struct PipePlan {
-  std::string model = "llama-tiny";
-  int pp = 1, vpp = 1, dp_shard = 1, dp_replicate = 1;
-  PipelineSchedule schedule = PipelineSchedule::none;
-  std::int64_t global_batch = 8;
-  int steps = 30;
-  double clip = 1.0;
-  RecomputeMode recompute = RecomputeMode::none;
-};
-
-// llama-tiny (or gpt-tiny) with 8 blocks, seq 32, one sequence per micro-batch.
-Plan pipe_plan(const PipePlan& s) {
-  ModelSpec m = load_model(s.model);
-  m.layers = 8;
-  ClusterSpec c = load_cluster("cpu");
-  c.gpus_per_node = s.pp * s.dp_shard * s.dp_replicate;
-  c.nodes = 1;
-  Parallelism par;
-  par.pp = s.pp;
-  par.vpp = s.vpp;
-  par.dp_shard = s.dp_shard;
-  par.dp_replicate = s.dp_replicate;
-  if (s.dp_replicate > 1) par.data_parallel = DataParallel::hsdp;
-  par.pp_schedule = s.schedule;
-  Plan p = default_plan(m, c, TrainingSettings{32, 1, s.global_batch, 7}, par, 1, s.recompute);
-  p.optimizer.lr = 3e-3;
-  p.optimizer.warmup_steps = 2;
-  p.optimizer.total_steps = s.steps;
-  p.optimizer.min_lr_ratio = 0.1;
-  p.optimizer.weight_decay = 0.1;
-  p.optimizer.grad_clip_norm = s.clip;
-  validate_plan(p, "pipeline test plan");
-  return p;
-}
-
-test::Trajectory train(const Plan& plan, int steps) {
-  Trainer trainer(plan, open_dataset(DataOptions{"", std::nullopt, plan.training.seed, plan.model.vocab}));
-  test::Trajectory out;
-  for (int k = 0; k < steps; ++k) out.losses.push_back(trainer.step().loss);
-  out.params = trainer.gather_full_params();
-  return out;
-}
-
-PipePlan one_rank(PipePlan s) {
-  s.pp = s.vpp = s.dp_shard = s.dp_replicate = 1;
-  s.schedule = PipelineSchedule::none;
-  return s;
-}
 
 double max_loss_diff(const test::Trajectory& got, const test::Trajectory& ref) {
   double diff = 0;
