@@ -12,12 +12,24 @@ const char* collective_name(CollectiveKind k) {
     case CollectiveKind::reduce_scatter: return "reduce_scatter";
     case CollectiveKind::all_reduce: return "all_reduce";
     case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::send_recv: return "send_recv";
   }
   return "?";
 }
 
+void DeviceCommunicator::send_recv(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op) {
+  throw_if_aborted();
+  for (const P2PCall& c : calls) {
+    FSDP_CHECK(c.count >= 0, "send_recv: count must be non-negative");
+    FSDP_CHECK(c.peer >= 0 && c.peer < size(), "send_recv: peer out of range");
+    FSDP_CHECK(c.count == 0 || c.buf != nullptr, "send_recv: null device buffer");
+  }
+  enqueue_p2p(calls, t, stream, op);
+}
+
 void DeviceCommunicator::submit(const CollectiveCall& c) {
   throw_if_aborted();
+  FSDP_CHECK(c.kind != CollectiveKind::send_recv, "submit: point-to-point goes through send_recv");
   FSDP_CHECK(c.count >= 0, std::string(collective_name(c.kind)) + ": count must be non-negative");
   if (c.kind == CollectiveKind::broadcast)
     FSDP_CHECK(c.root >= 0 && c.root < size(), "broadcast: root out of range");

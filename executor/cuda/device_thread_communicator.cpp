@@ -125,7 +125,12 @@ void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std:
     case CollectiveKind::broadcast:
       copy_async(c.out, peers[static_cast<std::size_t>(c.root)].in, bytes, c.stream);
       break;
+    case CollectiveKind::send_recv: break;  // never submitted (enqueue_p2p)
   }
+}
+
+void DeviceThreadCommunicator::enqueue_p2p(const std::vector<P2PCall>&, DType, cudaStream_t, std::string_view) {
+  FSDP_CHECK(false, "DeviceThreadCommunicator: no point-to-point transfers (pipeline parallelism needs NCCL)");
 }
 
 std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, int key, const std::string& name) {
