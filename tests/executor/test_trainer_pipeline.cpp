@@ -2,11 +2,17 @@
 // for every schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1), pp 2 x dp_shard 2 and pp 4 follow the loss
 // trajectory of the 1-rank run of the same model (llama-tiny with 8 blocks), data (the shipped text)
 // and seed within 1e-5 relative over 30 steps, and its parameters within 1e-4; a tied head (gpt-tiny) across
-// stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too.
+// stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too. A
+// failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "tests/executor/pipeline_fixtures.h"
 
@@ -93,6 +99,71 @@ TEST_CASE("pipeline: HSDP inside stages, and full recompute under the split back
   s.recompute = RecomputeMode::full;
   const test::Trajectory ref_rc = train(pipe_plan(one_rank(s)), s.steps);
   check_against_one_rank(s, ref_rc);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+namespace {
+
+// The shipped text, failing on one rank's first call (Trainer::current_rank() tells which rank calls).
+class FailOnRank : public DataSource {
+ public:
+  FailOnRank(const Plan& plan, int rank) : data_(test::shipped_text(plan)), rank_(rank) {}
+  void global_batch(const DataPosition& pos, std::int64_t global_batch, std::int64_t seq,
+                    std::vector<std::int32_t>& tokens) override {
+    if (Trainer::current_rank() == rank_) throw std::runtime_error("disk on fire");
+    data_->global_batch(pos, global_batch, seq, tokens);
+  }
+  std::string describe() const override { return "failing text"; }
+
+ private:
+  std::shared_ptr<DataSource> data_;
+  int rank_;
+};
+
+}  // namespace
+
+TEST_CASE("pipeline: a failing rank of either stage ends every rank with its message, quickly") {
+  test::PipePlan s;
+  s.pp = 2, s.dp_shard = 2;
+  s.schedule = PipelineSchedule::one_f_one_b;
+  const Plan plan = test::pipe_plan(s);
+  for (int rank : {0, 3}) {  // the first stage's (its peers wait in receives) and the last's
+    CAPTURE(rank);
+    Trainer trainer(plan, std::make_shared<FailOnRank>(plan, rank));
+    const auto start = std::chrono::steady_clock::now();
+    const std::string want = fmt::format("rank {}: disk on fire", rank);
+    CHECK_THROWS_WITH_AS(trainer.step(), doctest::Contains(want.c_str()), std::runtime_error);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 2.0);
+  }
+}
+
+TEST_CASE("pipeline: a non-finite loss on the last stage stops the run, or skips the update on every stage") {
+  test::PipePlan s;
+  s.pp = 2, s.dp_shard = 2;
+  s.schedule = PipelineSchedule::zero_bubble;
+  const Plan plan = test::pipe_plan(s);
+  for (NonFinitePolicy policy : {NonFinitePolicy::stop, NonFinitePolicy::skip_step}) {
+    Trainer trainer(plan, test::shipped_text(plan), TrainerOptions{policy});
+    TrainerState state = trainer.state();
+    state.ranks[0].units.back().params[0] = std::numeric_limits<float>::quiet_NaN();  // the head's unit, last stage
+    trainer.load_state(state);
+    if (policy == NonFinitePolicy::stop) {
+      CHECK_THROWS_WITH(trainer.step(), doctest::Contains("step 1, micro-batch 0: non-finite loss"));
+      continue;
+    }
+    CHECK(trainer.step().skipped);
+    const TrainerState after = trainer.state();
+    std::size_t changed = 0;
+    for (std::size_t r = 0; r < state.ranks.size(); ++r)
+      for (std::size_t u = 0; u < state.ranks[r].units.size(); ++u)
+        for (std::size_t i = 0; i < state.ranks[r].units[u].params.size(); ++i) {
+          const float a = state.ranks[r].units[u].params[i], b = after.ranks[r].units[u].params[i];
+          changed += !(a == b || (std::isnan(a) && std::isnan(b)));
+        }
+    CHECK(changed == 0);  // neither stage updated
+  }
 }
 
 }  // namespace fsdpx
