@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx {
 

@@ -13,7 +13,7 @@
 #include "executor/launch/launch_env.h"
 #include "executor/launch/local_launcher.h"
 #include "executor/launch/rendezvous.h"
-#include "executor/runtime/cpu_backend.h"
+#include "executor/cpu_backend/cpu_rank_backend.h"
 
 namespace fsdpx {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/plan.h"
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx {
 

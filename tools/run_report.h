@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan.h"
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx {
 

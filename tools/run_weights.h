@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx {
 

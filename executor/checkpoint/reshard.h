@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

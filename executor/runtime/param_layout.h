@@ -1,4 +1,4 @@
-// executor/model/param_layout.h — where every parameter lives. Each plan module ("embedding",
+// executor/runtime/param_layout.h — where every parameter lives. Each plan module ("embedding",
 // "block.<i>", "final_norm", "head"; core/plan.h module_names) owns one flat contiguous buffer holding
 // its tensors back to back; the full model is the modules concatenated in forward order. An FSDP
 // unit's flat buffer is the concatenation of its modules' buffers, zero-padded to a multiple of

@@ -1,5 +1,5 @@
-// executor/runtime/cpu_backend.cpp — the CPU reference backend (see cpu_backend.h).
-#include "executor/runtime/cpu_backend.h"
+// executor/cpu_backend/cpu_rank_backend.cpp — the CPU reference backend (see cpu_rank_backend.h).
+#include "executor/cpu_backend/cpu_rank_backend.h"
 
 #include "core/errors.h"
 #include "executor/model/init.h"
