@@ -1,5 +1,5 @@
-// tools/run_cuda.cpp — rank placement for `fsdpx run --backend cuda` (see run_cuda.h).
-#include "tools/run_cuda.h"
+// executor/session/cuda_placement.cpp — where the CUDA backend's ranks run (see rank_placement.h).
+#include "executor/session/rank_placement.h"
 
 #include <vector>
 
@@ -11,7 +11,6 @@
 #include "executor/launch/launch_env.h"
 #include "executor/launch/local_launcher.h"
 #include "executor/launch/rendezvous.h"
-#include "tools/run_cpu_processes.h"  // own_argv
 
 namespace fsdpx {
 
@@ -29,7 +28,7 @@ int launched_device(const LaunchEnv& env, int gpus) {
   return env.local_rank % gpus;
 }
 
-CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env, int gpus) {
+RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env, int gpus) {
   if (env.world_size != plan.parallelism.world_size())
     throw ConfigError(fmt::format("--backend cuda: the launcher ({}) started {} ranks but the plan has {}", env.source,
                                   env.world_size, plan.parallelism.world_size()));
@@ -45,7 +44,7 @@ CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, con
   cuda::NcclId id{};
   FSDP_CHECK(id_bytes.size() == id.size(), "rendezvous: the NCCL id has the wrong size");
   std::copy(id_bytes.begin(), id_bytes.end(), id.begin());
-  CudaRunSetup s;
+  RankPlacement s;
   s.backends = cuda::nccl_cuda_backend(id, env.rank, nccl);
   s.prints = env.rank == 0;
   s.whole_state = false;
@@ -54,7 +53,7 @@ CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, con
   return s;
 }
 
-CudaRunSetup launch_ranks(const Plan& plan, int gpus) {
+RankPlacement launch_ranks(const Plan& plan, int gpus) {
   const int world = plan.parallelism.world_size();
   if (world > gpus && !cuda::nccl_multi_rank_gpu_allowed())
     throw ConfigError(fmt::format("--backend cuda: the plan has {} ranks but this node has {} GPU(s) ({}); run them "
@@ -64,8 +63,8 @@ CudaRunSetup launch_ranks(const Plan& plan, int gpus) {
   o.argv = own_argv();
   o.nprocs = world;
   const LaunchResult res = launch_local(o);
-  if (!res.ok()) std::fprintf(stderr, "fsdpx: %s\n", res.message.c_str());
-  CudaRunSetup s;
+  RankPlacement s;
+  if (!res.ok()) s.launcher_message = res.message;
   s.launcher_exit = res.exit_code();
   return s;
 }
@@ -73,7 +72,7 @@ CudaRunSetup launch_ranks(const Plan& plan, int gpus) {
 
 }  // namespace
 
-CudaRunSetup setup_cuda_run(const Plan& plan, const std::string& fingerprint, bool single_process) {
+RankPlacement place_cuda_ranks(const Plan& plan, const std::string& fingerprint, bool single_process) {
   const int gpus = cuda::device_count();
   if (gpus == 0) throw ConfigError("--backend cuda: " + cuda::cuda_unavailable_reason());
   const LaunchEnv env = detect_launch_env();
@@ -82,7 +81,7 @@ CudaRunSetup setup_cuda_run(const Plan& plan, const std::string& fingerprint, bo
     if (env.launched() && env.world_size > 1)
       throw ConfigError(fmt::format("--backend cuda --single-process: started as rank {} of {} by {}; launch one "
                                     "process instead", env.rank, env.world_size, env.source));
-    CudaRunSetup s;
+    RankPlacement s;
     s.backends = cuda::in_process_cuda_backends(0);
     s.description = fmt::format("{} rank(s) as threads of one process on GPU 0 ({})", world, gpu_name(0));
     return s;
