@@ -59,7 +59,6 @@ class CpuRankBackend final : public RankBackend {
 
  private:
   Communicator& comm(DpGroup group);
-  std::vector<const float*> param_ptrs() const;
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;

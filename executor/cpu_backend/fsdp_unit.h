@@ -2,7 +2,7 @@
 // sharded gradient accumulator (resident), the unsharded parameter buffer (from all-gather to last use),
 // the unsharded gradient buffer (from first backward to reduction) and the reduced gradient shard on
 // its way to the accumulator. The flat layout is the modules back to back, padded to a multiple of the
-// shard count (executor/runtime/param_layout.h, executor-notes §5.2). DDP and ZeRO-1 keep the unsharded
+// shard count (executor/runtime/param_layout.h, as FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). DDP and ZeRO-1 keep the unsharded
 // buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32.
 #pragma once
 

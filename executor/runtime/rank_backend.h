@@ -24,6 +24,17 @@ namespace fsdpx {
 // The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
 enum class DpGroup { dp_all, dp_shard, dp_replicate };
 
+// A backend's communicator of `group` among its three.
+template <class Comm>
+Comm& group_communicator(DpGroup group, Comm& world, Comm& shard, Comm& replica) {
+  switch (group) {
+    case DpGroup::dp_shard: return shard;
+    case DpGroup::dp_replicate: return replica;
+    case DpGroup::dp_all: break;
+  }
+  return world;
+}
+
 class RankBackend {
  public:
   virtual ~RankBackend() = default;

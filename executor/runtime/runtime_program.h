@@ -24,6 +24,14 @@ struct RuntimeProgram {
   int dp_ranks = 1;
 };
 
+// Where global rank `rank` sits on the data-parallel mesh, and which shard of every unit it owns (0 when
+// the optimizer state is replicated).
+struct RankShard {
+  int shard_index = 0, replica_index = 0;  // dp_shard and dp_replicate coordinates
+  int unit_shard = 0;
+};
+RankShard rank_shard(const RuntimeProgram& rp, int rank);
+
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);
 // The unsharded parameters are the master copy (DDP: parameters and optimizer state replicated), so
