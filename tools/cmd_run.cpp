@@ -2,8 +2,8 @@
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
 // [--single-process|--processes] [--format text|json]`: parses the flags, checks their combinations and
-// prints; the executor's session does the run (executor/session/rank_placement.h places the ranks,
-// executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
+// prints; the executor does the run (executor/session/cpu_placement.h or
+// executor/cuda_backend/cuda_placement.h places the ranks, executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
 // optimizer.total_steps), so a resumed run with the same --steps ends where the uninterrupted one does.
 // Leaves out checkpoints of multi-process runs (refused with a message).
 #include <unistd.h>
@@ -20,7 +20,10 @@
 #include "core/config_paths.h"
 #include "core/errors.h"
 #include "executor/checkpoint/checkpoint.h"
-#include "executor/session/rank_placement.h"
+#include "executor/session/cpu_placement.h"
+#ifdef FSDPX_HAVE_CUDA
+#include "executor/cuda_backend/cuda_placement.h"
+#endif
 #include "executor/session/training_session.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -30,7 +33,7 @@ namespace fsdpx {
 
 namespace {
 
-const std::map<std::string, ExecutorBackend> kBackends{{"cpu", ExecutorBackend::cpu}, {"cuda", ExecutorBackend::cuda}};
+const std::map<std::string, ExecutorDevice> kBackends{{"cpu", ExecutorDevice::cpu}, {"cuda", ExecutorDevice::cuda}};
 const std::map<std::string, std::optional<TokenDType>> kTokenDTypes{{"uint16", TokenDType::u16},
                                                                     {"uint32", TokenDType::u32}};
 
@@ -38,7 +41,9 @@ struct RunOptions {
   std::string plan;
   std::optional<std::uint64_t> seed;
   std::string profile;            // file for the profile JSON; empty: none
-  PlacementOptions placement;     // --backend, --processes, --single-process
+  ExecutorDevice backend = ExecutorDevice::cpu;
+  bool processes = false;       // --backend cpu: one process per rank on this node
+  bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
   SessionOptions session;
   OutputFormat format = OutputFormat::text;
 };
@@ -64,13 +69,25 @@ void check_whole_state_options(const SessionOptions& o) {
                                   "--single-process on one GPU)", needs));
 }
 
+// The ranks of --backend cpu or cuda.
+RankPlacement place_ranks(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
+  if (o.backend == ExecutorDevice::cpu) return place_cpu_ranks(plan, fingerprint, o.processes);
+  if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
+#ifdef FSDPX_HAVE_CUDA
+  return cuda::place_cuda_ranks(plan, fingerprint, o.single_process);
+#else
+  (void)plan, (void)fingerprint;
+  throw ConfigError("--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)");
+#endif
+}
+
 // Where the ranks run; says so on stderr, and exits when this process only launched them.
 RankPlacement place(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
-  const RankPlacement p = place_ranks(plan, fingerprint, o.placement);
+  const RankPlacement p = place_ranks(o, plan, fingerprint);
   if (!p.launcher_message.empty()) std::fprintf(stderr, "fsdpx: %s\n", p.launcher_message.c_str());
   if (p.launcher_exit) throw ExitWith{*p.launcher_exit};
   if (p.prints && !p.description.empty())
-    std::fprintf(stderr, "fsdpx: %s: %s\n", p.backend_name.c_str(), p.description.c_str());
+    std::fprintf(stderr, "fsdpx: %s: %s\n", executor_device_name(p.device), p.description.c_str());
   return p;
 }
 
@@ -91,8 +108,8 @@ void run_run(RunOptions o) {
   so.plan_file = resolve_config("plans", o.plan);
   Plan plan = load_plan(so.plan_file);
   if (o.seed) plan.training.seed = *o.seed;
-  check_runnable(plan, so.plan_file, o.placement.backend);
-  if (o.placement.processes) check_whole_state_options(so);  // before the ranks start, so it is said once
+  check_runnable(plan, so.plan_file, o.backend);
+  if (o.processes) check_whole_state_options(so);  // before the ranks start, so it is said once
   const RankPlacement placement = place(o, plan, plan_fingerprint(plan));
   if (!placement.whole_state) check_whole_state_options(so);
   if (!placement.prints) o.format = OutputFormat::json, so.dump_batches.clear();  // rank 0 reports and records
@@ -124,7 +141,7 @@ void setup_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Train a plan with the executor (CPU backend: ranks are threads)");
   sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  add_enum_option(sub, "--backend", o->placement.backend, kBackends, "cpu (reference) or cuda");
+  add_enum_option(sub, "--backend", o->backend, kBackends, "cpu (reference) or cuda");
   sub->add_option("--steps", o->session.steps, "Train until this step (default: the plan's optimizer.total_steps)")
       ->check(kPositive);
   sub->add_option_function<std::uint64_t>("--seed", [o](std::uint64_t s) { o->seed = s; },
@@ -141,10 +158,10 @@ void setup_run(CLI::App& app) {
   sub->add_option("--save-weights", o->session.save_weights, "Write the full fp32 weights after the last step (safetensors)");
   sub->add_option("--dump-batches", o->session.dump_batches, "Write the batches used: I32 tokens [steps, global_batch, seq+1]");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  sub->add_flag("--single-process", o->placement.single_process,
+  sub->add_flag("--single-process", o->single_process,
                  "--backend cuda: run every rank as a thread on GPU 0 (in-process communicator) instead of one "
                  "process per GPU");
-  sub->add_flag("--processes", o->placement.processes,
+  sub->add_flag("--processes", o->processes,
                  "--backend cpu: run one process per rank on this node (TCP communicator) instead of threads");
   sub->callback([o] { run_run(*o); });
 }

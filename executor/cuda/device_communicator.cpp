@@ -8,6 +8,9 @@ namespace fsdpx::cuda {
 
 void DeviceCommunicator::submit(const CollectiveCall& c) {
   throw_if_aborted();
+  FSDP_CHECK(c.kind == Collective::all_gather || c.kind == Collective::reduce_scatter ||
+                 c.kind == Collective::all_reduce || c.kind == Collective::broadcast,
+             std::string(collective_name(c.kind)) + ": not a collective of the device communicators");
   FSDP_CHECK(c.count >= 0, std::string(collective_name(c.kind)) + ": count must be non-negative");
   if (c.kind == Collective::broadcast)
     FSDP_CHECK(c.root >= 0 && c.root < size(), "broadcast: root out of range");

@@ -133,6 +133,8 @@ void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std:
     case Collective::broadcast:
       copy_async(c.out, peers[static_cast<std::size_t>(c.root)].in, bytes, c.stream);
       break;
+    case Collective::send_recv:
+    case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
 }
 

@@ -103,6 +103,8 @@ ncclResult_t NcclCommunicator::issue(const CollectiveCall& c, ncclComm_t comm) c
     case Collective::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
     case Collective::broadcast:  // sendbuff is read on the root only
       return ncclBroadcast(c.in != nullptr ? c.in : c.out, c.out, n, t, c.root, comm, c.stream);
+    case Collective::send_recv:
+    case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
   return ncclInvalidArgument;
 }

@@ -41,6 +41,7 @@ bool master_is_replica(const RuntimeProgram& rp, int unit);
 // Which backend will run the program: each computes one way, and a plan saying otherwise would be
 // simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).
 enum class ExecutorDevice { cpu, cuda };
+inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
 // plans the runtime cannot run on `device` (tp, cp or pp > 1, another precision or attention kernel,

@@ -1,9 +1,6 @@
-// executor/session/cpu_placement.cpp — where the CPU backend's ranks run (see rank_placement.h), and
-// place_ranks, which picks the backend's half.
-#include "executor/session/rank_placement.h"
+// executor/session/cpu_placement.cpp — where the CPU backend's ranks run (see cpu_placement.h).
+#include "executor/session/cpu_placement.h"
 
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include <fmt/format.h>
@@ -42,18 +39,6 @@ RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, co
 
 }  // namespace
 
-std::vector<std::string> own_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> argv;
-  std::string cur;
-  for (char c : all) {
-    if (c == '\0') argv.push_back(std::move(cur)), cur.clear();
-    else cur += c;
-  }
-  return argv;
-}
-
 RankPlacement place_cpu_ranks(const Plan& plan, const std::string& fingerprint, bool processes) {
   const LaunchEnv env = detect_launch_env();
   if (env.launched() && env.world_size > 1) return launched_rank(plan, fingerprint, env);
@@ -66,18 +51,6 @@ RankPlacement place_cpu_ranks(const Plan& plan, const std::string& fingerprint, 
   if (!res.ok()) s.launcher_message = res.message;
   s.launcher_exit = res.exit_code();
   return s;
-}
-
-RankPlacement place_ranks(const Plan& plan, const std::string& fingerprint, const PlacementOptions& o) {
-  if (o.backend == ExecutorBackend::cpu) return place_cpu_ranks(plan, fingerprint, o.processes);
-  if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
-#ifdef FSDPX_HAVE_CUDA
-  RankPlacement s = place_cuda_ranks(plan, fingerprint, o.single_process);
-  s.backend_name = "cuda";
-  return s;
-#else
-  throw ConfigError("--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)");
-#endif
 }
 
 }  // namespace fsdpx

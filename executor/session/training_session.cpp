@@ -32,9 +32,9 @@ std::string params_hash(const Trainer& trainer) {
 
 }  // namespace
 
-void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorBackend backend) {
+void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
   try {
-    (void)make_runtime_program(plan, backend == ExecutorBackend::cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
+    (void)make_runtime_program(plan, device);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, plan_file);
   }
@@ -48,13 +48,13 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
     data = recorder_ = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
   TrainerOptions to;
   to.profile = options_.profile;
-  to.cuda = placement.backend_name == "cuda";
+  to.cuda = placement.device == ExecutorDevice::cuda;
   try {
     trainer_ = std::make_unique<Trainer>(plan, data, to, placement.backends);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, options_.plan_file);
   }
-  record_.backend = placement.backend_name;
+  record_.backend = executor_device_name(placement.device);
   record_.data = data->describe();
   record_.target_steps = options_.steps > 0 ? options_.steps : plan.optimizer.total_steps;
   if (!options_.init_weights.empty()) load_full_weights(*trainer_, options_.init_weights);

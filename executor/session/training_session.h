@@ -1,5 +1,5 @@
 // executor/session/training_session.h — one training run as the executor carries it out: the Trainer on
-// the placed ranks (rank_placement.h), the data source (recorded when asked), initial weights or the
+// the placed ranks (executor/runtime/rank_placement.h), the data source (recorded when asked), initial weights or the
 // newest good checkpoint, the step loop with its checkpoint cadence, and what follows the loop (peak
 // memory, the parameters hash, weight and batch files). What it did is kept in a RunRecord; printing it
 // is the caller's (tools/cmd_run.cpp). Leaves out checkpoints and weight files of multi-process runs:
@@ -15,7 +15,7 @@
 
 #include "core/plan.h"
 #include "executor/data/token_file.h"
-#include "executor/session/rank_placement.h"
+#include "executor/runtime/rank_placement.h"
 #include "executor/session/trainer.h"
 
 namespace fsdpx {
@@ -51,9 +51,9 @@ struct RunRecord {
   double elapsed_s = 0;
 };
 
-// Throws ConfigError "<plan_file>: /path: ..." when the runtime of `backend` cannot run the plan; meant
+// Throws ConfigError "<plan_file>: /path: ..." when the runtime of `device` cannot run the plan; meant
 // to run before any process, GPU or rendezvous is set up (every launched rank would say the same).
-void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorBackend backend);
+void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device);
 
 class TrainingSession {
  public:
