@@ -1,12 +1,11 @@
-// executor/model/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
+// executor/runtime/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
 // mlp_down for a block (biases after their weight, per ModelSpec::bias); token then position table
 // for the embedding. Weights are [out, in] as torch.nn.Linear. Leaves out vocabulary padding.
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "executor/cpu/activation.h"
 
 namespace fsdpx {
 namespace {
@@ -35,7 +34,7 @@ ModuleLayout block_module(const ModelSpec& s, std::int64_t i) {
   b.add_linear("qkv", s.q_dim() + 2 * s.kv_dim(), s.hidden, qkv_bias, InitKind::normal);
   b.add_linear("attn_out", s.hidden, s.q_dim(), all_bias, InitKind::normal_residual);
   b.add_norm("mlp_norm", s);
-  b.add_linear("mlp_up", cpu::mlp_up_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias, InitKind::normal);
+  b.add_linear("mlp_up", up_projection_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias, InitKind::normal);
   b.add_linear("mlp_down", s.hidden, s.ffn_hidden, all_bias, InitKind::normal_residual);
   return b.m;
 }

@@ -1,8 +1,8 @@
-// executor/model/param_layout.h — where every parameter lives. Each plan module ("embedding",
+// executor/runtime/param_layout.h — where every parameter lives. Each plan module ("embedding",
 // "block.<i>", "final_norm", "head"; core/plan.h module_names) owns one flat contiguous buffer holding
 // its tensors back to back; the full model is the modules concatenated in forward order. An FSDP
 // unit's flat buffer is the concatenation of its modules' buffers, zero-padded to a multiple of
-// dp_shard (FlatUnitLayout; executor-notes §5.2). Gradients use the identical layout. Leaves out
+// dp_shard (FlatUnitLayout; FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). Gradients use the identical layout. Leaves out
 // tensor-parallel splits of a module.
 #pragma once
 

@@ -1,33 +1,22 @@
-// executor/runtime/cpu_backend.cpp — the CPU reference backend (see cpu_backend.h).
-#include "executor/runtime/cpu_backend.h"
+// executor/cpu_backend/cpu_rank_backend.cpp — the CPU reference backend (see cpu_rank_backend.h).
+#include "executor/cpu_backend/cpu_rank_backend.h"
 
 #include "core/errors.h"
 #include "executor/model/init.h"
-#include "program/group_members.h"
+#include "executor/runtime/module_pointers.h"
 
 namespace fsdpx {
-
-namespace {
-
-ModelOptions model_options(const Plan& plan, OpProfiler* profiler) {
-  ModelOptions o;
-  o.recompute = plan.recompute;
-  o.profiler = profiler;
-  return o;
-}
-
-}  // namespace
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
     : rp_(rp), world_(std::move(world)),
-      model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq, model_options(rp.plan, kernel_profiler)) {
-  const MeshCoord at = mesh_coord(rp.program.mesh, world_->rank());
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
-  const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
+      model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
+             ModelOptions{rp.plan.recompute, kernel_profiler}) {
+  const RankShard at = rank_shard(rp, world_->rank());
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    units_.emplace_back(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
+    units_.emplace_back(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), &mem_);
   segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, rp.layout, rp.program.segments);
 }
 
@@ -51,12 +40,7 @@ void CpuRankBackend::copy_masters_to_replicas() {
 }
 
 Communicator& CpuRankBackend::comm(DpGroup group) {
-  switch (group) {
-    case DpGroup::dp_shard: return *shard_comm_;
-    case DpGroup::dp_replicate: return *replica_comm_;
-    case DpGroup::dp_all: break;
-  }
-  return *world_;
+  return group_communicator(group, *world_, *shard_comm_, *replica_comm_);
 }
 
 void CpuRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
@@ -69,18 +53,9 @@ void CpuRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int3
   model_.set_batch(tokens, targets);
 }
 
-std::vector<const float*> CpuRankBackend::param_ptrs() const {
-  std::vector<const float*> p(std::size_t(rp_.layout.num_modules()), nullptr);
-  for (const FsdpUnit& u : units_) {
-    if (!u.params_live()) continue;
-    for (std::size_t k = 0; k < u.flat().modules.size(); ++k) p[std::size_t(u.flat().modules[k])] = u.module_params(int(k));
-  }
-  return p;
-}
-
 void CpuRankBackend::forward(int segment) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const std::vector<const float*> p = param_ptrs();
+  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
   for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model_.forward_module(m, p);
   mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model_.loss()));
@@ -90,10 +65,10 @@ void CpuRankBackend::backward(int segment, int unit) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const double working = segment_bytes_[std::size_t(segment)].working;
   mem_.alloc(MemCategory::transient, working);
-  const std::vector<const float*> p = param_ptrs();
-  std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
+  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
   FsdpUnit& u = units_[std::size_t(unit)];
-  for (std::size_t k = 0; k < u.flat().modules.size(); ++k) g[std::size_t(u.flat().modules[k])] = u.module_grads(int(k));
+  const std::vector<float*> g =
+      unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model_.backward_module(m, p, g);
   mem_.free(MemCategory::transient, working);
   mem_.free(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);

@@ -1,4 +1,4 @@
-// executor/runtime/cpu_backend.h — the CPU reference RankBackend: the fp32 model of executor/model with
+// executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of executor/model with
 // its hand-written backward, one FsdpUnit per plan unit (fp32 masters, moments, accumulators and
 // unsharded buffers on the host) and host communicators (the world's and the dp_shard / dp_replicate
 // groups split from it). Synchronous: every method has finished when it returns, so begin_op/end_op
@@ -12,7 +12,7 @@
 #include "executor/model/buffer_bytes.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/transformer.h"
-#include "executor/runtime/fsdp_unit.h"
+#include "executor/cpu_backend/fsdp_unit.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 
@@ -59,7 +59,6 @@ class CpuRankBackend final : public RankBackend {
 
  private:
   Communicator& comm(DpGroup group);
-  std::vector<const float*> param_ptrs() const;
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
