@@ -99,12 +99,13 @@ ncclResult_t NcclCommunicator::issue(const CollectiveCall& c, ncclComm_t comm) c
   const auto n = static_cast<std::size_t>(c.count);
   const ncclDataType_t t = nccl_type(c.type);
   switch (c.kind) {
-    case CollectiveKind::all_gather: return ncclAllGather(c.in, c.out, n, t, comm, c.stream);
-    case CollectiveKind::reduce_scatter: return ncclReduceScatter(c.in, c.out, n, t, ncclSum, comm, c.stream);
-    case CollectiveKind::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
-    case CollectiveKind::broadcast:  // sendbuff is read on the root only
+    case Collective::all_gather: return ncclAllGather(c.in, c.out, n, t, comm, c.stream);
+    case Collective::reduce_scatter: return ncclReduceScatter(c.in, c.out, n, t, ncclSum, comm, c.stream);
+    case Collective::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
+    case Collective::broadcast:  // sendbuff is read on the root only
       return ncclBroadcast(c.in != nullptr ? c.in : c.out, c.out, n, t, c.root, comm, c.stream);
-    case CollectiveKind::send_recv: break;  // enqueue_p2p
+    case Collective::send_recv:  // enqueue_p2p
+    case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
   return ncclInvalidArgument;
 }
@@ -131,7 +132,7 @@ void NcclCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType type
   }
   complete(*handle_, r, op.empty() ? std::string("send_recv") : fmt::format("send_recv {}", op));
   CollectiveCall c;
-  c.kind = CollectiveKind::send_recv;
+  c.kind = Collective::send_recv;
   c.stream = stream;
   c.op = op;
   watch(c);

@@ -10,13 +10,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/plan.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -25,6 +28,19 @@ namespace fsdpx {
 // the world without pipeline parallelism) and the two axes of the HSDP mesh, and the ranks at its mesh
 // point on every pipeline rank (pp_all).
 enum class DpGroup { dp_all, dp_shard, dp_replicate, pp_all };
+
+// A backend's communicator of `group` among its stage's three (`stage`: the world without pipeline
+// parallelism); pp_all crosses stages, so a backend that runs pipelines routes it itself.
+template <class Comm>
+Comm& group_communicator(DpGroup group, Comm& stage, Comm& shard, Comm& replica) {
+  switch (group) {
+    case DpGroup::dp_shard: return shard;
+    case DpGroup::dp_replicate: return replica;
+    case DpGroup::pp_all: throw std::logic_error("group_communicator: pp_all is routed by the backend");
+    case DpGroup::dp_all: break;
+  }
+  return stage;
+}
 
 class RankBackend {
  public:
@@ -99,5 +115,13 @@ class RankBackend {
   virtual void abort(const std::string& msg) = 0;
   virtual const MemoryTracker& memory() const = 0;
 };
+
+struct RuntimeProgram;
+class OpProfiler;
+// Makes the backend of every rank of the plan's mesh that runs in this process, in rank order (rank 0
+// gets the kernel profiler, null unless profiling); the Trainer's default is the CPU reference backend,
+// every rank a thread (executor/session/trainer.h).
+using RankBackendFactory =
+    std::function<std::vector<std::unique_ptr<RankBackend>>(const RuntimeProgram&, OpProfiler* rank0_profiler)>;
 
 }  // namespace fsdpx

@@ -11,7 +11,6 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
-#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -22,9 +21,9 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
   dp_rank_ = mesh_rank_;  // tp = cp = 1: the mesh rank is the data-parallel rank
-  const MeshCoord at = mesh_coord(rp.program.mesh, mesh_rank_);
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
+  const RankShard at = rank_shard(rp, rank_);
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[std::size_t(role_)].resident) program_memory_.alloc(e.category, e.bytes);
 }
 
@@ -54,6 +53,7 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   step_ = step;
   result_ = RankStepResult{};
   non_finite_ = norm_stage_done_ = norm_done_ = false;
+  non_finite_unit_ = -1;
   {
     std::lock_guard<std::mutex> lock(data_mu);
     data.global_batch(pos, t.global_batch, t.seq, batch_);
@@ -176,7 +176,9 @@ void RankRuntime::point_to_point(const Op& op) {
 }
 
 // The micro-batch losses of this step (read once all forwards ran: an asynchronous backend then waits
-// only here) and the gradients' finiteness, under the non-finite policy.
+// only here) and the gradients' finiteness, under the non-finite policy. Under pipelining a stage
+// before the last sees a non-finite loss only as non-finite gradients, so it stops after the norm
+// across stages (stop_on_non_finite_gradient), which the last stage's loss error aborts first.
 void RankRuntime::check_losses() {
   const std::vector<double> losses = backend_->take_losses();
   for (std::size_t mb = 0; mb < losses.size(); ++mb) {
@@ -186,12 +188,16 @@ void RankRuntime::check_losses() {
       throw std::runtime_error(fmt::format("step {}, micro-batch {}: non-finite loss {}", step_ + 1, mb, losses[mb]));
     non_finite_ = true;
   }
-  const int unit = backend_->first_non_finite_unit();
-  if (unit < 0) return;
-  if (options_.on_non_finite == NonFinitePolicy::stop)
-    throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, unit,
-                                         fmt::join(rp_.plan.units[std::size_t(unit)].modules, ", ")));
+  non_finite_unit_ = backend_->first_non_finite_unit();
+  if (non_finite_unit_ < 0) return;
   non_finite_ = true;
+  if (rp_.program.pp == 1) stop_on_non_finite_gradient();
+}
+
+void RankRuntime::stop_on_non_finite_gradient() const {
+  if (non_finite_unit_ < 0 || options_.on_non_finite != NonFinitePolicy::stop) return;
+  throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, non_finite_unit_,
+                                       fmt::join(rp_.plan.units[std::size_t(non_finite_unit_)].modules, ", ")));
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
@@ -216,6 +222,7 @@ void RankRuntime::reduce_norm(GroupKind over) {
   non_finite_ = norm_buf_[1] > 0 || !std::isfinite(result_.grad_norm);
   result_.loss_sum = norm_buf_[2];
   norm_done_ = over == GroupKind::pp_all || rp_.program.pp == 1;
+  if (norm_done_) stop_on_non_finite_gradient();
 }
 
 void RankRuntime::optimizer_step() {

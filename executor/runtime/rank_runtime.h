@@ -18,9 +18,20 @@
 
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
+
+enum class NonFinitePolicy { stop, skip_step };
+
+struct TrainerOptions {
+  NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
+  bool profile = false;  // collect per-op wall times
+  bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
+  // CPU kernel threads per rank (--threads); 0: the thread budget decides (executor/cpu/thread_budget.h).
+  int threads = 0;
+  int processes_on_host = 1;  // processes sharing this host's cores (the launcher's local world size)
+};
 
 struct RankStepResult {
   double loss_sum = 0;   // sum of the micro-batch losses over all data-parallel ranks (of the last stage)
@@ -62,6 +73,7 @@ class RankRuntime {
   void backward(const Op& op);
   void point_to_point(const Op& op);
   void check_losses();
+  void stop_on_non_finite_gradient() const;  // under the stop policy, when a unit's gradient is not finite
   void reduce_norm(GroupKind over);
   void optimizer_step();
 
@@ -76,6 +88,7 @@ class RankRuntime {
   std::vector<std::int32_t> tokens_, targets_;  // [micro_batch, seq]
   RankStepResult result_;
   bool non_finite_ = false;
+  int non_finite_unit_ = -1;  // this rank's first unit with a non-finite gradient this step
   bool norm_stage_done_ = false, norm_done_ = false;  // summed over the stage's dp_all, then across stages
   double norm_buf_[3] = {0, 0, 0};                   // Σ g², non-finite flag, loss sum
   std::map<std::string, double> op_time_s_;
