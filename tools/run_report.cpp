@@ -29,8 +29,12 @@ std::string progress_line(const StepMetrics& m, const RunRecord& r, double elaps
 
 std::string run_header_text(const Plan& plan, const RunRecord& r) {
   const Parallelism& p = plan.parallelism;
-  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: dp_shard {} x dp_replicate {})\n",
-                              plan.model.name, r.data, r.backend, p.world_size(), p.dp_shard, p.dp_replicate);
+  const std::string pipeline =
+      p.pp > 1 ? fmt::format("pp {} ({}{}, {} micro-batches) x ", p.pp, pipeline_schedule_name(p.pp_schedule),
+                             p.vpp > 1 ? fmt::format(", vpp {}", p.vpp) : "", plan.grad_accum())
+               : "";
+  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: {}dp_shard {} x dp_replicate {})\n",
+                              plan.model.name, r.data, r.backend, p.world_size(), pipeline, p.dp_shard, p.dp_replicate);
   s += fmt::format("seq {}, global batch {} sequences ({} tokens), micro-batch {}, seed {}\n", plan.training.seq,
                    plan.training.global_batch, plan.training.global_batch * plan.training.seq,
                    plan.training.micro_batch, plan.training.seed);

@@ -3,7 +3,8 @@
 // trajectory of the 1-rank run of the same model (llama-tiny with 8 blocks), data (the shipped text)
 // and seed within 1e-5 relative over 30 steps, and its parameters within 1e-4; a tied head (gpt-tiny) across
 // stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too. A
-// failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage.
+// failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage;
+// the CUDA runtime refuses pipelines with a ConfigError.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -14,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.h"
+#include "executor/runtime/runtime_program.h"
 #include "tests/executor/pipeline_fixtures.h"
 
 namespace fsdpx {
@@ -101,9 +104,6 @@ TEST_CASE("pipeline: HSDP inside stages, and full recompute under the split back
   check_against_one_rank(s, ref_rc);
 }
 
-}  // namespace fsdpx
-
-namespace fsdpx {
 namespace {
 
 // The shipped text, failing on one rank's first call (Trainer::current_rank() tells which rank calls).
@@ -164,6 +164,19 @@ TEST_CASE("pipeline: a non-finite loss on the last stage stops the run, or skips
         }
     CHECK(changed == 0);  // neither stage updated
   }
+}
+
+TEST_CASE("pipeline: the CUDA runtime refuses pp > 1 with a ConfigError naming /parallelism/pp") {
+  test::PipePlan s;
+  s.pp = 2, s.dp_shard = 2;
+  s.schedule = PipelineSchedule::one_f_one_b;
+  Plan plan = test::pipe_plan(s);
+  plan.precision.param = DType::bf16;
+  plan.attention_kernel = AttentionKernel::flash2;
+  CHECK_THROWS_WITH_AS(make_runtime_program(plan, ExecutorDevice::cuda),
+                       "plan: /parallelism/pp: the CUDA runtime runs pp = 1 only (got 2); pipeline parallelism runs "
+                       "on the CPU backend",
+                       ConfigError);
 }
 
 }  // namespace fsdpx
