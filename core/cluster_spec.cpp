@@ -29,6 +29,7 @@ constexpr std::string_view kClusterFigures[] = {"gpu",
                                                 "intra_node.bus_bw_gb_per_s",
                                                 "intra_node.latency_us",
                                                 "intra_node.nvls",
+                                                "intra_node.nccl_channels",
                                                 "inter_node.nics_per_node",
                                                 "inter_node.nic_gb_per_s",
                                                 "inter_node.latency_us"};
@@ -72,6 +73,11 @@ IntraNodeFabric parse_intra(JsonObject o) {
   f.bus_bw_bytes_per_s = o.positive_number("bus_bw_gb_per_s") * kGiga;
   f.latency_s = o.non_negative_number("latency_us") * kMicro;
   f.nvls = o.boolean("nvls");
+  // NCCL's MAXCHANNELS is 64 (src/include/device.h).
+  if (auto ch = o.optional_positive_integer("nccl_channels")) {
+    if (*ch > 64) o.fail("nccl_channels", fmt::format("expected at most 64 (NCCL's MAXCHANNELS), got {}", *ch));
+    f.nccl_channels = static_cast<int>(*ch);
+  }
   o.finish();
   return f;
 }
@@ -135,7 +141,8 @@ nlohmann::json cluster_spec_to_json(const ClusterSpec& c) {
                    {"intra_node",
                     {{"bus_bw_gb_per_s", c.intra.bus_bw_bytes_per_s / kGiga},
                      {"latency_us", c.intra.latency_s / kMicro},
-                     {"nvls", c.intra.nvls}}}};
+                     {"nvls", c.intra.nvls},
+                     {"nccl_channels", c.intra.nccl_channels}}}};
   if (c.inter.nics_per_node > 0)
     j["inter_node"] = {{"nics_per_node", c.inter.nics_per_node},
                        {"nic_gb_per_s", c.inter.nic_bw_bytes_per_s / kGiga},

@@ -16,6 +16,10 @@ struct IntraNodeFabric {
   double bus_bw_bytes_per_s = 0;  // achievable ring busbw inside a node (nccl-tests convention)
   double latency_s = 0;           // per ring step
   bool nvls = false;              // NVLink SHARP available
+  // Channels (one CTA each, so one SM each while the kernel runs) of NCCL's ring collectives inside a
+  // node: 24 on NVSwitch DGX A100 and H100 (nccl-tests #100 "Channel 23/24"; nccl #1367: 12 rings,
+  // duplicated to 24, on 8xH100 with NCCL 2.19).
+  int nccl_channels = 24;
 };
 
 struct InterNodeFabric {

@@ -126,6 +126,14 @@ double collective_time_s(Collective c, double bytes, const GroupShape& g, const 
   return 0;
 }
 
+int collective_channels(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster) {
+  check_shape(g, cluster);
+  if (cluster.host_threads || g.ranks == 1 || bytes <= 0) return 0;
+  if (tuned(c) && nccl_best(c, bytes, g, cluster).algo == NcclAlgo::nvls) return nccl_nvls_channels();
+  if (g.nodes() == 1) return cluster.intra.nccl_channels;
+  return std::min(cluster.intra.nccl_channels, std::max(1, cluster.inter.nics_per_node));
+}
+
 // ml-engineering network/README.md model 3 (cost-model-facts.md §1.3): reduce-scatter inside the
 // shard group, then all-reduce of the 1/shard piece across the replica group.
 double hsdp_gradient_reduce_time_s(double bytes, const GroupShape& shard, const GroupShape& replica,

@@ -39,6 +39,14 @@ double collective_latency_s(Collective c, const GroupShape& g, const ClusterSpec
 // bytes one rank sends for send/recv, the full all-to-all buffer of one rank).
 double collective_time_s(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster);
 
+// CTAs NCCL's kernel for this collective runs with (one per channel; each holds an SM for the whole
+// collective): NVLS all-reduce 16 on Hopper (src/transport/nvls.cc); rings inside a node the cluster's
+// intra-node channel count; rings across nodes one channel per NIC of the node, the ring search's one
+// ring per NIC, not duplicated below 50 GB/s per channel on sm90 (src/graph/search.cc,
+// ncclTopoDupChannels); on the host-threads cluster none. Leaves out NCCL's channel reduction for
+// small messages.
+int collective_channels(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster);
+
 // HSDP gradient reduction: reduce-scatter of `bytes` inside the shard group, then all-reduce of the
 // bytes/shard_ranks shard across the replica group (ml-engineering network/README.md, model 3).
 double hsdp_gradient_reduce_time_s(double bytes, const GroupShape& shard, const GroupShape& replica,

@@ -17,6 +17,10 @@ void Engine::begin_op(int i, int stream) {
   const OpData& od = data_of(in, s.op);
   s.start_ns = now_;
   apply_alloc(in, op_of(in, s.op).alloc_at_start, s.op);
+  if (od.cls == OpClass::collective) {
+    in.comm_sm_share += od.sm_share;
+    ++in.resident_collectives;
+  }
   const int id = i * kStreamCount + stream;
   if (od.cls == OpClass::collective && od.latency_ns > 0) {
     s.phase = Phase::latency;
@@ -51,6 +55,10 @@ void Engine::complete_op(int i, int stream) {
   const Op& program_op = op_of(in, op);
   if (s.phase == Phase::work && od.cls == OpClass::collective && od.work_ns > 0)
     --(od.nic ? in.bw_nic : in.bw_nvlink);
+  if (od.cls == OpClass::collective) {
+    // Reset at zero so that rounding in the running sum never leaves a phantom share behind.
+    in.comm_sm_share = --in.resident_collectives == 0 ? 0.0 : in.comm_sm_share - od.sm_share;
+  }
   apply_free(in, program_op.free_at_end);
   if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
   if (program_op.stream == StreamKind::compute) {
@@ -68,20 +76,18 @@ void Engine::complete_op(int i, int stream) {
   mark_dirty(i);
 }
 
-// Fluid sharing: k collectives in their bandwidth phase on one fabric each progress at 1/k; compute
-// runs at (1 - u) while any collective is in its bandwidth phase on the same GPU, u the NIC factor
-// when all of them are inter-node, else the NVLink one (calculon's processor_usage: overlapped
-// compute time = flop_time / (1 - processor_usage), calculon/llm/layers.py l.551/603;
-// cost-model-facts.md §5).
+// Fluid sharing: k collectives in their bandwidth phase on one fabric each progress at 1/k. Compute
+// runs on the SMs the resident collective kernels leave free: NCCL launches one CTA per channel and
+// each holds its SM until the collective ends (cost-model-facts.md §5: a GEMM losing SMs to NCCL
+// CTAs slows by their share). A collective's SMs are held for its whole duration, so a faster fabric
+// shortens the interference too (a step never slows when a link gets faster).
 double Engine::rate_of(const Instance& in, const OpData& od) const {
   if (od.cls == OpClass::collective) {
     const int k = od.nic ? in.bw_nic : in.bw_nvlink;
     FSDP_CHECK(k >= 1, "collective in its bandwidth phase is not counted on its fabric");
     return 1.0 / k;
   }
-  if (in.bw_nic + in.bw_nvlink == 0) return 1.0;
-  const double usage = in.bw_nvlink == 0 ? options_.interference_nic : options_.interference_nvlink;
-  return 1.0 - usage;
+  return std::max(0.0, 1.0 - in.comm_sm_share);
 }
 
 void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {

@@ -46,6 +46,8 @@ OpData op_data(const Op& op, const EngineOptions& options) {
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
   d.nic = op.inter_node;
+  FSDP_CHECK(op.sm_share >= 0 && op.sm_share <= 1, fmt::format("op {}: sm_share outside [0, 1]", op.name));
+  if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
     const TimeNs total_ns = ceil_ns(op.duration_s * kNsPerS);
@@ -116,9 +118,6 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
 }  // namespace
 
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
-  FSDP_CHECK(options.interference_nvlink >= 0 && options.interference_nvlink < 1 &&
-                 options.interference_nic >= 0 && options.interference_nic < 1,
-             "interference factors must lie in [0, 1)");
   std::vector<RoleData> roles;
   int first_instance = 0, first_rank = 0;
   for (std::size_t r = 0; r < program.roles.size(); ++r) {

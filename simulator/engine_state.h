@@ -29,6 +29,7 @@ struct OpData {
   OpClass cls = OpClass::compute;
   std::uint8_t stream = 0;
   bool nic = false;  // collective: bandwidth phase on the NIC fabric (else NVLink)
+  double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
 };
 
 struct RoleData {
@@ -59,6 +60,8 @@ struct Instance {
   int active = 0;      // slots not idle
   int done = 0;        // completed ops
   int bw_nvlink = 0, bw_nic = 0;  // collectives in their bandwidth phase, per fabric
+  double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
+  int resident_collectives = 0;
   std::array<Slot, kStreamCount> slots{};
   std::array<double, kMemCategoryCount> live_bytes{};
   double live_total_bytes = 0;

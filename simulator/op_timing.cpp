@@ -1,6 +1,8 @@
 // simulator/op_timing.cpp — op durations from the cost models.
 #include "simulator/op_timing.h"
 
+#include <algorithm>
+
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 
@@ -35,6 +37,8 @@ void time_program(StepProgram& program, const ClusterSpec& cluster, DType comput
                                                    ? collective_latency_s(op.collective, g, cluster) : 0.0);
         // NIC-bound when the group spans nodes and the NIC share is below NVLink (communication.h).
         op.inter_node = g.nodes() > 1 && group_bus_bw_bytes_per_s(g, cluster) < cluster.intra.bus_bw_bytes_per_s;
+        const int sms = cluster.gpu.sm_count;
+        op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
       }
     }
   }

@@ -85,6 +85,7 @@ struct Op {
   double duration_s = 0;  // total time when running alone at full rate
   double latency_s = 0;   // collectives: the part of duration_s that does not depend on bandwidth
   bool inter_node = false;  // collectives: bandwidth bound by the NICs (else NVLink)
+  double sm_share = 0;      // collectives: share of the GPU's SMs their kernel holds while it runs
   std::vector<int> deps;          // ops (same role) that must finish before this one starts
   std::vector<MemEffect> alloc_at_start;
   std::vector<MemEffect> free_at_end;
