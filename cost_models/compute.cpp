@@ -109,16 +109,23 @@ double gemm_shape_factor(double min_dim, const GpuSpec& gpu) {
   return min_dim / (min_dim + gpu.matmul_half_efficiency_dim);
 }
 
+double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu) {
+  return flops / gemm_shape_factor(min_dim, gpu);
+}
+
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
   double time_s = 0;
   if (k.flops > 0) {
-    if (k.matmul) {
-      const double eff = k.attention_seq > 0
-                             ? (k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency)
-                                       .at(k.attention_seq) * k.attention_relative_speed
-                             : gpu.matmul_efficiency.at(k.flops) * gemm_shape_factor(k.min_dim, gpu);
-      FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
+    if (k.matmul && k.attention_seq > 0) {
+      const EfficiencyCurve& curve = k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
+      const double eff = curve.at(k.attention_seq) * k.attention_relative_speed;
+      FSDP_CHECK(eff > 0, "kernel_time_s: attention efficiency must be positive");
       time_s = k.flops / (gpu.peak(compute_dtype) * eff);
+    } else if (k.matmul) {
+      const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
+      const double eff = gpu.matmul_efficiency.at(executed);
+      FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
+      time_s = executed / (gpu.peak(compute_dtype) * eff);
     } else {
       FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
       time_s = k.flops / gpu.vector_flops_per_s;

@@ -59,10 +59,14 @@ std::vector<KernelWork> head_kernels(const ModelSpec& m, const LayerShape& s, Pa
 // written; plus the low-precision copy when params are not fp32).
 KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_dtype);
 
-// Efficiency of a GEMM whose smallest dimension is d: eff_matmul(flops) · d / (d + d_half), with
-// d_half = GpuSpec::matmul_half_efficiency_dim (tile and wave quantisation and the K-loop prologue of
-// each output tile: Anthony et al. 2024, arXiv:2401.14489 §IV). 1 when d is 0 (unknown).
+// Share of a GEMM's executed work that is useful when its smallest dimension is d: d / (d + d_half),
+// with d_half = GpuSpec::matmul_half_efficiency_dim (tile and wave quantisation and the K-loop prologue
+// of each output tile: Anthony et al. 2024, arXiv:2401.14489 §IV). 1 when d is 0 (unknown).
 double gemm_shape_factor(double min_dim, const GpuSpec& gpu);
+// The work the GEMM's tiles execute: flops / gemm_shape_factor. A GEMM is timed as this work at the
+// size-dependent efficiency of this work, eff_matmul(executed), so a GEMM never gets slower when one of
+// its dimensions shrinks (its executed work shrinks, and work / eff_matmul(work) grows with work).
+double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu);
 
 // Roofline time: max(flops / (peak · eff_matmul(flops)), bytes / (hbm_bw · eff_mem(bytes))).
 // Matrix work runs at the peak of `compute_dtype` (attention at eff_attention(seq)); vector work at

@@ -45,7 +45,9 @@ OpData op_data(const Op& op, const EngineOptions& options) {
   d.cls = op_class(op.kind);
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
-  d.nic = op.inter_node;
+  FSDP_CHECK(op.nvlink_load >= 0 && op.nvlink_load <= 1 && op.nic_load >= 0 && op.nic_load <= 1,
+             fmt::format("op {}: fabric loads outside [0, 1]", op.name));
+  d.load = {op.nvlink_load, op.nic_load};
   FSDP_CHECK(op.sm_share >= 0 && op.sm_share <= 1, fmt::format("op {}: sm_share outside [0, 1]", op.name));
   if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.dep_count = static_cast<int>(op.deps.size());

@@ -28,7 +28,7 @@ struct OpData {
   int group = -1;
   OpClass cls = OpClass::compute;
   std::uint8_t stream = 0;
-  bool nic = false;  // collective: bandwidth phase on the NIC fabric (else NVLink)
+  std::array<double, 2> load{};  // collective: share of NVLink [0] and NIC [1] bandwidth when alone
   double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
 };
 
@@ -59,7 +59,6 @@ struct Instance {
   int next_issue = 0;  // overlap off: next op in issue order
   int active = 0;      // slots not idle
   int done = 0;        // completed ops
-  int bw_nvlink = 0, bw_nic = 0;  // collectives in their bandwidth phase, per fabric
   double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
   int resident_collectives = 0;
   std::array<Slot, kStreamCount> slots{};
@@ -99,7 +98,8 @@ class Engine {
   void begin_op(int i, int stream);
   void enter_work_phase(int i, int stream);
   void complete_op(int i, int stream);
-  double rate_of(const Instance& in, const OpData& od) const;
+  double rate_of(const Instance& in, int stream) const;
+  double collective_rate(const Instance& in, int stream) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
   void apply_free(Instance& in, const std::vector<MemEffect>& effects);
   void record_sample(const Instance& in);

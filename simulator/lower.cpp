@@ -76,6 +76,10 @@ class Lowerer {
   std::vector<int> compute_ops_;      // forward/backward ops in compute-stream order
   std::vector<int> gather_free_ops_;  // per all-gather: the op that frees its buffer (-1: not yet)
   std::vector<int> reduce_ops_;       // every gradient collective, for the optimizer's dependencies
+  // FSDP2's post_backward makes the compute stream wait for the previous reduce-scatter before it issues
+  // the next one (_fsdp_param_group.py, comm_ctx.reduce_scatter_state): compute issued after a
+  // reduce-scatter waits for the one before it. -1 until two reduce-scatters have been issued.
+  int last_rs_ = -1, rs_to_wait_ = -1;
 };
 
 int Lowerer::add_group(GroupKind kind, int degree, int inner, int reshard_ranks) {
@@ -104,7 +108,10 @@ int Lowerer::add_op(Op op) {
   RoleProgram& role = prog_.roles[0];
   const int id = int(role.ops.size());
   role.streams[std::size_t(op.stream)].push_back(id);
-  if (op.kind == OpKind::forward || op.kind == OpKind::backward) compute_ops_.push_back(id);
+  if (op.kind == OpKind::forward || op.kind == OpKind::backward) {
+    compute_ops_.push_back(id);
+    if (rs_to_wait_ >= 0) op.deps.push_back(rs_to_wait_);
+  }
   role.ops.push_back(std::move(op));
   return id;
 }
@@ -285,6 +292,10 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   }
   const int rs = add_op(std::move(op));
   reduce_ops_.push_back(rs);
+  if (shards_params(dp)) {
+    rs_to_wait_ = last_rs_;
+    last_rs_ = rs;
+  }
   if (plan_.parallelism.dp_replicate > 1) {
     Op ar;
     ar.name = fmt::format("ar.u{}.mb{}", unit, mb);

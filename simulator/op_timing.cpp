@@ -17,6 +17,20 @@ double serial_comm_s(const WorkSet& w, const StepProgram& p, const ClusterSpec& 
   return t;
 }
 
+// Share of each fabric a collective of group g uses alone (communication.h's ring rule): inside a node
+// all of NVLink; across nodes the ring runs at min(NVLink, NIC share) and so loads each by that rate
+// over its capacity. A group with one rank per node sends straight to its NIC.
+void set_fabric_loads(Op& op, const GroupShape& g, const ClusterSpec& cluster) {
+  op.nvlink_load = 1;
+  op.nic_load = 0;
+  if (g.nodes() == 1) return;
+  const double ring_bw = group_bus_bw_bytes_per_s(g, cluster);
+  const double nic_bw = cluster.inter.nics_per_node * cluster.inter.nic_bw_bytes_per_s / cluster.gpus_per_node *
+                        g.ranks_per_node;
+  op.nvlink_load = g.ranks_per_node > 1 ? std::min(1.0, ring_bw / cluster.intra.bus_bw_bytes_per_s) : 0.0;
+  op.nic_load = std::min(1.0, ring_bw / nic_bw);
+}
+
 }  // namespace
 
 void time_program(StepProgram& program, const ClusterSpec& cluster, DType compute_dtype) {
@@ -35,8 +49,7 @@ void time_program(StepProgram& program, const ClusterSpec& cluster, DType comput
         op.duration_s = collective_time_s(op.collective, op.comm_bytes, g, cluster);
         op.latency_s = std::min(op.duration_s, op.comm_bytes > 0 && g.ranks > 1
                                                    ? collective_latency_s(op.collective, g, cluster) : 0.0);
-        // NIC-bound when the group spans nodes and the NIC share is below NVLink (communication.h).
-        op.inter_node = g.nodes() > 1 && group_bus_bw_bytes_per_s(g, cluster) < cluster.intra.bus_bw_bytes_per_s;
+        set_fabric_loads(op, g, cluster);
         const int sms = cluster.gpu.sm_count;
         op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
       }

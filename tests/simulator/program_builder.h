@@ -44,7 +44,8 @@ class ProgramBuilder {
                                                  : StreamKind::all_reduce;
     op.duration_s = duration_s;
     op.latency_s = latency_s;
-    op.inter_node = inter_node;
+    op.nvlink_load = inter_node ? 0 : 1;
+    op.nic_load = inter_node ? 1 : 0;
     op.sm_share = sm_share;
     op.comm_bytes = 1 << 20;
     op.group = group;

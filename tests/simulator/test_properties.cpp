@@ -5,8 +5,13 @@
 // properties over seeded random plans and clusters (plan_generator.h).
 #include <doctest/doctest.h>
 
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
 #include "core/config_paths.h"
 #include "simulator/simulate.h"
+#include "tests/simulator/plan_generator.h"
 
 namespace fsdpx {
 namespace {
@@ -42,6 +47,64 @@ TEST_CASE("inversion: more inter-node bandwidth never slows the 2-node Llama-3.1
     const double step_s = simulate(plan).step_time_s;
     if (previous_s > 0) CHECK(step_s <= previous_s);
     previous_s = step_s;
+  }
+}
+
+// Random plans per property: enough to meet every data-parallel mode, recompute mode and cluster
+// several times, few enough that the whole file runs in seconds.
+constexpr int kPlans = 1500;
+constexpr std::uint64_t kSeed = 20261121;
+
+double step_s(const Plan& p) { return simulate(p).step_time_s; }
+
+// `change` makes the plan strictly better for the property; the step must not get slower.
+void check_never_slower(const char* property, const std::function<void(Plan&)>& change) {
+  test::PlanGenerator gen(kSeed);
+  for (int i = 0; i < kPlans; ++i) {
+    Plan p = gen.next();
+    const double before_s = step_s(p);
+    change(p);
+    validate_plan(p, "changed plan");
+    const double after_s = step_s(p);
+    const std::string property_name = property;
+    CAPTURE(property_name);
+    CAPTURE(i);
+    CAPTURE(plan_to_json(p).dump());
+    CHECK(after_s <= before_s);
+  }
+}
+
+TEST_CASE("property: more NVLink or NIC bandwidth never makes a step slower") {
+  check_never_slower("intra-node bandwidth x1.5", [](Plan& p) { p.cluster.intra.bus_bw_bytes_per_s *= 1.5; });
+  check_never_slower("NIC bandwidth x2", [](Plan& p) { p.cluster.inter.nic_bw_bytes_per_s *= 2; });
+}
+
+TEST_CASE("property: a faster GPU never makes a step slower") {
+  check_never_slower("peaks x1.5", [](Plan& p) {
+    for (auto& [dtype, flops] : p.cluster.gpu.peak_flops_per_s) flops *= 1.5;
+    p.cluster.gpu.vector_flops_per_s *= 1.5;
+  });
+  check_never_slower("HBM bandwidth x1.5", [](Plan& p) { p.cluster.gpu.hbm_bw_bytes_per_s *= 1.5; });
+}
+
+TEST_CASE("property: less work never makes a step slower") {
+  check_never_slower("one micro-batch per step", [](Plan& p) {
+    p.training.global_batch = p.training.micro_batch * p.parallelism.data_parallel_ranks();
+  });
+  check_never_slower("half the sequence", [](Plan& p) { p.training.seq /= 2; });
+}
+
+TEST_CASE("property: peak memory never decreases when the micro-batch grows") {
+  test::PlanGenerator gen(kSeed);
+  for (int i = 0; i < kPlans; ++i) {
+    Plan p = gen.next();
+    const double before_bytes = simulate(p).peak_memory_total_bytes;
+    p.training.micro_batch *= 2;
+    p.training.global_batch *= 2;  // the same gradient accumulation
+    validate_plan(p, "changed plan");
+    CAPTURE(i);
+    CAPTURE(plan_to_json(p).dump());
+    CHECK(simulate(p).peak_memory_total_bytes >= before_bytes);
   }
 }
 
