@@ -147,9 +147,12 @@ double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s)
 // before loss.backward()). Across the loss forward and backward only log_softmax's fp32 output over the
 // vocab-parallel head's V/t columns is kept (LogSoftmaxBackward saves its result; the act-dtype logits
 // and their fp32 copy are freed), plus three fp32 per-token values (row max, log-sum-exp, loss).
+// A fused cross-entropy (flash-attn's Triton CrossEntropyLoss, llm.c's fused classifier) keeps the
+// logits in their own dtype and the fp32 log-sum-exp per token instead.
 double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  if (s.fused_loss) return d.tokens * (vocab_local * d.e + 2 * kFp32Bytes);
   return d.tokens * (vocab_local * kFp32Bytes + 3 * kFp32Bytes);
 }
 
@@ -157,9 +160,11 @@ double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
 // log-probabilities and log_softmax_backward_data reads it with the saved output and writes the fp32
 // dlogits, so two more fp32 logits-sized tensors are alive at once (the cast back to the act dtype
 // comes after both inputs are freed and needs less).
+// Fused: the gradient of the logits in their dtype (one logits-sized tensor).
 double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  if (s.fused_loss) return d.tokens * vocab_local * d.e;
   return d.tokens * vocab_local * 2 * kFp32Bytes;
 }
 

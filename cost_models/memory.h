@@ -56,6 +56,7 @@ struct ActivationShape {
   double act_bytes = 2;          // bytes per activation element (bf16)
   bool flash_attention = true;   // no s×s score/softmax tensors saved
   bool dropout = false;          // GPT-3-style dropout masks and outputs (Korthikanti's setting)
+  bool fused_loss = false;       // one-pass cross-entropy (stack_costs.h LossImpl::fused)
 };
 
 // Bytes one block saves for its backward pass on one rank.

@@ -331,7 +331,9 @@ void Lowerer::optimizer_step() {
   const bool sharded_state = plan_.parallelism.data_parallel != DataParallel::ddp;
   const double local = sharded_state ? total / plan_.parallelism.dp_shard : total;
   WorkSet w;
-  w.kernels.push_back(optimizer_kernel(local, plan_.precision.param, plan_.precision.reduce));
+  w.kernels = optimizer_step_kernels(local, plan_.precision.param, plan_.precision.reduce,
+                                     stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
+                                     plan_.optimizer.grad_clip_norm > 0);
   prog_.work_sets.push_back(std::move(w));
   Op op;
   op.name = "opt";

@@ -1,4 +1,6 @@
-// simulator/op_timing.cpp — op durations from the cost models.
+// simulator/op_timing.cpp — op durations from the cost models: compute ops from their kernels (plus
+// the FSDP implementation's copies around the collectives they consume or feed, on the compute stream),
+// collectives from the NCCL model with their fabric loads and the SMs their kernels hold.
 #include "simulator/op_timing.h"
 
 #include <algorithm>
@@ -31,9 +33,50 @@ void set_fabric_loads(Op& op, const GroupShape& g, const ClusterSpec& cluster) {
   op.nic_load = std::min(1.0, ring_bw / nic_bw);
 }
 
+// One memory-bound copy pass of `bytes` of HBM traffic.
+double copy_time_s(double bytes, const GpuSpec& gpu, DType dtype) {
+  if (bytes <= 0) return 0;
+  KernelWork copy;
+  copy.name = "fsdp_copy";
+  copy.bytes = bytes;
+  return kernel_time_s(copy, gpu, dtype);
+}
+
+// FSDP2 copies a unit's gathered buffer out into per-parameter tensors on the compute stream before the
+// unit's first compute op, and copies (widening) its unsharded gradients into the reduce-scatter input
+// after the backward that produced them; FSDP1 handles its FlatParameter's gradient likewise
+// (stack_costs.h). Each is GPU time on the compute stream, so it is added to that compute op: the first
+// compute op that depends on an all-gather, and the compute op each reduce-scatter depends on.
+void add_fsdp_copies(RoleProgram& role, const StepProgram& program, const Plan& plan, const StackCosts& stack) {
+  if (stack.fsdp == FsdpImpl::flat) return;
+  const double pb = dtype_bytes(plan.precision.param), rb = dtype_bytes(plan.precision.reduce);
+  constexpr double kMasterBytes = 4;  // FSDP keeps the sharded parameter in fp32
+  std::vector<char> charged(role.ops.size(), 0);
+  for (Op& op : role.ops) {
+    if (op.kind != OpKind::forward && op.kind != OpKind::backward) continue;
+    for (int d : op.deps) {
+      const Op& ag = role.ops[std::size_t(d)];
+      if (ag.kind != OpKind::all_gather || charged[std::size_t(d)]) continue;
+      charged[std::size_t(d)] = 1;
+      const int shards = program.groups[std::size_t(ag.group)].shape.ranks;
+      op.duration_s += copy_time_s(ag.comm_bytes / pb * fsdp_gather_copy_bytes(stack.fsdp, pb, kMasterBytes, shards),
+                                   plan.cluster.gpu, plan.precision.param);
+    }
+  }
+  for (const Op& rs : role.ops) {
+    if (rs.kind != OpKind::reduce_scatter || rs.deps.empty()) continue;
+    Op& producer = role.ops[std::size_t(rs.deps.front())];
+    const int shards = program.groups[std::size_t(rs.group)].shape.ranks;
+    producer.duration_s += copy_time_s(rs.comm_bytes / rb * fsdp_reduce_copy_bytes(stack.fsdp, pb, rb, shards),
+                                       plan.cluster.gpu, plan.precision.param);
+  }
+}
+
 }  // namespace
 
-void time_program(StepProgram& program, const ClusterSpec& cluster, DType compute_dtype) {
+void time_program(StepProgram& program, const Plan& plan) {
+  const ClusterSpec& cluster = plan.cluster;
+  const DType compute_dtype = plan.precision.param;
   std::vector<double> kernel_s(program.work_sets.size()), comm_s(program.work_sets.size());
   for (std::size_t i = 0; i < program.work_sets.size(); ++i) {
     kernel_s[i] = kernels_time_s(program.work_sets[i].kernels, cluster.gpu, compute_dtype);
@@ -54,6 +97,7 @@ void time_program(StepProgram& program, const ClusterSpec& cluster, DType comput
         op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
       }
     }
+    add_fsdp_copies(role, program, plan, stack_costs(plan.framework, plan.compiled));
   }
 }
 

@@ -81,7 +81,7 @@ Simulation summarise(StepProgram program, EngineResult engine) {
 
 Simulation simulate(const Plan& plan, const EngineOptions& options) {
   StepProgram program = lower(plan);
-  time_program(program, plan.cluster, plan.precision.param);
+  time_program(program, plan);
   EngineResult engine = run_engine(program, options);
   return summarise(std::move(program), std::move(engine));
 }

@@ -75,6 +75,9 @@ RecomputeMode framework_recompute(const std::string& framework, RecomputeMode st
 enum class MemoryMetric { device_total, allocator_reserved };
 MemoryMetric framework_memory_metric(const std::string& framework);
 
+// The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
+Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
+
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);
 

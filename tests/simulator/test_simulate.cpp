@@ -158,6 +158,7 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   ActivationShape a;
   a.micro_batch = 1;
   a.seq = 1024;
+  a.fused_loss = true;  // the default plan's framework is fsdpx's executor: llm.c's fused classifier
   const double expected = fsdp2_state_bytes(double(pc.total()), 8, policy).total() + fixed.cuda_context +
                           fixed.nccl_buffers + embedding_activation_bytes(m, a) +
                           block_activation_bytes(m, a, Recompute::none) + final_norm_activation_bytes(m, a) +

@@ -3,6 +3,8 @@
 // (three hand-made cases derived from the shipped format) and on inline JSON for strictness.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -75,6 +77,7 @@ TEST_CASE("validation plan: a MosaicML case becomes per-block FSDP units with a 
   // 200 Gb/s per GPU = 25 GB/s line rate per NIC, kept at the shipped 24/25 achievable ratio.
   CHECK(p.cluster.inter.nic_bw_bytes_per_s == doctest::Approx(24e9).epsilon(1e-9));
   CHECK(cp.notes.empty());
+  CHECK(p.framework == Framework::llm_foundry);
 }
 
 TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU overrides") {
@@ -82,8 +85,19 @@ TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU o
   const CasePlan cp = build_case_plan(f.cases[2], f.file);
   const Plan& p = cp.plan;
   CHECK(p.cluster.name == "dgx-h100");
-  CHECK(p.units.size() == std::size_t(f.cases[2].model.layers + 2));
-  CHECK(p.units[0].modules == std::vector<std::string>{"embedding"});
+  // torchtitan's apply_fsdp: one unit per block, the last not resharded after forward, then the root
+  // unit owning embedding, final norm and output, resharded after forward.
+  const std::size_t layers = std::size_t(f.cases[2].model.layers);
+  REQUIRE(p.units.size() == layers + 1);
+  CHECK(p.units[0].modules == std::vector<std::string>{"block.0"});
+  CHECK(p.units[layers - 1].reshard_after_forward == 0);
+  CHECK(p.units.back().modules == std::vector<std::string>{"embedding", "final_norm", "head"});
+  CHECK(p.units.back().reshard_after_forward == 1);
+  CHECK(p.framework == Framework::torchtitan);
+  CHECK_FALSE(p.compiled);
+  // The 500 W limit the case states becomes the GPU's power limit (H100 SXM rated at 700 W).
+  CHECK(p.cluster.gpu.power_limit_w == doctest::Approx(500));
+  CHECK(p.cluster.gpu.clock_factor() == doctest::Approx(std::cbrt(500.0 / 700.0)));
   CHECK(p.precision.reduce == DType::fp32);
   CHECK(p.cluster.gpu.hbm_bytes == doctest::Approx(96.0 * 1024 * 1024 * 1024));
   CHECK(p.cluster.gpu.hbm_bw_bytes_per_s == doctest::Approx(2.4e12));
