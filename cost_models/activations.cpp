@@ -98,6 +98,18 @@ double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const Activatio
   return b;
 }
 
+// What eager PyTorch's autograd saves beyond the fused accounting, bytes per token (stack_costs.h).
+// torchtitan's RMSNorm (x.float(), pow, mean, rsqrt, mul, type_as, * weight): pow and the rstd product
+// save the fp32 copy of x (4h) and the weight product its bf16 input (2h), where a fused norm saves x
+// (2h): +4h per norm, two norms. SDPA saves the K and V it was given, expanded to every query head by
+// repeat_kv (+2·(q - kv) per token), and its output besides the contiguous copy wo saves (+q).
+double eager_extra_bytes_per_token(const Dims& d, const ActivationShape& s) {
+  double b = 0;
+  if (s.eager_norm_fp32) b += 2 * 4 * d.h / d.norm_div;
+  if (s.attention_copies) b += (2 * (d.q - d.kv) + d.q) * d.e / d.tp;
+  return b;
+}
+
 }  // namespace
 
 // none: everything; selective: drop the s² tensors (Korthikanti §5, recompute core attention);
@@ -106,7 +118,8 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
   const Dims d = dims(m, s);
   if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
   if (r == Recompute::selective_op) return d.tokens * op_sac_bytes_per_token(m, d, s);
-  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
+  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d) +
+                     eager_extra_bytes_per_token(d, s);
   if (r == Recompute::none) per_token += attention_score_bytes(d, s);
   return d.tokens * per_token;
 }

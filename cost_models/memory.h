@@ -57,6 +57,8 @@ struct ActivationShape {
   bool flash_attention = true;   // no s×s score/softmax tensors saved
   bool dropout = false;          // GPT-3-style dropout masks and outputs (Korthikanti's setting)
   bool fused_loss = false;       // one-pass cross-entropy (stack_costs.h LossImpl::fused)
+  bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
+  bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
 };
 
 // Bytes one block saves for its backward pass on one rank.

@@ -32,6 +32,8 @@ struct SearchSpace {
   bool allow_hsdp = true;
   std::vector<std::int64_t> micro_batches;    // empty: every divisor of the per-rank batch up to 16
   std::vector<int> blocks_per_unit = {1, 2, 4};
+  std::vector<RecomputeMode> recompute_modes = {RecomputeMode::none, RecomputeMode::selective,
+                                                RecomputeMode::selective_op, RecomputeMode::full};
   std::vector<double> fsdp1_min_params = {1e7, 1e8};  // FSDP1 size_based_auto_wrap_policy thresholds
   bool try_simplefsdp_auto = true;
   std::vector<int> prefetch_depths = {1, 2};
@@ -50,6 +52,10 @@ struct PlanRequest {
   Objective objective = Objective::throughput;
   int top_k = 5;
   SearchSpace space;
+  // The training stack the plans are predicted for (core/framework.h): by default torchtitan in eager
+  // mode, the stack `fsdpx export` writes a configuration for.
+  Framework framework = Framework::torchtitan;
+  bool compiled = false;
 };
 
 struct CandidateMetrics {

@@ -55,8 +55,7 @@ Stage1 enumerate_shapes(const PlanRequest& r, SearchCounts& counts) {
   Stage1 st;
   for (const Parallelism& par : parallel_shapes(r)) {
     for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks())) {
-      for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
-                               RecomputeMode::full}) {
+      for (RecomputeMode rc : r.space.recompute_modes) {
         ++counts.considered;
         Plan p = shape_plan(r, par, mb, rc);
         const MemoryBound b = memory_lower_bound(p);

@@ -54,6 +54,8 @@ ActivationShape activation_shape(const Plan& plan) {
   a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
   a.dropout = l.dropout;
   a.fused_loss = l.stack.loss == LossImpl::fused;
+  a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
+  a.attention_copies = l.stack.attention_copies;
   return a;
 }
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/dtype.h"
+#include "core/framework.h"
 #include "cost_models/memory.h"
 
 namespace fsdpx {
@@ -19,6 +20,10 @@ inline const std::map<std::string, OutputFormat> kOutputFormats{{"text", OutputF
                                                                  {"json", OutputFormat::json}};
 inline const std::map<std::string, Recompute> kRecomputeModes{
     {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::fsdpx},
+                                                          {"torchtitan", Framework::torchtitan},
+                                                          {"llm-foundry", Framework::llm_foundry},
+                                                          {"megatron", Framework::megatron}};
 inline const std::map<std::string, DType> kDTypes{
     {"fp32", DType::fp32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
 inline const std::map<std::string, ShardingMode> kShardingModes{

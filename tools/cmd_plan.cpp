@@ -32,6 +32,8 @@ struct PlanOptions {
   std::int64_t seq = 0, global_batch = 0;
   std::optional<double> memory_limit_gib;
   Objective objective = Objective::throughput;
+  Framework framework = Framework::torchtitan;
+  bool compiled = false;
   int top = 5;
   OutputFormat format = OutputFormat::text;
 };
@@ -74,6 +76,11 @@ void run_plan(const PlanOptions& o) {
   if (o.memory_limit_gib) r.memory_limit_bytes = *o.memory_limit_gib * 1024.0 * 1024.0 * 1024.0;
   r.objective = o.objective;
   r.top_k = o.top;
+  r.framework = o.framework;
+  r.compiled = o.compiled;
+  if (r.compiled && !framework_can_compile(r.framework))
+    throw ConfigError(fmt::format("command line: --compiled: framework {} does not run under torch.compile",
+                                  framework_name(r.framework)));
   PlanResult res;
   {
     ProgressBar bar;
@@ -108,6 +115,9 @@ void setup_plan(CLI::App& app) {
   sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB (default: the GPU's HBM)")
       ->check(kPositive);
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
+  add_enum_option(sub, "--framework", o->framework, kFrameworks,
+                  "training stack whose costs the plans assume: torchtitan (default), fsdpx, llm-foundry, megatron");
+  sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
