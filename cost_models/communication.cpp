@@ -88,11 +88,13 @@ double bus_bandwidth_factor(Collective c, int ranks) {
 
 // One node: the NVLink busbw. Several nodes: every ring leaves the node through a different NIC, so
 // a ring's busbw is bounded by the node's aggregate NIC bandwidth (sjeaugey, nccl-tests #160), shared
-// by the gpus_per_node / ranks_per_node groups running side by side (cost-model-facts.md §1.3).
+// by the gpus_per_node / ranks_per_node groups running side by side (cost-model-facts.md §1.3); a
+// partly used last node has fewer of them.
 double group_bus_bw_bytes_per_s(const GroupShape& g, const ClusterSpec& cl) {
   check_shape(g, cl);
   if (g.nodes() == 1) return cl.intra.bus_bw_bytes_per_s;
-  return std::min(cl.intra.bus_bw_bytes_per_s, nic_bw_per_gpu(cl) * g.ranks_per_node);
+  // A ring crosses every node's NICs, so the least-filled node bounds it.
+  return std::min(cl.intra.bus_bw_bytes_per_s, nic_bw_per_gpu(cl) * g.fewest_ranks_per_node());
 }
 
 // The latency floor: the smallest latency among the algorithms NCCL would consider, i.e. the

@@ -20,6 +20,9 @@ struct GroupShape {
   int ranks = 1;
   int ranks_per_node = 1;
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+  // Ranks on the group's least-filled node: fewer than ranks_per_node when the job uses only part of
+  // its last node (128 GPUs on 72-GPU NVL72 domains: 72 + 56).
+  int fewest_ranks_per_node() const { return ranks - (nodes() - 1) * ranks_per_node; }
 };
 
 // nccl-tests bus-bandwidth factor f: busbw = algbw · f (all-reduce 2(n-1)/n; all-gather,

@@ -94,8 +94,11 @@ double shipped_nic_line_gbit(const std::string& cluster) {
 ClusterSpec case_cluster(const ValidationCase& c, const std::string& file, std::vector<std::string>& notes) {
   const std::string name = cluster_for_gpu(c.gpu, file, "/cases/" + c.id + "/gpu/name");
   ClusterSpec cl = load_cluster(name);
+  // A job on part of a node keeps the node's GPU count for its NIC share only when it spans nodes; on
+  // one node it is a node of that many GPUs. Across nodes the last one may be partly used.
   cl.gpus_per_node = std::min(c.gpus_per_node, c.gpus);
-  cl.nodes = c.gpus / cl.gpus_per_node;
+  cl.nodes = (c.gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
+  cl.gpus = c.gpus % cl.gpus_per_node == 0 ? 0 : c.gpus;
   if (c.gpu_memory_gib) cl.gpu.hbm_bytes = *c.gpu_memory_gib * kGiB;
   if (c.gpu_hbm_bw_tb_s) cl.gpu.hbm_bw_bytes_per_s = *c.gpu_hbm_bw_tb_s * 1e12;
   if (c.gpu_power_w) {

@@ -28,7 +28,7 @@ void set_fabric_loads(Op& op, const GroupShape& g, const ClusterSpec& cluster) {
   if (g.nodes() == 1) return;
   const double ring_bw = group_bus_bw_bytes_per_s(g, cluster);
   const double nic_bw = cluster.inter.nics_per_node * cluster.inter.nic_bw_bytes_per_s / cluster.gpus_per_node *
-                        g.ranks_per_node;
+                        g.fewest_ranks_per_node();
   op.nvlink_load = g.ranks_per_node > 1 ? std::min(1.0, ring_bw / cluster.intra.bus_bw_bytes_per_s) : 0.0;
   op.nic_load = std::min(1.0, ring_bw / nic_bw);
 }

@@ -138,9 +138,29 @@ ValidationCase parse_case(JsonObject o) {
   const Parallelism& p = c.parallelism;
   if (p.world_size() != c.gpus)
     o.fail("parallelism", fmt::format("dp_replicate x dp_shard x tp x pp x cp = {}, expected gpus = {}", p.world_size(), c.gpus));
-  if (c.gpus % c.gpus_per_node != 0 && c.gpus > c.gpus_per_node)
-    o.fail("gpus", fmt::format("expected a multiple of gpus_per_node ({})", c.gpus_per_node));
   return c;
+}
+
+// What can be read of a malformed case for its row: its id (else its position), source and framework.
+ValidationCase malformed_case(const nlohmann::json& v, std::size_t index, std::string reason) {
+  ValidationCase c;
+  const auto text = [&v](const char* key) {
+    return v.is_object() && v.contains(key) && v.at(key).is_string() ? v.at(key).get<std::string>() : std::string();
+  };
+  c.id = text("id").empty() ? fmt::format("cases[{}]", index) : text("id");
+  c.source = text("source");
+  c.framework = text("framework");
+  c.malformed = std::move(reason);
+  return c;
+}
+
+ValidationCase read_case(const nlohmann::json& v, const std::string& file, const std::string& path, std::size_t index) {
+  try {
+    if (!v.is_object()) throw_config_error(file, path, fmt::format("expected an object, got {}", json_type_name(v)));
+    return parse_case(JsonObject(v, file, path));
+  } catch (const ConfigError& e) {
+    return malformed_case(v, index, e.what());
+  }
 }
 
 }  // namespace
@@ -151,11 +171,11 @@ ValidationCaseFile parse_validation_cases(const nlohmann::json& j, const std::st
   ValidationCaseFile out;
   out.file = file;
   for (const auto& [v, path] : root.array("cases")) {
-    if (!v->is_object()) throw_config_error(file, path, fmt::format("expected an object, got {}", json_type_name(*v)));
-    out.cases.push_back(parse_case(JsonObject(*v, file, path)));
-    for (std::size_t i = 0; i + 1 < out.cases.size(); ++i)
-      if (out.cases[i].id == out.cases.back().id)
-        throw_config_error(file, path + "/id", fmt::format("duplicate case id \"{}\"", out.cases.back().id));
+    ValidationCase c = read_case(*v, file, path, out.cases.size());
+    for (const ValidationCase& earlier : out.cases)
+      if (!c.malformed && !earlier.malformed && earlier.id == c.id)
+        c = malformed_case(*v, out.cases.size(), fmt::format("{}: {}/id: duplicate case id \"{}\"", file, path, c.id));
+    out.cases.push_back(std::move(c));
   }
   root.finish();
   return out;
@@ -166,6 +186,7 @@ ValidationCaseFile load_validation_cases(const std::string& path) {
 }
 
 std::optional<std::string> validation_skip_reason(const ValidationCase& c) {
+  if (c.malformed) return "malformed case: " + *c.malformed;
   if (c.parallelism.pp > 1)
     return fmt::format("pipeline parallelism (pp={}, {}) is not modelled yet", c.parallelism.pp,
                        pipeline_schedule_name(c.parallelism.pp_schedule));
@@ -189,7 +210,8 @@ std::string cluster_for_gpu(const std::string& gpu, const std::string& file, con
 std::string validation_source_key(const ValidationCase& c) {
   const std::size_t space = c.source.find(' ');
   const std::string head = c.source.substr(0, space);
-  return head.empty() ? c.framework : head;
+  if (!head.empty()) return head;
+  return c.framework.empty() ? "(unknown source)" : c.framework;
 }
 
 }  // namespace fsdpx

@@ -195,6 +195,22 @@ TEST_CASE("cluster errors name the file and path") {
   CHECK(contains(error_of([&] { load_cluster(kData + "/bad/cluster_unknown_gpu.json"); }), "h100-sxm-80gb"));
 }
 
+TEST_CASE("a job may use part of its last node: 128 GPUs on two 72-GPU NVL72 domains") {
+  ConfigDirEnv env(kConfigs);
+  nlohmann::json j = cluster_spec_to_json(load_cluster("gb200-nvl72"));
+  j.erase("nodes");
+  j["gpus"] = 128;
+  const ClusterSpec c = parse_cluster_spec(j, "nvl.json", &load_gpu);
+  CHECK(c.nodes == 2);
+  CHECK(c.world_size() == 128);
+  CHECK(parse_cluster_spec(cluster_spec_to_json(c), "rt", &load_gpu).world_size() == 128);
+  j["nodes"] = 3;  // 128 GPUs fill only two nodes of 72
+  CHECK(contains(error_of([&] { parse_cluster_spec(j, "nvl.json", &load_gpu); }), "nvl.json: /gpus"));
+  j["nodes"] = 2;
+  j["gpus"] = 0;
+  CHECK(contains(error_of([&] { parse_cluster_spec(j, "nvl.json", &load_gpu); }), "/gpus"));
+}
+
 TEST_CASE("every shipped cluster loads by name with published fabric numbers") {
   ConfigDirEnv env(kConfigs);
   const auto names = list_configs("clusters");
