@@ -4,6 +4,8 @@
 // op-level selective AC; plus the embedding/head tensors and the logits. Leaves out allocator
 // rounding, pipeline in-flight microbatch counts (the caller multiplies) and framework temporaries
 // outside a block's backward.
+#include <vector>
+
 #include "core/errors.h"
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
@@ -89,10 +91,15 @@ double attention_score_bytes(const Dims& d, const ActivationShape& s) {
 // - SDPA's saved outputs: O (q_dim / t) and the fp32 log-sum-exp per head;
 // - with SP, the reduce-scatter outputs after wo and w2 (h / t each; in _save_list);
 // nothing else: norms, RoPE, the SwiGLU/GELU activation and the residual adds are recomputed.
+// Eager SAC caches every MUST_SAVE output as it runs (torch/utils/checkpoint.py,
+// _CachingTorchDispatchMode), even the block's last matmul (w2), whose output only feeds the residual
+// add and no backward needs; under torch.compile the partitioner saves only what the backward graph
+// reads (torch/_functorch/partitioners.py, min_cut_rematerialization_partition), so not that one.
 double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
   double b = d.h * d.e / d.norm_div;
-  for (const BlockMatmul& mm : op_sac_matmuls(m, s.tp))
-    if (mm.saved) b += mm.out_cols * d.e;
+  const std::vector<BlockMatmul> mms = op_sac_matmuls(m, s.tp);
+  for (std::size_t i = 0; i < mms.size(); ++i)
+    if (mms[i].saved && !(s.compiled && i + 1 == mms.size())) b += mms[i].out_cols * d.e;
   b += d.q * d.e / d.tp + kFp32Bytes * d.heads / d.tp;
   if (s.sequence_parallel && s.tp > 1) b += 2 * d.h * d.e / d.tp;
   return b;

@@ -59,6 +59,7 @@ struct ActivationShape {
   bool fused_loss = false;       // one-pass cross-entropy (stack_costs.h LossImpl::fused)
   bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
   bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
+  bool compiled = false;         // torch.compile: only what the backward graph reads is saved
 };
 
 // Bytes one block saves for its backward pass on one rank.

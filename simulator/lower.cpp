@@ -37,7 +37,8 @@ class Lowerer {
  public:
   explicit Lowerer(const Plan& plan)
       : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)),
-        pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)) {}
+        pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
+        autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_) {}
 
   StepProgram build();
 
@@ -66,6 +67,9 @@ class Lowerer {
   std::vector<Segment> segs_;
   std::vector<double> params_;
   double pb_, rb_;
+  // Bytes per parameter of a unit's unsharded gradients during its backward: the param dtype where
+  // PyTorch's autograd produces them (FSDP1, FSDP2), the reduce dtype in fsdpx's flat units.
+  double autograd_grad_bytes_;
   StepProgram prog_;
   StepGroups g_;
   int shard_group_ = -1, replicate_group_ = -1, all_group_ = -1;
@@ -240,11 +244,12 @@ void Lowerer::backward(int mb) {
     op.micro_batch = mb;
     op.work_set = work_set(s, true);
     if (sharded && us.gather_op >= 0) op.deps.push_back(us.gather_op);
-    // FSDP2 reduces through an unsharded gradient buffer per unit in the reduce dtype; without
-    // reduction this micro-batch it stays until the reducing one (no_sync). DDP / ZeRO-1 keep full
-    // gradients resident.
+    // A unit's unsharded gradients live from its first backward op to its reduction (autograd's, in
+    // the param dtype under PyTorch FSDP; one reduce-dtype buffer in fsdpx's units); without reduction
+    // this micro-batch they stay until the reducing one (no_sync). DDP / ZeRO-1 keep full gradients
+    // resident.
     if (sharded && first_use && !us.grads_live) {
-      op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * rb_});
+      op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
       us.grads_live = true;
     }
     op.alloc_at_start.push_back({MemCategory::transient, mem.backward_working_bytes});
@@ -287,7 +292,12 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   op.comm_bytes = grad_bytes;
   op.group = shard_group_;
   if (shards_params(dp)) {
+    // PyTorch FSDP: autograd's gradients (param dtype) are copied, widening, into the reduce-scatter
+    // input, and both are gone when the reduce-scatter ends; fsdpx's units hold one reduce-dtype buffer.
+    if (autograd_grad_bytes_ != rb_) op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
     op.free_at_end.push_back({MemCategory::transient, grad_bytes});
+    if (autograd_grad_bytes_ != rb_)
+      op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(unit)] * autograd_grad_bytes_});
     units_[std::size_t(unit)].grads_live = false;
   }
   const int rs = add_op(std::move(op));

@@ -56,6 +56,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.fused_loss = l.stack.loss == LossImpl::fused;
   a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
   a.attention_copies = l.stack.attention_copies;
+  a.compiled = plan.compiled;
   return a;
 }
 
