@@ -82,7 +82,13 @@ struct OverheadBytes {
   double allocator_headroom = 0;
   double total() const { return cuda_context + nccl_buffers + allocator_headroom; }
 };
-// `communicators`: active NCCL communicators; `allocated_bytes`: the peak of everything else.
-OverheadBytes overhead_bytes(int communicators, double allocated_bytes);
+// `communicators`: active NCCL communicators; `churn_bytes`: what the step allocates and frees
+// (allocator_headroom_bytes below).
+OverheadBytes overhead_bytes(int communicators, double churn_bytes);
+// The caching allocator's reserve beyond the peak of a step: the same fraction, of the bytes that are
+// allocated and freed during the step (activations, unsharded parameters and gradients, working
+// sets). State allocated once at start in exact sizes (sharded parameters, gradients, optimizer state)
+// leaves no fragments.
+double allocator_headroom_bytes(double churn_bytes);
 
 }  // namespace fsdpx

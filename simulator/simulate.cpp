@@ -54,6 +54,10 @@ double recompute_share(const StepProgram& p) {
 
 }  // namespace
 
+double churn_bytes(const MemoryPeak& peak) {
+  return peak.by_category[std::size_t(MemCategory::activations)] + peak.by_category[std::size_t(MemCategory::transient)];
+}
+
 Simulation summarise(StepProgram program, EngineResult engine) {
   Simulation sim;
   sim.program = std::move(program);
@@ -72,7 +76,7 @@ Simulation summarise(StepProgram program, EngineResult engine) {
       sim.engine.peak_by_role.begin(), sim.engine.peak_by_role.end(),
       [](const MemoryPeak& a, const MemoryPeak& b) { return a.total_bytes < b.total_bytes; });
   sim.peak_memory_bytes = peak.by_category;
-  const double headroom = overhead_bytes(0, peak.total_bytes).allocator_headroom;
+  const double headroom = allocator_headroom_bytes(churn_bytes(peak));
   sim.peak_memory_bytes[std::size_t(MemCategory::other)] += headroom;
   sim.peak_memory_total_bytes = peak.total_bytes + headroom;
   sim.peak_memory_op = peak.op >= 0 ? p.roles[0].ops[std::size_t(peak.op)].name : "resident state";

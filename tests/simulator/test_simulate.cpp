@@ -168,7 +168,13 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   const Simulation s = simulate(plan);
   CHECK(s.peak_memory_op == "bwd.s2.mb0");
   CHECK(s.engine.peak_by_role[0].total_bytes == doctest::Approx(expected).epsilon(1e-12));
-  CHECK(s.peak_memory_total_bytes == doctest::Approx(expected + overhead_bytes(0, expected).allocator_headroom));
+  // The allocator's reserve grows on what the step allocates and frees, not on the resident state.
+  const MemoryPeak& peak = s.engine.peak_by_role[0];
+  const double churn = peak.by_category[std::size_t(MemCategory::activations)] +
+                       peak.by_category[std::size_t(MemCategory::transient)];
+  CHECK(churn == doctest::Approx(churn_bytes(peak)));
+  CHECK(s.peak_memory_total_bytes == doctest::Approx(expected + 0.10 * churn));
+  CHECK(s.peak_memory_total_bytes < expected + 0.10 * expected);
 }
 
 // Golden traces: the whole path (lowering, timing, engine, trace) pinned for two small plans.
