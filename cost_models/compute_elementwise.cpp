@@ -2,7 +2,7 @@
 // them (cost_models/stack_costs.h): RMSNorm, RoPE and the MLP activation as one fused kernel each, or
 // as eager PyTorch's chains of kernels (every op reads and writes HBM, intermediates in fp32 where the
 // code upcasts), and the layout copies around SDPA. One HBM pass per kernel listed, with the autograd
-// formulas of each op for the backward. Leaves out kernel launch gaps (host_overhead.h) and caching.
+// formulas of each op for the backward. Leaves out kernel launch gaps on the host and caching.
 #include <utility>
 
 #include "cost_models/compute_internal.h"

@@ -16,9 +16,9 @@ constexpr double kFp32MasterBytes = 4;  // fp32 master copy of a 16-bit paramete
 // 12.2): assumed 0.5 GiB on Hopper, the usual nvidia-smi footprint of a process that only created
 // its context and cuBLAS handle. An assumption, not a measurement from the sources.
 constexpr double kCudaContextBytes = 0.5 * 1024 * 1024 * 1024;
-// NCCL buffers per active communicator: 1.0 GB, the middle of the 0.5-1.5 GB range in
-// cost-model-facts.md §1.4 (nccl #964: 544-688 MB per group on A100; nccl #864: ~1.6 GB for one
-// all-reducing communicator including its channels' buffers).
+// NCCL buffers per active communicator: 1.0 GB, between the footprints measured in NVIDIA/nccl
+// issues #964 (544-688 MB per group on A100) and #864 (~1.6 GB for one all-reducing communicator
+// including its channels' buffers).
 constexpr double kNcclBytesPerCommunicator = 1.0e9;
 // Caching-allocator reserve: 10% of the bytes a step allocates and frees, the middle of the 5-15%
 // for a steady-state dense job (GMLake, arXiv:2401.08156: fragmentation ~15% on average without
@@ -38,6 +38,12 @@ const char* sharding_mode_name(ShardingMode m) {
     case ShardingMode::hsdp: return "hsdp";
   }
   return "?";
+}
+
+ShardingMode sharding_mode(const DataPlacement& p) {
+  if (!is_sharded(p.params)) return is_sharded(p.grads) ? ShardingMode::zero1 : ShardingMode::ddp;
+  if (!p.reshard_after_forward) return ShardingMode::zero2;
+  return p.params == Placement::sharded_replicated ? ShardingMode::hsdp : ShardingMode::zero3;
 }
 
 const char* recompute_name(Recompute r) {

@@ -3,7 +3,7 @@
 // chain of elementwise kernels with fp32 intermediates), whether attention layout copies surround SDPA,
 // how the loss is computed, which FSDP implementation copies parameters and gradients around its
 // collectives, and how the optimizer and gradient clipping walk the state. Sources per stack in
-// stack_costs.cpp. Leaves out host-side costs (cost_models/host_overhead.h) and float8.
+// stack_costs.cpp. Leaves out host-side costs (kernel launches, Python) and float8.
 #pragma once
 
 #include "core/framework.h"

@@ -56,7 +56,7 @@ void Engine::complete_op(int i, int stream) {
     // Reset at zero so that rounding in the running sum never leaves a phantom share behind.
     in.comm_sm_share = --in.resident_collectives == 0 ? 0.0 : in.comm_sm_share - od.sm_share;
   }
-  apply_free(in, program_op.free_at_end);
+  apply_free(in, program_op.free_at_end, released_param_bytes(program_, program_op));
   if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
   if (program_op.stream == StreamKind::compute) {
     in.compute_busy_ns += now_ - s.start_ns;
@@ -67,6 +67,7 @@ void Engine::complete_op(int i, int stream) {
   s.phase = Phase::idle;
   s.op = -1;
   --in.active;
+  if (od.async) --in.active_async;
   ++in.done;
   result_.step_time_ns = std::max(result_.step_time_ns, now_);
   remove_running(i * kStreamCount + stream);
@@ -136,15 +137,17 @@ void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, in
   record_sample(in);
 }
 
-void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects) {
-  if (effects.empty()) return;
-  for (const MemEffect& e : effects) {
-    double& live = in.live_bytes[static_cast<int>(e.category)];
-    live -= e.bytes;
+void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes) {
+  if (effects.empty() && released_bytes == 0) return;
+  auto free = [&](MemCategory category, double bytes) {
+    double& live = in.live_bytes[static_cast<int>(category)];
+    live -= bytes;
     FSDP_CHECK(live >= -1.0, fmt::format("role {} rank {}: {} bytes below zero ({})", in.role, in.rank,
-                                         mem_category_name(e.category), live));
-    in.live_total_bytes -= e.bytes;
-  }
+                                         mem_category_name(category), live));
+    in.live_total_bytes -= bytes;
+  };
+  for (const MemEffect& e : effects) free(e.category, e.bytes);
+  if (released_bytes > 0) free(MemCategory::transient, released_bytes);
   record_sample(in);
 }
 

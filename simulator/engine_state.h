@@ -12,8 +12,6 @@
 
 namespace fsdpx::engine_detail {
 
-inline constexpr int kOpKindCount = 7;  // size of EngineResult::compute_busy_ns_by_kind's arrays
-
 enum class OpClass : std::uint8_t { compute, collective, free };
 // An op on a slot: waiting for the rest of its group, in the (unshared) latency phase of a
 // collective, or in its work phase (shared bandwidth of a collective, or compute).
@@ -26,10 +24,12 @@ struct OpData {
   int succ_begin = 0, succ_end = 0;  // successors (ops that depend on this one) in RoleData::succ
   int dep_count = 0;
   int group = -1;
+  int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
   std::uint8_t stream = 0;
   std::array<double, 2> load{};  // collective: share of NVLink [0] and NIC [1] bandwidth when alone
   double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
+  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
 };
 
 struct RoleData {
@@ -58,6 +58,7 @@ struct Instance {
   int op_base = 0;     // offset of this instance's per-op counters in the flat arrays
   int next_issue = 0;  // overlap off: next op in issue order
   int active = 0;      // slots not idle
+  int active_async = 0;  // of which pipeline sends
   int done = 0;        // completed ops
   double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
   int resident_collectives = 0;
@@ -92,6 +93,7 @@ class Engine {
   void scan_instance(int i);
   void try_start(int i, int op);
   void arrive_at_group(int i, int op);
+  void arrive_at_rendezvous(int i, int op);
   void check_all_done() const;
   EngineResult collect_result();
   // engine_ops.cpp: op lifecycle and memory.
@@ -101,7 +103,8 @@ class Engine {
   double rate_of(const Instance& in, int stream) const;
   double collective_rate(const Instance& in, int stream) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
-  void apply_free(Instance& in, const std::vector<MemEffect>& effects);
+  // Frees `effects`, then `released_bytes` of transient memory (the unit parameters an op releases).
+  void apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes);
   void record_sample(const Instance& in);
   void add_running(int slot_id);
   void remove_running(int slot_id);
@@ -118,6 +121,8 @@ class Engine {
   std::vector<int> deps_left_;    // per (instance, op): unfinished dependencies
   std::vector<int> arrivals_;     // expanded mode, per (leader instance, op): members arrived
   std::vector<int> group_sizes_;  // expanded mode, per group: members per instance
+  std::vector<int> rendezvous_arrivals_;  // per (rendezvous, instance index within a role)
+  int instances_per_role_ = 1;
   std::vector<int> running_;      // slot ids (instance * kStreamCount + stream) with a timed phase
   std::vector<int> running_pos_;  // slot id -> index in running_, or -1
   std::vector<int> ended_;

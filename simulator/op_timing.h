@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/plan.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,9 +46,10 @@ inline const CLI::Validator kPositive([](std::string& v) { return check_number(v
 inline const CLI::Validator kNonNegative([](std::string& v) { return check_number(v, true); }, "NON-NEGATIVE");
 
 // An option whose value must be one of `names`; the error lists them ("--recompute: sometimes not in
-// {full,none,selective}") instead of CLI11's internal mapping.
-template <typename T>
-CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, T& value,
+// {full,none,selective}") instead of CLI11's internal mapping. `value` is a T, or a std::optional<T>
+// that stays empty when the option is left out.
+template <typename T, typename Value>
+CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, Value& value,
                              const std::map<std::string, T>& names, const std::string& help) {
   std::vector<std::string> keys;
   for (const auto& [k, _] : names) keys.push_back(k);

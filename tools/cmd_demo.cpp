@@ -27,15 +27,12 @@ PlanRequest demo_request() {
   r.cluster.nodes = 1;
   r.seq = 8192;
   r.global_batch = 32;
-  // torchtitan-like eager FSDP: what torchtitan's apply_fsdp and apply_ac run (one fully_shard per
-  // block; AC none, op-level selective or full), no tensor or context parallelism.
+  // torchtitan-like eager FSDP: what torchtitan's apply_fsdp and apply_ac run (the torchtitan target's
+  // space: one fully_shard per block, AC none, op-level selective, every n-th block or full), with its
+  // eager PyTorch costs, no tensor or context parallelism.
+  r.target = default_torchtitan_target();
   r.framework = Framework::torchtitan;
   r.space.allow_tp = false;
-  r.space.allow_cp = false;
-  r.space.blocks_per_unit = {1};
-  r.space.try_simplefsdp_auto = false;
-  r.space.fsdp1_min_params = {};
-  r.space.recompute_modes = {RecomputeMode::none, RecomputeMode::selective_op, RecomputeMode::full};
   return r;
 }
 

@@ -15,9 +15,20 @@
 
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
+
+enum class NonFinitePolicy { stop, skip_step };
+
+struct TrainerOptions {
+  NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
+  bool profile = false;  // collect per-op wall times
+  bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
+  // CPU kernel threads per rank (--threads); 0: the thread budget decides (executor/cpu/thread_budget.h).
+  int threads = 0;
+  int processes_on_host = 1;  // processes sharing this host's cores (the launcher's local world size)
+};
 
 struct RankStepResult {
   double loss_sum = 0;   // sum of the micro-batch losses over all data-parallel ranks
@@ -43,11 +54,16 @@ class RankRuntime {
   RankBackend& backend() { return *backend_; }
   const RankBackend& backend() const { return *backend_; }
   const MemoryTracker& memory() const { return backend_->memory(); }
+  // Live bytes as the program's memory effects say, applied in issue order (the backend's tracker
+  // measures the device's own buffers instead).
+  const MemoryTracker& program_memory() const { return program_memory_; }
   const std::map<std::string, double>& op_time_s() const { return op_time_s_; }
   void abort(const std::string& msg) { backend_->abort(msg); }
 
  private:
-  void run_op(const Op& op, int id);
+  void run_op(const Op& op);
+  void all_reduce(const Op& op);
+  void release(const Op& op);
   DpGroup group_of(int group) const;
   void set_micro_batch(int mb);
   void forward(const Op& op);
@@ -67,6 +83,7 @@ class RankRuntime {
   RankStepResult result_;
   bool non_finite_ = false, norm_done_ = false;
   std::map<std::string, double> op_time_s_;
+  MemoryTracker program_memory_;
 };
 
 }  // namespace fsdpx

@@ -1,7 +1,7 @@
 // tests/simulator/test_engine_sharing.cpp — the engine's fluid sharing, checked against hand-computed
 // timelines: concurrent collectives on one fabric split its bandwidth (latency is not shared), on
 // different fabrics they do not; compute slows by the share of SMs the resident collective kernels hold
-// (one SM per NCCL channel, cost-model-facts.md §5).
+// (one SM per NCCL channel, NCCL's ncclDevKernel runs one thread block per channel).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,0 +1,28 @@
+// program/group_members.h — which ranks of the device mesh take part in one instance of a process
+// group (the mesh axes of step_program.h's Mesh comment), for the engine's expanded mode, where a
+// collective starts only when every member has reached it. Ranks are row-major indices of the mesh
+// (dp_replicate, dp_shard, cp, tp); leaves out pipeline stages (each stage is a role with its own mesh).
+#pragma once
+
+#include <vector>
+
+#include "program/step_program.h"
+
+namespace fsdpx {
+
+// Coordinates of a rank on the mesh, outermost axis first.
+struct MeshCoord {
+  int dp_replicate = 0, dp_shard = 0, cp = 0, tp = 0;
+};
+
+MeshCoord mesh_coord(const Mesh& mesh, int rank);
+int mesh_rank(const Mesh& mesh, const MeshCoord& c);
+
+// Members of the group instance that `rank` belongs to, in increasing rank order (so members[0] is a
+// canonical id of the instance). Writes into `members` (cleared first) to avoid allocation per call.
+void group_members(const Mesh& mesh, const ProcessGroup& group, int rank, std::vector<int>& members);
+
+// Number of members of every instance of `group` on `mesh` (the size of group_members's output).
+int group_size(const Mesh& mesh, const ProcessGroup& group);
+
+}  // namespace fsdpx

@@ -1,0 +1,227 @@
+// program/lower.cpp — builds the step program of a plan (see lower.h for what it models): process
+// groups, unit placements, one role per pipeline rank, the collectives that span pipeline ranks (tied
+// embedding gradients, the gradient norm), the optimizer step, resident state, and the rendezvous that
+// pair ops across roles.
+#include "program/lower.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "cost_models/compute.h"
+#include "cost_models/mesh.h"
+#include "cost_models/memory.h"
+#include "cost_models/params.h"
+#include "cost_models/stack_costs.h"
+#include "program/lowering.h"
+
+namespace fsdpx {
+namespace lowering {
+
+Lowerer::Lowerer(const Plan& plan)
+    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
+      pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
+      autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
+      micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {}
+
+int Lowerer::add_group(GroupKind kind, GroupShape shape, int reshard_ranks) {
+  prog_.groups.push_back(ProcessGroup{kind, shape, reshard_ranks});
+  return int(prog_.groups.size()) - 1;
+}
+
+int Lowerer::add_mesh_group(GroupKind kind, int degree, int inner, int reshard_ranks) {
+  return add_group(kind, mesh_axis_group(degree, inner, plan_.cluster.gpus_per_node), reshard_ranks);
+}
+
+// The pipeline axis is outermost (torchtitan's mesh ["pp", "dp_replicate", "dp_shard", "cp", "tp"];
+// Megatron-LM's rank order tp-cp-dp-pp): a pipeline rank's peers are mesh-size ranks apart.
+void Lowerer::make_groups() {
+  const auto& par = plan_.parallelism;
+  prog_.mesh = {par.dp_replicate, par.dp_shard, par.cp, par.tp};
+  if (par.tp > 1) g_.tp = add_mesh_group(GroupKind::tp, par.tp, 1);
+  if (par.cp > 1) g_.cp = add_mesh_group(GroupKind::cp, par.cp, par.tp);
+  shard_group_ = add_mesh_group(GroupKind::dp_shard, par.dp_shard, par.tp * par.cp);
+  replicate_group_ = add_mesh_group(GroupKind::dp_replicate, par.dp_replicate, par.tp * par.cp * par.dp_shard);
+  all_group_ = add_mesh_group(GroupKind::dp_all, par.dp_replicate * par.dp_shard, par.tp * par.cp);
+  g_.dp_shard = shard_group_;
+  g_.dp_replicate = replicate_group_;
+  g_.dp_all = all_group_;
+  if (par.pp == 1) return;
+  const int stride = prog_.mesh.size();
+  pp_pair_group_ = add_mesh_group(GroupKind::pp_pair, 2, stride);
+  pp_ends_group_ = add_mesh_group(GroupKind::pp_ends, 2, stride * (par.pp - 1));
+  pp_all_group_ = add_mesh_group(GroupKind::pp_all, par.pp, stride);
+}
+
+// The data-parallel mode, lowered once: every unit gets the plan's placements; the program's segments
+// and the segments of each virtual stage.
+void Lowerer::place_units() {
+  for (double p : params_) prog_.units.push_back(ProgramUnit{placement_, p * pb_});
+  prog_.segments = segs_;
+  stage_segments_.assign(std::size_t(stages_), {});
+  for (int s = 0; s < int(segs_.size()); ++s) {
+    const int stage = plan_.units[std::size_t(segs_[std::size_t(s)].unit)].stage;
+    FSDP_CHECK(stage >= 0 && stage < stages_, "unit stage outside [0, pp x vpp): validate the plan first");
+    stage_segments_[std::size_t(stage)].push_back(s);
+  }
+  first_forward_segment_.assign(plan_.units.size(), -1);
+  last_forward_segment_.assign(plan_.units.size(), -1);
+  for (int s = 0; s < int(segs_.size()); ++s) {
+    const int u = segs_[std::size_t(s)].unit;
+    if (first_forward_segment_[std::size_t(u)] < 0) first_forward_segment_[std::size_t(u)] = s;
+    last_forward_segment_[std::size_t(u)] = s;
+  }
+}
+
+// One pipeline rank: its passes in schedule order, then the collectives that finish the step.
+void Lowerer::lower_role(int role) {
+  role_ = role;
+  units_.assign(plan_.units.size(), UnitState{});
+  compute_ops_.clear();
+  gather_free_ops_.clear();
+  reduce_ops_.clear();
+  input_grad_ops_.clear();
+  last_rs_ = rs_to_wait_ = -1;
+  RoleProgram& rp = prog_.roles[std::size_t(role)];
+  rp.role_ranks = prog_.mesh.size();
+  rp.streams.resize(kStreamCount);
+  resident_memory();
+  const auto& par = plan_.parallelism;
+  for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, role, micro_batches_)) run_pass(a);
+  tied_all_reduce();
+  optimizer_step();
+}
+
+}  // namespace lowering
+
+namespace lowering {
+
+// Tied embeddings across stages: the first stage's embedding and the last stage's copy for the head
+// all-reduce their reduced gradients between the two (Megatron-LM's embedding group,
+// megatron/core/distributed/finalize_model_grads.py, _allreduce_word_embedding_grads, after the
+// data-parallel reduction): the shard under sharded gradients, the whole gradient otherwise.
+void Lowerer::tied_all_reduce() {
+  const int pp = plan_.parallelism.pp;
+  if (pp == 1 || !plan_.model.tied_embeddings || (role_ != 0 && role_ != pp - 1)) return;
+  const std::string module = role_ == 0 ? "embedding" : "head";
+  int unit = -1;
+  for (int u = 0; u < int(plan_.units.size()); ++u)
+    for (const auto& m : plan_.units[std::size_t(u)].modules)
+      if (m == module) unit = u;
+  const double table = double(plan_.model.vocab) * double(plan_.model.hidden) / plan_.parallelism.tp;
+  const double shards = is_sharded(placement_.grads) ? plan_.parallelism.dp_shard : 1;
+  Op op;
+  op.name = fmt::format("ar.tied.u{}", unit);
+  op.kind = OpKind::all_reduce;
+  op.stream = StreamKind::all_reduce;
+  op.collective = Collective::all_reduce;
+  op.payload = Payload::tied_grads;
+  op.unit = unit;
+  op.comm_bytes = table * rb_ / shards;
+  op.group = pp_ends_group_;
+  FSDP_CHECK(units_[std::size_t(unit)].reduced_op >= 0, "tied unit without a gradient reduction");
+  op.deps.push_back(units_[std::size_t(unit)].reduced_op);
+  const int id = add_op(std::move(op));
+  reduce_ops_.push_back(id);
+  tied_ops_.push_back({role_, id});
+}
+
+// Gradient-norm clipping (a scalar all-reduce over the data-parallel group, then across pipeline
+// ranks: Megatron-LM's get_grad_norm_fp32 reduces over the model-parallel group) and AdamW on the
+// local shard, after every reduction.
+void Lowerer::optimizer_step() {
+  std::vector<int> deps = reduce_ops_;
+  if (!compute_ops_.empty()) deps.push_back(compute_ops_.back());
+  auto scalar_all_reduce = [&](const char* name, int group) {
+    Op op;
+    op.name = name;
+    op.kind = OpKind::all_reduce;
+    op.stream = StreamKind::all_reduce;
+    op.collective = Collective::all_reduce;
+    op.payload = Payload::grad_norm;
+    op.comm_bytes = 4;  // fp32 sum of squares
+    op.group = group;
+    op.deps = deps;
+    deps = {add_op(std::move(op))};
+    return deps.front();
+  };
+  if (plan_.optimizer.grad_clip_norm > 0) {
+    scalar_all_reduce("clip.ar", all_group_);
+    if (plan_.parallelism.pp > 1) norm_ops_.push_back({role_, scalar_all_reduce("clip.pp", pp_all_group_)});
+  }
+  double sharded = 0, replicated = 0;  // parameters of this rank whose optimizer state is sharded / replicated
+  for (std::size_t u = 0; u < params_.size(); ++u)
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
+      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
+  const double local = sharded / plan_.parallelism.dp_shard + replicated;
+  WorkSet w;
+  w.kernels = optimizer_step_kernels(local, plan_.precision.param, plan_.precision.reduce,
+                                     stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
+                                     plan_.optimizer.grad_clip_norm > 0);
+  prog_.work_sets.push_back(std::move(w));
+  Op op;
+  op.name = "opt";
+  op.kind = OpKind::optimizer;
+  op.work_set = int(prog_.work_sets.size()) - 1;
+  op.deps = deps;
+  add_op(std::move(op));
+}
+
+// Sharded state that lives across steps, and fixed overheads: sharded parameters by FSDP2's accounting,
+// replicated ones (DDP, ZeRO-1) by the ZeRO paper's. Each pipeline rank holds its own units.
+void Lowerer::resident_memory() {
+  double total = 0;
+  for (std::size_t u = 0; u < params_.size(); ++u)
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += params_[u];
+  const int shards = plan_.parallelism.dp_shard;
+  PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
+  const StateBytes state = is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
+                                                         : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  int communicators = 0;
+  for (const auto& g : prog_.groups)
+    communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all && g.kind != GroupKind::pp_all ? 1 : 0;
+  const OverheadBytes fixed = overhead_bytes(communicators, 0);
+  auto& resident = prog_.roles[std::size_t(role_)].resident;
+  resident.push_back({MemCategory::params, state.params});
+  resident.push_back({MemCategory::grads, state.grads});
+  resident.push_back({MemCategory::optimizer, state.optimizer});
+  resident.push_back({MemCategory::other, fixed.cuda_context + fixed.nccl_buffers});
+}
+
+// Every send meets its receive; the cross-stage all-reduces meet across all their roles.
+void Lowerer::join_rendezvous() {
+  auto join = [this](const std::vector<OpRef>& members) {
+    const int id = int(prog_.rendezvous.size());
+    for (const OpRef& m : members) prog_.roles[std::size_t(m.role)].ops[std::size_t(m.op)].rendezvous = id;
+    prog_.rendezvous.push_back(members);
+  };
+  FSDP_CHECK(sends_.size() == recvs_.size(), "pipeline sends and receives do not pair up");
+  for (const auto& [key, send] : sends_) {
+    const auto it = recvs_.find(key);
+    FSDP_CHECK(it != recvs_.end(), "a pipeline send has no receive");
+    join({send, it->second});
+  }
+  if (!tied_ops_.empty()) join(tied_ops_);
+  if (!norm_ops_.empty()) join(norm_ops_);
+}
+
+StepProgram Lowerer::build() {
+  const auto& par = plan_.parallelism;
+  prog_.pp = par.pp;
+  prog_.vpp = par.vpp;
+  prog_.roles.resize(std::size_t(par.pp));
+  make_groups();
+  place_units();
+  for (int role = 0; role < par.pp; ++role) lower_role(role);
+  join_rendezvous();
+  prog_.world_size = par.world_size();
+  prog_.tokens_per_step = double(plan_.training.global_batch) * double(plan_.training.seq);
+  prog_.model_flops_per_token = model_flops_per_token(plan_.model, plan_.training.seq);
+  prog_.peak_flops_per_s = plan_.cluster.gpu.peak(plan_.precision.param);
+  return std::move(prog_);
+}
+
+}  // namespace lowering
+
+StepProgram lower(const Plan& plan) { return lowering::Lowerer(plan).build(); }
+
+}  // namespace fsdpx

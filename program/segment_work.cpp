@@ -1,0 +1,272 @@
+// program/segment_work.cpp — kernels, serial collectives and activation bytes of a segment.
+#include "program/segment_work.h"
+
+#include <algorithm>
+#include <map>
+
+#include "cost_models/compute.h"
+#include "cost_models/estimate.h"
+#include "cost_models/memory.h"
+#include "cost_models/op_sac.h"
+#include "cost_models/params.h"
+
+namespace fsdpx {
+
+namespace {
+
+enum class ModuleKind { embedding, block, final_norm, head };
+
+// Module i of module_names(): 0 embedding, 1..L blocks, L+1 final norm, L+2 head.
+ModuleKind module_kind(const Plan& plan, int i) {
+  const int layers = int(plan.model.layers);
+  if (i == 0) return ModuleKind::embedding;
+  if (i <= layers) return ModuleKind::block;
+  return i == layers + 1 ? ModuleKind::final_norm : ModuleKind::head;
+}
+
+RecomputeMode block_recompute(const Plan& plan, int i) { return plan.recompute[std::size_t(i - 1)]; }
+
+LayerShape layer_shape(const Plan& plan) {
+  LayerShape s;
+  s.micro_batch = plan.training.micro_batch;
+  s.seq = plan.training.seq;
+  s.tp = plan.parallelism.tp;
+  s.cp = plan.parallelism.cp;
+  s.sequence_parallel = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
+  s.act_dtype = plan.precision.param;
+  s.attention_kernel = plan.attention_kernel;
+  s.dropout = plan.training.dropout > 0;
+  s.stack = stack_costs(plan.framework, plan.compiled);
+  return s;
+}
+
+ActivationShape activation_shape(const Plan& plan) {
+  const LayerShape l = layer_shape(plan);
+  ActivationShape a;
+  a.micro_batch = l.micro_batch;
+  a.seq = l.seq;
+  a.tp = l.tp;
+  a.cp = l.cp;
+  a.sequence_parallel = l.sequence_parallel;
+  a.act_bytes = dtype_bytes(l.act_dtype);
+  // The unfused path keeps the s×s probabilities; dropout (the plan's setting, independent of the
+  // kernel) adds Korthikanti's masks and dropped copies.
+  a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
+  a.dropout = l.dropout;
+  a.fused_loss = l.stack.loss == LossImpl::fused;
+  a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
+  a.attention_copies = l.stack.attention_copies;
+  a.compiled = plan.compiled;
+  return a;
+}
+
+void append(std::vector<KernelWork>& to, const std::vector<KernelWork>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+// Bytes of one TP activation exchange: the full [tokens, hidden] tensor of the micro-batch (S).
+double tp_exchange_bytes(const Plan& plan) {
+  return double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
+         double(plan.model.hidden) * dtype_bytes(plan.precision.param);
+}
+
+// Megatron-style TP inside a block, per pass: two all-reduces, or with sequence parallelism two
+// all-gathers and two reduce-scatters (Korthikanti et al. 2022 §4.2.2).
+void add_block_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int passes) {
+  if (g.tp < 0 || passes == 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  if (plan.parallelism.sequence_parallel) {
+    out.push_back({Collective::all_gather, bytes, g.tp, 2 * passes});
+    out.push_back({Collective::reduce_scatter, bytes, g.tp, 2 * passes});
+  } else {
+    out.push_back({Collective::all_reduce, bytes, g.tp, 2 * passes});
+  }
+}
+
+// TP collectives re-run by torchtitan's op-level SAC before a block's backward (op_sac.h): without SP
+// the all-reduce after wo (its output feeds the MLP norm, whose backward needs it); with SP the two
+// all-gathers before the column-parallel matmuls (their inputs are needed by the recomputed wk, w3 and
+// by every matmul's weight gradient); the reduce-scatter outputs are saved and the collective after
+// w2 comes after the last needed tensor (early stop).
+void add_op_sac_recompute_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
+  if (g.tp < 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  if (plan.parallelism.sequence_parallel) {
+    out.push_back({Collective::all_gather, bytes, g.tp, 2});
+  } else {
+    out.push_back({Collective::all_reduce, bytes, g.tp, 1});
+  }
+}
+
+// Ring attention (CP): cp-1 exchanges of the local K,V chunk per pass; backward also returns dK, dV.
+void add_block_cp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int kv_passes) {
+  if (g.cp < 0 || kv_passes == 0) return;
+  const auto& m = plan.model;
+  const double kv_heads_local = std::max<double>(1.0, double(m.kv_heads) / plan.parallelism.tp);
+  const double bytes = 2.0 * double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
+                       kv_heads_local * double(m.head_dim) * dtype_bytes(plan.precision.param);
+  out.push_back({Collective::send_recv, bytes, g.cp, (plan.parallelism.cp - 1) * kv_passes});
+}
+
+// Vocabulary-parallel embedding and head with TP: the embedding output is all-reduced (reduce-scattered
+// with SP) and the head input all-gathered with SP; backward mirrors it.
+void add_vocab_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
+  if (g.tp < 0) return;
+  const double bytes = tp_exchange_bytes(plan);
+  out.push_back({plan.parallelism.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, bytes,
+                 g.tp, 1});
+}
+
+}  // namespace
+
+std::vector<Segment> plan_segments(const Plan& plan) {
+  const auto names = module_names(plan.model);
+  std::map<std::string, int> unit_of;
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    for (const auto& m : plan.units[u].modules) unit_of[m] = int(u);
+  std::vector<Segment> segs;
+  for (int i = 0; i < int(names.size()); ++i) {
+    const int u = unit_of.at(names[std::size_t(i)]);
+    if (!segs.empty() && segs.back().unit == u) {
+      ++segs.back().module_count;
+    } else {
+      segs.push_back({u, i, 1});
+    }
+  }
+  return segs;
+}
+
+std::vector<double> unit_params(const Plan& plan) {
+  const ParamCounts pc = count_params(plan.model);
+  const auto names = module_names(plan.model);
+  const int layers = int(plan.model.layers);
+  std::map<std::string, double> per_module;
+  per_module["embedding"] = double(pc.embedding);
+  for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
+  per_module["final_norm"] = double(pc.final_norm);
+  per_module["head"] = double(pc.head);
+  // A tied table is counted once, as the embedding; the last pipeline stage keeps a copy for the head.
+  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module["head"] += double(plan.model.vocab * plan.model.hidden);
+  std::vector<double> out;
+  // TP splits every weight matrix and the vocabulary; norms are replicated (< 0.1% of a block).
+  for (const auto& unit : plan.units) {
+    double p = 0;
+    for (const auto& m : unit.modules) p += per_module.at(m);
+    out.push_back(p / plan.parallelism.tp);
+  }
+  return out;
+}
+
+double WorkSet::flops() const { return kernels_flops(kernels); }
+
+WorkSet segment_forward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g) {
+  WorkSet w;
+  const LayerShape s = layer_shape(plan);
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    switch (module_kind(plan, i)) {
+      case ModuleKind::embedding:
+        append(w.kernels, embedding_kernels(plan.model, s, Pass::forward));
+        add_vocab_tp(w.serial_comms, plan, g);
+        break;
+      case ModuleKind::block:
+        append(w.kernels, block_kernels(plan.model, s, Pass::forward));
+        add_block_tp(w.serial_comms, plan, g, 1);
+        add_block_cp(w.serial_comms, plan, g, 1);
+        break;
+      case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
+      case ModuleKind::head:
+        append(w.kernels, head_kernels(plan.model, s, Pass::forward));
+        add_vocab_tp(w.serial_comms, plan, g);
+        break;
+    }
+  }
+  return w;
+}
+
+namespace {
+
+// ZB's B of a block: recompute first (all forward kernels under full, the attention core under
+// selective, the unsaved matmuls and elementwise kernels under selective_op), then the input
+// gradients; its TP collectives (the weight gradients need none) and ring-attention exchanges
+// (backward passes K,V and dK,dV: 2; re-running the attention core adds one forward ring).
+void add_block_input_backward(WorkSet& w, const Plan& plan, int i, const StepGroups& g) {
+  const LayerShape s = layer_shape(plan);
+  const RecomputeMode r = block_recompute(plan, i);
+  auto fwd = block_kernels(plan.model, s, Pass::forward);
+  if (r == RecomputeMode::selective)
+    std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
+  if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
+  if (r != RecomputeMode::none) {
+    append(w.kernels, fwd);
+    w.recompute_flops += kernels_flops(fwd);
+  }
+  add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
+  if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
+  const bool reruns_attention = r == RecomputeMode::full || r == RecomputeMode::selective;
+  add_block_cp(w.serial_comms, plan, g, reruns_attention ? 3 : 2);
+}
+
+std::vector<KernelWork> module_kernels(const Plan& plan, ModuleKind kind, Pass p) {
+  const LayerShape s = layer_shape(plan);
+  switch (kind) {
+    case ModuleKind::block: return block_kernels(plan.model, s, p);
+    case ModuleKind::embedding: return embedding_kernels(plan.model, s, p);
+    case ModuleKind::head: return head_kernels(plan.model, s, p);
+    case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
+  }
+  return {};
+}
+
+}  // namespace
+
+WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g,
+                              BackwardPart part) {
+  WorkSet w;
+  const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input;
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    const ModuleKind kind = module_kind(plan, i);
+    if (kind == ModuleKind::final_norm) continue;
+    if (input && kind == ModuleKind::block) add_block_input_backward(w, plan, i, g);
+    if (input && kind != ModuleKind::block) add_vocab_tp(w.serial_comms, plan, g);
+    if (input) append(w.kernels, module_kernels(plan, kind, Pass::input_grad));
+    if (weight) append(w.kernels, module_kernels(plan, kind, Pass::weight_grad));
+  }
+  return w;
+}
+
+SegmentMemory segment_memory(const Plan& plan, int first_module, int module_count) {
+  SegmentMemory mem;
+  const ActivationShape a = activation_shape(plan);
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    switch (module_kind(plan, i)) {
+      case ModuleKind::embedding:
+        mem.saved_activation_bytes += embedding_activation_bytes(plan.model, a);
+        mem.weight_pass_bytes += embedding_weight_grad_bytes(plan.model, a);
+        break;
+      case ModuleKind::block:
+        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
+        mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
+        mem.weight_pass_bytes += block_weight_grad_bytes(plan.model, a);
+        break;
+      case ModuleKind::final_norm: mem.saved_activation_bytes += final_norm_activation_bytes(plan.model, a); break;
+      case ModuleKind::head:
+        mem.saved_activation_bytes += logits_bytes(plan.model, a);
+        mem.backward_working_bytes = std::max(mem.backward_working_bytes, logits_backward_working_bytes(plan.model, a));
+        mem.weight_pass_bytes += head_weight_grad_bytes(plan.model, a);
+        break;
+    }
+  }
+  return mem;
+}
+
+std::string segment_signature(const Plan& plan, int first_module, int module_count) {
+  std::string key;
+  for (int i = first_module; i < first_module + module_count; ++i) {
+    const ModuleKind kind = module_kind(plan, i);
+    key += "ebnh"[int(kind)];
+    if (kind == ModuleKind::block) key += "nsfo"[int(block_recompute(plan, i))];
+  }
+  return key;
+}
+
+}  // namespace fsdpx

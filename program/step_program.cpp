@@ -1,0 +1,76 @@
+// program/step_program.cpp — display names of the step program's enums (trace, summaries; the switches
+// have no default so that -Wswitch flags a new enumerator without a name) and the bytes a release frees.
+#include "program/step_program.h"
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+const char* stream_name(StreamKind s) {
+  switch (s) {
+    case StreamKind::compute: return "compute";
+    case StreamKind::all_gather: return "all_gather";
+    case StreamKind::reduce_scatter: return "reduce_scatter";
+    case StreamKind::all_reduce: return "all_reduce";
+    case StreamKind::send_activations: return "send_activations";
+    case StreamKind::recv_activations: return "recv_activations";
+    case StreamKind::send_grads: return "send_grads";
+    case StreamKind::recv_grads: return "recv_grads";
+  }
+  FSDP_CHECK(false, "unknown StreamKind");
+  return "";
+}
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::all_gather: return "all_gather";
+    case OpKind::forward: return "forward";
+    case OpKind::backward: return "backward";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::optimizer: return "optimizer";
+    case OpKind::free: return "free";
+    case OpKind::backward_input: return "backward_input";
+    case OpKind::backward_weight: return "backward_weight";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+  }
+  FSDP_CHECK(false, "unknown OpKind");
+  return "";
+}
+
+const char* payload_name(Payload p) {
+  switch (p) {
+    case Payload::none: return "none";
+    case Payload::params: return "params";
+    case Payload::grads: return "grads";
+    case Payload::grad_shard: return "grad_shard";
+    case Payload::grad_norm: return "grad_norm";
+    case Payload::activations: return "activations";
+    case Payload::activation_grads: return "activation_grads";
+    case Payload::tied_grads: return "tied_grads";
+  }
+  FSDP_CHECK(false, "unknown Payload");
+  return "";
+}
+
+const char* mem_category_name(MemCategory c) {
+  switch (c) {
+    case MemCategory::params: return "params";
+    case MemCategory::grads: return "grads";
+    case MemCategory::optimizer: return "optimizer";
+    case MemCategory::activations: return "activations";
+    case MemCategory::transient: return "transient";
+    case MemCategory::other: return "other";
+  }
+  FSDP_CHECK(false, "unknown MemCategory");
+  return "";
+}
+
+double released_param_bytes(const StepProgram& program, const Op& op) {
+  if (!op.release_params) return 0;
+  FSDP_CHECK(op.unit >= 0 && op.unit < int(program.units.size()), "a release names no unit of the program");
+  return program.units[std::size_t(op.unit)].param_bytes;
+}
+
+}  // namespace fsdpx

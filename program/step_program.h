@@ -1,0 +1,200 @@
+// program/step_program.h — the step program: one training step as explicit data, the output of
+// lowering and the input of both interpreters (simulator and executor). Per role (a class of ranks
+// that run identical programs: all ranks when there is no pipeline parallelism) and per stream, ordered
+// ops with dependencies, each with its cost-model inputs, its memory effects and its effects on the
+// training state (what a collective moves, when a unit's parameters are released, when a gradient
+// reduction is complete), so that no interpreter re-derives them. Role r is pipeline rank r (one role
+// without pipeline parallelism); its ranks are `role_ranks` copies, one per point of the mesh. Ops of
+// different roles that run together (a send and its receive, a collective across pipeline stages) form a
+// rendezvous. The engine can run one copy per role (symmetry) or every rank. Leaves out host-side work
+// (data loading, Python overhead) and kernel launch gaps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/data_placement.h"
+#include "cost_models/communication.h"
+#include "cost_models/compute.h"
+
+namespace fsdpx {
+
+// Pipeline point-to-point traffic runs on one stream per direction and side, so that every link between
+// two pipeline ranks carries its messages in one order on both ends: activations go to the next
+// virtual stage (send_activations, received on recv_activations), activation gradients to the previous
+// one (send_grads, recv_grads).
+enum class StreamKind : std::uint8_t {
+  compute, all_gather, reduce_scatter, all_reduce, send_activations, recv_activations, send_grads, recv_grads
+};
+inline constexpr int kStreamCount = 8;
+const char* stream_name(StreamKind s);
+
+enum class OpKind : std::uint8_t {
+  all_gather,       // unshard a unit's parameters
+  forward,          // forward of one segment (consecutive modules of one unit) for one micro-batch
+  backward,         // recompute (if any) + input-grad + weight-grad of one segment for one micro-batch
+  reduce_scatter,   // reduce a unit's gradients to shards
+  all_reduce,       // across replicas (HSDP, DDP), the whole data-parallel group, or pipeline stages
+  optimizer,        // AdamW on the local shard
+  free,             // release memory (reshard a unit) without work
+  backward_input,   // ZB's B: recompute (if any) + input-grad of one segment; keeps what its W needs
+  backward_weight,  // ZB's W: weight-grad of one segment for one micro-batch (after its B)
+  send,             // pipeline: send a micro-batch's activations or activation gradients to peer_role
+  recv,             // pipeline: receive them from peer_role
+};
+inline constexpr int kOpKindCount = 11;
+const char* op_kind_name(OpKind k);
+
+// What a collective op moves, for interpreters that run it (the simulator needs only its collective,
+// bytes and group).
+enum class Payload : std::uint8_t {
+  none,         // compute, optimizer and free ops
+  params,       // all-gather: the unit's parameter shards into its unsharded parameters
+  grads,        // reduce-scatter or all-reduce of the unit's unsharded gradients
+  grad_shard,   // all-reduce of the unit's reduce-scattered gradient shard across replicas (HSDP)
+  grad_norm,    // all-reduce of the squared gradient norm (clipping), no unit
+  activations,  // send/recv: the output of the sender's virtual stage, the input of the receiver's
+  activation_grads,  // send/recv: the loss gradient w.r.t. that tensor, from the receiver's stage back
+  tied_grads,   // all-reduce of a tied embedding's reduced gradient between the first and last stage
+};
+const char* payload_name(Payload p);
+
+enum class MemCategory : std::uint8_t { params, grads, optimizer, activations, transient, other };
+inline constexpr int kMemCategoryCount = 6;
+const char* mem_category_name(MemCategory c);
+
+// A change of live bytes on the op's rank. `bytes` is always >= 0; the list it sits in gives the sign:
+// RoleProgram::resident and Op::alloc_at_start allocate it, Op::free_at_end frees it. The engine
+// checks that live bytes per category never go below zero (1 byte of rounding slack).
+struct MemEffect {
+  MemCategory category = MemCategory::transient;
+  double bytes = 0;
+};
+
+// Process groups of the mesh; a collective names one. The pipeline kinds span roles: pp_pair is a
+// rank and the rank at the same mesh point on a neighbouring pipeline rank (send/recv), pp_ends the
+// first and last pipeline rank (tied embeddings), pp_all every pipeline rank (the gradient norm).
+enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all };
+struct ProcessGroup {
+  GroupKind kind = GroupKind::dp_shard;
+  GroupShape shape;
+  int reshard_ranks = 0;  // kind reshard: g
+};
+
+// A collective issued inside a compute op and waited for at once (Megatron TP, ring-attention CP).
+struct SerialCollective {
+  Collective kind = Collective::all_gather;
+  double bytes = 0;  // nccl-tests' S
+  int group = -1;
+  int count = 1;     // how many times per op
+};
+
+// The work of one compute op, shared by every op that does the same (all blocks of a model, all
+// micro-batches): its kernels (cost-model inputs, the executor's profile names) and serial collectives.
+struct WorkSet {
+  std::vector<KernelWork> kernels;
+  std::vector<SerialCollective> serial_comms;
+  double recompute_flops = 0;  // part of flops() that re-runs forward work (activation recompute)
+  double flops() const;
+};
+
+struct Op {
+  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"
+  OpKind kind = OpKind::forward;
+  StreamKind stream = StreamKind::compute;
+  int unit = -1;        // FSDP unit index, -1 when not tied to one
+  int segment = -1;     // compute ops: segment index; send/recv: the segment whose output (activations)
+                        // or input gradient (activation_grads) travels
+  int micro_batch = -1;
+  int stage = -1;       // virtual pipeline stage of the op's own model chunk (compute, send, recv;
+                        // 0 without pipeline parallelism; -1 for ops of no stage)
+  int peer_role = -1;   // send/recv: the pipeline rank (role) at the other end
+  int rendezvous = -1;  // index into StepProgram::rendezvous: ops of other roles this op runs with
+  // Cost-model inputs. Compute ops: kernel work summed by kind (matrix vs vector); the engine times them
+  // with the cost model. Collectives: kind, bytes (nccl-tests' S) and group.
+  int work_set = -1;  // compute ops: index into StepProgram::work_sets (shared by identical ops)
+  Collective collective = Collective::all_gather;
+  double comm_bytes = 0;
+  int group = -1;                 // index into StepProgram::groups
+  double serial_comm_time_s = 0;  // TP/CP collectives inside the op (blocking, Megatron-style)
+  // Filled by time_program (op_timing.h) from the cost models, or by a calibration:
+  double duration_s = 0;  // total time when running alone at full rate
+  double latency_s = 0;   // collectives: the part of duration_s that does not depend on bandwidth
+  // Collectives: the share of this rank's NVLink and NIC bandwidth the collective uses when it runs
+  // alone (1 on its bottleneck fabric, less on the other, 0 where it does not pass).
+  double nvlink_load = 1, nic_load = 0;
+  double sm_share = 0;      // collectives: share of the GPU's SMs their kernel holds while it runs
+  std::vector<int> deps;          // ops (same role) that must finish before this one starts
+  std::vector<MemEffect> alloc_at_start;
+  std::vector<MemEffect> free_at_end;  // besides the released parameters (release_params)
+  // Effects on the unit's training state:
+  Payload payload = Payload::none;
+  // The unit's unsharded parameters are released at the end of the op (FSDP's reshard): the executor
+  // frees its buffer, the simulator StepProgram::units[unit].param_bytes of transient memory.
+  bool release_params = false;
+  // g > 1: on a release, a copy sharded over g ranks stays for backward (FSDP2's int
+  // reshard_after_forward); on an all-gather, the parameters come from that copy, which it frees.
+  int kept_shard_ranks = 0;
+  bool completes_reduction = false;  // gradient collectives: the unit's gradients are fully reduced after it
+};
+
+struct RoleProgram {
+  int role_ranks = 1;                   // how many ranks run this program
+  std::vector<Op> ops;                  // in issue order; op ids are indices
+  std::vector<std::vector<int>> streams;  // per StreamKind: op ids in stream order
+  std::vector<MemEffect> resident;      // allocated before the step (sharded state, overheads)
+};
+
+// The device mesh of one pipeline rank, outermost axis first: (dp_replicate, dp_shard, cp, tp); rank =
+// row-major index. Pipeline parallelism is the outermost axis: global rank = role x size() + mesh rank.
+// A group of kind dp_shard holds the ranks that differ only in the dp_shard coordinate; dp_all those
+// that differ in dp_replicate and dp_shard; reshard (FSDP2's int reshard_after_forward = g) the runs of
+// g consecutive dp_shard coordinates.
+struct Mesh {
+  int dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1;
+  int size() const { return dp_replicate * dp_shard * cp * tp; }
+};
+
+// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
+struct Segment {
+  int unit = 0;
+  int first_module = 0;  // index into module_names(model)
+  int module_count = 0;
+};
+
+// An FSDP unit as the lowering placed it.
+struct ProgramUnit {
+  DataPlacement placement;  // of its parameters, reduced gradients and optimizer state
+  double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype
+};
+
+// An op of a role: members of a rendezvous.
+struct OpRef {
+  int role = 0;
+  int op = 0;
+};
+
+struct StepProgram {
+  Mesh mesh;
+  int pp = 1;   // pipeline ranks = roles
+  int vpp = 1;  // model chunks per pipeline rank
+  std::vector<ProgramUnit> units;
+  std::vector<Segment> segments;  // in forward order; Op::segment indexes them
+  std::vector<ProcessGroup> groups;
+  std::vector<WorkSet> work_sets;
+  std::vector<RoleProgram> roles;
+  // Ops of different roles that start together, one rank of each role at the same mesh point: a send
+  // and its receive, or an all-reduce across pipeline ranks. An interpreter pairs them by these lists.
+  std::vector<std::vector<OpRef>> rendezvous;
+  double tokens_per_step = 0;  // global
+  int world_size = 1;
+  double model_flops_per_token = 0;
+  double peak_flops_per_s = 0;  // of the compute dtype, for MFU
+};
+
+// Transient bytes the op frees at its end besides free_at_end: its unit's unsharded parameters when it
+// releases them. Both interpreters read releases through Op::release_params (the engine through this).
+double released_param_bytes(const StepProgram& program, const Op& op);
+
+}  // namespace fsdpx
