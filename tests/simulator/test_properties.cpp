@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
-#include "simulator/segment_work.h"
+#include "program/segment_work.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/plan_generator.h"
 
