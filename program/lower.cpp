@@ -10,6 +10,7 @@
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
+#include "program/group_members.h"
 #include "program/segment_work.h"
 
 namespace fsdpx {
@@ -56,6 +57,7 @@ class Lowerer {
   };
 
   int add_group(GroupKind kind, int degree, int inner, int reshard_ranks = 0);
+  int add_spanning_group(GroupKind kind);
   void make_groups();
   int add_op(Op op);
   int work_set(int seg, bool backward);
@@ -77,6 +79,7 @@ class Lowerer {
   StepProgram prog_;
   StepGroups g_;
   int shard_group_ = -1, replicate_group_ = -1, all_group_ = -1;
+  int replicate_cp_group_ = -1, dp_cp_group_ = -1, world_group_ = -1;  // -1 unless cp (or tp) > 1
   std::map<int, int> reshard_groups_;  // g -> group
   std::map<std::string, int> work_cache_;
   std::vector<UnitState> units_;
@@ -95,6 +98,15 @@ int Lowerer::add_group(GroupKind kind, int degree, int inner, int reshard_ranks)
   return int(prog_.groups.size()) - 1;
 }
 
+// A group over several mesh axes that are not adjacent: its shape from its members.
+int Lowerer::add_spanning_group(GroupKind kind) {
+  ProcessGroup pg;
+  pg.kind = kind;
+  pg.shape = group_shape(prog_.mesh, pg, plan_.cluster.gpus_per_node);
+  prog_.groups.push_back(pg);
+  return int(prog_.groups.size()) - 1;
+}
+
 void Lowerer::make_groups() {
   const auto& par = plan_.parallelism;
   prog_.mesh = {par.dp_replicate, par.dp_shard, par.cp, par.tp};
@@ -103,6 +115,11 @@ void Lowerer::make_groups() {
   shard_group_ = add_group(GroupKind::dp_shard, par.dp_shard, par.tp * par.cp);
   replicate_group_ = add_group(GroupKind::dp_replicate, par.dp_replicate, par.tp * par.cp * par.dp_shard);
   all_group_ = add_group(GroupKind::dp_all, par.dp_replicate * par.dp_shard, par.tp * par.cp);
+  if (par.cp > 1) {
+    replicate_cp_group_ = add_spanning_group(GroupKind::replicate_cp);
+    dp_cp_group_ = add_spanning_group(GroupKind::dp_cp);
+  }
+  if (par.tp * par.cp > 1) world_group_ = add_spanning_group(GroupKind::world);
   g_.dp_shard = shard_group_;
   g_.dp_replicate = replicate_group_;
   g_.dp_all = all_group_;
@@ -265,13 +282,15 @@ void Lowerer::backward(int mb) {
 }
 
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
-// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient.
+// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
+// cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
 void Lowerer::reduce(int unit, int mb, int after_op) {
   const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
   const double grad_bytes = params_[std::size_t(unit)] * rb_;
+  const bool cp = plan_.parallelism.cp > 1;
   if (!is_sharded(place.grads)) {
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grads, unit, mb,
-                          grad_bytes, all_group_);
+                          grad_bytes, cp ? dp_cp_group_ : all_group_);
     ar.deps.push_back(after_op);
     ar.completes_reduction = true;
     reduce_ops_.push_back(add_op(std::move(ar)));
@@ -284,13 +303,13 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
     op.free_at_end.push_back({MemCategory::transient, grad_bytes});
     units_[std::size_t(unit)].grads_live = false;
   }
-  const bool across_replicas = place.grads == Placement::sharded_replicated;
+  const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
   op.completes_reduction = !across_replicas;
   const int rs = add_op(std::move(op));
   reduce_ops_.push_back(rs);
   if (across_replicas) {
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
-                          grad_bytes / plan_.parallelism.dp_shard, replicate_group_);
+                          grad_bytes / plan_.parallelism.dp_shard, cp ? replicate_cp_group_ : replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(rs);
     reduce_ops_.push_back(add_op(std::move(ar)));
@@ -302,7 +321,9 @@ void Lowerer::optimizer_step() {
   std::vector<int> deps = reduce_ops_;
   if (!compute_ops_.empty()) deps.push_back(compute_ops_.back());
   if (plan_.optimizer.grad_clip_norm > 0) {
-    Op clip = collective_op("clip.ar", OpKind::all_reduce, Payload::grad_norm, -1, -1, 4, all_group_);  // fp32 Σg²
+    // fp32 Σg² over every rank holding distinct parameters: with tp or cp > 1, the world.
+    Op clip = collective_op("clip.ar", OpKind::all_reduce, Payload::grad_norm, -1, -1, 4,
+                            world_group_ >= 0 ? world_group_ : all_group_);
     clip.deps = deps;
     deps = {add_op(std::move(clip))};
   }
@@ -335,7 +356,13 @@ void Lowerer::resident_memory() {
   const StateBytes state = is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
                                                          : model_state_bytes(total, sharding_mode(placement_), shards, policy);
   int communicators = 0;
-  for (const auto& g : prog_.groups) communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all ? 1 : 0;
+  // Per-axis communicators only: groups spanning several axes (dp_all, replicate_cp, dp_cp, world) are
+  // left out as dp_all always was.
+  for (const auto& g : prog_.groups)
+    communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all && g.kind != GroupKind::replicate_cp &&
+                             g.kind != GroupKind::dp_cp && g.kind != GroupKind::world
+                         ? 1
+                         : 0;
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   auto& resident = prog_.roles[0].resident;
   resident.push_back({MemCategory::params, state.params});

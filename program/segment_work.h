@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "program/parallel_comms.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -17,11 +18,6 @@ std::vector<Segment> plan_segments(const Plan& plan);
 
 // Parameters of each unit on one rank after TP, before data-parallel sharding.
 std::vector<double> unit_params(const Plan& plan);
-
-// Process groups of the step, as indices into StepProgram::groups (-1 when the axis has one rank).
-struct StepGroups {
-  int dp_shard = -1, dp_replicate = -1, dp_all = -1, tp = -1, cp = -1;
-};
 
 struct SegmentMemory {
   double saved_activation_bytes = 0;  // kept from forward to backward

@@ -56,8 +56,11 @@ struct MemEffect {
   double bytes = 0;
 };
 
-// Process groups of the mesh; a collective names one.
-enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard };
+// Process groups of the mesh; a collective names one. Context-parallel ranks hold the same parameters
+// and see different tokens, so with cp > 1 gradients are also summed over cp: replicate_cp (the
+// replica all-reduce of the gradient shard) and dp_cp (DDP's all-reduce) add the cp axis to
+// dp_replicate and dp_all; world (every rank) sums the gradient norm when tp or cp > 1.
+enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard, replicate_cp, dp_cp, world };
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;

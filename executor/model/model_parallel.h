@@ -54,6 +54,8 @@ class ModelComm {
   ModelComm(Communicator* tp, Communicator* cp, OpProfiler* profiler) : tp_(tp), cp_(cp), profiler_(profiler) {}
   ModelComm(const ModelComm&) = delete;
   ModelComm& operator=(const ModelComm&) = delete;
+  // The groups, once they exist (a backend splits them off its world after constructing the model).
+  void set_groups(Communicator* tp, Communicator* cp) { tp_ = tp, cp_ = cp; }
 
   // As Communicator's, over the group of `axis`, recorded and timed.
   template <class Real>

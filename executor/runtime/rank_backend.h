@@ -4,7 +4,9 @@
 // One interface, two implementations: the CPU reference (cpu_backend.h: fp32, synchronous, threads) and
 // the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
 // order; an asynchronous backend enqueues the work and orders it with the program's dependencies
-// (begin_op/end_op). Leaves out tensor, context and pipeline parallelism (rejected before lowering).
+// (begin_op/end_op). Tensor and context parallelism live inside the backend's model (its tp and cp
+// groups); the interpreter checks the collectives it issued against the program. Leaves out pipeline
+// parallelism (rejected before lowering).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "executor/model/model_parallel.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/trainer.h"
@@ -19,8 +22,10 @@
 
 namespace fsdpx {
 
-// The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
-enum class DpGroup { dp_all, dp_shard, dp_replicate };
+// The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
+// data-parallel ones, those adding the cp axis, and the world. (The model's tp and cp groups are the
+// backend's own.)
+enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, world };
 
 class RankBackend {
  public:
@@ -43,7 +48,7 @@ class RankBackend {
 
   // Parameters of a unit: all-gathered from the shards over `group` (`drop_kept`: a partial copy kept
   // by reshard_after_forward = g is replaced), released with `kept_bytes` of a partial copy staying.
-  virtual void gather(int unit, DpGroup group, bool drop_kept) = 0;
+  virtual void gather(int unit, MeshGroup group, bool drop_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
 
   // Model: tokens and targets [micro_batch, seq]; segment `s` of the program (rp.program.segments) forward,
@@ -53,23 +58,27 @@ class RankBackend {
   virtual void forward(int segment) = 0;
   virtual void begin_backward(double dloss) = 0;
   virtual void backward(int segment, int unit) = 0;
-  // The mean loss of every micro-batch since the last call, in order (waits for them).
+  // The mean loss of every micro-batch since the last call, in order (waits for them); with cp > 1 the
+  // rank's share (the cp ranks' losses add up to the mean).
   virtual std::vector<double> take_losses() = 0;
+  // The tensor- and context-parallel collectives the model issued since the last call.
+  virtual std::vector<IssuedCollective> take_model_collectives() = 0;
 
   // Gradients of a unit: reduce-scatter (sum) over `group`, then optionally an all-reduce of the
   // reduced shard over the replicas (HSDP), or an all-reduce of the whole unit (DDP);
   // finish_reduction adds the reduced shard to the accumulator.
-  virtual void reduce_scatter(int unit, DpGroup group) = 0;
-  virtual void all_reduce_reduced(int unit, DpGroup group) = 0;
-  virtual void all_reduce_full(int unit, DpGroup group) = 0;
+  virtual void reduce_scatter(int unit, MeshGroup group) = 0;
+  virtual void all_reduce_reduced(int unit, MeshGroup group) = 0;
+  virtual void all_reduce_full(int unit, MeshGroup group) = 0;
   virtual void finish_reduction(int unit) = 0;
   // The first unit whose reduced gradients held a NaN or an infinity since zero_grad_shards, or -1.
   virtual int first_non_finite_unit() = 0;
 
-  // Optimizer: Σ g² of this rank's accumulator shards (in unit order), a host all-reduce (sum, rank
-  // order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
+  // Optimizer: Σ g² of this rank's accumulator shards (in unit order; elements of tensors every tp
+  // rank holds whole count on tp rank 0 only), a host all-reduce (sum, rank order) for the norm, and
+  // AdamW on the fp32 shards; then the accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
-  virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;
+  virtual void all_reduce_host(double* buf, int count, MeshGroup group) = 0;
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void zero_grad_shards() = 0;
 

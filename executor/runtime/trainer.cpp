@@ -4,6 +4,7 @@
 // a collective (executor/comm/thread_communicator.h), so no rank hangs.
 #include "executor/runtime/trainer.h"
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "executor/comm/thread_communicator.h"
 #include "executor/runtime/cpu_backend.h"
 #include "executor/runtime/rank_runtime.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -33,15 +35,36 @@ class KernelSink : public OpProfiler {
   std::map<std::string, int> calls_;
 };
 
-// The plan modules of unit u with their place in its flat buffer (what checkpoints reshard by).
+// The plan modules of unit u with their place in its flat buffer of the full model (what checkpoints
+// reshard by).
 std::vector<UnitModule> unit_modules(const RuntimeProgram& rp, std::size_t u) {
-  const FlatUnitLayout& f = rp.flats[u];
+  const FlatUnitLayout& f = rp.full_flats[u];
   std::vector<UnitModule> out;
   for (std::size_t k = 0; k < f.modules.size(); ++k) {
     const ModuleLayout& m = rp.layout.modules[std::size_t(f.modules[k])];
     out.push_back(UnitModule{m.name, f.module_offsets[k], m.numel});
   }
   return out;
+}
+
+// Element of unit u of the full model (full_flats) that each element of tp rank t's unit (flats,
+// unpadded) is.
+std::vector<std::int64_t> unit_full_elements(const RuntimeProgram& rp, std::size_t u, int t) {
+  const FlatUnitLayout& f = rp.flats[u];
+  const ParamLayout& local = rp.tp_layouts[std::size_t(t)];
+  std::vector<std::int64_t> out(std::size_t(f.numel));
+  for (std::size_t k = 0; k < f.modules.size(); ++k) {
+    const ModuleLayout& m = local.modules[std::size_t(f.modules[k])];
+    for (std::int64_t e = 0; e < m.numel; ++e)
+      out[std::size_t(f.module_offsets[k] + e)] = rp.full_flats[u].module_offsets[k] + m.full_element(e);
+  }
+  return out;
+}
+
+// The three fp32 vectors of a shard state, addressed together.
+std::array<std::vector<float>*, 3> fields(UnitShardState& s) { return {&s.params, &s.exp_avg, &s.exp_avg_sq}; }
+std::array<const std::vector<float>*, 3> fields(const UnitShardState& s) {
+  return {&s.params, &s.exp_avg, &s.exp_avg_sq};
 }
 
 }  // namespace
@@ -62,6 +85,8 @@ struct Trainer::Impl {
   // owners is only reachable when they run in this process).
   std::size_t local_index(const RankRuntime& r) const;
   RankRuntime& local_rank(int rank) const;
+  // The rank holding shard `shard` of tp rank `tp`'s slices (replica 0, cp rank 0).
+  RankRuntime& owner(int shard, int tp) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
@@ -79,6 +104,10 @@ RankRuntime& Trainer::Impl::local_rank(int rank) const {
     if (r->rank() == rank) return *r;
   throw std::runtime_error(fmt::format("rank {} runs in another process: the sharded state of a multi-process run "
                                        "is not reachable from one process (not supported yet)", rank));
+}
+
+RankRuntime& Trainer::Impl::owner(int shard, int tp) const {
+  return local_rank(mesh_rank(rp.program.mesh, MeshCoord{0, rp.shard_count > 1 ? shard : 0, 0, tp}));
 }
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
@@ -167,23 +196,45 @@ StepMetrics Trainer::step() {
   return m;
 }
 
+// The full model's units, cut into shard_count shards: every tp rank's slices put back at their
+// place (tensors every tp rank holds whole are equal on all of them).
 TrainerState Trainer::state() const {
   const Impl& im = *impl_;
+  const RuntimeProgram& rp = im.rp;
   TrainerState s;
   s.step = im.step;
   s.data = im.position;
-  s.seed = im.rp.plan.training.seed;
-  s.dp_shard = im.rp.shard_count;
-  s.dp_replicate = im.rp.plan.parallelism.data_parallel_ranks() / im.rp.shard_count;
-  for (int r = 0; r < im.rp.shard_count; ++r) {  // the shard owners of replica 0: global ranks 0..S-1
-    RankState rs;
-    rs.rank = r;
-    const RankBackend& owner = im.local_rank(r).backend();
-    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) {
-      rs.units.push_back(owner.unit_state(int(u)));
-      rs.units.back().modules = unit_modules(im.rp, u);
+  s.seed = rp.plan.training.seed;
+  s.dp_shard = rp.shard_count;
+  s.dp_replicate = rp.plan.parallelism.data_parallel_ranks() / rp.shard_count;
+  s.ranks.resize(std::size_t(rp.shard_count));
+  for (int r = 0; r < rp.shard_count; ++r) s.ranks[std::size_t(r)].rank = r;
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    const FlatUnitLayout& full = rp.full_flats[u];
+    UnitShardState whole;
+    for (auto* v : fields(whole)) v->assign(std::size_t(full.padded_numel), 0.0f);
+    for (int t = 0; t < rp.plan.parallelism.tp; ++t) {
+      const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+      for (int r = 0; r < rp.shard_count; ++r) {
+        UnitShardState local = im.owner(r, t).backend().unit_state(int(u));
+        const auto from = fields(local), to = fields(whole);
+        for (std::size_t i = 0; i < local.params.size(); ++i) {
+          const std::int64_t e = local.shard_offset + std::int64_t(i);
+          if (e >= rp.flats[u].numel) break;  // padding
+          for (std::size_t f = 0; f < 3; ++f) (*to[f])[std::size_t(to_full[std::size_t(e)])] = (*from[f])[i];
+        }
+      }
     }
-    s.ranks.push_back(std::move(rs));
+    for (int r = 0; r < rp.shard_count; ++r) {
+      UnitShardState shard;
+      shard.unit_numel = full.numel;
+      shard.shard_offset = std::int64_t(r) * full.shard_numel;
+      shard.modules = unit_modules(rp, u);
+      const auto from = fields(whole), to = fields(shard);
+      for (std::size_t f = 0; f < 3; ++f)
+        to[f]->assign(from[f]->begin() + shard.shard_offset, from[f]->begin() + shard.shard_offset + full.shard_numel);
+      s.ranks[std::size_t(r)].units.push_back(std::move(shard));
+    }
   }
   return s;
 }
@@ -196,29 +247,44 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
     bad("/dp_shard", fmt::format("{} shards expected (got {} with {} ranks); reshard the state first", rp.shard_count,
                                  s.dp_shard, s.ranks.size()));
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-    if (s.ranks[r].units.size() != rp.flats.size())
-      bad(fmt::format("/ranks/{}/units", r), fmt::format("{} units expected", rp.flats.size()));
-    for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    if (s.ranks[r].units.size() != rp.full_flats.size())
+      bad(fmt::format("/ranks/{}/units", r), fmt::format("{} units expected", rp.full_flats.size()));
+    for (std::size_t u = 0; u < rp.full_flats.size(); ++u) {
       const UnitShardState& us = s.ranks[r].units[u];
-      const auto n = std::size_t(rp.flats[u].shard_numel);
-      if (us.unit_numel != rp.flats[u].numel || us.params.size() != n || us.exp_avg.size() != n ||
-          us.exp_avg_sq.size() != n || us.shard_offset != std::int64_t(r) * rp.flats[u].shard_numel)
+      const FlatUnitLayout& f = rp.full_flats[u];
+      const auto n = std::size_t(f.shard_numel);
+      if (us.unit_numel != f.numel || us.params.size() != n || us.exp_avg.size() != n ||
+          us.exp_avg_sq.size() != n || us.shard_offset != std::int64_t(r) * f.shard_numel)
         bad(fmt::format("/ranks/{}/units/{}", r, u),
             fmt::format("a shard of {} elements at offset {} of a {}-element unit expected", n,
-                        std::int64_t(r) * rp.flats[u].shard_numel, rp.flats[u].numel));
+                        std::int64_t(r) * f.shard_numel, f.numel));
       if (!us.modules.empty() && us.modules != unit_modules(rp, u))
         bad(fmt::format("/ranks/{}/units/{}/modules", r, u), "another unit grouping; reshard the state first");
     }
   }
 }
 
+// Every rank takes its slices of its shard from the full model's shards.
 void Trainer::load_state(const TrainerState& s) {
   Impl& im = *impl_;
+  const RuntimeProgram& rp = im.rp;
   im.check_state(s);
   for (auto& rank : im.ranks) {
-    const int owner = im.rp.shard_count > 1 ? rank->shard_index() : 0;
-    for (std::size_t u = 0; u < im.rp.flats.size(); ++u)
-      rank->backend().load_unit_state(int(u), s.ranks[std::size_t(owner)].units[u]);
+    const int t = rank->model_parallel().tp_rank;
+    for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+      const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+      const std::int64_t full_shard = rp.full_flats[u].shard_numel;
+      UnitShardState local = rank->backend().unit_state(int(u));
+      const auto to = fields(local);
+      for (std::size_t i = 0; i < local.params.size(); ++i) {
+        const std::int64_t e = local.shard_offset + std::int64_t(i);
+        const bool padding = e >= rp.flats[u].numel;
+        const std::int64_t fe = padding ? 0 : to_full[std::size_t(e)];
+        const auto src = fields(s.ranks[std::size_t(fe / full_shard)].units[u]);
+        for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = padding ? 0.0f : (*src[f])[std::size_t(fe % full_shard)];
+      }
+      rank->backend().load_unit_state(int(u), local);
+    }
     rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;
@@ -260,14 +326,12 @@ OpProfile Trainer::profile() const {
 
 std::vector<float> Trainer::gather_full_params() const {
   const RuntimeProgram& rp = impl_->rp;
+  const TrainerState s = state();
   std::vector<float> full(std::size_t(rp.layout.total), 0.0f);
-  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-    const FlatUnitLayout& f = rp.flats[u];
-    std::vector<float> unit(std::size_t(f.padded_numel));
-    for (int r = 0; r < rp.shard_count; ++r) {
-      const std::vector<float> shard = impl_->local_rank(r).backend().unit_state(int(u)).params;
-      std::copy(shard.begin(), shard.end(), unit.begin() + std::int64_t(r) * f.shard_numel);
-    }
+  for (std::size_t u = 0; u < rp.full_flats.size(); ++u) {
+    const FlatUnitLayout& f = rp.full_flats[u];
+    std::vector<float> unit;
+    for (const RankState& r : s.ranks) unit.insert(unit.end(), r.units[u].params.begin(), r.units[u].params.end());
     for (std::size_t k = 0; k < f.modules.size(); ++k) {
       const ModuleLayout& m = rp.layout.modules[std::size_t(f.modules[k])];
       std::copy_n(unit.begin() + f.module_offsets[k], m.numel, full.begin() + m.offset);
