@@ -57,6 +57,10 @@ Stage1 enumerate_shapes(const PlanRequest& r, SearchCounts& counts) {
     for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks())) {
       for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
                                RecomputeMode::full}) {
+        // The CPU model does not re-run op-level SAC's tensor-parallel collectives (executor/runtime).
+        if (r.cluster.host_threads && par.tp > 1 && rc == RecomputeMode::selective_op) continue;
+        // Sequence parallelism on the CPU splits a micro-batch's tokens evenly across the tp ranks.
+        if (r.cluster.host_threads && par.sequence_parallel && (mb * r.seq / par.cp) % par.tp != 0) continue;
         ++counts.considered;
         Plan p = shape_plan(r, par, mb, rc);
         const MemoryBound b = memory_lower_bound(p);

@@ -24,6 +24,8 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
     // Megatron TP splits query and key/value heads across ranks (plan-format.md: tp divides heads).
     if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0) continue;
     if (tp > 1 && !r.space.allow_tp) continue;
+    // The CPU runtime splits the FFN and the vocabulary evenly (no padding: executor/runtime).
+    if (r.cluster.host_threads && (r.model.ffn_hidden % tp != 0 || r.model.vocab % tp != 0)) continue;
     for (int cp : divisors(world / tp)) {
       // Load-balanced causal CP cuts the sequence into 2·cp chunks (plan-format.md).
       if (cp > 1 && (!r.space.allow_cp || r.seq % (2 * cp) != 0)) continue;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/errors.h"
 
 namespace fsdpx {
@@ -74,6 +76,11 @@ void add_block_regions(std::vector<SerialCollective>& out, const Sizes& s, int t
 }
 
 }  // namespace
+
+std::string serial_collective_name(GroupKind axis, Collective kind, double bytes) {
+  FSDP_CHECK(axis == GroupKind::tp || axis == GroupKind::cp, "serial collectives run in the tp or cp group");
+  return fmt::format("{}.{}.{}B", axis == GroupKind::tp ? "tp" : "cp", collective_name(kind), std::int64_t(bytes));
+}
 
 ModuleKind module_kind(const Plan& plan, int i) {
   const int layers = int(plan.model.layers);

@@ -7,6 +7,7 @@
 // them with compute (they are serial: Op::serial_comm_time_s).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/plan.h"
@@ -22,6 +23,9 @@ ModuleKind module_kind(const Plan& plan, int module);
 struct StepGroups {
   int dp_shard = -1, dp_replicate = -1, dp_all = -1, tp = -1, cp = -1;
 };
+
+// The name profiles give a serial collective of the tp or cp group (`axis`): "tp.all_gather.16384B".
+std::string serial_collective_name(GroupKind axis, Collective kind, double bytes);
 
 // Appends the collectives of one forward pass of `module` (a block re-running its forward under full
 // recompute calls this again).

@@ -1,5 +1,6 @@
 // tools/cluster_size.h — applies --nodes / --world-size to a loaded cluster. A world size below one
-// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster).
+// node's GPU count uses part of one node; on a host cluster (`cpu`: ranks are threads or processes of
+// one machine) the world size is the rank count of its one node, whatever its default.
 #pragma once
 
 #include <optional>
@@ -16,7 +17,7 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
   if (!nodes && !world_size) throw ConfigError("command line: --nodes or --world-size is required");
   if (world_size) {
     if (*world_size < 1) throw ConfigError(fmt::format("command line: --world-size: expected a positive integer, got {}", *world_size));
-    if (*world_size <= c.gpus_per_node) {
+    if (*world_size <= c.gpus_per_node || c.host_threads) {
       c.gpus_per_node = *world_size;
       c.nodes = 1;
     } else if (*world_size % c.gpus_per_node != 0) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "program/parallel_comms.h"
 
 namespace fsdpx {
 
@@ -27,7 +28,7 @@ std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_ran
 const char* model_axis_name(ModelAxis a) { return a == ModelAxis::tp ? "tp" : "cp"; }
 
 std::string collective_profile_name(ModelAxis axis, Collective kind, double bytes) {
-  return fmt::format("{}.{}.{}B", model_axis_name(axis), collective_name(kind), std::int64_t(bytes));
+  return serial_collective_name(axis == ModelAxis::tp ? GroupKind::tp : GroupKind::cp, kind, bytes);
 }
 
 Communicator& ModelComm::group(ModelAxis axis) const {

@@ -44,7 +44,8 @@ struct IssuedCollective {
   double bytes = 0;
 };
 
-// The name a profile gives a collective of this group, kind and size, e.g. "tp.all_gather.16384B".
+// The name a profile gives a collective of this group, kind and size, e.g. "tp.all_gather.16384B"
+// (program/parallel_comms.h serial_collective_name: the simulator's calibration matches it).
 std::string collective_profile_name(ModelAxis axis, Collective kind, double bytes);
 
 // The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:

@@ -24,15 +24,20 @@ namespace {
 
 thread_local int t_current_rank = -1;
 
-// Sums the model's per-kernel times on rank 0 under the cost model's kernel names.
+// Sums the model's per-kernel times on rank 0 under the cost model's kernel names, and its TP/CP
+// collectives under their names.
 class KernelSink : public OpProfiler {
  public:
   void record(std::string_view op, int, double time_s) override {
     time_s_[std::string(op)] += time_s;
     ++calls_[std::string(op)];
   }
-  std::map<std::string, double> time_s_;
-  std::map<std::string, int> calls_;
+  void record_collective(std::string_view name, double time_s) override {
+    collective_time_s_[std::string(name)] += time_s;
+    ++collective_calls_[std::string(name)];
+  }
+  std::map<std::string, double> time_s_, collective_time_s_;
+  std::map<std::string, int> calls_, collective_calls_;
 };
 
 // The plan modules of unit u with their place in its flat buffer of the full model (what checkpoints
@@ -320,6 +325,8 @@ OpProfile Trainer::profile() const {
   p.op_time_s = impl_->ranks[0]->op_time_s();
   p.kernel_time_s = impl_->kernels.time_s_;
   p.kernel_calls = impl_->kernels.calls_;
+  p.collective_time_s = impl_->kernels.collective_time_s_;
+  p.collective_calls = impl_->kernels.collective_calls_;
   p.steps = impl_->profiled_steps;
   return p;
 }
