@@ -45,53 +45,10 @@ std::vector<ShapeBound> bound_shapes(const PlanRequest& r, const Space& s, Searc
   return out;
 }
 
-<<<<<<< HEAD
-struct Stage1 {
-  std::vector<Survivor> survivors;
-  Plan least_plan;
-  MemoryBound least_bound;
-  double least_bound_bytes = std::numeric_limits<double>::infinity();
-};
-
-Stage1 enumerate_shapes(const PlanRequest& r, SearchCounts& counts) {
-  Stage1 st;
-  for (const Parallelism& par : parallel_shapes(r)) {
-    for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks())) {
-      for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
-                               RecomputeMode::full}) {
-        // The CPU model does not re-run op-level SAC's tensor-parallel collectives (executor/runtime).
-        if (r.cluster.host_threads && par.tp > 1 && rc == RecomputeMode::selective_op) continue;
-        // Sequence parallelism on the CPU splits a micro-batch's tokens evenly across the tp ranks.
-        if (r.cluster.host_threads && par.sequence_parallel && (mb * r.seq / par.cp) % par.tp != 0) continue;
-        ++counts.considered;
-        Plan p = shape_plan(r, par, mb, rc);
-        const MemoryBound b = memory_lower_bound(p);
-        if (b.total() < st.least_bound_bytes) {
-          st.least_bound_bytes = b.total();
-          st.least_bound = b;
-          st.least_plan = p;
-        }
-        if (b.total() > *r.memory_limit_bytes) {
-          ++counts.pruned_memory;
-          continue;
-        }
-        const double tps = throughput_bound(p);
-        std::string key = plan_key(p);
-        st.survivors.push_back(Survivor{std::move(p), b.total(), tps, std::move(key)});
-      }
-    }
-  }
-  std::sort(st.survivors.begin(), st.survivors.end(), [&](const Survivor& a, const Survivor& b) {
-    if (r.objective == Objective::throughput && a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
-    if (a.bound_bytes != b.bound_bytes) return a.bound_bytes < b.bound_bytes;
-    if (a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
-    return a.key < b.key;
-=======
 void order_shapes(std::vector<ShapeBound>& shapes, Objective objective) {
   std::stable_sort(shapes.begin(), shapes.end(), [objective](const ShapeBound& a, const ShapeBound& b) {
     if (objective == Objective::throughput && a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
     return a.least_memory_bound_bytes < b.least_memory_bound_bytes;
->>>>>>> main
   });
 }
 

@@ -29,6 +29,8 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
     for (int cp : divisors(world / tp)) {
       // Load-balanced causal CP cuts the sequence into 2·cp chunks (plan-format.md).
       if (cp > 1 && (!r.space.allow_cp || r.seq % (2 * cp) != 0)) continue;
+      // Sequence parallelism on the CPU splits each sequence's tokens evenly (as Megatron-LM requires).
+      if (r.cluster.host_threads && tp > 1 && (r.seq / cp) % tp != 0) continue;
       const int dp = world / (tp * cp);
       for (int rep : divisors(dp)) {
         if (rep > 1 && !r.space.allow_hsdp) continue;

@@ -11,6 +11,7 @@
 #include "executor/cpu/activation.h"
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/norm.h"
+#include "executor/model/context_parallel.h"
 #include "executor/model/qkv_groups.h"
 #include "executor/model/tp_region.h"
 
@@ -56,6 +57,7 @@ BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t s
   BlockDims d;
   d.b = batch;
   d.t = seq / par.cp;
+  d.t_kv = seq;
   d.n = batch * d.t;
   FSDP_CHECK(!par.sp() || d.n % par.tp == 0, "make_block_dims: sequence parallelism needs tp | tokens");
   d.n_local = par.sp() ? d.n / par.tp : d.n;
@@ -88,7 +90,8 @@ void BlockActs<Real>::allocate(const BlockDims& d) {
   const std::size_t mean_n = d.layernorm ? nl : 0;  // RMSNorm has no mean
   ln1.assign(n * d.c, 0), ln1_mean.assign(mean_n, 0), ln1_rstd.assign(nl, 0);
   qkv.assign(n * d.qkv, 0);
-  att.assign(static_cast<std::size_t>(cpu::attention_saved_elems(d.attn)), 0);
+  const std::int64_t saved = d.context_parallel() ? d.b * d.attn.nh * d.t * d.t_kv : cpu::attention_saved_elems(d.attn);
+  att.assign(static_cast<std::size_t>(saved), 0);
   atty.assign(n * d.q, 0);
   x_mid.assign(nl * d.c, 0);
   ln2.assign(n * d.c, 0), ln2_mean.assign(mean_n, 0), ln2_rstd.assign(nl, 0);
@@ -103,6 +106,10 @@ void BlockScratch<Real>::allocate(const BlockDims& d, const ModelParallel& par) 
   dfc.assign(n * d.fu, 0), dfc_act.assign(n * d.f, 0);
   if (par.sp()) wide.assign(n * d.c, 0);
   if (d.grouped_qkv()) qkv_part.assign(n * d.qkv_rows, 0), qkv_all.assign(n * d.qkv_rows * par.tp, 0);
+  if (!d.context_parallel()) return;
+  const auto kvw = static_cast<std::size_t>(d.kv_width()), full = static_cast<std::size_t>(d.b * d.t_kv) * kvw;
+  kv_local.assign(n * kvw, 0), kv_gathered.assign(n * kvw * static_cast<std::size_t>(par.cp), 0);
+  kv_full.assign(full, 0), dkv_full.assign(full, 0);
 }
 
 template <class Real>
@@ -151,6 +158,39 @@ void exit_and_add(const BlockContext<Real>& ctx, Real* partial, Real* out, const
   cpu::residual_forward(res_out, res_in, out, d.n_local * d.c);
 }
 
+// The attention core: local, or with cp > 1 against the whole sequences' K and V (context_parallel.h).
+template <class Real>
+void attention_forward(const BlockContext<Real>& ctx, BlockActs<Real>& a) {
+  const BlockDims& d = ctx.dims;
+  if (!d.context_parallel()) {
+    ScopedOp op(ctx.profiler, "attn_core", ctx.module);
+    cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), d.attn);
+    return;
+  }
+  gather_context_kv(ctx, a.qkv.data(), *ctx.scratch);
+  ScopedOp op(ctx.profiler, "attn_core", ctx.module);
+  cpu::context_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), ctx.scratch->kv_full.data(),
+                                 context_shape(ctx));
+}
+
+template <class Real>
+void attention_backward(const BlockContext<Real>& ctx, const BlockActs<Real>& a, BlockScratch<Real>& s) {
+  const BlockDims& d = ctx.dims;
+  if (!d.context_parallel()) {
+    ScopedOp op(ctx.profiler, "attn_core_bwd", ctx.module);
+    cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn);
+    return;
+  }
+  gather_context_kv(ctx, a.qkv.data(), s);  // K and V again rather than kept from the forward
+  {
+    ScopedOp op(ctx.profiler, "attn_core_bwd", ctx.module);
+    zero(s.dkv_full);
+    cpu::context_attention_backward(s.dqkv.data(), s.dkv_full.data(), s.datty.data(), a.qkv.data(), s.kv_full.data(),
+                                    a.att.data(), context_shape(ctx));
+  }
+  scatter_context_kv_grads(ctx, s, s.dqkv.data());
+}
+
 }  // namespace
 
 template <class Real>
@@ -172,8 +212,7 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
     ScopedOp op(prof, "rope", m);
     cpu::rope_forward(a.qkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
   }
-  { ScopedOp op(prof, "attn_core", m);
-    cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), d.attn); }
+  attention_forward(ctx, a);
   { ScopedOp op(prof, "attn_out", m);
     cpu::matmul_forward(wide, a.atty.data(), p.attn_out_w, split ? nullptr : p.attn_out_b, d.n, d.q, d.c); }
   exit_and_add(ctx, wide, x_out, p.attn_out_b, x_in, a.x_mid.data(), "attn_residual");
@@ -256,8 +295,7 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
   { ScopedOp op(prof, "attn_out_dw", m);
     cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
     if (split) bias_backward(g.attn_out_b, dres, d.n_local, d.c); }
-  { ScopedOp op(prof, "attn_core_bwd", m);
-    cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn); }
+  attention_backward(ctx, a, s);
   if (ctx.rope) {
     ScopedOp op(prof, "rope_bwd", m);
     cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);

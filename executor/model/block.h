@@ -25,6 +25,7 @@ namespace fsdpx {
 // rank's context-parallel part). Widths are the rank's tensor-parallel slices.
 struct BlockDims {
   std::int64_t b = 0, t = 0, n = 0;  // n = B·T tokens inside the tensor-parallel regions
+  std::int64_t t_kv = 0;             // keys per sequence the attention sees: seq (T·cp)
   std::int64_t n_local = 0;          // tokens outside them: n / tp with sequence parallelism, else n
   std::int64_t c = 0;                // hidden
   std::int64_t q = 0, qkv = 0;       // local q_dim; local attention input (Q + 2·KV of the rank's heads)
@@ -33,6 +34,8 @@ struct BlockDims {
   bool layernorm = false;            // gpt: norms save mean and rstd; llama's RMSNorm saves rstd only
   cpu::AttnShape attn;               // the rank's query and KV heads
   bool grouped_qkv() const { return qkv_rows != qkv; }  // Megatron's kv_heads < tp path
+  bool context_parallel() const { return t_kv != t; }
+  std::int64_t kv_width() const { return 2 * attn.nkv * attn.hd; }  // K and V columns of qkv
 };
 BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par = {});
 
@@ -59,7 +62,7 @@ template <class Real>
 struct BlockActs {
   std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N_local] (LayerNorm only, else empty), [N_local]
   std::vector<Real> qkv;                      // [N, QKV] after RoPE
-  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities
+  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities ([B, NH, T, T_kv] with cp)
   std::vector<Real> atty;                     // [N, Q] attention output before attn_out
   std::vector<Real> x_mid;                    // [N_local, C] residual stream after attention
   std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N_local] (LayerNorm only), [N_local]
@@ -71,11 +74,13 @@ struct BlockActs {
 // Gradient scratch shared by all blocks (overwritten per block). With sequence parallelism `wide`
 // [N, C] holds a row-parallel GEMM's partial output (forward) and the gathered output gradient
 // (backward); with kv_heads < tp `qkv_part` [N, QKV_rows] and `qkv_all` [tp, N, QKV_rows] hold the
-// rank's qkv GEMM output and the gathered one.
+// rank's qkv GEMM output and the gathered one; with cp > 1 the K and V of whole sequences pass through
+// kv_local [N, KVW], kv_gathered [cp, N, KVW] and kv_full, dkv_full [B, T_kv, KVW] (KVW = 2·KV_local).
 template <class Real>
 struct BlockScratch {
   std::vector<Real> dln, datty, dqkv, dfc, dfc_act;  // [N, C], [N, Q], [N, QKV], [N, FU], [N, F]
   std::vector<Real> wide, qkv_part, qkv_all;         // empty unless needed
+  std::vector<Real> kv_local, kv_gathered, kv_full, dkv_full;
   void allocate(const BlockDims& d, const ModelParallel& par = {});
 };
 
@@ -90,6 +95,7 @@ struct BlockContext {
   ModelComm* comm = nullptr;  // null when tp = cp = 1
   BlockScratch<Real>* scratch = nullptr;  // forward uses `wide` and the qkv buffers
   const std::vector<std::int64_t>* group_columns = nullptr;  // kv_heads < tp: query_group_columns
+  const std::vector<std::int64_t>* cp_positions = nullptr;   // cp > 1: [cp, T] every cp rank's positions
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

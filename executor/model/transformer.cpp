@@ -33,6 +33,10 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   v_local_ = spec.vocab / par_.tp;
   v_first_ = par_.tp_rank * v_local_;
   positions_ = context_positions(seq, par_.cp, par_.cp_rank);
+  for (int r = 0; r < par_.cp && par_.cp > 1; ++r) {
+    const std::vector<std::int64_t> p = context_positions(seq, par_.cp, r);
+    cp_positions_.insert(cp_positions_.end(), p.begin(), p.end());
+  }
   const std::int64_t shard_first = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
   for (std::int64_t i = 0; i < dims_.n_local; ++i)
     shard_positions_.push_back(positions_[std::size_t((shard_first + i) % dims_.t)]);
@@ -66,7 +70,7 @@ template <class Real>
 BlockContext<Real> Transformer<Real>::block_context(int module) {
   return BlockContext<Real>{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
                             opts_.profiler, module, par_,
-                            opts_.comm, &scratch_, &group_columns_};
+                            opts_.comm, &scratch_, &group_columns_, &cp_positions_};
 }
 
 template <class Real>

@@ -90,6 +90,7 @@ class Transformer {
   std::int64_t seq_ = 0;                           // whole sequence (dims_.t = seq / cp)
   std::int64_t v_local_ = 0, v_first_ = 0;         // the rank's vocabulary slice
   std::vector<std::int64_t> positions_;            // [T] global positions of the rank's tokens
+  std::vector<std::int64_t> cp_positions_;         // [cp, T] every cp rank's (cp > 1)
   std::vector<std::int64_t> shard_positions_;      // [N_local] of its token shard (gpt positions)
   std::vector<std::int64_t> group_columns_;        // kv_heads < tp: query_group_columns
   cpu::RopeTable<Real> rope_;                      // rows = positions_

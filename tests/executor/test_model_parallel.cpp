@@ -4,7 +4,8 @@
 // rank's gradient element must equal the single-rank model's (itself checked against finite
 // differences in test_model_grad.cpp) within 1e-10 relative: llama with GQA (tp 2, and tp 4 with
 // fewer KV heads than ranks), gpt with biases and a tied head, sequence parallelism on and off, full
-// recompute; and the init of a slice equals the same elements of the full init.
+// recompute; context parallelism 2 and 4, alone and with tensor parallelism; and the init of a slice
+// equals the same elements of the full init.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -114,6 +115,16 @@ TEST_CASE("tensor parallelism: llama (GQA) and gpt gradients equal the single-ra
   check_case(Case{even_vocab(test::tiny_llama()), 4, 1, true});   // kv_heads 2 < tp 4 (Megatron's grouped path)
   check_case(Case{even_vocab(test::tiny_llama()), 4, 1, false});
   check_case(Case{even_vocab(test::tiny_gpt()), 2, 1, true, RecomputeMode::full});
+}
+
+TEST_CASE("context parallelism (and with tensor parallelism): gradients equal the single-rank model's") {
+  for (const ModelSpec& spec : {even_vocab(test::tiny_llama()), even_vocab(test::tiny_gpt())}) {
+    check_case(Case{spec, 1, 2, true});
+    check_case(Case{spec, 2, 2, true});
+    check_case(Case{spec, 2, 2, false});
+  }
+  check_case(Case{even_vocab(test::tiny_llama()), 1, 4, true, RecomputeMode::full});  // 8 chunks of 1 token
+  check_case(Case{even_vocab(test::tiny_llama()), 4, 2, true});  // kv_heads < tp with cp
 }
 
 TEST_CASE("tensor-parallel init: each slice is the full init's elements") {
