@@ -1,7 +1,7 @@
 // tests/executor/test_model_parallel.cpp — gradient checks in double of the tensor-, sequence- and
 // context-parallel model: ranks are threads; each holds its slices of one perturbed full parameter set
-// (param_layout.h's full_element), and the loss (summed over the context-parallel ranks) and every
-// rank's gradient element must equal the single-rank model's (itself checked against finite
+// (param_layout.h's full_element), and the loss and every rank's gradient element (both summed over
+// the context-parallel ranks) must equal the single-rank model's (itself checked against finite
 // differences in test_model_grad.cpp) within 1e-10 relative: llama with GQA (tp 2, and tp 4 with
 // fewer KV heads than ranks), gpt with biases and a tied head, sequence parallelism on and off, full
 // recompute; context parallelism 2 and 4, alone and with tensor parallelism; and the init of a slice
@@ -75,6 +75,7 @@ void run_rank(const Case& c, const test::TokenBatch& batch, const Reference& ref
           ref.params[std::size_t(full.modules[m].offset + local.modules[m].full_element(e))];
   const double loss = model.forward(p.data(), batch.tokens.data(), batch.targets.data());
   model.backward(p.data(), g.data());
+  if (c.cp > 1) cp->all_reduce(g.data(), std::int64_t(g.size()));  // the cp ranks' tokens add up (the runtime's replicate_cp)
   double diff = 0;
   for (std::size_t m = 0; m < local.modules.size(); ++m)
     for (std::int64_t e = 0; e < local.modules[m].numel; ++e) {
