@@ -76,6 +76,14 @@ double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s)
 double logits_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
 
+// What a weight-gradient pass needs when it runs apart from the input-gradient pass (ZB's W, Qi et al.
+// 2023 §2, Table 1: a block's M_W = 32·sbh for GPT): the inputs of the module's matmuls and the
+// gradients at their outputs, kept from B to W. Embedding: token ids and the output gradient; head: its
+// input and the logits gradient in the activation dtype.
+double block_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
+double embedding_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
+double head_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
+
 // Fixed overheads (cost-model-facts.md §1.4 and §3.4).
 struct OverheadBytes {
   double cuda_context = 0;

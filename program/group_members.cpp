@@ -1,7 +1,7 @@
 // program/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
 // varies some coordinates of a rank and keeps the others (torchtitan's DeviceMesh sub-meshes; FSDP2's
 // int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates). Leaves out custom
-// rank orders.
+// rank orders and the pipeline groups, whose members are the same mesh point of several roles.
 #include "program/group_members.h"
 
 #include <algorithm>
@@ -57,7 +57,7 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.shard = {0, mesh.dp_shard};
       b.cp = {0, mesh.cp};
       break;
-    case GroupKind::world: b = GroupBox{{0, mesh.dp_replicate}, {0, mesh.dp_shard}, {0, mesh.cp}, {0, mesh.tp}}; break;
+    case GroupKind::mesh_all: b = GroupBox{{0, mesh.dp_replicate}, {0, mesh.dp_shard}, {0, mesh.cp}, {0, mesh.tp}}; break;
     case GroupKind::reshard: {
       const int g = group.reshard_ranks;
       FSDP_CHECK(g >= 1 && mesh.dp_shard % g == 0, "reshard group size must divide dp_shard");
@@ -65,6 +65,9 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.shard = {first, first + g};
       break;
     }
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: FSDP_CHECK(false, "pipeline groups span roles: their ops meet by rendezvous");
   }
   return b;
 }
@@ -91,7 +94,10 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::reshard: return group.reshard_ranks;
     case GroupKind::replicate_cp: return mesh.dp_replicate * mesh.cp;
     case GroupKind::dp_cp: return mesh.dp_replicate * mesh.dp_shard * mesh.cp;
-    case GroupKind::world: return mesh.size();
+    case GroupKind::mesh_all: return mesh.size();
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: return group.shape.ranks;  // one rank per member role
   }
   FSDP_CHECK(false, "unknown GroupKind");
   return 0;

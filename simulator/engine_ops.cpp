@@ -62,6 +62,7 @@ void Engine::complete_op(int i, int stream) {
   s.phase = Phase::idle;
   s.op = -1;
   --in.active;
+  if (od.async) --in.active_async;
   ++in.done;
   result_.step_time_ns = std::max(result_.step_time_ns, now_);
   remove_running(i * kStreamCount + stream);

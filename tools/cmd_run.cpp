@@ -1,8 +1,8 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
-// [--single-process|--processes] [--format text|json]`: trains a plan with the executor runtime: the CPU
-// reference backend (tools/run_cpu_processes.h: ranks are threads of this process, or one process per
+// [--single-process|--processes] [--threads N] [--format text|json]`: trains a plan with the executor
+// runtime: the CPU reference backend (tools/run_cpu_processes.h: ranks are threads of this process, or one process per
 // rank with --processes or under a launcher) or the CUDA backend (tools/run_cuda.h: threads
 // on one GPU, or one process per GPU launched here or by torchrun/srun/mpirun). --steps is the step to
 // stop at (default: the plan's optimizer.total_steps), so a resumed run with the same --steps ends where
@@ -24,6 +24,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/cpu/simd_level.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/runtime_program.h"
 #include "tools/cli_options.h"
@@ -59,6 +60,7 @@ struct RunOptions {
   std::string init_weights, save_init_weights, save_weights, dump_batches;  // safetensors files
   bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
   bool processes = false;       // --backend cpu: one process per rank on this node
+  int threads = 0;              // --backend cpu: kernel threads per rank; 0: the thread budget decides
   OutputFormat format = OutputFormat::text;
 };
 
@@ -67,6 +69,7 @@ struct BackendSetup {
   RankBackendFactory backends;  // empty: the CPU reference backend
   bool prints = true;           // this process reports (rank 0 of a multi-process job, or every rank's process)
   bool whole_state = true;      // every shard owner runs in this process (checkpoints, weights, params hash)
+  int processes_on_host = 1;    // --backend cpu: processes sharing this host's cores (the thread budget)
   std::string description = "cpu";  // RunRecord::backend
 };
 
@@ -78,6 +81,7 @@ BackendSetup backend_setup(const RunOptions& o, const Plan& plan, const std::str
     b.backends = std::move(s.backends);
     b.prints = s.prints;
     b.whole_state = s.whole_state;
+    b.processes_on_host = s.processes_on_host;
     if (b.prints && !s.description.empty()) std::fprintf(stderr, "fsdpx: cpu: %s\n", s.description.c_str());
     return b;
   }
@@ -221,7 +225,15 @@ void run_run(RunOptions o) {
   TrainerOptions to;
   to.profile = !o.profile.empty();
   to.cuda = o.backend == Backend::cuda;
+  to.threads = o.threads;
+  to.processes_on_host = b.processes_on_host;
   const std::unique_ptr<Trainer> trainer = make_trainer(plan, plan_file, data, to, b.backends);
+  if (b.prints && !to.cuda) {
+    const cpu::ThreadBudget& t = trainer->thread_budget();
+    std::fprintf(stderr, "fsdpx: cpu: %s; kernels built for SIMD %s\n", t.describe().c_str(),
+                 cpu::kernel_simd_level().c_str());
+    if (t.oversubscribed()) std::fprintf(stderr, "fsdpx: warning: more kernel threads than cores (%s)\n", t.source.c_str());
+  }
   RunRecord r;
   r.backend = b.description;
   r.data = data->describe();
@@ -263,6 +275,10 @@ void setup_run(CLI::App& app) {
   sub->add_flag("--single-process", o->single_process,
                  "--backend cuda: run every rank as a thread on GPU 0 (in-process communicator) instead of one "
                  "process per GPU");
+  sub->add_option("--threads", o->threads,
+                  "--backend cpu: kernel threads per rank (default: OMP_NUM_THREADS, else the cores this process may "
+                  "use shared by its ranks and the processes on this host)")
+      ->check(CLI::Range(1, 4096));
   sub->add_flag("--processes", o->processes,
                  "--backend cpu: run one process per rank on this node (TCP communicator) instead of threads");
   sub->callback([o] { run_run(*o); });

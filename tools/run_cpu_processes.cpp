@@ -36,6 +36,7 @@ CpuRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, cons
   };
   s.prints = rank == 0;
   s.whole_state = false;
+  s.processes_on_host = env.local_world_size;
   s.description = describe(env) + "; TCP communicator";
   return s;
 }

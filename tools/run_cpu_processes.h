@@ -20,6 +20,7 @@ struct CpuRunSetup {
   std::optional<int> launcher_exit;  // set: this process launched the ranks; exit with this status
   bool prints = true;                // false on ranks other than 0 of a multi-process job
   bool whole_state = true;           // false: one process per rank
+  int processes_on_host = 1;         // launched: the launcher's local world size (the thread budget's)
   std::string description;           // one line: where the ranks run (empty for threads)
 };
 

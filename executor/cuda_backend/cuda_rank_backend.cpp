@@ -76,7 +76,7 @@ DeviceCommunicator& CudaRankBackend::comm(MeshGroup group) {
     case MeshGroup::dp_shard: return *shard_comm_;
     case MeshGroup::dp_replicate: return *replica_comm_;
     case MeshGroup::dp_all:
-    case MeshGroup::world: break;  // tp = cp = 1 on CUDA (runtime_program.h): the data-parallel ranks are the world
+    case MeshGroup::mesh_all: break;  // tp = cp = 1 on CUDA (runtime_program.h): the data-parallel ranks are the world
     case MeshGroup::replicate_cp:
     case MeshGroup::dp_cp: FSDP_CHECK(false, "CudaRankBackend: context-parallel groups on a backend without cp");
   }

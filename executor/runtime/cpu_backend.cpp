@@ -98,7 +98,7 @@ Communicator& CpuRankBackend::comm(MeshGroup group) {
     case MeshGroup::dp_all: return par_.any() ? *dp_all_comm_ : *world_;
     case MeshGroup::replicate_cp: return *replica_cp_comm_;
     case MeshGroup::dp_cp: return *dp_cp_comm_;
-    case MeshGroup::world: break;
+    case MeshGroup::mesh_all: break;
   }
   return *world_;
 }

@@ -25,7 +25,7 @@ namespace fsdpx {
 // The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
 // data-parallel ones, those adding the cp axis, and the world. (The model's tp and cp groups are the
 // backend's own.)
-enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, world };
+enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all };
 
 class RankBackend {
  public:

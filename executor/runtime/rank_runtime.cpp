@@ -41,11 +41,14 @@ MeshGroup RankRuntime::group_of(int group) const {
     case GroupKind::dp_all: return MeshGroup::dp_all;
     case GroupKind::replicate_cp: return MeshGroup::replicate_cp;
     case GroupKind::dp_cp: return MeshGroup::dp_cp;
-    case GroupKind::world: return MeshGroup::world;
+    case GroupKind::mesh_all: return MeshGroup::mesh_all;
     case GroupKind::tp:
-    case GroupKind::cp: break;
+    case GroupKind::cp:
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: break;
   }
-  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's");
+  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp is rejected before lowering");
   return MeshGroup::dp_all;
 }
 
@@ -91,6 +94,10 @@ void RankRuntime::run_op(const Op& op) {
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
+    case OpKind::backward_input:
+    case OpKind::backward_weight:
+    case OpKind::send:
+    case OpKind::recv: FSDP_CHECK(false, "RankRuntime: pipeline ops (pp > 1 is rejected before lowering)"); break;
   }
   if (op.completes_reduction) backend_->finish_reduction(op.unit);
   if (op.release_params) release(op);
@@ -102,7 +109,10 @@ void RankRuntime::all_reduce(const Op& op) {
     case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
     case Payload::grad_norm: reduce_norm(); break;
     case Payload::none:
-    case Payload::params: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters or of nothing"); break;
+    case Payload::params:
+    case Payload::activations:
+    case Payload::activation_grads:
+    case Payload::tied_grads: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters, activations or nothing"); break;
   }
 }
 
@@ -175,7 +185,7 @@ void RankRuntime::reduce_norm() {
   const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
   double buf[3] = {owner ? backend_->grad_sq_sum() : 0.0, non_finite_ ? 1.0 : 0.0,
                    par_.tp_rank == 0 ? result_.loss_sum : 0.0};
-  backend_->all_reduce_host(buf, 3, MeshGroup::world);
+  backend_->all_reduce_host(buf, 3, MeshGroup::mesh_all);
   result_.grad_norm = std::sqrt(buf[0]);
   non_finite_ = buf[1] > 0 || !std::isfinite(result_.grad_norm);
   result_.loss_sum = buf[2];

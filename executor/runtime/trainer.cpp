@@ -14,6 +14,8 @@
 
 #include "core/errors.h"
 #include "executor/comm/thread_communicator.h"
+#include "executor/cpu/kernel_pool.h"
+#include "executor/cpu/simd_level.h"
 #include "executor/runtime/cpu_backend.h"
 #include "executor/runtime/rank_runtime.h"
 #include "program/group_members.h"
@@ -78,6 +80,8 @@ struct Trainer::Impl {
   RuntimeProgram rp;
   std::shared_ptr<DataSource> data;
   TrainerOptions options;
+  cpu::ThreadBudget budget;  // kernel threads per rank thread
+  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (CPU backend), in `ranks` order
   KernelSink kernels;
   std::vector<std::unique_ptr<RankRuntime>> ranks;
   std::mutex data_mu;
@@ -120,9 +124,11 @@ void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   std::mutex mu;
   std::string first_error, first_abort;
   std::vector<std::thread> threads;
-  for (auto& r : ranks)
-    threads.emplace_back([&, rr = r.get()] {
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    threads.emplace_back([&, rr = ranks[i].get(), pool = i < pools.size() ? pools[i].get() : nullptr] {
       t_current_rank = rr->rank();
+      cpu::set_kernel_pool(pool);
+      cpu::use_kernel_threads(budget.threads_per_rank);
       try {
         fn(*rr);
       } catch (const CommAborted& e) {
@@ -162,6 +168,7 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
   impl_->rp = make_runtime_program(plan, options.cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
   impl_->data = std::move(data);
   impl_->options = options;
+  if (!options.cuda) cpu::check_kernel_simd_support();
   auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);
   FSDP_CHECK(!backends.empty(), "Trainer: no rank backends");
   std::vector<char> seen(std::size_t(plan.parallelism.world_size()), 0);
@@ -170,6 +177,10 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
                "Trainer: rank backends must have distinct ranks of the mesh");
     impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   }
+  impl_->budget = cpu::decide_thread_budget({options.threads, int(impl_->ranks.size()), options.processes_on_host});
+  if (!options.cuda)
+    for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
+      impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
   const std::uint64_t seed = plan.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
@@ -348,6 +359,8 @@ std::vector<float> Trainer::gather_full_params() const {
 }
 
 const Plan& Trainer::plan() const { return impl_->rp.plan; }
+
+const cpu::ThreadBudget& Trainer::thread_budget() const { return impl_->budget; }
 
 int Trainer::current_rank() { return t_current_rank; }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "executor/cpu/thread_budget.h"
 
 namespace fsdpx {
 
@@ -75,6 +76,9 @@ struct TrainerOptions {
   NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
   bool profile = false;  // collect per-op wall times
   bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
+  // CPU kernel threads per rank (--threads); 0: the thread budget decides (executor/cpu/thread_budget.h).
+  int threads = 0;
+  int processes_on_host = 1;  // processes sharing this host's cores (the launcher's local world size)
 };
 
 struct StepMetrics {
@@ -114,7 +118,8 @@ using RankBackendFactory =
 class Trainer {
  public:
   // Builds the step program with lower(plan), initialises parameters from plan.training.seed (identical
-  // whatever the world size) and starts one thread per rank. Throws ConfigError for plans it cannot run.
+  // whatever the world size) and starts one thread per rank, each running its kernels on the thread
+  // budget's threads. Throws ConfigError for plans it cannot run (and for a bad thread request).
   Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options = {},
           const RankBackendFactory& make_backends = {});
   ~Trainer();
@@ -133,6 +138,8 @@ class Trainer {
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
   std::vector<float> gather_full_params() const;
   const Plan& plan() const;
+  // Kernel threads per rank thread and why (executor/cpu/thread_budget.h), decided at construction.
+  const cpu::ThreadBudget& thread_budget() const;
 
   // The global rank of the calling thread while it runs a rank's part of step() (data sources may use
   // it for logging or fault injection); -1 on any other thread.
