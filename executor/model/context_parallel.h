@@ -7,7 +7,7 @@
 // backward instead of keeping them). Leaves out the ring (P2P) variant.
 #pragma once
 
-#include "executor/cpu/context_attention.h"
+#include "executor/cpu/attention.h"
 #include "executor/model/block.h"
 
 namespace fsdpx {
