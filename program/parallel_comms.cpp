@@ -37,7 +37,7 @@ void add(std::vector<SerialCollective>& out, Collective kind, double bytes, int 
   if (group >= 0 && count > 0) out.push_back({kind, bytes, group, count});
 }
 
-// Elements of the tensors every tp rank holds whole (executor/model/param_layout.h): norm scales (and
+// Elements of the tensors every tp rank holds whole (executor/runtime/param_layout.h): norm scales (and
 // LayerNorm shifts), the row-parallel biases, gpt's position table.
 double replicated_elems(const Plan& plan, ModuleKind kind) {
   const ModelSpec& m = plan.model;

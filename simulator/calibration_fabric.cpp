@@ -5,7 +5,6 @@
 
 #include <cmath>
 
-
 #include "core/errors.h"
 #include "cost_models/communication.h"
 #include "program/lower.h"
@@ -25,9 +24,8 @@ struct Entry {
 std::map<std::string, Entry> program_collectives(const Plan& plan) {
   const StepProgram program = lower(plan);
   std::map<std::string, Entry> out;
-  for (const Op& op : program.roles.front().ops) {
-    if (op.work_set < 0) continue;
-    for (const SerialCollective& sc : program.work_sets[std::size_t(op.work_set)].serial_comms) {
+  for (const WorkSet* w : rank0_work_sets(program)) {
+    for (const SerialCollective& sc : w->serial_comms) {
       const ProcessGroup& g = program.groups[std::size_t(sc.group)];
       const std::string name = serial_collective_name(g.kind, sc.kind, sc.bytes);
       Entry& e = out[name];
@@ -77,14 +75,7 @@ FabricCalibration calibrate_fabric(const Plan& plan, const CollectiveProfile& pr
   cal.intra = plan.cluster.intra;
   std::vector<const Entry*> fit;
   for (auto& [name, e] : entries) {
-    const auto t = profile.time_s.find(name);
-    if (t == profile.time_s.end() || !(t->second > 0)) {
-      cal.unmatched.push_back(name + " (in the step program, not in the profile)");
-      continue;
-    }
-    e.c.measured_s = t->second / profile.steps;
-    const auto calls = profile.calls.find(name);
-    e.c.measured_calls = calls == profile.calls.end() ? 0 : double(calls->second) / profile.steps;
+    if (!measured_per_step(profile, name, e.c.measured_s, e.c.measured_calls, cal.unmatched)) continue;
     e.c.predicted_s = model_s(e, plan.cluster);
     if (e.shape.nodes() == 1 && e.c.ranks > 1) fit.push_back(&e);
   }

@@ -1,6 +1,6 @@
 // simulator/calibration_fabric.h — calibrates the intra-node fabric (bus bandwidth and per-step latency,
 // core/cluster_spec.h IntraNodeFabric) from the measured tensor- and context-parallel collectives of a
-// run (`fsdpx run --profile`, named by executor/model/model_parallel.h collective_profile_name): finds
+// run (`fsdpx run --profile`, named by executor/runtime/model_groups.h collective_profile_name): finds
 // the two figures for which the communication model (cost_models/communication.h, NCCL's ring/tree
 // latency + bandwidth terms) reproduces the measured times best, in log space, weighted by calls.
 // Leaves out groups that span nodes (the inter-node fabric stays as it is) and the data-parallel
@@ -12,14 +12,11 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "simulator/calibration.h"
 
 namespace fsdpx {
 
-struct CollectiveProfile {
-  std::map<std::string, double> time_s;  // summed over `steps` steps, rank 0
-  std::map<std::string, int> calls;
-  int steps = 0;
-};
+using CollectiveProfile = ProfileTimes;  // named by collective_profile_name
 
 // One collective (group axis, kind, bytes) of the step program on rank 0, per step.
 struct CollectiveComparison {

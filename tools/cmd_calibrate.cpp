@@ -77,17 +77,11 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
 }
 
-std::string kernel_table(const Calibration& cal) {
-  std::vector<std::vector<std::string>> rows{{"kernel", "calls", "predicted", "measured", "calibrated"}};
-  for (const KernelComparison& k : cal.kernels)
-    rows.push_back({k.name, fmt::format("{}", k.calls), seconds(k.predicted_s), seconds(k.measured_s),
-                    seconds(k.calibrated_s)});
-  return table(rows);
-}
-
-std::string collective_table(const FabricCalibration& fab) {
-  std::vector<std::vector<std::string>> rows{{"collective", "calls", "predicted", "measured", "calibrated"}};
-  for (const CollectiveComparison& c : fab.collectives)
+// Predicted, measured and calibrated time per step of each kernel or collective.
+template <class Comparison>
+std::string comparison_table(const char* what, const std::vector<Comparison>& entries) {
+  std::vector<std::vector<std::string>> rows{{what, "calls", "predicted", "measured", "calibrated"}};
+  for (const Comparison& c : entries)
     rows.push_back({c.name, fmt::format("{}", c.calls), seconds(c.predicted_s), seconds(c.measured_s),
                     seconds(c.calibrated_s)});
   return table(rows);
@@ -103,9 +97,9 @@ nlohmann::json collectives_json(const FabricCalibration& fab) {
 }
 
 void print_text(const Calibration& cal, const FabricCalibration& fab, const ClusterSpec& calibrated) {
-  std::printf("per-kernel time per step (rank 0):\n%s", kernel_table(cal).c_str());
+  std::printf("per-kernel time per step (rank 0):\n%s", comparison_table("kernel", cal.kernels).c_str());
   if (!fab.collectives.empty())
-    std::printf("tensor/context-parallel collectives per step (rank 0):\n%s", collective_table(fab).c_str());
+    std::printf("tensor/context-parallel collectives per step (rank 0):\n%s", comparison_table("collective", fab.collectives).c_str());
   if (fab.fitted)
     std::printf("intra-node fabric: bus bandwidth %.3g GB/s, latency %.3g us (fitted to the collectives)\n",
                 calibrated.intra.bus_bw_bytes_per_s / 1e9, calibrated.intra.latency_s * 1e6);

@@ -17,7 +17,7 @@
 #include "executor/cpu/rope.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

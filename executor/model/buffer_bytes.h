@@ -9,7 +9,7 @@
 
 #include "core/plan.h"
 #include "executor/model/model_parallel.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
 namespace fsdpx {

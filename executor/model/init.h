@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "program/parallel_comms.h"
 
 namespace fsdpx {
 
@@ -25,12 +24,6 @@ std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_ran
   return pos;
 }
 
-const char* model_axis_name(ModelAxis a) { return a == ModelAxis::tp ? "tp" : "cp"; }
-
-std::string collective_profile_name(ModelAxis axis, Collective kind, double bytes) {
-  return serial_collective_name(axis == ModelAxis::tp ? GroupKind::tp : GroupKind::cp, kind, bytes);
-}
-
 Communicator& ModelComm::group(ModelAxis axis) const {
   Communicator* c = axis == ModelAxis::tp ? tp_ : cp_;
   FSDP_CHECK(c != nullptr, fmt::format("ModelComm: no {} communicator", model_axis_name(axis)));
@@ -43,7 +36,11 @@ void ModelComm::record(ModelAxis axis, Collective kind, double bytes, double tim
 }
 
 namespace {
-double since_s(std::chrono::steady_clock::time_point start) {
+// Runs `collective` and returns its wall seconds.
+template <class F>
+double timed_s(F&& collective) {
+  const auto start = std::chrono::steady_clock::now();
+  collective();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 }  // namespace
@@ -51,25 +48,22 @@ double since_s(std::chrono::steady_clock::time_point start) {
 template <class Real>
 void ModelComm::all_gather(ModelAxis axis, const Real* in, Real* out, std::int64_t count) {
   Communicator& c = group(axis);
-  const auto start = std::chrono::steady_clock::now();
-  c.all_gather(in, out, count);
-  record(axis, Collective::all_gather, double(count) * c.size() * sizeof(Real), since_s(start));
+  const double time_s = timed_s([&] { c.all_gather(in, out, count); });
+  record(axis, Collective::all_gather, double(count) * c.size() * sizeof(Real), time_s);
 }
 
 template <class Real>
 void ModelComm::reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count) {
   Communicator& c = group(axis);
-  const auto start = std::chrono::steady_clock::now();
-  c.reduce_scatter(in, out, count);
-  record(axis, Collective::reduce_scatter, double(count) * c.size() * sizeof(Real), since_s(start));
+  const double time_s = timed_s([&] { c.reduce_scatter(in, out, count); });
+  record(axis, Collective::reduce_scatter, double(count) * c.size() * sizeof(Real), time_s);
 }
 
 template <class Real>
 void ModelComm::all_reduce(ModelAxis axis, Real* buf, std::int64_t count) {
   Communicator& c = group(axis);
-  const auto start = std::chrono::steady_clock::now();
-  c.all_reduce(buf, count);
-  record(axis, Collective::all_reduce, double(count) * sizeof(Real), since_s(start));
+  const double time_s = timed_s([&] { c.all_reduce(buf, count); });
+  record(axis, Collective::all_reduce, double(count) * sizeof(Real), time_s);
 }
 
 std::vector<IssuedCollective> ModelComm::take_issued() {

@@ -1,7 +1,7 @@
-// executor/model/model_parallel.h — where one rank's model sits in the tensor- and context-parallel
-// groups, and the collectives its modules issue there. Tensor parallelism follows Megatron-LM (Shoeybi
-// et al. 2019 §3): a column-parallel GEMM's input enters the parallel region (operator f: identity
-// forward, all-reduce backward) and a row-parallel GEMM's partial output leaves it (operator g:
+// executor/model/model_parallel.h — the collectives a rank's modules issue in its tensor- and
+// context-parallel groups (executor/runtime/model_groups.h), and the tokens it holds. Tensor
+// parallelism follows Megatron-LM (Shoeybi et al. 2019 §3): a column-parallel GEMM's input enters the
+// parallel region (operator f: identity forward, all-reduce backward) and a row-parallel GEMM's partial output leaves it (operator g:
 // all-reduce forward, identity backward); with sequence parallelism (Korthikanti et al. 2022 §4.2.2)
 // the tokens outside those regions are split across the tp ranks, f becomes an all-gather (its
 // backward a reduce-scatter) and g a reduce-scatter (its backward an all-gather). Context parallelism
@@ -12,41 +12,17 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
-#include "cost_models/communication.h"
 #include "executor/comm/communicator.h"
 #include "executor/model/op_profiler.h"
+#include "executor/runtime/model_groups.h"
 
 namespace fsdpx {
-
-struct ModelParallel {
-  int tp = 1, tp_rank = 0;
-  int cp = 1, cp_rank = 0;
-  bool sequence_parallel = false;  // with tp > 1: norms and residuals on token shards
-  bool sp() const { return sequence_parallel && tp > 1; }
-  bool any() const { return tp > 1 || cp > 1; }
-};
 
 // Global positions (0 ≤ p < seq) of the tokens a context-parallel rank holds, in its local order:
 // chunk cp_rank, then chunk 2·cp − 1 − cp_rank, each seq / (2·cp) tokens (all of them when cp = 1).
 std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_rank);
-
-enum class ModelAxis : std::uint8_t { tp, cp };
-const char* model_axis_name(ModelAxis a);
-
-// One collective as the step program counts it: nccl-tests' S bytes (the all-gather output, the
-// reduce-scatter input, the all-reduce buffer).
-struct IssuedCollective {
-  ModelAxis axis = ModelAxis::tp;
-  Collective kind = Collective::all_gather;
-  double bytes = 0;
-};
-
-// The name a profile gives a collective of this group, kind and size, e.g. "tp.all_gather.16384B"
-// (program/parallel_comms.h serial_collective_name: the simulator's calibration matches it).
-std::string collective_profile_name(ModelAxis axis, Collective kind, double bytes);
 
 // The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
 // the model keeps a pointer.

@@ -1,7 +1,7 @@
 // executor/model/transformer.h — the CPU reference model (llama or gpt from a ModelSpec) with a
 // hand-written backward, driven module by module so an FSDP runtime can all-gather a unit before its
 // modules run and reduce-scatter its gradients after. Parameters and gradients are external flat
-// buffers per module (executor/model/param_layout.h); the model owns only activations. Under tensor
+// buffers per module (executor/runtime/param_layout.h); the model owns only activations. Under tensor
 // and context parallelism (ModelOptions::parallel) the parameters are the rank's slices, the model
 // keeps the rank's part of each sequence and its token shard, and it issues the collectives of
 // model_parallel.h (Megatron-LM TP with sequence parallelism; vocabulary-parallel embedding and
@@ -25,7 +25,7 @@
 #include "core/plan.h"
 #include "executor/model/block.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

@@ -10,14 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/plan.h"
-#include "executor/model/model_parallel.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/model_groups.h"
+#include "executor/runtime/train_state.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -26,6 +29,34 @@ namespace fsdpx {
 // data-parallel ones, those adding the cp axis, and the world. (The model's tp and cp groups are the
 // backend's own.)
 enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all };
+
+// The communicators a backend has split off its world, one per group (null: the backend has none, e.g.
+// the cp groups where cp = 1; dp_all null: the data-parallel ranks are the world, tp = cp = 1).
+template <class Comm>
+struct GroupCommunicators {
+  Comm* world = nullptr;
+  Comm* dp_shard = nullptr;
+  Comm* dp_replicate = nullptr;
+  Comm* dp_all = nullptr;
+  Comm* replicate_cp = nullptr;
+  Comm* dp_cp = nullptr;
+};
+
+// A backend's communicator of `group`; FSDP_CHECK fails for a group it has none of.
+template <class Comm>
+Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
+  Comm* out = c.world;
+  switch (group) {
+    case MeshGroup::dp_shard: out = c.dp_shard; break;
+    case MeshGroup::dp_replicate: out = c.dp_replicate; break;
+    case MeshGroup::dp_all: out = c.dp_all ? c.dp_all : c.world; break;
+    case MeshGroup::replicate_cp: out = c.replicate_cp; break;
+    case MeshGroup::dp_cp: out = c.dp_cp; break;
+    case MeshGroup::mesh_all: break;
+  }
+  FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
+  return *out;
+}
 
 class RankBackend {
  public:
@@ -88,5 +119,13 @@ class RankBackend {
   virtual void abort(const std::string& msg) = 0;
   virtual const MemoryTracker& memory() const = 0;
 };
+
+struct RuntimeProgram;
+class OpProfiler;
+// Makes the backend of every rank of the plan's mesh that runs in this process, in rank order (rank 0
+// gets the kernel profiler, null unless profiling); the Trainer's default is the CPU reference backend,
+// every rank a thread (executor/session/trainer.h).
+using RankBackendFactory =
+    std::function<std::vector<std::unique_ptr<RankBackend>>(const RuntimeProgram&, OpProfiler* rank0_profiler)>;
 
 }  // namespace fsdpx

@@ -13,7 +13,6 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
-#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -22,9 +21,9 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   const int rank = backend_->rank();
   dp_rank_ = data_parallel_index(rp, rank);
   par_ = fsdpx::model_parallel(rp, rank);
-  const MeshCoord at = mesh_coord(rp.program.mesh, rank);
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
+  const RankShard at = rank_shard(rp, rank);
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
 }
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "executor/model/model_parallel.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/model_groups.h"
+#include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -31,6 +31,13 @@ struct RuntimeProgram {
 ModelParallel model_parallel(const RuntimeProgram& rp, int rank);
 // The data-parallel index of a rank (rep·dp_shard + shard): which sequences of each micro-batch it reads.
 int data_parallel_index(const RuntimeProgram& rp, int rank);
+// Where global rank `rank` sits on the data-parallel mesh, and which shard of every unit it owns (0 when
+// the optimizer state is replicated).
+struct RankShard {
+  int shard_index = 0, replica_index = 0;  // dp_shard and dp_replicate coordinates
+  int unit_shard = 0;
+};
+RankShard rank_shard(const RuntimeProgram& rp, int rank);
 
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);
@@ -41,6 +48,7 @@ bool master_is_replica(const RuntimeProgram& rp, int unit);
 // Which backend will run the program: each computes one way, and a plan saying otherwise would be
 // simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).
 enum class ExecutorDevice { cpu, cuda };
+inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
 // plans the runtime cannot run on `device` (pp > 1; tp or cp > 1 on CUDA; degrees that do not split

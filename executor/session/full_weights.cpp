@@ -1,8 +1,8 @@
-// tools/run_weights.cpp — full weights in and out of a trainer. Loading builds a one-rank state with one
+// executor/session/full_weights.cpp — full weights in and out of a trainer. Loading builds a one-rank state with one
 // unsharded unit holding every module at its place in the layout-ordered weights and lets reshard_state
 // move each module into the trainer's units and shards (units need not be in module order, a tied
 // head's unit holds the embedding).
-#include "tools/run_weights.h"
+#include "executor/session/full_weights.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,12 +1,12 @@
-// tools/report_html.cpp — assembles the report page: a header, the base plan's step (memory and
+// tools/report/report_html.cpp — assembles the report page: a header, the base plan's step (memory and
 // timeline charts), the sweep (line charts and table), the wrapping policies side by side, and the
 // memory breakdown bars. Each chart sits in a <figure> with an id and a <figcaption>.
 #include <fmt/format.h>
 
 #include "tools/format.h"
-#include "tools/report_charts.h"
-#include "tools/report_html.h"
-#include "tools/report_svg.h"
+#include "tools/report/report_charts.h"
+#include "tools/report/report_html.h"
+#include "tools/report/report_svg.h"
 
 namespace fsdpx {
 

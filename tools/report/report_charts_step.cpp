@@ -1,4 +1,4 @@
-// tools/report_charts_step.cpp — the two charts of one simulated step, both for rank 0 of role 0:
+// tools/report/report_charts_step.cpp — the two charts of one simulated step, both for rank 0 of role 0:
 // live memory by category over time (stacked, the largest value in each pixel column so peaks are
 // never lost) and the per-stream timeline (ops narrower than a pixel merged with their neighbours of
 // the same kind). Time runs 0..step time on the x axis in milliseconds.
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "tools/report_charts.h"
-#include "tools/report_svg.h"
+#include "tools/report/report_charts.h"
+#include "tools/report/report_svg.h"
 
 namespace fsdpx {
 

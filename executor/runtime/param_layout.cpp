@@ -1,17 +1,16 @@
-// executor/model/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
+// executor/runtime/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
 // mlp_down for a block (biases after their weight, per ModelSpec::bias); token then position table
 // for the embedding. Weights are [out, in] as torch.nn.Linear. Tensor-parallel slices follow
 // Megatron-LM (megatron/core/tensor_parallel/layers.py: ColumnParallelLinear splits the output rows,
 // RowParallelLinear the input columns and adds its bias after the reduction; VocabParallelEmbedding
 // splits the vocabulary rows). Leaves out vocabulary padding.
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "executor/cpu/activation.h"
 
 namespace fsdpx {
 namespace {
@@ -85,7 +84,7 @@ ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp) {
                         split ? qkv_rows_of_rank(s, tp) : std::vector<std::int64_t>{});
   b.add_row_parallel("attn_out", s.hidden, s.q_dim(), all_bias, tp);
   b.add_norm("mlp_norm", s);
-  b.add_column_parallel("mlp_up", cpu::mlp_up_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias,
+  b.add_column_parallel("mlp_up", up_projection_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias,
                         split ? mlp_up_rows(s, tp) : std::vector<std::int64_t>{});
   b.add_row_parallel("mlp_down", s.hidden, s.ffn_hidden, all_bias, tp);
   return b.m;

@@ -1,8 +1,8 @@
-// executor/runtime/trainer.cpp — the Trainer: builds the runtime program, one RankRuntime per rank of the
+// executor/session/trainer.cpp — the Trainer: builds the runtime program, one RankRuntime per rank of the
 // plan's mesh, runs each step on one thread per rank and turns a failing rank into one error for all
 // ("rank r: what"): the failing rank aborts the communicator family, which wakes every peer blocked in
 // a collective (executor/comm/thread_communicator.h), so no rank hangs.
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 #include <array>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "executor/comm/thread_communicator.h"
 #include "executor/cpu/kernel_pool.h"
 #include "executor/cpu/simd_level.h"
-#include "executor/runtime/cpu_backend.h"
+#include "executor/cpu_backend/cpu_rank_backend.h"
 #include "executor/runtime/rank_runtime.h"
 #include "program/group_members.h"
 

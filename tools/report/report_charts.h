@@ -1,4 +1,4 @@
-// tools/report_charts.h — the four SVG charts of `fsdpx report`: memory over one step by category, a
+// tools/report/report_charts.h — the four SVG charts of `fsdpx report`: memory over one step by category, a
 // per-stream timeline of one step, throughput / peak memory against the varied parameter, and a peak
 // memory breakdown bar per plan. Each returns one <svg> element with a fixed id. Sub-pixel detail is
 // merged so a chart stays a few thousand elements whatever the model size.

@@ -1,4 +1,4 @@
-// tools/report_html.h — `fsdpx report`'s outputs: one self-contained HTML page (inline CSS and SVG, no
+// tools/report/report_html.h — `fsdpx report`'s outputs: one self-contained HTML page (inline CSS and SVG, no
 // script, no external URL) with the four charts and the tables, and a CSV with one row per point.
 // Leaves out interactivity: every number is also in a table or a tooltip.
 #pragma once

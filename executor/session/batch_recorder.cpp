@@ -1,5 +1,5 @@
-// tools/run_batches.cpp — recording and writing the consumed batches (see run_batches.h).
-#include "tools/run_batches.h"
+// executor/session/batch_recorder.cpp — recording and writing the consumed batches (see batch_recorder.h).
+#include "executor/session/batch_recorder.h"
 
 #include "core/errors.h"
 #include "executor/checkpoint/safetensors.h"

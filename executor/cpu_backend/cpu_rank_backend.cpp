@@ -1,10 +1,11 @@
-// executor/runtime/cpu_backend.cpp — the CPU reference backend (see cpu_backend.h).
-#include "executor/runtime/cpu_backend.h"
+// executor/cpu_backend/cpu_rank_backend.cpp — the CPU reference backend (see cpu_rank_backend.h).
+#include "executor/cpu_backend/cpu_rank_backend.h"
 
 #include <algorithm>
 
 #include "core/errors.h"
 #include "executor/model/init.h"
+#include "executor/runtime/module_pointers.h"
 #include "program/group_members.h"
 
 namespace fsdpx {
@@ -43,10 +44,10 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
       model_comm_(nullptr, nullptr, kernel_profiler),
       model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
              model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
-  const MeshCoord at = mesh_coord(rp.program.mesh, world_->rank());
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
-  const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
+  const RankShard at = rank_shard(rp, world_->rank());
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
+  const int unit_shard = at.unit_shard;
   const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
     units_.emplace_back(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
@@ -92,15 +93,9 @@ void CpuRankBackend::copy_masters_to_replicas() {
 }
 
 Communicator& CpuRankBackend::comm(MeshGroup group) {
-  switch (group) {
-    case MeshGroup::dp_shard: return *shard_comm_;
-    case MeshGroup::dp_replicate: return *replica_comm_;
-    case MeshGroup::dp_all: return par_.any() ? *dp_all_comm_ : *world_;
-    case MeshGroup::replicate_cp: return *replica_cp_comm_;
-    case MeshGroup::dp_cp: return *dp_cp_comm_;
-    case MeshGroup::mesh_all: break;
-  }
-  return *world_;
+  return group_communicator(group, GroupCommunicators<Communicator>{world_.get(), shard_comm_.get(), replica_comm_.get(),
+                                                                    dp_all_comm_.get(), replica_cp_comm_.get(),
+                                                                    dp_cp_comm_.get()});
 }
 
 void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
@@ -113,18 +108,9 @@ void CpuRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int3
   model_.set_batch(tokens, targets);
 }
 
-std::vector<const float*> CpuRankBackend::param_ptrs() const {
-  std::vector<const float*> p(std::size_t(rp_.layout.num_modules()), nullptr);
-  for (const FsdpUnit& u : units_) {
-    if (!u.params_live()) continue;
-    for (std::size_t k = 0; k < u.flat().modules.size(); ++k) p[std::size_t(u.flat().modules[k])] = u.module_params(int(k));
-  }
-  return p;
-}
-
 void CpuRankBackend::forward(int segment) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const std::vector<const float*> p = param_ptrs();
+  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
   for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model_.forward_module(m, p);
   mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model_.loss()));
@@ -134,10 +120,10 @@ void CpuRankBackend::backward(int segment, int unit) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const double working = segment_bytes_[std::size_t(segment)].working;
   mem_.alloc(MemCategory::transient, working);
-  const std::vector<const float*> p = param_ptrs();
-  std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
+  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
   FsdpUnit& u = units_[std::size_t(unit)];
-  for (std::size_t k = 0; k < u.flat().modules.size(); ++k) g[std::size_t(u.flat().modules[k])] = u.module_grads(int(k));
+  const std::vector<float*> g =
+      unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model_.backward_module(m, p, g);
   mem_.free(MemCategory::transient, working);
   mem_.free(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);

@@ -1,5 +1,5 @@
-// executor/runtime/fsdp_unit.cpp — buffers and collectives of one FSDP unit (see fsdp_unit.h).
-#include "executor/runtime/fsdp_unit.h"
+// executor/cpu_backend/fsdp_unit.cpp — buffers and collectives of one FSDP unit (see fsdp_unit.h).
+#include "executor/cpu_backend/fsdp_unit.h"
 
 #include <algorithm>
 #include <cmath>

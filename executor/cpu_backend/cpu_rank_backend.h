@@ -1,4 +1,4 @@
-// executor/runtime/cpu_backend.h — the CPU reference RankBackend: the fp32 model of executor/model with
+// executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of executor/model with
 // its hand-written backward, one FsdpUnit per plan unit (fp32 masters, moments, accumulators and
 // unsharded buffers on the host) and host communicators (the world's and the groups split from it:
 // dp_shard, dp_replicate and, under tensor or context parallelism, the model's tp and cp groups and
@@ -14,7 +14,7 @@
 #include "executor/model/buffer_bytes.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/transformer.h"
-#include "executor/runtime/fsdp_unit.h"
+#include "executor/cpu_backend/fsdp_unit.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 
@@ -62,7 +62,6 @@ class CpuRankBackend final : public RankBackend {
 
  private:
   Communicator& comm(MeshGroup group);
-  std::vector<const float*> param_ptrs() const;
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;

@@ -1,8 +1,8 @@
-// executor/runtime/fsdp_unit.h — one FSDP unit on one rank: its fp32 master shard with Adam moments and
+// executor/cpu_backend/fsdp_unit.h — one FSDP unit on one rank: its fp32 master shard with Adam moments and
 // sharded gradient accumulator (resident), the unsharded parameter buffer (from all-gather to last use),
 // the unsharded gradient buffer (from first backward to reduction) and the reduced gradient shard on
 // its way to the accumulator. The flat layout is the modules back to back, padded to a multiple of the
-// shard count (executor/model/param_layout.h, executor-notes §5.2). DDP and ZeRO-1 keep the unsharded
+// shard count (executor/runtime/param_layout.h, as FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). DDP and ZeRO-1 keep the unsharded
 // buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32.
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

@@ -1,6 +1,6 @@
-// tools/report_svg.cpp — SVG frame, axes, legend and palettes for the report charts. Colours are the
+// tools/report/report_svg.cpp — SVG frame, axes, legend and palettes for the report charts. Colours are the
 // Tableau 10 palette (colour-blind-aware, distinct in print).
-#include "tools/report_svg.h"
+#include "tools/report/report_svg.h"
 
 #include <array>
 #include <cmath>

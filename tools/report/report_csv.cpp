@@ -1,8 +1,8 @@
-// tools/report_csv.cpp — the what-if rows as CSV (RFC 4180 quoting), numbers in fmt's shortest
+// tools/report/report_csv.cpp — the what-if rows as CSV (RFC 4180 quoting), numbers in fmt's shortest
 // round-trip form so a spreadsheet reads back exactly what the simulator computed.
 #include <fmt/format.h>
 
-#include "tools/report_html.h"
+#include "tools/report/report_html.h"
 
 namespace fsdpx {
 

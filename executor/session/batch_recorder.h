@@ -1,4 +1,4 @@
-// tools/run_batches.h — `fsdpx run --dump-batches`: the token batches a run consumed, recorded as the
+// executor/session/batch_recorder.h — `fsdpx run --dump-batches`: the token batches a run consumed, recorded as the
 // trainer draws them and written as one safetensors I32 tensor "tokens" [steps, global_batch, seq+1]
 // (row b of step s is sequence b of that step's global batch: inputs row[:seq], targets row[1:]), so
 // that another program can replay the exact data. Leaves out batches of steps that failed.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

@@ -1,4 +1,4 @@
-// tools/report_charts_sweep.cpp — the charts across what-if points: a metric against the first varied
+// tools/report/report_charts_sweep.cpp — the charts across what-if points: a metric against the first varied
 // parameter (one line per combination of the others, failed points leave gaps) and one peak-memory
 // bar per point or plan, stacked by category, against the GPU's HBM.
 #include <algorithm>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "tools/report_charts.h"
-#include "tools/report_svg.h"
+#include "tools/report/report_charts.h"
+#include "tools/report/report_svg.h"
 
 namespace fsdpx {
 

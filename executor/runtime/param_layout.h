@@ -1,10 +1,10 @@
-// executor/model/param_layout.h — where every parameter lives. Each plan module ("embedding",
+// executor/runtime/param_layout.h — where every parameter lives. Each plan module ("embedding",
 // "block.<i>", "final_norm", "head"; core/plan.h module_names) owns one flat contiguous buffer holding
 // its tensors back to back; the full model is the modules concatenated in forward order. An FSDP
 // unit's flat buffer is the concatenation of its modules' buffers, zero-padded to a multiple of
-// dp_shard (FlatUnitLayout; executor-notes §5.2). Gradients use the identical layout. Under tensor
-// parallelism each rank's layout holds its slices of the full tensors (Megatron-LM, Shoeybi et al. 2019
-// §3): every TensorSlot says where its slice lies in the full tensor, so init, checkpoints and weight
+// dp_shard (FlatUnitLayout; FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1).
+// Gradients use the identical layout. Under tensor parallelism each rank's layout holds its slices of
+// the full tensors (Megatron-LM, Shoeybi et al. 2019 §3): every TensorSlot says where its slice lies in the full tensor, so init, checkpoints and weight
 // files address elements of the full model. Leaves out vocabulary padding (vocab must divide by tp).
 #pragma once
 

@@ -1,4 +1,4 @@
-// tools/run_weights.h — `fsdpx run --init-weights / --save-init-weights / --save-weights`: the full fp32
+// executor/session/full_weights.h — `fsdpx run --init-weights / --save-init-weights / --save-weights`: the full fp32
 // parameters as one safetensors file (executor/checkpoint/param_tensors.h names the tensors), loaded by
 // sharding them into the trainer's TrainerState layout and saved from Trainer::gather_full_params.
 // Leaves out optimizer moments (a checkpoint, --checkpoint-dir, carries those) and bf16 weight files.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx {
 

@@ -1,4 +1,4 @@
-// tools/report_svg.h — small SVG helpers for `fsdpx report`'s inline charts: a plot frame, axes with
+// tools/report/report_svg.h — small SVG helpers for `fsdpx report`'s inline charts: a plot frame, axes with
 // "nice" ticks, legends, XML escaping and the category / op-kind palettes. Static SVG only (no
 // script): tooltips are <title> children. Leaves out log axes and interactive zoom.
 #pragma once
