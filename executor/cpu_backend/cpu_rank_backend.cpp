@@ -93,9 +93,9 @@ void CpuRankBackend::copy_masters_to_replicas() {
 }
 
 Communicator& CpuRankBackend::comm(MeshGroup group) {
-  return group_communicator(group, GroupCommunicators<Communicator>{world_.get(), shard_comm_.get(), replica_comm_.get(),
-                                                                    dp_all_comm_.get(), replica_cp_comm_.get(),
-                                                                    dp_cp_comm_.get()});
+  const GroupCommunicators<Communicator> groups{world_.get(),       shard_comm_.get(),      replica_comm_.get(),
+                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get()};
+  return group_communicator(group, groups);
 }
 
 void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {

@@ -1,14 +1,14 @@
 // executor/model/model_parallel.h — the collectives a rank's modules issue in its tensor- and
 // context-parallel groups (executor/runtime/model_groups.h), and the tokens it holds. Tensor
 // parallelism follows Megatron-LM (Shoeybi et al. 2019 §3): a column-parallel GEMM's input enters the
-// parallel region (operator f: identity forward, all-reduce backward) and a row-parallel GEMM's partial output leaves it (operator g:
-// all-reduce forward, identity backward); with sequence parallelism (Korthikanti et al. 2022 §4.2.2)
-// the tokens outside those regions are split across the tp ranks, f becomes an all-gather (its
-// backward a reduce-scatter) and g a reduce-scatter (its backward an all-gather). Context parallelism
-// splits each sequence into 2·cp chunks, rank r holding chunks r and 2cp−1−r (the load-balanced
-// causal assignment of Megatron-Core and torchtitan). Every collective is recorded (group, kind,
-// bytes) so the runtime can check it against the step program's serial collectives, and timed for
-// profiles. Leaves out overlapping the collectives with compute.
+// parallel region (operator f: identity forward, all-reduce backward) and a row-parallel GEMM's
+// partial output leaves it (operator g: all-reduce forward, identity backward); with sequence
+// parallelism (Korthikanti et al. 2022 §4.2.2) the tokens outside those regions are split across the
+// tp ranks, f becomes an all-gather (its backward a reduce-scatter) and g a reduce-scatter (its
+// backward an all-gather). Context parallelism splits each sequence into 2·cp chunks, rank r holding
+// chunks r and 2cp−1−r (the load-balanced causal assignment of Megatron-Core and torchtitan). Every
+// collective is recorded (group, kind, bytes) so the runtime can check it against the step program's
+// serial collectives, and timed for profiles. Leaves out overlapping the collectives with compute.
 #pragma once
 
 #include <cstdint>

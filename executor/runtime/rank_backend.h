@@ -1,7 +1,7 @@
 // executor/runtime/rank_backend.h — what the op interpreter (rank_runtime.h) asks of one rank's device:
 // the backend owns the model's activations, the FSDP units' buffers and the communicators; the
 // interpreter owns the step program, the data slicing, the loss and norm bookkeeping and the policies.
-// One interface, two implementations: the CPU reference (cpu_backend.h: fp32, synchronous, threads) and
+// One interface, two implementations: the CPU reference (cpu_rank_backend.h: fp32, synchronous, threads) and
 // the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
 // order; an asynchronous backend enqueues the work and orders it with the program's dependencies
 // (begin_op/end_op). Tensor and context parallelism live inside the backend's model (its tp and cp

@@ -96,9 +96,8 @@ void check_case(const Case& c) {
   double scale = 0;
   for (double x : ref.grads) scale = std::max(scale, std::abs(x));
   const double loss_rel = std::abs(worst.loss_sum - ref.loss) / ref.loss, grad_rel = worst.grad_rel / scale;
-  INFO(c.spec.name << " tp " << c.tp << " cp " << c.cp << " sp " << c.sp << ": loss rel diff " << loss_rel
-                   << ", gradient max rel diff " << grad_rel);
-  MESSAGE(c.spec.name << " tp " << c.tp << " cp " << c.cp << " sp " << c.sp << ": loss rel diff " << loss_rel << ", gradient max rel diff " << grad_rel);
+  MESSAGE(c.spec.name << " tp " << c.tp << " cp " << c.cp << " sp " << c.sp << ": loss rel diff " << loss_rel
+                      << ", gradient max rel diff " << grad_rel);
   CHECK(loss_rel < 1e-12);
   CHECK(grad_rel < 1e-10);
 }
