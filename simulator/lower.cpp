@@ -356,6 +356,10 @@ void Lowerer::resident_memory() {
 StepProgram Lowerer::build() {
   if (plan_.parallelism.pp > 1)
     throw ConfigError("plan: /parallelism/pp: pipeline parallelism is not modelled by the simulator yet");
+  if (plan_.grad_accum() > kMaxLoweredMicroBatches)
+    throw ConfigError(fmt::format("plan: /training/global_batch: {} micro-batches per step, more than the {} the "
+                                  "simulator runs op by op (docs/input-ranges.md): raise micro_batch",
+                                  plan_.grad_accum(), kMaxLoweredMicroBatches));
   prog_.roles.resize(1);
   prog_.roles[0].role_ranks = plan_.parallelism.world_size();
   prog_.roles[0].streams.resize(kStreamCount);
@@ -370,7 +374,7 @@ StepProgram Lowerer::build() {
   }
   resident_memory();
   const std::int64_t micro_batches = plan_.grad_accum();
-  for (int mb = 0; mb < micro_batches; ++mb) {
+  for (int mb = 0; mb < int(micro_batches); ++mb) {
     forward(mb);
     backward(mb);
   }

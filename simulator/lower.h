@@ -7,14 +7,20 @@
 // rejected until the pipeline issue adds stages and point-to-point sends.
 #pragma once
 
+#include <cstdint>
+
 #include "core/plan.h"
 #include "simulator/segment_work.h"
 #include "simulator/step_program.h"
 
 namespace fsdpx {
 
+// The program holds every micro-batch's ops, so its size grows with gradient accumulation: beyond this
+// many micro-batches per step (docs/input-ranges.md) lowering refuses rather than running for minutes.
+inline constexpr std::int64_t kMaxLoweredMicroBatches = 4096;
+
 // Builds the program of one step (untimed: durations are filled by time_program). Throws ConfigError
-// for plans the simulator cannot model yet (pp > 1).
+// "plan: <path>: ..." for plans the simulator cannot model (pp > 1, more than kMaxLoweredMicroBatches).
 StepProgram lower(const Plan& plan);
 
 }  // namespace fsdpx

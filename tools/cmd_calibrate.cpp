@@ -92,7 +92,8 @@ void run_calibrate(const CalibrateOptions& o) {
   calibrated.cluster.name = name;
   calibrated.predicted.reset();
   if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
-  const double before_s = simulate(p.plan).step_time_s, after_s = simulate(calibrated).step_time_s;
+  const double before_s = with_errors_naming(o.profile, "plan", [&] { return simulate(p.plan).step_time_s; });
+  const double after_s = with_errors_naming(o.profile, "plan", [&] { return simulate(calibrated).step_time_s; });
   const double err_before = std::abs(before_s - p.step_time_s) / p.step_time_s;
   const double err_after = std::abs(after_s - p.step_time_s) / p.step_time_s;
   if (o.format == OutputFormat::json) {

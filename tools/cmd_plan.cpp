@@ -16,6 +16,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "planner/planner.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
@@ -77,7 +78,7 @@ void run_plan(const PlanOptions& o) {
   PlanResult res;
   {
     ProgressBar bar;
-    res = search_plans(r, [&bar](double f) { bar(f); });
+    res = with_errors_naming(o.model, "plan", [&] { return search_plans(r, [&bar](double f) { bar(f); }); });
   }
   if (!res.best && res.least_memory_needed_bytes <= 0)
     throw ConfigError(fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "

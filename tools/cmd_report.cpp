@@ -14,6 +14,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "planner/planner.h"
 #include "planner/whatif.h"
 #include "tools/cli_options.h"
@@ -84,8 +85,10 @@ void run_report(const ReportOptions& o) {
   for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
   const std::vector<WhatIfPoint> points = whatif_grid(page.axes);
   Plan base;
+  std::string input = o.model;  // the file errors of the simulator name
   if (!o.plan.empty()) {
-    base = load_plan(resolve_config("plans", o.plan));
+    input = resolve_config("plans", o.plan);
+    base = load_plan(input);
     page.rows = sweep_plan(base, points);
     page.source = fmt::format("Plan {} re-simulated at every point (data-parallel degrees and global batch follow the "
                               "node count; per-GPU batch kept)", o.plan);
@@ -100,7 +103,7 @@ void run_report(const ReportOptions& o) {
   }
   EngineOptions eo;
   eo.record_ops = true;
-  const Simulation sim = simulate(base, eo);
+  const Simulation sim = with_errors_naming(input, "plan", [&] { return simulate(base, eo); });
   page.base_plan = &base;
   page.base_sim = &sim;
   page.wrappings = compare_wrappings(base);

@@ -10,6 +10,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
 #include "tools/cli_options.h"
@@ -29,11 +30,12 @@ struct SimulateOptions {
 };
 
 void run_simulate(const SimulateOptions& o) {
-  const Plan plan = load_plan(resolve_config("plans", o.plan));
+  const std::string path = resolve_config("plans", o.plan);
+  const Plan plan = load_plan(path);
   EngineOptions eo;
   eo.overlap = !o.no_overlap;
   eo.record_ops = true;
-  const Simulation sim = simulate(plan, eo);
+  const Simulation sim = with_errors_naming(path, "plan", [&] { return simulate(plan, eo); });
   if (!o.trace.empty()) {
     std::ofstream out(o.trace, std::ios::binary);
     if (!out) throw ConfigError(o.trace + ": cannot open for writing");
