@@ -3,13 +3,13 @@
 // express is written as comments in the file and listed on stderr.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "planner/export_torchtitan.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -34,9 +34,7 @@ void run_export(const ExportOptions& o) {
   if (o.out.empty()) {
     std::fputs(toml.c_str(), stdout);
   } else {
-    std::ofstream out(o.out, std::ios::binary);
-    if (!out) throw ConfigError(o.out + ": cannot open for writing");
-    out << toml;
+    write_output_file(o.out, toml);
     std::printf("torchtitan job config written to %s\n", o.out.c_str());
   }
   for (const TorchtitanNote& n : torchtitan_settings(plan).notes)

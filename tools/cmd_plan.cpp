@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include "core/config_paths.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/output_file.h"
 #include "planner/planner.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
@@ -88,9 +88,7 @@ void run_plan(const PlanOptions& o) {
   else std::printf("%s", plan_search_text(res, o.top).c_str());
   if (!res.best) throw NoPlanFits(no_fit_message(res));
   if (!o.out.empty()) {
-    std::ofstream out(o.out, std::ios::binary);
-    if (!out) throw ConfigError(o.out + ": cannot open for writing");
-    out << plan_to_json(res.best->plan).dump(2) << '\n';
+    write_output_file(o.out, plan_to_json(res.best->plan).dump(2) + "\n");
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
 }

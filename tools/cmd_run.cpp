@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +20,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
@@ -122,10 +122,7 @@ std::string params_hash(const Trainer& trainer) {
   return fmt::format("{:016x}", fnv1a64(p.data(), p.size() * sizeof(float)));
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
-}
+void write_json_file(const std::string& path, const nlohmann::json& j) { write_output_file(path, j.dump(2) + "\n"); }
 
 // Prints progress on a terminal every step; when piped, about 20 lines per run plus the last step.
 bool show_progress(const StepMetrics& m, const RunRecord& r, bool tty) {

@@ -2,13 +2,13 @@
 // published run of a case file (format "fsdpx-published-runs/1") and prints predicted vs measured
 // tokens/s/GPU, MFU and peak memory per case, then error statistics overall and per source.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "simulator/validate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -28,9 +28,7 @@ void write_case_plans(const ValidationCaseFile& cases, const std::string& dir) {
   for (const ValidationCase& c : cases.cases) {
     if (validation_skip_reason(c)) continue;
     const std::string path = dir + "/" + c.id + ".json";
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw ConfigError(path + ": cannot open for writing");
-    out << plan_to_json(build_case_plan(c, cases.file).plan).dump(2) << "\n";
+    write_output_file(path, plan_to_json(build_case_plan(c, cases.file).plan).dump(2) + "\n");
   }
 }
 

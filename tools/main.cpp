@@ -1,5 +1,6 @@
 // tools/main.cpp — the fsdpx command: registers the subcommands and is the one place that turns
 // input errors into a one-line message and exit status 2.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -21,6 +22,9 @@ void print_error(const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past the file-size limit (ulimit -f) a write fails with EFBIG, reported like a full disk, instead of
+  // the default SIGXFSZ killing fsdpx mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"fsdpx: plan, simulate and run fully sharded data-parallel training of LLMs"};
   app.set_version_flag("--version", "fsdpx 0.1.0");
   app.require_subcommand(1);

@@ -17,6 +17,7 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/checkpoint/shard_file.h"
