@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# tests/tools/test_output_files.sh FSDPX_BINARY DATA_DIR — issue 15 item 10: every file fsdpx writes (plan -o,
-# simulate --trace, export -o, report --html/--csv, validate --write-plans, run --save-weights /
-# --save-init-weights / --dump-batches / --profile, calibrate -o / --plan-out) is written whole or not at
-# all. For each output: a write that fails part-way (the file-size limit, and a full tmpfs when this
-# machine lets us mount one) exits non-zero with one line naming the file, leaves the previous good file
-# byte for byte and no temporary behind; a device node (/dev/full) as the target is refused and stays a
-# device. Leaves out checkpoints (test_run_cli.sh, test_checkpoint.cpp).
+# tests/tools/test_output_files.sh FSDPX_BINARY DATA_DIR — issue 15 items 10 and 13: every file fsdpx
+# writes (plan -o, simulate --trace, export -o, report --html/--csv, validate --write-plans, run
+# --save-weights / --save-init-weights / --dump-batches / --profile, calibrate -o / --plan-out) is written
+# whole or not at all. For each output: a write that fails part-way (the file-size limit, and a full
+# tmpfs when this machine lets us mount one) exits non-zero with one line naming the file, leaves the
+# previous good file byte for byte and no temporary behind; a device node (/dev/full) as the target is
+# refused and stays a device; validate --write-plans never writes outside its folder. Leaves out
+# checkpoints (test_run_cli.sh, test_checkpoint.cpp).
 set -u
 
 if [[ $# -ne 2 ]]; then
@@ -120,7 +121,21 @@ for option in $OPTIONS; do
   fi
 done
 
-# 4. A good write replaces the previous file whole and keeps its permissions.
+# 4. Issue 15 item 13: validate --write-plans DIR writes only inside DIR, whatever the case ids hold.
+mkdir -p "$tmp/inside/plans"
+sed -e 's#"tiny-mosaic-1b-16gpu"#"../../escaped"#' -e 's#"tiny-torchtitan-8b"#"/tmp/absolute"#' "$CASES" >"$tmp/ids.json"
+"$FSDPX" validate "$tmp/ids.json" --write-plans "$tmp/inside/plans" >/dev/null 2>&1
+outside=$(find "$tmp" -name '*escaped*' -not -path "$tmp/inside/plans/*"; ls /tmp/absolute* 2>/dev/null)
+inside=$(ls "$tmp/inside/plans" | tr '\n' ' ')
+if [[ -z $outside && $inside == "_.._.._escaped.json _tmp_absolute.json " ]]; then ok "validate --write-plans stays inside DIR"
+else bad "validate --write-plans stays inside DIR" "outside: '$outside', inside: '$inside'"; fi
+sed -e 's#"tiny-mosaic-1b-16gpu"#"a/b"#' -e 's#"tiny-torchtitan-8b"#"a_b"#' "$CASES" >"$tmp/clash.json"
+"$FSDPX" validate "$tmp/clash.json" --write-plans "$tmp/inside" >/dev/null 2>"$tmp/err"
+if [[ $? -eq 2 ]] && grep -qF "clash.json: /cases: cases \"a/b\" and \"a_b\" would both be written as a_b.json" "$tmp/err"; then
+  ok "case ids that map to one file name are an error"
+else bad "case ids that map to one file name" "$(cat "$tmp/err")"; fi
+
+# 5. A good write replaces the previous file whole and keeps its permissions.
 echo "previous good content" >"$tmp/keep.json"
 chmod 600 "$tmp/keep.json"
 "$FSDPX" export --plan "$tmp/plan.json" --format torchtitan -o "$tmp/keep.json" >/dev/null 2>&1
