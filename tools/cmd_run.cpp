@@ -186,6 +186,13 @@ void check_whole_state_options(const RunOptions& o) {
                                   "--single-process on one GPU)", needs));
 }
 
+// Before any training: an unusable --checkpoint-dir or output path is reported now, not after the steps.
+void check_run_outputs(const RunOptions& o) {
+  if (!o.checkpoint_dir.empty()) prepare_checkpoint_dir(o.checkpoint_dir);
+  for (const std::string* out : {&o.profile, &o.save_weights, &o.save_init_weights, &o.dump_batches})
+    if (!out->empty()) check_output_writable(*out);
+}
+
 // Everything after the training loop: memory, hashes, weight and batch files, profile, the report.
 void finish_run(Trainer& trainer, const RunOptions& o, const BackendSetup& b, BatchRecorder* recorder, RunRecord& r) {
   r.peak_memory = trainer.peak_memory();
@@ -208,6 +215,7 @@ void run_run(RunOptions o) {
   const std::string fingerprint = plan_fingerprint(plan);
   check_runnable(plan, plan_file, o.backend == Backend::cuda);
   if (o.processes) check_whole_state_options(o);  // before the ranks start, so it is said once
+  check_run_outputs(o);
   const BackendSetup b = backend_setup(o, plan, fingerprint);
   if (!b.whole_state) check_whole_state_options(o);
   if (!b.prints) o.format = OutputFormat::json, o.dump_batches.clear();  // rank 0 reports and records

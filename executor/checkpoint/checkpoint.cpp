@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,8 +17,10 @@
 #include <system_error>
 
 #include "core/errors.h"
+#include "core/input_ranges.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
+#include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/checkpoint/shard_file.h"
@@ -27,6 +30,9 @@ namespace fsdpx {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Elements of a unit, and offsets in it: above any model within input_range::kMaxModelParams.
+constexpr IntRange kElements{0, std::int64_t{1} << 50};
 
 std::string rank_file_name(int rank) { return fmt::format("rank-{:05d}.bin", rank); }
 
@@ -54,9 +60,11 @@ nlohmann::json manifest_json(const TrainerState& s, const std::string& fingerpri
                        {"rank", s.ranks[i].rank},
                        {"bytes", bytes[i].size()},
                        {"crc32", fmt::format("{:08x}", crc32(bytes[i]))}});
-  return {{"format", kCheckpointFormat}, {"fingerprint", fingerprint}, {"step", s.step},
-          {"next_sample", s.data.next_sample}, {"seed", s.seed}, {"dp_shard", s.dp_shard},
-          {"dp_replicate", s.dp_replicate}, {"units", units_json(s)}, {"files", entries}};
+  nlohmann::json manifest{{"format", kCheckpointFormat}, {"fingerprint", fingerprint}, {"step", s.step},
+                          {"next_sample", s.data.next_sample}, {"seed", s.seed}, {"dp_shard", s.dp_shard},
+                          {"dp_replicate", s.dp_replicate}, {"units", units_json(s)}, {"files", entries}};
+  manifest["checksum"] = manifest_checksum(manifest);
+  return manifest;
 }
 
 std::uint64_t unsigned_field(JsonObject& o, std::string_view key) {
@@ -92,18 +100,22 @@ RankState read_shard(const std::string& dir, JsonObject f, const std::string& wh
 std::vector<UnitShardState> parse_units(JsonObject& o, bool format1) {
   std::vector<UnitShardState> units;
   if (format1) {
-    for (const auto& [v, p] : o.array("unit_numel")) units.emplace_back().unit_numel = v->get<std::int64_t>();
+    for (const auto& [v, p] : o.array("unit_numel")) {
+      if (!v->is_number_unsigned() || v->get<std::uint64_t>() > std::uint64_t(kElements.max))
+        throw_config_error(o.file(), p, fmt::format("expected an element count, got {}", json_type_name(*v)));
+      units.emplace_back().unit_numel = v->get<std::int64_t>();
+    }
     return units;
   }
   std::map<std::string, std::size_t> unit_of;
   for (const auto& [v, p] : o.array("units")) {
     JsonObject uo(*v, o.file(), p);
     UnitShardState& u = units.emplace_back();
-    u.unit_numel = std::int64_t(unsigned_field(uo, "numel"));
+    u.unit_numel = uo.integer_in("numel", kElements);
     for (const auto& [m, mp] : uo.array("modules")) {
       JsonObject mo(*m, o.file(), mp);
-      u.modules.push_back(UnitModule{mo.string("name"), std::int64_t(unsigned_field(mo, "offset")),
-                                     std::int64_t(unsigned_field(mo, "numel"))});
+      u.modules.push_back(UnitModule{mo.string("name"), mo.integer_in("offset", kElements),
+                                     mo.integer_in("numel", kElements)});
       mo.finish();
       if (const auto [prev, fresh] = unit_of.emplace(u.modules.back().name, units.size() - 1); !fresh)
         mo.fail("name", fmt::format("module \"{}\" is also in unit {}", prev->first, prev->second));
@@ -119,18 +131,20 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw ConfigError(where + ": manifest.json: missing");
   const nlohmann::json j = parse_json_text(read_file_bytes(path), where + ": manifest.json");
+  check_manifest_checksum(j, where + ": manifest.json");
   JsonObject o(j, where + ": manifest.json");
+  o.optional_string("checksum");
   const std::string format = o.string("format");
   if (format != kCheckpointFormat && format != kCheckpointFormat1)
     o.fail("format", fmt::format("expected \"{}\" or \"{}\"", kCheckpointFormat, kCheckpointFormat1));
   if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
     o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})", fp, fingerprint));
   TrainerState s;
-  s.step = o.integer("step");
+  s.step = o.integer_in("step", input_range::kSteps);
   s.data.next_sample = unsigned_field(o, "next_sample");
   s.seed = unsigned_field(o, "seed");
-  s.dp_shard = int(o.positive_integer("dp_shard"));
-  s.dp_replicate = int(o.positive_integer("dp_replicate"));
+  s.dp_shard = int(o.integer_in("dp_shard", input_range::kDegree));
+  s.dp_replicate = int(o.integer_in("dp_replicate", input_range::kDegree));
   const std::vector<UnitShardState> units = parse_units(o, format == kCheckpointFormat1);
   for (const auto& [f, p] : o.array("files")) s.ranks.push_back(read_shard(dir, JsonObject(*f, o.file(), p), where));
   o.finish();
@@ -173,25 +187,40 @@ void remove_stale_temporaries(const std::string& root) {
   const std::string host = host_name();
   std::error_code ec;
   std::vector<fs::path> stale;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::smatch m;
-    const std::string name = e.path().filename().string();
+    const std::string name = it->path().filename().string();
     if (!std::regex_match(name, m, kTmp) || (m[1].matched && m[1] != host)) continue;
-    if (!process_alive(std::stol(m[2]))) stale.push_back(e.path());
+    const std::string digits = m[2];
+    long pid = 0;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), pid).ec != std::errc()) continue;  // no pid
+    if (!process_alive(pid)) stale.push_back(it->path());
   }
   for (const fs::path& p : stale) fs::remove_all(p, ec);
 }
 
-std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint) {
+void prepare_checkpoint_dir(const std::string& root) {
   std::error_code ec;
   fs::create_directories(root, ec);
-  if (ec) throw ConfigError(fmt::format("{}: cannot create checkpoint directory: {}", root, ec.message()));
-  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(s.step);
-  const fs::path tmp =
-      fs::path(root) / fmt::format("{}.tmp-{}-{}", checkpoint_dir_name(s.step), host_name(), ::getpid());
-  fs::remove_all(tmp, ec);
-  fs::create_directory(tmp, ec);
-  if (ec) throw ConfigError(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  if (ec) throw WriteError(fmt::format("{}: cannot create the checkpoint directory: {}", root, ec.message()));
+  if (!fs::is_directory(root, ec)) throw WriteError(fmt::format("{}: not a directory (--checkpoint-dir)", root));
+  // A save creates a directory in root and files in it: try both (permissions, read-only mounts, quotas).
+  const fs::path probe = fs::path(root) / fmt::format(".fsdpx-probe-{}-{}", host_name(), ::getpid());
+  fs::create_directory(probe, ec);
+  if (ec) throw WriteError(fmt::format("{}: cannot create directories in it: {}", root, ec.message()));
+  try {
+    write_file_durable((probe / "probe").string(), "probe");
+  } catch (const WriteError&) {
+    fs::remove_all(probe, ec);
+    throw;
+  }
+  fs::remove_all(probe, ec);
+}
+
+namespace {
+
+// Writes the shard files and the manifest into `tmp` and makes them durable.
+void write_checkpoint_files(const fs::path& tmp, const TrainerState& s, const std::string& fingerprint) {
   std::vector<std::string> files, bytes;
   for (const RankState& r : s.ranks) {
     files.push_back(rank_file_name(r.rank));
@@ -200,9 +229,29 @@ std::string save_checkpoint(const std::string& root, const TrainerState& s, cons
   }
   write_file_durable((tmp / "manifest.json").string(), manifest_json(s, fingerprint, files, bytes).dump(2) + "\n");
   fsync_directory(tmp.string());
-  fs::remove_all(final_dir, ec);  // a re-run of the same step replaces it; older steps stay valid meanwhile
-  fs::rename(tmp, final_dir, ec);
-  if (ec) throw ConfigError(fmt::format("{}: cannot rename to {}: {}", tmp.string(), final_dir.string(), ec.message()));
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw WriteError(fmt::format("{}: cannot create checkpoint directory: {}", root, ec.message()));
+  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(s.step);
+  const fs::path tmp =
+      fs::path(root) / fmt::format("{}.tmp-{}-{}", checkpoint_dir_name(s.step), host_name(), ::getpid());
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) throw WriteError(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  try {
+    write_checkpoint_files(tmp, s, fingerprint);
+    fs::remove_all(final_dir, ec);  // a re-run of the same step replaces it; older steps stay valid meanwhile
+    fs::rename(tmp, final_dir, ec);
+    if (ec) throw WriteError(fmt::format("{}: cannot rename to {}: {}", tmp.string(), final_dir.string(), ec.message()));
+  } catch (...) {
+    fs::remove_all(tmp, ec);  // a failed save leaves nothing behind
+    throw;
+  }
   fsync_directory(root);
   remove_stale_temporaries(root);
   return final_dir.string();
@@ -212,18 +261,25 @@ TrainerState read_checkpoint(const std::string& dir, const std::string& fingerpr
   const std::string where = "checkpoint " + dir;
   TrainerState s = parse_manifest(dir, fingerprint, where);
   if (s.ranks.empty()) throw ConfigError(where + ": manifest.json: no shard files");
+  const auto named = step_of_dir_name(fs::path(dir).filename().string());
+  if (named && *named != s.step)
+    throw ConfigError(fmt::format("{}: manifest.json: /step: {}, but the directory is named for step {}", where,
+                                  s.step, *named));
+  check_shard_set(s, where + ": manifest.json: /files");
   return s;
 }
 
-std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root) {
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root,
+                                                                   std::vector<std::string>* ignored) {
   std::vector<std::pair<std::int64_t, std::string>> out;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return out;
-  static const std::regex kName("step-([0-9]+)");  // temporary "step-N.tmp-PID" names do not match
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (e.is_directory(ec) && std::regex_match(name, m, kName)) out.emplace_back(std::stoll(m[1]), e.path().string());
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    static const std::regex kName("step-[0-9]+");  // temporary "step-N.tmp-PID" names do not match
+    if (!it->is_directory(ec) || !std::regex_match(name, kName)) continue;
+    if (const auto step = step_of_dir_name(name)) out.emplace_back(*step, it->path().string());
+    else if (ignored) ignored->push_back(fmt::format("{}: a step number beyond 2^63; ignored", it->path().string()));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   return out;
@@ -232,7 +288,7 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& root, const std::string& fingerprint,
                                                        std::vector<std::string>* rejected_out) {
   std::vector<std::string> rejected;
-  for (const auto& [step, dir] : list_checkpoints(root)) {
+  for (const auto& [step, dir] : list_checkpoints(root, &rejected)) {
     try {
       return LoadedCheckpoint{read_checkpoint(dir, fingerprint), dir, rejected};
     } catch (const ConfigError& e) {

@@ -1,7 +1,7 @@
 // executor/checkpoint/checkpoint.h — sharded training checkpoints: one directory per step
 // (`step-000006/`) holding manifest.json (format, model fingerprint, step, data position, seed,
 // dp_shard, per unit its numel and its modules with offsets and sizes, each shard file's byte size and
-// CRC-32) plus one `rank-NNNNN.bin` per shard owner (shard_file.h). Written into
+// CRC-32, and the CRC-32 of the manifest itself) plus one `rank-NNNNN.bin` per shard owner (shard_file.h). Written into
 // `step-000006.tmp-<pid>/`, fsynced, renamed, then the parent fsynced, so a crash leaves either the old
 // set or the new one (the llm.c DONE_<step> marker idea, here by rename). Loading verifies sizes and
 // checksums and falls back to the newest good step. Leaves out pruning old checkpoints and async saving.
@@ -31,21 +31,29 @@ std::string plan_fingerprint(const Plan& plan);
 
 std::string checkpoint_dir_name(std::int64_t step);  // "step-000006"
 
+// Creates root if needed and checks that a save can create its directory and files there, so that an
+// unusable --checkpoint-dir is reported before any training step. Throws WriteError.
+void prepare_checkpoint_dir(const std::string& root);
+
 // Saves `s` (only replica 0's shards are in it) under root/step-<step>; creates root if needed and
-// replaces an existing directory of the same step. Returns the directory path.
+// replaces an existing directory of the same step. Returns the directory path. A failed save (WriteError)
+// removes its temporary directory.
 std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint);
 // Deletes the temporary directories of saves that died before their rename (this host's, whose process
 // is gone); save_checkpoint calls it after each successful save.
 void remove_stale_temporaries(const std::string& root);
 
-// Reads one checkpoint directory, verifying the manifest (each unit's modules tile it, no module in
-// two units), the fingerprint, every file's size and CRC-32 and its unit sizes; every rank's units get
-// the manifest's module lists (none for format 1). Throws ConfigError "checkpoint <dir>: <file>:
-// <what>" on the first problem.
+// Reads one checkpoint directory, verifying the manifest (its checksum, each unit's modules tile it, no
+// module in two units, the step its directory is named for), the fingerprint, every file's size and
+// CRC-32 and its unit sizes, and that the shard files hold every element once (checkpoint_verify.h);
+// every rank's units get the manifest's module lists (none for format 1). Throws ConfigError
+// "checkpoint <dir>: <file>: <what>" on the first problem.
 TrainerState read_checkpoint(const std::string& dir, const std::string& fingerprint);
 
-// Complete checkpoint directories under root (temporary ones skipped), newest step first.
-std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root);
+// Complete checkpoint directories under root (temporary ones skipped), newest step first. A "step-N"
+// whose N is beyond int64 is left out, with a message in `ignored` when given.
+std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& root,
+                                                                   std::vector<std::string>* ignored = nullptr);
 
 struct LoadedCheckpoint {
   TrainerState state;
