@@ -92,6 +92,9 @@ std::string json_pointer_token(std::string_view key) {
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
+  if (text.size() > kMaxJsonFileBytes)
+    throw_config_error(file, "/", fmt::format("{} bytes, more than the {} MiB an input may have", text.size(),
+                                              kMaxJsonFileBytes >> 20));
   PathTracker tracker(file);
   const json::parser_callback_t callback = [&tracker](int, json::parse_event_t event, json& parsed) {
     return tracker.on_event(event, parsed);

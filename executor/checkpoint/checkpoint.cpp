@@ -81,7 +81,13 @@ RankState read_shard(const std::string& dir, JsonObject f, const std::string& wh
   const std::uint64_t bytes = unsigned_field(f, "bytes");
   const std::string crc = f.string("crc32");
   f.finish();
-  if (name.find('/') != std::string::npos) f.fail("name", "expected a file name without '/'");
+  static const std::regex kFileName("[A-Za-z0-9_.-]{1,255}");
+  if (!std::regex_match(name, kFileName) || name == "." || name == "..")
+    f.fail("name", fmt::format("expected a file name of letters, digits, '.', '-' and '_', got {}",
+                               json_excerpt(nlohmann::json(name))));
+  static const std::regex kCrc("[0-9a-f]{8}");
+  if (!std::regex_match(crc, kCrc))
+    f.fail("crc32", fmt::format("expected 8 hex digits, got {}", json_excerpt(nlohmann::json(crc))));
   const std::string at = fmt::format("{}: {}", where, name);
   std::error_code ec;
   if (!fs::is_regular_file(fs::path(dir) / name, ec)) throw ConfigError(at + ": missing");
@@ -138,7 +144,8 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   if (format != kCheckpointFormat && format != kCheckpointFormat1)
     o.fail("format", fmt::format("expected \"{}\" or \"{}\"", kCheckpointFormat, kCheckpointFormat1));
   if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
-    o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})", fp, fingerprint));
+    o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})",
+                                      json_excerpt(nlohmann::json(fp)), fingerprint));
   TrainerState s;
   s.step = o.integer_in("step", input_range::kSteps);
   s.data.next_sample = unsigned_field(o, "next_sample");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "executor/checkpoint/checksum.h"
 
 namespace fsdpx {
@@ -28,7 +29,7 @@ void check_manifest_checksum(const nlohmann::json& manifest, const std::string& 
   if (!saved.is_string() || saved.get<std::string>() != computed)
     throw ConfigError(fmt::format("{}: /checksum: the manifest does not match its checksum (saved {}, computed {}): "
                                   "it was changed or damaged after it was written",
-                                  where, saved.is_string() ? saved.get<std::string>() : saved.dump(), computed));
+                                  where, json_excerpt(saved), computed));
 }
 
 std::optional<std::int64_t> step_of_dir_name(std::string_view name) {
