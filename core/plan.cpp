@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "core/data_placement.h"
 #include "core/errors.h"
 
 namespace fsdpx {
@@ -56,10 +57,6 @@ const char* enum_name(const std::array<std::pair<E, const char*>, N>& names, E e
   return "";
 }
 
-// Parameters stay unsharded between forward and backward in every mode except the two that reshard
-// them after forward (ZeRO-3 style); FSDP1's SHARD_GRAD_OP is "no reshard after forward" (arXiv 2304.11277 §3.2).
-bool reshards_after_forward(DataParallel d) { return d == DataParallel::fsdp_full_shard || d == DataParallel::hsdp; }
-
 }  // namespace
 
 const char* data_parallel_name(DataParallel d) { return enum_name(kDataParallelNames, d); }
@@ -90,7 +87,7 @@ Plan default_plan(const ModelSpec& m, const ClusterSpec& c, const TrainingSettin
   p.cluster = c;
   p.training = t;
   p.parallelism = par;
-  const int reshard = reshards_after_forward(par.data_parallel) ? 1 : 0;
+  const int reshard = data_placement(par).reshard_after_forward ? 1 : 0;
   if (!m.tied_embeddings) p.units.push_back(PlanUnit{{"embedding"}, reshard});
   for (std::int64_t first = 0; first < m.layers; first += blocks_per_unit) {
     PlanUnit u{{}, reshard};

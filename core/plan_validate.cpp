@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/checked_math.h"
+#include "core/data_placement.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
 
@@ -167,14 +168,14 @@ void check_units(const Checker& c) {
 // group (torch/distributed/fsdp/_fully_shard/_fully_shard.py docstring; like ZeRO++ hpZ, arXiv 2306.10209).
 void check_reshard(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
-  const bool sharded = par.data_parallel == DataParallel::fsdp_full_shard || par.data_parallel == DataParallel::hsdp;
+  const bool reshards = data_placement(par).reshard_after_forward;
   for (std::size_t u = 0; u < c.p.units.size(); ++u) {
     const int g = c.p.units[u].reshard_after_forward;
     const std::string path = unit_path(u) + "/reshard_after_forward";
     c.require(g >= 0, path, fmt::format("expected true, false or an integer >= 1, got {}", g));
     c.require(g <= 1 || par.dp_shard % g == 0, path,
               fmt::format("{} must be true, false or a divisor of dp_shard ({}) greater than 1", g, par.dp_shard));
-    c.require(sharded || g == 0, path,
+    c.require(reshards || g == 0, path,
               fmt::format("data_parallel \"{}\" keeps parameters unsharded between forward and backward, so "
                           "reshard_after_forward must be false", data_parallel_name(par.data_parallel)));
   }

@@ -188,14 +188,7 @@ TrainingShape training_shape_of(const Plan& p) {
   s.tp = par.tp;
   s.cp = par.cp;
   s.sequence_parallel = par.sequence_parallel;
-  switch (par.data_parallel) {
-    case DataParallel::fsdp_full_shard: s.mode = ShardingMode::zero3; break;
-    case DataParallel::fsdp_shard_grad_op: s.mode = ShardingMode::zero2; break;
-    case DataParallel::hsdp: s.mode = ShardingMode::hsdp; break;
-    case DataParallel::ddp: s.mode = ShardingMode::ddp; break;
-    case DataParallel::zero1:
-    case DataParallel::distributed_optimizer: s.mode = ShardingMode::zero1; break;
-  }
+  s.mode = sharding_mode(data_placement(par));
   s.micro_batch = p.training.micro_batch;
   s.seq = p.training.seq;
   s.grad_accum = p.grad_accum();

@@ -38,6 +38,12 @@ const char* sharding_mode_name(ShardingMode m) {
   return "?";
 }
 
+ShardingMode sharding_mode(const DataPlacement& p) {
+  if (!is_sharded(p.params)) return is_sharded(p.grads) ? ShardingMode::zero1 : ShardingMode::ddp;
+  if (!p.reshard_after_forward) return ShardingMode::zero2;
+  return p.params == Placement::sharded_replicated ? ShardingMode::hsdp : ShardingMode::zero3;
+}
+
 const char* recompute_name(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "core/data_placement.h"
 #include "core/dtype.h"
 #include "core/model_spec.h"
 
@@ -18,6 +19,10 @@ enum class ShardingMode { ddp, zero1, zero2, zero3, hsdp };  // zero3 = FSDP ful
 enum class Recompute { none, selective, full, selective_op };
 
 const char* sharding_mode_name(ShardingMode m);
+// The ZeRO stage of a plan's placements: replicated parameters and gradients are DDP, replicated
+// parameters with sharded gradients ZeRO-1, sharded parameters kept from forward to backward ZeRO-2,
+// otherwise ZeRO-3 (HSDP when replicated across dp_replicate).
+ShardingMode sharding_mode(const DataPlacement& p);
 const char* recompute_name(Recompute r);
 
 struct PrecisionPolicy {

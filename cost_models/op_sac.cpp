@@ -1,5 +1,5 @@
 // cost_models/op_sac.cpp — the matmuls of a block in torchtitan's op-SAC count order and the kernels
-// re-run before backward (see op_sac.h). Leaves out the FSDP/TP communication (simulator/segment_work.cpp).
+// re-run before backward (see op_sac.h). Leaves out the FSDP/TP communication (program/segment_work.cpp).
 #include "cost_models/op_sac.h"
 
 #include <algorithm>

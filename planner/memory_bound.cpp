@@ -1,5 +1,5 @@
 // planner/memory_bound.cpp — the pruning bound of memory_bound.h, built from the same cost-model
-// calls the lowering uses (simulator/lower.cpp resident_memory, simulator/segment_work.cpp
+// calls the lowering uses (program/lower.cpp resident_memory, program/segment_work.cpp
 // segment_memory) so that it stays below the simulated peak by construction.
 #include "planner/memory_bound.h"
 
@@ -7,29 +7,10 @@
 
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
-#include "simulator/lower.h"
-#include "simulator/segment_work.h"
+#include "program/lower.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
-
-namespace {
-
-bool shards_state(DataParallel d) {
-  return d == DataParallel::fsdp_full_shard || d == DataParallel::fsdp_shard_grad_op || d == DataParallel::hsdp;
-}
-
-bool shards_params(DataParallel d) { return d == DataParallel::fsdp_full_shard || d == DataParallel::hsdp; }
-
-ShardingMode zero_mode(DataParallel d) {
-  switch (d) {
-    case DataParallel::ddp: return ShardingMode::ddp;
-    case DataParallel::zero1:
-    case DataParallel::distributed_optimizer: return ShardingMode::zero1;
-    default: return ShardingMode::zero3;
-  }
-}
-
-}  // namespace
 
 MemoryBound memory_lower_bound(const Plan& plan) {
   MemoryBound b;
@@ -37,8 +18,9 @@ MemoryBound memory_lower_bound(const Plan& plan) {
   double params = 0;
   for (double p : unit_params(plan)) params += p;
   const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
-  b.state_bytes = shards_state(par.data_parallel) ? fsdp2_state_bytes(params, par.dp_shard, policy).total()
-                                                  : model_state_bytes(params, zero_mode(par.data_parallel), par.dp_shard, policy).total();
+  const DataPlacement placement = data_placement(par);
+  b.state_bytes = is_sharded(placement.params) ? fsdp2_state_bytes(params, par.dp_shard, policy).total()
+                                               : model_state_bytes(params, sharding_mode(placement), par.dp_shard, policy).total();
   // Communicators the lowering always creates (reshard groups would only add).
   const int communicators = (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1);
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
@@ -55,7 +37,7 @@ MemoryBound memory_lower_bound(const Plan& plan) {
     if (cached < 0) cached = segment_memory(plan, i, 1).saved_activation_bytes;
     b.activation_bytes += cached;
   }
-  if (shards_params(par.data_parallel)) {
+  if (is_sharded(placement.params) && placement.reshard_after_forward) {
     // The head (the tied table when embeddings are tied) is gathered while the last forward op runs;
     // divided by tp at most (vocabulary-parallel head), so never more than the lowering allocates.
     const ParamCounts pc = count_params(plan.model);

@@ -1,7 +1,7 @@
 // planner/memory_bound.h — an analytic lower bound on the simulator's peak memory for a plan, used to
 // prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
 // every module saves for one micro-batch + the head's gathered parameters (all alive when the last
-// forward op starts, simulator/lower.cpp) + allocator headroom on that sum. Leaves out other gathered
+// forward op starts, program/lower.cpp) + allocator headroom on that sum. Leaves out other gathered
 // units, prefetch buffers and backward working memory, which only add to the peak, so the bound never
 // exceeds what the simulator reports (tests/planner checks this).
 #pragma once

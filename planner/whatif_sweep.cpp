@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/data_placement.h"
 #include "core/errors.h"
 #include "planner/whatif.h"
 #include "planner/wrapping.h"
@@ -27,8 +28,7 @@ WhatIfRow simulated_row(const WhatIfPoint& point, std::string label, const Plan&
 
 // Units that the data-parallel mode cannot reshard after forward must say so (validate_plan).
 void fit_reshard_to_mode(Plan& p) {
-  const DataParallel d = p.parallelism.data_parallel;
-  if (d == DataParallel::fsdp_full_shard || d == DataParallel::hsdp) return;
+  if (data_placement(p.parallelism).reshard_after_forward) return;
   for (PlanUnit& u : p.units) u.reshard_after_forward = 0;
 }
 

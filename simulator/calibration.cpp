@@ -10,7 +10,7 @@
 #include "core/cluster_spec.h"
 #include "core/errors.h"
 #include "cost_models/compute.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 
 namespace fsdpx {
 

@@ -11,7 +11,7 @@
 
 #include "core/errors.h"
 #include "simulator/engine_state.h"
-#include "simulator/group_members.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 namespace engine_detail {

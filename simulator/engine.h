@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -51,7 +51,7 @@ void Engine::complete_op(int i, int stream) {
   const Op& program_op = op_of(in, op);
   if (s.phase == Phase::work && od.cls == OpClass::collective && od.work_ns > 0)
     --(od.nic ? in.bw_nic : in.bw_nvlink);
-  apply_free(in, program_op.free_at_end);
+  apply_free(in, program_op.free_at_end, released_param_bytes(program_, program_op));
   if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
   if (program_op.stream == StreamKind::compute) {
     in.compute_busy_ns += now_ - s.start_ns;
@@ -96,17 +96,19 @@ void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, in
   record_sample(in);
 }
 
-void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects) {
-  if (effects.empty()) return;
-  for (const MemEffect& e : effects) {
-    double& live = in.live_bytes[static_cast<int>(e.category)];
-    live -= e.bytes;
+void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes) {
+  if (effects.empty() && released_bytes == 0) return;
+  auto free = [&](MemCategory category, double bytes) {
+    double& live = in.live_bytes[static_cast<int>(category)];
+    live -= bytes;
     // Sums of doubles: allow rounding of 1 byte, or 1e-9 of the largest total seen (a 2^50-byte model).
-    FSDP_CHECK(live >= -1.0 - 1e-9 * std::max(e.bytes, in.peak.total_bytes),
+    FSDP_CHECK(live >= -1.0 - 1e-9 * std::max(bytes, in.peak.total_bytes),
                fmt::format("role {} rank {}: {} bytes below zero ({})", in.role, in.rank,
-                           mem_category_name(e.category), live));
-    in.live_total_bytes -= e.bytes;
-  }
+                           mem_category_name(category), live));
+    in.live_total_bytes -= bytes;
+  };
+  for (const MemEffect& e : effects) free(e.category, e.bytes);
+  if (released_bytes > 0) free(MemCategory::transient, released_bytes);
   record_sample(in);
 }
 

@@ -98,7 +98,8 @@ class Engine {
   void complete_op(int i, int stream);
   double rate_of(const Instance& in, const OpData& od) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
-  void apply_free(Instance& in, const std::vector<MemEffect>& effects);
+  // Frees `effects`, then `released_bytes` of transient memory (the unit parameters an op releases).
+  void apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes);
   void record_sample(const Instance& in);
   void add_running(int slot_id);
   void remove_running(int slot_id);

@@ -6,7 +6,7 @@
 
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

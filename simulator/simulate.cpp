@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "cost_models/memory.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 #include "simulator/op_timing.h"
 
 namespace fsdpx {

@@ -9,7 +9,7 @@
 
 #include "core/plan.h"
 #include "simulator/engine.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

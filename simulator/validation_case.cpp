@@ -14,6 +14,7 @@
 
 #include "core/checked_math.h"
 #include "core/config_paths.h"
+#include "core/data_placement.h"
 #include "core/json_reader.h"
 
 namespace fsdpx {
@@ -305,11 +306,10 @@ ClusterSpec case_cluster(const ValidationCase& c, const std::string& file, std::
 // it once per step, overlapped with the last micro-batch's backward (megatron/core/distributed/
 // distributed_data_parallel.py, no_sync over all but the last micro-batch). PyTorch FSDP under
 // llm-foundry and torchtitan reduce-scatters after every micro-batch (FSDP keeps no unsharded grads).
+// So: replicated parameters (DDP, ZeRO-1) reduce once per step, sharded ones every micro-batch.
 ReduceGrads framework_reduce_grads(const ValidationCase& c) {
-  const DataParallel d = c.parallelism.data_parallel;
-  return d == DataParallel::ddp || d == DataParallel::distributed_optimizer || d == DataParallel::zero1
-             ? ReduceGrads::last_micro_batch
-             : ReduceGrads::every_micro_batch;
+  return is_sharded(data_placement(c.parallelism).params) ? ReduceGrads::every_micro_batch
+                                                          : ReduceGrads::last_micro_batch;
 }
 
 }  // namespace
@@ -325,8 +325,6 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping.
   out.plan = default_plan(c.model, cl, t, c.parallelism, 1, framework_recompute(c.framework, c.recompute));
   out.memory_metric = framework_memory_metric(c.framework);
-  if (c.parallelism.data_parallel == DataParallel::fsdp_shard_grad_op)
-    for (PlanUnit& u : out.plan.units) u.reshard_after_forward = 0;
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
   out.plan.reduce_grads = framework_reduce_grads(c);

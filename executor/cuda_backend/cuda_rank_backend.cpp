@@ -8,6 +8,7 @@
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/model/init.h"
+#include "program/group_members.h"
 
 namespace fsdpx::cuda {
 
@@ -28,9 +29,9 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
                                  OpProfiler* kernel_profiler)
     : rp_(rp), device_(device), world_(std::move(world)) {
   use_device();
-  // Mesh (dp_replicate, dp_shard, cp, tp), row-major (step_program.h Mesh); tp = cp = 1 here.
-  shard_index_ = world_->rank() % rp.plan.parallelism.dp_shard;
-  replica_index_ = world_->rank() / rp.plan.parallelism.dp_shard;
+  const MeshCoord at = mesh_coord(rp.program.mesh, world_->rank());
+  shard_index_ = at.dp_shard;
+  replica_index_ = at.dp_replicate;
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   op_done_.resize(rp.program.roles[0].ops.size());
   for (cudaEvent_t& e : op_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -41,8 +42,8 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
                                        model_options(rp.plan, kernel_profiler), *gemm_);
   const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
   const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
-  for (const FlatUnitLayout& f : rp.flats)
-    units_.push_back(std::make_unique<CudaUnit>(f, unit_shard, rp.replicated, reduce, &mem_));
+  for (std::size_t u = 0; u < rp.flats.size(); ++u)
+    units_.push_back(std::make_unique<CudaUnit>(rp.flats[u], unit_shard, replicated_params(rp, int(u)), reduce, &mem_));
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));
@@ -107,9 +108,9 @@ void CudaRankBackend::load_unit_state(int unit, const UnitShardState& s) {
 }
 
 void CudaRankBackend::copy_masters_to_replicas() {
-  if (rp_.plan.parallelism.data_parallel != DataParallel::ddp) return;
   use_device();
-  for (const auto& u : units_) u->copy_master_to_replica(current_);
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica(current_);
 }
 
 void CudaRankBackend::begin_op(int id, const Op& op) {
@@ -151,7 +152,7 @@ void CudaRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int
 }
 
 void CudaRankBackend::forward(int segment) {
-  const Segment& seg = rp_.segments[std::size_t(segment)];
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
   if (last == rp_.layout.head_index()) {
     FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
@@ -166,7 +167,7 @@ void CudaRankBackend::forward(int segment) {
 }
 
 void CudaRankBackend::backward(int segment, int unit) {
-  const Segment& seg = rp_.segments[std::size_t(segment)];
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const std::vector<const bf16*> p = param_ptrs();
   std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
   CudaUnit& u = *units_[std::size_t(unit)];

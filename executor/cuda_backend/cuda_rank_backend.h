@@ -45,7 +45,6 @@ class CudaRankBackend final : public RankBackend {
 
   void gather(int unit, DpGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override;
-  bool params_live(int unit) const override { return units_[std::size_t(unit)]->params_live(); }
 
   void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) override;
   void forward(int segment) override;

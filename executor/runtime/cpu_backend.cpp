@@ -3,6 +3,7 @@
 
 #include "core/errors.h"
 #include "executor/model/init.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -21,11 +22,13 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
                                OpProfiler* kernel_profiler)
     : rp_(rp), world_(std::move(world)),
       model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq, model_options(rp.plan, kernel_profiler)) {
-  // Mesh (dp_replicate, dp_shard, cp, tp), row-major (step_program.h Mesh); tp = cp = 1 here.
-  shard_index_ = world_->rank() % rp.plan.parallelism.dp_shard;
-  replica_index_ = world_->rank() / rp.plan.parallelism.dp_shard;
+  const MeshCoord at = mesh_coord(rp.program.mesh, world_->rank());
+  shard_index_ = at.dp_shard;
+  replica_index_ = at.dp_replicate;
   const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
-  for (const FlatUnitLayout& f : rp.flats) units_.emplace_back(f, unit_shard, rp.replicated, &mem_);
+  for (std::size_t u = 0; u < rp.flats.size(); ++u)
+    units_.emplace_back(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
+  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, rp.layout, rp.program.segments);
 }
 
 void CpuRankBackend::connect() {
@@ -43,8 +46,8 @@ void CpuRankBackend::init_params(std::uint64_t seed) {
 }
 
 void CpuRankBackend::copy_masters_to_replicas() {
-  if (rp_.plan.parallelism.data_parallel != DataParallel::ddp) return;
-  for (FsdpUnit& u : units_) u.copy_master_to_replica();
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (master_is_replica(rp_, int(u))) units_[u].copy_master_to_replica();
 }
 
 Communicator& CpuRankBackend::comm(DpGroup group) {
@@ -76,16 +79,16 @@ std::vector<const float*> CpuRankBackend::param_ptrs() const {
 }
 
 void CpuRankBackend::forward(int segment) {
-  const Segment& seg = rp_.segments[std::size_t(segment)];
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const std::vector<const float*> p = param_ptrs();
   for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model_.forward_module(m, p);
-  mem_.alloc(MemCategory::activations, rp_.segment_saved_bytes[std::size_t(segment)]);
+  mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model_.loss()));
 }
 
 void CpuRankBackend::backward(int segment, int unit) {
-  const Segment& seg = rp_.segments[std::size_t(segment)];
-  const double working = rp_.segment_working_bytes[std::size_t(segment)];
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const double working = segment_bytes_[std::size_t(segment)].working;
   mem_.alloc(MemCategory::transient, working);
   const std::vector<const float*> p = param_ptrs();
   std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
@@ -93,7 +96,7 @@ void CpuRankBackend::backward(int segment, int unit) {
   for (std::size_t k = 0; k < u.flat().modules.size(); ++k) g[std::size_t(u.flat().modules[k])] = u.module_grads(int(k));
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model_.backward_module(m, p, g);
   mem_.free(MemCategory::transient, working);
-  mem_.free(MemCategory::activations, rp_.segment_saved_bytes[std::size_t(segment)]);
+  mem_.free(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
 }
 
 std::vector<double> CpuRankBackend::take_losses() {

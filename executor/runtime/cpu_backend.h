@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
+#include "executor/model/buffer_bytes.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/transformer.h"
 #include "executor/runtime/fsdp_unit.h"
@@ -34,7 +35,6 @@ class CpuRankBackend final : public RankBackend {
 
   void gather(int unit, DpGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override { units_[std::size_t(unit)].release_params(kept_bytes); }
-  bool params_live(int unit) const override { return units_[std::size_t(unit)].params_live(); }
 
   void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) override;
   void forward(int segment) override;
@@ -66,6 +66,7 @@ class CpuRankBackend final : public RankBackend {
   MemoryTracker mem_;
   Transformer<float> model_;
   std::vector<FsdpUnit> units_;
+  std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
   int shard_index_ = 0, replica_index_ = 0;
   std::vector<double> losses_;         // per micro-batch since take_losses
   int first_non_finite_unit_ = -1;     // since zero_grad_shards

@@ -1,5 +1,5 @@
 // executor/runtime/memory_tracker.h — live bytes per memory category on one rank, with the simulator's
-// categories (simulator/step_program.h MemCategory): params = sharded fp32 masters, grads = sharded
+// categories (program/step_program.h MemCategory): params = sharded fp32 masters, grads = sharded
 // gradient accumulators, optimizer = Adam m and v, activations = what the model saves from a segment's
 // forward to its backward, transient = unsharded unit parameters and gradients plus working buffers.
 // Records the categories at the moment the total peaks (as the simulator reports its peak). Leaves out
@@ -10,7 +10,7 @@
 #include <array>
 
 #include "core/errors.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -15,7 +15,7 @@
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/trainer.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 
@@ -45,9 +45,8 @@ class RankBackend {
   // by reshard_after_forward = g is replaced), released with `kept_bytes` of a partial copy staying.
   virtual void gather(int unit, DpGroup group, bool drop_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
-  virtual bool params_live(int unit) const = 0;
 
-  // Model: tokens and targets [micro_batch, seq]; segment `s` of the lowering (rp.segments) forward,
+  // Model: tokens and targets [micro_batch, seq]; segment `s` of the program (rp.program.segments) forward,
   // its units' parameters live (after the head, the micro-batch's loss is kept for take_losses);
   // backward writes the gradients of `unit`'s modules (+=) and the activations' gradients below.
   virtual void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) = 0;

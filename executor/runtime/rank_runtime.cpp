@@ -11,15 +11,17 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
-  // Mesh (dp_replicate, dp_shard, cp, tp), row-major (step_program.h Mesh); tp = cp = 1 here.
-  dp_rank_ = backend_->rank();
-  shard_index_ = dp_rank_ % rp.plan.parallelism.dp_shard;
-  replica_index_ = dp_rank_ / rp.plan.parallelism.dp_shard;
+  dp_rank_ = backend_->rank();  // tp = cp = 1: the global rank is the data-parallel rank
+  const MeshCoord at = mesh_coord(rp.program.mesh, dp_rank_);
+  shard_index_ = at.dp_shard;
+  replica_index_ = at.dp_replicate;
+  for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
 }
 
 void RankRuntime::init_params(std::uint64_t seed) {
@@ -56,9 +58,12 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   for (int id = 0; id < int(ops.size()); ++id) {
     const auto start = std::chrono::steady_clock::now();
     const Op& op = ops[std::size_t(id)];
+    for (const MemEffect& e : op.alloc_at_start) program_memory_.alloc(e.category, e.bytes);
     backend_->begin_op(id, op);
-    run_op(op, id);
+    run_op(op);
     backend_->end_op(id, op);
+    for (const MemEffect& e : op.free_at_end) program_memory_.free(e.category, e.bytes);
+    program_memory_.free(MemCategory::transient, released_param_bytes(rp_.program, op));
     if (options_.profile) {
       backend_->synchronize();
       const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
@@ -68,37 +73,37 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   return result_;
 }
 
-void RankRuntime::run_op(const Op& op, int id) {
+// Every effect is a field of the op (program/step_program.h): what a collective moves, whether it
+// completes the unit's gradient reduction, whether the unit's parameters are released after it.
+void RankRuntime::run_op(const Op& op) {
   switch (op.kind) {
-    case OpKind::all_gather:
-      backend_->gather(op.unit, group_of(op.group), rp_.program.groups[std::size_t(op.group)].kind == GroupKind::reshard);
-      break;
+    case OpKind::all_gather: backend_->gather(op.unit, group_of(op.group), op.kept_shard_ranks > 1); break;
     case OpKind::forward: forward(op); break;
     case OpKind::backward: backward(op); break;
-    case OpKind::free: {
-      // Lowered only for reshard_after_forward = g with 1 < g < dp_shard: a copy sharded over g ranks stays.
-      const int g = rp_.plan.units[std::size_t(op.unit)].reshard_after_forward;
-      backend_->release(op.unit, double(rp_.flats[std::size_t(op.unit)].padded_numel) * 4.0 / g);
-      break;
-    }
-    case OpKind::reduce_scatter:
-      backend_->reduce_scatter(op.unit, group_of(op.group));
-      if (!rp_.replica_reduce[std::size_t(id)]) backend_->finish_reduction(op.unit);
-      break;
-    case OpKind::all_reduce:
-      if (op.unit < 0) {
-        reduce_norm();  // clip.ar
-      } else if (rp_.program.groups[std::size_t(op.group)].kind == GroupKind::dp_replicate) {
-        backend_->all_reduce_reduced(op.unit, group_of(op.group));  // HSDP
-        backend_->finish_reduction(op.unit);
-      } else {
-        backend_->all_reduce_full(op.unit, group_of(op.group));  // DDP
-        backend_->finish_reduction(op.unit);
-      }
-      break;
+    case OpKind::free: break;
+    case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
+    case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
   }
-  if (rp_.release_after[std::size_t(id)] && backend_->params_live(op.unit)) backend_->release(op.unit, 0);
+  if (op.completes_reduction) backend_->finish_reduction(op.unit);
+  if (op.release_params) release(op);
+}
+
+void RankRuntime::all_reduce(const Op& op) {
+  switch (op.payload) {
+    case Payload::grads: backend_->all_reduce_full(op.unit, group_of(op.group)); break;          // DDP
+    case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
+    case Payload::grad_norm: reduce_norm(); break;
+    case Payload::none:
+    case Payload::params: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters or of nothing"); break;
+  }
+}
+
+// A copy sharded over g ranks may stay (FSDP2's int reshard_after_forward): 1/g of the unit's fp32 buffer.
+void RankRuntime::release(const Op& op) {
+  const int g = op.kept_shard_ranks;
+  const double kept_bytes = g > 1 ? double(rp_.flats[std::size_t(op.unit)].padded_numel) * 4.0 / g : 0.0;
+  backend_->release(op.unit, kept_bytes);
 }
 
 // Rank d's micro-batch m holds sequences m·(b·D) + d·b + j of the global batch (j < b): the step sees
@@ -122,12 +127,12 @@ void RankRuntime::set_micro_batch(int mb) {
 }
 
 void RankRuntime::forward(const Op& op) {
-  if (rp_.segments[std::size_t(op.segment)].first_module == 0) set_micro_batch(op.micro_batch);
+  if (rp_.program.segments[std::size_t(op.segment)].first_module == 0) set_micro_batch(op.micro_batch);
   backend_->forward(op.segment);
 }
 
 void RankRuntime::backward(const Op& op) {
-  const Segment& seg = rp_.segments[std::size_t(op.segment)];
+  const Segment& seg = rp_.program.segments[std::size_t(op.segment)];
   // dloss = 1/(grad_accum·D): the sum-reductions then give the gradient of the global-batch mean loss.
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index())
     backend_->begin_backward(1.0 / double(rp_.grad_accum * rp_.dp_ranks));
@@ -159,7 +164,7 @@ void RankRuntime::check_losses() {
 // inside opt when the plan does not clip.
 void RankRuntime::reduce_norm() {
   check_losses();
-  const bool owner = rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0;
+  const bool owner = rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0;  // DDP: rank 0
   double buf[3] = {owner ? backend_->grad_sq_sum() : 0.0, non_finite_ ? 1.0 : 0.0, result_.loss_sum};
   backend_->all_reduce_host(buf, 3, DpGroup::dp_all);
   result_.grad_norm = std::sqrt(buf[0]);

@@ -43,11 +43,16 @@ class RankRuntime {
   RankBackend& backend() { return *backend_; }
   const RankBackend& backend() const { return *backend_; }
   const MemoryTracker& memory() const { return backend_->memory(); }
+  // Live bytes as the program's memory effects say, applied in issue order (the backend's tracker
+  // measures the device's own buffers instead).
+  const MemoryTracker& program_memory() const { return program_memory_; }
   const std::map<std::string, double>& op_time_s() const { return op_time_s_; }
   void abort(const std::string& msg) { backend_->abort(msg); }
 
  private:
-  void run_op(const Op& op, int id);
+  void run_op(const Op& op);
+  void all_reduce(const Op& op);
+  void release(const Op& op);
   DpGroup group_of(int group) const;
   void set_micro_batch(int mb);
   void forward(const Op& op);
@@ -67,6 +72,7 @@ class RankRuntime {
   RankStepResult result_;
   bool non_finite_ = false, norm_done_ = false;
   std::map<std::string, double> op_time_s_;
+  MemoryTracker program_memory_;
 };
 
 }  // namespace fsdpx

@@ -1,4 +1,4 @@
-// executor/runtime/runtime_program.cpp — the interpreter's tables (see runtime_program.h).
+// executor/runtime/runtime_program.cpp — the runtime's checks and tables (see runtime_program.h).
 #include "executor/runtime/runtime_program.h"
 
 #include <algorithm>
@@ -8,8 +8,7 @@
 #include "core/attention_kernel.h"
 #include "core/dtype.h"
 #include "core/errors.h"
-#include "executor/model/block.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 
 namespace fsdpx {
 
@@ -82,88 +81,15 @@ void check_runnable(const Plan& plan, ExecutorDevice device) {
   }
 }
 
-template <class T>
-double vec_bytes(const std::vector<T>& v) {
-  return double(v.size()) * double(sizeof(T));
-}
-
-// Bytes of the CPU model's per-block buffers (executor/model/block.h), measured on allocated buffers.
-struct BlockBufferBytes {
-  double acts = 0, scratch = 0;
-};
-BlockBufferBytes block_buffer_bytes(const BlockDims& d) {
-  BlockActs<float> a;
-  a.allocate(d);
-  BlockScratch<float> s;
-  s.allocate(d);
-  BlockBufferBytes b;
-  for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.x_mid, &a.ln2, &a.ln2_mean,
-                        &a.ln2_rstd, &a.fc, &a.fc_act})
-    b.acts += vec_bytes(*v);
-  for (const auto* v : {&s.dln, &s.datty, &s.dqkv, &s.dfc, &s.dfc_act}) b.scratch += vec_bytes(*v);
-  return b;
-}
-
-// Saved and working bytes of each segment, following Transformer's buffers, each counted with the module
-// whose backward uses it last (the simulator's attribution, cost_models/activations.cpp): token ids and
-// targets (int32 each) with the embedding; each block's input (resid_[i]) plus its BlockActs (only the
-// input when it recomputes); the final norm's input, output and statistics; probabilities [N, V].
-// Backward works in the block scratch, the residual-gradient pair and, for recomputing blocks, the
-// shared BlockActs and a discarded output.
-void segment_bytes(RuntimeProgram& rp) {
-  const Plan& p = rp.plan;
-  const BlockDims d = make_block_dims(p.model, p.training.micro_batch, p.training.seq);
-  const BlockBufferBytes bb = block_buffer_bytes(d);
-  const double f32 = 4, nc = double(d.n * d.c) * f32;
-  const double ids = 2.0 * double(d.n) * double(sizeof(std::int32_t));  // Transformer's tokens_, targets_
-  const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n) * f32;
-  for (const Segment& s : rp.segments) {
-    double saved = 0, working = 2 * nc;  // dres, dlnf
-    bool block = false, recompute = false;
-    for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
-      if (m == 0) saved += ids;
-      else if (m == rp.layout.final_norm_index()) saved += 2 * nc + norm_stats;
-      else if (m == rp.layout.head_index()) saved += double(d.n * p.model.vocab) * f32;
-      else {
-        const bool rc = p.recompute[std::size_t(m - 1)] == RecomputeMode::full;
-        saved += nc + (rc ? 0.0 : bb.acts);
-        block = true;
-        recompute = recompute || rc;
-      }
-    }
-    if (block) working += bb.scratch;
-    if (recompute) working += bb.acts + nc;
-    rp.segment_saved_bytes.push_back(saved);
-    rp.segment_working_bytes.push_back(working);
-  }
-}
-
-// A unit's unsharded parameters die after its last compute op before its next all-gather (or the end
-// of the step); a free op (reshard to g ranks) releases them itself.
-void release_points(RuntimeProgram& rp) {
-  const auto& ops = rp.program.roles[0].ops;
-  rp.release_after.assign(ops.size(), 0);
-  rp.replica_reduce.assign(ops.size(), 0);
-  std::vector<int> last_use(rp.plan.units.size(), -1);
-  for (int id = 0; id < int(ops.size()); ++id) {
-    const Op& op = ops[std::size_t(id)];
-    if (op.unit < 0) continue;
-    int& last = last_use[std::size_t(op.unit)];
-    if (op.kind == OpKind::forward || op.kind == OpKind::backward) last = id;
-    if (op.kind == OpKind::all_gather && last >= 0) rp.release_after[std::size_t(last)] = 1;
-    if (op.kind == OpKind::all_gather || op.kind == OpKind::free) last = -1;
-    if (op.kind == OpKind::all_reduce && rp.program.groups[std::size_t(op.group)].kind == GroupKind::dp_replicate)
-      for (int j = id - 1; j >= 0; --j)
-        if (ops[std::size_t(j)].kind == OpKind::reduce_scatter && ops[std::size_t(j)].unit == op.unit) {
-          rp.replica_reduce[std::size_t(j)] = 1;
-          break;
-        }
-  }
-  for (int last : last_use)
-    if (last >= 0) rp.release_after[std::size_t(last)] = 1;
-}
-
 }  // namespace
+
+bool replicated_params(const RuntimeProgram& rp, int unit) {
+  return !is_sharded(rp.program.units[std::size_t(unit)].placement.params);
+}
+
+bool master_is_replica(const RuntimeProgram& rp, int unit) {
+  return replicated_params(rp, unit) && !is_sharded(rp.program.units[std::size_t(unit)].placement.optimizer);
+}
 
 RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   check_runnable(plan, device);
@@ -171,24 +97,15 @@ RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   rp.plan = plan;
   rp.program = lower(plan);
   rp.layout = make_param_layout(plan.model);
-  rp.segments = plan_segments(plan);
-  const DataParallel dp = plan.parallelism.data_parallel;
-  rp.replicated = dp == DataParallel::ddp || dp == DataParallel::zero1 || dp == DataParallel::distributed_optimizer;
-  rp.shard_count = dp == DataParallel::ddp ? 1 : plan.parallelism.dp_shard;
+  // Checkpoints hold one shard count for the run: every unit's optimizer state is placed alike.
+  FSDP_CHECK(!rp.program.units.empty(), "runtime: a program without units");
+  const Placement optimizer = rp.program.units.front().placement.optimizer;
+  for (const ProgramUnit& u : rp.program.units)
+    FSDP_CHECK(u.placement.optimizer == optimizer, "runtime: units with different optimizer placements");
+  rp.shard_count = is_sharded(optimizer) ? plan.parallelism.dp_shard : 1;
   rp.grad_accum = plan.grad_accum();
   rp.dp_ranks = plan.parallelism.data_parallel_ranks();
-  rp.module_unit.assign(std::size_t(rp.layout.num_modules()), -1);
-  rp.module_slot.assign(std::size_t(rp.layout.num_modules()), -1);
-  for (std::size_t u = 0; u < plan.units.size(); ++u) {
-    rp.flats.push_back(make_flat_unit(rp.layout, plan.units[u].modules, rp.shard_count));
-    const auto& mods = rp.flats.back().modules;
-    for (std::size_t k = 0; k < mods.size(); ++k) {
-      rp.module_unit[std::size_t(mods[k])] = int(u);
-      rp.module_slot[std::size_t(mods[k])] = int(k);
-    }
-  }
-  release_points(rp);
-  segment_bytes(rp);
+  for (const PlanUnit& u : plan.units) rp.flats.push_back(make_flat_unit(rp.layout, u.modules, rp.shard_count));
   return rp;
 }
 

@@ -1,9 +1,8 @@
-// executor/runtime/runtime_program.h — what every rank's interpreter reads, built once from the plan
-// and its step program: the checks that the CPU runtime can run the plan, the flat layout of each unit,
-// which module sits where, the op after which a unit's unsharded parameters are released (derived from
-// the program: the last compute op of the unit before its next all-gather or free, or the step's end),
-// which reduce-scatters an all-reduce across replicas completes, and the bytes the CPU model saves per
-// segment (from its buffer sizes). Leaves out timing: the CPU backend runs the ops one after another.
+// executor/runtime/runtime_program.h — what every rank's interpreter reads, built once from the plan:
+// the checks that a runtime can run the plan, its step program (program/lower.h: ops with their effects
+// on the training state, units with their data-parallel placements, segments), and the flat layout of
+// each unit. Nothing here re-derives the schedule: when parameters are released and when a reduction
+// is complete are fields of the ops. Leaves out timing: backends decide how ops overlap.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +10,7 @@
 
 #include "core/plan.h"
 #include "executor/model/param_layout.h"
-#include "simulator/segment_work.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 
@@ -20,18 +18,17 @@ struct RuntimeProgram {
   Plan plan;
   StepProgram program;
   ParamLayout layout;
-  std::vector<Segment> segments;
-  std::vector<FlatUnitLayout> flats;  // per unit
-  std::vector<int> module_unit, module_slot;  // per module: its unit and its index in flats[unit].modules
-  bool replicated = false;  // DDP / ZeRO-1: unsharded parameters and gradients live all run
-  int shard_count = 1;      // shards of each unit (dp_shard; 1 for DDP)
+  std::vector<FlatUnitLayout> flats;  // per unit, padded to shard_count shards
+  int shard_count = 1;  // shards of every unit's optimizer state: dp_shard, or 1 when it is replicated (DDP)
   std::int64_t grad_accum = 1;
   int dp_ranks = 1;
-  std::vector<char> release_after;    // per op: release the op's unit after it
-  std::vector<char> replica_reduce;   // per reduce-scatter op: an all-reduce across replicas follows
-  std::vector<double> segment_saved_bytes;    // per segment: kept from forward to backward
-  std::vector<double> segment_working_bytes;  // per segment: alive during its backward only
 };
+
+// Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
+bool replicated_params(const RuntimeProgram& rp, int unit);
+// The unsharded parameters are the master copy (DDP: parameters and optimizer state replicated), so
+// they are refreshed from it after init, a load or a step.
+bool master_is_replica(const RuntimeProgram& rp, int unit);
 
 // Which backend will run the program: each computes one way, and a plan saying otherwise would be
 // simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).

@@ -225,15 +225,28 @@ void Trainer::load_state(const TrainerState& s) {
   im.position = s.data;
 }
 
-MemoryPeakBytes Trainer::peak_memory() const {
-  const RankRuntime* worst = impl_->ranks[0].get();
-  for (const auto& r : impl_->ranks)
-    if (r->memory().peak_total_bytes() > worst->memory().peak_total_bytes()) worst = r.get();
+namespace {
+
+// The categories at the peak of the rank whose tracker (`of`) peaked highest.
+MemoryPeakBytes worst_peak(const std::vector<std::unique_ptr<RankRuntime>>& ranks,
+                           const MemoryTracker& (*of)(const RankRuntime&)) {
+  const MemoryTracker* worst = &of(*ranks[0]);
+  for (const auto& r : ranks)
+    if (of(*r).peak_total_bytes() > worst->peak_total_bytes()) worst = &of(*r);
   MemoryPeakBytes out;
-  for (int c = 0; c < kMemCategoryCount; ++c)
-    out[mem_category_name(MemCategory(c))] = worst->memory().at_peak()[std::size_t(c)];
-  out["total"] = worst->memory().peak_total_bytes();
+  for (int c = 0; c < kMemCategoryCount; ++c) out[mem_category_name(MemCategory(c))] = worst->at_peak()[std::size_t(c)];
+  out["total"] = worst->peak_total_bytes();
   return out;
+}
+
+}  // namespace
+
+MemoryPeakBytes Trainer::peak_memory() const {
+  return worst_peak(impl_->ranks, [](const RankRuntime& r) -> const MemoryTracker& { return r.memory(); });
+}
+
+MemoryPeakBytes Trainer::program_peak_memory() const {
+  return worst_peak(impl_->ranks, [](const RankRuntime& r) -> const MemoryTracker& { return r.program_memory(); });
 }
 
 OpProfile Trainer::profile() const {

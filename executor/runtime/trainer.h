@@ -1,5 +1,5 @@
 // executor/runtime/trainer.h — the contract of the executor runtime: real FSDP training that follows a
-// plan by running the step program of simulator/lower.h op by op, on all ranks of one process (the
+// plan by running the step program of program/lower.h op by op, on all ranks of one process (the
 // CPU backend: ranks are threads, ThreadCommunicator). State that survives a step (sharded parameters,
 // Adam moments, step, data position, RNG) is exposed as TrainerState so checkpoints can save it,
 // reshard it and restore it. The device side of each rank is a RankBackend (CPU reference by default).
@@ -122,7 +122,9 @@ class Trainer {
   TrainerState state() const;          // a copy of the sharded state, with each unit's module list
   // `s` resharded by the caller to this plan's dp_shard and units; module lists, when given, must match.
   void load_state(const TrainerState& s);
-  MemoryPeakBytes peak_memory() const;
+  MemoryPeakBytes peak_memory() const;  // measured: the backends' own buffers
+  // What the step program's memory effects say, applied in issue order on each rank.
+  MemoryPeakBytes program_peak_memory() const;
   OpProfile profile() const;
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
   std::vector<float> gather_full_params() const;

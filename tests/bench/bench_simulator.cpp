@@ -6,7 +6,7 @@
 #include "core/config_paths.h"
 #include "core/plan.h"
 #include "simulator/engine.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
 

@@ -66,6 +66,20 @@ TEST_CASE("ZeRO per-GPU model state with bf16 params, bf16 grads, fp32 master (R
   CHECK(z2.optimizer == doctest::Approx(12 * params / 8));
 }
 
+TEST_CASE("sharding mode of each data-parallel mode's placements") {
+  auto mode = [](DataParallel d, int dp_replicate) {
+    Parallelism par;
+    par.data_parallel = d, par.dp_replicate = dp_replicate, par.dp_shard = 4;
+    return sharding_mode(data_placement(par));
+  };
+  CHECK(mode(DataParallel::fsdp_full_shard, 1) == ShardingMode::zero3);
+  CHECK(mode(DataParallel::fsdp_shard_grad_op, 1) == ShardingMode::zero2);
+  CHECK(mode(DataParallel::hsdp, 2) == ShardingMode::hsdp);
+  CHECK(mode(DataParallel::ddp, 2) == ShardingMode::ddp);
+  CHECK(mode(DataParallel::zero1, 1) == ShardingMode::zero1);
+  CHECK(mode(DataParallel::distributed_optimizer, 2) == ShardingMode::zero1);
+}
+
 TEST_CASE("Megatron distributed optimizer bytes per parameter (dist_optimizer.md)") {
   const double params = 1e9;
   const PrecisionPolicy bf16_fp32{DType::bf16, DType::fp32, true};

@@ -21,6 +21,7 @@
 #include "executor/checkpoint/shard_file.h"
 #include "executor/runtime/runtime_program.h"
 #include "planner/export_torchtitan.h"
+#include "planner/target.h"
 #include "simulator/simulate.h"
 #include "simulator/validate.h"
 
@@ -149,7 +150,9 @@ Target plan_target(const fs::path& configs, const fs::path& data) {
               check_round_trip(p, s.name);
               simulate_named(p, s.name);
               estimate(p.model, p.cluster, training_shape_of(p));
-              torchtitan_toml(p, "fuzz");
+              const std::string version = default_torchtitan_target().version;
+              const Plan closest = torchtitan_closest_plan(p, torchtitan_settings(p, version));
+              torchtitan_toml(p, "fuzz", version, &closest);
               with_errors_naming(s.name, "plan", [&] { return make_runtime_program(p); });
             });
           },

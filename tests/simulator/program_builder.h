@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx::test {
 

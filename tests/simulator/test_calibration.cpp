@@ -9,7 +9,7 @@
 #include "core/errors.h"
 #include "cost_models/compute.h"
 #include "simulator/calibration.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 #include "simulator/simulate.h"
 
 namespace fsdpx {

@@ -13,9 +13,9 @@
 #include "core/config_paths.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
-#include "simulator/lower.h"
+#include "program/lower.h"
 #include "simulator/op_timing.h"
-#include "simulator/segment_work.h"
+#include "program/segment_work.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
 

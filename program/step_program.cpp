@@ -1,6 +1,6 @@
-// simulator/step_program.cpp — display names of the step program's enums (trace, summaries). The
-// switches have no default so that -Wswitch flags a new enumerator without a name.
-#include "simulator/step_program.h"
+// program/step_program.cpp — display names of the step program's enums (trace, summaries; the switches
+// have no default so that -Wswitch flags a new enumerator without a name) and the bytes a release frees.
+#include "program/step_program.h"
 
 #include "core/errors.h"
 
@@ -32,6 +32,18 @@ const char* op_kind_name(OpKind k) {
   return "";
 }
 
+const char* payload_name(Payload p) {
+  switch (p) {
+    case Payload::none: return "none";
+    case Payload::params: return "params";
+    case Payload::grads: return "grads";
+    case Payload::grad_shard: return "grad_shard";
+    case Payload::grad_norm: return "grad_norm";
+  }
+  FSDP_CHECK(false, "unknown Payload");
+  return "";
+}
+
 const char* mem_category_name(MemCategory c) {
   switch (c) {
     case MemCategory::params: return "params";
@@ -43,6 +55,12 @@ const char* mem_category_name(MemCategory c) {
   }
   FSDP_CHECK(false, "unknown MemCategory");
   return "";
+}
+
+double released_param_bytes(const StepProgram& program, const Op& op) {
+  if (!op.release_params) return 0;
+  FSDP_CHECK(op.unit >= 0 && op.unit < int(program.units.size()), "a release names no unit of the program");
+  return program.units[std::size_t(op.unit)].param_bytes;
 }
 
 }  // namespace fsdpx

@@ -1,8 +1,8 @@
-// simulator/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
+// program/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
 // varies some coordinates of a rank and keeps the others (torchtitan's DeviceMesh sub-meshes; FSDP2's
 // int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates). Leaves out custom
 // rank orders.
-#include "simulator/group_members.h"
+#include "program/group_members.h"
 
 #include "core/errors.h"
 

@@ -1,4 +1,4 @@
-// simulator/segment_work.h — what one segment (consecutive modules of one FSDP unit) computes and
+// program/segment_work.h — what one segment (consecutive modules of one FSDP unit) computes and
 // keeps for one micro-batch: the kernels and serial TP/CP collectives of its forward and of its
 // backward (recompute + input-gradient + weight-gradient), the activation bytes it saves for backward,
 // and the extra working bytes its backward needs. Built from the compute and memory cost models.
@@ -8,16 +8,11 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 
-// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
-struct Segment {
-  int unit = 0;
-  int first_module = 0;  // index into module_names(model)
-  int module_count = 0;
-};
+// The plan's segments (step_program.h Segment) in forward order.
 std::vector<Segment> plan_segments(const Plan& plan);
 
 // Parameters of each unit on one rank after TP, before data-parallel sharding.

@@ -1,5 +1,5 @@
-// simulator/lower.cpp — builds the step program of a plan (see lower.h for what it models).
-#include "simulator/lower.h"
+// program/lower.cpp — builds the step program of a plan (see lower.h for what it models).
+#include "program/lower.h"
 
 #include <algorithm>
 #include <map>
@@ -10,33 +10,38 @@
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
-#include "simulator/segment_work.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 
 namespace {
 
-bool shards_params(DataParallel d) {
-  return d == DataParallel::fsdp_full_shard || d == DataParallel::fsdp_shard_grad_op || d == DataParallel::hsdp;
-}
-
-ShardingMode sharding_mode(DataParallel d) {
-  switch (d) {
-    case DataParallel::fsdp_full_shard:
-    case DataParallel::fsdp_shard_grad_op: return ShardingMode::zero3;
-    case DataParallel::hsdp: return ShardingMode::hsdp;
-    case DataParallel::ddp: return ShardingMode::ddp;
-    case DataParallel::zero1:
-    case DataParallel::distributed_optimizer: return ShardingMode::zero1;
+// A collective op on the stream of its kind: `payload` of `unit` (-1: none), nccl-tests' S = `bytes`.
+Op collective_op(std::string name, OpKind kind, Payload payload, int unit, int mb, double bytes, int group) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.payload = payload;
+  op.unit = unit;
+  op.micro_batch = mb;
+  op.comm_bytes = bytes;
+  op.group = group;
+  switch (kind) {
+    case OpKind::all_gather: op.stream = StreamKind::all_gather, op.collective = Collective::all_gather; break;
+    case OpKind::reduce_scatter:
+      op.stream = StreamKind::reduce_scatter, op.collective = Collective::reduce_scatter;
+      break;
+    case OpKind::all_reduce: op.stream = StreamKind::all_reduce, op.collective = Collective::all_reduce; break;
+    default: FSDP_CHECK(false, "collective_op: not a collective");
   }
-  return ShardingMode::zero3;
+  return op;
 }
 
 // Emits the ops of one step into one role, in issue order.
 class Lowerer {
  public:
   explicit Lowerer(const Plan& plan)
-      : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)),
+      : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
         pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)) {}
 
   StepProgram build();
@@ -55,6 +60,8 @@ class Lowerer {
   int add_op(Op op);
   int work_set(int seg, bool backward);
   int reshard_ranks(int unit) const;
+  bool sharded_params(int unit) const { return is_sharded(prog_.units[std::size_t(unit)].placement.params); }
+  void place_units();
   void gather(int unit, int mb, bool backward);
   void forward(int mb);
   void backward(int mb);
@@ -65,6 +72,7 @@ class Lowerer {
   const Plan& plan_;
   std::vector<Segment> segs_;
   std::vector<double> params_;
+  DataPlacement placement_;  // the plan's data-parallel mode; every unit is placed so
   double pb_, rb_;
   StepProgram prog_;
   StepGroups g_;
@@ -128,6 +136,12 @@ int Lowerer::reshard_ranks(int unit) const {
   return r >= plan_.parallelism.dp_shard ? 1 : r;
 }
 
+// The data-parallel mode, lowered once: every unit gets the plan's placements; the program's segments.
+void Lowerer::place_units() {
+  for (double p : params_) prog_.units.push_back(ProgramUnit{placement_, p * pb_});
+  prog_.segments = segs_;
+}
+
 }  // namespace
 
 namespace {
@@ -138,19 +152,13 @@ namespace {
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
-  Op op;
-  op.name = fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd");
-  op.kind = OpKind::all_gather;
-  op.stream = StreamKind::all_gather;
-  op.unit = unit;
-  op.micro_batch = mb;
-  op.collective = Collective::all_gather;
-  op.comm_bytes = params_[std::size_t(unit)] * pb_;
-  op.group = shard_group_;
+  Op op = collective_op(fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd"), OpKind::all_gather,
+                        Payload::params, unit, mb, params_[std::size_t(unit)] * pb_, shard_group_);
   if (backward && g > 1) {
     if (!reshard_groups_.count(g))
       reshard_groups_[g] = add_group(GroupKind::reshard, g, plan_.parallelism.tp * plan_.parallelism.cp, g);
     op.group = reshard_groups_[g];
+    op.kept_shard_ranks = g;
     op.free_at_end.push_back({MemCategory::transient, us.kept_bytes});
     us.kept_bytes = 0;
   }
@@ -160,8 +168,7 @@ void Lowerer::gather(int unit, int mb, bool backward) {
   const int index = int(gather_free_ops_.size());
   const int capped = index - plan_.prefetch.max_all_gathers_in_flight;
   if (capped >= 0 && gather_free_ops_[std::size_t(capped)] >= 0) op.deps.push_back(gather_free_ops_[std::size_t(capped)]);
-  if (shards_params(plan_.parallelism.data_parallel))
-    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(unit)] * pb_});
+  if (sharded_params(unit)) op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(unit)] * pb_});
   us.gather_op = add_op(std::move(op));
   us.gather_index = index;
   us.live = true;
@@ -169,13 +176,15 @@ void Lowerer::gather(int unit, int mb, bool backward) {
 }
 
 void Lowerer::forward(int mb) {
-  const bool sharded = shards_params(plan_.parallelism.data_parallel);
-  // ZeRO-1 gathers updated parameters once per step, overlapped with the first forward (Megatron's
-  // overlap_param_gather): modelled as forward all-gathers of micro-batch 0 without new memory.
-  const bool gathers = sharded || (mb == 0 && sharding_mode(plan_.parallelism.data_parallel) == ShardingMode::zero1);
   for (int s = 0; s < int(segs_.size()); ++s) {
     const Segment& seg = segs_[std::size_t(s)];
     UnitState& us = units_[std::size_t(seg.unit)];
+    const DataPlacement& place = prog_.units[std::size_t(seg.unit)].placement;
+    const bool sharded = is_sharded(place.params);
+    // Replicated parameters updated from sharded optimizer state (ZeRO-1) are gathered once per step,
+    // overlapped with the first forward (Megatron's overlap_param_gather): modelled as forward
+    // all-gathers of micro-batch 0 without new memory.
+    const bool gathers = sharded || (mb == 0 && is_sharded(place.optimizer));
     if (gathers && !us.live) gather(seg.unit, mb, false);
     Op op;
     op.name = fmt::format("fwd.s{}.mb{}", s, mb);
@@ -189,7 +198,7 @@ void Lowerer::forward(int mb) {
         {MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).saved_activation_bytes});
     const bool last_use = s == last_forward_segment_[std::size_t(seg.unit)];
     const int g = reshard_ranks(seg.unit);
-    if (sharded && last_use && g == 1) op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(seg.unit)] * pb_});
+    op.release_params = sharded && last_use && g == 1;
     const int id = add_op(std::move(op));
     if (!sharded) continue;  // DDP / ZeRO-1: parameters stay unsharded
     if (last_use && g == 1) {
@@ -204,7 +213,8 @@ void Lowerer::forward(int mb) {
       fr.deps.push_back(id);
       us.kept_bytes = params_[std::size_t(seg.unit)] * pb_ / g;
       fr.alloc_at_start.push_back({MemCategory::transient, us.kept_bytes});
-      fr.free_at_end.push_back({MemCategory::transient, params_[std::size_t(seg.unit)] * pb_});
+      fr.release_params = true;
+      fr.kept_shard_ranks = g;
       gather_free_ops_[std::size_t(us.gather_index)] = add_op(std::move(fr));
       us.live = false;
     }
@@ -216,12 +226,12 @@ void Lowerer::forward(int mb) {
 namespace {
 
 void Lowerer::backward(int mb) {
-  const bool sharded = shards_params(plan_.parallelism.data_parallel);
   const bool reduce_now = plan_.reduce_grads == ReduceGrads::every_micro_batch || mb + 1 == plan_.grad_accum();
   for (int s = int(segs_.size()) - 1; s >= 0; --s) {
     const Segment& seg = segs_[std::size_t(s)];
     const int u = seg.unit;
     UnitState& us = units_[std::size_t(u)];
+    const bool sharded = sharded_params(u);
     const bool first_use = s == last_forward_segment_[std::size_t(u)];
     if (sharded && first_use && !us.live) gather(u, mb, true);
     const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
@@ -245,7 +255,7 @@ void Lowerer::backward(int mb) {
     op.free_at_end.push_back({MemCategory::activations, mem.saved_activation_bytes});
     const bool last_use = s == first_forward_segment_[std::size_t(u)];
     if (sharded && last_use) {
-      op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(u)] * pb_});  // reshard after backward
+      op.release_params = true;  // reshard after backward
       us.live = false;
     }
     const int id = add_op(std::move(op));
@@ -257,44 +267,31 @@ void Lowerer::backward(int mb) {
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
 // ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient.
 void Lowerer::reduce(int unit, int mb, int after_op) {
-  const DataParallel dp = plan_.parallelism.data_parallel;
+  const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
   const double grad_bytes = params_[std::size_t(unit)] * rb_;
-  Op op;
-  op.unit = unit;
-  op.micro_batch = mb;
-  op.deps.push_back(after_op);
-  if (dp == DataParallel::ddp) {
-    op.name = fmt::format("ar.u{}.mb{}", unit, mb);
-    op.kind = OpKind::all_reduce;
-    op.stream = StreamKind::all_reduce;
-    op.collective = Collective::all_reduce;
-    op.comm_bytes = grad_bytes;
-    op.group = all_group_;
-    reduce_ops_.push_back(add_op(std::move(op)));
+  if (!is_sharded(place.grads)) {
+    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grads, unit, mb,
+                          grad_bytes, all_group_);
+    ar.deps.push_back(after_op);
+    ar.completes_reduction = true;
+    reduce_ops_.push_back(add_op(std::move(ar)));
     return;
   }
-  op.name = fmt::format("rs.u{}.mb{}", unit, mb);
-  op.kind = OpKind::reduce_scatter;
-  op.stream = StreamKind::reduce_scatter;
-  op.collective = Collective::reduce_scatter;
-  op.comm_bytes = grad_bytes;
-  op.group = shard_group_;
-  if (shards_params(dp)) {
+  Op op = collective_op(fmt::format("rs.u{}.mb{}", unit, mb), OpKind::reduce_scatter, Payload::grads, unit, mb,
+                        grad_bytes, shard_group_);
+  op.deps.push_back(after_op);
+  if (is_sharded(place.params)) {
     op.free_at_end.push_back({MemCategory::transient, grad_bytes});
     units_[std::size_t(unit)].grads_live = false;
   }
+  const bool across_replicas = place.grads == Placement::sharded_replicated;
+  op.completes_reduction = !across_replicas;
   const int rs = add_op(std::move(op));
   reduce_ops_.push_back(rs);
-  if (plan_.parallelism.dp_replicate > 1) {
-    Op ar;
-    ar.name = fmt::format("ar.u{}.mb{}", unit, mb);
-    ar.kind = OpKind::all_reduce;
-    ar.stream = StreamKind::all_reduce;
-    ar.unit = unit;
-    ar.micro_batch = mb;
-    ar.collective = Collective::all_reduce;
-    ar.comm_bytes = grad_bytes / plan_.parallelism.dp_shard;
-    ar.group = replicate_group_;
+  if (across_replicas) {
+    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
+                          grad_bytes / plan_.parallelism.dp_shard, replicate_group_);
+    ar.completes_reduction = true;
     ar.deps.push_back(rs);
     reduce_ops_.push_back(add_op(std::move(ar)));
   }
@@ -305,20 +302,14 @@ void Lowerer::optimizer_step() {
   std::vector<int> deps = reduce_ops_;
   if (!compute_ops_.empty()) deps.push_back(compute_ops_.back());
   if (plan_.optimizer.grad_clip_norm > 0) {
-    Op clip;
-    clip.name = "clip.ar";
-    clip.kind = OpKind::all_reduce;
-    clip.stream = StreamKind::all_reduce;
-    clip.collective = Collective::all_reduce;
-    clip.comm_bytes = 4;  // one fp32 sum of squares
-    clip.group = all_group_;
+    Op clip = collective_op("clip.ar", OpKind::all_reduce, Payload::grad_norm, -1, -1, 4, all_group_);  // fp32 Σg²
     clip.deps = deps;
     deps = {add_op(std::move(clip))};
   }
-  double total = 0;
-  for (double p : params_) total += p;
-  const bool sharded_state = plan_.parallelism.data_parallel != DataParallel::ddp;
-  const double local = sharded_state ? total / plan_.parallelism.dp_shard : total;
+  double sharded = 0, replicated = 0;  // parameters whose optimizer state is sharded / replicated
+  for (std::size_t u = 0; u < params_.size(); ++u)
+    (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
+  const double local = sharded / plan_.parallelism.dp_shard + replicated;
   WorkSet w;
   w.kernels.push_back(optimizer_kernel(local, plan_.precision.param, plan_.precision.reduce));
   prog_.work_sets.push_back(std::move(w));
@@ -334,15 +325,15 @@ void Lowerer::optimizer_step() {
 
 namespace {
 
-// Sharded state that lives across steps, and fixed overheads: FSDP modes by FSDP2's accounting, DDP and
-// ZeRO-1 by the ZeRO paper's.
+// Sharded state that lives across steps, and fixed overheads: sharded parameters by FSDP2's accounting,
+// replicated ones (DDP, ZeRO-1) by the ZeRO paper's.
 void Lowerer::resident_memory() {
   double total = 0;
   for (double p : params_) total += p;
-  const DataParallel dp = plan_.parallelism.data_parallel;
+  const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
-  const StateBytes state = shards_params(dp) ? fsdp2_state_bytes(total, plan_.parallelism.dp_shard, policy)
-                                             : model_state_bytes(total, sharding_mode(dp), plan_.parallelism.dp_shard, policy);
+  const StateBytes state = is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
+                                                         : model_state_bytes(total, sharding_mode(placement_), shards, policy);
   int communicators = 0;
   for (const auto& g : prog_.groups) communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all ? 1 : 0;
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
@@ -364,6 +355,7 @@ StepProgram Lowerer::build() {
   prog_.roles[0].role_ranks = plan_.parallelism.world_size();
   prog_.roles[0].streams.resize(kStreamCount);
   make_groups();
+  place_units();
   units_.assign(plan_.units.size(), UnitState{});
   first_forward_segment_.assign(plan_.units.size(), -1);
   last_forward_segment_.assign(plan_.units.size(), -1);

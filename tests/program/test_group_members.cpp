@@ -1,10 +1,10 @@
-// tests/simulator/test_group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp)
+// tests/program/test_group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp)
 // mesh, checked by enumerating coordinates by hand.
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "simulator/group_members.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 namespace {

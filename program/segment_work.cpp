@@ -1,5 +1,5 @@
-// simulator/segment_work.cpp — kernels, serial collectives and activation bytes of a segment.
-#include "simulator/segment_work.h"
+// program/segment_work.cpp — kernels, serial collectives and activation bytes of a segment.
+#include "program/segment_work.h"
 
 #include <algorithm>
 #include <map>

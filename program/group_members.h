@@ -1,4 +1,4 @@
-// simulator/group_members.h — which ranks of the device mesh take part in one instance of a process
+// program/group_members.h — which ranks of the device mesh take part in one instance of a process
 // group (the mesh axes of step_program.h's Mesh comment), for the engine's expanded mode, where a
 // collective starts only when every member has reached it. Ranks are row-major indices of the mesh
 // (dp_replicate, dp_shard, cp, tp); leaves out pipeline stages (each stage is a role with its own mesh).
@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "simulator/step_program.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 

@@ -1,15 +1,18 @@
-// simulator/step_program.h — the step program: one training step as explicit data, the output of
+// program/step_program.h — the step program: one training step as explicit data, the output of
 // lowering and the input of both interpreters (simulator and executor). Per role (a class of ranks
 // that run identical programs: all ranks when there is no pipeline parallelism) and per stream, ordered
-// ops with dependencies, each with its cost-model inputs and its memory effects. Ranks are
-// `role_ranks` copies of a role; the engine can run one copy per role (symmetry) or every rank.
-// Leaves out host-side work (data loading, Python overhead) and kernel launch gaps.
+// ops with dependencies, each with its cost-model inputs, its memory effects and its effects on the
+// training state (what a collective moves, when a unit's parameters are released, when a gradient
+// reduction is complete), so that no interpreter re-derives them. Ranks are `role_ranks` copies of a
+// role; the engine can run one copy per role (symmetry) or every rank. Leaves out host-side work (data
+// loading, Python overhead) and kernel launch gaps.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/data_placement.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 
@@ -29,6 +32,17 @@ enum class OpKind : std::uint8_t {
   free,            // release memory (reshard a unit) without work
 };
 const char* op_kind_name(OpKind k);
+
+// What a collective op moves, for interpreters that run it (the simulator needs only its collective,
+// bytes and group).
+enum class Payload : std::uint8_t {
+  none,        // compute, optimizer and free ops
+  params,      // all-gather: the unit's parameter shards into its unsharded parameters
+  grads,       // reduce-scatter or all-reduce of the unit's unsharded gradients
+  grad_shard,  // all-reduce of the unit's reduce-scattered gradient shard across replicas (HSDP)
+  grad_norm,   // all-reduce of the squared gradient norm (clipping), no unit
+};
+const char* payload_name(Payload p);
 
 enum class MemCategory : std::uint8_t { params, grads, optimizer, activations, transient, other };
 inline constexpr int kMemCategoryCount = 6;
@@ -87,7 +101,16 @@ struct Op {
   bool inter_node = false;  // collectives: bandwidth bound by the NICs (else NVLink)
   std::vector<int> deps;          // ops (same role) that must finish before this one starts
   std::vector<MemEffect> alloc_at_start;
-  std::vector<MemEffect> free_at_end;
+  std::vector<MemEffect> free_at_end;  // besides the released parameters (release_params)
+  // Effects on the unit's training state:
+  Payload payload = Payload::none;
+  // The unit's unsharded parameters are released at the end of the op (FSDP's reshard): the executor
+  // frees its buffer, the simulator StepProgram::units[unit].param_bytes of transient memory.
+  bool release_params = false;
+  // g > 1: on a release, a copy sharded over g ranks stays for backward (FSDP2's int
+  // reshard_after_forward); on an all-gather, the parameters come from that copy, which it frees.
+  int kept_shard_ranks = 0;
+  bool completes_reduction = false;  // gradient collectives: the unit's gradients are fully reduced after it
 };
 
 struct RoleProgram {
@@ -106,8 +129,23 @@ struct Mesh {
   int size() const { return dp_replicate * dp_shard * cp * tp; }
 };
 
+// Consecutive modules of one unit: one forward and one backward compute op per micro-batch.
+struct Segment {
+  int unit = 0;
+  int first_module = 0;  // index into module_names(model)
+  int module_count = 0;
+};
+
+// An FSDP unit as the lowering placed it.
+struct ProgramUnit {
+  DataPlacement placement;  // of its parameters, reduced gradients and optimizer state
+  double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype
+};
+
 struct StepProgram {
   Mesh mesh;
+  std::vector<ProgramUnit> units;
+  std::vector<Segment> segments;  // in forward order; Op::segment indexes them
   std::vector<ProcessGroup> groups;
   std::vector<WorkSet> work_sets;
   std::vector<RoleProgram> roles;
@@ -116,5 +154,9 @@ struct StepProgram {
   double model_flops_per_token = 0;
   double peak_flops_per_s = 0;  // of the compute dtype, for MFU
 };
+
+// Transient bytes the op frees at its end besides free_at_end: its unit's unsharded parameters when it
+// releases them. Both interpreters read releases through Op::release_params (the engine through this).
+double released_param_bytes(const StepProgram& program, const Op& op);
 
 }  // namespace fsdpx

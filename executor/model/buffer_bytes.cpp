@@ -1,0 +1,70 @@
+// executor/model/buffer_bytes.cpp — the CPU model's buffer bytes per segment (see buffer_bytes.h).
+#include "executor/model/buffer_bytes.h"
+
+#include <cstdint>
+
+#include "executor/model/block.h"
+
+namespace fsdpx {
+
+namespace {
+
+template <class T>
+double vec_bytes(const std::vector<T>& v) {
+  return double(v.size()) * double(sizeof(T));
+}
+
+// Bytes of the CPU model's per-block buffers (block.h), measured on allocated buffers.
+struct BlockBufferBytes {
+  double acts = 0, scratch = 0;
+};
+BlockBufferBytes block_buffer_bytes(const BlockDims& d) {
+  BlockActs<float> a;
+  a.allocate(d);
+  BlockScratch<float> s;
+  s.allocate(d);
+  BlockBufferBytes b;
+  for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.x_mid, &a.ln2, &a.ln2_mean,
+                        &a.ln2_rstd, &a.fc, &a.fc_act})
+    b.acts += vec_bytes(*v);
+  for (const auto* v : {&s.dln, &s.datty, &s.dqkv, &s.dfc, &s.dfc_act}) b.scratch += vec_bytes(*v);
+  return b;
+}
+
+}  // namespace
+
+// Transformer's buffers, each counted with the module whose backward uses it last (the simulator's
+// attribution, cost_models/activations.cpp): token ids and targets (int32 each) with the embedding; each
+// block's input (resid_[i]) plus its BlockActs (only the input when it recomputes); the final norm's
+// input, output and statistics; probabilities [N, V]. Backward works in the block scratch, the
+// residual-gradient pair and, for recomputing blocks, the shared BlockActs and a discarded output.
+std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
+                                                          const std::vector<Segment>& segments) {
+  const BlockDims d = make_block_dims(plan.model, plan.training.micro_batch, plan.training.seq);
+  const BlockBufferBytes bb = block_buffer_bytes(d);
+  const double f32 = 4, nc = double(d.n * d.c) * f32;
+  const double ids = 2.0 * double(d.n) * double(sizeof(std::int32_t));  // Transformer's tokens_, targets_
+  const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n) * f32;
+  std::vector<SegmentBufferBytes> out;
+  for (const Segment& s : segments) {
+    SegmentBufferBytes b{0, 2 * nc};  // working: dres, dlnf
+    bool block = false, recompute = false;
+    for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
+      if (m == 0) b.saved += ids;
+      else if (m == layout.final_norm_index()) b.saved += 2 * nc + norm_stats;
+      else if (m == layout.head_index()) b.saved += double(d.n * plan.model.vocab) * f32;
+      else {
+        const bool rc = plan.recompute[std::size_t(m - 1)] == RecomputeMode::full;
+        b.saved += nc + (rc ? 0.0 : bb.acts);
+        block = true;
+        recompute = recompute || rc;
+      }
+    }
+    if (block) b.working += bb.scratch;
+    if (recompute) b.working += bb.acts + nc;
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace fsdpx

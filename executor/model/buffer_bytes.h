@@ -1,0 +1,25 @@
+// executor/model/buffer_bytes.h — the bytes the CPU model (transformer.h) holds for one segment of the
+// step program, measured on its allocated buffers: what it keeps from the segment's forward to its
+// backward, and what the segment's backward works in besides. The CPU backend's memory tracker counts
+// these (a measurement of the model, compared with the program's own memory effects by the tests).
+// Leaves out buffers that live the whole run regardless of the schedule (the RoPE table, the batch).
+#pragma once
+
+#include <vector>
+
+#include "core/plan.h"
+#include "executor/model/param_layout.h"
+#include "program/step_program.h"
+
+namespace fsdpx {
+
+struct SegmentBufferBytes {
+  double saved = 0;    // kept from the segment's forward to its backward
+  double working = 0;  // alive during its backward only
+};
+
+// Per segment of `segments` (program order), for the plan's model, micro-batch, seq and recompute.
+std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
+                                                          const std::vector<Segment>& segments);
+
+}  // namespace fsdpx
