@@ -6,7 +6,8 @@
 // rank with --processes or under a launcher) or the CUDA backend (tools/run_cuda.h: threads
 // on one GPU, or one process per GPU launched here or by torchrun/srun/mpirun). --steps is the step to
 // stop at (default: the plan's optimizer.total_steps), so a resumed run with the same --steps ends where
-// the uninterrupted one does. Leaves out checkpoints of multi-process runs (refused with a message).
+// the uninterrupted one does. Checkpoints of multi-process runs are written and read by every process
+// (checkpoint.h); full-weight files need every shard in one process and are refused there.
 #include <unistd.h>
 
 #include <chrono>
@@ -66,7 +67,8 @@ struct RunOptions {
 struct BackendSetup {
   RankBackendFactory backends;  // empty: the CPU reference backend
   bool prints = true;           // this process reports (rank 0 of a multi-process job, or every rank's process)
-  bool whole_state = true;      // every shard owner runs in this process (checkpoints, weights, params hash)
+  bool whole_state = true;      // every shard owner runs in this process (weights, params hash)
+  std::string job_token;        // names a multi-process job's checkpoint staging directory (checkpoint.h)
   std::string description = "cpu";  // RunRecord::backend
 };
 
@@ -78,6 +80,7 @@ BackendSetup backend_setup(const RunOptions& o, const Plan& plan, const std::str
     b.backends = std::move(s.backends);
     b.prints = s.prints;
     b.whole_state = s.whole_state;
+    b.job_token = s.job_token;
     if (b.prints && !s.description.empty()) std::fprintf(stderr, "fsdpx: cpu: %s\n", s.description.c_str());
     return b;
   }
@@ -88,6 +91,7 @@ BackendSetup backend_setup(const RunOptions& o, const Plan& plan, const std::str
   b.backends = std::move(s.backends);
   b.prints = s.prints;
   b.whole_state = s.whole_state;
+  b.job_token = s.job_token;
   b.description = "cuda";
   if (b.prints) std::fprintf(stderr, "fsdpx: cuda: %s\n", s.description.c_str());
   return b;
@@ -104,16 +108,28 @@ void check_options(const RunOptions& o) {
     throw ConfigError("--init-weights starts a run from given weights; it cannot be combined with --resume");
 }
 
-// Loads the newest good checkpoint into `trainer`, resharded to its layout; reports rejected ones.
-std::string resume_from(Trainer& trainer, const std::string& root, const std::string& fingerprint) {
+// How checkpoints reach the other processes of a multi-process job: sums through the trainer's ranks.
+CheckpointGroup checkpoint_group(Trainer& trainer, const BackendSetup& b) {
+  CheckpointGroup g;
+  g.leader = trainer.hosts_rank0();
+  g.job_token = b.job_token;
+  if (!b.whole_state) g.sum = [&trainer](const std::vector<std::uint64_t>& w) { return trainer.sum_over_processes(w); };
+  return g;
+}
+
+// Loads the newest checkpoint that every process verifies into `trainer`, resharded to its layout; the
+// reporting process names the rejected ones.
+std::string resume_from(Trainer& trainer, const std::string& root, const std::string& fingerprint,
+                        const CheckpointGroup& group, bool prints) {
   std::vector<std::string> rejected;
-  auto loaded = load_latest_checkpoint(root, fingerprint, &rejected);
+  auto loaded = load_latest_checkpoint(root, fingerprint, &rejected, group);
   const auto& msgs = loaded ? loaded->rejected : rejected;
-  for (const auto& m : msgs) std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", m.c_str());
+  for (const auto& m : msgs)
+    if (prints) std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", m.c_str());
   if (!loaded)
     throw ConfigError(fmt::format("--resume: no loadable checkpoint in {} ({})", root,
                                   rejected.empty() ? "no step-NNNNNN directory" : "every one failed verification"));
-  trainer.load_state(reshard_state(loaded->state, trainer.state(), "checkpoint " + loaded->dir));
+  trainer.load_state(reshard_state(loaded->state, trainer.load_layout(), "checkpoint " + loaded->dir));
   return loaded->dir;
 }
 
@@ -130,7 +146,8 @@ bool show_progress(const StepMetrics& m, const RunRecord& r, bool tty) {
   return tty || m.step == r.target_steps || (m.step - r.start_step) % every == 0 || m.step == r.start_step + 1;
 }
 
-void train_loop(Trainer& trainer, const RunOptions& o, const std::string& fingerprint, RunRecord& r) {
+void train_loop(Trainer& trainer, const RunOptions& o, const std::string& fingerprint, const CheckpointGroup& group,
+                RunRecord& r) {
   const bool text = o.format == OutputFormat::text, tty = ::isatty(STDOUT_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -143,7 +160,7 @@ void train_loop(Trainer& trainer, const RunOptions& o, const std::string& finger
     }
     const bool save_now = o.checkpoint_every > 0 && m.step % o.checkpoint_every == 0;
     if (!o.checkpoint_dir.empty() && (save_now || m.step == r.target_steps))
-      r.checkpoints.push_back(save_checkpoint(o.checkpoint_dir, trainer.state(), fingerprint));
+      r.checkpoints.push_back(save_checkpoint(o.checkpoint_dir, trainer.local_state(), fingerprint, group));
   }
   r.elapsed_s = elapsed_s();
 }
@@ -173,10 +190,10 @@ std::unique_ptr<Trainer> make_trainer(const Plan& plan, const std::string& file,
   }
 }
 
-// One process per GPU: no process holds every shard, so what needs the whole state is refused.
+// One process per rank: no process holds every shard, so the full-weight files are refused (checkpoints
+// are written and read by every process, checkpoint.h).
 void check_whole_state_options(const RunOptions& o) {
-  const char* needs = !o.checkpoint_dir.empty()      ? "--checkpoint-dir"
-                      : !o.init_weights.empty()      ? "--init-weights"
+  const char* needs = !o.init_weights.empty()        ? "--init-weights"
                       : !o.save_init_weights.empty() ? "--save-init-weights"
                       : !o.save_weights.empty()      ? "--save-weights"
                                                      : nullptr;
@@ -227,18 +244,19 @@ void run_run(RunOptions o) {
   to.profile = !o.profile.empty();
   to.cuda = o.backend == Backend::cuda;
   const std::unique_ptr<Trainer> trainer = make_trainer(plan, plan_file, data, to, b.backends);
+  const CheckpointGroup group = checkpoint_group(*trainer, b);
   RunRecord r;
   r.backend = b.description;
   r.data = data->describe();
   r.target_steps = o.steps > 0 ? o.steps : plan.optimizer.total_steps;
   if (!o.init_weights.empty()) load_full_weights(*trainer, o.init_weights);
   if (o.resume) {
-    r.resumed_from = resume_from(*trainer, o.checkpoint_dir, fingerprint);
-    r.start_step = trainer->state().step;
+    r.resumed_from = resume_from(*trainer, o.checkpoint_dir, fingerprint, group, b.prints);
+    r.start_step = trainer->local_state().step;
   }
   if (!o.save_init_weights.empty()) save_full_weights(*trainer, o.save_init_weights, r.start_step);
   if (o.format == OutputFormat::text) std::printf("%s", run_header_text(plan, r).c_str());
-  train_loop(*trainer, o, fingerprint, r);
+  train_loop(*trainer, o, fingerprint, group, r);
   finish_run(*trainer, o, b, recorder.get(), r);
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/checkpoint/checksum.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/launch/launch_env.h"
 #include "executor/launch/local_launcher.h"
@@ -36,11 +37,17 @@ CpuRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, cons
   };
   s.prints = rank == 0;
   s.whole_state = false;
+  s.job_token = checkpoint_job_token(env, fingerprint);
   s.description = describe(env) + "; TCP communicator";
   return s;
 }
 
 }  // namespace
+
+std::string checkpoint_job_token(const LaunchEnv& env, const std::string& plan_fingerprint) {
+  return fmt::format("{:016x}", fnv1a64(fmt::format("{}:{}:{}:{}", env.master_addr, env.master_port, env.world_size,
+                                                    plan_fingerprint)));
+}
 
 std::vector<std::string> own_argv() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);

@@ -21,7 +21,13 @@ struct CpuRunSetup {
   bool prints = true;                // false on ranks other than 0 of a multi-process job
   bool whole_state = true;           // false: one process per rank
   std::string description;           // one line: where the ranks run (empty for threads)
+  std::string job_token;             // names checkpoint staging directories; "" when not launched
 };
+
+// The same hex string on every process of a launched job (its rendezvous address, world size and plan),
+// which names the staging directory of its checkpoints (executor/checkpoint/checkpoint.h).
+struct LaunchEnv;
+std::string checkpoint_job_token(const LaunchEnv& env, const std::string& plan_fingerprint);
 
 // Throws ConfigError when the launcher's world size differs from the plan's; RendezvousError or
 // CommAborted when the ranks cannot meet.

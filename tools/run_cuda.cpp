@@ -11,7 +11,7 @@
 #include "executor/launch/launch_env.h"
 #include "executor/launch/local_launcher.h"
 #include "executor/launch/rendezvous.h"
-#include "tools/run_cpu_processes.h"  // own_argv
+#include "tools/run_cpu_processes.h"  // own_argv, checkpoint_job_token
 
 namespace fsdpx {
 
@@ -49,6 +49,7 @@ CudaRunSetup launched_rank(const Plan& plan, const std::string& fingerprint, con
   s.backends = cuda::nccl_cuda_backend(id, env.rank, nccl);
   s.prints = env.rank == 0;
   s.whole_state = false;
+  s.job_token = checkpoint_job_token(env, fingerprint);
   s.description = fmt::format("{}; GPU {} ({}); {}", describe(env), nccl.device, gpu_name(nccl.device),
                               cuda::nccl_describe());
   return s;

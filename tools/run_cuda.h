@@ -20,6 +20,7 @@ struct CudaRunSetup {
   bool prints = true;              // false on ranks other than 0 of a multi-process job
   bool whole_state = true;         // every shard owner is in this process (false: one process per GPU)
   std::string description;         // one line: where the ranks run and how they communicate
+  std::string job_token;           // names checkpoint staging directories; "" when not launched
 };
 
 // Throws ConfigError when no CUDA device is usable, when the launcher's world size differs from the

@@ -1,4 +1,5 @@
-// executor/checkpoint/checkpoint.cpp — manifest, atomic save, verified load with fallback.
+// executor/checkpoint/checkpoint.cpp — reading a checkpoint: the manifest and shard files verified, and the
+// choice of the newest good checkpoint, agreed by every process of a job. Saving is checkpoint_save.cpp.
 #include "executor/checkpoint/checkpoint.h"
 
 #include <signal.h>
@@ -33,39 +34,6 @@ namespace fs = std::filesystem;
 
 // Elements of a unit, and offsets in it: above any model within input_range::kMaxModelParams.
 constexpr IntRange kElements{0, std::int64_t{1} << 50};
-
-std::string rank_file_name(int rank) { return fmt::format("rank-{:05d}.bin", rank); }
-
-// Per unit: its size and the modules it holds (name, offset in the unit, elements), as rank 0 has them.
-nlohmann::json units_json(const TrainerState& s) {
-  nlohmann::json units = nlohmann::json::array();
-  for (std::size_t u = 0; !s.ranks.empty() && u < s.ranks.front().units.size(); ++u) {
-    const UnitShardState& unit = s.ranks.front().units[u];
-    FSDP_CHECK(!unit.modules.empty(), "save_checkpoint: every unit needs its module list");
-    for (const RankState& r : s.ranks)
-      FSDP_CHECK(r.units.size() > u && r.units[u].modules == unit.modules, "save_checkpoint: ranks differ in units");
-    nlohmann::json modules = nlohmann::json::array();
-    for (const UnitModule& m : unit.modules)
-      modules.push_back({{"name", m.name}, {"offset", m.offset}, {"numel", m.numel}});
-    units.push_back({{"numel", unit.unit_numel}, {"modules", modules}});
-  }
-  return units;
-}
-
-nlohmann::json manifest_json(const TrainerState& s, const std::string& fingerprint,
-                             const std::vector<std::string>& files, const std::vector<std::string>& bytes) {
-  nlohmann::json entries = nlohmann::json::array();
-  for (std::size_t i = 0; i < files.size(); ++i)
-    entries.push_back({{"name", files[i]},
-                       {"rank", s.ranks[i].rank},
-                       {"bytes", bytes[i].size()},
-                       {"crc32", fmt::format("{:08x}", crc32(bytes[i]))}});
-  nlohmann::json manifest{{"format", kCheckpointFormat}, {"fingerprint", fingerprint}, {"step", s.step},
-                          {"next_sample", s.data.next_sample}, {"seed", s.seed}, {"dp_shard", s.dp_shard},
-                          {"dp_replicate", s.dp_replicate}, {"units", units_json(s)}, {"files", entries}};
-  manifest["checksum"] = manifest_checksum(manifest);
-  return manifest;
-}
 
 std::uint64_t unsigned_field(JsonObject& o, std::string_view key) {
   const nlohmann::json& v = o.raw(key);
@@ -159,7 +127,7 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
     bool same = r.units.size() == units.size();
     for (std::size_t u = 0; same && u < units.size(); ++u) same = r.units[u].unit_numel == units[u].unit_numel;
     if (!same)
-      throw ConfigError(fmt::format("{}: {}: units differ from the manifest's units", where, rank_file_name(r.rank)));
+      throw ConfigError(fmt::format("{}: {}: units differ from the manifest's units", where, shard_file_name(r.rank)));
     for (std::size_t u = 0; u < units.size(); ++u) r.units[u].modules = units[u].modules;
   }
   return s;
@@ -172,97 +140,6 @@ std::string plan_fingerprint(const Plan& plan) {
 }
 
 std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }
-
-namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
-  std::string h(buf);
-  std::replace(h.begin(), h.end(), '-', '_');  // '-' separates the name's fields
-  return h;
-}
-
-bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
-
-}  // namespace
-
-void remove_stale_temporaries(const std::string& root) {
-  // "step-N.tmp-<host>-<pid>" (and the older "step-N.tmp-<pid>"): a save that died before its rename.
-  // Only this host's names whose process is gone: a live pid may be a concurrent save.
-  static const std::regex kTmp(R"(step-[0-9]+\.tmp-(?:(.+)-)?([0-9]+))");
-  const std::string host = host_name();
-  std::error_code ec;
-  std::vector<fs::path> stale;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::smatch m;
-    const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, m, kTmp) || (m[1].matched && m[1] != host)) continue;
-    const std::string digits = m[2];
-    long pid = 0;
-    if (std::from_chars(digits.data(), digits.data() + digits.size(), pid).ec != std::errc()) continue;  // no pid
-    if (!process_alive(pid)) stale.push_back(it->path());
-  }
-  for (const fs::path& p : stale) fs::remove_all(p, ec);
-}
-
-void prepare_checkpoint_dir(const std::string& root) {
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw WriteError(fmt::format("{}: cannot create the checkpoint directory: {}", root, ec.message()));
-  if (!fs::is_directory(root, ec)) throw WriteError(fmt::format("{}: not a directory (--checkpoint-dir)", root));
-  // A save creates a directory in root and files in it: try both (permissions, read-only mounts, quotas).
-  const fs::path probe = fs::path(root) / fmt::format(".fsdpx-probe-{}-{}", host_name(), ::getpid());
-  fs::create_directory(probe, ec);
-  if (ec) throw WriteError(fmt::format("{}: cannot create directories in it: {}", root, ec.message()));
-  try {
-    write_file_durable((probe / "probe").string(), "probe");
-  } catch (const WriteError&) {
-    fs::remove_all(probe, ec);
-    throw;
-  }
-  fs::remove_all(probe, ec);
-}
-
-namespace {
-
-// Writes the shard files and the manifest into `tmp` and makes them durable.
-void write_checkpoint_files(const fs::path& tmp, const TrainerState& s, const std::string& fingerprint) {
-  std::vector<std::string> files, bytes;
-  for (const RankState& r : s.ranks) {
-    files.push_back(rank_file_name(r.rank));
-    bytes.push_back(encode_rank_state(r));
-    write_file_durable((tmp / files.back()).string(), bytes.back());
-  }
-  write_file_durable((tmp / "manifest.json").string(), manifest_json(s, fingerprint, files, bytes).dump(2) + "\n");
-  fsync_directory(tmp.string());
-}
-
-}  // namespace
-
-std::string save_checkpoint(const std::string& root, const TrainerState& s, const std::string& fingerprint) {
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw WriteError(fmt::format("{}: cannot create checkpoint directory: {}", root, ec.message()));
-  const fs::path final_dir = fs::path(root) / checkpoint_dir_name(s.step);
-  const fs::path tmp =
-      fs::path(root) / fmt::format("{}.tmp-{}-{}", checkpoint_dir_name(s.step), host_name(), ::getpid());
-  fs::remove_all(tmp, ec);
-  fs::create_directory(tmp, ec);
-  if (ec) throw WriteError(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
-  try {
-    write_checkpoint_files(tmp, s, fingerprint);
-    fs::remove_all(final_dir, ec);  // a re-run of the same step replaces it; older steps stay valid meanwhile
-    fs::rename(tmp, final_dir, ec);
-    if (ec) throw WriteError(fmt::format("{}: cannot rename to {}: {}", tmp.string(), final_dir.string(), ec.message()));
-  } catch (...) {
-    fs::remove_all(tmp, ec);  // a failed save leaves nothing behind
-    throw;
-  }
-  fsync_directory(root);
-  remove_stale_temporaries(root);
-  return final_dir.string();
-}
 
 TrainerState read_checkpoint(const std::string& dir, const std::string& fingerprint) {
   const std::string where = "checkpoint " + dir;
@@ -292,15 +169,47 @@ std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::st
   return out;
 }
 
+namespace {
+
+// Reads `step`'s directory as this process lists it; its error message, or "" with `out` filled.
+std::string try_read(const std::vector<std::pair<std::int64_t, std::string>>& listed, std::int64_t step,
+                     const std::string& fingerprint, std::optional<LoadedCheckpoint>& out) {
+  const auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& c) { return c.first == step; });
+  if (it == listed.end()) return fmt::format("checkpoint of step {}: not found by this process", step);
+  try {
+    out = LoadedCheckpoint{read_checkpoint(it->second, fingerprint), it->second, {}};
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<LoadedCheckpoint> load_latest_checkpoint(const std::string& root, const std::string& fingerprint,
-                                                       std::vector<std::string>* rejected_out) {
+                                                       std::vector<std::string>* rejected_out,
+                                                       const CheckpointGroup& group) {
+  // Round by round the leader proposes its newest candidate not yet tried (step + 1, 0: none left); every
+  // process reads it; all take it when none failed, else all try the next one.
   std::vector<std::string> rejected;
-  for (const auto& [step, dir] : list_checkpoints(root, &rejected)) {
-    try {
-      return LoadedCheckpoint{read_checkpoint(dir, fingerprint), dir, rejected};
-    } catch (const ConfigError& e) {
-      rejected.emplace_back(e.what());
+  const auto listed = list_checkpoints(root, &rejected);
+  std::size_t next = 0;
+  for (;;) {
+    const std::uint64_t proposal = group.leader && next < listed.size() ? std::uint64_t(listed[next].first) + 1 : 0;
+    const std::uint64_t agreed = group.sum({proposal})[0];
+    if (agreed == 0) break;
+    const std::int64_t step = std::int64_t(agreed - 1);
+    std::optional<LoadedCheckpoint> loaded;
+    const std::string error = try_read(listed, step, fingerprint, loaded);
+    const std::uint64_t failures = group.sum({error.empty() ? 0u : 1u})[0];
+    if (failures == 0) {
+      loaded->rejected = rejected;
+      return loaded;
     }
+    rejected.push_back(error.empty() ? fmt::format("checkpoint of step {}: {} other process(es) could not read it",
+                                                   step, failures)
+                                     : error);
+    ++next;
   }
   if (rejected_out) *rejected_out = rejected;
   return std::nullopt;

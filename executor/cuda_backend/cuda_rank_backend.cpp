@@ -14,7 +14,7 @@ namespace fsdpx::cuda {
 
 namespace {
 
-constexpr int kHostReduceElems = 8;
+constexpr int kHostReduceElems = kMaxHostReduceCount;
 
 CudaModelOptions model_options(const Plan& plan, OpProfiler* profiler) {
   CudaModelOptions o;
