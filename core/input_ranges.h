@@ -55,6 +55,7 @@ inline constexpr IntRange kMicroBatch{1, 1048576};
 inline constexpr IntRange kGlobalBatch{1, 1073741824};
 inline constexpr IntRange kDegree{1, 268435456};  // one parallel degree; their product is the world size
 inline constexpr IntRange kPrefetch{0, 65536};
+inline constexpr IntRange kStage{0, 268435455};  // a unit's virtual pipeline stage; below pp * vpp (plan_validate)
 inline constexpr IntRange kSteps{0, std::int64_t{1} << 40};
 inline constexpr NumberRange kLearningRate{1e-12, 1e3};
 inline constexpr NumberRange kAdamEps{1e-30, 1.0};

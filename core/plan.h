@@ -1,9 +1,8 @@
 // core/plan.h — the plan: the contract between planner, simulator and executor, self-contained
 // (model, cluster, training settings, parallelism, FSDP units, prefetch, recompute, mixed precision,
-// optimizer, predicted metrics). Schema "fsdpx-plan/1"; loading is strict (unknown keys and
-// inconsistent values are errors with a JSON path). Lives in core/ because the simulator, the planner
-// and the executor all read it and dependencies point one way. Pipeline fields are kept for the
-// pipeline issue; the simulator rejects pp > 1 for now.
+// optimizer, pipeline stages and schedule, predicted metrics). Schema "fsdpx-plan/1"; loading is strict
+// (unknown keys and inconsistent values are errors with a JSON path). Lives in core/ because the
+// simulator, the planner and the executor all read it and dependencies point one way.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
 #include "core/model_spec.h"
+#include "core/pipeline.h"
 
 namespace fsdpx {
 
@@ -35,12 +35,16 @@ enum class DataParallel {
 // torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block / _save_list).
 enum class RecomputeMode { none, selective, full, selective_op };
 enum class ReduceGrads { every_micro_batch, last_micro_batch };
-enum class PipelineSchedule { none, gpipe, one_f_one_b, interleaved_1f1b };
+// GPipe (Huang et al. 2019): every forward, then every backward. 1F1B: PipeDream-Flush (Narayanan et al.
+// 2021 §2.2). interleaved_1f1b: the same with vpp model chunks per rank (§2.2.1, Megatron-LM's
+// schedule). zero_bubble: ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"): 1F1B with the
+// backward split into input-gradient and weight-gradient passes, weight passes deferred into the bubble.
+enum class PipelineSchedule { none, gpipe, one_f_one_b, interleaved_1f1b, zero_bubble };
 
 const char* data_parallel_name(DataParallel d);
 const char* recompute_mode_name(RecomputeMode r);
 const char* reduce_grads_name(ReduceGrads r);
-const char* pipeline_schedule_name(PipelineSchedule s);  // "none", "gpipe", "1f1b", "interleaved_1f1b"
+const char* pipeline_schedule_name(PipelineSchedule s);  // "none", "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"
 
 // Modules in forward order: "embedding", "block.0" ... "block.<L-1>", "final_norm", "head".
 struct PlanUnit {
@@ -48,6 +52,9 @@ struct PlanUnit {
   // 0: keep unsharded until backward (ZeRO-2); 1 (or dp_shard): reshard fully after forward (ZeRO-3);
   // g > 1: keep a copy sharded over g ranks for backward (FSDP2's int, like ZeRO++ hpZ).
   int reshard_after_forward = 1;
+  // Virtual pipeline stage (model chunk) in [0, pp x vpp): runs on pipeline rank stage mod pp as its
+  // chunk stage div pp (core/pipeline.h). 0 without pipeline parallelism.
+  int stage = 0;
 };
 
 struct TrainingSettings {
@@ -134,6 +141,8 @@ struct Plan {
   std::optional<PlannerRecord> planner;
   std::string notes;  // free text (why the planner chose this plan); empty = not written
 
+  // Micro-batches per step: gradient accumulation, and under pipeline parallelism the micro-batches
+  // every stage runs through the pipeline (written as training.micro_batches when pp > 1).
   std::int64_t grad_accum() const {
     return training.global_batch / (training.micro_batch * parallelism.data_parallel_ranks());
   }
@@ -154,8 +163,11 @@ std::vector<std::string> module_names(const ModelSpec& m);
 // A plan with FSDP2/torchtitan defaults: embedding alone, one unit per `blocks_per_unit` blocks,
 // final norm + head together (with the embedding when tied), reshard after forward except the last
 // unit, prefetch 1/1, bf16 params and fp32 reduce; on a host-threads cluster (`cpu`, the CPU reference
-// backend) fp32 params and the unfused attention kernel, which is what that backend runs.
+// backend) fp32 params and the unfused attention kernel, which is what that backend runs. With pp > 1
+// the blocks are split over the pp x vpp virtual stages by balance_stage_blocks(accounting) (units never
+// cross a stage; a tied embedding stays alone on stage 0, its copy lives with the head), parameters stay
+// unsharded across micro-batches and gradients are reduced after the last one (torchtitan under PP).
 Plan default_plan(const ModelSpec& m, const ClusterSpec& c, const TrainingSettings& t, const Parallelism& par,
-                  int blocks_per_unit, RecomputeMode recompute);
+                  int blocks_per_unit, RecomputeMode recompute, StageAccounting accounting = {1, 1});
 
 }  // namespace fsdpx

@@ -42,7 +42,7 @@ int optional_degree(JsonObject& o, std::string_view key, int fallback) {
   return static_cast<int>(o.optional_integer_in(key, input_range::kDegree).value_or(fallback));
 }
 
-int optional_prefetch(JsonObject& o, std::string_view key, IntRange range, int fallback) {
+int optional_int_in(JsonObject& o, std::string_view key, IntRange range, int fallback) {
   return static_cast<int>(o.optional_integer_in(key, range).value_or(fallback));
 }
 
@@ -66,7 +66,8 @@ constexpr DataParallel kDataParallels[] = {DataParallel::fsdp_full_shard, DataPa
                                            DataParallel::hsdp,            DataParallel::ddp,
                                            DataParallel::zero1,           DataParallel::distributed_optimizer};
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::none, PipelineSchedule::gpipe,
-                                           PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b};
+                                           PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b,
+                                           PipelineSchedule::zero_bubble};
 constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full,
                                              RecomputeMode::selective_op};
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
@@ -106,6 +107,7 @@ ClusterSpec parse_cluster(JsonObject& o) {
 
 TrainingSettings parse_training(JsonObject o) {
   TrainingSettings t;
+  o.ignore("micro_batches");  // derived; checked against the other keys by check_stated_micro_batches
   t.seq = o.integer_in("seq", input_range::kMaxSeq);
   t.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
   t.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
@@ -167,6 +169,7 @@ std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
       unit.modules.push_back(mj->get<std::string>());
     }
     unit.reshard_after_forward = parse_reshard(u, dp_shard);
+    unit.stage = optional_int_in(u, "stage", input_range::kStage, 0);
     u.finish();
     units.push_back(std::move(unit));
   }
@@ -175,9 +178,9 @@ std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
 
 Prefetch parse_prefetch(JsonObject o) {
   Prefetch p;
-  p.forward = optional_prefetch(o, "forward", input_range::kPrefetch, p.forward);
-  p.backward = optional_prefetch(o, "backward", input_range::kPrefetch, p.backward);
-  p.max_all_gathers_in_flight = optional_prefetch(o, "max_all_gathers_in_flight",
+  p.forward = optional_int_in(o, "forward", input_range::kPrefetch, p.forward);
+  p.backward = optional_int_in(o, "backward", input_range::kPrefetch, p.backward);
+  p.max_all_gathers_in_flight = optional_int_in(o, "max_all_gathers_in_flight",
                                                   {1, input_range::kPrefetch.max}, p.max_all_gathers_in_flight);
   o.finish();
   return p;
@@ -285,14 +288,27 @@ nlohmann::json recompute_to_json(const std::vector<RecomputeMode>& r) {
   return a;
 }
 
-nlohmann::json units_to_json(const std::vector<PlanUnit>& units) {
+// "stage" is written only with pipeline parallelism (absent = 0).
+nlohmann::json units_to_json(const std::vector<PlanUnit>& units, bool pipelined) {
   nlohmann::json a = nlohmann::json::array();
   for (const PlanUnit& u : units) {
     nlohmann::json reshard = u.reshard_after_forward;
     if (u.reshard_after_forward == 0 || u.reshard_after_forward == 1) reshard = u.reshard_after_forward == 1;
     a.push_back({{"modules", u.modules}, {"reshard_after_forward", reshard}});
+    if (pipelined) a.back()["stage"] = u.stage;
   }
   return a;
+}
+
+// training.micro_batches is derived (Plan::grad_accum); a file may state it, and then it must agree.
+void check_stated_micro_batches(JsonObject training, const Plan& p) {
+  if (!training.has("micro_batches")) return;
+  const std::int64_t stated = training.positive_integer("micro_batches");
+  if (stated != p.grad_accum())
+    training.fail("micro_batches",
+                  fmt::format("{} micro-batches stated, but global_batch ({}) / (micro_batch ({}) x data-parallel "
+                              "ranks ({})) = {}", stated, p.training.global_batch, p.training.micro_batch,
+                              p.parallelism.data_parallel_ranks(), p.grad_accum()));
 }
 
 nlohmann::json parallelism_to_json(const Parallelism& p) {
@@ -339,6 +355,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.notes = o.optional_string("notes").value_or("");
   o.finish();
   validate_plan(p, file);
+  check_stated_micro_batches(JsonObject(j.at("training"), file, "/training"), p);
   return p;
 }
 
@@ -355,7 +372,7 @@ nlohmann::json plan_to_json(const Plan& p) {
        {{"seq", p.training.seq}, {"micro_batch", p.training.micro_batch},
         {"global_batch", p.training.global_batch}, {"seed", p.training.seed}}},
       {"parallelism", parallelism_to_json(p.parallelism)},
-      {"units", units_to_json(p.units)},
+      {"units", units_to_json(p.units, p.parallelism.pp > 1)},
       {"prefetch",
        {{"forward", p.prefetch.forward}, {"backward", p.prefetch.backward},
         {"max_all_gathers_in_flight", p.prefetch.max_all_gathers_in_flight}}},
@@ -380,6 +397,7 @@ nlohmann::json plan_to_json(const Plan& p) {
                     {"allow_bf16_reduce", p.planner->allow_bf16_reduce}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
+  if (p.parallelism.pp > 1) j["training"]["micro_batches"] = p.grad_accum();
   return j;
 }
 

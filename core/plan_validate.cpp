@@ -11,6 +11,7 @@
 
 #include "core/checked_math.h"
 #include "core/data_placement.h"
+#include "core/pipeline.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
 
@@ -68,7 +69,8 @@ void check_data_parallel(const Checker& c) {
                         name, par.dp_replicate, par.dp_shard));
 }
 
-// The schema accepts pipelines so that published runs can be written down; the simulator rejects pp > 1.
+// Pipeline degrees and schedule. Virtual stages exist only in the interleaved schedule (Narayanan et al.
+// 2021, arXiv 2104.04473 §2.2.1); interleaving with one chunk per rank is plain 1F1B.
 void check_pipeline(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
   const char* schedule = pipeline_schedule_name(par.pp_schedule);
@@ -77,11 +79,42 @@ void check_pipeline(const Checker& c) {
               fmt::format("pp is 1, so pp_schedule must be \"none\", got \"{}\"", schedule));
   else
     c.require(par.pp_schedule != PipelineSchedule::none, "/parallelism/pp_schedule",
-              fmt::format("pp ({}) > 1 needs a schedule: gpipe, 1f1b or interleaved_1f1b", par.pp));
-  // Virtual stages exist only in the interleaved schedule (Narayanan et al., arXiv 2104.04473 §2.2).
+              fmt::format("pp ({}) > 1 needs a schedule: gpipe, 1f1b, interleaved_1f1b or zero_bubble", par.pp));
   if (par.vpp > 1)
     c.require(par.pp_schedule == PipelineSchedule::interleaved_1f1b, "/parallelism/vpp",
               fmt::format("vpp ({}) > 1 needs pp_schedule \"interleaved_1f1b\", got \"{}\"", par.vpp, schedule));
+  if (par.pp_schedule == PipelineSchedule::interleaved_1f1b)
+    c.require(par.vpp > 1, "/parallelism/vpp",
+              "interleaved_1f1b needs vpp > 1 model chunks per pipeline rank (with one chunk it is \"1f1b\")");
+}
+
+// Micro-batches per step against the schedule. 1F1B and ZB-H1 fill the pipeline with pp micro-batches
+// (torch/distributed/pipelining/schedules.py, Schedule1F1B: "the number of microbatches must be >= the
+// number of stages"); Megatron-LM's interleaved schedule runs micro-batches in groups of pp per chunk
+// (microbatch_group_size_per_vp_stage defaults to pp, megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving) and rejects a remainder. GPipe takes any number.
+void check_micro_batches(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  if (par.pp == 1) return;
+  const std::int64_t m = c.p.grad_accum();
+  const char* schedule = pipeline_schedule_name(par.pp_schedule);
+  const std::string derived = fmt::format("micro-batches per step ({} = global_batch {} / (micro_batch {} x "
+                                          "data-parallel ranks {}))", m, c.p.training.global_batch,
+                                          c.p.training.micro_batch, par.data_parallel_ranks());
+  switch (par.pp_schedule) {
+    case PipelineSchedule::one_f_one_b:
+    case PipelineSchedule::zero_bubble:
+      c.require(m >= par.pp, "/training/global_batch",
+                fmt::format("{} must be >= pp ({}) for \"{}\"", derived, par.pp, schedule));
+      break;
+    case PipelineSchedule::interleaved_1f1b:
+      c.require(m % par.pp == 0, "/training/global_batch",
+                fmt::format("{} must be divisible by pp ({}) for \"interleaved_1f1b\" (Megatron-LM runs them in "
+                            "groups of pp per model chunk)", derived, par.pp));
+      break;
+    case PipelineSchedule::gpipe:
+    case PipelineSchedule::none: break;
+  }
 }
 
 void check_training(const Checker& c) {
@@ -140,11 +173,15 @@ std::map<std::string, std::size_t> check_unit_coverage(const Checker& c, const s
 
 // Units hold consecutive modules in forward order. A tied embedding shares its weight with the head, so
 // it sits in the head's unit (one FlatParameter owns a shared parameter, FSDP1 paper arXiv 2304.11277 §3)
-// and is left out of the order check.
+// and is left out of the order check. Under pipeline parallelism the embedding runs on the first stage
+// and the head on the last: each holds a copy of the shared weight and the two gradients are all-reduced
+// between the stages before the optimizer step (Megatron-LM's embedding group,
+// megatron/core/distributed/finalize_model_grads.py, _allreduce_word_embedding_grads), so the embedding
+// keeps its place in forward order.
 void check_units(const Checker& c) {
   const std::vector<std::string> names = module_names(c.p.model);
   const auto unit_of = check_unit_coverage(c, names);
-  const bool tied = c.p.model.tied_embeddings;
+  const bool tied = c.p.model.tied_embeddings && c.p.parallelism.pp == 1;
   if (tied && unit_of.at("embedding") != unit_of.at("head")) {
     const auto& mods = c.p.units[unit_of.at("embedding")].modules;
     const auto m = static_cast<std::size_t>(std::find(mods.begin(), mods.end(), "embedding") - mods.begin());
@@ -162,6 +199,45 @@ void check_units(const Checker& c) {
                             "(embedding, block.0, ..., final_norm, head)", names[next], mod));
       ++next;
     }
+}
+
+// Pipeline stages of the units: each in [0, pp x vpp), non-decreasing in forward order (a stage is a
+// contiguous run of modules), none empty. With units in forward order this puts the embedding on the
+// first stage and the final norm and head on the last (Megatron-LM's pre_process / post_process stages;
+// torchtitan's first and last model part).
+void check_stages(const Checker& c) {
+  const Parallelism& par = c.p.parallelism;
+  // Every stage holds a unit, so pp x vpp (each up to 2^28: computed in 64 bits) is at most the unit count.
+  const std::int64_t stages64 = std::int64_t(par.pp) * par.vpp;
+  c.require(par.pp == 1 || stages64 <= std::int64_t(c.p.units.size()), "/parallelism/vpp",
+            fmt::format("pp x vpp = {} virtual stages, but the plan has {} units: every stage runs at least one",
+                        stages64, c.p.units.size()));
+  const int stages = virtual_stages(par.pp, par.vpp);
+  std::vector<int> units_on(std::size_t(stages), 0);
+  int previous = 0;
+  for (std::size_t u = 0; u < c.p.units.size(); ++u) {
+    const int s = c.p.units[u].stage;
+    const std::string path = unit_path(u) + "/stage";
+    if (par.pp == 1) {
+      c.require(s == 0, path, fmt::format("pp is 1, so every unit is on stage 0, got {}", s));
+      continue;
+    }
+    c.require(s >= 0 && s < stages, path,
+              fmt::format("expected a virtual stage in [0, pp x vpp = {}), got {}", stages, s));
+    c.require(s >= previous, path,
+              fmt::format("stage {} after stage {}: stages hold consecutive modules, so units' stages never "
+                          "decrease in forward order", s, previous));
+    previous = s;
+    ++units_on[std::size_t(s)];
+  }
+  if (par.pp == 1) return;
+  for (int s = 0; s < stages; ++s) {
+    const char* role = s == 0 ? " (the first stage runs the embedding)"
+                              : s + 1 == stages ? " (the last stage runs the final norm, the head and the loss)" : "";
+    c.require(units_on[std::size_t(s)] > 0, "/units",
+              fmt::format("virtual stage {} of {} holds no unit{}: every stage runs at least one module", s, stages,
+                          role));
+  }
 }
 
 // FSDP2 fully_shard(reshard_after_forward=int): reshard to a smaller world size that divides the shard
@@ -220,7 +296,9 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_data_parallel(c);
   check_pipeline(c);
   check_training(c);
+  check_micro_batches(c);
   check_units(c);
+  check_stages(c);
   check_reshard(c);
   check_settings(c);
   check_optimizer(c);

@@ -1,9 +1,9 @@
 // cost_models/activations.cpp — activation bytes one rank keeps for backward: the tensors a block
 // saves, itemised as in Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 and generalised to any ffn
 // size, SwiGLU, GQA, norm statistics, dropout or none, FlashAttention or materialised scores, TP/SP/CP, the three recompute modes and torchtitan's
-// op-level selective AC; plus the embedding/head tensors and the logits. Leaves out allocator
-// rounding, pipeline in-flight microbatch counts (the caller multiplies) and framework temporaries
-// outside a block's backward.
+// op-level selective AC; plus the embedding/head tensors, the logits and what a separate weight-gradient
+// pass keeps (zero-bubble pipelines). Leaves out allocator rounding, pipeline in-flight micro-batch counts
+// (the step program's memory effects give them) and framework temporaries outside a block's backward.
 #include "core/errors.h"
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
@@ -161,6 +161,28 @@ double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& 
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
   return d.tokens * vocab_local * 2 * kFp32Bytes;
+}
+
+// Matmul inputs: the QKV input and the MLP input (norm region, sharded by SP), the out-projection
+// input (q / t) and the down-projection input (ffn / t); output gradients: QKV (q + 2kv) / t, the
+// out-projection and down-projection outputs (h, sharded by SP), up and gate (ffn / t each, gate only
+// for SwiGLU). GPT at ffn = 4h, no TP: 7h + 9h = 16h elements per token, Qi et al.'s 32·sbh bytes.
+double block_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  const double up = (m.ffn_kind == FfnKind::swiglu ? 2 : 1) * d.ffn;
+  const double inputs = 2 * d.h / d.norm_div + (d.q + d.ffn) / d.tp;
+  const double grads = (d.q + 2 * d.kv + up) / d.tp + 2 * d.h / d.norm_div;
+  return d.tokens * (inputs + grads) * d.e;
+}
+
+double embedding_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  return d.tokens * (kTokenIdBytes + d.h * d.e / d.norm_div);
+}
+
+double head_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  return d.tokens * (d.h / d.norm_div + static_cast<double>(m.vocab) / d.tp) * d.e;
 }
 
 }  // namespace fsdpx

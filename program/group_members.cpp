@@ -1,7 +1,7 @@
 // program/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
 // varies some coordinates of a rank and keeps the others (torchtitan's DeviceMesh sub-meshes; FSDP2's
 // int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates). Leaves out custom
-// rank orders.
+// rank orders and the pipeline groups, whose members are the same mesh point of several roles.
 #include "program/group_members.h"
 
 #include "core/errors.h"
@@ -53,6 +53,9 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.shard = {first, first + g};
       break;
     }
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: FSDP_CHECK(false, "pipeline groups span roles: their ops meet by rendezvous");
   }
   return b;
 }
@@ -77,6 +80,9 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::tp: return mesh.tp;
     case GroupKind::cp: return mesh.cp;
     case GroupKind::reshard: return group.reshard_ranks;
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: return group.shape.ranks;  // one rank per member role
   }
   FSDP_CHECK(false, "unknown GroupKind");
   return 0;

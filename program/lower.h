@@ -1,11 +1,13 @@
 // program/lower.h — lowering: plan -> step program. Turns FSDP units, prefetch depths, the all-gather
 // in-flight cap, reshard_after_forward, recompute, gradient accumulation, the data-parallel placements
-// (core/data_placement.h: FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1) and TP/CP into explicit ops
-// with dependencies, memory effects and state effects, following FSDP2's schedule (pytorch/pytorch,
-// torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py and _fsdp_collectives.py): forward
-// all-gathers run ahead of use on their own stream, backward prefetches in reverse order,
-// reduce-scatters run on their own stream after each unit's backward. Pipeline parallelism (pp > 1) is
-// rejected until the pipeline issue adds stages and point-to-point sends.
+// (core/data_placement.h: FSDP full shard, shard-grad-op, HSDP, DDP, ZeRO-1), TP/CP and pipeline
+// parallelism into explicit ops with dependencies, memory effects and state effects. One role per
+// pipeline rank runs its model chunks' passes in the plan's schedule (program/pipeline_schedule.h:
+// GPipe, 1F1B, interleaved 1F1B, ZB-H1) with send/receive ops of activations and activation gradients
+// between neighbouring virtual stages; FSDP inside each stage follows FSDP2's schedule
+// (program/lower_units.cpp) with torch.distributed.pipelining's choices under PP (parameters kept
+// unsharded after a backward until the last micro-batch; gradients reduced per reduce_grads). Sources
+// and internals: program/lowering.h, lower*.cpp.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,9 @@ namespace fsdpx {
 // many micro-batches per step (docs/input-ranges.md) lowering refuses rather than running for minutes.
 inline constexpr std::int64_t kMaxLoweredMicroBatches = 4096;
 
-// Builds the program of one step (untimed: durations are filled by time_program). Throws ConfigError
-// "plan: <path>: ..." for plans it cannot lower (pp > 1, more than kMaxLoweredMicroBatches).
+// Builds the program of one step (untimed: durations are filled by time_program). The plan must be
+// valid (validate_plan): stage assignments and micro-batch counts are trusted. Throws ConfigError
+// "plan: /training/global_batch: ..." beyond kMaxLoweredMicroBatches.
 StepProgram lower(const Plan& plan);
 
 }  // namespace fsdpx

@@ -140,6 +140,8 @@ std::vector<double> unit_params(const Plan& plan) {
   for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
   per_module["final_norm"] = double(pc.final_norm);
   per_module["head"] = double(pc.head);
+  // A tied table is counted once, as the embedding; the last pipeline stage keeps a copy for the head.
+  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module["head"] += double(plan.model.vocab * plan.model.hidden);
   std::vector<double> out;
   // TP splits every weight matrix and the vocabulary; norms are replicated (< 0.1% of a block).
   for (const auto& unit : plan.units) {
@@ -176,37 +178,53 @@ WorkSet segment_forward_work(const Plan& plan, int first_module, int module_coun
   return w;
 }
 
-WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g) {
-  WorkSet w;
+namespace {
+
+// ZB's B of a block: recompute first (all forward kernels under full, the attention core under
+// selective, the unsaved matmuls and elementwise kernels under selective_op), then the input
+// gradients; its TP collectives (the weight gradients need none) and ring-attention exchanges
+// (backward passes K,V and dK,dV: 2; re-running the attention core adds one forward ring).
+void add_block_input_backward(WorkSet& w, const Plan& plan, int i, const StepGroups& g) {
   const LayerShape s = layer_shape(plan);
+  const RecomputeMode r = block_recompute(plan, i);
+  auto fwd = block_kernels(plan.model, s, Pass::forward);
+  if (r == RecomputeMode::selective)
+    std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
+  if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
+  if (r != RecomputeMode::none) {
+    append(w.kernels, fwd);
+    w.recompute_flops += kernels_flops(fwd);
+  }
+  add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
+  if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
+  const bool reruns_attention = r == RecomputeMode::full || r == RecomputeMode::selective;
+  add_block_cp(w.serial_comms, plan, g, reruns_attention ? 3 : 2);
+}
+
+std::vector<KernelWork> module_kernels(const Plan& plan, ModuleKind kind, Pass p) {
+  const LayerShape s = layer_shape(plan);
+  switch (kind) {
+    case ModuleKind::block: return block_kernels(plan.model, s, p);
+    case ModuleKind::embedding: return embedding_kernels(plan.model, s, p);
+    case ModuleKind::head: return head_kernels(plan.model, s, p);
+    case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
+  }
+  return {};
+}
+
+}  // namespace
+
+WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g,
+                              BackwardPart part) {
+  WorkSet w;
+  const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input;
   for (int i = first_module; i < first_module + module_count; ++i) {
     const ModuleKind kind = module_kind(plan, i);
     if (kind == ModuleKind::final_norm) continue;
-    if (kind == ModuleKind::block) {
-      // Recompute first: all forward kernels (full), the attention core only (selective), or the
-      // unsaved matmuls and elementwise kernels (selective_op). Backward's ring attention passes K,V
-      // and dK,dV (2); re-running the attention core adds one forward ring (full, selective).
-      const RecomputeMode r = block_recompute(plan, i);
-      auto fwd = block_kernels(plan.model, s, Pass::forward);
-      if (r == RecomputeMode::selective)
-        std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
-      if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
-      if (r != RecomputeMode::none) {
-        append(w.kernels, fwd);
-        w.recompute_flops += kernels_flops(fwd);
-      }
-      add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
-      if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
-      const bool reruns_attention = r == RecomputeMode::full || r == RecomputeMode::selective;
-      add_block_cp(w.serial_comms, plan, g, reruns_attention ? 3 : 2);
-    } else {
-      add_vocab_tp(w.serial_comms, plan, g);
-    }
-    for (Pass p : {Pass::input_grad, Pass::weight_grad}) {
-      if (kind == ModuleKind::block) append(w.kernels, block_kernels(plan.model, s, p));
-      if (kind == ModuleKind::embedding) append(w.kernels, embedding_kernels(plan.model, s, p));
-      if (kind == ModuleKind::head) append(w.kernels, head_kernels(plan.model, s, p));
-    }
+    if (input && kind == ModuleKind::block) add_block_input_backward(w, plan, i, g);
+    if (input && kind != ModuleKind::block) add_vocab_tp(w.serial_comms, plan, g);
+    if (input) append(w.kernels, module_kernels(plan, kind, Pass::input_grad));
+    if (weight) append(w.kernels, module_kernels(plan, kind, Pass::weight_grad));
   }
   return w;
 }
@@ -216,15 +234,20 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
   const ActivationShape a = activation_shape(plan);
   for (int i = first_module; i < first_module + module_count; ++i) {
     switch (module_kind(plan, i)) {
-      case ModuleKind::embedding: mem.saved_activation_bytes += embedding_activation_bytes(plan.model, a); break;
+      case ModuleKind::embedding:
+        mem.saved_activation_bytes += embedding_activation_bytes(plan.model, a);
+        mem.weight_pass_bytes += embedding_weight_grad_bytes(plan.model, a);
+        break;
       case ModuleKind::block:
         mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
+        mem.weight_pass_bytes += block_weight_grad_bytes(plan.model, a);
         break;
       case ModuleKind::final_norm: mem.saved_activation_bytes += final_norm_activation_bytes(plan.model, a); break;
       case ModuleKind::head:
         mem.saved_activation_bytes += logits_bytes(plan.model, a);
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, logits_backward_working_bytes(plan.model, a));
+        mem.weight_pass_bytes += head_weight_grad_bytes(plan.model, a);
         break;
     }
   }

@@ -12,7 +12,10 @@ const char* stream_name(StreamKind s) {
     case StreamKind::all_gather: return "all_gather";
     case StreamKind::reduce_scatter: return "reduce_scatter";
     case StreamKind::all_reduce: return "all_reduce";
-    case StreamKind::p2p: return "p2p";
+    case StreamKind::send_activations: return "send_activations";
+    case StreamKind::recv_activations: return "recv_activations";
+    case StreamKind::send_grads: return "send_grads";
+    case StreamKind::recv_grads: return "recv_grads";
   }
   FSDP_CHECK(false, "unknown StreamKind");
   return "";
@@ -27,6 +30,10 @@ const char* op_kind_name(OpKind k) {
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::optimizer: return "optimizer";
     case OpKind::free: return "free";
+    case OpKind::backward_input: return "backward_input";
+    case OpKind::backward_weight: return "backward_weight";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
   }
   FSDP_CHECK(false, "unknown OpKind");
   return "";
@@ -39,6 +46,9 @@ const char* payload_name(Payload p) {
     case Payload::grads: return "grads";
     case Payload::grad_shard: return "grad_shard";
     case Payload::grad_norm: return "grad_norm";
+    case Payload::activations: return "activations";
+    case Payload::activation_grads: return "activation_grads";
+    case Payload::tied_grads: return "tied_grads";
   }
   FSDP_CHECK(false, "unknown Payload");
   return "";

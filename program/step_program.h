@@ -3,9 +3,11 @@
 // that run identical programs: all ranks when there is no pipeline parallelism) and per stream, ordered
 // ops with dependencies, each with its cost-model inputs, its memory effects and its effects on the
 // training state (what a collective moves, when a unit's parameters are released, when a gradient
-// reduction is complete), so that no interpreter re-derives them. Ranks are `role_ranks` copies of a
-// role; the engine can run one copy per role (symmetry) or every rank. Leaves out host-side work (data
-// loading, Python overhead) and kernel launch gaps.
+// reduction is complete), so that no interpreter re-derives them. Role r is pipeline rank r (one role
+// without pipeline parallelism); its ranks are `role_ranks` copies, one per point of the mesh. Ops of
+// different roles that run together (a send and its receive, a collective across pipeline stages) form a
+// rendezvous. The engine can run one copy per role (symmetry) or every rank. Leaves out host-side work
+// (data loading, Python overhead) and kernel launch gaps.
 #pragma once
 
 #include <cstdint>
@@ -18,29 +20,43 @@
 
 namespace fsdpx {
 
-enum class StreamKind : std::uint8_t { compute, all_gather, reduce_scatter, all_reduce, p2p };
-inline constexpr int kStreamCount = 5;
+// Pipeline point-to-point traffic runs on one stream per direction and side, so that every link between
+// two pipeline ranks carries its messages in one order on both ends: activations go to the next
+// virtual stage (send_activations, received on recv_activations), activation gradients to the previous
+// one (send_grads, recv_grads).
+enum class StreamKind : std::uint8_t {
+  compute, all_gather, reduce_scatter, all_reduce, send_activations, recv_activations, send_grads, recv_grads
+};
+inline constexpr int kStreamCount = 8;
 const char* stream_name(StreamKind s);
 
 enum class OpKind : std::uint8_t {
-  all_gather,      // unshard a unit's parameters
-  forward,         // forward of one segment (consecutive modules of one unit) for one micro-batch
-  backward,        // recompute (if any) + input-grad + weight-grad of one segment for one micro-batch
-  reduce_scatter,  // reduce a unit's gradients to shards
-  all_reduce,      // across replicas (HSDP, DDP) or the whole data-parallel group
-  optimizer,       // AdamW on the local shard
-  free,            // release memory (reshard a unit) without work
+  all_gather,       // unshard a unit's parameters
+  forward,          // forward of one segment (consecutive modules of one unit) for one micro-batch
+  backward,         // recompute (if any) + input-grad + weight-grad of one segment for one micro-batch
+  reduce_scatter,   // reduce a unit's gradients to shards
+  all_reduce,       // across replicas (HSDP, DDP), the whole data-parallel group, or pipeline stages
+  optimizer,        // AdamW on the local shard
+  free,             // release memory (reshard a unit) without work
+  backward_input,   // ZB's B: recompute (if any) + input-grad of one segment; keeps what its W needs
+  backward_weight,  // ZB's W: weight-grad of one segment for one micro-batch (after its B)
+  send,             // pipeline: send a micro-batch's activations or activation gradients to peer_role
+  recv,             // pipeline: receive them from peer_role
 };
+inline constexpr int kOpKindCount = 11;
 const char* op_kind_name(OpKind k);
 
 // What a collective op moves, for interpreters that run it (the simulator needs only its collective,
 // bytes and group).
 enum class Payload : std::uint8_t {
-  none,        // compute, optimizer and free ops
-  params,      // all-gather: the unit's parameter shards into its unsharded parameters
-  grads,       // reduce-scatter or all-reduce of the unit's unsharded gradients
-  grad_shard,  // all-reduce of the unit's reduce-scattered gradient shard across replicas (HSDP)
-  grad_norm,   // all-reduce of the squared gradient norm (clipping), no unit
+  none,         // compute, optimizer and free ops
+  params,       // all-gather: the unit's parameter shards into its unsharded parameters
+  grads,        // reduce-scatter or all-reduce of the unit's unsharded gradients
+  grad_shard,   // all-reduce of the unit's reduce-scattered gradient shard across replicas (HSDP)
+  grad_norm,    // all-reduce of the squared gradient norm (clipping), no unit
+  activations,  // send/recv: the output of the sender's virtual stage, the input of the receiver's
+  activation_grads,  // send/recv: the loss gradient w.r.t. that tensor, from the receiver's stage back
+  tied_grads,   // all-reduce of a tied embedding's reduced gradient between the first and last stage
 };
 const char* payload_name(Payload p);
 
@@ -56,8 +72,10 @@ struct MemEffect {
   double bytes = 0;
 };
 
-// Process groups of the mesh; a collective names one.
-enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard };
+// Process groups of the mesh; a collective names one. The pipeline kinds span roles: pp_pair is a
+// rank and the rank at the same mesh point on a neighbouring pipeline rank (send/recv), pp_ends the
+// first and last pipeline rank (tied embeddings), pp_all every pipeline rank (the gradient norm).
+enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all };
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;
@@ -82,12 +100,17 @@ struct WorkSet {
 };
 
 struct Op {
-  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt"
+  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"
   OpKind kind = OpKind::forward;
   StreamKind stream = StreamKind::compute;
   int unit = -1;        // FSDP unit index, -1 when not tied to one
-  int segment = -1;     // forward/backward: segment index (modules of the plan)
+  int segment = -1;     // compute ops: segment index; send/recv: the segment whose output (activations)
+                        // or input gradient (activation_grads) travels
   int micro_batch = -1;
+  int stage = -1;       // virtual pipeline stage of the op's own model chunk (compute, send, recv;
+                        // 0 without pipeline parallelism; -1 for ops of no stage)
+  int peer_role = -1;   // send/recv: the pipeline rank (role) at the other end
+  int rendezvous = -1;  // index into StepProgram::rendezvous: ops of other roles this op runs with
   // Cost-model inputs. Compute ops: kernel work summed by kind (matrix vs vector); the engine times them
   // with the cost model. Collectives: kind, bytes (nccl-tests' S) and group.
   int work_set = -1;  // compute ops: index into StepProgram::work_sets (shared by identical ops)
@@ -120,7 +143,8 @@ struct RoleProgram {
   std::vector<MemEffect> resident;      // allocated before the step (sharded state, overheads)
 };
 
-// The device mesh, outermost axis first: (dp_replicate, dp_shard, cp, tp); rank = row-major index.
+// The device mesh of one pipeline rank, outermost axis first: (dp_replicate, dp_shard, cp, tp); rank =
+// row-major index. Pipeline parallelism is the outermost axis: global rank = role x size() + mesh rank.
 // A group of kind dp_shard holds the ranks that differ only in the dp_shard coordinate; dp_all those
 // that differ in dp_replicate and dp_shard; reshard (FSDP2's int reshard_after_forward = g) the runs of
 // g consecutive dp_shard coordinates.
@@ -142,13 +166,24 @@ struct ProgramUnit {
   double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype
 };
 
+// An op of a role: members of a rendezvous.
+struct OpRef {
+  int role = 0;
+  int op = 0;
+};
+
 struct StepProgram {
   Mesh mesh;
+  int pp = 1;   // pipeline ranks = roles
+  int vpp = 1;  // model chunks per pipeline rank
   std::vector<ProgramUnit> units;
   std::vector<Segment> segments;  // in forward order; Op::segment indexes them
   std::vector<ProcessGroup> groups;
   std::vector<WorkSet> work_sets;
   std::vector<RoleProgram> roles;
+  // Ops of different roles that start together, one rank of each role at the same mesh point: a send
+  // and its receive, or an all-reduce across pipeline ranks. An interpreter pairs them by these lists.
+  std::vector<std::vector<OpRef>> rendezvous;
   double tokens_per_step = 0;  // global
   int world_size = 1;
   double model_flops_per_token = 0;

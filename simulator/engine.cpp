@@ -43,6 +43,8 @@ void Engine::init_instances() {
     }
   }
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
+  instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
+  rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
   running_pos_.assign(inst_.size() * kStreamCount, -1);
   is_dirty_.assign(inst_.size(), 0);
   result_.step_time_ns = 0;
@@ -131,9 +133,11 @@ void Engine::scan_instance(int i) {
   Instance& in = inst_[i];
   const RoleProgram& role = program_.roles[in.role];
   if (!options_.overlap) {
-    // One op at a time in issue order, whatever its stream.
+    // One op at a time in issue order, whatever its stream; pipeline sends run alongside (asynchronous
+    // sends: a blocking one would deadlock 1F1B, whose neighbours post their receives in another order).
     const int n = static_cast<int>(role.ops.size());
-    while (in.active == 0 && in.next_issue < n && deps_left_[in.op_base + in.next_issue] == 0)
+    while (in.active == in.active_async && in.next_issue < n && deps_left_[in.op_base + in.next_issue] == 0 &&
+           in.slots[data_of(in, in.next_issue).stream].phase == Phase::idle)
       try_start(i, in.next_issue++);
     return;
   }
@@ -153,7 +157,10 @@ void Engine::try_start(int i, int op) {
   FSDP_CHECK(sl.phase == Phase::idle, "stream busy");
   sl.op = op;
   ++in.active;
-  if (od.cls == OpClass::collective && options_.expand_ranks) {
+  if (od.async) ++in.active_async;
+  if (od.rendezvous >= 0) {
+    arrive_at_rendezvous(i, op);
+  } else if (od.cls == OpClass::collective && options_.expand_ranks) {
     arrive_at_group(i, op);
   } else {
     begin_op(i, od.stream);  // under symmetry the instance stands for every member of its groups
@@ -177,6 +184,24 @@ void Engine::arrive_at_group(int i, int op) {
     FSDP_CHECK(inst_[m].slots[od.stream].op == op, "group member is not waiting on this collective");
     begin_op(m, od.stream);
     mark_dirty(m);
+  }
+}
+
+// Ops of several roles that start together: each waits until the op of every member role, on the
+// instance with the same index (the same mesh point), has reached it; then all start at once.
+void Engine::arrive_at_rendezvous(int i, int op) {
+  Instance& in = inst_[i];
+  const OpData& od = data_of(in, op);
+  in.slots[od.stream].phase = Phase::waiting_group;
+  const auto& members = program_.rendezvous[od.rendezvous];
+  int& arrived = rendezvous_arrivals_[std::size_t(od.rendezvous) * std::size_t(instances_per_role_) + in.rank];
+  if (++arrived < static_cast<int>(members.size())) return;
+  for (const OpRef& m : members) {
+    const int k = roles_[m.role].first_instance + in.rank;
+    const int stream = data_of(inst_[k], m.op).stream;
+    FSDP_CHECK(inst_[k].slots[stream].op == m.op, "rendezvous member is not waiting on its op");
+    begin_op(k, stream);
+    mark_dirty(k);
   }
 }
 

@@ -1,7 +1,9 @@
 // simulator/engine.h — the discrete-event engine: runs a timed step program in integer-nanosecond
 // virtual time with a deterministic (time, sequence) order. Streams are resources that run their ops
 // in order; an op starts when it heads its stream and its dependencies are done; a collective starts
-// when every participant has reached it; collectives on the same fabric of a rank share its bandwidth
+// when every participant has reached it, and ops of different roles that form a rendezvous (a pipeline
+// send and its receive, an all-reduce across pipeline ranks) start when each has reached its stream's
+// head, like a collective whose members are those roles; collectives on the same fabric of a rank share its bandwidth
 // (the bandwidth part of their time; latency is not shared); compute slows while a collective runs on
 // the same GPU (interference). Memory effects of ops give each rank's live bytes by category and the
 // peak. Leaves out stream priorities and launch overheads.
@@ -20,10 +22,11 @@ using TimeNs = std::int64_t;
 
 struct EngineOptions {
   bool overlap = true;             // false: every op of a rank waits for the previous one in issue order
+                                   // (except pipeline sends, which are asynchronous)
   bool infinite_bandwidth = false; // collectives and TP/CP traffic take no time
   bool expand_ranks = false;       // simulate every rank instead of one per role
   // Compute slowdown while a collective's bandwidth phase runs on the same GPU: compute runs at
-  // (1 - usage). calculon's processor_usage (cost-model-facts.md §5): NVLink 0.15, InfiniBand 0.02.
+  // (1 - usage). calculon's processor_usage (calculon, systems/h100_80g_nvl8.json): NVLink 0.15, InfiniBand 0.02.
   double interference_nvlink = 0.15;
   double interference_nic = 0.02;
   bool record_ops = true;          // keep per-op start/end times (trace, summaries)
@@ -58,7 +61,7 @@ struct EngineResult {
   std::vector<MemoryPeak> peak_by_role;      // worst rank of each role
   std::vector<MemorySample> memory_samples;  // only when record_ops
   // Per role (worst rank): time the compute stream is busy, by op kind.
-  std::vector<std::array<TimeNs, 7>> compute_busy_ns_by_kind;
+  std::vector<std::array<TimeNs, kOpKindCount>> compute_busy_ns_by_kind;
   std::vector<TimeNs> compute_busy_ns;       // per role
 };
 

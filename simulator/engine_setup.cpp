@@ -43,9 +43,13 @@ OpClass op_class(OpKind k) {
   switch (k) {
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
-    case OpKind::all_reduce: return OpClass::collective;
+    case OpKind::all_reduce:
+    case OpKind::send:
+    case OpKind::recv: return OpClass::collective;
     case OpKind::forward:
     case OpKind::backward:
+    case OpKind::backward_input:
+    case OpKind::backward_weight:
     case OpKind::optimizer: return OpClass::compute;
     case OpKind::free: return OpClass::free;
   }
@@ -64,7 +68,9 @@ OpData op_data(const Op& op, const EngineOptions& options) {
   d.cls = op_class(op.kind);
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
+  d.rendezvous = op.rendezvous;
   d.nic = op.inter_node;
+  d.async = op.kind == OpKind::send;
   d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
     const TimeNs total_ns = ceil_ns(op_ns(op, op.duration_s));
@@ -145,18 +151,39 @@ void check_step_fits(const std::vector<RoleData>& roles, const EngineOptions& op
     step_too_long(fmt::format("the step's ops take up to {:.3g} s in all", work_ns / slowest_rate / kNsPerS));
 }
 
+// Every rendezvous names existing ops of distinct roles that name it back, all on one stream kind
+// (a send and its receive sit on matching streams; checked by the lowering's pairing).
+void check_rendezvous(const StepProgram& program) {
+  for (std::size_t r = 0; r < program.rendezvous.size(); ++r) {
+    const auto& members = program.rendezvous[r];
+    FSDP_CHECK(members.size() >= 2, fmt::format("rendezvous {} has fewer than two members", r));
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const OpRef& m = members[k];
+      FSDP_CHECK(m.role >= 0 && m.role < static_cast<int>(program.roles.size()) && m.op >= 0 &&
+                     m.op < static_cast<int>(program.roles[m.role].ops.size()),
+                 fmt::format("rendezvous {} names an op out of range", r));
+      FSDP_CHECK(program.roles[m.role].ops[m.op].rendezvous == static_cast<int>(r),
+                 fmt::format("op {} of role {} is in rendezvous {} but does not name it",
+                             program.roles[m.role].ops[m.op].name, m.role, r));
+      for (std::size_t j = 0; j < k; ++j)
+        FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
   FSDP_CHECK(options.interference_nvlink >= 0 && options.interference_nvlink < 1 &&
                  options.interference_nic >= 0 && options.interference_nic < 1,
              "interference factors must lie in [0, 1)");
+  check_rendezvous(program);
   std::vector<RoleData> roles;
   int first_instance = 0, first_rank = 0;
   for (std::size_t r = 0; r < program.roles.size(); ++r) {
     const RoleProgram& role = program.roles[r];
     FSDP_CHECK(role.role_ranks >= 1, fmt::format("role {}: role_ranks must be >= 1", r));
-    // Pipeline stages (several roles) each run on a copy of the mesh.
+    // Pipeline ranks (roles) each run on a copy of the mesh; rendezvous pair their instances one to one.
     FSDP_CHECK(!options.expand_ranks || role.role_ranks == program.mesh.size(),
                fmt::format("role {}: expanded mode needs role_ranks ({}) == mesh size ({})", r,
                            role.role_ranks, program.mesh.size()));

@@ -12,8 +12,6 @@
 
 namespace fsdpx::engine_detail {
 
-inline constexpr int kOpKindCount = 7;  // size of EngineResult::compute_busy_ns_by_kind's arrays
-
 enum class OpClass : std::uint8_t { compute, collective, free };
 // An op on a slot: waiting for the rest of its group, in the (unshared) latency phase of a
 // collective, or in its work phase (shared bandwidth of a collective, or compute).
@@ -26,9 +24,11 @@ struct OpData {
   int succ_begin = 0, succ_end = 0;  // successors (ops that depend on this one) in RoleData::succ
   int dep_count = 0;
   int group = -1;
+  int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
   std::uint8_t stream = 0;
-  bool nic = false;  // collective: bandwidth phase on the NIC fabric (else NVLink)
+  bool nic = false;    // collective: bandwidth phase on the NIC fabric (else NVLink)
+  bool async = false;  // a pipeline send: does not hold back later ops when overlap is off
 };
 
 struct RoleData {
@@ -57,6 +57,7 @@ struct Instance {
   int op_base = 0;     // offset of this instance's per-op counters in the flat arrays
   int next_issue = 0;  // overlap off: next op in issue order
   int active = 0;      // slots not idle
+  int active_async = 0;  // of which pipeline sends
   int done = 0;        // completed ops
   int bw_nvlink = 0, bw_nic = 0;  // collectives in their bandwidth phase, per fabric
   std::array<Slot, kStreamCount> slots{};
@@ -90,6 +91,7 @@ class Engine {
   void scan_instance(int i);
   void try_start(int i, int op);
   void arrive_at_group(int i, int op);
+  void arrive_at_rendezvous(int i, int op);
   void check_all_done() const;
   EngineResult collect_result();
   // engine_ops.cpp: op lifecycle and memory.
@@ -116,6 +118,8 @@ class Engine {
   std::vector<int> deps_left_;    // per (instance, op): unfinished dependencies
   std::vector<int> arrivals_;     // expanded mode, per (leader instance, op): members arrived
   std::vector<int> group_sizes_;  // expanded mode, per group: members per instance
+  std::vector<int> rendezvous_arrivals_;  // per (rendezvous, instance index within a role)
+  int instances_per_role_ = 1;
   std::vector<int> running_;      // slot ids (instance * kStreamCount + stream) with a timed phase
   std::vector<int> running_pos_;  // slot id -> index in running_, or -1
   std::vector<int> ended_;

@@ -1,4 +1,7 @@
-// simulator/simulate.cpp — lower, time, run, summarise.
+// simulator/simulate.cpp — lower, time, run, summarise. Idle time of a stage's compute stream is
+// charged to the op that waited: to the pipeline bubble when the dependency that released it last is a
+// rendezvous op (a receive from another stage, or an all-reduce across stages), else to exposed
+// communication of the op's phase.
 #include "simulator/simulate.h"
 
 #include <algorithm>
@@ -14,41 +17,84 @@ namespace {
 int phase_of(OpKind k) {
   switch (k) {
     case OpKind::forward: return 0;
-    case OpKind::backward: return 1;
+    case OpKind::backward:
+    case OpKind::backward_input:
+    case OpKind::backward_weight: return 1;
     default: return 2;
   }
 }
 
-// Walks the compute-stream ops of role 0, instance 0 in start order: busy time per phase, and idle
-// gaps (time the GPU waits for communication) charged to the phase of the op that waited.
-void phase_split(Simulation& sim) {
+// Idle time of one stage's compute stream, split into the bubble and exposed communication per phase.
+struct IdleSplit {
+  std::array<PhaseSummary, 3> phases{};
+  double bubble_s = 0;
+};
+
+// Walks the compute-stream ops of `role`, instance 0, in start order.
+IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int role) {
+  const RoleProgram& rp = program.roles[std::size_t(role)];
+  std::vector<TimeNs> end_ns(rp.ops.size(), 0);
   std::vector<const OpTiming*> compute;
-  for (const auto& t : sim.engine.ops) {
-    const Op& op = sim.program.roles[std::size_t(t.role)].ops[std::size_t(t.op)];
-    if (t.role == 0 && t.rank == 0 && op.stream == StreamKind::compute && op.kind != OpKind::free)
-      compute.push_back(&t);
+  for (const auto& t : engine.ops) {
+    if (t.role != role || t.rank != 0) continue;
+    end_ns[std::size_t(t.op)] = t.end_ns;
+    const Op& op = rp.ops[std::size_t(t.op)];
+    if (op.stream == StreamKind::compute && op.kind != OpKind::free) compute.push_back(&t);
   }
   std::sort(compute.begin(), compute.end(), [](const OpTiming* a, const OpTiming* b) {
     return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->op < b->op;
   });
+  IdleSplit out;
   TimeNs cursor = 0;
   for (const OpTiming* t : compute) {
-    const int ph = phase_of(sim.program.roles[0].ops[std::size_t(t->op)].kind);
-    sim.phases[std::size_t(ph)].exposed_comm_s += double(std::max<TimeNs>(0, t->start_ns - cursor)) * 1e-9;
-    sim.phases[std::size_t(ph)].compute_s += double(t->end_ns - t->start_ns) * 1e-9;
+    const Op& op = rp.ops[std::size_t(t->op)];
+    const int ph = phase_of(op.kind);
+    const double gap_s = double(std::max<TimeNs>(0, t->start_ns - cursor)) * 1e-9;
+    int last_dep = -1;
+    for (int d : op.deps)
+      if (last_dep < 0 || end_ns[std::size_t(d)] > end_ns[std::size_t(last_dep)]) last_dep = d;
+    const bool pipeline_wait = last_dep >= 0 && rp.ops[std::size_t(last_dep)].rendezvous >= 0;
+    (pipeline_wait ? out.bubble_s : out.phases[std::size_t(ph)].exposed_comm_s) += gap_s;
+    out.phases[std::size_t(ph)].compute_s += double(t->end_ns - t->start_ns) * 1e-9;
     cursor = std::max(cursor, t->end_ns);
   }
-  sim.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, sim.engine.step_time_ns - cursor)) * 1e-9;
+  out.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, engine.step_time_ns - cursor)) * 1e-9;
+  return out;
 }
 
-// Fraction of executed FLOPs that recompute forward work.
+// Per stage: compute time, idle fraction and peak memory; the phases and exposed communication of
+// the busiest stage (the critical one); the mean bubble over stages.
+void summarise_stages(Simulation& sim) {
+  const StepProgram& p = sim.program;
+  int busiest = 0;
+  for (std::size_t r = 0; r < p.roles.size(); ++r) {
+    StageSummary st;
+    st.compute_s = double(sim.engine.compute_busy_ns[r]) * 1e-9;
+    st.idle_fraction = sim.step_time_s > 0 ? 1.0 - st.compute_s / sim.step_time_s : 0.0;
+    const double peak = sim.engine.peak_by_role[r].total_bytes;
+    st.peak_memory_bytes = peak + overhead_bytes(0, peak).allocator_headroom;
+    sim.stages.push_back(st);
+    if (sim.engine.compute_busy_ns[r] > sim.engine.compute_busy_ns[std::size_t(busiest)]) busiest = int(r);
+  }
+  if (sim.engine.ops.empty()) return;
+  double bubble_s = 0;
+  for (int r = 0; r < int(p.roles.size()); ++r) {
+    const IdleSplit split = split_idle(p, sim.engine, r);
+    bubble_s += split.bubble_s;
+    if (r == busiest) sim.phases = split.phases;
+  }
+  sim.bubble_fraction = sim.step_time_s > 0 ? bubble_s / double(p.roles.size()) / sim.step_time_s : 0.0;
+}
+
+// Fraction of executed FLOPs that recompute forward work, over every stage (stages have equal ranks).
 double recompute_share(const StepProgram& p) {
   double flops = 0, recompute = 0;
-  for (const auto& op : p.roles[0].ops)
-    if (op.work_set >= 0) {
-      flops += p.work_sets[std::size_t(op.work_set)].flops();
-      recompute += p.work_sets[std::size_t(op.work_set)].recompute_flops;
-    }
+  for (const auto& role : p.roles)
+    for (const auto& op : role.ops)
+      if (op.work_set >= 0) {
+        flops += p.work_sets[std::size_t(op.work_set)].flops();
+        recompute += p.work_sets[std::size_t(op.work_set)].recompute_flops;
+      }
   return flops > 0 ? recompute / flops : 0.0;
 }
 
@@ -64,18 +110,21 @@ Simulation summarise(StepProgram program, EngineResult engine) {
   sim.mfu = sim.tokens_per_s_per_gpu * p.model_flops_per_token / p.peak_flops_per_s;
   // HFU counts recomputed work on top of MFU's model FLOPs (PaLM Appendix B), in the same convention.
   sim.hfu = sim.mfu / (1.0 - recompute_share(p));
-  if (sim.engine.ops.empty() == false) phase_split(sim);
+  summarise_stages(sim);
   sim.exposed_comm_s = 0;
   for (const auto& ph : sim.phases) sim.exposed_comm_s += ph.exposed_comm_s;
 
-  const MemoryPeak& peak = *std::max_element(
+  const auto peak_it = std::max_element(
       sim.engine.peak_by_role.begin(), sim.engine.peak_by_role.end(),
       [](const MemoryPeak& a, const MemoryPeak& b) { return a.total_bytes < b.total_bytes; });
+  const MemoryPeak& peak = *peak_it;
+  sim.peak_memory_stage = int(peak_it - sim.engine.peak_by_role.begin());
   sim.peak_memory_bytes = peak.by_category;
   const double headroom = overhead_bytes(0, peak.total_bytes).allocator_headroom;
   sim.peak_memory_bytes[std::size_t(MemCategory::other)] += headroom;
   sim.peak_memory_total_bytes = peak.total_bytes + headroom;
-  sim.peak_memory_op = peak.op >= 0 ? p.roles[0].ops[std::size_t(peak.op)].name : "resident state";
+  sim.peak_memory_op =
+      peak.op >= 0 ? p.roles[std::size_t(sim.peak_memory_stage)].ops[std::size_t(peak.op)].name : "resident state";
   return sim;
 }
 

@@ -1,11 +1,13 @@
 // simulator/simulate.h — the simulator's front door: lower a plan, time its ops with the cost models,
 // run the engine and summarise one training step: step time, tokens/s per GPU, MFU (PaLM) and HFU,
 // exposed (non-overlapped) communication, and peak memory by category with the op where it happens
-// (allocator headroom added on top, memory.h). Per-phase split of compute and exposed communication.
+// (allocator headroom added on top, memory.h). Per-phase split of compute and exposed communication;
+// per pipeline stage its compute time, idle (bubble) fraction and peak memory.
 #pragma once
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "core/plan.h"
 #include "simulator/engine.h"
@@ -16,6 +18,13 @@ namespace fsdpx {
 struct PhaseSummary {
   double compute_s = 0;       // compute-stream busy time
   double exposed_comm_s = 0;  // compute-stream idle time before ops of this phase
+};
+
+// One pipeline stage (role): the worst simulated rank of it.
+struct StageSummary {
+  double compute_s = 0;         // compute-stream busy time
+  double idle_fraction = 0;     // 1 - compute_s / step time: the bubble plus exposed communication
+  double peak_memory_bytes = 0;  // with allocator headroom
 };
 
 struct Simulation {
@@ -30,6 +39,11 @@ struct Simulation {
   std::array<double, kMemCategoryCount> peak_memory_bytes{};  // at the peak, "other" includes headroom
   double peak_memory_total_bytes = 0;
   std::string peak_memory_op;  // name of the op whose allocation reached the peak
+  int peak_memory_stage = 0;   // the role (pipeline stage) where it happens
+  std::vector<StageSummary> stages;  // one per role
+  // Pipeline bubble: the mean over stages of the compute stream's idle time not explained by exposed
+  // communication of the busiest stage, as a fraction of the step; 0 without pipelining.
+  double bubble_fraction = 0;
 };
 
 Simulation simulate(const Plan& plan, const EngineOptions& options = {});

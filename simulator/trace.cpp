@@ -70,15 +70,20 @@ void write_metadata(const StepProgram& program, const EngineResult& result, Trac
   std::set<std::pair<int, int>> ranks;  // ordered: (role, rank)
   for (const OpTiming& t : result.ops) ranks.insert({t.role, t.rank});
   for (const MemorySample& m : result.memory_samples) ranks.insert({m.role, m.rank});
+  // A role is a pipeline stage (pipeline rank) when there are several: one process per stage, so the
+  // bubble shows as gaps between stages. Threads are the streams the role uses.
+  const char* role_word = program.roles.size() > 1 ? "stage" : "role";
   for (const auto& [role, rank] : ranks) {
     const int pid = global_rank(program, role, rank);
-    w.event(fmt::format(R"("name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"role {} rank {}"}})",
-                        pid, role, rank));
+    w.event(fmt::format(R"("name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"{} {} rank {}"}})",
+                        pid, role_word, role, rank));
     w.event(fmt::format(R"("name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}})",
                         pid, pid));
+    const RoleProgram& rp = program.roles[std::size_t(role)];
     for (int s = 0; s < kStreamCount; ++s)
-      w.event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}})", pid,
-                          s, stream_name(static_cast<StreamKind>(s))));
+      if (s == 0 || (std::size_t(s) < rp.streams.size() && !rp.streams[std::size_t(s)].empty()))
+        w.event(fmt::format(R"("name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}})", pid,
+                            s, stream_name(static_cast<StreamKind>(s))));
   }
 }
 
@@ -95,8 +100,14 @@ std::string op_args(const StepProgram& program, const Op& op) {
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
     case OpKind::all_reduce: return args + R"(,"bytes":)" + number(op.comm_bytes);
+    case OpKind::send:
+    case OpKind::recv:
+      return args + fmt::format(R"(,"stage":{},"peer_stage_rank":{},"bytes":)", op.stage, op.peer_role) +
+             number(op.comm_bytes);
     case OpKind::forward:
     case OpKind::backward:
+    case OpKind::backward_input:
+    case OpKind::backward_weight:
     case OpKind::optimizer: return args + R"(,"flops":)" + number(op_flops(program, op));
     case OpKind::free: return args;
   }

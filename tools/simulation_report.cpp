@@ -33,28 +33,62 @@ nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
                               {"exposed_comm_s", sim.phases[std::size_t(p)].exposed_comm_s}};
   j["phases"] = phases;
   j["ops_per_rank"] = sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size();
+  if (plan.parallelism.pp > 1) {
+    j["pp"] = plan.parallelism.pp;
+    j["vpp"] = plan.parallelism.vpp;
+    j["pp_schedule"] = pipeline_schedule_name(plan.parallelism.pp_schedule);
+    j["micro_batches"] = plan.grad_accum();
+    j["bubble_fraction"] = sim.bubble_fraction;
+    j["peak_memory_stage"] = sim.peak_memory_stage;
+    nlohmann::json stages = nlohmann::json::array();
+    for (const StageSummary& st : sim.stages)
+      stages.push_back({{"compute_s", st.compute_s}, {"idle_fraction", st.idle_fraction},
+                        {"peak_memory_bytes", st.peak_memory_bytes}});
+    j["stages"] = stages;
+  }
   return j;
 }
+
+namespace {
+
+// Per pipeline rank: its compute time, the share of the step its compute stream idles (the bubble and
+// exposed communication) and its peak memory.
+std::string stages_text(const Plan& plan, const Simulation& sim) {
+  const auto& par = plan.parallelism;
+  std::string out = fmt::format("Pipeline ({}, pp {} x vpp {}, {} micro-batches; bubble {:.1f} % of the step)\n",
+                                pipeline_schedule_name(par.pp_schedule), par.pp, par.vpp, plan.grad_accum(),
+                                100 * sim.bubble_fraction);
+  std::vector<std::vector<std::string>> rows{{"stage", "compute", "idle", "peak memory"}};
+  for (std::size_t r = 0; r < sim.stages.size(); ++r)
+    rows.push_back({fmt::format("{}", r), seconds(sim.stages[r].compute_s),
+                    fmt::format("{:.1f} %", 100 * sim.stages[r].idle_fraction), gib(sim.stages[r].peak_memory_bytes)});
+  return out + table(rows) + "\n";
+}
+
+}  // namespace
 
 std::string simulation_text(const Plan& plan, const Simulation& sim) {
   const auto& par = plan.parallelism;
   std::string out = fmt::format(
-      "fsdpx simulate: {} on {} ({} GPUs: dp_replicate {} x dp_shard {} x cp {} x tp {}, {})\n"
+      "fsdpx simulate: {} on {} ({} GPUs: {}dp_replicate {} x dp_shard {} x cp {} x tp {}, {})\n"
       "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n\n",
-      plan.model.name, plan.cluster.name, par.world_size(), par.dp_replicate, par.dp_shard, par.cp, par.tp,
-      data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
+      plan.model.name, plan.cluster.name, par.world_size(), par.pp > 1 ? fmt::format("pp {} x ", par.pp) : "",
+      par.dp_replicate, par.dp_shard, par.cp, par.tp, data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
       plan.grad_accum(), sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size());
   std::vector<std::vector<std::string>> rows{{"phase", "compute", "exposed comm"}};
   for (int p = 0; p < 3; ++p)
     rows.push_back({kPhaseNames[p], seconds(sim.phases[std::size_t(p)].compute_s),
                     seconds(sim.phases[std::size_t(p)].exposed_comm_s)});
   out += "Step\n" + table(rows) + "\n";
+  if (par.pp > 1) out += stages_text(plan, sim);
   std::vector<std::vector<std::string>> mem;
   for (int c = 0; c < kMemCategoryCount; ++c)
     mem.push_back({mem_category_name(MemCategory(c)), gib(sim.peak_memory_bytes[std::size_t(c)])});
   mem.push_back({"total", gib(sim.peak_memory_total_bytes)});
   mem.push_back({"GPU memory", gib(plan.cluster.gpu.hbm_bytes)});
-  out += fmt::format("Memory at the peak (during {})\n", sim.peak_memory_op) + table(mem) + "\n";
+  const std::string where = par.pp > 1 ? fmt::format("stage {}, {}", sim.peak_memory_stage, sim.peak_memory_op)
+                                       : sim.peak_memory_op;
+  out += fmt::format("Memory at the peak (during {})\n", where) + table(mem) + "\n";
   out += "Summary\n" + table({{"step time", seconds(sim.step_time_s)},
                               {"tokens/s/GPU", fmt::format("{:.0f}", sim.tokens_per_s_per_gpu)},
                               {"MFU", fmt::format("{:.1f} %", 100 * sim.mfu)},

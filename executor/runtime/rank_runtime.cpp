@@ -11,16 +11,15 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
-#include "program/group_members.h"
 
 namespace fsdpx {
 
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
   dp_rank_ = backend_->rank();  // tp = cp = 1: the global rank is the data-parallel rank
-  const MeshCoord at = mesh_coord(rp.program.mesh, dp_rank_);
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
+  const RankShard at = rank_shard(rp, dp_rank_);
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
 }
 
@@ -36,9 +35,12 @@ DpGroup RankRuntime::group_of(int group) const {
     case GroupKind::dp_replicate: return DpGroup::dp_replicate;
     case GroupKind::dp_all: return DpGroup::dp_all;
     case GroupKind::tp:
-    case GroupKind::cp: break;
+    case GroupKind::cp:
+    case GroupKind::pp_pair:
+    case GroupKind::pp_ends:
+    case GroupKind::pp_all: break;
   }
-  FSDP_CHECK(false, "RankRuntime: tp/cp groups are rejected before lowering");
+  FSDP_CHECK(false, "RankRuntime: tp/cp/pp groups are rejected before lowering");
   return DpGroup::dp_all;
 }
 
@@ -84,6 +86,10 @@ void RankRuntime::run_op(const Op& op) {
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
+    case OpKind::backward_input:
+    case OpKind::backward_weight:
+    case OpKind::send:
+    case OpKind::recv: FSDP_CHECK(false, "RankRuntime: pipeline ops (pp > 1 is rejected before lowering)"); break;
   }
   if (op.completes_reduction) backend_->finish_reduction(op.unit);
   if (op.release_params) release(op);
@@ -95,7 +101,10 @@ void RankRuntime::all_reduce(const Op& op) {
     case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
     case Payload::grad_norm: reduce_norm(); break;
     case Payload::none:
-    case Payload::params: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters or of nothing"); break;
+    case Payload::params:
+    case Payload::activations:
+    case Payload::activation_grads:
+    case Payload::tied_grads: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters, activations or nothing"); break;
   }
 }
 

@@ -1,6 +1,9 @@
-// tests/bench/bench_simulator.cpp — speed of the simulator on the reference case: one step of
-// Llama-3.1-70B on 1,024 H100s (FSDP 128 x TP 8, 8 micro-batches, one unit per block). Measures the
-// engine alone on a lowered, timed program, and the whole path (lower + time + engine).
+// tests/bench/bench_simulator.cpp — speed of the simulator on the reference cases: one step of
+// Llama-3.1-70B on 1,024 H100s (FSDP 128 x TP 8, 8 micro-batches, one unit per block), and one step of
+// Llama-3.1-405B in the Llama 3 paper's layout on 16,384 H100s (TP 8 x PP 16 x DP 128, seq 8192,
+// 2,048 sequences = 16M tokens, 16 micro-batches; 1F1B and interleaved with 2 chunks per rank; one
+// role per stage, one rank per role by symmetry). Measures the engine alone on a lowered, timed
+// program, and the whole path (lower + time + engine).
 #include <benchmark/benchmark.h>
 
 #include "core/config_paths.h"
@@ -44,6 +47,54 @@ void BM_Simulate70B_1024GPUs(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fsdpx::simulate(plan, options));
 }
 BENCHMARK(BM_Simulate70B_1024GPUs)->Unit(benchmark::kMicrosecond);
+
+fsdpx::Plan llama3_405b_plan(fsdpx::PipelineSchedule schedule, int vpp) {
+  fsdpx::ClusterSpec c = fsdpx::load_cluster("dgx-h100");
+  c.nodes = 2048;
+  fsdpx::TrainingSettings t;
+  t.seq = 8192;
+  t.micro_batch = 1;
+  t.global_batch = 2048;
+  fsdpx::Parallelism par;
+  par.dp_shard = 128;
+  par.tp = 8;
+  par.pp = 16;
+  par.vpp = vpp;
+  par.pp_schedule = schedule;
+  par.sequence_parallel = true;
+  fsdpx::Plan plan = fsdpx::default_plan(fsdpx::load_model("llama3.1-405b"), c, t, par, 1, fsdpx::RecomputeMode::none);
+  fsdpx::validate_plan(plan, "bench");
+  return plan;
+}
+
+void engine_405b(benchmark::State& state, fsdpx::PipelineSchedule schedule, int vpp) {
+  const fsdpx::Plan plan = llama3_405b_plan(schedule, vpp);
+  fsdpx::StepProgram program = fsdpx::lower(plan);
+  fsdpx::time_program(program, plan.cluster, plan.precision.param);
+  fsdpx::EngineOptions options;
+  options.record_ops = false;
+  for (auto _ : state) benchmark::DoNotOptimize(fsdpx::run_engine(program, options));
+  double ops = 0;
+  for (const auto& role : program.roles) ops += double(role.ops.size());
+  state.counters["ops"] = ops;
+  state.counters["step_s_simulated"] = double(fsdpx::run_engine(program, options).step_time_ns) * 1e-9;
+}
+
+void BM_Engine405B_PP16_1F1B(benchmark::State& state) { engine_405b(state, fsdpx::PipelineSchedule::one_f_one_b, 1); }
+BENCHMARK(BM_Engine405B_PP16_1F1B)->Unit(benchmark::kMicrosecond);
+
+void BM_Engine405B_PP16_Interleaved2(benchmark::State& state) {
+  engine_405b(state, fsdpx::PipelineSchedule::interleaved_1f1b, 2);
+}
+BENCHMARK(BM_Engine405B_PP16_Interleaved2)->Unit(benchmark::kMicrosecond);
+
+void BM_Simulate405B_PP16_1F1B(benchmark::State& state) {
+  const fsdpx::Plan plan = llama3_405b_plan(fsdpx::PipelineSchedule::one_f_one_b, 1);
+  fsdpx::EngineOptions options;
+  options.record_ops = false;
+  for (auto _ : state) benchmark::DoNotOptimize(fsdpx::simulate(plan, options));
+}
+BENCHMARK(BM_Simulate405B_PP16_1F1B)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

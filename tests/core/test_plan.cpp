@@ -110,6 +110,7 @@ void check_plans_equal(const Plan& a, const Plan& b) {
   for (std::size_t i = 0; i < a.units.size(); ++i) {
     CHECK(a.units[i].modules == b.units[i].modules);
     CHECK(a.units[i].reshard_after_forward == b.units[i].reshard_after_forward);
+    CHECK(a.units[i].stage == b.units[i].stage);
   }
   CHECK(a.prefetch.forward == b.prefetch.forward);
   CHECK(a.prefetch.backward == b.prefetch.backward);
@@ -381,11 +382,121 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["training"]["dropout"] = "0.1"; }, "/training/dropout", "number"},
       {[](J& j) { j["mixed_precision"]["param_dtype"] = "bf8"; }, "/mixed_precision/param_dtype", "bf16"},
       {[](J& j) { j["model"]["tied_embeddings"] = true; }, "/units/0/modules/0", "same unit as \"head\""},
+      {[](J& j) { j["parallelism"]["pp_schedule"] = "zb"; }, "/parallelism/pp_schedule", "zero_bubble"},
+      {[](J& j) { j["units"][1]["stage"] = 1; }, "/units/1/stage", "pp is 1, so every unit is on stage 0"},
+      {[](J& j) { j["units"][1]["stage"] = -1; }, "/units/1/stage", "integer >= 0"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << " at " << cases[i].path);
     check_error(error_after(cases[i].edit), "edited.json", cases[i].path, cases[i].what);
   }
+}
+
+// The sample plan (2 blocks, 4 CPU ranks) as pp 2 x dp_shard 2 under `schedule`: embedding and block.0
+// on stage 0, block.1 and final_norm + head on stage 1; 8 sequences = 4 micro-batches of 1 per rank.
+nlohmann::json pipelined_sample(const char* schedule = "1f1b") {
+  nlohmann::json j = load_json_file(kSample);
+  j["parallelism"]["pp"] = 2;
+  j["parallelism"]["dp_shard"] = 2;
+  j["parallelism"]["pp_schedule"] = schedule;
+  for (int u = 0; u < 4; ++u) j["units"][u]["stage"] = u < 2 ? 0 : 1;
+  return j;
+}
+
+std::string pipelined_error(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = pipelined_sample();
+  edit(j);
+  return error_of([&] { parse_plan(j, "pp.json"); });
+}
+
+TEST_CASE("a pipelined plan round-trips with the stage of every unit and the micro-batches written") {
+  for (const char* schedule : {"gpipe", "1f1b", "zero_bubble"}) {
+    INFO(schedule);
+    const Plan p = parse_plan(pipelined_sample(schedule), "pp.json");
+    CHECK(p.parallelism.pp == 2);
+    CHECK(p.units[1].stage == 0);
+    CHECK(p.units[2].stage == 1);
+    const nlohmann::json j = plan_to_json(p);
+    CHECK(j["training"]["micro_batches"] == 4);
+    CHECK(j["units"][3]["stage"] == 1);
+    check_round_trip(p);
+  }
+  // Without pipelining neither key is written (plans of earlier versions read the same).
+  const nlohmann::json plain = plan_to_json(load_plan(kSample));
+  CHECK_FALSE(plain["training"].contains("micro_batches"));
+  CHECK_FALSE(plain["units"][0].contains("stage"));
+}
+
+TEST_CASE("pipeline errors name the JSON path") {
+  using J = nlohmann::json;
+  struct Case { std::function<void(J&)> edit; const char* path; const char* what; };
+  const std::vector<Case> cases = {
+      {[](J& j) { j["parallelism"]["pp_schedule"] = "none"; }, "/parallelism/pp_schedule", "needs a schedule"},
+      {[](J& j) { j["units"][2]["stage"] = 2; }, "/units/2/stage", "[0, pp x vpp = 2)"},
+      {[](J& j) { j["units"][2]["stage"] = 0; j["units"][1]["stage"] = 1; }, "/units/2/stage", "never decrease"},
+      {[](J& j) { j["units"][0]["stage"] = 1; j["units"][1]["stage"] = 1; }, "/units", "first stage runs the embedding"},
+      {[](J& j) { j["units"][3]["stage"] = 0; j["units"][2]["stage"] = 0; }, "/units", "the head and the loss"},
+      {[](J& j) { j["parallelism"]["vpp"] = 2; }, "/parallelism/vpp", "needs pp_schedule \"interleaved_1f1b\""},
+      {[](J& j) { j["parallelism"]["pp_schedule"] = "interleaved_1f1b"; }, "/parallelism/vpp", "vpp > 1"},
+      {[](J& j) { j["training"]["global_batch"] = 2; }, "/training/global_batch", "must be >= pp (2) for \"1f1b\""},
+      {[](J& j) { j["training"]["micro_batches"] = 3; }, "/training/micro_batches", "= 4"},
+      {[](J& j) { j["training"]["micro_batches"] = "4"; }, "/training/micro_batches", "positive integer"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << " at " << cases[i].path);
+    check_error(pipelined_error(cases[i].edit), "pp.json", cases[i].path, cases[i].what);
+  }
+}
+
+TEST_CASE("interleaved 1F1B needs micro-batches divisible by pp; head and final norm on the last stage") {
+  nlohmann::json j = pipelined_sample("interleaved_1f1b");
+  j["parallelism"]["vpp"] = 2;
+  j["parallelism"]["pp"] = 2;
+  // 4 virtual stages: embedding+block.0 on 0, block.1 on 1... there are only 2 blocks, so split
+  // embedding | block.0 | block.1 | final_norm + head.
+  for (int u = 0; u < 4; ++u) j["units"][u]["stage"] = u;
+  const Plan p = parse_plan(j, "vpp.json");
+  CHECK(p.units[3].stage == 3);
+  j["training"]["global_batch"] = 6;  // 3 micro-batches of 1 on 2 data-parallel ranks
+  check_error(error_of([&] { parse_plan(j, "vpp.json"); }), "vpp.json", "/training/global_batch",
+              "divisible by pp (2) for \"interleaved_1f1b\"");
+  j["training"]["global_batch"] = 8;
+  j["units"][3]["stage"] = 2;
+  check_error(error_of([&] { parse_plan(j, "vpp.json"); }), "vpp.json", "/units", "stage 3 of 4 holds no unit");
+}
+
+TEST_CASE("tied embeddings under pipeline parallelism: the embedding stays first, on stage 0") {
+  nlohmann::json j = pipelined_sample();
+  j["model"]["tied_embeddings"] = true;
+  const Plan p = parse_plan(j, "tied.json");
+  CHECK(p.units[0].modules == std::vector<std::string>{"embedding"});
+  CHECK(p.units[0].stage == 0);
+}
+
+TEST_CASE("default_plan under pipeline parallelism: balanced stages, units within stages, no resharding") {
+  const ModelSpec m = load_model(kConfigs + "/models/llama3.1-8b.json");
+  const ClusterSpec c = load_cluster(kConfigs + "/clusters/dgx-h100.json");
+  Parallelism par;
+  par.dp_shard = 2;
+  par.pp = 4;
+  par.pp_schedule = PipelineSchedule::one_f_one_b;
+  const Plan p = default_plan(m, c, TrainingSettings{8192, 1, 8, 0}, par, 2, RecomputeMode::none);
+  validate_plan(p, "default-pp.json");
+  // 32 blocks + embedding + head = 34 effective over 4 stages: 8, 9, 8, 7 blocks (torchtitan's split).
+  std::vector<int> blocks(4, 0);
+  for (const PlanUnit& u : p.units) {
+    CHECK(u.reshard_after_forward == 0);
+    for (const auto& mod : u.modules)
+      if (mod.rfind("block.", 0) == 0) ++blocks[std::size_t(u.stage)];
+  }
+  CHECK(blocks == std::vector<int>{8, 9, 8, 7});
+  CHECK(p.units.front().modules == std::vector<std::string>{"embedding"});
+  CHECK(p.units.back().stage == 3);
+  CHECK(p.reduce_grads == ReduceGrads::last_micro_batch);
+  // Megatron's accounting (weights 0): 8 blocks per stage.
+  const Plan q = default_plan(m, c, TrainingSettings{8192, 1, 8, 0}, par, 8, RecomputeMode::none, {0, 0});
+  CHECK(q.units.size() == 6);
+  validate_plan(q, "megatron-pp.json");
 }
 
 TEST_CASE("context parallelism needs seq divisible by 2 x cp") {

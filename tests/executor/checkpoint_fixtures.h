@@ -19,7 +19,7 @@
 
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/reshard.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx::test {
 

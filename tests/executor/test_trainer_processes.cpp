@@ -19,7 +19,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/comm/thread_communicator.h"
-#include "executor/runtime/cpu_backend.h"
+#include "executor/cpu_backend/cpu_rank_backend.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx {

@@ -1,0 +1,257 @@
+// program/lower_units.cpp — the FSDP ops of one segment pass, following FSDP2's schedule
+// (pytorch/pytorch, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py and _fsdp_collectives.py):
+// all-gathers run ahead of use on their own stream, forward reshards per reshard_after_forward,
+// backward reshards after the unit's backward, reduce-scatters run on their own stream. Under pipeline
+// parallelism a backward keeps the parameters until the unit's last micro-batch (torch.distributed.
+// pipelining, stage.py backward_maybe_with_nosync: set_reshard_after_backward(False) until the last
+// backward), and ZB's weight pass (W) produces the gradients that get reduced.
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "program/lowering.h"
+
+namespace fsdpx::lowering {
+
+namespace {
+
+// A collective op on the stream of its kind: `payload` of `unit` (-1: none), nccl-tests' S = `bytes`.
+Op collective_op(std::string name, OpKind kind, Payload payload, int unit, int mb, double bytes, int group) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.payload = payload;
+  op.unit = unit;
+  op.micro_batch = mb;
+  op.comm_bytes = bytes;
+  op.group = group;
+  switch (kind) {
+    case OpKind::all_gather: op.stream = StreamKind::all_gather, op.collective = Collective::all_gather; break;
+    case OpKind::reduce_scatter:
+      op.stream = StreamKind::reduce_scatter, op.collective = Collective::reduce_scatter;
+      break;
+    case OpKind::all_reduce: op.stream = StreamKind::all_reduce, op.collective = Collective::all_reduce; break;
+    default: FSDP_CHECK(false, "collective_op: not a collective");
+  }
+  return op;
+}
+
+// A compute op of segment `s` for micro-batch `mb`.
+Op compute_op(const char* prefix, OpKind kind, int s, int unit, int mb, int stage, int work_set) {
+  Op op;
+  op.name = fmt::format("{}.s{}.mb{}", prefix, s, mb);
+  op.kind = kind;
+  op.unit = unit;
+  op.segment = s;
+  op.micro_batch = mb;
+  op.stage = stage;
+  op.work_set = work_set;
+  return op;
+}
+
+}  // namespace
+
+int Lowerer::add_op(Op op) {
+  RoleProgram& role = prog_.roles[std::size_t(role_)];
+  const int id = int(role.ops.size());
+  role.streams[std::size_t(op.stream)].push_back(id);
+  if (op.stream == StreamKind::compute && op.kind != OpKind::free && op.kind != OpKind::optimizer)
+    compute_ops_.push_back(id);
+  role.ops.push_back(std::move(op));
+  return id;
+}
+
+int Lowerer::work_set(int seg, WorkKind kind) {
+  const Segment& s = segs_[std::size_t(seg)];
+  std::string key(1, "fbiw"[int(kind)]);
+  key += segment_signature(plan_, s.first_module, s.module_count);
+  auto it = work_cache_.find(key);
+  if (it != work_cache_.end()) return it->second;
+  static constexpr BackwardPart kParts[] = {BackwardPart::all, BackwardPart::all, BackwardPart::input,
+                                            BackwardPart::weight};
+  prog_.work_sets.push_back(kind == WorkKind::forward
+                                ? segment_forward_work(plan_, s.first_module, s.module_count, g_)
+                                : segment_backward_work(plan_, s.first_module, s.module_count, g_, kParts[int(kind)]));
+  const int id = int(prog_.work_sets.size()) - 1;
+  work_cache_[key] = id;
+  return id;
+}
+
+// 0: keep unsharded until backward; 1: reshard fully; g: keep a copy sharded over g ranks.
+int Lowerer::reshard_ranks(int unit) const {
+  const int r = plan_.units[std::size_t(unit)].reshard_after_forward;
+  return r >= plan_.parallelism.dp_shard ? 1 : r;
+}
+
+// All-gather of a unit before its next use. Prefetch depth d lets it run while the d compute ops before
+// its consumer run: it waits for the compute op d+1 places earlier (d = 0 serialises). The in-flight cap
+// c (FSDP1's rate limiter) makes it wait until the buffer of the c-th previous all-gather is freed.
+void Lowerer::gather(int unit, int mb, bool backward) {
+  UnitState& us = units_[std::size_t(unit)];
+  const int g = reshard_ranks(unit);
+  Op op = collective_op(fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd"), OpKind::all_gather,
+                        Payload::params, unit, mb, params_[std::size_t(unit)] * pb_, shard_group_);
+  if (backward && g > 1) {
+    if (!reshard_groups_.count(g))
+      reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp * plan_.parallelism.cp, g);
+    op.group = reshard_groups_[g];
+    op.kept_shard_ranks = g;
+    op.free_at_end.push_back({MemCategory::transient, us.kept_bytes});
+    us.kept_bytes = 0;
+  }
+  const int depth = backward ? plan_.prefetch.backward : plan_.prefetch.forward;
+  const int wait_pos = int(compute_ops_.size()) - depth - 1;
+  if (wait_pos >= 0) op.deps.push_back(compute_ops_[std::size_t(wait_pos)]);
+  const int index = int(gather_free_ops_.size());
+  const int capped = index - plan_.prefetch.max_all_gathers_in_flight;
+  if (capped >= 0 && gather_free_ops_[std::size_t(capped)] >= 0) op.deps.push_back(gather_free_ops_[std::size_t(capped)]);
+  if (sharded_params(unit)) op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(unit)] * pb_});
+  us.gather_op = add_op(std::move(op));
+  us.gather_index = index;
+  us.live = true;
+  gather_free_ops_.push_back(-1);
+}
+
+// Forward of segment s; `input_op` (a receive of activations, or -1) must finish first. Returns the
+// forward op.
+int Lowerer::forward_segment(int s, int mb, int input_op) {
+  const Segment& seg = segs_[std::size_t(s)];
+  UnitState& us = units_[std::size_t(seg.unit)];
+  const DataPlacement& place = prog_.units[std::size_t(seg.unit)].placement;
+  const bool sharded = is_sharded(place.params);
+  // Replicated parameters updated from sharded optimizer state (ZeRO-1) are gathered once per step,
+  // overlapped with the first forward (Megatron's overlap_param_gather): modelled as forward
+  // all-gathers of micro-batch 0 without new memory.
+  const bool gathers = sharded || (mb == 0 && is_sharded(place.optimizer));
+  if (gathers && !us.live) gather(seg.unit, mb, false);
+  Op op = compute_op("fwd", OpKind::forward, s, seg.unit, mb, plan_.units[std::size_t(seg.unit)].stage,
+                     work_set(s, WorkKind::forward));
+  if (us.gather_op >= 0 && gathers) op.deps.push_back(us.gather_op);
+  if (input_op >= 0) op.deps.push_back(input_op);
+  op.alloc_at_start.push_back(
+      {MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).saved_activation_bytes});
+  const bool last_use = s == last_forward_segment_[std::size_t(seg.unit)];
+  const int g = reshard_ranks(seg.unit);
+  op.release_params = sharded && last_use && g == 1;
+  const int id = add_op(std::move(op));
+  if (!sharded) return id;  // DDP / ZeRO-1: parameters stay unsharded
+  if (last_use && g == 1) {
+    us.live = false;
+    gather_free_ops_[std::size_t(us.gather_index)] = id;
+  } else if (last_use && g > 1) {
+    Op fr;  // keep a copy sharded over g ranks, free the full one (FSDP2's int reshard_after_forward)
+    fr.name = fmt::format("free.u{}.mb{}", seg.unit, mb);
+    fr.kind = OpKind::free;
+    fr.unit = seg.unit;
+    fr.micro_batch = mb;
+    fr.deps.push_back(id);
+    us.kept_bytes = params_[std::size_t(seg.unit)] * pb_ / g;
+    fr.alloc_at_start.push_back({MemCategory::transient, us.kept_bytes});
+    fr.release_params = true;
+    fr.kept_shard_ranks = g;
+    gather_free_ops_[std::size_t(us.gather_index)] = add_op(std::move(fr));
+    us.live = false;
+  }
+  return id;
+}
+
+}  // namespace fsdpx::lowering
+
+namespace fsdpx::lowering {
+
+// Backward of segment s (`split`: ZB's B only); `input_op` (a receive of activation gradients, or -1)
+// must finish first. Returns the backward op.
+int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
+  const bool reduce_now = plan_.reduce_grads == ReduceGrads::every_micro_batch || last_micro_batch(mb);
+  const Segment& seg = segs_[std::size_t(s)];
+  const int u = seg.unit;
+  UnitState& us = units_[std::size_t(u)];
+  const bool sharded = sharded_params(u);
+  const bool first_use = s == last_forward_segment_[std::size_t(u)];
+  if (sharded && first_use && !us.live) gather(u, mb, true);
+  const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
+  Op op = compute_op(split ? "bwdi" : "bwd", split ? OpKind::backward_input : OpKind::backward, s, u, mb,
+                     plan_.units[std::size_t(u)].stage, work_set(s, split ? WorkKind::backward_input : WorkKind::backward));
+  if (sharded && us.gather_op >= 0) op.deps.push_back(us.gather_op);
+  if (input_op >= 0) op.deps.push_back(input_op);
+  // FSDP2 reduces through an unsharded gradient buffer per unit in the reduce dtype; without
+  // reduction this micro-batch it stays until the reducing one (no_sync). DDP / ZeRO-1 keep full
+  // gradients resident. Under ZB the weight pass writes the gradients (weight_segment).
+  if (!split && sharded && first_use && !us.grads_live) {
+    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * rb_});
+    us.grads_live = true;
+  }
+  op.alloc_at_start.push_back({MemCategory::transient, mem.backward_working_bytes});
+  if (split) op.alloc_at_start.push_back({MemCategory::activations, mem.weight_pass_bytes});
+  op.free_at_end.push_back({MemCategory::transient, mem.backward_working_bytes});
+  op.free_at_end.push_back({MemCategory::activations, mem.saved_activation_bytes});
+  const bool last_use = s == first_forward_segment_[std::size_t(u)];
+  const bool releases = sharded && last_use && (plan_.parallelism.pp == 1 || last_micro_batch(mb));
+  if (releases) {
+    op.release_params = true;  // reshard after backward
+    us.live = false;
+  }
+  const int id = add_op(std::move(op));
+  if (releases) gather_free_ops_[std::size_t(us.gather_index)] = id;
+  if (split) input_grad_ops_[{s, mb}] = id;
+  if (!split && last_use && reduce_now) reduce(u, mb, id);
+  return id;
+}
+
+// ZB's W of segment s: the weight gradients from what its B kept.
+void Lowerer::weight_segment(int s, int mb) {
+  const bool reduce_now = plan_.reduce_grads == ReduceGrads::every_micro_batch || last_micro_batch(mb);
+  const Segment& seg = segs_[std::size_t(s)];
+  const int u = seg.unit;
+  UnitState& us = units_[std::size_t(u)];
+  const auto b = input_grad_ops_.find({s, mb});
+  FSDP_CHECK(b != input_grad_ops_.end(), "a weight pass before its input-gradient pass");
+  Op op = compute_op("bwdw", OpKind::backward_weight, s, u, mb, plan_.units[std::size_t(u)].stage,
+                     work_set(s, WorkKind::backward_weight));
+  op.deps.push_back(b->second);
+  input_grad_ops_.erase(b);
+  if (sharded_params(u) && s == last_forward_segment_[std::size_t(u)] && !us.grads_live) {
+    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * rb_});
+    us.grads_live = true;
+  }
+  op.free_at_end.push_back({MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).weight_pass_bytes});
+  const int id = add_op(std::move(op));
+  if (s == first_forward_segment_[std::size_t(u)] && reduce_now) reduce(u, mb, id);
+}
+
+// Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
+// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient.
+void Lowerer::reduce(int unit, int mb, int after_op) {
+  const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
+  const double grad_bytes = params_[std::size_t(unit)] * rb_;
+  UnitState& us = units_[std::size_t(unit)];
+  if (!is_sharded(place.grads)) {
+    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grads, unit, mb,
+                          grad_bytes, all_group_);
+    ar.deps.push_back(after_op);
+    ar.completes_reduction = true;
+    us.reduced_op = add_op(std::move(ar));
+    reduce_ops_.push_back(us.reduced_op);
+    return;
+  }
+  Op op = collective_op(fmt::format("rs.u{}.mb{}", unit, mb), OpKind::reduce_scatter, Payload::grads, unit, mb,
+                        grad_bytes, shard_group_);
+  op.deps.push_back(after_op);
+  if (is_sharded(place.params)) {
+    op.free_at_end.push_back({MemCategory::transient, grad_bytes});
+    us.grads_live = false;
+  }
+  const bool across_replicas = place.grads == Placement::sharded_replicated;
+  op.completes_reduction = !across_replicas;
+  us.reduced_op = add_op(std::move(op));
+  reduce_ops_.push_back(us.reduced_op);
+  if (across_replicas) {
+    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
+                          grad_bytes / plan_.parallelism.dp_shard, replicate_group_);
+    ar.completes_reduction = true;
+    ar.deps.push_back(us.reduced_op);
+    us.reduced_op = add_op(std::move(ar));
+    reduce_ops_.push_back(us.reduced_op);
+  }
+}
+
+}  // namespace fsdpx::lowering

@@ -1,0 +1,99 @@
+// program/lowering.h — internals of lower() (not an interface): the Lowerer that builds the step
+// program. lower.cpp holds the program-wide parts (process groups, placements, resident state, the
+// optimizer step, the collectives across pipeline ranks, rendezvous), lower_units.cpp the FSDP ops of
+// one segment pass (all-gather, forward, backward, weight pass, reduction) and lower_pipeline.cpp one
+// pipeline rank's passes in schedule order with their sends and receives.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/data_placement.h"
+#include "core/plan.h"
+#include "program/pipeline_schedule.h"
+#include "program/segment_work.h"
+#include "program/step_program.h"
+
+namespace fsdpx::lowering {
+
+// What a compute op of a segment runs: forward, full backward, or ZB's B and W halves.
+enum class WorkKind : std::uint8_t { forward, backward, backward_input, backward_weight };
+
+class Lowerer {
+ public:
+  explicit Lowerer(const Plan& plan);
+  StepProgram build();
+
+ private:
+  struct UnitState {
+    bool live = false;      // unsharded parameters allocated
+    int gather_op = -1;     // latest all-gather of the unit
+    int gather_index = -1;  // its index in all-gather order
+    double kept_bytes = 0;  // the partial copy kept after forward (reshard to g ranks)
+    bool grads_live = false;
+    int reduced_op = -1;    // the op after which the unit's gradient is fully reduced
+  };
+  // A send or receive by (0 activations / 1 gradients, sending virtual stage, micro-batch).
+  using LinkKey = std::tuple<int, int, int>;
+
+  // lower.cpp
+  int add_group(GroupKind kind, GroupShape shape, int reshard_ranks = 0);
+  int add_mesh_group(GroupKind kind, int degree, int inner, int reshard_ranks = 0);
+  void make_groups();
+  void place_units();
+  void lower_role(int role);
+  void tied_all_reduce();
+  void optimizer_step();
+  void resident_memory();
+  void join_rendezvous();
+  // lower_units.cpp
+  int add_op(Op op);
+  int work_set(int seg, WorkKind kind);
+  int reshard_ranks(int unit) const;
+  bool sharded_params(int unit) const { return is_sharded(prog_.units[std::size_t(unit)].placement.params); }
+  bool last_micro_batch(int mb) const { return mb + 1 == micro_batches_; }
+  void gather(int unit, int mb, bool backward);
+  int forward_segment(int s, int mb, int input_op);
+  int backward_segment(int s, int mb, int input_op, bool split);
+  void weight_segment(int s, int mb);
+  void release_after_backward(int unit, int mb, Op& op);
+  void reduce(int unit, int mb, int after_op);
+  // lower_pipeline.cpp
+  void run_pass(const PipeAction& a);
+  void forward_chunk(int stage, int mb);
+  void backward_chunk(int stage, int mb, bool split);
+  void weight_chunk(int stage, int mb);
+  int recv(int direction, int stage, int mb);
+  void send(int direction, int stage, int mb, int after_op);
+  Op p2p_op(OpKind kind, int direction, int stage, int mb) const;
+
+  const Plan& plan_;
+  std::vector<Segment> segs_;
+  std::vector<double> params_;
+  DataPlacement placement_;  // the plan's data-parallel mode; every unit is placed so
+  double pb_, rb_;
+  int micro_batches_ = 1;
+  int stages_ = 1;  // virtual stages, pp x vpp
+  StepProgram prog_;
+  StepGroups g_;
+  int shard_group_ = -1, replicate_group_ = -1, all_group_ = -1;
+  int pp_pair_group_ = -1, pp_ends_group_ = -1, pp_all_group_ = -1;
+  std::map<int, int> reshard_groups_;  // g -> group
+  std::map<std::string, int> work_cache_;
+  std::vector<int> first_forward_segment_, last_forward_segment_;  // per unit
+  std::vector<std::vector<int>> stage_segments_;                   // per virtual stage, forward order
+  std::map<LinkKey, OpRef> sends_, recvs_;
+  std::vector<OpRef> tied_ops_, norm_ops_;  // cross-stage all-reduces, one per role
+  // State of the role being lowered (reset by lower_role).
+  int role_ = 0;
+  std::vector<UnitState> units_;
+  std::vector<int> compute_ops_;      // compute ops in compute-stream order
+  std::vector<int> gather_free_ops_;  // per all-gather: the op that frees its buffer (-1: not yet)
+  std::vector<int> reduce_ops_;       // every gradient collective, for the optimizer's dependencies
+  std::map<std::pair<int, int>, int> input_grad_ops_;  // (segment, micro-batch) -> its B, for its W
+};
+
+}  // namespace fsdpx::lowering
