@@ -384,7 +384,7 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["model"]["tied_embeddings"] = true; }, "/units/0/modules/0", "same unit as \"head\""},
       {[](J& j) { j["parallelism"]["pp_schedule"] = "zb"; }, "/parallelism/pp_schedule", "zero_bubble"},
       {[](J& j) { j["units"][1]["stage"] = 1; }, "/units/1/stage", "pp is 1, so every unit is on stage 0"},
-      {[](J& j) { j["units"][1]["stage"] = -1; }, "/units/1/stage", "integer >= 0"},
+      {[](J& j) { j["units"][1]["stage"] = -1; }, "/units/1/stage", "expected an integer in [0, 268435455]"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << " at " << cases[i].path);
@@ -441,6 +441,10 @@ TEST_CASE("pipeline errors name the JSON path") {
       {[](J& j) { j["training"]["global_batch"] = 2; }, "/training/global_batch", "must be >= pp (2) for \"1f1b\""},
       {[](J& j) { j["training"]["micro_batches"] = 3; }, "/training/micro_batches", "= 4"},
       {[](J& j) { j["training"]["micro_batches"] = "4"; }, "/training/micro_batches", "positive integer"},
+      // Issue 15: pp x vpp is bounded by the units before a per-stage vector is sized; stages are range-checked.
+      {[](J& j) { j["parallelism"]["pp_schedule"] = "interleaved_1f1b"; j["parallelism"]["vpp"] = 268435456; },
+       "/parallelism/vpp", "536870912 virtual stages, but the plan has 4 units"},
+      {[](J& j) { j["units"][2]["stage"] = 1099511627776; }, "/units/2/stage", "268435455"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << " at " << cases[i].path);
