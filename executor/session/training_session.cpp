@@ -82,6 +82,7 @@ TrainingSession::~TrainingSession() = default;
 CheckpointGroup TrainingSession::checkpoint_group() {
   CheckpointGroup g;
   g.leader = trainer_->hosts_rank0();
+  FSDP_CHECK(whole_state_ || !job_id_.empty(), "a run with one process per rank needs its launch's job id");
   if (!job_id_.empty()) g.job_token = fmt::format("{:016x}", fnv1a64(job_id_ + ":" + fingerprint_));
   if (!whole_state_) g.sum = [this](const std::vector<std::uint64_t>& w) { return trainer_->sum_over_processes(w); };
   return g;
