@@ -114,7 +114,8 @@ void TrainingSession::train(const std::function<void(const StepMetrics&, double 
     if (on_step) on_step(m, elapsed_s());
     const bool save_now = options_.checkpoint_every > 0 && m.step % options_.checkpoint_every == 0;
     if (!options_.checkpoint_dir.empty() && (save_now || m.step == record_.target_steps))
-      record_.checkpoints.push_back(save_checkpoint(options_.checkpoint_dir, trainer_->local_state(), fingerprint_, group));
+      record_.checkpoints.push_back(
+          save_checkpoint(options_.checkpoint_dir, trainer_->local_state(), fingerprint_, group));
   }
   record_.elapsed_s = elapsed_s();
 }
