@@ -142,15 +142,14 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
   return rd;
 }
 
-// Until the step ends some phase is running, and every running phase progresses at least at the slowest
-// rate: 1/kStreamCount for a collective sharing its fabric, 1 - interference for compute. So the step
-// lasts at most (all instances' work) / (slowest rate); that bound must fit the clock.
-void check_step_fits(const std::vector<RoleData>& roles, const EngineOptions& options) {
+// Until the step ends some phase is running at least at 1/kStreamCount: a started collective shares its
+// fabric with at most kStreamCount others, and compute slows only while collectives are resident (which then
+// progress). So the step lasts at most (all instances' work) x kStreamCount; that bound must fit the clock.
+void check_step_fits(const std::vector<RoleData>& roles) {
   double work_ns = 0;
   for (const RoleData& rd : roles)
     for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
-  const double slowest_rate = std::min(1.0 / kStreamCount,
-                                       1.0 - std::max(options.interference_nvlink, options.interference_nic));
+  const double slowest_rate = 1.0 / kStreamCount;
   if (!(work_ns / slowest_rate <= kMaxStepNs))
     step_too_long(fmt::format("the step's ops take up to {:.3g} s in all", work_ns / slowest_rate / kNsPerS));
 }
@@ -196,7 +195,7 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
     first_rank += role.role_ranks;
     roles.push_back(std::move(rd));
   }
-  check_step_fits(roles, options);
+  check_step_fits(roles);
   return roles;
 }
 
