@@ -44,6 +44,10 @@ struct ModelSpec {
 
 // Parses either format; `file` is used in error messages. Throws ConfigError naming file and path.
 ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file);
+// Rejects a model whose shapes, each within its range (core/input_ranges.h), add up to more parameters
+// than input_range::kMaxModelParams (ConfigError "<file>: <path>: ..."; the model's root path). Every
+// reader calls it.
+void check_model_size(const ModelSpec& m, const std::string& file, const std::string& path = "/");
 // fsdpx's own schema as JSON (round-trips through parse_model_spec).
 nlohmann::json model_spec_to_json(const ModelSpec& m);
 

@@ -87,33 +87,27 @@ const HfArchitecture& find_architecture(JsonObject& o) {
   if (o.has("architectures")) {
     const auto& a = o.raw("architectures");
     if (!a.is_array() || a.size() != 1 || !a[0].is_string())
-      o.fail("architectures", fmt::format("expected an array with one class name, got {}", a.dump()));
+      o.fail("architectures", fmt::format("expected an array with one class name, got {}", json_excerpt(a)));
     const auto name = a[0].get<std::string>();
     for (const auto& s : kSupported)
       if (s.architecture == name) return s;
-    o.fail("architectures", fmt::format("unsupported architecture \"{}\"; supported: LlamaForCausalLM, "
+    o.fail("architectures", fmt::format("unsupported architecture {}; supported: LlamaForCausalLM, "
                                         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel",
-                                        name));
+                                        json_excerpt(a[0])));
   }
   const auto type = o.string("model_type");
   for (const auto& s : kSupported)
     if (s.model_type == type) return s;
-  o.fail("model_type",
-         fmt::format("unsupported model_type \"{}\"; supported: llama, mistral, qwen2, gpt2", type));
+  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, gpt2",
+                                   json_excerpt(nlohmann::json(type))));
 }
 
 void check_model_type(JsonObject& o, const HfArchitecture& a) {
   if (!o.has("model_type")) return;
   const auto type = o.string("model_type");
   if (type != a.model_type)
-    o.fail("model_type", fmt::format("\"{}\" does not match architecture {} (expected \"{}\")", type,
-                                     a.architecture, a.model_type));
-}
-
-// Optional positive integer where JSON null means "use the default" (HF writes null for unset).
-std::optional<std::int64_t> optional_size(JsonObject& o, std::string_view key) {
-  if (o.has(key) && o.raw(key).is_null()) return std::nullopt;
-  return o.optional_positive_integer(key);
+    o.fail("model_type", fmt::format("{} does not match architecture {} (expected \"{}\")",
+                                     json_excerpt(nlohmann::json(type)), a.architecture, a.model_type));
 }
 
 // Config-class defaults for keys a config.json leaves out: LlamaConfig, MistralConfig and Qwen2Config
@@ -124,6 +118,15 @@ constexpr double kHfRmsNormEps = 1e-6;
 constexpr double kHfLayerNormEps = 1e-5;
 
 bool present(JsonObject& o, std::string_view key) { return o.has(key) && !o.raw(key).is_null(); }
+
+// An optional size where JSON null means "use the default" (HF writes null for unset).
+std::optional<std::int64_t> nullable_size(JsonObject& o, std::string_view key, IntRange range) {
+  if (o.has(key) && !present(o, key)) {
+    o.ignore(key);
+    return std::nullopt;
+  }
+  return o.optional_integer_in(key, range);
+}
 
 // transformers < 5 writes rope_theta at the top level; 5 moves it into rope_parameters, next to
 // rope_type and the scaling keys (modeling_rope_utils.py standardize_rope_params). Both present and
@@ -171,20 +174,21 @@ LinearBias llama_bias(JsonObject& o, HfFamily family) {
 ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
   ModelSpec m;
   m.arch = Arch::llama;
-  m.hidden = o.positive_integer("hidden_size");
-  m.layers = o.positive_integer("num_hidden_layers");
-  m.heads = o.positive_integer("num_attention_heads");
-  m.kv_heads = optional_size(o, "num_key_value_heads").value_or(m.heads);  // HF default: MHA
-  m.ffn_hidden = o.positive_integer("intermediate_size");
-  m.vocab = o.positive_integer("vocab_size");
-  m.max_seq = o.positive_integer("max_position_embeddings");
+  m.hidden = o.integer_in("hidden_size", input_range::kHidden);
+  m.layers = o.integer_in("num_hidden_layers", input_range::kLayers);
+  m.heads = o.integer_in("num_attention_heads", input_range::kHeads);
+  // HF writes null for unset sizes: null means the default. num_key_value_heads' default is MHA.
+  m.kv_heads = nullable_size(o, "num_key_value_heads", input_range::kHeads).value_or(m.heads);
+  m.ffn_hidden = o.integer_in("intermediate_size", input_range::kFfnHidden);
+  m.vocab = o.integer_in("vocab_size", input_range::kVocab);
+  m.max_seq = o.integer_in("max_position_embeddings", input_range::kMaxSeq);
   m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(false);  // class default False
   if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});                      // class default "silu"
   m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
   m.bias = llama_bias(o, family);
   m.rope_theta = hf_rope_theta(o);
   m.norm_eps = hf_norm_eps(o, "rms_norm_eps", kHfRmsNormEps);
-  const auto head_dim = optional_size(o, "head_dim");
+  const auto head_dim = nullable_size(o, "head_dim", input_range::kHeadDim);
   detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads",
                             head_dim.has_value());
   m.head_dim = head_dim.value_or(m.hidden / m.heads);
@@ -195,14 +199,15 @@ ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
 ModelSpec parse_gpt2(JsonObject& o) {
   ModelSpec m;
   m.arch = Arch::gpt;
-  m.hidden = o.positive_integer("n_embd");
-  m.layers = o.positive_integer("n_layer");
-  m.heads = o.positive_integer("n_head");
+  m.hidden = o.integer_in("n_embd", input_range::kHidden);
+  m.layers = o.integer_in("n_layer", input_range::kLayers);
+  m.heads = o.integer_in("n_head", input_range::kHeads);
   m.kv_heads = m.heads;
   // n_positions is the learned position table; old configs only carry n_ctx (same meaning).
-  m.max_seq = o.has("n_positions") ? o.positive_integer("n_positions") : o.positive_integer("n_ctx");
-  m.vocab = o.positive_integer("vocab_size");
-  m.ffn_hidden = optional_size(o, "n_inner").value_or(4 * m.hidden);  // GPT2MLP: n_inner or 4*n_embd
+  m.max_seq = o.integer_in(o.has("n_positions") ? "n_positions" : "n_ctx", input_range::kMaxSeq);
+  m.vocab = o.integer_in("vocab_size", input_range::kVocab);
+  // GPT2MLP: n_inner, or 4*n_embd when it is null or absent.
+  m.ffn_hidden = nullable_size(o, "n_inner", input_range::kFfnHidden).value_or(4 * m.hidden);
   if (o.has("activation_function"))
     o.choice("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
   m.ffn_kind = FfnKind::gelu;
@@ -225,6 +230,7 @@ ModelSpec detail::parse_hf_model_spec(const nlohmann::json& j, const std::string
   m.name = hf_model_name(o, file);
   ignore_present(o, kPretrainedConfigKeys);
   o.finish();
+  check_model_size(m, file);
   return m;
 }
 

@@ -18,7 +18,8 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
-#include "tools/write_whole.h"
+#include "core/json_reader.h"
+#include "core/output_file.h"
 #include "planner/planner.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
@@ -131,7 +132,7 @@ void run_plan(const PlanOptions& o) {
   PlanResult res;
   {
     ProgressBar bar;
-    res = search_plans(r, [&bar](double f) { bar(f); });
+    res = with_errors_naming(o.model, "plan", [&] { return search_plans(r, [&bar](double f) { bar(f); }); });
   }
   if (!res.best && res.least_memory_needed_bytes <= 0) {
     std::string msg = fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
@@ -144,7 +145,7 @@ void run_plan(const PlanOptions& o) {
   else std::printf("%s", plan_search_text(res, o.top).c_str());
   if (!res.best) throw NoPlanFits(no_fit_message(res));
   if (!o.out.empty()) {
-    write_file_whole(o.out, plan_to_json(res.best->plan).dump(2) + '\n');
+    write_output_file(o.out, plan_to_json(res.best->plan).dump(2) + "\n");
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
 }

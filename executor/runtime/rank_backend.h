@@ -21,6 +21,9 @@
 
 namespace fsdpx {
 
+// Values per all_reduce_host call (the CUDA backend stages them in a fixed device buffer).
+inline constexpr int kMaxHostReduceCount = 8;
+
 // The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
 enum class DpGroup { dp_all, dp_shard, dp_replicate };
 
@@ -82,7 +85,7 @@ class RankBackend {
   // Optimizer: Σ g² of this rank's accumulator shards (in unit order), a host all-reduce (sum, rank
   // order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
-  virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;
+  virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;  // count <= kMaxHostReduceCount
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void zero_grad_shards() = 0;
 

@@ -4,12 +4,14 @@
 // the cost-model tests.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/config_paths.h"
+#include "core/input_ranges.h"
 #include "core/json_reader.h"
 #include "core/model_spec.h"
 
@@ -325,6 +327,58 @@ TEST_CASE("enum names are the schema strings") {
   CHECK(std::string(arch_name(Arch::gpt)) == "gpt");
   CHECK(std::string(ffn_kind_name(FfnKind::squared_relu)) == "squared_relu");
   CHECK(std::string(linear_bias_name(LinearBias::qkv)) == "qkv");
+}
+
+// Issue 15 items 4, 5 and 9: sizes whose products wrapped (vocab 2^63-1, hidden 2^31, layers 1e12 or
+// 2^63-1) and denormal rates. Every size has a documented range (core/input_ranges.h), in both formats.
+TEST_CASE("every model size is range-checked at load in both formats, with the key's path") {
+  struct Edit {
+    const char* own_key;
+    const char* hf_key;
+    nlohmann::json value;
+  };
+  const Edit edits[] = {{"vocab", "vocab_size", INT64_MAX},
+                        {"hidden", "hidden_size", std::int64_t{1} << 31},
+                        {"layers", "num_hidden_layers", std::int64_t{1000000000000}},
+                        {"layers", "num_hidden_layers", INT64_MAX},
+                        {"layers", "num_hidden_layers", std::uint64_t{1} << 63},
+                        {"layers", "num_hidden_layers", 1000000},
+                        {"heads", "num_attention_heads", 0},
+                        {"ffn_hidden", "intermediate_size", -4},
+                        {"max_seq", "max_position_embeddings", std::int64_t{1} << 40},
+                        {"rope_theta", "rope_theta", 5e-324},
+                        {"norm_eps", "rms_norm_eps", 4.9e-324}};
+  for (const Edit& e : edits) {
+    auto own = llama_json();
+    own[e.own_key] = e.value;
+    auto msg = error_of([&] { parse_model_spec(own, "m.json"); });
+    INFO(e.own_key << " = " << e.value.dump() << " -> " << msg);
+    CHECK(msg.find(std::string("m.json: /") + e.own_key + ": expected ") == 0);
+    auto hf = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
+    hf[e.hf_key] = e.value;
+    msg = error_of([&] { parse_model_spec(hf, "config.json"); });
+    INFO(e.hf_key << " -> " << msg);
+    CHECK(msg.find(std::string("config.json: /") + e.hf_key + ": expected ") == 0);
+  }
+  // The bounds themselves load.
+  auto j = llama_json();
+  j["layers"] = input_range::kLayers.max;
+  j["vocab"] = input_range::kVocab.max;
+  CHECK(parse_model_spec(j, "m.json").vocab == input_range::kVocab.max);
+}
+
+TEST_CASE("a model whose sizes are each in range but add up to more than 1e14 parameters is rejected") {
+  auto j = llama_json();
+  j["layers"] = 2048;
+  j["hidden"] = 65536;
+  j["heads"] = 512;
+  j["kv_heads"] = 512;
+  j["ffn_hidden"] = 262144;  // per block 3 x 2^34 + 4 x 2^32 = 2^36: 1.4e14 in all
+  const auto msg = error_of([&] { parse_model_spec(j, "m.json"); });
+  INFO(msg);
+  CHECK(msg.find("m.json: /: the model has up to 1.4") == 0);
+  j["layers"] = 1024;  // 7e13: within the bound
+  CHECK_NOTHROW(parse_model_spec(j, "m.json"));
 }
 
 }  // namespace fsdpx
