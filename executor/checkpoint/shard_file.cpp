@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -132,6 +133,16 @@ void write_file_durable(const std::string& path, std::string_view bytes) {
     fail_errno("fsync failed", path);
   }
   if (::close(fd) != 0) fail_errno("close failed", path);
+}
+
+void write_file_whole(const std::string& path, std::string_view bytes) {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  write_file_durable(tmp, bytes);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw ConfigError(fmt::format("{}: cannot rename {} over it: {}", path, tmp, std::strerror(err)));
+  }
 }
 
 void fsync_directory(const std::string& path) {
