@@ -34,12 +34,14 @@ void run_sample(const SampleCliOptions& o) {
   s.window = w.plan.training.seq;
   s.vocab_limit = kByteVocab;  // the model never saw other ids
   const std::vector<std::int32_t> prompt = byte_tokens(o.prompt);
-  const std::vector<std::int32_t> out = sample_tokens(w.plan.model, w.params, prompt, s);
+  std::vector<float> probs;
+  const std::vector<std::int32_t> out = sample_tokens(w.plan.model, w.params, prompt, s, &probs);
   if (o.format == OutputFormat::json) {
     const nlohmann::json j{{"checkpoint", w.checkpoint},       {"step", w.step},
                            {"model", w.plan.model.name},       {"temperature", s.temperature},
                            {"seed", s.seed},                   {"prompt_tokens", prompt},
-                           {"tokens", out},                    {"text", bytes_from_tokens(out)}};
+                           {"tokens", out},                    {"token_probs", probs},
+                           {"text", bytes_from_tokens(out)}};
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }

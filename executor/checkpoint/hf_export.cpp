@@ -134,6 +134,8 @@ nlohmann::json gpt2_config(const ModelSpec& m) {
           {"embd_pdrop", 0.0},
           {"attn_pdrop", 0.0},
           {"tie_word_embeddings", m.tied_embeddings},
+          {"bos_token_id", nullptr},  // GPT2Config's default 50256 is no byte token
+          {"eos_token_id", nullptr},
           {"torch_dtype", "float32"}};
 }
 

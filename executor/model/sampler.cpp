@@ -32,7 +32,8 @@ std::int64_t draw_token(std::span<const float> probs, double temperature, double
 }
 
 std::vector<std::int32_t> sample_tokens(const ModelSpec& model, std::span<const float> params,
-                                        const std::vector<std::int32_t>& prompt, const SampleOptions& o) {
+                                        const std::vector<std::int32_t>& prompt, const SampleOptions& o,
+                                        std::vector<float>* token_probs) {
   FSDP_CHECK(!prompt.empty() && o.window >= 1 && o.window <= model.max_seq, "sample_tokens: bad window or prompt");
   const std::int64_t vocab = o.vocab_limit > 0 ? std::min(o.vocab_limit, model.vocab) : model.vocab;
   Transformer<float> net(model, 1, o.window);
@@ -50,6 +51,7 @@ std::vector<std::int32_t> sample_tokens(const ModelSpec& model, std::span<const 
                                                  static_cast<std::size_t>(vocab));
     const double u = double(rng() >> 11) * 0x1.0p-53;  // 53 random bits: uniform in [0, 1)
     const auto token = static_cast<std::int32_t>(draw_token(row, o.temperature, u));
+    if (token_probs) token_probs->push_back(row[static_cast<std::size_t>(token)]);
     context.push_back(token);
     out.push_back(token);
   }

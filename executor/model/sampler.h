@@ -21,9 +21,11 @@ struct SampleOptions {
 };
 
 // `params`: the full model [make_param_layout(model).total] in layout order; `prompt` non-empty.
-// Returns the generated tokens only.
+// Returns the generated tokens only; `token_probs`, when given, receives each one's probability under
+// the model (softmax of the logits at temperature 1, over the whole vocabulary).
 std::vector<std::int32_t> sample_tokens(const ModelSpec& model, std::span<const float> params,
-                                        const std::vector<std::int32_t>& prompt, const SampleOptions& options);
+                                        const std::vector<std::int32_t>& prompt, const SampleOptions& options,
+                                        std::vector<float>* token_probs = nullptr);
 
 // Index drawn from `probs` at `temperature` (0: the first largest); `u` uniform in [0, 1). Exposed for tests.
 std::int64_t draw_token(std::span<const float> probs, double temperature, double u);

@@ -10,7 +10,8 @@ source "$(dirname "$0")/cli_check.sh"
 if ! command -v cmake >/dev/null; then echo "cmake not found: skipping the install test"; exit 77; fi
 
 cmake --install "$BUILD" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1
-check "cmake --install into a temporary prefix ($(tail -n 1 "$tmp/install.log"))" $?
+rc=$?
+check "cmake --install into a temporary prefix ($(tail -n 1 "$tmp/install.log"))" $rc
 for f in bin/fsdpx lib/cmake/fsdpx/fsdpxConfig.cmake lib/cmake/fsdpx/fsdpxConfigVersion.cmake \
   lib/cmake/fsdpx/fsdpxTargets.cmake lib/libfsdp_planner.a include/fsdpx/planner/planner.h \
   include/fsdpx/core/model_spec.h share/fsdpx/configs/models/llama-tiny.json \
@@ -26,9 +27,11 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$SRC/examples/plan_search" -B "$tmp/example" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$tmp/configure.log" 2>&1
-check "example configures with find_package(fsdpx) ($(grep -m1 -i error "$tmp/configure.log"))" $?
+rc=$?
+check "example configures with find_package(fsdpx) ($(grep -m1 -i error "$tmp/configure.log"))" $rc
 cmake --build "$tmp/example" >"$tmp/build.log" 2>&1
-check "example builds against the installed package ($(grep -m1 -i error "$tmp/build.log"))" $?
+rc=$?
+check "example builds against the installed package ($(grep -m1 -i error "$tmp/build.log"))" $rc
 grep -q -- "-I$SRC\|$SRC/core\|$SRC/planner" "$tmp/example/compile_commands.json" 2>/dev/null
 [ $? -ne 0 ]; check "example does not compile against the source tree" $?
 "$tmp/example/plan_search" llama-tiny cpu 4 64 8 >"$tmp/out.txt" 2>&1

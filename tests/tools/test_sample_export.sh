@@ -101,7 +101,8 @@ expect2() {  # name, message fragment, command...
   "$@" >/dev/null 2>"$tmp/err"
   local rc=$?
   [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$part" "$tmp/err"
-  check "$name exits 2 with one line ($(head -c 160 "$tmp/err"))" $?
+  rc=$?  # before the message's $(...) below resets $?
+  check "$name exits 2 with one line ($(head -c 160 "$tmp/err"))" $rc
 }
 expect2 "sample without plan.json" "$tmp/none/plan.json: missing" "$FSDPX" sample --checkpoint "$tmp/none"
 mkdir -p "$tmp/empty" && cp "$tmp/llama-tiny-ck/plan.json" "$tmp/empty/"
