@@ -13,6 +13,9 @@ foreach(lib ${FSDPX_EXPORTED_LIBRARIES})
   add_library(fsdpx::${short} ALIAS ${lib})
 endforeach()
 
+# Users of the installed headers need C++20 (the tree sets it globally, so only the install interface says it).
+target_compile_features(fsdp_core INTERFACE $<INSTALL_INTERFACE:cxx_std_20>)
+
 set(FSDPX_INSTALL_INCLUDE_DIR ${CMAKE_INSTALL_INCLUDEDIR}/fsdpx)
 set(FSDPX_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fsdpx)
 set(FSDPX_INSTALL_CONFIG_DIR ${CMAKE_INSTALL_DATADIR}/fsdpx/configs)

@@ -75,29 +75,25 @@ const std::array<RefusedKey, 6> kRefused{{
 // clang-format on
 
 struct Unmodelled {
-  std::string_view name;  // architecture class or model_type
+  std::string_view architecture, model_type;
   std::string_view missing;
 };
-const std::array<Unmodelled, 10> kUnmodelled{{
-    {"Gemma2ForCausalLM",
+const std::array<Unmodelled, 5> kUnmodelled{{
+    {"Gemma2ForCausalLM", "gemma2",
      "Gemma-2 is not modelled: fsdpx lacks attention and final logit soft-capping, alternating local "
      "sliding-window layers, GeGLU MLPs (gelu_pytorch_tanh), norms after attention and MLP, and "
      "embeddings scaled by sqrt(hidden_size)"},
-    {"gemma2", ""},
-    {"GemmaForCausalLM",
+    {"GemmaForCausalLM", "gemma",
      "Gemma is not modelled: fsdpx lacks GeGLU MLPs (gelu_pytorch_tanh) and embeddings scaled by "
      "sqrt(hidden_size)"},
-    {"gemma", ""},
-    {"MixtralForCausalLM",
+    {"MixtralForCausalLM", "mixtral",
      "Mixtral is a mixture-of-experts model (num_local_experts experts, num_experts_per_tok routed per "
      "token): fsdpx lacks the router, the expert MLPs and expert parallelism"},
-    {"mixtral", ""},
-    {"Qwen2MoeForCausalLM", "Qwen2-MoE is a mixture-of-experts model: fsdpx lacks the router, shared "
-                            "and routed expert MLPs and expert parallelism"},
-    {"qwen2_moe", ""},
-    {"Qwen2VLForConditionalGeneration", "Qwen2-VL is multimodal: fsdpx lacks the vision tower and "
-                                        "multimodal RoPE (mrope_section)"},
-    {"qwen2_vl", ""},
+    {"Qwen2MoeForCausalLM", "qwen2_moe",
+     "Qwen2-MoE is a mixture-of-experts model: fsdpx lacks the router, shared and routed expert MLPs "
+     "and expert parallelism"},
+    {"Qwen2VLForConditionalGeneration", "qwen2_vl",
+     "Qwen2-VL is multimodal: fsdpx lacks the vision tower and multimodal RoPE (mrope_section)"},
 }};
 
 }  // namespace
@@ -147,9 +143,8 @@ std::optional<std::int64_t> sliding_window_in_use(JsonObject& o, HfFamily family
 }
 
 std::optional<std::string_view> unmodelled_architecture(std::string_view name) {
-  for (std::size_t i = 0; i < kUnmodelled.size(); ++i)
-    if (kUnmodelled[i].name == name)
-      return kUnmodelled[i].missing.empty() ? kUnmodelled[i - 1].missing : kUnmodelled[i].missing;
+  for (const auto& u : kUnmodelled)
+    if (u.architecture == name || u.model_type == name) return u.missing;
   return std::nullopt;
 }
 

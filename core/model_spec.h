@@ -30,8 +30,13 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 1.0;
   std::int64_t original_max_seq = 0;  // tokens: the context length before scaling
-  bool operator==(const RopeScaling&) const = default;
 };
+// Written out (no defaulted comparison): CUDA sources include this header as C++17.
+inline bool operator==(const RopeScaling& a, const RopeScaling& b) {
+  return a.kind == b.kind && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor && a.original_max_seq == b.original_max_seq;
+}
+inline bool operator!=(const RopeScaling& a, const RopeScaling& b) { return !(a == b); }
 
 struct ModelSpec {
   std::string name;

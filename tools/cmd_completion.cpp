@@ -1,6 +1,7 @@
-// tools/cmd_completion.cpp — `fsdpx completion bash [-o FILE]`: prints (or writes whole) the bash completion script generated
-// from this very command line (tools/completion_bash.h), with the shipped model and cluster names as
-// values of --model and --cluster. `cmake --install` installs it for bash-completion.
+// tools/cmd_completion.cpp — `fsdpx completion bash [-o FILE]`: prints (or writes whole) the bash
+// completion script generated from this very command line (tools/completion_bash.h), with the shipped
+// model and cluster names as values of --model and --cluster. The build writes it (tools/CMakeLists.txt)
+// and `cmake --install` installs it for bash-completion.
 #include <cstdio>
 #include <memory>
 #include <string>
