@@ -104,6 +104,11 @@ void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, 
 
 }  // namespace
 
+Framework request_framework(const PlanRequest& request) {
+  if (request.framework) return *request.framework;
+  return request.target.kind == TargetKind::torchtitan ? Framework::torchtitan : Framework::fsdpx;
+}
+
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
   const PlanRequest r = resolve_memory(request);
   PlanResult res;

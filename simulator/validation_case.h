@@ -41,6 +41,9 @@ struct ValidationCase {
   bool compiled = false;
   MeasuredRun measured;
   std::vector<std::string> uncertain;
+  // Set when the case could not be read: the one-line error naming the file and JSON path. Only id
+  // (or "cases[i]"), source and framework are then filled, as far as they could be read.
+  std::optional<std::string> malformed;
 };
 
 struct ValidationCaseFile {
@@ -49,10 +52,12 @@ struct ValidationCaseFile {
 };
 
 // Strict reading: unknown keys, wrong types and bad enum strings are ConfigErrors "<file>: <path>: ...".
+// A malformed case (or a repeated id) does not stop the file: it is kept with its error in `malformed`
+// and reported on its own row; only a file whose top level is wrong throws.
 ValidationCaseFile parse_validation_cases(const nlohmann::json& j, const std::string& file);
 ValidationCaseFile load_validation_cases(const std::string& path);
 
-// Why the simulator cannot model this case yet; nullopt when it can.
+// Why the simulator cannot model this case (malformed, or not modelled yet); nullopt when it can.
 std::optional<std::string> validation_skip_reason(const ValidationCase& c);
 
 // Shipped cluster config for a GPU name ("a100-sxm-40gb" -> "dgx-a100-40gb", ...).
@@ -74,6 +79,9 @@ RecomputeMode framework_recompute(const std::string& framework, RecomputeMode st
 // PyTorch caching allocator's peak reserved bytes (no CUDA context, no NCCL-owned buffers).
 enum class MemoryMetric { device_total, allocator_reserved };
 MemoryMetric framework_memory_metric(const std::string& framework);
+
+// The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
+Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);
