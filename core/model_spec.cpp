@@ -1,7 +1,7 @@
 // core/model_spec.cpp — fsdpx's own model schema (strict: unknown keys, wrong types and non-positive
 // sizes are errors naming the file and JSON path) and the dispatch to the Hugging Face reader by
 // content. Leaves out any checkpoint or tokenizer reading: the cost models need only shapes, the
-// executor also the RoPE base and norm epsilon.
+// executor also the RoPE base, RoPE scaling and norm epsilon.
 #include "core/model_spec.h"
 
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
+#include "core/rope_scaling_json.h"
 
 namespace fsdpx {
 
@@ -102,6 +103,10 @@ ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file)
     if (m.arch != Arch::llama) o.fail("rope_theta", "only arch llama has RoPE (gpt learns positions)");
     m.rope_theta = detail::read_rope_theta(o, "rope_theta");
   }
+  if (o.has("rope_scaling")) {
+    if (m.arch != Arch::llama) o.fail("rope_scaling", "only arch llama has RoPE (gpt learns positions)");
+    m.rope_scaling = detail::read_own_rope_scaling(o.object("rope_scaling"));
+  }
   if (o.has("norm_eps")) m.norm_eps = detail::read_norm_eps(o, "norm_eps");
   o.optional_string("source");  // documentation only: where the numbers come from
   o.finish();
@@ -128,7 +133,7 @@ ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file) {
   return parse_own_model_spec(j, file);
 }
 
-// rope_theta only for llama: the reader rejects it for gpt.
+// rope_theta and rope_scaling only for llama: the reader rejects them for gpt.
 nlohmann::json model_spec_to_json(const ModelSpec& m) {
   nlohmann::json j{{"name", m.name},
                    {"arch", arch_name(m.arch)},
@@ -144,6 +149,8 @@ nlohmann::json model_spec_to_json(const ModelSpec& m) {
                    {"tied_embeddings", m.tied_embeddings},
                    {"bias", linear_bias_name(m.bias)}};
   if (m.arch == Arch::llama) j["rope_theta"] = m.rope_theta;
+  if (m.arch == Arch::llama && m.rope_scaling.kind != RopeScalingKind::none)
+    j["rope_scaling"] = detail::rope_scaling_to_json(m.rope_scaling);
   j["norm_eps"] = m.norm_eps;
   return j;
 }

@@ -68,7 +68,7 @@ template <class Real>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
-  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; built from spec->rope_theta
+  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; from spec->rope_theta, rope_scaling
   OpProfiler* profiler = nullptr;
   int module = 0;  // for the profiler
 };

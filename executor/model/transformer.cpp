@@ -22,7 +22,8 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "Transformer: need one recompute mode per block");
-  if (spec.arch == Arch::llama) rope_ = cpu::make_rope_table<Real>(seq, spec.head_dim, spec.rope_theta);
+  if (spec.arch == Arch::llama)
+    rope_ = cpu::make_rope_table<Real>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
   const auto nc = static_cast<std::size_t>(dims_.n * dims_.c);
   resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nc));
   acts_.resize(static_cast<std::size_t>(spec.layers));

@@ -10,6 +10,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/checkpoint/trained_weights.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/session/batch_recorder.h"
@@ -71,6 +72,8 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
   record_.target_steps = options_.steps > 0 ? options_.steps : plan.optimizer.total_steps;
   if (!options_.init_weights.empty()) load_full_weights(*trainer_, options_.init_weights);
   if (options_.resume) resume();
+  // What `fsdpx sample` and `fsdpx export-hf` read beside the checkpoints (checkpoint/trained_weights.h).
+  if (!options_.checkpoint_dir.empty()) write_checkpoint_plan(options_.checkpoint_dir, plan);
   if (!options_.save_init_weights.empty())
     save_full_weights(*trainer_, options_.save_init_weights, record_.start_step);
 }

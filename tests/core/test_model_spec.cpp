@@ -185,6 +185,7 @@ TEST_CASE("shipped models carry the RoPE base and norm epsilon of their Hugging 
     const ModelSpec m = load_model(kConfigs + "/models/" + ours + ".json");
     const ModelSpec h = load_model(kData + "/hf/" + hf + "/config.json");
     CHECK(m.rope_theta == h.rope_theta);
+    CHECK(m.rope_scaling == h.rope_scaling);
     CHECK(m.norm_eps == h.norm_eps);
   }
   // Llama 3 paper (arXiv:2407.21783) Table 3: RoPE base 500,000 for every size; Llama 2 keeps 10,000.
@@ -207,9 +208,12 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
   const Expect cases[] = {
       {"llama-3.1-8b", Arch::llama, 32, 4096, 32, 8, 14336, 128256, 131072, false, LinearBias::none,
        8030261248, 500000.0, 1e-5},
-      {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 32768, false, LinearBias::none,
+      // Mistral-7B-v0.1 attends over a 4096-token sliding window: max_seq is the window, not 32768.
+      {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 4096, false, LinearBias::none,
        7241732096, 10000.0, 1e-5},
       {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512,
+       1000000.0, 1e-6},
+      {"qwen2.5-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512,
        1000000.0, 1e-6},
       {"gpt2", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808, 10000.0,
        1e-5},
@@ -280,13 +284,15 @@ TEST_CASE("Hugging Face RoPE base and norm epsilon: class defaults and the trans
   j["rms_norm_eps"] = nullptr;
   CHECK(parse_model_spec(j, "l.json").norm_eps == 1e-6);
 
-  // transformers 5 writes rope_theta inside rope_parameters, next to the (ignored) scaling keys.
+  // transformers 5 writes rope_theta inside rope_parameters, next to the scaling keys.
   j = base;
   j.erase("rope_theta");
   j.erase("rope_scaling");
   j["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 8.0},
+                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
                           {"original_max_position_embeddings", 8192}};
   CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
+  CHECK(parse_model_spec(j, "l.json").rope_scaling == parse_model_spec(base, "l.json").rope_scaling);
   j["rope_theta"] = 500000.0;  // both, equal: fine
   CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
   j["rope_theta"] = 10000.0;  // both, different: ambiguous
