@@ -12,6 +12,10 @@
 
 namespace fsdpx {
 
+// The most ranks fsdpx plans or simulates (2^20, about ten times the largest GPU clusters built so far):
+// a bound that keeps rank counts far from int overflow, not a hardware limit.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct IntraNodeFabric {
   double bus_bw_bytes_per_s = 0;  // achievable ring busbw inside a node (nccl-tests convention)
   double latency_s = 0;           // per ring step

@@ -115,6 +115,16 @@ struct PredictedMetrics {
   double peak_memory_bytes = 0;
 };
 
+// How `fsdpx plan` made the plan (absent from hand-written plans): the target it kept to and what the
+// user allowed, so that an export or a report knows what the plan was made for.
+struct PlannerRecord {
+  std::string target = "fsdpx";          // "fsdpx" or "torchtitan@<release>" (planner/target.h)
+  double memory_capacity_bytes = 0;      // per GPU
+  double memory_margin_bytes = 0;        // kept free: the plan's peak is within capacity - margin
+  double throughput_tolerance = 0;       // plans this close to the fastest counted as equally fast
+  bool allow_bf16_reduce = false;        // whether bf16 gradient reduction was allowed
+};
+
 struct Plan {
   ModelSpec model;
   ClusterSpec cluster;
@@ -128,6 +138,7 @@ struct Plan {
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  // the training stack's kernel family
   std::optional<PredictedMetrics> predicted;
+  std::optional<PlannerRecord> planner;
   std::string notes;  // free text (why the planner chose this plan); empty = not written
 
   // Micro-batches per step: gradient accumulation, and under pipeline parallelism the micro-batches

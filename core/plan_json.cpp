@@ -271,6 +271,17 @@ PredictedMetrics parse_predicted(JsonObject o) {
   return m;
 }
 
+PlannerRecord parse_planner_record(JsonObject o) {
+  PlannerRecord r;
+  r.target = o.string("target");
+  r.memory_capacity_bytes = o.positive_number("memory_capacity_bytes");
+  r.memory_margin_bytes = o.non_negative_number("memory_margin_bytes");
+  r.throughput_tolerance = o.non_negative_number("throughput_tolerance");
+  r.allow_bf16_reduce = o.boolean("allow_bf16_reduce");
+  o.finish();
+  return r;
+}
+
 nlohmann::json recompute_to_json(const std::vector<RecomputeMode>& r) {
   if (!r.empty() && std::all_of(r.begin(), r.end(), [&](RecomputeMode m) { return m == r.front(); }))
     return recompute_mode_name(r.front());
@@ -347,6 +358,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.attention_kernel =
       enum_of(o, "attention_kernel", kAttentionKernels, attention_kernel_cname, AttentionKernel::flash2);
   if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
+  if (auto pl = o.optional_object("planner")) p.planner = parse_planner_record(*pl);
   p.notes = o.optional_string("notes").value_or("");
   o.finish();
   validate_plan(p, file);
@@ -384,6 +396,12 @@ nlohmann::json plan_to_json(const Plan& p) {
                       {"mfu", p.predicted->mfu},
                       {"exposed_comm_s", p.predicted->exposed_comm_s},
                       {"peak_memory_bytes", p.predicted->peak_memory_bytes}};
+  if (p.planner)
+    j["planner"] = {{"target", p.planner->target},
+                    {"memory_capacity_bytes", p.planner->memory_capacity_bytes},
+                    {"memory_margin_bytes", p.planner->memory_margin_bytes},
+                    {"throughput_tolerance", p.planner->throughput_tolerance},
+                    {"allow_bf16_reduce", p.planner->allow_bf16_reduce}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
   if (p.parallelism.pp > 1) j["training"]["micro_batches"] = p.grad_accum();

@@ -1,6 +1,8 @@
 // planner/candidates.cpp — candidate ordering, descriptions and the evaluation cache.
 #include "planner/candidates.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace fsdpx {
@@ -30,6 +32,18 @@ std::string recompute_text(const Plan& p) {
   for (std::size_t i = std::size_t(full_first); i < p.recompute.size(); ++i) rest_none &= p.recompute[i] == RecomputeMode::none;
   if (full_first > 0 && full_first < std::int64_t(p.recompute.size()) && rest_none)
     return fmt::format("full on first {}", full_first);
+  const auto full = std::count(p.recompute.begin(), p.recompute.end(), RecomputeMode::full);
+  const auto none = std::count(p.recompute.begin(), p.recompute.end(), RecomputeMode::none);
+  if (full > 0 && full + none == std::int64_t(p.recompute.size()) && none > 0) {
+    // torchtitan's layer option n: blocks i with (i + 1) % n == 0.
+    std::size_t n = 1;
+    while (n < p.recompute.size() && p.recompute[n - 1] != RecomputeMode::full) ++n;
+    bool every_nth = true;
+    for (std::size_t i = 0; i < p.recompute.size(); ++i)
+      every_nth &= (p.recompute[i] == RecomputeMode::full) == ((i + 1) % n == 0);
+    if (every_nth) return fmt::format("full on every {}-th block ({} of {})", n, full, p.recompute.size());
+    return fmt::format("full on {} of {} blocks", full, p.recompute.size());
+  }
   return recompute_mode_name(p.recompute.front());
 }
 
@@ -46,13 +60,17 @@ std::string reshard_text(const Plan& p) {
 
 }  // namespace
 
-std::string describe(const Plan& p, const std::string& wrapping) {
+std::string family_of(const Plan& p) {
   const auto& par = p.parallelism;
-  std::string shape = par.dp_replicate > 1 ? fmt::format("hsdp {}x{}", par.dp_replicate, par.dp_shard)
-                                           : fmt::format("fsdp {}", par.dp_shard);
-  if (par.tp > 1) shape += fmt::format(" tp {}", par.tp);
-  if (par.cp > 1) shape += fmt::format(" cp {}", par.cp);
-  return fmt::format("{}, mb {} x{}, {} ({} units){}, recompute {}, prefetch {}, ag cap {}, reduce {}", shape,
+  std::string f = par.dp_replicate > 1 ? fmt::format("hsdp {}x{}", par.dp_replicate, par.dp_shard)
+                                       : fmt::format("fsdp {}", par.dp_shard);
+  if (par.tp > 1) f += fmt::format(" tp {}", par.tp);
+  if (par.cp > 1) f += fmt::format(" cp {}", par.cp);
+  return f;
+}
+
+std::string describe(const Plan& p, const std::string& wrapping) {
+  return fmt::format("{}, mb {} x{}, {} ({} units){}, recompute {}, prefetch {}, ag cap {}, reduce {}", family_of(p),
                      p.training.micro_batch, p.grad_accum(), wrapping, p.units.size(), reshard_text(p), recompute_text(p),
                      p.prefetch.forward, p.prefetch.max_all_gathers_in_flight, dtype_name(p.precision.reduce));
 }

@@ -16,6 +16,8 @@ namespace fsdpx {
 // so that ties break the same way on every run.
 bool better(const Candidate& a, const Candidate& b, Objective objective);
 
+// "hsdp 2x4 tp 2": the parallel shape, the family an alternative stands for.
+std::string family_of(const Plan& plan);
 // "dp_shard 8 tp 2, mb 1, per_block k1, recompute none, prefetch 1, ag cap 2, reduce fp32".
 std::string describe(const Plan& plan, const std::string& wrapping);
 // Everything the simulator reads except the model and cluster (fixed for one search).

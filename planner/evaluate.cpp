@@ -1,17 +1,16 @@
 // planner/evaluate.cpp — one candidate through the simulator: step time, throughput, MFU, exposed
 // communication (step time minus the compute stream's busy time), peak memory by category, and whether
-// it fits the memory limit. Runs the engine without per-op records (the planner needs totals only).
+// it fits the memory limit. Simulates the steady state once and extrapolates the repeated micro-batches
+// (simulator/steady_state.h), so its cost does not grow with gradient accumulation.
 #include <fmt/format.h>
 
 #include "planner/planner.h"
-#include "simulator/simulate.h"
+#include "simulator/steady_state.h"
 
 namespace fsdpx {
 
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label) {
-  EngineOptions options;
-  options.record_ops = false;
-  const Simulation sim = simulate(plan, options);
+  const StepTotals sim = simulate_step_totals(plan);
   Candidate c;
   c.wrapping = wrapping;
   c.label = std::move(label);
@@ -19,12 +18,11 @@ Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrappin
   m.step_time_s = sim.step_time_s;
   m.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
   m.mfu = sim.mfu;
-  // Without per-op records the phase split is empty: the compute stream's idle time is what the GPU
-  // spent waiting for communication (simulator/simulate.cpp phase_split, summed over phases).
-  double busy_s = 0;
-  for (auto ns : sim.engine.compute_busy_ns) busy_s = std::max(busy_s, double(ns) * 1e-9);
-  m.compute_s = busy_s;
-  m.exposed_comm_s = std::max(0.0, sim.step_time_s - busy_s);
+  // The compute stream's idle time is what the GPU spent waiting for communication (simulator/simulate.cpp
+  // phase_split, summed over phases).
+  m.compute_s = sim.compute_busy_s;
+  m.compute_floor_s = sim.compute_floor_s;
+  m.exposed_comm_s = std::max(0.0, sim.step_time_s - sim.compute_busy_s);
   m.peak_memory_bytes = sim.peak_memory_total_bytes;
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
     m.peak_memory_by_category_bytes[i] = sim.peak_memory_bytes[i];

@@ -1,7 +1,7 @@
 // planner/export_torchtitan.cpp — writes torchtitan_settings() as a job-config TOML file. Sections
 // and keys follow torchtitan/config/job_config.py (Job, Model, Optimizer, LRScheduler, Training,
-// Parallelism, ActivationCheckpoint); values are formatted deterministically (shortest round-trip
-// floats, always with a '.' or exponent so TOML reads them as floats).
+// Parallelism, ActivationCheckpoint, Debug) of the named release; values are formatted deterministically
+// (shortest round-trip floats, always with a '.' or exponent so TOML reads them as floats).
 #include <string>
 
 #include <fmt/format.h>
@@ -52,15 +52,26 @@ class TomlWriter {
   std::string out_;
 };
 
-void write_header(TomlWriter& w, const Plan& p, const TorchtitanSettings& s, const std::string& description) {
-  w.comment(fmt::format("torchtitan job config written by `fsdpx export --format torchtitan` from {}.", description));
+// torchtitan 0.2.0 reads the seed from [training]; 0.2.1 moved it to [debug] (config/job_config.py Debug).
+bool seed_in_training(const TorchtitanSettings& s) { return s.version == "0.2.0"; }
+
+std::string predicted_text(const Plan& p) {
+  return fmt::format("step {:.4g} s, {:.0f} tokens/s/GPU, MFU {:.1f}%, peak {:.2f} GiB", p.predicted->step_time_s,
+                     p.predicted->tokens_per_s_per_gpu, 100 * p.predicted->mfu,
+                     p.predicted->peak_memory_bytes / double(1ull << 30));
+}
+
+void write_header(TomlWriter& w, const Plan& p, const TorchtitanSettings& s, const std::string& description,
+                  const Plan* closest) {
+  w.comment(fmt::format("torchtitan {} job config written by `fsdpx export --target torchtitan@{}` from {}.",
+                        s.version, s.version, description));
   w.comment(fmt::format("{} on {}: {} node(s) x {} GPUs = {} ranks (run with NGPU={} per node).", p.model.name,
                         p.cluster.name, p.cluster.nodes, p.cluster.gpus_per_node, p.cluster.world_size(),
                         p.cluster.gpus_per_node));
-  if (p.predicted && p.predicted->step_time_s > 0)
-    w.comment(fmt::format("fsdpx predicted: step {:.4g} s, {:.0f} tokens/s/GPU, MFU {:.1f}%, peak {:.2f} GiB.",
-                          p.predicted->step_time_s, p.predicted->tokens_per_s_per_gpu, 100 * p.predicted->mfu,
-                          p.predicted->peak_memory_bytes / double(1ull << 30)));
+  if (p.predicted && p.predicted->step_time_s > 0) w.comment("fsdpx predicted for the plan: " + predicted_text(p) + ".");
+  if (closest && closest->predicted)
+    w.comment("fsdpx predicted for what this config runs (the closest expressible plan): " +
+              predicted_text(*closest) + ".");
   if (s.notes.empty()) {
     w.comment("Every setting of the plan maps exactly.");
     return;
@@ -105,7 +116,7 @@ void write_training(TomlWriter& w, const Plan& p, const TorchtitanSettings& s) {
   // torch clip_grad_norm_ with max_norm 0 would zero the gradients; 1e30 never clips.
   w.num("training", "max_norm", p.optimizer.grad_clip_norm > 0 ? p.optimizer.grad_clip_norm : 1e30);
   w.integer("training", "steps", p.optimizer.total_steps);
-  w.integer("training", "seed", static_cast<long long>(p.training.seed));
+  if (seed_in_training(s)) w.integer("training", "seed", static_cast<long long>(p.training.seed));
   w.str("training", "mixed_precision_param", s.param_dtype);
   w.str("training", "mixed_precision_reduce", s.reduce_dtype);
 }
@@ -128,10 +139,11 @@ void write_parallelism(TomlWriter& w, const TorchtitanSettings& s, const Plan& p
 
 }  // namespace
 
-std::string torchtitan_toml(const Plan& plan, const std::string& description) {
-  const TorchtitanSettings s = torchtitan_settings(plan);
+std::string torchtitan_toml(const Plan& plan, const std::string& description, const std::string& version,
+                            const Plan* closest) {
+  const TorchtitanSettings s = torchtitan_settings(plan, version);
   TomlWriter w(s);
-  write_header(w, plan, s, description);
+  write_header(w, plan, s, description, closest);
   w.section("job");
   w.str("job", "description", description);
   w.str("job", "dump_folder", "./outputs");
@@ -143,6 +155,10 @@ std::string torchtitan_toml(const Plan& plan, const std::string& description) {
   w.str("activation_checkpoint", "mode", s.ac_mode);
   if (!s.ac_selective_option.empty())
     w.str("activation_checkpoint", "selective_ac_option", s.ac_selective_option);
+  if (!seed_in_training(s)) {
+    w.section("debug");
+    w.integer("debug", "seed", static_cast<long long>(plan.training.seed));
+  }
   return w.take();
 }
 

@@ -2,7 +2,9 @@
 // reshard policy, activation checkpointing, batch, mixed precision, AdamW and the lr schedule, so a
 // PyTorch user can run the plan with torchtitan's train.py. torchtitan's config has one setting per
 // model where the plan has one per unit or block; what cannot be expressed is mapped to the closest
-// setting and said in a comment (docs/torchtitan-export.md). Leaves out dataset, tokenizer, checkpoints.
+// setting and said in a comment (docs/torchtitan-export.md), and the plan torchtitan would then run is
+// built so that it can be simulated. Keys follow the named release (planner/target.h): 0.2.0 keeps
+// `seed` under [training], 0.2.1 and 0.2.2 under [debug]. Leaves out dataset, tokenizer, checkpoints.
 #pragma once
 
 #include <string>
@@ -19,8 +21,12 @@ struct TorchtitanNote {
   std::string text;
 };
 
+// FSDP2 under torchtitan: the unit in use and the one prefetched implicitly (Plan::Prefetch's cap).
+inline constexpr int kTorchtitanAllGathersInFlight = 2;
+
 // The plan in torchtitan's vocabulary (keys of torchtitan/config/job_config.py).
 struct TorchtitanSettings {
+  std::string version;       // torchtitan release the keys follow ("0.2.2")
   std::string model_name;    // "llama3" when the dimensions match a torchtitan flavor, else the plan's name
   std::string model_flavor;  // "8B", "70B", "405B"; empty when no flavor matches
   int dp_replicate = 1;      // data_parallel_replicate_degree
@@ -35,10 +41,19 @@ struct TorchtitanSettings {
   std::vector<TorchtitanNote> notes;  // in the order the keys are written
 };
 
-TorchtitanSettings torchtitan_settings(const Plan& plan);
+// Throws ConfigError when `version` is not one of torchtitan_versions().
+TorchtitanSettings torchtitan_settings(const Plan& plan, const std::string& version);
 
 // The job config as TOML text: deterministic (same plan, same bytes), keys in torchtitan's section
-// order, notes as comments next to the keys they concern and listed at the top.
-std::string torchtitan_toml(const Plan& plan, const std::string& description);
+// order, notes as comments next to the keys they concern and listed at the top. `closest`, when given,
+// is the simulated plan torchtitan would run (a comment states its speed and peak memory).
+std::string torchtitan_toml(const Plan& plan, const std::string& description, const std::string& version,
+                            const Plan* closest = nullptr);
+
+// The plan torchtitan runs from `s`: its own units (embedding, each block, norm + output) with the
+// reshard policy, the recompute the config names, fp32 reduction after every micro-batch, FSDP2's
+// implicit prefetch of one unit, clipping always on; the rest of `plan` as is. Equal to `plan` (same
+// simulator inputs) exactly when `s` has no notes.
+Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s);
 
 }  // namespace fsdpx

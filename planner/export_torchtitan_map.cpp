@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "core/data_placement.h"
+#include "core/errors.h"
 #include "planner/export_torchtitan.h"
+#include "planner/target.h"
 
 namespace fsdpx {
 
@@ -64,6 +66,13 @@ void map_data_parallel(const Plan& p, TorchtitanSettings& s) {
                      "cannot express; written as FSDP without resharding after forward",
                      data_parallel_name(par.data_parallel)));
   }
+  // torchtitan's FSDP mesh is dp_shard x cp (parallel_dims.py: fsdp = dp_shard * cp); fsdpx shards over
+  // dp_shard and keeps cp ranks as copies.
+  if (par.cp > 1)
+    note(s, "parallelism.context_parallel_degree",
+         fmt::format("torchtitan shards parameters over dp_shard x cp = {} ranks (its fsdp mesh), where the plan "
+                     "shards over dp_shard = {} and copies across cp: less memory and larger all-gathers than planned",
+                     par.dp_shard * par.cp, par.dp_shard));
   if (par.pp > 1) {
     s.pp_schedule = par.pp_schedule == PipelineSchedule::gpipe        ? "GPipe"
                     : par.pp_schedule == PipelineSchedule::one_f_one_b ? "1F1B"
@@ -182,6 +191,10 @@ void map_misc(const Plan& p, TorchtitanSettings& s) {
     note(s, "fsdp_units", fmt::format("the plan prefetches {} unit(s) in forward and {} in backward; FSDP2 under "
                                       "torchtitan prefetches one (not a config setting)",
                                       p.prefetch.forward, p.prefetch.backward));
+  if (p.prefetch.max_all_gathers_in_flight != kTorchtitanAllGathersInFlight)
+    note(s, "fsdp_units", fmt::format("the plan allows {} all-gathered units in flight; FSDP2 under torchtitan "
+                                      "holds {} (the one in use and the prefetched one; not a config setting)",
+                                      p.prefetch.max_all_gathers_in_flight, kTorchtitanAllGathersInFlight));
   if (p.parallelism.tp > 1 && !p.parallelism.sequence_parallel)
     note(s, "parallelism.tensor_parallel_degree",
          "the plan runs TP without sequence parallelism; torchtitan's TP plan always shards norms over the sequence");
@@ -189,8 +202,12 @@ void map_misc(const Plan& p, TorchtitanSettings& s) {
 
 }  // namespace
 
-TorchtitanSettings torchtitan_settings(const Plan& plan) {
+TorchtitanSettings torchtitan_settings(const Plan& plan, const std::string& version) {
+  const auto& versions = torchtitan_versions();
+  if (std::find(versions.begin(), versions.end(), version) == versions.end())
+    throw ConfigError(fmt::format("torchtitan {}: not a release fsdpx writes job configs for", version));
   TorchtitanSettings s;
+  s.version = version;
   map_model(plan.model, s);
   if (!layout_is_per_block(plan))
     note(s, "fsdp_units", fmt::format("torchtitan wraps the embedding, each block, and norm + output in their own "

@@ -1,9 +1,12 @@
-// planner/planner.h — `fsdpx plan`'s search: enumerate parallel shapes (dp_replicate x dp_shard x tp x
-// cp), micro-batch sizes, recompute, wrapping (per-block k, FSDP1 size-based, SimpleFSDP greedy),
-// reshard_after_forward, prefetch depth, all-gather cap and reduce dtype; prune with an analytic
-// memory lower bound and an estimate() throughput bound; simulate the survivors; keep the Pareto
-// frontier of throughput vs peak memory. Deterministic: no wall-clock cutoffs. Leaves out pipeline
-// parallelism (pp = 1 until the pipeline issue lands) and CPU offload.
+// planner/planner.h — `fsdpx plan`'s search: parallel shapes (dp_replicate x dp_shard x tp x cp) with
+// micro-batch sizes, each bounded (memory lower bound, throughput upper bound with the least recompute
+// that could fit) and refined best-bound-first while it could still win: wrapping (per-block k, FSDP1
+// size-based, SimpleFSDP greedy), reshard_after_forward, prefetch depth, all-gather cap, reduce dtype
+// and recompute (uniform, or full on some blocks). The space is what the target runs (fsdpx's executor or
+// a torchtitan release) and what the user allowed (bf16 reduction); a plan fits when its peak leaves the
+// memory margin free; within a throughput tolerance of the fastest, the plan with most headroom wins.
+// Deterministic: no wall-clock cutoffs. Leaves out pipeline parallelism (pp = 1 until the pipeline issue
+// lands) and CPU offload.
 #pragma once
 
 #include <array>
@@ -15,6 +18,7 @@
 
 #include "core/errors.h"
 #include "core/plan.h"
+#include "planner/target.h"
 
 namespace fsdpx {
 
@@ -25,28 +29,51 @@ enum class WrapPolicy { per_block, fsdp1_size_based, simplefsdp_auto };
 const char* objective_name(Objective o);
 const char* wrap_policy_name(WrapPolicy w);  // "per_block", "fsdp1_size_based", "simplefsdp_auto"
 
-// Knobs that bound the search (defaults: the full space the issue lists, bounded for speed).
+// Knobs that narrow the search (defaults: the whole space; the target and the request narrow it further,
+// planner/space.h).
 struct SearchSpace {
   bool allow_tp = true;
   bool allow_cp = true;
   bool allow_hsdp = true;
   std::vector<std::int64_t> micro_batches;    // empty: every divisor of the per-rank batch up to 16
   std::vector<int> blocks_per_unit = {1, 2, 4};
+  bool merge_embedding_head = true;           // per-block variants with the embedding / head merged
   std::vector<double> fsdp1_min_params = {1e7, 1e8};  // FSDP1 size_based_auto_wrap_policy thresholds
   bool try_simplefsdp_auto = true;
+  bool try_no_reshard = true;                 // reshard_after_forward false (ZeRO-2)
+  bool try_node_reshard = true;               // FSDP2's int form: reshard to the ranks of one node
   std::vector<int> prefetch_depths = {1, 2};
-  std::vector<int> all_gather_caps = {1, 2, 4};  // Prefetch::max_all_gathers_in_flight
-  std::vector<DType> reduce_dtypes = {DType::fp32, DType::bf16};
-  int shapes_to_simulate = 24;  // parallel shapes (with micro-batch, recompute) simulated in stage 1
-  int shapes_to_refine = 3;     // best stage-1 shapes refined locally in stage 2
+  std::vector<int> all_gather_caps = {2, 1, 4};  // Prefetch::max_all_gathers_in_flight, FSDP2's first
+  std::vector<DType> reduce_dtypes = {DType::fp32, DType::bf16};  // bf16 only with allow_bf16_reduce
+  std::vector<RecomputeMode> uniform_recompute = {RecomputeMode::none, RecomputeMode::selective,
+                                                  RecomputeMode::selective_op, RecomputeMode::full};
+  bool partial_recompute = true;              // full recompute on some blocks (which: the target's rule)
 };
+
+// Memory kept free by default: 10% of capacity. The simulated peak already carries 10% allocator headroom
+// (cost_models/memory.cpp); what it leaves out is fragmentation beyond that (GMLake, arXiv:2401.08156:
+// 15% on average without defragmentation, up to 33%), NCCL buffers growing with channels and communicators
+// (NVIDIA/nccl #864: ~1.6 GB for one communicator, ~6 GB for three, against 1 GB modelled) and the
+// prediction error of the model itself: on an 80 GiB GPU, 8 GiB.
+inline constexpr double kDefaultMemoryMarginFraction = 0.10;
+// Plans within this fraction of the fastest count as equally fast, and the one with most headroom wins:
+// below the spread of repeated runs and of the model's own error (docs/validation.md).
+inline constexpr double kDefaultThroughputTolerance = 0.005;
+
+// Sequences per step a request may ask for (2^30): far above any published batch, far below overflow of
+// tokens per step.
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t(1) << 30;
 
 struct PlanRequest {
   ModelSpec model;
   ClusterSpec cluster;  // already sized (nodes, gpus_per_node)
   std::int64_t seq = 2048;
   std::int64_t global_batch = 8;  // sequences per optimizer step
-  std::optional<double> memory_limit_bytes;  // default: the GPU's HBM
+  std::optional<double> memory_limit_bytes;   // capacity per GPU; default: the GPU's HBM
+  std::optional<double> memory_margin_bytes;  // kept free; default: kDefaultMemoryMarginFraction x capacity
+  double throughput_tolerance = kDefaultThroughputTolerance;
+  bool allow_bf16_reduce = false;  // numerics: gradients are reduced in fp32 unless the user allows bf16
+  Target target;                   // what will run the plan: fsdpx's executor or a torchtitan release
   Objective objective = Objective::throughput;
   int top_k = 5;
   SearchSpace space;
@@ -58,6 +85,7 @@ struct CandidateMetrics {
   double mfu = 0;
   double exposed_comm_s = 0;
   double compute_s = 0;  // compute-stream busy time (forward + backward + optimizer)
+  double compute_floor_s = 0;  // compute ops at full rate, summed: no overlap or wrapping beats it
   double peak_memory_bytes = 0;
   std::array<double, 6> peak_memory_by_category_bytes{};  // MemCategory order, headroom in "other"
 };
@@ -67,24 +95,28 @@ struct Candidate {
   WrapPolicy wrapping = WrapPolicy::per_block;
   std::string label;  // short description, e.g. "dp_shard 8, mb 2, per-block x1, recompute none"
   CandidateMetrics metrics;
-  bool fits = false;
+  bool fits = false;  // peak within capacity minus margin
   std::string lost_because;  // empty for the chosen plan
 };
 
 struct SearchCounts {
-  std::int64_t considered = 0;      // candidates enumerated (shapes and local variants)
+  std::int64_t considered = 0;      // shape x micro-batch x recompute choices bounded, plus refinements simulated
   std::int64_t pruned_memory = 0;   // memory lower bound above the limit
-  std::int64_t pruned_bound = 0;    // throughput bound below the beam / best found
+  std::int64_t pruned_bound = 0;    // in shapes whose throughput bound could not beat the best found
   std::int64_t simulated = 0;       // distinct plans run through the simulator
   std::int64_t reused = 0;          // identical plans answered from the cache
+  std::int64_t shapes_refined = 0;  // parallel shapes x micro-batch refined (their bound could still win)
 };
 
 struct PlanResult {
   std::optional<Candidate> best;  // absent when nothing fits
-  std::vector<Candidate> top;     // best first, up to top_k, excluding `best`
+  std::vector<Candidate> top;     // up to top_k: the best of each other family (shape), then strategies
   std::vector<Candidate> pareto;  // fitting candidates not dominated in (throughput, peak memory)
   SearchCounts counts;
-  double memory_limit_bytes = 0;
+  double memory_capacity_bytes = 0;
+  double memory_margin_bytes = 0;
+  double memory_limit_bytes = 0;  // what a plan may use: capacity minus margin
+  double fastest_tokens_per_s_per_gpu = 0;  // of any fitting plan (the chosen one is within the tolerance)
   double least_memory_needed_bytes = 0;  // least peak any plan needs (simulated or bound)
   std::vector<std::string> suggestions;  // what would make it fit (when nothing fits)
 };
@@ -94,7 +126,8 @@ using ProgressFn = std::function<void(double fraction)>;
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress = {});
 
-// Simulates one plan and fills its metrics, `predicted` and `fits` against `memory_limit_bytes`.
+// Simulates one plan (steady state extrapolated, simulator/steady_state.h) and fills its metrics,
+// `predicted` and `fits` against `memory_limit_bytes`.
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label);
 
 // Thrown by the CLI when no plan fits: main prints the message and exits 2.

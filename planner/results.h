@@ -1,23 +1,22 @@
-// planner/results.h — turning the simulated candidates into the planner's answer: the chosen plan
-// with its notes, the top alternatives with why each lost, the Pareto frontier of throughput against
-// peak memory, and, when nothing fits, the least memory any plan needs and what would make it fit.
+// planner/results.h — turning the simulated candidates into the planner's answer: the chosen plan (the
+// fastest fitting one, or within the throughput tolerance of it the one with most headroom) with its
+// notes and planner record, one alternative per other family (parallel shape), then distinct strategies,
+// each with why it lost, and the Pareto frontier of throughput against peak memory.
 #pragma once
 
+#include <string>
 #include <vector>
 
-#include "planner/memory_bound.h"
 #include "planner/planner.h"
 
 namespace fsdpx {
 
-// Why `c` lost to `best` under the objective ("out of memory: ...", "exposed communication: ...").
-std::string lost_because(const Candidate& c, const Candidate& best, Objective objective, double limit_bytes);
+// Why `c` lost to `chosen`: out of memory, or slower (by exposed communication or compute), or within the
+// tolerance but with less headroom; a throughput difference below 0.05% is called a tie, not a loss.
+std::string lost_because(const Candidate& c, const Candidate& chosen, const PlanRequest& r, const PlanResult& res);
 // Fitting candidates not dominated in (tokens/s per GPU up, peak memory down), by increasing memory.
 std::vector<Candidate> pareto_frontier(const std::vector<Candidate>& all);
-// Fills best, top, pareto and the notes from `all` (sorted best first by the objective).
+// Fills best, top, pareto, fastest_tokens_per_s_per_gpu and the notes from `all`.
 void finish_result(PlanResult& res, std::vector<Candidate> all, const PlanRequest& r);
-// When nothing fits: what would (more GPUs by the memory bound of `least`, recompute, micro-batch).
-std::vector<std::string> fit_suggestions(const PlanRequest& r, const Plan& least, const MemoryBound& bound,
-                                         double least_peak_bytes);
 
 }  // namespace fsdpx

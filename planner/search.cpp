@@ -1,22 +1,20 @@
-// planner/search.cpp — search_plans: stage 1 enumerates parallel shapes x micro-batch x uniform
-// recompute, prunes by the analytic memory lower bound (memory_bound.h), orders the survivors by the
-// estimate() throughput upper bound and simulates them best-bound-first until the next bound cannot
-// beat the best simulated plan or the beam (SearchSpace::shapes_to_simulate) is spent; stage 2 refines
-// the best shapes locally (local_search.h). Deterministic: the beam is a count, never a clock.
+// planner/search.cpp — search_plans: every parallel shape x micro-batch of the target's space is bounded
+// (shape_bound.h: the recompute choices that could fit, each with a throughput upper bound), the shapes
+// are refined best-bound-first (refine.h) while their bound can still beat the fastest fitting plan
+// simulated so far, and the answer is assembled (results.h). Under the memory objective, shapes go by
+// their least memory bound while it is below the least simulated peak. Deterministic: bounds and counts,
+// never a clock.
 #include "planner/planner.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
-#include <fmt/format.h>
-
-#include "cost_models/estimate.h"
 #include "planner/candidates.h"
-#include "planner/local_search.h"
-#include "planner/memory_bound.h"
+#include "planner/refine.h"
 #include "planner/results.h"
+#include "planner/shape_bound.h"
 #include "planner/shapes.h"
+#include "planner/suggestions.h"
 
 namespace fsdpx {
 
@@ -33,131 +31,96 @@ const char* wrap_policy_name(WrapPolicy w) {
 
 namespace {
 
-struct Survivor {
-  Plan plan;
-  double bound_bytes = 0;
-  double tps_bound = 0;  // tokens/s per GPU upper bound (estimate(): perfect overlap)
-  std::string key;
-};
-
-double throughput_bound(const Plan& p) {
-  return estimate(p.model, p.cluster, training_shape_of(p)).tokens_per_s_per_gpu_upper_bound;
+std::vector<ShapeBound> bound_shapes(const PlanRequest& r, const Space& s, SearchCounts& counts) {
+  std::vector<ShapeBound> out;
+  PlanRequest narrowed = r;
+  narrowed.space = s.knobs;
+  for (const Parallelism& par : parallel_shapes(narrowed))
+    for (std::int64_t mb : micro_batch_choices(narrowed, par.data_parallel_ranks())) {
+      ShapeBound b = bound_shape(r, s, par, mb);
+      counts.considered += std::int64_t(b.choices);
+      if (b.options.empty()) counts.pruned_memory += std::int64_t(b.choices);
+      out.push_back(std::move(b));
+    }
+  return out;
 }
 
-struct Stage1 {
-  std::vector<Survivor> survivors;
-  Plan least_plan;
-  MemoryBound least_bound;
-  double least_bound_bytes = std::numeric_limits<double>::infinity();
-};
-
-Stage1 enumerate_shapes(const PlanRequest& r, SearchCounts& counts) {
-  Stage1 st;
-  for (const Parallelism& par : parallel_shapes(r)) {
-    for (std::int64_t mb : micro_batch_choices(r, par.data_parallel_ranks())) {
-      for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::selective_op,
-                               RecomputeMode::full}) {
-        ++counts.considered;
-        Plan p = shape_plan(r, par, mb, rc);
-        const MemoryBound b = memory_lower_bound(p);
-        if (b.total() < st.least_bound_bytes) {
-          st.least_bound_bytes = b.total();
-          st.least_bound = b;
-          st.least_plan = p;
-        }
-        if (b.total() > *r.memory_limit_bytes) {
-          ++counts.pruned_memory;
-          continue;
-        }
-        const double tps = throughput_bound(p);
-        std::string key = plan_key(p);
-        st.survivors.push_back(Survivor{std::move(p), b.total(), tps, std::move(key)});
-      }
-    }
-  }
-  std::sort(st.survivors.begin(), st.survivors.end(), [&](const Survivor& a, const Survivor& b) {
-    if (r.objective == Objective::throughput && a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
-    if (a.bound_bytes != b.bound_bytes) return a.bound_bytes < b.bound_bytes;
-    if (a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
-    return a.key < b.key;
+void order_shapes(std::vector<ShapeBound>& shapes, Objective objective) {
+  std::stable_sort(shapes.begin(), shapes.end(), [objective](const ShapeBound& a, const ShapeBound& b) {
+    if (objective == Objective::throughput && a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
+    return a.least_memory_bound_bytes < b.least_memory_bound_bytes;
   });
-  return st;
 }
 
-// Simulates survivors best-bound-first. Under the throughput objective, stops when the next bound is
-// below the best fitting plan simulated so far (it cannot win). The beam counts fitting plans
-// (shapes_to_simulate), with at most 8x as many simulations in all, since the memory bound is loose.
-std::vector<Candidate> simulate_shapes(const Stage1& st, const PlanRequest& r, Evaluator& ev, SearchCounts& counts,
-                                       const ProgressFn& progress) {
-  std::vector<Candidate> out;
+// Throughput: refine while the next bound can beat the fastest fitting plan (shapes are sorted, so the
+// first that cannot ends the search).
+void search_throughput(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev,
+                       SearchCounts& counts, const ProgressFn& progress) {
   double best_tps = 0;
-  std::size_t i = 0;
-  int fitting = 0;
-  const int beam = std::max(1, r.space.shapes_to_simulate);
-  const std::size_t cap = std::size_t(8 * beam);
-  for (; i < st.survivors.size() && fitting < beam && out.size() < cap; ++i) {
-    const Survivor& s = st.survivors[i];
-    if (r.objective == Objective::throughput && s.tps_bound < best_tps) break;
-    Candidate c = ev.run(s.plan, WrapPolicy::per_block, "per_block k1");
-    if (c.fits) {
-      best_tps = std::max(best_tps, c.metrics.tokens_per_s_per_gpu);
-      ++fitting;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const ShapeBound& b = shapes[i];
+    if (b.options.empty()) continue;
+    if (b.tps_bound <= best_tps) {
+      for (std::size_t j = i; j < shapes.size(); ++j)
+        if (!shapes[j].options.empty()) counts.pruned_bound += std::int64_t(shapes[j].choices);
+      break;
     }
-    out.push_back(std::move(c));
-    if (progress) progress(0.05 + 0.35 * std::max(double(fitting) / beam, double(out.size()) / double(cap)));
+    ++counts.shapes_refined;
+    refine_shape(b, r, s, ev, best_tps);
+    if (progress) progress(0.05 + 0.9 * double(i + 1) / double(shapes.size()));
   }
-  counts.pruned_bound += std::int64_t(st.survivors.size() - i);
-  return out;
 }
 
-// Stage-2 starting points: the best fitting stage-1 candidates of distinct parallel shapes.
-std::vector<Candidate> refine_starts(std::vector<Candidate> shapes, const PlanRequest& r) {
-  std::sort(shapes.begin(), shapes.end(), [&](const Candidate& a, const Candidate& b) { return better(a, b, r.objective); });
-  std::vector<Candidate> out;
+// Families (parallel shapes) the search pruned are shown too: the best-bound shape of each missing family,
+// in bound order, is simulated in its default configuration until top_k families have a fitting plan.
+void sample_families(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev) {
   std::vector<std::string> seen;
-  for (auto& c : shapes) {
-    if (!c.fits || int(out.size()) >= r.space.shapes_to_refine) continue;
-    const auto& par = c.plan.parallelism;
-    const std::string shape = fmt::format("{} {} {} {} {}", par.dp_replicate, par.dp_shard, par.tp, par.cp,
-                                          c.plan.training.micro_batch);
-    if (std::find(seen.begin(), seen.end(), shape) != seen.end()) continue;
-    seen.push_back(shape);
-    out.push_back(std::move(c));
+  for (const Candidate& c : ev.all())
+    if (c.fits && std::find(seen.begin(), seen.end(), family_of(c.plan)) == seen.end()) seen.push_back(family_of(c.plan));
+  double unused_tps = 0;
+  for (const ShapeBound& b : shapes) {
+    if (int(seen.size()) > r.top_k) return;
+    if (b.options.empty() || std::find(seen.begin(), seen.end(), family_of(b.plan)) != seen.end()) continue;
+    if (refine_shape(b, r, s, ev, unused_tps, false).fits) seen.push_back(family_of(b.plan));
   }
-  return out;
 }
 
-void explain_no_fit(PlanResult& res, const Stage1& st, const PlanRequest& r, Evaluator& ev) {
-  if (st.least_plan.units.empty()) return;  // no valid shape at all (batch not divisible)
-  // The plan with the smallest bound, simulated, anchors the suggestions; the least peak of any
-  // simulated plan is reported.
-  const double anchor = ev.run(st.least_plan, WrapPolicy::per_block, "per_block k1").metrics.peak_memory_bytes;
-  double least = anchor;
-  for (const auto& c : ev.all()) least = std::min(least, c.metrics.peak_memory_bytes);
-  res.least_memory_needed_bytes = least;
-  res.suggestions = fit_suggestions(r, st.least_plan, st.least_bound, anchor);
+// Memory: shapes by least memory bound while it is below the least simulated peak that fits.
+void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev,
+                   SearchCounts& counts) {
+  double least_peak = std::numeric_limits<double>::infinity();
+  double unused_tps = 0;
+  for (const ShapeBound& b : shapes) {
+    if (b.options.empty()) continue;
+    if (b.least_memory_bound_bytes >= least_peak) {
+      counts.pruned_bound += std::int64_t(b.choices);
+      continue;
+    }
+    ++counts.shapes_refined;
+    const Candidate c = refine_shape(b, r, s, ev, unused_tps);
+    if (c.fits) least_peak = std::min(least_peak, c.metrics.peak_memory_bytes);
+  }
 }
 
 }  // namespace
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
-  PlanRequest r = request;
-  if (!r.memory_limit_bytes) r.memory_limit_bytes = r.cluster.gpu.hbm_bytes;
+  const PlanRequest r = resolve_memory(request);
   PlanResult res;
   res.memory_limit_bytes = *r.memory_limit_bytes;
+  res.memory_margin_bytes = *r.memory_margin_bytes;
+  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
+  const Space s = effective_space(r);
   Evaluator ev(res.memory_limit_bytes, res.counts);
-  const Stage1 st = enumerate_shapes(r, res.counts);
+  std::vector<ShapeBound> shapes = bound_shapes(r, s, res.counts);
+  order_shapes(shapes, r.objective);
   if (progress) progress(0.05);
-  const std::vector<Candidate> shapes = simulate_shapes(st, r, ev, res.counts, progress);
-  const std::vector<Candidate> starts = refine_starts(shapes, r);
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    refine(starts[i], r, ev);
-    if (progress) progress(0.4 + 0.6 * double(i + 1) / double(starts.size()));
-  }
-  // Local variants count as considered too (each was a distinct plan put to the simulator or cache).
-  res.counts.considered += res.counts.simulated + res.counts.reused - std::int64_t(shapes.size());
+  if (r.objective == Objective::throughput) search_throughput(shapes, r, s, ev, res.counts, progress);
+  else search_memory(shapes, r, s, ev, res.counts);
+  sample_families(shapes, r, s, ev);
+  res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too
   finish_result(res, ev.all(), r);
-  if (!res.best) explain_no_fit(res, st, r, ev);
+  if (!res.best) explain_no_fit(res, shapes, r, ev);
   if (progress) progress(1.0);
   return res;
 }

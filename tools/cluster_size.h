@@ -1,5 +1,6 @@
 // tools/cluster_size.h — applies --nodes / --world-size to a loaded cluster. A world size below one
-// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster).
+// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster). Both are
+// range-checked against kMaxWorldSize so that no rank count overflows downstream.
 #pragma once
 
 #include <optional>
@@ -15,7 +16,9 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
   if (nodes && world_size) throw ConfigError("command line: give --nodes or --world-size, not both");
   if (!nodes && !world_size) throw ConfigError("command line: --nodes or --world-size is required");
   if (world_size) {
-    if (*world_size < 1) throw ConfigError(fmt::format("command line: --world-size: expected a positive integer, got {}", *world_size));
+    if (*world_size < 1 || *world_size > kMaxWorldSize)
+      throw ConfigError(fmt::format("command line: --world-size: expected an integer from 1 to {}, got {}",
+                                    kMaxWorldSize, *world_size));
     if (*world_size <= c.gpus_per_node) {
       c.gpus_per_node = *world_size;
       c.nodes = 1;
@@ -26,7 +29,10 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
       c.nodes = *world_size / c.gpus_per_node;
     }
   } else {
-    if (*nodes < 1) throw ConfigError(fmt::format("command line: --nodes: expected a positive integer, got {}", *nodes));
+    const int max_nodes = kMaxWorldSize / c.gpus_per_node;
+    if (*nodes < 1 || *nodes > max_nodes)
+      throw ConfigError(fmt::format("command line: --nodes: expected an integer from 1 to {} ({} ranks of {} GPUs per "
+                                    "node), got {}", max_nodes, kMaxWorldSize, c.gpus_per_node, *nodes));
     c.nodes = *nodes;
   }
   if (c.nodes > 1 && c.inter.nics_per_node <= 0)

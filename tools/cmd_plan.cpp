@@ -1,13 +1,15 @@
 // tools/cmd_plan.cpp — `fsdpx plan --model M --cluster C (--nodes N | --world-size N) --seq S
-// --global-batch B [--memory-limit GiB] [--objective throughput|memory] [--top K] [-o plan.json]
-// [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its memory at
-// the peak and the top-K alternatives, and writes the plan JSON (loadable by `fsdpx simulate --plan`).
-// When nothing fits it exits 2 with the least memory any plan needs and what would make it fit.
+// --global-batch B [--target fsdpx|torchtitan@V] [--memory-limit GiB] [--memory-margin GiB|P%]
+// [--throughput-tolerance P] [--allow-bf16-reduce] [--objective throughput|memory] [--top K]
+// [-o plan.json] [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its
+// memory at the peak and the top-K alternatives, and writes the plan JSON (loadable by `fsdpx simulate
+// --plan`). Every count and size is range-checked (one line, exit 2). When nothing fits it exits 2 with
+// the least memory any plan needs and what would make it fit.
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "tools/write_whole.h"
 #include "planner/planner.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
@@ -27,10 +30,12 @@ namespace fsdpx {
 namespace {
 
 struct PlanOptions {
-  std::string model, cluster, out;
+  std::string model, cluster, out, target = "fsdpx", margin;
   std::optional<int> nodes, world_size;
   std::int64_t seq = 0, global_batch = 0;
   std::optional<double> memory_limit_gib;
+  double tolerance_pct = 100 * kDefaultThroughputTolerance;
+  bool allow_bf16_reduce = false;
   Objective objective = Objective::throughput;
   int top = 5;
   OutputFormat format = OutputFormat::text;
@@ -63,33 +68,75 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
 };
 
-void run_plan(const PlanOptions& o) {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMaxMemoryGiB = 1024 * 1024;  // 1 PiB per GPU: a typo guard, not a hardware limit
+constexpr int kMaxTop = 1000;
+
+[[noreturn]] void bad(const char* option, const std::string& what) {
+  throw ConfigError(fmt::format("command line: {}: {}", option, what));
+}
+
+// "--memory-margin 8" (GiB) or "10%" (of the capacity).
+double margin_bytes(const std::string& text, double capacity_bytes) {
+  const bool pct = !text.empty() && text.back() == '%';
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(text.substr(0, text.size() - (pct ? 1 : 0)), &used);
+  } catch (const std::exception&) {
+    bad("--memory-margin", fmt::format("expected GiB or a percentage such as 10%, got \"{}\"", text));
+  }
+  if (used + (pct ? 1 : 0) != text.size() || !std::isfinite(v) || v < 0)
+    bad("--memory-margin", fmt::format("expected GiB >= 0 or a percentage such as 10%, got \"{}\"", text));
+  const double bytes = pct ? v / 100 * capacity_bytes : v * kGiB;
+  if (bytes >= capacity_bytes)
+    bad("--memory-margin", fmt::format("{} leaves nothing of the {:.2f} GiB capacity", text, capacity_bytes / kGiB));
+  return bytes;
+}
+
+PlanRequest request_of(const PlanOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
   r.seq = o.seq;
   r.global_batch = o.global_batch;
-  if (r.seq > r.model.max_seq)
-    throw ConfigError(fmt::format("command line: --seq: {} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
-  if (o.memory_limit_gib) r.memory_limit_bytes = *o.memory_limit_gib * 1024.0 * 1024.0 * 1024.0;
+  if (r.seq > r.model.max_seq) bad("--seq", fmt::format("{} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
+  if (r.global_batch < 1 || r.global_batch > kMaxGlobalBatch)
+    bad("--global-batch", fmt::format("expected an integer from 1 to {}, got {}", kMaxGlobalBatch, r.global_batch));
+  if (o.memory_limit_gib && (!(*o.memory_limit_gib > 0) || *o.memory_limit_gib > kMaxMemoryGiB))
+    bad("--memory-limit", fmt::format("expected GiB in (0, {}], got {}", kMaxMemoryGiB, *o.memory_limit_gib));
+  if (o.memory_limit_gib) r.memory_limit_bytes = *o.memory_limit_gib * kGiB;
+  if (!o.margin.empty()) r.memory_margin_bytes = margin_bytes(o.margin, r.memory_limit_bytes.value_or(r.cluster.gpu.hbm_bytes));
+  if (!(o.tolerance_pct >= 0 && o.tolerance_pct <= 50))
+    bad("--throughput-tolerance", fmt::format("expected a percentage from 0 to 50, got {}", o.tolerance_pct));
+  r.throughput_tolerance = o.tolerance_pct / 100;
+  r.allow_bf16_reduce = o.allow_bf16_reduce;
+  r.target = parse_target(o.target, "command line: --target");
+  if (o.top > kMaxTop) bad("--top", fmt::format("expected at most {}, got {}", kMaxTop, o.top));
   r.objective = o.objective;
   r.top_k = o.top;
+  return r;
+}
+
+void run_plan(const PlanOptions& o) {
+  const PlanRequest r = request_of(o);
   PlanResult res;
   {
     ProgressBar bar;
     res = search_plans(r, [&bar](double f) { bar(f); });
   }
-  if (!res.best && res.least_memory_needed_bytes <= 0)
-    throw ConfigError(fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
+  if (!res.best && res.least_memory_needed_bytes <= 0) {
+    std::string msg = fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
                                   "data-parallel ranks of any factorisation of {} ranks",
-                                  r.global_batch, r.cluster.world_size()));
+                                  r.global_batch, r.cluster.world_size());
+    for (const std::string& s : res.suggestions) msg += "; " + s;
+    throw ConfigError(msg);
+  }
   if (o.format == OutputFormat::json) std::printf("%s\n", plan_search_json(res).dump(2).c_str());
   else std::printf("%s", plan_search_text(res, o.top).c_str());
   if (!res.best) throw NoPlanFits(no_fit_message(res));
   if (!o.out.empty()) {
-    std::ofstream out(o.out, std::ios::binary);
-    if (!out) throw ConfigError(o.out + ": cannot open for writing");
-    out << plan_to_json(res.best->plan).dump(2) << '\n';
+    write_file_whole(o.out, plan_to_json(res.best->plan).dump(2) + '\n');
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
 }
@@ -107,6 +154,14 @@ void setup_plan(CLI::App& app) {
   sub->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")->required()->check(kPositive);
   sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB (default: the GPU's HBM)")
       ->check(kPositive);
+  sub->add_option("--memory-margin", o->margin,
+                  "Memory kept free per GPU: GiB, or a percentage of the capacity (default 10%: allocator "
+                  "fragmentation, NCCL growth, model error; docs/planner.md)");
+  sub->add_option("--throughput-tolerance", o->tolerance_pct,
+                  "Plans within this percentage of the fastest count as equally fast; the one with most headroom "
+                  "wins (default 0.5)");
+  sub->add_flag("--allow-bf16-reduce", o->allow_bf16_reduce, "Allow gradient reduction in bf16 (default: fp32)");
+  sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");

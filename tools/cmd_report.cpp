@@ -58,6 +58,9 @@ PlanRequest base_request(const ReportOptions& o) {
   r.global_batch = *o.global_batch;
   if (r.seq > r.model.max_seq)
     throw ConfigError(fmt::format("command line: --seq: {} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
+  if (r.global_batch > kMaxGlobalBatch)
+    throw ConfigError(fmt::format("command line: --global-batch: expected an integer from 1 to {}, got {}",
+                                  kMaxGlobalBatch, r.global_batch));
   if (o.memory_limit_gib) r.memory_limit_bytes = *o.memory_limit_gib * 1024.0 * 1024.0 * 1024.0;
   return r;
 }

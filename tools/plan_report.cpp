@@ -13,7 +13,12 @@ constexpr const char* kCategoryNames[] = {"params", "grads", "optimizer", "activ
 
 nlohmann::json counts_json(const SearchCounts& c) {
   return {{"considered", c.considered}, {"pruned_memory", c.pruned_memory}, {"pruned_bound", c.pruned_bound},
-          {"pruned", c.pruned_memory + c.pruned_bound}, {"simulated", c.simulated}, {"reused", c.reused}};
+          {"pruned", c.pruned_memory + c.pruned_bound}, {"shapes_refined", c.shapes_refined},
+          {"simulated", c.simulated}, {"reused", c.reused}};
+}
+
+std::string headroom_text(const PlanResult& res, const Candidate& c) {
+  return gib(res.memory_capacity_bytes - c.metrics.peak_memory_bytes);
 }
 
 }  // namespace
@@ -50,7 +55,10 @@ nlohmann::json plan_search_json(const PlanResult& res) {
   j["pareto"] = nlohmann::json::array();
   for (const auto& c : res.pareto) j["pareto"].push_back(candidate_json(c));
   j["search"] = counts_json(res.counts);
+  j["memory_capacity_bytes"] = res.memory_capacity_bytes;
+  j["memory_margin_bytes"] = res.memory_margin_bytes;
   j["memory_limit_bytes"] = res.memory_limit_bytes;
+  j["fastest_tokens_per_s_per_gpu"] = res.fastest_tokens_per_s_per_gpu;
   if (!res.best) {
     j["least_memory_needed_bytes"] = res.least_memory_needed_bytes;
     j["suggestions"] = res.suggestions;
@@ -61,9 +69,10 @@ nlohmann::json plan_search_json(const PlanResult& res) {
 std::string plan_search_text(const PlanResult& res, int top_k) {
   const SearchCounts& n = res.counts;
   std::string out = fmt::format(
-      "search: {} candidates considered, {} pruned ({} by the memory bound, {} by the throughput bound), {} "
-      "simulated, {} reused\n",
-      n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.simulated, n.reused);
+      "search: {} candidates considered, {} pruned ({} by the memory bound, {} by the throughput bound), {} shapes "
+      "refined, {} simulated, {} reused\n",
+      n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.shapes_refined, n.simulated,
+      n.reused);
   if (!res.best) return out;
   const Candidate& b = *res.best;
   const auto& m = b.metrics;
@@ -71,18 +80,26 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
   out += fmt::format("  wrapping {}, step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n",
                      wrap_policy_name(b.wrapping), seconds(m.step_time_s), m.tokens_per_s_per_gpu, 100 * m.mfu,
                      seconds(m.exposed_comm_s));
-  out += fmt::format("  peak memory {} of {} limit:", gib(m.peak_memory_bytes), gib(res.memory_limit_bytes));
+  if (b.plan.planner)
+    out += fmt::format("  target {}, gradient reduction in {} (bf16 {}), tolerance {:.1f}%\n", b.plan.planner->target,
+                       dtype_name(b.plan.precision.reduce), b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed",
+                       100 * b.plan.planner->throughput_tolerance);
+  out += fmt::format("  memory: capacity {}, margin {} kept free, so plans may use {}; headroom {} (peak {})\n",
+                     gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes), gib(res.memory_limit_bytes),
+                     headroom_text(res, b), gib(m.peak_memory_bytes));
+  out += "  peak memory by category:";
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
     out += fmt::format(" {} {}{}", kCategoryNames[i], gib(m.peak_memory_by_category_bytes[i]), i + 1 < 6 ? "," : "\n");
-  std::vector<std::vector<std::string>> rows{{"#", "plan", "tokens/s/GPU", "MFU", "peak", "why it lost"}};
+  std::vector<std::vector<std::string>> rows{{"#", "plan", "tokens/s/GPU", "MFU", "peak", "headroom", "why it lost"}};
   rows.push_back({"1", b.label, fmt::format("{:.0f}", m.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * m.mfu),
-                  gib(m.peak_memory_bytes), "chosen"});
+                  gib(m.peak_memory_bytes), headroom_text(res, b), "chosen"});
   for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) {
     const Candidate& c = res.top[i];
     rows.push_back({fmt::format("{}", i + 2), c.label, fmt::format("{:.0f}", c.metrics.tokens_per_s_per_gpu),
-                    fmt::format("{:.1f}%", 100 * c.metrics.mfu), gib(c.metrics.peak_memory_bytes), c.lost_because});
+                    fmt::format("{:.1f}%", 100 * c.metrics.mfu), gib(c.metrics.peak_memory_bytes), headroom_text(res, c),
+                    c.lost_because});
   }
-  out += "top plans:\n" + table(rows);
+  out += "top plans (one per family, then other strategies):\n" + table(rows);
   out += fmt::format("Pareto frontier (throughput vs peak memory): {} plans\n", res.pareto.size());
   for (const auto& c : res.pareto)
     out += fmt::format("  {:>10}  {:>8.0f} tokens/s/GPU  {}\n", gib(c.metrics.peak_memory_bytes),
@@ -91,8 +108,9 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
 }
 
 std::string no_fit_message(const PlanResult& res) {
-  std::string msg = fmt::format("no plan fits in {} per GPU: the least any plan needs is {}",
-                                gib(res.memory_limit_bytes), gib(res.least_memory_needed_bytes));
+  std::string msg = fmt::format("no plan fits in {} per GPU ({} capacity less the {} margin): the least any plan "
+                                "needs is {}", gib(res.memory_limit_bytes), gib(res.memory_capacity_bytes),
+                                gib(res.memory_margin_bytes), gib(res.least_memory_needed_bytes));
   if (!res.suggestions.empty()) {
     msg += "; what would make it fit: ";
     for (std::size_t i = 0; i < res.suggestions.size(); ++i) msg += (i ? "; " : "") + res.suggestions[i];

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config_paths.h"
 #include "planner/export_torchtitan.h"
 
@@ -17,6 +19,7 @@ namespace fsdpx {
 namespace {
 
 const std::string kGolden = std::string(FSDPX_TEST_DATA_DIR) + "/../golden/";
+const std::string kVersion = "0.2.2";
 
 Plan llama8b_fsdp8() {
   ClusterSpec c = load_cluster("dgx-h100");
@@ -83,9 +86,9 @@ int torchtitan_checkpointed_blocks(int layers, int every_n) {
 
 TEST_CASE("golden: Llama 3.1 8B FSDP 8 maps exactly") {
   const Plan p = llama8b_fsdp8();
-  const std::string toml = torchtitan_toml(p, "fsdpx plan llama3.1-8b-fsdp8");
+  const std::string toml = torchtitan_toml(p, "fsdpx plan llama3.1-8b-fsdp8", kVersion);
   check_golden(toml, "torchtitan_llama3.1-8b-fsdp8.toml");
-  CHECK(torchtitan_settings(p).notes.empty());
+  CHECK(torchtitan_settings(p, kVersion).notes.empty());
   const auto k = toml_keys(toml);
   CHECK(k.at("model.name") == "\"llama3\"");
   CHECK(k.at("model.flavor") == "\"8B\"");
@@ -104,12 +107,12 @@ TEST_CASE("golden: Llama 3.1 8B FSDP 8 maps exactly") {
   CHECK(k.at("parallelism.enable_async_tensor_parallel") == "false");
   CHECK(k.at("activation_checkpoint.mode") == "\"selective\"");
   CHECK(k.at("activation_checkpoint.selective_ac_option") == "\"op\"");
-  CHECK(torchtitan_toml(p, "fsdpx plan llama3.1-8b-fsdp8") == toml);  // deterministic
+  CHECK(torchtitan_toml(p, "fsdpx plan llama3.1-8b-fsdp8", kVersion) == toml);  // deterministic
 }
 
 TEST_CASE("golden: Llama 3.1 70B HSDP with a recompute mix is approximated and says so") {
   const Plan p = llama70b_hsdp_mixed();
-  const std::string toml = torchtitan_toml(p, "fsdpx plan llama3.1-70b-hsdp");
+  const std::string toml = torchtitan_toml(p, "fsdpx plan llama3.1-70b-hsdp", kVersion);
   check_golden(toml, "torchtitan_llama3.1-70b-hsdp-mixed.toml");
   const auto k = toml_keys(toml);
   CHECK(k.at("model.flavor") == "\"70B\"");
@@ -119,7 +122,7 @@ TEST_CASE("golden: Llama 3.1 70B HSDP with a recompute mix is approximated and s
   // 30 of 80 full: n = floor(80 / 30) = 2 checkpoints 40 >= 30 blocks (never more memory than planned).
   CHECK(k.at("activation_checkpoint.selective_ac_option") == "\"2\"");
   CHECK(torchtitan_checkpointed_blocks(80, 2) >= 30);
-  const TorchtitanSettings s = torchtitan_settings(p);
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
   std::map<std::string, int> notes;
   for (const auto& n : s.notes) ++notes[n.key];
   CHECK(notes["fsdp_units"] == 1);  // two blocks per unit
@@ -133,7 +136,7 @@ TEST_CASE("recompute: every-n-th-block patterns map exactly to torchtitan's laye
   for (int n : {1, 2, 3, 5}) {
     for (std::size_t i = 0; i < p.recompute.size(); ++i)
       p.recompute[i] = (i + 1) % std::size_t(n) == 0 ? RecomputeMode::full : RecomputeMode::none;
-    const TorchtitanSettings s = torchtitan_settings(p);
+    const TorchtitanSettings s = torchtitan_settings(p, kVersion);
     CAPTURE(n);
     if (n == 1) {
       CHECK(s.ac_mode == "full");
@@ -144,20 +147,20 @@ TEST_CASE("recompute: every-n-th-block patterns map exactly to torchtitan's laye
     CHECK(s.notes.empty());
   }
   std::fill(p.recompute.begin(), p.recompute.end(), RecomputeMode::none);
-  CHECK(torchtitan_settings(p).ac_mode == "none");
+  CHECK(torchtitan_settings(p, kVersion).ac_mode == "none");
   p.recompute[0] = RecomputeMode::selective;  // selective + none mix: closest with no more memory
-  const TorchtitanSettings s = torchtitan_settings(p);
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
   CHECK(s.ac_mode == "selective");
   CHECK(s.ac_selective_option == "op");
   CHECK(s.notes.size() == 1);
   // Korthikanti's selective on every block has no exact torchtitan counterpart: "op", with a note;
   // torchtitan's op-level SAC (selective_op) maps exactly, without one.
   std::fill(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective);
-  const TorchtitanSettings k = torchtitan_settings(p);
+  const TorchtitanSettings k = torchtitan_settings(p, kVersion);
   CHECK(k.ac_selective_option == "op");
   CHECK(k.notes.size() == 1);
   std::fill(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective_op);
-  const TorchtitanSettings o = torchtitan_settings(p);
+  const TorchtitanSettings o = torchtitan_settings(p, kVersion);
   CHECK(o.ac_mode == "selective");
   CHECK(o.ac_selective_option == "op");
   CHECK(o.notes.empty());
@@ -165,14 +168,14 @@ TEST_CASE("recompute: every-n-th-block patterns map exactly to torchtitan's laye
 
 TEST_CASE("reshard policy: always, never, default, and a per-unit mix") {
   Plan p = llama8b_fsdp8();
-  CHECK(torchtitan_settings(p).reshard_policy == "default");
+  CHECK(torchtitan_settings(p, kVersion).reshard_policy == "default");
   for (auto& u : p.units) u.reshard_after_forward = 1;
-  CHECK(torchtitan_settings(p).reshard_policy == "always");
+  CHECK(torchtitan_settings(p, kVersion).reshard_policy == "always");
   for (auto& u : p.units) u.reshard_after_forward = 0;
-  CHECK(torchtitan_settings(p).reshard_policy == "never");
-  CHECK(torchtitan_settings(p).notes.empty());
+  CHECK(torchtitan_settings(p, kVersion).reshard_policy == "never");
+  CHECK(torchtitan_settings(p, kVersion).notes.empty());
   for (std::size_t i = 0; i < p.units.size(); ++i) p.units[i].reshard_after_forward = i % 2 == 0 ? 1 : 0;
-  const TorchtitanSettings s = torchtitan_settings(p);
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
   CHECK(s.notes.size() == 1);
   CHECK(s.notes[0].key == "parallelism.fsdp_reshard_after_forward");
 }
@@ -181,12 +184,12 @@ TEST_CASE("data-parallel modes: DDP replicates, ZeRO-1 becomes FSDP without resh
   Plan p = llama8b_fsdp8();
   for (auto& u : p.units) u.reshard_after_forward = 0;
   p.parallelism.data_parallel = DataParallel::ddp;
-  TorchtitanSettings s = torchtitan_settings(p);
+  TorchtitanSettings s = torchtitan_settings(p, kVersion);
   CHECK(s.dp_replicate == 8);
   CHECK(s.dp_shard == 1);
   CHECK(s.notes.empty());
   p.parallelism.data_parallel = DataParallel::zero1;
-  s = torchtitan_settings(p);
+  s = torchtitan_settings(p, kVersion);
   CHECK(s.dp_replicate == 1);
   CHECK(s.dp_shard == 8);
   CHECK(s.reshard_policy == "never");
@@ -199,7 +202,7 @@ TEST_CASE("an unknown model gets no flavor, a commented name and a note with its
   p.model.name = "my-model";
   p.model.layers = 30;
   p.recompute.resize(30);
-  const std::string toml = torchtitan_toml(p, "x");
+  const std::string toml = torchtitan_toml(p, "x", kVersion);
   const auto k = toml_keys(toml);
   CHECK(k.count("model.name") == 0);
   CHECK(k.count("model.flavor") == 0);
@@ -208,9 +211,9 @@ TEST_CASE("an unknown model gets no flavor, a commented name and a note with its
 
 TEST_CASE("a Llama 3 flavor with another RoPE base keeps the flavor and notes the base") {
   Plan p = llama8b_fsdp8();
-  CHECK(torchtitan_toml(p, "x").find("RoPE base") == std::string::npos);  // 500000, as torchtitan
+  CHECK(torchtitan_toml(p, "x", kVersion).find("RoPE base") == std::string::npos);  // 500000, as torchtitan
   p.model.rope_theta = 10000.0;
-  const std::string toml = torchtitan_toml(p, "x");
+  const std::string toml = torchtitan_toml(p, "x", kVersion);
   CHECK(toml_keys(toml).at("model.flavor") == "\"8B\"");
   CHECK(toml.find("RoPE base is 10000; torchtitan's llama3 flavors use 500000") != std::string::npos);
 }
@@ -218,8 +221,33 @@ TEST_CASE("a Llama 3 flavor with another RoPE base keeps the flavor and notes th
 TEST_CASE("disabled clipping never writes max_norm 0 (torch would zero the gradients)") {
   Plan p = llama8b_fsdp8();
   p.optimizer.grad_clip_norm = 0;
-  const auto k = toml_keys(torchtitan_toml(p, "x"));
+  const auto k = toml_keys(torchtitan_toml(p, "x", kVersion));
   CHECK(std::stod(k.at("training.max_norm")) >= 1e29);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+TEST_CASE("the closest expressible plan: the plan itself when exact, otherwise a plan with no notes") {
+  const Plan exact = llama8b_fsdp8();
+  const Plan same = torchtitan_closest_plan(exact, torchtitan_settings(exact, kVersion));
+  CHECK(plan_to_json(same).dump() == plan_to_json(exact).dump());
+  const Plan mixed = llama70b_hsdp_mixed();
+  const TorchtitanSettings s = torchtitan_settings(mixed, kVersion);
+  REQUIRE_FALSE(s.notes.empty());
+  const Plan closest = torchtitan_closest_plan(mixed, s);
+  CHECK_NOTHROW(validate_plan(closest, "closest"));
+  CHECK(torchtitan_settings(closest, kVersion).notes.empty());
+  CHECK(closest.precision.reduce == DType::fp32);
+  CHECK(closest.units.size() == std::size_t(closest.model.layers) + 2);  // embedding, each block, norm + head
+  int full = 0;
+  for (RecomputeMode m : closest.recompute) full += m == RecomputeMode::full;
+  CHECK(full == 40);  // every 2nd of 80 blocks: at least the plan's 30
+  // The same config written again from the closest plan is the same job, without notes.
+  const auto a = toml_keys(torchtitan_toml(mixed, "x", kVersion));
+  const auto b = toml_keys(torchtitan_toml(closest, "x", kVersion));
+  CHECK(a == b);
 }
 
 }  // namespace fsdpx

@@ -31,4 +31,48 @@ echo "$err" | grep -q "more GPUs" ; check "suggests more GPUs" $?
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --objective fastest >/dev/null 2>&1
 [ $? -eq 2 ] ; check "unknown objective exits 2" $?
 
+# Defaults a practitioner can run: the margin is kept, gradients reduce in fp32, the plan records both.
+echo "$json" | grep -q '"memory_margin_bytes"' ; check "json has the margin" $?
+echo "$json" | grep -q '"reduce_dtype": "fp32"' ; check "fp32 reduction by default" $?
+echo "$json" | grep -q '"allow_bf16_reduce": false' ; check "the plan records that bf16 was not allowed" $?
+text=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 4096 --global-batch 16 --memory-margin 20% --allow-bf16-reduce)
+check "margin and bf16 options exit 0" $?
+echo "$text" | grep -q "margin 16.00 GiB kept free" ; check "a 20% margin of 80 GiB is 16 GiB" $?
+echo "$text" | grep -q "headroom" ; check "text shows headroom" $?
+
+# Every count and size is range-checked: one line, exit 2, no overflow or runaway.
+for bad in "--nodes 1000000000" "--nodes 0" "--world-size 99999999" "--global-batch 99999999999999999" \
+           "--memory-margin 80" "--memory-margin -1" "--memory-margin 5x" "--throughput-tolerance 70" "--top 100000" \
+           "--target torchtitan@0.3.0" "--target megatron" "--memory-limit 1e300"; do
+  args="--model llama3.1-8b --cluster dgx-h100 --seq 4096 --global-batch 16"
+  case "$bad" in --nodes*|--world-size*) ;; *) args="$args --nodes 1" ;; esac
+  [ "${bad%% *}" = "--global-batch" ] && args="--model llama3.1-8b --cluster dgx-h100 --seq 4096 --nodes 1"
+  err=$(timeout 20 "$FSDPX" plan $args $bad 2>&1 >/dev/null)
+  status=$?
+  [ "$status" -eq 2 ] ; check "$bad exits 2 (got $status)" $?
+  [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
+done
+err=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1000000000 --seq 4096 --global-batch 16 2>&1)
+echo "$err" | grep -q -- "-[0-9]* ranks" ; [ $? -ne 0 ] ; check "no negative rank count" $?
+
+# Suggestions are computed: a batch that does not divide gets the nearest one that fits.
+err=$("$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 3 2>&1 >/dev/null)
+echo "$err" | grep -q "nearest global batch with a fitting plan on 256 ranks is" ; check "nearest valid global batch" $?
+err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 8 --target torchtitan@0.2.2 2>&1 >/dev/null)
+echo "$err" | grep -q "smallest world size that fits" ; check "smallest world size that fits (searched)" $?
+
+# A torchtitan target exports without notes; a plan made for fsdpx reports its closest torchtitan plan.
+"$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 32 --target torchtitan@0.2.2 \
+  -o "$tmp/tt.json" >/dev/null
+check "torchtitan target plans" $?
+err=$("$FSDPX" export --plan "$tmp/tt.json" --target torchtitan@0.2.2 -o "$tmp/tt.toml" 2>&1 >/dev/null)
+check "export exits 0" $?
+[ -z "$err" ] ; check "no not-exact notes for a plan made for torchtitan@0.2.2 (got: $err)" $?
+grep -q '^\[debug\]' "$tmp/tt.toml" ; check "0.2.2 keeps the seed under [debug]" $?
+"$FSDPX" export --plan "$tmp/tt.json" --target torchtitan@0.2.0 -o "$tmp/tt020.toml" >/dev/null 2>&1
+grep -q '^\[debug\]' "$tmp/tt020.toml" ; [ $? -ne 0 ] ; check "0.2.0 has no [debug]" $?
+"$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 32 -o "$tmp/fx.json" >/dev/null
+err=$("$FSDPX" export --plan "$tmp/fx.json" 2>&1 >/dev/null)
+echo "$err" | grep -q "closest expressible plan: [0-9]* tokens/s/GPU, peak" ; check "export simulates the closest plan" $?
+
 finish

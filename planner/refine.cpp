@@ -1,0 +1,160 @@
+// planner/refine.cpp — refine_shape (refine.h).
+#include "planner/refine.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fsdpx {
+
+namespace {
+
+// A shape's plans within this fraction of the compute floor cannot gain from another configuration.
+constexpr double kFloorSlack = 5e-4;
+
+class ShapeRefiner {
+ public:
+  ShapeRefiner(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps)
+      : b_(b), r_(r), s_(s), ev_(ev), best_tps_(best_tps), wraps_(wrap_choices(b.plan, r, s)),
+        members_(partial_members(r.model.layers, s.partial)) {}
+
+  Candidate run(bool descend);
+
+ private:
+  struct Fit {
+    Candidate c;
+    RecomputeOption option;
+    int member_index = -1;  // partial: the member that was kept
+  };
+
+  Candidate eval(const Config& cfg, const RecomputeChoice& rc);
+  Fit fit(const Config& cfg, int hint_index);
+  bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
+  bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
+  bool at_floor(const Fit& f) const;
+  void note(const Candidate& c) {
+    if (c.fits) best_tps_ = std::max(best_tps_, c.metrics.tokens_per_s_per_gpu);
+  }
+
+  const ShapeBound& b_;
+  const PlanRequest& r_;
+  const Space& s_;
+  Evaluator& ev_;
+  double& best_tps_;
+  std::vector<WrapChoice> wraps_;
+  std::vector<int> members_;
+};
+
+Candidate ShapeRefiner::eval(const Config& cfg, const RecomputeChoice& rc) {
+  const Plan p = configured_plan(b_.plan, wraps_, cfg, recompute_pattern(rc, r_.model.layers, s_.partial));
+  Candidate c = ev_.run(p, wraps_[cfg.wrap].policy, wraps_[cfg.wrap].label);
+  note(c);
+  return c;
+}
+
+// The partial family under `cfg`: the fewest fully recomputed blocks that fit. Memory falls by about
+// saved_per_full_block_bytes per block, so the first step is predicted from the simulated excess; then
+// bisection between a member that does not fit and one that does.
+bool ShapeRefiner::fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out) {
+  const std::int64_t layers = r_.model.layers;
+  int lo = o.member_index - 1, hi = int(members_.size());  // lo does not fit (or is below the bound), hi fits
+  int i = std::max(o.member_index, hint_index);
+  bool any = false;
+  while (hi - lo > 1) {
+    i = std::clamp(i, lo + 1, hi - 1);
+    const Candidate c = eval(cfg, RecomputeChoice{RecomputeMode::none, members_[std::size_t(i)]});
+    if (!any || better(c, out.c, r_.objective)) out = Fit{c, o, i}, any = true;
+    if (c.fits) {
+      hi = i;
+    } else {
+      lo = i;
+      // More recompute only slows it: a plan that cannot win even now cannot win with more.
+      if (r_.objective == Objective::throughput && c.metrics.tokens_per_s_per_gpu < best_tps_) break;
+    }
+    const double excess = c.metrics.peak_memory_bytes - ev_.limit_bytes();
+    const double per_block = std::max(1.0, b_.saved_per_full_block_bytes);
+    const int want = full_blocks(members_[std::size_t(i)], layers, s_.partial) + int(std::ceil(excess / per_block));
+    int j = i;
+    while (excess > 0 && j + 1 < hi && full_blocks(members_[std::size_t(j)], layers, s_.partial) < want) ++j;
+    while (excess <= 0 && j - 1 > lo && full_blocks(members_[std::size_t(j - 1)], layers, s_.partial) >= want) --j;
+    i = (j != i && j > lo && j < hi) ? j : lo + (hi - lo) / 2;
+  }
+  return any;
+}
+
+// Options in order of their bound; stops once the next bound cannot beat what fits already. Under the
+// memory objective, only the option with the least memory bound.
+ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index) {
+  Fit best;
+  bool any = false;
+  std::vector<RecomputeOption> options = b_.options;
+  if (r_.objective == Objective::memory)
+    options = {*std::min_element(options.begin(), options.end(), [](const RecomputeOption& x, const RecomputeOption& y) {
+      return x.memory_bound_bytes < y.memory_bound_bytes;
+    })};
+  for (const RecomputeOption& o : options) {
+    const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
+    if (r_.objective == Objective::throughput && (o.tps_bound <= floor_tps || (any && o.tps_bound < best_tps_))) break;
+    Fit f;
+    if (o.member_index >= 0) {
+      if (!fit_partial(cfg, o, hint_index, f)) continue;
+    } else {
+      f = Fit{eval(cfg, o.choice), o, -1};
+    }
+    if (!any || better_fit(f, best)) best = std::move(f), any = true;
+  }
+  return best;
+}
+
+// The plan runs at the compute floor and with the recompute the bound allows at best: no configuration
+// can make it faster.
+bool ShapeRefiner::at_floor(const Fit& f) const {
+  if (!f.c.fits || f.c.metrics.compute_floor_s <= 0) return false;
+  const bool least_recompute = f.option.member_index == b_.options.front().member_index &&
+                               (f.member_index < 0 || f.member_index == f.option.member_index) &&
+                               f.option.choice.uniform == b_.options.front().choice.uniform;
+  return least_recompute && f.c.metrics.step_time_s <= f.c.metrics.compute_floor_s * (1 + kFloorSlack);
+}
+
+Candidate ShapeRefiner::run(bool descend) {
+  Config cur = default_config(b_.plan, r_, s_);
+  Fit best = fit(cur, -1);
+  if (!descend || best.c.label.empty() || at_floor(best)) return best.c;
+  if (!best.c.fits) {
+    // Nothing fits in the default configuration, whose per-block wrapping holds the least: only fewer
+    // all-gathers in flight or a smaller reduce dtype (the unsharded gradient buffers) can lower the peak.
+    auto try_lower = [&](Config c) {
+      Fit f = fit(c, best.member_index);
+      if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f);
+    };
+    for (int k : s_.knobs.all_gather_caps)
+      if (k < cur.cap) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
+    for (DType t : s_.knobs.reduce_dtypes)
+      if (dtype_bytes(t) < dtype_bytes(cur.reduce)) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, cur.cap, t});
+    return best.c;
+  }
+  const std::vector<int> reshards = reshard_choices(b_.plan, r_, s_);
+  for (int pass = 0; pass < 2; ++pass) {
+    bool improved = false;
+    auto try_config = [&](const Config& cfg) {
+      Fit f = fit(cfg, best.member_index);
+      if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f), cur = cfg, improved = true;
+    };
+    for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != cur.wrap) { Config c = cur; c.wrap = w; try_config(c); }
+    for (int g : reshards) if (g != cur.reshard) { Config c = cur; c.reshard = g; try_config(c); }
+    for (int d : s_.knobs.prefetch_depths) if (d != cur.prefetch) { Config c = cur; c.prefetch = d; try_config(c); }
+    for (int k : s_.knobs.all_gather_caps) if (k != cur.cap) { Config c = cur; c.cap = k; try_config(c); }
+    for (DType t : s_.knobs.reduce_dtypes) if (t != cur.reduce) { Config c = cur; c.reduce = t; try_config(c); }
+    if (!improved || at_floor(best)) break;
+  }
+  return best.c;
+}
+
+}  // namespace
+
+Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
+                       bool descend) {
+  if (b.options.empty()) return Candidate{};
+  return ShapeRefiner(b, r, s, ev, best_tps).run(descend);
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,22 @@
+// planner/refine.h — the refinement of one shape: coordinate descent over its communication
+// configuration (wrapping, reshard_after_forward, prefetch depth, all-gather cap, reduce dtype), and for
+// every configuration tried, the cheapest recompute that fits in simulation: the recompute options of the
+// shape's bound in order of their throughput bound, the partial family searched for its fewest fully
+// recomputed blocks that fit (a step predicted from the simulated excess, then bisection). An option or a
+// configuration whose bound, or whose simulation with less recompute, is already below the best fitting
+// plan is skipped: more recompute only adds compute. Deterministic; leaves out joint moves of two
+// configuration dimensions at once.
+#pragma once
+
+#include "planner/candidates.h"
+#include "planner/shape_bound.h"
+
+namespace fsdpx {
+
+// Returns the shape's best candidate; every simulated plan is recorded in `ev`. `best_tps` is the fastest
+// fitting plan of the whole search so far (updated). Without `descend`, only the default configuration
+// with its cheapest fitting recompute (a representative of the shape for the alternatives list).
+Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
+                       bool descend = true);
+
+}  // namespace fsdpx

@@ -1,0 +1,37 @@
+// planner/shape_bound.h — bounds of one parallel shape with its micro-batch over all its refinements:
+// which recompute choices could fit by the analytic memory lower bound (memory_bound.h; for the partial
+// family, the fewest fully recomputed blocks that could fit), and for each an upper bound on tokens/s per
+// GPU from estimate()'s cost terms: the step is at least the compute stream's work (kernels and the serial
+// TP/CP collectives) and at least the data-parallel traffic of the configuration that moves least (perfect
+// overlap otherwise); partial recompute interpolated between none and full, blocks being identical. No wrapping, reshard, prefetch or cap can beat them, so
+// a shape whose best bound is below a simulated plan cannot win.
+#pragma once
+
+#include <vector>
+
+#include "planner/memory_bound.h"
+#include "planner/space.h"
+
+namespace fsdpx {
+
+struct RecomputeOption {
+  RecomputeChoice choice;    // a partial one names the family's first member that could fit
+  int member_index = -1;     // partial: index into partial_members(); -1 for uniform
+  double tps_bound = 0;      // tokens/s per GPU upper bound
+  double memory_bound_bytes = 0;
+};
+
+struct ShapeBound {
+  Plan plan;  // per-block k1, recompute none (shapes.h shape_plan)
+  std::vector<RecomputeOption> options;  // could fit by the memory bound, highest tps_bound first
+  double tps_bound = 0;                  // of the first option; 0 when nothing could fit
+  std::size_t choices = 0;               // recompute choices the shape stands for (uniform + partial)
+  double least_memory_bound_bytes = 0;   // over every recompute choice
+  MemoryBound least_bound;
+  RecomputeChoice least_choice;          // the recompute choice with the least bound
+  double saved_per_full_block_bytes = 0; // bound saved by one more fully recomputed block
+};
+
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch);
+
+}  // namespace fsdpx

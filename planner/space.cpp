@@ -1,0 +1,139 @@
+// planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
+// tp = cp = 1 (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
+// policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block recompute, and no way to
+// say fsdpx's cp sharding (export_torchtitan_map.cpp).
+#include "planner/space.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "planner/memory_bound.h"
+#include "planner/wrapping.h"
+
+namespace fsdpx {
+
+namespace {
+
+void narrow_for_torchtitan(SearchSpace& k) {
+  k.blocks_per_unit = {1};
+  k.merge_embedding_head = false;
+  k.fsdp1_min_params.clear();
+  k.try_simplefsdp_auto = false;
+  k.try_node_reshard = false;
+  k.prefetch_depths = {1};
+  k.all_gather_caps = {2};
+  k.reduce_dtypes = {DType::fp32};  // job_config.py: mixed_precision_reduce is Literal["float32"]
+  k.allow_cp = false;
+  std::erase(k.uniform_recompute, RecomputeMode::selective);
+}
+
+}  // namespace
+
+Space effective_space(const PlanRequest& r) {
+  Space s{r.space, PartialRecompute::first_k};
+  if (r.target.kind == TargetKind::fsdpx) {
+    s.knobs.allow_tp = false;
+    s.knobs.allow_cp = false;
+  } else {
+    narrow_for_torchtitan(s.knobs);
+    s.partial = PartialRecompute::every_nth;
+  }
+  if (!s.knobs.partial_recompute || r.model.layers < 2) s.partial = PartialRecompute::none;
+  // Gradients reduce in fp32 unless the user allowed bf16; the CPU backend reduces in fp32 only.
+  if (!r.allow_bf16_reduce || r.cluster.host_threads) std::erase(s.knobs.reduce_dtypes, DType::bf16);
+  if (s.knobs.reduce_dtypes.empty()) s.knobs.reduce_dtypes = {DType::fp32};
+  if (s.knobs.prefetch_depths.empty()) s.knobs.prefetch_depths = {1};
+  if (s.knobs.all_gather_caps.empty()) s.knobs.all_gather_caps = {2};
+  if (s.knobs.blocks_per_unit.empty()) s.knobs.blocks_per_unit = {1};
+  return s;
+}
+
+PlanRequest resolve_memory(const PlanRequest& request) {
+  PlanRequest r = request;
+  const double capacity = r.memory_limit_bytes.value_or(r.cluster.gpu.hbm_bytes);
+  const double margin = r.memory_margin_bytes.value_or(kDefaultMemoryMarginFraction * capacity);
+  r.memory_limit_bytes = capacity - margin;
+  r.memory_margin_bytes = margin;
+  return r;
+}
+
+std::vector<RecomputeMode> recompute_pattern(const RecomputeChoice& c, std::int64_t layers, PartialRecompute partial) {
+  std::vector<RecomputeMode> r(std::size_t(layers), c.uniform);
+  if (c.member == 0) return r;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const bool full = partial == PartialRecompute::first_k ? i < c.member : (i + 1) % c.member == 0;
+    r[std::size_t(i)] = full ? RecomputeMode::full : RecomputeMode::none;
+  }
+  return r;
+}
+
+std::vector<int> partial_members(std::int64_t layers, PartialRecompute partial) {
+  std::vector<int> out;
+  if (partial == PartialRecompute::first_k)
+    for (int k = 1; k < layers; ++k) out.push_back(k);
+  if (partial == PartialRecompute::every_nth)
+    for (int n = int(layers); n >= 2; --n) out.push_back(n);
+  return out;
+}
+
+int full_blocks(int member, std::int64_t layers, PartialRecompute partial) {
+  if (member == 0) return 0;
+  return partial == PartialRecompute::first_k ? member : int(layers / member);
+}
+
+std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
+  std::vector<WrapChoice> out;
+  const bool tied = r.model.tied_embeddings;
+  const int merges = tied || !s.knobs.merge_embedding_head ? 1 : 4;
+  for (int k : s.knobs.blocks_per_unit)
+    for (int merge = 0; merge < merges; ++merge)
+      out.push_back({WrapPolicy::per_block, fmt::format("per_block k{}{}{}", k, merge & 1 ? "+emb" : "", merge & 2 ? "+head" : ""),
+                     wrap_per_block(r.model, PerBlockWrapping{k, (merge & 1) != 0, (merge & 2) != 0})});
+  for (double min_params : s.knobs.fsdp1_min_params)
+    out.push_back({WrapPolicy::fsdp1_size_based, fmt::format("fsdp1 min {:.0e}", min_params),
+                   wrap_fsdp1_size_based(r.model, min_params)});
+  if (s.knobs.try_simplefsdp_auto) {
+    Plan least = shape;
+    least.recompute.assign(least.recompute.size(), RecomputeMode::full);
+    const double room = std::max(1.0, *r.memory_limit_bytes - memory_lower_bound(least).total());
+    out.push_back({WrapPolicy::simplefsdp_auto, "simplefsdp", wrap_simplefsdp_auto(shape, room)});
+  }
+  // The target keeps the shared weight of a tied model in one unit (target.cpp), so drop wrappings that
+  // split it.
+  std::erase_if(out, [&](const WrapChoice& w) {
+    Plan p = shape;
+    p.units = w.units;
+    return !target_gaps(p, r.target).empty() && r.target.kind == TargetKind::fsdpx;
+  });
+  return out;
+}
+
+std::vector<int> reshard_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
+  std::vector<int> out{1};
+  if (s.knobs.try_no_reshard) out.push_back(0);
+  const auto& par = shape.parallelism;
+  const int per_node = r.cluster.gpus_per_node / (par.tp * par.cp);
+  if (s.knobs.try_node_reshard && per_node > 1 && par.dp_shard > per_node && par.dp_shard % per_node == 0)
+    out.push_back(per_node);
+  return out;
+}
+
+Config default_config(const Plan&, const PlanRequest&, const Space& s) {
+  return Config{0, 1, s.knobs.prefetch_depths.front(), s.knobs.all_gather_caps.front(), s.knobs.reduce_dtypes.front()};
+}
+
+Plan configured_plan(const Plan& shape, const std::vector<WrapChoice>& wraps, const Config& c,
+                     const std::vector<RecomputeMode>& recompute) {
+  Plan p = shape;
+  p.units = wraps[c.wrap].units;
+  for (auto& u : p.units) u.reshard_after_forward = c.reshard;
+  if (c.reshard == 1) p.units.back().reshard_after_forward = 0;  // backward starts with the last unit
+  p.prefetch.forward = p.prefetch.backward = c.prefetch;
+  p.prefetch.max_all_gathers_in_flight = c.cap;
+  p.precision.reduce = c.reduce;
+  p.recompute = recompute;
+  return p;
+}
+
+}  // namespace fsdpx

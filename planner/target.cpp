@@ -1,0 +1,79 @@
+// planner/target.cpp — target names and what each target cannot run. fsdpx's limits mirror the
+// executor's checks (executor/runtime/runtime_program.cpp check_runnable: tp, cp and pp of 1; a tied head
+// in the embedding's unit; the CPU backend reduces in fp32, the CUDA one in fp32 or bf16); torchtitan's are
+// the exporter's notes (export_torchtitan_map.cpp).
+#include "planner/target.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "planner/export_torchtitan.h"
+
+namespace fsdpx {
+
+namespace {
+
+bool same_unit(const Plan& p, const char* a, const char* b) {
+  for (const PlanUnit& u : p.units) {
+    const bool has_a = std::find(u.modules.begin(), u.modules.end(), a) != u.modules.end();
+    const bool has_b = std::find(u.modules.begin(), u.modules.end(), b) != u.modules.end();
+    if (has_a || has_b) return has_a && has_b;
+  }
+  return false;
+}
+
+std::vector<std::string> fsdpx_gaps(const Plan& p) {
+  std::vector<std::string> gaps;
+  const Parallelism& par = p.parallelism;
+  for (auto [degree, name] : {std::pair{par.tp, "tp"}, {par.cp, "cp"}, {par.pp, "pp"}})
+    if (degree > 1) gaps.push_back(fmt::format("{} = {}: fsdpx's executor runs {} = 1 only", name, degree, name));
+  if (p.model.tied_embeddings && !same_unit(p, "embedding", "head"))
+    gaps.push_back("a tied head outside the embedding's unit: the executor keeps the shared weight in one unit");
+  const bool cpu = p.cluster.host_threads;
+  if (cpu ? p.precision.reduce != DType::fp32 : (p.precision.reduce != DType::fp32 && p.precision.reduce != DType::bf16))
+    gaps.push_back(fmt::format("reduce dtype {}: the {} backend reduces in {}", dtype_name(p.precision.reduce),
+                               cpu ? "CPU" : "CUDA", cpu ? "fp32" : "fp32 or bf16"));
+  return gaps;
+}
+
+}  // namespace
+
+const std::vector<std::string>& torchtitan_versions() {
+  static const std::vector<std::string> versions{"0.2.0", "0.2.1", "0.2.2"};
+  return versions;
+}
+
+Target default_torchtitan_target() { return Target{TargetKind::torchtitan, torchtitan_versions().back()}; }
+
+Target parse_target(std::string_view text, std::string_view where) {
+  if (text == "fsdpx") return Target{};
+  const std::string_view prefix = "torchtitan@";
+  std::string accepted = "fsdpx";
+  for (const std::string& v : torchtitan_versions()) accepted += ", torchtitan@" + v;
+  if (text.substr(0, prefix.size()) != prefix)
+    throw ConfigError(fmt::format("{}: unknown target \"{}\" (accepted: {})", where, text, accepted));
+  const std::string version(text.substr(prefix.size()));
+  const auto& versions = torchtitan_versions();
+  if (std::find(versions.begin(), versions.end(), version) != versions.end())
+    return Target{TargetKind::torchtitan, version};
+  if (version.rfind("0.3", 0) == 0)
+    throw ConfigError(fmt::format("{}: torchtitan {} configures jobs in Python (config_registry functions), not TOML; "
+                                  "accepted: {}", where, version, accepted));
+  throw ConfigError(fmt::format("{}: torchtitan release \"{}\" is not one fsdpx knows (accepted: {})", where, version,
+                                accepted));
+}
+
+std::string target_name(const Target& t) {
+  return t.kind == TargetKind::fsdpx ? std::string("fsdpx") : "torchtitan@" + t.version;
+}
+
+std::vector<std::string> target_gaps(const Plan& plan, const Target& t) {
+  if (t.kind == TargetKind::fsdpx) return fsdpx_gaps(plan);
+  std::vector<std::string> gaps;
+  for (const TorchtitanNote& n : torchtitan_settings(plan, t.version).notes) gaps.push_back(n.key + ": " + n.text);
+  return gaps;
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,35 @@
+// planner/target.h — what will run a plan: fsdpx's own executor, or a named torchtitan release through
+// its TOML job config. The search keeps to the target's space (planner/space.h narrows it), and
+// target_gaps() says what of a plan the target cannot run or express, so nothing is changed silently.
+// torchtitan releases are named explicitly: 0.2.0, 0.2.1 and 0.2.2 read TOML job configs; 0.3 configures
+// jobs in Python (config_registry functions) and is not a target.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/plan.h"
+
+namespace fsdpx {
+
+enum class TargetKind { fsdpx, torchtitan };
+
+struct Target {
+  TargetKind kind = TargetKind::fsdpx;
+  std::string version;  // torchtitan release ("0.2.2"); empty for fsdpx
+};
+
+// The torchtitan releases fsdpx writes job configs for, oldest first; the newest is the export default.
+const std::vector<std::string>& torchtitan_versions();
+Target default_torchtitan_target();
+
+// "fsdpx" or "torchtitan@0.2.2"; throws ConfigError "<where>: ..." listing the accepted names.
+Target parse_target(std::string_view text, std::string_view where);
+std::string target_name(const Target& t);
+
+// What of `plan` the target cannot run (fsdpx: the executor's limits) or express (torchtitan: the job
+// config's keys, export_torchtitan.h); empty when the target runs the plan exactly.
+std::vector<std::string> target_gaps(const Plan& plan, const Target& t);
+
+}  // namespace fsdpx

@@ -1,0 +1,198 @@
+// simulator/steady_state.cpp — probe, periodicity check and extrapolation of steady_state.h. The engine
+// works on time differences only (integer ns, rates recomputed at events), so a state repeated one period
+// later evolves identically from then on: two consecutive periods that match op by op (and in live memory)
+// carry over to every later micro-batch of the same program.
+#include "simulator/steady_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cost_models/memory.h"
+#include "program/lower.h"
+#include "simulator/op_timing.h"
+#include "simulator/simulate.h"
+
+namespace fsdpx {
+
+namespace {
+
+// First op id of every micro-batch (ops of one micro-batch are emitted together, lower.cpp), and the
+// end of the last one.
+std::vector<int> micro_batch_starts(const RoleProgram& role) {
+  std::vector<int> starts;
+  for (int i = 0; i < int(role.ops.size()); ++i) {
+    const int mb = role.ops[std::size_t(i)].micro_batch;
+    if (mb >= 0 && mb == int(starts.size())) starts.push_back(i);
+  }
+  int end = int(role.ops.size());
+  while (end > 0 && role.ops[std::size_t(end - 1)].micro_batch < 0) --end;
+  starts.push_back(end);
+  return starts;
+}
+
+bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
+}
+
+// Op i + stride is op i one micro-batch later: same work, same memory effects, dependencies shifted too.
+bool same_op(const RoleProgram& role, int i, int stride) {
+  const Op& a = role.ops[std::size_t(i)];
+  const Op& b = role.ops[std::size_t(i + stride)];
+  if (a.kind != b.kind || a.stream != b.stream || a.unit != b.unit || a.segment != b.segment ||
+      a.work_set != b.work_set || a.collective != b.collective || a.comm_bytes != b.comm_bytes || a.group != b.group ||
+      a.duration_s != b.duration_s || a.latency_s != b.latency_s || a.inter_node != b.inter_node ||
+      a.deps.size() != b.deps.size())
+    return false;
+  for (std::size_t d = 0; d < a.deps.size(); ++d)
+    if (b.deps[d] != a.deps[d] + stride) return false;
+  return same_effects(a.alloc_at_start, b.alloc_at_start) && same_effects(a.free_at_end, b.free_at_end);
+}
+
+// Micro-batches m and m + 1 are the same program (same op count, op by op).
+bool same_micro_batch(const RoleProgram& role, const std::vector<int>& starts, int m) {
+  const int stride = starts[std::size_t(m + 1)] - starts[std::size_t(m)];
+  if (starts[std::size_t(m + 2)] - starts[std::size_t(m + 1)] != stride) return false;
+  for (int i = starts[std::size_t(m)]; i < starts[std::size_t(m + 1)]; ++i)
+    if (!same_op(role, i, stride)) return false;
+  return true;
+}
+
+struct Timeline {
+  std::vector<TimeNs> start, end;  // per op of role 0, rank 0
+};
+
+Timeline timeline(const EngineResult& e, std::size_t ops) {
+  Timeline t{std::vector<TimeNs>(ops, -1), std::vector<TimeNs>(ops, -1)};
+  for (const OpTiming& o : e.ops)
+    if (o.role == 0 && o.rank == 0) t.start[std::size_t(o.op)] = o.start_ns, t.end[std::size_t(o.op)] = o.end_ns;
+  return t;
+}
+
+// Every op of micro-batch m + 1 runs exactly `period` after its counterpart in m.
+bool shifted_ops(const Timeline& t, const std::vector<int>& starts, int m, TimeNs period) {
+  const int stride = starts[std::size_t(m + 1)] - starts[std::size_t(m)];
+  for (int i = starts[std::size_t(m)]; i < starts[std::size_t(m + 1)]; ++i)
+    if (t.start[std::size_t(i + stride)] != t.start[std::size_t(i)] + period ||
+        t.end[std::size_t(i + stride)] != t.end[std::size_t(i)] + period)
+      return false;
+  return true;
+}
+
+// Live memory during [from, from + period) repeats during [from + period, from + 2 period).
+bool shifted_memory(const EngineResult& e, TimeNs from, TimeNs period) {
+  std::vector<const MemorySample*> a, b;
+  for (const MemorySample& s : e.memory_samples) {
+    if (s.role != 0 || s.rank != 0) continue;
+    if (s.at_ns >= from && s.at_ns < from + period) a.push_back(&s);
+    if (s.at_ns >= from + period && s.at_ns < from + 2 * period) b.push_back(&s);
+  }
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (b[i]->at_ns != a[i]->at_ns + period) return false;
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      const double x = a[i]->by_category[std::size_t(c)], y = b[i]->by_category[std::size_t(c)];
+      if (std::abs(x - y) > 1e-9 * std::max({1.0, std::abs(x), std::abs(y)})) return false;
+    }
+  }
+  return true;
+}
+
+struct Period {
+  bool found = false;
+  TimeNs period_ns = 0;
+  TimeNs busy_ns = 0;   // compute-stream time of one micro-batch
+  double floor_s = 0;   // compute-stream durations of one micro-batch
+};
+
+// Looks for three identical consecutive micro-batches m-1, m, m+1 whose two periods match, followed by at
+// least one more: the last micro-batch runs its reductions alone (nothing after it to share bandwidth with).
+Period find_period(const StepProgram& p, const EngineResult& e) {
+  const RoleProgram& role = p.roles[0];
+  const std::vector<int> starts = micro_batch_starts(role);
+  const int mbs = int(starts.size()) - 1;
+  const Timeline t = timeline(e, role.ops.size());
+  for (int m = mbs - 3; m >= 1; --m) {
+    if (!same_micro_batch(role, starts, m - 1) || !same_micro_batch(role, starts, m)) continue;
+    const TimeNs t0 = t.start[std::size_t(starts[std::size_t(m - 1)])];
+    const TimeNs period = t.start[std::size_t(starts[std::size_t(m)])] - t0;
+    if (period <= 0 || !shifted_ops(t, starts, m - 1, period) || !shifted_ops(t, starts, m, period) ||
+        !shifted_memory(e, t0, period))
+      return {};
+    Period r{true, period, 0, 0};
+    for (int i = starts[std::size_t(m)]; i < starts[std::size_t(m + 1)]; ++i)
+      if (role.ops[std::size_t(i)].stream == StreamKind::compute) {
+        r.busy_ns += t.end[std::size_t(i)] - t.start[std::size_t(i)];
+        r.floor_s += role.ops[std::size_t(i)].duration_s;
+      }
+    return r;
+  }
+  return {};
+}
+
+// The busiest role's compute-stream durations (pipeline stages differ: embedding, head, balance).
+double compute_floor_s(const StepProgram& p) {
+  double most = 0;
+  for (const RoleProgram& role : p.roles) {
+    double s = 0;
+    for (const Op& op : role.ops)
+      if (op.stream == StreamKind::compute) s += op.duration_s;
+    most = std::max(most, s);
+  }
+  return most;
+}
+
+Plan with_micro_batches(const Plan& plan, std::int64_t micro_batches) {
+  Plan p = plan;
+  p.training.global_batch = plan.training.micro_batch * plan.parallelism.data_parallel_ranks() * micro_batches;
+  return p;
+}
+
+StepTotals totals(const Simulation& sim, const Plan& plan, std::int64_t simulated) {
+  StepTotals t;
+  t.step_time_s = sim.step_time_s;
+  t.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
+  t.mfu = sim.mfu;
+  t.compute_busy_s =
+      double(*std::max_element(sim.engine.compute_busy_ns.begin(), sim.engine.compute_busy_ns.end())) * 1e-9;
+  t.compute_floor_s = compute_floor_s(sim.program);
+  t.peak_memory_bytes = sim.peak_memory_bytes;
+  t.peak_memory_total_bytes = sim.peak_memory_total_bytes;
+  t.micro_batches = plan.grad_accum();
+  t.simulated_micro_batches = simulated;
+  return t;
+}
+
+}  // namespace
+
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) {
+  const std::int64_t micro_batches = plan.grad_accum();
+  EngineOptions probe_options = options;
+  probe_options.record_ops = true;
+  // A pipeline keeps up to pp micro-batches in flight per stage and every stage must repeat, so a short
+  // probe of role 0 does not stand for the step: pipelined plans are simulated whole.
+  const std::int64_t first_probe = plan.parallelism.pp > 1 ? micro_batches : kSteadyStateProbeMicroBatches;
+  for (std::int64_t probe = first_probe; probe < micro_batches; probe *= 2) {
+    StepProgram program = lower(with_micro_batches(plan, probe));
+    time_program(program, plan.cluster, plan.precision.param);
+    const EngineResult engine = run_engine(program, probe_options);
+    const Period period = find_period(program, engine);
+    if (!period.found) continue;
+    const Simulation sim = summarise(std::move(program), engine);
+    StepTotals t = totals(sim, plan, probe);
+    const double extra = double(micro_batches - probe);
+    t.step_time_s = (double(engine.step_time_ns) + extra * double(period.period_ns)) * 1e-9;
+    t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
+                             double(plan.parallelism.world_size());
+    t.mfu = sim.mfu * t.tokens_per_s_per_gpu / sim.tokens_per_s_per_gpu;
+    t.compute_busy_s = (double(engine.compute_busy_ns.front()) + extra * double(period.busy_ns)) * 1e-9;
+    t.compute_floor_s += extra * period.floor_s;
+    return t;
+  }
+  EngineOptions full = options;
+  full.record_ops = false;
+  return totals(simulate(plan, full), plan, micro_batches);
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,38 @@
+// simulator/steady_state.h — a training step's totals at a cost independent of gradient accumulation.
+// The step program repeats its micro-batches; a probe of a few of them is simulated and, where its middle
+// micro-batches are exact copies of one another shifted by one period (same ops and memory effects, every
+// op starting and ending one period later, the same live memory one period later), the step is
+// extrapolated: step(A) = step(probe) + (A - probe) x period, busy time likewise, and the peak memory is
+// the probe's (every micro-batch pattern is in it). Where the probe is not periodic (a queue that grows,
+// such as reduce-scatters falling behind compute) the probe doubles, up to the whole step. Pipelined plans
+// (pp > 1) are simulated whole: each stage keeps up to pp micro-batches in flight and all must repeat.
+// Leaves out per-op records: simulate() gives the trace of a whole step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/plan.h"
+#include "simulator/engine.h"
+#include "program/step_program.h"
+
+namespace fsdpx {
+
+struct StepTotals {
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  double compute_busy_s = 0;   // compute stream busy, busiest role (interference included)
+  double compute_floor_s = 0;  // compute-stream ops at full rate, summed, busiest role: no overlap beats it
+  std::array<double, kMemCategoryCount> peak_memory_bytes{};  // at the peak, "other" includes headroom
+  double peak_memory_total_bytes = 0;
+  std::int64_t micro_batches = 0;            // of the step
+  std::int64_t simulated_micro_batches = 0;  // of the probe (equal when not extrapolated)
+};
+
+// Smallest probe: the warm-up micro-batch, three identical ones (two periods to compare) and the last one.
+inline constexpr std::int64_t kSteadyStateProbeMicroBatches = 5;
+
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {});
+
+}  // namespace fsdpx

@@ -1,0 +1,94 @@
+// tests/simulator/test_steady_state.cpp — the extrapolated step (simulator/steady_state.h) against the
+// full simulation of every micro-batch: equal step time to the nanosecond, equal compute busy time and
+// peak memory, on plans that cover prefetch depths, reshard modes, HSDP, gradient reduction once per step
+// (no_sync), recompute and a communication-bound case; and extrapolation is actually used.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/config_paths.h"
+#include "simulator/simulate.h"
+#include "simulator/steady_state.h"
+
+namespace fsdpx {
+
+namespace {
+
+Plan plan_of(const char* model, const char* cluster, int nodes, Parallelism par, std::int64_t seq, std::int64_t mb,
+             std::int64_t accum, RecomputeMode rc) {
+  ClusterSpec c = load_cluster(cluster);
+  if (nodes == 0) c.gpus_per_node = par.world_size();
+  else c.nodes = nodes;
+  TrainingSettings t;
+  t.seq = seq;
+  t.micro_batch = mb;
+  t.global_batch = mb * par.data_parallel_ranks() * accum;
+  return default_plan(load_model(model), c, t, par, 1, rc);
+}
+
+Parallelism fsdp(int shard) {
+  Parallelism p;
+  p.dp_shard = shard;
+  return p;
+}
+
+Parallelism hsdp(int rep, int shard, int tp) {
+  Parallelism p;
+  p.dp_replicate = rep, p.dp_shard = shard, p.tp = tp, p.sequence_parallel = tp > 1;
+  p.data_parallel = DataParallel::hsdp;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the extrapolated step equals the full simulation") {
+  std::vector<Plan> plans;
+  plans.push_back(plan_of("llama-tiny", "cpu", 0, fsdp(4), 64, 1, 9, RecomputeMode::none));
+  plans.push_back(plan_of("llama3.1-8b", "dgx-h100", 1, fsdp(8), 4096, 1, 12, RecomputeMode::none));
+  plans.push_back(plan_of("llama3.1-8b", "dgx-h100", 1, fsdp(8), 8192, 2, 7, RecomputeMode::full));
+  plans.push_back(plan_of("llama3.1-8b", "dgx-h100", 2, hsdp(2, 4, 2), 4096, 1, 10, RecomputeMode::selective_op));
+  plans.push_back(plan_of("llama3.2-1b", "dgx-h100", 4, fsdp(32), 2048, 1, 16, RecomputeMode::none));
+  Plan prefetch2 = plans[1];
+  prefetch2.prefetch.forward = prefetch2.prefetch.backward = 2;
+  prefetch2.prefetch.max_all_gathers_in_flight = 4;
+  plans.push_back(prefetch2);
+  Plan no_reshard = plans[1];
+  for (auto& u : no_reshard.units) u.reshard_after_forward = 0;
+  plans.push_back(no_reshard);
+  Plan no_sync = plans[1];
+  no_sync.reduce_grads = ReduceGrads::last_micro_batch;
+  plans.push_back(no_sync);
+  Plan bf16 = plans[3];
+  bf16.precision.reduce = DType::bf16;
+  plans.push_back(bf16);
+  int extrapolated = 0;
+  for (const Plan& p : plans) {
+    EngineOptions o;
+    o.record_ops = false;
+    const Simulation full = simulate(p, o);
+    const StepTotals t = simulate_step_totals(p);
+    INFO(p.model.name << " dp " << p.parallelism.dp_replicate << "x" << p.parallelism.dp_shard << " tp "
+                      << p.parallelism.tp << " accum " << p.grad_accum() << ": probe " << t.simulated_micro_batches
+                      << ", step " << t.step_time_s << " vs " << full.step_time_s);
+    CHECK(t.micro_batches == p.grad_accum());
+    CHECK(std::llround(t.step_time_s * 1e9) == full.engine.step_time_ns);
+    CHECK(t.tokens_per_s_per_gpu == doctest::Approx(full.tokens_per_s_per_gpu).epsilon(1e-12));
+    CHECK(t.mfu == doctest::Approx(full.mfu).epsilon(1e-12));
+    CHECK(std::llround(t.compute_busy_s * 1e9) == full.engine.compute_busy_ns.front());
+    CHECK(t.peak_memory_total_bytes == doctest::Approx(full.peak_memory_total_bytes).epsilon(1e-12));
+    for (int c = 0; c < kMemCategoryCount; ++c)
+      CHECK(t.peak_memory_bytes[std::size_t(c)] == doctest::Approx(full.peak_memory_bytes[std::size_t(c)]).epsilon(1e-12));
+    CHECK(t.compute_floor_s <= t.compute_busy_s * (1 + 1e-12));
+    extrapolated += t.simulated_micro_batches < t.micro_batches;
+  }
+  CHECK(extrapolated >= 6);
+}
+
+TEST_CASE("a step with few micro-batches is simulated whole") {
+  const Plan p = plan_of("llama-tiny", "cpu", 0, fsdp(4), 64, 2, 3, RecomputeMode::none);
+  const StepTotals t = simulate_step_totals(p);
+  CHECK(t.simulated_micro_batches == 3);
+  CHECK(t.micro_batches == 3);
+}
+
+}  // namespace fsdpx
