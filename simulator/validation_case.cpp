@@ -1,7 +1,8 @@
 // simulator/validation_case.cpp — strict reading of the published-runs case format and the plan each
 // case describes (see validation_case.h). The plan follows what the run's framework does by default:
 // one FSDP unit per block, embedding alone, final norm + head together; bf16 parameters with the
-// framework's gradient-reduction dtype. Leaves out pipeline parallelism, power caps and torch.compile.
+// framework's gradient-reduction dtype; pipeline stages split by the framework's accounting. Leaves out
+// power caps and torch.compile.
 #include "simulator/validation_case.h"
 
 #include <algorithm>
@@ -38,11 +39,12 @@ constexpr std::array<std::pair<const char*, DataParallel>, 6> kDataParallel{{
     {"zero1", DataParallel::zero1},
     {"distributed_optimizer", DataParallel::distributed_optimizer},
 }};
-constexpr std::array<std::pair<const char*, PipelineSchedule>, 4> kSchedules{{
+constexpr std::array<std::pair<const char*, PipelineSchedule>, 5> kSchedules{{
     {"none", PipelineSchedule::none},
     {"gpipe", PipelineSchedule::gpipe},
     {"1f1b", PipelineSchedule::one_f_one_b},
     {"interleaved_1f1b", PipelineSchedule::interleaved_1f1b},
+    {"zero_bubble", PipelineSchedule::zero_bubble},
 }};
 constexpr std::array<std::pair<const char*, RecomputeMode>, 3> kRecompute{{
     {"none", RecomputeMode::none}, {"selective", RecomputeMode::selective}, {"full", RecomputeMode::full}}};
@@ -90,7 +92,8 @@ Parallelism parse_case_parallelism(JsonObject o) {
   p.vpp = positive_int(o, "vpp");
   p.cp = positive_int(o, "cp");
   p.sequence_parallel = o.boolean("sequence_parallel");
-  p.pp_schedule = from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b"}));
+  p.pp_schedule =
+      from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}));
   p.data_parallel = from_name(kDataParallel, o.choice("data_parallel", {"fsdp_full_shard", "fsdp_shard_grad_op", "hsdp",
                                                                        "ddp", "zero1", "distributed_optimizer"}));
   o.finish();
@@ -169,12 +172,7 @@ ValidationCaseFile load_validation_cases(const std::string& path) {
   return parse_validation_cases(load_json_file(path), path);
 }
 
-std::optional<std::string> validation_skip_reason(const ValidationCase& c) {
-  if (c.parallelism.pp > 1)
-    return fmt::format("pipeline parallelism (pp={}, {}) is not modelled yet", c.parallelism.pp,
-                       pipeline_schedule_name(c.parallelism.pp_schedule));
-  return std::nullopt;
-}
+std::optional<std::string> validation_skip_reason(const ValidationCase&) { return std::nullopt; }
 
 std::string cluster_for_gpu(const std::string& gpu, const std::string& file, const std::string& path) {
   static constexpr std::array<std::pair<const char*, const char*>, 6> kClusters{{
@@ -246,6 +244,20 @@ RecomputeMode framework_recompute(const std::string& framework, RecomputeMode st
   return stated;
 }
 
+// How a framework splits the blocks over pipeline stages. Megatron-LM (and NeMo, which builds on
+// Megatron-Core) splits the blocks evenly, the embedding on the first stage and the output layer and
+// loss on the last on top: account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+// default to False (megatron/core/transformer/transformer_config.py; get_num_layers_to_build in
+// transformer_block.py). torchtitan counts the embedding and norm + output as one block each
+// (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1, output_weight=1),
+// torchtitan/distributed/pipeline_parallel.py). Others: torchtitan's, the PyTorch-native default.
+bool framework_even_stage_split(const std::string& framework) {
+  return framework == "megatron" || framework == "nemo";
+}
+StageAccounting framework_stage_accounting(const std::string& framework) {
+  return framework_even_stage_split(framework) ? StageAccounting{0, 0} : StageAccounting{1, 1};
+}
+
 // torchtitan logs "memory: {max_reserved_gib}GiB", the caching allocator's reserved_bytes.all.peak
 // (torchtitan/metrics.py, DeviceMemoryMonitor.get_peak_stats); CUDA context and NCCL's own cudaMalloc'd
 // buffers are outside it. Other sources publish no memory; nvidia-smi's device total is the default.
@@ -314,8 +326,19 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   t.micro_batch = c.micro_batch;
   t.global_batch = c.global_batch;
   // One unit per block, embedding alone, final norm + head together (with the embedding when tied,
-  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping.
-  out.plan = default_plan(c.model, cl, t, c.parallelism, 1, framework_recompute(c.framework, c.recompute));
+  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping. Megatron-LM
+  // refuses a layer count its even pipeline split cannot divide.
+  const std::string where = fmt::format("{}: case \"{}\"", file, c.id);
+  const Parallelism& par = c.parallelism;
+  if (par.pp > 1 && framework_even_stage_split(c.framework)) {
+    try {
+      even_stage_blocks(int(c.model.layers), par.pp, par.vpp);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: /parallelism: {}", where, e.what()));
+    }
+  }
+  out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute),
+                          framework_stage_accounting(c.framework));
   out.memory_metric = framework_memory_metric(c.framework);
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
@@ -323,7 +346,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.attention_kernel = case_attention_kernel(c);
   out.plan.training.dropout = case_dropout(c);
   if (c.compiled) out.notes.push_back("torch.compile not modelled");
-  validate_plan(out.plan, fmt::format("{}: case \"{}\"", file, c.id));
+  validate_plan(out.plan, where);
   return out;
 }
 
