@@ -141,8 +141,13 @@ Candidate ShapeRefiner::run(bool descend) {
     };
     for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != cur.wrap) { Config c = cur; c.wrap = w; try_config(c); }
     for (int g : reshards) if (g != cur.reshard) { Config c = cur; c.reshard = g; try_config(c); }
-    for (int d : s_.knobs.prefetch_depths) if (d != cur.prefetch) { Config c = cur; c.prefetch = d; try_config(c); }
-    for (int k : s_.knobs.all_gather_caps) if (k != cur.cap) { Config c = cur; c.cap = k; try_config(c); }
+    // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and
+    // the in-flight cap only move that one all-gather, so they are left at their defaults.
+    const bool gathers_once = b_.plan.parallelism.pp > 1 && cur.reshard == 0;
+    if (!gathers_once) {
+      for (int d : s_.knobs.prefetch_depths) if (d != cur.prefetch) { Config c = cur; c.prefetch = d; try_config(c); }
+      for (int k : s_.knobs.all_gather_caps) if (k != cur.cap) { Config c = cur; c.cap = k; try_config(c); }
+    }
     for (DType t : s_.knobs.reduce_dtypes) if (t != cur.reduce) { Config c = cur; c.reduce = t; try_config(c); }
     if (!improved || at_floor(best)) break;
   }
