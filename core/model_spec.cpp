@@ -109,6 +109,8 @@ bool looks_like_hugging_face(const nlohmann::json& j) {
 }  // namespace
 
 const char* arch_name(Arch a) { return enum_name(kArchNames, a); }
+std::int64_t up_projection_width(FfnKind f, std::int64_t ffn) { return f == FfnKind::swiglu ? 2 * ffn : ffn; }
+
 const char* ffn_kind_name(FfnKind f) { return enum_name(kFfnNames, f); }
 const char* linear_bias_name(LinearBias b) { return enum_name(kBiasNames, b); }
 

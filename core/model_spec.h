@@ -49,6 +49,9 @@ nlohmann::json model_spec_to_json(const ModelSpec& m);
 
 const char* arch_name(Arch a);
 const char* ffn_kind_name(FfnKind f);
+// Output width of the MLP's up projection for ffn_hidden `ffn`: gate and up side by side for SwiGLU
+// (Shazeer 2020, "GLU Variants Improve Transformer", §2), else `ffn`.
+std::int64_t up_projection_width(FfnKind f, std::int64_t ffn);
 const char* linear_bias_name(LinearBias b);
 
 }  // namespace fsdpx

@@ -13,7 +13,7 @@ namespace fsdpx {
 namespace {
 
 // Ring/Simple base latency (µs) of NCCL's tuning.cc, used as the launch cost of the collectives the
-// tuner does not model (broadcast, send/recv, all-to-all) — an assumption, see cost-model-facts §1.2.
+// tuner does not model (broadcast, send/recv, all-to-all) — an assumption: tuning.cc has no model of them.
 constexpr double kSimpleBaseLatencyS = 8.4e-6;
 
 void check_shape(const GroupShape& g, const ClusterSpec& cl) {
@@ -59,36 +59,9 @@ bool tuned(Collective c) {
 
 }  // namespace
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::broadcast: return "broadcast";
-    case Collective::send_recv: return "send_recv";
-    case Collective::all_to_all: return "all_to_all";
-  }
-  return "?";
-}
-
-// nccl-tests doc/PERFORMANCE.md: busbw = algbw · f.
-double bus_bandwidth_factor(Collective c, int ranks) {
-  FSDP_CHECK(ranks >= 1, "ranks must be >= 1");
-  const double n = ranks;
-  switch (c) {
-    case Collective::all_reduce: return 2 * (n - 1) / n;
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-    case Collective::all_to_all: return (n - 1) / n;
-    case Collective::broadcast:
-    case Collective::send_recv: return 1;
-  }
-  return 1;
-}
-
 // One node: the NVLink busbw. Several nodes: every ring leaves the node through a different NIC, so
 // a ring's busbw is bounded by the node's aggregate NIC bandwidth (sjeaugey, nccl-tests #160), shared
-// by the gpus_per_node / ranks_per_node groups running side by side (cost-model-facts.md §1.3).
+// by the gpus_per_node / ranks_per_node groups running side by side.
 double group_bus_bw_bytes_per_s(const GroupShape& g, const ClusterSpec& cl) {
   check_shape(g, cl);
   if (g.nodes() == 1) return cl.intra.bus_bw_bytes_per_s;
@@ -126,7 +99,8 @@ double collective_time_s(Collective c, double bytes, const GroupShape& g, const 
   return 0;
 }
 
-// ml-engineering network/README.md model 3 (cost-model-facts.md §1.3): reduce-scatter inside the
+// stas00/ml-engineering network/README.md model 3 and FSDP1's hybrid sharding (arXiv 2304.11277
+// §3.2): reduce-scatter inside the
 // shard group, then all-reduce of the 1/shard piece across the replica group.
 double hsdp_gradient_reduce_time_s(double bytes, const GroupShape& shard, const GroupShape& replica,
                                    const ClusterSpec& cluster) {

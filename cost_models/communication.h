@@ -6,12 +6,9 @@
 #pragma once
 
 #include "core/cluster_spec.h"
+#include "core/collective.h"  // Collective, collective_name, bus_bandwidth_factor
 
 namespace fsdpx {
-
-enum class Collective { all_gather, reduce_scatter, all_reduce, broadcast, send_recv, all_to_all };
-
-const char* collective_name(Collective c);
 
 // How a process group lies on the cluster. Groups are symmetric: every node hosting members hosts
 // `ranks_per_node` of them, and gpus_per_node / ranks_per_node such groups run side by side on a
@@ -21,10 +18,6 @@ struct GroupShape {
   int ranks_per_node = 1;
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };
-
-// nccl-tests bus-bandwidth factor f: busbw = algbw · f (all-reduce 2(n-1)/n; all-gather,
-// reduce-scatter, all-to-all (n-1)/n; broadcast and send/recv 1).
-double bus_bandwidth_factor(Collective c, int ranks);
 
 // Achievable busbw of one group on this cluster: intra-node busbw inside a node; across nodes the
 // ring rule min(NVLink busbw, NICs per node · per-NIC bytes/s · share of the node's NICs).

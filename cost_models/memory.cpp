@@ -16,13 +16,13 @@ constexpr double kFp32MasterBytes = 4;  // fp32 master copy of a 16-bit paramete
 // 12.2): assumed 0.5 GiB on Hopper, the usual nvidia-smi footprint of a process that only created
 // its context and cuBLAS handle. An assumption, not a measurement from the sources.
 constexpr double kCudaContextBytes = 0.5 * 1024 * 1024 * 1024;
-// NCCL buffers per active communicator: 1.0 GB, the middle of the 0.5-1.5 GB range in
-// cost-model-facts.md §1.4 (nccl #964: 544-688 MB per group on A100; nccl #864: ~1.6 GB for one
-// all-reducing communicator including its channels' buffers).
+// NCCL buffers per active communicator: 1.0 GB, between the footprints measured in NVIDIA/nccl
+// issues #964 (544-688 MB per group on A100) and #864 (~1.6 GB for one all-reducing communicator
+// including its channels' buffers).
 constexpr double kNcclBytesPerCommunicator = 1.0e9;
-// Caching-allocator reserve on top of the peak allocated bytes: 10%, the middle of the 5-15% for a
-// steady-state dense job in cost-model-facts.md §3.4 (GMLake, arXiv:2401.08156: fragmentation ~15%
-// on average without defragmentation; torchtitan runs with expandable_segments:True).
+// Caching-allocator reserve on top of the peak allocated bytes: 10%, below the ~15% fragmentation that
+// GMLake (arXiv:2401.08156) measures on average without defragmentation, because torchtitan runs with
+// expandable_segments:True.
 constexpr double kAllocatorHeadroomFraction = 0.10;
 
 }  // namespace

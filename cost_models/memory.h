@@ -47,7 +47,9 @@ struct StateBytes {
 // DDP 16P, ZeRO-1 4P + 12P/N, ZeRO-2 2P + 14P/N, ZeRO-3 and HSDP 16P/N.
 StateBytes model_state_bytes(double params, ShardingMode mode, int shard_ranks, const PrecisionPolicy& p);
 
-// FSDP2's accounting of the same state (fsdp-designs.md §3.1; cost-model-facts.md §3.3): with fp32
+// FSDP2's accounting of the same state (MixedPrecisionPolicy, pytorch/pytorch
+// torch/distributed/fsdp/_fully_shard/_fsdp_api.py, with torchtitan's defaults param bf16 and reduce
+// fp32, torchtitan/config/configs.py): with fp32
 // master weights the fp32 shard is the master and gradients are kept sharded in fp32, 16P/N whatever
 // the reduce dtype; without a master it equals ZeRO-3.
 StateBytes fsdp2_state_bytes(double params, int shard_ranks, const PrecisionPolicy& p);
@@ -84,7 +86,8 @@ double block_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
 double embedding_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
 double head_weight_grad_bytes(const ModelSpec& m, const ActivationShape& s);
 
-// Fixed overheads (cost-model-facts.md §1.4 and §3.4).
+// Fixed overheads: CUDA context, NCCL buffers (NVIDIA/nccl issues #864, #964) and the caching
+// allocator's reserve (GMLake, arXiv 2401.08156).
 struct OverheadBytes {
   double cuda_context = 0;
   double nccl_buffers = 0;

@@ -1,5 +1,5 @@
 // cost_models/nccl_model.cpp — NCCL's tuner model (NVIDIA/nccl src/graph/tuning.cc; constants as
-// listed in cost-model-facts.md §1.2, master 5067397c; tree correction table from commit b6475625)
+// at NVIDIA/nccl master 5067397c; tree correction table from commit b6475625)
 // fed with the cluster's measured busbw and per-hop latencies. Leaves out per-channel bandwidth
 // caps (we do not model channel counts), CollNet, NVLSTree, PAT and AMD-host constants.
 #include "cost_models/nccl_model.h"
@@ -58,7 +58,7 @@ double inter_hw_lat_s(NcclAlgo a, NcclProto p, const ClusterSpec& cl) {
 }
 
 // Row of kLlMaxBwGBps for a single node, by tensor-core generation read off the bf16 peak
-// (A100 312, H100/H200/H800 989, B200 2250 TFLOPS; cost-model-facts.md §2). Unknown -> Volta row.
+// (A100 312, H100/H200/H800 989, B200 2250 TFLOPS: NVIDIA's A100, H100 and B200 datasheets). Unknown -> Volta row.
 int gpu_generation_row(const GpuSpec& gpu) {
   const auto it = gpu.peak_flops_per_s.find(DType::bf16);
   const double bf16 = it == gpu.peak_flops_per_s.end() ? 0 : it->second;

@@ -1,6 +1,6 @@
 // cost_models/nccl_model.h — NCCL's own tuner model for all-gather, reduce-scatter and all-reduce:
 // latency and bandwidth of each (algorithm, protocol) pair and the pick of the fastest, as in
-// NVIDIA/nccl src/graph/tuning.cc (cost-model-facts.md §1.2). Internal to communication.cpp; exposed
+// NVIDIA/nccl src/graph/tuning.cc (master 5067397c). Internal to communication.cpp; exposed
 // so tests can force one algorithm/protocol. Leaves out CollNet, NVLSTree, PAT, channel counts
 // (per-channel caps) and runtime tuner plugins.
 #pragma once

@@ -1,7 +1,7 @@
 // planner/wrapping.h — the three ways the planner groups modules into FSDP units, side by side:
 // per-block (FSDP2 / torchtitan apply_fsdp, k blocks per unit, embedding and head alone or merged with
 // their neighbours), FSDP1's size_based_auto_wrap_policy, and SimpleFSDP's greedy auto-bucketing
-// (fsdp-designs.md §1.6). Works at module granularity (embedding, block.i, final_norm, head): it does
+// (SimpleFSDP, arXiv 2411.00284). Works at module granularity (embedding, block.i, final_norm, head): it does
 // not split a block into attention and MLP units as FSDP1's policy can.
 #pragma once
 
@@ -20,15 +20,15 @@ struct PerBlockWrapping {
 // reshard_after_forward is 1 for every unit except the last (backward needs it first), as torchtitan.
 std::vector<PlanUnit> wrap_per_block(const ModelSpec& m, const PerBlockWrapping& w);
 
-// FSDP1 size_based_auto_wrap_policy (fsdp-designs.md §2.1; torch/distributed/fsdp/wrap.py
+// FSDP1 size_based_auto_wrap_policy (Zhao et al. 2023, arXiv 2304.11277 §3; torch/distributed/fsdp/wrap.py
 // _recursive_wrap): post-order over root -> {embedding, layers -> {block.i}, final_norm, head}; a module
 // is wrapped when its not-yet-wrapped parameters reach `min_params` (default 1e8); the root takes the
 // rest. A root remainder split around the layers becomes one unit per consecutive run (the schema
 // needs consecutive units); a tied embedding joins the head's unit.
 std::vector<PlanUnit> wrap_fsdp1_size_based(const ModelSpec& m, double min_params);
 
-// SimpleFSDP greedy bucketing on per-module costs (autoparallel bucket_plan.py
-// get_simplefsdp_auto_plan, fsdp-designs.md §1.6), in forward order.
+// SimpleFSDP greedy bucketing on per-module costs (meta-pytorch/autoparallel,
+// autoparallel/graph_passes/autobucketing_inductor/bucket_plan.py get_simplefsdp_auto_plan), in forward order.
 struct BucketingInputs {
   std::vector<double> compute_s;        // forward compute of each module
   std::vector<double> gathered_bytes;   // all-gather output (unsharded params) of each module

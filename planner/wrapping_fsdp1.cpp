@@ -1,5 +1,5 @@
 // planner/wrapping_fsdp1.cpp — FSDP1's size_based_auto_wrap_policy on the module tree
-// root -> {embedding, layers -> {block.0 .. block.L-1}, final_norm, head} (fsdp-designs.md §2.1;
+// root -> {embedding, layers -> {block.0 .. block.L-1}, final_norm, head} (arXiv 2304.11277 §3;
 // torch/distributed/fsdp/wrap.py _recursive_wrap: children first, then wrap a module when its
 // not-yet-wrapped numel >= min_num_params; the root is always wrapped). Leaves out sub-block modules
 // (attention, MLP), which FSDP1 could wrap apart when one alone reaches the threshold.

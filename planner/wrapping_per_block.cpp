@@ -1,5 +1,7 @@
 // planner/wrapping_per_block.cpp — per-block wrapping as FSDP2 / torchtitan apply_fsdp does it
-// (fsdp-designs.md §1.5: the manual plan [tok_embeddings], one entry per layers.<i>, [norm, output]),
+// (pytorch/torchtitan: apply_fsdp in torchtitan/parallelisms/parallelize_llama.py, and SimpleFSDP's manual
+// bucket plan [tok_embeddings], one entry per layers.<i>, [norm, output] in
+// torchtitan/experiments/simple_fsdp/llama3/parallelize.py get_transformer_block_buckets),
 // generalised to k blocks per unit and to merging the embedding / the head into their neighbours.
 // Leaves out sub-block units.
 #include <algorithm>

@@ -1,6 +1,6 @@
 // planner/wrapping_simplefsdp.cpp — SimpleFSDP's auto-wrapping: greedy bucketing of all-gathers by
-// estimated compute vs communication time under a memory budget (arXiv 2411.00284; autoparallel
-// bucket_plan.py get_simplefsdp_auto_plan, fsdp-designs.md §1.6). Costs come from fsdpx's cost models
+// estimated compute vs communication time under a memory budget (arXiv 2411.00284; meta-pytorch/autoparallel
+// autoparallel/graph_passes/autobucketing_inductor/bucket_plan.py get_simplefsdp_auto_plan). Costs come from fsdpx's cost models
 // instead of benchmarks. Leaves out the reduce-scatter-only bucket rule (RS buckets close with AG
 // buckets here), TP/CP collectives counted as compute, and reordering (the simulator's prefetch does it).
 #include <fmt/format.h>

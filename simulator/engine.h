@@ -26,7 +26,7 @@ struct EngineOptions {
   bool infinite_bandwidth = false; // collectives and TP/CP traffic take no time
   bool expand_ranks = false;       // simulate every rank instead of one per role
   // Compute slowdown while a collective's bandwidth phase runs on the same GPU: compute runs at
-  // (1 - usage). calculon's processor_usage (cost-model-facts.md §5): NVLink 0.15, InfiniBand 0.02.
+  // (1 - usage). calculon's processor_usage (calculon, systems/h100_80g_nvl8.json): NVLink 0.15, InfiniBand 0.02.
   double interference_nvlink = 0.15;
   double interference_nic = 0.02;
   bool record_ops = true;          // keep per-op start/end times (trace, summaries)

@@ -72,8 +72,7 @@ void Engine::complete_op(int i, int stream) {
 // Fluid sharing: k collectives in their bandwidth phase on one fabric each progress at 1/k; compute
 // runs at (1 - u) while any collective is in its bandwidth phase on the same GPU, u the NIC factor
 // when all of them are inter-node, else the NVLink one (calculon's processor_usage: overlapped
-// compute time = flop_time / (1 - processor_usage), calculon/llm/layers.py l.551/603;
-// cost-model-facts.md §5).
+// compute time = flop_time / (1 - processor_usage), calculon/llm/layers.py l.551/603).
 double Engine::rate_of(const Instance& in, const OpData& od) const {
   if (od.cls == OpClass::collective) {
     const int k = od.nic ? in.bw_nic : in.bw_nvlink;

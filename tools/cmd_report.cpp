@@ -20,7 +20,7 @@
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
 #include "tools/format.h"
-#include "tools/report_html.h"
+#include "tools/report/report_html.h"
 
 namespace fsdpx {
 

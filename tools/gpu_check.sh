@@ -2,7 +2,7 @@
 # One call on the GPU machine (.library/device): configure a CUDA build for sm_90 with the carried
 # header-only deps (.deps, from tools/carry_deps.sh), build fsdpx, the CUDA kernels and their tests, run
 # `ctest -L gpu` and the kernel benchmarks, report the GPU, the driver and NCCL versions, try two NCCL
-# ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; executor-notes §3), then the
+# ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; NVIDIA/nccl docs env.rst), then the
 # issue's done-when checks (tools/gpu_acceptance.sh: correctness vs CPU and PyTorch, several ranks on
 # one GPU, tokens/s and MFU vs PyTorch and the simulator, calibration). Writes a results table to
 # $OUT/gpu_results.md when OUT is set (8 files at most). Usage, from the repository root:

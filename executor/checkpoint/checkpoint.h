@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

@@ -1,5 +1,5 @@
 // executor/checkpoint/param_tensors.h — the full model's parameters as named safetensors tensors, one per
-// TensorSlot of the ParamLayout (executor/model/param_layout.h), so that another program (PyTorch:
+// TensorSlot of the ParamLayout (executor/runtime/param_layout.h), so that another program (PyTorch:
 // tools/torch_reference.py) can start from or compare with fsdpx weights. Names: the slot's name
 // prefixed by its module's ("block.3.qkv.weight", "embedding.tok.weight") unless it already starts
 // with it ("final_norm.weight", "head.weight"). Shapes row-major as the CPU kernels use them: linear
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "executor/checkpoint/safetensors.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

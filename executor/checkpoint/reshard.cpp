@@ -45,7 +45,7 @@ ModelIndex model_index(const RankState& layout) {
 }
 
 // A format-1 state records unit sizes only: cut the model's modules, joined in forward order, at the
-// saved unit boundaries. A tied head has no elements of its own (executor/model/param_layout.cpp);
+// saved unit boundaries. A tied head has no elements of its own (executor/runtime/param_layout.cpp);
 // that is how a tied model, whose embedding sat at an unrecorded place in the head's unit, is told.
 UnitModules forward_order_modules(const RankState& r, const ModelIndex& model, const std::string& origin) {
   const auto head = model.index.find("head");

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 
 // The FSDP layout the checkpoint tests and tools assume when no trainer is at hand: each unit padded
 // to a multiple of dp_shard, shard r = [r·s, (r+1)·s) with s = ceil(numel / dp_shard) (the flat
-// parameter padding of FSDP; executor-notes §5.2). Arrays are zero-filled. `units[u]` lists unit u's
+// parameter padding of FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). Arrays are zero-filled. `units[u]` lists unit u's
 // modules back to back from offset 0 (FSDP_CHECK otherwise).
 TrainerState even_shard_layout(const std::vector<std::vector<UnitModule>>& units, int dp_shard);
 // The same without module lists (the shape of a format-1 checkpoint).

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

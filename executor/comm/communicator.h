@@ -1,7 +1,7 @@
 // executor/comm/communicator.h — the collective operations the FSDP runtime needs (all-gather,
 // reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) on fp32 and fp64 host buffers.
-// Reductions are sums taken in rank order 0..n-1, so results never depend on timing (executor-notes
-// §5.5: "for bit-determinism, reduce in a fixed order"). Leaves out averaging (the caller scales),
+// Reductions are sums taken in rank order 0..n-1, so results never depend on timing (floating-point
+// addition is not associative: a fixed order makes them bit-deterministic). Leaves out averaging (the caller scales),
 // asynchronous handles and device buffers: the NCCL backend implements the same interface later.
 #pragma once
 
@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+
+#include "core/collective.h"
 
 namespace fsdpx {
 
@@ -21,17 +23,21 @@ struct CommAborted : std::runtime_error {
 
 enum class ElemType { f32, f64 };
 
-// The collectives of a host communicator, as the implementations tag and name them in messages.
-enum CollectiveOp : std::uint32_t { kAllGather = 1, kReduceScatter, kAllReduce, kBroadcast, kBarrier, kSplit };
+// What a host communicator call is, as the implementations tag it (thread slots, TCP frames) and name it
+// in messages: one of the shared collectives (core/collective.h, whose names it uses), or the group's
+// own barrier and split.
+enum CollectiveOp : std::uint32_t {
+  kAllGather = 1 + std::uint32_t(Collective::all_gather),
+  kReduceScatter = 1 + std::uint32_t(Collective::reduce_scatter),
+  kAllReduce = 1 + std::uint32_t(Collective::all_reduce),
+  kBroadcast = 1 + std::uint32_t(Collective::broadcast),
+  kBarrier = 1 + std::uint32_t(kCollectiveCount),
+  kSplit,
+};
 inline const char* collective_op_name(std::uint32_t op) {
-  switch (op) {
-    case kAllGather: return "all_gather";
-    case kReduceScatter: return "reduce_scatter";
-    case kAllReduce: return "all_reduce";
-    case kBroadcast: return "broadcast";
-    case kBarrier: return "barrier";
-    case kSplit: return "split";
-  }
+  if (op == kBarrier) return "barrier";
+  if (op == kSplit) return "split";
+  if (op >= 1 && op <= std::uint32_t(kCollectiveCount)) return collective_name(Collective(op - 1));
   return "?";
 }
 
@@ -48,7 +54,7 @@ class Communicator {
   virtual int size() const = 0;
 
   // in [count] -> out [size*count]; rank r's input lands at out + r*count. In place when
-  // in == out + rank*count (NCCL convention, executor-notes §3).
+  // in == out + rank*count (NCCL's convention: NCCL user guide, "In-place Operations").
   template <class T>
   void all_gather(const T* in, T* out, std::int64_t count) {
     all_gather_impl(in, out, count, elem_type_of<T>());

@@ -1,7 +1,7 @@
 // executor/comm/nccl_version.h — what an NCCL version number means, without NCCL: decoding
-// ncclGetVersion's integer and whether several ranks may share one GPU (executor-notes §3: refused with
-// "Duplicate GPU detected" up to 2.28; allowed, experimentally, from 2.30 with
-// NCCL_MULTI_RANK_GPU_ENABLE=1). Host-only so that the CPU tests cover it; the NCCL calls are in
+// ncclGetVersion's integer and whether several ranks may share one GPU (refused with "Duplicate GPU
+// detected" up to 2.28, NVIDIA/nccl src/init.cc and issue #418; allowed, experimentally, from 2.30 with
+// NCCL_MULTI_RANK_GPU_ENABLE=1, NVIDIA/nccl docs env.rst). Host-only so that the CPU tests cover it; the NCCL calls are in
 // executor/cuda/nccl_communicator.h.
 #pragma once
 

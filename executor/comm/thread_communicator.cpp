@@ -147,10 +147,10 @@ ThreadGroup::Split ThreadGroup::split(int rank, int color, int key) {
                                       [](auto& a, auto& b) { return a.second < b.second; })->second;
   if (leader == rank)
     slots_[static_cast<std::size_t>(rank)].child = ThreadGroup::create(static_cast<int>(members.size()), timeout_s_, family_);
-  arrive(rank, "split");
+  arrive(rank, s.what);
   Split out{slots_[static_cast<std::size_t>(leader)].child, 0};
   while (members[static_cast<std::size_t>(out.rank)].second != rank) ++out.rank;
-  arrive(rank, "split");  // the leader's slot is not reused before everyone read it
+  arrive(rank, s.what);  // the leader's slot is not reused before everyone read it
   return out;
 }
 
@@ -164,7 +164,7 @@ void ThreadCommunicator::barrier() {
   s.op = kBarrier;
   s.what = collective_op_name(kBarrier);
   group_->exchange(rank_, s);
-  group_->arrive(rank_, "barrier");
+  group_->arrive(rank_, s.what);
 }
 
 void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) {
@@ -176,7 +176,7 @@ void ThreadCommunicator::all_gather_impl(const void* in, void* out, std::int64_t
     char* dst = static_cast<char*>(out) + bytes * static_cast<std::size_t>(j);
     if (dst != slots[static_cast<std::size_t>(j)].in) std::memmove(dst, slots[static_cast<std::size_t>(j)].in, bytes);
   }
-  group_->arrive(rank_, "all_gather");
+  group_->arrive(rank_, s.what);
 }
 
 void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) {
@@ -188,7 +188,7 @@ void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int
     sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<float*>(out));
   else
     sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<double*>(out));
-  group_->arrive(rank_, "reduce_scatter");
+  group_->arrive(rank_, s.what);
 }
 
 void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
@@ -202,14 +202,14 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
   else
     sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<double*>(mine.data()));
   group_->slots()[static_cast<std::size_t>(rank_)].aux = mine.data();
-  group_->arrive(rank_, "all_reduce");
+  group_->arrive(rank_, s.what);
   for (int j = 0; j < size(); ++j) {
     const auto [jb, je] = chunk_of(count, size(), j);
     if (je == jb) continue;  // fewer elements than ranks: this rank's chunk is empty (its aux is null)
     std::memcpy(static_cast<char*>(buf) + elem_bytes(t) * static_cast<std::size_t>(jb),
                 group_->slots()[static_cast<std::size_t>(j)].aux, elem_bytes(t) * static_cast<std::size_t>(je - jb));
   }
-  group_->arrive(rank_, "all_reduce");  // `mine` stays alive until every peer copied it
+  group_->arrive(rank_, s.what);  // `mine` stays alive until every peer copied it
 }
 
 void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) {
@@ -218,7 +218,7 @@ void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root,
   group_->exchange(rank_, s);
   if (rank_ != root)
     std::memcpy(buf, group_->slots()[static_cast<std::size_t>(root)].in, elem_bytes(t) * static_cast<std::size_t>(count));
-  group_->arrive(rank_, "broadcast");
+  group_->arrive(rank_, s.what);
 }
 
 std::unique_ptr<Communicator> ThreadCommunicator::split(int color, int key) {

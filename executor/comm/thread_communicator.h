@@ -1,7 +1,7 @@
 // executor/comm/thread_communicator.h — an in-process Communicator: ranks are threads of one process
 // sharing a ThreadGroup; collectives read the peers' buffers directly between barriers and sum in
-// rank order 0..n-1, so results are bit-identical run to run (executor-notes §3, "most robust for
-// fsdpx"). A failing rank aborts the group family (the group and every group split from it), which
+// rank order 0..n-1, so results are bit-identical run to run (floating-point addition is not
+// associative, so the order is fixed). A failing rank aborts the group family (the group and every group split from it), which
 // wakes all waiters with its message; a barrier that waits longer than timeout_s aborts too, so a
 // mismatched program ends with an error instead of a hang. Leaves out overlap: collectives block.
 #pragma once

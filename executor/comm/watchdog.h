@@ -1,7 +1,8 @@
 // executor/comm/watchdog.h — a thread that watches the collectives a rank has in flight and aborts the
 // communicators, once, with a one-line message naming the rank, the group, the collective and the time
 // it was in flight, when one of them fails or runs past a timeout (PyTorch's ProcessGroupNCCL watchdog;
-// executor-notes §3: NCCL has no collective timeout of its own). Host-only: what "in flight" means is
+// NCCL has no collective timeout of its own: the NCCL user guide polls ncclCommGetAsyncError and calls
+// ncclCommAbort). Host-only: what "in flight" means is
 // a poll function (for NCCL: cudaEventQuery + ncclCommGetAsyncError). Leaves out a heartbeat monitor
 // of the watchdog thread itself and any recovery: an abort is final.
 #pragma once

@@ -1,7 +1,8 @@
 // executor/cpu/attention.h — causal multi-head attention with grouped KV heads (GQA; Ainslie et al.
 // 2023), plain softmax form as llm.c train_gpt2.c attention_forward/backward: the probabilities
-// [B, NH, T, T] are saved for backward. A flash variant (saving only the row log-sum-exp) can replace
-// it behind the same calls: the saved state is opaque, sized by attention_saved_elems. Leaves out
+// [B, NH, T, T] are saved for backward (the plan's `unfused` attention). Computed in query tiles whose
+// products are GEMMs (attention.cpp). A flash variant (saving only the row log-sum-exp) can replace it
+// behind the same calls: the saved state is opaque, sized by attention_saved_elems. Leaves out
 // dropout, sliding windows and padding masks.
 #pragma once
 

@@ -1,12 +1,31 @@
 // executor/cpu/gemm.h — the linear layer of the CPU reference: out = inp · Wᵀ + b and its two backward
 // GEMMs (dinp and dW/db), in llm.c's layout (train_gpt2.c matmul_forward/backward: weights [OC, C],
-// row-major). Uses cblas_{s,d}gemm when built with OpenBLAS, plain loops otherwise. Backward kernels
-// accumulate (+=) so gradient accumulation works; callers zero. Leaves out fused epilogues.
+// row-major), and the GEMM under them. Uses cblas_{s,d}gemm when built with OpenBLAS, plain loops
+// otherwise. Every output element is computed by one single-threaded GEMM call on a tile of the output
+// whose bounds depend only on the shapes, so results do not depend on the thread count. Backward
+// kernels accumulate (+=) so gradient accumulation works; callers zero. Leaves out fused epilogues.
 #pragma once
 
 #include <cstdint>
 
 namespace fsdpx::cpu {
+
+// C [M, N] = alpha · op(A) · op(B) + beta · C, row-major, op(X) = Xᵀ when trans_x; on the calling thread
+// only (for kernels that run it inside their own parallel loops). beta = 0 ignores C's old contents.
+template <class Real>
+void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha,
+                 const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c,
+                 std::int64_t ldc);
+
+// The same GEMM with its output cut into tiles (gemm_tile_count) that the calling rank's OpenMP threads
+// share; bit-identical to the serial call on the same tiles for any thread count.
+template <class Real>
+void gemm_parallel(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha,
+                   const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c,
+                   std::int64_t ldc);
+
+// Tiles gemm_parallel cuts C [M, N] into, along its longer side: a function of the shape only.
+std::int64_t gemm_tile_count(std::int64_t m, std::int64_t n);
 
 // out [N, OC] = inp [N, C] · weight [OC, C]ᵀ + bias [OC] (bias may be null).
 template <class Real>
@@ -18,8 +37,8 @@ template <class Real>
 void matmul_backward_dx(Real* dinp, const Real* dout, const Real* weight, std::int64_t n, std::int64_t c,
                         std::int64_t oc);
 
-// dweight [OC, C] += dout [N, OC]ᵀ · inp [N, C]; dbias [OC] += Σ_n dout[n] (dbias may be null).
-// Each output element is summed over n in order by one thread: deterministic for any thread count.
+// dweight [OC, C] += dout [N, OC]ᵀ · inp [N, C]; dbias [OC] += Σ_n dout[n] (dbias may be null; summed
+// over n in order for each output element).
 template <class Real>
 void matmul_backward_dw(Real* dweight, Real* dbias, const Real* dout, const Real* inp, std::int64_t n,
                         std::int64_t c, std::int64_t oc);

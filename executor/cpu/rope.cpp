@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx::cpu {
 namespace {
@@ -14,21 +15,20 @@ void rotate(Real* qkv, const RopeTable<Real>& tab, std::int64_t b, std::int64_t 
             std::int64_t nkv, std::int64_t hd, Real sign) {
   FSDP_CHECK(hd % 2 == 0 && tab.half == hd / 2 && tab.seq >= t, "rope: table does not match the shape");
   const std::int64_t row = (nh + 2 * nkv) * hd, half = hd / 2;
-#pragma omp parallel for collapse(2)
-  for (std::int64_t bi = 0; bi < b; ++bi)
-    for (std::int64_t ti = 0; ti < t; ++ti) {
-      Real* r = qkv + (bi * t + ti) * row;  // [(NH + 2·NKV)·HD]; Q and K heads are the first NH + NKV
-      const Real* c = tab.cos.data() + ti * half;
-      const Real* s = tab.sin.data() + ti * half;
-      for (std::int64_t h = 0; h < nh + nkv; ++h) {
-        Real* x = r + h * hd;
-        for (std::int64_t i = 0; i < half; ++i) {
-          const Real x0 = x[i], x1 = x[i + half];
-          x[i] = x0 * c[i] - sign * x1 * s[i];
-          x[i + half] = x1 * c[i] + sign * x0 * s[i];
-        }
+  parallel_for(b * t, b * t * row, [&](std::int64_t bt) {
+    const std::int64_t ti = bt % t;
+    Real* r = qkv + bt * row;  // [(NH + 2·NKV)·HD]; Q and K heads are the first NH + NKV
+    const Real* c = tab.cos.data() + ti * half;
+    const Real* s = tab.sin.data() + ti * half;
+    for (std::int64_t h = 0; h < nh + nkv; ++h) {
+      Real* x = r + h * hd;
+      for (std::int64_t i = 0; i < half; ++i) {
+        const Real x0 = x[i], x1 = x[i + half];
+        x[i] = x0 * c[i] - sign * x1 * s[i];
+        x[i + half] = x1 * c[i] + sign * x0 * s[i];
       }
     }
+  });
 }
 
 }  // namespace

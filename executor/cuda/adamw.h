@@ -1,5 +1,5 @@
 // executor/cuda/adamw.h — AdamW on one rank's flat fp32 shard (ZeRO-3/FSDP: each rank updates the
-// master weights it owns, executor-notes §5.2), the same update as executor/runtime/adamw.cpp
+// master weights it owns, Rajbhandari et al. 2020, ZeRO §5.1), the same update as executor/runtime/adamw.cpp
 // (torch.optim.AdamW: decoupled weight decay, bias-corrected moments; Loshchilov & Hutter 2019),
 // and it writes the bf16 copy that the next all-gather sends. Leaves out per-tensor decay masks and
 // llm.c's stochastic rounding (round-to-nearest here).

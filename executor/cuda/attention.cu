@@ -43,14 +43,58 @@ __device__ __forceinline__ float dot_rows(const bf16* a, const bf16* b) {
   return acc;
 }
 
+// The block of a query-tile kernel (forward and dQ): query rows [q0, q0 + kTile) of head h, whose keys
+// and values are those of kv head kvh, in sequence b; warp w owns rows q0 + w·kRowsPerWarp + rr.
+struct QueryTile {
+  int b, h, kvh, q0, warp, lane;
+  const bf16* base;  // sequence b's qkv rows [T, row]
+};
+
+__device__ __forceinline__ QueryTile query_tile(const bf16* qkv, const Dims& g) {
+  QueryTile q;
+  q.b = blockIdx.z, q.h = blockIdx.y, q.q0 = blockIdx.x * kTile;
+  q.kvh = q.h / (g.nh / g.nkv), q.warp = threadIdx.x / 32, q.lane = threadIdx.x % 32;
+  q.base = qkv + std::int64_t(q.b) * g.t * g.row;
+  return q;
+}
+
+// K and V of kv head kvh for keys [k0, k0 + kTile) into padded smem tiles.
+template <int kHd>
+__device__ void load_kv_tiles(bf16* k_s, bf16* v_s, const bf16* base, int k0, int kvh, const Dims& g) {
+  load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
+  load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
+}
+
+// body(k0) for every key tile that the causal mask leaves to the query tile, with its K and V loaded.
+template <int kHd, class Body>
+__device__ __forceinline__ void for_each_key_tile(bf16* k_s, bf16* v_s, const QueryTile& q, const Dims& g,
+                                                  Body&& body) {
+  const int last_key = min(g.t - 1, q.q0 + kTile - 1);
+  for (int k0 = 0; k0 <= last_key; k0 += kTile) {
+    __syncthreads();  // the previous K/V tile is consumed
+    load_kv_tiles<kHd>(k_s, v_s, q.base, k0, q.kvh, g);
+    __syncthreads();
+    body(k0);
+  }
+}
+
+// fn(rr, t) for this warp's query rows t = q0 + warp·kRowsPerWarp + rr that exist (t < T); warp-uniform.
+template <class Fn>
+__device__ __forceinline__ void for_each_warp_row(const QueryTile& q, const Dims& g, Fn&& fn) {
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int t = q.q0 + q.warp * kRowsPerWarp + rr;
+    if (t < g.t) fn(rr, t);
+  }
+}
+
 template <int kDpl>
 __global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, Dims g) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
   __shared__ bf16 q_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
-  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kTile;
-  const int kvh = h / (g.nh / g.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;  // [T, row]
-  load_tile<kHd>(q_s, base, q0, g.t, g.row, h * kHd);
+  const QueryTile q = query_tile(qkv, g);
+  const int lane = q.lane;
+  load_tile<kHd>(q_s, q.base, q.q0, g.t, g.row, q.h * kHd);
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kDpl];
 #pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
@@ -59,18 +103,12 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, f
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) acc[rr][i] = 0.0f;
   }
-  const int last_key = min(g.t - 1, q0 + kTile - 1);
-  for (int k0 = 0; k0 <= last_key; k0 += kTile) {
-    __syncthreads();  // the previous K/V tile is consumed
-    load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
-    load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
-    __syncthreads();
-#pragma unroll
-    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-      const int r = warp * kRowsPerWarp + rr, t = q0 + r, key = k0 + lane;
-      const float s = (t < g.t && key <= t) ? dot_rows<kHd>(q_s + r * kS, k_s + lane * kS) * g.scale : -INFINITY;
+  for_each_key_tile<kHd>(k_s, v_s, q, g, [&](int k0) {
+    for_each_warp_row(q, g, [&](int rr, int t) {
+      const int r = t - q.q0, key = k0 + lane;
+      const float s = key <= t ? dot_rows<kHd>(q_s + r * kS, k_s + lane * kS) * g.scale : -INFINITY;
       const float m_new = fmaxf(m[rr], warp_max(s));
-      if (m_new == -INFINITY) continue;  // warp-uniform: no valid key yet for this row
+      if (m_new == -INFINITY) return;  // warp-uniform: no valid key yet for this row
       const float corr = __expf(m[rr] - m_new), p = s == -INFINITY ? 0.0f : __expf(s - m_new);
       l[rr] = l[rr] * corr + warp_sum(p);
       m[rr] = m_new;
@@ -81,17 +119,14 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, f
 #pragma unroll
         for (int i = 0; i < kDpl; ++i) acc[rr][i] += pj * to_f32(v_s[j * kS + lane + 32 * i]);
       }
-    }
-  }
-#pragma unroll
-  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-    const int t = q0 + warp * kRowsPerWarp + rr;
-    if (t >= g.t) continue;
-    bf16* o = out + (std::int64_t(b) * g.t + t) * g.nh * kHd + h * kHd;
+    });
+  });
+  for_each_warp_row(q, g, [&](int rr, int t) {
+    bf16* o = out + (std::int64_t(q.b) * g.t + t) * g.nh * kHd + q.h * kHd;
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) o[lane + 32 * i] = to_bf16(acc[rr][i] / l[rr]);
-    if (lane == 0) lse[(std::int64_t(b) * g.nh + h) * g.t + t] = m[rr] + logf(l[rr]);
-  }
+    if (lane == 0) lse[(std::int64_t(q.b) * g.nh + q.h) * g.t + t] = m[rr] + logf(l[rr]);
+  });
 }
 
 // delta [B, NH, T] = Σ_d dO·O, one warp per (b, t, h).
@@ -107,39 +142,44 @@ __global__ void flash_delta_kernel(float* delta, const bf16* dout, const bf16* o
   if (lane == 0) delta[(b * nh + r % nh) * t + token % t] = acc;
 }
 
+// The backward kernels' arguments: dqkv [B, T, row] (+=), dout [B, T, NH·HD], qkv, lse and delta [B, NH, T].
+struct BackwardArgs {
+  bf16* dqkv;
+  const bf16* dout;
+  const bf16* qkv;
+  const float* lse;
+  const float* delta;
+  Dims g;
+};
+
 // dQ: the forward's layout (block = 32 query rows of head h; warp = 4 rows; lane j = key j of the tile).
 template <int kDpl>
-__global__ void __launch_bounds__(kWarps * 32)
-    flash_backward_dq_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta,
-                             Dims g) {
+__global__ void __launch_bounds__(kWarps * 32) flash_backward_dq_kernel(BackwardArgs a) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
   __shared__ bf16 q_s[kTile * kS], do_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
-  const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kTile;
-  const int kvh = h / (g.nh / g.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;
-  load_tile<kHd>(q_s, base, q0, g.t, g.row, h * kHd);
-  load_tile<kHd>(do_s, dout + std::int64_t(b) * g.t * g.nh * kHd, q0, g.t, g.nh * kHd, h * kHd);
+  const Dims& g = a.g;
+  const bf16 *dout = a.dout, *qkv = a.qkv;
+  const float *lse = a.lse, *delta = a.delta;
+  bf16* dqkv = a.dqkv;
+  const QueryTile q = query_tile(qkv, g);
+  const int lane = q.lane;
+  load_tile<kHd>(q_s, q.base, q.q0, g.t, g.row, q.h * kHd);
+  load_tile<kHd>(do_s, dout + std::int64_t(q.b) * g.t * g.nh * kHd, q.q0, g.t, g.nh * kHd, q.h * kHd);
   float row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], dq[kRowsPerWarp][kDpl];
 #pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-    const int t = q0 + warp * kRowsPerWarp + rr;
-    const std::int64_t at = (std::int64_t(b) * g.nh + h) * g.t + min(t, g.t - 1);
+    const int t = q.q0 + q.warp * kRowsPerWarp + rr;
+    const std::int64_t at = (std::int64_t(q.b) * g.nh + q.h) * g.t + min(t, g.t - 1);
     row_lse[rr] = lse[at];
     row_delta[rr] = delta[at];
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) dq[rr][i] = 0.0f;
   }
-  const int last_key = min(g.t - 1, q0 + kTile - 1);
-  for (int k0 = 0; k0 <= last_key; k0 += kTile) {
-    __syncthreads();
-    load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
-    load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
-    __syncthreads();
-#pragma unroll
-    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-      const int r = warp * kRowsPerWarp + rr, t = q0 + r, key = k0 + lane;
+  for_each_key_tile<kHd>(k_s, v_s, q, g, [&](int k0) {
+    for_each_warp_row(q, g, [&](int rr, int t) {
+      const int r = t - q.q0, key = k0 + lane;
       float ds = 0.0f;
-      if (t < g.t && key <= t) {
+      if (key <= t) {
         const float p = __expf(dot_rows<kHd>(q_s + r * kS, k_s + lane * kS) * g.scale - row_lse[rr]);
         ds = p * (dot_rows<kHd>(do_s + r * kS, v_s + lane * kS) - row_delta[rr]);
       }
@@ -148,32 +188,30 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int i = 0; i < kDpl; ++i) dq[rr][i] += dsj * to_f32(k_s[j * kS + lane + 32 * i]);
       }
-    }
-  }
-#pragma unroll
-  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-    const int t = q0 + warp * kRowsPerWarp + rr;
-    if (t >= g.t) continue;
-    bf16* d = dqkv + (std::int64_t(b) * g.t + t) * g.row + h * kHd;
+    });
+  });
+  for_each_warp_row(q, g, [&](int rr, int t) {
+    bf16* d = dqkv + (std::int64_t(q.b) * g.t + t) * g.row + q.h * kHd;
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) d[lane + 32 * i] = to_bf16(to_f32(d[lane + 32 * i]) + dq[rr][i] * g.scale);
-  }
+  });
 }
 
 // dK, dV: block = 32 keys of kv head kvh; warp = 4 keys; lane i = query row i of the current query tile.
 // Loops over the query heads of the GQA group and every query tile at or after the key tile (causal).
 template <int kDpl>
-__global__ void __launch_bounds__(kWarps * 32)
-    flash_backward_dkv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta,
-                              Dims g) {
+__global__ void __launch_bounds__(kWarps * 32) flash_backward_dkv_kernel(BackwardArgs a) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
   __shared__ bf16 k_s[kTile * kS], v_s[kTile * kS], q_s[kTile * kS], do_s[kTile * kS];
   __shared__ float lse_s[kTile], delta_s[kTile];
+  const Dims& g = a.g;
+  const bf16 *dout = a.dout, *qkv = a.qkv;
+  const float *lse = a.lse, *delta = a.delta;
+  bf16* dqkv = a.dqkv;
   const int b = blockIdx.z, kvh = blockIdx.y, k0 = blockIdx.x * kTile, group = g.nh / g.nkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bf16* base = qkv + std::int64_t(b) * g.t * g.row;
-  load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
-  load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
+  load_kv_tiles<kHd>(k_s, v_s, base, k0, kvh, g);
   float dk[kRowsPerWarp][kDpl], dv[kRowsPerWarp][kDpl];
 #pragma unroll
   for (int kk = 0; kk < kRowsPerWarp; ++kk)
@@ -265,13 +303,12 @@ void flash_attention_backward(bf16* dqkv, float* scratch, const bf16* dout, cons
       scratch, dout, out, rows, int(s.t), int(s.nh), int(s.hd));
   CUDA_CHECK(cudaGetLastError());
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, kTile));
+  const BackwardArgs args{dqkv, dout, qkv, lse, scratch, g};
   dispatch_head_dim(s.hd, [&](auto dpl) {
     constexpr int kDpl = decltype(dpl)::value;
-    flash_backward_dq_kernel<kDpl><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kWarps * 32, 0, stream>>>(
-        dqkv, dout, qkv, lse, scratch, g);
+    flash_backward_dq_kernel<kDpl><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
-    flash_backward_dkv_kernel<kDpl><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kWarps * 32, 0, stream>>>(
-        dqkv, dout, qkv, lse, scratch, g);
+    flash_backward_dkv_kernel<kDpl><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -6,23 +6,16 @@
 
 namespace fsdpx::cuda {
 
-const char* collective_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
 void DeviceCommunicator::submit(const CollectiveCall& c) {
   throw_if_aborted();
+  FSDP_CHECK(c.kind == Collective::all_gather || c.kind == Collective::reduce_scatter ||
+                 c.kind == Collective::all_reduce || c.kind == Collective::broadcast,
+             std::string(collective_name(c.kind)) + ": not a collective of the device communicators");
   FSDP_CHECK(c.count >= 0, std::string(collective_name(c.kind)) + ": count must be non-negative");
-  if (c.kind == CollectiveKind::broadcast)
+  if (c.kind == Collective::broadcast)
     FSDP_CHECK(c.root >= 0 && c.root < size(), "broadcast: root out of range");
   if (c.count > 0) {
-    const bool needs_in = c.kind != CollectiveKind::broadcast || c.root == rank();
+    const bool needs_in = c.kind != Collective::broadcast || c.root == rank();
     FSDP_CHECK(c.out != nullptr && (c.in != nullptr || !needs_in),
                std::string(collective_name(c.kind)) + ": null device buffer");
   }

@@ -19,7 +19,8 @@
 //   and across the communicators of one family; otherwise NCCL hangs (the watchdog then aborts) and the
 //   thread communicator aborts with "mismatched collectives" or a timeout.
 // - One communicator runs its collectives one after the other (NCCL: one internal stream per
-//   communicator, executor-notes §3), whatever streams they are issued on. To overlap an all-gather
+//   communicator: NVIDIA/nccl src/enqueue.cc makes every launch wait on the communicator's device
+//   stream), whatever streams they are issued on. To overlap an all-gather
 //   with a reduce-scatter, issue them on two communicators: dup().
 // - Buffers of different ranks never overlap; "in place" means exactly the aliasing stated per call.
 #pragma once
@@ -32,6 +33,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/collective.h"
 #include "executor/comm/communicator.h"  // CommAborted
 
 namespace fsdpx::cuda {
@@ -40,12 +42,12 @@ enum class DType { bf16, f32 };
 constexpr std::size_t dtype_bytes(DType t) { return t == DType::bf16 ? 2 : 4; }
 constexpr const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "f32"; }
 
-enum class CollectiveKind { all_gather, reduce_scatter, all_reduce, broadcast };
-const char* collective_name(CollectiveKind k);  // "all_gather", ..., as in the watchdog's messages
+// The collectives are fsdpx::Collective (core/collective.h): all_gather, reduce_scatter, all_reduce and
+// broadcast here, named by collective_name in the watchdog's messages.
 
 // One collective as an implementation receives it, after DeviceCommunicator checked its arguments.
 struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::all_reduce;
+  Collective kind = Collective::all_reduce;
   const void* in = nullptr;
   void* out = nullptr;
   std::int64_t count = 0;  // elements: per-rank chunk (all_gather, reduce_scatter) or whole buffer
@@ -67,24 +69,24 @@ class DeviceCommunicator {
   // In place when in == out + rank*count (ncclAllGather's convention).
   void all_gather(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
                   std::string_view op = {}) {
-    submit({CollectiveKind::all_gather, in, out, count, t, 0, stream, op});
+    submit({Collective::all_gather, in, out, count, t, 0, stream, op});
   }
   // in [size*count] -> out [count] = sum over ranks of chunk `rank` of their `in`.
   // In place when out == in + rank*count (ncclReduceScatter's convention).
   void reduce_scatter(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
                       std::string_view op = {}) {
-    submit({CollectiveKind::reduce_scatter, in, out, count, t, 0, stream, op});
+    submit({Collective::reduce_scatter, in, out, count, t, 0, stream, op});
   }
   // in [count] -> out [count] = sum over ranks; every rank gets the same bits. In place when in == out.
   void all_reduce(const void* in, void* out, std::int64_t count, DType t, cudaStream_t stream,
                   std::string_view op = {}) {
-    submit({CollectiveKind::all_reduce, in, out, count, t, 0, stream, op});
+    submit({Collective::all_reduce, in, out, count, t, 0, stream, op});
   }
   // out [count] <- root's in [count]; `in` is read on the root only (may be null elsewhere).
   // In place when in == out.
   void broadcast(const void* in, void* out, std::int64_t count, DType t, int root, cudaStream_t stream,
                  std::string_view op = {}) {
-    submit({CollectiveKind::broadcast, in, out, count, t, root, stream, op});
+    submit({Collective::broadcast, in, out, count, t, root, stream, op});
   }
   // Sums: NCCL reduces in its algorithm's order and in the data type (bf16 rounds at every step), so
   // results depend on the topology; the thread communicator sums in rank order 0..n-1 in fp32 and

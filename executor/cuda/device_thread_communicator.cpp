@@ -4,7 +4,11 @@
 // (cudaMallocAsync/cudaFreeAsync on the caller's stream), so it needs no lifetime bookkeeping.
 #include "executor/cuda/device_thread_communicator.h"
 
+#include <array>
+#include <string>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "core/errors.h"
 #include "executor/cuda/cuda_check.h"
@@ -31,14 +35,18 @@ namespace {
 
 // Op codes of the shared ThreadGroup (distinct from the host communicator's 1..6): one per collective
 // and dtype, so a bf16/f32 mismatch between ranks is caught like a count mismatch.
-int op_code(CollectiveKind k, DType t) { return 100 + 2 * static_cast<int>(k) + (t == DType::bf16 ? 1 : 0); }
+int op_code(Collective k, DType t) { return 100 + 2 * static_cast<int>(k) + (t == DType::bf16 ? 1 : 0); }
 
-const char* op_what(CollectiveKind k, DType t) {
-  static constexpr const char* kNames[4][2] = {{"all_gather(f32)", "all_gather(bf16)"},
-                                               {"reduce_scatter(f32)", "reduce_scatter(bf16)"},
-                                               {"all_reduce(f32)", "all_reduce(bf16)"},
-                                               {"broadcast(f32)", "broadcast(bf16)"}};
-  return kNames[static_cast<int>(k)][t == DType::bf16 ? 1 : 0];
+// "all_gather(f32)", ...: the collective's shared name with the dtype, built once.
+const char* op_what(Collective k, DType t) {
+  static const auto kNames = [] {
+    std::array<std::array<std::string, 2>, kCollectiveCount> n;
+    for (int c = 0; c < kCollectiveCount; ++c)
+      for (DType d : {DType::f32, DType::bf16})
+        n[std::size_t(c)][d == DType::bf16 ? 1 : 0] = fmt::format("{}({})", collective_name(Collective(c)), dtype_name(d));
+    return n;
+  }();
+  return kNames[static_cast<std::size_t>(k)][t == DType::bf16 ? 1 : 0].c_str();
 }
 
 void copy_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
@@ -90,7 +98,7 @@ void DeviceThreadCommunicator::enqueue(const CollectiveCall& c) {
     if (j != rank_) CUDA_CHECK(cudaStreamWaitEvent(c.stream, peer_events[static_cast<std::size_t>(j)]->ready, 0));
   const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
   void* scratch = nullptr;  // in-place all-reduce: peers still read `in` while this rank sums
-  if (c.kind == CollectiveKind::all_reduce && c.in == c.out && bytes > 0)
+  if (c.kind == Collective::all_reduce && c.in == c.out && bytes > 0)
     CUDA_CHECK(cudaMallocAsync(&scratch, bytes, c.stream));
   enqueue_reads(c, peers, scratch ? scratch : c.out);
   CUDA_CHECK(cudaEventRecord(events_->done, c.stream));  // 4
@@ -112,19 +120,21 @@ void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std:
                                              void* sum_out) {
   const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
   switch (c.kind) {
-    case CollectiveKind::all_gather:  // in place: rank r's own chunk is already at out + r*count
+    case Collective::all_gather:  // in place: rank r's own chunk is already at out + r*count
       for (std::size_t j = 0; j < peers.size(); ++j)
         copy_async(static_cast<char*>(c.out) + bytes * j, peers[j].in, bytes, c.stream);
       break;
-    case CollectiveKind::reduce_scatter:  // in place is safe: peers read other chunks of this rank's input
+    case Collective::reduce_scatter:  // in place is safe: peers read other chunks of this rank's input
       sum_peers(c.type, c.out, peers, c.count * rank_, c.count, c.stream);
       break;
-    case CollectiveKind::all_reduce:
+    case Collective::all_reduce:
       sum_peers(c.type, sum_out, peers, 0, c.count, c.stream);
       break;
-    case CollectiveKind::broadcast:
+    case Collective::broadcast:
       copy_async(c.out, peers[static_cast<std::size_t>(c.root)].in, bytes, c.stream);
       break;
+    case Collective::send_recv:
+    case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
 }
 

@@ -1,8 +1,8 @@
 // executor/cuda/device_thread_communicator.h — an in-process DeviceCommunicator: N ranks are threads of
 // one process on ONE device, sharing a ThreadGroup of executor/comm/thread_communicator.h (its host
 // rendezvous, abort family, split and timeout); the GPU work is cudaMemcpyAsync and a rank-order sum
-// kernel (rank_sum.h), so results are bit-identical across ranks and runs (executor-notes §3, "most
-// robust for fsdpx"). For tests and single-GPU runs of multi-rank plans; leaves out speed (every rank
+// kernel (rank_sum.h), so results are bit-identical across ranks and runs (a fixed summation order:
+// floating-point addition is not associative). For tests and single-GPU runs of multi-rank plans; leaves out speed (every rank
 // reads every peer's buffer) and multi-device use.
 //
 // Stream ordering, per collective on rank r (stream s_r, events ready_r and done_r of this communicator):

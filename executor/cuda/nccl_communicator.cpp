@@ -98,11 +98,13 @@ ncclResult_t NcclCommunicator::issue(const CollectiveCall& c, ncclComm_t comm) c
   const auto n = static_cast<std::size_t>(c.count);
   const ncclDataType_t t = nccl_type(c.type);
   switch (c.kind) {
-    case CollectiveKind::all_gather: return ncclAllGather(c.in, c.out, n, t, comm, c.stream);
-    case CollectiveKind::reduce_scatter: return ncclReduceScatter(c.in, c.out, n, t, ncclSum, comm, c.stream);
-    case CollectiveKind::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
-    case CollectiveKind::broadcast:  // sendbuff is read on the root only
+    case Collective::all_gather: return ncclAllGather(c.in, c.out, n, t, comm, c.stream);
+    case Collective::reduce_scatter: return ncclReduceScatter(c.in, c.out, n, t, ncclSum, comm, c.stream);
+    case Collective::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
+    case Collective::broadcast:  // sendbuff is read on the root only
       return ncclBroadcast(c.in != nullptr ? c.in : c.out, c.out, n, t, c.root, comm, c.stream);
+    case Collective::send_recv:
+    case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
   return ncclInvalidArgument;
 }

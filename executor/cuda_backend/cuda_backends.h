@@ -6,7 +6,7 @@
 // driven by one process.
 #pragma once
 
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/rank_backend.h"
 #if defined(FSDPX_HAVE_NCCL)
 #include "executor/cuda/nccl_communicator.h"
 #endif

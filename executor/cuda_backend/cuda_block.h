@@ -15,7 +15,7 @@
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx::cuda {
 

@@ -8,7 +8,7 @@
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/model/init.h"
-#include "program/group_members.h"
+#include "executor/runtime/module_pointers.h"
 
 namespace fsdpx::cuda {
 
@@ -16,22 +16,15 @@ namespace {
 
 constexpr int kHostReduceElems = 8;
 
-CudaModelOptions model_options(const Plan& plan, OpProfiler* profiler) {
-  CudaModelOptions o;
-  o.recompute = plan.recompute;
-  o.profiler = profiler;
-  return o;
-}
-
 }  // namespace
 
 CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                                  OpProfiler* kernel_profiler)
     : rp_(rp), device_(device), world_(std::move(world)) {
   use_device();
-  const MeshCoord at = mesh_coord(rp.program.mesh, world_->rank());
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
+  const RankShard at = rank_shard(rp, world_->rank());
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   op_done_.resize(rp.program.roles[0].ops.size());
   for (cudaEvent_t& e : op_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -39,11 +32,10 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
   model_ = std::make_unique<CudaModel>(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
-                                       model_options(rp.plan, kernel_profiler), *gemm_);
-  const int unit_shard = rp.shard_count > 1 ? shard_index_ : 0;
+                                       CudaModelOptions{rp.plan.recompute, kernel_profiler}, *gemm_);
   const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    units_.push_back(std::make_unique<CudaUnit>(rp.flats[u], unit_shard, replicated_params(rp, int(u)), reduce, &mem_));
+    units_.push_back(std::make_unique<CudaUnit>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_));
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));
@@ -72,12 +64,7 @@ void CudaRankBackend::connect() {
 }
 
 DeviceCommunicator& CudaRankBackend::comm(DpGroup group) {
-  switch (group) {
-    case DpGroup::dp_shard: return *shard_comm_;
-    case DpGroup::dp_replicate: return *replica_comm_;
-    case DpGroup::dp_all: break;
-  }
-  return *world_;
+  return group_communicator(group, *world_, *shard_comm_, *replica_comm_);
 }
 
 void CudaRankBackend::init_params(std::uint64_t seed) {
@@ -137,15 +124,6 @@ void CudaRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
 
 void CudaRankBackend::release(int unit, double kept_bytes) { units_[std::size_t(unit)]->release(kept_bytes, current_); }
 
-std::vector<const bf16*> CudaRankBackend::param_ptrs() const {
-  std::vector<const bf16*> p(std::size_t(rp_.layout.num_modules()), nullptr);
-  for (const auto& u : units_) {
-    if (!u->params_live()) continue;
-    for (std::size_t k = 0; k < u->flat().modules.size(); ++k) p[std::size_t(u->flat().modules[k])] = u->module_params(int(k));
-  }
-  return p;
-}
-
 void CudaRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) {
   use_device();
   model_->set_batch(tokens, targets, current_);
@@ -158,7 +136,7 @@ void CudaRankBackend::forward(int segment) {
     FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
     model_->set_loss_output(losses_.get() + losses_written_);
   }
-  const std::vector<const bf16*> p = param_ptrs();
+  const std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
   for (int m = seg.first_module; m <= last; ++m) {
     model_->forward_module(m, p, current_);
     mem_.alloc(MemCategory::activations, double(model_->saved_bytes(m)));
@@ -168,10 +146,10 @@ void CudaRankBackend::forward(int segment) {
 
 void CudaRankBackend::backward(int segment, int unit) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const std::vector<const bf16*> p = param_ptrs();
-  std::vector<float*> g(std::size_t(rp_.layout.num_modules()), nullptr);
+  const std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
   CudaUnit& u = *units_[std::size_t(unit)];
-  for (std::size_t k = 0; k < u.flat().modules.size(); ++k) g[std::size_t(u.flat().modules[k])] = u.module_grads(int(k), current_);
+  const std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
+                                                          [&](int k) { return u.module_grads(k, current_); });
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
     model_->backward_module(m, p, g, current_);
     mem_.free(MemCategory::activations, double(model_->saved_bytes(m)));

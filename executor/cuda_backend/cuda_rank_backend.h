@@ -4,7 +4,8 @@
 // op's stream wait for its dependencies on other streams, end_op records the op's event, and every
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
-// all-gathers under NCCL (executor-notes §3). Host waits: the losses and the gradient norm, once per
+// all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
+// Host waits: the losses and the gradient norm, once per
 // step, and after every model kernel group when a kernel profiler is given. Leaves out CUDA graphs and
 // tp/cp/pp.
 #pragma once
@@ -71,7 +72,6 @@ class CudaRankBackend final : public RankBackend {
   void use_device() const;
   DeviceCommunicator& comm(DpGroup group);
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
-  std::vector<const bf16*> param_ptrs() const;
 
   const RuntimeProgram& rp_;
   int device_;

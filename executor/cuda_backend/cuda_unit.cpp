@@ -1,5 +1,5 @@
 // executor/cuda_backend/cuda_unit.cpp — buffers and collectives of one FSDP unit on the GPU (see
-// cuda_unit.h). In-place conventions as NCCL's (executor-notes §3): the all-gather input is the bf16
+// cuda_unit.h). In-place conventions as NCCL's (NCCL user guide, "In-place Operations"): the all-gather input is the bf16
 // shard, the reduce-scatter output a separate shard (in the reduction dtype) so the unsharded
 // gradients can be freed.
 #include "executor/cuda_backend/cuda_unit.h"

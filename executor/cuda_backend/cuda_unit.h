@@ -1,5 +1,5 @@
 // executor/cuda_backend/cuda_unit.h — one FSDP unit of one rank on the GPU (the device twin of
-// executor/runtime/fsdp_unit.h): resident fp32 master shard, Adam moments and gradient accumulator, a
+// executor/cpu_backend/fsdp_unit.h): resident fp32 master shard, Adam moments and gradient accumulator, a
 // bf16 copy of the shard (the all-gather input, written by AdamW); the unsharded bf16 parameters from
 // all-gather to release and the unsharded fp32 gradients from the first backward to the reduction,
 // both stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) on the stream of the op that
@@ -16,9 +16,9 @@
 #include "executor/cuda/device_communicator.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/device_buffer.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx::cuda {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "executor/data/token_file.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
 

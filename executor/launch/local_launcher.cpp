@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -168,6 +170,18 @@ LaunchResult launch_local(const LocalLaunchOptions& options) {
   }
   Supervisor(result, options.grace_s).run(blocked.set());
   return result;
+}
+
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  std::string cur;
+  for (char c : all) {
+    if (c == '\0') argv.push_back(std::move(cur)), cur.clear();
+    else cur += c;
+  }
+  return argv;
 }
 
 }  // namespace fsdpx

@@ -54,4 +54,7 @@ struct LaunchResult {
 // thread of a process whose other threads (if any) block them too.
 LaunchResult launch_local(const LocalLaunchOptions& options);
 
+// This process's argv from /proc/self/cmdline: what a process that launches copies of itself passes on.
+std::vector<std::string> own_argv();
+
 }  // namespace fsdpx

@@ -3,7 +3,7 @@
 // deadline) and introduce themselves (rank, world size, a job fingerprint). Rank 0 checks them, then
 // broadcasts an opaque payload (the 128-byte NCCL unique id) or gathers one blob per rank. Every wait
 // has a deadline, and every failure ends every connected rank with the same message naming the
-// offending ranks (llm.c's "tcp" init, with checks and timeouts; executor-notes §1, §3). Leaves out
+// offending ranks (llm.c's "tcp" init in llmc/zero.cuh, with checks and timeouts). Leaves out
 // re-joining after a failure, encryption and anything NCCL-specific.
 #pragma once
 

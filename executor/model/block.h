@@ -12,7 +12,7 @@
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

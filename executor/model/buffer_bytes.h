@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
 namespace fsdpx {

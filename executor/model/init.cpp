@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "core/errors.h"
+#include "executor/cpu/kernel_pool.h"
 
 namespace fsdpx {
 namespace {
@@ -60,8 +61,10 @@ void init_module_range(const ParamLayout& layout, std::uint64_t seed, int module
                        std::int64_t end, Real* out) {
   FSDP_CHECK(begin >= 0 && begin <= end && end <= layout.modules[static_cast<std::size_t>(module)].numel,
              "init_module_range: range outside the module");
-#pragma omp parallel for
-  for (std::int64_t e = begin; e < end; ++e) out[e - begin] = static_cast<Real>(init_value(layout, seed, module, e));
+  cpu::parallel_for_blocks(end - begin, 4096, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t e = begin + lo; e < begin + hi; ++e)
+      out[e - begin] = static_cast<Real>(init_value(layout, seed, module, e));
+  });
 }
 
 template <class Real>

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

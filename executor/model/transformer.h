@@ -1,7 +1,7 @@
 // executor/model/transformer.h — the CPU reference model (llama or gpt from a ModelSpec) with a
 // hand-written backward, driven module by module so an FSDP runtime can all-gather a unit before its
 // modules run and reduce-scatter its gradients after. Parameters and gradients are external flat
-// buffers per module (executor/model/param_layout.h); the model owns only activations.
+// buffers per module (executor/runtime/param_layout.h); the model owns only activations.
 // Leaves out dropout, ignore-index tokens, KV caches and tensor parallelism.
 //
 // Protocol for one micro-batch:
@@ -22,7 +22,7 @@
 #include "core/plan.h"
 #include "executor/model/block.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 

@@ -1,5 +1,5 @@
 // executor/runtime/adamw.h — AdamW on one rank's flat fp32 shard (ZeRO-3 / FSDP: each rank updates only
-// the master weights it owns, executor-notes §5.2): bias-corrected moments and decoupled weight decay
+// the master weights it owns, Rajbhandari et al. 2020, ZeRO §5.1): bias-corrected moments and decoupled weight decay
 // as torch.optim.AdamW (Loshchilov & Hutter 2019), applied to every element as torchtitan does
 // (padding elements stay 0: zero weight, zero gradient). Gradients are scaled by the clip factor first.
 // Leaves out per-tensor decay masks (llm.c decays 2-D tensors only) and stochastic rounding.

@@ -8,19 +8,32 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/plan.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
 
 // The data-parallel groups of one rank: the world (dp_all) and the two axes of the HSDP mesh.
 enum class DpGroup { dp_all, dp_shard, dp_replicate };
+
+// A backend's communicator of `group` among its three.
+template <class Comm>
+Comm& group_communicator(DpGroup group, Comm& world, Comm& shard, Comm& replica) {
+  switch (group) {
+    case DpGroup::dp_shard: return shard;
+    case DpGroup::dp_replicate: return replica;
+    case DpGroup::dp_all: break;
+  }
+  return world;
+}
 
 class RankBackend {
  public:
@@ -79,5 +92,13 @@ class RankBackend {
   virtual void abort(const std::string& msg) = 0;
   virtual const MemoryTracker& memory() const = 0;
 };
+
+struct RuntimeProgram;
+class OpProfiler;
+// Makes the backend of every rank of the plan's mesh that runs in this process, in rank order (rank 0
+// gets the kernel profiler, null unless profiling); the Trainer's default is the CPU reference backend,
+// every rank a thread (executor/session/trainer.h).
+using RankBackendFactory =
+    std::function<std::vector<std::unique_ptr<RankBackend>>(const RuntimeProgram&, OpProfiler* rank0_profiler)>;
 
 }  // namespace fsdpx

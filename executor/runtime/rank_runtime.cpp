@@ -11,16 +11,15 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
-#include "program/group_members.h"
 
 namespace fsdpx {
 
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
   dp_rank_ = backend_->rank();  // tp = cp = 1: the global rank is the data-parallel rank
-  const MeshCoord at = mesh_coord(rp.program.mesh, dp_rank_);
-  shard_index_ = at.dp_shard;
-  replica_index_ = at.dp_replicate;
+  const RankShard at = rank_shard(rp, dp_rank_);
+  shard_index_ = at.shard_index;
+  replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
 }
 

@@ -15,9 +15,20 @@
 
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
-#include "executor/runtime/trainer.h"
+#include "executor/runtime/train_state.h"
 
 namespace fsdpx {
+
+enum class NonFinitePolicy { stop, skip_step };
+
+struct TrainerOptions {
+  NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
+  bool profile = false;  // collect per-op wall times
+  bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
+  // CPU kernel threads per rank (--threads); 0: the thread budget decides (executor/cpu/thread_budget.h).
+  int threads = 0;
+  int processes_on_host = 1;  // processes sharing this host's cores (the launcher's local world size)
+};
 
 struct RankStepResult {
   double loss_sum = 0;   // sum of the micro-batch losses over all data-parallel ranks

@@ -8,6 +8,7 @@
 #include "core/attention_kernel.h"
 #include "core/dtype.h"
 #include "core/errors.h"
+#include "program/group_members.h"
 #include "program/lower.h"
 
 namespace fsdpx {
@@ -82,6 +83,11 @@ void check_runnable(const Plan& plan, ExecutorDevice device) {
 }
 
 }  // namespace
+
+RankShard rank_shard(const RuntimeProgram& rp, int rank) {
+  const MeshCoord at = mesh_coord(rp.program.mesh, rank);
+  return {at.dp_shard, at.dp_replicate, rp.shard_count > 1 ? at.dp_shard : 0};
+}
 
 bool replicated_params(const RuntimeProgram& rp, int unit) {
   return !is_sharded(rp.program.units[std::size_t(unit)].placement.params);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/plan.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -24,6 +24,14 @@ struct RuntimeProgram {
   int dp_ranks = 1;
 };
 
+// Where global rank `rank` sits on the data-parallel mesh, and which shard of every unit it owns (0 when
+// the optimizer state is replicated).
+struct RankShard {
+  int shard_index = 0, replica_index = 0;  // dp_shard and dp_replicate coordinates
+  int unit_shard = 0;
+};
+RankShard rank_shard(const RuntimeProgram& rp, int rank);
+
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);
 // The unsharded parameters are the master copy (DDP: parameters and optimizer state replicated), so
@@ -33,6 +41,7 @@ bool master_is_replica(const RuntimeProgram& rp, int unit);
 // Which backend will run the program: each computes one way, and a plan saying otherwise would be
 // simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).
 enum class ExecutorDevice { cpu, cuda };
+inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
 // plans the runtime cannot run on `device` (tp, cp or pp > 1, another precision or attention kernel,

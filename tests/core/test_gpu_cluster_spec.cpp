@@ -1,6 +1,6 @@
 // tests/core/test_gpu_cluster_spec.cpp — GPU and cluster specs and config resolution: unit conversion,
-// efficiency-curve interpolation, shipped figures against the published tables of cost-model-facts.md
-// §1.3/§2 (typed in here, not read from the configs), sources for every figure, strict errors with paths,
+// efficiency-curve interpolation, shipped figures against published tables (NVIDIA datasheets,
+// stas00/ml-engineering, nccl-tests issues; typed in here, not read from the configs), sources for every figure, strict errors with paths,
 // round trips, and the name -> file search order.
 #include <doctest/doctest.h>
 
@@ -56,7 +56,7 @@ nlohmann::json small_cluster() {
     "inter_node": {"nics_per_node": 2, "nic_gb_per_s": 25, "latency_us": 10}})");
 }
 
-// Published figures (cost-model-facts.md §2): dense BF16 TFLOPS, HBM bytes, HBM TB/s, NVLink GB/s
+// Published figures (NVIDIA datasheets; stas00/ml-engineering compute/accelerator/README.md): dense BF16 TFLOPS, HBM bytes, HBM TB/s, NVLink GB/s
 // one direction, and ml-engineering's Maximum Achievable Matmul TFLOPS (BF16).
 struct Published {
   double bf16_tflops, hbm_bytes, hbm_tb_per_s, nvlink_gb_per_s, achievable_tflops;
@@ -208,7 +208,8 @@ TEST_CASE("every shipped cluster loads by name with published fabric numbers") {
     CHECK((c.inter.nics_per_node > 0) == !c.host_threads);  // only the host cluster is single-node only
     CHECK(parse_cluster_spec(cluster_spec_to_json(c), "rt", &load_gpu).intra.latency_s == c.intra.latency_s);
   }
-  // cost-model-facts.md §1.3: 8xH100 ring busbw ~370 GB/s; NDR 400G ~48 GB/s; NCCL hwLat (§1.2).
+  // 8xH100 ring busbw ~370 GB/s (sjeaugey, NVIDIA/nccl-tests #212); NDR 400G ~48 GB/s (nccl-tests #267);
+  // NCCL hwLat (NVIDIA/nccl src/graph/tuning.cc).
   const ClusterSpec h = load_cluster("dgx-h100");
   CHECK(h.intra.bus_bw_bytes_per_s == doctest::Approx(370e9));
   CHECK(h.intra.latency_s == doctest::Approx(3.4e-6));

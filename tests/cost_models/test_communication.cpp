@@ -1,6 +1,6 @@
 // tests/cost_models/test_communication.cpp — the collective model against closed forms (nccl-tests
 // PERFORMANCE.md ideal times and busbw), the latency floors derived from NCCL's tuning.cc constants
-// (cost-model-facts.md §1.2), the multi-node NIC rule, protocol choice, monotonicity and the HSDP
+// (NVIDIA/nccl src/graph/tuning.cc, master 5067397c), the multi-node NIC rule, protocol choice, monotonicity and the HSDP
 // decomposition. Also covers cost_models/nccl_model.cpp.
 #include <cmath>
 #include <string>
@@ -78,7 +78,7 @@ TEST_CASE("busbw computed from simulated time with nccl-tests' formula equals th
   }
 }
 
-TEST_CASE("latency floors of cost-model-facts.md §1.2 are reproduced per algorithm/protocol") {
+TEST_CASE("latency floors of NCCL's tuning.cc constants are reproduced per algorithm/protocol") {
   struct Floor {
     Collective coll;
     NcclAlgo algo;

@@ -41,8 +41,8 @@ ModelSpec gpt_1_3b() {
   return m;
 }
 
-// H100 SXM figures (cost-model-facts §2) with calculon's efficiency steps as curve points (§2,
-// "Efficiency versus size": 1 GFLOP → 0.6, 16 → 0.9, 128 → 0.95; 1 MB → 0.6, 10 → 0.75, 100 → 0.9).
+// H100 SXM figures (NVIDIA H100 datasheet) with calculon's efficiency steps as curve points
+// (calculon systems/h100_80g_nvl8.json: 1 GFLOP → 0.6, 16 → 0.9, 128 → 0.95; 1 MB → 0.6, 10 → 0.75, 100 → 0.9).
 GpuSpec h100() {
   GpuSpec g;
   g.name = "h100-test";

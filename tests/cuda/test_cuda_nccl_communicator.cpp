@@ -32,12 +32,14 @@ NcclOptions test_options(double collective_timeout_s = 60.0) {
   return o;
 }
 
-void run(DeviceCommunicator& c, CollectiveKind k, const void* in, void* out, std::int64_t n, DType t, cudaStream_t s) {
+void run(DeviceCommunicator& c, Collective k, const void* in, void* out, std::int64_t n, DType t, cudaStream_t s) {
   switch (k) {
-    case CollectiveKind::all_gather: return c.all_gather(in, out, n, t, s, "ag.test");
-    case CollectiveKind::reduce_scatter: return c.reduce_scatter(in, out, n, t, s, "rs.test");
-    case CollectiveKind::all_reduce: return c.all_reduce(in, out, n, t, s, "ar.test");
-    case CollectiveKind::broadcast: return c.broadcast(in, out, n, t, 0, s, "bc.test");
+    case Collective::all_gather: return c.all_gather(in, out, n, t, s, "ag.test");
+    case Collective::reduce_scatter: return c.reduce_scatter(in, out, n, t, s, "rs.test");
+    case Collective::all_reduce: return c.all_reduce(in, out, n, t, s, "ar.test");
+    case Collective::broadcast: return c.broadcast(in, out, n, t, 0, s, "bc.test");
+    case Collective::send_recv:
+    case Collective::all_to_all: break;  // not device-communicator collectives
   }
 }
 
@@ -48,8 +50,8 @@ void check_one_rank_copies(DeviceCommunicator& c, const std::vector<H>& x, DType
   const std::size_t n = x.size();
   DeviceBuffer<D> in(n), out(n), buf(n);
   upload_on(in.get(), x, s);
-  for (CollectiveKind k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce,
-                           CollectiveKind::broadcast}) {
+  for (Collective k : {Collective::all_gather, Collective::reduce_scatter, Collective::all_reduce,
+                           Collective::broadcast}) {
     const std::string name = std::string(collective_name(k)) + " " + dtype_name(t);
     CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, sizeof(D) * n, s));  // poison: the output must be written
     upload_on(buf.get(), x, s);

@@ -15,7 +15,7 @@
 #include "core/plan.h"
 #include "cost_models/params.h"
 #include "executor/model/init.h"
-#include "executor/model/param_layout.h"
+#include "executor/runtime/param_layout.h"
 #include "tests/executor/tiny_models.h"
 
 namespace fsdpx {

@@ -14,7 +14,7 @@
 #include "core/plan.h"
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
-#include "executor/runtime/trainer.h"
+#include "executor/session/trainer.h"
 
 namespace fsdpx::test {
 

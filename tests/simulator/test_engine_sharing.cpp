@@ -1,7 +1,7 @@
 // tests/simulator/test_engine_sharing.cpp — the engine's fluid sharing, checked against hand-computed
 // timelines: concurrent collectives on one fabric split its bandwidth (latency is not shared), on
 // different fabrics they do not; compute slows by the configured interference factor while a
-// collective is in its bandwidth phase (calculon's processor_usage, cost-model-facts.md §5).
+// collective is in its bandwidth phase (calculon's processor_usage, calculon/llm/layers.py).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/tools/sanitizers.sh — builds test_executor and test_launch in two extra trees, one with
 # ThreadSanitizer (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread
-# communicator, watchdog, data-parallel and Trainer tests there (kept short: the equivalence matrix runs
-# only in the normal tree), all of test_launch (rendezvous threads, forked ranks, the local launcher),
-# plus the device communicators on the emulated CUDA runtime when CUDA headers were found.
+# communicator, watchdog, data-parallel, Trainer and kernel-pool tests there (kept short: the equivalence
+# matrix runs only in the normal tree), all of test_launch (rendezvous threads, forked ranks, the local
+# launcher), plus the device communicators on the emulated CUDA runtime when CUDA headers were found.
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -15,6 +15,7 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,watchdog*,data-parallel*'
 tests+=',trainer: a rank*,trainer: HSDP*,trainer: state*,trainer: a non-finite*,trainer: peak*'
+tests+=',every item runs*,slow items*,parallel_for uses*'  # the rank's kernel pool (kernel_pool.h)
 
 build_and_run() {  # name, extra cmake args...
   local name=$1; shift

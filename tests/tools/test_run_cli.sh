@@ -5,7 +5,7 @@
 # last unit) on 1 rank with the uninterrupted run's losses; truncated and corrupted shards are
 # reported and the previous good checkpoint is used; a missing checkpoint, --backend cuda with a CPU
 # plan and --backend cuda without a GPU fail with a message; calibrating on a profile brings the
-# simulated step time closer to the measured one.
+# simulated step time within 30% of the measured one.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -132,17 +132,20 @@ check "text run" $?
 falls=$(grep "^step" "$tmp/text.out" | grep -o "loss [0-9.]*" | awk 'NR==1{a=$2} {b=$2} END{print (b < a - 0.5) ? "yes" : "no: " a " -> " b}')
 [ "$falls" = yes ]; check "loss falls by > 0.5 nats in 30 steps ($falls)" $?
 
-# Calibration closes the loop: the simulated step time moves toward the measured one.
-run --steps 8 --profile "$tmp/prof.json" >/dev/null
+# Calibration closes the loop: the simulated step time lands near the measured one. Profiled on one rank
+# and one kernel thread, where the kernels are the step (calibrate leaves the fabric and waits for
+# peers out); the shipped cpu-host figures are sometimes as close already, so no "before" is asserted.
+"$FSDPX" plan --model llama-small --cluster cpu --world-size 1 --seq 128 --global-batch 4 -o "$tmp/small.json" >/dev/null
+"$FSDPX" run --plan "$tmp/small.json" --steps 8 --threads 1 --profile "$tmp/prof.json" --format json >/dev/null
 check "run with --profile" $?
 "$FSDPX" calibrate --profile "$tmp/prof.json" -o "$tmp/cal.json" --plan-out "$tmp/calplan.json" --format json >"$tmp/calib.json"
 check "calibrate" $?
 errs=$(jq_py "$tmp/calib.json" '"measured %.4f s, simulated %.4f s -> %.4f s, error %.2f -> %.2f" % (j["step_time_s"]["measured"], j["step_time_s"]["simulated_before"], j["step_time_s"]["simulated_after"], j["relative_error"]["before"], j["relative_error"]["after"])')
 echo "calibration: $errs"
-jq_py "$tmp/calib.json" 'sys.exit(0 if j["relative_error"]["after"] < j["relative_error"]["before"] else 1)' >/dev/null
-check "calibration shrinks the step-time error ($errs)" $?
+jq_py "$tmp/calib.json" 'sys.exit(0 if j["relative_error"]["after"] < 0.3 else 1)' >/dev/null
+check "calibrated step time within 30% of the measured one ($errs)" $?
 "$FSDPX" simulate --plan "$tmp/calplan.json" >/dev/null; check "calibrated plan simulates" $?
-"$FSDPX" plan --model llama-tiny --cluster "$tmp/cal.json" --world-size 4 --seq 64 --global-batch 8 >/dev/null
+"$FSDPX" plan --model llama-small --cluster "$tmp/cal.json" --world-size 1 --seq 128 --global-batch 4 >/dev/null
 check "calibrated cluster loads in fsdpx plan" $?
 
 finish

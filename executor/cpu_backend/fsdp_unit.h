@@ -1,0 +1,65 @@
+// executor/cpu_backend/fsdp_unit.h — one FSDP unit on one rank: its fp32 master shard with Adam moments and
+// sharded gradient accumulator (resident), the unsharded parameter buffer (from all-gather to last use),
+// the unsharded gradient buffer (from first backward to reduction) and the reduced gradient shard on
+// its way to the accumulator. The flat layout is the modules back to back, padded to a multiple of the
+// shard count (executor/runtime/param_layout.h, as FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). DDP and ZeRO-1 keep the unsharded
+// buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/comm/communicator.h"
+#include "executor/runtime/param_layout.h"
+#include "executor/runtime/memory_tracker.h"
+#include "executor/runtime/train_state.h"
+
+namespace fsdpx {
+
+class FsdpUnit {
+ public:
+  // `shard_index` of `flat.padded_numel / flat.shard_numel` shards; `replicated`: DDP / ZeRO-1.
+  FsdpUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem);
+  FsdpUnit(const FsdpUnit&) = delete;
+  FsdpUnit& operator=(const FsdpUnit&) = delete;
+  FsdpUnit(FsdpUnit&&) = default;
+
+  const FlatUnitLayout& flat() const { return flat_; }
+  UnitShardState& state() { return state_; }
+  const UnitShardState& state() const { return state_; }
+  std::vector<float>& grad_shard() { return grad_acc_; }
+  const std::vector<float>& grad_shard() const { return grad_acc_; }
+
+  // Parameters: the master shard all-gathered into the unsharded buffer (allocated unless replicated).
+  void gather(Communicator& comm);
+  // Frees the unsharded buffer; `kept_bytes` of a partial copy stay (FSDP2's int reshard_after_forward).
+  void release_params(double kept_bytes = 0);
+  void drop_kept_copy();
+  bool params_live() const { return params_live_; }
+  const float* module_params(int k) const;  // module k of flat().modules inside the unsharded buffer
+  // DDP: the unsharded parameters are the master copy.
+  void copy_master_to_replica();
+
+  // Gradients: the unsharded buffer (zeroed when it comes alive), then reduced to `reduced`.
+  float* module_grads(int k);
+  bool grads_live() const { return grads_live_; }
+  void reduce_scatter(Communicator& comm);  // sum over the shard group into the reduced shard
+  void all_reduce_full(Communicator& comm);  // DDP: sum of the whole unit, which then is the shard
+  void all_reduce_reduced(Communicator& comm);  // HSDP: sum of the reduced shard across replicas
+  // Adds the reduced shard to the accumulator; false when it holds a NaN or an infinity.
+  bool finish_reduction();
+  void zero_grad_shard();
+
+ private:
+  void done_with_full_grads();
+  FlatUnitLayout flat_;
+  bool replicated_;
+  MemoryTracker* mem_;
+  UnitShardState state_;
+  std::vector<float> grad_acc_;  // [shard_numel] sharded fp32 gradient accumulator
+  std::vector<float> full_params_, full_grads_, reduced_;  // [padded], [padded], [shard]
+  bool params_live_ = false, grads_live_ = false;
+  double kept_bytes_ = 0;
+};
+
+}  // namespace fsdpx

@@ -1,0 +1,65 @@
+// executor/runtime/param_layout.h — where every parameter lives. Each plan module ("embedding",
+// "block.<i>", "final_norm", "head"; core/plan.h module_names) owns one flat contiguous buffer holding
+// its tensors back to back; the full model is the modules concatenated in forward order. An FSDP
+// unit's flat buffer is the concatenation of its modules' buffers, zero-padded to a multiple of
+// dp_shard (FlatUnitLayout; FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). Gradients use the identical layout. Leaves out
+// tensor-parallel splits of a module.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.h"
+
+namespace fsdpx {
+
+// How a tensor is initialised (executor/model/init.h).
+enum class InitKind { normal, normal_residual, ones, zeros };
+
+struct TensorSlot {
+  std::string name;         // "qkv.weight", "mlp_down.bias", "tok.weight", ...
+  std::int64_t offset = 0;  // elements from the start of the module buffer
+  std::int64_t rows = 0, cols = 1;
+  InitKind init = InitKind::normal;
+  std::int64_t numel() const { return rows * cols; }
+};
+
+struct ModuleLayout {
+  std::string name;
+  std::int64_t offset = 0;  // elements from the start of the full-model buffer
+  std::int64_t numel = 0;
+  std::vector<TensorSlot> tensors;
+  // The tensor called `name`, or nullptr when this module has none (e.g. biases of a llama block).
+  const TensorSlot* find(const std::string& name) const;
+};
+
+struct ParamLayout {
+  std::vector<ModuleLayout> modules;  // forward order
+  std::int64_t total = 0;
+  std::int64_t layers = 0;
+
+  static int embedding_index() { return 0; }
+  int block_index(std::int64_t i) const { return static_cast<int>(1 + i); }
+  int final_norm_index() const { return static_cast<int>(layers + 1); }
+  int head_index() const { return static_cast<int>(layers + 2); }
+  int num_modules() const { return static_cast<int>(modules.size()); }
+  // Index of the module called `name`; FSDP_CHECK fails for an unknown name.
+  int index_of(const std::string& name) const;
+};
+
+// Layout from the ModelSpec sizes; module sizes equal cost_models count_params (tested).
+ParamLayout make_param_layout(const ModelSpec& m);
+
+// A flat FSDP-unit buffer: its modules back to back, then zero padding so that
+// padded_numel = shard_numel · dp_shard. Rank r owns [r·shard_numel, (r+1)·shard_numel).
+struct FlatUnitLayout {
+  std::vector<int> modules;                  // module indices, forward order
+  std::vector<std::int64_t> module_offsets;  // element offset of each module inside the unit
+  std::int64_t numel = 0;                    // unpadded
+  std::int64_t padded_numel = 0;
+  std::int64_t shard_numel = 0;
+};
+FlatUnitLayout make_flat_unit(const ParamLayout& layout, const std::vector<std::string>& module_names, int dp_shard);
+
+}  // namespace fsdpx

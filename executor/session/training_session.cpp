@@ -1,0 +1,107 @@
+// executor/session/training_session.cpp — one training run (see training_session.h).
+#include "executor/session/training_session.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/reshard.h"
+#include "executor/data/text_dataset.h"
+#include "executor/runtime/runtime_program.h"
+#include "executor/session/batch_recorder.h"
+#include "executor/session/full_weights.h"
+
+namespace fsdpx {
+
+namespace {
+
+// The runtime names the JSON path of what it cannot run as "plan: /path: ..."; say which file.
+[[noreturn]] void rethrow_naming_file(const ConfigError& e, const std::string& file) {
+  const std::string what = e.what();
+  if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
+  throw e;
+}
+
+std::string params_hash(const Trainer& trainer) {
+  const std::vector<float> p = trainer.gather_full_params();
+  return fmt::format("{:016x}", fnv1a64(p.data(), p.size() * sizeof(float)));
+}
+
+}  // namespace
+
+void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
+  try {
+    (void)make_runtime_program(plan, device);
+  } catch (const ConfigError& e) {
+    rethrow_naming_file(e, plan_file);
+  }
+}
+
+TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement)
+    : options_(std::move(options)), fingerprint_(plan_fingerprint(plan)), whole_state_(placement.whole_state) {
+  std::shared_ptr<DataSource> data =
+      open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});
+  if (!options_.dump_batches.empty())
+    data = recorder_ = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
+  TrainerOptions to;
+  to.profile = options_.profile;
+  to.cuda = placement.device == ExecutorDevice::cuda;
+  to.threads = options_.threads;
+  to.processes_on_host = placement.processes_on_host;
+  try {
+    trainer_ = std::make_unique<Trainer>(plan, data, to, placement.backends);
+  } catch (const ConfigError& e) {
+    rethrow_naming_file(e, options_.plan_file);
+  }
+  record_.backend = executor_device_name(placement.device);
+  record_.data = data->describe();
+  record_.target_steps = options_.steps > 0 ? options_.steps : plan.optimizer.total_steps;
+  if (!options_.init_weights.empty()) load_full_weights(*trainer_, options_.init_weights);
+  if (options_.resume) resume();
+  if (!options_.save_init_weights.empty())
+    save_full_weights(*trainer_, options_.save_init_weights, record_.start_step);
+}
+
+TrainingSession::~TrainingSession() = default;
+
+// Loads the newest good checkpoint, resharded to the trainer's layout; says why newer ones were rejected.
+void TrainingSession::resume() {
+  const std::string& root = options_.checkpoint_dir;
+  std::vector<std::string> rejected;
+  auto loaded = load_latest_checkpoint(root, fingerprint_, &rejected);
+  if (options_.on_rejected_checkpoint)
+    for (const std::string& why : loaded ? loaded->rejected : rejected) options_.on_rejected_checkpoint(why);
+  if (!loaded)
+    throw ConfigError(fmt::format("--resume: no loadable checkpoint in {} ({})", root,
+                                  rejected.empty() ? "no step-NNNNNN directory" : "every one failed verification"));
+  trainer_->load_state(reshard_state(loaded->state, trainer_->state(), "checkpoint " + loaded->dir));
+  record_.resumed_from = loaded->dir;
+  record_.start_step = trainer_->state().step;
+}
+
+void TrainingSession::train(const std::function<void(const StepMetrics&, double elapsed_s)>& on_step) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (std::int64_t step = record_.start_step; step < record_.target_steps; ++step) {
+    const StepMetrics m = trainer_->step();
+    record_.steps.push_back(m);
+    if (on_step) on_step(m, elapsed_s());
+    const bool save_now = options_.checkpoint_every > 0 && m.step % options_.checkpoint_every == 0;
+    if (!options_.checkpoint_dir.empty() && (save_now || m.step == record_.target_steps))
+      record_.checkpoints.push_back(save_checkpoint(options_.checkpoint_dir, trainer_->state(), fingerprint_));
+  }
+  record_.elapsed_s = elapsed_s();
+}
+
+void TrainingSession::finish() {
+  record_.peak_memory = trainer_->peak_memory();
+  if (whole_state_) record_.params_hash = params_hash(*trainer_);
+  const std::int64_t done = record_.start_step + std::int64_t(record_.steps.size());
+  if (!options_.save_weights.empty()) save_full_weights(*trainer_, options_.save_weights, done);
+  if (recorder_) recorder_->write(options_.dump_batches, std::int64_t(record_.steps.size()));
+}
+
+}  // namespace fsdpx
