@@ -120,8 +120,9 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
   for (double p : sums.params[std::size_t(rank)]) total += p;
   const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
   const DataPlacement placement = data_placement(par);
-  b.state_bytes = is_sharded(placement.params) ? fsdp2_state_bytes(total, par.dp_shard, policy).total()
-                                               : model_state_bytes(total, sharding_mode(placement), par.dp_shard, policy).total();
+  b.state_bytes = is_sharded(placement.params)
+                      ? fsdp2_state_bytes(total, par.dp_shard, policy).total()
+                      : model_state_bytes(total, sharding_mode(placement), par.dp_shard, policy).total();
   // Communicators the lowering always creates (reshard groups would only add); pipelines add the
   // neighbour and first/last-stage groups.
   const int communicators =

@@ -1,11 +1,12 @@
 // planner/planner.h — `fsdpx plan`'s search: parallel shapes (dp_replicate x dp_shard x tp x cp x pp, with
-// the pipeline schedule and its chunks per rank) with micro-batch sizes, each bounded (memory lower bound, throughput upper bound with the least recompute
-// that could fit) and refined best-bound-first while it could still win: wrapping (per-block k, FSDP1
-// size-based, SimpleFSDP greedy), reshard_after_forward, prefetch depth, all-gather cap, reduce dtype
-// and recompute (uniform, or full on some blocks). The space is what the target runs (fsdpx's executor or
-// a torchtitan release) and what the user allowed (bf16 reduction); a plan fits when its peak leaves the
-// memory margin free; within a throughput tolerance of the fastest, the plan with most headroom wins.
-// Deterministic: no wall-clock cutoffs. Leaves out CPU offload and V-shaped pipeline schedules.
+// the pipeline schedule and its chunks per rank) with micro-batch sizes, each bounded (memory lower bound,
+// throughput upper bound with the least recompute that could fit) and refined best-bound-first while it
+// could still win: wrapping (per-block k, FSDP1 size-based, SimpleFSDP greedy), reshard_after_forward,
+// prefetch depth, all-gather cap, reduce dtype and recompute (uniform, or full on some blocks). The space
+// is what the target runs (fsdpx's executor or a torchtitan release) and what the user allowed (bf16
+// reduction); a plan fits when its peak leaves the memory margin free; within a throughput tolerance of
+// the fastest, the plan with most headroom wins. Deterministic: no wall-clock cutoffs. Leaves out CPU
+// offload and V-shaped pipeline schedules.
 #pragma once
 
 #include <array>
