@@ -25,10 +25,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::string_view kClusterFigures[] = {"gpu",
                                                 "gpus_per_node",
                                                 "nodes",
+                                                "gpus",
                                                 "host_threads",
                                                 "intra_node.bus_bw_gb_per_s",
                                                 "intra_node.latency_us",
                                                 "intra_node.nvls",
+                                                "intra_node.nccl_channels",
                                                 "inter_node.nics_per_node",
                                                 "inter_node.nic_gb_per_s",
                                                 "inter_node.latency_us"};
@@ -72,6 +74,11 @@ IntraNodeFabric parse_intra(JsonObject o) {
   f.bus_bw_bytes_per_s = o.positive_number("bus_bw_gb_per_s") * kGiga;
   f.latency_s = o.non_negative_number("latency_us") * kMicro;
   f.nvls = o.boolean("nvls");
+  // NCCL's MAXCHANNELS is 64 (src/include/device.h).
+  if (auto ch = o.optional_positive_integer("nccl_channels")) {
+    if (*ch > 64) o.fail("nccl_channels", fmt::format("expected at most 64 (NCCL's MAXCHANNELS), got {}", *ch));
+    f.nccl_channels = static_cast<int>(*ch);
+  }
   o.finish();
   return f;
 }
@@ -96,6 +103,21 @@ void check_sources(const nlohmann::json& j, const std::string& file) {
   o.finish();
 }
 
+// "gpus": a job on part of its last node. Without "nodes" it sets the node count; with it, it must lie
+// in the last of those nodes (more than (nodes - 1) x gpus_per_node, at most nodes x gpus_per_node).
+void parse_gpus(JsonObject& o, ClusterSpec& c) {
+  const auto gpus = o.optional_positive_integer("gpus");
+  if (!gpus) return;
+  constexpr std::int64_t kMaxGpus = 1 << 24;
+  if (*gpus > kMaxGpus) o.fail("gpus", fmt::format("expected at most {}, got {}", kMaxGpus, *gpus));
+  const std::int64_t needed = (*gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+  if (!o.has("nodes")) c.nodes = static_cast<int>(needed);
+  if (needed != c.nodes)
+    o.fail("gpus", fmt::format("{} GPUs need {} nodes of {} GPUs, but nodes is {}", *gpus, needed, c.gpus_per_node,
+                               c.nodes));
+  c.gpus = *gpus == std::int64_t(c.nodes) * c.gpus_per_node ? 0 : static_cast<int>(*gpus);
+}
+
 }  // namespace
 
 ClusterSpec parse_cluster_spec(const nlohmann::json& j, const std::string& file, GpuResolver resolve_gpu) {
@@ -106,6 +128,7 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& j, const std::string& file,
   c.gpu = parse_gpu_ref(o, resolve_gpu);
   c.gpus_per_node = static_cast<int>(o.positive_integer("gpus_per_node"));
   c.nodes = static_cast<int>(o.optional_positive_integer("nodes").value_or(1));
+  parse_gpus(o, c);
   c.host_threads = o.optional_boolean("host_threads").value_or(false);
   c.intra = parse_intra(o.object("intra_node"));
   if (auto inter = o.optional_object("inter_node"))
@@ -135,7 +158,9 @@ nlohmann::json cluster_spec_to_json(const ClusterSpec& c) {
                    {"intra_node",
                     {{"bus_bw_gb_per_s", c.intra.bus_bw_bytes_per_s / kGiga},
                      {"latency_us", c.intra.latency_s / kMicro},
-                     {"nvls", c.intra.nvls}}}};
+                     {"nvls", c.intra.nvls},
+                     {"nccl_channels", c.intra.nccl_channels}}}};
+  if (c.gpus > 0) j["gpus"] = c.gpus;
   if (c.inter.nics_per_node > 0)
     j["inter_node"] = {{"nics_per_node", c.inter.nics_per_node},
                        {"nic_gb_per_s", c.inter.nic_bw_bytes_per_s / kGiga},

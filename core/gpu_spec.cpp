@@ -27,7 +27,7 @@ constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops"
                                             "hbm_bw_tb_per_s",   "nvlink_gb_per_s",  "sm_count",
                                             "matmul_efficiency", "memory_efficiency",
                                             "attention_efficiency", "attention_backward_efficiency",
-                                            "matmul_half_efficiency_dim"};
+                                            "matmul_half_efficiency_dim", "rated_power_w", "power_limit_w"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
 
@@ -95,6 +95,18 @@ double EfficiencyCurve::at(double size) const {
   return lo->second + t * (hi->second - lo->second);
 }
 
+// Dense tensor work holds a GPU at its rated board power (an H100 SXM's best GEMMs reach 80% of the
+// boost-clock peak at 700 W, cost-model-facts.md §2, Maximum Achievable Matmul FLOPS); below it the
+// firmware lowers the SM clock until the power fits (`nvidia-smi -pl`). CMOS dynamic power is
+// ~ C·V²·f with the supply voltage scaled with the clock under DVFS (Hennessy & Patterson, Computer
+// Architecture: A Quantitative Approach, 6th ed., §1.5), so power ~ f³ and f = (limit/rated)^(1/3):
+// 0.894 for an H100 at 500 W. Static and HBM power, which do not shrink with the clock, are left out,
+// so the estimate is on the optimistic side. Memory bandwidth is untouched (HBM has its own clock).
+double GpuSpec::clock_factor() const {
+  if (rated_power_w <= 0 || power_limit_w <= 0 || power_limit_w >= rated_power_w) return 1.0;
+  return std::cbrt(power_limit_w / rated_power_w);
+}
+
 double GpuSpec::peak(DType t) const {
   auto it = peak_flops_per_s.find(t);
   FSDP_CHECK(it != peak_flops_per_s.end(), fmt::format("{} has no {} peak", name, dtype_name(t)));
@@ -116,6 +128,10 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   g.attention_efficiency = parse_curve(o, "attention_efficiency", 1.0);  // tokens
   g.attention_backward_efficiency = parse_curve(o, "attention_backward_efficiency", 1.0);
   g.matmul_half_efficiency_dim = o.positive_number("matmul_half_efficiency_dim");
+  g.rated_power_w = o.optional_positive_number("rated_power_w").value_or(0);
+  g.power_limit_w = o.optional_positive_number("power_limit_w").value_or(0);
+  if (g.power_limit_w > 0 && g.rated_power_w <= 0)
+    o.fail("power_limit_w", "a power limit needs the GPU's rated_power_w");
   if (o.has("sources")) g.sources = parse_sources(o.raw("sources"), file);
   o.finish();
   return g;
@@ -123,6 +139,11 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
 
 void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
   const std::string note = fmt::format("overridden by {}", o.file());
+  if (auto v = o.optional_positive_number("power_limit_w")) {
+    if (g.rated_power_w <= 0) o.fail("power_limit_w", fmt::format("GPU {} has no rated_power_w to limit", g.name));
+    g.power_limit_w = *v;
+    g.sources["power_limit_w"] = note;
+  }
   if (auto v = o.optional_positive_number("vector_tflops")) {
     g.vector_flops_per_s = *v * kTera;
     g.sources["vector_tflops"] = note;
@@ -157,6 +178,8 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
                    {"attention_efficiency", curve_to_json(g.attention_efficiency, 1.0)},
                    {"attention_backward_efficiency", curve_to_json(g.attention_backward_efficiency, 1.0)},
                    {"matmul_half_efficiency_dim", g.matmul_half_efficiency_dim}};
+  if (g.rated_power_w > 0) j["rated_power_w"] = g.rated_power_w;
+  if (g.power_limit_w > 0) j["power_limit_w"] = g.power_limit_w;
   if (!g.sources.empty()) j["sources"] = g.sources;
   return j;
 }

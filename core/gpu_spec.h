@@ -1,6 +1,7 @@
 // core/gpu_spec.h — one accelerator: dense peak FLOP/s per dtype, HBM size and bandwidth, NVLink
-// bandwidth per GPU, SM count, and achievable-efficiency curves for matrix and memory-bound work.
-// Leaves out clocks, power capping and sparsity.
+// bandwidth per GPU, SM count, achievable-efficiency curves for matrix and memory-bound work, and the
+// board power the peaks are rated at with the limit the GPU runs under. Leaves out clocks other than
+// through the power limit, thermal throttling and sparsity.
 #pragma once
 
 #include <map>
@@ -36,9 +37,14 @@ struct GpuSpec {
   // The smallest GEMM dimension at which a GEMM reaches half its size-limited efficiency (tile edge
   // effects; cost_models/compute.h gemm_shape_factor).
   double matmul_half_efficiency_dim = 0;
+  double rated_power_w = 0;  // board power the peaks are rated at (0: not known, limits are ignored)
+  double power_limit_w = 0;  // limit the GPU runs under (0: the rated power)
   std::map<std::string, std::string> sources;  // figure name -> where it comes from
 
   double peak(DType t) const;  // throws FSDP_CHECK if the dtype has no peak
+  // Share of the rated SM clock, and so of tensor and vector throughput, left under power_limit_w:
+  // (limit / rated)^(1/3), 1 without a lower limit (gpu_spec.cpp has the model and its source).
+  double clock_factor() const;
 };
 
 GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file);

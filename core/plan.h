@@ -15,6 +15,7 @@
 #include "core/attention_kernel.h"
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
+#include "core/framework.h"
 #include "core/model_spec.h"
 #include "core/pipeline.h"
 
@@ -137,6 +138,10 @@ struct Plan {
   OptimizerSettings optimizer;
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  // the training stack's kernel family
+  // The stack whose costs the prediction assumes (core/framework.h) and whether it runs under
+  // torch.compile (PyTorch stacks only).
+  Framework framework = Framework::fsdpx;
+  bool compiled = false;
   std::optional<PredictedMetrics> predicted;
   std::optional<PlannerRecord> planner;
   std::string notes;  // free text (why the planner chose this plan); empty = not written

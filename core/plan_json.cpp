@@ -259,6 +259,15 @@ OptimizerSettings parse_optimizer(JsonObject o) {
   return s;
 }
 
+Framework parse_framework(JsonObject& o) {
+  if (!o.has("framework")) return Framework::fsdpx;
+  const nlohmann::json& v = o.raw("framework");
+  if (v.is_string())
+    if (auto f = framework_from_name(v.get<std::string>())) return *f;
+  o.fail("framework", fmt::format("expected one of fsdpx, torchtitan, llm-foundry, megatron, got {}",
+                                  v.is_string() ? "\"" + v.get<std::string>() + "\"" : json_type_name(v)));
+}
+
 PredictedMetrics parse_predicted(JsonObject o) {
   PredictedMetrics m;
   auto get = [&o](std::string_view key) { return o.has(key) ? o.non_negative_number(key) : 0.0; };
@@ -357,6 +366,8 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.reduce_grads = enum_of(o, "reduce_grads", kReduceGrads, reduce_grads_name, ReduceGrads::every_micro_batch);
   p.attention_kernel =
       enum_of(o, "attention_kernel", kAttentionKernels, attention_kernel_cname, AttentionKernel::flash2);
+  p.framework = parse_framework(o);
+  p.compiled = o.optional_boolean("compiled").value_or(false);
   if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
   if (auto pl = o.optional_object("planner")) p.planner = parse_planner_record(*pl);
   p.notes = o.optional_string("notes").value_or("");
@@ -389,7 +400,9 @@ nlohmann::json plan_to_json(const Plan& p) {
         {"fp32_master_weights", p.precision.fp32_master_weights}}},
       {"optimizer", optimizer_to_json(p.optimizer)},
       {"reduce_grads", reduce_grads_name(p.reduce_grads)},
-      {"attention_kernel", attention_kernel_cname(p.attention_kernel)}};
+      {"attention_kernel", attention_kernel_cname(p.attention_kernel)},
+      {"framework", std::string(framework_name(p.framework))},
+      {"compiled", p.compiled}};
   if (p.predicted)
     j["predicted"] = {{"step_time_s", p.predicted->step_time_s},
                       {"tokens_per_s_per_gpu", p.predicted->tokens_per_s_per_gpu},

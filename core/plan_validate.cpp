@@ -148,15 +148,17 @@ std::map<std::string, std::size_t> check_unit_coverage(const Checker& c, const s
 
 // Units hold consecutive modules in forward order. A tied embedding shares its weight with the head, so
 // it sits in the head's unit (one FlatParameter owns a shared parameter, FSDP1 paper arXiv 2304.11277 §3)
-// and is left out of the order check. Under pipeline parallelism the embedding runs on the first stage
-// and the head on the last: each holds a copy of the shared weight and the two gradients are all-reduced
-// between the stages before the optimizer step (Megatron-LM's embedding group,
-// megatron/core/distributed/finalize_model_grads.py, _allreduce_word_embedding_grads), so the embedding
-// keeps its place in forward order.
+// and is left out of the order check. An untied embedding may sit there too: torchtitan's root
+// fully_shard(model) owns every parameter outside the blocks (parallelize_llama.py apply_fsdp). Under
+// pipeline parallelism the embedding runs on the first stage and the head on the last: each holds a copy
+// of the shared weight and the two gradients are all-reduced between the stages before the optimizer
+// step (Megatron-LM's embedding group, megatron/core/distributed/finalize_model_grads.py,
+// _allreduce_word_embedding_grads), so the embedding keeps its place in forward order.
 void check_units(const Checker& c) {
   const std::vector<std::string> names = module_names(c.p.model);
   const auto unit_of = check_unit_coverage(c, names);
-  const bool tied = c.p.model.tied_embeddings && c.p.parallelism.pp == 1;
+  const bool tied = (c.p.model.tied_embeddings && c.p.parallelism.pp == 1) ||
+                    unit_of.at("embedding") == unit_of.at("head");
   if (tied && unit_of.at("embedding") != unit_of.at("head")) {
     const auto& mods = c.p.units[unit_of.at("embedding")].modules;
     const auto m = static_cast<std::size_t>(std::find(mods.begin(), mods.end(), "embedding") - mods.begin());
@@ -254,6 +256,14 @@ void check_optimizer(const Checker& c) {
             fmt::format("expected 0 <= warmup_steps <= total_steps ({}), got {}", o.total_steps, o.warmup_steps));
 }
 
+// torch.compile is a property of the PyTorch stacks (torchtitan's apply_compile, llm-foundry's compile
+// config); fsdpx's executor and Megatron/Transformer Engine run their own fused kernels.
+void check_framework(const Checker& c) {
+  c.require(!c.p.compiled || framework_can_compile(c.p.framework), "/compiled",
+            fmt::format("framework \"{}\" does not run under torch.compile; compiled applies to torchtitan and "
+                        "llm-foundry", framework_name(c.p.framework)));
+}
+
 }  // namespace
 
 void validate_plan(const Plan& p, const std::string& file) {
@@ -268,6 +278,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_reshard(c);
   check_settings(c);
   check_optimizer(c);
+  check_framework(c);
 }
 
 }  // namespace fsdpx

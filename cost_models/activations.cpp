@@ -4,6 +4,8 @@
 // op-level selective AC; plus the embedding/head tensors, the logits and what a separate weight-gradient
 // pass keeps (zero-bubble pipelines). Leaves out allocator rounding, pipeline in-flight micro-batch counts
 // (the step program's memory effects give them) and framework temporaries outside a block's backward.
+#include <vector>
+
 #include "core/errors.h"
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
@@ -89,12 +91,29 @@ double attention_score_bytes(const Dims& d, const ActivationShape& s) {
 // - SDPA's saved outputs: O (q_dim / t) and the fp32 log-sum-exp per head;
 // - with SP, the reduce-scatter outputs after wo and w2 (h / t each; in _save_list);
 // nothing else: norms, RoPE, the SwiGLU/GELU activation and the residual adds are recomputed.
+// Eager SAC caches every MUST_SAVE output as it runs (torch/utils/checkpoint.py,
+// _CachingTorchDispatchMode), even the block's last matmul (w2), whose output only feeds the residual
+// add and no backward needs; under torch.compile the partitioner saves only what the backward graph
+// reads (torch/_functorch/partitioners.py, min_cut_rematerialization_partition), so not that one.
 double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
   double b = d.h * d.e / d.norm_div;
-  for (const BlockMatmul& mm : op_sac_matmuls(m, s.tp))
-    if (mm.saved) b += mm.out_cols * d.e;
+  const std::vector<BlockMatmul> mms = op_sac_matmuls(m, s.tp);
+  for (std::size_t i = 0; i < mms.size(); ++i)
+    if (mms[i].saved && !(s.compiled && i + 1 == mms.size())) b += mms[i].out_cols * d.e;
   b += d.q * d.e / d.tp + kFp32Bytes * d.heads / d.tp;
   if (s.sequence_parallel && s.tp > 1) b += 2 * d.h * d.e / d.tp;
+  return b;
+}
+
+// What eager PyTorch's autograd saves beyond the fused accounting, bytes per token (stack_costs.h).
+// torchtitan's RMSNorm (x.float(), pow, mean, rsqrt, mul, type_as, * weight): pow and the rstd product
+// save the fp32 copy of x (4h) and the weight product its bf16 input (2h), where a fused norm saves x
+// (2h): +4h per norm, two norms. SDPA saves the K and V it was given, expanded to every query head by
+// repeat_kv (+2·(q - kv) per token), and its output besides the contiguous copy wo saves (+q).
+double eager_extra_bytes_per_token(const Dims& d, const ActivationShape& s) {
+  double b = 0;
+  if (s.eager_norm_fp32) b += 2 * 4 * d.h / d.norm_div;
+  if (s.attention_copies) b += (2 * (d.q - d.kv) + d.q) * d.e / d.tp;
   return b;
 }
 
@@ -106,7 +125,8 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
   const Dims d = dims(m, s);
   if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
   if (r == Recompute::selective_op) return d.tokens * op_sac_bytes_per_token(m, d, s);
-  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d);
+  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d) +
+                     eager_extra_bytes_per_token(d, s);
   if (r == Recompute::none) per_token += attention_score_bytes(d, s);
   return d.tokens * per_token;
 }
@@ -147,9 +167,12 @@ double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s)
 // before loss.backward()). Across the loss forward and backward only log_softmax's fp32 output over the
 // vocab-parallel head's V/t columns is kept (LogSoftmaxBackward saves its result; the act-dtype logits
 // and their fp32 copy are freed), plus three fp32 per-token values (row max, log-sum-exp, loss).
+// A fused cross-entropy (flash-attn's Triton CrossEntropyLoss, llm.c's fused classifier) keeps the
+// logits in their own dtype and the fp32 log-sum-exp per token instead.
 double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  if (s.fused_loss) return d.tokens * (vocab_local * d.e + 2 * kFp32Bytes);
   return d.tokens * (vocab_local * kFp32Bytes + 3 * kFp32Bytes);
 }
 
@@ -157,9 +180,11 @@ double logits_bytes(const ModelSpec& m, const ActivationShape& s) {
 // log-probabilities and log_softmax_backward_data reads it with the saved output and writes the fp32
 // dlogits, so two more fp32 logits-sized tensors are alive at once (the cast back to the act dtype
 // comes after both inputs are freed and needs less).
+// Fused: the gradient of the logits in their dtype (one logits-sized tensor).
 double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
+  if (s.fused_loss) return d.tokens * vocab_local * d.e;
   return d.tokens * vocab_local * 2 * kFp32Bytes;
 }
 

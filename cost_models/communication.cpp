@@ -61,11 +61,13 @@ bool tuned(Collective c) {
 
 // One node: the NVLink busbw. Several nodes: every ring leaves the node through a different NIC, so
 // a ring's busbw is bounded by the node's aggregate NIC bandwidth (sjeaugey, nccl-tests #160), shared
-// by the gpus_per_node / ranks_per_node groups running side by side.
+// by the gpus_per_node / ranks_per_node groups running side by side; a partly used last node has
+// fewer of them.
 double group_bus_bw_bytes_per_s(const GroupShape& g, const ClusterSpec& cl) {
   check_shape(g, cl);
   if (g.nodes() == 1) return cl.intra.bus_bw_bytes_per_s;
-  return std::min(cl.intra.bus_bw_bytes_per_s, nic_bw_per_gpu(cl) * g.ranks_per_node);
+  // A ring crosses every node's NICs, so the least-filled node bounds it.
+  return std::min(cl.intra.bus_bw_bytes_per_s, nic_bw_per_gpu(cl) * g.fewest_ranks_per_node());
 }
 
 // The latency floor: the smallest latency among the algorithms NCCL would consider, i.e. the
@@ -97,6 +99,14 @@ double collective_time_s(Collective c, double bytes, const GroupShape& g, const 
     case Collective::all_to_all: return all_to_all_time_s(bytes, g, cluster);
   }
   return 0;
+}
+
+int collective_channels(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster) {
+  check_shape(g, cluster);
+  if (cluster.host_threads || g.ranks == 1 || bytes <= 0) return 0;
+  if (tuned(c) && nccl_best(c, bytes, g, cluster).algo == NcclAlgo::nvls) return nccl_nvls_channels();
+  if (g.nodes() == 1) return cluster.intra.nccl_channels;
+  return std::min(cluster.intra.nccl_channels, std::max(1, cluster.inter.nics_per_node));
 }
 
 // stas00/ml-engineering network/README.md model 3 and FSDP1's hybrid sharding (arXiv 2304.11277

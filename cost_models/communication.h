@@ -17,6 +17,9 @@ struct GroupShape {
   int ranks = 1;
   int ranks_per_node = 1;
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+  // Ranks on the group's least-filled node: fewer than ranks_per_node when the job uses only part of
+  // its last node (128 GPUs on 72-GPU NVL72 domains: 72 + 56).
+  int fewest_ranks_per_node() const { return ranks - (nodes() - 1) * ranks_per_node; }
 };
 
 // Achievable busbw of one group on this cluster: intra-node busbw inside a node; across nodes the
@@ -31,6 +34,14 @@ double collective_latency_s(Collective c, const GroupShape& g, const ClusterSpec
 // all-gather output, the reduce-scatter input, the all-reduce buffer, the broadcast buffer, the
 // bytes one rank sends for send/recv, the full all-to-all buffer of one rank).
 double collective_time_s(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster);
+
+// CTAs NCCL's kernel for this collective runs with (one per channel; each holds an SM for the whole
+// collective): NVLS all-reduce 16 on Hopper (src/transport/nvls.cc); rings inside a node the cluster's
+// intra-node channel count; rings across nodes one channel per NIC of the node, the ring search's one
+// ring per NIC, not duplicated below 50 GB/s per channel on sm90 (src/graph/search.cc,
+// ncclTopoDupChannels); on the host-threads cluster none. Leaves out NCCL's channel reduction for
+// small messages.
+int collective_channels(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster);
 
 // HSDP gradient reduction: reduce-scatter of `bytes` inside the shard group, then all-reduce of the
 // bytes/shard_ranks shard across the replica group (ml-engineering network/README.md, model 3).

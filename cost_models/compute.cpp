@@ -39,6 +39,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   d.fused_attention = attention_kernel_is_fused(s.attention_kernel);
   d.attention_dropout = s.dropout;
+  d.stack = s.stack;
   return d;
 }
 
@@ -104,24 +105,48 @@ KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_d
                                        read_per_param * local_params, write_per_param * local_params);
 }
 
+std::vector<KernelWork> optimizer_step_kernels(double local_params, DType param_dtype, DType grad_dtype,
+                                               const StackCosts& stack, bool weight_decay, bool clip) {
+  FSDP_CHECK(local_params >= 0, "optimizer_step_kernels: negative parameter count");
+  const double grad = dtype_bytes(grad_dtype);
+  const bool keeps_copy = stack.fsdp == FsdpImpl::flat && param_dtype != DType::fp32;
+  const double copy = keeps_copy ? dtype_bytes(param_dtype) : 0;
+  std::vector<KernelWork> ks;
+  if (clip)
+    ks.push_back(compute_detail::vector_kernel("clip_grad_norm", 2 * local_params, 0,
+                                               clip_bytes_per_param(stack.optimizer, grad) * local_params));
+  constexpr double kFlopsPerParam = 12;  // as optimizer_kernel
+  ks.push_back(compute_detail::vector_kernel(
+      "adamw", kFlopsPerParam * local_params, 0,
+      optimizer_bytes_per_param(stack.optimizer, grad, copy, weight_decay) * local_params));
+  return ks;
+}
+
 double gemm_shape_factor(double min_dim, const GpuSpec& gpu) {
   if (min_dim <= 0 || gpu.matmul_half_efficiency_dim <= 0) return 1.0;
   return min_dim / (min_dim + gpu.matmul_half_efficiency_dim);
 }
 
+double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu) {
+  return flops / gemm_shape_factor(min_dim, gpu);
+}
+
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
   double time_s = 0;
   if (k.flops > 0) {
-    if (k.matmul) {
-      const double eff = k.attention_seq > 0
-                             ? (k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency)
-                                       .at(k.attention_seq) * k.attention_relative_speed
-                             : gpu.matmul_efficiency.at(k.flops) * gemm_shape_factor(k.min_dim, gpu);
+    if (k.matmul && k.attention_seq > 0) {
+      const EfficiencyCurve& curve = k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
+      const double eff = curve.at(k.attention_seq) * k.attention_relative_speed;
+      FSDP_CHECK(eff > 0, "kernel_time_s: attention efficiency must be positive");
+      time_s = k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff);
+    } else if (k.matmul) {
+      const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
+      const double eff = gpu.matmul_efficiency.at(executed);
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
-      time_s = k.flops / (gpu.peak(compute_dtype) * eff);
+      time_s = executed / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff);
     } else {
       FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
-      time_s = k.flops / gpu.vector_flops_per_s;
+      time_s = k.flops / (gpu.vector_flops_per_s * gpu.clock_factor());
     }
   }
   if (k.bytes > 0) {

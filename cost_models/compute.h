@@ -2,8 +2,9 @@
 // and the LM head with its loss, for the forward, input-gradient and weight-gradient passes, at a
 // micro-batch, sequence length and TP/CP degree; and their time on a GPU by a roofline with
 // size-dependent efficiency. Attention is flash-style (no T×T matrix in memory; causal halving of its
-// FLOPs; backward recomputes the scores). Leaves out kernel launch gaps, wave quantisation and fusion
-// beyond what is listed per kernel.
+// FLOPs; backward recomputes the scores). Elementwise work follows the training stack (LayerShape::stack:
+// fused kernels, or eager PyTorch's chains with fp32 intermediates). Leaves out kernel launch gaps and
+// fusion beyond what is listed per kernel.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/gpu_spec.h"
 #include "core/model_spec.h"
+#include "cost_models/stack_costs.h"
 
 namespace fsdpx {
 
@@ -29,6 +31,7 @@ struct LayerShape {
   DType act_dtype = DType::bf16;   // activations and compute inputs
   AttentionKernel attention_kernel = AttentionKernel::flash2;
   bool dropout = false;  // attention dropout (Plan::training.dropout > 0); costed on the unfused path only
+  StackCosts stack;      // how the training stack implements norms, RoPE, SwiGLU, layouts and the loss
 };
 
 // One kernel's work on one rank.
@@ -58,11 +61,20 @@ std::vector<KernelWork> head_kernels(const ModelSpec& m, const LayerShape& s, Pa
 // AdamW over `local_params` fp32 shard elements (memory bound: param, grad, m, v read; param, m, v
 // written; plus the low-precision copy when params are not fp32).
 KernelWork optimizer_kernel(double local_params, DType param_dtype, DType grad_dtype);
+// The optimizer step as a training stack runs it (stack_costs.h): AdamW fused or one pass per op,
+// writing the low-precision copy only where the stack keeps one beside the fp32 shard (fsdpx, Megatron;
+// FSDP casts at all-gather), preceded by gradient-norm clipping when `clip`.
+std::vector<KernelWork> optimizer_step_kernels(double local_params, DType param_dtype, DType grad_dtype,
+                                               const StackCosts& stack, bool weight_decay, bool clip);
 
-// Efficiency of a GEMM whose smallest dimension is d: eff_matmul(flops) · d / (d + d_half), with
-// d_half = GpuSpec::matmul_half_efficiency_dim (tile and wave quantisation and the K-loop prologue of
-// each output tile: Anthony et al. 2024, arXiv:2401.14489 §IV). 1 when d is 0 (unknown).
+// Share of a GEMM's executed work that is useful when its smallest dimension is d: d / (d + d_half),
+// with d_half = GpuSpec::matmul_half_efficiency_dim (tile and wave quantisation and the K-loop prologue
+// of each output tile: Anthony et al. 2024, arXiv:2401.14489 §IV). 1 when d is 0 (unknown).
 double gemm_shape_factor(double min_dim, const GpuSpec& gpu);
+// The work the GEMM's tiles execute: flops / gemm_shape_factor. A GEMM is timed as this work at the
+// size-dependent efficiency of this work, eff_matmul(executed), so a GEMM never gets slower when one of
+// its dimensions shrinks (its executed work shrinks, and work / eff_matmul(work) grows with work).
+double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu);
 
 // Roofline time: max(flops / (peak · eff_matmul(flops)), bytes / (hbm_bw · eff_mem(bytes))).
 // Matrix work runs at the peak of `compute_dtype` (attention at eff_attention(seq)); vector work at

@@ -12,11 +12,18 @@
 namespace fsdpx {
 namespace {
 
+using compute_detail::attention_copy_kernels;
 using compute_detail::gemm;
-using compute_detail::norm_kernel;
+using compute_detail::stack_activation_kernels;
+using compute_detail::stack_norm_kernels;
+using compute_detail::stack_rope_kernels;
 using compute_detail::RankDims;
 using compute_detail::residual_kernel;
 using compute_detail::vector_kernel;
+
+void append(std::vector<KernelWork>& to, std::vector<KernelWork> from) {
+  for (KernelWork& k : from) to.push_back(std::move(k));
+}
 
 // Output columns of the first MLP GEMM: gate and up fused for SwiGLU, up alone otherwise.
 double mlp_up_cols(const ModelSpec& m, const RankDims& d) {
@@ -41,7 +48,7 @@ KernelWork attention_forward(const RankDims& d) {
   KernelWork w;
   w.name = "attn_core";
   w.flops = attention_forward_flops(d);
-  w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * d.act_bytes +
+  w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.attention_kv_dim()) * d.act_bytes +
             d.tokens * d.heads * kLseBytes;
   w.matmul = true;  // flash kernels run both products on tensor cores
   w.attention_seq = d.seq;
@@ -59,7 +66,7 @@ KernelWork attention_backward(const RankDims& d) {
   KernelWork w;
   w.name = "attn_core_bwd";
   w.flops = kBackwardToForward * attention_forward_flops(d);
-  w.bytes = (4 * d.tokens * d.q_dim + 4 * d.keys * d.kv_dim) * d.act_bytes +
+  w.bytes = (4 * d.tokens * d.q_dim + 4 * d.keys * d.attention_kv_dim()) * d.act_bytes +
             2 * d.tokens * d.heads * kStatBytes;
   w.matmul = true;
   w.attention_seq = d.seq;
@@ -113,26 +120,28 @@ std::vector<KernelWork> unfused_attention_backward(const ModelSpec& m, const Ran
   return ks;
 }
 
-// Rotary embedding of Q and K (Su et al. 2021, RoFormer): each element is x·cos ± x'·sin, 3 FLOPs;
-// reads and writes Q and K once (the cos/sin tables are small and cached).
-KernelWork rope_kernel(std::string name, const RankDims& d) {
-  const double elems = d.tokens * (d.q_dim + d.kv_dim);
-  return vector_kernel(std::move(name), 3 * elems, elems * d.act_bytes, elems * d.act_bytes);
+// The projections out of a norm, as one fused GEMM (Megatron's linear_qkv and fc1) or, with
+// separate_projections, one GEMM per weight (torchtitan's wq, wk, wv; w1, w3). `suffix` names the pass.
+std::vector<KernelWork> qkv_gemms(const RankDims& d, const std::string& suffix) {
+  const double e = d.act_bytes, h = d.hidden, T = d.tokens;
+  if (!d.stack.separate_projections) return {gemm("qkv" + suffix, T, d.q_dim + 2 * d.kv_dim, h, e)};
+  return {gemm("wq" + suffix, T, d.q_dim, h, e), gemm("wk" + suffix, T, d.kv_dim, h, e),
+          gemm("wv" + suffix, T, d.kv_dim, h, e)};
 }
 
-// MLP activation. SwiGLU: silu(gate)·up (Shazeer 2020), ~5 FLOPs per output (negate, exp, add,
-// divide, multiply); backward reads dH, gate, up and writes dgate, dup (~8 FLOPs). GELU (tanh form,
-// as llm.c's gelu.cuh) ~8 FLOPs forward, ~16 backward. Squared ReLU (So et al. 2021, Primer): 2 and 3.
-KernelWork activation_kernel(const ModelSpec& m, const RankDims& d, bool backward) {
-  const double out = d.tokens * d.ffn;  // elements of the activation output (the down GEMM input)
-  const double e = d.act_bytes;
-  if (m.ffn_kind == FfnKind::swiglu) {
-    if (backward) return vector_kernel("mlp_act_bwd", 8 * out, 3 * out * e, 2 * out * e);
-    return vector_kernel("mlp_act", 5 * out, 2 * out * e, out * e);
-  }
-  const bool gelu = m.ffn_kind == FfnKind::gelu;
-  if (backward) return vector_kernel("mlp_act_bwd", (gelu ? 16 : 3) * out, 2 * out * e, out * e);
-  return vector_kernel("mlp_act", (gelu ? 8 : 2) * out, out * e, out * e);
+std::vector<KernelWork> up_gemms(const ModelSpec& m, const RankDims& d, const std::string& suffix) {
+  const double e = d.act_bytes, h = d.hidden, T = d.tokens;
+  if (!d.stack.separate_projections || m.ffn_kind != FfnKind::swiglu)
+    return {gemm("mlp_up" + suffix, T, mlp_up_cols(m, d), h, e)};
+  return {gemm("w1" + suffix, T, d.ffn, h, e), gemm("w3" + suffix, T, d.ffn, h, e)};
+}
+
+// Autograd sums the input gradients of separate projections that share an input: n GEMMs, n - 1 adds
+// of a tokens×hidden tensor (read two, write one).
+std::vector<KernelWork> grad_sums(const std::string& name, std::size_t gemms, const RankDims& d) {
+  std::vector<KernelWork> ks;
+  for (std::size_t i = 1; i < gemms; ++i) ks.push_back(residual_kernel(name, d.tokens, d));
+  return ks;
 }
 
 // Forward in execution order. GEMM shapes per rank (Megatron-LM, Shoeybi et al. 2019, §3): Q/K/V
@@ -141,19 +150,21 @@ KernelWork activation_kernel(const ModelSpec& m, const RankDims& d, bool backwar
 std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
   const double e = d.act_bytes, h = d.hidden, T = d.tokens;
   std::vector<KernelWork> ks;
-  ks.push_back(norm_kernel("attn_norm", m.arch, d.norm_tokens, d, Pass::forward));
-  ks.push_back(gemm("qkv", T, d.q_dim + 2 * d.kv_dim, h, e));
-  if (m.arch == Arch::llama) ks.push_back(rope_kernel("rope", d));
+  append(ks, stack_norm_kernels("attn_norm", m.arch, d.norm_tokens, d, Pass::forward));
+  append(ks, qkv_gemms(d, ""));
+  if (m.arch == Arch::llama) append(ks, stack_rope_kernels(d, false));
+  append(ks, attention_copy_kernels(d, false, true));
   if (d.fused_attention) {
     ks.push_back(attention_forward(d));
   } else {
-    for (KernelWork& k : unfused_attention_forward(m, d)) ks.push_back(std::move(k));
+    append(ks, unfused_attention_forward(m, d));
   }
+  append(ks, attention_copy_kernels(d, false, false));
   ks.push_back(gemm("attn_out", T, h, d.q_dim, e));
   ks.push_back(residual_kernel("attn_residual", d.norm_tokens, d));
-  ks.push_back(norm_kernel("mlp_norm", m.arch, d.norm_tokens, d, Pass::forward));
-  ks.push_back(gemm("mlp_up", T, mlp_up_cols(m, d), h, e));
-  ks.push_back(activation_kernel(m, d, false));
+  append(ks, stack_norm_kernels("mlp_norm", m.arch, d.norm_tokens, d, Pass::forward));
+  append(ks, up_gemms(m, d, ""));
+  append(ks, stack_activation_kernels(m, d, false));
   ks.push_back(gemm("mlp_down", T, h, d.ffn, e));
   ks.push_back(residual_kernel("mlp_residual", d.norm_tokens, d));
   return ks;
@@ -165,19 +176,25 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
   const double e = d.act_bytes, h = d.hidden, T = d.tokens;
   std::vector<KernelWork> ks;
   ks.push_back(gemm("mlp_down_dx", T, h, d.ffn, e));
-  ks.push_back(activation_kernel(m, d, true));
-  ks.push_back(gemm("mlp_up_dx", T, mlp_up_cols(m, d), h, e));
-  ks.push_back(norm_kernel("mlp_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
+  append(ks, stack_activation_kernels(m, d, true));
+  const std::vector<KernelWork> up_dx = up_gemms(m, d, "_dx");
+  append(ks, up_dx);
+  append(ks, grad_sums("mlp_up_dx_sum", up_dx.size(), d));
+  append(ks, stack_norm_kernels("mlp_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
   ks.push_back(residual_kernel("mlp_residual_bwd", d.norm_tokens, d));
   ks.push_back(gemm("attn_out_dx", T, h, d.q_dim, e));
+  append(ks, attention_copy_kernels(d, true, true));
   if (d.fused_attention) {
     ks.push_back(attention_backward(d));
   } else {
-    for (KernelWork& k : unfused_attention_backward(m, d)) ks.push_back(std::move(k));
+    append(ks, unfused_attention_backward(m, d));
   }
-  if (m.arch == Arch::llama) ks.push_back(rope_kernel("rope_bwd", d));
-  ks.push_back(gemm("qkv_dx", T, d.q_dim + 2 * d.kv_dim, h, e));
-  ks.push_back(norm_kernel("attn_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
+  append(ks, attention_copy_kernels(d, true, false));
+  if (m.arch == Arch::llama) append(ks, stack_rope_kernels(d, true));
+  const std::vector<KernelWork> qkv_dx = qkv_gemms(d, "_dx");
+  append(ks, qkv_dx);
+  append(ks, grad_sums("qkv_dx_sum", qkv_dx.size(), d));
+  append(ks, stack_norm_kernels("attn_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
   ks.push_back(residual_kernel("attn_residual_bwd", d.norm_tokens, d));
   return ks;
 }
@@ -187,11 +204,11 @@ std::vector<KernelWork> weight_grad_kernels(const ModelSpec& m, const RankDims& 
   const double e = d.act_bytes, h = d.hidden, T = d.tokens;
   std::vector<KernelWork> ks;
   ks.push_back(gemm("mlp_down_dw", T, h, d.ffn, e));
-  ks.push_back(gemm("mlp_up_dw", T, mlp_up_cols(m, d), h, e));
-  ks.push_back(norm_kernel("mlp_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
+  append(ks, up_gemms(m, d, "_dw"));
+  append(ks, stack_norm_kernels("mlp_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
   ks.push_back(gemm("attn_out_dw", T, h, d.q_dim, e));
-  ks.push_back(gemm("qkv_dw", T, d.q_dim + 2 * d.kv_dim, h, e));
-  ks.push_back(norm_kernel("attn_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
+  append(ks, qkv_gemms(d, "_dw"));
+  append(ks, stack_norm_kernels("attn_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
   return ks;
 }
 

@@ -51,12 +51,17 @@ KernelWork embedding_backward(const ModelSpec& m, const RankDims& d, double tp) 
 // 4 bytes per logit), log_softmax reads and writes fp32 (8), nll gathers one value per token; backward
 // writes the dense fp32 gradient of nll (4), log_softmax_backward reads it and the saved output and
 // writes fp32 (12), and the cast back to the logits dtype reads fp32 and writes it (4 + 2). FLOPs:
-// ~4 per logit forward (max, subtract, exp, sum), ~3 backward. A fused kernel (llm.c's
-// fused_classifier) would read the logits once; a plan setting for fused kernels is future work.
+// ~4 per logit forward (max, subtract, exp, sum), ~3 backward. A fused kernel (flash-attn's Triton
+// CrossEntropyLoss, llm.c's fused_classifier: LossImpl::fused) reads the logits once in forward, keeping
+// the per-token log-sum-exp, and once in backward, writing dlogits in the logits dtype.
 KernelWork loss_kernel(const RankDims& d, bool backward) {
   constexpr double kFp32 = 4;
   const double logits = d.tokens * d.vocab;
   const double per_token = d.tokens * kFp32;
+  if (d.stack.loss == LossImpl::fused) {
+    if (backward) return vector_kernel("loss_bwd", 3 * logits, logits * d.act_bytes + 2 * per_token, logits * d.act_bytes);
+    return vector_kernel("loss", 4 * logits, logits * d.act_bytes, 2 * per_token);
+  }
   if (backward) {
     const double read = logits * (2 * kFp32 + kFp32) + per_token;
     const double write = logits * (kFp32 + kFp32 + d.act_bytes);

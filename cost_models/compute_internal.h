@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/model_spec.h"
 #include "cost_models/compute.h"
@@ -26,6 +27,9 @@ struct RankDims {
   double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
   bool fused_attention = true;  // false: materialised scores (AttentionKernel::unfused)
   bool attention_dropout = false;  // dropout on the probabilities (unfused path; fused kernels fuse it)
+  StackCosts stack;                // the training stack's elementwise implementations
+  // Width of K and V as attention reads them: q_dim when the stack expands them (repeat_kv).
+  double attention_kv_dim() const { return stack.attention_copies ? q_dim : kv_dim; }
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);
@@ -48,6 +52,18 @@ double norm_flops_per_element(Arch a);
 // gradient is a column reduction of dY·x̂ (split from dX so that it can run in a separate
 // weight-gradient pass, as zero-bubble schedules do; a fused kernel reads dY and x once).
 KernelWork norm_kernel(std::string name, Arch a, double tokens, const RankDims& d, Pass p);
+
+// The same norm as the training stack runs it: norm_kernel, or eager PyTorch's RMSNorm chain
+// (compute_eager.cpp). LayerNorm is one kernel in every stack (F.layer_norm).
+std::vector<KernelWork> stack_norm_kernels(const std::string& name, Arch a, double tokens, const RankDims& d, Pass p);
+// RoPE on Q and K for the forward or the backward (llama only).
+std::vector<KernelWork> stack_rope_kernels(const RankDims& d, bool backward);
+// The MLP activation (SwiGLU as one kernel or as silu and a product; GELU, squared ReLU one kernel).
+std::vector<KernelWork> stack_activation_kernels(const ModelSpec& m, const RankDims& d, bool backward);
+// repeat_kv's expansion of K and V and the contiguous copy of SDPA's output (none unless the stack does
+// them and, for repeat_kv, the model has fewer KV heads than query heads); the kernels that run before
+// the attention core of that pass, or after it.
+std::vector<KernelWork> attention_copy_kernels(const RankDims& d, bool backward, bool before_attention);
 
 // Residual add y = x + f(x) over `tokens`×hidden (forward), or the sum of the two gradient streams
 // that meet at the block input (backward): read two tensors, write one.

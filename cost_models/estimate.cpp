@@ -164,7 +164,7 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
     case ShardingMode::zero1:
     case ShardingMode::ddp: mem.transient = 0; break;
   }
-  mem.other = overhead_bytes(communicators, mem.total()).total();
+  mem.other = overhead_bytes(communicators, mem.activations + mem.transient).total();
   return mem;
 }
 

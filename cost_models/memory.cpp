@@ -20,9 +20,11 @@ constexpr double kCudaContextBytes = 0.5 * 1024 * 1024 * 1024;
 // issues #964 (544-688 MB per group on A100) and #864 (~1.6 GB for one all-reducing communicator
 // including its channels' buffers).
 constexpr double kNcclBytesPerCommunicator = 1.0e9;
-// Caching-allocator reserve on top of the peak allocated bytes: 10%, below the ~15% fragmentation that
-// GMLake (arXiv:2401.08156) measures on average without defragmentation, because torchtitan runs with
-// expandable_segments:True.
+// Caching-allocator reserve: 10% of the bytes a step allocates and frees, the middle of the 5-15%
+// for a steady-state dense job (GMLake, arXiv:2401.08156: fragmentation ~15% on average without
+// defragmentation, from splitting freed blocks; torchtitan runs with expandable_segments:True). State
+// allocated once in exact sizes (c10/cuda/CUDACachingAllocator.cpp rounds large blocks to 2 MiB)
+// is never split and adds none.
 constexpr double kAllocatorHeadroomFraction = 0.10;
 
 }  // namespace
@@ -96,12 +98,17 @@ StateBytes fsdp2_state_bytes(double params, int shard_ranks, const PrecisionPoli
   return s;
 }
 
-OverheadBytes overhead_bytes(int communicators, double allocated_bytes) {
-  FSDP_CHECK(communicators >= 0 && allocated_bytes >= 0, "overheads need non-negative inputs");
+double allocator_headroom_bytes(double churn_bytes) {
+  FSDP_CHECK(churn_bytes >= 0, "allocator_headroom_bytes: negative bytes");
+  return kAllocatorHeadroomFraction * churn_bytes;
+}
+
+OverheadBytes overhead_bytes(int communicators, double churn_bytes) {
+  FSDP_CHECK(communicators >= 0 && churn_bytes >= 0, "overheads need non-negative inputs");
   OverheadBytes o;
   o.cuda_context = kCudaContextBytes;
   o.nccl_buffers = communicators * kNcclBytesPerCommunicator;
-  o.allocator_headroom = kAllocatorHeadroomFraction * allocated_bytes;
+  o.allocator_headroom = allocator_headroom_bytes(churn_bytes);
   return o;
 }
 

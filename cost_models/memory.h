@@ -63,6 +63,10 @@ struct ActivationShape {
   double act_bytes = 2;          // bytes per activation element (bf16)
   bool flash_attention = true;   // no s×s score/softmax tensors saved
   bool dropout = false;          // GPT-3-style dropout masks and outputs (Korthikanti's setting)
+  bool fused_loss = false;       // one-pass cross-entropy (stack_costs.h LossImpl::fused)
+  bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
+  bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
+  bool compiled = false;         // torch.compile: only what the backward graph reads is saved
 };
 
 // Bytes one block saves for its backward pass on one rank.
@@ -94,7 +98,13 @@ struct OverheadBytes {
   double allocator_headroom = 0;
   double total() const { return cuda_context + nccl_buffers + allocator_headroom; }
 };
-// `communicators`: active NCCL communicators; `allocated_bytes`: the peak of everything else.
-OverheadBytes overhead_bytes(int communicators, double allocated_bytes);
+// `communicators`: active NCCL communicators; `churn_bytes`: what the step allocates and frees
+// (allocator_headroom_bytes below).
+OverheadBytes overhead_bytes(int communicators, double churn_bytes);
+// The caching allocator's reserve beyond the peak of a step: the same fraction, of the bytes that are
+// allocated and freed during the step (activations, unsharded parameters and gradients, working
+// sets). State allocated once at start in exact sizes (sharded parameters, gradients, optimizer state)
+// leaves no fragments.
+double allocator_headroom_bytes(double churn_bytes);
 
 }  // namespace fsdpx

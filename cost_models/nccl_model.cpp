@@ -210,6 +210,8 @@ double nccl_time_s(Collective c, NcclAlgo a, NcclProto p, double bytes, const Gr
   return lat + bytes / bw;
 }
 
+int nccl_nvls_channels() { return static_cast<int>(kNvlsChannels); }
+
 NcclChoice nccl_best(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cl) {
   NcclChoice best;
   bool found = false;

@@ -33,6 +33,9 @@ double nccl_alg_bw_bytes_per_s(Collective c, NcclAlgo a, NcclProto p, double byt
 double nccl_time_s(Collective c, NcclAlgo a, NcclProto p, double bytes, const GroupShape& g,
                    const ClusterSpec& cl);
 
+// NVLS channels on sm90 (src/transport/nvls.cc l.151-160): the CTAs an NVLS collective runs with.
+int nccl_nvls_channels();
+
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::ring;
   NcclProto proto = NcclProto::simple;

@@ -60,13 +60,15 @@ std::vector<KernelWork> op_sac_recompute_kernels(const ModelSpec& m, const Layer
     // SDPA is saved; the block's last matmul (w2 / down) and the residual after it come after the
     // last tensor backward needs, so early stop skips them.
     if (is_attention_core(k) || k.name == "mlp_down" || k.name == "mlp_residual") continue;
-    const bool matmul_group = k.name == "qkv" || k.name == "attn_out" || k.name == "mlp_up";
-    if (!matmul_group) {
-      out.push_back(std::move(k));  // norms, RoPE, attention residual, MLP activation
+    // A fused GEMM ("qkv", "mlp_up") holds several aten.mm of the count; a stack with separate
+    // projections runs each as its own GEMM, named after it ("wq", "w1", ...).
+    const bool matmul = k.matmul && k.attention_seq == 0;
+    if (!matmul) {
+      out.push_back(std::move(k));  // norms, RoPE, layout copies, attention residual, MLP activation
       continue;
     }
     for (const BlockMatmul& mm : mms)
-      if (mm.kernel == k.name && !mm.saved)
+      if ((mm.kernel == k.name || mm.name == k.name) && !mm.saved)
         out.push_back(compute_detail::gemm("recompute_" + mm.name, d.tokens, mm.out_cols, mm.in_cols, d.act_bytes));
   }
   return out;

@@ -137,8 +137,7 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
     const double head_params = double(plan.model.tied_embeddings ? pc.embedding : pc.head) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
-  const double allocated = b.state_bytes + b.activation_bytes + b.fixed_bytes + b.gathered_bytes;
-  b.headroom_bytes = overhead_bytes(0, allocated).allocator_headroom;
+  b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
   return b;
 }
 

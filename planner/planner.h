@@ -63,8 +63,8 @@ struct SearchSpace {
   bool partial_recompute = true;              // full recompute on some blocks (which: the target's rule)
 };
 
-// Memory kept free by default: 10% of capacity. The simulated peak already carries 10% allocator headroom
-// (cost_models/memory.cpp); what it leaves out is fragmentation beyond that (GMLake, arXiv:2401.08156:
+// Memory kept free by default: 10% of capacity. The simulated peak already carries the allocator's 10%
+// reserve on the bytes a step allocates and frees (cost_models/memory.cpp); what it leaves out is fragmentation beyond that (GMLake, arXiv:2401.08156:
 // 15% on average without defragmentation, up to 33%), NCCL buffers growing with channels and communicators
 // (NVIDIA/nccl #864: ~1.6 GB for one communicator, ~6 GB for three, against 1 GB modelled) and the
 // prediction error of the model itself: on an 80 GiB GPU, 8 GiB.
@@ -90,6 +90,10 @@ struct PlanRequest {
   Objective objective = Objective::throughput;
   int top_k = 5;
   SearchSpace space;
+  // The training stack whose costs the plans are predicted with (core/framework.h); empty: the target's
+  // own (request_framework).
+  std::optional<Framework> framework;
+  bool compiled = false;
 };
 
 struct CandidateMetrics {
@@ -148,6 +152,9 @@ struct PlanResult {
 using ProgressFn = std::function<void(double fraction)>;
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress = {});
+
+// The stack a request's plans assume: its framework, else the target's (fsdpx's executor, or torchtitan).
+Framework request_framework(const PlanRequest& request);
 
 // Simulates one plan (steady state extrapolated, simulator/steady_state.h) and fills its metrics,
 // `predicted` and `fits` against `memory_limit_bytes`.

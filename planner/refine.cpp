@@ -133,22 +133,25 @@ Candidate ShapeRefiner::run(bool descend) {
     return best.c;
   }
   const std::vector<int> reshards = reshard_choices(b_.plan, r_, s_);
+  // Steepest descent: every single-dimension change of the current configuration is tried, then the best
+  // of them is taken, so that an early small gain in one dimension does not block a larger one in another.
   for (int pass = 0; pass < 2; ++pass) {
     bool improved = false;
+    const Config from = cur;
     auto try_config = [&](const Config& cfg) {
       Fit f = fit(cfg, best.member_index);
       if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f), cur = cfg, improved = true;
     };
-    for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != cur.wrap) { Config c = cur; c.wrap = w; try_config(c); }
-    for (int g : reshards) if (g != cur.reshard) { Config c = cur; c.reshard = g; try_config(c); }
+    for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != from.wrap) { Config c = from; c.wrap = w; try_config(c); }
+    for (int g : reshards) if (g != from.reshard) { Config c = from; c.reshard = g; try_config(c); }
     // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and
     // the in-flight cap only move that one all-gather, so they are left at their defaults.
-    const bool gathers_once = b_.plan.parallelism.pp > 1 && cur.reshard == 0;
+    const bool gathers_once = b_.plan.parallelism.pp > 1 && from.reshard == 0;
     if (!gathers_once) {
-      for (int d : s_.knobs.prefetch_depths) if (d != cur.prefetch) { Config c = cur; c.prefetch = d; try_config(c); }
-      for (int k : s_.knobs.all_gather_caps) if (k != cur.cap) { Config c = cur; c.cap = k; try_config(c); }
+      for (int d : s_.knobs.prefetch_depths) if (d != from.prefetch) { Config c = from; c.prefetch = d; try_config(c); }
+      for (int k : s_.knobs.all_gather_caps) if (k != from.cap) { Config c = from; c.cap = k; try_config(c); }
     }
-    for (DType t : s_.knobs.reduce_dtypes) if (t != cur.reduce) { Config c = cur; c.reduce = t; try_config(c); }
+    for (DType t : s_.knobs.reduce_dtypes) if (t != from.reduce) { Config c = from; c.reduce = t; try_config(c); }
     if (!improved || at_floor(best)) break;
   }
   return best.c;

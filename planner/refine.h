@@ -1,4 +1,4 @@
-// planner/refine.h — the refinement of one shape: coordinate descent over its communication
+// planner/refine.h — the refinement of one shape: steepest coordinate descent over its communication
 // configuration (wrapping, reshard_after_forward, prefetch depth, all-gather cap, reduce dtype), and for
 // every configuration tried, the cheapest recompute that fits in simulation: the recompute options of the
 // shape's bound in order of their throughput bound, the partial family searched for its fewest fully

@@ -124,6 +124,11 @@ void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objecti
 
 }  // namespace
 
+Framework request_framework(const PlanRequest& request) {
+  if (request.framework) return *request.framework;
+  return request.target.kind == TargetKind::torchtitan ? Framework::torchtitan : Framework::fsdpx;
+}
+
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
   const PlanRequest r = resolve_memory(request);
   PlanResult res;

@@ -138,6 +138,8 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
   }
   Plan p = default_plan(r.model, r.cluster, t, par, 1, recompute);
   p.units = wrap_per_block(r.model, PerBlockWrapping{});
+  p.framework = request_framework(r);
+  p.compiled = r.compiled;
   return p;
 }
 

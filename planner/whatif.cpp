@@ -134,7 +134,9 @@ std::vector<WhatIfPoint> whatif_grid(const std::vector<WhatIfAxis>& axes) {
 
 ClusterSpec whatif_cluster(ClusterSpec c, const WhatIfPoint& point) {
   const std::string where = fmt::format("what-if point {}", point.label());
-  c.nodes = static_cast<int>(setting(point, WhatIfParam::nodes, c.nodes));
+  const int nodes = static_cast<int>(setting(point, WhatIfParam::nodes, c.nodes));
+  if (nodes != c.nodes) c.gpus = 0;  // a node count means whole nodes
+  c.nodes = nodes;
   const double gbit = setting(point, WhatIfParam::inter_node_gbit, 0);
   const bool needs_fabric = c.nodes > 1 || gbit > 0;
   if (needs_fabric && c.inter.nics_per_node <= 0)

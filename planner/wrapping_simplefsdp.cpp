@@ -55,7 +55,14 @@ BucketingInputs module_costs(const Plan& p) {
   const ModelSpec& m = p.model;
   const auto& par = p.parallelism;
   const ParamCounts pc = count_params(m);
-  LayerShape s{p.training.micro_batch, p.training.seq, par.tp, par.cp, par.sequence_parallel, p.precision.param};
+  LayerShape s;
+  s.micro_batch = p.training.micro_batch;
+  s.seq = p.training.seq;
+  s.tp = par.tp;
+  s.cp = par.cp;
+  s.sequence_parallel = par.sequence_parallel;
+  s.act_dtype = p.precision.param;
+  s.stack = stack_costs(p.framework, p.compiled);
   const GpuSpec& gpu = p.cluster.gpu;
   const DType dt = p.precision.param;
   BucketingInputs in;

@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "cost_models/compute.h"
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
+#include "cost_models/stack_costs.h"
 #include "program/lowering.h"
 
 namespace fsdpx {
@@ -18,6 +20,7 @@ namespace lowering {
 Lowerer::Lowerer(const Plan& plan)
     : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
       pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
+      autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
       micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {}
 
 int Lowerer::add_group(GroupKind kind, GroupShape shape, int reshard_ranks) {
@@ -77,6 +80,7 @@ void Lowerer::lower_role(int role) {
   gather_free_ops_.clear();
   reduce_ops_.clear();
   input_grad_ops_.clear();
+  last_rs_ = rs_to_wait_ = -1;
   RoleProgram& rp = prog_.roles[std::size_t(role)];
   rp.role_ranks = prog_.mesh.size();
   rp.streams.resize(kStreamCount);
@@ -150,7 +154,9 @@ void Lowerer::optimizer_step() {
       (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
   const double local = sharded / plan_.parallelism.dp_shard + replicated;
   WorkSet w;
-  w.kernels.push_back(optimizer_kernel(local, plan_.precision.param, plan_.precision.reduce));
+  w.kernels = optimizer_step_kernels(local, plan_.precision.param, plan_.precision.reduce,
+                                     stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
+                                     plan_.optimizer.grad_clip_norm > 0);
   prog_.work_sets.push_back(std::move(w));
   Op op;
   op.name = "opt";

@@ -54,8 +54,10 @@ int Lowerer::add_op(Op op) {
   RoleProgram& role = prog_.roles[std::size_t(role_)];
   const int id = int(role.ops.size());
   role.streams[std::size_t(op.stream)].push_back(id);
-  if (op.stream == StreamKind::compute && op.kind != OpKind::free && op.kind != OpKind::optimizer)
+  if (op.stream == StreamKind::compute && op.kind != OpKind::free && op.kind != OpKind::optimizer) {
     compute_ops_.push_back(id);
+    if (rs_to_wait_ >= 0) op.deps.push_back(rs_to_wait_);
+  }
   role.ops.push_back(std::move(op));
   return id;
 }
@@ -173,11 +175,12 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
                      plan_.units[std::size_t(u)].stage, work_set(s, split ? WorkKind::backward_input : WorkKind::backward));
   if (sharded && us.gather_op >= 0) op.deps.push_back(us.gather_op);
   if (input_op >= 0) op.deps.push_back(input_op);
-  // FSDP2 reduces through an unsharded gradient buffer per unit in the reduce dtype; without
-  // reduction this micro-batch it stays until the reducing one (no_sync). DDP / ZeRO-1 keep full
-  // gradients resident. Under ZB the weight pass writes the gradients (weight_segment).
+  // A unit's unsharded gradients live from its first backward op to its reduction (autograd's, in
+  // the param dtype under PyTorch FSDP; one reduce-dtype buffer in fsdpx's units); without reduction
+  // this micro-batch they stay until the reducing one (no_sync). DDP / ZeRO-1 keep full gradients
+  // resident. Under ZB the weight pass writes the gradients (weight_segment).
   if (!split && sharded && first_use && !us.grads_live) {
-    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * rb_});
+    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
     us.grads_live = true;
   }
   op.alloc_at_start.push_back({MemCategory::transient, mem.backward_working_bytes});
@@ -210,7 +213,7 @@ void Lowerer::weight_segment(int s, int mb) {
   op.deps.push_back(b->second);
   input_grad_ops_.erase(b);
   if (sharded_params(u) && s == last_forward_segment_[std::size_t(u)] && !us.grads_live) {
-    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * rb_});
+    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
     us.grads_live = true;
   }
   op.free_at_end.push_back({MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).weight_pass_bytes});
@@ -237,13 +240,22 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
                         grad_bytes, shard_group_);
   op.deps.push_back(after_op);
   if (is_sharded(place.params)) {
+    // PyTorch FSDP: autograd's gradients (param dtype) are copied, widening, into the reduce-scatter
+    // input, and both are gone when the reduce-scatter ends; fsdpx's units hold one reduce-dtype buffer.
+    if (autograd_grad_bytes_ != rb_) op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
     op.free_at_end.push_back({MemCategory::transient, grad_bytes});
+    if (autograd_grad_bytes_ != rb_)
+      op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(unit)] * autograd_grad_bytes_});
     us.grads_live = false;
   }
   const bool across_replicas = place.grads == Placement::sharded_replicated;
   op.completes_reduction = !across_replicas;
   us.reduced_op = add_op(std::move(op));
   reduce_ops_.push_back(us.reduced_op);
+  if (is_sharded(place.params)) {
+    rs_to_wait_ = last_rs_;
+    last_rs_ = us.reduced_op;
+  }
   if (across_replicas) {
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
                           grad_bytes / plan_.parallelism.dp_shard, replicate_group_);

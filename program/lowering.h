@@ -75,6 +75,9 @@ class Lowerer {
   std::vector<double> params_;
   DataPlacement placement_;  // the plan's data-parallel mode; every unit is placed so
   double pb_, rb_;
+  // Bytes per parameter of a unit's unsharded gradients during its backward: the param dtype where
+  // PyTorch's autograd produces them (FSDP1, FSDP2), the reduce dtype in fsdpx's flat units.
+  double autograd_grad_bytes_;
   int micro_batches_ = 1;
   int stages_ = 1;  // virtual stages, pp x vpp
   StepProgram prog_;
@@ -93,6 +96,10 @@ class Lowerer {
   std::vector<int> compute_ops_;      // compute ops in compute-stream order
   std::vector<int> gather_free_ops_;  // per all-gather: the op that frees its buffer (-1: not yet)
   std::vector<int> reduce_ops_;       // every gradient collective, for the optimizer's dependencies
+  // FSDP2's post_backward makes the compute stream wait for the previous reduce-scatter before it issues
+  // the next one (_fsdp_param_group.py, comm_ctx.reduce_scatter_state): compute issued after a
+  // reduce-scatter waits for the one before it. -1 until two reduce-scatters have been issued.
+  int last_rs_ = -1, rs_to_wait_ = -1;
   std::map<std::pair<int, int>, int> input_grad_ops_;  // (segment, micro-batch) -> its B, for its W
 };
 

@@ -36,6 +36,7 @@ LayerShape layer_shape(const Plan& plan) {
   s.act_dtype = plan.precision.param;
   s.attention_kernel = plan.attention_kernel;
   s.dropout = plan.training.dropout > 0;
+  s.stack = stack_costs(plan.framework, plan.compiled);
   return s;
 }
 
@@ -52,6 +53,10 @@ ActivationShape activation_shape(const Plan& plan) {
   // kernel) adds Korthikanti's masks and dropped copies.
   a.flash_attention = attention_kernel_is_fused(l.attention_kernel);
   a.dropout = l.dropout;
+  a.fused_loss = l.stack.loss == LossImpl::fused;
+  a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
+  a.attention_copies = l.stack.attention_copies;
+  a.compiled = plan.compiled;
   return a;
 }
 

@@ -121,7 +121,10 @@ struct Op {
   // Filled by time_program (op_timing.h) from the cost models, or by a calibration:
   double duration_s = 0;  // total time when running alone at full rate
   double latency_s = 0;   // collectives: the part of duration_s that does not depend on bandwidth
-  bool inter_node = false;  // collectives: bandwidth bound by the NICs (else NVLink)
+  // Collectives: the share of this rank's NVLink and NIC bandwidth the collective uses when it runs
+  // alone (1 on its bottleneck fabric, less on the other, 0 where it does not pass).
+  double nvlink_load = 1, nic_load = 0;
+  double sm_share = 0;      // collectives: share of the GPU's SMs their kernel holds while it runs
   std::vector<int> deps;          // ops (same role) that must finish before this one starts
   std::vector<MemEffect> alloc_at_start;
   std::vector<MemEffect> free_at_end;  // besides the released parameters (release_params)

@@ -87,7 +87,8 @@ void add_point(const Aggregate& a, const GpuSpec& gpu, DType dt, Measured& m) {
       (a.first.attention_backward ? m.attn_bwd : m.attn_fwd)
           .push_back({a.first.attention_seq, ideal_s / a.first.attention_relative_speed, t});
     else
-      m.matmul.push_back({c.flops / c.calls, ideal_s / gemm_shape_factor(a.first.min_dim, gpu), t});
+      m.matmul.push_back({gemm_executed_flops(c.flops / c.calls, a.first.min_dim, gpu),
+                          ideal_s / gemm_shape_factor(a.first.min_dim, gpu), t});
     return;
   }
   // Vector work: roofline max(flops / vector peak, bytes / (bw · eff)). Raise the vector peak if the

@@ -83,8 +83,9 @@ TimeNs Engine::next_event_time() {
     if (s.phase == Phase::latency) {
       s.finish_ns = s.latency_end_ns;
     } else {
-      s.rate = rate_of(in, data_of(in, s.op));
-      s.finish_ns = now_ + ceil_ns(s.remaining_ns / s.rate);
+      s.rate = rate_of(in, id % kStreamCount);
+      // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
+      s.finish_ns = s.rate > 0 ? now_ + ceil_ns(s.remaining_ns / s.rate) : std::numeric_limits<TimeNs>::max();
     }
     next = std::min(next, s.finish_ns);
   }

@@ -3,10 +3,10 @@
 // in order; an op starts when it heads its stream and its dependencies are done; a collective starts
 // when every participant has reached it, and ops of different roles that form a rendezvous (a pipeline
 // send and its receive, an all-reduce across pipeline ranks) start when each has reached its stream's
-// head, like a collective whose members are those roles; collectives on the same fabric of a rank share its bandwidth
-// (the bandwidth part of their time; latency is not shared); compute slows while a collective runs on
-// the same GPU (interference). Memory effects of ops give each rank's live bytes by category and the
-// peak. Leaves out stream priorities and launch overheads.
+// head, like a collective whose members are those roles; collectives on the same fabric of a rank share
+// its bandwidth (the bandwidth part of their time; latency is not shared); compute slows by the share of
+// SMs the resident collective kernels hold (interference). Memory effects of ops give each rank's live
+// bytes by category and the peak. Leaves out stream priorities and launch overheads.
 #pragma once
 
 #include <array>
@@ -25,10 +25,9 @@ struct EngineOptions {
                                    // (except pipeline sends, which are asynchronous)
   bool infinite_bandwidth = false; // collectives and TP/CP traffic take no time
   bool expand_ranks = false;       // simulate every rank instead of one per role
-  // Compute slowdown while a collective's bandwidth phase runs on the same GPU: compute runs at
-  // (1 - usage). calculon's processor_usage (calculon, systems/h100_80g_nvl8.json): NVLink 0.15, InfiniBand 0.02.
-  double interference_nvlink = 0.15;
-  double interference_nic = 0.02;
+  // Compute runs on the SMs that running collectives leave free: at (1 - sum of their Op::sm_share)
+  // while their kernels are resident (latency and bandwidth phases). false: compute ignores them.
+  bool interference = true;
   bool record_ops = true;          // keep per-op start/end times (trace, summaries)
 };
 

@@ -17,6 +17,10 @@ void Engine::begin_op(int i, int stream) {
   const OpData& od = data_of(in, s.op);
   s.start_ns = now_;
   apply_alloc(in, op_of(in, s.op).alloc_at_start, s.op);
+  if (od.cls == OpClass::collective) {
+    in.comm_sm_share += od.sm_share;
+    ++in.resident_collectives;
+  }
   const int id = i * kStreamCount + stream;
   if (od.cls == OpClass::collective && od.latency_ns > 0) {
     s.phase = Phase::latency;
@@ -39,7 +43,6 @@ void Engine::enter_work_phase(int i, int stream) {
     complete_op(i, stream);
     return;
   }
-  if (od.cls == OpClass::collective) ++(od.nic ? in.bw_nic : in.bw_nvlink);
   add_running(i * kStreamCount + stream);
 }
 
@@ -49,8 +52,10 @@ void Engine::complete_op(int i, int stream) {
   const int op = s.op;
   const OpData& od = data_of(in, op);
   const Op& program_op = op_of(in, op);
-  if (s.phase == Phase::work && od.cls == OpClass::collective && od.work_ns > 0)
-    --(od.nic ? in.bw_nic : in.bw_nvlink);
+  if (od.cls == OpClass::collective) {
+    // Reset at zero so that rounding in the running sum never leaves a phantom share behind.
+    in.comm_sm_share = --in.resident_collectives == 0 ? 0.0 : in.comm_sm_share - od.sm_share;
+  }
   apply_free(in, program_op.free_at_end, released_param_bytes(program_, program_op));
   if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
   if (program_op.stream == StreamKind::compute) {
@@ -69,19 +74,55 @@ void Engine::complete_op(int i, int stream) {
   mark_dirty(i);
 }
 
-// Fluid sharing: k collectives in their bandwidth phase on one fabric each progress at 1/k; compute
-// runs at (1 - u) while any collective is in its bandwidth phase on the same GPU, u the NIC factor
-// when all of them are inter-node, else the NVLink one (calculon's processor_usage: overlapped
-// compute time = flop_time / (1 - processor_usage), calculon/llm/layers.py l.551/603).
-double Engine::rate_of(const Instance& in, const OpData& od) const {
-  if (od.cls == OpClass::collective) {
-    const int k = od.nic ? in.bw_nic : in.bw_nvlink;
-    FSDP_CHECK(k >= 1, "collective in its bandwidth phase is not counted on its fabric");
-    return 1.0 / k;
+// Compute runs on the SMs that the resident collective kernels leave free: NCCL launches one CTA per
+// channel and each holds its SM until the collective ends (cost-model-facts.md §5: a GEMM losing SMs
+// to NCCL CTAs slows by their share). A faster fabric shortens the collective and so its interference.
+double Engine::rate_of(const Instance& in, int stream) const {
+  const Slot& s = in.slots[stream];
+  if (data_of(in, s.op).cls == OpClass::collective) return collective_rate(in, stream);
+  return std::max(0.0, 1.0 - in.comm_sm_share);
+}
+
+// Max-min fair sharing of the rank's two fabrics (progressive filling, Bertsekas & Gallager, Data
+// Networks §6.5.2): every collective in its bandwidth phase speeds up together until one fabric is
+// full or it reaches its alone rate of 1; those stop, the others go on. A collective loads each fabric
+// by its share when alone, so k equal collectives on one fabric each get 1/k, and a multi-node ring
+// that only half-fills NVLink leaves the other half to an intra-node collective. The loads vary
+// continuously with link bandwidths, so does every rate (no fabric switch at a bottleneck change).
+double Engine::collective_rate(const Instance& in, int stream) const {
+  constexpr double kEps = 1e-12;
+  std::array<double, kStreamCount> rate{};
+  std::array<bool, kStreamCount> active{};
+  std::array<double, 2> capacity{1.0, 1.0};
+  for (int k = 0; k < kStreamCount; ++k) {
+    const Slot& s = in.slots[k];
+    active[k] = s.phase == Phase::work && data_of(in, s.op).cls == OpClass::collective;
   }
-  if (in.bw_nic + in.bw_nvlink == 0) return 1.0;
-  const double usage = in.bw_nvlink == 0 ? options_.interference_nic : options_.interference_nvlink;
-  return 1.0 - usage;
+  FSDP_CHECK(active[stream], "collective rate asked for a slot not in its bandwidth phase");
+  while (std::find(active.begin(), active.end(), true) != active.end()) {
+    double step = 1.0;
+    for (int f = 0; f < 2; ++f) {
+      double demand = 0;
+      for (int k = 0; k < kStreamCount; ++k)
+        if (active[k]) demand += data_of(in, in.slots[k].op).load[f];
+      if (demand > kEps) step = std::min(step, capacity[f] / demand);
+    }
+    for (int k = 0; k < kStreamCount; ++k)
+      if (active[k]) step = std::min(step, 1.0 - rate[k]);
+    for (int k = 0; k < kStreamCount; ++k) {
+      if (!active[k]) continue;
+      rate[k] += step;
+      for (int f = 0; f < 2; ++f) capacity[f] -= step * data_of(in, in.slots[k].op).load[f];
+    }
+    for (int k = 0; k < kStreamCount; ++k) {
+      if (!active[k]) continue;
+      const auto& load = data_of(in, in.slots[k].op).load;
+      const bool full = (load[0] > kEps && capacity[0] <= kEps) || (load[1] > kEps && capacity[1] <= kEps);
+      if (full || rate[k] >= 1.0 - kEps) active[k] = false;
+    }
+  }
+  FSDP_CHECK(rate[stream] > 0, "collective in its bandwidth phase got no bandwidth");
+  return std::min(1.0, rate[stream]);
 }
 
 void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {

@@ -49,8 +49,12 @@ OpData op_data(const Op& op, const EngineOptions& options) {
   d.cls = op_class(op.kind);
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
+  FSDP_CHECK(op.nvlink_load >= 0 && op.nvlink_load <= 1 && op.nic_load >= 0 && op.nic_load <= 1,
+             fmt::format("op {}: fabric loads outside [0, 1]", op.name));
+  d.load = {op.nvlink_load, op.nic_load};
+  FSDP_CHECK(op.sm_share >= 0 && op.sm_share <= 1, fmt::format("op {}: sm_share outside [0, 1]", op.name));
+  if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.rendezvous = op.rendezvous;
-  d.nic = op.inter_node;
   d.async = op.kind == OpKind::send;
   d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
@@ -142,9 +146,6 @@ void check_rendezvous(const StepProgram& program) {
 }  // namespace
 
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
-  FSDP_CHECK(options.interference_nvlink >= 0 && options.interference_nvlink < 1 &&
-                 options.interference_nic >= 0 && options.interference_nic < 1,
-             "interference factors must lie in [0, 1)");
   check_rendezvous(program);
   std::vector<RoleData> roles;
   int first_instance = 0, first_rank = 0;

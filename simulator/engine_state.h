@@ -27,8 +27,9 @@ struct OpData {
   int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
   std::uint8_t stream = 0;
-  bool nic = false;    // collective: bandwidth phase on the NIC fabric (else NVLink)
-  bool async = false;  // a pipeline send: does not hold back later ops when overlap is off
+  std::array<double, 2> load{};  // collective: share of NVLink [0] and NIC [1] bandwidth when alone
+  double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
+  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
 };
 
 struct RoleData {
@@ -59,7 +60,8 @@ struct Instance {
   int active = 0;      // slots not idle
   int active_async = 0;  // of which pipeline sends
   int done = 0;        // completed ops
-  int bw_nvlink = 0, bw_nic = 0;  // collectives in their bandwidth phase, per fabric
+  double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
+  int resident_collectives = 0;
   std::array<Slot, kStreamCount> slots{};
   std::array<double, kMemCategoryCount> live_bytes{};
   double live_total_bytes = 0;
@@ -98,7 +100,8 @@ class Engine {
   void begin_op(int i, int stream);
   void enter_work_phase(int i, int stream);
   void complete_op(int i, int stream);
-  double rate_of(const Instance& in, const OpData& od) const;
+  double rate_of(const Instance& in, int stream) const;
+  double collective_rate(const Instance& in, int stream) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
   // Frees `effects`, then `released_bytes` of transient memory (the unit parameters an op releases).
   void apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes);

@@ -1,5 +1,9 @@
-// simulator/op_timing.cpp — op durations from the cost models.
+// simulator/op_timing.cpp — op durations from the cost models: compute ops from their kernels (plus
+// the FSDP implementation's copies around the collectives they consume or feed, on the compute stream),
+// collectives from the NCCL model with their fabric loads and the SMs their kernels hold.
 #include "simulator/op_timing.h"
+
+#include <algorithm>
 
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
@@ -15,9 +19,64 @@ double serial_comm_s(const WorkSet& w, const StepProgram& p, const ClusterSpec& 
   return t;
 }
 
+// Share of each fabric a collective of group g uses alone (communication.h's ring rule): inside a node
+// all of NVLink; across nodes the ring runs at min(NVLink, NIC share) and so loads each by that rate
+// over its capacity. A group with one rank per node sends straight to its NIC.
+void set_fabric_loads(Op& op, const GroupShape& g, const ClusterSpec& cluster) {
+  op.nvlink_load = 1;
+  op.nic_load = 0;
+  if (g.nodes() == 1) return;
+  const double ring_bw = group_bus_bw_bytes_per_s(g, cluster);
+  const double nic_bw = cluster.inter.nics_per_node * cluster.inter.nic_bw_bytes_per_s / cluster.gpus_per_node *
+                        g.fewest_ranks_per_node();
+  op.nvlink_load = g.ranks_per_node > 1 ? std::min(1.0, ring_bw / cluster.intra.bus_bw_bytes_per_s) : 0.0;
+  op.nic_load = std::min(1.0, ring_bw / nic_bw);
+}
+
+// One memory-bound copy pass of `bytes` of HBM traffic.
+double copy_time_s(double bytes, const GpuSpec& gpu, DType dtype) {
+  if (bytes <= 0) return 0;
+  KernelWork copy;
+  copy.name = "fsdp_copy";
+  copy.bytes = bytes;
+  return kernel_time_s(copy, gpu, dtype);
+}
+
+// FSDP2 copies a unit's gathered buffer out into per-parameter tensors on the compute stream before the
+// unit's first compute op, and copies (widening) its unsharded gradients into the reduce-scatter input
+// after the backward that produced them; FSDP1 handles its FlatParameter's gradient likewise
+// (stack_costs.h). Each is GPU time on the compute stream, so it is added to that compute op: the first
+// compute op that depends on an all-gather, and the compute op each reduce-scatter depends on.
+void add_fsdp_copies(RoleProgram& role, const StepProgram& program, const Plan& plan, const StackCosts& stack) {
+  if (stack.fsdp == FsdpImpl::flat) return;
+  const double pb = dtype_bytes(plan.precision.param), rb = dtype_bytes(plan.precision.reduce);
+  constexpr double kMasterBytes = 4;  // FSDP keeps the sharded parameter in fp32
+  std::vector<char> charged(role.ops.size(), 0);
+  for (Op& op : role.ops) {
+    if (op.kind != OpKind::forward && op.kind != OpKind::backward) continue;
+    for (int d : op.deps) {
+      const Op& ag = role.ops[std::size_t(d)];
+      if (ag.kind != OpKind::all_gather || charged[std::size_t(d)]) continue;
+      charged[std::size_t(d)] = 1;
+      const int shards = program.groups[std::size_t(ag.group)].shape.ranks;
+      op.duration_s += copy_time_s(ag.comm_bytes / pb * fsdp_gather_copy_bytes(stack.fsdp, pb, kMasterBytes, shards),
+                                   plan.cluster.gpu, plan.precision.param);
+    }
+  }
+  for (const Op& rs : role.ops) {
+    if (rs.kind != OpKind::reduce_scatter || rs.deps.empty()) continue;
+    Op& producer = role.ops[std::size_t(rs.deps.front())];
+    const int shards = program.groups[std::size_t(rs.group)].shape.ranks;
+    producer.duration_s += copy_time_s(rs.comm_bytes / rb * fsdp_reduce_copy_bytes(stack.fsdp, pb, rb, shards),
+                                       plan.cluster.gpu, plan.precision.param);
+  }
+}
+
 }  // namespace
 
-void time_program(StepProgram& program, const ClusterSpec& cluster, DType compute_dtype) {
+void time_program(StepProgram& program, const Plan& plan) {
+  const ClusterSpec& cluster = plan.cluster;
+  const DType compute_dtype = plan.precision.param;
   std::vector<double> kernel_s(program.work_sets.size()), comm_s(program.work_sets.size());
   for (std::size_t i = 0; i < program.work_sets.size(); ++i) {
     kernel_s[i] = kernels_time_s(program.work_sets[i].kernels, cluster.gpu, compute_dtype);
@@ -33,10 +92,12 @@ void time_program(StepProgram& program, const ClusterSpec& cluster, DType comput
         op.duration_s = collective_time_s(op.collective, op.comm_bytes, g, cluster);
         op.latency_s = std::min(op.duration_s, op.comm_bytes > 0 && g.ranks > 1
                                                    ? collective_latency_s(op.collective, g, cluster) : 0.0);
-        // NIC-bound when the group spans nodes and the NIC share is below NVLink (communication.h).
-        op.inter_node = g.nodes() > 1 && group_bus_bw_bytes_per_s(g, cluster) < cluster.intra.bus_bw_bytes_per_s;
+        set_fabric_loads(op, g, cluster);
+        const int sms = cluster.gpu.sm_count;
+        op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
       }
     }
+    add_fsdp_copies(role, program, plan, stack_costs(plan.framework, plan.compiled));
   }
 }
 

@@ -100,6 +100,10 @@ double recompute_share(const StepProgram& p) {
 
 }  // namespace
 
+double churn_bytes(const MemoryPeak& peak) {
+  return peak.by_category[std::size_t(MemCategory::activations)] + peak.by_category[std::size_t(MemCategory::transient)];
+}
+
 Simulation summarise(StepProgram program, EngineResult engine) {
   Simulation sim;
   sim.program = std::move(program);
@@ -120,7 +124,7 @@ Simulation summarise(StepProgram program, EngineResult engine) {
   const MemoryPeak& peak = *peak_it;
   sim.peak_memory_stage = int(peak_it - sim.engine.peak_by_role.begin());
   sim.peak_memory_bytes = peak.by_category;
-  const double headroom = overhead_bytes(0, peak.total_bytes).allocator_headroom;
+  const double headroom = allocator_headroom_bytes(churn_bytes(peak));
   sim.peak_memory_bytes[std::size_t(MemCategory::other)] += headroom;
   sim.peak_memory_total_bytes = peak.total_bytes + headroom;
   sim.peak_memory_op =
@@ -130,7 +134,7 @@ Simulation summarise(StepProgram program, EngineResult engine) {
 
 Simulation simulate(const Plan& plan, const EngineOptions& options) {
   StepProgram program = lower(plan);
-  time_program(program, plan.cluster, plan.precision.param);
+  time_program(program, plan);
   EngineResult engine = run_engine(program, options);
   return summarise(std::move(program), std::move(engine));
 }

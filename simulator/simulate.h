@@ -1,8 +1,8 @@
 // simulator/simulate.h — the simulator's front door: lower a plan, time its ops with the cost models,
 // run the engine and summarise one training step: step time, tokens/s per GPU, MFU (PaLM) and HFU,
 // exposed (non-overlapped) communication, and peak memory by category with the op where it happens
-// (allocator headroom added on top, memory.h). Per-phase split of compute and exposed communication;
-// per pipeline stage its compute time, idle (bubble) fraction and peak memory.
+// (the allocator's reserve on the step's churn added on top, memory.h). Per-phase split of compute and
+// exposed communication; per pipeline stage its compute time, idle (bubble) fraction and peak memory.
 #pragma once
 
 #include <array>
@@ -47,6 +47,9 @@ struct Simulation {
 };
 
 Simulation simulate(const Plan& plan, const EngineOptions& options = {});
+// Bytes at a peak that the step allocates and frees (activations and transients), on which the caching
+// allocator's reserve grows (cost_models/memory.h allocator_headroom_bytes).
+double churn_bytes(const MemoryPeak& peak);
 // Re-runs the engine on an already lowered and timed program (benchmarks, what-if sweeps).
 Simulation summarise(StepProgram program, EngineResult engine);
 

@@ -42,7 +42,8 @@ bool same_op(const RoleProgram& role, int i, int stride) {
   const Op& b = role.ops[std::size_t(i + stride)];
   if (a.kind != b.kind || a.stream != b.stream || a.unit != b.unit || a.segment != b.segment ||
       a.work_set != b.work_set || a.collective != b.collective || a.comm_bytes != b.comm_bytes || a.group != b.group ||
-      a.duration_s != b.duration_s || a.latency_s != b.latency_s || a.inter_node != b.inter_node ||
+      a.duration_s != b.duration_s || a.latency_s != b.latency_s || a.nvlink_load != b.nvlink_load ||
+      a.nic_load != b.nic_load || a.sm_share != b.sm_share ||
       a.deps.size() != b.deps.size())
     return false;
   for (std::size_t d = 0; d < a.deps.size(); ++d)
@@ -175,7 +176,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) 
   const std::int64_t first_probe = plan.parallelism.pp > 1 ? micro_batches : kSteadyStateProbeMicroBatches;
   for (std::int64_t probe = first_probe; probe < micro_batches; probe *= 2) {
     StepProgram program = lower(with_micro_batches(plan, probe));
-    time_program(program, plan.cluster, plan.precision.param);
+    time_program(program, plan);
     const EngineResult engine = run_engine(program, probe_options);
     const Period period = find_period(program, engine);
     if (!period.found) continue;

@@ -25,7 +25,7 @@ std::optional<double> error_pct(double predicted, const std::optional<double>& m
 }
 
 // The peak in the source's metric: for allocator_reserved, leave out what the caching allocator does
-// not own (the resident "other": CUDA context and NCCL buffers) and apply the headroom to the rest.
+// not own (the resident "other": CUDA context and NCCL buffers) and add its reserve on the churn.
 double reported_peak_bytes(const Simulation& sim, MemoryMetric metric) {
   if (metric == MemoryMetric::device_total) return sim.peak_memory_total_bytes;
   double outside_bytes = 0;
@@ -35,10 +35,11 @@ double reported_peak_bytes(const Simulation& sim, MemoryMetric metric) {
       if (e.category == MemCategory::other) role_bytes += e.bytes;
     outside_bytes = std::max(outside_bytes, role_bytes);
   }
-  double peak_bytes = 0;
-  for (const MemoryPeak& p : sim.engine.peak_by_role) peak_bytes = std::max(peak_bytes, p.total_bytes);
-  const double allocated_bytes = std::max(0.0, peak_bytes - outside_bytes);
-  return allocated_bytes + overhead_bytes(0, allocated_bytes).allocator_headroom;
+  const MemoryPeak* peak = &sim.engine.peak_by_role.front();
+  for (const MemoryPeak& p : sim.engine.peak_by_role)
+    if (p.total_bytes > peak->total_bytes) peak = &p;
+  const double allocated_bytes = std::max(0.0, peak->total_bytes - outside_bytes);
+  return allocated_bytes + allocator_headroom_bytes(churn_bytes(*peak));
 }
 
 void collect(std::vector<double>& to, const std::optional<double>& e) {

@@ -41,6 +41,9 @@ struct ValidationCase {
   bool compiled = false;
   MeasuredRun measured;
   std::vector<std::string> uncertain;
+  // Set when the case could not be read: the one-line error naming the file and JSON path. Only id
+  // (or "cases[i]"), source and framework are then filled, as far as they could be read.
+  std::optional<std::string> malformed;
 };
 
 struct ValidationCaseFile {
@@ -49,10 +52,12 @@ struct ValidationCaseFile {
 };
 
 // Strict reading: unknown keys, wrong types and bad enum strings are ConfigErrors "<file>: <path>: ...".
+// A malformed case (or a repeated id) does not stop the file: it is kept with its error in `malformed`
+// and reported on its own row; only a file whose top level is wrong throws.
 ValidationCaseFile parse_validation_cases(const nlohmann::json& j, const std::string& file);
 ValidationCaseFile load_validation_cases(const std::string& path);
 
-// Why the simulator cannot model this case yet; nullopt when it can (every case of the format today).
+// Why the simulator cannot model this case (malformed); nullopt when it can.
 std::optional<std::string> validation_skip_reason(const ValidationCase& c);
 
 // Shipped cluster config for a GPU name ("a100-sxm-40gb" -> "dgx-a100-40gb", ...).
@@ -67,18 +72,21 @@ std::optional<int> source_year(const std::string& source);
 AttentionKernel case_attention_kernel(const ValidationCase& c);
 // Dropout probability of the case's stack: 0.1 for Megatron-LM runs of the unfused era (its GPT defaults), else 0.
 double case_dropout(const ValidationCase& c);
-// How the framework splits blocks over pipeline stages (validation_case.cpp has the sources): Megatron-LM
+// The recompute mode a framework runs for the case format's "selective" (other values map as named).
+RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
+// How the framework splits blocks over pipeline stages (case_plan.cpp has the sources): Megatron-LM
 // and NeMo evenly, embedding and loss on top (weights 0, layers divisible by pp x vpp); torchtitan and the
 // others counting the embedding and the head as one block each.
 bool framework_even_stage_split(const std::string& framework);
 StageAccounting framework_stage_accounting(const std::string& framework);
-// The recompute mode a framework runs for the case format's "selective" (other values map as named).
-RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
 
 // What a source's published peak-memory figure counts: everything on the device (nvidia-smi), or the
 // PyTorch caching allocator's peak reserved bytes (no CUDA context, no NCCL-owned buffers).
 enum class MemoryMetric { device_total, allocator_reserved };
 MemoryMetric framework_memory_metric(const std::string& framework);
+
+// The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
+Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "core/dtype.h"
+#include "core/framework.h"
 #include "cost_models/memory.h"
 
 namespace fsdpx {
@@ -19,6 +21,10 @@ inline const std::map<std::string, OutputFormat> kOutputFormats{{"text", OutputF
                                                                  {"json", OutputFormat::json}};
 inline const std::map<std::string, Recompute> kRecomputeModes{
     {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::fsdpx},
+                                                          {"torchtitan", Framework::torchtitan},
+                                                          {"llm-foundry", Framework::llm_foundry},
+                                                          {"megatron", Framework::megatron}};
 inline const std::map<std::string, DType> kDTypes{
     {"fp32", DType::fp32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
 inline const std::map<std::string, ShardingMode> kShardingModes{
@@ -40,9 +46,10 @@ inline const CLI::Validator kPositive([](std::string& v) { return check_number(v
 inline const CLI::Validator kNonNegative([](std::string& v) { return check_number(v, true); }, "NON-NEGATIVE");
 
 // An option whose value must be one of `names`; the error lists them ("--recompute: sometimes not in
-// {full,none,selective}") instead of CLI11's internal mapping.
-template <typename T>
-CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, T& value,
+// {full,none,selective}") instead of CLI11's internal mapping. `value` is a T, or a std::optional<T>
+// that stays empty when the option is left out.
+template <typename T, typename Value>
+CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, Value& value,
                              const std::map<std::string, T>& names, const std::string& help) {
   std::vector<std::string> keys;
   for (const auto& [k, _] : names) keys.push_back(k);

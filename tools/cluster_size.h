@@ -1,6 +1,7 @@
 // tools/cluster_size.h — applies --nodes / --world-size to a loaded cluster. A world size below one
-// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster). Both are
-// range-checked against kMaxWorldSize so that no rank count overflows downstream.
+// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster); above it and
+// not a multiple, the last node is used in part (ClusterSpec::gpus). Both are range-checked against
+// kMaxWorldSize so that no rank count overflows downstream.
 #pragma once
 
 #include <optional>
@@ -22,11 +23,9 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
     if (*world_size <= c.gpus_per_node) {
       c.gpus_per_node = *world_size;
       c.nodes = 1;
-    } else if (*world_size % c.gpus_per_node != 0) {
-      throw ConfigError(fmt::format("command line: --world-size: {} is not a multiple of the {} GPUs per node of {}",
-                                    *world_size, c.gpus_per_node, c.name));
     } else {
-      c.nodes = *world_size / c.gpus_per_node;
+      c.nodes = (*world_size + c.gpus_per_node - 1) / c.gpus_per_node;
+      c.gpus = *world_size % c.gpus_per_node == 0 ? 0 : *world_size;
     }
   } else {
     const int max_nodes = kMaxWorldSize / c.gpus_per_node;
@@ -34,6 +33,7 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
       throw ConfigError(fmt::format("command line: --nodes: expected an integer from 1 to {} ({} ranks of {} GPUs per "
                                     "node), got {}", max_nodes, kMaxWorldSize, c.gpus_per_node, *nodes));
     c.nodes = *nodes;
+    c.gpus = 0;
   }
   if (c.nodes > 1 && c.inter.nics_per_node <= 0)
     throw ConfigError(fmt::format("command line: cluster {} has no inter-node fabric and holds one node only", c.name));

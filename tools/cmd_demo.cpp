@@ -1,7 +1,8 @@
 // tools/cmd_demo.cpp — `fsdpx demo`: the main job on the embedded default, Llama-3.1-8B on one 8xH100
-// node at sequence 8192 and a global batch of 32 sequences: plan it (the planner's search), print the
-// chosen plan with its memory breakdown and the top alternatives, then simulate it and print the
-// per-phase summary. The analytic estimate of the chosen shape comes first as a sanity bound.
+// node of torchtitan's benchmark hosts (grand-teton-h100) at sequence 8192 and a global batch of 32
+// sequences, planned as torchtitan would run it in eager mode: print the chosen plan with its memory
+// breakdown and the top alternatives, then simulate it and print the per-phase summary. The analytic
+// estimate of the chosen shape comes first as a sanity bound.
 #include <cstdio>
 #include <memory>
 
@@ -22,10 +23,16 @@ namespace {
 PlanRequest demo_request() {
   PlanRequest r;
   r.model = load_model("llama3.1-8b");
-  r.cluster = load_cluster("dgx-h100");
+  r.cluster = load_cluster("grand-teton-h100");
   r.cluster.nodes = 1;
   r.seq = 8192;
   r.global_batch = 32;
+  // torchtitan-like eager FSDP: what torchtitan's apply_fsdp and apply_ac run (the torchtitan target's
+  // space: one fully_shard per block, AC none, op-level selective, every n-th block or full), with its
+  // eager PyTorch costs, no tensor or context parallelism.
+  r.target = default_torchtitan_target();
+  r.framework = Framework::torchtitan;
+  r.space.allow_tp = false;
   return r;
 }
 

@@ -39,6 +39,8 @@ struct PlanOptions {
   double tolerance_pct = 100 * kDefaultThroughputTolerance;
   bool allow_bf16_reduce = false;
   Objective objective = Objective::throughput;
+  std::optional<Framework> framework;
+  bool compiled = false;
   int top = 5;
   OutputFormat format = OutputFormat::text;
   FixedDegrees fixed;
@@ -155,6 +157,12 @@ PlanRequest request_of(const PlanOptions& o) {
   if (o.top > kMaxTop) bad("--top", fmt::format("expected at most {}, got {}", kMaxTop, o.top));
   r.objective = o.objective;
   r.top_k = o.top;
+  r.framework = o.framework;
+  r.compiled = o.compiled;
+  const Framework framework = request_framework(r);
+  if (r.compiled && !framework_can_compile(framework))
+    throw ConfigError(fmt::format("command line: --compiled: framework {} does not run under torch.compile",
+                                  framework_name(framework)));
   r.space.fixed = o.fixed;
   if (o.pp_schedule != PipelineSchedule::none) {
     r.space.fixed.pp_schedule = o.pp_schedule;
@@ -210,6 +218,10 @@ void setup_plan(CLI::App& app) {
   sub->add_flag("--allow-bf16-reduce", o->allow_bf16_reduce, "Allow gradient reduction in bf16 (default: fp32)");
   sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
+  add_enum_option(sub, "--framework", o->framework, kFrameworks,
+                  "training stack whose costs the plans assume: fsdpx, torchtitan, llm-foundry, megatron (default: the "
+                  "target's)");
+  sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
   sub->add_option("--pp", o->fixed.pp, "Fix the pipeline-parallel degree (1: no pipeline)")->check(kPositive);
   add_enum_option(sub, "--pp-schedule", o->pp_schedule, kSchedules,

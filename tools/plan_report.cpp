@@ -119,6 +119,8 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
     out += fmt::format("  target {}, gradient reduction in {} (bf16 {}), tolerance {:.1f}%\n", b.plan.planner->target,
                        dtype_name(b.plan.precision.reduce), b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed",
                        100 * b.plan.planner->throughput_tolerance);
+  out += fmt::format("  predicted for the costs of {}{}\n", framework_name(b.plan.framework),
+                     b.plan.framework == Framework::fsdpx ? "'s executor" : (b.plan.compiled ? " under torch.compile" : " in eager mode"));
   out += fmt::format("  memory: capacity {}, margin {} kept free, so plans may use {}; headroom {} (peak {})\n",
                      gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes), gib(res.memory_limit_bytes),
                      headroom_text(res, b), gib(m.peak_memory_bytes));

@@ -32,7 +32,7 @@ fsdpx::Plan reference_plan() {
 void BM_Engine70B_1024GPUs(benchmark::State& state) {
   const fsdpx::Plan plan = reference_plan();
   fsdpx::StepProgram program = fsdpx::lower(plan);
-  fsdpx::time_program(program, plan.cluster, plan.precision.param);
+  fsdpx::time_program(program, plan);
   fsdpx::EngineOptions options;
   options.record_ops = false;
   for (auto _ : state) benchmark::DoNotOptimize(fsdpx::run_engine(program, options));
@@ -70,7 +70,7 @@ fsdpx::Plan llama3_405b_plan(fsdpx::PipelineSchedule schedule, int vpp) {
 void engine_405b(benchmark::State& state, fsdpx::PipelineSchedule schedule, int vpp) {
   const fsdpx::Plan plan = llama3_405b_plan(schedule, vpp);
   fsdpx::StepProgram program = fsdpx::lower(plan);
-  fsdpx::time_program(program, plan.cluster, plan.precision.param);
+  fsdpx::time_program(program, plan);
   fsdpx::EngineOptions options;
   options.record_ops = false;
   for (auto _ : state) benchmark::DoNotOptimize(fsdpx::run_engine(program, options));

@@ -195,11 +195,27 @@ TEST_CASE("cluster errors name the file and path") {
   CHECK(contains(error_of([&] { load_cluster(kData + "/bad/cluster_unknown_gpu.json"); }), "h100-sxm-80gb"));
 }
 
+TEST_CASE("a job may use part of its last node: 128 GPUs on two 72-GPU NVL72 domains") {
+  ConfigDirEnv env(kConfigs);
+  nlohmann::json j = cluster_spec_to_json(load_cluster("gb200-nvl72"));
+  j.erase("nodes");
+  j["gpus"] = 128;
+  const ClusterSpec c = parse_cluster_spec(j, "nvl.json", &load_gpu);
+  CHECK(c.nodes == 2);
+  CHECK(c.world_size() == 128);
+  CHECK(parse_cluster_spec(cluster_spec_to_json(c), "rt", &load_gpu).world_size() == 128);
+  j["nodes"] = 3;  // 128 GPUs fill only two nodes of 72
+  CHECK(contains(error_of([&] { parse_cluster_spec(j, "nvl.json", &load_gpu); }), "nvl.json: /gpus"));
+  j["nodes"] = 2;
+  j["gpus"] = 0;
+  CHECK(contains(error_of([&] { parse_cluster_spec(j, "nvl.json", &load_gpu); }), "/gpus"));
+}
+
 TEST_CASE("every shipped cluster loads by name with published fabric numbers") {
   ConfigDirEnv env(kConfigs);
   const auto names = list_configs("clusters");
   CHECK(names == std::vector<std::string>{"cpu", "dgx-a100-40gb", "dgx-a100-80gb", "dgx-h100", "dgx-h200",
-                                          "gb200-nvl72", "hgx-b200"});
+                                          "gb200-nvl72", "grand-teton-h100", "hgx-b200"});
   for (const auto& name : names) {
     const ClusterSpec c = load_cluster(name);
     INFO(name);
@@ -221,6 +237,12 @@ TEST_CASE("every shipped cluster loads by name with published fabric numbers") {
   CHECK(a.intra.bus_bw_bytes_per_s == doctest::Approx(235e9));
   CHECK(!a.intra.nvls);
   CHECK(load_cluster("gb200-nvl72").gpus_per_node == 72);
+  // torchtitan's benchmark hosts: H100 with 96 GB HBM2e at 2.4 TB/s, power-limited to 500 W of 700.
+  const ClusterSpec gt = load_cluster("grand-teton-h100");
+  CHECK(gt.gpu.hbm_bw_bytes_per_s == doctest::Approx(2.4e12));
+  CHECK(gt.gpu.power_limit_w == doctest::Approx(500));
+  CHECK(gt.gpu.clock_factor() == doctest::Approx(std::cbrt(500.0 / 700.0)));
+  CHECK(h.gpu.clock_factor() == 1.0);
   const ClusterSpec cpu = load_cluster("cpu");
   CHECK(cpu.host_threads);
   CHECK(cpu.gpu.name == "cpu-host");

@@ -36,6 +36,22 @@ double rel(double got, double want) { return std::abs(got - want) / std::abs(wan
 
 }  // namespace
 
+TEST_CASE("a group over a partly used last node is bounded by that node's NICs; channels per fabric") {
+  ClusterSpec c = dgx_h100(2);
+  c.gpus_per_node = 72;
+  c.inter.nics_per_node = 72;
+  c.gpus = 128;  // two NVL72-like domains, 72 + 56 GPUs
+  const GroupShape g{128, 72};
+  CHECK(g.nodes() == 2);
+  CHECK(g.fewest_ranks_per_node() == 56);
+  CHECK(group_bus_bw_bytes_per_s(g, c) == doctest::Approx(std::min(c.intra.bus_bw_bytes_per_s, 56 * 48e9)));
+  // NCCL channels: the cluster's ring count inside a node, one per NIC across nodes, none when alone.
+  const ClusterSpec one = dgx_h100(1, false);
+  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{8, 8}, one) == one.intra.nccl_channels);
+  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{16, 8}, dgx_h100(2)) == 8);
+  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{1, 1}, one) == 0);
+}
+
 TEST_CASE("bus bandwidth factors follow nccl-tests PERFORMANCE.md") {
   CHECK(bus_bandwidth_factor(Collective::all_reduce, 8) == doctest::Approx(2.0 * 7 / 8));
   CHECK(bus_bandwidth_factor(Collective::all_gather, 8) == doctest::Approx(7.0 / 8));

@@ -87,7 +87,7 @@ std::vector<std::pair<int, double>> simulator_releases(const Plan& plan, StepPro
     }
     role.resident = {{MemCategory::transient, pool}};
   }
-  time_program(program, plan.cluster, plan.precision.param);
+  time_program(program, plan);
   EngineOptions o;
   o.overlap = false;
   o.record_ops = true;

@@ -197,6 +197,30 @@ TEST_CASE("plans round-trip through JSON, validate, and the search is determinis
   for (const auto& c : a.top) CHECK_FALSE(c.lost_because.empty());
 }
 
+TEST_CASE("plans carry the training stack whose costs they assume: the target's, or the request's") {
+  PlanRequest r = request("llama3.1-8b", "dgx-h100", 8, 4096, 16);
+  CHECK(request_framework(r) == Framework::fsdpx);
+  r.target = default_torchtitan_target();
+  CHECK(request_framework(r) == Framework::torchtitan);
+  const PlanResult eager = search_plans(r);
+  REQUIRE(eager.best.has_value());
+  CHECK(eager.best->plan.framework == Framework::torchtitan);
+  CHECK_FALSE(eager.best->plan.compiled);
+  r.compiled = true;
+  const PlanResult compiled = search_plans(r);
+  REQUIRE(compiled.best.has_value());
+  CHECK(compiled.best->plan.compiled);
+  // torch.compile fuses the eager elementwise chains: the same stack runs faster compiled.
+  CHECK(compiled.best->metrics.tokens_per_s_per_gpu > eager.best->metrics.tokens_per_s_per_gpu);
+  r.compiled = false;
+  r.framework = Framework::fsdpx;
+  const PlanResult own = search_plans(r);
+  REQUIRE(own.best.has_value());
+  CHECK(own.best->plan.framework == Framework::fsdpx);
+  // fsdpx's executor runs fused kernels and flat units: faster than torchtitan's eager stack.
+  CHECK(own.best->metrics.tokens_per_s_per_gpu > eager.best->metrics.tokens_per_s_per_gpu);
+}
+
 TEST_CASE("the Pareto frontier holds exactly the non-dominated fitting plans") {
   PlanRequest r = request("llama3.1-8b", "dgx-h100", 8, 4096, 16);
   r.top_k = 1000;

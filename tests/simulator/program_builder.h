@@ -36,7 +36,7 @@ class ProgramBuilder {
 
   // A collective; its stream follows its kind.
   int collective(std::string name, OpKind kind, double duration_s, double latency_s, bool inter_node,
-                 std::vector<int> deps = {}, int group = 0) {
+                 std::vector<int> deps = {}, int group = 0, double sm_share = 0) {
     Op op;
     op.kind = kind;
     op.stream = kind == OpKind::all_gather       ? StreamKind::all_gather
@@ -44,7 +44,9 @@ class ProgramBuilder {
                                                  : StreamKind::all_reduce;
     op.duration_s = duration_s;
     op.latency_s = latency_s;
-    op.inter_node = inter_node;
+    op.nvlink_load = inter_node ? 0 : 1;
+    op.nic_load = inter_node ? 1 : 0;
+    op.sm_share = sm_share;
     op.comm_bytes = 1 << 20;
     op.group = group;
     return add(std::move(name), std::move(op), std::move(deps));

@@ -1,7 +1,7 @@
 // tests/simulator/test_engine_sharing.cpp — the engine's fluid sharing, checked against hand-computed
 // timelines: concurrent collectives on one fabric split its bandwidth (latency is not shared), on
-// different fabrics they do not; compute slows by the configured interference factor while a
-// collective is in its bandwidth phase (calculon's processor_usage, calculon/llm/layers.py).
+// different fabrics they do not; compute slows by the share of SMs the resident collective kernels hold
+// (one SM per NCCL channel, NCCL's ncclDevKernel runs one thread block per channel).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -64,52 +64,57 @@ TEST_CASE("a collective's latency phase does not consume the other's bandwidth")
   CHECK(end_of(r, ag) == 14000);
 }
 
+// Two collectives with their SM shares: one on NVLink, one on the NICs (either may be absent).
 struct InterferenceCase {
-  bool nvlink_comm, nic_comm;
-  double usage;  // expected compute slowdown factor
+  double nvlink_share, nic_share;
+  double usage;  // expected compute slowdown: the sum of the resident kernels' shares
 };
 
-TEST_CASE("interference slows compute by the configured factor") {
-  EngineOptions opt;
-  opt.interference_nvlink = 0.15;
-  opt.interference_nic = 0.02;
-  for (const InterferenceCase c : {InterferenceCase{true, false, 0.15}, InterferenceCase{false, true, 0.02},
-                                   InterferenceCase{true, true, 0.15}}) {
+TEST_CASE("interference slows compute by the SM share of the resident collective kernels") {
+  for (const InterferenceCase c : {InterferenceCase{0.15, 0, 0.15}, InterferenceCase{0, 0.05, 0.05},
+                                   InterferenceCase{0.15, 0.05, 0.20}}) {
     CAPTURE(c.usage);
     ProgramBuilder b;
     const int fwd = b.compute("fwd", OpKind::forward, 100e-6);
-    if (c.nvlink_comm) b.collective("ag", OpKind::all_gather, 20e-6, 0, false);
-    if (c.nic_comm) b.collective("rs", OpKind::reduce_scatter, 20e-6, 0, true);
-    const EngineResult r = run_engine(b.program(), opt);
+    if (c.nvlink_share > 0) b.collective("ag", OpKind::all_gather, 20e-6, 0, false, {}, 0, c.nvlink_share);
+    if (c.nic_share > 0) b.collective("rs", OpKind::reduce_scatter, 20e-6, 0, true, {}, 0, c.nic_share);
+    const EngineResult r = run_engine(b.program(), EngineOptions{});
     // 20 us at rate (1 - u) does 20 (1 - u) us of the 100 us; the rest at full rate.
     const double expected_ns = 20000 + (100000 - 20000 * (1 - c.usage));
     CHECK(std::abs(static_cast<double>(end_of(r, fwd)) - expected_ns) <= 1.0);
   }
 }
 
-TEST_CASE("interference: a collective's latency phase does not slow compute; zero factor is no-op") {
+TEST_CASE("interference: a collective holds its SMs in its latency phase too; off is a no-op") {
   ProgramBuilder b;
   const int fwd = b.compute("fwd", OpKind::forward, 100e-6);
-  b.collective("ag", OpKind::all_gather, 30e-6, 10e-6, false);  // bandwidth phase 10..30 us
-  EngineOptions opt;
-  opt.interference_nvlink = 0.5;
-  const EngineResult r = run_engine(b.program(), opt);
-  CHECK(end_of(r, fwd) == 100000 + 10000);  // 20 us at rate 1/2 lose 10 us
-  opt.interference_nvlink = 0;
-  CHECK(end_of(run_engine(b.program(), opt), fwd) == 100000);
+  b.collective("ag", OpKind::all_gather, 30e-6, 10e-6, false, {}, 0, 0.5);  // resident 0..30 us
+  const EngineResult r = run_engine(b.program(), EngineOptions{});
+  CHECK(end_of(r, fwd) == 100000 + 15000);  // 30 us at rate 1/2 lose 15 us
+  EngineOptions off;
+  off.interference = false;
+  CHECK(end_of(run_engine(b.program(), off), fwd) == 100000);
 }
 
-TEST_CASE("collectives sharing a fabric also slow compute while either is in its bandwidth phase") {
+TEST_CASE("collectives sharing a fabric also slow compute for as long as either is resident") {
   ProgramBuilder b;
   const int fwd = b.compute("fwd", OpKind::forward, 100e-6);
-  b.collective("ag", OpKind::all_gather, 10e-6, 0, false);
-  b.collective("rs", OpKind::reduce_scatter, 10e-6, 0, false);
-  EngineOptions opt;
-  opt.interference_nvlink = 0.25;
-  const EngineResult r = run_engine(b.program(), opt);
+  b.collective("ag", OpKind::all_gather, 10e-6, 0, false, {}, 0, 0.125);
+  b.collective("rs", OpKind::reduce_scatter, 10e-6, 0, false, {}, 0, 0.125);
+  const EngineResult r = run_engine(b.program(), EngineOptions{});
   // The two share NVLink: both end at 20 us; compute runs at 0.75 for 20 us (5 us lost).
   CHECK(end_of(r, 1) == 20000);
   CHECK(end_of(r, fwd) == 105000);
+}
+
+TEST_CASE("collectives holding every SM stall compute until one of them ends") {
+  ProgramBuilder b;
+  const int fwd = b.compute("fwd", OpKind::forward, 100e-6);
+  b.collective("ag", OpKind::all_gather, 10e-6, 0, false, {}, 0, 0.5);
+  b.collective("rs", OpKind::reduce_scatter, 30e-6, 0, true, {}, 0, 0.5);
+  const EngineResult r = run_engine(b.program(), EngineOptions{});
+  // 0..10 us: no progress; 10..30 us at 1/2 (10 us done); then 90 us alone: 120 us.
+  CHECK(end_of(r, fwd) == 120000);
 }
 
 }  // namespace

@@ -158,6 +158,7 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   ActivationShape a;
   a.micro_batch = 1;
   a.seq = 1024;
+  a.fused_loss = true;  // the default plan's framework is fsdpx's executor: llm.c's fused classifier
   const double expected = fsdp2_state_bytes(double(pc.total()), 8, policy).total() + fixed.cuda_context +
                           fixed.nccl_buffers + embedding_activation_bytes(m, a) +
                           block_activation_bytes(m, a, Recompute::none) + final_norm_activation_bytes(m, a) +
@@ -167,7 +168,13 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   const Simulation s = simulate(plan);
   CHECK(s.peak_memory_op == "bwd.s2.mb0");
   CHECK(s.engine.peak_by_role[0].total_bytes == doctest::Approx(expected).epsilon(1e-12));
-  CHECK(s.peak_memory_total_bytes == doctest::Approx(expected + overhead_bytes(0, expected).allocator_headroom));
+  // The allocator's reserve grows on what the step allocates and frees, not on the resident state.
+  const MemoryPeak& peak = s.engine.peak_by_role[0];
+  const double churn = peak.by_category[std::size_t(MemCategory::activations)] +
+                       peak.by_category[std::size_t(MemCategory::transient)];
+  CHECK(churn == doctest::Approx(churn_bytes(peak)));
+  CHECK(s.peak_memory_total_bytes == doctest::Approx(expected + 0.10 * churn));
+  CHECK(s.peak_memory_total_bytes < expected + 0.10 * expected);
 }
 
 // Golden traces: the whole path (lowering, timing, engine, trace) pinned for two small plans.

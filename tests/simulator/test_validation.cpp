@@ -4,6 +4,8 @@
 // inline JSON for strictness.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -20,13 +22,19 @@ const std::string kTiny = std::string(FSDPX_TEST_DATA_DIR) + "/validation/tiny_c
 
 nlohmann::json tiny_json() { return load_json_file(kTiny); }
 
+// The error of the one malformed case in `j` (the others must read), or "" when every case reads.
 std::string config_error_of(const nlohmann::json& j) {
-  try {
-    parse_validation_cases(j, "cases.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  const ValidationCaseFile f = parse_validation_cases(j, "cases.json");
+  std::string error;
+  int malformed = 0;
+  for (const ValidationCase& c : f.cases)
+    if (c.malformed) {
+      error = *c.malformed;
+      ++malformed;
+    }
+  CHECK(malformed <= 1);
+  CHECK(f.cases.size() == j.at("cases").size());
+  return error;
 }
 
 }  // namespace
@@ -51,6 +59,59 @@ TEST_CASE("validation cases: strict reading with file and JSON path") {
   bad = tiny_json();
   bad["cases"][2]["id"] = bad["cases"][0]["id"];
   CHECK(config_error_of(bad).find("duplicate case id") != std::string::npos);
+  // The file's own structure stays strict.
+  bad = tiny_json();
+  bad["format"] = "fsdpx-published-runs/2";
+  CHECK_THROWS_AS(parse_validation_cases(bad, "cases.json"), ConfigError);
+}
+
+TEST_CASE("validation: a malformed case in a file of good ones is reported on its row, the others scored") {
+  nlohmann::json j = tiny_json();
+  j["cases"][1]["model"]["layers"] = "many";
+  j["cases"].push_back(42);  // not even an object
+  const ValidationReport r = run_validation(parse_validation_cases(j, "cases.json"));
+  REQUIRE(r.cases.size() == 4);
+  CHECK(r.cases[0].predicted.has_value());
+  CHECK(r.cases[2].predicted.has_value());
+  REQUIRE(r.cases[1].skipped.has_value());
+  CHECK(r.cases[1].skipped->find("malformed case: cases.json: /cases/1/model/layers") != std::string::npos);
+  CHECK(r.cases[1].id == j["cases"][1]["id"].get<std::string>());
+  REQUIRE(r.cases[3].skipped.has_value());
+  CHECK(r.cases[3].id == "cases[3]");
+  CHECK(r.cases[3].skipped->find("/cases/3: expected an object") != std::string::npos);
+  CHECK(r.summary.front().cases == 4);
+  CHECK(r.summary.front().skipped == 2);
+  CHECK(validation_text(r).find("cases[3]") != std::string::npos);
+}
+
+TEST_CASE("validation: partial nodes simulate (2 GPUs of an 8-GPU node, 128 GPUs on 72-GPU NVL72 domains)") {
+  nlohmann::json j = tiny_json();
+  nlohmann::json two = j["cases"][2];
+  two["id"] = "two-of-eight";
+  two["gpus"] = 2;
+  two["parallelism"]["dp_shard"] = 2;
+  two["global_batch"] = two["micro_batch"].get<int>() * 2;
+  nlohmann::json nvl = j["cases"][2];
+  nvl["id"] = "128-on-nvl72";
+  nvl["gpu"] = {{"name", "gb200"}};
+  nvl["gpus"] = 128;
+  nvl["gpus_per_node"] = 72;
+  nvl["parallelism"]["dp_shard"] = 128;
+  nvl["global_batch"] = nvl["micro_batch"].get<int>() * 128;
+  j["cases"] = nlohmann::json::array({two, nvl});
+  const ValidationCaseFile f = parse_validation_cases(j, "cases.json");
+  for (const ValidationCase& c : f.cases) {
+    CAPTURE(c.id);
+    CHECK_FALSE(c.malformed.has_value());
+    const CaseResult r = validate_case(c, f.file);
+    CHECK_FALSE(r.skipped.has_value());
+    REQUIRE(r.predicted.has_value());
+    CHECK(r.predicted->tokens_per_s_per_gpu > 0);
+  }
+  const Plan nvl_plan = build_case_plan(f.cases[1], f.file).plan;
+  CHECK(nvl_plan.cluster.world_size() == 128);
+  CHECK(nvl_plan.cluster.nodes == 2);
+  CHECK(build_case_plan(f.cases[0], f.file).plan.cluster.world_size() == 2);
 }
 
 TEST_CASE("validation plan: a MosaicML case becomes per-block FSDP units with a tied root unit") {
@@ -76,6 +137,7 @@ TEST_CASE("validation plan: a MosaicML case becomes per-block FSDP units with a 
   // 200 Gb/s per GPU = 25 GB/s line rate per NIC, kept at the shipped 24/25 achievable ratio.
   CHECK(p.cluster.inter.nic_bw_bytes_per_s == doctest::Approx(24e9).epsilon(1e-9));
   CHECK(cp.notes.empty());
+  CHECK(p.framework == Framework::llm_foundry);
 }
 
 TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU overrides") {
@@ -83,8 +145,19 @@ TEST_CASE("validation plan: untied torchtitan case, unstated bandwidth and GPU o
   const CasePlan cp = build_case_plan(f.cases[2], f.file);
   const Plan& p = cp.plan;
   CHECK(p.cluster.name == "dgx-h100");
-  CHECK(p.units.size() == std::size_t(f.cases[2].model.layers + 2));
-  CHECK(p.units[0].modules == std::vector<std::string>{"embedding"});
+  // torchtitan's apply_fsdp: one unit per block, the last not resharded after forward, then the root
+  // unit owning embedding, final norm and output, resharded after forward.
+  const std::size_t layers = std::size_t(f.cases[2].model.layers);
+  REQUIRE(p.units.size() == layers + 1);
+  CHECK(p.units[0].modules == std::vector<std::string>{"block.0"});
+  CHECK(p.units[layers - 1].reshard_after_forward == 0);
+  CHECK(p.units.back().modules == std::vector<std::string>{"embedding", "final_norm", "head"});
+  CHECK(p.units.back().reshard_after_forward == 1);
+  CHECK(p.framework == Framework::torchtitan);
+  CHECK_FALSE(p.compiled);
+  // The 500 W limit the case states becomes the GPU's power limit (H100 SXM rated at 700 W).
+  CHECK(p.cluster.gpu.power_limit_w == doctest::Approx(500));
+  CHECK(p.cluster.gpu.clock_factor() == doctest::Approx(std::cbrt(500.0 / 700.0)));
   CHECK(p.precision.reduce == DType::fp32);
   CHECK(p.cluster.gpu.hbm_bytes == doctest::Approx(96.0 * 1024 * 1024 * 1024));
   CHECK(p.cluster.gpu.hbm_bw_bytes_per_s == doctest::Approx(2.4e12));
@@ -127,10 +200,16 @@ TEST_CASE("validation: the allocator-reserved metric leaves out CUDA context and
   REQUIRE(r.cases[2].predicted.has_value());
   const CasePlan cp = build_case_plan(f.cases[2], f.file);
   const Simulation sim = simulate(cp.plan);
-  // One dp_shard communicator: 0.5 GiB context + 1 GB NCCL (memory.cpp), then 10% headroom on the rest.
+  // One dp_shard communicator: 0.5 GiB context + 1 GB NCCL (memory.cpp), then 10% headroom on the
+  // bytes the step allocates and frees (activations and transients), none on resident state.
   const OverheadBytes fixed = overhead_bytes(1, 0);
-  const double allocated = sim.engine.peak_by_role[0].total_bytes - fixed.cuda_context - fixed.nccl_buffers;
-  const double expected_gib = allocated * 1.10 / (1024.0 * 1024.0 * 1024.0);
+  const MemoryPeak& peak = sim.engine.peak_by_role[0];
+  const double allocated = peak.total_bytes - fixed.cuda_context - fixed.nccl_buffers;
+  const double churn = peak.by_category[std::size_t(MemCategory::activations)] +
+                       peak.by_category[std::size_t(MemCategory::transient)];
+  REQUIRE(churn > 0);
+  REQUIRE(churn < allocated);
+  const double expected_gib = (allocated + 0.10 * churn) / (1024.0 * 1024.0 * 1024.0);
   CHECK(r.cases[2].predicted->peak_memory_gib == doctest::Approx(expected_gib).epsilon(1e-9));
   CHECK(r.cases[2].predicted->peak_memory_gib < sim.peak_memory_total_bytes / (1024.0 * 1024.0 * 1024.0));
 }

@@ -24,6 +24,11 @@ text=$("$FSDPX" demo)
 check "demo exits 0" $?
 echo "$text" | grep -q "Per-GPU memory" ; check "demo prints the memory table" $?
 echo "$text" | grep -q "step time >=" ; check "demo prints the step-time bound" $?
+echo "$text" | grep -q "predicted for the costs of torchtitan in eager mode" ; check "demo names the stack it assumes" $?
+# torchtitan measures 33% MFU eager and 39% compiled for Llama-3.1-8B on these hosts (pytorch/torchtitan
+# docs/performance.md, Table 1).
+mfu=$(echo "$text" | sed -n 's/.*tokens\/s\/GPU, MFU \([0-9.]*\)%.*/\1/p' | head -1)
+awk -v m="$mfu" 'BEGIN { exit !(m >= 33 && m <= 39) }' ; check "demo's chosen plan predicts 33-39% MFU (got $mfu)" $?
 
 "$FSDPX" estimate --model "$(dirname "$0")/../data/hf/llama-3.1-8b/config.json" --cluster dgx-a100-80gb \
   --world-size 16 --tp 2 --recompute full >/dev/null

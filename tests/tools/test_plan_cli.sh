@@ -10,6 +10,7 @@ text=$("$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --
 check "cpu plan exits 0" $?
 echo "$text" | grep -Eq "search: [0-9]+ candidates considered, [0-9]+ pruned .* [0-9]+ simulated" ; check "text prints the counts" $?
 echo "$text" | grep -q "chosen plan:" ; check "text prints the chosen plan" $?
+echo "$text" | grep -q "predicted for the costs of fsdpx's executor" ; check "the fsdpx target assumes fsdpx's costs" $?
 echo "$text" | grep -q "why it lost" ; check "text prints the top-K table" $?
 "$FSDPX" simulate --plan "$tmp/a.json" >/dev/null
 check "the written plan loads in fsdpx simulate" $?
