@@ -127,17 +127,19 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
   t.seq = r.seq;
   t.micro_batch = micro_batch;
   t.global_batch = r.global_batch;
+  Plan p;
   if (par.pp > 1) {
     // Weights so large that a middle stage would get no block fall back to Megatron's even split, which
     // fits whenever pp x vpp <= layers (parallel_shapes).
     try {
-      return default_plan(r.model, r.cluster, t, par, 1, recompute, planner_stage_accounting(r, par, micro_batch));
+      p = default_plan(r.model, r.cluster, t, par, 1, recompute, planner_stage_accounting(r, par, micro_batch));
     } catch (const ConfigError&) {
-      return default_plan(r.model, r.cluster, t, par, 1, recompute, {0, 0});
+      p = default_plan(r.model, r.cluster, t, par, 1, recompute, {0, 0});
     }
+  } else {
+    p = default_plan(r.model, r.cluster, t, par, 1, recompute);
+    p.units = wrap_per_block(r.model, PerBlockWrapping{});
   }
-  Plan p = default_plan(r.model, r.cluster, t, par, 1, recompute);
-  p.units = wrap_per_block(r.model, PerBlockWrapping{});
   p.framework = request_framework(r);
   p.compiled = r.compiled;
   return p;
