@@ -88,33 +88,20 @@ void check_pipeline(const Checker& c) {
               "interleaved_1f1b needs vpp > 1 model chunks per pipeline rank (with one chunk it is \"1f1b\")");
 }
 
-// Micro-batches per step against the schedule. 1F1B and ZB-H1 fill the pipeline with pp micro-batches
-// (torch/distributed/pipelining/schedules.py, Schedule1F1B: "the number of microbatches must be >= the
-// number of stages"); Megatron-LM's interleaved schedule runs micro-batches in groups of pp per chunk
-// (microbatch_group_size_per_vp_stage defaults to pp, megatron/core/pipeline_parallel/schedules.py,
-// forward_backward_pipelining_with_interleaving) and rejects a remainder. GPipe takes any number.
+// Micro-batches per step against the schedule. Megatron-LM's interleaved schedule runs micro-batches in
+// groups of pp per model chunk (microbatch_group_size_per_vp_stage defaults to pp,
+// megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving) and
+// rejects a remainder. GPipe, 1F1B and ZB-H1 take any number: with fewer than pp the warm-up is cut
+// short (Megatron's get_pp_rank_microbatches caps it at the micro-batches; torchtitan only warns).
 void check_micro_batches(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
-  if (par.pp == 1) return;
+  if (par.pp_schedule != PipelineSchedule::interleaved_1f1b) return;
   const std::int64_t m = c.p.grad_accum();
-  const char* schedule = pipeline_schedule_name(par.pp_schedule);
-  const std::string derived = fmt::format("micro-batches per step ({} = global_batch {} / (micro_batch {} x "
-                                          "data-parallel ranks {}))", m, c.p.training.global_batch,
-                                          c.p.training.micro_batch, par.data_parallel_ranks());
-  switch (par.pp_schedule) {
-    case PipelineSchedule::one_f_one_b:
-    case PipelineSchedule::zero_bubble:
-      c.require(m >= par.pp, "/training/global_batch",
-                fmt::format("{} must be >= pp ({}) for \"{}\"", derived, par.pp, schedule));
-      break;
-    case PipelineSchedule::interleaved_1f1b:
-      c.require(m % par.pp == 0, "/training/global_batch",
-                fmt::format("{} must be divisible by pp ({}) for \"interleaved_1f1b\" (Megatron-LM runs them in "
-                            "groups of pp per model chunk)", derived, par.pp));
-      break;
-    case PipelineSchedule::gpipe:
-    case PipelineSchedule::none: break;
-  }
+  c.require(m % par.pp == 0, "/training/global_batch",
+            fmt::format("micro-batches per step ({} = global_batch {} / (micro_batch {} x data-parallel ranks {})) "
+                        "must be divisible by pp ({}) for \"interleaved_1f1b\" (Megatron-LM runs them in groups "
+                        "of pp per model chunk)", m, c.p.training.global_batch, c.p.training.micro_batch,
+                        par.data_parallel_ranks(), par.pp));
 }
 
 void check_training(const Checker& c) {

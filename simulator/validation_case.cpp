@@ -35,11 +35,12 @@ constexpr std::array<std::pair<const char*, DataParallel>, 6> kDataParallel{{
     {"zero1", DataParallel::zero1},
     {"distributed_optimizer", DataParallel::distributed_optimizer},
 }};
-constexpr std::array<std::pair<const char*, PipelineSchedule>, 4> kSchedules{{
+constexpr std::array<std::pair<const char*, PipelineSchedule>, 5> kSchedules{{
     {"none", PipelineSchedule::none},
     {"gpipe", PipelineSchedule::gpipe},
     {"1f1b", PipelineSchedule::one_f_one_b},
     {"interleaved_1f1b", PipelineSchedule::interleaved_1f1b},
+    {"zero_bubble", PipelineSchedule::zero_bubble},
 }};
 constexpr std::array<std::pair<const char*, RecomputeMode>, 3> kRecompute{{
     {"none", RecomputeMode::none}, {"selective", RecomputeMode::selective}, {"full", RecomputeMode::full}}};
@@ -91,7 +92,8 @@ Parallelism parse_case_parallelism(JsonObject o) {
   p.vpp = degree(o, "vpp");
   p.cp = degree(o, "cp");
   p.sequence_parallel = o.boolean("sequence_parallel");
-  p.pp_schedule = from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b"}));
+  p.pp_schedule =
+      from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}));
   p.data_parallel = from_name(kDataParallel, o.choice("data_parallel", {"fsdp_full_shard", "fsdp_shard_grad_op", "hsdp",
                                                                        "ddp", "zero1", "distributed_optimizer"}));
   o.finish();
@@ -195,9 +197,6 @@ ValidationCaseFile load_validation_cases(const std::string& path) {
 
 std::optional<std::string> validation_skip_reason(const ValidationCase& c) {
   if (c.malformed) return "malformed case: " + *c.malformed;
-  if (c.parallelism.pp > 1)
-    return fmt::format("pipeline parallelism (pp={}, {}) is not modelled yet", c.parallelism.pp,
-                       pipeline_schedule_name(c.parallelism.pp_schedule));
   return std::nullopt;
 }
 
