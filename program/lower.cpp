@@ -218,6 +218,10 @@ void Lowerer::join_rendezvous() {
 }
 
 StepProgram Lowerer::build() {
+  if (plan_.grad_accum() > kMaxLoweredMicroBatches)
+    throw ConfigError(fmt::format("plan: /training/global_batch: {} micro-batches per step, more than the {} the "
+                                  "simulator runs op by op (docs/input-ranges.md): raise micro_batch",
+                                  plan_.grad_accum(), kMaxLoweredMicroBatches));
   const auto& par = plan_.parallelism;
   prog_.pp = par.pp;
   prog_.vpp = par.vpp;

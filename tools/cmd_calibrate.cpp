@@ -4,7 +4,6 @@
 // the simulator's prediction before and after calibration. Leaves out calibrating the fabric.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -13,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/output_file.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_fabric.h"
 #include "simulator/simulate.h"
@@ -72,10 +72,7 @@ LoadedProfile load_profile(const std::string& path) {
   return p;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
-}
+void write_json(const std::string& path, const nlohmann::json& j) { write_output_file(path, j.dump(2) + "\n"); }
 
 // Predicted, measured and calibrated time per step of each kernel or collective.
 template <class Comparison>
@@ -123,7 +120,8 @@ void run_calibrate(const CalibrateOptions& o) {
   calibrated.cluster.name = name;
   calibrated.predicted.reset();
   if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
-  const double before_s = simulate(p.plan).step_time_s, after_s = simulate(calibrated).step_time_s;
+  const double before_s = with_errors_naming(o.profile, "plan", [&] { return simulate(p.plan).step_time_s; });
+  const double after_s = with_errors_naming(o.profile, "plan", [&] { return simulate(calibrated).step_time_s; });
   const double err_before = std::abs(before_s - p.step_time_s) / p.step_time_s;
   const double err_after = std::abs(after_s - p.step_time_s) / p.step_time_s;
   if (o.format == OutputFormat::json) {

@@ -14,7 +14,7 @@ namespace fsdpx::cuda {
 
 namespace {
 
-constexpr int kHostReduceElems = 8;
+constexpr int kHostReduceElems = kMaxHostReduceCount;
 
 }  // namespace
 

@@ -88,7 +88,7 @@ template <class Real>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
-  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; rows = the rank's positions
+  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; rope_theta, rope_scaling; rows = rank's positions
   OpProfiler* profiler = nullptr;
   int module = 0;  // for the profiler
   ModelParallel par;

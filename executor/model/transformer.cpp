@@ -41,7 +41,8 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   for (std::int64_t i = 0; i < dims_.n_local; ++i)
     shard_positions_.push_back(positions_[std::size_t((shard_first + i) % dims_.t)]);
   if (dims_.grouped_qkv()) group_columns_ = query_group_columns(spec, par_);
-  if (spec.arch == Arch::llama) rope_ = cpu::make_rope_table<Real>(positions_, spec.head_dim, spec.rope_theta);
+  if (spec.arch == Arch::llama)
+    rope_ = cpu::make_rope_table<Real>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
   const auto n = static_cast<std::size_t>(dims_.n), nl = static_cast<std::size_t>(dims_.n_local);
   const auto c = static_cast<std::size_t>(dims_.c);
   resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nl * c));

@@ -56,6 +56,9 @@ class Transformer {
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets);
   void forward_module(int m, std::span<const Real* const> params);
   Real loss() const { return loss_; }
+  // Next-token probabilities [B·T, V] (softmax of the logits) after the head's forward, until
+  // begin_backward turns them into logit gradients.
+  std::span<const Real> probabilities() const { return probs_; }
   void begin_backward(Real dloss = Real(1));
   void backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads);
 

@@ -25,6 +25,9 @@
 
 namespace fsdpx {
 
+// Values per all_reduce_host call (the CUDA backend stages them in a fixed device buffer).
+inline constexpr int kMaxHostReduceCount = 8;
+
 // The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
 // data-parallel ones, those adding the cp axis, and the world. (The model's tp and cp groups are the
 // backend's own.)
@@ -109,7 +112,7 @@ class RankBackend {
   // rank holds whole count on tp rank 0 only), a host all-reduce (sum, rank order) for the norm, and
   // AdamW on the fp32 shards; then the accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
-  virtual void all_reduce_host(double* buf, int count, MeshGroup group) = 0;
+  virtual void all_reduce_host(double* buf, int count, MeshGroup group) = 0;  // count <= kMaxHostReduceCount
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void zero_grad_shards() = 0;
 

@@ -4,10 +4,13 @@
 // a collective (executor/comm/thread_communicator.h), so no rank hangs.
 #include "executor/session/trainer.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -99,6 +102,15 @@ struct Trainer::Impl {
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
+  TrainerState header() const;  // step, data position, seed and degrees; no ranks
+  TrainerState tp_state() const;  // tp or cp > 1: the full model's shards, from this process's ranks (all of them)
+  void load_tp_slices(RankRuntime& rank, const TrainerState& s) const;
+  // ConfigError when tp or cp > 1 and some ranks run in other processes (per-process checkpoints).
+  void refuse_tp_per_process() const;
+  // tp or cp > 1: global ranks 0..S-1 are not the shard owners, and tp ranks hold slices.
+  bool model_parallel() const { return rp.plan.parallelism.tp > 1 || rp.plan.parallelism.cp > 1; }
+  // The shard owner whose state `r` holds: its shard index (DDP: owner 0 holds the only shard).
+  int owner_of(const RankRuntime& r) const { return rp.shard_count > 1 ? r.shard_index() : 0; }
 };
 
 std::size_t Trainer::Impl::local_index(const RankRuntime& r) const {
@@ -212,17 +224,28 @@ StepMetrics Trainer::step() {
   return m;
 }
 
-// The full model's units, cut into shard_count shards: every tp rank's slices put back at their
-// place (tensors every tp rank holds whole are equal on all of them).
-TrainerState Trainer::state() const {
-  const Impl& im = *impl_;
-  const RuntimeProgram& rp = im.rp;
+TrainerState Trainer::Impl::header() const {
   TrainerState s;
-  s.step = im.step;
-  s.data = im.position;
+  s.step = step;
+  s.data = position;
   s.seed = rp.plan.training.seed;
   s.dp_shard = rp.shard_count;
   s.dp_replicate = rp.plan.parallelism.data_parallel_ranks() / rp.shard_count;
+  return s;
+}
+
+void Trainer::Impl::refuse_tp_per_process() const {
+  const Parallelism& par = rp.plan.parallelism;
+  if (model_parallel() && int(ranks.size()) != par.world_size())
+    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {} are not "
+                                  "supported (a tp rank's shard spans other processes' full-model shards)",
+                                  par.tp, par.cp));
+}
+
+// The full model's units, cut into shard_count shards: every tp rank's slices put back at their
+// place (tensors every tp rank holds whole are equal on all of them).
+TrainerState Trainer::Impl::tp_state() const {
+  TrainerState s = header();
   s.ranks.resize(std::size_t(rp.shard_count));
   for (int r = 0; r < rp.shard_count; ++r) s.ranks[std::size_t(r)].rank = r;
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
@@ -232,7 +255,7 @@ TrainerState Trainer::state() const {
     for (int t = 0; t < rp.plan.parallelism.tp; ++t) {
       const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
       for (int r = 0; r < rp.shard_count; ++r) {
-        UnitShardState local = im.owner(r, t).backend().unit_state(int(u));
+        UnitShardState local = owner(r, t).backend().unit_state(int(u));
         const auto from = fields(local), to = fields(whole);
         for (std::size_t i = 0; i < local.params.size(); ++i) {
           const std::int64_t e = local.shard_offset + std::int64_t(i);
@@ -255,56 +278,150 @@ TrainerState Trainer::state() const {
   return s;
 }
 
+TrainerState Trainer::local_state() const {
+  const Impl& im = *impl_;
+  im.refuse_tp_per_process();
+  if (im.model_parallel()) return im.tp_state();
+  TrainerState s = im.header();
+  for (const auto& rank : im.ranks) {
+    if (rank->rank() >= im.rp.shard_count) continue;  // the shard owners of replica 0: global ranks 0..S-1
+    RankState rs;
+    rs.rank = rank->rank();
+    for (std::size_t u = 0; u < im.rp.flats.size(); ++u) {
+      rs.units.push_back(rank->backend().unit_state(int(u)));
+      rs.units.back().modules = unit_modules(im.rp, u);
+    }
+    s.ranks.push_back(std::move(rs));
+  }
+  std::sort(s.ranks.begin(), s.ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+  return s;
+}
+
+TrainerState Trainer::state() const {
+  TrainerState s = local_state();
+  if (int(s.ranks.size()) != impl_->rp.shard_count)
+    throw std::runtime_error("the sharded state of a multi-process run is not reachable from one process: use "
+                             "local_state()");
+  return s;
+}
+
+TrainerState Trainer::load_layout() const {
+  const Impl& im = *impl_;
+  im.refuse_tp_per_process();
+  TrainerState s = im.header();
+  std::set<int> owners;
+  for (const auto& rank : im.ranks) owners.insert(im.owner_of(*rank));
+  for (int owner : owners) {
+    RankState rs;
+    rs.rank = owner;
+    for (std::size_t u = 0; u < im.rp.full_flats.size(); ++u) {
+      const FlatUnitLayout& f = im.rp.full_flats[u];
+      UnitShardState& us = rs.units.emplace_back();
+      us.unit_numel = f.numel;
+      us.shard_offset = std::int64_t(owner) * f.shard_numel;
+      us.params.assign(std::size_t(f.shard_numel), 0.0f);
+      us.exp_avg = us.exp_avg_sq = us.params;
+      us.modules = unit_modules(im.rp, u);
+    }
+    s.ranks.push_back(std::move(rs));
+  }
+  return s;
+}
+
 void Trainer::Impl::check_state(const TrainerState& s) const {
   auto bad = [](const std::string& path, const std::string& what) {
     throw ConfigError(fmt::format("trainer state: {}: {}", path, what));
   };
-  if (s.dp_shard != rp.shard_count || int(s.ranks.size()) != rp.shard_count)
-    bad("/dp_shard", fmt::format("{} shards expected (got {} with {} ranks); reshard the state first", rp.shard_count,
-                                 s.dp_shard, s.ranks.size()));
-  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-    if (s.ranks[r].units.size() != rp.full_flats.size())
-      bad(fmt::format("/ranks/{}/units", r), fmt::format("{} units expected", rp.full_flats.size()));
+  if (s.dp_shard != rp.shard_count)
+    bad("/dp_shard", fmt::format("{} shards expected (got {}); reshard the state first", rp.shard_count, s.dp_shard));
+  if (model_parallel() && int(s.ranks.size()) != rp.shard_count)
+    bad("/ranks", fmt::format("tp = {}, cp = {} loads from all {} shards (got {})", rp.plan.parallelism.tp,
+                              rp.plan.parallelism.cp, rp.shard_count, s.ranks.size()));
+  for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+    const int r = s.ranks[i].rank;
+    if (r < 0 || r >= rp.shard_count || (i > 0 && r <= s.ranks[i - 1].rank))
+      bad(fmt::format("/ranks/{}/rank", i), fmt::format("shard owners 0..{} in increasing order expected, got {}",
+                                                        rp.shard_count - 1, r));
+    if (s.ranks[i].units.size() != rp.full_flats.size())
+      bad(fmt::format("/ranks/{}/units", i), fmt::format("{} units expected", rp.full_flats.size()));
     for (std::size_t u = 0; u < rp.full_flats.size(); ++u) {
-      const UnitShardState& us = s.ranks[r].units[u];
+      const UnitShardState& us = s.ranks[i].units[u];
       const FlatUnitLayout& f = rp.full_flats[u];
       const auto n = std::size_t(f.shard_numel);
       if (us.unit_numel != f.numel || us.params.size() != n || us.exp_avg.size() != n ||
           us.exp_avg_sq.size() != n || us.shard_offset != std::int64_t(r) * f.shard_numel)
-        bad(fmt::format("/ranks/{}/units/{}", r, u),
+        bad(fmt::format("/ranks/{}/units/{}", i, u),
             fmt::format("a shard of {} elements at offset {} of a {}-element unit expected", n,
                         std::int64_t(r) * f.shard_numel, f.numel));
       if (!us.modules.empty() && us.modules != unit_modules(rp, u))
-        bad(fmt::format("/ranks/{}/units/{}/modules", r, u), "another unit grouping; reshard the state first");
+        bad(fmt::format("/ranks/{}/units/{}/modules", i, u), "another unit grouping; reshard the state first");
     }
   }
 }
 
-// Every rank takes its slices of its shard from the full model's shards.
+// tp rank t of a shard takes its slices from the full model's shards (check_state: all of them, in order).
+void Trainer::Impl::load_tp_slices(RankRuntime& rank, const TrainerState& s) const {
+  const int t = rank.model_parallel().tp_rank;
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+    const std::int64_t full_shard = rp.full_flats[u].shard_numel;
+    UnitShardState local = rank.backend().unit_state(int(u));
+    const auto to = fields(local);
+    for (std::size_t i = 0; i < local.params.size(); ++i) {
+      const std::int64_t e = local.shard_offset + std::int64_t(i);
+      const bool padding = e >= rp.flats[u].numel;
+      const std::int64_t fe = padding ? 0 : to_full[std::size_t(e)];
+      const auto src = fields(s.ranks[std::size_t(fe / full_shard)].units[u]);
+      for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = padding ? 0.0f : (*src[f])[std::size_t(fe % full_shard)];
+    }
+    rank.backend().load_unit_state(int(u), local);
+  }
+}
+
 void Trainer::load_state(const TrainerState& s) {
   Impl& im = *impl_;
-  const RuntimeProgram& rp = im.rp;
   im.check_state(s);
   for (auto& rank : im.ranks) {
-    const int t = rank->model_parallel().tp_rank;
-    for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-      const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
-      const std::int64_t full_shard = rp.full_flats[u].shard_numel;
-      UnitShardState local = rank->backend().unit_state(int(u));
-      const auto to = fields(local);
-      for (std::size_t i = 0; i < local.params.size(); ++i) {
-        const std::int64_t e = local.shard_offset + std::int64_t(i);
-        const bool padding = e >= rp.flats[u].numel;
-        const std::int64_t fe = padding ? 0 : to_full[std::size_t(e)];
-        const auto src = fields(s.ranks[std::size_t(fe / full_shard)].units[u]);
-        for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = padding ? 0.0f : (*src[f])[std::size_t(fe % full_shard)];
-      }
-      rank->backend().load_unit_state(int(u), local);
+    if (im.model_parallel()) {
+      im.load_tp_slices(*rank, s);
+    } else {
+      const int owner = im.owner_of(*rank);
+      const auto it =
+          std::find_if(s.ranks.begin(), s.ranks.end(), [&](const RankState& r) { return r.rank == owner; });
+      if (it == s.ranks.end())
+        throw ConfigError(fmt::format("trainer state: /ranks: no shard of owner {}, which rank {} loads from", owner,
+                                      rank->rank()));
+      for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rank->backend().load_unit_state(int(u), it->units[u]);
     }
     rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;
   im.position = s.data;
+}
+
+std::vector<std::uint64_t> Trainer::sum_over_processes(const std::vector<std::uint64_t>& words) {
+  // Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
+  // contributes, the others add zeros; kMaxHostReduceCount values per call.
+  Impl& im = *impl_;
+  std::vector<std::vector<double>> limbs(im.ranks.size(), std::vector<double>(4 * words.size(), 0.0));
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int l = 0; l < 4; ++l) limbs[0][4 * i + std::size_t(l)] = double((words[i] >> (16 * l)) & 0xffff);
+  im.on_ranks([&](RankRuntime& r) {
+    std::vector<double>& b = limbs[im.local_index(r)];
+    for (std::size_t at = 0; at < b.size(); at += kMaxHostReduceCount)
+      r.backend().all_reduce_host(b.data() + at, int(std::min<std::size_t>(kMaxHostReduceCount, b.size() - at)),
+                                  MeshGroup::mesh_all);
+  });
+  std::vector<std::uint64_t> sums(words.size(), 0);
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int l = 0; l < 4; ++l) sums[i] += std::uint64_t(std::llround(limbs[0][4 * i + std::size_t(l)])) << (16 * l);
+  return sums;
+}
+
+bool Trainer::hosts_rank0() const {
+  for (const auto& rank : impl_->ranks)
+    if (rank->rank() == 0) return true;
+  return false;
 }
 
 namespace {
