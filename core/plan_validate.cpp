@@ -41,12 +41,15 @@ void check_degrees(const Checker& c) {
   c.require(cluster_world && *cluster_world <= input_range::kDegree.max, "/cluster",
             fmt::format("{} nodes x {} GPUs per node is more than {} ranks", cl.nodes, cl.gpus_per_node,
                         input_range::kDegree.max));
-  c.require(world == cluster_world, "/parallelism",
+  // A cluster whose last node is partly used (gpus > 0) has that many ranks.
+  const std::int64_t cluster_ranks = cl.gpus > 0 ? std::int64_t(cl.gpus) : *cluster_world;
+  c.require(world == cluster_ranks, "/parallelism",
             fmt::format("dp_replicate ({}) x dp_shard ({}) x tp ({}) x cp ({}) x pp ({}) = {}, but cluster \"{}\" has "
-                        "{} nodes x {} GPUs per node = {} ranks",
+                        "{} nodes x {} GPUs per node = {} ranks{}",
                         par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp,
                         world ? fmt::to_string(*world) : std::string("more than 2^63"), cl.name, cl.nodes,
-                        cl.gpus_per_node, *cluster_world));
+                        cl.gpus_per_node, *cluster_world,
+                        cl.gpus > 0 ? fmt::format(", of which it uses {}", cl.gpus) : std::string()));
   // Megatron-LM (arXiv 1909.08053 §3) splits attention by heads and keeps TP inside a node's NVLink domain.
   c.require(cl.gpus_per_node % par.tp == 0, "/parallelism/tp",
             fmt::format("tp ({}) must divide gpus_per_node ({}): tensor parallelism stays inside a node", par.tp,

@@ -221,7 +221,8 @@ std::vector<std::pair<Target, int>> all_targets(const fs::path& config_dir, cons
   const ClusterSpec node = load_cluster("dgx-h100");
   const ModelSpec small = load_model("llama3.2-1b");
   std::vector<fs::path> hf;
-  for (const auto& e : fs::directory_iterator(data_dir / "hf")) hf.push_back(e.path() / "config.json");
+  for (const auto& e : fs::directory_iterator(data_dir / "hf"))
+    if (e.is_directory()) hf.push_back(e.path() / "config.json");  // one directory per published config
   std::sort(hf.begin(), hf.end());
   std::vector<std::pair<Target, int>> out;
   out.emplace_back(model_target("model", seeds_in(json_files(config_dir / "models")), node), 7500);

@@ -104,6 +104,7 @@ TEST_CASE("validation: partial nodes simulate (2 GPUs of an 8-GPU node, 128 GPUs
     CAPTURE(c.id);
     CHECK_FALSE(c.malformed.has_value());
     const CaseResult r = validate_case(c, f.file);
+    INFO(r.skipped.value_or(""));
     CHECK_FALSE(r.skipped.has_value());
     REQUIRE(r.predicted.has_value());
     CHECK(r.predicted->tokens_per_s_per_gpu > 0);
