@@ -63,6 +63,13 @@ PY
   done
 done
 
+# Per-process checkpoints need tp = cp = 1: one line, exit 2, before any step.
+OMP_NUM_THREADS=1 timeout 120 "$FSDPX" run --plan "$tmp/s.json" --steps 2 --processes --checkpoint-dir "$tmp/ck" \
+  >/dev/null 2>"$tmp/ck.err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/ck.err")" -eq 1 ] && grep -q "need tp = cp = 1" "$tmp/ck.err"
+check "tp 2 x cp 2 as processes with --checkpoint-dir exits 2 with one line (rc $rc: $(head -c 300 "$tmp/ck.err"))" $?
+
 # Calibration from a tp run's profile: the collectives are matched and the fabric fitted.
 "$FSDPX" run --plan "$tmp/chosen4.json" --steps 4 --profile "$tmp/prof.json" >/dev/null
 check "profiled tp run" $?
