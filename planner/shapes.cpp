@@ -49,10 +49,14 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
     // Megatron TP splits query and key/value heads across ranks (plan-format.md: tp divides heads).
     if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0 || !allowed(f.tp, tp)) continue;
     if (tp > 1 && !r.space.allow_tp) continue;
+    // The CPU runtime splits the FFN and the vocabulary evenly (no padding: executor/runtime).
+    if (r.cluster.host_threads && (r.model.ffn_hidden % tp != 0 || r.model.vocab % tp != 0)) continue;
     for (int cp : divisors(world / tp)) {
       // Load-balanced causal CP cuts the sequence into 2·cp chunks (plan-format.md).
       if (cp > 1 && (!r.space.allow_cp || r.seq % (2 * cp) != 0)) continue;
       if (!allowed(f.cp, cp)) continue;
+      // Sequence parallelism on the CPU splits each sequence's tokens evenly (as Megatron-LM requires).
+      if (r.cluster.host_threads && tp > 1 && (r.seq / cp) % tp != 0) continue;
       for (int pp : divisors(world / (tp * cp))) {
         // Every stage runs at least one block (the first and last also hold the embedding and head), and
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).

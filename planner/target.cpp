@@ -1,7 +1,8 @@
 // planner/target.cpp — target names and what each target cannot run. fsdpx's limits mirror the
-// executor's checks (executor/runtime/runtime_program.cpp check_runnable: tp, cp and pp of 1; a tied head
-// in the embedding's unit; the CPU backend reduces in fp32, the CUDA one in fp32 or bf16); torchtitan's are
-// the exporter's notes (export_torchtitan_map.cpp).
+// executor's checks (executor/runtime/runtime_program.cpp check_runnable: pp of 1; tp and cp of 1 on
+// CUDA, and on the CPU degrees that split the FFN, vocabulary, KV heads and tokens evenly, without
+// op-level selective recompute; a tied head in the embedding's unit; the CPU backend reduces in fp32,
+// the CUDA one in fp32 or bf16); torchtitan's are the exporter's notes (export_torchtitan_map.cpp).
 #include "planner/target.h"
 
 #include <algorithm>
@@ -24,14 +25,34 @@ bool same_unit(const Plan& p, const char* a, const char* b) {
   return false;
 }
 
+// Tensor parallelism on the CPU backend: even splits, no op-level SAC (its step program re-runs tp
+// collectives the CPU model does not).
+void cpu_tensor_parallel_gaps(const Plan& p, std::vector<std::string>& gaps) {
+  const Parallelism& par = p.parallelism;
+  const ModelSpec& m = p.model;
+  if (m.ffn_hidden % par.tp != 0 || m.vocab % par.tp != 0)
+    gaps.push_back(fmt::format("tp = {}: the CPU backend splits ffn_hidden ({}) and vocab ({}) evenly", par.tp,
+                               m.ffn_hidden, m.vocab));
+  if (m.kv_heads % par.tp != 0 && par.tp % m.kv_heads != 0)
+    gaps.push_back(fmt::format("tp = {}: tp and kv_heads ({}) must divide one another", par.tp, m.kv_heads));
+  if (par.sequence_parallel && (p.training.micro_batch * p.training.seq / par.cp) % par.tp != 0)
+    gaps.push_back(fmt::format("tp = {}: sequence parallelism splits a micro-batch's tokens evenly", par.tp));
+  if (std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective_op) != p.recompute.end())
+    gaps.push_back("recompute selective_op with tp > 1: the CPU model does not re-run its tp collectives");
+}
+
 std::vector<std::string> fsdpx_gaps(const Plan& p) {
   std::vector<std::string> gaps;
   const Parallelism& par = p.parallelism;
-  for (auto [degree, name] : {std::pair{par.tp, "tp"}, {par.cp, "cp"}, {par.pp, "pp"}})
-    if (degree > 1) gaps.push_back(fmt::format("{} = {}: fsdpx's executor runs {} = 1 only", name, degree, name));
+  const bool cpu = p.cluster.host_threads;
+  for (auto [degree, name] : {std::pair{par.tp, "tp"}, {par.cp, "cp"}})
+    if (degree > 1 && !cpu)
+      gaps.push_back(fmt::format("{} = {}: fsdpx's CUDA backend runs {} = 1 only (the CPU backend runs it)", name,
+                                 degree, name));
+  if (par.pp > 1) gaps.push_back(fmt::format("pp = {}: fsdpx's executor runs pp = 1 only", par.pp));
+  if (cpu && par.tp > 1) cpu_tensor_parallel_gaps(p, gaps);
   if (p.model.tied_embeddings && !same_unit(p, "embedding", "head"))
     gaps.push_back("a tied head outside the embedding's unit: the executor keeps the shared weight in one unit");
-  const bool cpu = p.cluster.host_threads;
   if (cpu ? p.precision.reduce != DType::fp32 : (p.precision.reduce != DType::fp32 && p.precision.reduce != DType::bf16))
     gaps.push_back(fmt::format("reduce dtype {}: the {} backend reduces in {}", dtype_name(p.precision.reduce),
                                cpu ? "CPU" : "CUDA", cpu ? "fp32" : "fp32 or bf16"));

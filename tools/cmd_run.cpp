@@ -107,7 +107,10 @@ void run_run(RunOptions o) {
   Plan plan = load_plan(so.plan_file);
   if (o.seed) plan.training.seed = *o.seed;
   check_runnable(plan, so.plan_file, o.backend);
-  if (o.processes) check_whole_state_options(so);  // before the ranks start, so it is said once
+  if (o.processes) {  // before the ranks start, so it is said once
+    check_whole_state_options(so);
+    check_per_process_checkpoints(plan, so);
+  }
   check_session_outputs(so);  // an unusable output or --checkpoint-dir is said now, not after the steps
   if (!o.profile.empty()) check_output_writable(o.profile);
   const RankPlacement placement = place(o, plan, plan_fingerprint(plan));

@@ -29,8 +29,11 @@ std::string progress_line(const StepMetrics& m, const RunRecord& r, double elaps
 
 std::string run_header_text(const Plan& plan, const RunRecord& r) {
   const Parallelism& p = plan.parallelism;
-  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: dp_shard {} x dp_replicate {})\n",
-                              plan.model.name, r.data, r.backend, p.world_size(), p.dp_shard, p.dp_replicate);
+  std::string mesh = fmt::format("dp_shard {} x dp_replicate {}", p.dp_shard, p.dp_replicate);
+  if (p.cp > 1) mesh += fmt::format(" x cp {}", p.cp);
+  if (p.tp > 1) mesh += fmt::format(" x tp {}{}", p.tp, p.sequence_parallel ? " (sequence parallel)" : "");
+  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: {})\n", plan.model.name, r.data, r.backend,
+                              p.world_size(), mesh);
   s += fmt::format("seq {}, global batch {} sequences ({} tokens), micro-batch {}, seed {}\n", plan.training.seq,
                    plan.training.global_batch, plan.training.global_batch * plan.training.seq,
                    plan.training.micro_batch, plan.training.seed);
@@ -89,6 +92,8 @@ nlohmann::json profile_json(const Plan& plan, const OpProfile& p, const RunRecor
           {"op_time_s", p.op_time_s},
           {"kernel_time_s", p.kernel_time_s},
           {"kernel_calls", p.kernel_calls},
+          {"collective_time_s", p.collective_time_s},
+          {"collective_calls", p.collective_calls},
           {"plan", plan_to_json(plan)}};
 }
 

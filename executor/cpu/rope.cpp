@@ -53,24 +53,32 @@ double rope_inv_freq(std::int64_t i, std::int64_t head_dim, double theta, const 
 }
 
 template <class Real>
-RopeTable<Real> make_rope_table(std::int64_t seq, std::int64_t head_dim, double theta,
+RopeTable<Real> make_rope_table(const std::vector<std::int64_t>& positions, std::int64_t head_dim, double theta,
                                 const RopeScaling& scaling) {
   FSDP_CHECK(head_dim % 2 == 0, "rope: head_dim must be even");
   RopeTable<Real> tab;
-  tab.seq = seq;
+  tab.seq = std::int64_t(positions.size());
   tab.half = head_dim / 2;
-  tab.cos.resize(static_cast<std::size_t>(seq * tab.half));
+  tab.cos.resize(static_cast<std::size_t>(tab.seq * tab.half));
   tab.sin.resize(tab.cos.size());
   std::vector<double> inv_freq(static_cast<std::size_t>(tab.half));
   for (std::int64_t i = 0; i < tab.half; ++i)
     inv_freq[static_cast<std::size_t>(i)] = rope_inv_freq(i, head_dim, theta, scaling);
-  for (std::int64_t t = 0; t < seq; ++t)
+  for (std::int64_t t = 0; t < tab.seq; ++t)
     for (std::int64_t i = 0; i < tab.half; ++i) {
-      const double angle = double(t) * inv_freq[static_cast<std::size_t>(i)];
+      const double angle = double(positions[std::size_t(t)]) * inv_freq[static_cast<std::size_t>(i)];
       tab.cos[static_cast<std::size_t>(t * tab.half + i)] = static_cast<Real>(std::cos(angle));
       tab.sin[static_cast<std::size_t>(t * tab.half + i)] = static_cast<Real>(std::sin(angle));
     }
   return tab;
+}
+
+template <class Real>
+RopeTable<Real> make_rope_table(std::int64_t seq, std::int64_t head_dim, double theta,
+                                const RopeScaling& scaling) {
+  std::vector<std::int64_t> positions(static_cast<std::size_t>(seq));
+  for (std::int64_t t = 0; t < seq; ++t) positions[std::size_t(t)] = t;
+  return make_rope_table<Real>(positions, head_dim, theta, scaling);
 }
 
 template <class Real>
@@ -87,6 +95,8 @@ void rope_backward(Real* dqkv, const RopeTable<Real>& table, std::int64_t b, std
 
 #define FSDPX_INSTANTIATE(Real)                                                                              \
   template RopeTable<Real> make_rope_table<Real>(std::int64_t, std::int64_t, double, const RopeScaling&);    \
+  template RopeTable<Real> make_rope_table<Real>(const std::vector<std::int64_t>&, std::int64_t, double,     \
+                                                 const RopeScaling&);                                        \
   template void rope_forward<Real>(Real*, const RopeTable<Real>&, std::int64_t, std::int64_t, std::int64_t,    \
                                    std::int64_t, std::int64_t);                                             \
   template void rope_backward<Real>(Real*, const RopeTable<Real>&, std::int64_t, std::int64_t, std::int64_t,   \

@@ -24,7 +24,11 @@ struct RopeTable {
 };
 template <class Real>
 RopeTable<Real> make_rope_table(std::int64_t seq, std::int64_t head_dim, double theta,
-                               const RopeScaling& scaling = {});
+                                const RopeScaling& scaling = {});
+// Rows for the given positions (row i: angle(positions[i], ·)), e.g. a context-parallel rank's tokens.
+template <class Real>
+RopeTable<Real> make_rope_table(const std::vector<std::int64_t>& positions, std::int64_t head_dim, double theta,
+                                const RopeScaling& scaling = {});
 
 // qkv [B, T, (NH + 2·NKV)·HD]: rotates the NH query heads and the NKV key heads in place; V untouched.
 template <class Real>

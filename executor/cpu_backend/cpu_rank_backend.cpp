@@ -1,34 +1,87 @@
 // executor/cpu_backend/cpu_rank_backend.cpp — the CPU reference backend (see cpu_rank_backend.h).
 #include "executor/cpu_backend/cpu_rank_backend.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "executor/model/init.h"
 #include "executor/runtime/module_pointers.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 
+namespace {
+
+ModelOptions model_options(const Plan& plan, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm) {
+  ModelOptions o;
+  o.recompute = plan.recompute;
+  o.profiler = profiler;
+  o.parallel = par;
+  o.comm = comm;
+  return o;
+}
+
+// [begin, end) ranges of shard [first, first + count) of a unit (in shard coordinates) that hold
+// tensors every tp rank holds whole.
+std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const ParamLayout& layout, const FlatUnitLayout& f,
+                                                                     std::int64_t first, std::int64_t count) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::size_t k = 0; k < f.modules.size(); ++k)
+    for (const TensorSlot& t : layout.modules[std::size_t(f.modules[k])].tensors) {
+      if (!t.tp_replicated) continue;
+      const std::int64_t begin = std::max(first, f.module_offsets[k] + t.offset);
+      const std::int64_t end = std::min(first + count, f.module_offsets[k] + t.offset + t.numel());
+      if (begin < end) out.emplace_back(begin - first, end - first);
+    }
+  return out;
+}
+
+}  // namespace
+
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
-    : rp_(rp), world_(std::move(world)),
+    : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
+      model_comm_(nullptr, nullptr, kernel_profiler),
       model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
-             ModelOptions{rp.plan.recompute, kernel_profiler}) {
+             model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
   const RankShard at = rank_shard(rp, world_->rank());
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
-  for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    units_.emplace_back(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), &mem_);
-  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, rp.layout, rp.program.segments);
+  const int unit_shard = at.unit_shard;
+  const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    units_.emplace_back(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
+    const FlatUnitLayout& f = rp.flats[u];
+    replicated_ranges_.push_back(replicated_ranges(local, f, std::int64_t(unit_shard) * f.shard_numel, f.shard_numel));
+  }
+  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, local, rp.program.segments, par_);
 }
 
+// Every rank splits the same groups in the same order (split is collective over the world): each
+// group instance is colored by its lowest rank, its members ordered as the program's group_members.
 void CpuRankBackend::connect() {
-  shard_comm_ = world_->split(replica_index_, shard_index_);
-  replica_comm_ = world_->split(shard_index_, replica_index_);
+  auto split = [&](GroupKind kind) {
+    ProcessGroup g;
+    g.kind = kind;
+    std::vector<int> members;
+    group_members(rp_.program.mesh, g, world_->rank(), members);
+    const auto at = std::find(members.begin(), members.end(), world_->rank()) - members.begin();
+    return world_->split(members.front(), int(at));
+  };
+  shard_comm_ = split(GroupKind::dp_shard);
+  replica_comm_ = split(GroupKind::dp_replicate);
+  if (par_.tp > 1) tp_comm_ = split(GroupKind::tp);
+  if (par_.cp > 1) cp_comm_ = split(GroupKind::cp), replica_cp_comm_ = split(GroupKind::replicate_cp),
+                   dp_cp_comm_ = split(GroupKind::dp_cp);
+  if (par_.any()) dp_all_comm_ = split(GroupKind::dp_all);
+  model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
 }
 
 void CpuRankBackend::init_params(std::uint64_t seed) {
   for (FsdpUnit& u : units_) {
     UnitShardState& s = u.state();
-    init_unit_range(rp_.layout, u.flat(), seed, s.shard_offset, s.shard_offset + u.flat().shard_numel, s.params.data());
+    init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u.flat(), seed, s.shard_offset,
+                    s.shard_offset + u.flat().shard_numel, s.params.data());
     std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
     std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
   }
@@ -39,11 +92,13 @@ void CpuRankBackend::copy_masters_to_replicas() {
     if (master_is_replica(rp_, int(u))) units_[u].copy_master_to_replica();
 }
 
-Communicator& CpuRankBackend::comm(DpGroup group) {
-  return group_communicator(group, *world_, *shard_comm_, *replica_comm_);
+Communicator& CpuRankBackend::comm(MeshGroup group) {
+  const GroupCommunicators<Communicator> groups{world_.get(),       shard_comm_.get(),      replica_comm_.get(),
+                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get()};
+  return group_communicator(group, groups);
 }
 
-void CpuRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
+void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
   FsdpUnit& u = units_[std::size_t(unit)];
   if (drop_kept) u.drop_kept_copy();
   u.gather(comm(group));
@@ -80,13 +135,13 @@ std::vector<double> CpuRankBackend::take_losses() {
   return out;
 }
 
-void CpuRankBackend::reduce_scatter(int unit, DpGroup group) { units_[std::size_t(unit)].reduce_scatter(comm(group)); }
+void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) { units_[std::size_t(unit)].reduce_scatter(comm(group)); }
 
-void CpuRankBackend::all_reduce_reduced(int unit, DpGroup group) {
+void CpuRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
   units_[std::size_t(unit)].all_reduce_reduced(comm(group));
 }
 
-void CpuRankBackend::all_reduce_full(int unit, DpGroup group) { units_[std::size_t(unit)].all_reduce_full(comm(group)); }
+void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) { units_[std::size_t(unit)].all_reduce_full(comm(group)); }
 
 void CpuRankBackend::finish_reduction(int unit) {
   if (!units_[std::size_t(unit)].finish_reduction() && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
@@ -94,8 +149,16 @@ void CpuRankBackend::finish_reduction(int unit) {
 
 double CpuRankBackend::grad_sq_sum() {
   double sum = 0;
-  for (const FsdpUnit& u : units_)
-    for (float g : u.grad_shard()) sum += double(g) * double(g);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const std::vector<float>& g = units_[u].grad_shard();
+    const auto& skip = replicated_ranges_[u];  // counted on tp rank 0 only
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      while (k < skip.size() && std::int64_t(i) >= skip[k].second) ++k;
+      if (par_.tp_rank > 0 && k < skip.size() && std::int64_t(i) >= skip[k].first) continue;
+      sum += double(g[i]) * double(g[i]);
+    }
+  }
   return sum;
 }
 

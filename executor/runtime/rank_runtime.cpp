@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,8 +18,10 @@ namespace fsdpx {
 
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
-  dp_rank_ = backend_->rank();  // tp = cp = 1: the global rank is the data-parallel rank
-  const RankShard at = rank_shard(rp, dp_rank_);
+  const int rank = backend_->rank();
+  dp_rank_ = data_parallel_index(rp, rank);
+  par_ = fsdpx::model_parallel(rp, rank);
+  const RankShard at = rank_shard(rp, rank);
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
@@ -28,20 +32,23 @@ void RankRuntime::init_params(std::uint64_t seed) {
   backend_->copy_masters_to_replicas();
 }
 
-DpGroup RankRuntime::group_of(int group) const {
+MeshGroup RankRuntime::group_of(int group) const {
   switch (rp_.program.groups[std::size_t(group)].kind) {
     case GroupKind::dp_shard:
-    case GroupKind::reshard: return DpGroup::dp_shard;  // a reshard group gathers the same values (see free ops)
-    case GroupKind::dp_replicate: return DpGroup::dp_replicate;
-    case GroupKind::dp_all: return DpGroup::dp_all;
+    case GroupKind::reshard: return MeshGroup::dp_shard;  // a reshard group gathers the same values (see free ops)
+    case GroupKind::dp_replicate: return MeshGroup::dp_replicate;
+    case GroupKind::dp_all: return MeshGroup::dp_all;
+    case GroupKind::replicate_cp: return MeshGroup::replicate_cp;
+    case GroupKind::dp_cp: return MeshGroup::dp_cp;
+    case GroupKind::mesh_all: return MeshGroup::mesh_all;
     case GroupKind::tp:
     case GroupKind::cp:
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: break;
   }
-  FSDP_CHECK(false, "RankRuntime: tp/cp/pp groups are rejected before lowering");
-  return DpGroup::dp_all;
+  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp is rejected before lowering");
+  return MeshGroup::dp_all;
 }
 
 RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu) {
@@ -80,8 +87,8 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
 void RankRuntime::run_op(const Op& op) {
   switch (op.kind) {
     case OpKind::all_gather: backend_->gather(op.unit, group_of(op.group), op.kept_shard_ranks > 1); break;
-    case OpKind::forward: forward(op); break;
-    case OpKind::backward: backward(op); break;
+    case OpKind::forward: forward(op), check_model_collectives(op); break;
+    case OpKind::backward: backward(op), check_model_collectives(op); break;
     case OpKind::free: break;
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
@@ -168,18 +175,43 @@ void RankRuntime::check_losses() {
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
-// under HSDP, rank 0 under DDP), summed in rank order over dp_all with a non-finite flag and the loss
-// riding along, so that every rank agrees on skipping and knows the global loss. Runs in clip.ar, or
-// inside opt when the plan does not clip.
+// under HSDP, rank 0 under DDP, cp rank 0; the backend counts tensors every tp rank holds whole on tp
+// rank 0), summed in rank order over every rank with a non-finite flag and the loss riding along (tp
+// rank 0's: the tp ranks compute the same loss; cp ranks add their shares), so that every rank agrees
+// on skipping and knows the global loss. Runs in clip.ar, or inside opt when the plan does not clip.
 void RankRuntime::reduce_norm() {
   check_losses();
-  const bool owner = rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0;  // DDP: rank 0
-  double buf[3] = {owner ? backend_->grad_sq_sum() : 0.0, non_finite_ ? 1.0 : 0.0, result_.loss_sum};
-  backend_->all_reduce_host(buf, 3, DpGroup::dp_all);
+  const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
+  double buf[3] = {owner ? backend_->grad_sq_sum() : 0.0, non_finite_ ? 1.0 : 0.0,
+                   par_.tp_rank == 0 ? result_.loss_sum : 0.0};
+  backend_->all_reduce_host(buf, 3, MeshGroup::mesh_all);
   result_.grad_norm = std::sqrt(buf[0]);
   non_finite_ = buf[1] > 0 || !std::isfinite(result_.grad_norm);
   result_.loss_sum = buf[2];
   norm_done_ = true;
+}
+
+// The step program lists the tensor- and context-parallel collectives of each compute op (its work
+// set's serial collectives, which the simulator times): the model must have issued exactly those.
+void RankRuntime::check_model_collectives(const Op& op) {
+  using Key = std::tuple<int, int, std::int64_t>;  // (axis, collective, bytes)
+  std::map<Key, int> want, got;
+  for (const SerialCollective& sc : rp_.program.work_sets[std::size_t(op.work_set)].serial_comms) {
+    const bool tp = rp_.program.groups[std::size_t(sc.group)].kind == GroupKind::tp;
+    want[Key{int(tp ? ModelAxis::tp : ModelAxis::cp), int(sc.kind), std::int64_t(sc.bytes)}] += sc.count;
+  }
+  for (const IssuedCollective& c : backend_->take_model_collectives())
+    ++got[Key{int(c.axis), int(c.kind), std::int64_t(c.bytes)}];
+  if (want == got) return;
+  auto describe = [](const std::map<Key, int>& m) {
+    std::string out;
+    for (const auto& [k, n] : m)
+      out += fmt::format("{}{} x{}", out.empty() ? "" : ", ",
+                         collective_profile_name(ModelAxis(std::get<0>(k)), Collective(std::get<1>(k)), double(std::get<2>(k))), n);
+    return out.empty() ? std::string("none") : out;
+  };
+  throw std::runtime_error(fmt::format("{}: the model issued {}, but the step program lists {}", op.name,
+                                       describe(got), describe(want)));
 }
 
 void RankRuntime::optimizer_step() {

@@ -3,7 +3,7 @@
 // owns what does not depend on the device: slicing the global batch into this rank's micro-batches,
 // the loss and gradient-norm bookkeeping, the non-finite policy, the learning-rate schedule, clipping
 // and per-op profiling. A synchronous backend runs the issue order (a valid order of the dependency
-// graph); an asynchronous one enqueues each op behind its dependencies. Leaves out tp, cp and pp.
+// graph); an asynchronous one enqueues each op behind its dependencies. Leaves out pp.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,8 @@ class RankRuntime {
   // every op, applies the optimizer.
   RankStepResult run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu);
 
-  int rank() const { return dp_rank_; }
+  int rank() const { return backend_->rank(); }  // global rank
+  const ModelParallel& model_parallel() const { return par_; }
   int shard_index() const { return shard_index_; }
   RankBackend& backend() { return *backend_; }
   const RankBackend& backend() const { return *backend_; }
@@ -64,10 +65,11 @@ class RankRuntime {
   void run_op(const Op& op);
   void all_reduce(const Op& op);
   void release(const Op& op);
-  DpGroup group_of(int group) const;
+  MeshGroup group_of(int group) const;
   void set_micro_batch(int mb);
   void forward(const Op& op);
   void backward(const Op& op);
+  void check_model_collectives(const Op& op);
   void check_losses();
   void reduce_norm();
   void optimizer_step();
@@ -75,7 +77,8 @@ class RankRuntime {
   const RuntimeProgram& rp_;
   std::unique_ptr<RankBackend> backend_;
   TrainerOptions options_;
-  int dp_rank_ = 0, shard_index_ = 0, replica_index_ = 0;
+  int dp_rank_ = 0, shard_index_ = 0, replica_index_ = 0;  // dp_rank_: data_parallel_index
+  ModelParallel par_;
   // Per step:
   std::int64_t step_ = 0;
   std::vector<std::int32_t> batch_;  // [global_batch, seq + 1]

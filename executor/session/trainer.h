@@ -34,11 +34,15 @@ struct StepMetrics {
 using MemoryPeakBytes = std::map<std::string, double>;
 
 // Per-op wall times under the step program's op names ("fwd.s3.mb0", "ag.u2.mb0.fwd"...), summed
-// over the steps run, per rank 0; and per-kernel times under the cost model's kernel names.
+// over the steps run, per rank 0; per-kernel times under the cost model's kernel names; and the
+// tensor- and context-parallel collectives by group, kind and size.
 struct OpProfile {
   std::map<std::string, double> op_time_s;
   std::map<std::string, double> kernel_time_s;
   std::map<std::string, int> kernel_calls;
+  // Tensor- and context-parallel collectives inside compute ops ("tp.all_gather.16384B").
+  std::map<std::string, double> collective_time_s;
+  std::map<std::string, int> collective_calls;
   int steps = 0;
 };
 

@@ -48,11 +48,21 @@ void check_session_outputs(const SessionOptions& o) {
     if (!out->empty()) check_output_writable(*out);
 }
 
+// Trainer::local_state: a tp rank's shard spans full-model shards that other processes save.
+void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
+  const Parallelism& par = plan.parallelism;
+  if ((par.tp > 1 || par.cp > 1) && (!o.checkpoint_dir.empty() || o.resume))
+    rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints of a run with one process per rank "
+                                                "need tp = cp = 1 (got tp {}, cp {})", par.tp, par.cp)),
+                        o.plan_file);
+}
+
 TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement)
     : options_(std::move(options)),
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
       job_id_(placement.job_id) {
+  if (!whole_state_) check_per_process_checkpoints(plan, options_);
   std::shared_ptr<DataSource> data =
       open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});
   if (!options_.dump_batches.empty())

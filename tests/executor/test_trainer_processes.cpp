@@ -3,7 +3,8 @@
 // sums over processes exactly, exposes only its own shard owners (local_state) and the owners it loads
 // from (load_layout), and saves and resumes checkpoints with checkpoint.h's multi-process protocol: the
 // files equal a single Trainer's, and the resumed losses are bit-identical, also for HSDP where one
-// process hosts no shard owner. Leaves out separate OS processes (test_checkpoint_kill.sh).
+// process hosts no shard owner; with tp > 1 it refuses per-process checkpoints. Leaves out separate OS
+// processes (test_checkpoint_kill.sh).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/errors.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/comm/thread_communicator.h"
@@ -130,6 +132,20 @@ TEST_CASE("a job split over processes saves the single process's checkpoint and 
     CHECK(got[0] == want);
     CHECK(got[1] == want);
   }
+}
+
+TEST_CASE("a tp = 2 job split over processes refuses per-process checkpoints with one line") {
+  test::PlanShape shape;
+  shape.tp = 2, shape.dp_shard = 2;
+  const Plan plan = test::tiny_plan(load_model("llama-tiny"), shape);
+  auto job = split_job(plan, 2);
+  on_processes(job, [&](int, Trainer& t) {
+    CHECK_THROWS_WITH_AS(t.local_state(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
+    CHECK_THROWS_WITH_AS(t.load_layout(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
+  });
+  Trainer whole(plan, std::make_shared<test::HashData>(plan.model.vocab));  // one process: the full state
+  CHECK(whole.local_state().ranks.size() == 2u);
+  CHECK(whole.load_layout().ranks.size() == 2u);
 }
 
 }  // namespace
