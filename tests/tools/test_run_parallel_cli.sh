@@ -15,9 +15,10 @@ degree() { python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['parallel
 for w in 4 8; do
   "$FSDPX" plan --model llama-tiny --cluster cpu --world-size $w --seq 64 --global-batch 2 -o "$tmp/chosen$w.json" >"$tmp/plan$w.txt"
   check "plan for $w ranks" $?
-  [ "$(degree "$tmp/chosen$w.json")" -gt 1 ]; check "the $w-rank plan uses tp or cp: $(sed -n 2p "$tmp/plan$w.txt")" $?
+  [ "$(degree "$tmp/chosen$w.json")" -gt 1 ]; status=$?; check "the $w-rank plan uses tp or cp: $(sed -n 2p "$tmp/plan$w.txt")" $status
   "$FSDPX" run --plan "$tmp/chosen$w.json" --steps 3 --format json >"$tmp/chosen$w.out"
-  check "fsdpx run runs the chosen $w-rank plan: $(losses "$tmp/chosen$w.out")" $?
+  status=$?  # before the message's command substitution sets $?
+  check "fsdpx run runs the chosen $w-rank plan: $(losses "$tmp/chosen$w.out")" $status
 done
 
 # Hand-made shapes from each model's 1-rank plan: global batch 4, micro-batch 1, seq 32, 30 steps.
@@ -68,7 +69,8 @@ OMP_NUM_THREADS=1 timeout 120 "$FSDPX" run --plan "$tmp/s.json" --steps 2 --proc
   >/dev/null 2>"$tmp/ck.err"
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/ck.err")" -eq 1 ] && grep -q "need tp = cp = 1" "$tmp/ck.err"
-check "tp 2 x cp 2 as processes with --checkpoint-dir exits 2 with one line (rc $rc: $(head -c 300 "$tmp/ck.err"))" $?
+status=$?  # before the message's command substitution sets $?
+check "tp 2 x cp 2 as processes with --checkpoint-dir exits 2 with one line (rc $rc: $(head -c 300 "$tmp/ck.err"))" $status
 
 # Calibration from a tp run's profile: the collectives are matched and the fabric fitted.
 "$FSDPX" run --plan "$tmp/chosen4.json" --steps 4 --profile "$tmp/prof.json" >/dev/null

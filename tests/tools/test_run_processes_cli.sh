@@ -18,7 +18,8 @@ check "4 ranks as threads" $?
 timeout 120 "$FSDPX" run --plan "$tmp/p4.json" --steps 4 --format json --processes >"$tmp/procs4.json"
 check "4 ranks as processes (--processes)" $?
 [ "$(losses "$tmp/threads4.json")" = "$(losses "$tmp/procs4.json")" ]
-check "--processes losses are bit-identical to the threads run: $(losses "$tmp/procs4.json")" $?
+status=$?  # before the message's command substitution sets $?
+check "--processes losses are bit-identical to the threads run: $(losses "$tmp/procs4.json")" $status
 
 "$FSDPX" run --plan "$tmp/p2.json" --steps 4 --format json >"$tmp/threads2.json"
 check "2 ranks as threads" $?
