@@ -50,17 +50,18 @@ GpuSpec parse_gpu_ref(JsonObject& o, GpuResolver resolve_gpu) {
   JsonObject g = o.object("gpu");
   GpuSpec spec = resolve_or_explain(g.string("name"), o, resolve_gpu);
   const std::string note = fmt::format("overridden by {}", o.file());
-  if (auto v = g.optional_positive_number("hbm_gib")) {
+  if (auto v = g.optional_number_in("hbm_gib", input_range::kHbmGib)) {
     spec.hbm_bytes = *v * kGiB;
     spec.sources["hbm_gib"] = note;
   }
-  if (auto v = g.optional_positive_number("hbm_bw_tb_per_s")) {
+  if (auto v = g.optional_number_in("hbm_bw_tb_per_s", input_range::kHbmBwTbPerS)) {
     spec.hbm_bw_bytes_per_s = *v * kTera;
     spec.sources["hbm_bw_tb_per_s"] = note;
   }
   if (auto peaks = g.optional_object("peak_tflops")) {
     for (DType t : {DType::fp32, DType::tf32, DType::bf16, DType::fp16, DType::fp8})
-      if (auto v = peaks->optional_positive_number(dtype_name(t))) spec.peak_flops_per_s[t] = *v * kTera;
+      if (auto v = peaks->optional_number_in(dtype_name(t), input_range::kPeakTflops))
+        spec.peak_flops_per_s[t] = *v * kTera;
     peaks->finish();
     spec.sources["peak_tflops"] = note;
   }
@@ -71,8 +72,8 @@ GpuSpec parse_gpu_ref(JsonObject& o, GpuResolver resolve_gpu) {
 
 IntraNodeFabric parse_intra(JsonObject o) {
   IntraNodeFabric f;
-  f.bus_bw_bytes_per_s = o.positive_number("bus_bw_gb_per_s") * kGiga;
-  f.latency_s = o.non_negative_number("latency_us") * kMicro;
+  f.bus_bw_bytes_per_s = o.number_in("bus_bw_gb_per_s", input_range::kLinkGbPerS) * kGiga;
+  f.latency_s = o.number_in("latency_us", input_range::kLatencyUs) * kMicro;
   f.nvls = o.boolean("nvls");
   // NCCL's MAXCHANNELS is 64 (src/include/device.h).
   if (auto ch = o.optional_positive_integer("nccl_channels")) {
@@ -85,9 +86,9 @@ IntraNodeFabric parse_intra(JsonObject o) {
 
 InterNodeFabric parse_inter(JsonObject o) {
   InterNodeFabric f;
-  f.nics_per_node = static_cast<int>(o.positive_integer("nics_per_node"));
-  f.nic_bw_bytes_per_s = o.positive_number("nic_gb_per_s") * kGiga;
-  f.latency_s = o.non_negative_number("latency_us") * kMicro;
+  f.nics_per_node = static_cast<int>(o.integer_in("nics_per_node", input_range::kNicsPerNode));
+  f.nic_bw_bytes_per_s = o.number_in("nic_gb_per_s", input_range::kLinkGbPerS) * kGiga;
+  f.latency_s = o.number_in("latency_us", input_range::kLatencyUs) * kMicro;
   o.finish();
   return f;
 }
@@ -126,8 +127,8 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& j, const std::string& file,
   ClusterSpec c;
   c.name = o.string("name");
   c.gpu = parse_gpu_ref(o, resolve_gpu);
-  c.gpus_per_node = static_cast<int>(o.positive_integer("gpus_per_node"));
-  c.nodes = static_cast<int>(o.optional_positive_integer("nodes").value_or(1));
+  c.gpus_per_node = static_cast<int>(o.integer_in("gpus_per_node", input_range::kGpusPerNode));
+  c.nodes = static_cast<int>(o.optional_integer_in("nodes", input_range::kNodes).value_or(1));
   parse_gpus(o, c);
   c.host_threads = o.optional_boolean("host_threads").value_or(false);
   c.intra = parse_intra(o.object("intra_node"));

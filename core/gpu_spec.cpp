@@ -33,27 +33,25 @@ constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType
 
 std::map<DType, double> parse_peaks(JsonObject o) {
   std::map<DType, double> peaks;
-  for (DType t : kRequiredPeaks) peaks[t] = o.positive_number(dtype_name(t)) * kTera;
+  for (DType t : kRequiredPeaks) peaks[t] = o.number_in(dtype_name(t), input_range::kPeakTflops) * kTera;
   // FP8 tensor cores start with Hopper/CDNA3; A100 has none.
-  if (auto fp8 = o.optional_positive_number("fp8")) peaks[DType::fp8] = *fp8 * kTera;
+  if (auto fp8 = o.optional_number_in("fp8", input_range::kPeakTflops)) peaks[DType::fp8] = *fp8 * kTera;
   o.finish();
   return peaks;
 }
 
-// [[size, efficiency], ...] with sizes strictly increasing and 0 < efficiency <= 1; size_scale
-// converts the file's unit (GFLOP, MB) to FLOPs or bytes.
+// [[size, efficiency], ...] with sizes strictly increasing and efficiencies in their range (a floor of
+// 1e-4, not 0: a denormal efficiency makes every kernel take forever); size_scale converts the file's
+// unit (GFLOP, MB) to FLOPs or bytes.
 EfficiencyCurve parse_curve(JsonObject& o, std::string_view key, double size_scale) {
   EfficiencyCurve c;
   for (const auto& [v, path] : o.array(key)) {
     const nlohmann::json& p = *v;
     if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
-      throw_config_error(o.file(), path, fmt::format("expected [size, efficiency], got {}", p.dump()));
+      throw_config_error(o.file(), path, fmt::format("expected [size, efficiency], got {}", json_excerpt(p)));
     const double size = p[0].get<double>(), eff = p[1].get<double>();
-    if (!(size > 0))
-      throw_config_error(o.file(), path + "/0", fmt::format("expected a size > 0, got {}", p[0].dump()));
-    if (!(eff > 0 && eff <= 1))
-      throw_config_error(o.file(), path + "/1",
-                         fmt::format("expected an efficiency in (0, 1], got {}", p[1].dump()));
+    check_in_range(size, input_range::kCurveSize, o.file(), path + "/0");
+    check_in_range(eff, input_range::kEfficiency, o.file(), path + "/1");
     if (!c.points.empty() && !(size * size_scale > c.points.back().first))
       throw_config_error(o.file(), path + "/0", "sizes must be strictly increasing");
     c.points.emplace_back(size * size_scale, eff);
@@ -118,18 +116,18 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   GpuSpec g;
   g.name = o.string("name");
   g.peak_flops_per_s = parse_peaks(o.object("peak_tflops"));
-  g.vector_flops_per_s = o.positive_number("vector_tflops") * kTera;
-  g.hbm_bytes = o.positive_number("hbm_gib") * kGiB;
-  g.hbm_bw_bytes_per_s = o.positive_number("hbm_bw_tb_per_s") * kTera;
-  g.nvlink_bw_bytes_per_s = o.positive_number("nvlink_gb_per_s") * kGiga;
-  g.sm_count = static_cast<int>(o.positive_integer("sm_count"));
+  g.vector_flops_per_s = o.number_in("vector_tflops", input_range::kPeakTflops) * kTera;
+  g.hbm_bytes = o.number_in("hbm_gib", input_range::kHbmGib) * kGiB;
+  g.hbm_bw_bytes_per_s = o.number_in("hbm_bw_tb_per_s", input_range::kHbmBwTbPerS) * kTera;
+  g.nvlink_bw_bytes_per_s = o.number_in("nvlink_gb_per_s", input_range::kLinkGbPerS) * kGiga;
+  g.sm_count = static_cast<int>(o.integer_in("sm_count", input_range::kSmCount));
   g.matmul_efficiency = parse_curve(o, "matmul_efficiency", kGiga);
   g.memory_efficiency = parse_curve(o, "memory_efficiency", kMega);
   g.attention_efficiency = parse_curve(o, "attention_efficiency", 1.0);  // tokens
   g.attention_backward_efficiency = parse_curve(o, "attention_backward_efficiency", 1.0);
-  g.matmul_half_efficiency_dim = o.positive_number("matmul_half_efficiency_dim");
-  g.rated_power_w = o.optional_positive_number("rated_power_w").value_or(0);
-  g.power_limit_w = o.optional_positive_number("power_limit_w").value_or(0);
+  g.matmul_half_efficiency_dim = o.number_in("matmul_half_efficiency_dim", input_range::kHalfEfficiencyDim);
+  g.rated_power_w = o.optional_number_in("rated_power_w", input_range::kPowerW).value_or(0);
+  g.power_limit_w = o.optional_number_in("power_limit_w", input_range::kPowerW).value_or(0);
   if (g.power_limit_w > 0 && g.rated_power_w <= 0)
     o.fail("power_limit_w", "a power limit needs the GPU's rated_power_w");
   if (o.has("sources")) g.sources = parse_sources(o.raw("sources"), file);
@@ -139,12 +137,12 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
 
 void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
   const std::string note = fmt::format("overridden by {}", o.file());
-  if (auto v = o.optional_positive_number("power_limit_w")) {
+  if (auto v = o.optional_number_in("power_limit_w", input_range::kPowerW)) {
     if (g.rated_power_w <= 0) o.fail("power_limit_w", fmt::format("GPU {} has no rated_power_w to limit", g.name));
     g.power_limit_w = *v;
     g.sources["power_limit_w"] = note;
   }
-  if (auto v = o.optional_positive_number("vector_tflops")) {
+  if (auto v = o.optional_number_in("vector_tflops", input_range::kPeakTflops)) {
     g.vector_flops_per_s = *v * kTera;
     g.sources["vector_tflops"] = note;
   }

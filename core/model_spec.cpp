@@ -1,7 +1,7 @@
 // core/model_spec.cpp — fsdpx's own model schema (strict: unknown keys, wrong types and non-positive
 // sizes are errors naming the file and JSON path) and the dispatch to the Hugging Face reader by
 // content. Leaves out any checkpoint or tokenizer reading: the cost models need only shapes, the
-// executor also the RoPE base and norm epsilon.
+// executor also the RoPE base, RoPE scaling and norm epsilon.
 #include "core/model_spec.h"
 
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
+#include "core/rope_scaling_json.h"
 
 namespace fsdpx {
 
@@ -34,18 +35,26 @@ void check_head_layout(const ModelSpec& m, const std::string& file, const std::s
 
 // Shared by both readers. A base <= 0 has no meaning (angle t·theta^(-2i/d)); an epsilon >= 1 would
 // swamp the normalised variance of unit-scale activations.
-double read_rope_theta(JsonObject& o, std::string_view key) {
-  const double theta = o.number(key);
-  if (!(theta > 0)) o.fail(key, fmt::format("expected a positive RoPE base, got {}", theta));
-  return theta;
-}
+double read_rope_theta(JsonObject& o, std::string_view key) { return o.number_in(key, input_range::kRopeTheta); }
 
-double read_norm_eps(JsonObject& o, std::string_view key) {
-  const double eps = o.number(key);
-  if (!(eps > 0 && eps < 1)) o.fail(key, fmt::format("expected a norm epsilon in (0, 1), got {}", eps));
-  return eps;
-}
+double read_norm_eps(JsonObject& o, std::string_view key) { return o.number_in(key, input_range::kNormEps); }
+
+// An upper bound on the parameter count from the shapes alone (every linear layer with a bias, three
+// MLP matrices, untied head, a position table), in double so that no shape within range overflows.
+// Keeping it below kMaxModelParams keeps every count, byte total and FLOP figure derived from the model
+// exact in 64-bit integers and finite in double.
 }  // namespace detail
+
+void check_model_size(const ModelSpec& m, const std::string& file, const std::string& path) {
+  const double h = double(m.hidden), q = double(m.heads) * double(m.head_dim);
+  const double kv = double(m.kv_heads) * double(m.head_dim), f = double(m.ffn_hidden);
+  const double per_block = 2 * h * q + 2 * h * kv + 3 * h * f + q + 2 * kv + 2 * f + 6 * h;
+  const double params = double(m.layers) * per_block + 2 * double(m.vocab) * h + double(m.max_seq) * h + 2 * h;
+  if (params > input_range::kMaxModelParams)
+    throw_config_error(file, path,
+                       fmt::format("the model has up to {:.3g} parameters, more than the supported {:.0e} "
+                                   "(docs/input-ranges.md)", params, input_range::kMaxModelParams));
+}
 
 namespace {
 
@@ -77,15 +86,15 @@ ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file)
   ModelSpec m;
   m.name = o.string("name");
   m.arch = enum_from_name(kArchNames, o.choice("arch", {"llama", "gpt"}));
-  m.layers = o.positive_integer("layers");
-  m.hidden = o.positive_integer("hidden");
-  m.heads = o.positive_integer("heads");
-  m.kv_heads = o.positive_integer("kv_heads");
-  const auto head_dim = o.optional_positive_integer("head_dim");
-  m.ffn_hidden = o.positive_integer("ffn_hidden");
+  m.layers = o.integer_in("layers", input_range::kLayers);
+  m.hidden = o.integer_in("hidden", input_range::kHidden);
+  m.heads = o.integer_in("heads", input_range::kHeads);
+  m.kv_heads = o.integer_in("kv_heads", input_range::kHeads);
+  const auto head_dim = o.optional_integer_in("head_dim", input_range::kHeadDim);
+  m.ffn_hidden = o.integer_in("ffn_hidden", input_range::kFfnHidden);
   m.ffn_kind = enum_from_name(kFfnNames, o.choice("ffn_kind", {"swiglu", "gelu", "squared_relu"}));
-  m.vocab = o.positive_integer("vocab");
-  m.max_seq = o.positive_integer("max_seq");
+  m.vocab = o.integer_in("vocab", input_range::kVocab);
+  m.max_seq = o.integer_in("max_seq", input_range::kMaxSeq);
   m.tied_embeddings = o.boolean("tied_embeddings");
   // Default bias follows the architecture: Llama has none, GPT-2 biases every linear layer.
   m.bias = m.arch == Arch::gpt ? LinearBias::all : LinearBias::none;
@@ -94,11 +103,16 @@ ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file)
     if (m.arch != Arch::llama) o.fail("rope_theta", "only arch llama has RoPE (gpt learns positions)");
     m.rope_theta = detail::read_rope_theta(o, "rope_theta");
   }
+  if (o.has("rope_scaling")) {
+    if (m.arch != Arch::llama) o.fail("rope_scaling", "only arch llama has RoPE (gpt learns positions)");
+    m.rope_scaling = detail::read_own_rope_scaling(o.object("rope_scaling"));
+  }
   if (o.has("norm_eps")) m.norm_eps = detail::read_norm_eps(o, "norm_eps");
   o.optional_string("source");  // documentation only: where the numbers come from
   o.finish();
   detail::check_head_layout(m, file, "/kv_heads", "/heads", head_dim.has_value());
   m.head_dim = head_dim.value_or(m.hidden / m.heads);
+  check_model_size(m, file);
   return m;
 }
 
@@ -119,7 +133,7 @@ ModelSpec parse_model_spec(const nlohmann::json& j, const std::string& file) {
   return parse_own_model_spec(j, file);
 }
 
-// rope_theta only for llama: the reader rejects it for gpt.
+// rope_theta and rope_scaling only for llama: the reader rejects them for gpt.
 nlohmann::json model_spec_to_json(const ModelSpec& m) {
   nlohmann::json j{{"name", m.name},
                    {"arch", arch_name(m.arch)},
@@ -135,6 +149,8 @@ nlohmann::json model_spec_to_json(const ModelSpec& m) {
                    {"tied_embeddings", m.tied_embeddings},
                    {"bias", linear_bias_name(m.bias)}};
   if (m.arch == Arch::llama) j["rope_theta"] = m.rope_theta;
+  if (m.arch == Arch::llama && m.rope_scaling.kind != RopeScalingKind::none)
+    j["rope_scaling"] = detail::rope_scaling_to_json(m.rope_scaling);
   j["norm_eps"] = m.norm_eps;
   return j;
 }

@@ -1,19 +1,21 @@
 // core/model_spec_hf.cpp — reads Hugging Face config.json files for LlamaForCausalLM,
-// MistralForCausalLM, Qwen2ForCausalLM and GPT2LMHeadModel. Keys documented by transformers'
-// PretrainedConfig and the model's config class are accepted (most are ignored: dropout, token ids,
-// RoPE scaling); any other key is an error. Leaves out sliding-window attention (Mistral/Qwen2 are
-// modelled with full causal attention, exact while seq <= sliding_window), RoPE scaling (rope_scaling,
-// and rope_parameters beyond rope_theta: see core/model_spec.h) and quantized checkpoints.
+// MistralForCausalLM, Qwen2ForCausalLM and GPT2LMHeadModel: shapes, RoPE base and Llama 3.1 RoPE
+// scaling, norm epsilon. Informational keys are accepted and math-changing ones refused by the policy in
+// core/hf_config_keys.h; any other key is an error. A sliding window in use caps max_seq at the window
+// (full causal attention is exact up to it). Leaves out quantized checkpoints.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
+#include "core/hf_config_keys.h"
 #include "core/json_reader.h"
 #include "core/model_spec.h"
+#include "core/rope_scaling_json.h"
 
 namespace fsdpx {
 
@@ -28,7 +30,7 @@ ModelSpec parse_hf_model_spec(const nlohmann::json& j, const std::string& file);
 
 namespace {
 
-enum class HfFamily { llama, mistral, qwen2, gpt2 };
+using detail::HfFamily;
 
 struct HfArchitecture {
   std::string_view architecture;  // "architectures"[0]
@@ -43,78 +45,35 @@ constexpr std::array<HfArchitecture, 4> kSupported{{
     {"GPT2LMHeadModel", "gpt2", HfFamily::gpt2},
 }};
 
-// transformers PretrainedConfig attributes (configuration_utils.py): bookkeeping and generation
-// defaults that do not change the model's shape.
-// clang-format off
-constexpr std::string_view kPretrainedConfigKeys[] = {
-    "_name_or_path", "architectures", "model_type", "torch_dtype", "dtype", "transformers_version",
-    "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
-    "tf_legacy_loss", "pruned_heads", "chunk_size_feed_forward", "is_encoder_decoder", "is_decoder",
-    "cross_attention_hidden_size", "add_cross_attention", "tie_encoder_decoder", "finetuning_task",
-    "id2label", "label2id", "num_labels", "problem_type", "tokenizer_class", "prefix", "bos_token_id",
-    "pad_token_id", "eos_token_id", "sep_token_id", "decoder_start_token_id", "task_specific_params",
-    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
-    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
-    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
-    "num_return_sequences", "use_cache"};
-// clang-format on
-
-// LlamaConfig / MistralConfig / Qwen2Config keys that fsdpx does not use (init, RoPE scaling, dropout,
-// sliding-window bookkeeping, tensor-parallel plans).
-// clang-format off
-constexpr std::string_view kLlamaFamilyIgnored[] = {
-    "initializer_range", "pretraining_tp", "rope_scaling", "rope_parameters", "partial_rotary_factor",
-    "attention_dropout", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
-    "base_model_tp_plan", "base_model_pp_plan"};
-// clang-format on
-
-// GPT2Config keys that fsdpx does not use (dropouts, sequence-summary head, attention scaling variants,
-// which change numerics but not shapes).
-// clang-format off
-constexpr std::string_view kGpt2Ignored[] = {
-    "resid_pdrop", "embd_pdrop", "attn_pdrop", "initializer_range", "summary_type",
-    "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout",
-    "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "n_ctx"};
-// clang-format on
-
-template <std::size_t N>
-void ignore_present(JsonObject& o, const std::string_view (&keys)[N]) {
-  for (auto k : keys)
-    if (o.has(k)) o.ignore(k);
-}
-
 const HfArchitecture& find_architecture(JsonObject& o) {
   if (o.has("architectures")) {
     const auto& a = o.raw("architectures");
     if (!a.is_array() || a.size() != 1 || !a[0].is_string())
-      o.fail("architectures", fmt::format("expected an array with one class name, got {}", a.dump()));
+      o.fail("architectures", fmt::format("expected an array with one class name, got {}", json_excerpt(a)));
     const auto name = a[0].get<std::string>();
     for (const auto& s : kSupported)
       if (s.architecture == name) return s;
-    o.fail("architectures", fmt::format("unsupported architecture \"{}\"; supported: LlamaForCausalLM, "
+    if (auto why = detail::unmodelled_architecture(name)) o.fail("architectures", *why);
+    o.fail("architectures", fmt::format("unsupported architecture {}; supported: LlamaForCausalLM, "
                                         "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel",
-                                        name));
+                                        json_excerpt(a[0])));
   }
   const auto type = o.string("model_type");
   for (const auto& s : kSupported)
     if (s.model_type == type) return s;
-  o.fail("model_type",
-         fmt::format("unsupported model_type \"{}\"; supported: llama, mistral, qwen2, gpt2", type));
+  if (auto why = detail::unmodelled_architecture(type)) o.fail("model_type", *why);
+  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, gpt2",
+                                   json_excerpt(nlohmann::json(type))));
 }
 
 void check_model_type(JsonObject& o, const HfArchitecture& a) {
   if (!o.has("model_type")) return;
   const auto type = o.string("model_type");
   if (type != a.model_type)
-    o.fail("model_type", fmt::format("\"{}\" does not match architecture {} (expected \"{}\")", type,
-                                     a.architecture, a.model_type));
+    o.fail("model_type", fmt::format("{} does not match architecture {} (expected \"{}\")",
+                                     json_excerpt(nlohmann::json(type)), a.architecture, a.model_type));
 }
 
-// Optional positive integer where JSON null means "use the default" (HF writes null for unset).
-std::optional<std::int64_t> optional_size(JsonObject& o, std::string_view key) {
-  if (o.has(key) && o.raw(key).is_null()) return std::nullopt;
-  return o.optional_positive_integer(key);
-}
 
 // Config-class defaults for keys a config.json leaves out: LlamaConfig, MistralConfig and Qwen2Config
 // rms_norm_eps 1e-6 and RoPE base 10000; GPT2Config layer_norm_epsilon 1e-5 (transformers
@@ -125,20 +84,47 @@ constexpr double kHfLayerNormEps = 1e-5;
 
 bool present(JsonObject& o, std::string_view key) { return o.has(key) && !o.raw(key).is_null(); }
 
-// transformers < 5 writes rope_theta at the top level; 5 moves it into rope_parameters, next to
-// rope_type and the scaling keys (modeling_rope_utils.py standardize_rope_params). Both present and
-// different would leave the base ambiguous.
-double hf_rope_theta(JsonObject& o) {
-  std::optional<double> top, nested;
-  if (present(o, "rope_theta")) top = detail::read_rope_theta(o, "rope_theta");
-  if (present(o, "rope_parameters")) {
-    JsonObject params = o.object("rope_parameters");  // other keys are RoPE scaling: not read
-    if (params.has("rope_theta")) nested = detail::read_rope_theta(params, "rope_theta");
+// An optional size where JSON null means "use the default" (HF writes null for unset).
+std::optional<std::int64_t> nullable_size(JsonObject& o, std::string_view key, IntRange range) {
+  if (o.has(key) && !present(o, key)) {
+    o.ignore(key);
+    return std::nullopt;
   }
-  if (top && nested && *top != *nested)
-    o.fail("rope_parameters",
-           fmt::format("rope_theta {} differs from the top-level rope_theta {}", *nested, *top));
-  return nested.value_or(top.value_or(kHfRopeTheta));
+  return o.optional_integer_in(key, range);
+}
+
+// transformers < 5 writes rope_theta and rope_scaling at the top level; 5 moves both into
+// rope_parameters (modeling_rope_utils.py standardize_rope_params). Both layouts present and different
+// would leave the rotation ambiguous.
+struct HfRope {
+  double theta = kHfRopeTheta;
+  RopeScaling scaling;
+};
+
+HfRope hf_rope(JsonObject& o) {
+  std::optional<double> top_theta, nested_theta;
+  std::optional<RopeScaling> top_scaling, nested_scaling;
+  if (present(o, "rope_theta")) top_theta = detail::read_rope_theta(o, "rope_theta");
+  if (present(o, "rope_scaling")) {
+    JsonObject scaling = o.object("rope_scaling");
+    top_scaling = detail::read_hf_rope_scaling(scaling);
+    scaling.finish();
+  }
+  if (present(o, "rope_parameters")) {
+    JsonObject params = o.object("rope_parameters");
+    if (params.has("rope_theta")) nested_theta = detail::read_rope_theta(params, "rope_theta");
+    if (params.has("partial_rotary_factor") && params.number("partial_rotary_factor") != 1.0)
+      params.fail("partial_rotary_factor", "RoPE on part of each head is not modelled");
+    if (params.has("rope_type") || params.has("type")) nested_scaling = detail::read_hf_rope_scaling(params);
+    params.finish();
+  }
+  if (top_theta && nested_theta && *top_theta != *nested_theta)
+    o.fail("rope_parameters", fmt::format("rope_theta {} differs from the top-level rope_theta {}",
+                                          *nested_theta, *top_theta));
+  if (top_scaling && nested_scaling && *top_scaling != *nested_scaling)
+    o.fail("rope_parameters", "its RoPE scaling differs from the top-level rope_scaling");
+  return {nested_theta.value_or(top_theta.value_or(kHfRopeTheta)),
+          nested_scaling.value_or(top_scaling.value_or(RopeScaling{}))};
 }
 
 double hf_norm_eps(JsonObject& o, std::string_view key, double fallback) {
@@ -171,38 +157,43 @@ LinearBias llama_bias(JsonObject& o, HfFamily family) {
 ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
   ModelSpec m;
   m.arch = Arch::llama;
-  m.hidden = o.positive_integer("hidden_size");
-  m.layers = o.positive_integer("num_hidden_layers");
-  m.heads = o.positive_integer("num_attention_heads");
-  m.kv_heads = optional_size(o, "num_key_value_heads").value_or(m.heads);  // HF default: MHA
-  m.ffn_hidden = o.positive_integer("intermediate_size");
-  m.vocab = o.positive_integer("vocab_size");
-  m.max_seq = o.positive_integer("max_position_embeddings");
+  m.hidden = o.integer_in("hidden_size", input_range::kHidden);
+  m.layers = o.integer_in("num_hidden_layers", input_range::kLayers);
+  m.heads = o.integer_in("num_attention_heads", input_range::kHeads);
+  // HF writes null for unset sizes: null means the default. num_key_value_heads' default is MHA.
+  m.kv_heads = nullable_size(o, "num_key_value_heads", input_range::kHeads).value_or(m.heads);
+  m.ffn_hidden = o.integer_in("intermediate_size", input_range::kFfnHidden);
+  m.vocab = o.integer_in("vocab_size", input_range::kVocab);
+  m.max_seq = o.integer_in("max_position_embeddings", input_range::kMaxSeq);
   m.tied_embeddings = o.optional_boolean("tie_word_embeddings").value_or(false);  // class default False
   if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});                      // class default "silu"
   m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
   m.bias = llama_bias(o, family);
-  m.rope_theta = hf_rope_theta(o);
+  const HfRope rope = hf_rope(o);
+  m.rope_theta = rope.theta;
+  m.rope_scaling = rope.scaling;
   m.norm_eps = hf_norm_eps(o, "rms_norm_eps", kHfRmsNormEps);
-  const auto head_dim = optional_size(o, "head_dim");
+  const auto head_dim = nullable_size(o, "head_dim", input_range::kHeadDim);
   detail::check_head_layout(m, o.file(), "/num_key_value_heads", "/num_attention_heads",
                             head_dim.has_value());
   m.head_dim = head_dim.value_or(m.hidden / m.heads);
-  ignore_present(o, kLlamaFamilyIgnored);
+  // With seq <= window every query sees all earlier keys, so full causal attention is exact there.
+  if (const auto window = detail::sliding_window_in_use(o, family)) m.max_seq = std::min(m.max_seq, *window);
   return m;
 }
 
 ModelSpec parse_gpt2(JsonObject& o) {
   ModelSpec m;
   m.arch = Arch::gpt;
-  m.hidden = o.positive_integer("n_embd");
-  m.layers = o.positive_integer("n_layer");
-  m.heads = o.positive_integer("n_head");
+  m.hidden = o.integer_in("n_embd", input_range::kHidden);
+  m.layers = o.integer_in("n_layer", input_range::kLayers);
+  m.heads = o.integer_in("n_head", input_range::kHeads);
   m.kv_heads = m.heads;
   // n_positions is the learned position table; old configs only carry n_ctx (same meaning).
-  m.max_seq = o.has("n_positions") ? o.positive_integer("n_positions") : o.positive_integer("n_ctx");
-  m.vocab = o.positive_integer("vocab_size");
-  m.ffn_hidden = optional_size(o, "n_inner").value_or(4 * m.hidden);  // GPT2MLP: n_inner or 4*n_embd
+  m.max_seq = o.integer_in(o.has("n_positions") ? "n_positions" : "n_ctx", input_range::kMaxSeq);
+  m.vocab = o.integer_in("vocab_size", input_range::kVocab);
+  // GPT2MLP: n_inner, or 4*n_embd when it is null or absent.
+  m.ffn_hidden = nullable_size(o, "n_inner", input_range::kFfnHidden).value_or(4 * m.hidden);
   if (o.has("activation_function"))
     o.choice("activation_function", {"gelu_new", "gelu", "gelu_fast", "gelu_pytorch_tanh"});
   m.ffn_kind = FfnKind::gelu;
@@ -211,7 +202,7 @@ ModelSpec parse_gpt2(JsonObject& o) {
   m.norm_eps = hf_norm_eps(o, "layer_norm_epsilon", kHfLayerNormEps);
   detail::check_head_layout(m, o.file(), "/n_head", "/n_head", false);
   m.head_dim = m.hidden / m.heads;
-  ignore_present(o, kGpt2Ignored);
+  if (o.has("n_ctx")) o.ignore("n_ctx");  // the same as n_positions where both are present
   return m;
 }
 
@@ -221,10 +212,12 @@ ModelSpec detail::parse_hf_model_spec(const nlohmann::json& j, const std::string
   JsonObject o(j, file);
   const HfArchitecture& a = find_architecture(o);
   check_model_type(o, a);
+  detail::refuse_unmodelled_keys(o, a.family);
   ModelSpec m = a.family == HfFamily::gpt2 ? parse_gpt2(o) : parse_llama_family(o, a.family);
   m.name = hf_model_name(o, file);
-  ignore_present(o, kPretrainedConfigKeys);
+  detail::accept_informational_keys(o, a.family);
   o.finish();
+  check_model_size(m, file);
   return m;
 }
 

@@ -38,21 +38,12 @@ auto under_path(const std::string& file, const std::string& prefix, F&& parse) -
   }
 }
 
-int checked_int(JsonObject& o, std::string_view key, std::int64_t v) {
-  if (v > INT_MAX) o.fail(key, fmt::format("expected at most {}, got {}", INT_MAX, v));
-  return static_cast<int>(v);
+int optional_degree(JsonObject& o, std::string_view key, int fallback) {
+  return static_cast<int>(o.optional_integer_in(key, input_range::kDegree).value_or(fallback));
 }
 
-int optional_positive_int(JsonObject& o, std::string_view key, int fallback) {
-  if (!o.has(key)) return fallback;
-  return checked_int(o, key, o.positive_integer(key));
-}
-
-int optional_non_negative_int(JsonObject& o, std::string_view key, int fallback) {
-  if (!o.has(key)) return fallback;
-  const std::int64_t v = o.integer(key);
-  if (v < 0) o.fail(key, fmt::format("expected an integer >= 0, got {}", v));
-  return checked_int(o, key, v);
+int optional_int_in(JsonObject& o, std::string_view key, IntRange range, int fallback) {
+  return static_cast<int>(o.optional_integer_in(key, range).value_or(fallback));
 }
 
 double optional_number(JsonObject& o, std::string_view key, double fallback) {
@@ -117,9 +108,9 @@ ClusterSpec parse_cluster(JsonObject& o) {
 TrainingSettings parse_training(JsonObject o) {
   TrainingSettings t;
   o.ignore("micro_batches");  // derived; checked against the other keys by check_stated_micro_batches
-  t.seq = o.positive_integer("seq");
-  t.micro_batch = o.positive_integer("micro_batch");
-  t.global_batch = o.positive_integer("global_batch");
+  t.seq = o.integer_in("seq", input_range::kMaxSeq);
+  t.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
+  t.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
   if (o.has("seed")) {
     const nlohmann::json& s = o.raw("seed");
     if (!s.is_number_unsigned()) o.fail("seed", fmt::format("expected an integer >= 0, got {}", json_type_name(s)));
@@ -136,13 +127,13 @@ TrainingSettings parse_training(JsonObject o) {
 
 Parallelism parse_parallelism(JsonObject o) {
   Parallelism p;
-  p.dp_replicate = optional_positive_int(o, "dp_replicate", 1);
-  p.dp_shard = checked_int(o, "dp_shard", o.positive_integer("dp_shard"));
-  p.tp = optional_positive_int(o, "tp", 1);
-  p.cp = optional_positive_int(o, "cp", 1);
+  p.dp_replicate = optional_degree(o, "dp_replicate", 1);
+  p.dp_shard = static_cast<int>(o.integer_in("dp_shard", input_range::kDegree));
+  p.tp = optional_degree(o, "tp", 1);
+  p.cp = optional_degree(o, "cp", 1);
   p.sequence_parallel = o.optional_boolean("sequence_parallel").value_or(false);
-  p.pp = optional_positive_int(o, "pp", 1);
-  p.vpp = optional_positive_int(o, "vpp", 1);
+  p.pp = optional_degree(o, "pp", 1);
+  p.vpp = optional_degree(o, "vpp", 1);
   p.pp_schedule = enum_of(o, "pp_schedule", kSchedules, pipeline_schedule_name, PipelineSchedule::none);
   p.data_parallel = enum_of(o, "data_parallel", kDataParallels, data_parallel_name, DataParallel::fsdp_full_shard);
   o.finish();
@@ -154,7 +145,8 @@ int parse_reshard(JsonObject& u, int dp_shard) {
   if (!u.has("reshard_after_forward")) return 1;
   const nlohmann::json& v = u.raw("reshard_after_forward");
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > INT_MAX)
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
+      v.get<std::int64_t>() > input_range::kDegree.max)
     u.fail("reshard_after_forward",
            fmt::format("expected true, false or an integer >= 1 (reshard to that many ranks), got {}",
                        json_type_name(v)));
@@ -177,7 +169,7 @@ std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
       unit.modules.push_back(mj->get<std::string>());
     }
     unit.reshard_after_forward = parse_reshard(u, dp_shard);
-    unit.stage = optional_non_negative_int(u, "stage", 0);
+    unit.stage = optional_int_in(u, "stage", input_range::kStage, 0);
     u.finish();
     units.push_back(std::move(unit));
   }
@@ -186,9 +178,10 @@ std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
 
 Prefetch parse_prefetch(JsonObject o) {
   Prefetch p;
-  p.forward = optional_non_negative_int(o, "forward", p.forward);
-  p.backward = optional_non_negative_int(o, "backward", p.backward);
-  p.max_all_gathers_in_flight = optional_positive_int(o, "max_all_gathers_in_flight", p.max_all_gathers_in_flight);
+  p.forward = optional_int_in(o, "forward", input_range::kPrefetch, p.forward);
+  p.backward = optional_int_in(o, "backward", input_range::kPrefetch, p.backward);
+  p.max_all_gathers_in_flight = optional_int_in(o, "max_all_gathers_in_flight",
+                                                  {1, input_range::kPrefetch.max}, p.max_all_gathers_in_flight);
   o.finish();
   return p;
 }

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "core/checked_math.h"
 #include "core/data_placement.h"
 #include "core/pipeline.h"
 #include "core/json_reader.h"
@@ -31,13 +33,23 @@ void check_degrees(const Checker& c) {
                             {par.cp, "cp"}, {par.pp, "pp"}, {par.vpp, "vpp"}})
     c.require(value >= 1, fmt::format("/parallelism/{}", key), fmt::format("expected an integer >= 1, got {}", value));
   // torchtitan ParallelDims._validate: "Invalid parallel dims: dp_replicate(..) * dp_shard(..) * cp(..) *
-  // tp(..) * pp(..) != WORLD_SIZE(..)" — the same arithmetic, against the cluster in the plan.
+  // tp(..) * pp(..) != WORLD_SIZE(..)" — the same arithmetic, against the cluster in the plan. Both
+  // products are computed overflow-checked before world_size() (an int) is trusted.
   const ClusterSpec& cl = c.p.cluster;
-  c.require(par.world_size() == cl.world_size(), "/parallelism",
+  const auto cluster_world = try_product({cl.gpus_per_node, cl.nodes});
+  const auto world = try_product({par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp});
+  c.require(cluster_world && *cluster_world <= input_range::kDegree.max, "/cluster",
+            fmt::format("{} nodes x {} GPUs per node is more than {} ranks", cl.nodes, cl.gpus_per_node,
+                        input_range::kDegree.max));
+  // A cluster whose last node is partly used (gpus > 0) has that many ranks.
+  const std::int64_t cluster_ranks = cl.gpus > 0 ? std::int64_t(cl.gpus) : *cluster_world;
+  c.require(world == cluster_ranks, "/parallelism",
             fmt::format("dp_replicate ({}) x dp_shard ({}) x tp ({}) x cp ({}) x pp ({}) = {}, but cluster \"{}\" has "
-                        "{} nodes x {} GPUs per node = {} ranks",
-                        par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp, par.world_size(), cl.name, cl.nodes,
-                        cl.gpus_per_node, cl.world_size()));
+                        "{} nodes x {} GPUs per node = {} ranks{}",
+                        par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp,
+                        world ? fmt::to_string(*world) : std::string("more than 2^63"), cl.name, cl.nodes,
+                        cl.gpus_per_node, *cluster_world,
+                        cl.gpus > 0 ? fmt::format(", of which it uses {}", cl.gpus) : std::string()));
   // Megatron-LM (arXiv 1909.08053 §3) splits attention by heads and keeps TP inside a node's NVLink domain.
   c.require(cl.gpus_per_node % par.tp == 0, "/parallelism/tp",
             fmt::format("tp ({}) must divide gpus_per_node ({}): tensor parallelism stays inside a node", par.tp,
@@ -79,47 +91,37 @@ void check_pipeline(const Checker& c) {
               "interleaved_1f1b needs vpp > 1 model chunks per pipeline rank (with one chunk it is \"1f1b\")");
 }
 
-// Micro-batches per step against the schedule. 1F1B and ZB-H1 fill the pipeline with pp micro-batches
-// (torch/distributed/pipelining/schedules.py, Schedule1F1B: "the number of microbatches must be >= the
-// number of stages"); Megatron-LM's interleaved schedule runs micro-batches in groups of pp per chunk
-// (microbatch_group_size_per_vp_stage defaults to pp, megatron/core/pipeline_parallel/schedules.py,
-// forward_backward_pipelining_with_interleaving) and rejects a remainder. GPipe takes any number.
+// Micro-batches per step against the schedule. Megatron-LM's interleaved schedule runs micro-batches in
+// groups of pp per model chunk (microbatch_group_size_per_vp_stage defaults to pp,
+// megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving) and
+// rejects a remainder. GPipe, 1F1B and ZB-H1 take any number: with fewer than pp the warm-up is cut
+// short (Megatron's get_pp_rank_microbatches caps it at the micro-batches; torchtitan only warns).
 void check_micro_batches(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
-  if (par.pp == 1) return;
+  if (par.pp_schedule != PipelineSchedule::interleaved_1f1b) return;
   const std::int64_t m = c.p.grad_accum();
-  const char* schedule = pipeline_schedule_name(par.pp_schedule);
-  const std::string derived = fmt::format("micro-batches per step ({} = global_batch {} / (micro_batch {} x "
-                                          "data-parallel ranks {}))", m, c.p.training.global_batch,
-                                          c.p.training.micro_batch, par.data_parallel_ranks());
-  switch (par.pp_schedule) {
-    case PipelineSchedule::one_f_one_b:
-    case PipelineSchedule::zero_bubble:
-      c.require(m >= par.pp, "/training/global_batch",
-                fmt::format("{} must be >= pp ({}) for \"{}\"", derived, par.pp, schedule));
-      break;
-    case PipelineSchedule::interleaved_1f1b:
-      c.require(m % par.pp == 0, "/training/global_batch",
-                fmt::format("{} must be divisible by pp ({}) for \"interleaved_1f1b\" (Megatron-LM runs them in "
-                            "groups of pp per model chunk)", derived, par.pp));
-      break;
-    case PipelineSchedule::gpipe:
-    case PipelineSchedule::none: break;
-  }
+  c.require(m % par.pp == 0, "/training/global_batch",
+            fmt::format("micro-batches per step ({} = global_batch {} / (micro_batch {} x data-parallel ranks {})) "
+                        "must be divisible by pp ({}) for \"interleaved_1f1b\" (Megatron-LM runs them in groups "
+                        "of pp per model chunk)", m, c.p.training.global_batch, c.p.training.micro_batch,
+                        par.data_parallel_ranks(), par.pp));
 }
 
 void check_training(const Checker& c) {
   const TrainingSettings& t = c.p.training;
   const Parallelism& par = c.p.parallelism;
-  for (auto [value, key] : {std::pair{t.seq, "seq"}, {t.micro_batch, "micro_batch"}, {t.global_batch, "global_batch"}})
-    c.require(value >= 1, fmt::format("/training/{}", key), fmt::format("expected an integer >= 1, got {}", value));
-  const std::int64_t per_step = t.micro_batch * par.data_parallel_ranks();
+  c.require(t.seq <= c.p.model.max_seq, "/training/seq",
+            fmt::format("seq ({}) exceeds the model's max_seq ({})", t.seq, c.p.model.max_seq));
+  for (auto [value, key, range] : {std::tuple{t.seq, "seq", input_range::kMaxSeq},
+                                   {t.micro_batch, "micro_batch", input_range::kMicroBatch},
+                                   {t.global_batch, "global_batch", input_range::kGlobalBatch}})
+    c.require(value >= range.min && value <= range.max, fmt::format("/training/{}", key),
+              fmt::format("expected an integer in [{}, {}] (docs/input-ranges.md), got {}", range.min, range.max, value));
+  const std::int64_t per_step = t.micro_batch * par.data_parallel_ranks();  // <= 2^20 x 2^28: no overflow
   c.require(t.global_batch % per_step == 0, "/training/global_batch",
             fmt::format("global_batch ({}) must be divisible by micro_batch ({}) x dp_replicate ({}) x dp_shard ({}) "
                         "= {} sequences per micro-step, so that gradient accumulation is a whole number",
                         t.global_batch, t.micro_batch, par.dp_replicate, par.dp_shard, per_step));
-  c.require(t.seq <= c.p.model.max_seq, "/training/seq",
-            fmt::format("seq ({}) exceeds the model's max_seq ({})", t.seq, c.p.model.max_seq));
   c.require(t.dropout >= 0 && t.dropout < 1, "/training/dropout",
             fmt::format("expected a probability in [0, 1), got {}", t.dropout));
   // Load-balanced causal context parallelism cuts the sequence into 2·cp chunks, rank r taking chunks r
@@ -197,6 +199,11 @@ void check_units(const Checker& c) {
 // torchtitan's first and last model part).
 void check_stages(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
+  // Every stage holds a unit, so pp x vpp (each up to 2^28: computed in 64 bits) is at most the unit count.
+  const std::int64_t stages64 = std::int64_t(par.pp) * par.vpp;
+  c.require(par.pp == 1 || stages64 <= std::int64_t(c.p.units.size()), "/parallelism/vpp",
+            fmt::format("pp x vpp = {} virtual stages, but the plan has {} units: every stage runs at least one",
+                        stages64, c.p.units.size()));
   const int stages = virtual_stages(par.pp, par.vpp);
   std::vector<int> units_on(std::size_t(stages), 0);
   int previous = 0;
@@ -257,14 +264,18 @@ void check_optimizer(const Checker& c) {
   auto in = [&c](bool ok, const char* key, std::string_view range, double v) {
     c.require(ok, fmt::format("/optimizer/{}", key), fmt::format("expected {}, got {}", range, v));
   };
-  in(o.lr > 0, "lr", "a number > 0", o.lr);
+  auto within = [&in](NumberRange r, const char* key, double v) {
+    in(v >= r.min && v <= r.max, key, fmt::format("a number in [{}, {}] (docs/input-ranges.md)", r.min, r.max), v);
+  };
+  within(input_range::kLearningRate, "lr", o.lr);
   in(o.beta1 >= 0 && o.beta1 < 1, "beta1", "a number in [0, 1)", o.beta1);
   in(o.beta2 >= 0 && o.beta2 < 1, "beta2", "a number in [0, 1)", o.beta2);
-  in(o.eps > 0, "eps", "a number > 0", o.eps);
-  in(o.weight_decay >= 0, "weight_decay", "a number >= 0", o.weight_decay);
-  in(o.grad_clip_norm >= 0, "grad_clip_norm", "a number >= 0 (0 disables clipping)", o.grad_clip_norm);
+  within(input_range::kAdamEps, "eps", o.eps);
+  within(input_range::kWeightDecay, "weight_decay", o.weight_decay);
+  within(input_range::kGradClipNorm, "grad_clip_norm", o.grad_clip_norm);
   in(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1, "min_lr_ratio", "a number in [0, 1]", o.min_lr_ratio);
-  c.require(o.total_steps >= 1, "/optimizer/total_steps", fmt::format("expected an integer >= 1, got {}", o.total_steps));
+  c.require(o.total_steps >= 1 && o.total_steps <= input_range::kSteps.max, "/optimizer/total_steps",
+            fmt::format("expected an integer in [1, {}], got {}", input_range::kSteps.max, o.total_steps));
   c.require(o.warmup_steps >= 0 && o.warmup_steps <= o.total_steps, "/optimizer/warmup_steps",
             fmt::format("expected 0 <= warmup_steps <= total_steps ({}), got {}", o.total_steps, o.warmup_steps));
 }

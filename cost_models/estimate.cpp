@@ -100,10 +100,14 @@ double micro_batch_tp_cp_comm_s(const ModelSpec& m, const ClusterSpec& c, const 
                                                 : collective_time_s(Collective::all_reduce, bytes, g.tp, c));
   }
   if (s.cp > 1) {
-    // Ring attention: cp-1 exchanges of the local K and V chunk forward, K, V, dK, dV backward.
-    const double kv_bytes = 2.0 * s.micro_batch * (double(s.seq) / s.cp) * m.kv_dim() / s.tp * act_b;
-    const double step_s = collective_time_s(Collective::send_recv, kv_bytes, g.cp, c);
-    time_s += m.layers * (s.cp - 1) * step_s * 3;
+    // K and V all-gathered over cp for the whole sequence (the step program's context parallelism,
+    // program/parallel_comms.cpp): forward, again in backward (and in a full recompute), and dK, dV
+    // reduce-scattered back.
+    const double kv_heads = std::max(1.0, double(m.kv_heads) / s.tp);
+    const double kv_bytes = 2.0 * s.micro_batch * double(s.seq) * kv_heads * m.head_dim * act_b;
+    const int gathers = 2 + (s.recompute == Recompute::full ? 1 : 0);
+    time_s += m.layers * (gathers * collective_time_s(Collective::all_gather, kv_bytes, g.cp, c) +
+                          collective_time_s(Collective::reduce_scatter, kv_bytes, g.cp, c));
   }
   return time_s;
 }

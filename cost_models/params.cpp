@@ -4,6 +4,7 @@
 // Leaves out non-persistent buffers (RoPE tables, attention masks) and vocabulary padding.
 #include "cost_models/params.h"
 
+#include "core/checked_math.h"
 #include "core/errors.h"
 
 namespace fsdpx {
@@ -11,7 +12,7 @@ namespace {
 
 // Parameters of one norm layer: RMSNorm has a scale (llama), LayerNorm a scale and a shift (gpt).
 std::int64_t norm_params(const ModelSpec& m) {
-  return m.arch == Arch::llama ? m.hidden : 2 * m.hidden;
+  return m.arch == Arch::llama ? m.hidden : checked_mul(2, m.hidden);
 }
 
 // Number of hidden×ffn matrices in the MLP: gate, up and down for SwiGLU (Shazeer 2020, "GLU
@@ -19,23 +20,24 @@ std::int64_t norm_params(const ModelSpec& m) {
 std::int64_t mlp_matrices(FfnKind f) { return f == FfnKind::swiglu ? 3 : 2; }
 
 std::int64_t attention_params(const ModelSpec& m) {
-  const std::int64_t h = m.hidden, q = m.q_dim(), kv = m.kv_dim();
-  const std::int64_t weights = h * q + 2 * h * kv + q * h;  // W_q, W_k, W_v (h×q, h×kv, h×kv), W_o
+  const std::int64_t h = m.hidden, q = checked_mul(m.heads, m.head_dim), kv = checked_mul(m.kv_heads, m.head_dim);
+  // W_q, W_k, W_v (h×q, h×kv, h×kv), W_o (q×h)
+  const std::int64_t weights = checked_add(checked_mul(2, checked_mul(h, q)), checked_mul(2, checked_mul(h, kv)));
   std::int64_t biases = 0;
   if (m.bias != LinearBias::none) biases += q + 2 * kv;  // Qwen2 and GPT-2 bias Q, K, V
   if (m.bias == LinearBias::all) biases += h;            // GPT-2 also biases the output projection
-  return weights + biases;
+  return checked_add(weights, biases);
 }
 
 std::int64_t mlp_params(const ModelSpec& m) {
   const std::int64_t h = m.hidden, f = m.ffn_hidden;
-  const std::int64_t weights = mlp_matrices(m.ffn_kind) * h * f;
+  const std::int64_t weights = checked_mul(mlp_matrices(m.ffn_kind), checked_mul(h, f));
   std::int64_t biases = 0;
   if (m.bias == LinearBias::all) {
     const std::int64_t up_matrices = mlp_matrices(m.ffn_kind) - 1;  // gate and/or up: f each
     biases = up_matrices * f + h;                                    // plus down: h
   }
-  return weights + biases;
+  return checked_add(weights, biases);
 }
 
 }  // namespace
@@ -44,14 +46,18 @@ ParamCounts count_params(const ModelSpec& m) {
   FSDP_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 && m.head_dim > 0 &&
                  m.ffn_hidden > 0 && m.vocab > 0,
              "count_params: ModelSpec has a non-positive dimension");
+  // Overflow-checked: the loaders keep models within input_range::kMaxModelParams, so a wrap here is a
+  // ModelSpec built in code outside the ranges.
   ParamCounts c;
-  c.embedding = m.vocab * m.hidden;
+  c.embedding = checked_mul(m.vocab, m.hidden);
   // GPT-2 learns one position vector per position up to max_seq (wpe, max_seq×h).
-  if (m.arch == Arch::gpt) c.embedding += m.max_seq * m.hidden;
-  c.per_block = attention_params(m) + mlp_params(m) + 2 * norm_params(m);  // pre-attn, pre-MLP norms
+  if (m.arch == Arch::gpt) c.embedding = checked_add(c.embedding, checked_mul(m.max_seq, m.hidden));
+  // pre-attention and pre-MLP norms
+  c.per_block = checked_add(checked_add(attention_params(m), mlp_params(m)), checked_mul(2, norm_params(m)));
   c.final_norm = norm_params(m);
-  c.head = m.tied_embeddings ? 0 : m.vocab * m.hidden;  // no bias on the LM head in either family
+  c.head = m.tied_embeddings ? 0 : checked_mul(m.vocab, m.hidden);  // no bias on the LM head in either family
   c.layers = m.layers;
+  c.total();  // checks the sum
   return c;
 }
 

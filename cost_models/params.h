@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/checked_math.h"
 #include "core/model_spec.h"
 
 namespace fsdpx {
@@ -16,8 +17,8 @@ struct ParamCounts {
   std::int64_t head = 0;        // LM head; 0 when tied to the token table
   std::int64_t layers = 0;
 
-  std::int64_t blocks() const { return per_block * layers; }
-  std::int64_t total() const { return embedding + blocks() + final_norm + head; }
+  std::int64_t blocks() const { return checked_mul(per_block, layers); }
+  std::int64_t total() const { return checked_add(checked_add(embedding, blocks()), checked_add(final_norm, head)); }
 };
 
 ParamCounts count_params(const ModelSpec& m);

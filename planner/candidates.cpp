@@ -66,6 +66,8 @@ std::string family_of(const Plan& p) {
                                        : fmt::format("fsdp {}", par.dp_shard);
   if (par.tp > 1) f += fmt::format(" tp {}", par.tp);
   if (par.cp > 1) f += fmt::format(" cp {}", par.cp);
+  if (par.pp > 1) f += fmt::format(" pp {} {}", par.pp, pipeline_schedule_name(par.pp_schedule));
+  if (par.vpp > 1) f += fmt::format(" x{}", par.vpp);
   return f;
 }
 
@@ -77,11 +79,12 @@ std::string describe(const Plan& p, const std::string& wrapping) {
 
 std::string plan_key(const Plan& p) {
   const auto& par = p.parallelism;
-  std::string key = fmt::format("{} {} {} {} {} {} {}|{} {} {}|{} {}|", par.dp_replicate, par.dp_shard, par.tp, par.cp,
-                                par.sequence_parallel, int(par.data_parallel), p.training.micro_batch,
+  std::string key = fmt::format("{} {} {} {} {} {} {} {} {} {}|{} {} {}|{} {}|", par.dp_replicate, par.dp_shard, par.tp,
+                                par.cp, par.pp, par.vpp, int(par.pp_schedule), par.sequence_parallel,
+                                int(par.data_parallel), p.training.micro_batch,
                                 p.prefetch.forward, p.prefetch.backward, p.prefetch.max_all_gathers_in_flight,
                                 int(p.precision.param), int(p.precision.reduce));
-  for (const auto& u : p.units) key += fmt::format("{}:{}/", u.modules.size(), u.reshard_after_forward);
+  for (const auto& u : p.units) key += fmt::format("{}:{}:{}/", u.modules.size(), u.reshard_after_forward, u.stage);
   key += '|';
   for (RecomputeMode r : p.recompute) key += "nsfo"[int(r)];
   return key;

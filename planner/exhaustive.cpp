@@ -34,7 +34,7 @@ std::int64_t for_each_plan(const PlanRequest& request, const std::function<void(
   narrowed.space = s.knobs;
   std::int64_t n = 0;
   for (const Parallelism& par : parallel_shapes(narrowed))
-    for (std::int64_t mb : micro_batch_choices(narrowed, par.data_parallel_ranks())) {
+    for (std::int64_t mb : micro_batch_choices(narrowed, par)) {
       const Plan shape = shape_plan(r, par, mb, RecomputeMode::none);
       const std::vector<WrapChoice> wraps = wrap_choices(shape, r, s);
       const std::vector<Config> configs = all_configs(shape, r, s, wraps.size());

@@ -133,6 +133,14 @@ void write_parallelism(TomlWriter& w, const TorchtitanSettings& s, const Plan& p
   w.integer("parallelism", "pipeline_parallel_degree", s.pp);
   if (s.pp > 1) {
     w.str("parallelism", "pipeline_parallel_schedule", s.pp_schedule);
+    std::string parts = "[";
+    for (std::size_t i = 0; i < s.pp_model_parts.size(); ++i) {
+      parts += i ? ", [" : "[";
+      for (std::size_t j = 0; j < s.pp_model_parts[i].size(); ++j)
+        parts += (j ? ", " : "") + toml_string(s.pp_model_parts[i][j]);
+      parts += "]";
+    }
+    w.raw("parallelism", "module_fqns_per_model_part", parts + "]");
     w.integer("parallelism", "pipeline_parallel_microbatch_size", p.training.micro_batch);
   }
 }

@@ -32,7 +32,8 @@ struct TorchtitanSettings {
   int dp_replicate = 1;      // data_parallel_replicate_degree
   int dp_shard = 1;          // data_parallel_shard_degree
   int tp = 1, cp = 1, pp = 1;
-  std::string pp_schedule;         // "GPipe", "1F1B", "Interleaved1F1B"; empty when pp = 1
+  std::string pp_schedule;         // "GPipe", "1F1B", "Interleaved1F1B", "InterleavedZeroBubble"; empty when pp = 1
+  std::vector<std::vector<std::string>> pp_model_parts;  // module_fqns_per_model_part; empty when pp = 1
   std::string reshard_policy;      // fsdp_reshard_after_forward: "default", "always", "never"
   std::string ac_mode;             // "none", "selective", "full"
   std::string ac_selective_option; // "op", or every-n-th block "n"; empty unless ac_mode is selective
@@ -50,9 +51,10 @@ TorchtitanSettings torchtitan_settings(const Plan& plan, const std::string& vers
 std::string torchtitan_toml(const Plan& plan, const std::string& description, const std::string& version,
                             const Plan* closest = nullptr);
 
-// The plan torchtitan runs from `s`: its own units (embedding, each block, norm + output) with the
-// reshard policy, the recompute the config names, fp32 reduction after every micro-batch, FSDP2's
-// implicit prefetch of one unit, clipping always on; the rest of `plan` as is. Equal to `plan` (same
+// The plan torchtitan runs from `s`: its own units (embedding, each block, norm + output; under PP split
+// over stages by generate_llm_fqn_per_model_part) with the reshard policy, the recompute the config names,
+// fp32 reduction after every micro-batch (after the last one under PP), FSDP2's implicit prefetch of one
+// unit, clipping always on; the rest of `plan` as is. Equal to `plan` (same
 // simulator inputs) exactly when `s` has no notes.
 Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s);
 

@@ -48,6 +48,37 @@ void map_model(const ModelSpec& m, TorchtitanSettings& s) {
                                m.hidden, m.layers, m.heads, m.kv_heads, m.ffn_hidden, m.vocab));
 }
 
+// torchtitan's pipeline (torchtitan/distributed/pipeline_parallel.py): single-stage schedules "GPipe" and
+// "1F1B", the multi-stage "Interleaved1F1B"; the stages exactly as module_fqns_per_model_part (one list
+// of module names per virtual stage, in stage order, placed on rank stage mod pp: the "loop" style). Its
+// zero-bubble schedules are multi-stage ("InterleavedZeroBubble" needs two or more stages per rank), so
+// ZB-H1 is written as the closest.
+void map_pipeline(const Plan& p, TorchtitanSettings& s) {
+  const Parallelism& par = p.parallelism;
+  switch (par.pp_schedule) {
+    case PipelineSchedule::gpipe: s.pp_schedule = "GPipe"; break;
+    case PipelineSchedule::one_f_one_b: s.pp_schedule = "1F1B"; break;
+    case PipelineSchedule::interleaved_1f1b: s.pp_schedule = "Interleaved1F1B"; break;
+    case PipelineSchedule::zero_bubble:
+    case PipelineSchedule::none:
+      s.pp_schedule = "1F1B";
+      note(s, "parallelism.pipeline_parallel_schedule",
+           "ZB-H1 (zero_bubble, one stage per rank) has no torchtitan schedule: its InterleavedZeroBubble needs two "
+           "or more stages per rank; written as 1F1B, whose bubble is about three times larger");
+      break;
+  }
+  // The plan's stages, in torchtitan's module names, one list per virtual stage (model part).
+  s.pp_model_parts.assign(std::size_t(virtual_stages(par.pp, par.vpp)), {});
+  for (const PlanUnit& u : p.units)
+    for (const std::string& m : u.modules) {
+      const std::string name = m == "embedding"    ? "tok_embeddings"
+                               : m == "final_norm" ? "norm"
+                               : m == "head"       ? "output"
+                                                   : "layers." + m.substr(6);
+      s.pp_model_parts[std::size_t(u.stage)].push_back(name);
+    }
+}
+
 // torchtitan has FSDP (shard), HSDP (replicate x shard) and DDP (replicate only); ZeRO-1 is not one of
 // them. Its closest is FSDP that never reshards after forward: the same all-gather + reduce-scatter
 // traffic per step, with gradients sharded as well (less memory than the plan, never more).
@@ -73,11 +104,7 @@ void map_data_parallel(const Plan& p, TorchtitanSettings& s) {
          fmt::format("torchtitan shards parameters over dp_shard x cp = {} ranks (its fsdp mesh), where the plan "
                      "shards over dp_shard = {} and copies across cp: less memory and larger all-gathers than planned",
                      par.dp_shard * par.cp, par.dp_shard));
-  if (par.pp > 1) {
-    s.pp_schedule = par.pp_schedule == PipelineSchedule::gpipe        ? "GPipe"
-                    : par.pp_schedule == PipelineSchedule::one_f_one_b ? "1F1B"
-                                                                       : "Interleaved1F1B";
-  }
+  if (par.pp > 1) map_pipeline(p, s);
 }
 
 bool layout_is_per_block(const Plan& p) {
@@ -184,9 +211,13 @@ void map_precision(const Plan& p, TorchtitanSettings& s) {
 void map_misc(const Plan& p, TorchtitanSettings& s) {
   if (p.optimizer.grad_clip_norm == 0)
     note(s, "training.max_norm", "the plan does not clip gradients; torchtitan always clips, so max_norm is huge");
-  if (p.reduce_grads == ReduceGrads::last_micro_batch && p.grad_accum() > 1)
+  // Under pipeline parallelism torch's stages reduce once, after the last backward; without it every
+  // micro-batch.
+  const bool once = p.parallelism.pp > 1;
+  if ((p.reduce_grads == ReduceGrads::last_micro_batch) != once && p.grad_accum() > 1)
     note(s, "training.global_batch_size",
-         "the plan reduces gradients once per step (no_sync); torchtitan reduces after every micro-batch");
+         once ? "the plan reduces gradients after every micro-batch; under PP torchtitan reduces once per step"
+              : "the plan reduces gradients once per step (no_sync); torchtitan reduces after every micro-batch");
   if (p.prefetch.forward != 1 || p.prefetch.backward != 1)
     note(s, "fsdp_units", fmt::format("the plan prefetches {} unit(s) in forward and {} in backward; FSDP2 under "
                                       "torchtitan prefetches one (not a config setting)",

@@ -3,6 +3,8 @@
 // (models/llama3/infra/parallelize.py: embedding and each block with the policy, [norm, output] resharded
 // only under "always"), activation_checkpoint.py's modes, FSDP2's reduction after every micro-batch in
 // the configured dtype.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "planner/export_torchtitan.h"
@@ -38,6 +40,11 @@ Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s) {
     par.data_parallel = s.dp_replicate > 1 ? DataParallel::hsdp : DataParallel::fsdp_full_shard;
   if (par.tp > 1) par.sequence_parallel = true;
   p.units = default_plan(p.model, p.cluster, p.training, par, 1, RecomputeMode::none).units;
+  // Under PP the config names the plan's stages exactly (module_fqns_per_model_part).
+  if (par.pp > 1)
+    for (PlanUnit& u : p.units)
+      for (const PlanUnit& v : plan.units)
+        if (std::find(v.modules.begin(), v.modules.end(), u.modules.front()) != v.modules.end()) u.stage = v.stage;
   if (par.data_parallel != DataParallel::ddp) {
     for (PlanUnit& u : p.units) u.reshard_after_forward = s.reshard_policy == "never" ? 0 : 1;
     if (s.reshard_policy == "default") p.units.back().reshard_after_forward = 0;
@@ -46,7 +53,8 @@ Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s) {
   p.precision.param = s.param_dtype == "float32" ? DType::fp32 : DType::bf16;
   p.precision.reduce = DType::fp32;
   p.precision.fp32_master_weights = true;
-  p.reduce_grads = ReduceGrads::every_micro_batch;
+  p.reduce_grads = par.pp > 1 ? ReduceGrads::last_micro_batch : ReduceGrads::every_micro_batch;
+  if (par.pp > 1 && par.pp_schedule == PipelineSchedule::zero_bubble) par.pp_schedule = PipelineSchedule::one_f_one_b;
   p.prefetch = Prefetch{1, 1, kTorchtitanAllGathersInFlight};
   if (p.optimizer.grad_clip_norm <= 0) p.optimizer.grad_clip_norm = 1e30;
   p.predicted.reset();

@@ -1,9 +1,12 @@
 // planner/memory_bound.h — an analytic lower bound on the simulator's peak memory for a plan, used to
 // prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
 // every module saves for one micro-batch + the head's gathered parameters (all alive when the last
-// forward op starts, program/lower.cpp) + allocator headroom on that sum. Leaves out other gathered
-// units, prefetch buffers and backward working memory, which only add to the peak, so the bound never
-// exceeds what the simulator reports (tests/planner checks this).
+// forward op starts, program/lower.cpp) + allocator headroom on that sum. Under pipeline parallelism the
+// worst pipeline rank's: its units' state and the most activations its schedule keeps in flight (a walk
+// of its passes, program/pipeline_schedule.h), or the unsharded gradients FSDP accumulates over the step
+// with one micro-batch's activations, whichever is more. Leaves out other gathered units, prefetch buffers and
+// backward working memory, which only add to the peak, so the bound never exceeds what the simulator
+// reports (tests/planner checks this).
 #pragma once
 
 #include "core/plan.h"
@@ -12,7 +15,8 @@ namespace fsdpx {
 
 struct MemoryBound {
   double state_bytes = 0;        // params + grads + optimizer shards
-  double activation_bytes = 0;   // saved for backward, one micro-batch, all modules
+  double activation_bytes = 0;   // saved for backward (one micro-batch of every module, or the stage's
+                                 // peak), or under PP the accumulated unsharded gradients if more
   double fixed_bytes = 0;        // CUDA context + NCCL buffers
   double gathered_bytes = 0;     // the head's parameters, unsharded for its forward
   double headroom_bytes = 0;     // allocator headroom on the sum above

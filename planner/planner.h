@@ -1,12 +1,12 @@
-// planner/planner.h — `fsdpx plan`'s search: parallel shapes (dp_replicate x dp_shard x tp x cp) with
-// micro-batch sizes, each bounded (memory lower bound, throughput upper bound with the least recompute
-// that could fit) and refined best-bound-first while it could still win: wrapping (per-block k, FSDP1
-// size-based, SimpleFSDP greedy), reshard_after_forward, prefetch depth, all-gather cap, reduce dtype
-// and recompute (uniform, or full on some blocks). The space is what the target runs (fsdpx's executor or
-// a torchtitan release) and what the user allowed (bf16 reduction); a plan fits when its peak leaves the
-// memory margin free; within a throughput tolerance of the fastest, the plan with most headroom wins.
-// Deterministic: no wall-clock cutoffs. Leaves out pipeline parallelism (pp = 1 until the pipeline issue
-// lands) and CPU offload.
+// planner/planner.h — `fsdpx plan`'s search: parallel shapes (dp_replicate x dp_shard x tp x cp x pp, with
+// the pipeline schedule and its chunks per rank) with micro-batch sizes, each bounded (memory lower bound,
+// throughput upper bound with the least recompute that could fit) and refined best-bound-first while it
+// could still win: wrapping (per-block k, FSDP1 size-based, SimpleFSDP greedy), reshard_after_forward,
+// prefetch depth, all-gather cap, reduce dtype and recompute (uniform, or full on some blocks). The space
+// is what the target runs (fsdpx's executor or a torchtitan release) and what the user allowed (bf16
+// reduction); a plan fits when its peak leaves the memory margin free; within a throughput tolerance of
+// the fastest, the plan with most headroom wins. Deterministic: no wall-clock cutoffs. Leaves out CPU
+// offload and V-shaped pipeline schedules.
 #pragma once
 
 #include <array>
@@ -29,12 +29,25 @@ enum class WrapPolicy { per_block, fsdp1_size_based, simplefsdp_auto };
 const char* objective_name(Objective o);
 const char* wrap_policy_name(WrapPolicy w);  // "per_block", "fsdp1_size_based", "simplefsdp_auto"
 
+// Degrees the user fixed (0: searched), `fsdpx plan --pp N --pp-schedule S --tp T ...`.
+struct FixedDegrees {
+  int dp_replicate = 0, dp_shard = 0, tp = 0, cp = 0, pp = 0, vpp = 0;
+  std::optional<PipelineSchedule> pp_schedule;
+};
+
 // Knobs that narrow the search (defaults: the whole space; the target and the request narrow it further,
 // planner/space.h).
 struct SearchSpace {
   bool allow_tp = true;
   bool allow_cp = true;
   bool allow_hsdp = true;
+  bool allow_pp = true;
+  // Pipeline schedules searched when pp > 1 (GPipe keeps every micro-batch in flight for 1F1B's bubble:
+  // never better, so only when asked for) and interleaved 1F1B's chunks per rank.
+  std::vector<PipelineSchedule> pp_schedules = {PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b,
+                                                PipelineSchedule::zero_bubble};
+  std::vector<int> vpp_choices = {2, 4};
+  FixedDegrees fixed;
   std::vector<std::int64_t> micro_batches;    // empty: every divisor of the per-rank batch up to 16
   std::vector<int> blocks_per_unit = {1, 2, 4};
   bool merge_embedding_head = true;           // per-block variants with the embedding / head merged
@@ -94,6 +107,14 @@ struct CandidateMetrics {
   std::array<double, 6> peak_memory_by_category_bytes{};  // MemCategory order, headroom in "other"
 };
 
+// What pipelining does in the chosen plan (from one simulation of it with records): the share of the step
+// the stages' compute streams wait for other stages, and each stage's peak memory.
+struct PipelineReport {
+  double bubble_fraction = 0;
+  std::vector<double> stage_peak_memory_bytes;
+  std::vector<double> stage_idle_fraction;
+};
+
 struct Candidate {
   Plan plan;  // predicted and notes filled
   WrapPolicy wrapping = WrapPolicy::per_block;
@@ -123,6 +144,8 @@ struct PlanResult {
   double fastest_tokens_per_s_per_gpu = 0;  // of any fitting plan (the chosen one is within the tolerance)
   double least_memory_needed_bytes = 0;  // least peak any plan needs (simulated or bound)
   std::vector<std::string> suggestions;  // what would make it fit (when nothing fits)
+  std::optional<PipelineReport> pipeline;         // when the chosen plan has pp > 1
+  std::optional<Candidate> best_without_pipeline;  // the best simulated plan with pp = 1, for comparison
 };
 
 // Progress in [0, 1]; for display only (never changes the result).

@@ -144,8 +144,13 @@ Candidate ShapeRefiner::run(bool descend) {
     };
     for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != from.wrap) { Config c = from; c.wrap = w; try_config(c); }
     for (int g : reshards) if (g != from.reshard) { Config c = from; c.reshard = g; try_config(c); }
-    for (int d : s_.knobs.prefetch_depths) if (d != from.prefetch) { Config c = from; c.prefetch = d; try_config(c); }
-    for (int k : s_.knobs.all_gather_caps) if (k != from.cap) { Config c = from; c.cap = k; try_config(c); }
+    // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and
+    // the in-flight cap only move that one all-gather, so they are left at their defaults.
+    const bool gathers_once = b_.plan.parallelism.pp > 1 && from.reshard == 0;
+    if (!gathers_once) {
+      for (int d : s_.knobs.prefetch_depths) if (d != from.prefetch) { Config c = from; c.prefetch = d; try_config(c); }
+      for (int k : s_.knobs.all_gather_caps) if (k != from.cap) { Config c = from; c.cap = k; try_config(c); }
+    }
     for (DType t : s_.knobs.reduce_dtypes) if (t != from.reduce) { Config c = from; c.reduce = t; try_config(c); }
     if (!improved || at_floor(best)) break;
   }

@@ -1,7 +1,8 @@
 // planner/search.cpp — search_plans: every parallel shape x micro-batch of the target's space is bounded
 // (shape_bound.h: the recompute choices that could fit, each with a throughput upper bound), the shapes
 // are refined best-bound-first (refine.h) while their bound can still beat the fastest fitting plan
-// simulated so far, and the answer is assembled (results.h). Under the memory objective, shapes go by
+// simulated so far, and the answer is assembled (results.h), with what pipelining does in a pipelined
+// choice. Under the memory objective, shapes go by
 // their least memory bound while it is below the least simulated peak. Deterministic: bounds and counts,
 // never a clock.
 #include "planner/planner.h"
@@ -15,6 +16,7 @@
 #include "planner/shape_bound.h"
 #include "planner/shapes.h"
 #include "planner/suggestions.h"
+#include "simulator/simulate.h"
 
 namespace fsdpx {
 
@@ -36,7 +38,7 @@ std::vector<ShapeBound> bound_shapes(const PlanRequest& r, const Space& s, Searc
   PlanRequest narrowed = r;
   narrowed.space = s.knobs;
   for (const Parallelism& par : parallel_shapes(narrowed))
-    for (std::int64_t mb : micro_batch_choices(narrowed, par.data_parallel_ranks())) {
+    for (std::int64_t mb : micro_batch_choices(narrowed, par)) {
       ShapeBound b = bound_shape(r, s, par, mb);
       counts.considered += std::int64_t(b.choices);
       if (b.options.empty()) counts.pruned_memory += std::int64_t(b.choices);
@@ -102,6 +104,24 @@ void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, 
   }
 }
 
+// What pipelining does in the chosen plan: one simulation with records (the bubble needs the timeline),
+// and the best plan the search simulated without a pipeline, for comparison.
+void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objective objective) {
+  if (!res.best || res.best->plan.parallelism.pp == 1) return;
+  const Simulation sim = simulate(res.best->plan);
+  PipelineReport p;
+  p.bubble_fraction = sim.bubble_fraction;
+  for (const StageSummary& st : sim.stages) {
+    p.stage_peak_memory_bytes.push_back(st.peak_memory_bytes);
+    p.stage_idle_fraction.push_back(st.idle_fraction);
+  }
+  res.pipeline = p;
+  for (const Candidate& c : all)
+    if (c.plan.parallelism.pp == 1 && c.fits &&
+        (!res.best_without_pipeline || better(c, *res.best_without_pipeline, objective)))
+      res.best_without_pipeline = c;
+}
+
 }  // namespace
 
 Framework request_framework(const PlanRequest& request) {
@@ -125,6 +145,7 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   sample_families(shapes, r, s, ev);
   res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too
   finish_result(res, ev.all(), r);
+  report_pipeline(res, ev.all(), r.objective);
   if (!res.best) explain_no_fit(res, shapes, r, ev);
   if (progress) progress(1.0);
   return res;

@@ -2,16 +2,22 @@
 #include "planner/shape_bound.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <string>
 
+#include "core/pipeline.h"
+#include "cost_models/compute.h"
 #include "cost_models/estimate.h"
 #include "planner/shapes.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 
 namespace {
 
 // Lower bounds on one step's two resources. The compute stream runs the kernels and, serially inside them,
-// the TP/CP collectives (simulator/segment_work.cpp); the data-parallel collectives run on their own
+// the TP/CP collectives (program/segment_work.cpp); the data-parallel collectives run on their own
 // streams and fabric. Their traffic is bounded by the configuration that moves least: no reshard after
 // forward (one all-gather per micro-batch; estimate()'s ZeRO-2 form counts even fewer) and the cheapest
 // reduce dtype of the space.
@@ -19,12 +25,82 @@ struct Timing {
   double compute_s = 0, comm_s = 0;
 };
 
+// Kernel time of one micro-batch's passes of each virtual stage, from the segments the lowering builds
+// (program/segment_work.h; identical segments timed once); the serial TP/CP collectives are left out,
+// which only shortens. b is the whole backward, or ZB's B with w its W.
+struct StagePasses {
+  std::vector<double> f, b, w;
+};
+
+StagePasses stage_passes(const Plan& p) {
+  const Parallelism& par = p.parallelism;
+  const bool split = par.pp_schedule == PipelineSchedule::zero_bubble;
+  const std::vector<double> zero(std::size_t(virtual_stages(par.pp, par.vpp)), 0.0);
+  StagePasses out{zero, zero, zero};
+  std::map<std::string, std::array<double, 3>> timed;  // by segment signature
+  const StepGroups no_groups;
+  auto time_s = [&](const WorkSet& w) { return kernels_time_s(w.kernels, p.cluster.gpu, p.precision.param); };
+  for (const Segment& seg : plan_segments(p)) {
+    const std::string key = segment_signature(p, seg.first_module, seg.module_count);
+    auto it = timed.find(key);
+    if (it == timed.end()) {
+      const int first = seg.first_module, count = seg.module_count;
+      const std::array<double, 3> t{
+          time_s(segment_forward_work(p, first, count, no_groups)),
+          time_s(segment_backward_work(p, first, count, no_groups, split ? BackwardPart::input : BackwardPart::all)),
+          split ? time_s(segment_backward_work(p, first, count, no_groups, BackwardPart::weight)) : 0.0};
+      it = timed.emplace(key, t).first;
+    }
+    const auto v = std::size_t(p.units[std::size_t(seg.unit)].stage);
+    out.f[v] += it->second[0], out.b[v] += it->second[1], out.w[v] += it->second[2];
+  }
+  return out;
+}
+
+// A lower bound on a pipelined step's compute stream, for any schedule and unequal stages: pipeline rank
+// r starts when the first micro-batch's forward has passed the virtual stages before its first chunk, then
+// runs all its passes of m micro-batches one after another; outside ZB its last pass is its first chunk's
+// backward, whose gradient must still pass back through those stages (1F1B: (m + p - 1)(F + B) for equal
+// stages, Narayanan et al. 2021 §2.2; interleaved (m v + p - 1) per chunk, §2.2.1). ZB-H1 may end on
+// weight passes (Qi et al. 2023 §3), so no way back is counted there.
+double pipeline_compute_bound_s(const Plan& p) {
+  const Parallelism& par = p.parallelism;
+  const StagePasses s = stage_passes(p);
+  const double m = double(p.grad_accum());
+  const bool way_back = par.pp_schedule != PipelineSchedule::zero_bubble;
+  double most = 0, before_f = 0, before_b = 0;
+  for (int r = 0; r < par.pp; ++r) {
+    double work = 0;
+    for (int c = 0; c < par.vpp; ++c) {
+      const auto v = std::size_t(chunk_stage(c, r, par.pp));
+      work += m * (s.f[v] + s.b[v] + s.w[v]);
+    }
+    most = std::max(most, before_f + work + (way_back ? before_b : 0.0));
+    before_f += s.f[std::size_t(r)];
+    before_b += s.b[std::size_t(r)];
+  }
+  return most;
+}
+
+// Under pipeline parallelism a stage holds 1/pp of the model and runs on 1/pp of the ranks: estimate()
+// runs on one stage's mesh (a stage fills whole nodes or fits in one, shapes.cpp) and its per-GPU terms
+// divided by pp are the average stage's (the busiest does at least that); the compute stream also waits
+// at least as pipeline_compute_bound_s says. FSDP under PP gathers once and reduces once per step
+// (torchtitan's defaults), ZeRO-1's traffic.
 Timing timing(const Plan& p, DType reduce, bool no_reshard) {
   TrainingShape ts = training_shape_of(p);
   ts.precision.reduce = reduce;
-  if (no_reshard && (ts.mode == ShardingMode::zero3 || ts.mode == ShardingMode::hsdp)) ts.mode = ShardingMode::zero2;
-  const Estimate e = estimate(p.model, p.cluster, ts);
-  return {e.compute_time_s + e.tp_cp_comm_time_s, e.dp_comm_time_s};
+  const int pp = p.parallelism.pp;
+  const bool fsdp = ts.mode == ShardingMode::zero3 || ts.mode == ShardingMode::hsdp;
+  if (pp > 1 && (fsdp || ts.mode == ShardingMode::zero2)) ts.mode = ShardingMode::zero1;
+  else if (no_reshard && fsdp) ts.mode = ShardingMode::zero2;
+  ClusterSpec stage = p.cluster;
+  stage.gpus_per_node = std::min(stage.gpus_per_node, ts.world_size());
+  stage.nodes = ts.world_size() / stage.gpus_per_node;
+  const Estimate e = estimate(p.model, stage, ts);
+  const double average_s = (e.compute_time_s + e.tp_cp_comm_time_s) / pp;
+  if (pp == 1) return {average_s, e.dp_comm_time_s};
+  return {std::max(average_s, pipeline_compute_bound_s(p)), e.dp_comm_time_s / pp};
 }
 
 double tps_of(const Plan& p, double step_s) {
@@ -38,9 +114,10 @@ Plan with(const Plan& base, const std::vector<RecomputeMode>& r) {
 }
 
 // The partial family: its first member whose bound fits, with the bound interpolated between none and
-// full (identical blocks: compute, TP traffic and saved activations are linear in the recomputed blocks).
+// full (identical blocks: compute, TP traffic and saved activations are linear in the recomputed blocks);
+// more recomputed blocks never shorten a step, so later members are bounded by it too.
 void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, double none_bound_bytes, const Timing& none,
-                 const Timing& full) {
+                 const Timing& full, DType reduce) {
   const std::int64_t layers = r.model.layers;
   const std::vector<int> members = partial_members(layers, s.partial);
   // Start at the fewest blocks the linear bound allows; the exact bound of each member then decides.
@@ -53,8 +130,13 @@ void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, double non
     const double bound = memory_lower_bound(with(b.plan, recompute_pattern(c, layers, s.partial))).total();
     if (bound > *r.memory_limit_bytes) continue;
     const double f = double(full_blocks(c.member, layers, s.partial)) / double(layers);
-    const double step_s = std::max(none.compute_s + f * (full.compute_s - none.compute_s),
-                                   none.comm_s + f * (full.comm_s - none.comm_s));
+    double step_s = std::max(none.compute_s + f * (full.compute_s - none.compute_s),
+                             none.comm_s + f * (full.comm_s - none.comm_s));
+    // Under PP the recomputed blocks load some stages more than others: the member's own bound.
+    if (b.plan.parallelism.pp > 1) {
+      const Timing t = timing(with(b.plan, recompute_pattern(c, layers, s.partial)), reduce, s.knobs.try_no_reshard);
+      step_s = std::max(t.compute_s, t.comm_s);
+    }
     b.options.push_back({c, int(i), tps_of(b.plan, step_s), bound});
     return;
   }
@@ -84,7 +166,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
   }
   if (s.partial != PartialRecompute::none)
     add_partial(b, r, s, none_bound.total(), timing(b.plan, reduce, s.knobs.try_no_reshard),
-                timing(full_plan, reduce, s.knobs.try_no_reshard));
+                timing(full_plan, reduce, s.knobs.try_no_reshard), reduce);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });
   if (!b.options.empty()) b.tps_bound = b.options.front().tps_bound;

@@ -3,8 +3,10 @@
 // family, the fewest fully recomputed blocks that could fit), and for each an upper bound on tokens/s per
 // GPU from estimate()'s cost terms: the step is at least the compute stream's work (kernels and the serial
 // TP/CP collectives) and at least the data-parallel traffic of the configuration that moves least (perfect
-// overlap otherwise); partial recompute interpolated between none and full, blocks being identical. No wrapping, reshard, prefetch or cap can beat them, so
-// a shape whose best bound is below a simulated plan cannot win.
+// overlap otherwise); partial recompute interpolated between none and full, blocks being identical. Under
+// pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel time (the
+// first micro-batch's way in, all its passes, the last gradient's way back). No wrapping, reshard,
+// prefetch or cap can beat them, so a shape whose best bound is below a simulated plan cannot win.
 #pragma once
 
 #include <vector>

@@ -1,5 +1,6 @@
 // planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
-// tp = cp = 1 (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
+// pp = 1, and tensor and context parallelism on the CPU backend only, whose model runs op-level selective
+// recompute as none (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
 // policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block recompute, and no way to
 // say fsdpx's cp sharding (export_torchtitan_map.cpp).
 #include "planner/space.h"
@@ -16,6 +17,9 @@ namespace fsdpx {
 namespace {
 
 void narrow_for_torchtitan(SearchSpace& k) {
+  // torchtitan's single-stage schedules are 1F1B and GPipe; its zero-bubble schedules are multi-stage
+  // (InterleavedZeroBubble, ZBVZeroBubble need two or more stages per rank), not ZB-H1.
+  std::erase(k.pp_schedules, PipelineSchedule::zero_bubble);
   k.blocks_per_unit = {1};
   k.merge_embedding_head = false;
   k.fsdp1_min_params.clear();
@@ -33,8 +37,9 @@ void narrow_for_torchtitan(SearchSpace& k) {
 Space effective_space(const PlanRequest& r) {
   Space s{r.space, PartialRecompute::first_k};
   if (r.target.kind == TargetKind::fsdpx) {
-    s.knobs.allow_tp = false;
-    s.knobs.allow_cp = false;
+    if (!r.cluster.host_threads) s.knobs.allow_tp = s.knobs.allow_cp = false;
+    if (r.cluster.host_threads) std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
+    s.knobs.allow_pp = false;
   } else {
     narrow_for_torchtitan(s.knobs);
     s.partial = PartialRecompute::every_nth;
@@ -82,7 +87,36 @@ int full_blocks(int member, std::int64_t layers, PartialRecompute partial) {
   return partial == PartialRecompute::first_k ? member : int(layers / member);
 }
 
+namespace {
+
+// Under pipeline parallelism FSDP wraps each stage's model part separately (torchtitan applies
+// parallelize_fn per part), so units never cross a stage: per-block k within the shape's stages.
+std::vector<WrapChoice> pipeline_wrap_choices(const Plan& shape, const Space& s) {
+  std::vector<WrapChoice> out;
+  for (int k : s.knobs.blocks_per_unit) {
+    WrapChoice w{WrapPolicy::per_block, fmt::format("per_block k{} in stages", k), {}};
+    int stage = -1, in_unit = 0;
+    for (const PlanUnit& u : shape.units) {
+      const bool block = u.modules.front().rfind("block.", 0) == 0;
+      if (block && !w.units.empty() && stage == u.stage && in_unit < k &&
+          w.units.back().modules.back().rfind("block.", 0) == 0) {
+        w.units.back().modules.push_back(u.modules.front());
+        ++in_unit;
+        continue;
+      }
+      w.units.push_back(u);
+      stage = u.stage;
+      in_unit = 1;
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
+  if (shape.parallelism.pp > 1) return pipeline_wrap_choices(shape, s);
   std::vector<WrapChoice> out;
   const bool tied = r.model.tied_embeddings;
   const int merges = tied || !s.knobs.merge_embedding_head ? 1 : 4;
@@ -111,7 +145,7 @@ std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, co
 
 std::vector<int> reshard_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
   std::vector<int> out{1};
-  if (s.knobs.try_no_reshard) out.push_back(0);
+  if (s.knobs.try_no_reshard || shape.parallelism.pp > 1) out.push_back(0);
   const auto& par = shape.parallelism;
   const int per_node = r.cluster.gpus_per_node / (par.tp * par.cp);
   if (s.knobs.try_node_reshard && per_node > 1 && par.dp_shard > per_node && par.dp_shard % per_node == 0)
@@ -119,8 +153,11 @@ std::vector<int> reshard_choices(const Plan& shape, const PlanRequest& r, const 
   return out;
 }
 
-Config default_config(const Plan&, const PlanRequest&, const Space& s) {
-  return Config{0, 1, s.knobs.prefetch_depths.front(), s.knobs.all_gather_caps.front(), s.knobs.reduce_dtypes.front()};
+// Under pipeline parallelism torchtitan's default keeps parameters unsharded (reshard_after_forward =
+// not pp_enabled).
+Config default_config(const Plan& shape, const PlanRequest&, const Space& s) {
+  const int reshard = shape.parallelism.pp > 1 ? 0 : 1;
+  return Config{0, reshard, s.knobs.prefetch_depths.front(), s.knobs.all_gather_caps.front(), s.knobs.reduce_dtypes.front()};
 }
 
 Plan configured_plan(const Plan& shape, const std::vector<WrapChoice>& wraps, const Config& c,

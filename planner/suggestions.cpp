@@ -31,7 +31,7 @@ std::vector<std::pair<double, Plan>> least_plans(const PlanRequest& r, const Spa
   const bool has_full = std::find(modes.begin(), modes.end(), RecomputeMode::full) != modes.end();
   const RecomputeMode least = has_full || modes.empty() ? RecomputeMode::full : modes.back();
   for (const Parallelism& par : parallel_shapes(narrowed)) {
-    const std::vector<std::int64_t> mbs = micro_batch_choices(narrowed, par.data_parallel_ranks());
+    const std::vector<std::int64_t> mbs = micro_batch_choices(narrowed, par);
     if (mbs.empty()) continue;
     Plan p = shape_plan(r, par, mbs.front(), least);
     out.emplace_back(memory_lower_bound(p).total(), std::move(p));

@@ -1,8 +1,9 @@
 // planner/target.cpp — target names and what each target cannot run. fsdpx's limits mirror the
-// executor's checks (executor/runtime/runtime_program.cpp check_runnable: tp and cp of 1; pp > 1 on the CPU
-// backend only; a tied head in the embedding's unit, or under pp the embedding alone in its unit; the CPU
-// backend reduces in fp32, the CUDA one in fp32 or bf16); torchtitan's are the exporter's notes
-// (export_torchtitan_map.cpp).
+// executor's checks (executor/runtime/runtime_program.cpp check_runnable: tp, cp and pp of 1 on CUDA;
+// on the CPU tp and cp degrees that split the FFN, vocabulary, KV heads and tokens evenly, without
+// op-level selective recompute, and pp with tp = cp = 1; a tied head in the embedding's unit, or under
+// pp the embedding alone in its unit; the CPU backend reduces in fp32, the CUDA one in fp32 or bf16);
+// torchtitan's are the exporter's notes (export_torchtitan_map.cpp).
 #include "planner/target.h"
 
 #include <algorithm>
@@ -31,14 +32,36 @@ bool same_unit(const Plan& p, const char* a, const char* b) {
   return false;
 }
 
+// Tensor parallelism on the CPU backend: even splits, no op-level SAC (its step program re-runs tp
+// collectives the CPU model does not).
+void cpu_tensor_parallel_gaps(const Plan& p, std::vector<std::string>& gaps) {
+  const Parallelism& par = p.parallelism;
+  const ModelSpec& m = p.model;
+  if (m.ffn_hidden % par.tp != 0 || m.vocab % par.tp != 0)
+    gaps.push_back(fmt::format("tp = {}: the CPU backend splits ffn_hidden ({}) and vocab ({}) evenly", par.tp,
+                               m.ffn_hidden, m.vocab));
+  if (m.kv_heads % par.tp != 0 && par.tp % m.kv_heads != 0)
+    gaps.push_back(fmt::format("tp = {}: tp and kv_heads ({}) must divide one another", par.tp, m.kv_heads));
+  if (par.sequence_parallel && (p.training.micro_batch * p.training.seq / par.cp) % par.tp != 0)
+    gaps.push_back(fmt::format("tp = {}: sequence parallelism splits a micro-batch's tokens evenly", par.tp));
+  if (std::find(p.recompute.begin(), p.recompute.end(), RecomputeMode::selective_op) != p.recompute.end())
+    gaps.push_back("recompute selective_op with tp > 1: the CPU model does not re-run its tp collectives");
+}
+
 std::vector<std::string> fsdpx_gaps(const Plan& p) {
   std::vector<std::string> gaps;
   const Parallelism& par = p.parallelism;
   const bool cpu = p.cluster.host_threads;
   for (auto [degree, name] : {std::pair{par.tp, "tp"}, {par.cp, "cp"}})
-    if (degree > 1) gaps.push_back(fmt::format("{} = {}: fsdpx's executor runs {} = 1 only", name, degree, name));
+    if (degree > 1 && !cpu)
+      gaps.push_back(fmt::format("{} = {}: fsdpx's CUDA backend runs {} = 1 only (the CPU backend runs it)", name,
+                                 degree, name));
   if (par.pp > 1 && !cpu)
     gaps.push_back(fmt::format("pp = {}: fsdpx's CUDA backend runs pp = 1 only (the CPU backend runs pipelines)", par.pp));
+  if (par.pp > 1 && par.tp * par.cp > 1)
+    gaps.push_back(fmt::format("pp = {} with tp = {}, cp = {}: fsdpx's executor runs pipelines with tp = cp = 1",
+                               par.pp, par.tp, par.cp));
+  if (cpu && par.tp > 1) cpu_tensor_parallel_gaps(p, gaps);
   if (p.model.tied_embeddings && par.pp == 1 && !same_unit(p, "embedding", "head"))
     gaps.push_back("a tied head outside the embedding's unit: the executor keeps the shared weight in one unit");
   if (p.model.tied_embeddings && par.pp > 1 && !alone_in_unit(p, "embedding"))

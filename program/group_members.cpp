@@ -4,6 +4,8 @@
 // rank orders and the pipeline groups, whose members are the same mesh point of several roles.
 #include "program/group_members.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace fsdpx {
@@ -46,6 +48,16 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       break;
     case GroupKind::tp: b.tp = {0, mesh.tp}; break;
     case GroupKind::cp: b.cp = {0, mesh.cp}; break;
+    case GroupKind::replicate_cp:
+      b.rep = {0, mesh.dp_replicate};
+      b.cp = {0, mesh.cp};
+      break;
+    case GroupKind::dp_cp:
+      b.rep = {0, mesh.dp_replicate};
+      b.shard = {0, mesh.dp_shard};
+      b.cp = {0, mesh.cp};
+      break;
+    case GroupKind::mesh_all: b = GroupBox{{0, mesh.dp_replicate}, {0, mesh.dp_shard}, {0, mesh.cp}, {0, mesh.tp}}; break;
     case GroupKind::reshard: {
       const int g = group.reshard_ranks;
       FSDP_CHECK(g >= 1 && mesh.dp_shard % g == 0, "reshard group size must divide dp_shard");
@@ -80,12 +92,25 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::tp: return mesh.tp;
     case GroupKind::cp: return mesh.cp;
     case GroupKind::reshard: return group.reshard_ranks;
+    case GroupKind::replicate_cp: return mesh.dp_replicate * mesh.cp;
+    case GroupKind::dp_cp: return mesh.dp_replicate * mesh.dp_shard * mesh.cp;
+    case GroupKind::mesh_all: return mesh.size();
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: return group.shape.ranks;  // one rank per member role
   }
   FSDP_CHECK(false, "unknown GroupKind");
   return 0;
+}
+
+GroupShape group_shape(const Mesh& mesh, const ProcessGroup& group, int gpus_per_node) {
+  std::vector<int> members;
+  group_members(mesh, group, 0, members);
+  GroupShape g;
+  g.ranks = int(members.size());
+  g.ranks_per_node = 0;
+  for (int r : members) g.ranks_per_node += r / std::max(1, gpus_per_node) == 0 ? 1 : 0;
+  return g;
 }
 
 }  // namespace fsdpx

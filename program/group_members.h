@@ -25,4 +25,8 @@ void group_members(const Mesh& mesh, const ProcessGroup& group, int rank, std::v
 // Number of members of every instance of `group` on `mesh` (the size of group_members's output).
 int group_size(const Mesh& mesh, const ProcessGroup& group);
 
+// How the instances of `group` lie on nodes of `gpus_per_node` ranks (rank r on node r / gpus_per_node):
+// its size and the members of rank 0's instance on node 0 (groups are symmetric on the mesh).
+GroupShape group_shape(const Mesh& mesh, const ProcessGroup& group, int gpus_per_node);
+
 }  // namespace fsdpx

@@ -12,6 +12,7 @@
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
+#include "program/group_members.h"
 #include "program/lowering.h"
 
 namespace fsdpx {
@@ -45,6 +46,12 @@ void Lowerer::make_groups() {
   g_.dp_shard = shard_group_;
   g_.dp_replicate = replicate_group_;
   g_.dp_all = all_group_;
+  // Groups over axes that are not adjacent on the mesh: their shapes from their members.
+  auto spanning = [this](GroupKind kind) {
+    return add_group(kind, group_shape(prog_.mesh, ProcessGroup{kind, {}, 0}, plan_.cluster.gpus_per_node));
+  };
+  if (par.cp > 1) replicate_cp_group_ = spanning(GroupKind::replicate_cp), dp_cp_group_ = spanning(GroupKind::dp_cp);
+  if (par.tp * par.cp > 1) mesh_all_group_ = spanning(GroupKind::mesh_all);
   if (par.pp == 1) return;
   const int stride = prog_.mesh.size();
   pp_pair_group_ = add_mesh_group(GroupKind::pp_pair, 2, stride);
@@ -125,9 +132,10 @@ void Lowerer::tied_all_reduce() {
   tied_ops_.push_back({role_, id});
 }
 
-// Gradient-norm clipping (a scalar all-reduce over the data-parallel group, then across pipeline
-// ranks: Megatron-LM's get_grad_norm_fp32 reduces over the model-parallel group) and AdamW on the
-// local shard, after every reduction.
+// Gradient-norm clipping (a scalar all-reduce over the data-parallel group, or over the whole mesh
+// when tp or cp > 1 hold distinct parameters, then across pipeline ranks: Megatron-LM's
+// get_grad_norm_fp32 reduces over the model-parallel group) and AdamW on the local shard, after every
+// reduction.
 void Lowerer::optimizer_step() {
   std::vector<int> deps = reduce_ops_;
   if (!compute_ops_.empty()) deps.push_back(compute_ops_.back());
@@ -145,7 +153,7 @@ void Lowerer::optimizer_step() {
     return deps.front();
   };
   if (plan_.optimizer.grad_clip_norm > 0) {
-    scalar_all_reduce("clip.ar", all_group_);
+    scalar_all_reduce("clip.ar", mesh_all_group_ >= 0 ? mesh_all_group_ : all_group_);
     if (plan_.parallelism.pp > 1) norm_ops_.push_back({role_, scalar_all_reduce("clip.pp", pp_all_group_)});
   }
   double sharded = 0, replicated = 0;  // parameters of this rank whose optimizer state is sharded / replicated
@@ -176,9 +184,14 @@ void Lowerer::resident_memory() {
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
   const StateBytes state = is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
                                                          : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  // Per-axis communicators only: groups spanning several axes are left out as dp_all always was.
   int communicators = 0;
   for (const auto& g : prog_.groups)
-    communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all && g.kind != GroupKind::pp_all ? 1 : 0;
+    communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all && g.kind != GroupKind::pp_all &&
+                             g.kind != GroupKind::replicate_cp && g.kind != GroupKind::dp_cp &&
+                             g.kind != GroupKind::mesh_all
+                         ? 1
+                         : 0;
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   auto& resident = prog_.roles[std::size_t(role_)].resident;
   resident.push_back({MemCategory::params, state.params});
@@ -205,6 +218,10 @@ void Lowerer::join_rendezvous() {
 }
 
 StepProgram Lowerer::build() {
+  if (plan_.grad_accum() > kMaxLoweredMicroBatches)
+    throw ConfigError(fmt::format("plan: /training/global_batch: {} micro-batches per step, more than the {} the "
+                                  "simulator runs op by op (docs/input-ranges.md): raise micro_batch",
+                                  plan_.grad_accum(), kMaxLoweredMicroBatches));
   const auto& par = plan_.parallelism;
   prog_.pp = par.pp;
   prog_.vpp = par.vpp;

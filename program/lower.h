@@ -10,14 +10,21 @@
 // and internals: program/lowering.h, lower*.cpp.
 #pragma once
 
+#include <cstdint>
+
 #include "core/plan.h"
 #include "program/segment_work.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
 
+// The program holds every micro-batch's ops, so its size grows with gradient accumulation: beyond this
+// many micro-batches per step (docs/input-ranges.md) lowering refuses rather than running for minutes.
+inline constexpr std::int64_t kMaxLoweredMicroBatches = 4096;
+
 // Builds the program of one step (untimed: durations are filled by time_program). The plan must be
-// valid (validate_plan): stage assignments and micro-batch counts are trusted.
+// valid (validate_plan): stage assignments and micro-batch counts are trusted. Throws ConfigError
+// "plan: /training/global_batch: ..." beyond kMaxLoweredMicroBatches.
 StepProgram lower(const Plan& plan);
 
 }  // namespace fsdpx

@@ -222,14 +222,16 @@ void Lowerer::weight_segment(int s, int mb) {
 }
 
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
-// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient.
+// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
+// cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
 void Lowerer::reduce(int unit, int mb, int after_op) {
   const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
   const double grad_bytes = params_[std::size_t(unit)] * rb_;
   UnitState& us = units_[std::size_t(unit)];
+  const bool cp = plan_.parallelism.cp > 1;
   if (!is_sharded(place.grads)) {
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grads, unit, mb,
-                          grad_bytes, all_group_);
+                          grad_bytes, cp ? dp_cp_group_ : all_group_);
     ar.deps.push_back(after_op);
     ar.completes_reduction = true;
     us.reduced_op = add_op(std::move(ar));
@@ -248,7 +250,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
       op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(unit)] * autograd_grad_bytes_});
     us.grads_live = false;
   }
-  const bool across_replicas = place.grads == Placement::sharded_replicated;
+  const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
   op.completes_reduction = !across_replicas;
   us.reduced_op = add_op(std::move(op));
   reduce_ops_.push_back(us.reduced_op);
@@ -258,7 +260,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   }
   if (across_replicas) {
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
-                          grad_bytes / plan_.parallelism.dp_shard, replicate_group_);
+                          grad_bytes / plan_.parallelism.dp_shard, cp ? replicate_cp_group_ : replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(us.reduced_op);
     us.reduced_op = add_op(std::move(ar));

@@ -84,6 +84,7 @@ class Lowerer {
   StepGroups g_;
   int shard_group_ = -1, replicate_group_ = -1, all_group_ = -1;
   int pp_pair_group_ = -1, pp_ends_group_ = -1, pp_all_group_ = -1;
+  int replicate_cp_group_ = -1, dp_cp_group_ = -1, mesh_all_group_ = -1;  // -1 unless cp (or tp) > 1
   std::map<int, int> reshard_groups_;  // g -> group
   std::map<std::string, int> work_cache_;
   std::vector<int> first_forward_segment_, last_forward_segment_;  // per unit

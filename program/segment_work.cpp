@@ -14,16 +14,6 @@ namespace fsdpx {
 
 namespace {
 
-enum class ModuleKind { embedding, block, final_norm, head };
-
-// Module i of module_names(): 0 embedding, 1..L blocks, L+1 final norm, L+2 head.
-ModuleKind module_kind(const Plan& plan, int i) {
-  const int layers = int(plan.model.layers);
-  if (i == 0) return ModuleKind::embedding;
-  if (i <= layers) return ModuleKind::block;
-  return i == layers + 1 ? ModuleKind::final_norm : ModuleKind::head;
-}
-
 RecomputeMode block_recompute(const Plan& plan, int i) { return plan.recompute[std::size_t(i - 1)]; }
 
 LayerShape layer_shape(const Plan& plan) {
@@ -64,57 +54,20 @@ void append(std::vector<KernelWork>& to, const std::vector<KernelWork>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
-// Bytes of one TP activation exchange: the full [tokens, hidden] tensor of the micro-batch (S).
-double tp_exchange_bytes(const Plan& plan) {
-  return double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
-         double(plan.model.hidden) * dtype_bytes(plan.precision.param);
-}
-
-// Megatron-style TP inside a block, per pass: two all-reduces, or with sequence parallelism two
-// all-gathers and two reduce-scatters (Korthikanti et al. 2022 §4.2.2).
-void add_block_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int passes) {
-  if (g.tp < 0 || passes == 0) return;
-  const double bytes = tp_exchange_bytes(plan);
-  if (plan.parallelism.sequence_parallel) {
-    out.push_back({Collective::all_gather, bytes, g.tp, 2 * passes});
-    out.push_back({Collective::reduce_scatter, bytes, g.tp, 2 * passes});
-  } else {
-    out.push_back({Collective::all_reduce, bytes, g.tp, 2 * passes});
-  }
-}
-
 // TP collectives re-run by torchtitan's op-level SAC before a block's backward (op_sac.h): without SP
 // the all-reduce after wo (its output feeds the MLP norm, whose backward needs it); with SP the two
 // all-gathers before the column-parallel matmuls (their inputs are needed by the recomputed wk, w3 and
 // by every matmul's weight gradient); the reduce-scatter outputs are saved and the collective after
-// w2 comes after the last needed tensor (early stop).
+// w2 comes after the last needed tensor (early stop). (The CPU runtime rejects it with tp > 1.)
 void add_op_sac_recompute_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
   if (g.tp < 0) return;
-  const double bytes = tp_exchange_bytes(plan);
+  const double bytes = double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
+                       double(plan.model.hidden) * dtype_bytes(plan.precision.param);
   if (plan.parallelism.sequence_parallel) {
     out.push_back({Collective::all_gather, bytes, g.tp, 2});
   } else {
     out.push_back({Collective::all_reduce, bytes, g.tp, 1});
   }
-}
-
-// Ring attention (CP): cp-1 exchanges of the local K,V chunk per pass; backward also returns dK, dV.
-void add_block_cp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int kv_passes) {
-  if (g.cp < 0 || kv_passes == 0) return;
-  const auto& m = plan.model;
-  const double kv_heads_local = std::max<double>(1.0, double(m.kv_heads) / plan.parallelism.tp);
-  const double bytes = 2.0 * double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp *
-                       kv_heads_local * double(m.head_dim) * dtype_bytes(plan.precision.param);
-  out.push_back({Collective::send_recv, bytes, g.cp, (plan.parallelism.cp - 1) * kv_passes});
-}
-
-// Vocabulary-parallel embedding and head with TP: the embedding output is all-reduced (reduce-scattered
-// with SP) and the head input all-gathered with SP; backward mirrors it.
-void add_vocab_tp(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g) {
-  if (g.tp < 0) return;
-  const double bytes = tp_exchange_bytes(plan);
-  out.push_back({plan.parallelism.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, bytes,
-                 g.tp, 1});
 }
 
 }  // namespace
@@ -164,21 +117,12 @@ WorkSet segment_forward_work(const Plan& plan, int first_module, int module_coun
   const LayerShape s = layer_shape(plan);
   for (int i = first_module; i < first_module + module_count; ++i) {
     switch (module_kind(plan, i)) {
-      case ModuleKind::embedding:
-        append(w.kernels, embedding_kernels(plan.model, s, Pass::forward));
-        add_vocab_tp(w.serial_comms, plan, g);
-        break;
-      case ModuleKind::block:
-        append(w.kernels, block_kernels(plan.model, s, Pass::forward));
-        add_block_tp(w.serial_comms, plan, g, 1);
-        add_block_cp(w.serial_comms, plan, g, 1);
-        break;
+      case ModuleKind::embedding: append(w.kernels, embedding_kernels(plan.model, s, Pass::forward)); break;
+      case ModuleKind::block: append(w.kernels, block_kernels(plan.model, s, Pass::forward)); break;
       case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
-      case ModuleKind::head:
-        append(w.kernels, head_kernels(plan.model, s, Pass::forward));
-        add_vocab_tp(w.serial_comms, plan, g);
-        break;
+      case ModuleKind::head: append(w.kernels, head_kernels(plan.model, s, Pass::forward)); break;
     }
+    add_forward_comms(w.serial_comms, plan, g, i);
   }
   return w;
 }
@@ -187,9 +131,10 @@ namespace {
 
 // ZB's B of a block: recompute first (all forward kernels under full, the attention core under
 // selective, the unsaved matmuls and elementwise kernels under selective_op), then the input
-// gradients; its TP collectives (the weight gradients need none) and ring-attention exchanges
-// (backward passes K,V and dK,dV: 2; re-running the attention core adds one forward ring).
-void add_block_input_backward(WorkSet& w, const Plan& plan, int i, const StepGroups& g) {
+// gradients. A full recompute re-runs the forward's collectives too (the attention core's recompute
+// reuses the backward's gathered K and V); the backward's own collectives come with B (the weight
+// gradients need none).
+void add_block_recompute(WorkSet& w, const Plan& plan, int i, const StepGroups& g) {
   const LayerShape s = layer_shape(plan);
   const RecomputeMode r = block_recompute(plan, i);
   auto fwd = block_kernels(plan.model, s, Pass::forward);
@@ -200,10 +145,8 @@ void add_block_input_backward(WorkSet& w, const Plan& plan, int i, const StepGro
     append(w.kernels, fwd);
     w.recompute_flops += kernels_flops(fwd);
   }
-  add_block_tp(w.serial_comms, plan, g, r == RecomputeMode::full ? 2 : 1);
+  if (r == RecomputeMode::full) add_forward_comms(w.serial_comms, plan, g, i);
   if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
-  const bool reruns_attention = r == RecomputeMode::full || r == RecomputeMode::selective;
-  add_block_cp(w.serial_comms, plan, g, reruns_attention ? 3 : 2);
 }
 
 std::vector<KernelWork> module_kernels(const Plan& plan, ModuleKind kind, Pass p) {
@@ -225,9 +168,9 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
   const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input;
   for (int i = first_module; i < first_module + module_count; ++i) {
     const ModuleKind kind = module_kind(plan, i);
+    if (input && kind == ModuleKind::block) add_block_recompute(w, plan, i, g);
+    if (input) add_backward_comms(w.serial_comms, plan, g, i);
     if (kind == ModuleKind::final_norm) continue;
-    if (input && kind == ModuleKind::block) add_block_input_backward(w, plan, i, g);
-    if (input && kind != ModuleKind::block) add_vocab_tp(w.serial_comms, plan, g);
     if (input) append(w.kernels, module_kernels(plan, kind, Pass::input_grad));
     if (weight) append(w.kernels, module_kernels(plan, kind, Pass::weight_grad));
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "program/parallel_comms.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -21,11 +22,6 @@ std::vector<Segment> plan_segments(const Plan& plan);
 // Parameters of each unit on one rank after TP, before data-parallel sharding. Under pipeline
 // parallelism the last stage's head unit also holds its copy of a tied embedding.
 std::vector<double> unit_params(const Plan& plan);
-
-// Process groups of the step, as indices into StepProgram::groups (-1 when the axis has one rank).
-struct StepGroups {
-  int dp_shard = -1, dp_replicate = -1, dp_all = -1, tp = -1, cp = -1;
-};
 
 struct SegmentMemory {
   double saved_activation_bytes = 0;  // kept from forward to backward

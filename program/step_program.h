@@ -75,7 +75,13 @@ struct MemEffect {
 // Process groups of the mesh; a collective names one. The pipeline kinds span roles: pp_pair is a
 // rank and the rank at the same mesh point on a neighbouring pipeline rank (send/recv), pp_ends the
 // first and last pipeline rank (tied embeddings), pp_all every pipeline rank (the gradient norm).
-enum class GroupKind : std::uint8_t { dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all };
+// Context-parallel ranks hold the same parameters and see different tokens, so with cp > 1 gradients
+// are also summed over cp: replicate_cp (the replica all-reduce of the gradient shard) and dp_cp
+// (DDP's all-reduce) add the cp axis to dp_replicate and dp_all; mesh_all (every rank of one pipeline
+// rank's mesh) sums the gradient norm when tp or cp > 1.
+enum class GroupKind : std::uint8_t {
+  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all
+};
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;

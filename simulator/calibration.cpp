@@ -25,9 +25,8 @@ struct Aggregate {
 std::map<std::string, Aggregate> program_kernels(const Plan& plan) {
   const StepProgram program = lower(plan);
   std::map<std::string, Aggregate> out;
-  for (const Op& op : program.roles.front().ops) {
-    if (op.work_set < 0) continue;
-    for (const KernelWork& k : program.work_sets[std::size_t(op.work_set)].kernels) {
+  for (const WorkSet* w : rank0_work_sets(program)) {
+    for (const KernelWork& k : w->kernels) {
       auto [it, fresh] = out.try_emplace(k.name);
       Aggregate& a = it->second;
       if (fresh) a.first = k, a.c.name = k.name, a.c.matmul = k.matmul, a.c.attention = k.attention_seq > 0;
@@ -113,20 +112,33 @@ GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
 
 }  // namespace
 
+std::vector<const WorkSet*> rank0_work_sets(const StepProgram& program) {
+  std::vector<const WorkSet*> out;
+  for (const Op& op : program.roles.front().ops)
+    if (op.work_set >= 0) out.push_back(&program.work_sets[std::size_t(op.work_set)]);
+  return out;
+}
+
+bool measured_per_step(const ProfileTimes& p, const std::string& name, double& measured_s, double& measured_calls,
+                       std::vector<std::string>& unmatched) {
+  const auto t = p.time_s.find(name);
+  if (t == p.time_s.end() || !(t->second > 0)) {
+    unmatched.push_back(name + " (in the step program, not in the profile)");
+    return false;
+  }
+  measured_s = t->second / p.steps;
+  const auto calls = p.calls.find(name);
+  measured_calls = calls == p.calls.end() ? 0 : double(calls->second) / p.steps;
+  return true;
+}
+
 Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin) {
   if (profile.steps <= 0) throw ConfigError(origin + ": profile has no steps (run with --profile and --steps >= 1)");
   std::map<std::string, Aggregate> kernels = program_kernels(plan);
   Calibration cal;
   Measured m;
   for (auto& [name, a] : kernels) {
-    const auto t = profile.time_s.find(name);
-    if (t == profile.time_s.end() || !(t->second > 0)) {
-      cal.unmatched.push_back(name + " (in the step program, not in the profile)");
-      continue;
-    }
-    a.c.measured_s = t->second / profile.steps;
-    const auto calls = profile.calls.find(name);
-    a.c.measured_calls = calls == profile.calls.end() ? 0 : double(calls->second) / profile.steps;
+    if (!measured_per_step(profile, name, a.c.measured_s, a.c.measured_calls, cal.unmatched)) continue;
     add_point(a, plan.cluster.gpu, plan.precision.param, m);
   }
   for (const auto& [name, t] : profile.time_s)

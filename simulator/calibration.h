@@ -13,14 +13,26 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/plan.h"
+#include "program/step_program.h"
 
 namespace fsdpx {
 
-struct KernelProfile {
-  std::map<std::string, double> time_s;  // summed over `steps` steps, rank 0
+// Wall times of named work of a run (kernels here, collectives in calibration_fabric.h), summed over
+// `steps` steps, rank 0.
+struct ProfileTimes {
+  std::map<std::string, double> time_s;
   std::map<std::string, int> calls;
   int steps = 0;
 };
+using KernelProfile = ProfileTimes;
+
+// The work sets of rank 0's compute ops in one step of `program`, one per op, in issue order.
+std::vector<const WorkSet*> rank0_work_sets(const StepProgram& program);
+
+// The per-step time and calls of `name` in `p`; false, with a note in `unmatched`, when the profile has
+// no time for it.
+bool measured_per_step(const ProfileTimes& p, const std::string& name, double& measured_s, double& measured_calls,
+                       std::vector<std::string>& unmatched);
 
 // One kernel name of the step program (rank 0), per step.
 struct KernelComparison {

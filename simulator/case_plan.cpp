@@ -1,7 +1,8 @@
 // simulator/case_plan.cpp — the plan a published run describes: the shipped cluster of its GPU with
 // the case's overrides, its parallel degrees, and what its framework does by default (training stack,
 // FSDP wrapping, reduce dtype, attention kernel, recompute mode, when gradients are reduced, which
-// memory figure it publishes), each read from the framework's code. Leaves out pipeline parallelism.
+// memory figure it publishes, how it splits blocks over pipeline stages), each read from the framework's
+// code. Leaves out power caps.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -11,6 +12,8 @@
 
 #include "core/config_paths.h"
 #include "core/data_placement.h"
+#include "core/errors.h"
+#include "core/pipeline.h"
 #include "core/json_reader.h"
 #include "simulator/validation_case.h"
 
@@ -70,6 +73,20 @@ double case_dropout(const ValidationCase& c) {
 RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated) {
   if (stated == RecomputeMode::selective && framework == "torchtitan") return RecomputeMode::selective_op;
   return stated;
+}
+
+// How a framework splits the blocks over pipeline stages. Megatron-LM (and NeMo, which builds on
+// Megatron-Core) splits the blocks evenly, the embedding on the first stage and the output layer and
+// loss on the last on top: account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+// default to False (megatron/core/transformer/transformer_config.py; get_num_layers_to_build in
+// transformer_block.py). torchtitan counts the embedding and norm + output as one block each
+// (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1, output_weight=1),
+// torchtitan/distributed/pipeline_parallel.py). Others: torchtitan's, the PyTorch-native default.
+bool framework_even_stage_split(const std::string& framework) {
+  return framework == "megatron" || framework == "nemo";
+}
+StageAccounting framework_stage_accounting(const std::string& framework) {
+  return framework_even_stage_split(framework) ? StageAccounting{0, 0} : StageAccounting{1, 1};
 }
 
 // torchtitan logs "memory: {max_reserved_gib}GiB", the caching allocator's reserved_bytes.all.peak
@@ -163,8 +180,19 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   t.micro_batch = c.micro_batch;
   t.global_batch = c.global_batch;
   // One unit per block, embedding alone, final norm + head together (with the embedding when tied,
-  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping.
-  out.plan = default_plan(c.model, cl, t, c.parallelism, 1, framework_recompute(c.framework, c.recompute));
+  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping. Megatron-LM
+  // refuses a layer count its even pipeline split cannot divide.
+  const std::string where = fmt::format("{}: case \"{}\"", file, c.id);
+  const Parallelism& par = c.parallelism;
+  if (par.pp > 1 && framework_even_stage_split(c.framework)) {
+    try {
+      even_stage_blocks(int(c.model.layers), par.pp, par.vpp);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: /parallelism: {}", where, e.what()));
+    }
+  }
+  out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute),
+                          framework_stage_accounting(c.framework));
   out.memory_metric = framework_memory_metric(c.framework);
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
@@ -175,9 +203,9 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.compiled = c.compiled && framework_can_compile(out.plan.framework);
   if (c.compiled && !out.plan.compiled)
     out.notes.push_back(fmt::format("compiled ignored: {} runs its own kernels", framework_name(out.plan.framework)));
-  if (out.plan.framework == Framework::torchtitan && c.parallelism.data_parallel == DataParallel::fsdp_full_shard)
+  if (out.plan.framework == Framework::torchtitan && par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
     out.plan.units = torchtitan_units(c.model);
-  validate_plan(out.plan, fmt::format("{}: case \"{}\"", file, c.id));
+  validate_plan(out.plan, where);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // simulator/engine_setup.cpp — turns a timed step program into the engine's per-op integer data,
 // once per run: durations rounded up to ns, each collective split into a latency phase (not shared)
 // and a bandwidth phase (shared with concurrent collectives on the same fabric), successor lists for
-// dependency counting. Checks the program's structure (FSDP_CHECK: programs come from the lowering).
+// dependency counting. Checks the program's structure (FSDP_CHECK: programs come from the lowering) and
+// that every time fits the engine's integer clock (ConfigError: sizes and rates decide durations).
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +22,22 @@ TimeNs ceil_ns(double ns) {
 namespace {
 
 constexpr double kNsPerS = 1e9;
+// Longest simulated step, 2^61 ns (73 years): with now <= 2^61 and a phase's remaining time at its rate
+// <= 2^61, now + remaining stays inside int64 (engine.cpp next_event_time).
+constexpr double kMaxStepNs = 0x1p61;
+
+[[noreturn]] void step_too_long(const std::string& what) {
+  throw ConfigError(fmt::format("plan: /: {}, more than the simulator's clock holds (2^61 ns, 73 years): a "
+                                "size or rate of the model, batch or cluster is outside any useful range",
+                                what));
+}
+
+// An op's time in ns; NaN and infinity fail the range check too.
+double op_ns(const Op& op, double time_s) {
+  const double ns = time_s * kNsPerS;
+  if (!(ns <= kMaxStepNs)) step_too_long(fmt::format("op {} takes {:.3g} s", op.name, time_s));
+  return ns;
+}
 
 OpClass op_class(OpKind k) {
   switch (k) {
@@ -43,7 +60,9 @@ OpClass op_class(OpKind k) {
 // Timing of one op under the options. Op::serial_comm_time_s (TP/CP collectives inside a compute op)
 // is timed as compute: it neither shares a fabric nor slows other compute (a simplification).
 OpData op_data(const Op& op, const EngineOptions& options) {
-  FSDP_CHECK(op.duration_s >= 0 && op.latency_s >= 0 && op.serial_comm_time_s >= 0,
+  // Negative times are a lowering bug; NaN and infinity come from rates at the end of their range and
+  // are reported by op_ns.
+  FSDP_CHECK(!(op.duration_s < 0) && !(op.latency_s < 0) && !(op.serial_comm_time_s < 0),
              fmt::format("op {}: negative time", op.name));
   OpData d;
   d.cls = op_class(op.kind);
@@ -58,13 +77,13 @@ OpData op_data(const Op& op, const EngineOptions& options) {
   d.async = op.kind == OpKind::send;
   d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
-    const TimeNs total_ns = ceil_ns(op.duration_s * kNsPerS);
-    d.latency_ns = std::min(ceil_ns(op.latency_s * kNsPerS), total_ns);
+    const TimeNs total_ns = ceil_ns(op_ns(op, op.duration_s));
+    d.latency_ns = std::min(ceil_ns(op_ns(op, op.latency_s)), total_ns);
     d.work_ns = static_cast<double>(total_ns - d.latency_ns);
   } else if (d.cls == OpClass::compute) {
     const double time_s =
         options.infinite_bandwidth ? std::max(0.0, op.duration_s - op.serial_comm_time_s) : op.duration_s;
-    d.work_ns = static_cast<double>(ceil_ns(time_s * kNsPerS));
+    d.work_ns = static_cast<double>(ceil_ns(op_ns(op, time_s)));
   }
   return d;
 }
@@ -123,6 +142,18 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
   return rd;
 }
 
+// Until the step ends some phase is running at least at 1/kStreamCount: a started collective shares its
+// fabric with at most kStreamCount others, and compute slows only while collectives are resident (which then
+// progress). So the step lasts at most (all instances' work) x kStreamCount; that bound must fit the clock.
+void check_step_fits(const std::vector<RoleData>& roles) {
+  double work_ns = 0;
+  for (const RoleData& rd : roles)
+    for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
+  const double slowest_rate = 1.0 / kStreamCount;
+  if (!(work_ns / slowest_rate <= kMaxStepNs))
+    step_too_long(fmt::format("the step's ops take up to {:.3g} s in all", work_ns / slowest_rate / kNsPerS));
+}
+
 // Every rendezvous names existing ops of distinct roles that name it back, all on one stream kind
 // (a send and its receive sit on matching streams; checked by the lowering's pairing).
 void check_rendezvous(const StepProgram& program) {
@@ -164,6 +195,7 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
     first_rank += role.role_ranks;
     roles.push_back(std::move(rd));
   }
+  check_step_fits(roles);
   return roles;
 }
 

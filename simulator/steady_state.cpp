@@ -132,11 +132,16 @@ Period find_period(const StepProgram& p, const EngineResult& e) {
   return {};
 }
 
+// The busiest role's compute-stream durations (pipeline stages differ: embedding, head, balance).
 double compute_floor_s(const StepProgram& p) {
-  double s = 0;
-  for (const Op& op : p.roles[0].ops)
-    if (op.stream == StreamKind::compute) s += op.duration_s;
-  return s;
+  double most = 0;
+  for (const RoleProgram& role : p.roles) {
+    double s = 0;
+    for (const Op& op : role.ops)
+      if (op.stream == StreamKind::compute) s += op.duration_s;
+    most = std::max(most, s);
+  }
+  return most;
 }
 
 Plan with_micro_batches(const Plan& plan, std::int64_t micro_batches) {
@@ -150,7 +155,8 @@ StepTotals totals(const Simulation& sim, const Plan& plan, std::int64_t simulate
   t.step_time_s = sim.step_time_s;
   t.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
   t.mfu = sim.mfu;
-  t.compute_busy_s = double(sim.engine.compute_busy_ns.front()) * 1e-9;
+  t.compute_busy_s =
+      double(*std::max_element(sim.engine.compute_busy_ns.begin(), sim.engine.compute_busy_ns.end())) * 1e-9;
   t.compute_floor_s = compute_floor_s(sim.program);
   t.peak_memory_bytes = sim.peak_memory_bytes;
   t.peak_memory_total_bytes = sim.peak_memory_total_bytes;
@@ -165,7 +171,10 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) 
   const std::int64_t micro_batches = plan.grad_accum();
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
-  for (std::int64_t probe = kSteadyStateProbeMicroBatches; probe < micro_batches; probe *= 2) {
+  // A pipeline keeps up to pp micro-batches in flight per stage and every stage must repeat, so a short
+  // probe of role 0 does not stand for the step: pipelined plans are simulated whole.
+  const std::int64_t first_probe = plan.parallelism.pp > 1 ? micro_batches : kSteadyStateProbeMicroBatches;
+  for (std::int64_t probe = first_probe; probe < micro_batches; probe *= 2) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
     const EngineResult engine = run_engine(program, probe_options);

@@ -4,8 +4,9 @@
 // op starting and ending one period later, the same live memory one period later), the step is
 // extrapolated: step(A) = step(probe) + (A - probe) x period, busy time likewise, and the peak memory is
 // the probe's (every micro-batch pattern is in it). Where the probe is not periodic (a queue that grows,
-// such as reduce-scatters falling behind compute) the probe doubles, up to the whole step. Leaves out
-// per-op records: simulate() gives the trace of a whole step.
+// such as reduce-scatters falling behind compute) the probe doubles, up to the whole step. Pipelined plans
+// (pp > 1) are simulated whole: each stage keeps up to pp micro-batches in flight and all must repeat.
+// Leaves out per-op records: simulate() gives the trace of a whole step.
 #pragma once
 
 #include <array>
@@ -21,8 +22,8 @@ struct StepTotals {
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  double compute_busy_s = 0;   // compute stream busy, role 0 (interference included)
-  double compute_floor_s = 0;  // compute-stream ops at full rate, summed: no overlap can beat it
+  double compute_busy_s = 0;   // compute stream busy, busiest role (interference included)
+  double compute_floor_s = 0;  // compute-stream ops at full rate, summed, busiest role: no overlap beats it
   std::array<double, kMemCategoryCount> peak_memory_bytes{};  // at the peak, "other" includes headroom
   double peak_memory_total_bytes = 0;
   std::int64_t micro_batches = 0;            // of the step

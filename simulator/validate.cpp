@@ -95,16 +95,17 @@ CaseResult validate_case(const ValidationCase& c, const std::string& file) {
   r.skipped = validation_skip_reason(c);
   if (r.skipped) return r;
   CasePlan cp;
+  Simulation sim;
   try {
     cp = build_case_plan(c, file);
+    EngineOptions eo;
+    eo.record_ops = false;
+    sim = simulate(cp.plan, eo);
   } catch (const ConfigError& e) {
     r.skipped = fmt::format("plan rejected: {}", e.what());
     return r;
   }
   r.notes = cp.notes;
-  EngineOptions eo;
-  eo.record_ops = false;
-  const Simulation sim = simulate(cp.plan, eo);
   PredictedRun p;
   p.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
   p.mfu_pct = sim.mfu * 100.0;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked_math.h"
 #include "core/config_paths.h"
 #include "core/json_reader.h"
 
@@ -34,11 +35,12 @@ constexpr std::array<std::pair<const char*, DataParallel>, 6> kDataParallel{{
     {"zero1", DataParallel::zero1},
     {"distributed_optimizer", DataParallel::distributed_optimizer},
 }};
-constexpr std::array<std::pair<const char*, PipelineSchedule>, 4> kSchedules{{
+constexpr std::array<std::pair<const char*, PipelineSchedule>, 5> kSchedules{{
     {"none", PipelineSchedule::none},
     {"gpipe", PipelineSchedule::gpipe},
     {"1f1b", PipelineSchedule::one_f_one_b},
     {"interleaved_1f1b", PipelineSchedule::interleaved_1f1b},
+    {"zero_bubble", PipelineSchedule::zero_bubble},
 }};
 constexpr std::array<std::pair<const char*, RecomputeMode>, 3> kRecompute{{
     {"none", RecomputeMode::none}, {"selective", RecomputeMode::selective}, {"full", RecomputeMode::full}}};
@@ -49,24 +51,28 @@ constexpr std::array<std::pair<const char*, FfnKind>, 3> kFfn{{
 std::optional<double> nullable_number(JsonObject& o, std::string_view key) {
   const nlohmann::json& v = o.raw(key);
   if (v.is_null()) return std::nullopt;
-  if (!v.is_number() || v.get<double>() < 0)
-    o.fail(key, fmt::format("expected a non-negative number or null, got {}", json_type_name(v)));
-  return v.get<double>();
+  return o.non_negative_number(key);
 }
 
-int positive_int(JsonObject& o, std::string_view key) { return int(o.positive_integer(key)); }
+// A measured rate or size the simulator uses, or null.
+std::optional<double> nullable_in(JsonObject& o, std::string_view key, NumberRange range) {
+  o.raw(key);  // required: the format writes every key
+  return o.optional_number_in(key, range);
+}
+
+int degree(JsonObject& o, std::string_view key) { return int(o.integer_in(key, input_range::kDegree)); }
 
 ModelSpec parse_case_model(JsonObject o) {
   ModelSpec m;
   m.name = o.string("name");
   m.arch = o.choice("arch", {"llama", "gpt"}) == "llama" ? Arch::llama : Arch::gpt;
-  m.layers = o.positive_integer("layers");
-  m.hidden = o.positive_integer("hidden");
-  m.heads = o.positive_integer("heads");
-  m.kv_heads = o.positive_integer("kv_heads");
-  m.ffn_hidden = o.positive_integer("ffn_hidden");
+  m.layers = o.integer_in("layers", input_range::kLayers);
+  m.hidden = o.integer_in("hidden", input_range::kHidden);
+  m.heads = o.integer_in("heads", input_range::kHeads);
+  m.kv_heads = o.integer_in("kv_heads", input_range::kHeads);
+  m.ffn_hidden = o.integer_in("ffn_hidden", input_range::kFfnHidden);
   m.ffn_kind = from_name(kFfn, o.choice("ffn_kind", {"swiglu", "gelu", "squared_relu"}));
-  m.vocab = o.positive_integer("vocab");
+  m.vocab = o.integer_in("vocab", input_range::kVocab);
   m.tied_embeddings = o.boolean("tied_embeddings");
   o.finish();
   if (m.hidden % m.heads != 0) o.fail("hidden", "expected a multiple of heads");
@@ -79,14 +85,15 @@ ModelSpec parse_case_model(JsonObject o) {
 
 Parallelism parse_case_parallelism(JsonObject o) {
   Parallelism p;
-  p.dp_replicate = positive_int(o, "dp_replicate");
-  p.dp_shard = positive_int(o, "dp_shard");
-  p.tp = positive_int(o, "tp");
-  p.pp = positive_int(o, "pp");
-  p.vpp = positive_int(o, "vpp");
-  p.cp = positive_int(o, "cp");
+  p.dp_replicate = degree(o, "dp_replicate");
+  p.dp_shard = degree(o, "dp_shard");
+  p.tp = degree(o, "tp");
+  p.pp = degree(o, "pp");
+  p.vpp = degree(o, "vpp");
+  p.cp = degree(o, "cp");
   p.sequence_parallel = o.boolean("sequence_parallel");
-  p.pp_schedule = from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b"}));
+  p.pp_schedule =
+      from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}));
   p.data_parallel = from_name(kDataParallel, o.choice("data_parallel", {"fsdp_full_shard", "fsdp_shard_grad_op", "hsdp",
                                                                        "ddp", "zero1", "distributed_optimizer"}));
   o.finish();
@@ -105,9 +112,9 @@ MeasuredRun parse_measured(JsonObject o) {
 
 void parse_case_gpu(JsonObject o, ValidationCase& c) {
   c.gpu = o.choice("name", {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "b200-180gb", "gb200"});
-  c.gpu_memory_gib = o.optional_positive_number("memory_gib");
-  c.gpu_hbm_bw_tb_s = o.optional_positive_number("hbm_bw_tb_s");
-  c.gpu_power_w = o.optional_positive_number("power_w");
+  c.gpu_memory_gib = o.optional_number_in("memory_gib", input_range::kHbmGib);
+  c.gpu_hbm_bw_tb_s = o.optional_number_in("hbm_bw_tb_s", input_range::kHbmBwTbPerS);
+  c.gpu_power_w = o.optional_number_in("power_w", input_range::kPowerW);
   o.finish();
 }
 
@@ -117,15 +124,16 @@ ValidationCase parse_case(JsonObject o) {
   c.source = o.string("source");
   c.framework = o.string("framework");
   c.model = parse_case_model(o.object("model"));
-  c.seq_len = o.positive_integer("seq_len");
+  c.seq_len = o.integer_in("seq_len", input_range::kMaxSeq);
   c.model.max_seq = c.seq_len;
+  check_model_size(c.model, o.file(), o.path_of("model"));
   parse_case_gpu(o.object("gpu"), c);
-  c.gpus = positive_int(o, "gpus");
-  c.gpus_per_node = positive_int(o, "gpus_per_node");
-  c.inter_node_bw_gbit_per_gpu = nullable_number(o, "inter_node_bw_gbit_per_gpu");
+  c.gpus = degree(o, "gpus");
+  c.gpus_per_node = int(o.integer_in("gpus_per_node", input_range::kGpusPerNode));
+  c.inter_node_bw_gbit_per_gpu = nullable_in(o, "inter_node_bw_gbit_per_gpu", input_range::kGbitPerS);
   c.parallelism = parse_case_parallelism(o.object("parallelism"));
-  c.micro_batch = o.positive_integer("micro_batch");
-  c.global_batch = o.positive_integer("global_batch");
+  c.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
+  c.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
   c.recompute = from_name(kRecompute, o.choice("recompute", {"none", "selective", "full"}));
   o.choice("precision", {"bf16"});
   c.compiled = o.boolean("compiled");
@@ -136,8 +144,10 @@ ValidationCase parse_case(JsonObject o) {
   }
   o.finish();
   const Parallelism& p = c.parallelism;
-  if (p.world_size() != c.gpus)
-    o.fail("parallelism", fmt::format("dp_replicate x dp_shard x tp x pp x cp = {}, expected gpus = {}", p.world_size(), c.gpus));
+  const auto world = try_product({p.dp_replicate, p.dp_shard, p.tp, p.pp, p.cp});
+  if (world != c.gpus)
+    o.fail("parallelism", fmt::format("dp_replicate x dp_shard x tp x pp x cp = {}, expected gpus = {}",
+                                      world ? fmt::to_string(*world) : std::string("more than 2^63"), c.gpus));
   return c;
 }
 
@@ -187,9 +197,6 @@ ValidationCaseFile load_validation_cases(const std::string& path) {
 
 std::optional<std::string> validation_skip_reason(const ValidationCase& c) {
   if (c.malformed) return "malformed case: " + *c.malformed;
-  if (c.parallelism.pp > 1)
-    return fmt::format("pipeline parallelism (pp={}, {}) is not modelled yet", c.parallelism.pp,
-                       pipeline_schedule_name(c.parallelism.pp_schedule));
   return std::nullopt;
 }
 

@@ -1,7 +1,7 @@
 // simulator/validation_case.h — one published training run (format "fsdpx-published-runs/1", see
 // /work/shared/validation/README.md) and the plan that describes it: the shipped cluster of its GPU
-// with the case's overrides, its parallel degrees, units per block, recompute and the reduce dtype its
-// framework uses by default. Leaves out pipeline parallelism (such cases get a skip reason), power
+// with the case's overrides, its parallel degrees, units per block, recompute, the reduce dtype its
+// framework uses by default and its framework's split of blocks over pipeline stages. Leaves out power
 // caps (power_w is read and not modelled) and torch.compile (the "compiled" flag is read and ignored).
 #pragma once
 
@@ -57,7 +57,7 @@ struct ValidationCaseFile {
 ValidationCaseFile parse_validation_cases(const nlohmann::json& j, const std::string& file);
 ValidationCaseFile load_validation_cases(const std::string& path);
 
-// Why the simulator cannot model this case (malformed, or not modelled yet); nullopt when it can.
+// Why the simulator cannot model this case (malformed); nullopt when it can.
 std::optional<std::string> validation_skip_reason(const ValidationCase& c);
 
 // Shipped cluster config for a GPU name ("a100-sxm-40gb" -> "dgx-a100-40gb", ...).
@@ -74,6 +74,11 @@ AttentionKernel case_attention_kernel(const ValidationCase& c);
 double case_dropout(const ValidationCase& c);
 // The recompute mode a framework runs for the case format's "selective" (other values map as named).
 RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
+// How the framework splits blocks over pipeline stages (case_plan.cpp has the sources): Megatron-LM
+// and NeMo evenly, embedding and loss on top (weights 0, layers divisible by pp x vpp); torchtitan and the
+// others counting the embedding and the head as one block each.
+bool framework_even_stage_split(const std::string& framework);
+StageAccounting framework_stage_accounting(const std::string& framework);
 
 // What a source's published peak-memory figure counts: everything on the device (nvidia-smi), or the
 // PyTorch caching allocator's peak reserved bytes (no CUDA context, no NCCL-owned buffers).

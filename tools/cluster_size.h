@@ -1,6 +1,7 @@
 // tools/cluster_size.h — applies --nodes / --world-size to a loaded cluster. A world size below one
-// node's GPU count uses part of one node (and sets the thread count of the `cpu` cluster); above it and
-// not a multiple, the last node is used in part (ClusterSpec::gpus). Both are range-checked against
+// node's GPU count uses part of one node; on a host cluster (`cpu`: ranks are threads or processes of
+// one machine) the world size is the rank count of its one node, whatever its default. Above one node
+// and not a multiple, the last node is used in part (ClusterSpec::gpus). Both are range-checked against
 // kMaxWorldSize so that no rank count overflows downstream.
 #pragma once
 
@@ -20,7 +21,7 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
     if (*world_size < 1 || *world_size > kMaxWorldSize)
       throw ConfigError(fmt::format("command line: --world-size: expected an integer from 1 to {}, got {}",
                                     kMaxWorldSize, *world_size));
-    if (*world_size <= c.gpus_per_node) {
+    if (*world_size <= c.gpus_per_node || c.host_threads) {
       c.gpus_per_node = *world_size;
       c.nodes = 1;
     } else {

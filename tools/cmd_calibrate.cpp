@@ -4,7 +4,6 @@
 // the simulator's prediction before and after calibration. Leaves out calibrating the fabric.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -13,7 +12,9 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/output_file.h"
 #include "simulator/calibration.h"
+#include "simulator/calibration_fabric.h"
 #include "simulator/simulate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -35,6 +36,7 @@ struct CalibrateOptions {
 struct LoadedProfile {
   Plan plan;
   KernelProfile kernels;
+  CollectiveProfile collectives;  // empty for runs without tp or cp (and profiles written before them)
   double step_time_s = 0;
 };
 
@@ -62,37 +64,64 @@ LoadedProfile load_profile(const std::string& path) {
   o.ignore("op_time_s");
   p.kernels.time_s = number_map<double>(o, "kernel_time_s");
   p.kernels.calls = number_map<int>(o, "kernel_calls");
+  p.collectives.steps = p.kernels.steps;
+  if (o.has("collective_time_s")) p.collectives.time_s = number_map<double>(o, "collective_time_s");
+  if (o.has("collective_calls")) p.collectives.calls = number_map<int>(o, "collective_calls");
   p.plan = parse_plan(o.raw("plan"), path);
   o.finish();
   return p;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
+void write_json(const std::string& path, const nlohmann::json& j) { write_output_file(path, j.dump(2) + "\n"); }
+
+// Predicted, measured and calibrated time per step of each kernel or collective.
+template <class Comparison>
+std::string comparison_table(const char* what, const std::vector<Comparison>& entries) {
+  std::vector<std::vector<std::string>> rows{{what, "calls", "predicted", "measured", "calibrated"}};
+  for (const Comparison& c : entries)
+    rows.push_back({c.name, fmt::format("{}", c.calls), seconds(c.predicted_s), seconds(c.measured_s),
+                    seconds(c.calibrated_s)});
+  return table(rows);
 }
 
-std::string kernel_table(const Calibration& cal) {
-  std::vector<std::vector<std::string>> rows{{"kernel", "calls", "predicted", "measured", "calibrated"}};
-  for (const KernelComparison& k : cal.kernels)
-    rows.push_back({k.name, fmt::format("{}", k.calls), seconds(k.predicted_s), seconds(k.measured_s),
-                    seconds(k.calibrated_s)});
-  return table(rows);
+nlohmann::json collectives_json(const FabricCalibration& fab) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CollectiveComparison& c : fab.collectives)
+    out.push_back({{"name", c.name}, {"calls", c.calls}, {"measured_calls", c.measured_calls}, {"bytes", c.bytes},
+                   {"ranks", c.ranks}, {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s},
+                   {"calibrated_s", c.calibrated_s}});
+  return out;
+}
+
+void print_text(const Calibration& cal, const FabricCalibration& fab, const ClusterSpec& calibrated) {
+  std::printf("per-kernel time per step (rank 0):\n%s", comparison_table("kernel", cal.kernels).c_str());
+  if (!fab.collectives.empty())
+    std::printf("tensor/context-parallel collectives per step (rank 0):\n%s", comparison_table("collective", fab.collectives).c_str());
+  if (fab.fitted)
+    std::printf("intra-node fabric: bus bandwidth %.3g GB/s, latency %.3g us (fitted to the collectives)\n",
+                calibrated.intra.bus_bw_bytes_per_s / 1e9, calibrated.intra.latency_s * 1e6);
+  for (const auto& u : cal.unmatched) std::printf("not calibrated: %s\n", u.c_str());
+  for (const auto& u : fab.unmatched) std::printf("not calibrated: %s\n", u.c_str());
 }
 
 void run_calibrate(const CalibrateOptions& o) {
   const LoadedProfile p = load_profile(o.profile);
   const Calibration cal = calibrate_gpu(p.plan, p.kernels, o.profile);
+  const FabricCalibration fab = calibrate_fabric(p.plan, p.collectives, o.profile);
   const std::string name = o.name.empty() ? p.plan.cluster.name + "-calibrated" : o.name;
   const std::string note = fmt::format("{} calibrated by fsdpx calibrate from {} ({} steps)", p.plan.cluster.gpu.name,
                                        o.profile, p.kernels.steps);
-  write_json(o.output, calibrated_cluster_json(p.plan.cluster, cal.gpu, name, note));
+  ClusterSpec cluster = p.plan.cluster;
+  cluster.intra = fab.intra;
+  write_json(o.output, calibrated_cluster_json(cluster, cal.gpu, name, note));
   Plan calibrated = p.plan;
   calibrated.cluster.gpu = cal.gpu;
+  calibrated.cluster.intra = fab.intra;
   calibrated.cluster.name = name;
   calibrated.predicted.reset();
   if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
-  const double before_s = simulate(p.plan).step_time_s, after_s = simulate(calibrated).step_time_s;
+  const double before_s = with_errors_naming(o.profile, "plan", [&] { return simulate(p.plan).step_time_s; });
+  const double after_s = with_errors_naming(o.profile, "plan", [&] { return simulate(calibrated).step_time_s; });
   const double err_before = std::abs(before_s - p.step_time_s) / p.step_time_s;
   const double err_after = std::abs(after_s - p.step_time_s) / p.step_time_s;
   if (o.format == OutputFormat::json) {
@@ -100,16 +129,20 @@ void run_calibrate(const CalibrateOptions& o) {
     for (const KernelComparison& c : cal.kernels)
       k.push_back({{"name", c.name}, {"calls", c.calls}, {"measured_calls", c.measured_calls},
                    {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s}, {"calibrated_s", c.calibrated_s}});
-    std::printf("%s\n", nlohmann::json{{"cluster", o.output}, {"kernels", k}, {"unmatched", cal.unmatched},
-                                       {"step_time_s", {{"measured", p.step_time_s}, {"simulated_before", before_s},
-                                                        {"simulated_after", after_s}}},
-                                       {"relative_error", {{"before", err_before}, {"after", err_after}}}}
-                            .dump(2)
-                            .c_str());
+    std::vector<std::string> unmatched = cal.unmatched;
+    unmatched.insert(unmatched.end(), fab.unmatched.begin(), fab.unmatched.end());
+    nlohmann::json out{{"cluster", o.output}, {"kernels", k}, {"collectives", collectives_json(fab)},
+                       {"unmatched", unmatched},
+                       {"step_time_s", {{"measured", p.step_time_s}, {"simulated_before", before_s},
+                                        {"simulated_after", after_s}}},
+                       {"relative_error", {{"before", err_before}, {"after", err_after}}}};
+    if (fab.fitted)
+      out["intra_node"] = {{"bus_bw_gb_per_s", fab.intra.bus_bw_bytes_per_s / 1e9},
+                           {"latency_us", fab.intra.latency_s * 1e6}};
+    std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("per-kernel time per step (rank 0):\n%s", kernel_table(cal).c_str());
-  for (const auto& u : cal.unmatched) std::printf("not calibrated: %s\n", u.c_str());
+  print_text(cal, fab, calibrated.cluster);
   std::printf("step time: measured %s; simulated %s before (error %.0f%%), %s after calibration (error %.0f%%)\n",
               seconds(p.step_time_s).c_str(), seconds(before_s).c_str(), 100 * err_before, seconds(after_s).c_str(),
               100 * err_after);

@@ -29,10 +29,11 @@ PlanRequest demo_request() {
   r.global_batch = 32;
   // torchtitan-like eager FSDP: what torchtitan's apply_fsdp and apply_ac run (the torchtitan target's
   // space: one fully_shard per block, AC none, op-level selective, every n-th block or full), with its
-  // eager PyTorch costs, no tensor or context parallelism.
+  // eager PyTorch costs, no tensor, context or pipeline parallelism.
   r.target = default_torchtitan_target();
   r.framework = Framework::torchtitan;
   r.space.allow_tp = false;
+  r.space.allow_pp = false;
   return r;
 }
 

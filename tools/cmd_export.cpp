@@ -12,12 +12,12 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "planner/export_torchtitan.h"
 #include "planner/target.h"
 #include "simulator/steady_state.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
-#include "tools/write_whole.h"
 
 namespace fsdpx {
 
@@ -72,7 +72,7 @@ void run_export(const ExportOptions& o) {
   if (o.out.empty()) {
     std::fputs(toml.c_str(), stdout);
   } else {
-    write_file_whole(o.out, toml);
+    write_output_file(o.out, toml);
     std::printf("torchtitan %s job config written to %s\n", target.version.c_str(), o.out.c_str());
   }
   if (plan.planner && plan.planner->target != target_name(target))

@@ -18,8 +18,11 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
-#include "tools/write_whole.h"
+#include "core/json_reader.h"
+#include "core/output_file.h"
 #include "planner/planner.h"
+#include "planner/shapes.h"
+#include "planner/space.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
@@ -41,7 +44,14 @@ struct PlanOptions {
   bool compiled = false;
   int top = 5;
   OutputFormat format = OutputFormat::text;
+  FixedDegrees fixed;
+  PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
 };
+
+const std::map<std::string, PipelineSchedule> kSchedules{{"gpipe", PipelineSchedule::gpipe},
+                                                         {"1f1b", PipelineSchedule::one_f_one_b},
+                                                         {"interleaved_1f1b", PipelineSchedule::interleaved_1f1b},
+                                                         {"zero_bubble", PipelineSchedule::zero_bubble}};
 
 const std::map<std::string, Objective> kObjectives{{"throughput", Objective::throughput}, {"memory", Objective::memory}};
 
@@ -96,6 +106,37 @@ double margin_bytes(const std::string& text, double capacity_bytes) {
   return bytes;
 }
 
+// The fixed degrees must fit the world size and the target, and leave at least one shape to search.
+void check_fixed(const PlanRequest& r, const PlanOptions& o) {
+  const FixedDegrees& f = r.space.fixed;
+  const int world = r.cluster.world_size();
+  for (auto [degree, name] : {std::pair{f.pp, "--pp"}, {f.tp, "--tp"}, {f.cp, "--cp"}, {f.dp_shard, "--dp-shard"},
+                              {f.dp_replicate, "--dp-replicate"}})
+    if (degree > 0 && world % degree != 0) bad(name, fmt::format("{} does not divide the {} ranks", degree, world));
+  if (f.pp_schedule && f.pp == 1) bad("--pp-schedule", "pipeline schedules need --pp > 1");
+  const char* schedule = pipeline_schedule_name(o.pp_schedule);
+  if (f.vpp > 1 && f.pp_schedule && *f.pp_schedule != PipelineSchedule::interleaved_1f1b)
+    bad("--vpp", fmt::format("{} chunks per rank need --pp-schedule interleaved_1f1b, not {}", f.vpp, schedule));
+  if (f.vpp == 1 && f.pp_schedule == PipelineSchedule::interleaved_1f1b)
+    bad("--vpp", "interleaved_1f1b needs more than one chunk per rank");
+  const Space s = effective_space(resolve_memory(r));
+  if (f.tp > 1 && !s.knobs.allow_tp)
+    bad("--tp", fmt::format("target {} runs tp = 1 on this cluster (--target torchtitan@0.2.2 runs TP)", o.target));
+  if (f.cp > 1 && !s.knobs.allow_cp) bad("--cp", fmt::format("target {} runs cp = 1 on this cluster", o.target));
+  if (f.pp > 1 && !s.knobs.allow_pp)
+    bad("--pp", fmt::format("target {} runs pp = 1 (--target torchtitan@0.2.2 runs pipelines)", o.target));
+  if (f.pp_schedule && f.pp != 1 &&
+      std::find(s.knobs.pp_schedules.begin(), s.knobs.pp_schedules.end(), *f.pp_schedule) == s.knobs.pp_schedules.end() &&
+      *f.pp_schedule != PipelineSchedule::gpipe)
+    bad("--pp-schedule", fmt::format("target {} does not run {} (torchtitan's zero-bubble schedules are multi-stage)",
+                                     o.target, schedule));
+  PlanRequest narrowed = r;
+  narrowed.space = s.knobs;
+  if (parallel_shapes(narrowed).empty())
+    bad("--pp", fmt::format("the fixed degrees leave no factorisation of the {} ranks (tp within a node and dividing "
+                            "the heads, cp with seq divisible by 2 x cp, at most one stage per block)", world));
+}
+
 PlanRequest request_of(const PlanOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
@@ -123,6 +164,13 @@ PlanRequest request_of(const PlanOptions& o) {
   if (r.compiled && !framework_can_compile(framework))
     throw ConfigError(fmt::format("command line: --compiled: framework {} does not run under torch.compile",
                                   framework_name(framework)));
+  r.space.fixed = o.fixed;
+  if (o.pp_schedule != PipelineSchedule::none) {
+    r.space.fixed.pp_schedule = o.pp_schedule;
+    if (*r.space.fixed.pp_schedule == PipelineSchedule::gpipe) r.space.pp_schedules.push_back(PipelineSchedule::gpipe);
+  }
+  if (o.fixed.vpp > 1 && !r.space.fixed.pp_schedule) r.space.fixed.pp_schedule = PipelineSchedule::interleaved_1f1b;
+  check_fixed(r, o);
   return r;
 }
 
@@ -131,7 +179,7 @@ void run_plan(const PlanOptions& o) {
   PlanResult res;
   {
     ProgressBar bar;
-    res = search_plans(r, [&bar](double f) { bar(f); });
+    res = with_errors_naming(o.model, "plan", [&] { return search_plans(r, [&bar](double f) { bar(f); }); });
   }
   if (!res.best && res.least_memory_needed_bytes <= 0) {
     std::string msg = fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
@@ -144,7 +192,7 @@ void run_plan(const PlanOptions& o) {
   else std::printf("%s", plan_search_text(res, o.top).c_str());
   if (!res.best) throw NoPlanFits(no_fit_message(res));
   if (!o.out.empty()) {
-    write_file_whole(o.out, plan_to_json(res.best->plan).dump(2) + '\n');
+    write_output_file(o.out, plan_to_json(res.best->plan).dump(2) + "\n");
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
 }
@@ -176,6 +224,14 @@ void setup_plan(CLI::App& app) {
                   "target's)");
   sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
+  sub->add_option("--pp", o->fixed.pp, "Fix the pipeline-parallel degree (1: no pipeline)")->check(kPositive);
+  add_enum_option(sub, "--pp-schedule", o->pp_schedule, kSchedules,
+                  "Fix the pipeline schedule: gpipe, 1f1b, interleaved_1f1b or zero_bubble");
+  sub->add_option("--vpp", o->fixed.vpp, "Fix the model chunks per pipeline rank (interleaved 1F1B)")->check(kPositive);
+  sub->add_option("--tp", o->fixed.tp, "Fix the tensor-parallel degree")->check(kPositive);
+  sub->add_option("--cp", o->fixed.cp, "Fix the context-parallel degree")->check(kPositive);
+  sub->add_option("--dp-shard", o->fixed.dp_shard, "Fix the FSDP shard degree")->check(kPositive);
+  sub->add_option("--dp-replicate", o->fixed.dp_replicate, "Fix the HSDP replica degree")->check(kPositive);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_plan(*o); });

@@ -4,7 +4,6 @@
 // resized to the point (planner/whatif.h); with --model every point is re-planned. Several --vary
 // give their grid. Prints a table; the HTML page has the charts, the CSV one row per point.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +13,8 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
+#include "core/output_file.h"
 #include "planner/planner.h"
 #include "planner/whatif.h"
 #include "tools/cli_options.h"
@@ -33,12 +34,6 @@ struct ReportOptions {
   std::optional<double> memory_limit_gib;
   std::vector<std::string> vary;
 };
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw ConfigError(path + ": cannot open for writing");
-  out << text;
-}
 
 void check_mode(const ReportOptions& o) {
   const bool model_given = !o.model.empty() || !o.cluster.empty() || o.nodes || o.world_size || o.seq || o.global_batch;
@@ -87,8 +82,10 @@ void run_report(const ReportOptions& o) {
   for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
   const std::vector<WhatIfPoint> points = whatif_grid(page.axes);
   Plan base;
+  std::string input = o.model;  // the file errors of the simulator name
   if (!o.plan.empty()) {
-    base = load_plan(resolve_config("plans", o.plan));
+    input = resolve_config("plans", o.plan);
+    base = load_plan(input);
     page.rows = sweep_plan(base, points);
     page.source = fmt::format("Plan {} re-simulated at every point (data-parallel degrees and global batch follow the "
                               "node count; per-GPU batch kept)", o.plan);
@@ -103,7 +100,7 @@ void run_report(const ReportOptions& o) {
   }
   EngineOptions eo;
   eo.record_ops = true;
-  const Simulation sim = simulate(base, eo);
+  const Simulation sim = with_errors_naming(input, "plan", [&] { return simulate(base, eo); });
   page.base_plan = &base;
   page.base_sim = &sim;
   page.wrappings = compare_wrappings(base);
@@ -112,11 +109,11 @@ void run_report(const ReportOptions& o) {
               plan_shape_desc(base).c_str(), rows_text(page.rows, "point").c_str(),
               rows_text(page.wrappings, "wrapping").c_str());
   if (!o.html.empty()) {
-    write_file(o.html, report_html(page));
+    write_output_file(o.html, report_html(page));
     std::printf("HTML report written to %s\n", o.html.c_str());
   }
   if (!o.csv.empty()) {
-    write_file(o.csv, report_csv(page.axes, page.rows));
+    write_output_file(o.csv, report_csv(page.axes, page.rows));
     std::printf("CSV written to %s\n", o.csv.c_str());
   }
 }

@@ -5,11 +5,10 @@
 // prints; the executor does the run (executor/session/cpu_placement.h or
 // executor/cuda_backend/cuda_placement.h places the ranks, executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
 // optimizer.total_steps), so a resumed run with the same --steps ends where the uninterrupted one does.
-// Leaves out checkpoints of multi-process runs (refused with a message).
+// Leaves out full-weight files of multi-process runs (refused with a message; checkpoints work there).
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/cpu/simd_level.h"
 #include "executor/session/cpu_placement.h"
@@ -57,10 +57,10 @@ void check_options(const RunOptions& o) {
     throw ConfigError("--init-weights starts a run from given weights; it cannot be combined with --resume");
 }
 
-// One process per rank: no process holds every shard, so what needs the whole state is refused.
+// One process per rank: no process holds every shard, so the full-weight files are refused (checkpoints
+// are saved and loaded by every process, executor/checkpoint/checkpoint.h).
 void check_whole_state_options(const SessionOptions& o) {
-  const char* needs = !o.checkpoint_dir.empty()      ? "--checkpoint-dir"
-                      : !o.init_weights.empty()      ? "--init-weights"
+  const char* needs = !o.init_weights.empty()        ? "--init-weights"
                       : !o.save_init_weights.empty() ? "--save-init-weights"
                       : !o.save_weights.empty()      ? "--save-weights"
                                                      : nullptr;
@@ -92,10 +92,7 @@ RankPlacement place(const RunOptions& o, const Plan& plan, const std::string& fi
   return p;
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << j.dump(2) << '\n')) throw ConfigError(path + ": cannot write");
-}
+void write_json_file(const std::string& path, const nlohmann::json& j) { write_output_file(path, j.dump(2) + "\n"); }
 
 // Prints progress on a terminal every step; when piped, about 20 lines per run plus the last step.
 bool show_progress(const StepMetrics& m, const RunRecord& r, bool tty) {
@@ -110,14 +107,20 @@ void run_run(RunOptions o) {
   Plan plan = load_plan(so.plan_file);
   if (o.seed) plan.training.seed = *o.seed;
   check_runnable(plan, so.plan_file, o.backend);
-  if (o.processes) check_whole_state_options(so);  // before the ranks start, so it is said once
+  if (o.processes) {  // before the ranks start, so it is said once
+    check_whole_state_options(so);
+    check_per_process_checkpoints(plan, so);
+  }
+  check_session_outputs(so);  // an unusable output or --checkpoint-dir is said now, not after the steps
+  if (!o.profile.empty()) check_output_writable(o.profile);
   const RankPlacement placement = place(o, plan, plan_fingerprint(plan));
   if (!placement.whole_state) check_whole_state_options(so);
   if (!placement.prints) o.format = OutputFormat::json, so.dump_batches.clear();  // rank 0 reports and records
   so.profile = !o.profile.empty();
-  so.on_rejected_checkpoint = [](const std::string& why) {
-    std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", why.c_str());
-  };
+  if (placement.prints)
+    so.on_rejected_checkpoint = [](const std::string& why) {
+      std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", why.c_str());
+    };
   TrainingSession session(plan, so, placement);
   if (placement.prints && o.backend == ExecutorDevice::cpu) {
     const cpu::ThreadBudget& t = session.trainer().thread_budget();

@@ -2,7 +2,7 @@
 // training step of a plan through the simulator: per-phase compute and exposed communication, memory at
 // the peak, MFU; optionally a Chrome/Perfetto trace.
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 
@@ -10,6 +10,8 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
+#include "core/output_file.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
 #include "tools/cli_options.h"
@@ -29,15 +31,16 @@ struct SimulateOptions {
 };
 
 void run_simulate(const SimulateOptions& o) {
-  const Plan plan = load_plan(resolve_config("plans", o.plan));
+  const std::string path = resolve_config("plans", o.plan);
+  const Plan plan = load_plan(path);
   EngineOptions eo;
   eo.overlap = !o.no_overlap;
   eo.record_ops = true;
-  const Simulation sim = simulate(plan, eo);
+  const Simulation sim = with_errors_naming(path, "plan", [&] { return simulate(plan, eo); });
   if (!o.trace.empty()) {
-    std::ofstream out(o.trace, std::ios::binary);
-    if (!out) throw ConfigError(o.trace + ": cannot open for writing");
-    write_chrome_trace(sim.program, sim.engine, out);
+    std::ostringstream trace;
+    write_chrome_trace(sim.program, sim.engine, trace);
+    write_output_file(o.trace, trace.str());
   }
   if (o.format == OutputFormat::json) {
     std::printf("%s\n", simulation_json(plan, sim).dump(2).c_str());

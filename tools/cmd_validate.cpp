@@ -1,14 +1,18 @@
 // tools/cmd_validate.cpp — `fsdpx validate [FILE | --cases FILE] [--format text|json]`: simulates every
 // published run of a case file (format "fsdpx-published-runs/1") and prints predicted vs measured
 // tokens/s/GPU, MFU and peak memory per case, then error statistics overall and per source.
+#include <cctype>
 #include <cstdio>
-#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_reader.h"
+#include "core/output_file.h"
 #include "simulator/validate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -24,13 +28,26 @@ struct ValidateOptions {
   OutputFormat format = OutputFormat::text;
 };
 
+// A case id as a file name inside the folder: letters, digits, '-', '_' and '.' kept, anything else
+// (a '/', "..", a control character) replaced by '_', never starting with '.'.
+std::string case_file_name(const std::string& id) {
+  std::string name = id.substr(0, 200);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+  if (name.empty() || name.front() == '.') name.insert(0, "_");
+  return name + ".json";
+}
+
+// Writes only inside `dir`; two ids with the same file name are an error rather than one overwriting the other.
 void write_case_plans(const ValidationCaseFile& cases, const std::string& dir) {
+  std::map<std::string, std::string> id_of;  // file name -> case id
   for (const ValidationCase& c : cases.cases) {
     if (validation_skip_reason(c)) continue;
-    const std::string path = dir + "/" + c.id + ".json";
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw ConfigError(path + ": cannot open for writing");
-    out << plan_to_json(build_case_plan(c, cases.file).plan).dump(2) << "\n";
+    const std::string name = case_file_name(c.id);
+    if (const auto [it, fresh] = id_of.emplace(name, c.id); !fresh)
+      throw_config_error(cases.file, "/cases", fmt::format("cases {} and {} would both be written as {}",
+                                                           json_excerpt(it->second), json_excerpt(c.id), name));
+    write_output_file(dir + "/" + name, plan_to_json(build_case_plan(c, cases.file).plan).dump(2) + "\n");
   }
 }
 

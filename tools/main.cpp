@@ -1,15 +1,30 @@
 // tools/main.cpp — the fsdpx command: registers the subcommands and is the one place that turns
 // input errors into a one-line message and exit status 2.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "tools/commands.h"
 
+namespace {
+
+// The one line main prints: control characters escaped, at most 2,000 characters.
+void print_error(const char* what) {
+  std::fprintf(stderr, "fsdpx: error: %s\n", fsdpx::one_line(what, 2000).c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Past the file-size limit (ulimit -f) a write fails with EFBIG, reported like a full disk, instead of
+  // the default SIGXFSZ killing fsdpx mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"fsdpx: plan, simulate and run fully sharded data-parallel training of LLMs"};
   app.set_version_flag("--version", "fsdpx 0.1.0");
   app.require_subcommand(1);
@@ -22,6 +37,9 @@ int main(int argc, char** argv) {
   fsdpx::setup_export(app);
   fsdpx::setup_run(app);
   fsdpx::setup_calibrate(app);
+  fsdpx::setup_sample(app);
+  fsdpx::setup_export_hf(app);
+  fsdpx::setup_completion(app);
   try {
     app.parse(argc, argv);
   } catch (const fsdpx::ExitWith& e) {
@@ -33,16 +51,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "fsdpx: error: command line: %s (see fsdpx --help)\n", e.what());
+    print_error(fmt::format("command line: {} (see fsdpx --help)", e.what()).c_str());
     return 2;
   } catch (const fsdpx::ConfigError& e) {
-    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const nlohmann::json::exception& e) {
-    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+    print_error(e.what());
     return 2;
-  } catch (const std::exception& e) {  // a failure while running (fsdpx run: "rank r: ...")
-    std::fprintf(stderr, "fsdpx: error: %s\n", e.what());
+  } catch (const std::exception& e) {  // a failure while running (fsdpx run: "rank r: ...", a write error)
+    print_error(e.what());
     return 1;
   }
   return 0;

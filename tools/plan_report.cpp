@@ -21,6 +21,40 @@ std::string headroom_text(const PlanResult& res, const Candidate& c) {
   return gib(res.memory_capacity_bytes - c.metrics.peak_memory_bytes);
 }
 
+// What the pipeline bought in the chosen plan: its bubble and per-stage memory, against the best plan
+// without a pipeline that the search simulated (or why there is none).
+std::string pipeline_text(const PlanResult& res) {
+  const Candidate& b = *res.best;
+  const Parallelism& par = b.plan.parallelism;
+  const PipelineReport& p = *res.pipeline;
+  std::string out = fmt::format("  pipeline: {} over {} stages{}, {} micro-batches; bubble {:.1f}% of the step\n",
+                                pipeline_schedule_name(par.pp_schedule), par.pp,
+                                par.vpp > 1 ? fmt::format(" x {} chunks", par.vpp) : "", b.plan.grad_accum(),
+                                100 * p.bubble_fraction);
+  out += "  peak memory per stage:";
+  for (std::size_t s = 0; s < p.stage_peak_memory_bytes.size(); ++s)
+    out += fmt::format(" {}{}", gib(p.stage_peak_memory_bytes[s]), s + 1 < p.stage_peak_memory_bytes.size() ? "," : "\n");
+  if (!res.best_without_pipeline) {
+    out += "  without a pipeline: no fitting plan was found (the batch does not split over the data-parallel ranks, "
+           "or memory)\n";
+    return out;
+  }
+  const Candidate& n = *res.best_without_pipeline;
+  out += fmt::format("  without a pipeline the best fitting plan reaches {:.0f} tokens/s/GPU ({:+.1f}%), peak {}: {}\n",
+                     n.metrics.tokens_per_s_per_gpu,
+                     100 * (n.metrics.tokens_per_s_per_gpu / b.metrics.tokens_per_s_per_gpu - 1),
+                     gib(n.metrics.peak_memory_bytes), n.label);
+  return out;
+}
+
+nlohmann::json pipeline_json(const PlanResult& res) {
+  nlohmann::json j = {{"bubble_fraction", res.pipeline->bubble_fraction},
+                      {"stage_peak_memory_bytes", res.pipeline->stage_peak_memory_bytes},
+                      {"stage_idle_fraction", res.pipeline->stage_idle_fraction}};
+  if (res.best_without_pipeline) j["best_without_pipeline"] = candidate_json(*res.best_without_pipeline);
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json candidate_json(const Candidate& c) {
@@ -46,6 +80,7 @@ nlohmann::json plan_search_json(const PlanResult& res) {
   nlohmann::json j;
   j["plan"] = res.best ? plan_to_json(res.best->plan) : nlohmann::json(nullptr);
   if (res.best) j["chosen"] = candidate_json(*res.best);
+  if (res.pipeline) j["pipeline"] = pipeline_json(res);
   j["alternatives"] = nlohmann::json::array();
   for (const auto& c : res.top) {
     nlohmann::json a = candidate_json(c);
@@ -89,6 +124,7 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
   out += fmt::format("  memory: capacity {}, margin {} kept free, so plans may use {}; headroom {} (peak {})\n",
                      gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes), gib(res.memory_limit_bytes),
                      headroom_text(res, b), gib(m.peak_memory_bytes));
+  if (res.pipeline) out += pipeline_text(res);
   out += "  peak memory by category:";
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
     out += fmt::format(" {} {}{}", kCategoryNames[i], gib(m.peak_memory_by_category_bytes[i]), i + 1 < 6 ? "," : "\n");

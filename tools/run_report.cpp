@@ -29,12 +29,14 @@ std::string progress_line(const StepMetrics& m, const RunRecord& r, double elaps
 
 std::string run_header_text(const Plan& plan, const RunRecord& r) {
   const Parallelism& p = plan.parallelism;
-  const std::string pipeline =
-      p.pp > 1 ? fmt::format("pp {} ({}{}, {} micro-batches) x ", p.pp, pipeline_schedule_name(p.pp_schedule),
-                             p.vpp > 1 ? fmt::format(", vpp {}", p.vpp) : "", plan.grad_accum())
-               : "";
-  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: {}dp_shard {} x dp_replicate {})\n",
-                              plan.model.name, r.data, r.backend, p.world_size(), pipeline, p.dp_shard, p.dp_replicate);
+  std::string mesh = fmt::format("dp_shard {} x dp_replicate {}", p.dp_shard, p.dp_replicate);
+  if (p.pp > 1)
+    mesh = fmt::format("pp {} ({}{}, {} micro-batches) x ", p.pp, pipeline_schedule_name(p.pp_schedule),
+                       p.vpp > 1 ? fmt::format(", vpp {}", p.vpp) : "", plan.grad_accum()) + mesh;
+  if (p.cp > 1) mesh += fmt::format(" x cp {}", p.cp);
+  if (p.tp > 1) mesh += fmt::format(" x tp {}{}", p.tp, p.sequence_parallel ? " (sequence parallel)" : "");
+  std::string s = fmt::format("training {} on {} ({} backend, {} ranks: {})\n", plan.model.name, r.data, r.backend,
+                              p.world_size(), mesh);
   s += fmt::format("seq {}, global batch {} sequences ({} tokens), micro-batch {}, seed {}\n", plan.training.seq,
                    plan.training.global_batch, plan.training.global_batch * plan.training.seq,
                    plan.training.micro_batch, plan.training.seed);
@@ -93,6 +95,8 @@ nlohmann::json profile_json(const Plan& plan, const OpProfile& p, const RunRecor
           {"op_time_s", p.op_time_s},
           {"kernel_time_s", p.kernel_time_s},
           {"kernel_calls", p.kernel_calls},
+          {"collective_time_s", p.collective_time_s},
+          {"collective_calls", p.collective_calls},
           {"plan", plan_to_json(plan)}};
 }
 

@@ -4,14 +4,9 @@
 // the reference's `validate` accepts: offsets in order, contiguous, covering the data exactly.
 #include "executor/checkpoint/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +14,7 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/shard_file.h"
 
 namespace fsdpx {
@@ -254,15 +250,7 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& fi
 SafetensorsFile read_safetensors(const std::string& path) { return decode_safetensors(read_file_bytes(path), path); }
 
 void write_safetensors(const std::string& path, const SafetensorsFile& f) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  write_file_durable(tmp, encode_safetensors(f));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw ConfigError(fmt::format("{}: cannot rename {} over it: {}", path, tmp, std::strerror(err)));
-  }
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  fsync_directory(dir.empty() ? "." : dir.string());
+  write_output_file(path, encode_safetensors(f));
 }
 
 }  // namespace fsdpx

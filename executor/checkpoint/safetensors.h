@@ -50,7 +50,7 @@ std::string encode_safetensors(const SafetensorsFile& f);
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& file);
 
 SafetensorsFile read_safetensors(const std::string& path);
-// Writes `path.tmp-<pid>`, fsyncs it and renames it over `path`: readers never see a partial file.
+// Writes the file whole or not at all (core/output_file.h): readers never see a partial file.
 void write_safetensors(const std::string& path, const SafetensorsFile& f);
 
 }  // namespace fsdpx

@@ -1,17 +1,12 @@
-// executor/checkpoint/shard_file.cpp — rank state encoding and POSIX durable writes.
+// executor/checkpoint/shard_file.cpp — rank state encoding and whole-file reads.
 #include "executor/checkpoint/shard_file.h"
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <system_error>
 
 #include "core/errors.h"
 
@@ -65,10 +60,6 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
-  throw ConfigError(fmt::format("{}: {}: {}", path, what, std::generic_category().message(errno)));
-}
-
 }  // namespace
 
 std::string encode_rank_state(const RankState& r) {
@@ -112,34 +103,6 @@ RankState decode_rank_state(std::string_view bytes, const std::string& where) {
   }
   if (in.left() != 0) throw ConfigError(fmt::format("{}: {} unexpected bytes after the last unit", where, in.left()));
   return r;
-}
-
-void write_file_durable(const std::string& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno("cannot create", path);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      fail_errno("write failed", path);
-    }
-    done += std::size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail_errno("fsync failed", path);
-  }
-  if (::close(fd) != 0) fail_errno("close failed", path);
-}
-
-void fsync_directory(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail_errno("cannot open directory", path);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) fail_errno("fsync of directory failed", path);
 }
 
 std::string read_file_bytes(const std::string& path) {

@@ -14,6 +14,30 @@ namespace fsdpx {
 
 namespace {
 
+ModelOptions model_options(const Plan& plan, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm) {
+  ModelOptions o;
+  o.recompute = plan.recompute;
+  o.profiler = profiler;
+  o.parallel = par;
+  o.comm = comm;
+  return o;
+}
+
+// [begin, end) ranges of shard [first, first + count) of a unit (in shard coordinates) that hold
+// tensors every tp rank holds whole.
+std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const ParamLayout& layout, const FlatUnitLayout& f,
+                                                                     std::int64_t first, std::int64_t count) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::size_t k = 0; k < f.modules.size(); ++k)
+    for (const TensorSlot& t : layout.modules[std::size_t(f.modules[k])].tensors) {
+      if (!t.tp_replicated) continue;
+      const std::int64_t begin = std::max(first, f.module_offsets[k] + t.offset);
+      const std::int64_t end = std::min(first + count, f.module_offsets[k] + t.offset + t.numel());
+      if (begin < end) out.emplace_back(begin - first, end - first);
+    }
+  return out;
+}
+
 int unit_with(const Plan& plan, const std::string& module) {
   for (std::size_t u = 0; u < plan.units.size(); ++u)
     for (const std::string& m : plan.units[u].modules)
@@ -25,7 +49,9 @@ int unit_with(const Plan& plan, const std::string& module) {
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
-    : rp_(rp), world_(std::move(world)), models_(rp.plan, ModelOptions{rp.plan.recompute, kernel_profiler}) {
+    : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
+      model_comm_(nullptr, nullptr, kernel_profiler),
+      models_(rp.plan, model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
   const PipelinePlace place = pipeline_place(rp, world_->rank());
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
@@ -33,10 +59,14 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
   const int unit_shard = at.unit_shard;
+  const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
   units_.resize(rp.flats.size());
-  for (std::size_t u = 0; u < rp.flats.size(); ++u)
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    const FlatUnitLayout& f = rp.flats[u];
     if (unit_role(rp, int(u)) == role_)
-      units_[u] = std::make_unique<FsdpUnit>(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
+      units_[u] = std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, int(u)), &mem_);
+    replicated_ranges_.push_back(replicated_ranges(local, f, std::int64_t(unit_shard) * f.shard_numel, f.shard_numel));
+  }
   const int source = tied_copy_source(rp);
   if (source >= 0 && role_ == rp.program.pp - 1) {
     copy_source_ = source;
@@ -44,16 +74,17 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
     tied_copy_ = std::make_unique<FsdpUnit>(rp.flats[std::size_t(source)], unit_shard,
                                             replicated_params(rp, source), &mem_);
   }
-  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, rp.layout, rp.program.segments);
+  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, local, rp.program.segments, par_);
   message_.resize(std::size_t(rp.plan.training.micro_batch * rp.plan.training.seq * rp.plan.model.hidden));
 }
 
-// Every rank splits the same groups in the same order (split is collective over the world). A stage's
-// groups are colored by role and their lowest mesh rank, ordered as program/group_members lists them;
-// a mesh point's pipeline ranks by the mesh rank, ordered by role.
+// Every rank splits the same groups in the same order (split is collective over the world). A group
+// inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh rank, its members
+// ordered as program/group_members lists them; a mesh point's pipeline ranks by the mesh rank, ordered
+// by pipeline rank.
 void CpuRankBackend::connect() {
   const Mesh& mesh = rp_.program.mesh;
-  auto split_in_stage = [&](GroupKind kind) {
+  auto split = [&](GroupKind kind) {
     ProcessGroup g;
     g.kind = kind;
     std::vector<int> members;
@@ -61,11 +92,15 @@ void CpuRankBackend::connect() {
     const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
     return world_->split(role_ * mesh.size() + members.front(), int(at));
   };
-  shard_comm_ = split_in_stage(GroupKind::dp_shard);
-  replica_comm_ = split_in_stage(GroupKind::dp_replicate);
+  shard_comm_ = split(GroupKind::dp_shard);
+  replica_comm_ = split(GroupKind::dp_replicate);
+  if (par_.tp > 1) tp_comm_ = split(GroupKind::tp);
+  if (par_.cp > 1) cp_comm_ = split(GroupKind::cp), replica_cp_comm_ = split(GroupKind::replicate_cp),
+                   dp_cp_comm_ = split(GroupKind::dp_cp);
   const int pp = rp_.program.pp;
+  if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all);
+  model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
   if (pp == 1) return;
-  stage_comm_ = world_->split(role_, mesh_rank_);
   pp_all_comm_ = world_->split(mesh_rank_, role_);
   const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
   if (rp_.plan.model.tied_embeddings) pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_);
@@ -93,7 +128,8 @@ void CpuRankBackend::init_params(std::uint64_t seed) {
   // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
   for (FsdpUnit* u : all_units()) {
     UnitShardState& s = u->state();
-    init_unit_range(rp_.layout, u->flat(), seed, s.shard_offset, s.shard_offset + u->flat().shard_numel, s.params.data());
+    init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
+                    s.shard_offset + u->flat().shard_numel, s.params.data());
     std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
     std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
   }
@@ -111,12 +147,16 @@ void CpuRankBackend::copy_masters_to_replicas() {
   if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica();
 }
 
-Communicator& CpuRankBackend::comm(DpGroup group) {
-  if (group == DpGroup::pp_all) return *pp_all_comm_;
-  return group_communicator(group, stage_comm_ ? *stage_comm_ : *world_, *shard_comm_, *replica_comm_);
+// Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
+Communicator& CpuRankBackend::comm(MeshGroup group) {
+  Communicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
+  const GroupCommunicators<Communicator> groups{mesh,               shard_comm_.get(),      replica_comm_.get(),
+                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
+                                                pp_all_comm_.get()};
+  return group_communicator(group, groups);
 }
 
-void CpuRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
+void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
   for (FsdpUnit* u : {&own(unit), copy_with(unit)}) {
     if (u == nullptr) continue;
     if (drop_kept) u->drop_kept_copy();
@@ -221,17 +261,17 @@ std::vector<double> CpuRankBackend::take_losses() {
   return out;
 }
 
-void CpuRankBackend::reduce_scatter(int unit, DpGroup group) {
+void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) {
   own(unit).reduce_scatter(comm(group));
   if (FsdpUnit* copy = copy_with(unit)) copy->reduce_scatter(comm(group));
 }
 
-void CpuRankBackend::all_reduce_reduced(int unit, DpGroup group) {
+void CpuRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
   own(unit).all_reduce_reduced(comm(group));
   if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group));
 }
 
-void CpuRankBackend::all_reduce_full(int unit, DpGroup group) {
+void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) {
   own(unit).all_reduce_full(comm(group));
   if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_full(comm(group));
 }
@@ -254,9 +294,17 @@ void CpuRankBackend::all_reduce_tied(int unit) {
 // The copy of a tied table is counted once, on the first stage.
 double CpuRankBackend::grad_sq_sum() {
   double sum = 0;
-  for (const auto& u : units_)
-    if (u)
-      for (float g : u->grad_shard()) sum += double(g) * double(g);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    if (!units_[u]) continue;
+    const std::vector<float>& g = units_[u]->grad_shard();
+    const auto& skip = replicated_ranges_[u];  // counted on tp rank 0 only
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      while (k < skip.size() && std::int64_t(i) >= skip[k].second) ++k;
+      if (par_.tp_rank > 0 && k < skip.size() && std::int64_t(i) >= skip[k].first) continue;
+      sum += double(g[i]) * double(g[i]);
+    }
+  }
   return sum;
 }
 

@@ -1,12 +1,14 @@
 // executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of
-// executor/model with its hand-written backward (one model per micro-batch in flight, micro_batch_models.h), one FsdpUnit per
-// plan unit of the rank's pipeline stages (fp32 masters, moments, accumulators and unsharded buffers on
-// the host) and host communicators (the world's, the stage's dp_all, dp_shard and dp_replicate groups
-// split from it, and across pipeline ranks the groups of one mesh point). Under pipeline parallelism
-// with a tied head the last stage keeps a copy of the embedding's unit, laid out alike, whose gradient
-// is summed with the first stage's (all_reduce_tied) so both take the same optimizer steps (Megatron-LM's
-// embedding group). Synchronous: every method has finished when it returns, so begin_op/end_op and
-// synchronize do nothing. Leaves out low precision: the CPU computes and communicates in fp32.
+// executor/model with its hand-written backward (one model per micro-batch in flight,
+// micro_batch_models.h), one FsdpUnit per plan unit of the rank's pipeline stages (fp32 masters,
+// moments, accumulators and unsharded buffers on the host) and host communicators (the world's and the
+// groups split from it: dp_shard, dp_replicate, under tensor or context parallelism the model's tp and
+// cp groups and the data-parallel groups spanning cp, under pipeline parallelism the stage's dp_all and
+// across pipeline ranks the groups of one mesh point). With a tied head across stages the last stage
+// keeps a copy of the embedding's unit, laid out alike, whose gradient is summed with the first stage's
+// (all_reduce_tied) so both take the same optimizer steps (Megatron-LM's embedding group). Synchronous:
+// every method has finished when it returns, so begin_op/end_op and synchronize do nothing. Leaves out
+// low precision: the CPU computes and communicates in fp32.
 #pragma once
 
 #include <memory>
@@ -31,14 +33,17 @@ class CpuRankBackend final : public RankBackend {
   void connect() override;
   void init_params(std::uint64_t seed) override;
   bool holds_unit(int unit) const override { return units_[std::size_t(unit)] || unit == copy_source_; }
-  UnitShardState unit_state(int unit) const override { return own(unit).state(); }
+  // The last stage reads the shape of a tied table's unit from its copy (load_state).
+  UnitShardState unit_state(int unit) const override {
+    return unit == copy_source_ && !units_[std::size_t(unit)] ? tied_copy_->state() : own(unit).state();
+  }
   void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
 
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
 
-  void gather(int unit, DpGroup group, bool drop_kept) override;
+  void gather(int unit, MeshGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
@@ -50,16 +55,17 @@ class CpuRankBackend final : public RankBackend {
   void send(Payload payload, int segment, int mb, int peer, int tag) override;
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
+  std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 
-  void reduce_scatter(int unit, DpGroup group) override;
-  void all_reduce_reduced(int unit, DpGroup group) override;
-  void all_reduce_full(int unit, DpGroup group) override;
+  void reduce_scatter(int unit, MeshGroup group) override;
+  void all_reduce_reduced(int unit, MeshGroup group) override;
+  void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
   void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override { return first_non_finite_unit_; }
 
   double grad_sq_sum() override;
-  void all_reduce_host(double* buf, int count, DpGroup group) override { comm(group).all_reduce(buf, count); }
+  void all_reduce_host(double* buf, int count, MeshGroup group) override { comm(group).all_reduce(buf, count); }
   void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
   void zero_grad_shards() override;
 
@@ -68,7 +74,7 @@ class CpuRankBackend final : public RankBackend {
   const MemoryTracker& memory() const override { return mem_; }
 
  private:
-  Communicator& comm(DpGroup group);
+  Communicator& comm(MeshGroup group);
   FsdpUnit& own(int unit);
   const FsdpUnit& own(int unit) const;
   // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
@@ -78,13 +84,20 @@ class CpuRankBackend final : public RankBackend {
   std::vector<float*> grad_ptrs(int unit);
 
   const RuntimeProgram& rp_;
-  std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_, stage_comm_, pp_all_comm_, pp_ends_comm_;
+  std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
+  std::unique_ptr<Communicator> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
+  std::unique_ptr<Communicator> pp_all_comm_, pp_ends_comm_;  // pp > 1
   int role_ = 0, mesh_rank_ = 0;
+  ModelParallel par_;
+  ModelComm model_comm_;  // before models_, which keep a pointer
   MemoryTracker mem_;
   MicroBatchModels models_;
   std::vector<std::unique_ptr<FsdpUnit>> units_;  // per plan unit; null for other stages' units
   std::unique_ptr<FsdpUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
   int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
+  // Per unit: the [begin, end) ranges of this rank's shard holding tensors every tp rank holds whole
+  // (their gradients count once in the norm: on tp rank 0).
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> replicated_ranges_;
   std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
   std::vector<float> message_;                     // [micro_batch·seq, hidden] a received tensor
   int shard_index_ = 0, replica_index_ = 0;

@@ -53,7 +53,8 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "CudaModel: need one recompute mode per block");
   if (spec.arch == Arch::llama) {
-    const cpu::RopeTable<float> rope = cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta);
+    const cpu::RopeTable<float> rope =
+        cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
     rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
   }
   const std::int64_t n = dims_.n, nc = dims_.n * dims_.c;

@@ -49,6 +49,7 @@ RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, co
   s.backends = nccl_cuda_backend(id, env.rank, nccl);
   s.prints = env.rank == 0;
   s.whole_state = false;
+  s.job_id = launch_job_id(env);
   s.description = fmt::format("{}; GPU {} ({}); {}", describe(env), nccl.device, gpu_name(nccl.device),
                               nccl_describe());
   return s;

@@ -14,7 +14,7 @@ namespace fsdpx::cuda {
 
 namespace {
 
-constexpr int kHostReduceElems = 8;
+constexpr int kHostReduceElems = kMaxHostReduceCount;
 
 }  // namespace
 
@@ -63,8 +63,9 @@ void CudaRankBackend::connect() {
   replica_comm_ = world_->split(shard_index_, replica_index_, "dp_replicate");
 }
 
-DeviceCommunicator& CudaRankBackend::comm(DpGroup group) {
-  return group_communicator(group, *world_, *shard_comm_, *replica_comm_);
+DeviceCommunicator& CudaRankBackend::comm(MeshGroup group) {
+  return group_communicator(group, GroupCommunicators<DeviceCommunicator>{world_.get(), shard_comm_.get(),
+                                                                          replica_comm_.get()});
 }
 
 void CudaRankBackend::init_params(std::uint64_t seed) {
@@ -116,7 +117,7 @@ void CudaRankBackend::begin_op(int id, const Op& op) {
 
 void CudaRankBackend::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
 
-void CudaRankBackend::gather(int unit, DpGroup group, bool drop_kept) {
+void CudaRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
   CudaUnit& u = *units_[std::size_t(unit)];
   if (drop_kept) u.drop_kept_copy();
   u.gather(comm(group), current_, current_op_);
@@ -174,16 +175,16 @@ std::vector<double> CudaRankBackend::take_losses() {
   return std::vector<double>(host.begin(), host.end());
 }
 
-void CudaRankBackend::reduce_scatter(int unit, DpGroup group) {
-  DeviceCommunicator& c = group == DpGroup::dp_shard ? *shard_rs_comm_ : comm(group);
+void CudaRankBackend::reduce_scatter(int unit, MeshGroup group) {
+  DeviceCommunicator& c = group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
   units_[std::size_t(unit)]->reduce_scatter(c, current_, current_op_);
 }
 
-void CudaRankBackend::all_reduce_reduced(int unit, DpGroup group) {
+void CudaRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
   units_[std::size_t(unit)]->all_reduce_reduced(comm(group), current_, current_op_);
 }
 
-void CudaRankBackend::all_reduce_full(int unit, DpGroup group) {
+void CudaRankBackend::all_reduce_full(int unit, MeshGroup group) {
   units_[std::size_t(unit)]->all_reduce_full(comm(group), current_, current_op_);
 }
 
@@ -214,7 +215,7 @@ double CudaRankBackend::grad_sq_sum() {
 
 // A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
 // the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on bf16 runs.
-void CudaRankBackend::all_reduce_host(double* buf, int count, DpGroup group) {
+void CudaRankBackend::all_reduce_host(double* buf, int count, MeshGroup group) {
   FSDP_CHECK(count <= kHostReduceElems, "CudaRankBackend: host all-reduce too large");
   use_device();
   float host[kHostReduceElems];

@@ -45,7 +45,7 @@ class CudaRankBackend final : public RankBackend {
   void begin_op(int id, const Op& op) override;
   void end_op(int id, const Op& op) override;
 
-  void gather(int unit, DpGroup group, bool drop_kept) override;
+  void gather(int unit, MeshGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override;
 
   // One micro-batch in flight at a time (no pipelining): `mb` is not needed.
@@ -58,16 +58,18 @@ class CudaRankBackend final : public RankBackend {
   void send(Payload payload, int segment, int mb, int peer, int tag) override;
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
+  // tp = cp = 1 on CUDA (runtime_program.h): the model issues no tensor- or context-parallel collectives.
+  std::vector<IssuedCollective> take_model_collectives() override { return {}; }
 
-  void reduce_scatter(int unit, DpGroup group) override;
-  void all_reduce_reduced(int unit, DpGroup group) override;
-  void all_reduce_full(int unit, DpGroup group) override;
+  void reduce_scatter(int unit, MeshGroup group) override;
+  void all_reduce_reduced(int unit, MeshGroup group) override;
+  void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
   void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override;
 
   double grad_sq_sum() override;
-  void all_reduce_host(double* buf, int count, DpGroup group) override;
+  void all_reduce_host(double* buf, int count, MeshGroup group) override;
   void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
   void zero_grad_shards() override;
 
@@ -77,7 +79,7 @@ class CudaRankBackend final : public RankBackend {
 
  private:
   void use_device() const;
-  DeviceCommunicator& comm(DpGroup group);
+  DeviceCommunicator& comm(MeshGroup group);
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
 
   const RuntimeProgram& rp_;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/errors.h"
+#include "core/output_file.h"
 
 namespace fsdpx {
 
@@ -93,9 +94,7 @@ void write_token_file(const std::string& path, const std::vector<std::int32_t>& 
       throw ConfigError(fmt::format("{}: token {} does not fit {}", path, t, token_dtype_name(dtype)));
     write_le(out, std::uint64_t(t), bytes);
   }
-  std::ofstream f(path, std::ios::binary);
-  if (!f || !f.write(out.data(), std::streamsize(out.size())))
-    throw ConfigError(fmt::format("{}: cannot write token file", path));
+  write_output_file(path, out);
 }
 
 }  // namespace fsdpx

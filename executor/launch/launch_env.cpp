@@ -226,4 +226,8 @@ std::string describe(const LaunchEnv& e) {
                      e.local_rank, e.local_world_size, e.source, e.master_addr, e.master_port);
 }
 
+std::string launch_job_id(const LaunchEnv& e) {
+  return fmt::format("{}:{}:{}", e.master_addr, e.master_port, e.world_size);
+}
+
 }  // namespace fsdpx

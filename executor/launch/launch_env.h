@@ -60,4 +60,8 @@ EnvLookup env_lookup(const std::map<std::string, std::string>& vars);
 // One line for logs: "rank 3 of 16 (local 3 of 8) via slurm, rendezvous at node1:29500".
 std::string describe(const LaunchEnv& e);
 
+// The same on every process of one launched job and, in practice, different between jobs that run at
+// once: "<master_addr>:<master_port>:<world_size>" (names a job's checkpoint staging directory).
+std::string launch_job_id(const LaunchEnv& e);
+
 }  // namespace fsdpx

@@ -1,6 +1,8 @@
 // executor/model/block.cpp — block forward/backward as a sequence of CPU kernels, each timed under the
 // simulator's kernel name. The residual adds' backward is the identity, applied by letting `dres`
 // flow through in place while each branch's input gradient is accumulated into it (llm.c style).
+// Tensor parallelism wraps each half in a TpRegion (tp_region.h); with tp = 1 those do nothing and
+// the row-parallel biases stay inside their GEMMs.
 #include "executor/model/block.h"
 
 #include <algorithm>
@@ -9,6 +11,9 @@
 #include "executor/cpu/activation.h"
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/norm.h"
+#include "executor/model/context_parallel.h"
+#include "executor/model/qkv_groups.h"
+#include "executor/model/tp_region.h"
 
 namespace fsdpx {
 namespace {
@@ -24,20 +29,47 @@ P tensor_ptr(const ModuleLayout& m, P base, const char* name) {
   return t ? base + t->offset : nullptr;
 }
 
+template <class Real>
+TpRegion region(const BlockContext<Real>& ctx) {
+  return TpRegion{ctx.par, ctx.comm, ctx.dims.n, ctx.dims.n_local, ctx.dims.c};
+}
+
+// A row-parallel GEMM's bias, added once after the reduction: out [n, c] += bias [c].
+template <class Real>
+void add_bias(Real* out, const Real* bias, std::int64_t n, std::int64_t c) {
+  if (!bias) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < c; ++j) out[i * c + j] += bias[j];
+}
+
+// Its gradient from the rank's rows: dbias [c] += Σ_n dout [n, c].
+template <class Real>
+void bias_backward(Real* dbias, const Real* dout, std::int64_t n, std::int64_t c) {
+  if (!dbias) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < c; ++j) dbias[j] += dout[i * c + j];
+}
+
 }  // namespace
 
-BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq) {
+BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par) {
+  FSDP_CHECK(seq % par.cp == 0, "make_block_dims: cp must divide seq");
   BlockDims d;
   d.b = batch;
-  d.t = seq;
-  d.n = batch * seq;
+  d.t = seq / par.cp;
+  d.t_kv = seq;
+  d.n = batch * d.t;
+  FSDP_CHECK(!par.sp() || d.n % par.tp == 0, "make_block_dims: sequence parallelism needs tp | tokens");
+  d.n_local = par.sp() ? d.n / par.tp : d.n;
   d.c = m.hidden;
-  d.q = m.q_dim();
-  d.qkv = m.q_dim() + 2 * m.kv_dim();
-  d.f = m.ffn_hidden;
-  d.fu = cpu::mlp_up_width(m.ffn_kind, m.ffn_hidden);
+  const std::int64_t heads = m.heads / par.tp, kv_heads = std::max<std::int64_t>(1, m.kv_heads / par.tp);
+  d.q = heads * m.head_dim;
+  d.qkv = (heads + 2 * kv_heads) * m.head_dim;
+  d.qkv_rows = (m.q_dim() + 2 * m.kv_dim()) / par.tp;
+  d.f = m.ffn_hidden / par.tp;
+  d.fu = cpu::mlp_up_width(m.ffn_kind, d.f);
   d.layernorm = m.arch == Arch::gpt;
-  d.attn = cpu::AttnShape{batch, seq, m.heads, m.kv_heads, m.head_dim};
+  d.attn = cpu::AttnShape{batch, d.t, heads, kv_heads, m.head_dim};
   return d;
 }
 
@@ -54,14 +86,15 @@ BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
 
 template <class Real>
 void BlockActs<Real>::allocate(const BlockDims& d) {
-  const auto n = static_cast<std::size_t>(d.n);
-  const std::size_t mean_n = d.layernorm ? n : 0;  // RMSNorm has no mean
-  ln1.assign(n * d.c, 0), ln1_mean.assign(mean_n, 0), ln1_rstd.assign(n, 0);
+  const auto n = static_cast<std::size_t>(d.n), nl = static_cast<std::size_t>(d.n_local);
+  const std::size_t mean_n = d.layernorm ? nl : 0;  // RMSNorm has no mean
+  ln1.assign(n * d.c, 0), ln1_mean.assign(mean_n, 0), ln1_rstd.assign(nl, 0);
   qkv.assign(n * d.qkv, 0);
-  att.assign(static_cast<std::size_t>(cpu::attention_saved_elems(d.attn)), 0);
+  const std::int64_t saved = d.context_parallel() ? d.b * d.attn.nh * d.t * d.t_kv : cpu::attention_saved_elems(d.attn);
+  att.assign(static_cast<std::size_t>(saved), 0);
   atty.assign(n * d.q, 0);
-  x_mid.assign(n * d.c, 0);
-  ln2.assign(n * d.c, 0), ln2_mean.assign(mean_n, 0), ln2_rstd.assign(n, 0);
+  x_mid.assign(nl * d.c, 0);
+  ln2.assign(n * d.c, 0), ln2_mean.assign(mean_n, 0), ln2_rstd.assign(nl, 0);
   fc.assign(n * d.fu, 0);
   fc_act.assign(n * d.f, 0);
 }
@@ -75,10 +108,16 @@ void BlockWeightInputs<Real>::allocate(const BlockDims& d) {
 }
 
 template <class Real>
-void BlockScratch<Real>::allocate(const BlockDims& d) {
+void BlockScratch<Real>::allocate(const BlockDims& d, const ModelParallel& par) {
   const auto n = static_cast<std::size_t>(d.n);
   dln.assign(n * d.c, 0), datty.assign(n * d.q, 0), dqkv.assign(n * d.qkv, 0);
   dfc.assign(n * d.fu, 0), dfc_act.assign(n * d.f, 0);
+  if (par.sp()) wide.assign(n * d.c, 0);
+  if (d.grouped_qkv()) qkv_part.assign(n * d.qkv_rows, 0), qkv_all.assign(n * d.qkv_rows * par.tp, 0);
+  if (!d.context_parallel()) return;
+  const auto kvw = static_cast<std::size_t>(d.kv_width()), full = static_cast<std::size_t>(d.b * d.t_kv) * kvw;
+  kv_local.assign(n * kvw, 0), kv_gathered.assign(n * kvw * static_cast<std::size_t>(par.cp), 0);
+  kv_full.assign(full, 0), dkv_full.assign(full, 0);
 }
 
 template <class Real>
@@ -99,6 +138,69 @@ void norm_backward(Arch arch, Real* dinp, Real* dw, Real* db, const Real* dout, 
     cpu::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, n, c);
 }
 
+namespace {
+
+// qkv [N, QKV] = ln1 [N, C] · Wqkvᵀ (+ bias): with kv_heads < tp through the query-group gather.
+template <class Real>
+void qkv_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, BlockActs<Real>& a) {
+  const BlockDims& d = ctx.dims;
+  Real* out = d.grouped_qkv() ? ctx.scratch->qkv_part.data() : a.qkv.data();
+  {
+    ScopedOp op(ctx.profiler, "qkv", ctx.module);
+    cpu::matmul_forward(out, a.ln1.data(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv_rows);
+  }
+  if (d.grouped_qkv())
+    gather_query_group(*ctx.comm, *ctx.group_columns, out, ctx.scratch->qkv_all.data(), a.qkv.data(), d.n,
+                       d.qkv_rows);
+}
+
+// A row-parallel GEMM's output leaves the region: out [N_local, C] = Σ_tp partial + bias, then the
+// residual add res_out = res_in + out (res_out may be out).
+template <class Real>
+void exit_and_add(const BlockContext<Real>& ctx, Real* partial, Real* out, const Real* bias, const Real* res_in,
+                  Real* res_out, const char* name) {
+  const BlockDims& d = ctx.dims;
+  region(ctx).exit(partial, out);
+  ScopedOp op(ctx.profiler, name, ctx.module);
+  if (ctx.par.tp > 1) add_bias(out, bias, d.n_local, d.c);
+  cpu::residual_forward(res_out, res_in, out, d.n_local * d.c);
+}
+
+// The attention core: local, or with cp > 1 against the whole sequences' K and V (context_parallel.h).
+template <class Real>
+void attention_forward(const BlockContext<Real>& ctx, BlockActs<Real>& a) {
+  const BlockDims& d = ctx.dims;
+  if (!d.context_parallel()) {
+    ScopedOp op(ctx.profiler, "attn_core", ctx.module);
+    cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), d.attn);
+    return;
+  }
+  gather_context_kv(ctx, a.qkv.data(), *ctx.scratch);
+  ScopedOp op(ctx.profiler, "attn_core", ctx.module);
+  cpu::context_attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), ctx.scratch->kv_full.data(),
+                                 context_shape(ctx));
+}
+
+template <class Real>
+void attention_backward(const BlockContext<Real>& ctx, const BlockActs<Real>& a, BlockScratch<Real>& s) {
+  const BlockDims& d = ctx.dims;
+  if (!d.context_parallel()) {
+    ScopedOp op(ctx.profiler, "attn_core_bwd", ctx.module);
+    cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn);
+    return;
+  }
+  gather_context_kv(ctx, a.qkv.data(), s);  // K and V again rather than kept from the forward
+  {
+    ScopedOp op(ctx.profiler, "attn_core_bwd", ctx.module);
+    zero(s.dkv_full);
+    cpu::context_attention_backward(s.dqkv.data(), s.dkv_full.data(), s.datty.data(), a.qkv.data(), s.kv_full.data(),
+                                    a.att.data(), context_shape(ctx));
+  }
+  scatter_context_kv_grads(ctx, s, s.dqkv.data());
+}
+
+}  // namespace
+
 template <class Real>
 void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const Real* x_in, Real* x_out,
                    BlockActs<Real>& a) {
@@ -106,32 +208,33 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   const Arch arch = ctx.spec->arch;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
+  const TpRegion tp = region(ctx);
+  const bool split = ctx.par.tp > 1;
+  Real* wide = ctx.par.sp() ? ctx.scratch->wide.data() : x_out;  // the row-parallel partial output [N, C]
   { ScopedOp op(prof, "attn_norm", m);
-    norm_forward(arch, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x_in, p.attn_norm_w, p.attn_norm_b, d.n,
-                 d.c, ctx.spec->norm_eps); }
-  { ScopedOp op(prof, "qkv", m);
-    cpu::matmul_forward(a.qkv.data(), a.ln1.data(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv); }
+    norm_forward(arch, a.ln1.data() + tp.local_row() * d.c, a.ln1_mean.data(), a.ln1_rstd.data(), x_in,
+                 p.attn_norm_w, p.attn_norm_b, d.n_local, d.c, ctx.spec->norm_eps); }
+  tp.enter(a.ln1.data());
+  qkv_forward(ctx, p, a);
   if (ctx.rope) {
     ScopedOp op(prof, "rope", m);
     cpu::rope_forward(a.qkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
   }
-  { ScopedOp op(prof, "attn_core", m);
-    cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), d.attn); }
+  attention_forward(ctx, a);
   { ScopedOp op(prof, "attn_out", m);
-    cpu::matmul_forward(x_out, a.atty.data(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c); }  // x_out as temp
-  { ScopedOp op(prof, "attn_residual", m);
-    cpu::residual_forward(a.x_mid.data(), x_in, x_out, d.n * d.c); }
+    cpu::matmul_forward(wide, a.atty.data(), p.attn_out_w, split ? nullptr : p.attn_out_b, d.n, d.q, d.c); }
+  exit_and_add(ctx, wide, x_out, p.attn_out_b, x_in, a.x_mid.data(), "attn_residual");
   { ScopedOp op(prof, "mlp_norm", m);
-    norm_forward(arch, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.x_mid.data(), p.mlp_norm_w,
-                 p.mlp_norm_b, d.n, d.c, ctx.spec->norm_eps); }
+    norm_forward(arch, a.ln2.data() + tp.local_row() * d.c, a.ln2_mean.data(), a.ln2_rstd.data(), a.x_mid.data(),
+                 p.mlp_norm_w, p.mlp_norm_b, d.n_local, d.c, ctx.spec->norm_eps); }
+  tp.enter(a.ln2.data());
   { ScopedOp op(prof, "mlp_up", m);
     cpu::matmul_forward(a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
   { ScopedOp op(prof, "mlp_act", m);
     cpu::mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.data(), a.fc.data(), d.n, d.f); }
   { ScopedOp op(prof, "mlp_down", m);
-    cpu::matmul_forward(x_out, a.fc_act.data(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c); }
-  { ScopedOp op(prof, "mlp_residual", m);
-    cpu::residual_forward(x_out, a.x_mid.data(), x_out, d.n * d.c); }
+    cpu::matmul_forward(wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
+  exit_and_add(ctx, wide, x_out, p.mlp_down_b, a.x_mid.data(), x_out, "mlp_residual");
 }
 
 // The MLP half: dres is d x_out on entry and d x_mid on exit. Under a split backward the input pass
@@ -143,18 +246,22 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
+  const TpRegion tp = region(ctx);
+  const bool split = ctx.par.tp > 1;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
   const bool from_kept = pass == GradPass::weight;
-  if (pass == GradPass::input) std::copy(dres, dres + d.n * d.c, kept->d_out.begin());
-  const Real* d_out = from_kept ? kept->d_out.data() : dres;
+  // d of mlp_down's output, all N tokens
+  const Real* dy = from_kept ? kept->d_out.data() : tp.exit_backward(dres, s.wide.data());
+  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_out.begin());
   if (input) {
     zero(s.dfc_act), zero(s.dfc), zero(s.dln);
     ScopedOp op(prof, "mlp_down_dx", m);
-    cpu::matmul_backward_dx(s.dfc_act.data(), dres, p.mlp_down_w, d.n, d.f, d.c);
+    cpu::matmul_backward_dx(s.dfc_act.data(), dy, p.mlp_down_w, d.n, d.f, d.c);
   }
   if (weight) {
     ScopedOp op(prof, "mlp_down_dw", m);
-    cpu::matmul_backward_dw(g.mlp_down_w, g.mlp_down_b, d_out, a.fc_act.data(), d.n, d.f, d.c);
+    cpu::matmul_backward_dw(g.mlp_down_w, split ? nullptr : g.mlp_down_b, dy, a.fc_act.data(), d.n, d.f, d.c);
+    if (split) bias_backward(g.mlp_down_b, dres, d.n_local, d.c);
   }
   if (input) {
     { ScopedOp op(prof, "mlp_act_bwd", m);
@@ -167,12 +274,28 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
     cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
                             d.c, d.fu);
   }
+  if (input) tp.enter_backward(s.dln.data());
   if (pass == GradPass::input) kept->dfc = s.dfc, kept->dln2 = s.dln;
   { ScopedOp op(prof, "mlp_norm_bwd", m);
     norm_backward(ctx.spec->arch, input ? dres : nullptr, g.mlp_norm_w, g.mlp_norm_b,
-                  from_kept ? kept->dln2.data() : s.dln.data(), a.x_mid.data(), p.mlp_norm_w, a.ln2_mean.data(),
-                  a.ln2_rstd.data(), d.n, d.c); }
+                  (from_kept ? kept->dln2.data() : s.dln.data()) + tp.local_row() * d.c, a.x_mid.data(),
+                  p.mlp_norm_w, a.ln2_mean.data(), a.ln2_rstd.data(), d.n_local, d.c); }
 }
+
+namespace {
+
+// d qkv [N, QKV] -> the gradient of the rank's qkv GEMM output [N, QKV_rows]: with kv_heads < tp
+// through the query-group gather.
+template <class Real>
+const Real* qkv_grad_out(const BlockContext<Real>& ctx, BlockScratch<Real>& s) {
+  const BlockDims& d = ctx.dims;
+  if (!d.grouped_qkv()) return s.dqkv.data();
+  gather_query_group_backward(*ctx.comm, *ctx.group_columns, s.dqkv.data(), s.qkv_all.data(), s.qkv_part.data(), d.n,
+                              d.qkv_rows, ctx.par.tp);
+  return s.qkv_part.data();
+}
+
+}  // namespace
 
 // The attention half: dres is d x_mid on entry and d x_in on exit.
 template <class Real>
@@ -182,39 +305,44 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
+  const TpRegion tp = region(ctx);
+  const bool split = ctx.par.tp > 1;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
   const bool from_kept = pass == GradPass::weight;
-  if (pass == GradPass::input) std::copy(dres, dres + d.n * d.c, kept->d_mid.begin());
+  // d of attn_out's output, all N tokens
+  const Real* dy = from_kept ? kept->d_mid.data() : tp.exit_backward(dres, s.wide.data());
+  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_mid.begin());
   if (input) {
     zero(s.datty), zero(s.dqkv), zero(s.dln);
     ScopedOp op(prof, "attn_out_dx", m);
-    cpu::matmul_backward_dx(s.datty.data(), dres, p.attn_out_w, d.n, d.q, d.c);
+    cpu::matmul_backward_dx(s.datty.data(), dy, p.attn_out_w, d.n, d.q, d.c);
   }
   if (weight) {
     ScopedOp op(prof, "attn_out_dw", m);
-    cpu::matmul_backward_dw(g.attn_out_w, g.attn_out_b, from_kept ? kept->d_mid.data() : dres, a.atty.data(), d.n,
-                            d.q, d.c);
+    cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
+    if (split) bias_backward(g.attn_out_b, dres, d.n_local, d.c);
   }
+  const Real* dqkv = from_kept ? kept->dqkv.data() : nullptr;
   if (input) {
-    { ScopedOp op(prof, "attn_core_bwd", m);
-      cpu::attention_backward(s.dqkv.data(), s.datty.data(), a.qkv.data(), a.att.data(), d.attn); }
+    attention_backward(ctx, a, s);
     if (ctx.rope) {
       ScopedOp op(prof, "rope_bwd", m);
       cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
     }
+    dqkv = qkv_grad_out(ctx, s);
     ScopedOp op(prof, "qkv_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), s.dqkv.data(), p.qkv_w, d.n, d.c, d.qkv);
+    cpu::matmul_backward_dx(s.dln.data(), dqkv, p.qkv_w, d.n, d.c, d.qkv_rows);
   }
   if (weight) {
     ScopedOp op(prof, "qkv_dw", m);
-    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, from_kept ? kept->dqkv.data() : s.dqkv.data(), a.ln1.data(), d.n, d.c,
-                            d.qkv);
+    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, dqkv, a.ln1.data(), d.n, d.c, d.qkv_rows);
   }
+  if (input) tp.enter_backward(s.dln.data());
   if (pass == GradPass::input) kept->dqkv = s.dqkv, kept->dln1 = s.dln;
   { ScopedOp op(prof, "attn_norm_bwd", m);
     norm_backward(ctx.spec->arch, input ? dres : nullptr, g.attn_norm_w, g.attn_norm_b,
-                  from_kept ? kept->dln1.data() : s.dln.data(), x_in, p.attn_norm_w, a.ln1_mean.data(),
-                  a.ln1_rstd.data(), d.n, d.c); }
+                  (from_kept ? kept->dln1.data() : s.dln.data()) + tp.local_row() * d.c, x_in, p.attn_norm_w,
+                  a.ln1_mean.data(), a.ln1_rstd.data(), d.n_local, d.c); }
 }
 
 template <class Real>
@@ -222,6 +350,8 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
                     const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s, GradPass pass,
                     BlockWeightInputs<Real>* kept) {
   FSDP_CHECK(pass == GradPass::all || kept != nullptr, "block_backward: a split pass needs the kept gradients");
+  FSDP_CHECK(pass == GradPass::all || (ctx.par.tp == 1 && ctx.par.cp == 1),
+             "block_backward: the split backward runs without tensor or context parallelism");
   mlp_backward(ctx, p, g, a, dres, s, pass, kept);
   attention_block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
 }

@@ -1,8 +1,12 @@
 // executor/model/block.h — one pre-norm transformer block, forward and hand-written backward:
 //   x_mid = x_in + attn_out(attention(rope(qkv(norm1(x_in)))));  x_out = x_mid + mlp_down(act(mlp_up(norm2(x_mid))))
 // llama: RMSNorm, RoPE, GQA, SwiGLU; gpt: LayerNorm, learned positions (outside the block), GELU, biases.
-// The saved activations (BlockActs) follow llm.c's ActivationTensors per layer. Leaves out dropout
-// (plans with training.dropout > 0 are rejected by the runtime).
+// Under tensor parallelism the block holds its tp rank's slices (param_layout.h): qkv and mlp_up are
+// column-parallel and attn_out and mlp_down row-parallel, so each half is one tensor-parallel region
+// (model_parallel.h: entered by f, left by g, row-parallel biases added after g); with sequence
+// parallelism the norms and residuals run on the rank's token shard. The saved activations
+// (BlockActs) follow llm.c's ActivationTensors per layer. Leaves out dropout (plans with
+// training.dropout > 0 are rejected by the runtime).
 #pragma once
 
 #include <cstdint>
@@ -11,21 +15,29 @@
 #include "core/model_spec.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
+#include "executor/model/model_parallel.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 
-// Sizes of one block for a micro-batch of B sequences of T tokens.
+// Sizes of one block on one rank for a micro-batch of B sequences of T tokens (T = seq / cp: the
+// rank's context-parallel part). Widths are the rank's tensor-parallel slices.
 struct BlockDims {
-  std::int64_t b = 0, t = 0, n = 0;  // n = B·T tokens
+  std::int64_t b = 0, t = 0, n = 0;  // n = B·T tokens inside the tensor-parallel regions
+  std::int64_t t_kv = 0;             // keys per sequence the attention sees: seq (T·cp)
+  std::int64_t n_local = 0;          // tokens outside them: n / tp with sequence parallelism, else n
   std::int64_t c = 0;                // hidden
-  std::int64_t q = 0, qkv = 0;       // q_dim, q_dim + 2·kv_dim
-  std::int64_t f = 0, fu = 0;        // ffn_hidden, mlp_up width (2F for SwiGLU)
+  std::int64_t q = 0, qkv = 0;       // local q_dim; local attention input (Q + 2·KV of the rank's heads)
+  std::int64_t qkv_rows = 0;         // local rows of the qkv weight: qkv, or Q+2KV / tp when kv_heads < tp
+  std::int64_t f = 0, fu = 0;        // local ffn_hidden, mlp_up width (2F for SwiGLU)
   bool layernorm = false;            // gpt: norms save mean and rstd; llama's RMSNorm saves rstd only
-  cpu::AttnShape attn;
+  cpu::AttnShape attn;               // the rank's query and KV heads
+  bool grouped_qkv() const { return qkv_rows != qkv; }  // Megatron's kv_heads < tp path
+  bool context_parallel() const { return t_kv != t; }
+  std::int64_t kv_width() const { return 2 * attn.nkv * attn.hd; }  // K and V columns of qkv
 };
-BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq);
+BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par = {});
 
 // Pointers to one block's tensors inside its module buffer (P = const Real* for params, Real* for
 // grads); absent tensors (biases of a llama block) are null.
@@ -44,14 +56,16 @@ BlockTensors<P> block_tensors(const ModuleLayout& m, P base);
 //     model its output, the embedding output standing in for block 0's input); norm statistics;
 //   attention: qkv Q + 2·KV (QKᵀ inputs and V), atty Q (out-proj input), att NH·T (softmax output);
 //   MLP: fc FU and fc_act F (SwiGLU: gate, up and their product, 3F; GELU: input and output, 2F).
+// Under sequence parallelism the norm outputs ln1, ln2 hold all N tokens (gathered for the GEMMs);
+// statistics and x_mid hold the rank's N_local tokens.
 template <class Real>
 struct BlockActs {
-  std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N] (LayerNorm only, else empty), [N]
+  std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N_local] (LayerNorm only, else empty), [N_local]
   std::vector<Real> qkv;                      // [N, QKV] after RoPE
-  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities
+  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities ([B, NH, T, T_kv] with cp)
   std::vector<Real> atty;                     // [N, Q] attention output before attn_out
-  std::vector<Real> x_mid;                    // [N, C] residual stream after attention
-  std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N] (LayerNorm only), [N]
+  std::vector<Real> x_mid;                    // [N_local, C] residual stream after attention
+  std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N_local] (LayerNorm only), [N_local]
   std::vector<Real> fc;                       // [N, FU] mlp_up output (pre-activation)
   std::vector<Real> fc_act;                   // [N, F]
   void allocate(const BlockDims& d);
@@ -73,30 +87,42 @@ struct BlockWeightInputs {
   void allocate(const BlockDims& d);
 };
 
-// Gradient scratch shared by all blocks (overwritten per block).
+// Gradient scratch shared by all blocks (overwritten per block). With sequence parallelism `wide`
+// [N, C] holds a row-parallel GEMM's partial output (forward) and the gathered output gradient
+// (backward); with kv_heads < tp `qkv_part` [N, QKV_rows] and `qkv_all` [tp, N, QKV_rows] hold the
+// rank's qkv GEMM output and the gathered one; with cp > 1 the K and V of whole sequences pass through
+// kv_local [N, KVW], kv_gathered [cp, N, KVW] and kv_full, dkv_full [B, T_kv, KVW] (KVW = 2·KV_local).
 template <class Real>
 struct BlockScratch {
   std::vector<Real> dln, datty, dqkv, dfc, dfc_act;  // [N, C], [N, Q], [N, QKV], [N, FU], [N, F]
-  void allocate(const BlockDims& d);
+  std::vector<Real> wide, qkv_part, qkv_all;         // empty unless needed
+  std::vector<Real> kv_local, kv_gathered, kv_full, dkv_full;
+  void allocate(const BlockDims& d, const ModelParallel& par = {});
 };
 
 template <class Real>
 struct BlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
-  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; built from spec->rope_theta
+  const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; rope_theta, rope_scaling; rows = rank's positions
   OpProfiler* profiler = nullptr;
   int module = 0;  // for the profiler
+  ModelParallel par;
+  ModelComm* comm = nullptr;  // null when tp = cp = 1
+  BlockScratch<Real>* scratch = nullptr;  // forward uses `wide` and the qkv buffers
+  const std::vector<std::int64_t>* group_columns = nullptr;  // kv_heads < tp: query_group_columns
+  const std::vector<std::int64_t>* cp_positions = nullptr;   // cp > 1: [cp, T] every cp rank's positions
 };
 
-// x_in [N, C] -> x_out [N, C]; fills `acts`.
+// x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.
 template <class Real>
 void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const Real* x_in, Real* x_out,
                    BlockActs<Real>& acts);
 
-// dres [N, C]: gradient w.r.t. x_out on entry, w.r.t. x_in on exit. Parameter gradients accumulate (+=).
+// dres [N_local, C]: gradient w.r.t. x_out on entry, w.r.t. x_in on exit. Parameter gradients accumulate (+=).
 // GradPass::input updates dres and fills `kept` (g unused); GradPass::weight reads `kept` and writes g
-// only (p and dres unused); the two give the gradients of GradPass::all bit for bit.
+// only (p and dres unused); the two give the gradients of GradPass::all bit for bit. The split runs
+// with tp = cp = 1 only (FSDP_CHECK).
 template <class Real>
 void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
                     const Real* x_in, const BlockActs<Real>& acts, Real* dres, BlockScratch<Real>& scratch,

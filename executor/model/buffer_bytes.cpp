@@ -19,16 +19,17 @@ struct BlockBufferBytes {
   double acts = 0, scratch = 0;
   double kept = 0, kept_acts = 0;  // split backward: the input pass's output gradients; a recomputing block's acts
 };
-BlockBufferBytes block_buffer_bytes(const BlockDims& d) {
+BlockBufferBytes block_buffer_bytes(const BlockDims& d, const ModelParallel& par) {
   BlockActs<float> a;
   a.allocate(d);
   BlockScratch<float> s;
-  s.allocate(d);
+  s.allocate(d, par);
   BlockBufferBytes b;
   for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.x_mid, &a.ln2, &a.ln2_mean,
                         &a.ln2_rstd, &a.fc, &a.fc_act})
     b.acts += vec_bytes(*v);
-  for (const auto* v : {&s.dln, &s.datty, &s.dqkv, &s.dfc, &s.dfc_act}) b.scratch += vec_bytes(*v);
+  for (const auto* v : {&s.dln, &s.datty, &s.dqkv, &s.dfc, &s.dfc_act, &s.wide, &s.qkv_part, &s.qkv_all})
+    b.scratch += vec_bytes(*v);
   BlockWeightInputs<float> w;
   w.allocate(d);
   for (const auto* v : {&w.d_out, &w.d_mid, &w.dfc, &w.dqkv, &w.dln2, &w.dln1}) b.kept += vec_bytes(*v);
@@ -48,30 +49,31 @@ BlockBufferBytes block_buffer_bytes(const BlockDims& d) {
 // Under zero-bubble's split the input pass keeps each block's BlockWeightInputs (and a recomputing
 // block's activations that its weight pass reads) and the embedding output's gradient.
 std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
-                                                          const std::vector<Segment>& segments) {
-  const BlockDims d = make_block_dims(plan.model, plan.training.micro_batch, plan.training.seq);
-  const BlockBufferBytes bb = block_buffer_bytes(d);
-  const double f32 = 4, nc = double(d.n * d.c) * f32;
+                                                          const std::vector<Segment>& segments,
+                                                          const ModelParallel& par) {
+  const BlockDims d = make_block_dims(plan.model, plan.training.micro_batch, plan.training.seq, par);
+  const BlockBufferBytes bb = block_buffer_bytes(d, par);
+  const double f32 = 4, nc = double(d.n * d.c) * f32, nlc = double(d.n_local * d.c) * f32;
   const double ids = 2.0 * double(d.n) * double(sizeof(std::int32_t));  // Transformer's tokens_, targets_
-  const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n) * f32;
+  const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n_local) * f32;
   std::vector<SegmentBufferBytes> out;
   for (const Segment& s : segments) {
-    SegmentBufferBytes b{0, 2 * nc, 0};  // working: dres, dlnf
+    SegmentBufferBytes b{0, nlc + nc, 0};  // working: dres [N_local, C], dlnf [N, C]
     bool block = false, recompute = false;
     for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
       if (m == 0) b.saved += ids, b.weight_pass += nc;
-      else if (m == layout.final_norm_index()) b.saved += 2 * nc + norm_stats;
-      else if (m == layout.head_index()) b.saved += double(d.n * plan.model.vocab) * f32;
+      else if (m == layout.final_norm_index()) b.saved += nlc + nc + norm_stats;
+      else if (m == layout.head_index()) b.saved += double(d.n * (plan.model.vocab / par.tp)) * f32;
       else {
         const bool rc = plan.recompute[std::size_t(m - 1)] == RecomputeMode::full;
-        b.saved += nc + (rc ? 0.0 : bb.acts);
+        b.saved += nlc + (rc ? 0.0 : bb.acts);
         b.weight_pass += bb.kept + (rc ? bb.kept_acts : 0.0);
         block = true;
         recompute = recompute || rc;
       }
     }
     if (block) b.working += bb.scratch;
-    if (recompute) b.working += bb.acts + nc;
+    if (recompute) b.working += bb.acts + nlc;
     out.push_back(b);
   }
   return out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "executor/model/model_parallel.h"
 #include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
@@ -20,7 +21,9 @@ struct SegmentBufferBytes {
 };
 
 // Per segment of `segments` (program order), for the plan's model, micro-batch, seq and recompute.
+// `layout` and `par`: the rank's tensor-parallel slices and place (sizes of its buffers).
 std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
-                                                          const std::vector<Segment>& segments);
+                                                          const std::vector<Segment>& segments,
+                                                          const ModelParallel& par = {});
 
 }  // namespace fsdpx

@@ -45,12 +45,13 @@ double init_value(const ParamLayout& layout, std::uint64_t seed, int module, std
   FSDP_CHECK(element >= 0 && element < m.numel, "init_value: element out of range");
   for (const TensorSlot& t : m.tensors) {
     if (element >= t.offset + t.numel()) continue;
+    const std::int64_t full = t.full_element(element - t.offset);  // a tensor-parallel slice: its full index
     switch (t.init) {
       case InitKind::ones: return 1.0;
       case InitKind::zeros: return 0.0;
-      case InitKind::normal: return kInitStd * standard_normal(seed, module, element);
+      case InitKind::normal: return kInitStd * standard_normal(seed, module, full);
       case InitKind::normal_residual:
-        return kInitStd / std::sqrt(2.0 * double(layout.layers)) * standard_normal(seed, module, element);
+        return kInitStd / std::sqrt(2.0 * double(layout.layers)) * standard_normal(seed, module, full);
     }
   }
   return 0.0;

@@ -1,7 +1,9 @@
 // executor/model/init.h — deterministic parameter initialisation that does not depend on world size,
 // sharding or buffer layout: element e of module m gets a value that is a pure function of
 // (seed, m, e) through a counter-based generator (splitmix64 hashing, Box-Muller), so any rank can
-// initialise just its shard and the result equals the same slice of a single-rank init. Values follow
+// initialise just its shard and the result equals the same slice of a single-rank init; a
+// tensor-parallel layout draws each element by its index in the full module (TensorSlot::full_element),
+// so every tp degree starts from the same model. Values follow
 // GPT-2 / llm.c: N(0, 0.02) weights, residual projections N(0, 0.02/√(2L)), norm scales 1, biases 0.
 // Leaves out loading pretrained weights.
 #pragma once
@@ -12,7 +14,7 @@
 
 namespace fsdpx {
 
-// The initial value of element `element` of module `module` (computed in double).
+// The initial value of element `element` of module `module` of `layout` (computed in double).
 double init_value(const ParamLayout& layout, std::uint64_t seed, int module, std::int64_t element);
 
 // out [end − begin] = elements [begin, end) of module `module`'s buffer.

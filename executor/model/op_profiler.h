@@ -1,7 +1,8 @@
 // executor/model/op_profiler.h — per-op timing hooks of the CPU model. Op names are the simulator's
 // kernel names (cost_models/compute.h: "attn_norm", "qkv", "rope", "attn_core", "attn_out", "mlp_up",
 // "mlp_act", "mlp_down", "embed", "final_norm", "lm_head", "loss", and the "_dx"/"_dw"/"_bwd" backward
-// names) so measured profiles line up with simulated ops. Leaves out aggregation: the sink decides.
+// names) so measured profiles line up with simulated ops; TP/CP collectives inside a module under
+// model_parallel.h's names. Leaves out aggregation: the sink decides.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,9 @@ class OpProfiler {
   virtual ~OpProfiler() = default;
   // One op of module `module` (ParamLayout index) took `time_s` wall seconds.
   virtual void record(std::string_view op, int module, double time_s) = 0;
+  // One tensor- or context-parallel collective inside a module (named by model_parallel.h) took
+  // `time_s` wall seconds.
+  virtual void record_collective(std::string_view /*name*/, double /*time_s*/) {}
 };
 
 // Times its scope and reports it to `profiler`; costs nothing but a branch when profiler is null.
@@ -35,6 +39,39 @@ class ScopedOp {
   std::string_view op_;
   int module_;
   std::chrono::steady_clock::time_point start_;
+};
+
+// Times an op in pieces (paused around a collective it waits for, which the profile times on its own)
+// and reports their sum once, when it ends.
+class PausableOp {
+ public:
+  PausableOp(OpProfiler* profiler, std::string_view op, int module) : profiler_(profiler), op_(op), module_(module) {
+    resume();
+  }
+  ~PausableOp() {
+    pause();
+    if (profiler_) profiler_->record(op_, module_, total_s_);
+  }
+  PausableOp(const PausableOp&) = delete;
+  PausableOp& operator=(const PausableOp&) = delete;
+  void pause() {
+    if (!profiler_ || !running_) return;
+    total_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    running_ = false;
+  }
+  void resume() {
+    if (!profiler_ || running_) return;
+    start_ = std::chrono::steady_clock::now();
+    running_ = true;
+  }
+
+ private:
+  OpProfiler* profiler_;
+  std::string_view op_;
+  int module_;
+  std::chrono::steady_clock::time_point start_;
+  double total_s_ = 0;
+  bool running_ = false;
 };
 
 }  // namespace fsdpx

@@ -1,7 +1,9 @@
 // executor/model/transformer.cpp — module-by-module forward and backward of the CPU reference model:
 // embedding (token + learned positions for gpt), blocks (with optional full recompute), final norm,
 // LM head + softmax cross-entropy (mean over B·T tokens). Activation memory: L+1 residual streams plus
-// per-block BlockActs, or one shared BlockActs for the blocks that recompute.
+// per-block BlockActs, or one shared BlockActs for the blocks that recompute. Under tensor or context
+// parallelism the embedding and the loss take the vocabulary-parallel path (vocab_parallel.h) and the
+// gradients of tensors every tp rank holds whole are summed over tp after each module's backward.
 #include "executor/model/transformer.h"
 
 #include <algorithm>
@@ -12,31 +14,51 @@
 #include "executor/cpu/cross_entropy.h"
 #include "executor/cpu/embedding.h"
 #include "executor/cpu/gemm.h"
+#include "executor/model/qkv_groups.h"
+#include "executor/model/tp_region.h"
+#include "executor/model/vocab_parallel.h"
 
 namespace fsdpx {
 
 template <class Real>
 Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts)
-    : spec_(spec), opts_(std::move(opts)), layout_(make_param_layout(spec)), dims_(make_block_dims(spec, batch, seq)) {
+    : spec_(spec), opts_(std::move(opts)), par_(opts_.parallel),
+      layout_(make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank})),
+      dims_(make_block_dims(spec, batch, seq, par_)), seq_(seq) {
   FSDP_CHECK(batch > 0 && seq > 0, "Transformer: batch and seq must be positive");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "Transformer: need one recompute mode per block");
-  if (spec.arch == Arch::llama) rope_ = cpu::make_rope_table<Real>(seq, spec.head_dim, spec.rope_theta);
-  const auto nc = static_cast<std::size_t>(dims_.n * dims_.c);
-  resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nc));
+  FSDP_CHECK(!par_.any() || opts_.comm != nullptr, "Transformer: tensor or context parallelism needs a ModelComm");
+  v_local_ = spec.vocab / par_.tp;
+  v_first_ = par_.tp_rank * v_local_;
+  positions_ = context_positions(seq, par_.cp, par_.cp_rank);
+  for (int r = 0; r < par_.cp && par_.cp > 1; ++r) {
+    const std::vector<std::int64_t> p = context_positions(seq, par_.cp, r);
+    cp_positions_.insert(cp_positions_.end(), p.begin(), p.end());
+  }
+  const std::int64_t shard_first = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
+  for (std::int64_t i = 0; i < dims_.n_local; ++i)
+    shard_positions_.push_back(positions_[std::size_t((shard_first + i) % dims_.t)]);
+  if (dims_.grouped_qkv()) group_columns_ = query_group_columns(spec, par_);
+  if (spec.arch == Arch::llama)
+    rope_ = cpu::make_rope_table<Real>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+  const auto n = static_cast<std::size_t>(dims_.n), nl = static_cast<std::size_t>(dims_.n_local);
+  const auto c = static_cast<std::size_t>(dims_.c);
+  resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nl * c));
   acts_.resize(static_cast<std::size_t>(spec.layers));
   bool any_recompute = false;
   for (std::int64_t i = 0; i < spec.layers; ++i) {
     if (recomputes(i)) any_recompute = true;
     else acts_[static_cast<std::size_t>(i)].allocate(dims_);
   }
-  if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nc, 0);
-  scratch_.allocate(dims_);
-  lnf_.assign(nc, 0), lnf_mean_.assign(static_cast<std::size_t>(dims_.layernorm ? dims_.n : 0), 0);
-  lnf_rstd_.assign(static_cast<std::size_t>(dims_.n), 0);
-  probs_.assign(static_cast<std::size_t>(dims_.n * spec.vocab), 0);
-  dres_.assign(nc, 0), dlnf_.assign(nc, 0);
+  if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
+  scratch_.allocate(dims_, par_);
+  if (par_.tp > 1) emb_.assign(n * c, 0);
+  lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
+  probs_.assign(n * static_cast<std::size_t>(v_local_), 0);
+  if (par_.any()) ce_stats_.assign(n * 3 * static_cast<std::size_t>(par_.tp), 0);
+  dres_.assign(nl * c, 0), dlnf_.assign(n * c, 0);
   weight_pending_.assign(static_cast<std::size_t>(layout_.num_modules()), 0);
 }
 
@@ -47,9 +69,10 @@ bool Transformer<Real>::recomputes(std::int64_t block) const {
 }
 
 template <class Real>
-BlockContext<Real> Transformer<Real>::block_context(int module) const {
-  return BlockContext<Real>{&spec_, dims_, spec_.arch == Arch::llama ? &rope_ : nullptr, opts_.profiler,
-                            module};
+BlockContext<Real> Transformer<Real>::block_context(int module) {
+  return BlockContext<Real>{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
+                            opts_.profiler, module, par_,
+                            opts_.comm, &scratch_, &group_columns_, &cp_positions_};
 }
 
 template <class Real>
@@ -84,10 +107,17 @@ Real* Transformer<Real>::tensor(std::span<Real* const> grads, int module, const 
   return t ? base + t->offset : nullptr;
 }
 
+// The rank's context-parallel part of each sequence (positions_).
 template <class Real>
 void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t* targets) {
-  tokens_.assign(tokens, tokens + dims_.n);
-  targets_.assign(targets, targets + dims_.n);
+  tokens_.resize(static_cast<std::size_t>(dims_.n));
+  targets_.resize(tokens_.size());
+  for (std::int64_t b = 0; b < dims_.b; ++b)
+    for (std::int64_t i = 0; i < dims_.t; ++i) {
+      const std::int64_t from = b * seq_ + positions_[static_cast<std::size_t>(i)];
+      tokens_[static_cast<std::size_t>(b * dims_.t + i)] = tokens[from];
+      targets_[static_cast<std::size_t>(b * dims_.t + i)] = targets[from];
+    }
   next_forward_ = 0;
   next_backward_ = -1;
 }
@@ -121,13 +151,20 @@ void Transformer<Real>::begin_backward(Real dloss) {
 template <class Real>
 void Transformer<Real>::backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads) {
   FSDP_CHECK(m == next_backward_, fmt::format("Transformer: backward of module {} out of order", m));
+  // With sequence parallelism each tp rank sees its token shard, so the gradients of the tensors they
+  // all hold whole are partial: this micro-batch's part is summed over tp (Megatron-LM,
+  // megatron/core/distributed/finalize_model_grads.py, _allreduce_layernorm_grads).
+  const bool partial = par_.sp();
+  if (partial) sum_replicated_grads(m, grads, false);
   run_backward(m, params, grads, GradPass::all);
+  if (partial) sum_replicated_grads(m, grads, true);
   next_backward_ = m - 1;
 }
 
 template <class Real>
 void Transformer<Real>::backward_input_module(int m, std::span<const Real* const> params) {
   FSDP_CHECK(m == next_backward_, fmt::format("Transformer: backward of module {} out of order", m));
+  FSDP_CHECK(!par_.any(), "Transformer: the split backward runs without tensor or context parallelism");
   run_backward(m, params, {}, GradPass::input);
   weight_pending_[static_cast<std::size_t>(m)] = 1;
   next_backward_ = m - 1;
@@ -147,14 +184,58 @@ void Transformer<Real>::run_backward(int m, std::span<const Real* const> params,
   if (m == layout_.head_index()) head_backward(params, grads, pass);
   else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, pass);
   else if (m == ParamLayout::embedding_index()) embedding_backward(grads, pass);
-  else block_backward_pass(m, params, grads, pass);
+  else block_module_backward(m, params, grads, pass);
+}
+
+template <class Real>
+void Transformer<Real>::set_input(int m, const Real* x) {
+  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index(), fmt::format("Transformer: no stage starts at module {}", m));
+  std::vector<Real>& in = resid_[static_cast<std::size_t>(m - 1)];
+  std::copy(x, x + in.size(), in.begin());
+  next_forward_ = m;
+}
+
+template <class Real>
+const Real* Transformer<Real>::output(int m) const {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
+             fmt::format("Transformer: module {} has no output to hand on", m));
+  return resid_[static_cast<std::size_t>(m)].data();
+}
+
+template <class Real>
+void Transformer<Real>::set_output_grad(int m, const Real* dout) {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
+             fmt::format("Transformer: no stage's backward starts at module {}", m));
+  std::copy(dout, dout + dres_.size(), dres_.begin());
+  next_backward_ = m;
+}
+
+// Before a module's backward (after = false): keeps the accumulated gradients of its tp-replicated
+// tensors in replicated_before_ and zeroes them. After it: sums this micro-batch's partial gradients
+// over tp (one all-reduce) and adds back what was accumulated.
+template <class Real>
+void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_grads, bool after) {
+  const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
+  if (std::none_of(ml.tensors.begin(), ml.tensors.end(), [](const TensorSlot& t) { return t.tp_replicated; })) return;
+  Real* grads = module_base(all_grads, m);
+  std::vector<Real> part;  // the replicated tensors back to back
+  for (const TensorSlot& t : ml.tensors)
+    if (t.tp_replicated) part.insert(part.end(), grads + t.offset, grads + t.offset + t.numel());
+  if (after) opts_.comm->all_reduce(ModelAxis::tp, part.data(), std::int64_t(part.size()));
+  std::size_t k = 0;
+  for (const TensorSlot& t : ml.tensors) {
+    if (!t.tp_replicated) continue;
+    for (std::int64_t e = 0; e < t.numel(); ++e, ++k)
+      grads[t.offset + e] = after ? replicated_before_[k] + part[k] : Real(0);
+  }
+  if (!after) replicated_before_ = std::move(part);
 }
 
 // The input pass of a recomputing block re-runs its forward into the shared recompute buffers; what
 // its weight pass reads of them is kept per block.
 template <class Real>
-void Transformer<Real>::block_backward_pass(int m, std::span<const Real* const> params, std::span<Real* const> grads,
-                                            GradPass pass) {
+void Transformer<Real>::block_module_backward(int m, std::span<const Real* const> params,
+                                              std::span<Real* const> grads, GradPass pass) {
   const auto i = static_cast<std::size_t>(m - 1);
   const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
   const auto p = pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, module_base(params, m));
@@ -175,33 +256,23 @@ void Transformer<Real>::block_backward_pass(int m, std::span<const Real* const> 
                  pass == GradPass::all ? nullptr : &kept_[i]);
 }
 
-template <class Real>
-void Transformer<Real>::set_input(int m, const Real* x) {
-  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index(), fmt::format("Transformer: no stage starts at module {}", m));
-  std::copy(x, x + dims_.n * dims_.c, resid_[static_cast<std::size_t>(m - 1)].begin());
-  next_forward_ = m;
-}
-
-template <class Real>
-const Real* Transformer<Real>::output(int m) const {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
-             fmt::format("Transformer: module {} has no output to hand on", m));
-  return resid_[static_cast<std::size_t>(m)].data();
-}
-
-template <class Real>
-void Transformer<Real>::set_output_grad(int m, const Real* dout) {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
-             fmt::format("Transformer: no stage's backward starts at module {}", m));
-  std::copy(dout, dout + dims_.n * dims_.c, dres_.begin());
-  next_backward_ = m;
-}
-
+// Without tensor or context parallelism the fused kernels of cpu/; else the vocabulary-parallel
+// lookup, summed over tp by g, and positions looked up by global index.
 template <class Real>
 void Transformer<Real>::embedding_forward(std::span<const Real* const> params) {
-  ScopedOp op(opts_.profiler, "embed", 0);
-  cpu::embedding_forward(resid_[0].data(), tokens_.data(), tensor(params, 0, "tok.weight"),
-                         tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, spec_.vocab);
+  const Real* wte = tensor(params, 0, "tok.weight");
+  const Real* wpe = tensor(params, 0, "pos.weight");
+  PausableOp op(opts_.profiler, "embed", 0);
+  if (!par_.any()) {
+    cpu::embedding_forward(resid_[0].data(), tokens_.data(), wte, wpe, dims_.b, dims_.t, dims_.c, spec_.vocab);
+    return;
+  }
+  Real* partial = par_.tp > 1 ? emb_.data() : resid_[0].data();
+  vocab_embedding_forward(partial, tokens_.data(), wte, v_first_, v_local_, dims_.n, dims_.c);
+  op.pause();
+  TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.exit(partial, resid_[0].data());
+  op.resume();
+  if (wpe) add_positions(resid_[0].data(), wpe, shard_positions_.data(), dims_.n_local, dims_.c);
 }
 
 // The embedding has no input gradient: its input pass keeps the output's gradient for the weight pass.
@@ -211,10 +282,18 @@ void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPas
     embedding_dout_ = dres_;
     return;
   }
+  Real* dwte = tensor(grads, 0, "tok.weight");
+  Real* dwpe = tensor(grads, 0, "pos.weight");
+  if (!par_.any()) {
+    ScopedOp op(opts_.profiler, "embed_dw", 0);
+    cpu::embedding_backward(dwte, dwpe, pass == GradPass::weight ? embedding_dout_.data() : dres_.data(),
+                            tokens_.data(), dims_.b, dims_.t, dims_.c);
+    return;
+  }
+  const Real* dfull = TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.exit_backward(dres_.data(), emb_.data());
   ScopedOp op(opts_.profiler, "embed_dw", 0);
-  cpu::embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"),
-                          pass == GradPass::weight ? embedding_dout_.data() : dres_.data(), tokens_.data(), dims_.b,
-                          dims_.t, dims_.c);
+  vocab_embedding_backward(dwte, dfull, tokens_.data(), v_first_, v_local_, dims_.n, dims_.c);
+  if (dwpe) positions_backward(dwpe, dres_.data(), shard_positions_.data(), dims_.n_local, dims_.c);
 }
 
 template <class Real>
@@ -223,8 +302,9 @@ void Transformer<Real>::final_norm_forward(const Real* p) {
   ScopedOp op(opts_.profiler, "final_norm", m);
   const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
   const TensorSlot* b = ml.find("final_norm.bias");
-  norm_forward(spec_.arch, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), resid_.back().data(), p,
-               b ? p + b->offset : nullptr, dims_.n, dims_.c, spec_.norm_eps);
+  const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;  // the rank's shard of lnf_
+  norm_forward(spec_.arch, lnf_.data() + row * dims_.c, lnf_mean_.data(), lnf_rstd_.data(), resid_.back().data(), p,
+               b ? p + b->offset : nullptr, dims_.n_local, dims_.c, spec_.norm_eps);
 }
 
 template <class Real>
@@ -235,19 +315,39 @@ void Transformer<Real>::final_norm_backward(std::span<const Real* const> params,
   const TensorSlot* b = layout_.modules[static_cast<std::size_t>(m)].find("final_norm.bias");
   const Real* p = pass == GradPass::weight ? nullptr : tensor(params, m, "final_norm.weight");
   Real* g = pass == GradPass::input ? nullptr : tensor(grads, m, "final_norm.weight");
+  const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
   if (pass != GradPass::weight) std::fill(dres_.begin(), dres_.end(), Real(0));
   norm_backward(spec_.arch, pass == GradPass::weight ? nullptr : dres_.data(), g, g && b ? g + b->offset : nullptr,
-                dlnf_.data(), resid_.back().data(), p, lnf_mean_.data(), lnf_rstd_.data(), dims_.n, dims_.c);
+                dlnf_.data() + row * dims_.c, resid_.back().data(), p, lnf_mean_.data(), lnf_rstd_.data(),
+                dims_.n_local, dims_.c);
+}
+
+// Σ over the rank's tokens of the cross-entropy over the whole vocabulary, from the tp ranks'
+// statistics of their slices (vocab_parallel.h); probs_ becomes the rank's slice of the probabilities.
+template <class Real>
+Real Transformer<Real>::vocab_parallel_loss() {
+  const std::int64_t n = dims_.n;
+  Real* mine = ce_stats_.data() + std::int64_t(par_.tp_rank) * n * 3;
+  PausableOp op(opts_.profiler, "loss", layout_.head_index());
+  vocab_ce_stats(mine, probs_.data(), targets_.data(), n, v_local_, v_first_);
+  op.pause();
+  if (par_.tp > 1) opts_.comm->all_gather(ModelAxis::tp, mine, ce_stats_.data(), n * 3);
+  op.resume();
+  return vocab_ce_probs(probs_.data(), ce_stats_.data(), par_.tp, n, v_local_);
 }
 
 template <class Real>
 void Transformer<Real>::head_forward(std::span<const Real* const> params) {
   const int m = layout_.head_index();
   const Real* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter(lnf_.data());
   {
     ScopedOp op(opts_.profiler, "lm_head", m);
-    cpu::matmul_forward(probs_.data(), lnf_.data(), w, static_cast<const Real*>(nullptr), dims_.n, dims_.c,
-                        spec_.vocab);
+    cpu::matmul_forward(probs_.data(), lnf_.data(), w, static_cast<const Real*>(nullptr), dims_.n, dims_.c, v_local_);
+  }
+  if (par_.any()) {
+    loss_ = vocab_parallel_loss() / Real(dims_.b * seq_);
+    return;
   }
   ScopedOp op(opts_.profiler, "loss", m);
   loss_ = cpu::softmax_cross_entropy_forward(probs_.data(), targets_.data(), dims_.n, spec_.vocab);
@@ -263,16 +363,22 @@ void Transformer<Real>::head_backward(std::span<const Real* const> params, std::
     const Real* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
     {
       ScopedOp op(opts_.profiler, "loss_bwd", m);
-      cpu::softmax_cross_entropy_backward(probs_.data(), targets_.data(), dims_.n, spec_.vocab, dloss_);
+      if (par_.any())
+        vocab_ce_backward(probs_.data(), targets_.data(), dims_.n, v_local_, v_first_, dloss_ / Real(dims_.b * seq_));
+      else
+        cpu::softmax_cross_entropy_backward(probs_.data(), targets_.data(), dims_.n, spec_.vocab, dloss_);
     }
     std::fill(dlnf_.begin(), dlnf_.end(), Real(0));
-    ScopedOp op(opts_.profiler, "lm_head_dx", m);
-    cpu::matmul_backward_dx(dlnf_.data(), probs_.data(), w, dims_.n, dims_.c, spec_.vocab);
+    {
+      ScopedOp op(opts_.profiler, "lm_head_dx", m);
+      cpu::matmul_backward_dx(dlnf_.data(), probs_.data(), w, dims_.n, dims_.c, v_local_);
+    }
+    TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
   }
   if (pass == GradPass::input) return;
   Real* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
   ScopedOp op(opts_.profiler, "lm_head_dw", m);
-  cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, spec_.vocab);
+  cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, v_local_);
 }
 
 template <class Real>

@@ -1,13 +1,16 @@
 // executor/model/transformer.h — the CPU reference model (llama or gpt from a ModelSpec) with a
 // hand-written backward, driven module by module so an FSDP runtime can all-gather a unit before its
 // modules run and reduce-scatter its gradients after. Parameters and gradients are external flat
-// buffers per module (executor/runtime/param_layout.h); the model owns only activations.
-// Leaves out dropout, ignore-index tokens, KV caches and tensor parallelism.
+// buffers per module (executor/runtime/param_layout.h); the model owns only activations. Under tensor
+// and context parallelism (ModelOptions::parallel) the parameters are the rank's slices, the model
+// keeps the rank's part of each sequence and its token shard, and it issues the collectives of
+// model_parallel.h (Megatron-LM TP with sequence parallelism; vocabulary-parallel embedding and
+// cross-entropy). Leaves out dropout, ignore-index tokens and KV caches.
 //
 // Protocol for one micro-batch:
-//   set_batch(tokens, targets);                          // [B, T] each, int32
+//   set_batch(tokens, targets);                          // [B, T] each, int32 (whole sequences)
 //   for m in 0..M-1:  forward_module(m, params);         // params[k]: module k's buffer or null
-//   loss();                                              // mean cross-entropy over B·T tokens
+//   loss();                                              // Σ over the rank's tokens / (B·T)
 //   begin_backward(dloss);                               // e.g. 1/(grad_accum·dp) for averaged grads
 //   for m in M-1..0:  backward_module(m, params, grads); // grads[k] accumulate (+=): zero them per step
 // Module m reads params[m] only, except the tied head, which reads (and writes the gradient of) the
@@ -20,7 +23,8 @@
 // module m from the next stage's gradient, and input_grad() is the gradient w.r.t. the input of the last
 // module run backward. Zero-bubble schedules split each module's backward: backward_input_module (in
 // backward order) computes the input gradient and keeps what backward_weight_module needs, which
-// later writes the parameter gradients without reading parameters (Qi et al. 2023).
+// later writes the parameter gradients without reading parameters (Qi et al. 2023); the split runs
+// without tensor or context parallelism.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +47,10 @@ struct ModelOptions {
   // which this reference keeps), so all three give bit-identical gradients.
   std::vector<RecomputeMode> recompute;
   OpProfiler* profiler = nullptr;
+  // Tensor / context parallelism: this rank's place and its tp and cp communicators (needed when a
+  // degree is > 1). With cp > 1 loss() is the rank's share of the micro-batch mean: the cp ranks' sum.
+  ModelParallel parallel;
+  ModelComm* comm = nullptr;
 };
 
 template <class Real>
@@ -53,15 +61,18 @@ class Transformer {
   const ParamLayout& layout() const { return layout_; }
   const ModelSpec& spec() const { return spec_; }
   std::int64_t batch() const { return dims_.b; }
-  std::int64_t seq() const { return dims_.t; }
+  std::int64_t seq() const { return seq_; }
 
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets);
   void forward_module(int m, std::span<const Real* const> params);
   Real loss() const { return loss_; }
+  // Next-token probabilities [B·T, V] (softmax of the logits) after the head's forward, until
+  // begin_backward turns them into logit gradients.
+  std::span<const Real> probabilities() const { return probs_; }
   void begin_backward(Real dloss = Real(1));
   void backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads);
 
-  // Pipeline stages (see above). x, dout: [N, C]; output and input_grad point at [N, C].
+  // Pipeline stages (see above). x, dout: [N_local, C]; output and input_grad point at [N_local, C].
   void set_input(int m, const Real* x);
   const Real* output(int m) const;
   void set_output_grad(int m, const Real* dout);
@@ -83,8 +94,11 @@ class Transformer {
   void embedding_backward(std::span<Real* const> grads, GradPass pass);
   void final_norm_forward(const Real* p);
   void final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  void block_backward_pass(int m, std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  BlockContext<Real> block_context(int module) const;
+  void block_module_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
+                             GradPass pass);
+  Real vocab_parallel_loss();
+  void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
+  BlockContext<Real> block_context(int module);
   bool recomputes(std::int64_t block) const;
   const Real* module_base(std::span<const Real* const> params, int module) const;
   Real* module_base(std::span<Real* const> grads, int module) const;
@@ -93,23 +107,33 @@ class Transformer {
 
   ModelSpec spec_;
   ModelOptions opts_;
+  ModelParallel par_;
   ParamLayout layout_;
   BlockDims dims_;
-  cpu::RopeTable<Real> rope_;
+  std::int64_t seq_ = 0;                           // whole sequence (dims_.t = seq / cp)
+  std::int64_t v_local_ = 0, v_first_ = 0;         // the rank's vocabulary slice
+  std::vector<std::int64_t> positions_;            // [T] global positions of the rank's tokens
+  std::vector<std::int64_t> cp_positions_;         // [cp, T] every cp rank's (cp > 1)
+  std::vector<std::int64_t> shard_positions_;      // [N_local] of its token shard (gpt positions)
+  std::vector<std::int64_t> group_columns_;        // kv_heads < tp: query_group_columns
+  cpu::RopeTable<Real> rope_;                      // rows = positions_
   std::vector<std::int32_t> tokens_, targets_;     // [B, T]
-  std::vector<std::vector<Real>> resid_;           // L+1 × [N, C]: embedding output, then each block's output
+  std::vector<std::vector<Real>> resid_;           // L+1 × [N_local, C]: embedding output, then each block's output
   std::vector<BlockActs<Real>> acts_;              // per block; empty for blocks that recompute
   BlockActs<Real> recompute_acts_;                 // shared by recomputing blocks
-  std::vector<Real> recompute_out_;                // [N, C] discarded block output during recompute
+  std::vector<Real> recompute_out_;                // [N_local, C] discarded block output during recompute
   BlockScratch<Real> scratch_;
-  std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C], [N] (LayerNorm only), [N]
-  std::vector<Real> probs_;                        // [N, V] probabilities, then dlogits
-  std::vector<Real> dres_, dlnf_;                  // [N, C] residual-stream gradient, final-norm output grad
+  std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (tp > 1)
+  std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C] (rank's rows at its shard), [N_local] (LayerNorm only), [N_local]
+  std::vector<Real> probs_;                        // [N, V_local] probabilities, then dlogits
+  std::vector<Real> ce_stats_;                     // [tp, N, 3] vocabulary-parallel cross-entropy statistics
+  std::vector<Real> dres_, dlnf_;                  // [N_local, C] residual-stream gradient, [N, C] final-norm output grad
+  std::vector<Real> replicated_before_;            // sum_replicated_grads: accumulated before the module's backward
   // Split backward: per block what its weight pass needs (and, for a block that recomputes, the
   // activations it re-materialised), the embedding output's gradient, modules awaiting their weight pass.
   std::vector<BlockWeightInputs<Real>> kept_;
   std::vector<BlockActs<Real>> kept_acts_;
-  std::vector<Real> embedding_dout_;                // [N, C]
+  std::vector<Real> embedding_dout_;               // [N, C]
   std::vector<char> weight_pending_;               // per module
   Real loss_ = 0, dloss_ = 1;
   int next_forward_ = -1, next_backward_ = -1;     // protocol state (-1: not allowed)

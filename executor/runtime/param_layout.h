@@ -2,8 +2,10 @@
 // "block.<i>", "final_norm", "head"; core/plan.h module_names) owns one flat contiguous buffer holding
 // its tensors back to back; the full model is the modules concatenated in forward order. An FSDP
 // unit's flat buffer is the concatenation of its modules' buffers, zero-padded to a multiple of
-// dp_shard (FlatUnitLayout; FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). Gradients use the identical layout. Leaves out
-// tensor-parallel splits of a module.
+// dp_shard (FlatUnitLayout; FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1).
+// Gradients use the identical layout. Under tensor parallelism each rank's layout holds its slices of
+// the full tensors (Megatron-LM, Shoeybi et al. 2019 §3): every TensorSlot says where its slice lies in the full tensor, so init, checkpoints and weight
+// files address elements of the full model. Leaves out vocabulary padding (vocab must divide by tp).
 #pragma once
 
 #include <cstdint>
@@ -22,14 +24,25 @@ struct TensorSlot {
   std::int64_t offset = 0;  // elements from the start of the module buffer
   std::int64_t rows = 0, cols = 1;
   InitKind init = InitKind::normal;
+  // The slice of the full tensor this rank holds (tensor parallelism; the whole tensor when tp = 1):
+  // local row i is full row full_rows[i] (i itself when empty), local column j is full column
+  // col_offset + j of full_cols; the full tensor starts at full_offset of the full module buffer.
+  std::int64_t full_offset = 0, full_cols = 1, col_offset = 0;
+  std::vector<std::int64_t> full_rows;
+  bool tp_replicated = true;  // the whole tensor on every tp rank (norms, positions, row-parallel biases)
   std::int64_t numel() const { return rows * cols; }
+  // Element of the full module buffer that local element `e` (0 <= e < numel) of this tensor is.
+  std::int64_t full_element(std::int64_t e) const;
 };
 
 struct ModuleLayout {
   std::string name;
   std::int64_t offset = 0;  // elements from the start of the full-model buffer
   std::int64_t numel = 0;
+  std::int64_t full_numel = 0;  // of the module in the full model (= numel when tp = 1)
   std::vector<TensorSlot> tensors;
+  // Element of the full module buffer that local element `e` is.
+  std::int64_t full_element(std::int64_t e) const;
   // The tensor called `name`, or nullptr when this module has none (e.g. biases of a llama block).
   const TensorSlot* find(const std::string& name) const;
 };
@@ -48,8 +61,21 @@ struct ParamLayout {
   int index_of(const std::string& name) const;
 };
 
-// Layout from the ModelSpec sizes; module sizes equal cost_models count_params (tested).
-ParamLayout make_param_layout(const ModelSpec& m);
+// One rank's place in the tensor-parallel group.
+struct TpSlice {
+  int ranks = 1, rank = 0;
+};
+
+// Layout from the ModelSpec sizes; module sizes equal cost_models count_params (tested). With tp > 1,
+// rank `tp.rank`'s slices: column-parallel qkv (its query heads and KV heads) and mlp_up (gate and up
+// rows), row-parallel attn_out and mlp_down (their input columns), vocab-parallel token table and head
+// (rows); norms, positions and row-parallel biases whole. With kv_heads < tp the qkv rows are split
+// evenly in Megatron's group-interleaved order ([group][its query heads, K, V]; qkv_rows_of_rank).
+// FSDP_CHECKs that tp divides heads, ffn_hidden, vocab and kv_heads or is a multiple of kv_heads.
+ParamLayout make_param_layout(const ModelSpec& m, TpSlice tp = {});
+
+// Full rows of the fused qkv weight [Q + 2·KV, C] that tp rank `rank` holds, in its local order.
+std::vector<std::int64_t> qkv_rows_of_rank(const ModelSpec& m, TpSlice tp);
 
 // A flat FSDP-unit buffer: its modules back to back, then zero padding so that
 // padded_numel = shard_numel · dp_shard. Rank r owns [r·shard_numel, (r+1)·shard_numel).

@@ -1,12 +1,14 @@
 // executor/runtime/rank_backend.h — what the op interpreter (rank_runtime.h) asks of one rank's device:
 // the backend owns the model's activations, the FSDP units' buffers and the communicators; the
 // interpreter owns the step program, the data slicing, the loss and norm bookkeeping and the policies.
-// One interface, two implementations: the CPU reference (cpu_backend.h: fp32, synchronous, threads) and
+// One interface, two implementations: the CPU reference (cpu_rank_backend.h: fp32, synchronous, threads) and
 // the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
 // order; an asynchronous backend enqueues the work and orders it with the program's dependencies
-// (begin_op/end_op). Under pipeline parallelism a rank holds the units of its stages, keeps the
-// activations of every micro-batch in flight, and exchanges activations and their gradients with the
-// neighbouring stages' ranks. Leaves out tensor and context parallelism (rejected before lowering).
+// (begin_op/end_op). Tensor and context parallelism live inside the backend's model (its tp and cp
+// groups); the interpreter checks the collectives it issued against the program. Under pipeline
+// parallelism a rank holds the units of its stages, keeps the activations of every micro-batch in
+// flight, and exchanges activations and their gradients with the neighbouring stages' ranks (tp = cp = 1
+// then: combining them is rejected before lowering).
 #pragma once
 
 #include <cstdint>
@@ -16,30 +18,54 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.h"
 #include "core/plan.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
+#include "executor/runtime/model_groups.h"
 #include "executor/runtime/train_state.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
 
-// The groups of one rank that host-side ops name: its pipeline stage's data-parallel ranks (dp_all:
-// the world without pipeline parallelism) and the two axes of the HSDP mesh, and the ranks at its mesh
-// point on every pipeline rank (pp_all).
-enum class DpGroup { dp_all, dp_shard, dp_replicate, pp_all };
+// Values per all_reduce_host call (the CUDA backend stages them in a fixed device buffer).
+inline constexpr int kMaxHostReduceCount = 8;
 
-// A backend's communicator of `group` among its stage's three (`stage`: the world without pipeline
-// parallelism); pp_all crosses stages, so a backend that runs pipelines routes it itself.
+// The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
+// data-parallel ones, those adding the cp axis, every rank of its pipeline rank's mesh, and under
+// pipeline parallelism the ranks at its mesh point on every pipeline rank (pp_all). (The model's tp and
+// cp groups are the backend's own.)
+enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all, pp_all };
+
+// The communicators a backend has split off its world, one per group (null: the backend has none, e.g.
+// the cp groups where cp = 1; dp_all null: the data-parallel ranks are the mesh, tp = cp = 1). `mesh`:
+// every rank of this pipeline rank's mesh (the world without pipeline parallelism).
 template <class Comm>
-Comm& group_communicator(DpGroup group, Comm& stage, Comm& shard, Comm& replica) {
+struct GroupCommunicators {
+  Comm* mesh = nullptr;
+  Comm* dp_shard = nullptr;
+  Comm* dp_replicate = nullptr;
+  Comm* dp_all = nullptr;
+  Comm* replicate_cp = nullptr;
+  Comm* dp_cp = nullptr;
+  Comm* pp_all = nullptr;
+};
+
+// A backend's communicator of `group`; FSDP_CHECK fails for a group it has none of.
+template <class Comm>
+Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
+  Comm* out = c.mesh;
   switch (group) {
-    case DpGroup::dp_shard: return shard;
-    case DpGroup::dp_replicate: return replica;
-    case DpGroup::pp_all: throw std::logic_error("group_communicator: pp_all is routed by the backend");
-    case DpGroup::dp_all: break;
+    case MeshGroup::dp_shard: out = c.dp_shard; break;
+    case MeshGroup::dp_replicate: out = c.dp_replicate; break;
+    case MeshGroup::dp_all: out = c.dp_all ? c.dp_all : c.mesh; break;
+    case MeshGroup::replicate_cp: out = c.replicate_cp; break;
+    case MeshGroup::dp_cp: out = c.dp_cp; break;
+    case MeshGroup::pp_all: out = c.pp_all; break;
+    case MeshGroup::mesh_all: break;
   }
-  return stage;
+  FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
+  return *out;
 }
 
 class RankBackend {
@@ -66,7 +92,7 @@ class RankBackend {
 
   // Parameters of a unit: all-gathered from the shards over `group` (`drop_kept`: a partial copy kept
   // by reshard_after_forward = g is replaced), released with `kept_bytes` of a partial copy staying.
-  virtual void gather(int unit, DpGroup group, bool drop_kept) = 0;
+  virtual void gather(int unit, MeshGroup group, bool drop_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
 
   // Model, per micro-batch `mb` of the step: tokens and targets [micro_batch, seq]; segment `s` of the
@@ -85,15 +111,18 @@ class RankBackend {
   // end; a send returns without waiting for it; messages pair by `tag` (send and receive agree on it).
   virtual void send(Payload payload, int segment, int mb, int peer, int tag) = 0;
   virtual void recv(Payload payload, int segment, int mb, int peer, int tag) = 0;
-  // The mean loss of every micro-batch since the last call, in order (waits for them).
+  // The mean loss of every micro-batch since the last call, in order (waits for them); with cp > 1 the
+  // rank's share (the cp ranks' losses add up to the mean).
   virtual std::vector<double> take_losses() = 0;
+  // The tensor- and context-parallel collectives the model issued since the last call.
+  virtual std::vector<IssuedCollective> take_model_collectives() = 0;
 
   // Gradients of a unit: reduce-scatter (sum) over `group`, then optionally an all-reduce of the
   // reduced shard over the replicas (HSDP), or an all-reduce of the whole unit (DDP);
   // finish_reduction adds the reduced shard to the accumulator.
-  virtual void reduce_scatter(int unit, DpGroup group) = 0;
-  virtual void all_reduce_reduced(int unit, DpGroup group) = 0;
-  virtual void all_reduce_full(int unit, DpGroup group) = 0;
+  virtual void reduce_scatter(int unit, MeshGroup group) = 0;
+  virtual void all_reduce_reduced(int unit, MeshGroup group) = 0;
+  virtual void all_reduce_full(int unit, MeshGroup group) = 0;
   virtual void finish_reduction(int unit) = 0;
   // Tied embeddings across pipeline stages: sums the reduced (accumulated) gradient of the table between
   // the first stage's `unit` (the embedding's) and the last stage's copy (`unit` is the head's there).
@@ -102,10 +131,10 @@ class RankBackend {
   virtual int first_non_finite_unit() = 0;
 
   // Optimizer: Σ g² of this rank's accumulator shards (in unit order; a tied table once, on the first
-  // stage), a host all-reduce (sum, rank order) for the norm, and AdamW on the fp32 shards; then the
-  // accumulators are zeroed.
+  // stage; elements of tensors every tp rank holds whole count on tp rank 0 only), a host all-reduce
+  // (sum, rank order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
-  virtual void all_reduce_host(double* buf, int count, DpGroup group) = 0;
+  virtual void all_reduce_host(double* buf, int count, MeshGroup group) = 0;  // count <= kMaxHostReduceCount
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void zero_grad_shards() = 0;
 

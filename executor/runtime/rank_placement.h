@@ -20,6 +20,7 @@ struct RankPlacement {
   bool prints = true;                // false on ranks other than 0 of a multi-process job
   bool whole_state = true;           // every shard owner runs in this process (false: one process per rank)
   int processes_on_host = 1;         // processes sharing this host's cores (the CPU thread budget's)
+  std::string job_id;                // launch_job_id of a launched job; empty when not launched
   std::string description;           // one line: where the ranks run (empty for CPU threads)
 };
 

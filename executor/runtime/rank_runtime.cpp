@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,7 +22,8 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   const PipelinePlace place = pipeline_place(rp, rank_);
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
-  dp_rank_ = mesh_rank_;  // tp = cp = 1: the mesh rank is the data-parallel rank
+  dp_rank_ = data_parallel_index(rp, rank_);
+  par_ = fsdpx::model_parallel(rp, rank_);
   const RankShard at = rank_shard(rp, rank_);
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
@@ -32,20 +35,24 @@ void RankRuntime::init_params(std::uint64_t seed) {
   backend_->copy_masters_to_replicas();
 }
 
-DpGroup RankRuntime::group_of(int group) const {
+MeshGroup RankRuntime::group_of(int group) const {
   switch (rp_.program.groups[std::size_t(group)].kind) {
     case GroupKind::dp_shard:
-    case GroupKind::reshard: return DpGroup::dp_shard;  // a reshard group gathers the same values (see free ops)
-    case GroupKind::dp_replicate: return DpGroup::dp_replicate;
-    case GroupKind::dp_all: return DpGroup::dp_all;
-    case GroupKind::pp_all: return DpGroup::pp_all;
+    case GroupKind::reshard: return MeshGroup::dp_shard;  // a reshard group gathers the same values (see free ops)
+    case GroupKind::dp_replicate: return MeshGroup::dp_replicate;
+    case GroupKind::dp_all: return MeshGroup::dp_all;
+    case GroupKind::replicate_cp: return MeshGroup::replicate_cp;
+    case GroupKind::dp_cp: return MeshGroup::dp_cp;
+    case GroupKind::mesh_all: return MeshGroup::mesh_all;
+    case GroupKind::pp_all: return MeshGroup::pp_all;
     case GroupKind::tp:
     case GroupKind::cp:
     case GroupKind::pp_pair:  // send/recv name their peer
     case GroupKind::pp_ends: break;  // the tied all-reduce's group is the backend's
   }
-  FSDP_CHECK(false, "RankRuntime: no host group for a tp, cp, pp_pair or pp_ends op");
-  return DpGroup::dp_all;
+  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp_pair and pp_ends ops name "
+                    "their peers");
+  return MeshGroup::dp_all;
 }
 
 RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu) {
@@ -85,9 +92,9 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
 void RankRuntime::run_op(const Op& op) {
   switch (op.kind) {
     case OpKind::all_gather: backend_->gather(op.unit, group_of(op.group), op.kept_shard_ranks > 1); break;
-    case OpKind::forward: forward(op); break;
+    case OpKind::forward: forward(op), check_model_collectives(op); break;
     case OpKind::backward:
-    case OpKind::backward_input: backward(op); break;
+    case OpKind::backward_input: backward(op), check_model_collectives(op); break;
     case OpKind::backward_weight: backend_->backward_weight(op.segment, op.unit, op.micro_batch); break;
     case OpKind::free: break;
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
@@ -201,28 +208,52 @@ void RankRuntime::stop_on_non_finite_gradient() const {
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
-// under HSDP, rank 0 under DDP), summed in rank order over the stage's dp_all with a non-finite flag
-// and the loss riding along, then (pp > 1) over the pipeline ranks at this mesh point, so that every
-// rank agrees on skipping and knows the global loss (the last stage's). Runs in clip.ar and clip.pp,
-// or inside opt when the plan does not clip.
+// under HSDP, rank 0 under DDP, cp rank 0; the backend counts tensors every tp rank holds whole on tp
+// rank 0), summed in rank order over every rank of the mesh with a non-finite flag and the loss riding
+// along (tp rank 0's: the tp ranks compute the same loss; cp ranks add their shares), then (pp > 1) over
+// the pipeline ranks at this mesh point, so that every rank agrees on skipping and knows the global loss
+// (the last stage's). Runs in clip.ar and clip.pp, or inside opt when the plan does not clip.
 void RankRuntime::reduce_norm(GroupKind over) {
-  if (over == GroupKind::dp_all) {
+  if (over != GroupKind::pp_all) {
     check_losses();
-    const bool owner = rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0;  // DDP: rank 0
+    const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
     norm_buf_[0] = owner ? backend_->grad_sq_sum() : 0.0;
     norm_buf_[1] = non_finite_ ? 1.0 : 0.0;
-    norm_buf_[2] = result_.loss_sum;
-    backend_->all_reduce_host(norm_buf_, 3, DpGroup::dp_all);
+    norm_buf_[2] = par_.tp_rank == 0 ? result_.loss_sum : 0.0;
+    backend_->all_reduce_host(norm_buf_, 3, MeshGroup::mesh_all);
     norm_stage_done_ = true;
   } else {
-    FSDP_CHECK(over == GroupKind::pp_all && norm_stage_done_, "RankRuntime: the norm across stages before the stage's");
-    backend_->all_reduce_host(norm_buf_, 3, DpGroup::pp_all);
+    FSDP_CHECK(norm_stage_done_, "RankRuntime: the norm across stages before the stage's");
+    backend_->all_reduce_host(norm_buf_, 3, MeshGroup::pp_all);
   }
   result_.grad_norm = std::sqrt(norm_buf_[0]);
   non_finite_ = norm_buf_[1] > 0 || !std::isfinite(result_.grad_norm);
   result_.loss_sum = norm_buf_[2];
   norm_done_ = over == GroupKind::pp_all || rp_.program.pp == 1;
   if (norm_done_) stop_on_non_finite_gradient();
+}
+
+// The step program lists the tensor- and context-parallel collectives of each compute op (its work
+// set's serial collectives, which the simulator times): the model must have issued exactly those.
+void RankRuntime::check_model_collectives(const Op& op) {
+  using Key = std::tuple<int, int, std::int64_t>;  // (axis, collective, bytes)
+  std::map<Key, int> want, got;
+  for (const SerialCollective& sc : rp_.program.work_sets[std::size_t(op.work_set)].serial_comms) {
+    const bool tp = rp_.program.groups[std::size_t(sc.group)].kind == GroupKind::tp;
+    want[Key{int(tp ? ModelAxis::tp : ModelAxis::cp), int(sc.kind), std::int64_t(sc.bytes)}] += sc.count;
+  }
+  for (const IssuedCollective& c : backend_->take_model_collectives())
+    ++got[Key{int(c.axis), int(c.kind), std::int64_t(c.bytes)}];
+  if (want == got) return;
+  auto describe = [](const std::map<Key, int>& m) {
+    std::string out;
+    for (const auto& [k, n] : m)
+      out += fmt::format("{}{} x{}", out.empty() ? "" : ", ",
+                         collective_profile_name(ModelAxis(std::get<0>(k)), Collective(std::get<1>(k)), double(std::get<2>(k))), n);
+    return out.empty() ? std::string("none") : out;
+  };
+  throw std::runtime_error(fmt::format("{}: the model issued {}, but the step program lists {}", op.name,
+                                       describe(got), describe(want)));
 }
 
 void RankRuntime::optimizer_step() {

@@ -6,7 +6,6 @@
 // graph); an asynchronous one enqueues each op behind its dependencies. Under pipeline parallelism the
 // rank runs its pipeline rank's role: sends, receives and the split backward go to the backend, the
 // loss comes from the last stage and the norm is summed over the stage's ranks, then across stages.
-// Leaves out tp and cp.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +51,8 @@ class RankRuntime {
   // every op, applies the optimizer.
   RankStepResult run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu);
 
-  int rank() const { return rank_; }  // global
+  int rank() const { return rank_; }  // global rank
+  const ModelParallel& model_parallel() const { return par_; }
   int shard_index() const { return shard_index_; }
   RankBackend& backend() { return *backend_; }
   const RankBackend& backend() const { return *backend_; }
@@ -67,11 +67,12 @@ class RankRuntime {
   void run_op(const Op& op);
   void all_reduce(const Op& op);
   void release(const Op& op);
-  DpGroup group_of(int group) const;
+  MeshGroup group_of(int group) const;
   void set_micro_batch(int mb);
   void forward(const Op& op);
   void backward(const Op& op);
   void point_to_point(const Op& op);
+  void check_model_collectives(const Op& op);
   void check_losses();
   void stop_on_non_finite_gradient() const;  // under the stop policy, when a unit's gradient is not finite
   void reduce_norm(GroupKind over);
@@ -81,7 +82,8 @@ class RankRuntime {
   std::unique_ptr<RankBackend> backend_;
   TrainerOptions options_;
   int rank_ = 0, role_ = 0, mesh_rank_ = 0;  // global rank; its pipeline rank and mesh point
-  int dp_rank_ = 0, shard_index_ = 0, replica_index_ = 0;
+  int dp_rank_ = 0, shard_index_ = 0, replica_index_ = 0;  // dp_rank_: data_parallel_index
+  ModelParallel par_;
   // Per step:
   std::int64_t step_ = 0;
   std::vector<std::int32_t> batch_;  // [global_batch, seq + 1]

@@ -73,17 +73,50 @@ void check_tied_units(const Plan& plan) {
   }
 }
 
+[[noreturn]] void reject(const char* path, int value, const char* what) {
+  throw ConfigError(fmt::format("plan: /parallelism/{}: the runtime runs {} = 1 only (got {}); {}", path, path,
+                                value, what));
+}
+
+// Tensor parallelism splits heads, KV heads (or replicates them, Megatron's kv_heads < tp), the FFN
+// and the vocabulary evenly; sequence parallelism splits each micro-batch's tokens; the CPU model
+// runs the collectives its step program lists, which op-level selective recompute would not match.
+void check_tensor_parallel(const Plan& plan) {
+  const Parallelism& par = plan.parallelism;
+  const ModelSpec& m = plan.model;
+  auto bad = [&](const std::string& what) {
+    throw ConfigError(fmt::format("plan: /parallelism/tp: {} (tp = {})", what, par.tp));
+  };
+  if (m.ffn_hidden % par.tp != 0) bad(fmt::format("tp must divide the model's ffn_hidden ({})", m.ffn_hidden));
+  if (m.vocab % par.tp != 0)
+    bad(fmt::format("tp must divide the model's vocab ({}): the vocabulary-parallel embedding and head hold "
+                    "vocab/tp rows each, without padding", m.vocab));
+  if (m.kv_heads % par.tp != 0 && par.tp % m.kv_heads != 0)
+    bad(fmt::format("tp and the model's kv_heads ({}) must divide one another", m.kv_heads));
+  const std::int64_t tokens = plan.training.micro_batch * plan.training.seq / par.cp;
+  if (par.sequence_parallel && tokens % par.tp != 0)
+    bad(fmt::format("sequence parallelism splits the {} tokens of a micro-batch (micro_batch x seq / cp) across "
+                    "the tp ranks, so tp must divide them", tokens));
+  for (RecomputeMode r : plan.recompute)
+    if (r == RecomputeMode::selective_op)
+      throw ConfigError("plan: /recompute: the CPU runtime does not run op-level selective recompute "
+                        "(\"selective_op\") with tp > 1: its step program re-runs tensor-parallel collectives the "
+                        "CPU model does not; use \"none\", \"selective\" or \"full\"");
+}
+
 void check_runnable(const Plan& plan, ExecutorDevice device) {
   const Parallelism& par = plan.parallelism;
-  auto reject = [](const char* path, int value, const char* what) {
-    throw ConfigError(fmt::format("plan: /parallelism/{}: the runtime runs {} = 1 only (got {}); {}", path, path,
-                                  value, what));
-  };
-  if (par.tp > 1) reject("tp", par.tp, "it does not run tensor parallelism yet");
-  if (par.cp > 1) reject("cp", par.cp, "it does not run context parallelism yet");
+  if (device == ExecutorDevice::cuda && par.tp > 1)
+    reject("tp", par.tp, "the CUDA backend does not run tensor parallelism yet (the CPU backend does)");
+  if (device == ExecutorDevice::cuda && par.cp > 1)
+    reject("cp", par.cp, "the CUDA backend does not run context parallelism yet (the CPU backend does)");
   if (par.pp > 1 && device == ExecutorDevice::cuda)
     throw ConfigError(fmt::format("plan: /parallelism/pp: the CUDA runtime runs pp = 1 only (got {}); pipeline "
                                   "parallelism runs on the CPU backend", par.pp));
+  if (par.pp > 1 && par.tp * par.cp > 1)
+    throw ConfigError(fmt::format("plan: /parallelism/pp: the runtime runs pipeline parallelism with tp = cp = 1 "
+                                  "only (got pp {}, tp {}, cp {})", par.pp, par.tp, par.cp));
+  if (par.tp > 1) check_tensor_parallel(plan);
   if (device == ExecutorDevice::cpu)
     check_cpu_program(plan);
   else
@@ -108,12 +141,6 @@ int unit_role(const RuntimeProgram& rp, int unit) {
   return stage_rank(rp.plan.units[std::size_t(unit)].stage, rp.program.pp);
 }
 
-int shard_owner(const RuntimeProgram& rp, int unit, int shard) {
-  MeshCoord at;
-  at.dp_shard = shard;
-  return global_rank(rp, unit_role(rp, unit), mesh_rank(rp.program.mesh, at));
-}
-
 int tied_copy_source(const RuntimeProgram& rp) {
   if (rp.program.pp == 1 || !rp.plan.model.tied_embeddings) return -1;
   for (std::size_t u = 0; u < rp.plan.units.size(); ++u)
@@ -135,6 +162,17 @@ bool master_is_replica(const RuntimeProgram& rp, int unit) {
   return replicated_params(rp, unit) && !is_sharded(rp.program.units[std::size_t(unit)].placement.optimizer);
 }
 
+ModelParallel model_parallel(const RuntimeProgram& rp, int rank) {
+  const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
+  const Parallelism& par = rp.plan.parallelism;
+  return ModelParallel{par.tp, at.tp, par.cp, at.cp, par.sequence_parallel};
+}
+
+int data_parallel_index(const RuntimeProgram& rp, int rank) {
+  const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
+  return at.dp_replicate * rp.program.mesh.dp_shard + at.dp_shard;
+}
+
 RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   check_runnable(plan, device);
   RuntimeProgram rp;
@@ -149,7 +187,11 @@ RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   rp.shard_count = is_sharded(optimizer) ? plan.parallelism.dp_shard : 1;
   rp.grad_accum = plan.grad_accum();
   rp.dp_ranks = plan.parallelism.data_parallel_ranks();
-  for (const PlanUnit& u : plan.units) rp.flats.push_back(make_flat_unit(rp.layout, u.modules, rp.shard_count));
+  for (int t = 0; t < plan.parallelism.tp; ++t) rp.tp_layouts.push_back(make_param_layout(plan.model, TpSlice{plan.parallelism.tp, t}));
+  for (const PlanUnit& u : plan.units) {
+    rp.flats.push_back(make_flat_unit(rp.tp_layouts.front(), u.modules, rp.shard_count));  // the same on every tp rank
+    rp.full_flats.push_back(make_flat_unit(rp.layout, u.modules, rp.shard_count));
+  }
   return rp;
 }
 

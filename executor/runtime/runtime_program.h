@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "executor/runtime/model_groups.h"
 #include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
@@ -19,8 +20,10 @@ namespace fsdpx {
 struct RuntimeProgram {
   Plan plan;
   StepProgram program;
-  ParamLayout layout;
-  std::vector<FlatUnitLayout> flats;  // per unit, padded to shard_count shards
+  ParamLayout layout;                      // the full model: checkpoints and weight files address it
+  std::vector<ParamLayout> tp_layouts;     // per tp rank, its tensor-parallel slices (tp = 1: layout)
+  std::vector<FlatUnitLayout> flats;       // per unit on one rank (its tp slices), padded to shard_count shards
+  std::vector<FlatUnitLayout> full_flats;  // per unit of the full model, padded likewise (the state's format)
   int shard_count = 1;  // shards of every unit's optimizer state: dp_shard, or 1 when it is replicated (DDP)
   std::int64_t grad_accum = 1;
   int dp_ranks = 1;
@@ -35,11 +38,13 @@ PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank);
 int global_rank(const RuntimeProgram& rp, int role, int mesh_rank);
 // The pipeline rank whose stages hold `unit` (0 without pipeline parallelism).
 int unit_role(const RuntimeProgram& rp, int unit);
-// The global rank that holds shard `shard` of `unit` in replica 0 (what checkpoints save).
-int shard_owner(const RuntimeProgram& rp, int unit, int shard);
 // Tied embeddings across pipeline stages: the embedding's unit (first stage), whose layout the last
 // stage's copy of the table repeats; -1 when the head reads the embedding in its own unit.
 int tied_copy_source(const RuntimeProgram& rp);
+// This rank's place in the model-parallel groups, from its mesh coordinates.
+ModelParallel model_parallel(const RuntimeProgram& rp, int rank);
+// The data-parallel index of a rank (rep·dp_shard + shard): which sequences of each micro-batch it reads.
+int data_parallel_index(const RuntimeProgram& rp, int rank);
 // Where global rank `rank` sits on its stage's data-parallel mesh, and which shard of every unit it owns (0 when
 // the optimizer state is replicated).
 struct RankShard {
@@ -60,9 +65,10 @@ enum class ExecutorDevice { cpu, cuda };
 inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
-// plans the runtime cannot run on `device` (tp or cp > 1, pp > 1 on CUDA, another precision or attention
-// kernel, a tied head apart from its embedding without pipeline parallelism or a tied embedding sharing
-// its unit with it, seq beyond the position table).
+// plans the runtime cannot run on `device` (pp > 1 on CUDA, or together with tp or cp; tp or cp > 1 on
+// CUDA; degrees that do not split the model; another precision or attention kernel, a tied head apart
+// from its embedding without pipeline parallelism or a tied embedding sharing its unit with it, seq
+// beyond the position table).
 RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device = ExecutorDevice::cpu);
 
 }  // namespace fsdpx

@@ -34,6 +34,7 @@ RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, co
   s.prints = rank == 0;
   s.whole_state = false;
   s.processes_on_host = env.local_world_size;
+  s.job_id = launch_job_id(env);
   s.description = describe(env) + "; TCP communicator";
   return s;
 }

@@ -4,9 +4,13 @@
 // a collective (executor/comm/thread_communicator.h), so no rank hangs.
 #include "executor/session/trainer.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +21,7 @@
 #include "executor/cpu/simd_level.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
 #include "executor/runtime/rank_runtime.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -24,26 +29,52 @@ namespace {
 
 thread_local int t_current_rank = -1;
 
-// Sums the model's per-kernel times on rank 0 under the cost model's kernel names.
+// Sums the model's per-kernel times on rank 0 under the cost model's kernel names, and its TP/CP
+// collectives under their names.
 class KernelSink : public OpProfiler {
  public:
   void record(std::string_view op, int, double time_s) override {
     time_s_[std::string(op)] += time_s;
     ++calls_[std::string(op)];
   }
-  std::map<std::string, double> time_s_;
-  std::map<std::string, int> calls_;
+  void record_collective(std::string_view name, double time_s) override {
+    collective_time_s_[std::string(name)] += time_s;
+    ++collective_calls_[std::string(name)];
+  }
+  std::map<std::string, double> time_s_, collective_time_s_;
+  std::map<std::string, int> calls_, collective_calls_;
 };
 
-// The plan modules of unit u with their place in its flat buffer (what checkpoints reshard by).
+// The plan modules of unit u with their place in its flat buffer of the full model (what checkpoints
+// reshard by).
 std::vector<UnitModule> unit_modules(const RuntimeProgram& rp, std::size_t u) {
-  const FlatUnitLayout& f = rp.flats[u];
+  const FlatUnitLayout& f = rp.full_flats[u];
   std::vector<UnitModule> out;
   for (std::size_t k = 0; k < f.modules.size(); ++k) {
     const ModuleLayout& m = rp.layout.modules[std::size_t(f.modules[k])];
     out.push_back(UnitModule{m.name, f.module_offsets[k], m.numel});
   }
   return out;
+}
+
+// Element of unit u of the full model (full_flats) that each element of tp rank t's unit (flats,
+// unpadded) is.
+std::vector<std::int64_t> unit_full_elements(const RuntimeProgram& rp, std::size_t u, int t) {
+  const FlatUnitLayout& f = rp.flats[u];
+  const ParamLayout& local = rp.tp_layouts[std::size_t(t)];
+  std::vector<std::int64_t> out(std::size_t(f.numel));
+  for (std::size_t k = 0; k < f.modules.size(); ++k) {
+    const ModuleLayout& m = local.modules[std::size_t(f.modules[k])];
+    for (std::int64_t e = 0; e < m.numel; ++e)
+      out[std::size_t(f.module_offsets[k] + e)] = rp.full_flats[u].module_offsets[k] + m.full_element(e);
+  }
+  return out;
+}
+
+// The three fp32 vectors of a shard state, addressed together.
+std::array<std::vector<float>*, 3> fields(UnitShardState& s) { return {&s.params, &s.exp_avg, &s.exp_avg_sq}; }
+std::array<const std::vector<float>*, 3> fields(const UnitShardState& s) {
+  return {&s.params, &s.exp_avg, &s.exp_avg_sq};
 }
 
 }  // namespace
@@ -66,9 +97,25 @@ struct Trainer::Impl {
   // owners is only reachable when they run in this process).
   std::size_t local_index(const RankRuntime& r) const;
   RankRuntime& local_rank(int rank) const;
+  // The rank holding shard `shard` of tp rank `tp`'s slices of `unit` (replica 0, cp rank 0, the
+  // pipeline rank of the unit's stage).
+  RankRuntime& owner(std::size_t unit, int shard, int tp) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
+  TrainerState header() const;  // step, data position, seed and degrees; no ranks
+  TrainerState tp_state() const;  // tp or cp > 1: the full model's shards, from this process's ranks (all of them)
+  void load_tp_slices(RankRuntime& rank, const TrainerState& s) const;
+  // ConfigError when tp or cp > 1 and some ranks run in other processes (per-process checkpoints).
+  void refuse_tp_per_process() const;
+  // tp, cp or pp > 1: global ranks 0..S-1 are not the shard owners of every unit (tp ranks hold slices,
+  // pipeline ranks their stages' units).
+  bool model_parallel() const {
+    const Parallelism& par = rp.plan.parallelism;
+    return par.tp > 1 || par.cp > 1 || par.pp > 1;
+  }
+  // The shard owner whose state `r` holds: its shard index (DDP: owner 0 holds the only shard).
+  int owner_of(const RankRuntime& r) const { return rp.shard_count > 1 ? r.shard_index() : 0; }
 };
 
 std::size_t Trainer::Impl::local_index(const RankRuntime& r) const {
@@ -83,6 +130,11 @@ RankRuntime& Trainer::Impl::local_rank(int rank) const {
     if (r->rank() == rank) return *r;
   throw std::runtime_error(fmt::format("rank {} runs in another process: the sharded state of a multi-process run "
                                        "is not reachable from one process (not supported yet)", rank));
+}
+
+RankRuntime& Trainer::Impl::owner(std::size_t unit, int shard, int tp) const {
+  const int at = mesh_rank(rp.program.mesh, MeshCoord{0, rp.shard_count > 1 ? shard : 0, 0, tp});
+  return local_rank(global_rank(rp, unit_role(rp, int(unit)), at));
 }
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
@@ -178,22 +230,105 @@ StepMetrics Trainer::step() {
   return m;
 }
 
-TrainerState Trainer::state() const {
-  const Impl& im = *impl_;
+TrainerState Trainer::Impl::header() const {
   TrainerState s;
-  s.step = im.step;
-  s.data = im.position;
-  s.seed = im.rp.plan.training.seed;
-  s.dp_shard = im.rp.shard_count;
-  s.dp_replicate = im.rp.plan.parallelism.data_parallel_ranks() / im.rp.shard_count;
-  // One entry per shard of replica 0, holding every unit: each from the rank of its pipeline stage (so a
-  // state saved with one pp degree loads with another; the last stage's copy of a tied table is not saved).
-  for (int r = 0; r < im.rp.shard_count; ++r) {
+  s.step = step;
+  s.data = position;
+  s.seed = rp.plan.training.seed;
+  s.dp_shard = rp.shard_count;
+  s.dp_replicate = rp.plan.parallelism.data_parallel_ranks() / rp.shard_count;
+  return s;
+}
+
+void Trainer::Impl::refuse_tp_per_process() const {
+  const Parallelism& par = rp.plan.parallelism;
+  if (model_parallel() && int(ranks.size()) != par.world_size())
+    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {} "
+                                  "are not supported (a tp rank's shard spans other processes' full-model shards; "
+                                  "a pipeline rank holds only its stages' units)",
+                                  par.tp, par.cp, par.pp));
+}
+
+// The full model's units, cut into shard_count shards: every tp rank's slices put back at their
+// place (tensors every tp rank holds whole are equal on all of them).
+TrainerState Trainer::Impl::tp_state() const {
+  TrainerState s = header();
+  s.ranks.resize(std::size_t(rp.shard_count));
+  for (int r = 0; r < rp.shard_count; ++r) s.ranks[std::size_t(r)].rank = r;
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    const FlatUnitLayout& full = rp.full_flats[u];
+    UnitShardState whole;
+    for (auto* v : fields(whole)) v->assign(std::size_t(full.padded_numel), 0.0f);
+    for (int t = 0; t < rp.plan.parallelism.tp; ++t) {
+      const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+      for (int r = 0; r < rp.shard_count; ++r) {
+        UnitShardState local = owner(u, r, t).backend().unit_state(int(u));
+        const auto from = fields(local), to = fields(whole);
+        for (std::size_t i = 0; i < local.params.size(); ++i) {
+          const std::int64_t e = local.shard_offset + std::int64_t(i);
+          if (e >= rp.flats[u].numel) break;  // padding
+          for (std::size_t f = 0; f < 3; ++f) (*to[f])[std::size_t(to_full[std::size_t(e)])] = (*from[f])[i];
+        }
+      }
+    }
+    for (int r = 0; r < rp.shard_count; ++r) {
+      UnitShardState shard;
+      shard.unit_numel = full.numel;
+      shard.shard_offset = std::int64_t(r) * full.shard_numel;
+      shard.modules = unit_modules(rp, u);
+      const auto from = fields(whole), to = fields(shard);
+      for (std::size_t f = 0; f < 3; ++f)
+        to[f]->assign(from[f]->begin() + shard.shard_offset, from[f]->begin() + shard.shard_offset + full.shard_numel);
+      s.ranks[std::size_t(r)].units.push_back(std::move(shard));
+    }
+  }
+  return s;
+}
+
+TrainerState Trainer::local_state() const {
+  const Impl& im = *impl_;
+  im.refuse_tp_per_process();
+  if (im.model_parallel()) return im.tp_state();
+  TrainerState s = im.header();
+  for (const auto& rank : im.ranks) {
+    if (rank->rank() >= im.rp.shard_count) continue;  // the shard owners of replica 0: global ranks 0..S-1
     RankState rs;
-    rs.rank = r;
+    rs.rank = rank->rank();
     for (std::size_t u = 0; u < im.rp.flats.size(); ++u) {
-      rs.units.push_back(im.local_rank(shard_owner(im.rp, int(u), r)).backend().unit_state(int(u)));
+      rs.units.push_back(rank->backend().unit_state(int(u)));
       rs.units.back().modules = unit_modules(im.rp, u);
+    }
+    s.ranks.push_back(std::move(rs));
+  }
+  std::sort(s.ranks.begin(), s.ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+  return s;
+}
+
+TrainerState Trainer::state() const {
+  TrainerState s = local_state();
+  if (int(s.ranks.size()) != impl_->rp.shard_count)
+    throw std::runtime_error("the sharded state of a multi-process run is not reachable from one process: use "
+                             "local_state()");
+  return s;
+}
+
+TrainerState Trainer::load_layout() const {
+  const Impl& im = *impl_;
+  im.refuse_tp_per_process();
+  TrainerState s = im.header();
+  std::set<int> owners;
+  for (const auto& rank : im.ranks) owners.insert(im.owner_of(*rank));
+  for (int owner : owners) {
+    RankState rs;
+    rs.rank = owner;
+    for (std::size_t u = 0; u < im.rp.full_flats.size(); ++u) {
+      const FlatUnitLayout& f = im.rp.full_flats[u];
+      UnitShardState& us = rs.units.emplace_back();
+      us.unit_numel = f.numel;
+      us.shard_offset = std::int64_t(owner) * f.shard_numel;
+      us.params.assign(std::size_t(f.shard_numel), 0.0f);
+      us.exp_avg = us.exp_avg_sq = us.params;
+      us.modules = unit_modules(im.rp, u);
     }
     s.ranks.push_back(std::move(rs));
   }
@@ -204,23 +339,50 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
   auto bad = [](const std::string& path, const std::string& what) {
     throw ConfigError(fmt::format("trainer state: {}: {}", path, what));
   };
-  if (s.dp_shard != rp.shard_count || int(s.ranks.size()) != rp.shard_count)
-    bad("/dp_shard", fmt::format("{} shards expected (got {} with {} ranks); reshard the state first", rp.shard_count,
-                                 s.dp_shard, s.ranks.size()));
-  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
-    if (s.ranks[r].units.size() != rp.flats.size())
-      bad(fmt::format("/ranks/{}/units", r), fmt::format("{} units expected", rp.flats.size()));
-    for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-      const UnitShardState& us = s.ranks[r].units[u];
-      const auto n = std::size_t(rp.flats[u].shard_numel);
-      if (us.unit_numel != rp.flats[u].numel || us.params.size() != n || us.exp_avg.size() != n ||
-          us.exp_avg_sq.size() != n || us.shard_offset != std::int64_t(r) * rp.flats[u].shard_numel)
-        bad(fmt::format("/ranks/{}/units/{}", r, u),
+  if (s.dp_shard != rp.shard_count)
+    bad("/dp_shard", fmt::format("{} shards expected (got {}); reshard the state first", rp.shard_count, s.dp_shard));
+  if (model_parallel() && int(s.ranks.size()) != rp.shard_count)
+    bad("/ranks", fmt::format("tp = {}, cp = {} loads from all {} shards (got {})", rp.plan.parallelism.tp,
+                              rp.plan.parallelism.cp, rp.shard_count, s.ranks.size()));
+  for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+    const int r = s.ranks[i].rank;
+    if (r < 0 || r >= rp.shard_count || (i > 0 && r <= s.ranks[i - 1].rank))
+      bad(fmt::format("/ranks/{}/rank", i), fmt::format("shard owners 0..{} in increasing order expected, got {}",
+                                                        rp.shard_count - 1, r));
+    if (s.ranks[i].units.size() != rp.full_flats.size())
+      bad(fmt::format("/ranks/{}/units", i), fmt::format("{} units expected", rp.full_flats.size()));
+    for (std::size_t u = 0; u < rp.full_flats.size(); ++u) {
+      const UnitShardState& us = s.ranks[i].units[u];
+      const FlatUnitLayout& f = rp.full_flats[u];
+      const auto n = std::size_t(f.shard_numel);
+      if (us.unit_numel != f.numel || us.params.size() != n || us.exp_avg.size() != n ||
+          us.exp_avg_sq.size() != n || us.shard_offset != std::int64_t(r) * f.shard_numel)
+        bad(fmt::format("/ranks/{}/units/{}", i, u),
             fmt::format("a shard of {} elements at offset {} of a {}-element unit expected", n,
-                        std::int64_t(r) * rp.flats[u].shard_numel, rp.flats[u].numel));
+                        std::int64_t(r) * f.shard_numel, f.numel));
       if (!us.modules.empty() && us.modules != unit_modules(rp, u))
-        bad(fmt::format("/ranks/{}/units/{}/modules", r, u), "another unit grouping; reshard the state first");
+        bad(fmt::format("/ranks/{}/units/{}/modules", i, u), "another unit grouping; reshard the state first");
     }
+  }
+}
+
+// tp rank t of a shard takes its slices from the full model's shards (check_state: all of them, in order).
+void Trainer::Impl::load_tp_slices(RankRuntime& rank, const TrainerState& s) const {
+  const int t = rank.model_parallel().tp_rank;
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    if (!rank.backend().holds_unit(int(u))) continue;  // another pipeline rank's
+    const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+    const std::int64_t full_shard = rp.full_flats[u].shard_numel;
+    UnitShardState local = rank.backend().unit_state(int(u));
+    const auto to = fields(local);
+    for (std::size_t i = 0; i < local.params.size(); ++i) {
+      const std::int64_t e = local.shard_offset + std::int64_t(i);
+      const bool padding = e >= rp.flats[u].numel;
+      const std::int64_t fe = padding ? 0 : to_full[std::size_t(e)];
+      const auto src = fields(s.ranks[std::size_t(fe / full_shard)].units[u]);
+      for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = padding ? 0.0f : (*src[f])[std::size_t(fe % full_shard)];
+    }
+    rank.backend().load_unit_state(int(u), local);
   }
 }
 
@@ -228,13 +390,46 @@ void Trainer::load_state(const TrainerState& s) {
   Impl& im = *impl_;
   im.check_state(s);
   for (auto& rank : im.ranks) {
-    const int owner = im.rp.shard_count > 1 ? rank->shard_index() : 0;
-    for (std::size_t u = 0; u < im.rp.flats.size(); ++u)
-      if (rank->backend().holds_unit(int(u))) rank->backend().load_unit_state(int(u), s.ranks[std::size_t(owner)].units[u]);
+    if (im.model_parallel()) {
+      im.load_tp_slices(*rank, s);
+    } else {
+      const int owner = im.owner_of(*rank);
+      const auto it =
+          std::find_if(s.ranks.begin(), s.ranks.end(), [&](const RankState& r) { return r.rank == owner; });
+      if (it == s.ranks.end())
+        throw ConfigError(fmt::format("trainer state: /ranks: no shard of owner {}, which rank {} loads from", owner,
+                                      rank->rank()));
+      for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rank->backend().load_unit_state(int(u), it->units[u]);
+    }
     rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;
   im.position = s.data;
+}
+
+std::vector<std::uint64_t> Trainer::sum_over_processes(const std::vector<std::uint64_t>& words) {
+  // Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
+  // contributes, the others add zeros; kMaxHostReduceCount values per call.
+  Impl& im = *impl_;
+  std::vector<std::vector<double>> limbs(im.ranks.size(), std::vector<double>(4 * words.size(), 0.0));
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int l = 0; l < 4; ++l) limbs[0][4 * i + std::size_t(l)] = double((words[i] >> (16 * l)) & 0xffff);
+  im.on_ranks([&](RankRuntime& r) {
+    std::vector<double>& b = limbs[im.local_index(r)];
+    for (std::size_t at = 0; at < b.size(); at += kMaxHostReduceCount)
+      r.backend().all_reduce_host(b.data() + at, int(std::min<std::size_t>(kMaxHostReduceCount, b.size() - at)),
+                                  MeshGroup::mesh_all);
+  });
+  std::vector<std::uint64_t> sums(words.size(), 0);
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (int l = 0; l < 4; ++l) sums[i] += std::uint64_t(std::llround(limbs[0][4 * i + std::size_t(l)])) << (16 * l);
+  return sums;
+}
+
+bool Trainer::hosts_rank0() const {
+  for (const auto& rank : impl_->ranks)
+    if (rank->rank() == 0) return true;
+  return false;
 }
 
 namespace {
@@ -266,20 +461,20 @@ OpProfile Trainer::profile() const {
   p.op_time_s = impl_->ranks[0]->op_time_s();
   p.kernel_time_s = impl_->kernels.time_s_;
   p.kernel_calls = impl_->kernels.calls_;
+  p.collective_time_s = impl_->kernels.collective_time_s_;
+  p.collective_calls = impl_->kernels.collective_calls_;
   p.steps = impl_->profiled_steps;
   return p;
 }
 
 std::vector<float> Trainer::gather_full_params() const {
   const RuntimeProgram& rp = impl_->rp;
+  const TrainerState s = state();
   std::vector<float> full(std::size_t(rp.layout.total), 0.0f);
-  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-    const FlatUnitLayout& f = rp.flats[u];
-    std::vector<float> unit(std::size_t(f.padded_numel));
-    for (int r = 0; r < rp.shard_count; ++r) {
-      const std::vector<float> shard = impl_->local_rank(shard_owner(rp, int(u), r)).backend().unit_state(int(u)).params;
-      std::copy(shard.begin(), shard.end(), unit.begin() + std::int64_t(r) * f.shard_numel);
-    }
+  for (std::size_t u = 0; u < rp.full_flats.size(); ++u) {
+    const FlatUnitLayout& f = rp.full_flats[u];
+    std::vector<float> unit;
+    for (const RankState& r : s.ranks) unit.insert(unit.end(), r.units[u].params.begin(), r.units[u].params.end());
     for (std::size_t k = 0; k < f.modules.size(); ++k) {
       const ModuleLayout& m = rp.layout.modules[std::size_t(f.modules[k])];
       std::copy_n(unit.begin() + f.module_offsets[k], m.numel, full.begin() + m.offset);

@@ -34,11 +34,15 @@ struct StepMetrics {
 using MemoryPeakBytes = std::map<std::string, double>;
 
 // Per-op wall times under the step program's op names ("fwd.s3.mb0", "ag.u2.mb0.fwd"...), summed
-// over the steps run, per rank 0; and per-kernel times under the cost model's kernel names.
+// over the steps run, per rank 0; per-kernel times under the cost model's kernel names; and the
+// tensor- and context-parallel collectives by group, kind and size.
 struct OpProfile {
   std::map<std::string, double> op_time_s;
   std::map<std::string, double> kernel_time_s;
   std::map<std::string, int> kernel_calls;
+  // Tensor- and context-parallel collectives inside compute ops ("tp.all_gather.16384B").
+  std::map<std::string, double> collective_time_s;
+  std::map<std::string, int> collective_calls;
   int steps = 0;
 };
 
@@ -55,8 +59,20 @@ class Trainer {
   StepMetrics step();  // one optimizer step on every rank; rethrows a rank's error ("rank r: ...")
 
   TrainerState state() const;          // a copy of the sharded state, with each unit's module list
-  // `s` resharded by the caller to this plan's dp_shard and units; module lists, when given, must match.
+  // The shard owners of replica 0 (ranks 0..S-1) that run in this process, with module lists: what this
+  // process writes to a checkpoint. Equal to state() when every owner runs here; no ranks when none does.
+  TrainerState local_state() const;
+  // Zero-filled shards, in this plan's units and layout, of the owners this process's ranks load from:
+  // the layout to reshard a checkpoint into before load_state.
+  TrainerState load_layout() const;
+  // `s` resharded by the caller to this plan's dp_shard and units; it holds at least the shard owners of
+  // this process's ranks (matched by rank); module lists, when given, must match.
   void load_state(const TrainerState& s);
+  // Element-wise sum over the processes of the job (this process adds `words` once, whatever its number
+  // of ranks): a collective that every process calls with as many words. Exact when each 16-bit limb of a
+  // word is non-zero on fewer than 256 processes (a backend may reduce host values in fp32).
+  std::vector<std::uint64_t> sum_over_processes(const std::vector<std::uint64_t>& words);
+  bool hosts_rank0() const;  // this process runs global rank 0 (it leads checkpoint saves and loads)
   MemoryPeakBytes peak_memory() const;  // measured: the backends' own buffers
   // What the step program's memory effects say, applied in issue order on each rank.
   MemoryPeakBytes program_peak_memory() const;

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/checkpoint/trained_weights.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/session/batch_recorder.h"
@@ -40,8 +42,29 @@ void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevi
   }
 }
 
+void check_session_outputs(const SessionOptions& o) {
+  if (!o.checkpoint_dir.empty()) prepare_checkpoint_dir(o.checkpoint_dir);
+  for (const std::string* out : {&o.save_weights, &o.save_init_weights, &o.dump_batches})
+    if (!out->empty()) check_output_writable(*out);
+}
+
+// Trainer::local_state: a tp rank's shard spans full-model shards that other processes save, and a
+// pipeline rank holds only its stages' units.
+void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
+  const Parallelism& par = plan.parallelism;
+  if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume))
+    rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints of a run with one process per rank "
+                                                "need tp = cp = pp = 1 (got tp {}, cp {}, pp {})", par.tp, par.cp,
+                                                par.pp)),
+                        o.plan_file);
+}
+
 TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement)
-    : options_(std::move(options)), fingerprint_(plan_fingerprint(plan)), whole_state_(placement.whole_state) {
+    : options_(std::move(options)),
+      fingerprint_(plan_fingerprint(plan)),
+      whole_state_(placement.whole_state),
+      job_id_(placement.job_id) {
+  if (!whole_state_) check_per_process_checkpoints(plan, options_);
   std::shared_ptr<DataSource> data =
       open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});
   if (!options_.dump_batches.empty())
@@ -61,28 +84,43 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
   record_.target_steps = options_.steps > 0 ? options_.steps : plan.optimizer.total_steps;
   if (!options_.init_weights.empty()) load_full_weights(*trainer_, options_.init_weights);
   if (options_.resume) resume();
+  // What `fsdpx sample` and `fsdpx export-hf` read beside the checkpoints (checkpoint/trained_weights.h).
+  if (!options_.checkpoint_dir.empty()) write_checkpoint_plan(options_.checkpoint_dir, plan);
   if (!options_.save_init_weights.empty())
     save_full_weights(*trainer_, options_.save_init_weights, record_.start_step);
 }
 
 TrainingSession::~TrainingSession() = default;
 
-// Loads the newest good checkpoint, resharded to the trainer's layout; says why newer ones were rejected.
+// How checkpoints reach the other processes of a multi-process job: sums through the trainer's ranks; the
+// staging directory is named by the job and the plan (the same in every process).
+CheckpointGroup TrainingSession::checkpoint_group() {
+  CheckpointGroup g;
+  g.leader = trainer_->hosts_rank0();
+  FSDP_CHECK(whole_state_ || !job_id_.empty(), "a run with one process per rank needs its launch's job id");
+  if (!job_id_.empty()) g.job_token = fmt::format("{:016x}", fnv1a64(job_id_ + ":" + fingerprint_));
+  if (!whole_state_) g.sum = [this](const std::vector<std::uint64_t>& w) { return trainer_->sum_over_processes(w); };
+  return g;
+}
+
+// Loads the newest checkpoint that every process verifies, resharded to the layout of this process's
+// ranks; says why newer ones were rejected.
 void TrainingSession::resume() {
   const std::string& root = options_.checkpoint_dir;
   std::vector<std::string> rejected;
-  auto loaded = load_latest_checkpoint(root, fingerprint_, &rejected);
+  auto loaded = load_latest_checkpoint(root, fingerprint_, &rejected, checkpoint_group());
   if (options_.on_rejected_checkpoint)
     for (const std::string& why : loaded ? loaded->rejected : rejected) options_.on_rejected_checkpoint(why);
   if (!loaded)
     throw ConfigError(fmt::format("--resume: no loadable checkpoint in {} ({})", root,
                                   rejected.empty() ? "no step-NNNNNN directory" : "every one failed verification"));
-  trainer_->load_state(reshard_state(loaded->state, trainer_->state(), "checkpoint " + loaded->dir));
+  trainer_->load_state(reshard_state(loaded->state, trainer_->load_layout(), "checkpoint " + loaded->dir));
   record_.resumed_from = loaded->dir;
-  record_.start_step = trainer_->state().step;
+  record_.start_step = loaded->state.step;
 }
 
 void TrainingSession::train(const std::function<void(const StepMetrics&, double elapsed_s)>& on_step) {
+  const CheckpointGroup group = checkpoint_group();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   for (std::int64_t step = record_.start_step; step < record_.target_steps; ++step) {
@@ -91,7 +129,8 @@ void TrainingSession::train(const std::function<void(const StepMetrics&, double 
     if (on_step) on_step(m, elapsed_s());
     const bool save_now = options_.checkpoint_every > 0 && m.step % options_.checkpoint_every == 0;
     if (!options_.checkpoint_dir.empty() && (save_now || m.step == record_.target_steps))
-      record_.checkpoints.push_back(save_checkpoint(options_.checkpoint_dir, trainer_->state(), fingerprint_));
+      record_.checkpoints.push_back(
+          save_checkpoint(options_.checkpoint_dir, trainer_->local_state(), fingerprint_, group));
   }
   record_.elapsed_s = elapsed_s();
 }

@@ -2,7 +2,8 @@
 // the placed ranks (executor/runtime/rank_placement.h), the data source (recorded when asked), initial weights or the
 // newest good checkpoint, the step loop with its checkpoint cadence, and what follows the loop (peak
 // memory, the parameters hash, weight and batch files). What it did is kept in a RunRecord; printing it
-// is the caller's (tools/cmd_run.cpp). Leaves out checkpoints and weight files of multi-process runs:
+// is the caller's (tools/cmd_run.cpp). With one process per rank every process saves and loads its part
+// of each checkpoint (executor/checkpoint/checkpoint.h). Leaves out weight files of multi-process runs:
 // no process holds every shard, so the caller refuses those options there.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/plan.h"
+#include "executor/checkpoint/checkpoint.h"
 #include "executor/data/token_file.h"
 #include "executor/runtime/rank_placement.h"
 #include "executor/session/trainer.h"
@@ -56,6 +58,12 @@ struct RunRecord {
 // to run before any process, GPU or rendezvous is set up (every launched rank would say the same).
 void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device);
 
+// Throws WriteError when checkpoint_dir or an output file of `o` cannot be written, so that it is said
+// before any process starts or any step runs (checkpoint_dir is created when missing).
+void check_session_outputs(const SessionOptions& o);
+// ConfigError when a run with one process per rank would checkpoint a plan with tp or cp > 1.
+void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o);
+
 class TrainingSession {
  public:
   // Opens the data, builds the Trainer on placement's ranks, then loads init_weights or resumes, and
@@ -74,10 +82,12 @@ class TrainingSession {
 
  private:
   void resume();
+  CheckpointGroup checkpoint_group();
 
   SessionOptions options_;
   std::string fingerprint_;
   bool whole_state_ = true;
+  std::string job_id_;  // RankPlacement::job_id
   std::shared_ptr<BatchRecorder> recorder_;
   std::unique_ptr<Trainer> trainer_;
   RunRecord record_;

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -142,6 +144,35 @@ TEST_CASE("GPU errors name the file and the path inside it") {
   j["peak_tflops"]["int8"] = 1979;
   j["peak_tflops"]["tf32"] = 494.7;
   CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /peak_tflops/int8: unknown key"));
+}
+
+// Issue 15 items 2, 3 and 9: rates of 1e-300, 1e-9, 1e-30 GB/s or a denormal passed the "positive"
+// check and ended in non-finite or wrapped durations. Every rate has a documented range.
+TEST_CASE("GPU and cluster rates and sizes are range-checked at load, denormals included") {
+  const std::map<std::string, nlohmann::json> gpu_edits{{"/hbm_bw_tb_per_s", 5e-324}, {"/vector_tflops", 1e-300},
+                                                        {"/peak_tflops/bf16", 1e9},  {"/sm_count", 0},
+                                                        {"/matmul_efficiency/0/1", 1e-30},
+                                                        {"/memory_efficiency/0/0", 4.9e-324}};
+  for (const auto& [path, value] : gpu_edits) {
+    auto j = load_json_file(kConfigs + "/gpus/h100-sxm-80gb.json");
+    j[nlohmann::json::json_pointer(path)] = value;
+    const auto msg = error_of([&] { parse_gpu_spec(j, "g.json"); });
+    INFO(path << " -> " << msg);
+    CHECK(msg.find("g.json: " + path + ": expected ") == 0);
+  }
+  const std::vector<std::pair<std::string, nlohmann::json>> cluster_edits{
+      {"/intra_node/bus_bw_gb_per_s", 1e-9},   {"/intra_node/bus_bw_gb_per_s", 1e-30},
+      {"/inter_node/nic_gb_per_s", 5e-324},    {"/intra_node/latency_us", 1e300},
+      {"/inter_node/nics_per_node", 1 << 20},  {"/gpus_per_node", 1 << 20},
+      {"/nodes", std::int64_t{1} << 40},       {"/gpu/hbm_gib", 1e-300}};
+  for (const auto& [path, value] : cluster_edits) {
+    auto j = small_cluster();
+    if (path == "/gpu/hbm_gib") j["gpu"] = nlohmann::json{{"name", "fake"}};
+    j[nlohmann::json::json_pointer(path)] = value;
+    const auto msg = error_of([&] { parse_cluster_spec(j, "c.json", &fake_gpu); });
+    INFO(path << " -> " << msg);
+    CHECK(msg.find("c.json: " + path + ": expected ") == 0);
+  }
 }
 
 TEST_CASE("cluster parsing uses the resolver, converts units and checks the fabric") {

@@ -130,4 +130,93 @@ TEST_CASE("a file that is missing, truncated or not an object is an error naming
   check_message(error_of([&] { JsonObject(arr, "a.json"); }), "a.json", "/");
 }
 
+// Issue 15, item 1: a value nested 65,000 deep crashed with a stack overflow while the message printed it.
+TEST_CASE("nesting deeper than kMaxJsonDepth is an error at parse time, at any depth") {
+  for (std::size_t depth : {kMaxJsonDepth + 1, std::size_t{65000}, std::size_t{1000000}}) {
+    const std::string text = "{\"name\": " + std::string(depth, '[') + std::string(depth, ']') + "}";
+    const auto msg = error_of([&] { parse_json_text(text, "deep.json"); });
+    check_message(msg, "deep.json", "/name/0/0");
+    CHECK(msg.find("nesting deeper than") != std::string::npos);
+    CHECK(msg.size() < 1000);
+  }
+  const std::string ok = "{\"a\": " + std::string(kMaxJsonDepth - 1, '[') + std::string(kMaxJsonDepth - 1, ']') + "}";
+  CHECK_NOTHROW(parse_json_text(ok, "ok.json"));
+}
+
+// Item 8: nlohmann keeps the last of two equal keys; loading is strict, so a duplicate is an error.
+TEST_CASE("a duplicate key is an error naming its path, at any depth") {
+  auto msg = error_of([] { parse_json_text(R"({"layers": 32, "layers": 33})", "dup.json"); });
+  check_message(msg, "dup.json", "/layers");
+  CHECK(msg.find("duplicate key") != std::string::npos);
+  msg = error_of([] { parse_json_text(R"({"a": [{"x": 1}, {"y": 1, "y": 2}]})", "dup.json"); });
+  check_message(msg, "dup.json", "/a/1/y");
+  // Equal keys in different objects are fine.
+  CHECK_NOTHROW(parse_json_text(R"({"a": {"x": 1}, "b": {"x": 1}, "x": [{"x": 2}, {"x": 3}]})", "ok.json"));
+}
+
+// Item 7: "1e309" printed [json.exception.out_of_range.406] with neither file nor path.
+TEST_CASE("a number beyond double names the file and the path") {
+  auto msg = error_of([] { parse_json_text(R"({"name": "x", "layers": 1e309})", "big.json"); });
+  check_message(msg, "big.json", "/layers");
+  CHECK(msg.find("out of range") != std::string::npos);
+  msg = error_of([] { parse_json_text(R"({"curve": [[1, 0.5], [2, -1e400]]})", "big.json"); });
+  check_message(msg, "big.json", "/curve/1/1");
+  // A syntax error deep inside names where parsing stopped.
+  check_message(error_of([] { parse_json_text(R"({"a": {"b": [1, 2, x]}})", "syn.json"); }), "syn.json", "/a/b/2");
+}
+
+// Item 1 and 9: messages quote a short single-line excerpt, whatever the value holds.
+TEST_CASE("messages quote at most a short single-line excerpt of a value or key") {
+  const nlohmann::json j = {{"arch", "lla\nma"},
+                            {"name", std::string(100000, 'x')},
+                            {"list", nlohmann::json::array({std::string(100000, 'y'), 1, 2})},
+                            {std::string(5000, 'k') + "\n", 1}};
+  JsonObject o(j, "m.json");
+  auto msg = error_of([&] { o.choice("arch", {"llama", "gpt"}); });
+  check_message(msg, "m.json", "/arch");
+  CHECK(msg.find("lla\\nma") != std::string::npos);  // the newline is shown escaped
+  msg = error_of([&] { o.positive_integer("name"); });
+  check_message(msg, "m.json", "/name");
+  CHECK(msg.size() < 300);
+  CHECK(json_excerpt(j["list"]).size() <= 63);
+  o.string("arch");
+  o.string("name");
+  o.ignore("list");
+  msg = error_of([&] { o.finish(); });  // the unknown 5,000-character key with a newline
+  CHECK(msg.find('\n') == std::string::npos);
+  CHECK(msg.size() < 1000);
+  CHECK(one_line("a\tb\x01", 100) == "a\\tb\\x01");
+  CHECK(one_line("abcdef", 3) == "abc...");
+  CHECK(one_line("ab\xc3\xa9", 3) == "ab...");  // never cuts inside a UTF-8 character
+  CHECK(json_excerpt(nlohmann::json("\xff\xfe")).find('"') == 0);  // invalid UTF-8 does not throw
+}
+
+// Items 2 and 9: denormals passed the "positive" check and printed inf results.
+TEST_CASE("ranged getters and positive numbers reject denormals, out-of-range values and wrapped integers") {
+  const auto j = nlohmann::json::parse(
+      R"({"den": 5e-324, "tiny": 1e-300, "big": 18446744073709551615, "ok": 7, "f": 0.5, "n": null})");
+  JsonObject o(j, "r.json");
+  auto msg = error_of([&] { o.positive_number("den"); });
+  check_message(msg, "r.json", "/den");
+  CHECK(msg.find("at least") != std::string::npos);
+  check_message(error_of([&] { o.number_in("tiny", {1e-3, 1e6}); }), "r.json", "/tiny");
+  check_message(error_of([&] { o.integer("big"); }), "r.json", "/big");
+  check_message(error_of([&] { o.positive_integer("big"); }), "r.json", "/big");
+  msg = error_of([&] { o.integer_in("big", {1, 2048}); });
+  check_message(msg, "r.json", "/big");
+  CHECK(msg.find("[1, 2048]") != std::string::npos);
+  check_message(error_of([&] { o.integer_in("ok", {1, 6}); }), "r.json", "/ok");
+  check_message(error_of([&] { o.integer_in("f", {0, 6}); }), "r.json", "/f");
+  CHECK(o.integer_in("ok", {1, 7}) == 7);
+  CHECK(o.number_in("f", {0.5, 0.5}) == 0.5);
+  CHECK(!o.optional_number_in("n", {1, 2}).has_value());
+  CHECK(!o.optional_integer_in("absent", {1, 2}).has_value());
+}
+
+TEST_CASE("a directory or an oversized file is refused before reading") {
+  const std::string data = FSDPX_TEST_DATA_DIR;
+  auto msg = error_of([&] { load_json_file(data); });
+  CHECK(msg.find("not a regular file") != std::string::npos);
+}
+
 }  // namespace fsdpx

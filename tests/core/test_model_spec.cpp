@@ -4,12 +4,14 @@
 // the cost-model tests.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/config_paths.h"
+#include "core/input_ranges.h"
 #include "core/json_reader.h"
 #include "core/model_spec.h"
 
@@ -183,6 +185,7 @@ TEST_CASE("shipped models carry the RoPE base and norm epsilon of their Hugging 
     const ModelSpec m = load_model(kConfigs + "/models/" + ours + ".json");
     const ModelSpec h = load_model(kData + "/hf/" + hf + "/config.json");
     CHECK(m.rope_theta == h.rope_theta);
+    CHECK(m.rope_scaling == h.rope_scaling);
     CHECK(m.norm_eps == h.norm_eps);
   }
   // Llama 3 paper (arXiv:2407.21783) Table 3: RoPE base 500,000 for every size; Llama 2 keeps 10,000.
@@ -205,9 +208,12 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
   const Expect cases[] = {
       {"llama-3.1-8b", Arch::llama, 32, 4096, 32, 8, 14336, 128256, 131072, false, LinearBias::none,
        8030261248, 500000.0, 1e-5},
-      {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 32768, false, LinearBias::none,
+      // Mistral-7B-v0.1 attends over a 4096-token sliding window: max_seq is the window, not 32768.
+      {"mistral-7b-v0.1", Arch::llama, 32, 4096, 32, 8, 14336, 32000, 4096, false, LinearBias::none,
        7241732096, 10000.0, 1e-5},
       {"qwen2-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512,
+       1000000.0, 1e-6},
+      {"qwen2.5-7b", Arch::llama, 28, 3584, 28, 4, 18944, 152064, 131072, false, LinearBias::qkv, 7615616512,
        1000000.0, 1e-6},
       {"gpt2", Arch::gpt, 12, 768, 12, 12, 3072, 50257, 1024, true, LinearBias::all, 124439808, 10000.0,
        1e-5},
@@ -278,13 +284,15 @@ TEST_CASE("Hugging Face RoPE base and norm epsilon: class defaults and the trans
   j["rms_norm_eps"] = nullptr;
   CHECK(parse_model_spec(j, "l.json").norm_eps == 1e-6);
 
-  // transformers 5 writes rope_theta inside rope_parameters, next to the (ignored) scaling keys.
+  // transformers 5 writes rope_theta inside rope_parameters, next to the scaling keys.
   j = base;
   j.erase("rope_theta");
   j.erase("rope_scaling");
   j["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 8.0},
+                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
                           {"original_max_position_embeddings", 8192}};
   CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
+  CHECK(parse_model_spec(j, "l.json").rope_scaling == parse_model_spec(base, "l.json").rope_scaling);
   j["rope_theta"] = 500000.0;  // both, equal: fine
   CHECK(parse_model_spec(j, "l.json").rope_theta == 500000.0);
   j["rope_theta"] = 10000.0;  // both, different: ambiguous
@@ -325,6 +333,58 @@ TEST_CASE("enum names are the schema strings") {
   CHECK(std::string(arch_name(Arch::gpt)) == "gpt");
   CHECK(std::string(ffn_kind_name(FfnKind::squared_relu)) == "squared_relu");
   CHECK(std::string(linear_bias_name(LinearBias::qkv)) == "qkv");
+}
+
+// Issue 15 items 4, 5 and 9: sizes whose products wrapped (vocab 2^63-1, hidden 2^31, layers 1e12 or
+// 2^63-1) and denormal rates. Every size has a documented range (core/input_ranges.h), in both formats.
+TEST_CASE("every model size is range-checked at load in both formats, with the key's path") {
+  struct Edit {
+    const char* own_key;
+    const char* hf_key;
+    nlohmann::json value;
+  };
+  const Edit edits[] = {{"vocab", "vocab_size", INT64_MAX},
+                        {"hidden", "hidden_size", std::int64_t{1} << 31},
+                        {"layers", "num_hidden_layers", std::int64_t{1000000000000}},
+                        {"layers", "num_hidden_layers", INT64_MAX},
+                        {"layers", "num_hidden_layers", std::uint64_t{1} << 63},
+                        {"layers", "num_hidden_layers", 1000000},
+                        {"heads", "num_attention_heads", 0},
+                        {"ffn_hidden", "intermediate_size", -4},
+                        {"max_seq", "max_position_embeddings", std::int64_t{1} << 40},
+                        {"rope_theta", "rope_theta", 5e-324},
+                        {"norm_eps", "rms_norm_eps", 4.9e-324}};
+  for (const Edit& e : edits) {
+    auto own = llama_json();
+    own[e.own_key] = e.value;
+    auto msg = error_of([&] { parse_model_spec(own, "m.json"); });
+    INFO(e.own_key << " = " << e.value.dump() << " -> " << msg);
+    CHECK(msg.find(std::string("m.json: /") + e.own_key + ": expected ") == 0);
+    auto hf = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
+    hf[e.hf_key] = e.value;
+    msg = error_of([&] { parse_model_spec(hf, "config.json"); });
+    INFO(e.hf_key << " -> " << msg);
+    CHECK(msg.find(std::string("config.json: /") + e.hf_key + ": expected ") == 0);
+  }
+  // The bounds themselves load.
+  auto j = llama_json();
+  j["layers"] = input_range::kLayers.max;
+  j["vocab"] = input_range::kVocab.max;
+  CHECK(parse_model_spec(j, "m.json").vocab == input_range::kVocab.max);
+}
+
+TEST_CASE("a model whose sizes are each in range but add up to more than 1e14 parameters is rejected") {
+  auto j = llama_json();
+  j["layers"] = 2048;
+  j["hidden"] = 65536;
+  j["heads"] = 512;
+  j["kv_heads"] = 512;
+  j["ffn_hidden"] = 262144;  // per block 3 x 2^34 + 4 x 2^32 = 2^36: 1.4e14 in all
+  const auto msg = error_of([&] { parse_model_spec(j, "m.json"); });
+  INFO(msg);
+  CHECK(msg.find("m.json: /: the model has up to 1.4") == 0);
+  j["layers"] = 1024;  // 7e13: within the bound
+  CHECK_NOTHROW(parse_model_spec(j, "m.json"));
 }
 
 }  // namespace fsdpx

@@ -331,7 +331,7 @@ TEST_CASE("bad plan files: message names the file and the JSON path") {
                         Case{"world_size.json", "/parallelism", "= 2, but cluster \"cpu\" has 1 nodes x 4"},
                         Case{"skipped_block.json", "/units", "\"block.1\" is in no unit"},
                         Case{"tied_split.json", "/units/0/modules/0", "same unit as \"head\""},
-                        Case{"nested_gpu_type.json", "/cluster/gpu/sm_count", "expected a positive integer"}}) {
+                        Case{"nested_gpu_type.json", "/cluster/gpu/sm_count", "expected an integer in [1, 1000000]"}}) {
     const std::string file = bad + c.file;
     check_error(error_of([&] { load_plan(file); }), file, c.path, c.what);
   }
@@ -346,9 +346,9 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["units"][2]["wrap"] = true; }, "/units/2/wrap", "unknown key"},
       {[](J& j) { j["cluster"]["intra_node"]["nvl"] = 1; }, "/cluster/intra_node/nvl", "unknown key"},
       {[](J& j) { j["model"]["layerz"] = 2; }, "/model/layerz", "unknown key"},
-      {[](J& j) { j["model"]["rope_theta"] = 0; }, "/model/rope_theta", "positive RoPE base"},
-      {[](J& j) { j["model"]["norm_eps"] = 1; }, "/model/norm_eps", "norm epsilon in (0, 1)"},
-      {[](J& j) { j["training"]["seq"] = "128"; }, "/training/seq", "positive integer"},
+      {[](J& j) { j["model"]["rope_theta"] = 0; }, "/model/rope_theta", "expected a number in [1, "},
+      {[](J& j) { j["model"]["norm_eps"] = 1; }, "/model/norm_eps", "expected a number in [1e-12, 0.5]"},
+      {[](J& j) { j["training"]["seq"] = "128"; }, "/training/seq", "expected an integer in"},
       {[](J& j) { j["units"][1]["modules"][0] = 3; }, "/units/1/modules/0", "module name"},
       {[](J& j) { j["cluster"]["gpu"] = "cpu-host"; }, "/cluster/gpu", "all its figures"},
       {[](J& j) { j["parallelism"]["dp_shard"] = 8; }, "/parallelism", "= 8, but cluster"},
@@ -375,7 +375,7 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["parallelism"]["data_parallel"] = "ddp"; }, "/units/0/reshard_after_forward", "must be false"},
       {[](J& j) { j["parallelism"]["data_parallel"] = "zero4"; }, "/parallelism/data_parallel", "fsdp_full_shard"},
       {[](J& j) { j["parallelism"]["vpp"] = 2; }, "/parallelism/vpp", "interleaved_1f1b"},
-      {[](J& j) { j["prefetch"]["max_all_gathers_in_flight"] = 0; }, "/prefetch/max_all_gathers_in_flight", "positive integer"},
+      {[](J& j) { j["prefetch"]["max_all_gathers_in_flight"] = 0; }, "/prefetch/max_all_gathers_in_flight", "expected an integer in [1, 65536]"},
       {[](J& j) { j["optimizer"]["beta2"] = 1.0; }, "/optimizer/beta2", "[0, 1)"},
       {[](J& j) { j["training"]["dropout"] = 1.0; }, "/training/dropout", "probability in [0, 1)"},
       {[](J& j) { j["training"]["dropout"] = -0.1; }, "/training/dropout", "probability in [0, 1)"},
@@ -384,7 +384,7 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { j["model"]["tied_embeddings"] = true; }, "/units/0/modules/0", "same unit as \"head\""},
       {[](J& j) { j["parallelism"]["pp_schedule"] = "zb"; }, "/parallelism/pp_schedule", "zero_bubble"},
       {[](J& j) { j["units"][1]["stage"] = 1; }, "/units/1/stage", "pp is 1, so every unit is on stage 0"},
-      {[](J& j) { j["units"][1]["stage"] = -1; }, "/units/1/stage", "integer >= 0"},
+      {[](J& j) { j["units"][1]["stage"] = -1; }, "/units/1/stage", "expected an integer in [0, 268435455]"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << " at " << cases[i].path);
@@ -438,9 +438,12 @@ TEST_CASE("pipeline errors name the JSON path") {
       {[](J& j) { j["units"][3]["stage"] = 0; j["units"][2]["stage"] = 0; }, "/units", "the head and the loss"},
       {[](J& j) { j["parallelism"]["vpp"] = 2; }, "/parallelism/vpp", "needs pp_schedule \"interleaved_1f1b\""},
       {[](J& j) { j["parallelism"]["pp_schedule"] = "interleaved_1f1b"; }, "/parallelism/vpp", "vpp > 1"},
-      {[](J& j) { j["training"]["global_batch"] = 2; }, "/training/global_batch", "must be >= pp (2) for \"1f1b\""},
       {[](J& j) { j["training"]["micro_batches"] = 3; }, "/training/micro_batches", "= 4"},
       {[](J& j) { j["training"]["micro_batches"] = "4"; }, "/training/micro_batches", "positive integer"},
+      // Issue 15: pp x vpp is bounded by the units before a per-stage vector is sized; stages are range-checked.
+      {[](J& j) { j["parallelism"]["pp_schedule"] = "interleaved_1f1b"; j["parallelism"]["vpp"] = 268435456; },
+       "/parallelism/vpp", "536870912 virtual stages, but the plan has 4 units"},
+      {[](J& j) { j["units"][2]["stage"] = 1099511627776; }, "/units/2/stage", "268435455"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << " at " << cases[i].path);
@@ -448,7 +451,10 @@ TEST_CASE("pipeline errors name the JSON path") {
   }
 }
 
-TEST_CASE("interleaved 1F1B needs micro-batches divisible by pp; head and final norm on the last stage") {
+TEST_CASE("1F1B takes fewer micro-batches than stages; interleaved 1F1B needs a multiple of pp") {
+  nlohmann::json few = pipelined_sample();
+  few["training"]["global_batch"] = 2;  // one micro-batch per data-parallel rank, two stages
+  CHECK(parse_plan(few, "few.json").grad_accum() == 1);
   nlohmann::json j = pipelined_sample("interleaved_1f1b");
   j["parallelism"]["vpp"] = 2;
   j["parallelism"]["pp"] = 2;

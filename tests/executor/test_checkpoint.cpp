@@ -3,10 +3,13 @@
 // module's element values, format-1 states, save/load round trips with the manifest's module lists,
 // and detection of torn, truncated and corrupted checkpoints with fallback to the previous good one.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <iterator>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,109 +20,18 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
+#include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "tests/executor/checkpoint_fixtures.h"
 
 namespace fsdpx {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A tiny model's modules in forward order with their sizes; the tied head has no elements of its own.
-const std::vector<std::pair<std::string, std::int64_t>> kTiedModel{
-    {"embedding", 10}, {"block.0", 7}, {"block.1", 33}, {"final_norm", 1}, {"head", 0}};
-const std::vector<std::pair<std::string, std::int64_t>> kUntiedModel{
-    {"embedding", 10}, {"block.0", 7}, {"block.1", 33}, {"final_norm", 1}, {"head", 12}};
-
-using Grouping = std::vector<std::vector<std::string>>;  // module names per unit
-// gpt-tiny's 4-rank plan: the tied embedding joins the head's unit, last.
-const Grouping kTiedLast{{"block.0"}, {"block.1"}, {"embedding", "final_norm", "head"}};
-// Its 1-rank plan: one unit in forward order.
-const Grouping kOneUnit{{"embedding", "block.0", "block.1", "final_norm", "head"}};
-// The per-block wrapping of a tied model: the embedding after the head.
-const Grouping kEmbeddingAfterHead{{"block.0", "block.1"}, {"final_norm", "head", "embedding"}};
-const Grouping kForward{{"embedding", "block.0"}, {"block.1"}, {"final_norm", "head"}};
-
-std::vector<std::vector<UnitModule>> unit_modules(const Grouping& g,
-                                                  const std::vector<std::pair<std::string, std::int64_t>>& model) {
-  std::vector<std::vector<UnitModule>> out;
-  for (const auto& names : g) {
-    std::vector<UnitModule>& unit = out.emplace_back();
-    std::int64_t at = 0;
-    for (const std::string& n : names) {
-      const auto m = std::find_if(model.begin(), model.end(), [&](const auto& x) { return x.first == n; });
-      unit.push_back(UnitModule{n, at, m->second});
-      at += m->second;
-    }
-  }
-  return out;
-}
-
-TrainerState layout(const Grouping& g, int dp_shard, bool tied = true) {
-  return even_shard_layout(unit_modules(g, tied ? kTiedModel : kUntiedModel), dp_shard);
-}
-
-// Element j of module "name" has params id·1000 + j (id: the module's 1-based forward index), m = -params,
-// v = params / 2: distinct everywhere, so an element in the wrong place is seen.
-float value(const std::string& name, std::int64_t j) {
-  const auto m = std::find_if(kTiedModel.begin(), kTiedModel.end(), [&](const auto& x) { return x.first == name; });
-  return float(m - kTiedModel.begin() + 1) * 1000.0f + float(j);
-}
-
-// The value unit element i should hold (0 in the padding).
-float expected(const UnitShardState& u, std::int64_t i) {
-  for (const UnitModule& m : u.modules)
-    if (i >= m.offset && i < m.offset + m.numel) return value(m.name, i - m.offset);
-  return 0.0f;
-}
-
-TrainerState filled_state(const Grouping& g, int dp_shard, bool tied = true) {
-  TrainerState s = layout(g, dp_shard, tied);
-  s.step = 6, s.data.next_sample = 48, s.seed = 0xfedcba9876543210ULL;
-  for (RankState& r : s.ranks)
-    for (UnitShardState& sh : r.units)
-      for (std::size_t k = 0; k < sh.params.size(); ++k) {
-        const float x = expected(sh, sh.shard_offset + std::int64_t(k));
-        sh.params[k] = x, sh.exp_avg[k] = -x, sh.exp_avg_sq[k] = x / 2;
-      }
-  return s;
-}
-
-void check_holds_values(const TrainerState& s) {
-  for (const RankState& r : s.ranks)
-    for (std::size_t u = 0; u < r.units.size(); ++u) {
-      const UnitShardState& sh = r.units[u];
-      for (std::size_t k = 0; k < sh.params.size(); ++k) {
-        const std::int64_t i = sh.shard_offset + std::int64_t(k);
-        const float x = expected(sh, i);
-        INFO("rank " << r.rank << " unit " << u << " element " << i);
-        REQUIRE(sh.params[k] == x);
-        REQUIRE(sh.exp_avg[k] == -x);
-        REQUIRE(sh.exp_avg_sq[k] == x / 2);
-      }
-    }
-}
-
-bool same_state(const TrainerState& a, const TrainerState& b) {
-  if (a.step != b.step || a.data.next_sample != b.data.next_sample || a.seed != b.seed || a.dp_shard != b.dp_shard ||
-      a.ranks.size() != b.ranks.size())
-    return false;
-  for (std::size_t r = 0; r < a.ranks.size(); ++r)
-    for (std::size_t u = 0; u < a.ranks[r].units.size(); ++u) {
-      const auto &x = a.ranks[r].units[u], &y = b.ranks[r].units[u];
-      if (x.shard_offset != y.shard_offset || x.modules != y.modules || x.params != y.params ||
-          x.exp_avg != y.exp_avg || x.exp_avg_sq != y.exp_avg_sq)
-        return false;
-    }
-  return true;
-}
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("fsdpx-test-ckpt-" + std::to_string(::getpid()));
-  TempDir() { fs::remove_all(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using namespace test;  // checkpoint_fixtures.h
 
 TEST_CASE("CRC-32 and FNV-1a 64 match their published check values") {
   CHECK(crc32("123456789") == 0xCBF43926u);  // CRC-32/ISO-HDLC check value
@@ -208,9 +120,6 @@ TEST_CASE("states without module lists load in forward order for an untied model
                        doctest::Contains("saved unit 0 (47 elements) does not end where a module"), ConfigError);
 }
 
-nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
-void write_json(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(2); }
-
 TEST_CASE("save then load gives the same state with the units' modules; temporary directories are ignored") {
   TempDir t;
   const TrainerState s = filled_state(kTiedLast, 4);
@@ -266,7 +175,7 @@ TEST_CASE("the manifest's module lists are verified; a format-1 manifest loads w
   const fs::path dir = save_checkpoint(t.path.string(), filled_state(kForward, 2, false), "fp");
   const nlohmann::json good = read_json(dir / "manifest.json");
   auto rejection = [&](const nlohmann::json& manifest) {
-    write_json(dir / "manifest.json", manifest);
+    write_manifest(dir, manifest);
     std::vector<std::string> rejected;
     CHECK_FALSE(load_latest_checkpoint(t.path.string(), "fp", &rejected));
     return rejected.at(0);
@@ -285,7 +194,7 @@ TEST_CASE("the manifest's module lists are verified; a format-1 manifest loads w
   j["format"] = "fsdpx-checkpoint/1";  // what fsdpx wrote before module lists
   j["unit_numel"] = {17, 33, 13};
   j.erase("units");
-  write_json(dir / "manifest.json", j);
+  write_manifest(dir, j);
   const auto loaded = load_latest_checkpoint(t.path.string(), "fp");
   REQUIRE(loaded);
   for (const UnitShardState& u : loaded->state.ranks.at(1).units) CHECK(u.modules.empty());

@@ -40,7 +40,7 @@ class RecordingBackend final : public RankBackend {
   void copy_masters_to_replicas() override {}
   void begin_op(int id, const Op&) override { op_ = id; }
   void end_op(int, const Op&) override {}
-  void gather(int, DpGroup, bool) override {}
+  void gather(int, MeshGroup, bool) override {}
   void release(int unit, double kept_bytes) override { releases.push_back({op_, unit, kept_bytes}); }
   void set_micro_batch(int, const std::int32_t*, const std::int32_t*) override {}
   void forward(int, int) override {}
@@ -51,14 +51,15 @@ class RecordingBackend final : public RankBackend {
   void send(Payload, int, int, int, int) override {}
   void recv(Payload, int, int, int, int) override {}
   std::vector<double> take_losses() override { return std::vector<double>(std::size_t(micro_batches_), 1.0); }
-  void reduce_scatter(int, DpGroup) override {}
-  void all_reduce_reduced(int, DpGroup) override {}
-  void all_reduce_full(int, DpGroup) override {}
+  std::vector<IssuedCollective> take_model_collectives() override { return {}; }
+  void reduce_scatter(int, MeshGroup) override {}
+  void all_reduce_reduced(int, MeshGroup) override {}
+  void all_reduce_full(int, MeshGroup) override {}
   void finish_reduction(int unit) override { reductions.push_back({op_, unit, 0}); }
   void all_reduce_tied(int) override {}
   int first_non_finite_unit() override { return -1; }
   double grad_sq_sum() override { return 1.0; }
-  void all_reduce_host(double*, int, DpGroup) override {}
+  void all_reduce_host(double*, int, MeshGroup) override {}
   void adamw(const OptimizerSettings&, const AdamWStep&) override {}
   void zero_grad_shards() override {}
   void synchronize() override {}

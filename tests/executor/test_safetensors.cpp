@@ -137,7 +137,7 @@ TEST_CASE("safetensors: bad files are ConfigErrors naming the file and the JSON 
           "w.safetensors: /t/data_offsets: [0, 4) is out of range: the file has 2 data bytes");
   }
   SUBCASE("header is not JSON, or not an object") {
-    CHECK(decode_error(raw_file("{\"t\": ")).find("w.safetensors: /: invalid JSON") == 0);
+    CHECK(decode_error(raw_file("{\"t\": ")).find("w.safetensors: /t: invalid JSON") == 0);
     CHECK(decode_error(raw_file("[1, 2]")) == "w.safetensors: /: the header is not a JSON object");
   }
   SUBCASE("unknown dtype") {

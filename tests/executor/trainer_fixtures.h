@@ -40,6 +40,8 @@ class HashData : public DataSource {
 
 struct PlanShape {
   int dp_shard = 1, dp_replicate = 1;
+  int tp = 1, cp = 1;
+  bool sequence_parallel = true;
   int blocks_per_unit = 1;
   bool reshard = true;
   int prefetch = 1;
@@ -49,7 +51,7 @@ struct PlanShape {
 
 inline Plan tiny_plan(const ModelSpec& model, const PlanShape& s, std::int64_t seq = 8) {
   ClusterSpec c = load_cluster("cpu");
-  c.gpus_per_node = s.dp_shard * s.dp_replicate;
+  c.gpus_per_node = s.dp_shard * s.dp_replicate * s.tp * s.cp;
   c.nodes = 1;
   TrainingSettings t;
   t.seq = seq;
@@ -59,6 +61,9 @@ inline Plan tiny_plan(const ModelSpec& model, const PlanShape& s, std::int64_t s
   Parallelism par;
   par.dp_shard = s.dp_shard;
   par.dp_replicate = s.dp_replicate;
+  par.tp = s.tp;
+  par.cp = s.cp;
+  par.sequence_parallel = s.tp > 1 && s.sequence_parallel;
   if (s.dp_replicate > 1) par.data_parallel = DataParallel::hsdp;
   Plan p = default_plan(model, c, t, par, s.blocks_per_unit, s.recompute);
   for (PlanUnit& u : p.units) u.reshard_after_forward = s.reshard ? 1 : 0;

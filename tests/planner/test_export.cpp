@@ -1,7 +1,8 @@
 // tests/planner/test_export.cpp — the torchtitan export: golden TOML files for an exact plan (Llama 3.1
 // 8B, FSDP 8 on one DGX H100) and an inexact one (HSDP, per-block recompute mix, bf16 reduce); each
 // written key read back and compared with the plan; the recompute mapping against torchtitan's
-// every-n-th-block rule; reshard policies; data-parallel modes; determinism. Regenerate the golden
+// every-n-th-block rule; reshard policies; data-parallel modes; pipelines (stages as torchtitan's
+// generate_llm_fqn_per_model_part splits them); determinism. Regenerate the golden
 // files with FSDPX_UPDATE_GOLDEN=1 after checking the diff.
 #include <doctest/doctest.h>
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
@@ -248,6 +250,43 @@ TEST_CASE("the closest expressible plan: the plan itself when exact, otherwise a
   const auto a = toml_keys(torchtitan_toml(mixed, "x", kVersion));
   const auto b = toml_keys(torchtitan_toml(closest, "x", kVersion));
   CHECK(a == b);
+}
+
+TEST_CASE("pipelines: degree, schedule and the plan's stages as module_fqns_per_model_part") {
+  ClusterSpec c = load_cluster("dgx-h100");
+  c.nodes = 4;
+  TrainingSettings t;
+  t.seq = 4096, t.micro_batch = 1, t.global_batch = 64;
+  Parallelism par;
+  par.pp = 4, par.pp_schedule = PipelineSchedule::one_f_one_b, par.dp_shard = 8;
+  const Plan p = default_plan(load_model("llama3.1-70b"), c, t, par, 1, RecomputeMode::none);
+  validate_plan(p, "test");
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
+  CHECK(s.notes.empty());
+  const auto k = toml_keys(torchtitan_toml(p, "x", kVersion));
+  CHECK(k.at("parallelism.pipeline_parallel_degree") == "4");
+  CHECK(k.at("parallelism.pipeline_parallel_schedule") == "\"1F1B\"");
+  CHECK(k.at("parallelism.pipeline_parallel_microbatch_size") == "1");
+  // torchtitan's generate_llm_fqn_per_model_part(4, 80): 82 effective layers (embedding and norm + output
+  // count one each) as 21, 21, 20, 20, so 20, 21, 20 and 19 blocks.
+  std::string parts = "[[\"tok_embeddings\"";
+  const int blocks[] = {20, 21, 20, 19};
+  for (int stage = 0, layer = 0; stage < 4; ++stage) {
+    if (stage > 0) parts += ", [";
+    for (int i = 0; i < blocks[stage]; ++i, ++layer)
+      parts += fmt::format("{}\"layers.{}\"", stage == 0 || i ? ", " : "", layer);
+    parts += stage == 3 ? ", \"norm\", \"output\"]" : "]";
+  }
+  CHECK(k.at("parallelism.module_fqns_per_model_part") == parts + "]");
+  CHECK(plan_to_json(torchtitan_closest_plan(p, s)).dump() == plan_to_json(p).dump());
+  // Interleaving keeps the schedule's name; ZB-H1 has no single-stage torchtitan schedule and says so.
+  Plan zb = p;
+  zb.parallelism.pp_schedule = PipelineSchedule::zero_bubble;
+  const TorchtitanSettings z = torchtitan_settings(zb, kVersion);
+  CHECK(z.pp_schedule == "1F1B");
+  REQUIRE(z.notes.size() == 1);
+  CHECK(z.notes[0].key == "parallelism.pipeline_parallel_schedule");
+  CHECK(torchtitan_closest_plan(zb, z).parallelism.pp_schedule == PipelineSchedule::one_f_one_b);
 }
 
 }  // namespace fsdpx

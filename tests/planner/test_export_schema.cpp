@@ -27,6 +27,7 @@ nlohmann::json schema(const std::string& version) {
 // The type of a TOML value as fsdpx writes them: "..." strings, true/false, integers, floats.
 std::string toml_type(const std::string& v) {
   if (!v.empty() && v.front() == '"') return "str";
+  if (!v.empty() && v.front() == '[') return "list";
   if (v == "true" || v == "false") return "bool";
   if (v.find_first_of(".eEn") != std::string::npos) return "float";
   return "int";
@@ -96,6 +97,10 @@ std::vector<Plan> plans() {
   hsdp.dp_replicate = 2, hsdp.dp_shard = 4, hsdp.tp = 2, hsdp.cp = 2, hsdp.sequence_parallel = true;
   hsdp.data_parallel = DataParallel::hsdp;
   std::vector<Plan> out{plan_of(1, fsdp8, 1, RecomputeMode::selective_op), plan_of(4, hsdp, 2, RecomputeMode::full)};
+  Parallelism pipelined;
+  pipelined.pp = 2, pipelined.vpp = 2, pipelined.pp_schedule = PipelineSchedule::interleaved_1f1b;
+  pipelined.dp_shard = 8, pipelined.tp = 2, pipelined.sequence_parallel = true;
+  out.push_back(plan_of(4, pipelined, 1, RecomputeMode::none));
   Plan ddp = out[0];
   ddp.parallelism.data_parallel = DataParallel::ddp;
   for (auto& u : ddp.units) u.reshard_after_forward = 0;

@@ -74,6 +74,12 @@ TEST_CASE("1F1B: pp - rank - 1 warm-up forwards, steady pairs, cool-down backwar
   CHECK(describe(pipeline_actions(PipelineSchedule::one_f_one_b, 4, 1, 2, 4)) == "F0 F1 B0 F2 B1 F3 B2 B3");
 }
 
+TEST_CASE("fewer micro-batches than stages: the warm-up is cut short (Megatron's cap)") {
+  CHECK(describe(pipeline_actions(PipelineSchedule::one_f_one_b, 4, 1, 0, 2)) == "F0 F1 B0 B1");
+  CHECK(describe(pipeline_actions(PipelineSchedule::zero_bubble, 4, 1, 0, 2)) == "F0 F1 I0 W0 I1 W1");
+  CHECK(describe(pipeline_actions(PipelineSchedule::zero_bubble, 4, 1, 3, 2)) == "F0 I0 F1 I1 W0 W1");
+}
+
 TEST_CASE("interleaved 1F1B follows Megatron-LM's schedule table (PP2, VP2, M4)") {
   // Table: (mb, chunk) = (0,0) (1,0) (0,1) (1,1) (2,0) (3,0) (2,1) (3,1); backward chunk = vpp-1-chunk.
   // Rank 0: warm-up (2-0-1)*2 + (2-1)*2 = 4 forwards; rank 1: 2.

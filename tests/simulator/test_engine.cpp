@@ -4,6 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
+#include <string>
+
+#include "core/errors.h"
 
 #include "simulator/engine.h"
 #include "tests/simulator/program_builder.h"
@@ -205,6 +209,42 @@ TEST_CASE("overlap off with expanded ranks still sums durations") {
   CHECK(run_engine(p, opt).step_time_ns == sum_ns);
   opt.expand_ranks = true;
   CHECK(run_engine(p, opt).step_time_ns == sum_ns);
+}
+
+// Issue 15 items 2 and 3: a non-finite duration aborted, and one beyond 2^63 ns wrapped into "event in the
+// past". Every duration and the step's bound must fit the clock, else a ConfigError naming the plan.
+TEST_CASE("durations beyond the clock's range are input errors, never wrapped or non-finite") {
+  for (double bad_s : {1e12, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    ProgramBuilder b;
+    b.compute("fwd", OpKind::forward, 1e-3);
+    b.compute("huge", OpKind::backward, bad_s, {0});
+    std::string msg;
+    try {
+      run_engine(b.program(), EngineOptions{});
+    } catch (const ConfigError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    CHECK(msg.find("plan: /: op huge takes") == 0);
+    ProgramBuilder c;
+    c.collective("ag", OpKind::all_gather, bad_s, 1e-6, false);
+    CHECK_THROWS_AS(run_engine(c.program(), EngineOptions{}), ConfigError);
+  }
+  // Each op fits, together they do not: 2^61 ns is 73 years; 40 ops of 6 years each, at the slowest rate.
+  ProgramBuilder many;
+  for (int i = 0; i < 40; ++i) many.compute("op", OpKind::forward, 6 * 365.25 * 86400.0);
+  std::string msg;
+  try {
+    run_engine(many.program(), EngineOptions{});
+  } catch (const ConfigError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("plan: /: the step's ops take up to") == 0);
+  // A step near the bound runs without overflow: 5 years of compute (the bound assumes every op at the
+  // slowest rate, 1/kStreamCount, so 73 / 8 years is the most one op can take).
+  ProgramBuilder ok;
+  ok.compute("lustrum", OpKind::forward, 5 * 365.25 * 86400.0);
+  CHECK(run_engine(ok.program(), EngineOptions{}).step_time_ns == TimeNs(5 * 365.25 * 86400.0 * 1e9));
 }
 
 }  // namespace

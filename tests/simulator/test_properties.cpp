@@ -76,24 +76,28 @@ void check_never_slower(const char* property, const std::function<void(Plan&)>& 
   }
 }
 
+// Anything that lets an op finish sooner lets the collectives after it start earlier; under fair sharing
+// of a NIC a reduce-scatter or prefetch all-gather that now overlaps a critical collective slows it, and
+// FSDP2's compute waits on the previous reduce-scatter (a scheduling anomaly of any shared-resource
+// model, Graham 1969, also real on a shared fabric). Seen: less compute, up to 0.16% slower over 3000
+// random plans; faster NVLink or GPU peaks on tp 4/8 plans (every data-parallel collective on the NIC),
+// 0.1-0.3% slower. The bound is 0.5%, well below the 2% inversion the test above reproduces exactly.
+constexpr double kSchedulingAnomaly = 0.005;
+
 TEST_CASE("property: more NVLink or NIC bandwidth never makes a step slower") {
-  check_never_slower("intra-node bandwidth x1.5", [](Plan& p) { p.cluster.intra.bus_bw_bytes_per_s *= 1.5; });
-  check_never_slower("NIC bandwidth x2", [](Plan& p) { p.cluster.inter.nic_bw_bytes_per_s *= 2; });
+  check_never_slower("intra-node bandwidth x1.5", [](Plan& p) { p.cluster.intra.bus_bw_bytes_per_s *= 1.5; },
+                     kSchedulingAnomaly);
+  check_never_slower("NIC bandwidth x2", [](Plan& p) { p.cluster.inter.nic_bw_bytes_per_s *= 2; }, kSchedulingAnomaly);
 }
 
 TEST_CASE("property: a faster GPU never makes a step slower") {
   check_never_slower("peaks x1.5", [](Plan& p) {
     for (auto& [dtype, flops] : p.cluster.gpu.peak_flops_per_s) flops *= 1.5;
     p.cluster.gpu.vector_flops_per_s *= 1.5;
-  });
-  check_never_slower("HBM bandwidth x1.5", [](Plan& p) { p.cluster.gpu.hbm_bw_bytes_per_s *= 1.5; });
+  }, kSchedulingAnomaly);
+  check_never_slower("HBM bandwidth x1.5", [](Plan& p) { p.cluster.gpu.hbm_bw_bytes_per_s *= 1.5; },
+                     kSchedulingAnomaly);
 }
-
-// Less compute lets collectives start earlier; under fair sharing a reduce-scatter that now overlaps a
-// critical all-gather slows it (a scheduling anomaly of any shared-resource model, Graham 1969, also
-// real on a shared fabric). Over 3000 random plans the worst such slow-down was 0.16%; the bound is
-// set at 0.5%, well below the 2% inversion this file guards against.
-constexpr double kSchedulingAnomaly = 0.005;
 
 TEST_CASE("property: less work never makes a step slower") {
   check_never_slower("one micro-batch per step", [](Plan& p) {

@@ -169,6 +169,15 @@ TEST_CASE("per-stage activation peaks follow from the micro-batches each schedul
   }
 }
 
+TEST_CASE("fewer micro-batches than stages run to the end under every schedule") {
+  for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::zero_bubble}) {
+    INFO(pipeline_schedule_name(s));
+    const Simulation sim = simulate(tiny(8, 4, s, 2));
+    CHECK(sim.step_time_s > 0);
+    CHECK(sim.bubble_fraction > 0.5);  // (p - 1) / (m + p - 1) = 3/5 with equal stages
+  }
+}
+
 TEST_CASE("bubbles: GPipe and 1F1B share one, interleaving and ZB-H1 shrink it") {
   EngineOptions no_comm;
   no_comm.infinite_bandwidth = true;

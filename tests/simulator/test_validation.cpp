@@ -1,6 +1,7 @@
 // tests/simulator/test_validation.cpp — the published-runs case reader, the plan built from a case,
-// skipping of pipeline-parallel cases and the error statistics, on tests/data/validation/tiny_cases.json
-// (three hand-made cases derived from the shipped format) and on inline JSON for strictness.
+// pipeline-parallel cases with their framework's stage split, and the error statistics, on
+// tests/data/validation/tiny_cases.json (three hand-made cases derived from the shipped format) and on
+// inline JSON for strictness.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -103,6 +104,7 @@ TEST_CASE("validation: partial nodes simulate (2 GPUs of an 8-GPU node, 128 GPUs
     CAPTURE(c.id);
     CHECK_FALSE(c.malformed.has_value());
     const CaseResult r = validate_case(c, f.file);
+    INFO(r.skipped.value_or(""));
     CHECK_FALSE(r.skipped.has_value());
     REQUIRE(r.predicted.has_value());
     CHECK(r.predicted->tokens_per_s_per_gpu > 0);
@@ -220,22 +222,46 @@ TEST_CASE("validation: shard_grad_op keeps every unit unsharded after forward") 
   for (const PlanUnit& u : p.units) CHECK(u.reshard_after_forward == 0);
 }
 
-TEST_CASE("validation: pipeline-parallel cases are listed as skipped with a reason") {
+TEST_CASE("validation: pipeline-parallel cases are simulated with their framework's stage split") {
   const ValidationCaseFile f = load_validation_cases(kTiny);
-  const auto reason = validation_skip_reason(f.cases[1]);
-  REQUIRE(reason.has_value());
-  CHECK(reason->find("pipeline parallelism (pp=2") != std::string::npos);
-  CHECK_FALSE(validation_skip_reason(f.cases[0]).has_value());
-  const ValidationReport r = run_validation(f);
-  REQUIRE(r.cases.size() == 3);
-  CHECK(r.cases[1].skipped.has_value());
-  CHECK_FALSE(r.cases[1].predicted.has_value());
-  REQUIRE(r.cases[0].predicted.has_value());
+  CHECK_FALSE(validation_skip_reason(f.cases[1]).has_value());
+  // Megatron-LM splits the 48 blocks evenly over pp 2 (24 each); embedding first, head last.
+  const Plan p = build_case_plan(f.cases[1], f.file).plan;
+  std::vector<int> blocks(2, 0);
+  for (const PlanUnit& u : p.units)
+    for (const std::string& m : u.modules) blocks[std::size_t(u.stage)] += m.rfind("block.", 0) == 0;
+  CHECK(blocks == std::vector<int>{24, 24});
+  CHECK(p.units.front().stage == 0);
+  CHECK(p.units.back().stage == 1);
+  // torchtitan counts the embedding and the head as one block each (26 effective per stage).
+  ValidationCase t = f.cases[1];
+  t.framework = "torchtitan";
+  blocks.assign(2, 0);
+  for (const PlanUnit& u : build_case_plan(t, f.file).plan.units)
+    for (const std::string& m : u.modules) blocks[std::size_t(u.stage)] += m.rfind("block.", 0) == 0;
+  CHECK(blocks == std::vector<int>{24, 24});
+  t.model.layers = 49;  // 51 effective: 26 then 25, minus one each
+  t.model.max_seq = t.seq_len;
+  blocks.assign(2, 0);
+  for (const PlanUnit& u : build_case_plan(t, f.file).plan.units)
+    for (const std::string& m : u.modules) blocks[std::size_t(u.stage)] += m.rfind("block.", 0) == 0;
+  CHECK(blocks == std::vector<int>{25, 24});
+  // Megatron refuses a layer count its even split cannot divide: the case is listed with the reason.
+  ValidationCaseFile odd = f;
+  odd.cases[1].model.layers = 49;
+  const ValidationReport r = run_validation(odd);
+  REQUIRE(r.cases[1].skipped.has_value());
+  CHECK(r.cases[1].skipped->find("not divisible by pp (2)") != std::string::npos);
+  const ValidationReport full = run_validation(f);
+  REQUIRE(full.cases.size() == 3);
+  REQUIRE(full.cases[1].predicted.has_value());
+  CHECK(full.cases[1].predicted->tokens_per_s_per_gpu > 0);
+  REQUIRE(full.cases[0].predicted.has_value());
   // The signed error is (predicted - measured) / measured.
-  const double pred = r.cases[0].predicted->tokens_per_s_per_gpu;
-  CHECK(r.cases[0].tokens_error_pct.value() == doctest::Approx((pred - 20000.0) / 20000.0 * 100));
-  CHECK(r.cases[2].memory_error_pct.has_value());
-  CHECK_FALSE(r.cases[0].memory_error_pct.has_value());
+  const double pred = full.cases[0].predicted->tokens_per_s_per_gpu;
+  CHECK(full.cases[0].tokens_error_pct.value() == doctest::Approx((pred - 20000.0) / 20000.0 * 100));
+  CHECK(full.cases[2].memory_error_pct.has_value());
+  CHECK_FALSE(full.cases[0].memory_error_pct.has_value());
   const nlohmann::json j = validation_json(r);
   CHECK(j["cases"][1]["skipped"].is_string());
   CHECK(j["cases"][0]["skipped"].is_null());
@@ -255,11 +281,11 @@ TEST_CASE("validation summary: median, mean, shares, overall and per source") {
   REQUIRE(r.summary.size() == 4);
   CHECK(r.summary[0].name == "overall");
   CHECK(r.summary[0].cases == 3);
-  CHECK(r.summary[0].skipped == 1);
-  CHECK(r.summary[0].tokens.count == 2);
+  CHECK(r.summary[0].skipped == 0);
+  CHECK(r.summary[0].tokens.count == 3);
   CHECK(r.summary[1].name == "mosaicml/llm-foundry");
   CHECK(r.summary[2].name == "Narayanan");
-  CHECK(r.summary[2].skipped == 1);
+  CHECK(r.summary[2].skipped == 0);
   CHECK(r.summary[3].name == "pytorch/torchtitan");
   CHECK(r.summary[3].memory.count == 1);
 }

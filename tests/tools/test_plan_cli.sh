@@ -76,4 +76,20 @@ grep -q '^\[debug\]' "$tmp/tt020.toml" ; [ $? -ne 0 ] ; check "0.2.0 has no [deb
 err=$("$FSDPX" export --plan "$tmp/fx.json" 2>&1 >/dev/null)
 echo "$err" | grep -q "closest expressible plan: [0-9]* tokens/s/GPU, peak" ; check "export simulates the closest plan" $?
 
+# Pipeline parallelism: a fixed layout is searched within, the report shows the bubble and per-stage
+# peaks, the export names the stages; targets and flags that cannot hold a pipeline are one-line errors.
+text=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 2 --seq 4096 --global-batch 32 \
+  --target torchtitan@0.2.2 --pp 2 --pp-schedule 1f1b --tp 2 -o "$tmp/pp.json")
+check "fixed pp plan exits 0" $?
+echo "$text" | grep -q "chosen plan: .* tp 2 pp 2 1f1b" ; check "the chosen plan has the fixed layout" $?
+echo "$text" | grep -q "pipeline: 1f1b over 2 stages, .* bubble" ; check "the report shows the bubble" $?
+echo "$text" | grep -q "peak memory per stage: .*GiB, .*GiB" ; check "the report shows per-stage peaks" $?
+"$FSDPX" export --plan "$tmp/pp.json" 2>/dev/null | grep -q '^module_fqns_per_model_part = \[\["tok_embeddings", "layers.0"' ; check "the export names the stages" $?
+for bad in "--pp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torchtitan@0.2.2 --pp 2 --pp-schedule zero_bubble"; do
+  err=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 2 --seq 4096 --global-batch 32 $bad 2>&1 >/dev/null)
+  status=$?
+  [ "$status" -eq 2 ] ; check "$bad exits 2 (got $status)" $?
+  [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
+done
+
 finish

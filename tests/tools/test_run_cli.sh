@@ -99,6 +99,7 @@ python3 - "$tmp/gv1/step-000003/manifest.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 j["format"], j["unit_numel"] = "fsdpx-checkpoint/1", [u["numel"] for u in j.pop("units")]
+j.pop("checksum")  # format 1 predates the manifest's checksum
 json.dump(j, open(sys.argv[1], "w"))
 PY
 "$FSDPX" run --plan "$tmp/g1.json" --steps 4 --checkpoint-dir "$tmp/gv1" --resume >/dev/null 2>"$tmp/gv1.err"
@@ -125,6 +126,14 @@ check "--backend cuda with a CPU (fp32) plan exits 2 naming the JSON path" $?
 "$FSDPX" plan --model llama-small --cluster dgx-h100 --world-size 1 --seq 64 --global-batch 8 -o "$tmp/gpu.json" >/dev/null
 "$FSDPX" run --plan "$tmp/gpu.json" --steps 2 --backend cuda >/dev/null 2>"$tmp/cuda.err"
 [ $? -ne 0 ] && grep -q "no CUDA device was found" "$tmp/cuda.err"; check "--backend cuda without a GPU says no CUDA device was found" $?
+
+# Issue 15 item 12: an unusable --checkpoint-dir is reported before the first step, not at the first save.
+touch "$tmp/not-a-dir"
+run --steps 50 --checkpoint-dir "$tmp/not-a-dir/ckpt" --checkpoint-every 40 >"$tmp/bad.json" 2>"$tmp/bad.err"
+rc=$?
+[ $rc -ne 0 ] && [ ! -s "$tmp/bad.json" ] && [ "$(wc -l <"$tmp/bad.err")" -eq 1 ] &&
+  grep -q "not-a-dir/ckpt: cannot create the checkpoint directory" "$tmp/bad.err"
+check "unusable --checkpoint-dir is reported before any step (exit $rc)" $?
 
 # Text output: the loss falls on the shipped text.
 "$FSDPX" run --plan "$tmp/p4.json" --steps 30 >"$tmp/text.out"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CLI test of `fsdpx run --backend cpu` across processes: --processes (fsdpx launches one process per
 # rank, TCP communicator) prints the same per-step losses, bit for bit, as the threads run of a 4-rank
-# plan; two ranks started by hand with torchrun's variables match the 2-rank threads run; and
-# --processes refuses --checkpoint-dir (exit 2) before starting any rank.
+# plan; two ranks started by hand with torchrun's variables match the 2-rank threads run; --processes
+# refuses full-weight files (exit 2) before starting any rank and writes checkpoints like the threads run.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -18,7 +18,8 @@ check "4 ranks as threads" $?
 timeout 120 "$FSDPX" run --plan "$tmp/p4.json" --steps 4 --format json --processes >"$tmp/procs4.json"
 check "4 ranks as processes (--processes)" $?
 [ "$(losses "$tmp/threads4.json")" = "$(losses "$tmp/procs4.json")" ]
-check "--processes losses are bit-identical to the threads run: $(losses "$tmp/procs4.json")" $?
+status=$?  # before the message's command substitution sets $?
+check "--processes losses are bit-identical to the threads run: $(losses "$tmp/procs4.json")" $status
 
 "$FSDPX" run --plan "$tmp/p2.json" --steps 4 --format json >"$tmp/threads2.json"
 check "2 ranks as threads" $?
@@ -34,8 +35,16 @@ wait "$pid1"; check "torchrun-style rank 1" $?
 [ "$(losses "$tmp/threads2.json")" = "$(losses "$tmp/tr0.json")" ]
 check "torchrun-style ranks give the threads run's losses" $?
 
-"$FSDPX" run --plan "$tmp/p4.json" --steps 1 --processes --checkpoint-dir "$tmp/ck" >"$tmp/out" 2>"$tmp/err"
-[ $? -eq 2 ] && grep -q "needs every shard in one process" "$tmp/err" && [ ! -e "$tmp/ck" ]
-check "--processes --checkpoint-dir exits 2 with the refusal" $?
+"$FSDPX" run --plan "$tmp/p4.json" --steps 1 --processes --save-weights "$tmp/w.safetensors" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "needs every shard in one process" "$tmp/err" && [ ! -e "$tmp/w.safetensors" ]
+check "--processes --save-weights exits 2 with the refusal" $?
+# Checkpoints of a multi-process run are written by every process (tests/tools/test_checkpoint_kill.sh
+# kills and resumes them): the same files as the threads run's.
+timeout 120 "$FSDPX" run --plan "$tmp/p4.json" --steps 2 --processes --checkpoint-dir "$tmp/ckp" >/dev/null 2>&1
+check "--processes --checkpoint-dir" $?
+"$FSDPX" run --plan "$tmp/p4.json" --steps 2 --checkpoint-dir "$tmp/ckt" >/dev/null 2>&1
+cmp -s "$tmp/ckp/step-000002/manifest.json" "$tmp/ckt/step-000002/manifest.json" &&
+  cmp -s "$tmp/ckp/step-000002/rank-00003.bin" "$tmp/ckt/step-000002/rank-00003.bin"
+check "the processes' checkpoint is byte-identical to the threads run's" $?
 
 finish

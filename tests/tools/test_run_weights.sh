@@ -86,7 +86,8 @@ expect_error() {  # name, weights file, message fragment
   "$FSDPX" run --plan "$tmp/llama-tiny-4.json" --steps 1 --init-weights "$2" >/dev/null 2>"$tmp/err"
   local rc=$?
   [ $rc -eq 2 ] && grep -qF -- "$3" "$tmp/err"
-  check "$1 exits 2 naming the file ($(head -c 200 "$tmp/err"))" $?
+  status=$?  # before the message's command substitution sets $?
+  check "$1 exits 2 naming the file ($(head -c 200 "$tmp/err"))" $status
 }
 rewrite "$tmp/missing.st" 'del tensors["block.1.mlp_norm.weight"]'
 expect_error "missing tensor" "$tmp/missing.st" "$tmp/missing.st: /block.1.mlp_norm.weight: missing"

@@ -1,0 +1,151 @@
+// core/hf_config_keys.cpp — key policy for Hugging Face config.json files. Informational keys come
+// from transformers' PretrainedConfig (configuration_utils.py) and the LlamaConfig, MistralConfig,
+// Qwen2Config and GPT2Config classes; each group says why it cannot change what fsdpx computes.
+// Leaves out values fsdpx reads itself (shapes, rope_theta, rope_scaling, norm epsilons: model_spec_hf.cpp).
+#include "core/hf_config_keys.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace fsdpx::detail {
+namespace {
+
+enum FamilyMask : unsigned { kLlama = 1, kMistral = 2, kQwen2 = 4, kGpt2 = 8 };
+constexpr unsigned kAll = kLlama | kMistral | kQwen2 | kGpt2;
+constexpr unsigned kLlamaLike = kLlama | kMistral | kQwen2;
+
+unsigned mask_of(HfFamily f) {
+  switch (f) {
+    case HfFamily::llama: return kLlama;
+    case HfFamily::mistral: return kMistral;
+    case HfFamily::qwen2: return kQwen2;
+    case HfFamily::gpt2: return kGpt2;
+  }
+  return 0;
+}
+
+struct InformationalKeys {
+  unsigned families;
+  std::string_view why;  // documentation: why the keys cannot change the model's math
+  std::initializer_list<std::string_view> keys;
+};
+
+// clang-format off
+const std::array<InformationalKeys, 6> kInformational{{
+    {kAll, "PretrainedConfig bookkeeping, token ids and generation defaults: read by tokenizers and generate()",
+     {"_name_or_path", "architectures", "model_type", "torch_dtype", "dtype", "transformers_version",
+      "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
+      "tf_legacy_loss", "pruned_heads", "chunk_size_feed_forward", "is_encoder_decoder", "is_decoder",
+      "cross_attention_hidden_size", "add_cross_attention", "tie_encoder_decoder", "finetuning_task",
+      "id2label", "label2id", "num_labels", "problem_type", "tokenizer_class", "prefix", "bos_token_id",
+      "pad_token_id", "eos_token_id", "sep_token_id", "decoder_start_token_id", "task_specific_params",
+      "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+      "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+      "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+      "num_return_sequences", "use_cache"}},
+    {kAll, "initialisation of fresh weights (fsdpx initialises its own, executor/model/param_init)",
+     {"initializer_range"}},
+    {kLlamaLike, "dropout: a training-time regulariser fsdpx does not apply; shapes, FLOPs and memory are "
+     "unchanged", {"attention_dropout"}},
+    {kGpt2, "dropout (as above) and GPT2DoubleHeadsModel's sequence-summary head, absent from the LM",
+     {"resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj", "summary_activation",
+      "summary_proj_to_labels", "summary_first_dropout", "reorder_and_upcast_attn"}},
+    {kLlama, "pretraining_tp splits each matmul into slices that sum to the same product "
+     "(modeling_llama.py before transformers 4.45)", {"pretraining_tp"}},
+    {kLlamaLike, "tensor- and pipeline-parallel plans for transformers' own sharding", {"base_model_tp_plan",
+     "base_model_pp_plan"}},
+}};
+
+// Keys that turn on something fsdpx does not model, whatever their value; "why" ends the message.
+struct RefusedKey {
+  std::string_view key;
+  std::string_view why;
+};
+const std::array<RefusedKey, 6> kRefused{{
+    {"num_local_experts", "mixture-of-experts layers are not modelled (fsdpx models dense MLPs)"},
+    {"num_experts", "mixture-of-experts layers are not modelled (fsdpx models dense MLPs)"},
+    {"num_experts_per_tok", "mixture-of-experts routing is not modelled (fsdpx models dense MLPs)"},
+    {"moe_intermediate_size", "mixture-of-experts layers are not modelled (fsdpx models dense MLPs)"},
+    {"attn_logit_softcapping", "attention logit soft-capping is not modelled"},
+    {"final_logit_softcapping", "final logit soft-capping is not modelled"},
+}};
+// clang-format on
+
+struct Unmodelled {
+  std::string_view architecture, model_type;
+  std::string_view missing;
+};
+const std::array<Unmodelled, 5> kUnmodelled{{
+    {"Gemma2ForCausalLM", "gemma2",
+     "Gemma-2 is not modelled: fsdpx lacks attention and final logit soft-capping, alternating local "
+     "sliding-window layers, GeGLU MLPs (gelu_pytorch_tanh), norms after attention and MLP, and "
+     "embeddings scaled by sqrt(hidden_size)"},
+    {"GemmaForCausalLM", "gemma",
+     "Gemma is not modelled: fsdpx lacks GeGLU MLPs (gelu_pytorch_tanh) and embeddings scaled by "
+     "sqrt(hidden_size)"},
+    {"MixtralForCausalLM", "mixtral",
+     "Mixtral is a mixture-of-experts model (num_local_experts experts, num_experts_per_tok routed per "
+     "token): fsdpx lacks the router, the expert MLPs and expert parallelism"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe",
+     "Qwen2-MoE is a mixture-of-experts model: fsdpx lacks the router, shared and routed expert MLPs "
+     "and expert parallelism"},
+    {"Qwen2VLForConditionalGeneration", "qwen2_vl",
+     "Qwen2-VL is multimodal: fsdpx lacks the vision tower and multimodal RoPE (mrope_section)"},
+}};
+
+}  // namespace
+
+void accept_informational_keys(JsonObject& o, HfFamily family) {
+  for (const auto& group : kInformational)
+    if (group.families & mask_of(family))
+      for (auto k : group.keys)
+        if (o.has(k)) o.ignore(k);
+}
+
+void refuse_unmodelled_keys(JsonObject& o, HfFamily family) {
+  for (const auto& r : kRefused)
+    if (o.has(r.key) && !o.raw(r.key).is_null()) o.fail(r.key, r.why);
+  if (family == HfFamily::gpt2) {
+    // GPT2Attention: scores divided by sqrt(head_dim) (scale_attn_weights, default true) and not also by
+    // the layer index (scale_attn_by_inverse_layer_idx, default false) -- what fsdpx computes.
+    if (!o.optional_boolean("scale_attn_weights").value_or(true))
+      o.fail("scale_attn_weights", "unscaled attention scores are not modelled (fsdpx divides by sqrt(head_dim))");
+    if (o.optional_boolean("scale_attn_by_inverse_layer_idx").value_or(false))
+      o.fail("scale_attn_by_inverse_layer_idx", "attention scaled by 1/(layer index + 1) is not modelled");
+    return;
+  }
+  if (o.optional_boolean("use_mrope").value_or(false))
+    o.fail("use_mrope", "multimodal RoPE (Qwen2-VL's mrope_section) is not modelled; fsdpx models 1-D RoPE");
+  if (o.has("partial_rotary_factor") && o.number("partial_rotary_factor") != 1.0)
+    o.fail("partial_rotary_factor", "RoPE on part of each head is not modelled; fsdpx rotates the whole head");
+  if (o.has("layer_types") && !o.raw("layer_types").is_null())
+    for (const auto& [v, path] : o.array("layer_types"))
+      if (*v != "full_attention")
+        throw_config_error(o.file(), path,
+                           fmt::format("layer type {} is not modelled; fsdpx models \"full_attention\" layers",
+                                       v->dump()));
+}
+
+std::optional<std::int64_t> sliding_window_in_use(JsonObject& o, HfFamily family) {
+  if (family == HfFamily::gpt2) return std::nullopt;
+  // Qwen2Config: the window applies only with use_sliding_window, from layer max_window_layers on.
+  bool on = true;
+  if (family == HfFamily::qwen2) {
+    on = o.optional_boolean("use_sliding_window").value_or(false);
+    if (o.has("max_window_layers")) o.ignore("max_window_layers");
+  }
+  if (!o.has("sliding_window") || o.raw("sliding_window").is_null()) return std::nullopt;
+  const std::int64_t window = o.positive_integer("sliding_window");
+  return on ? std::optional(window) : std::nullopt;
+}
+
+std::optional<std::string_view> unmodelled_architecture(std::string_view name) {
+  for (const auto& u : kUnmodelled)
+    if (u.architecture == name || u.model_type == name) return u.missing;
+  return std::nullopt;
+}
+
+}  // namespace fsdpx::detail

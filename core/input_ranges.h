@@ -1,0 +1,69 @@
+// core/input_ranges.h — the documented range of every size and rate fsdpx reads from a file (models,
+// Hugging Face configs, GPUs, clusters, plans, validation cases); docs/input-ranges.md explains each.
+// The bounds keep every derived count, byte total and duration finite and inside 64-bit integers, and
+// reject denormals (a rate of 5e-324 is not a measurement). Leaves out ranges of command-line options.
+#pragma once
+
+#include <cstdint>
+
+namespace fsdpx {
+
+struct IntRange {
+  std::int64_t min;
+  std::int64_t max;
+};
+
+struct NumberRange {
+  double min;
+  double max;
+};
+
+namespace input_range {
+
+// Model shapes. The largest published dense models have about 200 layers, hidden 25,600, vocabulary
+// 256k and 10M positions; the bounds leave at least 8x headroom.
+inline constexpr IntRange kLayers{1, 2048};
+inline constexpr IntRange kHidden{1, 262144};
+inline constexpr IntRange kHeads{1, 16384};
+inline constexpr IntRange kHeadDim{1, 16384};
+inline constexpr IntRange kFfnHidden{1, 1048576};
+inline constexpr IntRange kVocab{1, 16777216};
+inline constexpr IntRange kMaxSeq{1, 134217728};
+inline constexpr NumberRange kRopeTheta{1.0, 1e12};
+inline constexpr NumberRange kNormEps{1e-12, 0.5};
+// Parameters of the whole model (an upper bound from the shapes): 100x the largest dense model.
+inline constexpr double kMaxModelParams = 1e14;
+
+// GPU figures in datasheet units.
+inline constexpr NumberRange kPeakTflops{1e-6, 1e6};
+inline constexpr NumberRange kHbmGib{1e-3, 1e6};
+inline constexpr NumberRange kHbmBwTbPerS{1e-6, 1e3};
+inline constexpr NumberRange kLinkGbPerS{1e-3, 1e6};
+inline constexpr IntRange kSmCount{1, 1000000};
+inline constexpr NumberRange kEfficiency{1e-4, 1.0};
+inline constexpr NumberRange kCurveSize{1e-9, 1e15};  // GFLOP, MB or tokens
+inline constexpr NumberRange kHalfEfficiencyDim{1e-3, 1e6};
+
+// Cluster figures.
+inline constexpr IntRange kGpusPerNode{1, 4096};
+inline constexpr IntRange kNodes{1, 65536};
+inline constexpr IntRange kNicsPerNode{1, 1024};
+inline constexpr NumberRange kLatencyUs{0.0, 1e6};
+
+// Plans and validation cases.
+inline constexpr IntRange kMicroBatch{1, 1048576};
+inline constexpr IntRange kGlobalBatch{1, 1073741824};
+inline constexpr IntRange kDegree{1, 268435456};  // one parallel degree; their product is the world size
+inline constexpr IntRange kPrefetch{0, 65536};
+inline constexpr IntRange kStage{0, 268435455};  // a unit's virtual pipeline stage; below pp * vpp (plan_validate)
+inline constexpr IntRange kSteps{0, std::int64_t{1} << 40};
+inline constexpr NumberRange kLearningRate{1e-12, 1e3};
+inline constexpr NumberRange kAdamEps{1e-30, 1.0};
+inline constexpr NumberRange kWeightDecay{0.0, 1e3};
+inline constexpr NumberRange kGradClipNorm{0.0, 1e12};
+inline constexpr NumberRange kPowerW{1.0, 1e5};
+inline constexpr NumberRange kGbitPerS{1e-2, 1e7};
+
+}  // namespace input_range
+
+}  // namespace fsdpx

@@ -1,0 +1,83 @@
+// executor/model/model_parallel.cpp — context-parallel positions and the recorded collectives of the
+// model (see model_parallel.h).
+#include "executor/model/model_parallel.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_rank) {
+  FSDP_CHECK(cp >= 1 && cp_rank >= 0 && cp_rank < cp, "context_positions: cp rank out of range");
+  std::vector<std::int64_t> pos;
+  if (cp == 1) {
+    for (std::int64_t t = 0; t < seq; ++t) pos.push_back(t);
+    return pos;
+  }
+  FSDP_CHECK(seq % (2 * cp) == 0, "context_positions: seq must be divisible by 2·cp");
+  const std::int64_t chunk = seq / (2 * cp);
+  for (std::int64_t c : {std::int64_t(cp_rank), std::int64_t(2 * cp - 1 - cp_rank)})
+    for (std::int64_t t = 0; t < chunk; ++t) pos.push_back(c * chunk + t);
+  return pos;
+}
+
+Communicator& ModelComm::group(ModelAxis axis) const {
+  Communicator* c = axis == ModelAxis::tp ? tp_ : cp_;
+  FSDP_CHECK(c != nullptr, fmt::format("ModelComm: no {} communicator", model_axis_name(axis)));
+  return *c;
+}
+
+void ModelComm::record(ModelAxis axis, Collective kind, double bytes, double time_s) {
+  issued_.push_back(IssuedCollective{axis, kind, bytes});
+  if (profiler_) profiler_->record_collective(collective_profile_name(axis, kind, bytes), time_s);
+}
+
+namespace {
+// Runs `collective` and returns its wall seconds.
+template <class F>
+double timed_s(F&& collective) {
+  const auto start = std::chrono::steady_clock::now();
+  collective();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+template <class Real>
+void ModelComm::all_gather(ModelAxis axis, const Real* in, Real* out, std::int64_t count) {
+  Communicator& c = group(axis);
+  const double time_s = timed_s([&] { c.all_gather(in, out, count); });
+  record(axis, Collective::all_gather, double(count) * c.size() * sizeof(Real), time_s);
+}
+
+template <class Real>
+void ModelComm::reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count) {
+  Communicator& c = group(axis);
+  const double time_s = timed_s([&] { c.reduce_scatter(in, out, count); });
+  record(axis, Collective::reduce_scatter, double(count) * c.size() * sizeof(Real), time_s);
+}
+
+template <class Real>
+void ModelComm::all_reduce(ModelAxis axis, Real* buf, std::int64_t count) {
+  Communicator& c = group(axis);
+  const double time_s = timed_s([&] { c.all_reduce(buf, count); });
+  record(axis, Collective::all_reduce, double(count) * sizeof(Real), time_s);
+}
+
+std::vector<IssuedCollective> ModelComm::take_issued() {
+  std::vector<IssuedCollective> out;
+  out.swap(issued_);
+  return out;
+}
+
+#define FSDPX_INSTANTIATE(Real)                                                                    \
+  template void ModelComm::all_gather<Real>(ModelAxis, const Real*, Real*, std::int64_t);         \
+  template void ModelComm::reduce_scatter<Real>(ModelAxis, const Real*, Real*, std::int64_t);     \
+  template void ModelComm::all_reduce<Real>(ModelAxis, Real*, std::int64_t);
+FSDPX_INSTANTIATE(float)
+FSDPX_INSTANTIATE(double)
+#undef FSDPX_INSTANTIATE
+
+}  // namespace fsdpx

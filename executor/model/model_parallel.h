@@ -1,0 +1,58 @@
+// executor/model/model_parallel.h — the collectives a rank's modules issue in its tensor- and
+// context-parallel groups (executor/runtime/model_groups.h), and the tokens it holds. Tensor
+// parallelism follows Megatron-LM (Shoeybi et al. 2019 §3): a column-parallel GEMM's input enters the
+// parallel region (operator f: identity forward, all-reduce backward) and a row-parallel GEMM's
+// partial output leaves it (operator g: all-reduce forward, identity backward); with sequence
+// parallelism (Korthikanti et al. 2022 §4.2.2) the tokens outside those regions are split across the
+// tp ranks, f becomes an all-gather (its backward a reduce-scatter) and g a reduce-scatter (its
+// backward an all-gather). Context parallelism splits each sequence into 2·cp chunks, rank r holding
+// chunks r and 2cp−1−r (the load-balanced causal assignment of Megatron-Core and torchtitan). Every
+// collective is recorded (group, kind, bytes) so the runtime can check it against the step program's
+// serial collectives, and timed for profiles. Leaves out overlapping the collectives with compute.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "executor/comm/communicator.h"
+#include "executor/model/op_profiler.h"
+#include "executor/runtime/model_groups.h"
+
+namespace fsdpx {
+
+// Global positions (0 ≤ p < seq) of the tokens a context-parallel rank holds, in its local order:
+// chunk cp_rank, then chunk 2·cp − 1 − cp_rank, each seq / (2·cp) tokens (all of them when cp = 1).
+std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_rank);
+
+// The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
+// the model keeps a pointer.
+class ModelComm {
+ public:
+  ModelComm(Communicator* tp, Communicator* cp, OpProfiler* profiler) : tp_(tp), cp_(cp), profiler_(profiler) {}
+  ModelComm(const ModelComm&) = delete;
+  ModelComm& operator=(const ModelComm&) = delete;
+  // The groups, once they exist (a backend splits them off its world after constructing the model).
+  void set_groups(Communicator* tp, Communicator* cp) { tp_ = tp, cp_ = cp; }
+
+  // As Communicator's, over the group of `axis`, recorded and timed.
+  template <class Real>
+  void all_gather(ModelAxis axis, const Real* in, Real* out, std::int64_t count);
+  template <class Real>
+  void reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count);
+  template <class Real>
+  void all_reduce(ModelAxis axis, Real* buf, std::int64_t count);
+
+  // The collectives issued since the last call, in order.
+  std::vector<IssuedCollective> take_issued();
+
+ private:
+  Communicator& group(ModelAxis axis) const;
+  void record(ModelAxis axis, Collective kind, double bytes, double time_s);
+
+  Communicator* tp_;
+  Communicator* cp_;
+  OpProfiler* profiler_;
+  std::vector<IssuedCollective> issued_;
+};
+
+}  // namespace fsdpx

@@ -1,0 +1,136 @@
+// program/parallel_comms.cpp — TP/CP collectives of a module (see parallel_comms.h). Bytes are
+// nccl-tests' S: the all-gather output, the reduce-scatter input, the all-reduce buffer.
+#include "program/parallel_comms.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+namespace {
+
+// Parameter gradients are fp32 in both backends (the TP all-reduce of replicated tensors' gradients).
+constexpr double kGradBytes = 4;
+// The cross-entropy statistics (max, Σexp, target logit) are fp32 per token.
+constexpr double kStatBytes = 4;
+
+struct Sizes {
+  double tokens = 0;    // of the rank's context-parallel part of the micro-batch
+  double act = 0;       // bytes per activation element
+  double exchange = 0;  // one [tokens, hidden] activation: Megatron's f/g collectives
+  bool sp = false;
+};
+
+Sizes sizes(const Plan& plan) {
+  Sizes s;
+  s.tokens = double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp;
+  s.act = dtype_bytes(plan.precision.param);
+  s.exchange = s.tokens * double(plan.model.hidden) * s.act;
+  s.sp = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
+  return s;
+}
+
+void add(std::vector<SerialCollective>& out, Collective kind, double bytes, int group, int count = 1) {
+  if (group >= 0 && count > 0) out.push_back({kind, bytes, group, count});
+}
+
+// Elements of the tensors every tp rank holds whole (executor/runtime/param_layout.h): norm scales (and
+// LayerNorm shifts), the row-parallel biases, gpt's position table.
+double replicated_elems(const Plan& plan, ModuleKind kind) {
+  const ModelSpec& m = plan.model;
+  const double norm = (m.arch == Arch::gpt ? 2.0 : 1.0) * double(m.hidden);
+  switch (kind) {
+    case ModuleKind::embedding: return m.arch == Arch::gpt ? double(m.max_seq) * double(m.hidden) : 0.0;
+    case ModuleKind::block: return 2 * norm + (m.bias == LinearBias::all ? 2.0 * double(m.hidden) : 0.0);
+    case ModuleKind::final_norm: return norm;
+    case ModuleKind::head: return 0;
+  }
+  return 0;
+}
+
+// With kv_heads < tp the qkv outputs [tokens, Q + 2·KV] are all-gathered (backward: reduce-scattered).
+bool grouped_qkv(const Plan& plan) { return plan.model.kv_heads < plan.parallelism.tp; }
+double qkv_bytes(const Plan& plan, const Sizes& s) {
+  return s.tokens * double(plan.model.q_dim() + 2 * plan.model.kv_dim()) * s.act;
+}
+
+// Context parallelism: the K and V of the rank's KV heads for the whole sequences (all-gather output).
+double kv_bytes(const Plan& plan, const Sizes& s) {
+  const ModelSpec& m = plan.model;
+  const double kv_heads = std::max(1.0, double(m.kv_heads) / plan.parallelism.tp);
+  return 2.0 * s.tokens * plan.parallelism.cp * kv_heads * double(m.head_dim) * s.act;
+}
+
+// Megatron's f and g around the attention and the MLP: with SP two all-gathers and two
+// reduce-scatters, else two all-reduces (forward: g's; backward: f's).
+void add_block_regions(std::vector<SerialCollective>& out, const Sizes& s, int tp) {
+  if (s.sp) {
+    add(out, Collective::all_gather, s.exchange, tp, 2);
+    add(out, Collective::reduce_scatter, s.exchange, tp, 2);
+  } else {
+    add(out, Collective::all_reduce, s.exchange, tp, 2);
+  }
+}
+
+}  // namespace
+
+std::string serial_collective_name(GroupKind axis, Collective kind, double bytes) {
+  FSDP_CHECK(axis == GroupKind::tp || axis == GroupKind::cp, "serial collectives run in the tp or cp group");
+  return fmt::format("{}.{}.{}B", axis == GroupKind::tp ? "tp" : "cp", collective_name(kind), std::int64_t(bytes));
+}
+
+ModuleKind module_kind(const Plan& plan, int i) {
+  const int layers = int(plan.model.layers);
+  if (i == 0) return ModuleKind::embedding;
+  if (i <= layers) return ModuleKind::block;
+  return i == layers + 1 ? ModuleKind::final_norm : ModuleKind::head;
+}
+
+void add_forward_comms(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int module) {
+  const Sizes s = sizes(plan);
+  const int tp = g.tp, tp_ranks = plan.parallelism.tp;
+  switch (module_kind(plan, module)) {
+    case ModuleKind::embedding:  // g after the vocabulary-parallel lookup
+      add(out, s.sp ? Collective::reduce_scatter : Collective::all_reduce, s.exchange, tp);
+      break;
+    case ModuleKind::block:
+      add_block_regions(out, s, tp);
+      if (grouped_qkv(plan)) add(out, Collective::all_gather, qkv_bytes(plan, s), tp);
+      add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);
+      break;
+    case ModuleKind::final_norm: break;
+    case ModuleKind::head:  // f before the vocabulary-parallel head; the cross-entropy statistics
+      if (s.sp) add(out, Collective::all_gather, s.exchange, tp);
+      add(out, Collective::all_gather, tp_ranks * s.tokens * 3 * kStatBytes, tp);
+      break;
+  }
+}
+
+void add_backward_comms(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int module) {
+  const Sizes s = sizes(plan);
+  const int tp = g.tp;
+  const ModuleKind kind = module_kind(plan, module);
+  switch (kind) {
+    case ModuleKind::embedding:  // g's backward: the gathered output gradient
+      if (s.sp) add(out, Collective::all_gather, s.exchange, tp);
+      break;
+    case ModuleKind::block:
+      add_block_regions(out, s, tp);
+      if (grouped_qkv(plan)) add(out, Collective::reduce_scatter, qkv_bytes(plan, s), tp);
+      add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);  // K and V again, then dK and dV back
+      add(out, Collective::reduce_scatter, kv_bytes(plan, s), g.cp);
+      break;
+    case ModuleKind::final_norm: break;
+    case ModuleKind::head:  // f's backward
+      add(out, s.sp ? Collective::reduce_scatter : Collective::all_reduce, s.exchange, tp);
+      break;
+  }
+  // Sequence parallelism leaves the whole-tensor gradients partial on each tp rank.
+  const double replicated = replicated_elems(plan, kind);
+  if (s.sp && replicated > 0) add(out, Collective::all_reduce, replicated * kGradBytes, tp);
+}
+
+}  // namespace fsdpx

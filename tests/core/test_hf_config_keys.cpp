@@ -1,0 +1,148 @@
+// tests/core/test_hf_config_keys.cpp — the Hugging Face key policy (core/hf_config_keys.cpp) and RoPE
+// scaling in both schemas (core/rope_scaling_json.cpp): published configs that fsdpx cannot model are
+// refused with the key and the reason, informational keys pass, math-changing values fail, and Llama
+// 3.1's rope_scaling is read into the model spec and round-trips through fsdpx's own schema.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/config_paths.h"
+#include "core/json_reader.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+namespace {
+
+const std::string kData = FSDPX_TEST_DATA_DIR;
+
+std::string error_of(const nlohmann::json& j, const std::string& file = "c.json") {
+  try {
+    parse_model_spec(j, file);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+nlohmann::json hf(const std::string& dir) { return load_json_file(kData + "/hf/" + dir + "/config.json"); }
+
+TEST_CASE("Gemma-2 and Mixtral as published are refused with what fsdpx lacks") {
+  for (const char* dir : {"gemma-2-2b-it", "mixtral-8x7b-v0.1"}) {
+    const std::string path = kData + "/hf/" + dir + "/config.json";
+    std::string msg;
+    try {
+      load_model(path);
+    } catch (const ConfigError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    CHECK(msg.find(path + ": /architectures: ") == 0);
+    CHECK(msg.find('\n') == std::string::npos);
+    if (contains(dir, "gemma")) {
+      CHECK(contains(msg, "Gemma-2 is not modelled"));
+      CHECK(contains(msg, "logit soft-capping"));
+      CHECK(contains(msg, "sliding-window layers"));
+    } else {
+      CHECK(contains(msg, "mixture-of-experts"));
+      CHECK(contains(msg, "router"));
+    }
+  }
+  // Without "architectures" the model_type names the family and gets the same reason.
+  auto j = hf("mixtral-8x7b-v0.1");
+  j.erase("architectures");
+  CHECK(contains(error_of(j), "c.json: /model_type: Mixtral is a mixture-of-experts model"));
+}
+
+TEST_CASE("keys that would change the math are refused, naming the key and why") {
+  struct Case {
+    std::string dir, pointer;
+    nlohmann::json value;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"qwen2.5-7b", "/use_mrope", true, "/use_mrope: multimodal RoPE"},
+      {"llama-3.1-8b", "/num_local_experts", 8, "/num_local_experts: mixture-of-experts"},
+      {"qwen2.5-7b", "/num_experts", 64, "/num_experts: mixture-of-experts"},
+      {"llama-3.1-8b", "/attn_logit_softcapping", 50.0, "/attn_logit_softcapping: attention logit soft-capping"},
+      {"llama-3.1-8b", "/partial_rotary_factor", 0.5, "/partial_rotary_factor: RoPE on part of each head"},
+      {"qwen2.5-7b", "/layer_types", {"full_attention", "sliding_attention"},
+       "/layer_types/1: layer type \"sliding_attention\" is not modelled"},
+      {"llama-3.1-8b", "/rope_scaling/rope_type", "yarn", "/rope_scaling/rope_type: RoPE scaling \"yarn\""},
+      {"llama-3.1-8b", "/rope_scaling/high_freq_factor", 1.0, "/rope_scaling/high_freq_factor: must exceed"},
+      {"llama-3.1-8b", "/rope_scaling/factor", 0.5, "/rope_scaling/factor: expected a factor >= 1"},
+      {"llama-3.1-8b", "/rope_scaling/beta_fast", 32, "/rope_scaling/beta_fast: unknown key"},
+      {"gpt2", "/scale_attn_by_inverse_layer_idx", true, "/scale_attn_by_inverse_layer_idx: attention scaled"},
+      {"gpt2", "/scale_attn_weights", false, "/scale_attn_weights: unscaled attention"},
+      {"mistral-7b-v0.1", "/head_dim_typo", 1, "/head_dim_typo: unknown key"},  // not informational
+  };
+  for (const auto& c : cases) {
+    auto j = hf(c.dir);
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const auto msg = error_of(j);
+    INFO(c.dir << c.pointer << " -> " << msg);
+    CHECK(contains(msg, "c.json: " + c.message));
+  }
+  auto j = hf("llama-3.1-8b");
+  j["rope_scaling"].erase("low_freq_factor");
+  CHECK(contains(error_of(j), "c.json: /rope_scaling/low_freq_factor: missing"));
+}
+
+TEST_CASE("informational keys and the values fsdpx models are accepted") {
+  auto j = hf("qwen2.5-7b");
+  j["use_mrope"] = false;  // as published
+  j["layer_types"] = nlohmann::json(28, "full_attention");  // transformers 5 writes it out
+  j["pad_token_id"] = 151643;
+  j["attention_dropout"] = 0.1;  // training regulariser: not applied, shapes unchanged
+  CHECK(error_of(j).empty());
+  auto l = hf("llama-3.1-8b");
+  l["pretraining_tp"] = 2;
+  l["partial_rotary_factor"] = 1.0;
+  l["rope_scaling"] = nullptr;  // no scaling
+  CHECK(parse_model_spec(l, "l.json").rope_scaling.kind == RopeScalingKind::none);
+  l["rope_scaling"] = {{"type", "default"}};  // configs written before rope_type existed
+  CHECK(parse_model_spec(l, "l.json").rope_scaling.kind == RopeScalingKind::none);
+}
+
+TEST_CASE("a sliding window in use caps max_seq at the window; one turned off does not") {
+  auto q = hf("qwen2.5-7b");
+  q["sliding_window"] = 32768;
+  CHECK(parse_model_spec(q, "q.json").max_seq == 131072);  // use_sliding_window false: off
+  q["use_sliding_window"] = true;
+  CHECK(parse_model_spec(q, "q.json").max_seq == 32768);
+  auto m = hf("mistral-7b-v0.1");
+  CHECK(parse_model_spec(m, "m.json").max_seq == 4096);
+  m["sliding_window"] = nullptr;  // Mistral v0.2 and later: full attention
+  CHECK(parse_model_spec(m, "m.json").max_seq == 32768);
+  m["sliding_window"] = 0;
+  CHECK(contains(error_of(m), "c.json: /sliding_window:"));
+}
+
+TEST_CASE("Llama 3.1 rope_scaling is read and round-trips through fsdpx's schema") {
+  const ModelSpec m = load_model(kData + "/hf/llama-3.1-8b/config.json");
+  CHECK(m.rope_scaling.kind == RopeScalingKind::llama3);
+  CHECK(m.rope_scaling.factor == 8.0);
+  CHECK(m.rope_scaling.low_freq_factor == 1.0);
+  CHECK(m.rope_scaling.high_freq_factor == 4.0);
+  CHECK(m.rope_scaling.original_max_seq == 8192);
+  const nlohmann::json own = model_spec_to_json(m);
+  CHECK(own["rope_scaling"]["type"] == "llama3");
+  CHECK(parse_model_spec(own, "own.json").rope_scaling == m.rope_scaling);
+  CHECK(!model_spec_to_json(load_model(kData + "/hf/mistral-7b-v0.1/config.json")).contains("rope_scaling"));
+
+  auto bad = own;
+  bad["rope_scaling"]["type"] = "yarn";
+  CHECK(contains(error_of(bad), "c.json: /rope_scaling/type:"));
+  bad = own;
+  bad["rope_scaling"]["original_max_seq"] = 0;
+  CHECK(contains(error_of(bad), "c.json: /rope_scaling/original_max_seq:"));
+  const ModelSpec g = load_model(kData + "/hf/gpt2/config.json");
+  auto gj = model_spec_to_json(g);
+  gj["rope_scaling"] = own["rope_scaling"];
+  CHECK(contains(error_of(gj), "c.json: /rope_scaling: only arch llama has RoPE"));
+}
+
+}  // namespace
+}  // namespace fsdpx

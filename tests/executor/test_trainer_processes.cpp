@@ -1,0 +1,152 @@
+// tests/executor/test_trainer_processes.cpp — issue 15 item 14 at the Trainer: a job whose ranks are split
+// over several Trainers ("processes", here in one test process, sharing one thread-communicator family)
+// sums over processes exactly, exposes only its own shard owners (local_state) and the owners it loads
+// from (load_layout), and saves and resumes checkpoints with checkpoint.h's multi-process protocol: the
+// files equal a single Trainer's, and the resumed losses are bit-identical, also for HSDP where one
+// process hosts no shard owner; with tp > 1 it refuses per-process checkpoints. Leaves out separate OS
+// processes (test_checkpoint_kill.sh).
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+#include "executor/checkpoint/checkpoint.h"
+#include "executor/checkpoint/reshard.h"
+#include "executor/comm/thread_communicator.h"
+#include "executor/cpu_backend/cpu_rank_backend.h"
+#include "tests/executor/trainer_fixtures.h"
+
+namespace fsdpx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Trainers of one job: process p hosts the ranks r with r % processes == p (interleaved), or, when
+// `contiguous`, the p-th block of world / processes ranks.
+std::vector<std::unique_ptr<Trainer>> split_job(const Plan& plan, int processes, bool contiguous = false) {
+  const int world = plan.parallelism.world_size();
+  auto comms = std::make_shared<std::vector<std::unique_ptr<Communicator>>>(make_thread_communicators(world, 60.0));
+  std::vector<std::unique_ptr<Trainer>> trainers(static_cast<std::size_t>(processes));
+  std::vector<std::thread> threads;  // constructors run collectives: all processes at once
+  for (int p = 0; p < processes; ++p)
+    threads.emplace_back([&, p] {
+      RankBackendFactory mine = [comms, p, processes, contiguous](const RuntimeProgram& rp, OpProfiler*) {
+        std::vector<std::unique_ptr<RankBackend>> out;
+        const int block = int(comms->size()) / processes;
+        for (int r = 0; r < int(comms->size()); ++r)
+          if ((contiguous ? r / block : r % processes) == p)
+            out.push_back(std::make_unique<CpuRankBackend>(rp, std::move((*comms)[std::size_t(r)]), nullptr));
+        return out;
+      };
+      trainers[std::size_t(p)] = std::make_unique<Trainer>(plan, std::make_shared<test::HashData>(plan.model.vocab),
+                                                           TrainerOptions{}, mine);
+    });
+  for (auto& t : threads) t.join();
+  return trainers;
+}
+
+// Runs fn(p, trainer) on every process at once; returns process 0's losses if fn returns them.
+void on_processes(std::vector<std::unique_ptr<Trainer>>& job, const std::function<void(int, Trainer&)>& fn) {
+  std::vector<std::thread> threads;
+  for (std::size_t p = 0; p < job.size(); ++p) threads.emplace_back([&, p] { fn(int(p), *job[p]); });
+  for (auto& t : threads) t.join();
+}
+
+CheckpointGroup group_of(Trainer& t) {
+  CheckpointGroup g;
+  g.leader = t.hosts_rank0();
+  g.job_token = "5eed";
+  g.sum = [&t](const std::vector<std::uint64_t>& w) { return t.sum_over_processes(w); };
+  return g;
+}
+
+std::vector<double> steps(Trainer& t, int n) {
+  std::vector<double> losses;
+  for (int i = 0; i < n; ++i) losses.push_back(t.step().loss);
+  return losses;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("fsdpx-test-trainer-processes-" + std::to_string(::getpid()));
+  TempDir() { fs::remove_all(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST_CASE("sum_over_processes adds each process's words once, exactly, whatever its number of ranks") {
+  const Plan plan = test::tiny_plan(load_model("llama-tiny"), {4});
+  auto job = split_job(plan, 2);
+  std::vector<std::vector<std::uint64_t>> sums(2);
+  on_processes(job, [&](int p, Trainer& t) {
+    sums[std::size_t(p)] = t.sum_over_processes(p == 0 ? std::vector<std::uint64_t>{1, (1ull << 40) + 5, 0xffffffffull}
+                                                       : std::vector<std::uint64_t>{10, 7, 0});
+  });
+  const std::vector<std::uint64_t> want{11, (1ull << 40) + 12, 0xffffffffull};
+  CHECK(sums[0] == want);
+  CHECK(sums[1] == want);
+  CHECK(job[0]->hosts_rank0());
+  CHECK_FALSE(job[1]->hosts_rank0());
+}
+
+TEST_CASE("a job split over processes saves the single process's checkpoint and resumes bit-identically") {
+  for (const test::PlanShape shape : {test::PlanShape{4}, test::PlanShape{2, 2}}) {  // FSDP 4; HSDP 2 x 2
+    CAPTURE(shape.dp_replicate);
+    TempDir d;
+    const Plan plan = test::tiny_plan(load_model("llama-tiny"), shape);
+    Trainer whole(plan, std::make_shared<test::HashData>(plan.model.vocab));
+    steps(whole, 2);
+    save_checkpoint((d.path / "whole").string(), whole.state(), "fp");
+    const std::vector<double> want = steps(whole, 2);
+    const bool hsdp = shape.dp_replicate == 2;  // process 1 then hosts replica 1: no shard owner
+    auto job = split_job(plan, 2, hsdp);
+    on_processes(job, [&](int p, Trainer& t) {
+      steps(t, 2);
+      const TrainerState local = t.local_state();
+      CHECK(local.ranks.size() == (hsdp && p == 1 ? 0u : 2u));
+      CHECK(t.load_layout().ranks.size() == 2u);  // every owner: interleaved, or replica 1's two owners
+      save_checkpoint((d.path / "job").string(), local, "fp", group_of(t));
+    });
+    for (const char* f : {"manifest.json", "rank-00000.bin", "rank-00001.bin"})
+      CHECK(slurp(d.path / "job" / "step-000002" / f) == slurp(d.path / "whole" / "step-000002" / f));
+    // A fresh job of the same split resumes: each process reads, reshards into its owners and runs on.
+    auto resumed = split_job(plan, 2, hsdp);
+    std::vector<std::vector<double>> got(2);
+    on_processes(resumed, [&](int p, Trainer& t) {
+      const auto loaded = load_latest_checkpoint((d.path / "job").string(), "fp", nullptr, group_of(t));
+      REQUIRE(loaded);
+      t.load_state(reshard_state(loaded->state, t.load_layout(), "job"));
+      got[std::size_t(p)] = steps(t, 2);
+    });
+    CHECK(got[0] == want);
+    CHECK(got[1] == want);
+  }
+}
+
+TEST_CASE("a tp = 2 job split over processes refuses per-process checkpoints with one line") {
+  test::PlanShape shape;
+  shape.tp = 2, shape.dp_shard = 2;
+  const Plan plan = test::tiny_plan(load_model("llama-tiny"), shape);
+  auto job = split_job(plan, 2);
+  on_processes(job, [&](int, Trainer& t) {
+    CHECK_THROWS_WITH_AS(t.local_state(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
+    CHECK_THROWS_WITH_AS(t.load_layout(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
+  });
+  Trainer whole(plan, std::make_shared<test::HashData>(plan.model.vocab));  // one process: the full state
+  CHECK(whole.local_state().ranks.size() == 2u);
+  CHECK(whole.load_layout().ranks.size() == 2u);
+}
+
+}  // namespace
+}  // namespace fsdpx

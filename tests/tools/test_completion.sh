@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The bash completion script (generated at build time by `fsdpx completion bash`): it loads in bash,
+# registers itself for fsdpx, offers every subcommand that `fsdpx --help` lists, and completes options
+# per subcommand and the shipped model names after --model. Leaves out interactive readline behaviour.
+set -u
+FSDPX="$1"
+SCRIPT="$2"
+source "$(dirname "$0")/cli_check.sh"
+
+bash -n "$SCRIPT"; check "the script parses" $?
+cmp -s "$SCRIPT" <("$FSDPX" completion bash); check "the built script is what fsdpx completion bash prints" $?
+complete_line() {  # words of the command line; the last one is being completed -> candidates, one per line
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fsdpx 2>/dev/null; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$SCRIPT" "$@"
+}
+bash -c 'source "$1"; complete -p fsdpx' _ "$SCRIPT" | grep -q -- "-F _fsdpx fsdpx"
+check "registers _fsdpx for fsdpx" $?
+
+subs=$("$FSDPX" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}')
+offered=$(complete_line fsdpx "")
+missing=""
+for s in $subs; do grep -qx -- "$s" <<<"$offered" || missing="$missing $s"; done
+[ -n "$subs" ] && [ -z "$missing" ]; check "every subcommand of fsdpx --help is offered (missing:$missing)" $?
+for s in sample export-hf completion plan run; do
+  grep -qx -- "$s" <<<"$subs"; check "fsdpx --help lists $s" $?
+done
+[ "$(complete_line fsdpx pl)" = plan ]; check "pl -> plan" $?
+[ "$(complete_line fsdpx export-h)" = export-hf ]; check "export-h -> export-hf" $?
+complete_line fsdpx plan --mo | grep -qx -- --model; check "plan --mo -> --model" $?
+complete_line fsdpx sample --te | grep -qx -- --temperature; check "sample --te -> --temperature" $?
+! complete_line fsdpx sample --te | grep -qx -- --tp; check "sample does not offer plan's options" $?
+[ "$(complete_line fsdpx plan --model llama-ti)" = llama-tiny ]; check "--model llama-ti -> llama-tiny" $?
+[ "$(complete_line fsdpx run --backend c | sort | tr '\n' ' ')" = "cpu cuda " ]; check "--backend c -> cpu cuda" $?
+
+finish

@@ -1,0 +1,34 @@
+// tools/cmd_completion.cpp — `fsdpx completion bash [-o FILE]`: prints (or writes whole) the bash
+// completion script generated from this very command line (tools/completion_bash.h), with the shipped
+// model and cluster names as values of --model and --cluster. The build writes it (tools/CMakeLists.txt)
+// and `cmake --install` installs it for bash-completion.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/config_paths.h"
+#include "tools/commands.h"
+#include "tools/completion_bash.h"
+#include "core/output_file.h"
+
+namespace fsdpx {
+
+void setup_completion(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("completion", "Print a shell completion script (bash)");
+  auto shell = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  sub->add_option("shell", *shell, "Shell: bash")->required()->check(CLI::IsMember({"bash"}));
+  sub->add_option("-o,--output", *out, "Write the script here instead of stdout");
+  sub->callback([&app, out] {
+    const std::map<std::string, std::vector<std::string>> values{
+        {"--model", list_configs("models")},
+        {"--cluster", list_configs("clusters")},
+        {"--backend", {"cpu", "cuda"}},
+    };
+    const std::string script = bash_completion_script(app, values);
+    if (out->empty()) std::fputs(script.c_str(), stdout);
+    else write_output_file(*out, script);
+  });
+}
+
+}  // namespace fsdpx

@@ -1,0 +1,41 @@
+// tools/cmd_export_hf.cpp — `fsdpx export-hf --checkpoint DIR -o OUTDIR`: writes the trained weights of a
+// checkpoint root (newest good step) or step directory as a Hugging Face checkpoint, OUTDIR/config.json
+// and OUTDIR/model.safetensors, which transformers' AutoModelForCausalLM loads
+// (executor/checkpoint/hf_export.h; tools/check_hf_export.py checks it). Leaves out tokenizer files.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "executor/checkpoint/hf_export.h"
+#include "executor/checkpoint/trained_weights.h"
+#include "tools/commands.h"
+
+namespace fsdpx {
+namespace {
+
+struct ExportHfOptions {
+  std::string checkpoint;
+  std::string output;
+};
+
+void run_export_hf(const ExportHfOptions& o) {
+  const TrainedWeights w = load_trained_weights(o.checkpoint);
+  const HfCheckpoint hf = to_hugging_face(w.plan.model, w.params);
+  write_hugging_face(o.output, hf);
+  std::printf("%s (step %lld): %zu tensors as %s, written to %s/config.json and %s/model.safetensors\n",
+              w.checkpoint.c_str(), static_cast<long long>(w.step), hf.weights.tensors.size(),
+              hf.config["architectures"][0].get<std::string>().c_str(), o.output.c_str(), o.output.c_str());
+}
+
+}  // namespace
+
+void setup_export_hf(CLI::App& app) {
+  auto o = std::make_shared<ExportHfOptions>();
+  CLI::App* sub = app.add_subcommand("export-hf", "Write a checkpoint's weights as a Hugging Face model (safetensors)");
+  sub->add_option("--checkpoint", o->checkpoint, "Checkpoint root of fsdpx run --checkpoint-dir, or one step-NNNNNN")
+      ->required();
+  sub->add_option("-o,--output", o->output, "Output directory (config.json, model.safetensors)")->required();
+  sub->callback([o] { run_export_hf(*o); });
+}
+
+}  // namespace fsdpx
