@@ -1,8 +1,9 @@
 // planner/target.cpp — target names and what each target cannot run. fsdpx's limits mirror the
-// executor's checks (executor/runtime/runtime_program.cpp check_runnable: pp of 1; tp and cp of 1 on
-// CUDA, and on the CPU degrees that split the FFN, vocabulary, KV heads and tokens evenly, without
-// op-level selective recompute; a tied head in the embedding's unit; the CPU backend reduces in fp32,
-// the CUDA one in fp32 or bf16); torchtitan's are the exporter's notes (export_torchtitan_map.cpp).
+// executor's checks (executor/runtime/runtime_program.cpp check_runnable: tp, cp and pp of 1 on CUDA;
+// on the CPU tp and cp degrees that split the FFN, vocabulary, KV heads and tokens evenly, without
+// op-level selective recompute, and pp with tp = cp = 1; a tied head in the embedding's unit, or under
+// pp the embedding alone in its unit; the CPU backend reduces in fp32, the CUDA one in fp32 or bf16);
+// torchtitan's are the exporter's notes (export_torchtitan_map.cpp).
 #include "planner/target.h"
 
 #include <algorithm>
@@ -15,6 +16,12 @@
 namespace fsdpx {
 
 namespace {
+
+bool alone_in_unit(const Plan& p, const char* a) {
+  for (const PlanUnit& u : p.units)
+    if (std::find(u.modules.begin(), u.modules.end(), a) != u.modules.end()) return u.modules.size() == 1;
+  return false;
+}
 
 bool same_unit(const Plan& p, const char* a, const char* b) {
   for (const PlanUnit& u : p.units) {
@@ -49,10 +56,16 @@ std::vector<std::string> fsdpx_gaps(const Plan& p) {
     if (degree > 1 && !cpu)
       gaps.push_back(fmt::format("{} = {}: fsdpx's CUDA backend runs {} = 1 only (the CPU backend runs it)", name,
                                  degree, name));
-  if (par.pp > 1) gaps.push_back(fmt::format("pp = {}: fsdpx's executor runs pp = 1 only", par.pp));
+  if (par.pp > 1 && !cpu)
+    gaps.push_back(fmt::format("pp = {}: fsdpx's CUDA backend runs pp = 1 only (the CPU backend runs pipelines)", par.pp));
+  if (par.pp > 1 && par.tp * par.cp > 1)
+    gaps.push_back(fmt::format("pp = {} with tp = {}, cp = {}: fsdpx's executor runs pipelines with tp = cp = 1",
+                               par.pp, par.tp, par.cp));
   if (cpu && par.tp > 1) cpu_tensor_parallel_gaps(p, gaps);
-  if (p.model.tied_embeddings && !same_unit(p, "embedding", "head"))
+  if (p.model.tied_embeddings && par.pp == 1 && !same_unit(p, "embedding", "head"))
     gaps.push_back("a tied head outside the embedding's unit: the executor keeps the shared weight in one unit");
+  if (p.model.tied_embeddings && par.pp > 1 && !alone_in_unit(p, "embedding"))
+    gaps.push_back("a tied embedding sharing its unit under pp: the last stage's copy repeats the embedding's unit");
   if (cpu ? p.precision.reduce != DType::fp32 : (p.precision.reduce != DType::fp32 && p.precision.reduce != DType::bf16))
     gaps.push_back(fmt::format("reduce dtype {}: the {} backend reduces in {}", dtype_name(p.precision.reduce),
                                cpu ? "CPU" : "CUDA", cpu ? "fp32" : "fp32 or bf16"));

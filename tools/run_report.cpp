@@ -30,6 +30,9 @@ std::string progress_line(const StepMetrics& m, const RunRecord& r, double elaps
 std::string run_header_text(const Plan& plan, const RunRecord& r) {
   const Parallelism& p = plan.parallelism;
   std::string mesh = fmt::format("dp_shard {} x dp_replicate {}", p.dp_shard, p.dp_replicate);
+  if (p.pp > 1)
+    mesh = fmt::format("pp {} ({}{}, {} micro-batches) x ", p.pp, pipeline_schedule_name(p.pp_schedule),
+                       p.vpp > 1 ? fmt::format(", vpp {}", p.vpp) : "", plan.grad_accum()) + mesh;
   if (p.cp > 1) mesh += fmt::format(" x cp {}", p.cp);
   if (p.tp > 1) mesh += fmt::format(" x tp {}{}", p.tp, p.sequence_parallel ? " (sequence parallel)" : "");
   std::string s = fmt::format("training {} on {} ({} backend, {} ranks: {})\n", plan.model.name, r.data, r.backend,

@@ -1,8 +1,9 @@
 // executor/comm/communicator.h — the collective operations the FSDP runtime needs (all-gather,
-// reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) on fp32 and fp64 host buffers.
+// reduce-scatter, all-reduce, broadcast, barrier, split into sub-groups) and the point-to-point send and
+// receive of pipeline parallelism, on fp32 and fp64 host buffers.
 // Reductions are sums taken in rank order 0..n-1, so results never depend on timing (floating-point
-// addition is not associative: a fixed order makes them bit-deterministic). Leaves out averaging (the caller scales),
-// asynchronous handles and device buffers: the NCCL backend implements the same interface later.
+// addition is not associative: a fixed order makes them bit-deterministic). Leaves out averaging (the
+// caller scales), asynchronous handles and device buffers: the NCCL backend has its own device interface.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +26,13 @@ enum class ElemType { f32, f64 };
 
 // What a host communicator call is, as the implementations tag it (thread slots, TCP frames) and name it
 // in messages: one of the shared collectives (core/collective.h, whose names it uses), or the group's
-// own barrier and split.
+// own barrier and split. Point-to-point messages carry kSendRecv.
 enum CollectiveOp : std::uint32_t {
   kAllGather = 1 + std::uint32_t(Collective::all_gather),
   kReduceScatter = 1 + std::uint32_t(Collective::reduce_scatter),
   kAllReduce = 1 + std::uint32_t(Collective::all_reduce),
   kBroadcast = 1 + std::uint32_t(Collective::broadcast),
+  kSendRecv = 1 + std::uint32_t(Collective::send_recv),
   kBarrier = 1 + std::uint32_t(kCollectiveCount),
   kSplit,
 };
@@ -76,6 +78,19 @@ class Communicator {
     broadcast_impl(buf, count, root, elem_type_of<T>());
   }
   virtual void barrier() = 0;
+  // Point to point (pipeline stages). send copies buf [count] out and returns without waiting for the
+  // receiver (a buffered send: with blocking sends a 1F1B schedule deadlocks, since neighbouring stages
+  // post their sends and receives in different orders); recv blocks until the message arrives. Messages
+  // from one rank to another with one tag arrive in the order sent; tags keep independent streams apart
+  // (activations, gradients). A receive whose count or type differs from the message's fails the family.
+  template <class T>
+  void send(const T* buf, std::int64_t count, int peer, int tag) {
+    send_impl(buf, count, elem_type_of<T>(), peer, tag);
+  }
+  template <class T>
+  void recv(T* buf, std::int64_t count, int peer, int tag) {
+    recv_impl(buf, count, elem_type_of<T>(), peer, tag);
+  }
   // Collective: ranks with the same color form a new group, ordered by (key, old rank). As MPI_Comm_split
   // and ncclCommSplit; used for the dp_shard and dp_replicate axes of HSDP.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
@@ -88,6 +103,8 @@ class Communicator {
   virtual void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) = 0;
   virtual void all_reduce_impl(void* buf, std::int64_t count, ElemType t) = 0;
   virtual void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) = 0;
+  virtual void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
+  virtual void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
 };
 
 }  // namespace fsdpx

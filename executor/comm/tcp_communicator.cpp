@@ -182,6 +182,22 @@ void TcpCommunicator::broadcast_impl(void* buf, std::int64_t count, int root, El
   for (int j = 1; j < size(); ++j) to_member(j, kBroadcast, count, t, buf, j == root ? 0 : bytes);
 }
 
+void TcpCommunicator::send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+  FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "send: peer out of range or self");
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count);
+  mesh_->send(members_[std::size_t(peer)], header(kSendRecv, count, t, tag, bytes), buf, "send_recv");
+}
+
+void TcpCommunicator::recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+  FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "recv: peer out of range or self");
+  const std::size_t bytes = elem_bytes(t) * std::size_t(count);
+  const tcp::Message m = mesh_->receive_p2p(members_[std::size_t(peer)], group_id_, tag, mesh_->timeout_s(), "send_recv");
+  if (m.h.count != count || m.h.type != std::int32_t(t) || m.payload.size() != bytes)
+    mesh_->fail(fmt::format("rank {}: mismatched send_recv: rank {} sent {} elements (tag {}), the receive expects {}",
+                            members_[std::size_t(rank_)], members_[std::size_t(peer)], m.h.count, tag, count));
+  if (bytes > 0) std::memcpy(buf, m.payload.data(), bytes);
+}
+
 std::unique_ptr<Communicator> TcpCommunicator::split(int color, int key) {
   FSDP_CHECK(color >= 0, "split: color must be non-negative");
   const std::int32_t mine[2] = {color, key};

@@ -4,7 +4,8 @@
 // ThreadCommunicator does, so results are bit-identical to the threads run. Sub-groups from split()
 // share the family's pairwise sockets (tcp_mesh.h) and tag frames with a group id. No wait is
 // unbounded: the group's rank 0 waits timeout_s for each member, the others timeout_s + 1 s for it,
-// then the family aborts with a message naming the rank that did not answer. Leaves out speed
+// then the family aborts with a message naming the rank that did not answer. A point-to-point send is
+// one frame to the peer (buffered by the sockets and the peer's inbox). Leaves out speed
 // (no ring, no pipelining, no overlap) and byte-order conversion between unlike hosts.
 #pragma once
 
@@ -37,6 +38,8 @@ class TcpCommunicator final : public Communicator {
   void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) override;
   void all_reduce_impl(void* buf, std::int64_t count, ElemType t) override;
   void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
+  void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
+  void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
 
  private:
   tcp::Header header(std::uint32_t kind, std::int64_t count, ElemType t, int root, std::size_t payload_bytes) const;

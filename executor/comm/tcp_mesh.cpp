@@ -105,19 +105,35 @@ std::shared_ptr<Mesh> Mesh::connect(Rendezvous& rdzv, double timeout_s) {
 void Mesh::send(int peer, Header h, const void* payload, const char* what) {
   check_aborted();
   h.magic = kMagic;
-  Peer& p = *peers_[std::size_t(peer)];
-  const net::Deadline d = net::deadline_after(timeout_s_);
-  net::IoStatus st;
-  {
-    std::lock_guard<std::mutex> lock(p.send_mu);
-    st = net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(&h), sizeof h, d);
-    if (st == net::IoStatus::ok && h.payload_bytes > 0)
-      st = net::send_all(p.fd.get(), static_cast<const std::uint8_t*>(payload), std::size_t(h.payload_bytes), d);
-  }
+  const net::IoStatus st = write_frame(*peers_[std::size_t(peer)], h, payload, net::deadline_after(timeout_s_));
   if (st == net::IoStatus::closed)
     fail(fmt::format("rank {} closed its connection (exited or failed) during {}", peer, what));
   if (st == net::IoStatus::timeout)
     fail(fmt::format("rank {}: timed out after {} s sending {} to rank {}", rank_, timeout_s_, what, peer));
+}
+
+// The send mutex is held only while writing (abort() may send from another thread), and `mid_frame`
+// keeps an abort frame from landing inside this one while the socket is full and peers are read.
+net::IoStatus Mesh::write_frame(Peer& p, const Header& h, const void* payload, net::Deadline deadline) {
+  const std::uint8_t* parts[2] = {reinterpret_cast<const std::uint8_t*>(&h), static_cast<const std::uint8_t*>(payload)};
+  const std::size_t sizes[2] = {sizeof h, std::size_t(h.payload_bytes)};
+  for (int k = 0; k < 2; ++k)
+    for (std::size_t done = 0; done < sizes[k];) {
+      std::size_t sent = 0;
+      net::IoStatus st;
+      {
+        std::lock_guard<std::mutex> lock(p.send_mu);
+        st = net::send_some(p.fd.get(), parts[k] + done, sizes[k] - done, &sent);
+        done += sent;
+        p.mid_frame = st == net::IoStatus::ok && (k == 0 || done < sizes[k]);
+      }
+      if (st != net::IoStatus::ok) return st;
+      if (sent > 0) continue;
+      if (net::ms_until(deadline) == 0) return net::IoStatus::timeout;
+      poll_peers(std::min(deadline, net::deadline_after(kSliceMs / 1000.0)), p.fd.get());
+      pump();  // the socket is full: take in what peers sent meanwhile, so that they can go on writing
+    }
+  return net::IoStatus::ok;
 }
 
 void Mesh::cut_messages(int peer) {
@@ -151,30 +167,60 @@ void Mesh::pump() {
   }
 }
 
-Message Mesh::receive(int peer, std::uint64_t group, double wait_s, const char* what) {
+Message Mesh::wait_for(int peer, const std::function<int(const std::deque<Message>&)>& pick, double wait_s,
+                       const char* what) {
   const net::Deadline deadline = net::deadline_after(wait_s);
   Peer& p = *peers_[std::size_t(peer)];
   for (;;) {
     check_aborted();
     pump();
     forward_abort();
-    if (!p.inbox.empty()) {
-      Message m = std::move(p.inbox.front());
-      p.inbox.pop_front();
-      if (m.h.group != group)
-        fail(fmt::format("rank {}: mismatched collectives: rank {} sent {} of another group while rank {} waited in {}",
-                         rank_, peer, kind_name(m.h.kind), rank_, what));
+    const int at = pick(p.inbox);
+    if (at >= 0) {
+      Message m = std::move(p.inbox[std::size_t(at)]);
+      p.inbox.erase(p.inbox.begin() + at);
       return m;
     }
     if (p.closed) fail(fmt::format("rank {} closed its connection (exited or failed) during {}", peer, what));
     if (net::ms_until(deadline) == 0)
       fail(fmt::format("rank {}: timed out after {:g} s waiting for rank {} in {}", rank_, wait_s, peer, what));
-    std::vector<pollfd> fds;
-    for (int j = 0; j < size(); ++j)
-      if (j != rank_ && !peers_[std::size_t(j)]->closed && peers_[std::size_t(j)]->fd)
-        fds.push_back({peers_[std::size_t(j)]->fd.get(), POLLIN, 0});
-    net::poll_until(fds, std::min(deadline, net::deadline_after(kSliceMs / 1000.0)));
+    poll_peers(std::min(deadline, net::deadline_after(kSliceMs / 1000.0)), -1);
   }
+}
+
+void Mesh::poll_peers(net::Deadline deadline, int out_fd) {
+  std::vector<pollfd> fds;
+  for (int j = 0; j < size(); ++j)
+    if (j != rank_ && !peers_[std::size_t(j)]->closed && peers_[std::size_t(j)]->fd)
+      fds.push_back({peers_[std::size_t(j)]->fd.get(), POLLIN, 0});
+  if (out_fd >= 0) fds.push_back({out_fd, POLLOUT, 0});
+  net::poll_until(fds, deadline);
+}
+
+Message Mesh::receive(int peer, std::uint64_t group, double wait_s, const char* what) {
+  Message m = wait_for(
+      peer,
+      [](const std::deque<Message>& inbox) {
+        for (std::size_t i = 0; i < inbox.size(); ++i)
+          if (inbox[i].h.kind != kSendRecv) return int(i);
+        return -1;
+      },
+      wait_s, what);
+  if (m.h.group != group)
+    fail(fmt::format("rank {}: mismatched collectives: rank {} sent {} of another group while rank {} waited in {}",
+                     rank_, peer, kind_name(m.h.kind), rank_, what));
+  return m;
+}
+
+Message Mesh::receive_p2p(int peer, std::uint64_t group, int tag, double wait_s, const char* what) {
+  return wait_for(
+      peer,
+      [&](const std::deque<Message>& inbox) {
+        for (std::size_t i = 0; i < inbox.size(); ++i)
+          if (inbox[i].h.kind == kSendRecv && inbox[i].h.group == group && inbox[i].h.root == tag) return int(i);
+        return -1;
+      },
+      wait_s, what);
 }
 
 void Mesh::abort(const std::string& msg_in) {
@@ -195,7 +241,7 @@ void Mesh::abort(const std::string& msg_in) {
     Peer& p = *peers_[std::size_t(j)];
     if (j == rank_ || !p.fd) continue;
     std::unique_lock<std::mutex> lock(p.send_mu, std::try_to_lock);  // a send in progress: skip (best effort)
-    if (!lock) continue;
+    if (!lock || p.mid_frame) continue;
     if (net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(&h), sizeof h, d) == net::IoStatus::ok)
       net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size(), d);
   }

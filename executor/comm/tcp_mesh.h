@@ -1,12 +1,15 @@
 // executor/comm/tcp_mesh.h — the connections under the TCP communicator: one socket between every pair
 // of ranks (addresses swapped through the rendezvous), fixed 40-byte headers tagged with a group id,
-// per-peer inboxes so a frame for a later collective waits its turn, and the family's abort flag
-// (an abort frame goes to every peer, and each receiver passes it on once). Every wait has a deadline. Leaves out byte-order conversion
-// (all ranks are assumed to share one architecture), encryption and reconnecting.
+// per-peer inboxes so a frame for a later collective or point-to-point message waits its turn, and the
+// family's abort flag (an abort frame goes to every peer, and each receiver passes it on once). A send
+// that finds the socket full reads what its peers sent meanwhile, so two ranks sending to each other
+// never wait on one another. Every wait has a deadline. Leaves out byte-order conversion (all ranks are
+// assumed to share one architecture), encryption and reconnecting.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,7 +36,7 @@ struct Header {
   std::int64_t count = 0;           // elements, as passed to the collective
   std::uint64_t payload_bytes = 0;  // bytes that follow the header
   std::int32_t type = 0;            // ElemType
-  std::int32_t root = 0;
+  std::int32_t root = 0;            // broadcast: the root; send_recv: the tag
 };
 
 struct Message {
@@ -55,10 +58,13 @@ class Mesh {
 
   // Sends header + payload to global rank `peer`; fail()s when it has gone or stops reading.
   void send(int peer, Header h, const void* payload, const char* what);
-  // The next frame from `peer`, which must belong to `group`. Waits at most wait_s, then fail()s naming
-  // `peer`; fail()s at once when it closed the connection; throws CommAborted on an abort frame from
-  // any peer or a local abort().
+  // The next collective frame from `peer` (point-to-point frames stay queued), which must belong to
+  // `group`. Waits at most wait_s, then fail()s naming `peer`; fail()s at once when it closed the
+  // connection; throws CommAborted on an abort frame from any peer or a local abort().
   Message receive(int peer, std::uint64_t group, double wait_s, const char* what);
+  // The oldest point-to-point frame (kind send_recv) from `peer` in `group` with tag `tag`; waits as
+  // receive() does.
+  Message receive_p2p(int peer, std::uint64_t group, int tag, double wait_s, const char* what);
 
   // Marks the family aborted (the first message wins) and sends an abort frame to every peer.
   void abort(const std::string& msg);
@@ -73,10 +79,17 @@ class Mesh {
     std::vector<std::uint8_t> bytes;  // received, not yet cut into messages
     std::deque<Message> inbox;
     bool closed = false;
-    std::mutex send_mu;  // abort() may send from another thread
+    std::mutex send_mu;      // abort() may send from another thread
+    bool mid_frame = false;  // a frame is partly written (guarded by send_mu)
   };
+  net::IoStatus write_frame(Peer& p, const Header& h, const void* payload, net::Deadline deadline);
   // Reads what has arrived on every open connection into the inboxes; records abort frames.
   void pump();
+  // Waits for the frame of `peer`'s inbox at the index `pick` returns (-1: none yet) and removes it.
+  Message wait_for(int peer, const std::function<int(const std::deque<Message>&)>& pick, double wait_s,
+                   const char* what);
+  // poll() on every open connection for input (and on `out_fd` for output when >= 0) until `deadline`.
+  void poll_peers(net::Deadline deadline, int out_fd);
   void cut_messages(int peer);
   // After an abort frame arrived: sends it on to every peer, then throws CommAborted.
   void forward_abort();

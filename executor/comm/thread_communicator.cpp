@@ -95,8 +95,44 @@ std::shared_ptr<ThreadGroup> ThreadGroup::create(int size, double timeout_s, std
 }
 
 void ThreadGroup::wake_all() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mail_mu_);
+  mail_cv_.notify_all();
+}
+
+void ThreadGroup::post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count) {
+  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  Letter letter{t, count, std::vector<char>(elem_bytes(t) * static_cast<std::size_t>(count))};
+  if (count > 0) std::memcpy(letter.bytes.data(), buf, letter.bytes.size());
+  std::lock_guard<std::mutex> lock(mail_mu_);
+  mail_[{from, to, tag}].push_back(std::move(letter));
+  mail_cv_.notify_all();
+}
+
+void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count) {
+  std::unique_lock<std::mutex> lock(mail_mu_);
+  std::deque<Letter>& box = mail_[{from, to, tag}];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  mail_cv_.wait_until(lock, deadline, [&] { return !box.empty() || family_->aborted(); });
+  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  std::string msg;
+  if (box.empty()) {
+    msg = fmt::format("rank {}: timed out after {} s waiting for a message from rank {} (tag {})", to, timeout_s_,
+                      from, tag);
+  } else if (box.front().type != t || box.front().count != count) {
+    msg = fmt::format("rank {}: mismatched send_recv: rank {} sent {} elements (tag {}), the receive expects {}", to,
+                      from, box.front().count, tag, count);
+  } else {
+    if (count > 0) std::memcpy(buf, box.front().bytes.data(), box.front().bytes.size());
+    box.pop_front();
+    return;
+  }
+  lock.unlock();  // abort() takes this group's mutexes to notify
+  family_->abort(msg);
+  throw CommAborted("collective aborted: " + msg);
 }
 
 void ThreadGroup::arrive(int rank, const char* what) {
@@ -219,6 +255,16 @@ void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root,
   if (rank_ != root)
     std::memcpy(buf, group_->slots()[static_cast<std::size_t>(root)].in, elem_bytes(t) * static_cast<std::size_t>(count));
   group_->arrive(rank_, s.what);
+}
+
+void ThreadCommunicator::send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+  FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "send: peer out of range or self");
+  group_->post(rank_, peer, tag, t, buf, count);
+}
+
+void ThreadCommunicator::recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+  FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "recv: peer out of range or self");
+  group_->take(peer, rank_, tag, t, buf, count);
 }
 
 std::unique_ptr<Communicator> ThreadCommunicator::split(int color, int key) {

@@ -3,15 +3,19 @@
 // rank order 0..n-1, so results are bit-identical run to run (floating-point addition is not
 // associative, so the order is fixed). A failing rank aborts the group family (the group and every group split from it), which
 // wakes all waiters with its message; a barrier that waits longer than timeout_s aborts too, so a
-// mismatched program ends with an error instead of a hang. Leaves out overlap: collectives block.
+// mismatched program ends with an error instead of a hang. Point-to-point messages are copied into the
+// receiver's mailbox, so a send never waits. Leaves out overlap: collectives block.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "executor/comm/communicator.h"
@@ -78,6 +82,12 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   void abort(const std::string& msg) { family_->abort(msg); }
   void wake_all();  // called by AbortState::abort
 
+  // Point to point: `post` copies the message into the mailbox of (from, to, tag) and returns; `take`
+  // waits (timeout_s, abort) for the oldest message there and copies it out, failing the family when
+  // its count or type differ from the receiver's.
+  void post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count);
+  void take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count);
+
  private:
   int size_;
   double timeout_s_;
@@ -87,6 +97,14 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   std::condition_variable cv_;
   int arrived_ = 0;
   std::uint64_t generation_ = 0;
+  struct Letter {
+    ElemType type = ElemType::f32;
+    std::int64_t count = 0;
+    std::vector<char> bytes;
+  };
+  std::map<std::tuple<int, int, int>, std::deque<Letter>> mail_;  // (from, to, tag) -> messages in send order
+  std::mutex mail_mu_;
+  std::condition_variable mail_cv_;
 };
 
 class ThreadCommunicator final : public Communicator {
@@ -103,6 +121,8 @@ class ThreadCommunicator final : public Communicator {
   void reduce_scatter_impl(const void* in, void* out, std::int64_t count, ElemType t) override;
   void all_reduce_impl(void* buf, std::int64_t count, ElemType t) override;
   void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
+  void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
+  void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
 
  private:
   std::shared_ptr<ThreadGroup> group_;

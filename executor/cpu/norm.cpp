@@ -53,7 +53,7 @@ void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const
 template <class Real>
 void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
                         const Real* weight, const Real* mean, const Real* rstd, std::int64_t n, std::int64_t c) {
-  parallel_for(n, n * c, [&](std::int64_t i) {
+  if (dinp != nullptr) parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* dy = dout + i * c;
     const Real* x = inp + i * c;
     const Real m = mean[i], s = rstd[i];
@@ -70,6 +70,7 @@ void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout
     for (std::int64_t j = 0; j < c; ++j)
       dx[j] += s * (dy[j] * weight[j] - dnorm_mean - (x[j] - m) * s * dnorm_norm_mean);
   });
+  if (dweight == nullptr) return;
   sum_rows_per_channel(dweight, n, c, [&](std::int64_t i, std::int64_t j) {
     return dout[i * c + j] * ((inp[i * c + j] - mean[i]) * rstd[i]);
   });
@@ -94,7 +95,7 @@ void rmsnorm_forward(Real* out, Real* rstd, const Real* inp, const Real* weight,
 template <class Real>
 void rmsnorm_backward(Real* dinp, Real* dweight, const Real* dout, const Real* inp, const Real* weight,
                       const Real* rstd, std::int64_t n, std::int64_t c) {
-  parallel_for(n, n * c, [&](std::int64_t i) {
+  if (dinp != nullptr) parallel_for(n, n * c, [&](std::int64_t i) {
     const Real* dy = dout + i * c;
     const Real* x = inp + i * c;
     const Real s = rstd[i];
@@ -105,6 +106,7 @@ void rmsnorm_backward(Real* dinp, Real* dweight, const Real* dout, const Real* i
     Real* dx = dinp + i * c;
     for (std::int64_t j = 0; j < c; ++j) dx[j] += s * (dy[j] * weight[j] - x[j] * s * dnorm_norm_mean);
   });
+  if (dweight == nullptr) return;
   sum_rows_per_channel(dweight, n, c,
                        [&](std::int64_t i, std::int64_t j) { return dout[i * c + j] * inp[i * c + j] * rstd[i]; });
 }

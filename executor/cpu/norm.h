@@ -1,7 +1,8 @@
 // executor/cpu/norm.h — LayerNorm (GPT-2; Ba et al. 2016) and RMSNorm (Llama; Zhang & Sennrich 2019)
 // over the last dim, forward and backward, after llm.c train_gpt2.c layernorm_forward/backward.
 // Per-row statistics (mean, rstd) are saved for backward. Backward accumulates (+=) into dinp, dweight,
-// dbias. Leaves out fusing the residual add (llm.c's fused_residual_forward is a GPU optimisation).
+// dbias; a null dinp skips the input gradient (then weight may be null) and a null dweight the parameter
+// gradients, so a pipeline's split backward computes them in two passes. Leaves out fusing the residual add (llm.c's fused_residual_forward is a GPU optimisation).
 #pragma once
 
 #include <cstdint>

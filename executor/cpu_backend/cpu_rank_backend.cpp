@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/errors.h"
 #include "executor/model/init.h"
 #include "executor/runtime/module_pointers.h"
@@ -36,97 +38,221 @@ std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const Param
   return out;
 }
 
+int unit_with(const Plan& plan, const std::string& module) {
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    for (const std::string& m : plan.units[u].modules)
+      if (m == module) return int(u);
+  return -1;
+}
+
 }  // namespace
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
     : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
       model_comm_(nullptr, nullptr, kernel_profiler),
-      model_(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
-             model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
+      models_(rp.plan, model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
+  const PipelinePlace place = pipeline_place(rp, world_->rank());
+  role_ = place.role;
+  mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
   const int unit_shard = at.unit_shard;
   const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
+  units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-    units_.emplace_back(rp.flats[u], unit_shard, replicated_params(rp, int(u)), &mem_);
     const FlatUnitLayout& f = rp.flats[u];
+    if (unit_role(rp, int(u)) == role_)
+      units_[u] = std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, int(u)), &mem_);
     replicated_ranges_.push_back(replicated_ranges(local, f, std::int64_t(unit_shard) * f.shard_numel, f.shard_numel));
   }
+  const int source = tied_copy_source(rp);
+  if (source >= 0 && role_ == rp.program.pp - 1) {
+    copy_source_ = source;
+    head_unit_ = unit_with(rp.plan, "head");
+    tied_copy_ = std::make_unique<FsdpUnit>(rp.flats[std::size_t(source)], unit_shard,
+                                            replicated_params(rp, source), &mem_);
+  }
   segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, local, rp.program.segments, par_);
+  message_.resize(std::size_t(rp.plan.training.micro_batch * rp.plan.training.seq * rp.plan.model.hidden));
 }
 
-// Every rank splits the same groups in the same order (split is collective over the world): each
-// group instance is colored by its lowest rank, its members ordered as the program's group_members.
+// Every rank splits the same groups in the same order (split is collective over the world). A group
+// inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh rank, its members
+// ordered as program/group_members lists them; a mesh point's pipeline ranks by the mesh rank, ordered
+// by pipeline rank.
 void CpuRankBackend::connect() {
+  const Mesh& mesh = rp_.program.mesh;
   auto split = [&](GroupKind kind) {
     ProcessGroup g;
     g.kind = kind;
     std::vector<int> members;
-    group_members(rp_.program.mesh, g, world_->rank(), members);
-    const auto at = std::find(members.begin(), members.end(), world_->rank()) - members.begin();
-    return world_->split(members.front(), int(at));
+    group_members(mesh, g, mesh_rank_, members);
+    const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
+    return world_->split(role_ * mesh.size() + members.front(), int(at));
   };
   shard_comm_ = split(GroupKind::dp_shard);
   replica_comm_ = split(GroupKind::dp_replicate);
   if (par_.tp > 1) tp_comm_ = split(GroupKind::tp);
   if (par_.cp > 1) cp_comm_ = split(GroupKind::cp), replica_cp_comm_ = split(GroupKind::replicate_cp),
                    dp_cp_comm_ = split(GroupKind::dp_cp);
-  if (par_.any()) dp_all_comm_ = split(GroupKind::dp_all);
+  const int pp = rp_.program.pp;
+  if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all);
   model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
+  if (pp == 1) return;
+  pp_all_comm_ = world_->split(mesh_rank_, role_);
+  const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
+  if (rp_.plan.model.tied_embeddings) pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_);
+}
+
+FsdpUnit& CpuRankBackend::own(int unit) {
+  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
+  return *units_[std::size_t(unit)];
+}
+
+const FsdpUnit& CpuRankBackend::own(int unit) const {
+  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
+  return *units_[std::size_t(unit)];
+}
+
+std::vector<FsdpUnit*> CpuRankBackend::all_units() {
+  std::vector<FsdpUnit*> out;
+  for (auto& u : units_)
+    if (u) out.push_back(u.get());
+  if (tied_copy_) out.push_back(tied_copy_.get());
+  return out;
 }
 
 void CpuRankBackend::init_params(std::uint64_t seed) {
-  for (FsdpUnit& u : units_) {
-    UnitShardState& s = u.state();
-    init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u.flat(), seed, s.shard_offset,
-                    s.shard_offset + u.flat().shard_numel, s.params.data());
+  // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
+  for (FsdpUnit* u : all_units()) {
+    UnitShardState& s = u->state();
+    init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
+                    s.shard_offset + u->flat().shard_numel, s.params.data());
     std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
     std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
   }
 }
 
-void CpuRankBackend::copy_masters_to_replicas() {
-  for (std::size_t u = 0; u < units_.size(); ++u)
-    if (master_is_replica(rp_, int(u))) units_[u].copy_master_to_replica();
+void CpuRankBackend::load_unit_state(int unit, const UnitShardState& s) {
+  FSDP_CHECK(holds_unit(unit), fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
+  if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->state() = s;
+  if (unit == copy_source_) tied_copy_->state() = s;
 }
 
+void CpuRankBackend::copy_masters_to_replicas() {
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (units_[u] && master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica();
+  if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica();
+}
+
+// Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
 Communicator& CpuRankBackend::comm(MeshGroup group) {
-  const GroupCommunicators<Communicator> groups{world_.get(),       shard_comm_.get(),      replica_comm_.get(),
-                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get()};
+  Communicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
+  const GroupCommunicators<Communicator> groups{mesh,               shard_comm_.get(),      replica_comm_.get(),
+                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
+                                                pp_all_comm_.get()};
   return group_communicator(group, groups);
 }
 
 void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
-  FsdpUnit& u = units_[std::size_t(unit)];
-  if (drop_kept) u.drop_kept_copy();
-  u.gather(comm(group));
+  for (FsdpUnit* u : {&own(unit), copy_with(unit)}) {
+    if (u == nullptr) continue;
+    if (drop_kept) u->drop_kept_copy();
+    u->gather(comm(group));
+  }
 }
 
-void CpuRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) {
-  model_.set_batch(tokens, targets);
+void CpuRankBackend::release(int unit, double kept_bytes) {
+  own(unit).release_params(kept_bytes);
+  if (FsdpUnit* copy = copy_with(unit)) copy->release_params(kept_bytes);
 }
 
-void CpuRankBackend::forward(int segment) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
-  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model_.forward_module(m, p);
-  mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
-  if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model_.loss()));
+void CpuRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
+  models_.at(mb).set_batch(tokens, targets);
 }
 
-void CpuRankBackend::backward(int segment, int unit) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const double working = segment_bytes_[std::size_t(segment)].working;
-  mem_.alloc(MemCategory::transient, working);
-  const std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
-  FsdpUnit& u = units_[std::size_t(unit)];
-  const std::vector<float*> g =
+// Module pointers of every unit whose parameters are unsharded; the last stage's tied head reads the
+// token table (module 0) from its copy.
+std::vector<const float*> CpuRankBackend::param_ptrs() const {
+  std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
+  if (tied_copy_ && tied_copy_->params_live()) p[0] = tied_copy_->module_params(0);
+  return p;
+}
+
+std::vector<float*> CpuRankBackend::grad_ptrs(int unit) {
+  FsdpUnit& u = own(unit);
+  std::vector<float*> g =
       unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model_.backward_module(m, p, g);
-  mem_.free(MemCategory::transient, working);
-  mem_.free(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
+  if (FsdpUnit* copy = copy_with(unit)) g[0] = copy->module_grads(0);
+  return g;
+}
+
+void CpuRankBackend::forward(int segment, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  Transformer<float>& model = models_.at(mb);
+  const std::vector<const float*> p = param_ptrs();
+  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model.forward_module(m, p);
+  models_.forward_done(mb);
+  mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
+  if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model.loss()));
+}
+
+void CpuRankBackend::backward(int segment, int unit, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
+  mem_.alloc(MemCategory::transient, bytes.working);
+  Transformer<float>& model = models_.at(mb);
+  const std::vector<const float*> p = param_ptrs();
+  const std::vector<float*> g = grad_ptrs(unit);
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_module(m, p, g);
+  models_.backward_done(mb);
+  mem_.free(MemCategory::transient, bytes.working);
+  mem_.free(MemCategory::activations, bytes.saved);
+}
+
+// Zero bubble's B: the activations W reads stay in the model, so they are counted until W.
+void CpuRankBackend::backward_input(int segment, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
+  mem_.alloc(MemCategory::transient, bytes.working);
+  Transformer<float>& model = models_.at(mb);
+  const std::vector<const float*> p = param_ptrs();
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_input_module(m, p);
+  mem_.free(MemCategory::transient, bytes.working);
+  mem_.alloc(MemCategory::activations, bytes.weight_pass);
+}
+
+void CpuRankBackend::backward_weight(int segment, int unit, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
+  Transformer<float>& model = models_.at(mb);
+  const std::vector<float*> g = grad_ptrs(unit);
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_weight_module(m, g);
+  models_.backward_done(mb);
+  mem_.free(MemCategory::activations, bytes.saved + bytes.weight_pass);
+}
+
+// Activations leave after the segment's last module and enter before its first; their gradient leaves
+// w.r.t. the segment's input and enters w.r.t. its output. A finished micro-batch's model stays readable
+// for the send of its input gradient (micro_batch_models.h).
+void CpuRankBackend::send(Payload payload, int segment, int mb, int peer, int tag) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const Transformer<float>& model = models_.get(mb);
+  const float* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
+                                                      : model.input_grad();
+  world_->send(data, std::int64_t(message_.size()), peer, tag);
+}
+
+void CpuRankBackend::recv(Payload payload, int segment, int mb, int peer, int tag) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  world_->recv(message_.data(), std::int64_t(message_.size()), peer, tag);
+  Transformer<float>& model = models_.at(mb);
+  if (payload == Payload::activations)
+    model.set_input(seg.first_module, message_.data());
+  else
+    model.set_output_grad(seg.first_module + seg.module_count - 1, message_.data());
 }
 
 std::vector<double> CpuRankBackend::take_losses() {
@@ -135,22 +261,42 @@ std::vector<double> CpuRankBackend::take_losses() {
   return out;
 }
 
-void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) { units_[std::size_t(unit)].reduce_scatter(comm(group)); }
+void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) {
+  own(unit).reduce_scatter(comm(group));
+  if (FsdpUnit* copy = copy_with(unit)) copy->reduce_scatter(comm(group));
+}
 
 void CpuRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
-  units_[std::size_t(unit)].all_reduce_reduced(comm(group));
+  own(unit).all_reduce_reduced(comm(group));
+  if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group));
 }
 
-void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) { units_[std::size_t(unit)].all_reduce_full(comm(group)); }
+void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) {
+  own(unit).all_reduce_full(comm(group));
+  if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_full(comm(group));
+}
 
 void CpuRankBackend::finish_reduction(int unit) {
-  if (!units_[std::size_t(unit)].finish_reduction() && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
+  bool finite = own(unit).finish_reduction();
+  if (FsdpUnit* copy = copy_with(unit)) finite = copy->finish_reduction() && finite;
+  if (!finite && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
 }
 
+// The accumulated (reduced) shards of the two copies of the table line up element for element: the
+// copy has the embedding unit's layout and shard.
+void CpuRankBackend::all_reduce_tied(int unit) {
+  FSDP_CHECK(pp_ends_comm_ != nullptr && (role_ == 0 ? unit == tied_copy_source(rp_) : tied_copy_ && unit == head_unit_),
+             "CpuRankBackend: a tied all-reduce outside the first and last stage's tied units");
+  std::vector<float>& g = role_ == 0 ? own(unit).grad_shard() : tied_copy_->grad_shard();
+  pp_ends_comm_->all_reduce(g.data(), std::int64_t(g.size()));
+}
+
+// The copy of a tied table is counted once, on the first stage.
 double CpuRankBackend::grad_sq_sum() {
   double sum = 0;
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const std::vector<float>& g = units_[u].grad_shard();
+    if (!units_[u]) continue;
+    const std::vector<float>& g = units_[u]->grad_shard();
     const auto& skip = replicated_ranges_[u];  // counted on tp rank 0 only
     std::size_t k = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -163,15 +309,15 @@ double CpuRankBackend::grad_sq_sum() {
 }
 
 void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
-  for (FsdpUnit& u : units_) {
-    UnitShardState& st = u.state();
-    adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u.grad_shard().data(),
+  for (FsdpUnit* u : all_units()) {
+    UnitShardState& st = u->state();
+    adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u->grad_shard().data(),
                  std::int64_t(st.params.size()));
   }
 }
 
 void CpuRankBackend::zero_grad_shards() {
-  for (FsdpUnit& u : units_) u.zero_grad_shard();
+  for (FsdpUnit* u : all_units()) u->zero_grad_shard();
   first_non_finite_unit_ = -1;
 }
 

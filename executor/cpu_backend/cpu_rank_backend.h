@@ -1,10 +1,14 @@
-// executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of executor/model with
-// its hand-written backward, one FsdpUnit per plan unit (fp32 masters, moments, accumulators and
-// unsharded buffers on the host) and host communicators (the world's and the groups split from it:
-// dp_shard, dp_replicate and, under tensor or context parallelism, the model's tp and cp groups and
-// the data-parallel groups spanning cp). Synchronous: every method has finished when it returns, so
-// begin_op/end_op and synchronize do nothing. Leaves out low precision: the CPU computes and
-// communicates in fp32.
+// executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of
+// executor/model with its hand-written backward (one model per micro-batch in flight,
+// micro_batch_models.h), one FsdpUnit per plan unit of the rank's pipeline stages (fp32 masters,
+// moments, accumulators and unsharded buffers on the host) and host communicators (the world's and the
+// groups split from it: dp_shard, dp_replicate, under tensor or context parallelism the model's tp and
+// cp groups and the data-parallel groups spanning cp, under pipeline parallelism the stage's dp_all and
+// across pipeline ranks the groups of one mesh point). With a tied head across stages the last stage
+// keeps a copy of the embedding's unit, laid out alike, whose gradient is summed with the first stage's
+// (all_reduce_tied) so both take the same optimizer steps (Megatron-LM's embedding group). Synchronous:
+// every method has finished when it returns, so begin_op/end_op and synchronize do nothing. Leaves out
+// low precision: the CPU computes and communicates in fp32.
 #pragma once
 
 #include <memory>
@@ -13,8 +17,8 @@
 #include "executor/comm/communicator.h"
 #include "executor/model/buffer_bytes.h"
 #include "executor/model/op_profiler.h"
-#include "executor/model/transformer.h"
 #include "executor/cpu_backend/fsdp_unit.h"
+#include "executor/cpu_backend/micro_batch_models.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 
@@ -22,26 +26,34 @@ namespace fsdpx {
 
 class CpuRankBackend final : public RankBackend {
  public:
-  // `world`: this rank's communicator over all data-parallel ranks; `kernel_profiler` may be null.
+  // `world`: this rank's communicator over all ranks; `kernel_profiler` may be null.
   CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world, OpProfiler* kernel_profiler);
 
   int rank() const override { return world_->rank(); }
   void connect() override;
   void init_params(std::uint64_t seed) override;
-  UnitShardState unit_state(int unit) const override { return units_[std::size_t(unit)].state(); }
-  void load_unit_state(int unit, const UnitShardState& s) override { units_[std::size_t(unit)].state() = s; }
+  bool holds_unit(int unit) const override { return units_[std::size_t(unit)] || unit == copy_source_; }
+  // The last stage reads the shape of a tied table's unit from its copy (load_state).
+  UnitShardState unit_state(int unit) const override {
+    return unit == copy_source_ && !units_[std::size_t(unit)] ? tied_copy_->state() : own(unit).state();
+  }
+  void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
 
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
 
   void gather(int unit, MeshGroup group, bool drop_kept) override;
-  void release(int unit, double kept_bytes) override { units_[std::size_t(unit)].release_params(kept_bytes); }
+  void release(int unit, double kept_bytes) override;
 
-  void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) override;
-  void forward(int segment) override;
-  void begin_backward(double dloss) override { model_.begin_backward(float(dloss)); }
-  void backward(int segment, int unit) override;
+  void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
+  void forward(int segment, int mb) override;
+  void begin_backward(int mb, double dloss) override { models_.at(mb).begin_backward(float(dloss)); }
+  void backward(int segment, int unit, int mb) override;
+  void backward_input(int segment, int mb) override;
+  void backward_weight(int segment, int unit, int mb) override;
+  void send(Payload payload, int segment, int mb, int peer, int tag) override;
+  void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
   std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 
@@ -49,6 +61,7 @@ class CpuRankBackend final : public RankBackend {
   void all_reduce_reduced(int unit, MeshGroup group) override;
   void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
+  void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override { return first_non_finite_unit_; }
 
   double grad_sq_sum() override;
@@ -62,19 +75,31 @@ class CpuRankBackend final : public RankBackend {
 
  private:
   Communicator& comm(MeshGroup group);
+  FsdpUnit& own(int unit);
+  const FsdpUnit& own(int unit) const;
+  // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
+  std::vector<FsdpUnit*> all_units();
+  FsdpUnit* copy_with(int unit) { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
+  std::vector<const float*> param_ptrs() const;
+  std::vector<float*> grad_ptrs(int unit);
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
-  std::unique_ptr<Communicator> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp or cp > 1
+  std::unique_ptr<Communicator> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
+  std::unique_ptr<Communicator> pp_all_comm_, pp_ends_comm_;  // pp > 1
+  int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
-  ModelComm model_comm_;  // before model_, which keeps a pointer
+  ModelComm model_comm_;  // before models_, which keep a pointer
   MemoryTracker mem_;
-  Transformer<float> model_;
-  std::vector<FsdpUnit> units_;
+  MicroBatchModels models_;
+  std::vector<std::unique_ptr<FsdpUnit>> units_;  // per plan unit; null for other stages' units
+  std::unique_ptr<FsdpUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
+  int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
   // Per unit: the [begin, end) ranges of this rank's shard holding tensors every tp rank holds whole
   // (their gradients count once in the norm: on tp rank 0).
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> replicated_ranges_;
   std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
+  std::vector<float> message_;                     // [micro_batch·seq, hidden] a received tensor
   int shard_index_ = 0, replica_index_ = 0;
   std::vector<double> losses_;         // per micro-batch since take_losses
   int first_non_finite_unit_ = -1;     // since zero_grad_shards

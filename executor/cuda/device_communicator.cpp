@@ -6,6 +6,16 @@
 
 namespace fsdpx::cuda {
 
+void DeviceCommunicator::send_recv(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op) {
+  throw_if_aborted();
+  for (const P2PCall& c : calls) {
+    FSDP_CHECK(c.count >= 0, "send_recv: count must be non-negative");
+    FSDP_CHECK(c.peer >= 0 && c.peer < size(), "send_recv: peer out of range");
+    FSDP_CHECK(c.count == 0 || c.buf != nullptr, "send_recv: null device buffer");
+  }
+  enqueue_p2p(calls, t, stream, op);
+}
+
 void DeviceCommunicator::submit(const CollectiveCall& c) {
   throw_if_aborted();
   FSDP_CHECK(c.kind == Collective::all_gather || c.kind == Collective::reduce_scatter ||

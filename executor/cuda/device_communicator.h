@@ -1,10 +1,11 @@
 // executor/cuda/device_communicator.h — the collectives of the CUDA backend on device buffers (bf16 and
 // fp32), enqueued on the caller's CUDA stream: all-gather, reduce-scatter (sum), all-reduce (sum),
-// broadcast, split into sub-groups (dp_shard, dp_replicate, tp) and a duplicate for all-gather /
-// reduce-scatter overlap. Implementations: nccl_communicator.h (one process per rank, NCCL) and
-// device_thread_communicator.h (N ranks as threads on one GPU, for tests). Leaves out send/recv,
-// NCCL groups (an FSDP unit is one flat buffer: one collective), averaging (the caller scales),
-// fp16/fp8 and CUDA-graph capture.
+// broadcast, split into sub-groups (dp_shard, dp_replicate, tp), a duplicate for all-gather /
+// reduce-scatter overlap, and batches of point-to-point sends and receives (pipeline stages; NCCL only).
+// Implementations: nccl_communicator.h (one process per rank, NCCL) and device_thread_communicator.h (N
+// ranks as threads on one GPU, for tests; no point-to-point). Leaves out NCCL groups of collectives (an
+// FSDP unit is one flat buffer: one collective), averaging (the caller scales), fp16/fp8 and CUDA-graph
+// capture.
 //
 // Stream contract (every implementation):
 // - A collective is enqueued on `stream` and is asynchronous with respect to the host: the call returns
@@ -30,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -43,7 +45,7 @@ constexpr std::size_t dtype_bytes(DType t) { return t == DType::bf16 ? 2 : 4; }
 constexpr const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "f32"; }
 
 // The collectives are fsdpx::Collective (core/collective.h): all_gather, reduce_scatter, all_reduce and
-// broadcast here, named by collective_name in the watchdog's messages.
+// broadcast here (send_recv through send_recv below), named by collective_name in the watchdog's messages.
 
 // One collective as an implementation receives it, after DeviceCommunicator checked its arguments.
 struct CollectiveCall {
@@ -55,6 +57,14 @@ struct CollectiveCall {
   int root = 0;  // broadcast only
   cudaStream_t stream = nullptr;
   std::string_view op;  // step-program op name for messages ("ag.u3.mb0.fwd"); may be empty
+};
+
+// One transfer of a point-to-point batch: `count` elements of `buf` to `peer` (send) or from it (recv).
+struct P2PCall {
+  bool send = true;
+  void* buf = nullptr;  // read by a send, written by a receive
+  std::int64_t count = 0;
+  int peer = 0;
 };
 
 class DeviceCommunicator {
@@ -88,6 +98,13 @@ class DeviceCommunicator {
                  std::string_view op = {}) {
     submit({Collective::broadcast, in, out, count, t, root, stream, op});
   }
+  // Point to point (pipeline stages): the batch's sends and receives are issued together (NCCL:
+  // ncclGroupStart, ncclSend / ncclRecv, ncclGroupEnd, as Megatron-LM's batch_isend_irecv), on `stream`,
+  // so none of them waits for another: two stages that send to and receive from each other in one batch
+  // cannot deadlock. A send pairs with the peer's receive of the same count in issue order per peer on
+  // this communicator (NCCL has no tags): keep one order per peer, or a communicator per direction.
+  void send_recv(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op = {});
+
   // Sums: NCCL reduces in its algorithm's order and in the data type (bf16 rounds at every step), so
   // results depend on the topology; the thread communicator sums in rank order 0..n-1 in fp32 and
   // rounds once, bit-identical across ranks and runs. Reduce gradients in f32 when that matters.
@@ -113,6 +130,7 @@ class DeviceCommunicator {
 
  protected:
   virtual void enqueue(const CollectiveCall& c) = 0;
+  virtual void enqueue_p2p(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op) = 0;
 
  private:
   // Throws CommAborted after an abort; checks counts, pointers and root (FSDP_CHECK), then enqueues.

@@ -133,9 +133,13 @@ void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std:
     case Collective::broadcast:
       copy_async(c.out, peers[static_cast<std::size_t>(c.root)].in, bytes, c.stream);
       break;
-    case Collective::send_recv:
+    case Collective::send_recv:  // never submitted (enqueue_p2p)
     case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
+}
+
+void DeviceThreadCommunicator::enqueue_p2p(const std::vector<P2PCall>&, DType, cudaStream_t, std::string_view) {
+  FSDP_CHECK(false, "DeviceThreadCommunicator: no point-to-point transfers (pipeline parallelism needs NCCL)");
 }
 
 std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, int key, const std::string& name) {

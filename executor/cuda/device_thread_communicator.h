@@ -2,8 +2,9 @@
 // one process on ONE device, sharing a ThreadGroup of executor/comm/thread_communicator.h (its host
 // rendezvous, abort family, split and timeout); the GPU work is cudaMemcpyAsync and a rank-order sum
 // kernel (rank_sum.h), so results are bit-identical across ranks and runs (a fixed summation order:
-// floating-point addition is not associative). For tests and single-GPU runs of multi-rank plans; leaves out speed (every rank
-// reads every peer's buffer) and multi-device use.
+// floating-point addition is not associative). For tests and single-GPU runs of multi-rank plans;
+// leaves out speed (every rank reads every peer's buffer), multi-device use and point-to-point
+// transfers (send_recv fails an FSDP_CHECK: the CUDA backend runs no pipeline parallelism).
 //
 // Stream ordering, per collective on rank r (stream s_r, events ready_r and done_r of this communicator):
 //   1. record ready_r on s_r                        (r's input is ready in s_r's order)
@@ -46,6 +47,7 @@ class DeviceThreadCommunicator final : public DeviceCommunicator {
 
  protected:
   void enqueue(const CollectiveCall& c) override;
+  void enqueue_p2p(const std::vector<P2PCall>&, DType, cudaStream_t, std::string_view) override;
 
  private:
   struct Events;  // this rank's ready/done events; peers hold a reference while they wait on them

@@ -60,6 +60,7 @@ class NcclCommunicator final : public DeviceCommunicator {
 
  protected:
   void enqueue(const CollectiveCall& c) override;
+  void enqueue_p2p(const std::vector<P2PCall>& calls, DType type, cudaStream_t stream, std::string_view op) override;
 
  private:
   [[noreturn]] void fail(const std::string& msg);
@@ -103,10 +104,38 @@ ncclResult_t NcclCommunicator::issue(const CollectiveCall& c, ncclComm_t comm) c
     case Collective::all_reduce: return ncclAllReduce(c.in, c.out, n, t, ncclSum, comm, c.stream);
     case Collective::broadcast:  // sendbuff is read on the root only
       return ncclBroadcast(c.in != nullptr ? c.in : c.out, c.out, n, t, c.root, comm, c.stream);
-    case Collective::send_recv:
+    case Collective::send_recv:  // enqueue_p2p
     case Collective::all_to_all: break;  // rejected by DeviceCommunicator::submit
   }
   return ncclInvalidArgument;
+}
+
+// One NCCL group: the sends and receives progress together (NCCL user guide, "Group Calls" and
+// "Point-to-point communication"). ncclGroupEnd may report ncclInProgress on a non-blocking
+// communicator; complete() polls it like any call.
+void NcclCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType type, cudaStream_t stream,
+                                   std::string_view op) {
+  CUDA_CHECK(cudaSetDevice(device_));
+  const ncclDataType_t t = nccl_type(type);
+  ncclResult_t r = ncclSuccess;
+  {
+    std::lock_guard<std::mutex> lock(*handle_->mu);
+    if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
+    r = ncclGroupStart();
+    for (const P2PCall& c : calls) {
+      if (r != ncclSuccess) break;
+      const auto n = static_cast<std::size_t>(c.count);
+      r = c.send ? ncclSend(c.buf, n, t, c.peer, handle_->comm, stream) : ncclRecv(c.buf, n, t, c.peer, handle_->comm, stream);
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess) r = end;
+  }
+  complete(*handle_, r, op.empty() ? std::string("send_recv") : fmt::format("send_recv {}", op));
+  CollectiveCall c;
+  c.kind = Collective::send_recv;
+  c.stream = stream;
+  c.op = op;
+  watch(c);
 }
 
 void NcclCommunicator::enqueue(const CollectiveCall& c) {

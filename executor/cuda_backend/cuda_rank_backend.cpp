@@ -125,12 +125,12 @@ void CudaRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
 
 void CudaRankBackend::release(int unit, double kept_bytes) { units_[std::size_t(unit)]->release(kept_bytes, current_); }
 
-void CudaRankBackend::set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) {
+void CudaRankBackend::set_micro_batch(int, const std::int32_t* tokens, const std::int32_t* targets) {
   use_device();
   model_->set_batch(tokens, targets, current_);
 }
 
-void CudaRankBackend::forward(int segment) {
+void CudaRankBackend::forward(int segment, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
   if (last == rp_.layout.head_index()) {
@@ -145,7 +145,7 @@ void CudaRankBackend::forward(int segment) {
   if (last == rp_.layout.head_index()) ++losses_written_;
 }
 
-void CudaRankBackend::backward(int segment, int unit) {
+void CudaRankBackend::backward(int segment, int unit, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
   CudaUnit& u = *units_[std::size_t(unit)];
@@ -156,6 +156,13 @@ void CudaRankBackend::backward(int segment, int unit) {
     mem_.free(MemCategory::activations, double(model_->saved_bytes(m)));
   }
 }
+
+// Pipeline parallelism: make_runtime_program refuses pp > 1 for CUDA, so a program never asks for these.
+void CudaRankBackend::backward_input(int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::backward_weight(int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::send(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::recv(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
+void CudaRankBackend::all_reduce_tied(int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
 
 std::vector<double> CudaRankBackend::take_losses() {
   use_device();

@@ -7,7 +7,7 @@
 // all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
 // Host waits: the losses and the gradient norm, once per
 // step, and after every model kernel group when a kernel profiler is given. Leaves out CUDA graphs and
-// tp/cp/pp.
+// tp/cp/pp (the runtime refuses pp > 1 on CUDA before lowering; the pipeline calls fail an FSDP_CHECK).
 #pragma once
 
 #include <array>
@@ -37,6 +37,7 @@ class CudaRankBackend final : public RankBackend {
   int rank() const override { return world_->rank(); }
   void connect() override;
   void init_params(std::uint64_t seed) override;
+  bool holds_unit(int) const override { return true; }  // pp = 1 (make_runtime_program refuses pp > 1 on CUDA)
   UnitShardState unit_state(int unit) const override;
   void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
@@ -47,10 +48,15 @@ class CudaRankBackend final : public RankBackend {
   void gather(int unit, MeshGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override;
 
-  void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) override;
-  void forward(int segment) override;
-  void begin_backward(double dloss) override { model_->begin_backward(float(dloss)); }
-  void backward(int segment, int unit) override;
+  // One micro-batch in flight at a time (no pipelining): `mb` is not needed.
+  void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
+  void forward(int segment, int mb) override;
+  void begin_backward(int, double dloss) override { model_->begin_backward(float(dloss)); }
+  void backward(int segment, int unit, int mb) override;
+  void backward_input(int segment, int mb) override;
+  void backward_weight(int segment, int unit, int mb) override;
+  void send(Payload payload, int segment, int mb, int peer, int tag) override;
+  void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
   // tp = cp = 1 on CUDA (runtime_program.h): the model issues no tensor- or context-parallel collectives.
   std::vector<IssuedCollective> take_model_collectives() override { return {}; }
@@ -59,6 +65,7 @@ class CudaRankBackend final : public RankBackend {
   void all_reduce_reduced(int unit, MeshGroup group) override;
   void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
+  void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override;
 
   double grad_sq_sum() override;

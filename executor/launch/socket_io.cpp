@@ -171,6 +171,23 @@ IoStatus send_all(int fd, const std::uint8_t* data, std::size_t n, Deadline dead
   return IoStatus::ok;
 }
 
+IoStatus send_some(int fd, const std::uint8_t* data, std::size_t n, std::size_t* sent) {
+  *sent = 0;
+  while (*sent < n) {
+    const ssize_t k = ::send(fd, data + *sent, n - *sent, MSG_NOSIGNAL);
+    if (k > 0) {
+      *sent += std::size_t(k);
+    } else if (k < 0 && errno == EINTR) {
+      continue;
+    } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return IoStatus::ok;
+    } else {
+      return IoStatus::closed;  // EPIPE, ECONNRESET, ...: the peer is gone
+    }
+  }
+  return IoStatus::ok;
+}
+
 IoStatus receive_available(int fd, std::vector<std::uint8_t>& buffer) {
   std::uint8_t chunk[4096];
   for (int reads = 0; reads < 64; ++reads) {

@@ -67,6 +67,9 @@ Fd accept_tcp(int listen_fd, std::string* peer);
 // Writes all `n` bytes; `closed` when the peer has gone (EPIPE, ECONNRESET), `timeout` at the deadline.
 IoStatus send_all(int fd, const std::uint8_t* data, std::size_t n, Deadline deadline);
 
+// Writes what the socket takes now of `n` bytes, never waiting; `sent` gets the count (0 when full).
+IoStatus send_some(int fd, const std::uint8_t* data, std::size_t n, std::size_t* sent);
+
 // Appends the bytes available now (up to 256 KiB) to `buffer`, never waiting; `closed` at end of
 // stream or on a reset.
 IoStatus receive_available(int fd, std::vector<std::uint8_t>& buffer);

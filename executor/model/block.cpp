@@ -100,6 +100,14 @@ void BlockActs<Real>::allocate(const BlockDims& d) {
 }
 
 template <class Real>
+void BlockWeightInputs<Real>::allocate(const BlockDims& d) {
+  const auto n = static_cast<std::size_t>(d.n);
+  d_out.assign(n * d.c, 0), d_mid.assign(n * d.c, 0);
+  dfc.assign(n * d.fu, 0), dqkv.assign(n * d.qkv, 0);
+  dln2.assign(n * d.c, 0), dln1.assign(n * d.c, 0);
+}
+
+template <class Real>
 void BlockScratch<Real>::allocate(const BlockDims& d, const ModelParallel& par) {
   const auto n = static_cast<std::size_t>(d.n);
   dln.assign(n * d.c, 0), datty.assign(n * d.q, 0), dqkv.assign(n * d.qkv, 0);
@@ -229,51 +237,62 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   exit_and_add(ctx, wide, x_out, p.mlp_down_b, a.x_mid.data(), x_out, "mlp_residual");
 }
 
-// The MLP half: dres is d x_out on entry and d x_mid on exit.
+// The MLP half: dres is d x_out on entry and d x_mid on exit. Under a split backward the input pass
+// keeps the output gradients in `kept` and the weight pass reads them there (see GradPass).
 template <class Real>
 void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                  const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s) {
+                  const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s, GradPass pass,
+                  BlockWeightInputs<Real>* kept) {
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
   const bool split = ctx.par.tp > 1;
-  zero(s.dfc_act), zero(s.dfc), zero(s.dln);
-  const Real* dy = tp.exit_backward(dres, s.wide.data());  // d of mlp_down's output, all N tokens
-  { ScopedOp op(prof, "mlp_down_dx", m);
-    cpu::matmul_backward_dx(s.dfc_act.data(), dy, p.mlp_down_w, d.n, d.f, d.c); }
-  { ScopedOp op(prof, "mlp_down_dw", m);
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool from_kept = pass == GradPass::weight;
+  // d of mlp_down's output, all N tokens
+  const Real* dy = from_kept ? kept->d_out.data() : tp.exit_backward(dres, s.wide.data());
+  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_out.begin());
+  if (input) {
+    zero(s.dfc_act), zero(s.dfc), zero(s.dln);
+    ScopedOp op(prof, "mlp_down_dx", m);
+    cpu::matmul_backward_dx(s.dfc_act.data(), dy, p.mlp_down_w, d.n, d.f, d.c);
+  }
+  if (weight) {
+    ScopedOp op(prof, "mlp_down_dw", m);
     cpu::matmul_backward_dw(g.mlp_down_w, split ? nullptr : g.mlp_down_b, dy, a.fc_act.data(), d.n, d.f, d.c);
-    if (split) bias_backward(g.mlp_down_b, dres, d.n_local, d.c); }
-  { ScopedOp op(prof, "mlp_act_bwd", m);
-    cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
-  { ScopedOp op(prof, "mlp_up_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu); }
-  { ScopedOp op(prof, "mlp_up_dw", m);
-    cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, s.dfc.data(), a.ln2.data(), d.n, d.c, d.fu); }
-  tp.enter_backward(s.dln.data());
+    if (split) bias_backward(g.mlp_down_b, dres, d.n_local, d.c);
+  }
+  if (input) {
+    { ScopedOp op(prof, "mlp_act_bwd", m);
+      cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
+    ScopedOp op(prof, "mlp_up_dx", m);
+    cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu);
+  }
+  if (weight) {
+    ScopedOp op(prof, "mlp_up_dw", m);
+    cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
+                            d.c, d.fu);
+  }
+  if (input) tp.enter_backward(s.dln.data());
+  if (pass == GradPass::input) kept->dfc = s.dfc, kept->dln2 = s.dln;
   { ScopedOp op(prof, "mlp_norm_bwd", m);
-    norm_backward(ctx.spec->arch, dres, g.mlp_norm_w, g.mlp_norm_b, s.dln.data() + tp.local_row() * d.c,
-                  a.x_mid.data(), p.mlp_norm_w, a.ln2_mean.data(), a.ln2_rstd.data(), d.n_local, d.c); }
+    norm_backward(ctx.spec->arch, input ? dres : nullptr, g.mlp_norm_w, g.mlp_norm_b,
+                  (from_kept ? kept->dln2.data() : s.dln.data()) + tp.local_row() * d.c, a.x_mid.data(),
+                  p.mlp_norm_w, a.ln2_mean.data(), a.ln2_rstd.data(), d.n_local, d.c); }
 }
 
 namespace {
 
-// d qkv [N, QKV] -> d ln1 [N, C] (partial over the tp ranks) and the qkv weight gradients.
+// d qkv [N, QKV] -> the gradient of the rank's qkv GEMM output [N, QKV_rows]: with kv_heads < tp
+// through the query-group gather.
 template <class Real>
-void qkv_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                  const BlockActs<Real>& a, BlockScratch<Real>& s) {
+const Real* qkv_grad_out(const BlockContext<Real>& ctx, BlockScratch<Real>& s) {
   const BlockDims& d = ctx.dims;
-  const Real* dout = s.dqkv.data();
-  if (d.grouped_qkv()) {
-    gather_query_group_backward(*ctx.comm, *ctx.group_columns, s.dqkv.data(), s.qkv_all.data(), s.qkv_part.data(),
-                                d.n, d.qkv_rows, ctx.par.tp);
-    dout = s.qkv_part.data();
-  }
-  { ScopedOp op(ctx.profiler, "qkv_dx", ctx.module);
-    cpu::matmul_backward_dx(s.dln.data(), dout, p.qkv_w, d.n, d.c, d.qkv_rows); }
-  ScopedOp op(ctx.profiler, "qkv_dw", ctx.module);
-  cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, dout, a.ln1.data(), d.n, d.c, d.qkv_rows);
+  if (!d.grouped_qkv()) return s.dqkv.data();
+  gather_query_group_backward(*ctx.comm, *ctx.group_columns, s.dqkv.data(), s.qkv_all.data(), s.qkv_part.data(), d.n,
+                              d.qkv_rows, ctx.par.tp);
+  return s.qkv_part.data();
 }
 
 }  // namespace
@@ -282,36 +301,59 @@ void qkv_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
 template <class Real>
 void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p,
                               const BlockTensors<Real*>& g, const Real* x_in, const BlockActs<Real>& a, Real* dres,
-                              BlockScratch<Real>& s) {
+                              BlockScratch<Real>& s, GradPass pass, BlockWeightInputs<Real>* kept) {
   const BlockDims& d = ctx.dims;
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
   const bool split = ctx.par.tp > 1;
-  zero(s.datty), zero(s.dqkv), zero(s.dln);
-  const Real* dy = tp.exit_backward(dres, s.wide.data());  // d of attn_out's output, all N tokens
-  { ScopedOp op(prof, "attn_out_dx", m);
-    cpu::matmul_backward_dx(s.datty.data(), dy, p.attn_out_w, d.n, d.q, d.c); }
-  { ScopedOp op(prof, "attn_out_dw", m);
-    cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
-    if (split) bias_backward(g.attn_out_b, dres, d.n_local, d.c); }
-  attention_backward(ctx, a, s);
-  if (ctx.rope) {
-    ScopedOp op(prof, "rope_bwd", m);
-    cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool from_kept = pass == GradPass::weight;
+  // d of attn_out's output, all N tokens
+  const Real* dy = from_kept ? kept->d_mid.data() : tp.exit_backward(dres, s.wide.data());
+  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_mid.begin());
+  if (input) {
+    zero(s.datty), zero(s.dqkv), zero(s.dln);
+    ScopedOp op(prof, "attn_out_dx", m);
+    cpu::matmul_backward_dx(s.datty.data(), dy, p.attn_out_w, d.n, d.q, d.c);
   }
-  qkv_backward(ctx, p, g, a, s);
-  tp.enter_backward(s.dln.data());
+  if (weight) {
+    ScopedOp op(prof, "attn_out_dw", m);
+    cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
+    if (split) bias_backward(g.attn_out_b, dres, d.n_local, d.c);
+  }
+  const Real* dqkv = from_kept ? kept->dqkv.data() : nullptr;
+  if (input) {
+    attention_backward(ctx, a, s);
+    if (ctx.rope) {
+      ScopedOp op(prof, "rope_bwd", m);
+      cpu::rope_backward(s.dqkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
+    }
+    dqkv = qkv_grad_out(ctx, s);
+    ScopedOp op(prof, "qkv_dx", m);
+    cpu::matmul_backward_dx(s.dln.data(), dqkv, p.qkv_w, d.n, d.c, d.qkv_rows);
+  }
+  if (weight) {
+    ScopedOp op(prof, "qkv_dw", m);
+    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, dqkv, a.ln1.data(), d.n, d.c, d.qkv_rows);
+  }
+  if (input) tp.enter_backward(s.dln.data());
+  if (pass == GradPass::input) kept->dqkv = s.dqkv, kept->dln1 = s.dln;
   { ScopedOp op(prof, "attn_norm_bwd", m);
-    norm_backward(ctx.spec->arch, dres, g.attn_norm_w, g.attn_norm_b, s.dln.data() + tp.local_row() * d.c, x_in,
-                  p.attn_norm_w, a.ln1_mean.data(), a.ln1_rstd.data(), d.n_local, d.c); }
+    norm_backward(ctx.spec->arch, input ? dres : nullptr, g.attn_norm_w, g.attn_norm_b,
+                  (from_kept ? kept->dln1.data() : s.dln.data()) + tp.local_row() * d.c, x_in, p.attn_norm_w,
+                  a.ln1_mean.data(), a.ln1_rstd.data(), d.n_local, d.c); }
 }
 
 template <class Real>
 void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                    const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s) {
-  mlp_backward(ctx, p, g, a, dres, s);
-  attention_block_backward(ctx, p, g, x_in, a, dres, s);
+                    const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s, GradPass pass,
+                    BlockWeightInputs<Real>* kept) {
+  FSDP_CHECK(pass == GradPass::all || kept != nullptr, "block_backward: a split pass needs the kept gradients");
+  FSDP_CHECK(pass == GradPass::all || (ctx.par.tp == 1 && ctx.par.cp == 1),
+             "block_backward: the split backward runs without tensor or context parallelism");
+  mlp_backward(ctx, p, g, a, dres, s, pass, kept);
+  attention_block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \
@@ -319,6 +361,7 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
   template BlockTensors<Real*> block_tensors<Real*>(const ModuleLayout&, Real*);                                  \
   template struct BlockActs<Real>;                                                                                \
   template struct BlockScratch<Real>;                                                                             \
+  template struct BlockWeightInputs<Real>;                                                                        \
   template void norm_forward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, std::int64_t, \
                                    std::int64_t, double);                                                        \
   template void norm_backward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, const Real*, \
@@ -327,7 +370,7 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
                                     Real*, BlockActs<Real>&);                                                    \
   template void block_backward<Real>(const BlockContext<Real>&, const BlockTensors<const Real*>&,                 \
                                      const BlockTensors<Real*>&, const Real*, const BlockActs<Real>&, Real*,      \
-                                     BlockScratch<Real>&);
+                                     BlockScratch<Real>&, GradPass, BlockWeightInputs<Real>*);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE

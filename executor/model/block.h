@@ -71,6 +71,22 @@ struct BlockActs {
   void allocate(const BlockDims& d);
 };
 
+// Which part of a backward runs: all of it, or one half of zero-bubble pipelining's split (Qi et al.
+// 2023, "Zero Bubble Pipeline Parallelism", §2): the input pass B computes the gradient w.r.t. the
+// block's input and keeps the output gradients of its layers; the weight pass W computes the
+// parameter gradients from them and the saved activations, reading no parameters.
+enum class GradPass { all, input, weight };
+
+// What a block's input pass keeps for its weight pass: the gradients w.r.t. the outputs of its linear
+// layers and norms (the inputs of their weight gradients are activations the forward saved).
+template <class Real>
+struct BlockWeightInputs {
+  std::vector<Real> d_out, d_mid;  // [N, C]: w.r.t. x_out (mlp_down's output) and x_mid (attn_out's)
+  std::vector<Real> dfc, dqkv;     // [N, FU], [N, QKV]: w.r.t. mlp_up's and qkv's outputs (qkv after RoPE's backward)
+  std::vector<Real> dln2, dln1;    // [N, C]: w.r.t. the MLP norm's and the attention norm's outputs
+  void allocate(const BlockDims& d);
+};
+
 // Gradient scratch shared by all blocks (overwritten per block). With sequence parallelism `wide`
 // [N, C] holds a row-parallel GEMM's partial output (forward) and the gathered output gradient
 // (backward); with kv_heads < tp `qkv_part` [N, QKV_rows] and `qkv_all` [tp, N, QKV_rows] hold the
@@ -104,9 +120,13 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
                    BlockActs<Real>& acts);
 
 // dres [N_local, C]: gradient w.r.t. x_out on entry, w.r.t. x_in on exit. Parameter gradients accumulate (+=).
+// GradPass::input updates dres and fills `kept` (g unused); GradPass::weight reads `kept` and writes g
+// only (p and dres unused); the two give the gradients of GradPass::all bit for bit. The split runs
+// with tp = cp = 1 only (FSDP_CHECK).
 template <class Real>
 void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
-                    const Real* x_in, const BlockActs<Real>& acts, Real* dres, BlockScratch<Real>& scratch);
+                    const Real* x_in, const BlockActs<Real>& acts, Real* dres, BlockScratch<Real>& scratch,
+                    GradPass pass = GradPass::all, BlockWeightInputs<Real>* kept = nullptr);
 
 // Norm of the arch (RMSNorm for llama, LayerNorm for gpt), shared with the final norm.
 template <class Real>

@@ -17,6 +17,7 @@ double vec_bytes(const std::vector<T>& v) {
 // Bytes of the CPU model's per-block buffers (block.h), measured on allocated buffers.
 struct BlockBufferBytes {
   double acts = 0, scratch = 0;
+  double kept = 0, kept_acts = 0;  // split backward: the input pass's output gradients; a recomputing block's acts
 };
 BlockBufferBytes block_buffer_bytes(const BlockDims& d, const ModelParallel& par) {
   BlockActs<float> a;
@@ -29,6 +30,12 @@ BlockBufferBytes block_buffer_bytes(const BlockDims& d, const ModelParallel& par
     b.acts += vec_bytes(*v);
   for (const auto* v : {&s.dln, &s.datty, &s.dqkv, &s.dfc, &s.dfc_act, &s.wide, &s.qkv_part, &s.qkv_all})
     b.scratch += vec_bytes(*v);
+  BlockWeightInputs<float> w;
+  w.allocate(d);
+  for (const auto* v : {&w.d_out, &w.d_mid, &w.dfc, &w.dqkv, &w.dln2, &w.dln1}) b.kept += vec_bytes(*v);
+  for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.atty, &a.x_mid, &a.ln2, &a.ln2_mean, &a.ln2_rstd,
+                        &a.fc_act})
+    b.kept_acts += vec_bytes(*v);  // what Transformer keeps of a recomputing block for its weight pass
   return b;
 }
 
@@ -39,6 +46,8 @@ BlockBufferBytes block_buffer_bytes(const BlockDims& d, const ModelParallel& par
 // block's input (resid_[i]) plus its BlockActs (only the input when it recomputes); the final norm's
 // input, output and statistics; probabilities [N, V]. Backward works in the block scratch, the
 // residual-gradient pair and, for recomputing blocks, the shared BlockActs and a discarded output.
+// Under zero-bubble's split the input pass keeps each block's BlockWeightInputs (and a recomputing
+// block's activations that its weight pass reads) and the embedding output's gradient.
 std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
                                                           const std::vector<Segment>& segments,
                                                           const ModelParallel& par) {
@@ -49,15 +58,16 @@ std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const
   const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n_local) * f32;
   std::vector<SegmentBufferBytes> out;
   for (const Segment& s : segments) {
-    SegmentBufferBytes b{0, nlc + nc};  // working: dres [N_local, C], dlnf [N, C]
+    SegmentBufferBytes b{0, nlc + nc, 0};  // working: dres [N_local, C], dlnf [N, C]
     bool block = false, recompute = false;
     for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
-      if (m == 0) b.saved += ids;
+      if (m == 0) b.saved += ids, b.weight_pass += nc;
       else if (m == layout.final_norm_index()) b.saved += nlc + nc + norm_stats;
       else if (m == layout.head_index()) b.saved += double(d.n * (plan.model.vocab / par.tp)) * f32;
       else {
         const bool rc = plan.recompute[std::size_t(m - 1)] == RecomputeMode::full;
         b.saved += nlc + (rc ? 0.0 : bb.acts);
+        b.weight_pass += bb.kept + (rc ? bb.kept_acts : 0.0);
         block = true;
         recompute = recompute || rc;
       }

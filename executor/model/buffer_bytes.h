@@ -15,8 +15,9 @@
 namespace fsdpx {
 
 struct SegmentBufferBytes {
-  double saved = 0;    // kept from the segment's forward to its backward
-  double working = 0;  // alive during its backward only
+  double saved = 0;        // kept from the segment's forward to its backward
+  double working = 0;      // alive during its backward only
+  double weight_pass = 0;  // zero-bubble split: kept by the input pass for the weight pass
 };
 
 // Per segment of `segments` (program order), for the plan's model, micro-batch, seq and recompute.

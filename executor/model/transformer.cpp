@@ -59,6 +59,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   probs_.assign(n * static_cast<std::size_t>(v_local_), 0);
   if (par_.any()) ce_stats_.assign(n * 3 * static_cast<std::size_t>(par_.tp), 0);
   dres_.assign(nl * c, 0), dlnf_.assign(n * c, 0);
+  weight_pending_.assign(static_cast<std::size_t>(layout_.num_modules()), 0);
 }
 
 template <class Real>
@@ -155,17 +156,58 @@ void Transformer<Real>::backward_module(int m, std::span<const Real* const> para
   // megatron/core/distributed/finalize_model_grads.py, _allreduce_layernorm_grads).
   const bool partial = par_.sp();
   if (partial) sum_replicated_grads(m, grads, false);
-  if (m == layout_.head_index()) {
-    head_backward(params, grads);
-  } else if (m == layout_.final_norm_index()) {
-    final_norm_backward(tensor(params, m, "final_norm.weight"), tensor(grads, m, "final_norm.weight"));
-  } else if (m == ParamLayout::embedding_index()) {
-    embedding_backward(grads);
-  } else {
-    block_module_backward(m, params, grads);
-  }
+  run_backward(m, params, grads, GradPass::all);
   if (partial) sum_replicated_grads(m, grads, true);
   next_backward_ = m - 1;
+}
+
+template <class Real>
+void Transformer<Real>::backward_input_module(int m, std::span<const Real* const> params) {
+  FSDP_CHECK(m == next_backward_, fmt::format("Transformer: backward of module {} out of order", m));
+  FSDP_CHECK(!par_.any(), "Transformer: the split backward runs without tensor or context parallelism");
+  run_backward(m, params, {}, GradPass::input);
+  weight_pending_[static_cast<std::size_t>(m)] = 1;
+  next_backward_ = m - 1;
+}
+
+template <class Real>
+void Transformer<Real>::backward_weight_module(int m, std::span<Real* const> grads) {
+  FSDP_CHECK(weight_pending_[static_cast<std::size_t>(m)],
+             fmt::format("Transformer: weight pass of module {} without its input pass", m));
+  run_backward(m, {}, grads, GradPass::weight);
+  weight_pending_[static_cast<std::size_t>(m)] = 0;
+}
+
+template <class Real>
+void Transformer<Real>::run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
+                                     GradPass pass) {
+  if (m == layout_.head_index()) head_backward(params, grads, pass);
+  else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, pass);
+  else if (m == ParamLayout::embedding_index()) embedding_backward(grads, pass);
+  else block_module_backward(m, params, grads, pass);
+}
+
+template <class Real>
+void Transformer<Real>::set_input(int m, const Real* x) {
+  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index(), fmt::format("Transformer: no stage starts at module {}", m));
+  std::vector<Real>& in = resid_[static_cast<std::size_t>(m - 1)];
+  std::copy(x, x + in.size(), in.begin());
+  next_forward_ = m;
+}
+
+template <class Real>
+const Real* Transformer<Real>::output(int m) const {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
+             fmt::format("Transformer: module {} has no output to hand on", m));
+  return resid_[static_cast<std::size_t>(m)].data();
+}
+
+template <class Real>
+void Transformer<Real>::set_output_grad(int m, const Real* dout) {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
+             fmt::format("Transformer: no stage's backward starts at module {}", m));
+  std::copy(dout, dout + dres_.size(), dres_.begin());
+  next_backward_ = m;
 }
 
 // Before a module's backward (after = false): keeps the accumulated gradients of its tp-replicated
@@ -189,17 +231,29 @@ void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_g
   if (!after) replicated_before_ = std::move(part);
 }
 
+// The input pass of a recomputing block re-runs its forward into the shared recompute buffers; what
+// its weight pass reads of them is kept per block.
 template <class Real>
 void Transformer<Real>::block_module_backward(int m, std::span<const Real* const> params,
-                                              std::span<Real* const> grads) {
-  const std::int64_t i = m - 1;
+                                              std::span<Real* const> grads, GradPass pass) {
+  const auto i = static_cast<std::size_t>(m - 1);
   const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
-  const auto p = block_tensors(ml, module_base(params, m));
-  const auto g = block_tensors(ml, module_base(grads, m));
-  const Real* x_in = resid_[static_cast<std::size_t>(i)].data();
-  if (recomputes(i)) block_forward(block_context(m), p, x_in, recompute_out_.data(), recompute_acts_);
-  const BlockActs<Real>& a = recomputes(i) ? recompute_acts_ : acts_[static_cast<std::size_t>(i)];
-  block_backward(block_context(m), p, g, x_in, a, dres_.data(), scratch_);
+  const auto p = pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, module_base(params, m));
+  const auto g = pass == GradPass::input ? BlockTensors<Real*>{} : block_tensors(ml, module_base(grads, m));
+  const Real* x_in = resid_[i].data();
+  const bool rc = recomputes(std::int64_t(i));
+  if (rc && pass != GradPass::weight) block_forward(block_context(m), p, x_in, recompute_out_.data(), recompute_acts_);
+  if (pass != GradPass::all && kept_.size() <= i) kept_.resize(i + 1), kept_acts_.resize(i + 1);
+  if (pass == GradPass::input && kept_[i].d_out.empty()) kept_[i].allocate(dims_);
+  if (pass == GradPass::input && rc) {
+    BlockActs<Real>& k = kept_acts_[i];
+    const BlockActs<Real>& r = recompute_acts_;
+    k.ln1 = r.ln1, k.ln1_mean = r.ln1_mean, k.ln1_rstd = r.ln1_rstd, k.atty = r.atty, k.x_mid = r.x_mid;
+    k.ln2 = r.ln2, k.ln2_mean = r.ln2_mean, k.ln2_rstd = r.ln2_rstd, k.fc_act = r.fc_act;
+  }
+  const BlockActs<Real>& a = !rc ? acts_[i] : pass == GradPass::weight ? kept_acts_[i] : recompute_acts_;
+  block_backward(block_context(m), p, g, x_in, a, dres_.data(), scratch_, pass,
+                 pass == GradPass::all ? nullptr : &kept_[i]);
 }
 
 // Without tensor or context parallelism the fused kernels of cpu/; else the vocabulary-parallel
@@ -221,13 +275,19 @@ void Transformer<Real>::embedding_forward(std::span<const Real* const> params) {
   if (wpe) add_positions(resid_[0].data(), wpe, shard_positions_.data(), dims_.n_local, dims_.c);
 }
 
+// The embedding has no input gradient: its input pass keeps the output's gradient for the weight pass.
 template <class Real>
-void Transformer<Real>::embedding_backward(std::span<Real* const> grads) {
+void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPass pass) {
+  if (pass == GradPass::input) {
+    embedding_dout_ = dres_;
+    return;
+  }
   Real* dwte = tensor(grads, 0, "tok.weight");
   Real* dwpe = tensor(grads, 0, "pos.weight");
   if (!par_.any()) {
     ScopedOp op(opts_.profiler, "embed_dw", 0);
-    cpu::embedding_backward(dwte, dwpe, dres_.data(), tokens_.data(), dims_.b, dims_.t, dims_.c);
+    cpu::embedding_backward(dwte, dwpe, pass == GradPass::weight ? embedding_dout_.data() : dres_.data(),
+                            tokens_.data(), dims_.b, dims_.t, dims_.c);
     return;
   }
   const Real* dfull = TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.exit_backward(dres_.data(), emb_.data());
@@ -248,14 +308,18 @@ void Transformer<Real>::final_norm_forward(const Real* p) {
 }
 
 template <class Real>
-void Transformer<Real>::final_norm_backward(const Real* p, Real* g) {
+void Transformer<Real>::final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads,
+                                            GradPass pass) {
   const int m = layout_.final_norm_index();
   ScopedOp op(opts_.profiler, "final_norm_bwd", m);
   const TensorSlot* b = layout_.modules[static_cast<std::size_t>(m)].find("final_norm.bias");
+  const Real* p = pass == GradPass::weight ? nullptr : tensor(params, m, "final_norm.weight");
+  Real* g = pass == GradPass::input ? nullptr : tensor(grads, m, "final_norm.weight");
   const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
-  std::fill(dres_.begin(), dres_.end(), Real(0));
-  norm_backward(spec_.arch, dres_.data(), g, b ? g + b->offset : nullptr, dlnf_.data() + row * dims_.c,
-                resid_.back().data(), p, lnf_mean_.data(), lnf_rstd_.data(), dims_.n_local, dims_.c);
+  if (pass != GradPass::weight) std::fill(dres_.begin(), dres_.end(), Real(0));
+  norm_backward(spec_.arch, pass == GradPass::weight ? nullptr : dres_.data(), g, g && b ? g + b->offset : nullptr,
+                dlnf_.data() + row * dims_.c, resid_.back().data(), p, lnf_mean_.data(), lnf_rstd_.data(),
+                dims_.n_local, dims_.c);
 }
 
 // Σ over the rank's tokens of the cross-entropy over the whole vocabulary, from the tp ranks'
@@ -289,25 +353,30 @@ void Transformer<Real>::head_forward(std::span<const Real* const> params) {
   loss_ = cpu::softmax_cross_entropy_forward(probs_.data(), targets_.data(), dims_.n, spec_.vocab);
 }
 
+// dlogits (probs_) and the final norm's output stay in the model until its next forward, so the weight
+// pass reads them there.
 template <class Real>
-void Transformer<Real>::head_backward(std::span<const Real* const> params, std::span<Real* const> grads) {
+void Transformer<Real>::head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass) {
   const int m = layout_.head_index();
   const bool tied = spec_.tied_embeddings;
-  const Real* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  if (pass != GradPass::weight) {
+    const Real* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+    {
+      ScopedOp op(opts_.profiler, "loss_bwd", m);
+      if (par_.any())
+        vocab_ce_backward(probs_.data(), targets_.data(), dims_.n, v_local_, v_first_, dloss_ / Real(dims_.b * seq_));
+      else
+        cpu::softmax_cross_entropy_backward(probs_.data(), targets_.data(), dims_.n, spec_.vocab, dloss_);
+    }
+    std::fill(dlnf_.begin(), dlnf_.end(), Real(0));
+    {
+      ScopedOp op(opts_.profiler, "lm_head_dx", m);
+      cpu::matmul_backward_dx(dlnf_.data(), probs_.data(), w, dims_.n, dims_.c, v_local_);
+    }
+    TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
+  }
+  if (pass == GradPass::input) return;
   Real* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
-  {
-    ScopedOp op(opts_.profiler, "loss_bwd", m);
-    if (par_.any())
-      vocab_ce_backward(probs_.data(), targets_.data(), dims_.n, v_local_, v_first_, dloss_ / Real(dims_.b * seq_));
-    else
-      cpu::softmax_cross_entropy_backward(probs_.data(), targets_.data(), dims_.n, spec_.vocab, dloss_);
-  }
-  std::fill(dlnf_.begin(), dlnf_.end(), Real(0));
-  {
-    ScopedOp op(opts_.profiler, "lm_head_dx", m);
-    cpu::matmul_backward_dx(dlnf_.data(), probs_.data(), w, dims_.n, dims_.c, v_local_);
-  }
-  TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
   ScopedOp op(opts_.profiler, "lm_head_dw", m);
   cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, v_local_);
 }

@@ -14,7 +14,17 @@
 //   begin_backward(dloss);                               // e.g. 1/(grad_accum·dp) for averaged grads
 //   for m in M-1..0:  backward_module(m, params, grads); // grads[k] accumulate (+=): zero them per step
 // Module m reads params[m] only, except the tied head, which reads (and writes the gradient of) the
-// embedding's token table: params[0]/grads[0] must then be set too (default_plan puts them in one unit).
+// embedding's token table: params[0]/grads[0] must then be set too (default_plan puts them in one unit;
+// a pipeline's last stage points them at its copy of the table).
+//
+// Pipeline stages run a contiguous range of modules of one micro-batch (one model per micro-batch in
+// flight): set_input(m, x) resumes the forward at module m from the previous stage's output x, and
+// output(m) is what module m hands to the next stage; set_output_grad(m, d) resumes the backward at
+// module m from the next stage's gradient, and input_grad() is the gradient w.r.t. the input of the last
+// module run backward. Zero-bubble schedules split each module's backward: backward_input_module (in
+// backward order) computes the input gradient and keeps what backward_weight_module needs, which
+// later writes the parameter gradients without reading parameters (Qi et al. 2023); the split runs
+// without tensor or context parallelism.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +72,14 @@ class Transformer {
   void begin_backward(Real dloss = Real(1));
   void backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads);
 
+  // Pipeline stages (see above). x, dout: [N_local, C]; output and input_grad point at [N_local, C].
+  void set_input(int m, const Real* x);
+  const Real* output(int m) const;
+  void set_output_grad(int m, const Real* dout);
+  const Real* input_grad() const { return dres_.data(); }
+  void backward_input_module(int m, std::span<const Real* const> params);
+  void backward_weight_module(int m, std::span<Real* const> grads);
+
   // Whole-model helpers on one flat buffer in layout order (layout().total elements).
   Real forward(const Real* params, const std::int32_t* tokens, const std::int32_t* targets);
   void backward(const Real* params, Real* grads, Real dloss = Real(1));
@@ -71,11 +89,13 @@ class Transformer {
  private:
   void embedding_forward(std::span<const Real* const> params);
   void head_forward(std::span<const Real* const> params);
-  void head_backward(std::span<const Real* const> params, std::span<Real* const> grads);
-  void embedding_backward(std::span<Real* const> grads);
+  void run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
+  void head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
+  void embedding_backward(std::span<Real* const> grads, GradPass pass);
   void final_norm_forward(const Real* p);
-  void final_norm_backward(const Real* p, Real* g);
-  void block_module_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads);
+  void final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
+  void block_module_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
+                             GradPass pass);
   Real vocab_parallel_loss();
   void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
   BlockContext<Real> block_context(int module);
@@ -109,6 +129,12 @@ class Transformer {
   std::vector<Real> ce_stats_;                     // [tp, N, 3] vocabulary-parallel cross-entropy statistics
   std::vector<Real> dres_, dlnf_;                  // [N_local, C] residual-stream gradient, [N, C] final-norm output grad
   std::vector<Real> replicated_before_;            // sum_replicated_grads: accumulated before the module's backward
+  // Split backward: per block what its weight pass needs (and, for a block that recomputes, the
+  // activations it re-materialised), the embedding output's gradient, modules awaiting their weight pass.
+  std::vector<BlockWeightInputs<Real>> kept_;
+  std::vector<BlockActs<Real>> kept_acts_;
+  std::vector<Real> embedding_dout_;               // [N, C]
+  std::vector<char> weight_pending_;               // per module
   Real loss_ = 0, dloss_ = 1;
   int next_forward_ = -1, next_backward_ = -1;     // protocol state (-1: not allowed)
 };

@@ -2,7 +2,7 @@
 // reads params[m], backward_module adds to grads[m]), filled from a backend's FSDP units, whose flat
 // buffers hold their modules at FlatUnitLayout::module_offsets. For any unit type with flat(),
 // params_live() and module_params(k) (the CPU FsdpUnit, the CUDA CudaUnit), held by value or by
-// unique_ptr. Leaves out tensor-parallel shards of a module.
+// unique_ptr (null: a unit of another pipeline rank). Leaves out tensor-parallel shards of a module.
 #pragma once
 
 #include <cstddef>
@@ -14,19 +14,19 @@
 namespace fsdpx {
 
 template <class Unit>
-const Unit& unit_ref(const Unit& u) { return u; }
+const Unit* unit_ptr(const Unit& u) { return &u; }
 template <class Unit>
-const Unit& unit_ref(const std::unique_ptr<Unit>& u) { return *u; }
+const Unit* unit_ptr(const std::unique_ptr<Unit>& u) { return u.get(); }
 
 // Module m -> its parameters inside the unsharded buffer of its unit, null where the unit is sharded.
 template <class Units>
 auto live_module_params(const Units& units, int modules) {
-  using Ptr = decltype(unit_ref(units.front()).module_params(0));
+  using Ptr = decltype(unit_ptr(units.front())->module_params(0));
   std::vector<Ptr> p(std::size_t(modules), nullptr);
   for (const auto& held : units) {
-    const auto& u = unit_ref(held);
-    if (!u.params_live()) continue;
-    for (std::size_t k = 0; k < u.flat().modules.size(); ++k) p[std::size_t(u.flat().modules[k])] = u.module_params(int(k));
+    const auto* u = unit_ptr(held);
+    if (u == nullptr || !u->params_live()) continue;
+    for (std::size_t k = 0; k < u->flat().modules.size(); ++k) p[std::size_t(u->flat().modules[k])] = u->module_params(int(k));
   }
   return p;
 }

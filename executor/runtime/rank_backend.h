@@ -5,13 +5,16 @@
 // the CUDA backend (bf16 compute on streams, NCCL). Every method is called in the step program's issue
 // order; an asynchronous backend enqueues the work and orders it with the program's dependencies
 // (begin_op/end_op). Tensor and context parallelism live inside the backend's model (its tp and cp
-// groups); the interpreter checks the collectives it issued against the program. Leaves out pipeline
-// parallelism (rejected before lowering).
+// groups); the interpreter checks the collectives it issued against the program. Under pipeline
+// parallelism a rank holds the units of its stages, keeps the activations of every micro-batch in
+// flight, and exchanges activations and their gradients with the neighbouring stages' ranks (tp = cp = 1
+// then: combining them is rejected before lowering).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,32 +32,36 @@ namespace fsdpx {
 inline constexpr int kMaxHostReduceCount = 8;
 
 // The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
-// data-parallel ones, those adding the cp axis, and the world. (The model's tp and cp groups are the
-// backend's own.)
-enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all };
+// data-parallel ones, those adding the cp axis, every rank of its pipeline rank's mesh, and under
+// pipeline parallelism the ranks at its mesh point on every pipeline rank (pp_all). (The model's tp and
+// cp groups are the backend's own.)
+enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all, pp_all };
 
 // The communicators a backend has split off its world, one per group (null: the backend has none, e.g.
-// the cp groups where cp = 1; dp_all null: the data-parallel ranks are the world, tp = cp = 1).
+// the cp groups where cp = 1; dp_all null: the data-parallel ranks are the mesh, tp = cp = 1). `mesh`:
+// every rank of this pipeline rank's mesh (the world without pipeline parallelism).
 template <class Comm>
 struct GroupCommunicators {
-  Comm* world = nullptr;
+  Comm* mesh = nullptr;
   Comm* dp_shard = nullptr;
   Comm* dp_replicate = nullptr;
   Comm* dp_all = nullptr;
   Comm* replicate_cp = nullptr;
   Comm* dp_cp = nullptr;
+  Comm* pp_all = nullptr;
 };
 
 // A backend's communicator of `group`; FSDP_CHECK fails for a group it has none of.
 template <class Comm>
 Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
-  Comm* out = c.world;
+  Comm* out = c.mesh;
   switch (group) {
     case MeshGroup::dp_shard: out = c.dp_shard; break;
     case MeshGroup::dp_replicate: out = c.dp_replicate; break;
-    case MeshGroup::dp_all: out = c.dp_all ? c.dp_all : c.world; break;
+    case MeshGroup::dp_all: out = c.dp_all ? c.dp_all : c.mesh; break;
     case MeshGroup::replicate_cp: out = c.replicate_cp; break;
     case MeshGroup::dp_cp: out = c.dp_cp; break;
+    case MeshGroup::pp_all: out = c.pp_all; break;
     case MeshGroup::mesh_all: break;
   }
   FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
@@ -70,6 +77,9 @@ class RankBackend {
   virtual void connect() = 0;
   // Initialises this rank's shards from the seed (identical whatever the world size), moments zero.
   virtual void init_params(std::uint64_t seed) = 0;
+  // The units whose state this rank holds (its stages'; the last stage's copy of a tied embedding
+  // counts as the embedding's unit, which it then loads but does not save).
+  virtual bool holds_unit(int unit) const = 0;
   virtual UnitShardState unit_state(int unit) const = 0;  // copied to the host
   virtual void load_unit_state(int unit, const UnitShardState& s) = 0;
   // DDP: the unsharded parameters are the master copy; refresh them after init, a load or a step.
@@ -85,13 +95,22 @@ class RankBackend {
   virtual void gather(int unit, MeshGroup group, bool drop_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
 
-  // Model: tokens and targets [micro_batch, seq]; segment `s` of the program (rp.program.segments) forward,
-  // its units' parameters live (after the head, the micro-batch's loss is kept for take_losses);
-  // backward writes the gradients of `unit`'s modules (+=) and the activations' gradients below.
-  virtual void set_micro_batch(const std::int32_t* tokens, const std::int32_t* targets) = 0;
-  virtual void forward(int segment) = 0;
-  virtual void begin_backward(double dloss) = 0;
-  virtual void backward(int segment, int unit) = 0;
+  // Model, per micro-batch `mb` of the step: tokens and targets [micro_batch, seq]; segment `s` of the
+  // program (rp.program.segments) forward, its units' parameters live (after the head, the micro-batch's
+  // loss is kept for take_losses); backward writes the gradients of `unit`'s modules (+=) and the
+  // activations' gradients below. Zero-bubble's split: backward_input computes the activations'
+  // gradients and keeps what backward_weight needs to write the parameter gradients (without parameters).
+  virtual void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) = 0;
+  virtual void forward(int segment, int mb) = 0;
+  virtual void begin_backward(int mb, double dloss) = 0;
+  virtual void backward(int segment, int unit, int mb) = 0;
+  virtual void backward_input(int segment, int mb) = 0;
+  virtual void backward_weight(int segment, int unit, int mb) = 0;
+  // Pipeline stages: `payload` activations are segment's output (send) or input (recv), activation_grads
+  // the gradient w.r.t. segment's input (send) or output (recv). `peer` is the global rank at the other
+  // end; a send returns without waiting for it; messages pair by `tag` (send and receive agree on it).
+  virtual void send(Payload payload, int segment, int mb, int peer, int tag) = 0;
+  virtual void recv(Payload payload, int segment, int mb, int peer, int tag) = 0;
   // The mean loss of every micro-batch since the last call, in order (waits for them); with cp > 1 the
   // rank's share (the cp ranks' losses add up to the mean).
   virtual std::vector<double> take_losses() = 0;
@@ -105,12 +124,15 @@ class RankBackend {
   virtual void all_reduce_reduced(int unit, MeshGroup group) = 0;
   virtual void all_reduce_full(int unit, MeshGroup group) = 0;
   virtual void finish_reduction(int unit) = 0;
+  // Tied embeddings across pipeline stages: sums the reduced (accumulated) gradient of the table between
+  // the first stage's `unit` (the embedding's) and the last stage's copy (`unit` is the head's there).
+  virtual void all_reduce_tied(int unit) = 0;
   // The first unit whose reduced gradients held a NaN or an infinity since zero_grad_shards, or -1.
   virtual int first_non_finite_unit() = 0;
 
-  // Optimizer: Σ g² of this rank's accumulator shards (in unit order; elements of tensors every tp
-  // rank holds whole count on tp rank 0 only), a host all-reduce (sum, rank order) for the norm, and
-  // AdamW on the fp32 shards; then the accumulators are zeroed.
+  // Optimizer: Σ g² of this rank's accumulator shards (in unit order; a tied table once, on the first
+  // stage; elements of tensors every tp rank holds whole count on tp rank 0 only), a host all-reduce
+  // (sum, rank order) for the norm, and AdamW on the fp32 shards; then the accumulators are zeroed.
   virtual double grad_sq_sum() = 0;
   virtual void all_reduce_host(double* buf, int count, MeshGroup group) = 0;  // count <= kMaxHostReduceCount
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;

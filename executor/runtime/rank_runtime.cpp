@@ -18,13 +18,16 @@ namespace fsdpx {
 
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
-  const int rank = backend_->rank();
-  dp_rank_ = data_parallel_index(rp, rank);
-  par_ = fsdpx::model_parallel(rp, rank);
-  const RankShard at = rank_shard(rp, rank);
+  rank_ = backend_->rank();
+  const PipelinePlace place = pipeline_place(rp, rank_);
+  role_ = place.role;
+  mesh_rank_ = place.mesh_rank;
+  dp_rank_ = data_parallel_index(rp, rank_);
+  par_ = fsdpx::model_parallel(rp, rank_);
+  const RankShard at = rank_shard(rp, rank_);
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
-  for (const MemEffect& e : rp.program.roles[0].resident) program_memory_.alloc(e.category, e.bytes);
+  for (const MemEffect& e : rp.program.roles[std::size_t(role_)].resident) program_memory_.alloc(e.category, e.bytes);
 }
 
 void RankRuntime::init_params(std::uint64_t seed) {
@@ -41,13 +44,14 @@ MeshGroup RankRuntime::group_of(int group) const {
     case GroupKind::replicate_cp: return MeshGroup::replicate_cp;
     case GroupKind::dp_cp: return MeshGroup::dp_cp;
     case GroupKind::mesh_all: return MeshGroup::mesh_all;
+    case GroupKind::pp_all: return MeshGroup::pp_all;
     case GroupKind::tp:
     case GroupKind::cp:
-    case GroupKind::pp_pair:
-    case GroupKind::pp_ends:
-    case GroupKind::pp_all: break;
+    case GroupKind::pp_pair:  // send/recv name their peer
+    case GroupKind::pp_ends: break;  // the tied all-reduce's group is the backend's
   }
-  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp is rejected before lowering");
+  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp_pair and pp_ends ops name "
+                    "their peers");
   return MeshGroup::dp_all;
 }
 
@@ -55,7 +59,8 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   const TrainingSettings& t = rp_.plan.training;
   step_ = step;
   result_ = RankStepResult{};
-  non_finite_ = norm_done_ = false;
+  non_finite_ = norm_stage_done_ = norm_done_ = false;
+  non_finite_unit_ = -1;
   {
     std::lock_guard<std::mutex> lock(data_mu);
     data.global_batch(pos, t.global_batch, t.seq, batch_);
@@ -63,7 +68,7 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   if (std::int64_t(batch_.size()) != t.global_batch * (t.seq + 1))
     throw std::runtime_error(fmt::format("data source {}: {} tokens for a batch of {} × {}", data.describe(),
                                          batch_.size(), t.global_batch, t.seq + 1));
-  const auto& ops = rp_.program.roles[0].ops;
+  const auto& ops = rp_.program.roles[std::size_t(role_)].ops;
   for (int id = 0; id < int(ops.size()); ++id) {
     const auto start = std::chrono::steady_clock::now();
     const Op& op = ops[std::size_t(id)];
@@ -88,15 +93,15 @@ void RankRuntime::run_op(const Op& op) {
   switch (op.kind) {
     case OpKind::all_gather: backend_->gather(op.unit, group_of(op.group), op.kept_shard_ranks > 1); break;
     case OpKind::forward: forward(op), check_model_collectives(op); break;
-    case OpKind::backward: backward(op), check_model_collectives(op); break;
+    case OpKind::backward:
+    case OpKind::backward_input: backward(op), check_model_collectives(op); break;
+    case OpKind::backward_weight: backend_->backward_weight(op.segment, op.unit, op.micro_batch); break;
     case OpKind::free: break;
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
-    case OpKind::backward_input:
-    case OpKind::backward_weight:
     case OpKind::send:
-    case OpKind::recv: FSDP_CHECK(false, "RankRuntime: pipeline ops (pp > 1 is rejected before lowering)"); break;
+    case OpKind::recv: point_to_point(op); break;
   }
   if (op.completes_reduction) backend_->finish_reduction(op.unit);
   if (op.release_params) release(op);
@@ -106,12 +111,12 @@ void RankRuntime::all_reduce(const Op& op) {
   switch (op.payload) {
     case Payload::grads: backend_->all_reduce_full(op.unit, group_of(op.group)); break;          // DDP
     case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
-    case Payload::grad_norm: reduce_norm(); break;
+    case Payload::grad_norm: reduce_norm(rp_.program.groups[std::size_t(op.group)].kind); break;
+    case Payload::tied_grads: backend_->all_reduce_tied(op.unit); break;
     case Payload::none:
     case Payload::params:
     case Payload::activations:
-    case Payload::activation_grads:
-    case Payload::tied_grads: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters, activations or nothing"); break;
+    case Payload::activation_grads: FSDP_CHECK(false, "RankRuntime: an all-reduce of parameters, activations or nothing"); break;
   }
 }
 
@@ -139,24 +144,48 @@ void RankRuntime::set_micro_batch(int mb) {
       targets_[std::size_t(j * t.seq + i)] = row[i + 1];
     }
   }
-  backend_->set_micro_batch(tokens_.data(), targets_.data());
+  backend_->set_micro_batch(mb, tokens_.data(), targets_.data());
 }
 
 void RankRuntime::forward(const Op& op) {
   if (rp_.program.segments[std::size_t(op.segment)].first_module == 0) set_micro_batch(op.micro_batch);
-  backend_->forward(op.segment);
+  backend_->forward(op.segment, op.micro_batch);
 }
 
 void RankRuntime::backward(const Op& op) {
   const Segment& seg = rp_.program.segments[std::size_t(op.segment)];
   // dloss = 1/(grad_accum·D): the sum-reductions then give the gradient of the global-batch mean loss.
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index())
-    backend_->begin_backward(1.0 / double(rp_.grad_accum * rp_.dp_ranks));
-  backend_->backward(op.segment, op.unit);
+    backend_->begin_backward(op.micro_batch, 1.0 / double(rp_.grad_accum * rp_.dp_ranks));
+  if (op.kind == OpKind::backward_input)
+    backend_->backward_input(op.segment, op.micro_batch);
+  else
+    backend_->backward(op.segment, op.unit, op.micro_batch);
+}
+
+// A message is named by what it carries, the sending virtual stage and the micro-batch, so that a
+// receive takes exactly the message its send made (pp-lowering pairs them; program/lower_pipeline.cpp).
+// A stage's forward starts with its input's receive: the micro-batch's tokens and targets go with it
+// (the last stage's loss needs the targets).
+void RankRuntime::point_to_point(const Op& op) {
+  const bool activations = op.payload == Payload::activations, sending = op.kind == OpKind::send;
+  FSDP_CHECK(activations || op.payload == Payload::activation_grads, "RankRuntime: send/recv of no activations");
+  const int sender_stage = sending ? op.stage : activations ? op.stage - 1 : op.stage + 1;
+  const int stages = rp_.program.pp * rp_.program.vpp;
+  const int tag = ((op.micro_batch * stages) + sender_stage) * 2 + (activations ? 0 : 1);
+  const int peer = global_rank(rp_, op.peer_role, mesh_rank_);
+  if (sending) {
+    backend_->send(op.payload, op.segment, op.micro_batch, peer, tag);
+    return;
+  }
+  if (activations) set_micro_batch(op.micro_batch);
+  backend_->recv(op.payload, op.segment, op.micro_batch, peer, tag);
 }
 
 // The micro-batch losses of this step (read once all forwards ran: an asynchronous backend then waits
-// only here) and the gradients' finiteness, under the non-finite policy.
+// only here) and the gradients' finiteness, under the non-finite policy. Under pipelining a stage
+// before the last sees a non-finite loss only as non-finite gradients, so it stops after the norm
+// across stages (stop_on_non_finite_gradient), which the last stage's loss error aborts first.
 void RankRuntime::check_losses() {
   const std::vector<double> losses = backend_->take_losses();
   for (std::size_t mb = 0; mb < losses.size(); ++mb) {
@@ -166,29 +195,42 @@ void RankRuntime::check_losses() {
       throw std::runtime_error(fmt::format("step {}, micro-batch {}: non-finite loss {}", step_ + 1, mb, losses[mb]));
     non_finite_ = true;
   }
-  const int unit = backend_->first_non_finite_unit();
-  if (unit < 0) return;
-  if (options_.on_non_finite == NonFinitePolicy::stop)
-    throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, unit,
-                                         fmt::join(rp_.plan.units[std::size_t(unit)].modules, ", ")));
+  non_finite_unit_ = backend_->first_non_finite_unit();
+  if (non_finite_unit_ < 0) return;
   non_finite_ = true;
+  if (rp_.program.pp == 1) stop_on_non_finite_gradient();
+}
+
+void RankRuntime::stop_on_non_finite_gradient() const {
+  if (non_finite_unit_ < 0 || options_.on_non_finite != NonFinitePolicy::stop) return;
+  throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, non_finite_unit_,
+                                       fmt::join(rp_.plan.units[std::size_t(non_finite_unit_)].modules, ", ")));
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
 // under HSDP, rank 0 under DDP, cp rank 0; the backend counts tensors every tp rank holds whole on tp
-// rank 0), summed in rank order over every rank with a non-finite flag and the loss riding along (tp
-// rank 0's: the tp ranks compute the same loss; cp ranks add their shares), so that every rank agrees
-// on skipping and knows the global loss. Runs in clip.ar, or inside opt when the plan does not clip.
-void RankRuntime::reduce_norm() {
-  check_losses();
-  const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
-  double buf[3] = {owner ? backend_->grad_sq_sum() : 0.0, non_finite_ ? 1.0 : 0.0,
-                   par_.tp_rank == 0 ? result_.loss_sum : 0.0};
-  backend_->all_reduce_host(buf, 3, MeshGroup::mesh_all);
-  result_.grad_norm = std::sqrt(buf[0]);
-  non_finite_ = buf[1] > 0 || !std::isfinite(result_.grad_norm);
-  result_.loss_sum = buf[2];
-  norm_done_ = true;
+// rank 0), summed in rank order over every rank of the mesh with a non-finite flag and the loss riding
+// along (tp rank 0's: the tp ranks compute the same loss; cp ranks add their shares), then (pp > 1) over
+// the pipeline ranks at this mesh point, so that every rank agrees on skipping and knows the global loss
+// (the last stage's). Runs in clip.ar and clip.pp, or inside opt when the plan does not clip.
+void RankRuntime::reduce_norm(GroupKind over) {
+  if (over != GroupKind::pp_all) {
+    check_losses();
+    const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
+    norm_buf_[0] = owner ? backend_->grad_sq_sum() : 0.0;
+    norm_buf_[1] = non_finite_ ? 1.0 : 0.0;
+    norm_buf_[2] = par_.tp_rank == 0 ? result_.loss_sum : 0.0;
+    backend_->all_reduce_host(norm_buf_, 3, MeshGroup::mesh_all);
+    norm_stage_done_ = true;
+  } else {
+    FSDP_CHECK(norm_stage_done_, "RankRuntime: the norm across stages before the stage's");
+    backend_->all_reduce_host(norm_buf_, 3, MeshGroup::pp_all);
+  }
+  result_.grad_norm = std::sqrt(norm_buf_[0]);
+  non_finite_ = norm_buf_[1] > 0 || !std::isfinite(result_.grad_norm);
+  result_.loss_sum = norm_buf_[2];
+  norm_done_ = over == GroupKind::pp_all || rp_.program.pp == 1;
+  if (norm_done_) stop_on_non_finite_gradient();
 }
 
 // The step program lists the tensor- and context-parallel collectives of each compute op (its work
@@ -215,7 +257,8 @@ void RankRuntime::check_model_collectives(const Op& op) {
 }
 
 void RankRuntime::optimizer_step() {
-  if (!norm_done_) reduce_norm();
+  if (!norm_stage_done_) reduce_norm(GroupKind::dp_all);
+  if (!norm_done_) reduce_norm(GroupKind::pp_all);
   const OptimizerSettings& o = rp_.plan.optimizer;
   result_.lr = learning_rate(o, step_);
   result_.skipped = non_finite_;

@@ -3,7 +3,9 @@
 // owns what does not depend on the device: slicing the global batch into this rank's micro-batches,
 // the loss and gradient-norm bookkeeping, the non-finite policy, the learning-rate schedule, clipping
 // and per-op profiling. A synchronous backend runs the issue order (a valid order of the dependency
-// graph); an asynchronous one enqueues each op behind its dependencies. Leaves out pp.
+// graph); an asynchronous one enqueues each op behind its dependencies. Under pipeline parallelism the
+// rank runs its pipeline rank's role: sends, receives and the split backward go to the backend, the
+// loss comes from the last stage and the norm is summed over the stage's ranks, then across stages.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,7 @@ struct TrainerOptions {
 };
 
 struct RankStepResult {
-  double loss_sum = 0;   // sum of the micro-batch losses over all data-parallel ranks
+  double loss_sum = 0;   // sum of the micro-batch losses over all data-parallel ranks (of the last stage)
   double grad_norm = 0;  // global, before clipping
   double lr = 0;
   bool skipped = false;
@@ -49,7 +51,7 @@ class RankRuntime {
   // every op, applies the optimizer.
   RankStepResult run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu);
 
-  int rank() const { return backend_->rank(); }  // global rank
+  int rank() const { return rank_; }  // global rank
   const ModelParallel& model_parallel() const { return par_; }
   int shard_index() const { return shard_index_; }
   RankBackend& backend() { return *backend_; }
@@ -69,14 +71,17 @@ class RankRuntime {
   void set_micro_batch(int mb);
   void forward(const Op& op);
   void backward(const Op& op);
+  void point_to_point(const Op& op);
   void check_model_collectives(const Op& op);
   void check_losses();
-  void reduce_norm();
+  void stop_on_non_finite_gradient() const;  // under the stop policy, when a unit's gradient is not finite
+  void reduce_norm(GroupKind over);
   void optimizer_step();
 
   const RuntimeProgram& rp_;
   std::unique_ptr<RankBackend> backend_;
   TrainerOptions options_;
+  int rank_ = 0, role_ = 0, mesh_rank_ = 0;  // global rank; its pipeline rank and mesh point
   int dp_rank_ = 0, shard_index_ = 0, replica_index_ = 0;  // dp_rank_: data_parallel_index
   ModelParallel par_;
   // Per step:
@@ -84,7 +89,10 @@ class RankRuntime {
   std::vector<std::int32_t> batch_;  // [global_batch, seq + 1]
   std::vector<std::int32_t> tokens_, targets_;  // [micro_batch, seq]
   RankStepResult result_;
-  bool non_finite_ = false, norm_done_ = false;
+  bool non_finite_ = false;
+  int non_finite_unit_ = -1;  // this rank's first unit with a non-finite gradient this step
+  bool norm_stage_done_ = false, norm_done_ = false;  // summed over the stage's dp_all, then across stages
+  double norm_buf_[3] = {0, 0, 0};                   // Σ g², non-finite flag, loss sum
   std::map<std::string, double> op_time_s_;
   MemoryTracker program_memory_;
 };

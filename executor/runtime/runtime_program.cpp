@@ -8,6 +8,7 @@
 #include "core/attention_kernel.h"
 #include "core/dtype.h"
 #include "core/errors.h"
+#include "core/pipeline.h"
 #include "program/group_members.h"
 #include "program/lower.h"
 
@@ -55,6 +56,23 @@ void check_cuda_program(const Plan& plan) {
                                   plan.training.dropout));
 }
 
+// A tied head reads the embedding's table: without pipeline parallelism both sit in one unit; across
+// stages the last stage keeps a copy laid out as the embedding's unit, so the embedding is alone in it.
+void check_tied_units(const Plan& plan) {
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    const auto& m = plan.units[u].modules;
+    const bool emb = std::find(m.begin(), m.end(), "embedding") != m.end();
+    const bool head = std::find(m.begin(), m.end(), "head") != m.end();
+    if (plan.parallelism.pp == 1 && emb != head)
+      throw ConfigError(fmt::format("plan: /units/{}/modules: a tied head shares the embedding's weight, so "
+                                    "\"embedding\" and \"head\" must be in one unit", u));
+    if (plan.parallelism.pp > 1 && emb && m.size() > 1)
+      throw ConfigError(fmt::format("plan: /units/{}/modules: under pipeline parallelism the last stage keeps a "
+                                    "copy of a tied embedding laid out as its unit, so \"embedding\" must be "
+                                    "alone in its unit", u));
+  }
+}
+
 [[noreturn]] void reject(const char* path, int value, const char* what) {
   throw ConfigError(fmt::format("plan: /parallelism/{}: the runtime runs {} = 1 only (got {}); {}", path, path,
                                 value, what));
@@ -92,7 +110,12 @@ void check_runnable(const Plan& plan, ExecutorDevice device) {
     reject("tp", par.tp, "the CUDA backend does not run tensor parallelism yet (the CPU backend does)");
   if (device == ExecutorDevice::cuda && par.cp > 1)
     reject("cp", par.cp, "the CUDA backend does not run context parallelism yet (the CPU backend does)");
-  if (par.pp > 1) reject("pp", par.pp, "it does not run pipeline parallelism yet");
+  if (par.pp > 1 && device == ExecutorDevice::cuda)
+    throw ConfigError(fmt::format("plan: /parallelism/pp: the CUDA runtime runs pp = 1 only (got {}); pipeline "
+                                  "parallelism runs on the CPU backend", par.pp));
+  if (par.pp > 1 && par.tp * par.cp > 1)
+    throw ConfigError(fmt::format("plan: /parallelism/pp: the runtime runs pipeline parallelism with tp = cp = 1 "
+                                  "only (got pp {}, tp {}, cp {})", par.pp, par.tp, par.cp));
   if (par.tp > 1) check_tensor_parallel(plan);
   if (device == ExecutorDevice::cpu)
     check_cpu_program(plan);
@@ -101,21 +124,33 @@ void check_runnable(const Plan& plan, ExecutorDevice device) {
   if (plan.model.arch == Arch::gpt && plan.training.seq > plan.model.max_seq)
     throw ConfigError(fmt::format("plan: /training/seq: at most the model's max_seq {} for a learned position "
                                   "table (got {})", plan.model.max_seq, plan.training.seq));
-  if (!plan.model.tied_embeddings) return;
-  for (std::size_t u = 0; u < plan.units.size(); ++u) {
-    const auto& m = plan.units[u].modules;
-    const bool emb = std::find(m.begin(), m.end(), "embedding") != m.end();
-    const bool head = std::find(m.begin(), m.end(), "head") != m.end();
-    if (emb != head)
-      throw ConfigError(fmt::format("plan: /units/{}/modules: a tied head shares the embedding's weight, so "
-                                    "\"embedding\" and \"head\" must be in one unit", u));
-  }
+  if (plan.model.tied_embeddings) check_tied_units(plan);
 }
 
 }  // namespace
 
+PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank) {
+  const int mesh = rp.program.mesh.size();
+  FSDP_CHECK(rank >= 0 && rank < mesh * rp.program.pp, "runtime: rank outside the world");
+  return PipelinePlace{rank / mesh, rank % mesh};
+}
+
+int global_rank(const RuntimeProgram& rp, int role, int mesh_rank) { return role * rp.program.mesh.size() + mesh_rank; }
+
+int unit_role(const RuntimeProgram& rp, int unit) {
+  return stage_rank(rp.plan.units[std::size_t(unit)].stage, rp.program.pp);
+}
+
+int tied_copy_source(const RuntimeProgram& rp) {
+  if (rp.program.pp == 1 || !rp.plan.model.tied_embeddings) return -1;
+  for (std::size_t u = 0; u < rp.plan.units.size(); ++u)
+    if (rp.plan.units[u].modules == std::vector<std::string>{"embedding"}) return int(u);
+  FSDP_CHECK(false, "runtime: a tied embedding outside a unit of its own (checked before lowering)");
+  return -1;
+}
+
 RankShard rank_shard(const RuntimeProgram& rp, int rank) {
-  const MeshCoord at = mesh_coord(rp.program.mesh, rank);
+  const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
   return {at.dp_shard, at.dp_replicate, rp.shard_count > 1 ? at.dp_shard : 0};
 }
 
@@ -128,13 +163,13 @@ bool master_is_replica(const RuntimeProgram& rp, int unit) {
 }
 
 ModelParallel model_parallel(const RuntimeProgram& rp, int rank) {
-  const MeshCoord at = mesh_coord(rp.program.mesh, rank);
+  const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
   const Parallelism& par = rp.plan.parallelism;
   return ModelParallel{par.tp, at.tp, par.cp, at.cp, par.sequence_parallel};
 }
 
 int data_parallel_index(const RuntimeProgram& rp, int rank) {
-  const MeshCoord at = mesh_coord(rp.program.mesh, rank);
+  const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
   return at.dp_replicate * rp.program.mesh.dp_shard + at.dp_shard;
 }
 

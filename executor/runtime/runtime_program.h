@@ -2,7 +2,9 @@
 // the checks that a runtime can run the plan, its step program (program/lower.h: ops with their effects
 // on the training state, units with their data-parallel placements, segments), and the flat layout of
 // each unit. Nothing here re-derives the schedule: when parameters are released and when a reduction
-// is complete are fields of the ops. Leaves out timing: backends decide how ops overlap.
+// is complete are fields of the ops. Under pipeline parallelism rank r runs role r / mesh size (its
+// pipeline rank) at mesh point r mod mesh size, and holds only the units of its stages. Leaves out
+// timing: backends decide how ops overlap.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +29,23 @@ struct RuntimeProgram {
   int dp_ranks = 1;
 };
 
+// Where a global rank sits: its pipeline rank (the role it runs) and its point on the role's mesh.
+struct PipelinePlace {
+  int role = 0;
+  int mesh_rank = 0;
+};
+PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank);
+int global_rank(const RuntimeProgram& rp, int role, int mesh_rank);
+// The pipeline rank whose stages hold `unit` (0 without pipeline parallelism).
+int unit_role(const RuntimeProgram& rp, int unit);
+// Tied embeddings across pipeline stages: the embedding's unit (first stage), whose layout the last
+// stage's copy of the table repeats; -1 when the head reads the embedding in its own unit.
+int tied_copy_source(const RuntimeProgram& rp);
 // This rank's place in the model-parallel groups, from its mesh coordinates.
 ModelParallel model_parallel(const RuntimeProgram& rp, int rank);
 // The data-parallel index of a rank (rep·dp_shard + shard): which sequences of each micro-batch it reads.
 int data_parallel_index(const RuntimeProgram& rp, int rank);
-// Where global rank `rank` sits on the data-parallel mesh, and which shard of every unit it owns (0 when
+// Where global rank `rank` sits on its stage's data-parallel mesh, and which shard of every unit it owns (0 when
 // the optimizer state is replicated).
 struct RankShard {
   int shard_index = 0, replica_index = 0;  // dp_shard and dp_replicate coordinates
@@ -51,9 +65,10 @@ enum class ExecutorDevice { cpu, cuda };
 inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
-// plans the runtime cannot run on `device` (pp > 1; tp or cp > 1 on CUDA; degrees that do not split
-// the model; another precision or attention kernel, a tied head apart from its embedding, seq beyond
-// the position table).
+// plans the runtime cannot run on `device` (pp > 1 on CUDA, or together with tp or cp; tp or cp > 1 on
+// CUDA; degrees that do not split the model; another precision or attention kernel, a tied head apart
+// from its embedding without pipeline parallelism or a tied embedding sharing its unit with it, seq
+// beyond the position table).
 RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device = ExecutorDevice::cpu);
 
 }  // namespace fsdpx

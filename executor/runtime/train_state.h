@@ -38,11 +38,12 @@ struct UnitShardState {
 };
 
 struct RankState {
-  int rank = 0;  // global rank
+  int rank = 0;  // shard index: the global rank of the shard's owner in replica 0 without pipelining
   std::vector<UnitShardState> units;
 };
 
-// Everything a checkpoint holds. `ranks` has one entry per data-parallel shard owner (rank order).
+// Everything a checkpoint holds. `ranks` has one entry per data-parallel shard (shard order), each with
+// every unit, whichever pipeline stage holds it.
 struct TrainerState {
   std::int64_t step = 0;  // optimizer steps done
   DataPosition data;

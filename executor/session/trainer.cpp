@@ -97,8 +97,9 @@ struct Trainer::Impl {
   // owners is only reachable when they run in this process).
   std::size_t local_index(const RankRuntime& r) const;
   RankRuntime& local_rank(int rank) const;
-  // The rank holding shard `shard` of tp rank `tp`'s slices (replica 0, cp rank 0).
-  RankRuntime& owner(int shard, int tp) const;
+  // The rank holding shard `shard` of tp rank `tp`'s slices of `unit` (replica 0, cp rank 0, the
+  // pipeline rank of the unit's stage).
+  RankRuntime& owner(std::size_t unit, int shard, int tp) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
@@ -107,8 +108,12 @@ struct Trainer::Impl {
   void load_tp_slices(RankRuntime& rank, const TrainerState& s) const;
   // ConfigError when tp or cp > 1 and some ranks run in other processes (per-process checkpoints).
   void refuse_tp_per_process() const;
-  // tp or cp > 1: global ranks 0..S-1 are not the shard owners, and tp ranks hold slices.
-  bool model_parallel() const { return rp.plan.parallelism.tp > 1 || rp.plan.parallelism.cp > 1; }
+  // tp, cp or pp > 1: global ranks 0..S-1 are not the shard owners of every unit (tp ranks hold slices,
+  // pipeline ranks their stages' units).
+  bool model_parallel() const {
+    const Parallelism& par = rp.plan.parallelism;
+    return par.tp > 1 || par.cp > 1 || par.pp > 1;
+  }
   // The shard owner whose state `r` holds: its shard index (DDP: owner 0 holds the only shard).
   int owner_of(const RankRuntime& r) const { return rp.shard_count > 1 ? r.shard_index() : 0; }
 };
@@ -127,8 +132,9 @@ RankRuntime& Trainer::Impl::local_rank(int rank) const {
                                        "is not reachable from one process (not supported yet)", rank));
 }
 
-RankRuntime& Trainer::Impl::owner(int shard, int tp) const {
-  return local_rank(mesh_rank(rp.program.mesh, MeshCoord{0, rp.shard_count > 1 ? shard : 0, 0, tp}));
+RankRuntime& Trainer::Impl::owner(std::size_t unit, int shard, int tp) const {
+  const int at = mesh_rank(rp.program.mesh, MeshCoord{0, rp.shard_count > 1 ? shard : 0, 0, tp});
+  return local_rank(global_rank(rp, unit_role(rp, int(unit)), at));
 }
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
@@ -237,9 +243,10 @@ TrainerState Trainer::Impl::header() const {
 void Trainer::Impl::refuse_tp_per_process() const {
   const Parallelism& par = rp.plan.parallelism;
   if (model_parallel() && int(ranks.size()) != par.world_size())
-    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {} are not "
-                                  "supported (a tp rank's shard spans other processes' full-model shards)",
-                                  par.tp, par.cp));
+    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {} "
+                                  "are not supported (a tp rank's shard spans other processes' full-model shards; "
+                                  "a pipeline rank holds only its stages' units)",
+                                  par.tp, par.cp, par.pp));
 }
 
 // The full model's units, cut into shard_count shards: every tp rank's slices put back at their
@@ -255,7 +262,7 @@ TrainerState Trainer::Impl::tp_state() const {
     for (int t = 0; t < rp.plan.parallelism.tp; ++t) {
       const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
       for (int r = 0; r < rp.shard_count; ++r) {
-        UnitShardState local = owner(r, t).backend().unit_state(int(u));
+        UnitShardState local = owner(u, r, t).backend().unit_state(int(u));
         const auto from = fields(local), to = fields(whole);
         for (std::size_t i = 0; i < local.params.size(); ++i) {
           const std::int64_t e = local.shard_offset + std::int64_t(i);
@@ -363,6 +370,7 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
 void Trainer::Impl::load_tp_slices(RankRuntime& rank, const TrainerState& s) const {
   const int t = rank.model_parallel().tp_rank;
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    if (!rank.backend().holds_unit(int(u))) continue;  // another pipeline rank's
     const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
     const std::int64_t full_shard = rp.full_flats[u].shard_numel;
     UnitShardState local = rank.backend().unit_state(int(u));

@@ -48,12 +48,14 @@ void check_session_outputs(const SessionOptions& o) {
     if (!out->empty()) check_output_writable(*out);
 }
 
-// Trainer::local_state: a tp rank's shard spans full-model shards that other processes save.
+// Trainer::local_state: a tp rank's shard spans full-model shards that other processes save, and a
+// pipeline rank holds only its stages' units.
 void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
   const Parallelism& par = plan.parallelism;
-  if ((par.tp > 1 || par.cp > 1) && (!o.checkpoint_dir.empty() || o.resume))
+  if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume))
     rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints of a run with one process per rank "
-                                                "need tp = cp = 1 (got tp {}, cp {})", par.tp, par.cp)),
+                                                "need tp = cp = pp = 1 (got tp {}, cp {}, pp {})", par.tp, par.cp,
+                                                par.pp)),
                         o.plan_file);
 }
 

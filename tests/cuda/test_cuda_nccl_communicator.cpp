@@ -1,7 +1,8 @@
 // tests/cuda/test_cuda_nccl_communicator.cpp — the NCCL communicator on one GPU: a one-rank communicator
 // (any NCCL version: collectives become copies, NCCL #103) in and out of place, split and dup; abort of
-// the family; the watchdog aborting a collective held back past its timeout by a blocked stream; two
-// ranks on one GPU where NCCL allows it (>= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1). Built with NCCL only.
+// the family; the watchdog aborting a collective held back past its timeout by a blocked stream; a
+// point-to-point batch to itself; two ranks on one GPU where NCCL allows it (>= 2.30 with
+// NCCL_MULTI_RANK_GPU_ENABLE=1), also exchanging a send/recv batch each way. Built with NCCL only.
 #include <doctest/doctest.h>
 
 #if defined(FSDPX_HAVE_NCCL)
@@ -154,6 +155,17 @@ TEST_CASE("nccl: the watchdog aborts a collective that does not complete within 
   CHECK_THROWS_AS(comm->all_reduce(in.get(), out.get(), 1024, DType::f32, st.get()), CommAborted);
 }
 
+TEST_CASE("nccl: a send/recv batch to itself copies the buffer") {
+  auto c = make_nccl_communicator(nccl_unique_id(), 1, 0, test_options());
+  Stream st;
+  std::vector<float> x(1000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f - 7.0f;
+  DeviceBuffer<float> in(x.size()), out(x.size());
+  upload_on(in.get(), x, st.get());
+  c->send_recv({P2PCall{true, in.get(), 1000, 0}, P2PCall{false, out.get(), 1000, 0}}, DType::f32, st.get(), "p2p.self");
+  CHECK(download_on<float>(out.get(), x.size(), st.get()) == x);
+}
+
 TEST_CASE("nccl: two ranks on one GPU where NCCL allows it") {
   if (!nccl_multi_rank_gpu_allowed()) {
     MESSAGE("not run: " << nccl_describe());
@@ -171,7 +183,11 @@ TEST_CASE("nccl: two ranks on one GPU where NCCL allows it") {
         DeviceBuffer<float> buf(1024);
         upload_on(buf.get(), std::vector<float>(1024, float(r + 1)), st.get());
         c->all_reduce(buf.get(), buf.get(), 1024, DType::f32, st.get(), "ar.two_ranks");
-        sums[static_cast<std::size_t>(r)] = download_on<float>(buf.get(), 1024, st.get());
+        // Both send first and receive second in one batch: grouped, neither waits for the other.
+        DeviceBuffer<float> got(1024);
+        c->send_recv({P2PCall{true, buf.get(), 1024, 1 - r}, P2PCall{false, got.get(), 1024, 1 - r}}, DType::f32,
+                     st.get(), "p2p.two_ranks");
+        sums[static_cast<std::size_t>(r)] = download_on<float>(got.get(), 1024, st.get());
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
       }

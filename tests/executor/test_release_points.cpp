@@ -34,6 +34,7 @@ class RecordingBackend final : public RankBackend {
   int rank() const override { return 0; }
   void connect() override {}
   void init_params(std::uint64_t) override {}
+  bool holds_unit(int) const override { return true; }
   UnitShardState unit_state(int) const override { return {}; }
   void load_unit_state(int, const UnitShardState&) override {}
   void copy_masters_to_replicas() override {}
@@ -41,16 +42,21 @@ class RecordingBackend final : public RankBackend {
   void end_op(int, const Op&) override {}
   void gather(int, MeshGroup, bool) override {}
   void release(int unit, double kept_bytes) override { releases.push_back({op_, unit, kept_bytes}); }
-  void set_micro_batch(const std::int32_t*, const std::int32_t*) override {}
-  void forward(int) override {}
-  void begin_backward(double) override {}
-  void backward(int, int) override {}
+  void set_micro_batch(int, const std::int32_t*, const std::int32_t*) override {}
+  void forward(int, int) override {}
+  void begin_backward(int, double) override {}
+  void backward(int, int, int) override {}
+  void backward_input(int, int) override {}
+  void backward_weight(int, int, int) override {}
+  void send(Payload, int, int, int, int) override {}
+  void recv(Payload, int, int, int, int) override {}
   std::vector<double> take_losses() override { return std::vector<double>(std::size_t(micro_batches_), 1.0); }
   std::vector<IssuedCollective> take_model_collectives() override { return {}; }
   void reduce_scatter(int, MeshGroup) override {}
   void all_reduce_reduced(int, MeshGroup) override {}
   void all_reduce_full(int, MeshGroup) override {}
   void finish_reduction(int unit) override { reductions.push_back({op_, unit, 0}); }
+  void all_reduce_tied(int) override {}
   int first_non_finite_unit() override { return -1; }
   double grad_sq_sum() override { return 1.0; }
   void all_reduce_host(double*, int, MeshGroup) override {}

@@ -292,3 +292,34 @@ TEST_CASE("405B on 2,048 nodes: the choice beats the plan quoted in issue 14 und
 }
 
 }  // namespace fsdpx
+
+namespace fsdpx {
+
+// What fsdpx's executor runs (planner/target.cpp mirrors runtime_program.cpp's checks): pipelines on the
+// CPU backend, not on CUDA; under pp a tied embedding alone in its unit (default_plan's layout), without
+// pp a tied head in the embedding's unit.
+TEST_CASE("fsdpx target: pipeline parallelism on the CPU backend only") {
+  for (const char* model : {"llama-tiny", "gpt-tiny"}) {
+    CAPTURE(model);
+    ModelSpec m = load_model(model);
+    m.layers = 4;
+    Parallelism par;
+    par.pp = 2;
+    par.pp_schedule = PipelineSchedule::one_f_one_b;
+    ClusterSpec cpu = load_cluster("cpu");
+    cpu.gpus_per_node = 2;
+    Plan p = default_plan(m, cpu, TrainingSettings{32, 1, 4, 0}, par, 1, RecomputeMode::none);
+    CHECK(target_gaps(p, Target{}).empty());
+    ClusterSpec gpu = load_cluster("dgx-h100");
+    gpu.gpus_per_node = 2;
+    const Plan g = default_plan(m, gpu, TrainingSettings{32, 1, 4, 0}, par, 1, RecomputeMode::none);
+    REQUIRE(target_gaps(g, Target{}).size() == 1);
+    CHECK(target_gaps(g, Target{}).front().find("CUDA backend runs pp = 1 only") != std::string::npos);
+    if (!m.tied_embeddings) continue;
+    p.units.front().modules.push_back(p.units[1].modules.front());  // the embedding shares its unit
+    p.units.erase(p.units.begin() + 1);
+    CHECK(target_gaps(p, Target{}).size() == 1);
+  }
+}
+
+}  // namespace fsdpx

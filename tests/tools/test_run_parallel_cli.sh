@@ -64,11 +64,11 @@ PY
   done
 done
 
-# Per-process checkpoints need tp = cp = 1: one line, exit 2, before any step.
+# Per-process checkpoints need tp = cp = pp = 1: one line, exit 2, before any step.
 OMP_NUM_THREADS=1 timeout 120 "$FSDPX" run --plan "$tmp/s.json" --steps 2 --processes --checkpoint-dir "$tmp/ck" \
   >/dev/null 2>"$tmp/ck.err"
 rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/ck.err")" -eq 1 ] && grep -q "need tp = cp = 1" "$tmp/ck.err"
+[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/ck.err")" -eq 1 ] && grep -q "need tp = cp = pp = 1" "$tmp/ck.err"
 status=$?  # before the message's command substitution sets $?
 check "tp 2 x cp 2 as processes with --checkpoint-dir exits 2 with one line (rc $rc: $(head -c 300 "$tmp/ck.err"))" $status
 

@@ -2,7 +2,9 @@
 // non-blocking communicators: a call on a communicator still ncclInProgress (other than
 // ncclCommGetAsyncError/ncclCommAbort), on a destroyed or aborted one, or concurrent with another call on
 // it, aborts the test. Init, split, finalize and every collective stay in progress for a few polls.
-// Collectives are copies (one rank). Checks NcclCommunicator's call discipline, not NCCL itself.
+// Collectives are copies (one rank); sends and receives to itself must sit in one ncclGroupStart/End
+// (alone they would deadlock), where each receive takes the oldest send. Checks NcclCommunicator's call
+// discipline, not NCCL itself.
 #include <nccl.h>
 
 #include <atomic>
@@ -56,6 +58,21 @@ ncclResult_t copy(const void* in, void* out, size_t count, ncclDataType_t t, ncc
     return ncclUnhandledCudaError;
   return in_progress(c, 2);
 }
+// Point to point of the current group (one rank: every peer is itself).
+struct PendingSend {
+  const void* buf;
+  size_t bytes;
+};
+struct PendingRecv {
+  void* buf;
+  size_t bytes;
+  ncclComm* comm;
+  cudaStream_t stream;
+};
+thread_local int group_depth = 0;
+thread_local std::vector<PendingSend> group_sends;
+thread_local std::vector<PendingRecv> group_recvs;
+size_t bytes_of(size_t count, ncclDataType_t t) { return count * (t == ncclBfloat16 ? 2 : 4); }
 }  // namespace
 
 extern "C" {
@@ -108,5 +125,38 @@ ncclResult_t ncclAllReduce(const void* in, void* out, size_t n, ncclDataType_t t
 }
 ncclResult_t ncclBroadcast(const void* in, void* out, size_t n, ncclDataType_t t, int, ncclComm_t c, cudaStream_t s) {
   return copy(in, out, n, t, c, s);
+}
+ncclResult_t ncclGroupStart() {
+  ++group_depth;
+  return ncclSuccess;
+}
+ncclResult_t ncclSend(const void* buf, size_t n, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t) {
+  Enter e(c, true);
+  if (group_depth == 0 || peer != 0) die("a send to itself outside a group");
+  group_sends.push_back({buf, bytes_of(n, t)});
+  return ncclSuccess;
+}
+ncclResult_t ncclRecv(void* buf, size_t n, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t s) {
+  Enter e(c, true);
+  if (group_depth == 0 || peer != 0) die("a receive from itself outside a group");
+  group_recvs.push_back({buf, bytes_of(n, t), c, s});
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  if (group_depth == 0) die("ncclGroupEnd without ncclGroupStart");
+  if (--group_depth > 0) return ncclSuccess;
+  if (group_sends.size() != group_recvs.size()) die("sends and receives of a group do not pair");
+  ncclResult_t r = ncclSuccess;
+  for (size_t i = 0; i < group_recvs.size(); ++i) {
+    const PendingSend& from = group_sends[i];
+    const PendingRecv& to = group_recvs[i];
+    if (from.bytes != to.bytes) die("a receive of another size than its send");
+    if (to.bytes > 0 && cudaMemcpyAsync(to.buf, from.buf, to.bytes, cudaMemcpyDeviceToDevice, to.stream) != cudaSuccess)
+      return ncclUnhandledCudaError;
+    r = in_progress(to.comm, 2);
+  }
+  group_sends.clear();
+  group_recvs.clear();
+  return r;
 }
 }  // extern "C"
