@@ -2,7 +2,7 @@
 """Load an fsdpx-exported job config with a torchtitan release's own ConfigManager (developer check).
 
 Needs `pip install tyro` and a torchtitan source tree at the release (a git checkout at the tag, or an
-unpacked wheel); PyTorch is not needed: `torch` and torchtitan's logger are stubbed, since job_config.py and
+unpacked wheel); PyTorch is not needed: `torch` and torchtitan's logger are replaced by empty modules, since job_config.py and
 manager.py only import them. Runs ConfigManager().parse_args(["--job.config_file", TOML]), which rejects
 unknown sections and keys and checks values against the dataclass types (tyro).
 

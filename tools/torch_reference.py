@@ -71,7 +71,7 @@ def model_spec(j):
     s["bias"] = j.get("bias", "all" if s["arch"] == "gpt" else "none")
     s["rope_theta"] = j.get("rope_theta", 10000.0)  # llama only; gpt has learned positions
     s["norm_eps"] = j.get("norm_eps", 1e-5)
-    if "rope_scaling" in j:  # Llama 3.1 frequency scaling: not implemented in this twin
+    if "rope_scaling" in j:  # refused: this reference applies plain RoPE (fsdpx models Llama 3.1 scaling)
         sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling, which this reference does not apply")
     return s
 
