@@ -1,8 +1,8 @@
 // simulator/steady_state_pipeline.cpp — probe, period windows and extrapolation of
 // steady_state_pipeline.h. A window [t, t + P) is anchored on the first stage (role 0): P is the time
-// between the first forward (or backward) op of micro-batch k and of k + d, and must repeat for k + 2d.
-// The window's ops (those starting in it or running at its start) must map one to one onto the next
-// window's ops by the shift "d micro-batches later", op by op in time, structure and memory.
+// between the first forward op of micro-batch k and of k + d, and must repeat for k + 2d. The window's
+// ops (those starting in it or running at its start) must map one to one onto the next window's ops by
+// the shift "d micro-batches later", op by op in time and structure, with the same live memory.
 #include "simulator/steady_state_pipeline.h"
 
 #include <algorithm>
@@ -11,7 +11,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cost_models/memory.h"
 #include "program/lower.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
@@ -19,8 +18,6 @@
 namespace fsdpx {
 
 namespace {
-
-using MemoryBytes = std::array<double, kMemCategoryCount>;
 
 // An op's identity: kind, stream, payload, stage, segment, unit, micro-batch and its ordinal among ops
 // equal in all of these (a unit all-gathered in forward and again in backward), packed in 64 bits; 0
@@ -124,7 +121,6 @@ struct Window {
   std::vector<int> ops;               // per role: ops starting in the window
   std::vector<TimeNs> busy_ns;        // per role: compute-stream time of those ops
   std::vector<double> floor_s;        // per role: their compute-stream durations at full rate
-  std::vector<MemoryBytes> change_bytes;  // per role: live memory one period later minus now
 };
 
 bool in_window(TimeNs start, TimeNs end, TimeNs from, TimeNs to) {
@@ -154,52 +150,40 @@ bool ops_recur(const Probe& pr, int role, TimeNs t, TimeNs period, Window& w) {
   return in_first == in_second;
 }
 
-MemoryBytes difference(const MemorySample& later, const MemorySample& now) {
-  MemoryBytes d{};
-  for (std::size_t c = 0; c < d.size(); ++c) d[c] = later.by_category[c] - now.by_category[c];
-  return d;
-}
-
-// Live memory of `role` during [t + P, t + 2P) is that of [t, t + P), P later, plus one constant change.
-bool memory_recurs(const Probe& pr, int role, TimeNs t, TimeNs period, MemoryBytes& change) {
+// Live memory of `role` during [t + P, t + 2P) is that of [t, t + P), P later (to rounding of sums).
+bool memory_recurs(const Probe& pr, int role, TimeNs t, TimeNs period) {
   std::vector<const MemorySample*> a, b;
   for (const MemorySample* s : pr.samples[std::size_t(role)]) {
     if (s->at_ns >= t && s->at_ns < t + period) a.push_back(s);
     if (s->at_ns >= t + period && s->at_ns < t + 2 * period) b.push_back(s);
   }
   if (a.size() != b.size()) return false;
-  change = a.empty() ? MemoryBytes{} : difference(*b.front(), *a.front());
-  for (std::size_t c = 0; c < change.size() && !a.empty(); ++c)  // rounding of sums is no change
-    if (std::abs(change[c]) <= 1e-9 * std::max(1.0, std::abs(a.front()->by_category[c]))) change[c] = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (b[i]->at_ns != a[i]->at_ns + period) return false;
-    const MemoryBytes d = difference(*b[i], *a[i]);
-    for (std::size_t c = 0; c < d.size(); ++c)
-      if (std::abs(d[c] - change[c]) > 1e-9 * std::max({1.0, std::abs(a[i]->by_category[c]), std::abs(b[i]->by_category[c])}))
-        return false;
+    for (std::size_t c = 0; c < a[i]->by_category.size(); ++c) {
+      const double x = a[i]->by_category[c], y = b[i]->by_category[c];
+      if (std::abs(x - y) > 1e-9 * std::max({1.0, std::abs(x), std::abs(y)})) return false;
+    }
   }
   return true;
 }
 
 std::optional<Window> check_window(const Probe& pr, TimeNs t, TimeNs period) {
   const std::size_t roles = pr.program.roles.size();
-  Window w{t, period, std::vector<int>(roles, 0), std::vector<TimeNs>(roles, 0), std::vector<double>(roles, 0),
-           std::vector<MemoryBytes>(roles, MemoryBytes{})};
+  Window w{t, period, std::vector<int>(roles, 0), std::vector<TimeNs>(roles, 0), std::vector<double>(roles, 0)};
   for (int r = 0; r < int(roles); ++r)
-    if (!ops_recur(pr, r, t, period, w) || !memory_recurs(pr, r, t, period, w.change_bytes[std::size_t(r)]))
-      return std::nullopt;
+    if (!ops_recur(pr, r, t, period, w) || !memory_recurs(pr, r, t, period)) return std::nullopt;
   return w;
 }
 
-// First op of role 0 of the given kinds per micro-batch (-1 where none).
-std::vector<int> anchors(const StepProgram& p, std::int64_t micro_batches, bool backward) {
+// First forward op of role 0 per micro-batch (-1 where none).
+std::vector<int> anchors(const StepProgram& p, std::int64_t micro_batches) {
   std::vector<int> first(std::size_t(micro_batches), -1);
   const RoleProgram& role = p.roles[0];
   for (int i = 0; i < int(role.ops.size()); ++i) {
     const Op& op = role.ops[std::size_t(i)];
-    const bool kind = backward ? (op.kind == OpKind::backward || op.kind == OpKind::backward_input)
-                               : op.kind == OpKind::forward;
-    if (kind && op.micro_batch >= 0 && first[std::size_t(op.micro_batch)] < 0) first[std::size_t(op.micro_batch)] = i;
+    if (op.kind == OpKind::forward && op.micro_batch >= 0 && first[std::size_t(op.micro_batch)] < 0)
+      first[std::size_t(op.micro_batch)] = i;
   }
   return first;
 }
@@ -229,98 +213,32 @@ std::vector<int> ops_per_period(const StepProgram& p, std::int64_t micro_batches
   return out;
 }
 
-// The windows that together account for one period's ops on every role, in time order: one steady
-// window (1F1B, interleaved, ZB-H1), or a forward and a backward one (GPipe).
-std::optional<std::vector<Window>> find_windows(const Probe& pr, std::int64_t micro_batches) {
-  const std::vector<int> needed = ops_per_period(pr.program, micro_batches, pr.d);
-  auto forward = find_window(pr, anchors(pr.program, micro_batches, false));
-  if (!forward) return std::nullopt;
-  if (forward->ops == needed) return std::vector<Window>{*forward};
-  auto backward = find_window(pr, anchors(pr.program, micro_batches, true));
-  if (!backward) return std::nullopt;
-  std::vector<Window> out{*forward, *backward};
-  std::sort(out.begin(), out.end(), [](const Window& x, const Window& y) { return x.start_ns < y.start_ns; });
-  if (out[0].start_ns + 2 * out[0].period_ns > out[1].start_ns) return std::nullopt;
-  for (std::size_t r = 0; r < needed.size(); ++r)
-    if (out[0].ops[r] + out[1].ops[r] != needed[r]) return std::nullopt;
-  return out;
+// The window of one period: it must hold all the ops d micro-batches add on every role (a schedule that
+// repeats in two places, such as GPipe's forward and backward phases, has none).
+std::optional<Window> period_window(const Probe& pr, std::int64_t micro_batches) {
+  auto w = find_window(pr, anchors(pr.program, micro_batches));
+  if (!w || w->ops != ops_per_period(pr.program, micro_batches, pr.d)) return std::nullopt;
+  return w;
 }
 
-// Peak live memory of `role` over the step with n more periods in each window: samples after a window
-// carry its change n times; samples of a window's first period stand for all its copies, whose highest
-// (the first or the last, the change being constant) is taken, the earliest on ties like the engine.
-MemoryPeak extrapolated_peak(const Probe& pr, int role, const std::vector<Window>& windows, double n) {
-  MemoryPeak best;
-  best.total_bytes = -1;
-  MemoryBytes offset{};
-  std::size_t w = 0;
-  for (const MemorySample* s : pr.samples[std::size_t(role)]) {
-    for (; w < windows.size() && s->at_ns >= windows[w].start_ns + windows[w].period_ns; ++w)
-      for (std::size_t c = 0; c < offset.size(); ++c) offset[c] += n * windows[w].change_bytes[std::size_t(role)][c];
-    MemoryBytes live = s->by_category;
-    double change_total = 0;
-    if (w < windows.size())
-      for (double c : windows[w].change_bytes[std::size_t(role)]) change_total += c;
-    const bool last_copy = w < windows.size() && s->at_ns >= windows[w].start_ns && change_total > 0;
-    double total = 0;
-    for (std::size_t c = 0; c < live.size(); ++c) {
-      live[c] += offset[c] + (last_copy ? n * windows[w].change_bytes[std::size_t(role)][c] : 0.0);
-      total += live[c];
-    }
-    if (total > best.total_bytes) best = {total, live, -1, s->at_ns};
-  }
-  return best;
-}
-
-// Each stage's peak and the worst one's, with the allocator's reserve (simulate.cpp summarise).
-void set_peak(StepTotals& t, const Probe& pr, const std::vector<Window>& windows, double n) {
-  MemoryPeak worst;
-  worst.total_bytes = -1;
-  for (int r = 0; r < int(pr.program.roles.size()); ++r) {
-    const MemoryPeak p = extrapolated_peak(pr, r, windows, n);
-    t.stages[std::size_t(r)].peak_memory_bytes = p.total_bytes + overhead_bytes(0, p.total_bytes).allocator_headroom;
-    if (p.total_bytes > worst.total_bytes) worst = p;
-  }
-  const double headroom = allocator_headroom_bytes(churn_bytes(worst));
-  t.peak_memory_bytes = worst.by_category;
-  t.peak_memory_bytes[std::size_t(MemCategory::other)] += headroom;
-  t.peak_memory_total_bytes = worst.total_bytes + headroom;
-}
-
-bool memory_changes(const std::vector<Window>& windows) {
-  for (const Window& w : windows)
-    for (const MemoryBytes& m : w.change_bytes)
-      for (double c : m)
-        if (c != 0) return true;
-  return false;
-}
-
-// Step, busy time, compute floor (busiest role) and peak with n more periods in every window; per stage
-// its busy time, the bubble the periods add and, where memory changes per period, its peak.
-StepTotals extrapolate(const Plan& plan, const Probe& pr, const std::vector<Window>& windows, std::int64_t probe) {
+// Step, busy time and compute floor (busiest role) with n more periods; per stage its busy time and the
+// bubble the periods add. The peak is the probe's: every period's memory pattern is in it.
+StepTotals extrapolate(const Plan& plan, const Probe& pr, const Window& w, std::int64_t probe) {
   const std::int64_t n = (plan.grad_accum() - probe) / pr.d;
   StepTotals t;
   t.stages.resize(pr.program.roles.size());
-  TimeNs step_ns = pr.engine.step_time_ns;
-  for (const Window& w : windows) step_ns += n * w.period_ns;
-  t.step_time_s = double(step_ns) * 1e-9;
+  t.step_time_s = double(pr.engine.step_time_ns + n * w.period_ns) * 1e-9;
   for (int r = 0; r < int(pr.program.roles.size()); ++r) {
-    TimeNs busy_ns = pr.engine.compute_busy_ns[std::size_t(r)];
-    double floor_s = 0;
+    const TimeNs busy_ns = pr.engine.compute_busy_ns[std::size_t(r)] + n * w.busy_ns[std::size_t(r)];
+    double floor_s = double(n) * w.floor_s[std::size_t(r)];
     for (const Op& op : pr.program.roles[std::size_t(r)].ops)
       if (op.stream == StreamKind::compute) floor_s += op.duration_s;
-    for (const Window& w : windows) {
-      busy_ns += n * w.busy_ns[std::size_t(r)];
-      floor_s += double(n) * w.floor_s[std::size_t(r)];
-    }
-    for (const Window& w : windows)
-      t.stages[std::size_t(r)].bubble_s +=
-          double(n) * stage_bubble_s(pr.program, pr.engine, r, w.start_ns, w.start_ns + w.period_ns);
+    t.stages[std::size_t(r)].bubble_s =
+        double(n) * stage_bubble_s(pr.program, pr.engine, r, w.start_ns, w.start_ns + w.period_ns);
     t.stages[std::size_t(r)].compute_s = double(busy_ns) * 1e-9;
     t.compute_busy_s = std::max(t.compute_busy_s, double(busy_ns) * 1e-9);
     t.compute_floor_s = std::max(t.compute_floor_s, floor_s);
   }
-  if (memory_changes(windows)) set_peak(t, pr, windows, double(n));
   return t;
 }
 
@@ -347,18 +265,16 @@ std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOpt
     time_program(program, plan);
     const EngineResult engine = run_engine(program, probe_options);
     const Probe pr = make_probe(program, engine, d);
-    const auto windows = find_windows(pr, probe);
-    if (!windows) continue;
-    StepTotals t = extrapolate(plan, pr, *windows, probe);
+    const auto window = period_window(pr, probe);
+    if (!window) continue;
+    StepTotals t = extrapolate(plan, pr, *window, probe);
     const StepTotals p = probe_totals(summarise(std::move(program), engine), plan, probe);
-    if (!memory_changes(*windows)) {
-      t.peak_memory_bytes = p.peak_memory_bytes;
-      t.peak_memory_total_bytes = p.peak_memory_total_bytes;
-    }
+    t.peak_memory_bytes = p.peak_memory_bytes;
+    t.peak_memory_total_bytes = p.peak_memory_total_bytes;
     for (std::size_t r = 0; r < t.stages.size(); ++r) {
       StageSummary& st = t.stages[r];
       st.bubble_s += p.stages[r].bubble_s;
-      if (!memory_changes(*windows)) st.peak_memory_bytes = p.stages[r].peak_memory_bytes;
+      st.peak_memory_bytes = p.stages[r].peak_memory_bytes;
       st.idle_fraction = 1.0 - st.compute_s / t.step_time_s;
       t.bubble_fraction += st.bubble_s / double(t.stages.size()) / t.step_time_s;
     }

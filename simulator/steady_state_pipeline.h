@@ -1,14 +1,14 @@
 // simulator/steady_state_pipeline.h — steady_state.h for pipelined plans (pp > 1). Each stage's pass
 // order repeats per micro-batch (per group of pp micro-batches for interleaved 1F1B, whose schedule table
 // takes micro-batches in groups of pp) between warm-up and cool-down, so the step program of A + d
-// micro-batches is that of A with one period inserted where it repeats: once in the steady 1F1B (ZB-H1,
-// interleaved) phase, once in each of GPipe's forward and backward phases. A probe is simulated; a
-// window of one period is accepted where every op of every stage in flight during it recurs one period
-// later as the same op d micro-batches on (same work, memory effects, dependencies and partners shifted
-// too), and every stage's live memory recurs with a constant change per period. The engine works on time
-// differences only, so the inserted periods repeat exactly: step, busy time and floor grow by the
-// windows' sums per period; the peak memory follows the memory samples with each window's change.
-// Leaves out per-op records (simulate() gives the trace of a whole step) and expanded ranks.
+// micro-batches is that of A with one period inserted in the steady phase (1F1B, interleaved, ZB-H1). A
+// probe is simulated; a window of one period is accepted where every op of every stage in flight during
+// it recurs one period later as the same op d micro-batches on (same work, memory effects, dependencies
+// and partners shifted too), the stages' live memory recurs, and the window holds all the ops a period
+// adds. The engine works on time differences only, so the inserted periods repeat exactly: step, busy
+// time, floor and bubble grow by the window's per period; the peak is the probe's. GPipe, which repeats
+// in two phases and whose stages drift apart when the later ones are slower, is left to whole
+// simulation. Leaves out per-op records (simulate() gives the trace of a whole step) and expanded ranks.
 #pragma once
 
 #include <optional>
