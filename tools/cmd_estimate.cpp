@@ -74,11 +74,13 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   sub->add_option("--tp", o.tp, "Tensor-parallel degree")->check(kPositive);
   sub->add_option("--cp", o.cp, "Context-parallel degree")->check(kPositive);
   sub->add_flag("--no-sequence-parallel", o.no_sequence_parallel, "Turn sequence parallelism off with TP");
-  add_enum_option(sub, "--sharding", o.mode, kShardingModes, "ddp, zero1, zero2, zero3 (fsdp) or hsdp");
+  add_enum_option(sub, "--sharding", o.mode, kShardingModes,
+                  "As in plan files: fsdp_full_shard (default), fsdp_shard_grad_op, hsdp, ddp, zero1 or "
+                  "distributed_optimizer (zero2, zero3 and fsdp still accepted)");
   sub->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per data-parallel rank")->check(kPositive);
   sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(kPositive);
   sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(kPositive);
-  add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "none, selective or full");
+  add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "As in plan files: none, selective, selective_op or full");
   add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes, "Parameter dtype in compute");
   add_enum_option(sub, "--reduce-dtype", o.reduce_dtype, kDTypes, "Gradient reduction dtype");
   sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(kPositive);
