@@ -102,15 +102,12 @@ PlanRequest base_request(const ReportOptions& o) {
   return r;
 }
 
-void run_report(const ReportOptions& o) {
-  check_mode(o);
-  ReportPage page;
-  for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
+// Runs the sweeps into `page` and returns the base plan; `input` becomes the file simulator errors name.
+Plan run_sweeps(const ReportOptions& o, ReportPage& page, std::string& input) {
   const std::vector<WhatIfPoint> points = whatif_grid(page.axes);
   const std::vector<Scaling> modes = scalings(o, page.axes);
-  if (!o.train_tokens.empty()) page.train_tokens = parse_train_tokens(o.train_tokens);
   Plan base;
-  std::string input = o.model;  // the file errors of the simulator name
+  input = o.model;
   if (!o.plan.empty()) {
     input = resolve_config("plans", o.plan);
     base = load_plan(input);
@@ -126,6 +123,16 @@ void run_report(const ReportOptions& o) {
     for (Scaling s : modes) page.sweeps.push_back({s, sweep_request(request, points, s)});
     page.source = "Re-planned at every point (fsdpx plan's search; the best plan per point)";
   }
+  return base;
+}
+
+void run_report(const ReportOptions& o) {
+  check_mode(o);
+  ReportPage page;
+  for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
+  if (!o.train_tokens.empty()) page.train_tokens = parse_train_tokens(o.train_tokens);
+  std::string input;
+  const Plan base = run_sweeps(o, page, input);
   EngineOptions eo;
   eo.record_ops = true;
   const Simulation sim = with_errors_naming(input, "plan", [&] { return simulate(base, eo); });

@@ -1,6 +1,6 @@
 // tools/report/report_charts_sweep.cpp — the charts across what-if points: a metric against the first varied
-// parameter (one line per combination of the others, failed points leave gaps) and one peak-memory
-// bar per point or plan, stacked by category, against the GPU's HBM.
+// parameter (one line per combination of the others, failed points leave gaps, out-of-memory points carry
+// a red cross) and one peak-memory bar per point or plan, stacked by category, against the memory capacity.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -106,13 +106,8 @@ std::string breakdown_bar(const SvgFrame& f, const WhatIfRow& r, double y, doubl
                            r.metrics.peak_memory_total_bytes / kGiB, oom ? " OUT OF MEMORY" : "");
 }
 
-}  // namespace
-
-std::string chart_sweep(const std::vector<WhatIfRow>& rows, SweepMetric metric, const std::string& id,
-                        const std::string& x_name) {
-  const bool memory = metric == SweepMetric::peak_memory;
-  const double capacity_gib = capacity_bytes(rows) / kGiB;
-  std::vector<std::string> xs;
+// The x positions (first setting's values) and one series per combination of the other settings.
+std::vector<Series> collect_series(const std::vector<WhatIfRow>& rows, SweepMetric metric, std::vector<std::string>& xs) {
   std::vector<Series> series;
   for (const WhatIfRow& r : rows) {
     const std::string x = x_label(r.point), key = series_key(r.point);
@@ -125,11 +120,21 @@ std::string chart_sweep(const std::vector<WhatIfRow>& rows, SweepMetric metric, 
     if (r.error.empty()) si->y[i] = metric_value(r, metric);
     si->oom[i] = row_status(r) == RowStatus::out_of_memory;
   }
+  for (Series& s : series) s.y.resize(xs.size()), s.oom.resize(xs.size());
+  return series;
+}
+
+}  // namespace
+
+std::string chart_sweep(const std::vector<WhatIfRow>& rows, SweepMetric metric, const std::string& id,
+                        const std::string& x_name) {
+  const bool memory = metric == SweepMetric::peak_memory;
+  const double capacity_gib = capacity_bytes(rows) / kGiB;
+  std::vector<std::string> xs;
+  const std::vector<Series> series = collect_series(rows, metric, xs);
   double y_max = memory ? capacity_gib : 0;
-  for (Series& s : series) {
-    s.y.resize(xs.size()), s.oom.resize(xs.size());
+  for (const Series& s : series)
     for (const auto& v : s.y) y_max = std::max(y_max, v.value_or(0));
-  }
   std::vector<std::string> names, colors;
   for (std::size_t i = 0; i < series.size(); ++i)
     if (!series[i].name.empty()) names.push_back(series[i].name), colors.push_back(series_color(int(i)));
