@@ -2,6 +2,7 @@
 // plan request to a point. Running the points (simulate / search) is in whatif_sweep.cpp.
 #include "planner/whatif.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -50,7 +51,19 @@ std::int64_t scaled_batch(std::int64_t global_batch, int new_dp, int old_dp, con
   return scaled / old_dp;
 }
 
-void resize_data_parallel(Plan& p, int world, const std::string& where) {
+// Strong scaling: the global batch stays; the micro-batch shrinks to divide the new per-rank batch.
+void keep_global_batch(Plan& p, int dp, const std::string& where) {
+  const std::int64_t global = p.training.global_batch;
+  if (global % dp != 0)
+    throw ConfigError(fmt::format("{}: global batch {} is not divisible by {} data-parallel ranks (strong scaling "
+                                  "keeps the global batch)", where, global, dp));
+  const std::int64_t per_rank = global / dp;
+  std::int64_t mb = std::min(p.training.micro_batch, per_rank);
+  while (per_rank % mb != 0) --mb;
+  p.training.micro_batch = mb;
+}
+
+void resize_data_parallel(Plan& p, int world, Scaling scaling, const std::string& where) {
   Parallelism& par = p.parallelism;
   const int model_parallel = par.tp * par.cp * par.pp;
   if (world % model_parallel != 0)
@@ -69,7 +82,8 @@ void resize_data_parallel(Plan& p, int world, const std::string& where) {
   // reshard_after_forward g must divide the new dp_shard; g equal to the old dp_shard meant "full".
   for (PlanUnit& u : p.units)
     if (u.reshard_after_forward > 1 && par.dp_shard % u.reshard_after_forward != 0) u.reshard_after_forward = 1;
-  p.training.global_batch = scaled_batch(p.training.global_batch, dp, old_dp, where);
+  if (scaling == Scaling::strong) keep_global_batch(p, dp, where);
+  else p.training.global_batch = scaled_batch(p.training.global_batch, dp, old_dp, where);
 }
 
 }  // namespace
@@ -80,6 +94,8 @@ const char* whatif_param_name(WhatIfParam p) {
   FSDP_CHECK(false, "what-if parameter without a name");
   return "";
 }
+
+const char* scaling_name(Scaling s) { return s == Scaling::strong ? "strong" : "weak"; }
 
 WhatIfAxis parse_whatif_axis(const std::string& spec) {
   const auto eq = spec.find('=');
@@ -146,25 +162,26 @@ ClusterSpec whatif_cluster(ClusterSpec c, const WhatIfPoint& point) {
   return c;
 }
 
-Plan whatif_plan(const Plan& base, const WhatIfPoint& point) {
+Plan whatif_plan(const Plan& base, const WhatIfPoint& point, Scaling scaling) {
   const std::string where = fmt::format("what-if point {}", point.label());
   Plan p = base;
   p.predicted.reset();
   p.cluster = whatif_cluster(base.cluster, point);
-  if (p.cluster.world_size() != base.cluster.world_size()) resize_data_parallel(p, p.cluster.world_size(), where);
+  if (p.cluster.world_size() != base.cluster.world_size()) resize_data_parallel(p, p.cluster.world_size(), scaling, where);
   p.training.seq = static_cast<std::int64_t>(setting(point, WhatIfParam::seq, double(base.training.seq)));
   validate_plan(p, where);
   return p;
 }
 
-PlanRequest whatif_request(const PlanRequest& base, const WhatIfPoint& point) {
+PlanRequest whatif_request(const PlanRequest& base, const WhatIfPoint& point, Scaling scaling) {
   const std::string where = fmt::format("what-if point {}", point.label());
   PlanRequest r = base;
   r.cluster = whatif_cluster(base.cluster, point);
   r.seq = static_cast<std::int64_t>(setting(point, WhatIfParam::seq, double(base.seq)));
   if (r.seq > r.model.max_seq)
     throw ConfigError(fmt::format("{}: seq {} exceeds the model's max_seq {}", where, r.seq, r.model.max_seq));
-  r.global_batch = scaled_batch(base.global_batch, r.cluster.world_size(), base.cluster.world_size(), where);
+  if (scaling == Scaling::weak)
+    r.global_batch = scaled_batch(base.global_batch, r.cluster.world_size(), base.cluster.world_size(), where);
   return r;
 }
 

@@ -18,8 +18,17 @@ namespace {
 // FSDP1's size_based_auto_wrap_policy default min_num_params (torch/distributed/fsdp/wrap.py, 1e8).
 constexpr double kFsdp1DefaultMinParams = 1e8;
 
+void set_shape(WhatIfRow& row, const ClusterSpec& c, std::int64_t global_batch, std::int64_t seq,
+               double memory_capacity_bytes) {
+  row.world_size = c.world_size();
+  row.global_batch = global_batch;
+  row.seq = seq;
+  row.memory_capacity_bytes = memory_capacity_bytes;
+}
+
 WhatIfRow simulated_row(const WhatIfPoint& point, std::string label, const Plan& plan) {
   WhatIfRow row{point, std::move(label), "", plan_shape_desc(plan), {}};
+  set_shape(row, plan.cluster, plan.training.global_batch, plan.training.seq, plan.cluster.gpu.hbm_bytes);
   EngineOptions eo;
   eo.record_ops = true;  // the exposed-communication split needs per-op times
   row.metrics = point_metrics(simulate(plan, eo));
@@ -56,11 +65,11 @@ PointMetrics point_metrics(const CandidateMetrics& c) {
   return m;
 }
 
-std::vector<WhatIfRow> sweep_plan(const Plan& base, const std::vector<WhatIfPoint>& points) {
+std::vector<WhatIfRow> sweep_plan(const Plan& base, const std::vector<WhatIfPoint>& points, Scaling scaling) {
   std::vector<WhatIfRow> rows;
   for (const WhatIfPoint& point : points) {
     try {
-      rows.push_back(simulated_row(point, point.label(), whatif_plan(base, point)));
+      rows.push_back(simulated_row(point, point.label(), whatif_plan(base, point, scaling)));
     } catch (const ConfigError& e) {
       rows.push_back(WhatIfRow{point, point.label(), e.what(), "", {}});
     }
@@ -68,15 +77,22 @@ std::vector<WhatIfRow> sweep_plan(const Plan& base, const std::vector<WhatIfPoin
   return rows;
 }
 
-std::vector<WhatIfRow> sweep_request(const PlanRequest& base, const std::vector<WhatIfPoint>& points) {
+std::vector<WhatIfRow> sweep_request(const PlanRequest& base, const std::vector<WhatIfPoint>& points,
+                                     Scaling scaling) {
   std::vector<WhatIfRow> rows;
   for (const WhatIfPoint& point : points) {
     WhatIfRow row{point, point.label(), "", "", {}};
     try {
-      const PlanResult result = search_plans(whatif_request(base, point));
+      const PlanRequest request = whatif_request(base, point, scaling);
+      set_shape(row, request.cluster, request.global_batch, request.seq,
+                request.memory_limit_bytes.value_or(request.cluster.gpu.hbm_bytes));
+      const PlanResult result = search_plans(request);
       if (result.best) {
         row.plan_desc = plan_shape_desc(result.best->plan);
         row.metrics = point_metrics(result.best->metrics);
+      } else if (result.least_memory_needed_bytes <= 0) {
+        row.error = fmt::format("global batch {} cannot be split evenly over the data-parallel ranks of any "
+                                "factorisation of {} GPUs", request.global_batch, request.cluster.world_size());
       } else {
         row.error = fmt::format("no plan fits in {:.2f} GiB (the least any plan needs is {:.2f} GiB)",
                                 result.memory_limit_bytes / (1ull << 30), result.least_memory_needed_bytes / (1ull << 30));

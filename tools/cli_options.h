@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/framework.h"
+#include "core/plan.h"
 #include "cost_models/memory.h"
 
 namespace fsdpx {
@@ -19,8 +20,16 @@ enum class OutputFormat { text, json };
 
 inline const std::map<std::string, OutputFormat> kOutputFormats{{"text", OutputFormat::text},
                                                                  {"json", OutputFormat::json}};
-inline const std::map<std::string, Recompute> kRecomputeModes{
-    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+// The recompute and sharding names of plan JSON (core/plan.h), so `estimate` and `plan` take what a plan
+// file says; estimate also keeps the ZeRO-stage names it took before (zero2, zero3, fsdp).
+inline const std::map<std::string, Recompute> kRecomputeModes{{"none", Recompute::none},
+                                                              {"selective", Recompute::selective},
+                                                              {"selective_op", Recompute::selective_op},
+                                                              {"full", Recompute::full}};
+inline const std::map<std::string, RecomputeMode> kPlanRecomputeModes{{"none", RecomputeMode::none},
+                                                                      {"selective", RecomputeMode::selective},
+                                                                      {"selective_op", RecomputeMode::selective_op},
+                                                                      {"full", RecomputeMode::full}};
 inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::fsdpx},
                                                           {"torchtitan", Framework::torchtitan},
                                                           {"llm-foundry", Framework::llm_foundry},
@@ -28,8 +37,22 @@ inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::f
 inline const std::map<std::string, DType> kDTypes{
     {"fp32", DType::fp32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
 inline const std::map<std::string, ShardingMode> kShardingModes{
-    {"ddp", ShardingMode::ddp},     {"zero1", ShardingMode::zero1}, {"zero2", ShardingMode::zero2},
-    {"zero3", ShardingMode::zero3}, {"fsdp", ShardingMode::zero3},  {"hsdp", ShardingMode::hsdp}};
+    {"fsdp_full_shard", ShardingMode::zero3}, {"fsdp_shard_grad_op", ShardingMode::zero2},
+    {"hsdp", ShardingMode::hsdp},             {"ddp", ShardingMode::ddp},
+    {"zero1", ShardingMode::zero1},           {"distributed_optimizer", ShardingMode::zero1},
+    {"zero2", ShardingMode::zero2},           {"zero3", ShardingMode::zero3},
+    {"fsdp", ShardingMode::zero3}};
+// The plan JSON name of a ZeRO stage (DataParallel in core/plan.h).
+inline const char* plan_sharding_name(ShardingMode m) {
+  switch (m) {
+    case ShardingMode::ddp: return "ddp";
+    case ShardingMode::zero1: return "zero1";
+    case ShardingMode::zero2: return "fsdp_shard_grad_op";
+    case ShardingMode::zero3: return "fsdp_full_shard";
+    case ShardingMode::hsdp: return "hsdp";
+  }
+  return "fsdp_full_shard";
+}
 
 // Numeric checks with short messages (CLI11's own range validators print the whole double range).
 inline std::string check_number(const std::string& v, bool allow_zero) {

@@ -1,6 +1,7 @@
 // tools/cmd_completion.cpp — `fsdpx completion bash [-o FILE]`: prints (or writes whole) the bash
 // completion script generated from this very command line (tools/completion_bash.h), with the shipped
-// model and cluster names as values of --model and --cluster. The build writes it (tools/CMakeLists.txt)
+// model, cluster and plan names as values of --model, --cluster and --plan, and the words of the enum
+// options several commands share (--recompute, --sharding: the plan files' names). The build writes it (tools/CMakeLists.txt)
 // and `cmake --install` installs it for bash-completion.
 #include <cstdio>
 #include <memory>
@@ -24,6 +25,10 @@ void setup_completion(CLI::App& app) {
         {"--model", list_configs("models")},
         {"--cluster", list_configs("clusters")},
         {"--backend", {"cpu", "cuda"}},
+        {"--plan", list_configs("plans")},
+        {"--recompute", {"none", "selective", "selective_op", "full"}},
+        {"--sharding", {"fsdp_full_shard", "fsdp_shard_grad_op", "hsdp", "ddp", "zero1", "distributed_optimizer"}},
+        {"--scaling", {"weak", "strong", "both"}},
     };
     const std::string script = bash_completion_script(app, values);
     if (out->empty()) std::fputs(script.c_str(), stdout);

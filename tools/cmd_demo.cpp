@@ -5,6 +5,9 @@
 // estimate of the chosen shape comes first as a sanity bound.
 #include <cstdio>
 #include <memory>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/config_paths.h"
 #include "cost_models/estimate.h"
@@ -13,6 +16,7 @@
 #include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/estimate_report.h"
+#include "tools/main_output.h"
 #include "tools/plan_report.h"
 #include "tools/simulation_report.h"
 
@@ -37,7 +41,7 @@ PlanRequest demo_request() {
   return r;
 }
 
-void run_demo(OutputFormat format) {
+void run_demo(OutputFormat format, const std::string& out) {
   const PlanRequest request = demo_request();
   const PlanResult result = search_plans(request);
   if (!result.best) throw NoPlanFits(no_fit_message(result));
@@ -50,14 +54,15 @@ void run_demo(OutputFormat format) {
     j["plan_search"] = plan_search_json(result);
     j["estimate"] = estimate_json(e, plan.model, plan.cluster, shape);
     j["simulation"] = simulation_json(plan, sim);
-    std::printf("%s\n", j.dump(2).c_str());
+    emit_main_output(out, j.dump(2) + "\n");
     return;
   }
-  std::printf("== 1. Plan: %s on %s, seq %lld, global batch %lld ==\n\n%s\n", request.model.name.c_str(),
-              request.cluster.name.c_str(), static_cast<long long>(request.seq),
-              static_cast<long long>(request.global_batch), plan_search_text(result, 5).c_str());
-  std::printf("== 2. Analytic estimate of the chosen shape ==\n\n%s\n", estimate_text(e, plan.model, plan.cluster, shape).c_str());
-  std::printf("== 3. Simulated step of the chosen plan ==\n\n%s", simulation_text(plan, sim).c_str());
+  emit_main_output(out, fmt::format("== 1. Plan: {} on {}, seq {}, global batch {} ==\n\n{}\n"
+                                    "== 2. Analytic estimate of the chosen shape ==\n\n{}\n"
+                                    "== 3. Simulated step of the chosen plan ==\n\n{}",
+                                    request.model.name, request.cluster.name, request.seq, request.global_batch,
+                                    plan_search_text(result, 5), estimate_text(e, plan.model, plan.cluster, shape),
+                                    simulation_text(plan, sim)));
 }
 
 }  // namespace
@@ -66,8 +71,10 @@ void setup_demo(CLI::App& app) {
   auto format = std::make_shared<OutputFormat>(OutputFormat::text);
   CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: plan, estimate and simulate "
                                              "Llama-3.1-8B on one 8xH100 node");
+  auto out = std::make_shared<std::string>();
   add_enum_option(sub, "--format", *format, kOutputFormats, "text or json");
-  sub->callback([format] { run_demo(*format); });
+  add_main_output_option(sub, *out);
+  sub->callback([format, out] { run_demo(*format, *out); });
 }
 
 }  // namespace fsdpx

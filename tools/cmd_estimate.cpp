@@ -13,6 +13,7 @@
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
 #include "tools/estimate_report.h"
+#include "tools/main_output.h"
 
 namespace fsdpx {
 
@@ -38,6 +39,7 @@ struct EstimateOptions {
   std::int64_t blocks_per_unit = 1;
   int prefetch = 1;
   OutputFormat format = OutputFormat::text;
+  std::string out;  // -o
 };
 
 void run_estimate(const EstimateOptions& o) {
@@ -60,10 +62,8 @@ void run_estimate(const EstimateOptions& o) {
   s.blocks_per_unit = o.blocks_per_unit;
   s.prefetch = o.prefetch;
   const Estimate e = estimate(m, c, s);
-  if (o.format == OutputFormat::json)
-    std::printf("%s\n", estimate_json(e, m, c, s).dump(2).c_str());
-  else
-    std::printf("%s", estimate_text(e, m, c, s).c_str());
+  emit_main_output(o.out, o.format == OutputFormat::json ? estimate_json(e, m, c, s).dump(2) + "\n"
+                                                          : estimate_text(e, m, c, s));
 }
 
 void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
@@ -74,16 +74,19 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   sub->add_option("--tp", o.tp, "Tensor-parallel degree")->check(kPositive);
   sub->add_option("--cp", o.cp, "Context-parallel degree")->check(kPositive);
   sub->add_flag("--no-sequence-parallel", o.no_sequence_parallel, "Turn sequence parallelism off with TP");
-  add_enum_option(sub, "--sharding", o.mode, kShardingModes, "ddp, zero1, zero2, zero3 (fsdp) or hsdp");
+  add_enum_option(sub, "--sharding", o.mode, kShardingModes,
+                  "As in plan files: fsdp_full_shard (default), fsdp_shard_grad_op, hsdp, ddp, zero1 or "
+                  "distributed_optimizer (zero2, zero3 and fsdp still accepted)");
   sub->add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per data-parallel rank")->check(kPositive);
   sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(kPositive);
   sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(kPositive);
-  add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "none, selective or full");
+  add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "As in plan files: none, selective, selective_op or full");
   add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes, "Parameter dtype in compute");
   add_enum_option(sub, "--reduce-dtype", o.reduce_dtype, kDTypes, "Gradient reduction dtype");
   sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(kPositive);
   sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(kNonNegative);
   add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
+  add_main_output_option(sub, o.out);
 }
 
 }  // namespace

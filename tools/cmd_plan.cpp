@@ -1,6 +1,8 @@
 // tools/cmd_plan.cpp — `fsdpx plan --model M --cluster C (--nodes N | --world-size N) --seq S
 // --global-batch B [--target fsdpx|torchtitan@V] [--memory-limit GiB] [--memory-margin GiB|P%]
 // [--throughput-tolerance P] [--allow-bf16-reduce] [--objective throughput|memory] [--top K]
+// [--tp T] [--cp C] [--pp P] [--pp-schedule S] [--vpp V] [--dp-shard D] [--dp-replicate R]
+// [--sharding fsdp_full_shard|hsdp] [--recompute none|selective|selective_op|full]
 // [-o plan.json] [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its
 // memory at the peak and the top-K alternatives, and writes the plan JSON (loadable by `fsdpx simulate
 // --plan`). Every count and size is range-checked (one line, exit 2). When nothing fits it exits 2 with
@@ -47,7 +49,12 @@ struct PlanOptions {
   OutputFormat format = OutputFormat::text;
   FixedDegrees fixed;
   PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
+  std::optional<RecomputeMode> recompute;                 // empty: searched (uniform and partial)
+  std::optional<DataParallel> sharding;                   // empty: full shard and HSDP searched
 };
+
+const std::map<std::string, DataParallel> kPlanShardings{{"fsdp_full_shard", DataParallel::fsdp_full_shard},
+                                                         {"hsdp", DataParallel::hsdp}};
 
 const std::map<std::string, PipelineSchedule> kSchedules{{"gpipe", PipelineSchedule::gpipe},
                                                          {"1f1b", PipelineSchedule::one_f_one_b},
@@ -131,11 +138,30 @@ void check_fixed(const PlanRequest& r, const PlanOptions& o) {
       *f.pp_schedule != PipelineSchedule::gpipe)
     bad("--pp-schedule", fmt::format("target {} does not run {} (torchtitan's zero-bubble schedules are multi-stage)",
                                      o.target, schedule));
+  if (o.recompute && s.knobs.uniform_recompute.empty())
+    bad("--recompute", fmt::format("target {} does not run {} recompute on this cluster", o.target,
+                                   recompute_mode_name(*o.recompute)));
   PlanRequest narrowed = r;
   narrowed.space = s.knobs;
   if (parallel_shapes(narrowed).empty())
     bad("--pp", fmt::format("the fixed degrees leave no factorisation of the {} ranks (tp within a node and dividing "
                             "the heads, cp with seq divisible by 2 x cp, at most one stage per block)", world));
+}
+
+// --sharding: full shard searches dp_replicate 1 only; HSDP replicates across the nodes unless
+// --dp-replicate says how many replicas.
+void apply_sharding(PlanRequest& r, DataParallel sharding) {
+  FixedDegrees& f = r.space.fixed;
+  if (sharding == DataParallel::fsdp_full_shard) {
+    if (f.dp_replicate > 1) bad("--sharding", "fsdp_full_shard has one replica; --dp-replicate > 1 is hsdp");
+    r.space.allow_hsdp = false;
+    f.dp_replicate = 1;
+    return;
+  }
+  if (f.dp_replicate == 1) bad("--sharding", "hsdp needs more than one replica, not --dp-replicate 1");
+  if (f.dp_replicate > 1) return;
+  if (r.cluster.nodes < 2) bad("--sharding", "hsdp replicates across nodes: on one node give --dp-replicate N > 1");
+  f.dp_replicate = r.cluster.nodes;
 }
 
 PlanRequest request_of(const PlanOptions& o) {
@@ -166,6 +192,11 @@ PlanRequest request_of(const PlanOptions& o) {
     throw ConfigError(fmt::format("command line: --compiled: framework {} does not run under torch.compile",
                                   framework_name(framework)));
   r.space.fixed = o.fixed;
+  if (o.recompute) {
+    r.space.uniform_recompute = {*o.recompute};
+    r.space.partial_recompute = false;
+  }
+  if (o.sharding) apply_sharding(r, *o.sharding);
   if (o.pp_schedule != PipelineSchedule::none) {
     r.space.fixed.pp_schedule = o.pp_schedule;
     if (*r.space.fixed.pp_schedule == PipelineSchedule::gpipe) r.space.pp_schedules.push_back(PipelineSchedule::gpipe);
@@ -231,6 +262,10 @@ void setup_plan(CLI::App& app) {
   sub->add_option("--cp", o->fixed.cp, "Fix the context-parallel degree")->check(kPositive);
   sub->add_option("--dp-shard", o->fixed.dp_shard, "Fix the FSDP shard degree")->check(kPositive);
   sub->add_option("--dp-replicate", o->fixed.dp_replicate, "Fix the HSDP replica degree")->check(kPositive);
+  add_enum_option(sub, "--sharding", o->sharding, kPlanShardings,
+                  "Fix the data-parallel sharding: fsdp_full_shard or hsdp (replicas across nodes unless --dp-replicate)");
+  add_enum_option(sub, "--recompute", o->recompute, kPlanRecomputeModes,
+                  "Fix the recompute of every block: none, selective, selective_op or full");
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_plan(*o); });

@@ -1,8 +1,11 @@
 // tools/cmd_report.cpp — `fsdpx report (--plan P | --model M --cluster C (--nodes N | --world-size N)
 // --seq S --global-batch B) [--vary nodes=1,2,4] [--vary inter_node_gbit=100,200] [--vary seq=4096,8192]
-// [--html out.html] [--csv out.csv]`: what-if sweeps. With --plan every point re-simulates the plan
-// resized to the point (planner/whatif.h); with --model every point is re-planned. Several --vary
-// give their grid. Prints a table; the HTML page has the charts, the CSV one row per point.
+// [--scaling weak|strong|both] [--train-tokens N] [-o out.html] [--csv out.csv] [--format text|json]`:
+// what-if sweeps. With --plan every point re-simulates the plan resized to the point (planner/whatif.h);
+// with --model every point is re-planned. Several --vary give their grid. Prints a table (or JSON); the
+// HTML page has the charts, the CSV one row per point; rows over the memory capacity are marked.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -20,7 +23,6 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
-#include "tools/format.h"
 #include "tools/report/report_html.h"
 
 namespace fsdpx {
@@ -28,7 +30,8 @@ namespace fsdpx {
 namespace {
 
 struct ReportOptions {
-  std::string plan, model, cluster, html, csv;
+  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens;
+  OutputFormat format = OutputFormat::text;
   std::optional<int> nodes, world_size;
   std::optional<std::int64_t> seq, global_batch;
   std::optional<double> memory_limit_gib;
@@ -43,6 +46,45 @@ void check_mode(const ReportOptions& o) {
   if (o.plan.empty() && !model_given) throw ConfigError("command line: --plan or --model is required");
   if (o.plan.empty() && (o.model.empty() || o.cluster.empty() || !o.seq || !o.global_batch))
     throw ConfigError("command line: --model needs --cluster, --seq and --global-batch");
+}
+
+// --train-tokens: a count such as "2e12", "15T", "300B" or "1.5M" (k, M, B or G, T: powers of 1000).
+constexpr double kMaxTrainTokens = 1e18;
+
+double parse_train_tokens(const std::string& text) {
+  const std::string suffixes = "kKMBGT";
+  const double scale[] = {1e3, 1e3, 1e6, 1e9, 1e9, 1e12};
+  const std::size_t at = text.empty() ? std::string::npos : suffixes.find(text.back());
+  const std::string digits = at == std::string::npos ? text : text.substr(0, text.size() - 1);
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(digits, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (digits.empty() || used != digits.size() || !std::isfinite(v))
+    throw ConfigError(fmt::format("command line: --train-tokens: expected a token count such as 2e12 or 15T, got \"{}\"", text));
+  if (at != std::string::npos) v *= scale[at];
+  if (!(v >= 1 && v <= kMaxTrainTokens))
+    throw ConfigError(fmt::format("command line: --train-tokens: expected 1 to {:g} tokens, got {}", kMaxTrainTokens, text));
+  return v;
+}
+
+std::vector<Scaling> scalings(const ReportOptions& o, const std::vector<WhatIfAxis>& axes) {
+  if (o.scaling == "weak") return {Scaling::weak};
+  const bool nodes = std::any_of(axes.begin(), axes.end(), [](const WhatIfAxis& a) { return a.param == WhatIfParam::nodes; });
+  if (!nodes)
+    throw ConfigError(fmt::format("command line: --scaling {}: needs --vary nodes=... (strong scaling keeps the global "
+                                  "batch while the GPU count changes)", o.scaling));
+  if (o.scaling == "strong") return {Scaling::strong};
+  return {Scaling::weak, Scaling::strong};
+}
+
+// --memory-limit with --plan: the capacity the rows are judged against instead of the GPU's HBM.
+void set_capacity(std::vector<WhatIfRow>& rows, const std::optional<double>& limit_gib) {
+  if (!limit_gib) return;
+  for (WhatIfRow& r : rows) r.memory_capacity_bytes = *limit_gib * 1024.0 * 1024.0 * 1024.0;
 }
 
 PlanRequest base_request(const ReportOptions& o) {
@@ -60,62 +102,58 @@ PlanRequest base_request(const ReportOptions& o) {
   return r;
 }
 
-std::string rows_text(const std::vector<WhatIfRow>& rows, const char* first) {
-  std::vector<std::vector<std::string>> t{{first, "step time", "tokens/s/GPU", "MFU", "exposed comm", "peak memory"}};
-  std::string errors;
-  for (const WhatIfRow& r : rows) {
-    if (!r.error.empty()) {
-      t.push_back({r.label, "-", "-", "-", "-", "-"});
-      errors += fmt::format("  {}: {}\n", r.label, r.error);
-      continue;
-    }
-    const PointMetrics& m = r.metrics;
-    t.push_back({r.label, seconds(m.step_time_s), fmt::format("{:.0f}", m.tokens_per_s_per_gpu),
-                 fmt::format("{:.1f}%", 100 * m.mfu), seconds(m.exposed_comm_s), gib(m.peak_memory_total_bytes)});
-  }
-  return table(t) + (errors.empty() ? "" : "not simulated:\n" + errors);
-}
-
-void run_report(const ReportOptions& o) {
-  check_mode(o);
-  ReportPage page;
-  for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
+// Runs the sweeps into `page` and returns the base plan; `input` becomes the file simulator errors name.
+Plan run_sweeps(const ReportOptions& o, ReportPage& page, std::string& input) {
   const std::vector<WhatIfPoint> points = whatif_grid(page.axes);
+  const std::vector<Scaling> modes = scalings(o, page.axes);
   Plan base;
-  std::string input = o.model;  // the file errors of the simulator name
+  input = o.model;
   if (!o.plan.empty()) {
     input = resolve_config("plans", o.plan);
     base = load_plan(input);
-    page.rows = sweep_plan(base, points);
-    page.source = fmt::format("Plan {} re-simulated at every point (data-parallel degrees and global batch follow the "
-                              "node count; per-GPU batch kept)", o.plan);
+    for (Scaling s : modes) page.sweeps.push_back({s, sweep_plan(base, points, s)});
+    page.source = fmt::format("Plan {} re-simulated at every point (tp, cp, pp kept; the data-parallel degrees follow "
+                              "the GPU count)", o.plan);
   } else {
     const PlanRequest request = base_request(o);
     const PlanResult result = search_plans(request);
     if (!result.best) throw NoPlanFits(fmt::format("no plan fits the base point of {} on {} GPUs", request.model.name,
                                                    request.cluster.world_size()));
     base = result.best->plan;
-    page.rows = sweep_request(request, points);
+    for (Scaling s : modes) page.sweeps.push_back({s, sweep_request(request, points, s)});
     page.source = "Re-planned at every point (fsdpx plan's search; the best plan per point)";
   }
+  return base;
+}
+
+void run_report(const ReportOptions& o) {
+  check_mode(o);
+  ReportPage page;
+  for (const std::string& v : o.vary) page.axes.push_back(parse_whatif_axis(v));
+  if (!o.train_tokens.empty()) page.train_tokens = parse_train_tokens(o.train_tokens);
+  std::string input;
+  const Plan base = run_sweeps(o, page, input);
   EngineOptions eo;
   eo.record_ops = true;
   const Simulation sim = with_errors_naming(input, "plan", [&] { return simulate(base, eo); });
   page.base_plan = &base;
   page.base_sim = &sim;
   page.wrappings = compare_wrappings(base);
+  if (!o.plan.empty()) {
+    for (ReportSweep& s : page.sweeps) set_capacity(s.rows, o.memory_limit_gib);
+    set_capacity(page.wrappings, o.memory_limit_gib);
+  }
   page.title = fmt::format("{} on {} ({} GPUs)", base.model.name, base.cluster.name, base.cluster.world_size());
-  std::printf("%s\nbase plan: %s\n\nwhat-if points:\n%s\nwrapping policies on the base plan:\n%s", page.title.c_str(),
-              plan_shape_desc(base).c_str(), rows_text(page.rows, "point").c_str(),
-              rows_text(page.wrappings, "wrapping").c_str());
-  if (!o.html.empty()) {
-    write_output_file(o.html, report_html(page));
-    std::printf("HTML report written to %s\n", o.html.c_str());
+  const bool text = o.format == OutputFormat::text;
+  if (!o.html.empty()) write_output_file(o.html, report_html(page));
+  if (!o.csv.empty()) write_output_file(o.csv, report_csv(page));
+  if (!text) {
+    std::printf("%s\n", report_json(page).dump(2).c_str());
+    return;
   }
-  if (!o.csv.empty()) {
-    write_output_file(o.csv, report_csv(page.axes, page.rows));
-    std::printf("CSV written to %s\n", o.csv.c_str());
-  }
+  std::printf("%s", report_text(page).c_str());
+  if (!o.html.empty()) std::printf("HTML report written to %s\n", o.html.c_str());
+  if (!o.csv.empty()) std::printf("CSV written to %s\n", o.csv.c_str());
 }
 
 }  // namespace
@@ -130,10 +168,17 @@ void setup_report(CLI::App& app) {
   sub->add_option("--world-size", o->world_size, "Number of GPUs of the base point")->check(kPositive);
   sub->add_option("--seq", o->seq, "Sequence length of the base point")->check(kPositive);
   sub->add_option("--global-batch", o->global_batch, "Sequences per step at the base point")->check(kPositive);
-  sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB when re-planning")->check(kPositive);
+  sub->add_option("--memory-limit", o->memory_limit_gib,
+                  "Memory per GPU in GiB: the capacity rows are marked against (and plans must fit when re-planning)")
+      ->check(kPositive);
   sub->add_option("--vary", o->vary, "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU) or seq; repeat for a grid");
-  sub->add_option("--html", o->html, "Write the self-contained HTML report (SVG charts) to this file");
+  sub->add_option("--scaling", o->scaling,
+                  "What a change of node count keeps: weak (the per-GPU batch, default), strong (the global batch) or both")
+      ->check(CLI::IsMember({"weak", "strong", "both"}));
+  sub->add_option("--train-tokens", o->train_tokens, "Also show the time to train this many tokens (2e12, 15T, 300B)");
+  sub->add_option("-o,--html", o->html, "Write the self-contained HTML report (SVG charts) to this file");
   sub->add_option("--csv", o->csv, "Write one CSV row per point to this file");
+  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json (stdout)");
   sub->callback([o] { run_report(*o); });
 }
 

@@ -15,6 +15,7 @@
 #include "executor/model/sampler.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
+#include "tools/main_output.h"
 
 namespace fsdpx {
 namespace {
@@ -24,6 +25,7 @@ struct SampleCliOptions {
   std::string prompt = "In the beginning";
   SampleOptions sample;
   OutputFormat format = OutputFormat::text;
+  std::string out;  // -o
 };
 
 void run_sample(const SampleCliOptions& o) {
@@ -42,12 +44,10 @@ void run_sample(const SampleCliOptions& o) {
                            {"seed", s.seed},                   {"prompt_tokens", prompt},
                            {"tokens", out},                    {"token_probs", probs},
                            {"text", bytes_from_tokens(out)}};
-    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    emit_main_output(o.out, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     return;
   }
-  const std::string text = o.prompt + bytes_from_tokens(out);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::printf("\n");
+  emit_main_output(o.out, o.prompt + bytes_from_tokens(out) + "\n");
 }
 
 }  // namespace
@@ -63,6 +63,7 @@ void setup_sample(CLI::App& app) {
       ->check(kNonNegative);
   sub->add_option("--seed", o->sample.seed, "Seed of the sampling generator (default 0)");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json (tokens and text)");
+  add_main_output_option(sub, o->out);
   sub->callback([o] { run_sample(*o); });
 }
 

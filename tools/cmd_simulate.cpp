@@ -17,6 +17,7 @@
 #include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/format.h"
+#include "tools/main_output.h"
 #include "tools/simulation_report.h"
 
 namespace fsdpx {
@@ -28,6 +29,7 @@ struct SimulateOptions {
   std::string trace;
   bool no_overlap = false;
   OutputFormat format = OutputFormat::text;
+  std::string out;  // -o
 };
 
 void run_simulate(const SimulateOptions& o) {
@@ -43,9 +45,9 @@ void run_simulate(const SimulateOptions& o) {
     write_output_file(o.trace, trace.str());
   }
   if (o.format == OutputFormat::json) {
-    std::printf("%s\n", simulation_json(plan, sim).dump(2).c_str());
+    emit_main_output(o.out, simulation_json(plan, sim).dump(2) + "\n");
   } else {
-    std::printf("%s", simulation_text(plan, sim).c_str());
+    emit_main_output(o.out, simulation_text(plan, sim));
     if (!o.trace.empty()) std::printf("trace written to %s (open in ui.perfetto.dev or chrome://tracing)\n", o.trace.c_str());
   }
 }
@@ -59,6 +61,7 @@ void setup_simulate(CLI::App& app) {
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to this file");
   sub->add_flag("--no-overlap", o->no_overlap, "Run every op of a rank one after another (analytic check)");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  add_main_output_option(sub, o->out);
   sub->callback([o] { run_simulate(*o); });
 }
 

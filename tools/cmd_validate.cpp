@@ -16,6 +16,7 @@
 #include "simulator/validate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
+#include "tools/main_output.h"
 
 namespace fsdpx {
 
@@ -26,6 +27,7 @@ struct ValidateOptions {
   std::string positional;
   std::string write_plans;  // folder for each simulated case's plan (reproduce one with `fsdpx simulate`)
   OutputFormat format = OutputFormat::text;
+  std::string out;  // -o
 };
 
 // A case id as a file name inside the folder: letters, digits, '-', '_' and '.' kept, anything else
@@ -57,10 +59,8 @@ void run_validate(const ValidateOptions& o) {
   const ValidationCaseFile cases = load_validation_cases(o.cases.empty() ? o.positional : o.cases);
   const ValidationReport report = run_validation(cases);
   if (!o.write_plans.empty()) write_case_plans(cases, o.write_plans);
-  if (o.format == OutputFormat::json)
-    std::printf("%s\n", validation_json(report).dump(2).c_str());
-  else
-    std::printf("%s", validation_text(report).c_str());
+  emit_main_output(o.out, o.format == OutputFormat::json ? validation_json(report).dump(2) + "\n"
+                                                          : validation_text(report));
 }
 
 }  // namespace
@@ -72,6 +72,7 @@ void setup_validate(CLI::App& app) {
   sub->add_option("--cases", o->cases, "Case file (fsdpx-published-runs/1)");
   sub->add_option("--write-plans", o->write_plans, "Write the plan of every simulated case into this existing folder");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
+  add_main_output_option(sub, o->out);
   sub->callback([o] { run_validate(*o); });
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/cli_options.h"
 #include "tools/format.h"
 
 namespace fsdpx {
@@ -13,7 +14,7 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
   j["cluster"] = c.name;
   j["world_size"] = c.world_size();
   j["parallelism"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"cp", s.cp},
-                      {"sharding", sharding_mode_name(s.mode)}};
+                      {"sharding", plan_sharding_name(s.mode)}, {"zero_stage", sharding_mode_name(s.mode)}};
   j["total_params"] = e.total_params;
   j["per_gpu_memory_bytes"] = {{"params", e.memory.params},       {"grads", e.memory.grads},
                                {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
@@ -36,7 +37,8 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                                 c.gpus_per_node, c.world_size());
   out += fmt::format("  parallelism: dp_replicate {} x dp_shard {} x cp {} x tp {}, {}, micro-batch {} x seq {}, "
                      "accumulation {}, recompute {}\n",
-                     s.dp_replicate, s.dp_shard, s.cp, s.tp, sharding_mode_name(s.mode), s.micro_batch, s.seq,
+                     s.dp_replicate, s.dp_shard, s.cp, s.tp,
+                     fmt::format("{} ({})", plan_sharding_name(s.mode), sharding_mode_name(s.mode)), s.micro_batch, s.seq,
                      s.grad_accum, recompute_name(s.recompute));
   out += fmt::format("  parameters: {} total, {} per GPU before data-parallel sharding\n\n",
                      billions(double(e.total_params)), billions(e.params_per_gpu));

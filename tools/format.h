@@ -16,6 +16,21 @@ inline std::string seconds(double s) {
   return fmt::format("{:.3f} s", s);
 }
 inline std::string billions(double n) { return fmt::format("{:.3f} B", n / 1e9); }
+// Three significant digits with a k / M / B / T suffix: 3512 -> "3.51 k", 8000 -> "8.00 k", 4.5e5 -> "450 k".
+inline std::string human_count(double n) {
+  const char* suffix[] = {"", " k", " M", " B", " T"};
+  int i = 0;
+  while (i < 4 && n >= 999.5) n /= 1000, ++i;
+  const int decimals = n < 9.995 ? 2 : n < 99.95 ? 1 : 0;
+  return fmt::format("{:.{}f}{}", n, i == 0 && n == double(static_cast<long long>(n)) ? 0 : decimals, suffix[i]);
+}
+// A duration in the largest unit that reads well: "42.0 s", "12.5 min", "7.3 h", "18.2 days".
+inline std::string human_duration(double s) {
+  if (s < 60) return fmt::format("{:.1f} s", s);
+  if (s < 3600) return fmt::format("{:.1f} min", s / 60);
+  if (s < 2 * 86400) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
 
 // Rows of cells printed with each column padded to its widest cell; the first column left-aligned,
 // the others right-aligned.

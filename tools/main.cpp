@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "tools/commands.h"
+#include "fsdpx_version.h"  // generated at build time (cmake/version.cmake)
 
 namespace {
 
@@ -26,7 +27,8 @@ int main(int argc, char** argv) {
   // the default SIGXFSZ killing fsdpx mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"fsdpx: plan, simulate and run fully sharded data-parallel training of LLMs"};
-  app.set_version_flag("--version", "fsdpx 0.1.0");
+  app.set_version_flag("--version", fmt::format("fsdpx {} (git {}; CUDA backend {})", FSDPX_VERSION, FSDPX_GIT_REVISION,
+                                                FSDPX_BUILT_WITH_CUDA ? "built in" : "not built"));
   app.require_subcommand(1);
   fsdpx::setup_demo(app);
   fsdpx::setup_estimate(app);

@@ -1,7 +1,8 @@
 // tests/planner/test_whatif.cpp — what-if points: strict --vary parsing, the grid order, resizing a plan
-// to a node count (FSDP and HSDP; per-GPU batch and gradient accumulation kept), the per-GPU NIC
-// bandwidth formula, bad points as error rows, and simulated trends that must hold whatever the cost
-// model's constants: more inter-node bandwidth never slows a step, and doubling seq doubles tokens.
+// to a node count (FSDP and HSDP; weak scaling keeps the per-GPU batch, strong scaling the global batch),
+// the per-GPU NIC bandwidth formula, bad points as error rows, and simulated trends that must hold
+// whatever the cost model's constants: more inter-node bandwidth never slows a step, doubling seq doubles
+// tokens, and under strong scaling more GPUs shorten the step.
 #include <doctest/doctest.h>
 
 #include "core/config_paths.h"
@@ -71,6 +72,47 @@ TEST_CASE("nodes: HSDP keeps dp_shard and grows the replicas; one replica is ful
   CHECK(one.parallelism.dp_replicate == 1);
   CHECK(one.parallelism.data_parallel == DataParallel::fsdp_full_shard);
   CHECK(one.training.global_batch == 16);
+}
+
+TEST_CASE("strong scaling keeps the global batch: the per-GPU batch shrinks, micro-batch then accumulation") {
+  Plan base = small_plan(1, 1, 8, 64);  // 8 sequences per rank
+  base.training.micro_batch = 4;
+  validate_plan(base, "test");
+  REQUIRE(base.grad_accum() == 2);
+  const Plan two = whatif_plan(base, point(WhatIfParam::nodes, 2), Scaling::strong);
+  CHECK(two.training.global_batch == 64);
+  CHECK(two.parallelism.dp_shard == 16);
+  CHECK(two.training.micro_batch == 4);
+  CHECK(two.grad_accum() == 1);
+  const Plan four = whatif_plan(base, point(WhatIfParam::nodes, 4), Scaling::strong);
+  CHECK(four.training.global_batch == 64);
+  CHECK(four.training.micro_batch == 2);  // 2 sequences per rank: the micro-batch shrinks to fit
+  CHECK(four.grad_accum() == 1);
+  CHECK_THROWS_AS(whatif_plan(base, point(WhatIfParam::nodes, 16), Scaling::strong), ConfigError);  // 64 over 128 ranks
+  CHECK(whatif_plan(base, point(WhatIfParam::nodes, 4)).training.global_batch == 256);  // weak, for contrast
+}
+
+TEST_CASE("a strong-scaling sweep: same tokens per step at every point, shorter steps with more GPUs") {
+  const Plan base = small_plan(1, 1, 8, 64);
+  const auto rows = sweep_plan(base, whatif_grid({parse_whatif_axis("nodes=1,2,4")}), Scaling::strong);
+  REQUIRE(rows.size() == 3);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    REQUIRE_MESSAGE(rows[i].error.empty(), rows[i].error);
+    CHECK(rows[i].global_batch == 64);
+    CHECK(rows[i].seq == 2048);
+    CHECK(rows[i].world_size == 8 << i);
+    CHECK(rows[i].memory_capacity_bytes == base.cluster.gpu.hbm_bytes);
+    if (i > 0) CHECK(rows[i].metrics.step_time_s < rows[i - 1].metrics.step_time_s);
+  }
+  PlanRequest request;
+  request.model = base.model;
+  request.cluster = base.cluster;
+  request.seq = 2048;
+  request.global_batch = 64;
+  const PlanRequest strong = whatif_request(request, point(WhatIfParam::nodes, 4), Scaling::strong);
+  CHECK(strong.global_batch == 64);
+  CHECK(strong.cluster.world_size() == 32);
+  CHECK(whatif_request(request, point(WhatIfParam::nodes, 4)).global_batch == 256);
 }
 
 TEST_CASE("inter_node_gbit sets the per-GPU NIC bandwidth: nics x nic_bw / gpus = gbit x 1e9 / 8") {

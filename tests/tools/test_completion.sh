@@ -31,5 +31,17 @@ complete_line fsdpx sample --te | grep -qx -- --temperature; check "sample --te 
 ! complete_line fsdpx sample --te | grep -qx -- --tp; check "sample does not offer plan's options" $?
 [ "$(complete_line fsdpx plan --model llama-ti)" = llama-tiny ]; check "--model llama-ti -> llama-tiny" $?
 [ "$(complete_line fsdpx run --backend c | sort | tr '\n' ' ')" = "cpu cuda " ]; check "--backend c -> cpu cuda" $?
+complete_line fsdpx --ver | grep -qx -- --version; check "--ver -> --version" $?
+complete_line fsdpx report --sc | grep -qx -- --scaling; check "report --sc -> --scaling" $?
+complete_line fsdpx report --tr | grep -qx -- --train-tokens; check "report --tr -> --train-tokens" $?
+[ "$(complete_line fsdpx report --scaling s)" = strong ]; check "--scaling s -> strong" $?
+[ "$(complete_line fsdpx plan --recompute sel | sort | tr '\n' ' ')" = "selective selective_op " ]
+check "plan --recompute sel -> selective selective_op" $?
+complete_line fsdpx plan --sh | grep -qx -- --sharding; check "plan --sh -> --sharding" $?
+complete_line fsdpx estimate --sharding fsdp_ | grep -qx -- fsdp_full_shard; check "--sharding fsdp_ -> fsdp_full_shard" $?
+for s in estimate simulate validate sample demo plan report export calibrate export-hf completion; do
+  complete_line fsdpx "$s" - | grep -qx -- -o; check "$s offers -o" $?
+done
+complete_line fsdpx simulate --plan llama3.1-8b-dgx | grep -qx -- llama3.1-8b-dgx-h100-fsdp8; check "--plan completes plan names" $?
 
 finish

@@ -39,6 +39,8 @@ PY
   [ "$r" = ok ]; check "$m: deterministic byte sampling ($r)" $?
   "$FSDPX" sample --checkpoint "$tmp/$m-ck" --tokens 10 --temperature 0 >"$tmp/text.txt"
   head -c 16 "$tmp/text.txt" | grep -qx "In the beginning"; check "$m: text output starts with the prompt" $?
+  "$FSDPX" sample --checkpoint "$tmp/$m-ck" --tokens 10 --temperature 0 -o "$tmp/text-o.txt" >"$tmp/none.txt"
+  cmp -s "$tmp/text.txt" "$tmp/text-o.txt" && [ ! -s "$tmp/none.txt" ]; check "$m: sample -o writes what stdout shows" $?
 
   "$FSDPX" export-hf --checkpoint "$tmp/$m-ck" -o "$tmp/$m-hf" >/dev/null; check "$m: export-hf" $?
   r=$(py "$tmp/$m-hf" "$tmp/$m-w.st" $m <<'PY'

@@ -148,7 +148,7 @@ std::string chart_memory_over_step(const Simulation& sim) {
   out += time_ticks(f, sim.step_time_s);
   std::vector<std::string> names, colors;
   for (int c = 0; c < kMemCategoryCount; ++c) names.push_back(mem_category_name(MemCategory(c))), colors.push_back(mem_category_color(c));
-  out += svg_legend(f.left, 36, names, colors);
+  out += svg_legend(f.left, 36, names, colors, f.plot_w());
   return out + svg_close();
 }
 
@@ -178,7 +178,7 @@ std::string chart_stream_timeline(const Simulation& sim) {
     out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" fill=\"#b00000\">{} more ops not drawn</text>\n", f.left, f.height - 4, dropped);
   std::vector<std::string> names, colors;
   for (int k = 0; k < 6; ++k) names.push_back(op_kind_name(OpKind(k))), colors.push_back(op_kind_color(k));
-  out += svg_legend(f.left, 36, names, colors);
+  out += svg_legend(f.left, 36, names, colors, f.plot_w());
   return out + svg_close();
 }
 

@@ -1,6 +1,6 @@
 // tools/report/report_charts_sweep.cpp — the charts across what-if points: a metric against the first varied
-// parameter (one line per combination of the others, failed points leave gaps) and one peak-memory
-// bar per point or plan, stacked by category, against the GPU's HBM.
+// parameter (one line per combination of the others, failed points leave gaps, out-of-memory points carry
+// a red cross) and one peak-memory bar per point or plan, stacked by category, against the memory capacity.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -18,7 +18,19 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double metric_value(const WhatIfRow& r, SweepMetric m) {
-  return m == SweepMetric::tokens_per_s_per_gpu ? r.metrics.tokens_per_s_per_gpu : r.metrics.peak_memory_total_bytes / kGiB;
+  switch (m) {
+    case SweepMetric::tokens_per_s_per_gpu: return r.metrics.tokens_per_s_per_gpu;
+    case SweepMetric::cluster_tokens_per_s: return cluster_tokens_per_s(r);
+    case SweepMetric::peak_memory: return r.metrics.peak_memory_total_bytes / kGiB;
+  }
+  return 0;
+}
+
+// The memory capacity the rows were judged against (the same GPU at every point).
+double capacity_bytes(const std::vector<WhatIfRow>& rows) {
+  double c = 0;
+  for (const WhatIfRow& r : rows) c = std::max(c, r.memory_capacity_bytes);
+  return c;
 }
 
 // The label of a point without its first setting: the series it belongs to.
@@ -39,7 +51,14 @@ std::string x_label(const WhatIfPoint& p) {
 struct Series {
   std::string name;
   std::vector<std::optional<double>> y;  // per x position
+  std::vector<bool> oom;                 // per x position: peak above the memory capacity
 };
+
+std::string oom_mark(double x, double y, const std::string& name) {
+  return fmt::format("<path class=\"oom-mark\" d=\"M{:.1f},{:.1f} l12,12 m0,-12 l-12,12\" stroke=\"#d00000\" "
+                     "stroke-width=\"3\"><title>{}out of memory</title></path>\n", x - 6, y - 6,
+                     xml_escape(name.empty() ? "" : name + ": "));
+}
 
 std::string series_svg(const SvgFrame& f, const Series& s, double y_max, const std::string& color) {
   const std::size_t n = s.y.size();
@@ -54,6 +73,7 @@ std::string series_svg(const SvgFrame& f, const Series& s, double y_max, const s
     path += fmt::format("{}{:.1f},{:.1f} ", start ? "M" : "L", x, y);
     out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}{:.4g}</title></circle>\n", x, y,
                        color, xml_escape(s.name.empty() ? "" : s.name + ": "), *s.y[i]);
+    if (s.oom[i]) out += oom_mark(x, y, s.name);
   }
   return fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color) + out;
 }
@@ -62,14 +82,15 @@ std::string hbm_line_h(const SvgFrame& f, double hbm_gib, double y_max) {
   const double y = f.y_at(hbm_gib / y_max);
   return fmt::format("<line class=\"hbm\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#b00000\" "
                      "stroke-dasharray=\"6,4\"/>\n<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#b00000\">"
-                     "HBM {:.1f} GiB</text>\n",
+                     "capacity {:.1f} GiB</text>\n",
                      f.left, y, f.left + f.plot_w(), y, f.left + f.plot_w(), y - 4, hbm_gib);
 }
 
 // One row of the breakdown chart: label, stacked category segments and the total (or the error).
 std::string breakdown_bar(const SvgFrame& f, const WhatIfRow& r, double y, double bar_h, double x_max) {
-  std::string out = fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#333333\">{}</text>\n",
-                                f.left - 8, y + bar_h - 4, xml_escape(r.label.substr(0, 34)));
+  const bool oom = row_status(r) == RowStatus::out_of_memory;
+  std::string out = fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{}</text>\n",
+                                f.left - 8, y + bar_h - 4, oom ? "#d00000" : "#333333", xml_escape(r.label.substr(0, 34)));
   if (!r.error.empty())
     return out + fmt::format("<text x=\"{:.0f}\" y=\"{:.1f}\" fill=\"#b00000\">not simulated: {}</text>\n", f.left + 4,
                              y + bar_h - 4, xml_escape(r.error.substr(0, 90)));
@@ -80,55 +101,68 @@ std::string breakdown_bar(const SvgFrame& f, const WhatIfRow& r, double y, doubl
                        x, y, w, bar_h, mem_category_color(c), mem_category_name(MemCategory(c)), gib);
     x += w;
   }
-  return out + fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333333\">{:.1f} GiB</text>\n", x + 4, y + bar_h - 4,
-                           r.metrics.peak_memory_total_bytes / kGiB);
+  return out + fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\"{}>{:.1f} GiB{}</text>\n", x + 4, y + bar_h - 4,
+                           oom ? "#d00000" : "#333333", oom ? " class=\"oom-mark\" font-weight=\"bold\"" : "",
+                           r.metrics.peak_memory_total_bytes / kGiB, oom ? " OUT OF MEMORY" : "");
 }
 
-}  // namespace
-
-std::string chart_sweep(const std::vector<WhatIfAxis>& axes, const std::vector<WhatIfRow>& rows, SweepMetric metric,
-                        double hbm_bytes) {
-  const bool memory = metric == SweepMetric::peak_memory;
-  std::vector<std::string> xs;
+// The x positions (first setting's values) and one series per combination of the other settings.
+std::vector<Series> collect_series(const std::vector<WhatIfRow>& rows, SweepMetric metric, std::vector<std::string>& xs) {
   std::vector<Series> series;
   for (const WhatIfRow& r : rows) {
     const std::string x = x_label(r.point), key = series_key(r.point);
     auto xi = std::find(xs.begin(), xs.end(), x);
     if (xi == xs.end()) xi = xs.insert(xs.end(), x);
     auto si = std::find_if(series.begin(), series.end(), [&key](const Series& s) { return s.name == key; });
-    if (si == series.end()) si = series.insert(series.end(), Series{key, {}});
+    if (si == series.end()) si = series.insert(series.end(), Series{key, {}, {}});
     const std::size_t i = std::size_t(xi - xs.begin());
-    if (si->y.size() <= i) si->y.resize(i + 1);
+    if (si->y.size() <= i) si->y.resize(i + 1), si->oom.resize(i + 1);
     if (r.error.empty()) si->y[i] = metric_value(r, metric);
+    si->oom[i] = row_status(r) == RowStatus::out_of_memory;
   }
-  double y_max = memory ? hbm_bytes / kGiB : 0;
-  for (Series& s : series) {
-    s.y.resize(xs.size());
+  for (Series& s : series) s.y.resize(xs.size()), s.oom.resize(xs.size());
+  return series;
+}
+
+}  // namespace
+
+std::string chart_sweep(const std::vector<WhatIfRow>& rows, SweepMetric metric, const std::string& id,
+                        const std::string& x_name) {
+  const bool memory = metric == SweepMetric::peak_memory;
+  const double capacity_gib = capacity_bytes(rows) / kGiB;
+  std::vector<std::string> xs;
+  const std::vector<Series> series = collect_series(rows, metric, xs);
+  double y_max = memory ? capacity_gib : 0;
+  for (const Series& s : series)
     for (const auto& v : s.y) y_max = std::max(y_max, v.value_or(0));
-  }
-  y_max = nice_axis_max(y_max * 1.05, 5);
+  std::vector<std::string> names, colors;
+  for (std::size_t i = 0; i < series.size(); ++i)
+    if (!series[i].name.empty()) names.push_back(series[i].name), colors.push_back(series_color(int(i)));
   SvgFrame f;
-  f.width = 430, f.top = 56, f.height = 300, f.left = 64;
-  const std::string title = memory ? "Peak memory per GPU" : "Throughput per GPU";
-  std::string out = svg_open(memory ? "svg-sweep-memory" : "svg-sweep-throughput", f, title);
+  f.width = 430, f.left = 64;
+  f.top = 40 + 16 * double(svg_legend_rows(names, f.plot_w()));
+  f.height = f.top + 300 - 56;  // the plot keeps its height whatever the legend takes
+  y_max = nice_axis_max(y_max * 1.05, 5);
+  const std::string title = memory ? "Peak memory per GPU"
+                            : metric == SweepMetric::cluster_tokens_per_s ? "Cluster throughput" : "Throughput per GPU";
+  std::string out = svg_open(id, f, title);
   out += svg_y_axis(f, y_max, 5, memory ? "GiB" : "tokens/s");
-  if (memory && hbm_bytes > 0) out += hbm_line_h(f, hbm_bytes / kGiB, y_max);
+  if (memory && capacity_gib > 0) out += hbm_line_h(f, capacity_gib, y_max);
   std::vector<double> fr;
   for (std::size_t i = 0; i < xs.size(); ++i) fr.push_back((double(i) + 0.5) / double(xs.size()));
-  out += svg_x_ticks(f, fr, xs, axes.empty() ? "(no --vary)" : whatif_param_name(axes.front().param));
-  std::vector<std::string> names, colors;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    out += series_svg(f, series[i], y_max, series_color(int(i)));
-    if (!series[i].name.empty()) names.push_back(series[i].name), colors.push_back(series_color(int(i)));
-  }
-  if (!names.empty()) out += svg_legend(f.left, 36, names, colors);
+  out += svg_x_ticks(f, fr, xs, x_name);
+  for (std::size_t i = 0; i < series.size(); ++i) out += series_svg(f, series[i], y_max, series_color(int(i)));
+  if (!names.empty()) out += svg_legend(f.left, 36, names, colors, f.plot_w());
   return out + svg_close();
 }
 
-std::string chart_memory_breakdown(const std::vector<WhatIfRow>& rows, double hbm_bytes) {
+std::string chart_memory_breakdown(const std::vector<WhatIfRow>& rows) {
+  const double hbm_bytes = capacity_bytes(rows);
   constexpr double kRowH = 24, kBarH = 16;
   SvgFrame f;
-  f.left = 230, f.right = 90, f.top = 56;
+  const bool any_oom = std::any_of(rows.begin(), rows.end(),
+                                   [](const WhatIfRow& r) { return row_status(r) == RowStatus::out_of_memory; });
+  f.left = 230, f.right = any_oom ? 170 : 90, f.top = 56;
   f.height = f.top + kRowH * double(std::max<std::size_t>(1, rows.size())) + f.bottom;
   double x_max = hbm_bytes / kGiB;
   for (const WhatIfRow& r : rows) x_max = std::max(x_max, r.metrics.peak_memory_total_bytes / kGiB);
@@ -147,7 +181,7 @@ std::string chart_memory_breakdown(const std::vector<WhatIfRow>& rows, double hb
   }
   std::vector<std::string> names, colors;
   for (int c = 0; c < kMemCategoryCount; ++c) names.push_back(mem_category_name(MemCategory(c))), colors.push_back(mem_category_color(c));
-  out += svg_legend(f.left, 36, names, colors);
+  out += svg_legend(f.left, 36, names, colors, f.plot_w());
   return out + svg_close();
 }
 

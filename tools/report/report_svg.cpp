@@ -89,12 +89,41 @@ std::string svg_x_ticks(const SvgFrame& f, const std::vector<double>& fractions,
   return out + "</g>\n";
 }
 
-std::string svg_legend(double x, double y, const std::vector<std::string>& names, const std::vector<std::string>& colors) {
+namespace {
+
+constexpr double kLegendRowH = 16;
+constexpr double kLegendCharW = 6.5;  // of the 12px sans-serif text, on average
+constexpr std::size_t kLegendMaxChars = 40;
+
+std::string legend_name(const std::string& name) {
+  return name.size() <= kLegendMaxChars ? name : name.substr(0, kLegendMaxChars - 3) + "...";
+}
+
+double legend_item_w(const std::string& name) { return 24 + kLegendCharW * double(legend_name(name).size()); }
+
+}  // namespace
+
+int svg_legend_rows(const std::vector<std::string>& names, double max_width) {
+  int rows = names.empty() ? 0 : 1;
+  double x = 0;
+  for (const std::string& n : names) {
+    if (x > 0 && x + legend_item_w(n) > max_width) ++rows, x = 0;
+    x += legend_item_w(n);
+  }
+  return rows;
+}
+
+std::string svg_legend(double x, double y, const std::vector<std::string>& names, const std::vector<std::string>& colors,
+                       double max_width) {
   std::string out = "<g class=\"legend\">\n";
+  double dx = 0;
   for (std::size_t i = 0; i < names.size() && i < colors.size(); ++i) {
-    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n", x, y - 9, colors[i]);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333333\">{}</text>\n", x + 14, y, xml_escape(names[i]));
-    x += 24 + 6.5 * double(names[i].size());
+    if (dx > 0 && dx + legend_item_w(names[i]) > max_width) y += kLegendRowH, dx = 0;
+    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n", x + dx, y - 9,
+                       colors[i]);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333333\"><title>{}</title>{}</text>\n", x + dx + 14, y,
+                       xml_escape(names[i]), xml_escape(legend_name(names[i])));
+    dx += legend_item_w(names[i]);
   }
   return out + "</g>\n";
 }

@@ -32,8 +32,11 @@ std::string svg_y_axis(const SvgFrame& f, double max, int ticks, const std::stri
 // Tick labels at fractions of the plot width (same length), and the axis name under them.
 std::string svg_x_ticks(const SvgFrame& f, const std::vector<double>& fractions, const std::vector<std::string>& labels,
                         const std::string& name);
-// One row of colour swatches with names, starting at (x, y).
-std::string svg_legend(double x, double y, const std::vector<std::string>& names, const std::vector<std::string>& colors);
+// Colour swatches with names from (x, y), wrapped onto new rows (16 px apart) at `max_width`; names
+// longer than 40 characters are shortened (the whole name is the tooltip). svg_legend_rows: how many rows.
+std::string svg_legend(double x, double y, const std::vector<std::string>& names, const std::vector<std::string>& colors,
+                       double max_width);
+int svg_legend_rows(const std::vector<std::string>& names, double max_width);
 
 // Colours of the memory categories (MemCategory order) and the op kinds (OpKind order).
 const std::string& mem_category_color(int category);
