@@ -6,17 +6,15 @@
 #include "tools/format.h"
 #include "tools/report/report_charts.h"
 #include "tools/report/report_html.h"
+#include "tools/report/report_page.h"
 #include "tools/report/report_svg.h"
 
 namespace fsdpx {
 
 namespace {
 
-const char* kStyle = R"(body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
-figure{margin:12px 0}figcaption{font-size:12px;color:#555;margin-top:4px}
-table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;white-space:nowrap}
-td:first-child,th:first-child,td:last-child,th:last-child{text-align:left}td:last-child{white-space:normal}.err{color:#b00000;text-align:left}.row{display:flex;gap:12px})";
+// After the base rules of report_page.h.
+const char* kStyle = R"(td:first-child,th:first-child,td:last-child,th:last-child{text-align:left}td:last-child{white-space:normal}.err{color:#b00000;text-align:left}.row{display:flex;gap:12px})";
 
 std::string figure(const std::string& id, const std::string& svgs, const std::string& caption) {
   return fmt::format("<figure id=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n", id, svgs, xml_escape(caption));
@@ -76,9 +74,7 @@ std::string sweep_section(const ReportPage& page) {
 }  // namespace
 
 std::string report_html(const ReportPage& page) {
-  std::string out = fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>fsdpx report: "
-                                "{}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>fsdpx report: {}</h1>\n",
-                                xml_escape(page.title), kStyle, xml_escape(page.title));
+  std::string out = html_page_open("fsdpx report: " + page.title, kStyle);
   if (page.base_sim && page.base_plan) out += step_section(page);
   out += sweep_section(page);
   std::vector<WhatIfRow> bars = page.rows;
@@ -89,7 +85,7 @@ std::string report_html(const ReportPage& page) {
   out += "<h2>Memory breakdown per plan</h2>\n";
   out += figure("fig-memory-breakdown", chart_memory_breakdown(bars, page.base_plan ? page.base_plan->cluster.gpu.hbm_bytes : 0),
                 "Peak memory per GPU of every point and wrapping policy, by category; the dashed line is the GPU's HBM.");
-  return out + "</body>\n</html>\n";
+  return out + kHtmlPageClose;
 }
 
 }  // namespace fsdpx
