@@ -17,8 +17,12 @@ namespace {
 // The simulated duration of each op of rank 0 of every role, keyed like the measurement.
 std::map<std::pair<int, std::string>, const OpTiming*> predicted_ops(const Simulation& sim) {
   std::map<std::pair<int, std::string>, const OpTiming*> out;
-  for (const OpTiming& t : sim.engine.ops)
-    if (t.rank == 0) out[{t.role, sim.program.roles[std::size_t(t.role)].ops[std::size_t(t.op)].name}] = &t;
+  for (const OpTiming& t : sim.engine.ops) {
+    if (t.rank != 0) continue;
+    const std::string& name = sim.program.roles[std::size_t(t.role)].ops[std::size_t(t.op)].name;
+    const bool fresh = out.emplace(std::pair{t.role, name}, &t).second;
+    FSDP_CHECK(fresh, "compare_ops: an op name repeats within a role");
+  }
   return out;
 }
 
