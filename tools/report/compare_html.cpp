@@ -28,11 +28,11 @@ std::string error_cell(double error) {
 
 std::string phase_chart(const Comparison& c) {
   SvgFrame f;
-  f.height = 320;
+  f.height = 340, f.top = 56;
   double top = 0;
   for (const PhaseComparison& p : c.phases) top = std::max({top, p.predicted_s, p.measured_s});
   const double max_ms = nice_axis_max(std::max(top * 1e3, 1e-3), 5);
-  std::string out = svg_open("fig-compare-phases-svg", f, "Time per phase and step: predicted and measured");
+  std::string out = svg_open("fig-compare-phases-svg", f, "Busy time per phase: predicted and measured");
   out += svg_y_axis(f, max_ms, 5, "ms");
   const double slot = f.plot_w() / double(std::max<std::size_t>(c.phases.size(), 1)), bar = slot * 0.35;
   std::vector<double> at;
@@ -51,7 +51,7 @@ std::string phase_chart(const Comparison& c) {
     labels.push_back(p.phase);
   }
   out += svg_x_ticks(f, at, labels, "phase");
-  out += svg_legend(f.left, 14, {"predicted", "measured"}, {series_color(0), series_color(1)});
+  out += svg_legend(f.left, 36, {"predicted", "measured"}, {series_color(0), series_color(1)});
   return out + svg_close();
 }
 
