@@ -66,10 +66,11 @@ class TraceWriter {
   bool first_ = true;
 };
 
-void write_metadata(const StepProgram& program, const EngineResult& result, TraceWriter& w) {
+void write_metadata(const StepProgram& program, const std::vector<OpTiming>& ops,
+                    const std::vector<MemorySample>& memory, TraceWriter& w) {
   std::set<std::pair<int, int>> ranks;  // ordered: (role, rank)
-  for (const OpTiming& t : result.ops) ranks.insert({t.role, t.rank});
-  for (const MemorySample& m : result.memory_samples) ranks.insert({m.role, m.rank});
+  for (const OpTiming& t : ops) ranks.insert({t.role, t.rank});
+  for (const MemorySample& m : memory) ranks.insert({m.role, m.rank});
   // A role is a pipeline stage (pipeline rank) when there are several: one process per stage, so the
   // bubble shows as gaps between stages. Threads are the streams the role uses.
   const char* role_word = program.roles.size() > 1 ? "stage" : "role";
@@ -114,19 +115,26 @@ std::string op_args(const StepProgram& program, const Op& op) {
   return args;
 }
 
-void write_ops(const StepProgram& program, const EngineResult& result, TraceWriter& w) {
-  for (const OpTiming& t : result.ops) {
+// `steps`: empty, or the step of each op (an extra "step" argument).
+void write_ops(const StepProgram& program, const std::vector<OpTiming>& ops, const std::vector<std::int64_t>& steps,
+               TraceWriter& w) {
+  FSDP_CHECK(steps.empty() || steps.size() == ops.size(), "trace: one step per op");
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpTiming& t = ops[i];
+    FSDP_CHECK(t.role >= 0 && std::size_t(t.role) < program.roles.size() && t.op >= 0 &&
+                   std::size_t(t.op) < program.roles[t.role].ops.size(), "trace: op outside the program");
     const Op& op = program.roles[t.role].ops[t.op];
-    w.event(fmt::format(R"("name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}})",
+    const std::string step = steps.empty() ? "" : fmt::format(R"(,"step":{})", steps[i]);
+    w.event(fmt::format(R"("name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}{}}})",
                         json_string(op.name), op_kind_name(op.kind), global_rank(program, t.role, t.rank),
                         static_cast<int>(op.stream), micros(t.start_ns), micros(t.end_ns - t.start_ns),
-                        op_args(program, op)));
+                        op_args(program, op), step));
   }
 }
 
 // One "C" event per sample; each category is one series of the rank's "memory_GiB" counter track.
-void write_memory(const StepProgram& program, const EngineResult& result, TraceWriter& w) {
-  for (const MemorySample& m : result.memory_samples) {
+void write_memory(const StepProgram& program, const std::vector<MemorySample>& memory, TraceWriter& w) {
+  for (const MemorySample& m : memory) {
     std::string series;
     for (int c = 0; c < kMemCategoryCount; ++c)
       series += fmt::format(R"({}"{}":{})", c == 0 ? "" : ",", mem_category_name(static_cast<MemCategory>(c)),
@@ -136,15 +144,26 @@ void write_memory(const StepProgram& program, const EngineResult& result, TraceW
   }
 }
 
+void write_trace(const StepProgram& program, const std::vector<OpTiming>& ops, const std::vector<std::int64_t>& steps,
+                 const std::vector<MemorySample>& memory, const std::string& other_data, std::ostream& out) {
+  out << "{\"displayTimeUnit\":\"ns\",";
+  if (!other_data.empty()) out << "\"otherData\":" << other_data << ",";
+  out << "\"traceEvents\":[";
+  TraceWriter w(out);
+  write_metadata(program, ops, memory, w);
+  write_ops(program, ops, steps, w);
+  write_memory(program, memory, w);
+  out << "\n]}\n";
+}
+
 }  // namespace
 
 void write_chrome_trace(const StepProgram& program, const EngineResult& result, std::ostream& out) {
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  TraceWriter w(out);
-  write_metadata(program, result, w);
-  write_ops(program, result, w);
-  write_memory(program, result, w);
-  out << "\n]}\n";
+  write_trace(program, result.ops, {}, result.memory_samples, "", out);
+}
+
+void write_chrome_trace(const StepProgram& program, const TraceTimeline& timeline, std::ostream& out) {
+  write_trace(program, timeline.ops, timeline.op_steps, timeline.memory, timeline.other_data, out);
 }
 
 }  // namespace fsdpx

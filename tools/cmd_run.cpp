@@ -1,5 +1,6 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
+// [--trace out.json [--trace-ranks 0,3] [--trace-steps K]]
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
 // [--single-process|--processes] [--threads N] [--format text|json]`: parses the flags, checks their combinations and
 // prints; the executor does the run (executor/session/cpu_placement.h or
@@ -29,6 +30,7 @@
 #include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
+#include "tools/run_trace.h"
 
 namespace fsdpx {
 
@@ -42,6 +44,7 @@ struct RunOptions {
   std::string plan;
   std::optional<std::uint64_t> seed;
   std::string profile;            // file for the profile JSON; empty: none
+  RunTraceOptions trace;
   ExecutorDevice backend = ExecutorDevice::cpu;
   bool processes = false;       // --backend cpu: one process per rank on this node
   bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
@@ -113,10 +116,12 @@ void run_run(RunOptions o) {
   }
   check_session_outputs(so);  // an unusable output or --checkpoint-dir is said now, not after the steps
   if (!o.profile.empty()) check_output_writable(o.profile);
+  check_run_trace_options(o.trace, plan, o.processes || (o.backend == ExecutorDevice::cuda && !o.single_process));
   const RankPlacement placement = place(o, plan, plan_fingerprint(plan));
   if (!placement.whole_state) check_whole_state_options(so);
   if (!placement.prints) o.format = OutputFormat::json, so.dump_batches.clear();  // rank 0 reports and records
   so.profile = !o.profile.empty();
+  so.trace = !o.trace.file.empty(), so.trace_steps = o.trace.steps;
   if (placement.prints)
     so.on_rejected_checkpoint = [](const std::string& why) {
       std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", why.c_str());
@@ -139,6 +144,7 @@ void run_run(RunOptions o) {
   const RunRecord& r = session.record();
   if (!placement.prints) return;
   if (!o.profile.empty()) write_json_file(o.profile, profile_json(plan, session.trainer().profile(), r));
+  if (so.trace) write_run_trace(o.trace, plan, session.trainer(), r.backend, so.plan_file);
   if (o.format == OutputFormat::json)
     std::printf("%s\n", run_json(r).dump(2).c_str());
   else
@@ -163,6 +169,7 @@ void setup_run(CLI::App& app) {
   sub->add_option("--checkpoint-every", o->session.checkpoint_every, "Save every K steps")->check(kPositive);
   sub->add_flag("--resume", o->session.resume, "Continue from the newest good checkpoint in --checkpoint-dir");
   sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
+  add_run_trace_options(sub, o->trace);
   sub->add_option("--init-weights", o->session.init_weights, "Start from these full fp32 weights (safetensors), not the seed");
   sub->add_option("--save-init-weights", o->session.save_init_weights, "Write the full fp32 weights before the first step");
   sub->add_option("--save-weights", o->session.save_weights, "Write the full fp32 weights after the last step (safetensors)");

@@ -22,6 +22,7 @@ void setup_report(CLI::App& app);
 void setup_export(CLI::App& app);
 void setup_run(CLI::App& app);
 void setup_calibrate(CLI::App& app);
+void setup_compare(CLI::App& app);
 void setup_sample(CLI::App& app);
 void setup_export_hf(CLI::App& app);
 void setup_completion(CLI::App& app);  // last: it lists the others

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   fsdpx::setup_export(app);
   fsdpx::setup_run(app);
   fsdpx::setup_calibrate(app);
+  fsdpx::setup_compare(app);
   fsdpx::setup_sample(app);
   fsdpx::setup_export_hf(app);
   fsdpx::setup_completion(app);

@@ -16,6 +16,14 @@
 
 namespace fsdpx {
 
+namespace {
+
+std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
 RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> backend, const TrainerOptions& options)
     : rp_(rp), backend_(std::move(backend)), options_(options) {
   rank_ = backend_->rank();
@@ -28,6 +36,7 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[std::size_t(role_)].resident) program_memory_.alloc(e.category, e.bytes);
+  timeline_.rank = rank_, timeline_.role = role_, timeline_.mesh_rank = mesh_rank_;
 }
 
 void RankRuntime::init_params(std::uint64_t seed) {
@@ -69,6 +78,7 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
     throw std::runtime_error(fmt::format("data source {}: {} tokens for a batch of {} × {}", data.describe(),
                                          batch_.size(), t.global_batch, t.seq + 1));
   const auto& ops = rp_.program.roles[std::size_t(role_)].ops;
+  if (options_.trace) sample_memory(steady_ns(std::chrono::steady_clock::now()));
   for (int id = 0; id < int(ops.size()); ++id) {
     const auto start = std::chrono::steady_clock::now();
     const Op& op = ops[std::size_t(id)];
@@ -78,13 +88,30 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
     backend_->end_op(id, op);
     for (const MemEffect& e : op.free_at_end) program_memory_.free(e.category, e.bytes);
     program_memory_.free(MemCategory::transient, released_param_bytes(rp_.program, op));
-    if (options_.profile) {
-      backend_->synchronize();
-      const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
-      op_time_s_[op.name] += dt.count();
-    }
+    if (!options_.profile && !options_.trace) continue;
+    backend_->synchronize();
+    const auto end = std::chrono::steady_clock::now();
+    if (options_.profile) op_time_s_[op.name] += std::chrono::duration<double>(end - start).count();
+    if (!options_.trace) continue;
+    timeline_.ops.push_back(MeasuredOp{id, step_, steady_ns(start), steady_ns(end)});
+    sample_memory(steady_ns(end));
   }
+  if (options_.trace) trim_timeline();
   return result_;
+}
+
+void RankRuntime::sample_memory(std::int64_t at_ns) {
+  MeasuredMemory m{at_ns, step_, {}};
+  for (int c = 0; c < kMemCategoryCount; ++c) m.bytes[std::size_t(c)] = backend_->memory().live_bytes(MemCategory(c));
+  timeline_.memory.push_back(m);
+}
+
+// Keeps the last options_.trace_steps steps (all when 0).
+void RankRuntime::trim_timeline() {
+  if (options_.trace_steps <= 0) return;
+  const std::int64_t first_kept = step_ - options_.trace_steps + 1;
+  std::erase_if(timeline_.ops, [&](const MeasuredOp& o) { return o.step < first_kept; });
+  std::erase_if(timeline_.memory, [&](const MeasuredMemory& m) { return m.step < first_kept; });
 }
 
 // Every effect is a field of the op (program/step_program.h): what a collective moves, whether it

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/runtime/op_timeline.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/runtime/train_state.h"
@@ -26,6 +27,10 @@ enum class NonFinitePolicy { stop, skip_step };
 struct TrainerOptions {
   NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
   bool profile = false;  // collect per-op wall times
+  // Record each op's wall-clock interval and the live bytes after it (RankRuntime::timeline()), for the
+  // last `trace_steps` steps (0: every step).
+  bool trace = false;
+  int trace_steps = 0;
   bool cuda = false;     // the backends run on CUDA devices: the plan is checked for the CUDA runtime
   // CPU kernel threads per rank (--threads); 0: the thread budget decides (executor/cpu/thread_budget.h).
   int threads = 0;
@@ -61,10 +66,13 @@ class RankRuntime {
   // measures the device's own buffers instead).
   const MemoryTracker& program_memory() const { return program_memory_; }
   const std::map<std::string, double>& op_time_s() const { return op_time_s_; }
+  const RankTimeline& timeline() const { return timeline_; }  // empty unless TrainerOptions::trace
   void abort(const std::string& msg) { backend_->abort(msg); }
 
  private:
   void run_op(const Op& op);
+  void sample_memory(std::int64_t at_ns);
+  void trim_timeline();
   void all_reduce(const Op& op);
   void release(const Op& op);
   MeshGroup group_of(int group) const;
@@ -94,6 +102,7 @@ class RankRuntime {
   bool norm_stage_done_ = false, norm_done_ = false;  // summed over the stage's dp_all, then across stages
   double norm_buf_[3] = {0, 0, 0};                   // Σ g², non-finite flag, loss sum
   std::map<std::string, double> op_time_s_;
+  RankTimeline timeline_;
   MemoryTracker program_memory_;
 };
 

@@ -467,6 +467,13 @@ OpProfile Trainer::profile() const {
   return p;
 }
 
+std::vector<RankTimeline> Trainer::timelines() const {
+  std::vector<RankTimeline> out;
+  for (const auto& r : impl_->ranks) out.push_back(r->timeline());
+  std::sort(out.begin(), out.end(), [](const RankTimeline& a, const RankTimeline& b) { return a.rank < b.rank; });
+  return out;
+}
+
 std::vector<float> Trainer::gather_full_params() const {
   const RuntimeProgram& rp = impl_->rp;
   const TrainerState s = state();

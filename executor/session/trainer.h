@@ -77,6 +77,8 @@ class Trainer {
   // What the step program's memory effects say, applied in issue order on each rank.
   MemoryPeakBytes program_peak_memory() const;
   OpProfile profile() const;
+  // With TrainerOptions::trace: the measured op intervals and memory of this process's ranks, in rank order.
+  std::vector<RankTimeline> timelines() const;
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
   std::vector<float> gather_full_params() const;
   const Plan& plan() const;

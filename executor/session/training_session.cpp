@@ -71,6 +71,8 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
     data = recorder_ = std::make_shared<BatchRecorder>(data, plan.training.global_batch, plan.training.seq);
   TrainerOptions to;
   to.profile = options_.profile;
+  to.trace = options_.trace;
+  to.trace_steps = options_.trace_steps;
   to.cuda = placement.device == ExecutorDevice::cuda;
   to.threads = options_.threads;
   to.processes_on_host = placement.processes_on_host;

@@ -35,6 +35,8 @@ struct SessionOptions {
   std::string init_weights, save_init_weights, save_weights;  // safetensors files; empty: none
   std::string dump_batches;  // safetensors file of the batches used; empty: none
   bool profile = false;      // per-op and per-kernel wall times (Trainer::profile)
+  bool trace = false;        // per-op intervals and live memory of the last trace_steps steps (Trainer::timelines)
+  int trace_steps = 0;       // 0: every step
   int threads = 0;           // CPU kernel threads per rank; 0: the thread budget decides
   // Told why a newer checkpoint was rejected (as resume goes on to an older one); may be empty.
   std::function<void(const std::string&)> on_rejected_checkpoint;

@@ -2,9 +2,10 @@
 // brings every rank down with its message within 2 s (no hang); a non-finite loss stops the run naming
 // the step, or skips the update by option; plans the CPU runtime cannot run are ConfigErrors naming the
 // JSON path; the state round-trips, lists each unit's modules and reshards to another unit grouping of
-// a tied model; the learning rate follows warm-up and cosine decay.
+// a tied model; the learning rate follows warm-up and cosine decay; profiles and traces name every op.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -200,6 +201,36 @@ TEST_CASE("trainer: the profile names every op of the step program and the model
   // 2 steps × 2 micro-batches × 2 blocks.
   CHECK(p.kernel_calls.at("mlp_up") == 8);
   CHECK(p.kernel_calls.at("lm_head") == 4);
+}
+
+TEST_CASE("trainer: a trace holds every op of every rank in issue order, with live memory after each") {
+  test::PlanShape s;
+  s.dp_shard = 2, s.accum = 2;
+  const Plan plan = test::tiny_plan(test::tiny_llama(), s);
+  TrainerOptions o;
+  o.trace = true, o.trace_steps = 2;
+  Trainer trainer(plan, std::make_shared<test::HashData>(plan.model.vocab), o);
+  trainer.step(), trainer.step(), trainer.step();
+  const std::vector<RankTimeline> ranks = trainer.timelines();
+  const std::size_t ops = make_runtime_program(plan, ExecutorDevice::cpu).program.roles[0].ops.size();
+  REQUIRE(ranks.size() == 2);
+  for (const RankTimeline& r : ranks) {
+    CAPTURE(r.rank);
+    REQUIRE(r.ops.size() == 2 * ops);  // steps 1 and 2 (0-based): the first was trimmed
+    CHECK(r.memory.size() == 2 * (ops + 1));  // one sample before each step's first op, one after each op
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+      CHECK(r.ops[i].op == int(i % ops));
+      CHECK(r.ops[i].step == 1 + std::int64_t(i / ops));
+      CHECK(r.ops[i].end_ns >= r.ops[i].start_ns);
+      if (i > 0) CHECK(r.ops[i].start_ns >= r.ops[i - 1].end_ns);
+    }
+    double params = 0;
+    for (const MeasuredMemory& m : r.memory) params = std::max(params, m.bytes[std::size_t(MemCategory::params)]);
+    CHECK(params > 0);
+  }
+  Trainer untraced(plan, std::make_shared<test::HashData>(plan.model.vocab));
+  untraced.step();
+  CHECK(untraced.timelines()[0].ops.empty());
 }
 
 TEST_CASE("lr schedule: linear warm-up, cosine to min_lr_ratio, flat after") {

@@ -16,6 +16,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 tests='collectives*,all_reduce is*,split builds*,a throwing rank*,mismatched*,watchdog*,data-parallel*'
 tests+=',trainer: a rank*,trainer: HSDP*,trainer: state*,trainer: a non-finite*,trainer: peak*,sum_over_processes*,a job split*'
 tests+=',every item runs*,slow items*,parallel_for uses*'  # the rank's kernel pool (kernel_pool.h)
+tests+=',trainer: a trace*'  # per-rank op timelines, read after the rank threads join
 tests+=',tensor parallelism:*,context parallelism*'  # the model's tp and cp collectives on rank threads
 
 build_and_run() {  # name, extra cmake args...

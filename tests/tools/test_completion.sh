@@ -21,7 +21,7 @@ offered=$(complete_line fsdpx "")
 missing=""
 for s in $subs; do grep -qx -- "$s" <<<"$offered" || missing="$missing $s"; done
 [ -n "$subs" ] && [ -z "$missing" ]; check "every subcommand of fsdpx --help is offered (missing:$missing)" $?
-for s in sample export-hf completion plan run; do
+for s in sample export-hf completion plan run compare; do
   grep -qx -- "$s" <<<"$subs"; check "fsdpx --help lists $s" $?
 done
 [ "$(complete_line fsdpx pl)" = plan ]; check "pl -> plan" $?
@@ -29,6 +29,8 @@ done
 complete_line fsdpx plan --mo | grep -qx -- --model; check "plan --mo -> --model" $?
 complete_line fsdpx sample --te | grep -qx -- --temperature; check "sample --te -> --temperature" $?
 ! complete_line fsdpx sample --te | grep -qx -- --tp; check "sample does not offer plan's options" $?
+[ "$(complete_line fsdpx run --trace-r)" = --trace-ranks ]; check "run --trace-r -> --trace-ranks" $?
+complete_line fsdpx compare --pr | grep -qx -- --profile; check "compare --pr -> --profile" $?
 [ "$(complete_line fsdpx plan --model llama-ti)" = llama-tiny ]; check "--model llama-ti -> llama-tiny" $?
 [ "$(complete_line fsdpx run --backend c | sort | tr '\n' ' ')" = "cpu cuda " ]; check "--backend c -> cpu cuda" $?
 complete_line fsdpx --ver | grep -qx -- --version; check "--ver -> --version" $?

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/tools/test_output_files.sh FSDPX_BINARY DATA_DIR — issue 15 items 10 and 13: every file fsdpx
 # writes (plan -o, simulate --trace, export -o, report --html/--csv, validate --write-plans, run
-# --save-weights / --save-init-weights / --dump-batches / --profile, calibrate -o / --plan-out) is written
+# --save-weights / --save-init-weights / --dump-batches / --profile / --trace, compare -o, calibrate -o /
+# --plan-out) is written
 # whole or not at all. For each output: a write that fails part-way (the file-size limit, and a full
 # tmpfs when this machine lets us mount one) exits non-zero with one line naming the file, leaves the
 # previous good file byte for byte and no temporary behind; a device node (/dev/full) as the target is
@@ -31,7 +32,7 @@ bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 # Inputs: a tiny CPU plan, a profile of 2 steps, a case file.
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 2 --seq 32 --global-batch 4 -o "$tmp/plan.json" >/dev/null ||
   { echo "cannot make the input plan"; exit 1; }
-"$FSDPX" run --plan "$tmp/plan.json" --steps 2 --profile "$tmp/prof.json" >/dev/null ||
+"$FSDPX" run --plan "$tmp/plan.json" --steps 2 --profile "$tmp/prof.json" --trace "$tmp/trace.json" >/dev/null ||
   { echo "cannot make the input profile"; exit 1; }
 CASES=$DATA/validation/tiny_cases.json
 
@@ -48,12 +49,14 @@ write_cmd() {
     run-save-init-weights) echo run --plan "$tmp/plan.json" --steps 1 --save-init-weights "$out" ;;
     run-dump-batches) echo run --plan "$tmp/plan.json" --steps 1 --dump-batches "$out" ;;
     run-profile) echo run --plan "$tmp/plan.json" --steps 1 --profile "$out" ;;
+    run-trace) echo run --plan "$tmp/plan.json" --steps 1 --trace "$out" ;;
+    compare-o) echo compare --plan "$tmp/plan.json" --profile "$tmp/trace.json" -o "$out" ;;
     calibrate-o) echo calibrate --profile "$tmp/prof.json" -o "$out" ;;
     calibrate-plan-out) echo calibrate --profile "$tmp/prof.json" -o "$tmp/cal-side.json" --plan-out "$out" ;;
   esac
 }
 OPTIONS="plan-o simulate-trace export-o report-html report-csv run-save-weights run-save-init-weights
-run-dump-batches run-profile calibrate-o calibrate-plan-out"
+run-dump-batches run-profile run-trace compare-o calibrate-o calibrate-plan-out"
 
 # expect_kept NAME DIR TARGET REASON CMD...: CMD must fail (non-zero, one stderr line naming TARGET and
 # REASON, besides run's "fsdpx: cpu: ..." line about its threads), TARGET must still hold "previous good

@@ -7,17 +7,16 @@
 #include "tools/format.h"
 #include "tools/report/report_charts.h"
 #include "tools/report/report_html.h"
+#include "tools/report/html_frame.h"
+#include "tools/report/report_page.h"
 #include "tools/report/report_svg.h"
 
 namespace fsdpx {
 
 namespace {
 
-const char* kStyle = R"(body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
-figure{margin:12px 0}figcaption{font-size:12px;color:#555;margin-top:4px}
-table{border-collapse:collapse;font-size:11px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;white-space:nowrap}
-th{white-space:normal;vertical-align:bottom}td:last-child{min-width:150px}
+// After the base rules of html_frame.h.
+const char* kStyle = R"(table{font-size:11px}th{white-space:normal;vertical-align:bottom}td:last-child{min-width:150px}
 td:first-child,th:first-child,td:last-child,th:last-child{text-align:left}td:last-child{white-space:normal}.err{color:#b00000;text-align:left;white-space:normal}tr.oom td{background:#fde2e2}td.status{text-align:left}tr.oom td.status{color:#b00000;font-weight:bold}.row{display:flex;gap:12px})";
 
 std::string figure(const std::string& id, const std::string& svgs, const std::string& caption) {
@@ -94,9 +93,7 @@ std::string sweep_section(const ReportPage& page, const ReportSweep& sweep) {
 }  // namespace
 
 std::string report_html(const ReportPage& page) {
-  std::string out = fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>fsdpx report: "
-                                "{}</title>\n<style>{}</style>\n</head>\n<body>\n<h1>fsdpx report: {}</h1>\n",
-                                xml_escape(page.title), kStyle, xml_escape(page.title));
+  std::string out = html_page_open("fsdpx report: " + page.title, kStyle);
   if (page.base_sim && page.base_plan) out += step_section(page);
   std::vector<WhatIfRow> bars;
   for (const ReportSweep& sweep : page.sweeps) {
@@ -114,7 +111,7 @@ std::string report_html(const ReportPage& page) {
   out += figure("fig-memory-breakdown", chart_memory_breakdown(bars),
                 "Peak memory per GPU of every point and wrapping policy, by category; the dashed line is the GPU's "
                 "memory capacity, and bars past it are marked OUT OF MEMORY.");
-  return out + "</body>\n</html>\n";
+  return out + kHtmlPageClose;
 }
 
 }  // namespace fsdpx

@@ -1,0 +1,49 @@
+// tools/run_trace.cpp — fsdpx run's trace options (see run_trace.h).
+#include "tools/run_trace.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "core/output_file.h"
+#include "program/lower.h"
+#include "tools/measured_trace.h"
+
+namespace fsdpx {
+
+void add_run_trace_options(CLI::App* run, RunTraceOptions& o) {
+  run->add_option("--trace", o.file,
+                  "Write the measured steps as a Chrome/Perfetto trace (the op names of fsdpx simulate --trace; "
+                  "for fsdpx compare)");
+  run->add_option("--trace-ranks", o.ranks, "Ranks to trace, e.g. 0,3 (default: every rank)")->delimiter(',');
+  run->add_option("--trace-steps", o.steps, "Trace the last K steps (default: every step)")->check(CLI::Range(1, 1 << 30));
+}
+
+void check_run_trace_options(const RunTraceOptions& o, const Plan& plan, bool multi_process) {
+  if (o.file.empty()) {
+    if (!o.ranks.empty() || o.steps > 0)
+      throw ConfigError(fmt::format("{} needs --trace FILE", o.ranks.empty() ? "--trace-steps" : "--trace-ranks"));
+    return;
+  }
+  const int world = plan.parallelism.world_size();
+  for (int r : o.ranks) {
+    if (r < 0 || r >= world)
+      throw ConfigError(fmt::format("--trace-ranks: rank {} is not a rank of the plan (0..{})", r, world - 1));
+    if (multi_process && r != 0)
+      throw ConfigError(fmt::format("--trace-ranks: rank {} runs in another process (one process per rank): a trace "
+                                    "holds the ranks of rank 0's process; run the ranks as threads to trace them all",
+                                    r));
+  }
+  check_output_writable(o.file);
+}
+
+void write_run_trace(const RunTraceOptions& o, const Plan& plan, const Trainer& trainer, const std::string& backend,
+                     const std::string& plan_file) {
+  std::vector<RankTimeline> ranks = trainer.timelines();
+  if (!o.ranks.empty())
+    std::erase_if(ranks, [&](const RankTimeline& r) { return std::find(o.ranks.begin(), o.ranks.end(), r.rank) == o.ranks.end(); });
+  write_output_file(o.file, measured_trace_json(lower(plan), ranks, MeasuredTraceInfo{backend, plan_file}));
+}
+
+}  // namespace fsdpx
