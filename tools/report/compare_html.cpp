@@ -51,7 +51,7 @@ std::string phase_chart(const Comparison& c) {
     labels.push_back(p.phase);
   }
   out += svg_x_ticks(f, at, labels, "phase");
-  out += svg_legend(f.left, 36, {"predicted", "measured"}, {series_color(0), series_color(1)});
+  out += svg_legend(f.left, 36, {"predicted", "measured"}, {series_color(0), series_color(1)}, f.plot_w());
   return out + svg_close();
 }
 
