@@ -252,8 +252,8 @@ TEST_CASE("CudaModel kernel profile: the CPU model's ops and modules, each timed
       const Batch batch = random_batch(spec.vocab);
       RecordingProfiler cpu_prof, gpu_prof;
       run_cpu(spec, params, batch, 1.0f, ModelOptions{recompute, &cpu_prof});
-      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr}, params, batch, 1.0f);
-      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof}, params, batch, 1.0f);
+      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr, {}, false}, params, batch, 1.0f);
+      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof, {}, false}, params, batch, 1.0f);
       REQUIRE(!cpu_prof.times_s.empty());
       CHECK(gpu_prof.calls() == cpu_prof.calls());
       for (const auto& entry : cpu_prof.times_s)

@@ -1,0 +1,163 @@
+// executor/cuda_backend/cuda_rank_backend_model.cpp — the model ops of the CUDA rank backend (see
+// cuda_rank_backend.h): per micro-batch in flight a CudaModel from the pool, forward and backward of a
+// segment's modules (zero bubble's input and weight passes apart), the pipeline's sends and receives of
+// bf16 activations and activation gradients, and the losses. Mirrors cpu_rank_backend.cpp's model ops.
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda_backend/cuda_rank_backend.h"
+#include "executor/runtime/module_pointers.h"
+
+namespace fsdpx::cuda {
+
+// Every model of the pool allocates its activations and scratch once; the tracker counts the scratch
+// (working bytes) per model as transient, the activations per module as they are saved.
+std::unique_ptr<CudaModel> CudaRankBackend::make_model() {
+  use_device();
+  auto m = std::make_unique<CudaModel>(rp_.plan.model, rp_.plan.training.micro_batch, rp_.plan.training.seq,
+                                       model_options_, *gemm_);
+  mem_.alloc(MemCategory::transient, double(m->working_bytes()));
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  model_used_.push_back(e);
+  return m;
+}
+
+CudaModel& CudaRankBackend::use_model(int mb) {
+  const int slot = models_.slot(mb);
+  CUDA_CHECK(cudaStreamWaitEvent(current_, model_used_[std::size_t(slot)], 0));  // no-op before its first record
+  return models_.at(mb);
+}
+
+void CudaRankBackend::model_done(int mb) {
+  CUDA_CHECK(cudaEventRecord(model_used_[std::size_t(models_.slot(mb))], current_));
+}
+
+// Module pointers of every unit whose parameters are unsharded; the last stage's tied head reads the
+// token table (module 0) from its copy.
+std::vector<const bf16*> CudaRankBackend::param_ptrs() const {
+  std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
+  if (tied_copy_ && tied_copy_->params_live()) p[0] = tied_copy_->module_params(0);
+  return p;
+}
+
+std::vector<float*> CudaRankBackend::grad_ptrs(int unit) {
+  CudaUnit& u = own(unit);
+  std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
+                                                    [&](int k) { return u.module_grads(k, current_); });
+  if (CudaUnit* copy = copy_with(unit)) g[0] = copy->module_grads(0, current_);
+  return g;
+}
+
+void CudaRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
+  use_device();
+  use_model(mb).set_batch(tokens, targets, current_);
+  model_done(mb);
+}
+
+void CudaRankBackend::forward(int segment, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const int last = seg.first_module + seg.module_count - 1;
+  CudaModel& model = use_model(mb);
+  if (last == rp_.layout.head_index()) {
+    FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
+    model.set_loss_output(losses_.get() + losses_written_);
+  }
+  const std::vector<const bf16*> p = param_ptrs();
+  for (int m = seg.first_module; m <= last; ++m) {
+    model.forward_module(m, p, current_);
+    mem_.alloc(MemCategory::activations, double(model.saved_bytes(m)));
+  }
+  models_.forward_done(mb);
+  if (last == rp_.layout.head_index()) ++losses_written_;
+  model_done(mb);
+}
+
+void CudaRankBackend::backward(int segment, int unit, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  CudaModel& model = use_model(mb);
+  const std::vector<const bf16*> p = param_ptrs();
+  const std::vector<float*> g = grad_ptrs(unit);
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
+    model.backward_module(m, p, g, current_);
+    mem_.free(MemCategory::activations, double(model.saved_bytes(m)));
+  }
+  models_.backward_done(mb);
+  model_done(mb);
+}
+
+// Zero bubble's B: what W reads stays in the model, so it is counted until W.
+void CudaRankBackend::backward_input(int segment, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  CudaModel& model = use_model(mb);
+  const std::vector<const bf16*> p = param_ptrs();
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
+    model.backward_input_module(m, p, current_);
+    mem_.alloc(MemCategory::activations, double(model.weight_pass_bytes(m)));
+  }
+  model_done(mb);
+}
+
+void CudaRankBackend::backward_weight(int segment, int unit, int mb) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  CudaModel& model = use_model(mb);
+  const std::vector<float*> g = grad_ptrs(unit);
+  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
+    model.backward_weight_module(m, g, current_);
+    mem_.free(MemCategory::activations, double(model.saved_bytes(m) + model.weight_pass_bytes(m)));
+  }
+  models_.backward_done(mb);
+  model_done(mb);
+}
+
+// Activations leave after the segment's last module and enter before its first; their gradient leaves
+// w.r.t. the segment's input and enters w.r.t. its output. Messages pair in issue order on their
+// channel (NCCL has no tags; the lowering issues a channel's sends and receives in the same order,
+// tests/executor/test_pipeline_message_order.cpp), so `tag` is not needed; `peer` is the channel's other
+// rank, checked.
+DeviceCommunicator& CudaRankBackend::channel(Payload payload, bool sending, int peer) const {
+  const int pp = rp_.program.pp;
+  const bool activations = payload == Payload::activations;
+  const bool to_next = activations == sending;  // activations go to the next pipeline rank, gradients back
+  const int peer_role = (role_ + (to_next ? 1 : pp - 1)) % pp;
+  FSDP_CHECK(peer == global_rank(rp_, peer_role, mesh_rank_),
+             fmt::format("CudaRankBackend: a message with rank {}, not with the neighbour on its channel", peer));
+  const auto& c = activations ? (sending ? act_send_ : act_recv_) : (sending ? grad_send_ : grad_recv_);
+  FSDP_CHECK(c != nullptr, "CudaRankBackend: no point-to-point channel (pp = 1)");
+  return *c;
+}
+
+void CudaRankBackend::send(Payload payload, int segment, int mb, int peer, int) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const CudaModel& model = use_model(mb);
+  const bf16* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
+                                                     : model.input_grad();
+  channel(payload, true, peer).send_recv({P2PCall{true, const_cast<bf16*>(data), model.boundary_elems(), 1}},
+                                         DType::bf16, current_, current_op_);
+  model_done(mb);
+}
+
+void CudaRankBackend::recv(Payload payload, int segment, int mb, int peer, int) {
+  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const bool activations = payload == Payload::activations;
+  CudaModel& model = use_model(mb);
+  bf16* buf = activations ? model.input_buffer(seg.first_module)
+                          : model.output_grad_buffer(seg.first_module + seg.module_count - 1);
+  channel(payload, false, peer).send_recv({P2PCall{false, buf, model.boundary_elems(), 0}}, DType::bf16, current_,
+                                          current_op_);
+  model_done(mb);
+}
+
+std::vector<double> CudaRankBackend::take_losses() {
+  use_device();
+  std::vector<float> host(static_cast<std::size_t>(losses_written_));
+  CUDA_CHECK(cudaStreamSynchronize(stream(StreamKind::compute)));
+  world_->throw_if_aborted();  // an aborted collective leaves garbage behind
+  if (!host.empty())
+    CUDA_CHECK(cudaMemcpy(host.data(), losses_.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  losses_written_ = 0;
+  return std::vector<double>(host.begin(), host.end());
+}
+
+}  // namespace fsdpx::cuda
