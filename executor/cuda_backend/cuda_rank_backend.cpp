@@ -84,11 +84,14 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
 
 CudaRankBackend::~CudaRankBackend() {
   use_device();
+  for (auto& [key, in] : inbox_) {  // received, never delivered (a run that stopped early)
+    cudaFreeAsync(in.staging, stream(StreamKind::compute));
+    cudaEventDestroy(in.done);
+  }
   for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
   units_.clear();
   tied_copy_.reset();
   for (cudaEvent_t e : op_done_) cudaEventDestroy(e);
-  for (cudaEvent_t e : model_used_) cudaEventDestroy(e);
   cudaEventDestroy(step_start_);
   for (cudaStream_t s : streams_) cudaStreamDestroy(s);
 }

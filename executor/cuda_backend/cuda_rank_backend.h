@@ -5,22 +5,18 @@
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
 // all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
-// Host waits: the losses and the gradient norm, once per
-// step, and after every model kernel group when a kernel profiler is given. Pipeline parallelism as the
-// CPU backend runs it (cpu_rank_backend.h): the rank runs its pipeline rank's role, holds its stages'
-// units (and, with a tied head, the last stage's copy of the embedding's unit), one CudaModel per
-// micro-batch in flight (micro_batch_pool.h; each allocates its stages' modules only) and sends
-// activations and their gradients (bf16) with send_recv on a two-rank communicator per channel (sending
-// pipeline rank, payload) of its mesh point: NCCL runs one communicator's operations in order and pairs
-// them without tags, so a channel carries only messages that the receiver takes in the order they were
-// sent, like the CPU's mailboxes (tests/executor/test_pipeline_message_order.cpp). A micro-batch's model is used by one op at a time (an event per model), so a
-// send reading its buffers ends before a later op of it (or of the next micro-batch given the model)
-// writes them. Leaves out CUDA graphs and tensor and context parallelism (the runtime refuses them).
+// Host waits: the losses and the gradient norm, once per step, and after every model kernel group when
+// a kernel profiler is given. Pipelines as the CPU backend runs them (docs/cuda.md, "Pipeline
+// parallelism"): the rank's stages' units, a CudaModel per micro-batch in flight, bf16 messages through
+// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. Leaves out CUDA
+// graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -96,10 +92,10 @@ class CudaRankBackend final : public RankBackend {
   std::vector<const bf16*> param_ptrs() const;
   std::vector<float*> grad_ptrs(int unit);
   std::unique_ptr<CudaModel> make_model();
-  // Micro-batch `mb`'s model for the op being issued: its stream waits for the model's previous op;
-  // model_done records this op as that use.
-  CudaModel& use_model(int mb);
-  void model_done(int mb);
+  // Copies the message received for (mb, payload), if any, into the model (`dst` gives where) on the
+  // compute stream; returns whether there was one.
+  template <class Dst>
+  bool deliver(int mb, Payload payload, Dst dst);
   // The communicator of a message to (sending) or from `peer` (global rank).
   DeviceCommunicator& channel(Payload payload, bool sending, int peer) const;
 
@@ -122,7 +118,11 @@ class CudaRankBackend final : public RankBackend {
   std::unique_ptr<GemmContext> gemm_;
   CudaModelOptions model_options_;
   MicroBatchPool<CudaModel> models_;
-  std::vector<cudaEvent_t> model_used_;  // per model of the pool: after its latest op
+  struct Inbound {
+    bf16* staging = nullptr;     // stream-ordered, freed on the compute stream after the copy
+    cudaEvent_t done = nullptr;  // recorded on the receive's stream after it
+  };
+  std::map<std::pair<int, int>, Inbound> inbox_;  // by (micro-batch, payload): received, not delivered
   std::vector<std::unique_ptr<CudaUnit>> units_;  // per plan unit; null for other stages' units
   std::unique_ptr<CudaUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
   int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
