@@ -297,6 +297,7 @@ TEST_CASE("device thread communicator: a receive of another count than the send 
                                           const bool send = c.rank() == 0;
                                           c.send_recv({P2PCall{send, buf.get(), send ? 8 : 4, 1 - c.rank()}},
                                                       DType::f32, st.get());
+                                          CUDA_CHECK(cudaStreamSynchronize(st.get()));  // the copy reads buf
                                         }),
                        doctest::Contains("mismatched send_recv: rank 0 sent 8 elements of f32"), CommAborted);
 }
