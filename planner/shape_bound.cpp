@@ -90,10 +90,6 @@ double pipeline_compute_bound_s(const Plan& p) {
 Timing timing(const Plan& p, DType reduce, bool no_reshard) {
   TrainingShape ts = training_shape_of(p);
   ts.precision.reduce = reduce;
-  // estimate() takes one recompute mode (the first block's): a mixed pattern (full on the first k blocks,
-  // searched under PP) is bounded by recomputing nothing; pipeline_compute_bound_s counts it per stage.
-  if (std::any_of(p.recompute.begin(), p.recompute.end(), [&](RecomputeMode m) { return m != p.recompute.front(); }))
-    ts.recompute = Recompute::none;
   const int pp = p.parallelism.pp;
   const bool fsdp = ts.mode == ShardingMode::zero3 || ts.mode == ShardingMode::hsdp;
   if (pp > 1 && (fsdp || ts.mode == ShardingMode::zero2)) ts.mode = ShardingMode::zero1;
