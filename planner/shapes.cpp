@@ -61,8 +61,9 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
         // Every stage runs at least one block (the first and last also hold the embedding and head), and
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).
         if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers))) continue;
-        // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split.
-        if (pp > 1 && r.target.kind == TargetKind::fsdpx && r.model.tied_embeddings) continue;
+        // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split, and runs
+        // pipelines with tp = cp = 1.
+        if (pp > 1 && r.target.kind == TargetKind::fsdpx && (r.model.tied_embeddings || tp * cp > 1)) continue;
         const int stage_world = world / pp;
         if (stage_world > r.cluster.gpus_per_node && stage_world % r.cluster.gpus_per_node != 0) continue;
         const int dp = stage_world / (tp * cp);

@@ -1,6 +1,6 @@
 // planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
-// pp = 1, and tensor and context parallelism on the CPU backend only, whose model runs op-level selective
-// recompute as none (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
+// pipelines (with tp = cp = 1: planner/shapes.cpp) on both backends, and tensor and context parallelism
+// on the CPU backend only, whose model runs op-level selective recompute as none (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
 // policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block recompute, and no way to
 // say fsdpx's cp sharding (export_torchtitan_map.cpp).
 #include "planner/space.h"
@@ -39,7 +39,6 @@ Space effective_space(const PlanRequest& r) {
   if (r.target.kind == TargetKind::fsdpx) {
     if (!r.cluster.host_threads) s.knobs.allow_tp = s.knobs.allow_cp = false;
     if (r.cluster.host_threads) std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
-    s.knobs.allow_pp = false;
   } else {
     narrow_for_torchtitan(s.knobs);
     s.partial = PartialRecompute::every_nth;

@@ -56,8 +56,6 @@ std::vector<std::string> fsdpx_gaps(const Plan& p) {
     if (degree > 1 && !cpu)
       gaps.push_back(fmt::format("{} = {}: fsdpx's CUDA backend runs {} = 1 only (the CPU backend runs it)", name,
                                  degree, name));
-  if (par.pp > 1 && !cpu)
-    gaps.push_back(fmt::format("pp = {}: fsdpx's CUDA backend runs pp = 1 only (the CPU backend runs pipelines)", par.pp));
   if (par.pp > 1 && par.tp * par.cp > 1)
     gaps.push_back(fmt::format("pp = {} with tp = {}, cp = {}: fsdpx's executor runs pipelines with tp = cp = 1",
                                par.pp, par.tp, par.cp));

@@ -1,9 +1,9 @@
 // executor/cuda/device_communicator.h — the collectives of the CUDA backend on device buffers (bf16 and
 // fp32), enqueued on the caller's CUDA stream: all-gather, reduce-scatter (sum), all-reduce (sum),
 // broadcast, split into sub-groups (dp_shard, dp_replicate, tp), a duplicate for all-gather /
-// reduce-scatter overlap, and batches of point-to-point sends and receives (pipeline stages; NCCL only).
+// reduce-scatter overlap, and batches of point-to-point sends and receives (pipeline stages).
 // Implementations: nccl_communicator.h (one process per rank, NCCL) and device_thread_communicator.h (N
-// ranks as threads on one GPU, for tests; no point-to-point). Leaves out NCCL groups of collectives (an
+// ranks as threads on one GPU, for tests). Leaves out NCCL groups of collectives (an
 // FSDP unit is one flat buffer: one collective), averaging (the caller scales), fp16/fp8 and CUDA-graph
 // capture.
 //

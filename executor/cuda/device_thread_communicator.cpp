@@ -138,8 +138,61 @@ void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std:
   }
 }
 
-void DeviceThreadCommunicator::enqueue_p2p(const std::vector<P2PCall>&, DType, cudaStream_t, std::string_view) {
-  FSDP_CHECK(false, "DeviceThreadCommunicator: no point-to-point transfers (pipeline parallelism needs NCCL)");
+namespace {
+
+// What a send posts to the receiver's mailbox (as f64 words of the host ThreadGroup): the stream-ordered
+// staging copy of the message and the event after which it is complete. The receiver frees both.
+struct P2PLetter {
+  void* staging = nullptr;
+  cudaEvent_t staged = nullptr;
+  std::int64_t count = 0;
+  std::int64_t type = 0;  // DType
+};
+constexpr std::int64_t kLetterWords = sizeof(P2PLetter) / sizeof(double);
+static_assert(sizeof(P2PLetter) % sizeof(double) == 0);
+constexpr int kP2PTag = 0;  // one mailbox per (sender, receiver): messages pair in issue order, as NCCL's
+
+void post_send(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t stream) {
+  P2PLetter l;
+  l.count = c.count;
+  l.type = static_cast<std::int64_t>(t);
+  const std::size_t bytes = dtype_bytes(t) * static_cast<std::size_t>(c.count);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMallocAsync(&l.staging, bytes, stream));
+    copy_async(l.staging, c.buf, bytes, stream);
+  }
+  CUDA_CHECK(cudaEventCreateWithFlags(&l.staged, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(l.staged, stream));
+  g.post(rank, c.peer, kP2PTag, ElemType::f64, &l, kLetterWords);
+}
+
+void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t stream) {
+  P2PLetter l;
+  g.take(c.peer, rank, kP2PTag, ElemType::f64, &l, kLetterWords);
+  CUDA_CHECK(cudaStreamWaitEvent(stream, l.staged, 0));
+  CUDA_CHECK(cudaEventDestroy(l.staged));  // released once the wait's record completes
+  const bool match = l.count == c.count && l.type == static_cast<std::int64_t>(t);
+  if (match) copy_async(c.buf, l.staging, dtype_bytes(t) * static_cast<std::size_t>(c.count), stream);
+  if (l.staging) CUDA_CHECK(cudaFreeAsync(l.staging, stream));
+  if (match) return;
+  const std::string msg = fmt::format("rank {}: mismatched send_recv: rank {} sent {} elements of {}, the receive "
+                                      "expects {} of {}", rank, c.peer, l.count, dtype_name(DType(l.type)), c.count,
+                                      dtype_name(t));
+  g.abort(msg);
+  throw CommAborted("collective aborted: " + msg);
+}
+
+}  // namespace
+
+// The batch's sends are posted first (a post never waits), then its receives are taken in order, so two
+// ranks that send to and receive from each other in one batch cannot deadlock, as in an NCCL group.
+void DeviceThreadCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream,
+                                           std::string_view) {
+  CUDA_CHECK(cudaSetDevice(device_));
+  for (const P2PCall& c : calls)
+    if (c.send) post_send(*group_, rank_, c, t, stream);
+  for (const P2PCall& c : calls)
+    if (!c.send) take_recv(*group_, rank_, c, t, stream);
 }
 
 std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, int key, const std::string& name) {

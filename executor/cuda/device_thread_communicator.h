@@ -3,8 +3,11 @@
 // rendezvous, abort family, split and timeout); the GPU work is cudaMemcpyAsync and a rank-order sum
 // kernel (rank_sum.h), so results are bit-identical across ranks and runs (a fixed summation order:
 // floating-point addition is not associative). For tests and single-GPU runs of multi-rank plans;
-// leaves out speed (every rank reads every peer's buffer), multi-device use and point-to-point
-// transfers (send_recv fails an FSDP_CHECK: the CUDA backend runs no pipeline parallelism).
+// leaves out speed (every rank reads every peer's buffer) and multi-device use. Point to point: a send
+// copies the message into stream-ordered staging memory on its stream, records an event and posts both
+// to the receiver's mailbox (ThreadGroup::post) without waiting; the receiver takes them in the order
+// they were sent (one mailbox per peer: no tags, as NCCL), makes its stream wait on the event, copies
+// and frees the staging memory. A message never taken (an aborted run) leaks its staging memory.
 //
 // Stream ordering, per collective on rank r (stream s_r, events ready_r and done_r of this communicator):
 //   1. record ready_r on s_r                        (r's input is ready in s_r's order)

@@ -3,6 +3,8 @@
 // executor/cuda/): GEMM dx is written (accumulate=false, so its scratch needs no zeroing), GEMM dW is
 // accumulated in fp32; mlp_act_backward and flash_attention_backward accumulate, so dfc and dqkv are
 // zeroed first; norm backward accumulates dinp into dres (the residual branch, as llm.c) and dw/db.
+// Zero bubble's split: the input pass keeps each linear's output gradient and the norms' gradients of
+// the micro-batch; the weight pass runs the dW GEMMs (and bias sums) from them and adds the norms'.
 // Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
 // holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
 #include "executor/cuda_backend/cuda_block.h"
@@ -17,6 +19,8 @@
 #include "executor/cuda/norm.h"
 #include "executor/cuda/rope.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/cuda_backend/grad_kernels.h"
+#include "executor/cuda/cuda_check.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -124,61 +128,88 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
     residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
 }
 
+void CudaBlockWeightGrads::allocate(const BlockDims& d) {
+  dout = DeviceBuffer<bf16>(d.n * d.c), dx_mid = DeviceBuffer<bf16>(d.n * d.c);
+  dfc = DeviceBuffer<bf16>(d.n * d.fu), dqkv = DeviceBuffer<bf16>(d.n * d.qkv);
+  norm = DeviceBuffer<float>(4 * d.c);
+}
+
+std::int64_t CudaBlockWeightGrads::bytes() const {
+  return dout.bytes() + dx_mid.bytes() + dfc.bytes() + dqkv.bytes() + norm.bytes();
+}
+
 namespace {
 
-// The kernel names of one linear layer's backward ("mlp_down_dx", "mlp_down_dw").
-struct LinearOps {
-  std::string_view dx, dw;
-};
-
-// The linear layer's backward: dinp [N, C] = dout [N, OC]·W (written, bf16), dW [OC, C] += doutᵀ·inp
-// (fp32), db [OC] += Σ_n dout when the layer has a bias (timed with dW, as on the CPU).
-void linear_backward(const CudaBlockContext& ctx, CudaBlockScratch& sc, LinearOps ops, bf16* dinp, float* dw,
-                     float* db, const bf16* dout, const bf16* inp, const bf16* w, std::int64_t c, std::int64_t oc) {
-  const std::int64_t n = ctx.dims.n;
-  { const auto t = timed(ctx, ops.dx);
-    matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, n, c, oc, false, ctx.stream); }
-  const auto t = timed(ctx, ops.dw);
-  matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, n, c, oc, true, ctx.stream);
-  if (db) bias_backward(db, sc.bias.get(), dout, n, oc, ctx.stream);
+void copy_bf16(bf16* dst, const bf16* src, std::int64_t n, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
 }
 
-// The MLP half: dres is d x_out on entry and d x_mid on exit.
+// dinp [N, C] = dout [N, OC]·W (written, bf16).
+void linear_dx(const CudaBlockContext& ctx, std::string_view op, bf16* dinp, const bf16* dout, const bf16* w,
+               std::int64_t c, std::int64_t oc) {
+  const auto t = timed(ctx, op);
+  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, ctx.dims.n, c, oc, false, ctx.stream);
+}
+
+// dW [OC, C] += doutᵀ·inp (fp32), db [OC] += Σ_n dout when the layer has a bias (timed with dW, as on
+// the CPU).
+void linear_dw(const CudaBlockContext& ctx, CudaBlockScratch& sc, std::string_view op, float* dw, float* db,
+               const bf16* dout, const bf16* inp, std::int64_t c, std::int64_t oc) {
+  const auto t = timed(ctx, op);
+  matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, ctx.dims.n, c, oc, true, ctx.stream);
+  if (db) bias_backward(db, sc.bias.get(), dout, ctx.dims.n, oc, ctx.stream);
+}
+
+// The norm gradients of one micro-batch go to `keep` (zeroed first: the kernels accumulate) in the
+// input pass: w at offset 0, b at offset C of the half's two slots.
+float* kept_norm(CudaBlockWeightGrads* keep, int slot, std::int64_t c) { return keep->norm.get() + slot * c; }
+
+// The MLP half: dres is d x_out on entry and d x_mid on exit. With `keep` (zero bubble's input pass)
+// no parameter gradient is written: the output gradients the weight pass needs are kept instead.
 void mlp_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
-                       const BlockTensors<float*>& g, const CudaBlockActs& a, bf16* dres, CudaBlockScratch& sc) {
+                       const BlockTensors<float*>& g, const CudaBlockActs& a, bf16* dres, CudaBlockScratch& sc,
+                       CudaBlockWeightGrads* keep) {
   const BlockDims& d = ctx.dims;
-  linear_backward(ctx, sc, {"mlp_down_dx", "mlp_down_dw"}, sc.dfc_act.get(), g.mlp_down_w, g.mlp_down_b, dres,
-                  a.fc_act.get(), p.mlp_down_w, d.f, d.c);
+  if (keep) copy_bf16(keep->dout.get(), dres, d.n * d.c, ctx.stream);
+  linear_dx(ctx, "mlp_down_dx", sc.dfc_act.get(), dres, p.mlp_down_w, d.f, d.c);
+  if (!keep) linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), d.f, d.c);
+  bf16* dfc = keep ? keep->dfc.get() : sc.dfc.get();
   { const auto t = timed(ctx, "mlp_act_bwd");
-    zero_async(sc.dfc, ctx.stream);  // mlp_act_backward accumulates
-    mlp_act_backward(ctx.spec->ffn_kind, sc.dfc.get(), sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream); }
-  linear_backward(ctx, sc, {"mlp_up_dx", "mlp_up_dw"}, sc.dln.get(), g.mlp_up_w, g.mlp_up_b, sc.dfc.get(),
-                  a.ln2.get(), p.mlp_up_w, d.c, d.fu);
+    CUDA_CHECK(cudaMemsetAsync(dfc, 0, std::size_t(d.n * d.fu) * sizeof(bf16), ctx.stream));  // accumulates
+    mlp_act_backward(ctx.spec->ffn_kind, dfc, sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream); }
+  linear_dx(ctx, "mlp_up_dx", sc.dln.get(), dfc, p.mlp_up_w, d.c, d.fu);
+  if (!keep) linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, dfc, a.ln2.get(), d.c, d.fu);
+  float* dw = keep ? kept_norm(keep, 2, d.c) : g.mlp_norm_w;
+  float* db = keep ? (p.mlp_norm_b ? kept_norm(keep, 3, d.c) : nullptr) : g.mlp_norm_b;
   const auto t = timed(ctx, "mlp_norm_bwd");
-  norm_backward_bf16(ctx, dres, g.mlp_norm_w, g.mlp_norm_b, sc.norm.get(), sc.dln.get(), a.x_mid.get(),
-                     p.mlp_norm_w, a.ln2_mean.get(), a.ln2_rstd.get());
+  norm_backward_bf16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), a.x_mid.get(), p.mlp_norm_w, a.ln2_mean.get(),
+                     a.ln2_rstd.get());
 }
 
-// The attention half: dres is d x_mid on entry and d x_in on exit.
+// The attention half: dres is d x_mid on entry and d x_in on exit; `keep` as in the MLP half.
 void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
                              const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
-                             CudaBlockScratch& sc) {
+                             CudaBlockScratch& sc, CudaBlockWeightGrads* keep) {
   const BlockDims& d = ctx.dims;
-  linear_backward(ctx, sc, {"attn_out_dx", "attn_out_dw"}, sc.datty.get(), g.attn_out_w, g.attn_out_b, dres,
-                  a.atty.get(), p.attn_out_w, d.q, d.c);
+  if (keep) copy_bf16(keep->dx_mid.get(), dres, d.n * d.c, ctx.stream);
+  linear_dx(ctx, "attn_out_dx", sc.datty.get(), dres, p.attn_out_w, d.q, d.c);
+  if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dres, a.atty.get(), d.q, d.c);
+  bf16* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
   { const auto t = timed(ctx, "attn_core_bwd");
-    zero_async(sc.dqkv, ctx.stream);  // flash_attention_backward accumulates
-    flash_attention_backward(sc.dqkv.get(), sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
-                             d.attn, ctx.stream); }
+    CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(bf16), ctx.stream));  // accumulates
+    flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
+                             ctx.stream); }
   if (ctx.rope_cos) {
     const auto t = timed(ctx, "rope_bwd");
-    rope_backward(sc.dqkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
+    rope_backward(dqkv, ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
   }
-  linear_backward(ctx, sc, {"qkv_dx", "qkv_dw"}, sc.dln.get(), g.qkv_w, g.qkv_b, sc.dqkv.get(), a.ln1.get(), p.qkv_w,
-                  d.c, d.qkv);
+  linear_dx(ctx, "qkv_dx", sc.dln.get(), dqkv, p.qkv_w, d.c, d.qkv);
+  if (!keep) linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, dqkv, a.ln1.get(), d.c, d.qkv);
+  float* dw = keep ? kept_norm(keep, 0, d.c) : g.attn_norm_w;
+  float* db = keep ? (p.attn_norm_b ? kept_norm(keep, 1, d.c) : nullptr) : g.attn_norm_b;
   const auto t = timed(ctx, "attn_norm_bwd");
-  norm_backward_bf16(ctx, dres, g.attn_norm_w, g.attn_norm_b, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w,
-                     a.ln1_mean.get(), a.ln1_rstd.get());
+  norm_backward_bf16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w, a.ln1_mean.get(),
+                     a.ln1_rstd.get());
 }
 
 }  // namespace
@@ -186,8 +217,29 @@ void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<con
 void cuda_block_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
                          const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
                          CudaBlockScratch& scratch) {
-  mlp_half_backward(ctx, p, g, a, dres, scratch);
-  attention_half_backward(ctx, p, g, x_in, a, dres, scratch);
+  mlp_half_backward(ctx, p, g, a, dres, scratch, nullptr);
+  attention_half_backward(ctx, p, g, x_in, a, dres, scratch, nullptr);
+}
+
+void cuda_block_backward_input(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p, const bf16* x_in,
+                               const CudaBlockActs& a, bf16* dres, CudaBlockScratch& scratch,
+                               CudaBlockWeightGrads& keep) {
+  zero_async(keep.norm, ctx.stream);
+  mlp_half_backward(ctx, p, BlockTensors<float*>{}, a, dres, scratch, &keep);
+  attention_half_backward(ctx, p, BlockTensors<float*>{}, x_in, a, dres, scratch, &keep);
+}
+
+void cuda_block_backward_weight(const CudaBlockContext& ctx, const BlockTensors<float*>& g, const CudaBlockActs& a,
+                                const CudaBlockWeightGrads& keep, CudaBlockScratch& sc) {
+  const BlockDims& d = ctx.dims;
+  linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, keep.dout.get(), a.fc_act.get(), d.f, d.c);
+  linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, keep.dfc.get(), a.ln2.get(), d.c, d.fu);
+  linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, keep.dx_mid.get(), a.atty.get(), d.q, d.c);
+  linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, keep.dqkv.get(), a.ln1.get(), d.c, d.qkv);
+  const auto t = timed(ctx, "norm_dw");
+  float* const norms[4] = {g.attn_norm_w, g.attn_norm_b, g.mlp_norm_w, g.mlp_norm_b};
+  for (int k = 0; k < 4; ++k)
+    if (norms[k]) accumulate_check_finite(norms[k], keep.norm.get() + k * d.c, d.c, nullptr, ctx.stream);
 }
 
 }  // namespace fsdpx::cuda

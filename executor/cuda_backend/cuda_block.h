@@ -45,6 +45,17 @@ struct CudaBlockScratch {
   std::int64_t bytes() const;
 };
 
+// What zero bubble's weight pass of one block reads, kept by its input pass (Qi et al. 2023, §2: W
+// needs each linear's output gradient and input): the output gradients of mlp_down (d x_out), mlp_up
+// (dfc), attn_out (d x_mid) and qkv (after RoPE's backward), and the micro-batch's norm gradients
+// [attn_norm w, b, mlp_norm w, b] × C (fp32), which the norm kernels compute with their input gradient.
+struct CudaBlockWeightGrads {
+  DeviceBuffer<bf16> dout, dx_mid, dfc, dqkv;  // [N, C], [N, C], [N, FU], [N, QKV]
+  DeviceBuffer<float> norm;                    // [4·C]
+  void allocate(const BlockDims& d);
+  std::int64_t bytes() const;  // 0 when not allocated
+};
+
 struct CudaBlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
@@ -69,6 +80,15 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
 void cuda_block_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
                          const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& acts, bf16* dres,
                          CudaBlockScratch& scratch);
+
+// Zero bubble's split of cuda_block_backward: the input pass (dres as above; no parameter gradient,
+// `keep` filled), then, later, the weight pass (parameter gradients +=, from `acts` and `keep`; reads no
+// parameters).
+void cuda_block_backward_input(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p, const bf16* x_in,
+                               const CudaBlockActs& acts, bf16* dres, CudaBlockScratch& scratch,
+                               CudaBlockWeightGrads& keep);
+void cuda_block_backward_weight(const CudaBlockContext& ctx, const BlockTensors<float*>& g, const CudaBlockActs& acts,
+                                const CudaBlockWeightGrads& keep, CudaBlockScratch& scratch);
 
 // The arch's norm (RMSNorm for llama, LayerNorm for gpt), shared with the final norm. mean is unused
 // (may be null) for RMSNorm; bias and dbias are null for RMSNorm. Backward: dinp (bf16) +=, dw, db +=.

@@ -15,6 +15,7 @@
 #include "executor/cuda/cross_entropy.h"
 #include "executor/cuda/embedding.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/cuda_backend/grad_kernels.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -52,26 +53,55 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
       batch_(checked_tokens(spec, batch, seq), spec.vocab) {
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "CudaModel: need one recompute mode per block");
+  FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout_.num_modules(),
+             "CudaModel: need one flag per module");
   if (spec.arch == Arch::llama) {
     const cpu::RopeTable<float> rope =
         cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
     rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
   }
-  const std::int64_t n = dims_.n, nc = dims_.n * dims_.c;
-  for (std::int64_t i = 0; i <= spec.layers; ++i) resid_.emplace_back(nc);
-  acts_.resize(std::size_t(spec.layers));
-  bool any_recompute = false;
-  for (std::int64_t i = 0; i < spec.layers; ++i) {
+  allocate_activations();
+}
+
+// Buffers of the modules this model runs: resid_[k] is module k's output and module k+1's input.
+void CudaModel::allocate_activations() {
+  const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
+  const int fn = layout_.final_norm_index(), head = layout_.head_index();
+  const bool split = opts_.split_backward;
+  resid_.resize(std::size_t(layers + 1));
+  for (int k = 0; k <= int(layers); ++k)
+    if (runs(k) || runs(k + 1)) resid_[std::size_t(k)] = DeviceBuffer<bf16>(nc);
+  acts_.resize(std::size_t(layers));
+  if (split) keep_.resize(std::size_t(layers));
+  bool any_recompute = false, any_block = false;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    if (!runs(int(i) + 1)) continue;
+    any_block = true;
     if (recomputes(i)) any_recompute = true;
-    else acts_[std::size_t(i)].allocate(dims_);
+    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_);
+    if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_ = DeviceBuffer<bf16>(nc);
-  scratch_.allocate(dims_, spec.bias != LinearBias::none);
-  lnf_ = DeviceBuffer<bf16>(nc);
-  lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
-  logits_ = DeviceBuffer<bf16>(n * spec.vocab);
-  losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
-  dres_ = DeviceBuffer<bf16>(nc), dlnf_ = DeviceBuffer<bf16>(nc);
+  if (any_block || runs(fn)) scratch_.allocate(dims_, spec_.bias != LinearBias::none);
+  if (runs(fn) || runs(head)) {
+    lnf_ = DeviceBuffer<bf16>(nc), dlnf_ = DeviceBuffer<bf16>(nc);
+    lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
+  }
+  if (runs(head)) {
+    logits_ = DeviceBuffer<bf16>(n * spec_.vocab);
+    losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
+  }
+  if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
+  dres_ = DeviceBuffer<bf16>(nc);
+  weight_pending_.assign(std::size_t(layout_.num_modules()), 0);
+}
+
+bool CudaModel::runs(int module) const {
+  return module >= 0 && module < layout_.num_modules() && (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
+}
+
+CudaBlockActs& CudaModel::backward_acts(std::int64_t block) {
+  return recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
 }
 
 bool CudaModel::recomputes(std::int64_t block) const {
@@ -145,16 +175,53 @@ void CudaModel::begin_backward(float dloss) {
 void CudaModel::backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
                                 cudaStream_t stream) {
   FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
-  if (m == layout_.head_index()) {
-    head_backward(params, grads, stream);
-  } else if (m == layout_.final_norm_index()) {
-    final_norm_backward(params, grads, stream);
-  } else if (m == ParamLayout::embedding_index()) {
-    embed_backward(grads, stream);
-  } else {
-    block_module_backward(m, params, grads, stream);
-  }
+  FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
+  run_backward(m, params, grads, stream);
   next_backward_ = m - 1;
+}
+
+void CudaModel::backward_input_module(int m, std::span<const bf16* const> params, cudaStream_t stream) {
+  FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
+  FSDP_CHECK(opts_.split_backward, "CudaModel: an input pass needs CudaModelOptions::split_backward");
+  run_backward(m, params, {}, stream);
+  weight_pending_[std::size_t(m)] = 1;
+  next_backward_ = m - 1;
+}
+
+void CudaModel::backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream) {
+  FSDP_CHECK(m >= 0 && m < layout_.num_modules() && weight_pending_[std::size_t(m)],
+             fmt::format("CudaModel: weight pass of module {} without its input pass", m));
+  weight_pass(m, grads, stream);
+  weight_pending_[std::size_t(m)] = 0;
+}
+
+// Empty `grads`: zero bubble's input pass (no parameter gradient; what the weight pass needs is kept).
+void CudaModel::run_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+                             cudaStream_t stream) {
+  if (m == layout_.head_index()) head_backward(params, grads, stream);
+  else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, stream);
+  else if (m == ParamLayout::embedding_index()) {
+    if (!grads.empty()) embed_backward(grads, stream);  // the table's gradient is all weight pass
+  } else block_module_backward(m, params, grads, stream);
+}
+
+void CudaModel::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
+  if (m == layout_.head_index()) {
+    const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
+    float* dw = spec_.tied_embeddings ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, spec_.vocab, true, stream);
+  } else if (m == layout_.final_norm_index()) {
+    const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
+    accumulate_check_finite(tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
+    if (float* db = tensor(grads, m, "final_norm.bias"))
+      accumulate_check_finite(db, lnf_keep_.get() + dims_.c, dims_.c, nullptr, stream);
+  } else if (m == ParamLayout::embedding_index()) {
+    embed_backward(grads, stream);  // from dres_, the gradient w.r.t. the embedding's output
+  } else {
+    const std::int64_t i = m - 1;
+    const auto g = fsdpx::block_tensors(layout_.modules[std::size_t(m)], module_base(grads, m));
+    cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
+  }
 }
 
 void CudaModel::block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
@@ -162,12 +229,36 @@ void CudaModel::block_module_backward(int m, std::span<const bf16* const> params
   const std::int64_t i = m - 1;
   const ModuleLayout& ml = layout_.modules[std::size_t(m)];
   const auto p = block_params_bf16(ml, module_base(params, m));
-  const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
   const bf16* x_in = resid_[std::size_t(i)].get();
   const CudaBlockContext ctx = context(stream, m);
-  if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), recompute_acts_);
-  const CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
+  CudaBlockActs& a = backward_acts(i);
+  if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
+  if (grads.empty()) {
+    cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
+    return;
+  }
+  const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
+}
+
+bf16* CudaModel::input_buffer(int m) {
+  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index() && runs(m),
+             fmt::format("CudaModel: no stage of this model starts at module {}", m));
+  next_forward_ = m;
+  return resid_[std::size_t(m - 1)].get();
+}
+
+const bf16* CudaModel::output(int m) const {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
+             fmt::format("CudaModel: module {} has no output to hand on", m));
+  return resid_[std::size_t(m)].get();
+}
+
+bf16* CudaModel::output_grad_buffer(int m) {
+  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
+             fmt::format("CudaModel: no stage's backward starts at module {}", m));
+  next_backward_ = m;
+  return dres_.get();
 }
 
 void CudaModel::embed_forward(std::span<const bf16* const> params, cudaStream_t stream) {
@@ -194,9 +285,13 @@ void CudaModel::final_norm_backward(std::span<const bf16* const> params, std::sp
                                     cudaStream_t stream) {
   const int m = layout_.final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
+  const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
+  float* dw = keep ? lnf_keep_.get() : tensor(grads, m, "final_norm.weight");
+  float* db = keep ? (tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
+                   : tensor(grads, m, "final_norm.bias");
+  if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward_bf16(context(stream, m), dres_.get(), tensor(grads, m, "final_norm.weight"),
-                     tensor(grads, m, "final_norm.bias"), scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
+  norm_backward_bf16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
                      tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
@@ -218,7 +313,6 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
   const int m = layout_.head_index();
   const bool tied = spec_.tied_embeddings;
   const bf16* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
-  float* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
@@ -231,8 +325,7 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
     const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
     matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
   }
-  const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
-  matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), n, dims_.c, v, true, stream);
+  if (!grads.empty()) weight_pass(m, grads, stream);  // else the dlogits stay in logits_ for the weight pass
 }
 
 std::int64_t CudaModel::saved_bytes(int module) const {
@@ -241,7 +334,16 @@ std::int64_t CudaModel::saved_bytes(int module) const {
   if (module == layout_.final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
   if (module == layout_.head_index()) return logits_.bytes() + losses_.bytes();
   const auto i = std::size_t(module - 1);
-  return resid_[i + 1].bytes() + acts_[i].bytes();  // acts_[i] is unallocated (0) when the block recomputes
+  return resid_[i + 1].bytes() + (recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
+}
+
+std::int64_t CudaModel::weight_pass_bytes(int module) const {
+  FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
+  if (!opts_.split_backward) return 0;
+  if (module == layout_.final_norm_index()) return lnf_keep_.bytes();
+  if (module == ParamLayout::embedding_index() || module == layout_.head_index()) return 0;
+  const auto i = std::size_t(module - 1);  // a recomputing block keeps its re-materialised activations
+  return keep_[i].bytes() + (recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
 }
 
 std::int64_t CudaModel::working_bytes() const {

@@ -3,7 +3,8 @@
 // on bf16 parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
 // only activations and scratch, allocated once in the constructor; parameters and gradients are the
 // caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
-// Leaves out dropout, ignore-index targets, vocabulary padding and selective recompute.
+// Leaves out dropout, ignore-index targets, vocabulary padding, selective recompute and sharing scratch
+// between the models of a pipeline rank's micro-batches in flight.
 //
 // Protocol for one micro-batch (every call enqueues on `stream` and returns; see CudaModel::set_batch
 // for the one bounded host wait, and CudaModelOptions::profiler for the waits of a profiled run):
@@ -12,6 +13,12 @@
 //   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's bf16 buffer or null
 //   begin_backward(dloss);
 //   for m in M-1..0:  backward_module(m, params, grads, stream);  // fp32 grads[k] accumulate (+=)
+// A pipeline stage runs a range of modules, as the CPU Transformer: input_buffer(m) is where the previous
+// stage's activations for module m are received (the forward resumes at m), output(m) what module m hands
+// on; output_grad_buffer(m) is where the next stage's gradient w.r.t. module m's output is received (the
+// backward resumes at m), input_grad() the gradient w.r.t. the input of the last module run backward.
+// Zero bubble splits each module's backward into backward_input_module (in backward order) and, later,
+// backward_weight_module, which writes the parameter gradients without reading parameters.
 // All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
 // activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
 // grads[0] (the token table), which must then be set during the head's forward and backward.
@@ -43,6 +50,12 @@ struct CudaModelOptions {
   // Null: nothing is timed. Otherwise every kernel group reports its GPU time (a CUDA event pair) under
   // the CPU model's op names, and each call waits for its kernels (cuda_op_timer.h).
   OpProfiler* profiler = nullptr;
+  // The modules this model runs (empty = all): a pipeline rank allocates activations for its stages'
+  // modules only.
+  std::vector<bool> modules;
+  // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads per block; a
+  // recomputing block keeps its re-materialised activations from the input pass to the weight pass).
+  bool split_backward = false;
 };
 
 class CudaModel {
@@ -69,13 +82,24 @@ class CudaModel {
   // grads[k]: module k's fp32 device gradient buffer (same layout); parameter gradients accumulate.
   void backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
                        cudaStream_t stream);
+  void backward_input_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
+  void backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream);
+
+  // Pipeline stages (see above); every buffer holds boundary_elems() bf16 values [N, C].
+  std::int64_t boundary_elems() const { return dims_.n * dims_.c; }
+  bf16* input_buffer(int m);
+  const bf16* output(int m) const;
+  bf16* output_grad_buffer(int m);
+  const bf16* input_grad() const { return dres_.get(); }
 
   // Device bytes kept from module m's forward to its backward: its output (embedding, blocks), a
   // block's CudaBlockActs unless it recomputes, the final norm's output and statistics, the head's
   // logits and row losses. working_bytes: everything else the model owns (residual gradients, backward
   // scratch, the shared recompute activations, batch arrays, RoPE tables); the GemmContext workspace and
   // pinned host staging are not counted.
+  // weight_pass_bytes: what a split backward keeps from module m's input pass to its weight pass.
   std::int64_t saved_bytes(int module) const;
+  std::int64_t weight_pass_bytes(int module) const;
   std::int64_t working_bytes() const;
 
  private:
@@ -90,6 +114,12 @@ class CudaModel {
                       cudaStream_t stream);
   CudaBlockContext context(cudaStream_t stream, int module) const;
   bool recomputes(std::int64_t block) const;
+  bool runs(int module) const;
+  void allocate_activations();
+  // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
+  CudaBlockActs& backward_acts(std::int64_t block);
+  void run_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads, cudaStream_t stream);
+  void weight_pass(int m, std::span<float* const> grads, cudaStream_t stream);
   const bf16* module_base(std::span<const bf16* const> params, int module) const;
   float* module_base(std::span<float* const> grads, int module) const;
   const bf16* tensor(std::span<const bf16* const> params, int module, const char* name) const;
@@ -103,7 +133,10 @@ class CudaModel {
   DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
   std::vector<DeviceBuffer<bf16>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
-  std::vector<CudaBlockActs> acts_;          // per block; unallocated for blocks that recompute
+  std::vector<CudaBlockActs> acts_;          // per block; unallocated for blocks that recompute (or not run)
+  std::vector<CudaBlockWeightGrads> keep_;   // per block, split backward only
+  std::vector<char> weight_pending_;         // per module: input pass ran, weight pass not yet
+  DeviceBuffer<float> lnf_keep_;             // [2·C] the final norm's gradients, split backward only
   CudaBlockActs recompute_acts_;             // shared by recomputing blocks (forward and recompute)
   DeviceBuffer<bf16> recompute_out_;         // [N, C] discarded block output during recompute
   CudaBlockScratch scratch_;

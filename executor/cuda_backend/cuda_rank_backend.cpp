@@ -1,14 +1,18 @@
-// executor/cuda_backend/cuda_rank_backend.cpp — the CUDA backend of one rank (see cuda_rank_backend.h).
+// executor/cuda_backend/cuda_rank_backend.cpp — the CUDA backend of one rank (see cuda_rank_backend.h):
+// its units, groups, stream ordering, gradient reductions and optimizer; the model ops are in
+// cuda_rank_backend_model.cpp.
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 #include <algorithm>
+
+#include <fmt/format.h>
 
 #include "core/errors.h"
 #include "executor/cuda/adamw.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/model/init.h"
-#include "executor/runtime/module_pointers.h"
+#include "program/group_members.h"
 
 namespace fsdpx::cuda {
 
@@ -16,39 +20,77 @@ namespace {
 
 constexpr int kHostReduceElems = kMaxHostReduceCount;
 
+int unit_with(const Plan& plan, const std::string& module) {
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    for (const std::string& m : plan.units[u].modules)
+      if (m == module) return int(u);
+  return -1;
+}
+
+// The model of a pipeline rank runs the modules of its stages' units (every module without pipelining),
+// and splits its backward where the program has zero bubble's input passes.
+CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler) {
+  CudaModelOptions o;
+  o.recompute = rp.plan.recompute;
+  o.profiler = profiler;
+  o.modules.assign(std::size_t(rp.layout.num_modules()), false);
+  for (std::size_t u = 0; u < rp.flats.size(); ++u)
+    if (unit_role(rp, int(u)) == role)
+      for (int m : rp.flats[u].modules) o.modules[std::size_t(m)] = true;
+  for (const Op& op : rp.program.roles[std::size_t(role)].ops)
+    if (op.kind == OpKind::backward_input) o.split_backward = true;
+  return o;
+}
+
 }  // namespace
 
 CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                                  OpProfiler* kernel_profiler)
-    : rp_(rp), device_(device), world_(std::move(world)) {
+    : rp_(rp), device_(device), kernel_profiler_(kernel_profiler), world_(std::move(world)),
+      models_([this] { return make_model(); }) {
   use_device();
+  const PipelinePlace place = pipeline_place(rp, world_->rank());
+  role_ = place.role;
+  mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
   shard_index_ = at.shard_index;
   replica_index_ = at.replica_index;
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  op_done_.resize(rp.program.roles[0].ops.size());
+  op_done_.resize(rp.program.roles[std::size_t(role_)].ops.size());
   for (cudaEvent_t& e : op_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&step_start_, cudaEventDisableTiming));
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
-  model_ = std::make_unique<CudaModel>(rp.plan.model, rp.plan.training.micro_batch, rp.plan.training.seq,
-                                       CudaModelOptions{rp.plan.recompute, kernel_profiler}, *gemm_);
+  model_options_ = model_options(rp, role_, kernel_profiler);
   const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
+  units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    units_.push_back(std::make_unique<CudaUnit>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_));
+    if (unit_role(rp, int(u)) == role_)
+      units_[u] = std::make_unique<CudaUnit>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
+  const int source = tied_copy_source(rp);
+  if (source >= 0 && role_ == rp.program.pp - 1) {
+    copy_source_ = source;
+    head_unit_ = unit_with(rp.plan, "head");
+    tied_copy_ = std::make_unique<CudaUnit>(rp.flats[std::size_t(source)], at.unit_shard, replicated_params(rp, source),
+                                            reduce, &mem_);
+  }
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
   host_reduce_ = DeviceBuffer<float>(kHostReduceElems);
-  mem_.alloc(MemCategory::transient, double(model_->working_bytes()));
 }
 
 CudaRankBackend::~CudaRankBackend() {
   use_device();
+  for (auto& [key, in] : inbox_) {  // received, never delivered (a run that stopped early)
+    cudaFreeAsync(in.staging, stream(StreamKind::compute));
+    cudaEventDestroy(in.done);
+  }
   for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
   units_.clear();
+  tied_copy_.reset();
   for (cudaEvent_t e : op_done_) cudaEventDestroy(e);
   cudaEventDestroy(step_start_);
   for (cudaStream_t s : streams_) cudaStreamDestroy(s);
@@ -56,21 +98,70 @@ CudaRankBackend::~CudaRankBackend() {
 
 void CudaRankBackend::use_device() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
+// Every rank splits the same groups in the same order (split is collective over the world), as the CPU
+// backend: a group inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh
+// rank, its members ordered as program/group_members lists them; a mesh point's pipeline ranks by the
+// mesh rank, ordered by pipeline rank.
 void CudaRankBackend::connect() {
   use_device();
-  shard_comm_ = world_->split(replica_index_, shard_index_, "dp_shard");
+  const Mesh& mesh = rp_.program.mesh;
+  auto split = [&](GroupKind kind, const char* name) {
+    ProcessGroup g;
+    g.kind = kind;
+    std::vector<int> members;
+    group_members(mesh, g, mesh_rank_, members);
+    const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
+    return world_->split(role_ * mesh.size() + members.front(), int(at), name);
+  };
+  shard_comm_ = split(GroupKind::dp_shard, "dp_shard");
   shard_rs_comm_ = shard_comm_->dup("dp_shard.rs");  // reduce-scatters beside all-gathers
-  replica_comm_ = world_->split(shard_index_, replica_index_, "dp_replicate");
+  replica_comm_ = split(GroupKind::dp_replicate, "dp_replicate");
+  const int pp = rp_.program.pp;
+  if (pp == 1) return;
+  dp_all_comm_ = split(GroupKind::dp_all, "dp_all");
+  pp_all_comm_ = world_->split(mesh_rank_, role_, "pp_all");
+  const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
+  if (rp_.plan.model.tied_embeddings)
+    pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_, "pp_ends");
+  // Channel r of a payload joins pipeline ranks r and r + 1 (mod pp: interleaving wraps around) of a
+  // mesh point, its sender first; every other rank gets a group of its own, unused.
+  for (int r = 0; r < pp; ++r)
+    for (bool activations : {true, false}) {
+      const int next = (r + 1) % pp, sender = activations ? r : next;
+      const bool member = role_ == r || role_ == next;
+      const int color = member ? mesh_rank_ : mesh.size() + world_->rank();
+      auto c = world_->split(color, role_ == sender ? 0 : 1, fmt::format("pp.{}.{}", activations ? "act" : "grad", r));
+      if (!member) continue;
+      auto& slot = activations ? (role_ == r ? act_send_ : act_recv_) : (role_ == next ? grad_send_ : grad_recv_);
+      slot = std::move(c);
+    }
 }
 
+// Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
 DeviceCommunicator& CudaRankBackend::comm(MeshGroup group) {
-  return group_communicator(group, GroupCommunicators<DeviceCommunicator>{world_.get(), shard_comm_.get(),
-                                                                          replica_comm_.get()});
+  DeviceCommunicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
+  const GroupCommunicators<DeviceCommunicator> groups{mesh,    shard_comm_.get(), replica_comm_.get(), dp_all_comm_.get(),
+                                                      nullptr, nullptr,           pp_all_comm_.get()};
+  return group_communicator(group, groups);
 }
 
+CudaUnit& CudaRankBackend::own(int unit) const {
+  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
+  return *units_[std::size_t(unit)];
+}
+
+std::vector<CudaUnit*> CudaRankBackend::all_units() const {
+  std::vector<CudaUnit*> out;
+  for (const auto& u : units_)
+    if (u) out.push_back(u.get());
+  if (tied_copy_) out.push_back(tied_copy_.get());
+  return out;
+}
+
+// The copy of a tied table has the embedding unit's layout, so it starts with the same values.
 void CudaRankBackend::init_params(std::uint64_t seed) {
   use_device();
-  for (const auto& u : units_) {
+  for (CudaUnit* u : all_units()) {
     UnitShardState s;
     const std::int64_t n = u->flat().shard_numel;
     s.unit_numel = u->flat().numel;
@@ -86,19 +177,23 @@ void CudaRankBackend::init_params(std::uint64_t seed) {
 UnitShardState CudaRankBackend::unit_state(int unit) const {
   use_device();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
-  return units_[std::size_t(unit)]->download(stream(StreamKind::compute));
+  const CudaUnit& u = unit == copy_source_ && !units_[std::size_t(unit)] ? *tied_copy_ : own(unit);
+  return u.download(stream(StreamKind::compute));
 }
 
 void CudaRankBackend::load_unit_state(int unit, const UnitShardState& s) {
+  FSDP_CHECK(holds_unit(unit), fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
   use_device();
   for (cudaStream_t st : streams_) CUDA_CHECK(cudaStreamSynchronize(st));
-  units_[std::size_t(unit)]->upload(s, stream(StreamKind::compute));
+  if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->upload(s, stream(StreamKind::compute));
+  if (unit == copy_source_) tied_copy_->upload(s, stream(StreamKind::compute));
 }
 
 void CudaRankBackend::copy_masters_to_replicas() {
   use_device();
   for (std::size_t u = 0; u < units_.size(); ++u)
-    if (master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica(current_);
+    if (units_[u] && master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica(current_);
+  if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica(current_);
 }
 
 void CudaRankBackend::begin_op(int id, const Op& op) {
@@ -110,7 +205,7 @@ void CudaRankBackend::begin_op(int id, const Op& op) {
   }
   current_ = stream(op.stream);
   current_op_ = op.name;
-  const auto& ops = rp_.program.roles[0].ops;
+  const auto& ops = rp_.program.roles[std::size_t(role_)].ops;
   for (int dep : op.deps)
     if (ops[std::size_t(dep)].stream != op.stream) CUDA_CHECK(cudaStreamWaitEvent(current_, op_done_[std::size_t(dep)], 0));
 }
@@ -118,78 +213,47 @@ void CudaRankBackend::begin_op(int id, const Op& op) {
 void CudaRankBackend::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
 
 void CudaRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
-  CudaUnit& u = *units_[std::size_t(unit)];
-  if (drop_kept) u.drop_kept_copy();
-  u.gather(comm(group), current_, current_op_);
-}
-
-void CudaRankBackend::release(int unit, double kept_bytes) { units_[std::size_t(unit)]->release(kept_bytes, current_); }
-
-void CudaRankBackend::set_micro_batch(int, const std::int32_t* tokens, const std::int32_t* targets) {
-  use_device();
-  model_->set_batch(tokens, targets, current_);
-}
-
-void CudaRankBackend::forward(int segment, int) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const int last = seg.first_module + seg.module_count - 1;
-  if (last == rp_.layout.head_index()) {
-    FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
-    model_->set_loss_output(losses_.get() + losses_written_);
-  }
-  const std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
-  for (int m = seg.first_module; m <= last; ++m) {
-    model_->forward_module(m, p, current_);
-    mem_.alloc(MemCategory::activations, double(model_->saved_bytes(m)));
-  }
-  if (last == rp_.layout.head_index()) ++losses_written_;
-}
-
-void CudaRankBackend::backward(int segment, int unit, int) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
-  CudaUnit& u = *units_[std::size_t(unit)];
-  const std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
-                                                          [&](int k) { return u.module_grads(k, current_); });
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
-    model_->backward_module(m, p, g, current_);
-    mem_.free(MemCategory::activations, double(model_->saved_bytes(m)));
+  for (CudaUnit* u : {&own(unit), copy_with(unit)}) {
+    if (u == nullptr) continue;
+    if (drop_kept) u->drop_kept_copy();
+    u->gather(comm(group), current_, current_op_);
   }
 }
 
-// Pipeline parallelism: make_runtime_program refuses pp > 1 for CUDA, so a program never asks for these.
-void CudaRankBackend::backward_input(int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
-void CudaRankBackend::backward_weight(int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
-void CudaRankBackend::send(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
-void CudaRankBackend::recv(Payload, int, int, int, int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
-void CudaRankBackend::all_reduce_tied(int) { FSDP_CHECK(false, "CudaRankBackend: no pipeline parallelism"); }
-
-std::vector<double> CudaRankBackend::take_losses() {
-  use_device();
-  std::vector<float> host(static_cast<std::size_t>(losses_written_));
-  CUDA_CHECK(cudaStreamSynchronize(stream(StreamKind::compute)));
-  world_->throw_if_aborted();  // an aborted collective leaves garbage behind
-  if (!host.empty())
-    CUDA_CHECK(cudaMemcpy(host.data(), losses_.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  losses_written_ = 0;
-  return std::vector<double>(host.begin(), host.end());
+void CudaRankBackend::release(int unit, double kept_bytes) {
+  own(unit).release(kept_bytes, current_);
+  if (CudaUnit* copy = copy_with(unit)) copy->release(kept_bytes, current_);
 }
 
 void CudaRankBackend::reduce_scatter(int unit, MeshGroup group) {
   DeviceCommunicator& c = group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
-  units_[std::size_t(unit)]->reduce_scatter(c, current_, current_op_);
+  own(unit).reduce_scatter(c, current_, current_op_);
+  if (CudaUnit* copy = copy_with(unit)) copy->reduce_scatter(c, current_, current_op_);
 }
 
 void CudaRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
-  units_[std::size_t(unit)]->all_reduce_reduced(comm(group), current_, current_op_);
+  own(unit).all_reduce_reduced(comm(group), current_, current_op_);
+  if (CudaUnit* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group), current_, current_op_);
 }
 
 void CudaRankBackend::all_reduce_full(int unit, MeshGroup group) {
-  units_[std::size_t(unit)]->all_reduce_full(comm(group), current_, current_op_);
+  own(unit).all_reduce_full(comm(group), current_, current_op_);
+  if (CudaUnit* copy = copy_with(unit)) copy->all_reduce_full(comm(group), current_, current_op_);
 }
 
+// The copy of a tied table flags its non-finite values under the head's unit, as on the CPU.
 void CudaRankBackend::finish_reduction(int unit) {
-  units_[std::size_t(unit)]->finish_reduction(non_finite_.get() + unit, current_);
+  own(unit).finish_reduction(non_finite_.get() + unit, current_);
+  if (CudaUnit* copy = copy_with(unit)) copy->finish_reduction(non_finite_.get() + unit, current_);
+}
+
+// The accumulated (reduced) shards of the two copies of the table line up element for element: the
+// copy has the embedding unit's layout and shard.
+void CudaRankBackend::all_reduce_tied(int unit) {
+  FSDP_CHECK(pp_ends_comm_ != nullptr && (role_ == 0 ? unit == tied_copy_source(rp_) : tied_copy_ && unit == head_unit_),
+             "CudaRankBackend: a tied all-reduce outside the first and last stage's tied units");
+  CudaUnit& u = role_ == 0 ? own(unit) : *tied_copy_;
+  pp_ends_comm_->all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
 }
 
 int CudaRankBackend::first_non_finite_unit() {
@@ -201,16 +265,21 @@ int CudaRankBackend::first_non_finite_unit() {
   return it == flags.end() ? -1 : int(it - flags.begin());
 }
 
+// The copy of a tied table is counted once, on the first stage.
 double CudaRankBackend::grad_sq_sum() {
   use_device();
-  for (std::size_t u = 0; u < units_.size(); ++u)
-    sum_squares(units_[u]->grad_shard(), units_[u]->flat().shard_numel, sq_scratch_.get(), sq_sum_.get(), u > 0,
-                current_);
+  bool any = false;
+  for (const auto& u : units_) {
+    if (!u) continue;
+    sum_squares(u->grad_shard(), u->flat().shard_numel, sq_scratch_.get(), sq_sum_.get(), any, current_);
+    any = true;
+  }
+  if (!any) return 0.0;
   double sum = 0;
   CUDA_CHECK(cudaMemcpyAsync(&sum, sq_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
   world_->throw_if_aborted();
-  return units_.empty() ? 0.0 : sum;
+  return sum;
 }
 
 // A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
@@ -232,13 +301,13 @@ void CudaRankBackend::all_reduce_host(double* buf, int count, MeshGroup group) {
 void CudaRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
   const AdamWArgs a{float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t,
                     float(s.grad_scale)};
-  for (const auto& u : units_)
+  for (CudaUnit* u : all_units())
     adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master_bf16(),
                  u->flat().shard_numel, current_);
 }
 
 void CudaRankBackend::zero_grad_shards() {
-  for (const auto& u : units_) u->zero_grad_shard(current_);
+  for (CudaUnit* u : all_units()) u->zero_grad_shard(current_);
   CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, units_.size() * sizeof(int), current_));
 }
 

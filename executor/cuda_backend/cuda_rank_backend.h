@@ -5,14 +5,18 @@
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
 // all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
-// Host waits: the losses and the gradient norm, once per
-// step, and after every model kernel group when a kernel profiler is given. Leaves out CUDA graphs and
-// tp/cp/pp (the runtime refuses pp > 1 on CUDA before lowering; the pipeline calls fail an FSDP_CHECK).
+// Host waits: the losses and the gradient norm, once per step, and after every model kernel group when
+// a kernel profiler is given. Pipelines as the CPU backend runs them (docs/cuda.md, "Pipeline
+// parallelism"): the rank's stages' units, a CudaModel per micro-batch in flight, bf16 messages through
+// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. Leaves out CUDA
+// graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -21,6 +25,7 @@
 #include "executor/cuda/gemm.h"
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/cuda_backend/cuda_unit.h"
+#include "executor/runtime/micro_batch_pool.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 
@@ -28,7 +33,7 @@ namespace fsdpx::cuda {
 
 class CudaRankBackend final : public RankBackend {
  public:
-  // `world`: this rank's communicator over every data-parallel rank; all work on CUDA device `device`.
+  // `world`: this rank's communicator over every rank (global ranks); all work on CUDA device `device`.
   // `kernel_profiler` (may be null) receives the model's per-kernel GPU times (cuda_op_timer.h).
   CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                   OpProfiler* kernel_profiler = nullptr);
@@ -37,7 +42,7 @@ class CudaRankBackend final : public RankBackend {
   int rank() const override { return world_->rank(); }
   void connect() override;
   void init_params(std::uint64_t seed) override;
-  bool holds_unit(int) const override { return true; }  // pp = 1 (make_runtime_program refuses pp > 1 on CUDA)
+  bool holds_unit(int unit) const override { return units_[std::size_t(unit)] || unit == copy_source_; }
   UnitShardState unit_state(int unit) const override;
   void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
@@ -48,10 +53,9 @@ class CudaRankBackend final : public RankBackend {
   void gather(int unit, MeshGroup group, bool drop_kept) override;
   void release(int unit, double kept_bytes) override;
 
-  // One micro-batch in flight at a time (no pipelining): `mb` is not needed.
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
   void forward(int segment, int mb) override;
-  void begin_backward(int, double dloss) override { model_->begin_backward(float(dloss)); }
+  void begin_backward(int mb, double dloss) override { models_.at(mb).begin_backward(float(dloss)); }
   void backward(int segment, int unit, int mb) override;
   void backward_input(int segment, int mb) override;
   void backward_weight(int segment, int unit, int mb) override;
@@ -81,10 +85,29 @@ class CudaRankBackend final : public RankBackend {
   void use_device() const;
   DeviceCommunicator& comm(MeshGroup group);
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
+  CudaUnit& own(int unit) const;
+  // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
+  std::vector<CudaUnit*> all_units() const;
+  CudaUnit* copy_with(int unit) const { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
+  std::vector<const bf16*> param_ptrs() const;
+  std::vector<float*> grad_ptrs(int unit);
+  std::unique_ptr<CudaModel> make_model();
+  // Copies the message received for (mb, payload), if any, into the model (`dst` gives where) on the
+  // compute stream; returns whether there was one.
+  template <class Dst>
+  bool deliver(int mb, Payload payload, Dst dst);
+  // The communicator of a message to (sending) or from `peer` (global rank).
+  DeviceCommunicator& channel(Payload payload, bool sending, int peer) const;
 
   const RuntimeProgram& rp_;
   int device_;
+  OpProfiler* kernel_profiler_;
   std::unique_ptr<DeviceCommunicator> world_, shard_comm_, shard_rs_comm_, replica_comm_;
+  std::unique_ptr<DeviceCommunicator> dp_all_comm_, pp_all_comm_, pp_ends_comm_;  // pp > 1
+  // pp > 1, the channels of this rank: activations to the next pipeline rank and from the previous one,
+  // their gradients to the previous and from the next (rank 0 of each channel sends, rank 1 receives).
+  std::unique_ptr<DeviceCommunicator> act_send_, act_recv_, grad_send_, grad_recv_;
+  int role_ = 0, mesh_rank_ = 0;
   int shard_index_ = 0, replica_index_ = 0;
   std::array<cudaStream_t, kStreamCount> streams_{};
   std::vector<cudaEvent_t> op_done_;  // per op id of the step program
@@ -93,8 +116,16 @@ class CudaRankBackend final : public RankBackend {
   std::string current_op_;            // and its name, for the watchdog
   MemoryTracker mem_;
   std::unique_ptr<GemmContext> gemm_;
-  std::unique_ptr<CudaModel> model_;
-  std::vector<std::unique_ptr<CudaUnit>> units_;
+  CudaModelOptions model_options_;
+  MicroBatchPool<CudaModel> models_;
+  struct Inbound {
+    bf16* staging = nullptr;     // stream-ordered, freed on the compute stream after the copy
+    cudaEvent_t done = nullptr;  // recorded on the receive's stream after it
+  };
+  std::map<std::pair<int, int>, Inbound> inbox_;  // by (micro-batch, payload): received, not delivered
+  std::vector<std::unique_ptr<CudaUnit>> units_;  // per plan unit; null for other stages' units
+  std::unique_ptr<CudaUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
+  int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
   DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
   int losses_written_ = 0;
   DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards

@@ -10,7 +10,8 @@
 
 namespace fsdpx::cuda {
 
-// acc [n] += add [n]; *non_finite = 1 when any element of `add` is a NaN or an infinity.
+// acc [n] += add [n]; *non_finite = 1 when any element of `add` is a NaN or an infinity (non_finite may
+// be null: a plain sum, as zero bubble's weight pass adds the norm gradients its input pass kept).
 void accumulate_check_finite(float* acc, const float* add, std::int64_t n, int* non_finite, cudaStream_t stream);
 
 // Doubles of scratch sum_squares needs.

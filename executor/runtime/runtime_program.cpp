@@ -110,9 +110,6 @@ void check_runnable(const Plan& plan, ExecutorDevice device) {
     reject("tp", par.tp, "the CUDA backend does not run tensor parallelism yet (the CPU backend does)");
   if (device == ExecutorDevice::cuda && par.cp > 1)
     reject("cp", par.cp, "the CUDA backend does not run context parallelism yet (the CPU backend does)");
-  if (par.pp > 1 && device == ExecutorDevice::cuda)
-    throw ConfigError(fmt::format("plan: /parallelism/pp: the CUDA runtime runs pp = 1 only (got {}); pipeline "
-                                  "parallelism runs on the CPU backend", par.pp));
   if (par.pp > 1 && par.tp * par.cp > 1)
     throw ConfigError(fmt::format("plan: /parallelism/pp: the runtime runs pipeline parallelism with tp = cp = 1 "
                                   "only (got pp {}, tp {}, cp {})", par.pp, par.tp, par.cp));

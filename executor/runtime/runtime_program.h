@@ -65,7 +65,7 @@ enum class ExecutorDevice { cpu, cuda };
 inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
 
 // Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
-// plans the runtime cannot run on `device` (pp > 1 on CUDA, or together with tp or cp; tp or cp > 1 on
+// plans the runtime cannot run on `device` (pp > 1 together with tp or cp; tp or cp > 1 on
 // CUDA; degrees that do not split the model; another precision or attention kernel, a tied head apart
 // from its embedding without pipeline parallelism or a tied embedding sharing its unit with it, seq
 // beyond the position table).

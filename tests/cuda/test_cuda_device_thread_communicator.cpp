@@ -1,8 +1,8 @@
 // tests/cuda/test_cuda_device_thread_communicator.cpp — the in-process device communicator with 1, 2
 // and 4 ranks on one GPU against the host ThreadCommunicator: f32 results bit for bit (all-gather copies,
 // rank-order sums), bf16 sums equal to the fp32 rank-order sum rounded once; in place and out of place;
-// back-to-back collectives on reused buffers without host syncs; split and dup; abort, mismatch and
-// timeout end every rank with CommAborted instead of a hang.
+// back-to-back collectives on reused buffers without host syncs; split and dup; point-to-point batches;
+// abort, mismatch and timeout end every rank with CommAborted instead of a hang.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -256,6 +256,50 @@ TEST_CASE("device thread communicator: split into sub-groups, dup for overlappin
     CHECK(me.gathered == std::vector<float>{0, 0, 1, 10, 2, 20, 3, 30});
     CHECK(me.scattered == std::vector<float>{float(n * (r + 1))});
   }
+}
+
+// A ring of sends as a pipeline's stages use them: every rank sends to the next and receives from the
+// previous in one batch (a blocking send would deadlock), then sends again from a buffer it overwrites
+// right after the call: the receiver must still get the value at the time of the send.
+TEST_CASE("device thread communicator: point-to-point batches pair in send order and never wait for the receiver") {
+  const int n = 3;
+  const std::int64_t count = 1 << 16;
+  Comms comms = make_device_thread_communicators(n);
+  std::vector<std::vector<float>> first(n), second(n);
+  run_device_ranks(comms, [&](DeviceCommunicator& c) {
+    const int r = c.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+    Stream st;
+    const cudaStream_t s = st.get();
+    DeviceBuffer<float> out(count), in1(count), in2(count);
+    upload_on(out.get(), std::vector<float>(std::size_t(count), float(r)), s);
+    c.send_recv({P2PCall{true, out.get(), count, next}, P2PCall{false, in1.get(), count, prev}}, DType::f32, s);
+    upload_on(out.get(), std::vector<float>(std::size_t(count), float(10 + r)), s);
+    c.send_recv({P2PCall{true, out.get(), count, next}}, DType::f32, s);
+    upload_on(out.get(), std::vector<float>(std::size_t(count), -1.0f), s);  // after the send: not sent
+    c.send_recv({P2PCall{false, in2.get(), count, prev}}, DType::f32, s);
+    first[std::size_t(r)] = download_on<float>(in1.get(), std::size_t(count), s);
+    second[std::size_t(r)] = download_on<float>(in2.get(), std::size_t(count), s);
+  });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    const float prev = float((r + n - 1) % n);
+    CHECK(first[std::size_t(r)] == std::vector<float>(std::size_t(count), prev));
+    CHECK(second[std::size_t(r)] == std::vector<float>(std::size_t(count), 10 + prev));
+  }
+}
+
+TEST_CASE("device thread communicator: a receive of another count than the send ends in CommAborted") {
+  Comms comms = make_device_thread_communicators(2);
+  CHECK_THROWS_WITH_AS(run_device_ranks(comms,
+                                        [](DeviceCommunicator& c) {
+                                          Stream st;
+                                          DeviceBuffer<float> buf(8);
+                                          const bool send = c.rank() == 0;
+                                          c.send_recv({P2PCall{send, buf.get(), send ? 8 : 4, 1 - c.rank()}},
+                                                      DType::f32, st.get());
+                                          CUDA_CHECK(cudaStreamSynchronize(st.get()));  // the copy reads buf
+                                        }),
+                       doctest::Contains("mismatched send_recv: rank 0 sent 8 elements of f32"), CommAborted);
 }
 
 TEST_CASE("device thread communicator: abort wakes a rank waiting in a collective; later calls throw") {

@@ -2,7 +2,8 @@
 // Transformer<float> on the same bf16-representable parameters and tokens: the loss and every parameter
 // gradient tensor, for a tiny llama (RMSNorm, RoPE, GQA, SwiGLU, untied head), a tiny gpt (LayerNorm,
 // learned positions, GELU, all biases, tied head) and a llama with qkv biases and a tied head. Also:
-// full recompute is bitwise equal to none, two runs are bitwise identical, gradients accumulate over
+// full recompute is bitwise equal to none, two runs are bitwise identical, two pipeline stages and
+// zero bubble's split backward are bitwise equal to one model, gradients accumulate over
 // micro-batches (with the host token arrays scribbled right after set_batch), the memory formulas, and
 // the kernel profile: the CPU model's op names and modules, each with a positive GPU time.
 #include <doctest/doctest.h>
@@ -185,6 +186,71 @@ TEST_CASE("CudaModel full recompute is bitwise equal to none, and runs are deter
   }
 }
 
+// The model cut into two stages at module `cut` (two CudaModels, each allocating its modules only) with
+// the activations and their gradient copied between them, as a pipeline's send and receive; with
+// `split`, every module's backward runs as zero bubble's input pass and then, all of them, weight pass.
+Result run_gpu_stages(const ModelSpec& spec, const std::vector<float>& params, const Batch& batch, float dloss,
+                      int cut, bool split) {
+  GemmContext gemm;
+  const ParamLayout layout = make_param_layout(spec);
+  const int n = layout.num_modules();
+  CudaModelOptions first, second;
+  first.modules.assign(std::size_t(n), false), second.modules.assign(std::size_t(n), true);
+  for (int m = 0; m < cut; ++m) first.modules[std::size_t(m)] = true, second.modules[std::size_t(m)] = false;
+  first.split_backward = second.split_backward = split;
+  CudaModel a(spec, kB, kT, first, gemm), b(spec, kB, kT, second, gemm);
+  DeviceBuffer<bf16> d_params(params.size());
+  DeviceBuffer<float> d_grads(params.size()), d_loss(1);
+  upload_bf16(d_params, params);
+  CUDA_CHECK(cudaMemset(d_grads.get(), 0, sizeof(float) * params.size()));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<const bf16*> p;
+  std::vector<float*> g;
+  for (const ModuleLayout& m : layout.modules)
+    p.push_back(d_params.get() + m.offset), g.push_back(d_grads.get() + m.offset);
+  cudaStream_t st;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const std::size_t boundary_bytes = std::size_t(a.boundary_elems()) * sizeof(bf16);
+  b.set_loss_output(d_loss.get());
+  a.set_batch(batch.tokens.data(), batch.targets.data(), st);
+  b.set_batch(batch.tokens.data(), batch.targets.data(), st);
+  for (int m = 0; m < cut; ++m) a.forward_module(m, p, st);
+  CUDA_CHECK(cudaMemcpyAsync(b.input_buffer(cut), a.output(cut - 1), boundary_bytes, cudaMemcpyDeviceToDevice, st));
+  for (int m = cut; m < n; ++m) b.forward_module(m, p, st);
+  b.begin_backward(dloss);
+  auto backward = [&](CudaModel& model, int from, int to) {
+    for (int m = from; m >= to; --m)
+      split ? model.backward_input_module(m, p, st) : model.backward_module(m, p, g, st);
+  };
+  backward(b, n - 1, cut);
+  CUDA_CHECK(cudaMemcpyAsync(a.output_grad_buffer(cut - 1), b.input_grad(), boundary_bytes, cudaMemcpyDeviceToDevice,
+                             st));
+  backward(a, cut - 1, 0);
+  if (split)
+    for (int m = n - 1; m >= 0; --m) (m >= cut ? b : a).backward_weight_module(m, g, st);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  CUDA_CHECK(cudaStreamDestroy(st));
+  return Result{download(d_loss)[0], download(d_grads)};
+}
+
+TEST_CASE("CudaModel as two pipeline stages, and zero bubble's split backward, are bitwise equal to one model") {
+  for (const ModelSpec& spec : {cuda_llama(), cuda_gpt()}) {
+    CAPTURE(spec.name);
+    const std::vector<float> params = random_params(make_param_layout(spec));
+    const Batch batch = random_batch(spec.vocab);
+    const Result whole = run_gpu(spec, {}, params, batch, 0.5f);
+    for (int cut : {1, 2}) {  // after the embedding, after the first block
+      for (bool split : {false, true}) {
+        CAPTURE(cut);
+        CAPTURE(split);
+        const Result staged = run_gpu_stages(spec, params, batch, 0.5f, cut, split);
+        CHECK(staged.loss == whole.loss);
+        CHECK(bit_identical(staged.grads, whole.grads));
+      }
+    }
+  }
+}
+
 TEST_CASE("CudaModel gradients accumulate over micro-batches") {
   const ModelSpec spec = cuda_gpt();  // tied head: the token table gets both the head and embedding grads
   const std::vector<float> params = random_params(make_param_layout(spec));
@@ -252,8 +318,8 @@ TEST_CASE("CudaModel kernel profile: the CPU model's ops and modules, each timed
       const Batch batch = random_batch(spec.vocab);
       RecordingProfiler cpu_prof, gpu_prof;
       run_cpu(spec, params, batch, 1.0f, ModelOptions{recompute, &cpu_prof});
-      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr}, params, batch, 1.0f);
-      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof}, params, batch, 1.0f);
+      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr, {}, false}, params, batch, 1.0f);
+      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof, {}, false}, params, batch, 1.0f);
       REQUIRE(!cpu_prof.times_s.empty());
       CHECK(gpu_prof.calls() == cpu_prof.calls());
       for (const auto& entry : cpu_prof.times_s)

@@ -4,7 +4,7 @@
 // and seed within 1e-5 relative over 30 steps, and its parameters within 1e-4; a tied head (gpt-tiny) across
 // stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too. A
 // failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage;
-// the CUDA runtime refuses pipelines with a ConfigError.
+// the CUDA runtime takes pipelines (tp = cp = 1).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -166,17 +166,19 @@ TEST_CASE("pipeline: a non-finite loss on the last stage stops the run, or skips
   }
 }
 
-TEST_CASE("pipeline: the CUDA runtime refuses pp > 1 with a ConfigError naming /parallelism/pp") {
+TEST_CASE("pipeline: the CUDA runtime takes pp > 1 with tp = cp = 1 and refuses it beside tp") {
   test::PipePlan s;
   s.pp = 2, s.dp_shard = 2;
   s.schedule = PipelineSchedule::one_f_one_b;
   Plan plan = test::pipe_plan(s);
   plan.precision.param = DType::bf16;
   plan.attention_kernel = AttentionKernel::flash2;
+  plan.model.heads = 2, plan.model.kv_heads = 1, plan.model.head_dim = 32;  // the CUDA kernel's smallest head
+  CHECK(make_runtime_program(plan, ExecutorDevice::cuda).program.pp == 2);
+  plan.parallelism.tp = 2;
+  plan.parallelism.dp_shard = 1;
   CHECK_THROWS_WITH_AS(make_runtime_program(plan, ExecutorDevice::cuda),
-                       "plan: /parallelism/pp: the CUDA runtime runs pp = 1 only (got 2); pipeline parallelism runs "
-                       "on the CPU backend",
-                       ConfigError);
+                       doctest::Contains("plan: /parallelism/tp: the runtime runs tp = 1 only"), ConfigError);
 }
 
 }  // namespace fsdpx

@@ -103,7 +103,10 @@ echo "$text" | grep -q "chosen plan: .* tp 2 pp 2 1f1b" ; check "the chosen plan
 echo "$text" | grep -q "pipeline: 1f1b over 2 stages, .* bubble" ; check "the report shows the bubble" $?
 echo "$text" | grep -q "peak memory per stage: .*GiB, .*GiB" ; check "the report shows per-stage peaks" $?
 "$FSDPX" export --plan "$tmp/pp.json" 2>/dev/null | grep -q '^module_fqns_per_model_part = \[\["tok_embeddings", "layers.0"' ; check "the export names the stages" $?
-for bad in "--pp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torchtitan@0.2.2 --pp 2 --pp-schedule zero_bubble"; do
+text=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 2 --seq 4096 --global-batch 32 --pp 2 2>/dev/null)
+check "the fsdpx target runs pipelines on GPU clusters (exit $?)" $?
+echo "$text" | grep -q "chosen plan: .* pp 2 " ; check "the fsdpx target's plan has pp 2" $?
+for bad in "--pp 2 --tp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torchtitan@0.2.2 --pp 2 --pp-schedule zero_bubble"; do
   err=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 2 --seq 4096 --global-batch 32 $bad 2>&1 >/dev/null)
   status=$?
   [ "$status" -eq 2 ] ; check "$bad exits 2 (got $status)" $?

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -68,10 +69,15 @@ struct CUstream_st {
   }
 };
 
-// Records are numbered 1, 2, ...; `done` holds the ones whose stream reached them.
-struct CUevent_st {
+// Records are numbered 1, 2, ...; `done` holds the ones whose stream reached them. The state is shared with
+// the records and waits still queued on streams, so that an event may be destroyed right after
+// cudaStreamWaitEvent, as CUDA allows.
+struct EventState {
   std::uint64_t recorded = 0;
   std::set<std::uint64_t> done;
+};
+struct CUevent_st {
+  std::shared_ptr<EventState> st = std::make_shared<EventState>();
 };
 
 namespace {
@@ -94,15 +100,15 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   // CUDA returns at once and releases the event after its last record completed; waiting is simpler.
   {
     std::unique_lock<std::mutex> lk(g_mu);
-    const std::uint64_t last = e->recorded;
-    g_cv.wait(lk, [&] { return last == 0 || e->done.count(last) > 0; });
+    const std::uint64_t last = e->st->recorded;
+    g_cv.wait(lk, [&] { return last == 0 || e->st->done.count(last) > 0; });
   }
   delete e;
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   std::lock_guard<std::mutex> lk(g_mu);
-  return e->recorded == 0 || e->done.count(e->recorded) > 0 ? cudaSuccess : cudaErrorNotReady;
+  return e->st->recorded == 0 || e->st->done.count(e->st->recorded) > 0 ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
   stream_of(s)->push([=] { fn(data); });
@@ -116,11 +122,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   std::uint64_t g;
   {
     std::lock_guard<std::mutex> lk(g_mu);
-    g = ++e->recorded;
+    g = ++e->st->recorded;
   }
-  stream_of(s)->push([e, g] {
+  stream_of(s)->push([st = e->st, g] {
     std::lock_guard<std::mutex> lk(g_mu);
-    e->done.insert(g);
+    st->done.insert(g);
     g_cv.notify_all();
   });
   return cudaSuccess;
@@ -129,12 +135,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   std::uint64_t target;
   {
     std::lock_guard<std::mutex> lk(g_mu);
-    target = e->recorded;
+    target = e->st->recorded;
   }
   if (target == 0) return cudaSuccess;
-  stream_of(s)->push([e, target] {
+  stream_of(s)->push([st = e->st, target] {
     std::unique_lock<std::mutex> lk(g_mu);
-    g_cv.wait(lk, [&] { return e->done.count(target) > 0; });
+    g_cv.wait(lk, [&] { return st->done.count(target) > 0; });
   });
   return cudaSuccess;
 }
