@@ -303,6 +303,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_settings(c);
   check_optimizer(c);
   check_framework(c);
+  validate_lora(p, file);
 }
 
 }  // namespace fsdpx

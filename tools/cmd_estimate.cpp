@@ -13,6 +13,7 @@
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
 #include "tools/estimate_report.h"
+#include "tools/lora_options.h"
 
 namespace fsdpx {
 
@@ -38,6 +39,7 @@ struct EstimateOptions {
   std::int64_t blocks_per_unit = 1;
   int prefetch = 1;
   OutputFormat format = OutputFormat::text;
+  LoraOptions lora;
 };
 
 void run_estimate(const EstimateOptions& o) {
@@ -59,6 +61,7 @@ void run_estimate(const EstimateOptions& o) {
   s.precision.reduce = o.reduce_dtype;
   s.blocks_per_unit = o.blocks_per_unit;
   s.prefetch = o.prefetch;
+  s.lora = lora_settings(o.lora, m);
   const Estimate e = estimate(m, c, s);
   if (o.format == OutputFormat::json)
     std::printf("%s\n", estimate_json(e, m, c, s).dump(2).c_str());
@@ -84,6 +87,7 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(kPositive);
   sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(kNonNegative);
   add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
+  add_lora_options(sub, o.lora);
 }
 
 }  // namespace

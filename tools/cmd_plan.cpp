@@ -26,6 +26,7 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
+#include "tools/lora_options.h"
 #include "tools/plan_report.h"
 
 namespace fsdpx {
@@ -46,6 +47,7 @@ struct PlanOptions {
   OutputFormat format = OutputFormat::text;
   FixedDegrees fixed;
   PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
+  LoraOptions lora;
 };
 
 const std::map<std::string, PipelineSchedule> kSchedules{{"gpipe", PipelineSchedule::gpipe},
@@ -170,6 +172,7 @@ PlanRequest request_of(const PlanOptions& o) {
     if (*r.space.fixed.pp_schedule == PipelineSchedule::gpipe) r.space.pp_schedules.push_back(PipelineSchedule::gpipe);
   }
   if (o.fixed.vpp > 1 && !r.space.fixed.pp_schedule) r.space.fixed.pp_schedule = PipelineSchedule::interleaved_1f1b;
+  r.lora = lora_settings(o.lora, r.model);
   check_fixed(r, o);
   return r;
 }
@@ -232,6 +235,7 @@ void setup_plan(CLI::App& app) {
   sub->add_option("--cp", o->fixed.cp, "Fix the context-parallel degree")->check(kPositive);
   sub->add_option("--dp-shard", o->fixed.dp_shard, "Fix the FSDP shard degree")->check(kPositive);
   sub->add_option("--dp-replicate", o->fixed.dp_replicate, "Fix the HSDP replica degree")->check(kPositive);
+  add_lora_options(sub, o->lora);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_plan(*o); });
