@@ -29,20 +29,20 @@ E70=(18466801664 828375040 1656750080)
 "$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 "${LORA[@]}" --format json >"$tmp/e8.json"
 check "estimate llama3.1-8b LoRA" $?
 msg=$(state_is "$tmp/e8.json" 'j["per_gpu_memory_bytes"]' "${E8[@]}"); check "estimate 8b: $msg" $?
-"$FSDPX" estimate --model llama3.1-70b --cluster dgx-h100 --seq 4096 "${LORA[@]}" --format json >"$tmp/e70.json"
+"$FSDPX" estimate --model llama3.1-70b --cluster dgx-h100 --world-size 8 --seq 4096 "${LORA[@]}" --format json >"$tmp/e70.json"
 check "estimate llama3.1-70b LoRA" $?
 msg=$(state_is "$tmp/e70.json" 'j["per_gpu_memory_bytes"]' "${E70[@]}"); check "estimate 70b: $msg" $?
 
 "$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 --global-batch 8 "${LORA[@]}" \
   --format json -o "$tmp/p8.json" >"$tmp/s8.json"
 check "plan llama3.1-8b LoRA on one H100 at seq 4096 fits" $?
-msg=$(state_is "$tmp/s8.json" 'j["best"]["metrics"]["peak_memory_by_category_bytes"]' "${E8[@]}"); check "plan 8b: $msg" $?
+msg=$(state_is "$tmp/s8.json" 'j["chosen"]["peak_memory_by_category_bytes"]' "${E8[@]}"); check "plan 8b: $msg" $?
 grep -q '"lora"' "$tmp/p8.json"; check "the 8b plan file carries its lora section" $?
 "$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 --global-batch 8 >/dev/null 2>&1
 [ $? -ne 0 ]; check "full fine-tuning of llama3.1-8b on one H100 at seq 4096 does not fit" $?
-"$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --seq 4096 --global-batch 8 "${LORA[@]}" --format json >"$tmp/s70.json"
+"$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --world-size 8 --seq 4096 --global-batch 8 "${LORA[@]}" --format json >"$tmp/s70.json"
 check "plan llama3.1-70b LoRA on one node" $?
-msg=$(state_is "$tmp/s70.json" 'j["best"]["metrics"]["peak_memory_by_category_bytes"]' "${E70[@]}"); check "plan 70b: $msg" $?
+msg=$(state_is "$tmp/s70.json" 'j["chosen"]["peak_memory_by_category_bytes"]' "${E70[@]}"); check "plan 70b: $msg" $?
 
 # The CPU example: from a saved base, the loss falls.
 PLAN="$ROOT/configs/plans/llama-tiny-cpu-lora.json"
