@@ -47,7 +47,9 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
   std::vector<Parallelism> out;
   for (int tp : divisors(r.cluster.gpus_per_node)) {
     // Megatron TP splits query and key/value heads across ranks (plan-format.md: tp divides heads).
-    if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0 || !allowed(f.tp, tp)) continue;
+    if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0 || r.model.ffn_hidden % tp != 0 ||
+        !allowed(f.tp, tp))
+      continue;
     if (tp > 1 && (!r.space.allow_tp || r.lora)) continue;  // LoRA: data and context parallelism (core/lora.h)
     // The CPU runtime splits the FFN and the vocabulary evenly (no padding: executor/runtime).
     if (r.cluster.host_threads && (r.model.ffn_hidden % tp != 0 || r.model.vocab % tp != 0)) continue;
