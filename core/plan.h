@@ -16,6 +16,7 @@
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
 #include "core/framework.h"
+#include "core/lora.h"
 #include "core/model_spec.h"
 #include "core/pipeline.h"
 
@@ -142,6 +143,8 @@ struct Plan {
   // torch.compile (PyTorch stacks only).
   Framework framework = Framework::fsdpx;
   bool compiled = false;
+  // LoRA fine-tuning (core/lora.h): the base weights frozen, adapters trained; absent = full training.
+  std::optional<LoraSettings> lora;
   std::optional<PredictedMetrics> predicted;
   std::optional<PlannerRecord> planner;
   std::string notes;  // free text (why the planner chose this plan); empty = not written

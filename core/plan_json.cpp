@@ -361,6 +361,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
       enum_of(o, "attention_kernel", kAttentionKernels, attention_kernel_cname, AttentionKernel::flash2);
   p.framework = parse_framework(o);
   p.compiled = o.optional_boolean("compiled").value_or(false);
+  if (auto l = o.optional_object("lora")) p.lora = parse_lora(*l, p.model);
   if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
   if (auto pl = o.optional_object("planner")) p.planner = parse_planner_record(*pl);
   p.notes = o.optional_string("notes").value_or("");
@@ -409,6 +410,7 @@ nlohmann::json plan_to_json(const Plan& p) {
                     {"throughput_tolerance", p.planner->throughput_tolerance},
                     {"allow_bf16_reduce", p.planner->allow_bf16_reduce}};
   if (!p.notes.empty()) j["notes"] = p.notes;
+  if (p.lora) j["lora"] = lora_to_json(*p.lora);
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
   if (p.parallelism.pp > 1) j["training"]["micro_batches"] = p.grad_accum();
   return j;

@@ -56,6 +56,9 @@ void check_degrees(const Checker& c) {
                         cl.gpus_per_node));
   c.require(c.p.model.heads % par.tp == 0, "/parallelism/tp",
             fmt::format("tp ({}) must divide the model's attention heads ({})", par.tp, c.p.model.heads));
+  // Megatron-LM's column-parallel MLP splits ffn_hidden by tp (as fsdpx estimate requires).
+  c.require(c.p.model.ffn_hidden % par.tp == 0, "/parallelism/tp",
+            fmt::format("tp ({}) must divide the model's ffn_hidden ({})", par.tp, c.p.model.ffn_hidden));
 }
 
 void check_data_parallel(const Checker& c) {
@@ -303,6 +306,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_settings(c);
   check_optimizer(c);
   check_framework(c);
+  validate_lora(p, file);
 }
 
 }  // namespace fsdpx

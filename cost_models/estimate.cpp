@@ -8,6 +8,8 @@
 #include "core/errors.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
+#include "cost_models/compute_lora.h"
+#include "cost_models/lora_memory.h"
 #include "cost_models/mesh.h"
 #include "cost_models/op_sac.h"
 #include "cost_models/params.h"
@@ -62,9 +64,15 @@ double micro_batch_compute_s(const ModelSpec& m, const GpuSpec& gpu, const Train
   double time_s = 0;
   *flops = 0;
   for (Pass p : {Pass::forward, Pass::input_grad, Pass::weight_grad}) {
-    const auto block = block_kernels(m, ls, p);
-    const auto emb = embedding_kernels(m, ls, p);
-    const auto head = head_kernels(m, ls, p);
+    auto block = block_kernels(m, ls, p);
+    if (s.lora && p == Pass::weight_grad) block.clear();  // a frozen base has no weight gradients
+    if (s.lora) {
+      const auto adapters = lora_block_kernels(m, *s.lora, ls, p);
+      block.insert(block.end(), adapters.begin(), adapters.end());
+    }
+    const bool frozen = s.lora && p == Pass::weight_grad;
+    const auto emb = frozen ? std::vector<KernelWork>{} : embedding_kernels(m, ls, p);
+    const auto head = frozen ? std::vector<KernelWork>{} : head_kernels(m, ls, p);
     time_s += m.layers * kernels_time_s(block, gpu, dt) + kernels_time_s(emb, gpu, dt) + kernels_time_s(head, gpu, dt);
     *flops += m.layers * kernels_flops(block) + kernels_flops(emb) + kernels_flops(head);
   }
@@ -114,8 +122,15 @@ double micro_batch_tp_cp_comm_s(const ModelSpec& m, const ClusterSpec& c, const 
 
 // Data-parallel collectives of one optimizer step (FSDP2 reduces every micro-batch; ZeRO-1 and DDP
 // accumulate locally and reduce once).
-double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups& g, double local_params) {
+double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups& g, double local_params,
+                      double adapter_params) {
   const double pb = dtype_bytes(s.precision.param), rb = dtype_bytes(s.precision.reduce);
+  if (s.lora) {  // the base is only all-gathered; the adapters' gradients are all-reduced once a step
+    const double ag = collective_time_s(Collective::all_gather, local_params * pb, g.shard, c);
+    const double gathers = s.mode == ShardingMode::zero3 || s.mode == ShardingMode::hsdp ? 2.0 * s.grad_accum : 0.0;
+    const GroupShape all = mesh_axis_group(s.dp_shard * s.dp_replicate, s.tp * s.cp, c.gpus_per_node);
+    return gathers * ag + collective_time_s(Collective::all_reduce, adapter_params * rb, all, c);
+  }
   const double ag = collective_time_s(Collective::all_gather, local_params * pb, g.shard, c);
   const double rs = collective_time_s(Collective::reduce_scatter, local_params * rb, g.shard, c);
   const double ar = collective_time_s(Collective::all_reduce, local_params * rb, g.shard, c);
@@ -143,8 +158,10 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
   // local_params: parameters on this rank after TP, before data-parallel sharding.
   MemoryBreakdown mem;
   const bool fsdp = s.mode == ShardingMode::zero3 || s.mode == ShardingMode::hsdp;
-  const StateBytes state = fsdp ? fsdp2_state_bytes(local_params, s.dp_shard, s.precision)
-                                : model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
+  const StateBytes state =
+      s.lora ? lora_state_bytes(local_params, lora_params(m, *s.lora), fsdp ? s.dp_shard : 1, s.precision.param)
+      : fsdp ? fsdp2_state_bytes(local_params, s.dp_shard, s.precision)
+             : model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
   mem.params = state.params;
   mem.grads = state.grads;
   mem.optimizer = state.optimizer;
@@ -154,6 +171,10 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
                     final_norm_activation_bytes(m, a) +
                     logits_bytes(m, a) +
                     std::max(block_backward_working_bytes(m, a), logits_backward_working_bytes(m, a));
+  // LoRA: each adapter keeps u = x Aᵀ [tokens, r] (program/segment_work.cpp counts the same).
+  if (s.lora && s.recompute != Recompute::full)
+    mem.activations += double(m.layers) * double(s.micro_batch) * double(s.seq) / s.cp * double(s.lora->rank) *
+                       double(s.lora->targets.size()) * a.act_bytes;
 
   // Unsharded units alive at once: the current one plus `prefetch` more (FSDP1 paper §3.3), and the
   // unsharded gradients of the unit being reduced. The largest unit bounds it.
@@ -163,8 +184,8 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
   const double pb = dtype_bytes(s.precision.param), rb = dtype_bytes(s.precision.reduce);
   switch (s.mode) {
     case ShardingMode::zero3:
-    case ShardingMode::hsdp: mem.transient = largest_unit * ((1 + s.prefetch) * pb + rb); break;
-    case ShardingMode::zero2: mem.transient = largest_unit * rb; break;
+    case ShardingMode::hsdp: mem.transient = largest_unit * ((1 + s.prefetch) * pb + (s.lora ? 0 : rb)); break;
+    case ShardingMode::zero2: mem.transient = s.lora ? 0 : largest_unit * rb; break;
     case ShardingMode::zero1:
     case ShardingMode::ddp: mem.transient = 0; break;
   }
@@ -198,6 +219,7 @@ TrainingShape training_shape_of(const Plan& p) {
   s.grad_accum = p.grad_accum();
   s.recompute = p.recompute.empty() ? Recompute::none : recompute_of(p.recompute.front());
   s.precision = PrecisionPolicy{p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
+  s.lora = p.lora;
   return s;
 }
 
@@ -225,6 +247,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape&
   e.total_params = pc.total();
   // TP splits every weight matrix and the vocabulary; norms stay replicated (a < 0.1% difference).
   e.params_per_gpu = double(pc.total()) / s.tp;
+  if (s.lora) e.adapter_params = lora_params(m, *s.lora);
 
   const Groups g = mesh_groups(s, c.gpus_per_node);
   int communicators = 0;
@@ -233,12 +256,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape&
 
   double mb_flops = 0;
   const double mb_time_s = micro_batch_compute_s(m, c.gpu, s, &mb_flops);
-  const double optimizer_params = s.mode == ShardingMode::ddp ? e.params_per_gpu : e.params_per_gpu / s.dp_shard;
+  const double optimizer_params = s.lora                       ? e.adapter_params
+                                  : s.mode == ShardingMode::ddp ? e.params_per_gpu
+                                                                : e.params_per_gpu / s.dp_shard;
   const KernelWork opt = optimizer_kernel(optimizer_params, s.precision.param, s.precision.reduce);
   e.compute_time_s = s.grad_accum * mb_time_s + kernel_time_s(opt, c.gpu, DType::fp32);
   e.hardware_flops_per_step = s.grad_accum * mb_flops + opt.flops;
 
-  e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu);
+  e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu, e.adapter_params);
   e.tp_cp_comm_time_s = s.grad_accum * micro_batch_tp_cp_comm_s(m, c, s, g);
   e.step_time_lower_bound_s = std::max(e.compute_time_s, e.dp_comm_time_s + e.tp_cp_comm_time_s);
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/cluster_spec.h"
@@ -29,6 +30,9 @@ struct TrainingShape {
   PrecisionPolicy precision;
   std::int64_t blocks_per_unit = 1;  // FSDP wrapping granularity
   int prefetch = 1;                  // unsharded units in flight beside the current one
+  // LoRA (core/lora.h): a frozen base (sharded, no gradients or optimizer state, no reduction) and
+  // adapters every rank holds whole (cost_models/lora_memory.h, compute_lora.h).
+  std::optional<LoraSettings> lora;
 
   int world_size() const { return dp_replicate * dp_shard * tp * cp; }
 };
@@ -41,6 +45,7 @@ struct MemoryBreakdown {
 struct Estimate {
   std::int64_t total_params = 0;
   double params_per_gpu = 0;             // before data-parallel sharding (after TP)
+  double adapter_params = 0;             // LoRA: trainable adapter parameters (every rank)
   MemoryBreakdown memory;                // per GPU, bytes
   double model_flops_per_token = 0;      // PaLM
   double hardware_flops_per_step = 0;    // per GPU, including recompute

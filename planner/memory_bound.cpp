@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
 #include "program/lower.h"
@@ -135,7 +136,10 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
   for (double p : sums.params[std::size_t(rank)]) total += p;
   const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
   const DataPlacement placement = data_placement(par);
-  b.state_bytes = is_sharded(placement.params)
+  b.state_bytes = plan.lora ? lora_state_bytes(total, lora_params(plan.model, *plan.lora),
+                                                is_sharded(placement.params) ? par.dp_shard : 1, plan.precision.param)
+                                   .total()
+                  : is_sharded(placement.params)
                       ? fsdp2_state_bytes(total, par.dp_shard, policy).total()
                       : model_state_bytes(total, sharding_mode(placement), par.dp_shard, policy).total();
   // Communicators the lowering always creates (reshard groups would only add); pipelines add the

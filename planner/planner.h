@@ -94,6 +94,8 @@ struct PlanRequest {
   // own (request_framework).
   std::optional<Framework> framework;
   bool compiled = false;
+  // LoRA fine-tuning (core/lora.h): every plan trains adapters on a frozen base (tp = pp = 1).
+  std::optional<LoraSettings> lora;
 };
 
 struct CandidateMetrics {

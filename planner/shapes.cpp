@@ -47,8 +47,10 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
   std::vector<Parallelism> out;
   for (int tp : divisors(r.cluster.gpus_per_node)) {
     // Megatron TP splits query and key/value heads across ranks (plan-format.md: tp divides heads).
-    if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0 || !allowed(f.tp, tp)) continue;
-    if (tp > 1 && !r.space.allow_tp) continue;
+    if (world % tp != 0 || r.model.heads % tp != 0 || r.model.kv_heads % tp != 0 || r.model.ffn_hidden % tp != 0 ||
+        !allowed(f.tp, tp))
+      continue;
+    if (tp > 1 && (!r.space.allow_tp || r.lora)) continue;  // LoRA: data and context parallelism (core/lora.h)
     // The CPU runtime splits the FFN and the vocabulary evenly (no padding: executor/runtime).
     if (r.cluster.host_threads && (r.model.ffn_hidden % tp != 0 || r.model.vocab % tp != 0)) continue;
     for (int cp : divisors(world / tp)) {
@@ -60,7 +62,7 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
       for (int pp : divisors(world / (tp * cp))) {
         // Every stage runs at least one block (the first and last also hold the embedding and head), and
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).
-        if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers))) continue;
+        if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers || r.lora))) continue;
         // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split, and runs
         // pipelines with tp = cp = 1.
         if (pp > 1 && r.target.kind == TargetKind::fsdpx && (r.model.tied_embeddings || tp * cp > 1)) continue;
@@ -147,6 +149,7 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
   }
   p.framework = request_framework(r);
   p.compiled = r.compiled;
+  p.lora = r.lora;
   return p;
 }
 

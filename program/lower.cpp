@@ -95,6 +95,7 @@ void Lowerer::lower_role(int role) {
   const auto& par = plan_.parallelism;
   for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, role, micro_batches_)) run_pass(a);
   tied_all_reduce();
+  adapter_all_reduce();
   optimizer_step();
 }
 
@@ -160,7 +161,8 @@ void Lowerer::optimizer_step() {
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
       (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
-  const double local = sharded / plan_.parallelism.dp_shard + replicated;
+  const double local = plan_.lora ? lora_params(plan_.model, *plan_.lora)  // adapters only, on every rank
+                                  : sharded / plan_.parallelism.dp_shard + replicated;
   WorkSet w;
   w.kernels = optimizer_step_kernels(local, plan_.precision.param, plan_.precision.reduce,
                                      stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
@@ -182,8 +184,9 @@ void Lowerer::resident_memory() {
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += params_[u];
   const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
-  const StateBytes state = is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
-                                                         : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  const StateBytes state = plan_.lora                     ? lora_resident_state()
+                           : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
+                                                           : model_state_bytes(total, sharding_mode(placement_), shards, policy);
   // Per-axis communicators only: groups spanning several axes are left out as dp_all always was.
   int communicators = 0;
   for (const auto& g : prog_.groups)

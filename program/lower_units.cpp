@@ -179,7 +179,7 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
   // the param dtype under PyTorch FSDP; one reduce-dtype buffer in fsdpx's units); without reduction
   // this micro-batch they stay until the reducing one (no_sync). DDP / ZeRO-1 keep full gradients
   // resident. Under ZB the weight pass writes the gradients (weight_segment).
-  if (!split && sharded && first_use && !us.grads_live) {
+  if (!split && sharded && first_use && !us.grads_live && !plan_.lora) {
     op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
     us.grads_live = true;
   }
@@ -225,6 +225,7 @@ void Lowerer::weight_segment(int s, int mb) {
 // ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
 // cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
 void Lowerer::reduce(int unit, int mb, int after_op) {
+  if (plan_.lora) return;  // a frozen base has no gradients: the adapters' are reduced once (lower_lora.cpp)
   const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
   const double grad_bytes = params_[std::size_t(unit)] * rb_;
   UnitState& us = units_[std::size_t(unit)];

@@ -13,6 +13,7 @@
 
 #include "core/data_placement.h"
 #include "core/plan.h"
+#include "cost_models/memory.h"
 #include "program/pipeline_schedule.h"
 #include "program/segment_work.h"
 #include "program/step_program.h"
@@ -49,6 +50,9 @@ class Lowerer {
   void optimizer_step();
   void resident_memory();
   void join_rendezvous();
+  // lower_lora.cpp
+  void adapter_all_reduce();
+  StateBytes lora_resident_state() const;
   // lower_units.cpp
   int add_op(Op op);
   int work_set(int seg, WorkKind kind);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cost_models/compute.h"
+#include "cost_models/compute_lora.h"
 #include "cost_models/estimate.h"
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
@@ -118,7 +119,10 @@ WorkSet segment_forward_work(const Plan& plan, int first_module, int module_coun
   for (int i = first_module; i < first_module + module_count; ++i) {
     switch (module_kind(plan, i)) {
       case ModuleKind::embedding: append(w.kernels, embedding_kernels(plan.model, s, Pass::forward)); break;
-      case ModuleKind::block: append(w.kernels, block_kernels(plan.model, s, Pass::forward)); break;
+      case ModuleKind::block:
+        append(w.kernels, block_kernels(plan.model, s, Pass::forward));
+        if (plan.lora) append(w.kernels, lora_block_kernels(plan.model, *plan.lora, s, Pass::forward));
+        break;
       case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
       case ModuleKind::head: append(w.kernels, head_kernels(plan.model, s, Pass::forward)); break;
     }
@@ -138,6 +142,7 @@ void add_block_recompute(WorkSet& w, const Plan& plan, int i, const StepGroups& 
   const LayerShape s = layer_shape(plan);
   const RecomputeMode r = block_recompute(plan, i);
   auto fwd = block_kernels(plan.model, s, Pass::forward);
+  if (plan.lora) append(fwd, lora_block_kernels(plan.model, *plan.lora, s, Pass::forward));
   if (r == RecomputeMode::selective)
     std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
   if (r == RecomputeMode::selective_op) fwd = op_sac_recompute_kernels(plan.model, s);
@@ -165,13 +170,16 @@ std::vector<KernelWork> module_kernels(const Plan& plan, ModuleKind kind, Pass p
 WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g,
                               BackwardPart part) {
   WorkSet w;
-  const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input;
+  // LoRA: the frozen base has no weight gradients; the adapters' backward runs with the input pass.
+  const bool input = part != BackwardPart::weight, weight = part != BackwardPart::input && !plan.lora;
   for (int i = first_module; i < first_module + module_count; ++i) {
     const ModuleKind kind = module_kind(plan, i);
     if (input && kind == ModuleKind::block) add_block_recompute(w, plan, i, g);
     if (input) add_backward_comms(w.serial_comms, plan, g, i);
     if (kind == ModuleKind::final_norm) continue;
     if (input) append(w.kernels, module_kernels(plan, kind, Pass::input_grad));
+    if (input && plan.lora && kind == ModuleKind::block)
+      append(w.kernels, lora_block_kernels(plan.model, *plan.lora, layer_shape(plan), Pass::input_grad));
     if (weight) append(w.kernels, module_kernels(plan, kind, Pass::weight_grad));
   }
   return w;
@@ -188,6 +196,10 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         break;
       case ModuleKind::block:
         mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
+        // LoRA: each adapter keeps u = x Aᵀ [tokens, r] for its backward (x is the base GEMM's saved input).
+        if (plan.lora && block_recompute(plan, i) != RecomputeMode::full)
+          mem.saved_activation_bytes += double(a.micro_batch) * double(a.seq) / a.cp * double(plan.lora->rank) *
+                                        double(plan.lora->targets.size()) * a.act_bytes;
         mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
         mem.weight_pass_bytes += block_weight_grad_bytes(plan.model, a);
         break;

@@ -49,6 +49,7 @@ const char* payload_name(Payload p) {
     case Payload::activations: return "activations";
     case Payload::activation_grads: return "activation_grads";
     case Payload::tied_grads: return "tied_grads";
+    case Payload::adapter_grads: return "adapter_grads";
   }
   FSDP_CHECK(false, "unknown Payload");
   return "";

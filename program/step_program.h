@@ -57,6 +57,7 @@ enum class Payload : std::uint8_t {
   activations,  // send/recv: the output of the sender's virtual stage, the input of the receiver's
   activation_grads,  // send/recv: the loss gradient w.r.t. that tensor, from the receiver's stage back
   tied_grads,   // all-reduce of a tied embedding's reduced gradient between the first and last stage
+  adapter_grads,  // all-reduce of the LoRA adapters' gradients (every rank holds them whole), no unit
 };
 const char* payload_name(Payload p);
 

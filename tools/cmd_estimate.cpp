@@ -14,6 +14,7 @@
 #include "tools/commands.h"
 #include "tools/estimate_report.h"
 #include "tools/main_output.h"
+#include "tools/lora_options.h"
 
 namespace fsdpx {
 
@@ -40,6 +41,7 @@ struct EstimateOptions {
   int prefetch = 1;
   OutputFormat format = OutputFormat::text;
   std::string out;  // -o
+  LoraOptions lora;
 };
 
 void run_estimate(const EstimateOptions& o) {
@@ -61,6 +63,7 @@ void run_estimate(const EstimateOptions& o) {
   s.precision.reduce = o.reduce_dtype;
   s.blocks_per_unit = o.blocks_per_unit;
   s.prefetch = o.prefetch;
+  s.lora = lora_settings(o.lora, m);
   const Estimate e = estimate(m, c, s);
   emit_main_output(o.out, o.format == OutputFormat::json ? estimate_json(e, m, c, s).dump(2) + "\n"
                                                           : estimate_text(e, m, c, s));
@@ -87,6 +90,7 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(kNonNegative);
   add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
   add_main_output_option(sub, o.out);
+  add_lora_options(sub, o.lora);
 }
 
 }  // namespace

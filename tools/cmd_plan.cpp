@@ -29,6 +29,7 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
+#include "tools/lora_options.h"
 #include "tools/plan_report.h"
 
 namespace fsdpx {
@@ -51,6 +52,7 @@ struct PlanOptions {
   PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
   std::optional<RecomputeMode> recompute;                 // empty: searched (uniform and partial)
   std::optional<DataParallel> sharding;                   // empty: full shard and HSDP searched
+  LoraOptions lora;
 };
 
 const std::map<std::string, DataParallel> kPlanShardings{{"fsdp_full_shard", DataParallel::fsdp_full_shard},
@@ -202,6 +204,7 @@ PlanRequest request_of(const PlanOptions& o) {
     if (*r.space.fixed.pp_schedule == PipelineSchedule::gpipe) r.space.pp_schedules.push_back(PipelineSchedule::gpipe);
   }
   if (o.fixed.vpp > 1 && !r.space.fixed.pp_schedule) r.space.fixed.pp_schedule = PipelineSchedule::interleaved_1f1b;
+  r.lora = lora_settings(o.lora, r.model);
   check_fixed(r, o);
   return r;
 }
@@ -266,6 +269,7 @@ void setup_plan(CLI::App& app) {
                   "Fix the data-parallel sharding: fsdp_full_shard or hsdp (replicas across nodes unless --dp-replicate)");
   add_enum_option(sub, "--recompute", o->recompute, kPlanRecomputeModes,
                   "Fix the recompute of every block: none, selective, selective_op or full");
+  add_lora_options(sub, o->lora);
   sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   sub->callback([o] { run_plan(*o); });

@@ -21,6 +21,7 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
                                {"transient", e.memory.transient}, {"other", e.memory.other},
                                {"total", e.memory.total()}};
   j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
+  if (s.lora) j["lora"] = {{"settings", lora_to_json(*s.lora)}, {"adapter_params", e.adapter_params}};
   j["model_flops_per_token"] = e.model_flops_per_token;
   j["compute_time_s"] = e.compute_time_s;
   j["dp_comm_time_s"] = e.dp_comm_time_s;
@@ -42,6 +43,10 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                      s.grad_accum, recompute_name(s.recompute));
   out += fmt::format("  parameters: {} total, {} per GPU before data-parallel sharding\n\n",
                      billions(double(e.total_params)), billions(e.params_per_gpu));
+  if (s.lora)
+    out = out.substr(0, out.size() - 1) +
+          fmt::format("  LoRA r {} alpha {} on {}: {} adapter parameters trained, the base frozen\n\n", s.lora->rank,
+                      s.lora->alpha, lora_to_json(*s.lora)["targets"].dump(), billions(e.adapter_params));
   const auto& mem = e.memory;
   out += "Per-GPU memory (analytic)\n" +
          table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},

@@ -2,6 +2,7 @@
 #include "executor/cpu_backend/cpu_rank_backend.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -14,8 +15,10 @@ namespace fsdpx {
 
 namespace {
 
-ModelOptions model_options(const Plan& plan, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm) {
+ModelOptions model_options(const Plan& plan, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm,
+                           const LoraLayout* lora) {
   ModelOptions o;
+  o.lora = lora;
   o.recompute = plan.recompute;
   o.profiler = profiler;
   o.parallel = par;
@@ -51,7 +54,16 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
                                OpProfiler* kernel_profiler)
     : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
       model_comm_(nullptr, nullptr, kernel_profiler),
-      models_(rp.plan, model_options(rp.plan, kernel_profiler, par_, &model_comm_)) {
+      lora_(rp.plan.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.plan.model, *rp.plan.lora)) : nullptr),
+      models_(rp.plan, model_options(rp.plan, kernel_profiler, par_, &model_comm_, lora_.get())) {
+  if (lora_) {
+    const auto n = std::size_t(lora_->total);
+    adapters_ = AdapterState{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
+    adapter_grads_.assign(n, 0.0f);
+    mem_.alloc(MemCategory::params, double(n) * 4);
+    mem_.alloc(MemCategory::grads, double(n) * 4);
+    mem_.alloc(MemCategory::optimizer, double(n) * 8);
+  }
   const PipelinePlace place = pipeline_place(rp, world_->rank());
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
@@ -133,6 +145,33 @@ void CpuRankBackend::init_params(std::uint64_t seed) {
     std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
     std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
   }
+  if (!lora_) return;
+  init_lora(*lora_, seed, adapters_.params.data());
+  std::fill(adapters_.exp_avg.begin(), adapters_.exp_avg.end(), 0.0f);
+  std::fill(adapters_.exp_avg_sq.begin(), adapters_.exp_avg_sq.end(), 0.0f);
+}
+
+void CpuRankBackend::load_adapter_state(const AdapterState& s) {
+  FSDP_CHECK(lora_ && s.params.size() == adapters_.params.size() && s.exp_avg.size() == s.params.size() &&
+                 s.exp_avg_sq.size() == s.params.size(),
+             "CpuRankBackend: adapter state of another layout");
+  adapters_ = s;
+}
+
+void CpuRankBackend::all_reduce_adapter_grads(MeshGroup group) {
+  FSDP_CHECK(lora_ != nullptr, "CpuRankBackend: an adapter reduction without LoRA");
+  comm(group).all_reduce(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
+  for (float g : adapter_grads_)
+    if (!std::isfinite(g)) {
+      if (first_non_finite_unit_ < 0) first_non_finite_unit_ = 0;  // reported against the first unit
+      break;
+    }
+}
+
+double CpuRankBackend::adapter_grad_sq_sum() {
+  double sum = 0;
+  for (float g : adapter_grads_) sum += double(g) * double(g);
+  return sum;
 }
 
 void CpuRankBackend::load_unit_state(int unit, const UnitShardState& s) {
@@ -182,6 +221,7 @@ std::vector<const float*> CpuRankBackend::param_ptrs() const {
 }
 
 std::vector<float*> CpuRankBackend::grad_ptrs(int unit) {
+  if (lora_) return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);  // frozen base
   FsdpUnit& u = own(unit);
   std::vector<float*> g =
       unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });
@@ -192,6 +232,7 @@ std::vector<float*> CpuRankBackend::grad_ptrs(int unit) {
 void CpuRankBackend::forward(int segment, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   Transformer<float>& model = models_.at(mb);
+  if (lora_) model.set_lora_buffers(adapters_.params.data(), adapter_grads_.data());
   const std::vector<const float*> p = param_ptrs();
   for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model.forward_module(m, p);
   models_.forward_done(mb);
@@ -309,6 +350,11 @@ double CpuRankBackend::grad_sq_sum() {
 }
 
 void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
+  if (lora_) {  // the base is frozen: only the adapters step
+    adamw_update(o, s, adapters_.params.data(), adapters_.exp_avg.data(), adapters_.exp_avg_sq.data(),
+                 adapter_grads_.data(), std::int64_t(adapters_.params.size()));
+    return;
+  }
   for (FsdpUnit* u : all_units()) {
     UnitShardState& st = u->state();
     adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u->grad_shard().data(),
@@ -318,6 +364,7 @@ void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
 
 void CpuRankBackend::zero_grad_shards() {
   for (FsdpUnit* u : all_units()) u->zero_grad_shard();
+  std::fill(adapter_grads_.begin(), adapter_grads_.end(), 0.0f);
   first_non_finite_unit_ = -1;
 }
 

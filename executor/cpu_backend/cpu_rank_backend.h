@@ -69,6 +69,11 @@ class CpuRankBackend final : public RankBackend {
   void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
   void zero_grad_shards() override;
 
+  void all_reduce_adapter_grads(MeshGroup group) override;
+  double adapter_grad_sq_sum() override;
+  AdapterState adapter_state() const override { return adapters_; }
+  void load_adapter_state(const AdapterState& s) override;
+
   void synchronize() override {}
   void abort(const std::string& msg) override { world_->abort(msg); }
   const MemoryTracker& memory() const override { return mem_; }
@@ -90,6 +95,9 @@ class CpuRankBackend final : public RankBackend {
   int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
   ModelComm model_comm_;  // before models_, which keep a pointer
+  std::unique_ptr<const LoraLayout> lora_;  // LoRA plans only; before models_, which keep a pointer
+  AdapterState adapters_;
+  std::vector<float> adapter_grads_;
   MemoryTracker mem_;
   MicroBatchModels models_;
   std::vector<std::unique_ptr<FsdpUnit>> units_;  // per plan unit; null for other stages' units

@@ -50,6 +50,23 @@ void bias_backward(Real* dbias, const Real* dout, std::int64_t n, std::int64_t c
     for (std::int64_t j = 0; j < c; ++j) dbias[j] += dout[i * c + j];
 }
 
+// LoRA's adapter path on one projection's output y [N, width] (nothing without LoRA).
+template <class Real>
+void adapter_forward(const BlockContext<Real>& ctx, LoraTarget t, const Real* x, Real* y, std::int64_t width,
+                     BlockActs<Real>& a) {
+  if (!ctx.lora.layout) return;
+  ScopedOp op(ctx.profiler, "lora", ctx.module);
+  lora_forward(ctx.lora, t, x, y, width, ctx.dims.n, a.lora_u);
+}
+
+template <class Real>
+void adapter_backward(const BlockContext<Real>& ctx, LoraTarget t, const Real* x, const Real* dy, std::int64_t width,
+                      Real* dx, const BlockActs<Real>& a) {
+  if (!ctx.lora.layout) return;
+  ScopedOp op(ctx.profiler, "lora_bwd", ctx.module);
+  lora_backward(ctx.lora, t, x, dy, width, dx, ctx.dims.n, a.lora_u);
+}
+
 }  // namespace
 
 BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par) {
@@ -216,6 +233,8 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
                  p.attn_norm_w, p.attn_norm_b, d.n_local, d.c, ctx.spec->norm_eps); }
   tp.enter(a.ln1.data());
   qkv_forward(ctx, p, a);
+  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+    adapter_forward(ctx, t, a.ln1.data(), a.qkv.data(), d.qkv, a);
   if (ctx.rope) {
     ScopedOp op(prof, "rope", m);
     cpu::rope_forward(a.qkv.data(), *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
@@ -223,6 +242,7 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   attention_forward(ctx, a);
   { ScopedOp op(prof, "attn_out", m);
     cpu::matmul_forward(wide, a.atty.data(), p.attn_out_w, split ? nullptr : p.attn_out_b, d.n, d.q, d.c); }
+  adapter_forward(ctx, LoraTarget::o, a.atty.data(), wide, d.c, a);
   exit_and_add(ctx, wide, x_out, p.attn_out_b, x_in, a.x_mid.data(), "attn_residual");
   { ScopedOp op(prof, "mlp_norm", m);
     norm_forward(arch, a.ln2.data() + tp.local_row() * d.c, a.ln2_mean.data(), a.ln2_rstd.data(), a.x_mid.data(),
@@ -230,10 +250,12 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   tp.enter(a.ln2.data());
   { ScopedOp op(prof, "mlp_up", m);
     cpu::matmul_forward(a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
+  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.data(), a.fc.data(), d.fu, a);
   { ScopedOp op(prof, "mlp_act", m);
     cpu::mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.data(), a.fc.data(), d.n, d.f); }
   { ScopedOp op(prof, "mlp_down", m);
     cpu::matmul_forward(wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
+  adapter_forward(ctx, LoraTarget::down, a.fc_act.data(), wide, d.c, a);
   exit_and_add(ctx, wide, x_out, p.mlp_down_b, a.x_mid.data(), x_out, "mlp_residual");
 }
 
@@ -248,7 +270,7 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
   const bool split = ctx.par.tp > 1;
-  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool from_kept = pass == GradPass::weight;
   // d of mlp_down's output, all N tokens
   const Real* dy = from_kept ? kept->d_out.data() : tp.exit_backward(dres, s.wide.data());
@@ -258,6 +280,7 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
     ScopedOp op(prof, "mlp_down_dx", m);
     cpu::matmul_backward_dx(s.dfc_act.data(), dy, p.mlp_down_w, d.n, d.f, d.c);
   }
+  if (input) adapter_backward(ctx, LoraTarget::down, a.fc_act.data(), dy, d.c, s.dfc_act.data(), a);
   if (weight) {
     ScopedOp op(prof, "mlp_down_dw", m);
     cpu::matmul_backward_dw(g.mlp_down_w, split ? nullptr : g.mlp_down_b, dy, a.fc_act.data(), d.n, d.f, d.c);
@@ -268,6 +291,8 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
       cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
     ScopedOp op(prof, "mlp_up_dx", m);
     cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu);
+    for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
+      adapter_backward(ctx, t, a.ln2.data(), s.dfc.data(), d.fu, s.dln.data(), a);
   }
   if (weight) {
     ScopedOp op(prof, "mlp_up_dw", m);
@@ -307,7 +332,7 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
   const bool split = ctx.par.tp > 1;
-  const bool input = pass != GradPass::weight, weight = pass != GradPass::input;
+  const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool from_kept = pass == GradPass::weight;
   // d of attn_out's output, all N tokens
   const Real* dy = from_kept ? kept->d_mid.data() : tp.exit_backward(dres, s.wide.data());
@@ -317,6 +342,7 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
     ScopedOp op(prof, "attn_out_dx", m);
     cpu::matmul_backward_dx(s.datty.data(), dy, p.attn_out_w, d.n, d.q, d.c);
   }
+  if (input) adapter_backward(ctx, LoraTarget::o, a.atty.data(), dy, d.c, s.datty.data(), a);
   if (weight) {
     ScopedOp op(prof, "attn_out_dw", m);
     cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
@@ -332,6 +358,8 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
     dqkv = qkv_grad_out(ctx, s);
     ScopedOp op(prof, "qkv_dx", m);
     cpu::matmul_backward_dx(s.dln.data(), dqkv, p.qkv_w, d.n, d.c, d.qkv_rows);
+    for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+      adapter_backward(ctx, t, a.ln1.data(), dqkv, d.qkv_rows, s.dln.data(), a);
   }
   if (weight) {
     ScopedOp op(prof, "qkv_dw", m);
@@ -352,6 +380,8 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
   FSDP_CHECK(pass == GradPass::all || kept != nullptr, "block_backward: a split pass needs the kept gradients");
   FSDP_CHECK(pass == GradPass::all || (ctx.par.tp == 1 && ctx.par.cp == 1),
              "block_backward: the split backward runs without tensor or context parallelism");
+  FSDP_CHECK(!ctx.lora.layout || (pass == GradPass::all && ctx.par.tp == 1),
+             "block_backward: LoRA runs the whole backward without tensor parallelism");
   mlp_backward(ctx, p, g, a, dres, s, pass, kept);
   attention_block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
 }

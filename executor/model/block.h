@@ -15,6 +15,7 @@
 #include "core/model_spec.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
+#include "executor/model/lora.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
@@ -68,6 +69,7 @@ struct BlockActs {
   std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N_local] (LayerNorm only), [N_local]
   std::vector<Real> fc;                       // [N, FU] mlp_up output (pre-activation)
   std::vector<Real> fc_act;                   // [N, F]
+  std::vector<std::vector<Real>> lora_u;      // LoRA: per adapted projection x Aᵀ [N, r] (lora.h)
   void allocate(const BlockDims& d);
 };
 
@@ -112,6 +114,9 @@ struct BlockContext {
   BlockScratch<Real>* scratch = nullptr;  // forward uses `wide` and the qkv buffers
   const std::vector<std::int64_t>* group_columns = nullptr;  // kv_heads < tp: query_group_columns
   const std::vector<std::int64_t>* cp_positions = nullptr;   // cp > 1: [cp, T] every cp rank's positions
+  // LoRA (lora.h; tp = 1, GradPass::all): the base weights are frozen, so backward computes no weight
+  // gradients for them (g is all null) and the adapters' gradients instead.
+  LoraBlock<Real> lora;
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

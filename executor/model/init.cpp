@@ -39,6 +39,9 @@ constexpr double kInitStd = 0.02;
 
 }  // namespace
 
+// Module index -1: a stream no plan module uses.
+double lora_uniform(std::uint64_t seed, std::int64_t element) { return uniform(seed, -1, element, 0); }
+
 double init_value(const ParamLayout& layout, std::uint64_t seed, int module, std::int64_t element) {
   FSDP_CHECK(module >= 0 && module < layout.num_modules(), "init_value: module out of range");
   const ModuleLayout& m = layout.modules[static_cast<std::size_t>(module)];

@@ -17,6 +17,10 @@ namespace fsdpx {
 // The initial value of element `element` of module `module` of `layout` (computed in double).
 double init_value(const ParamLayout& layout, std::uint64_t seed, int module, std::int64_t element);
 
+// Uniform in (0, 1) for element `element` of the LoRA adapter buffer (executor/model/lora.h), from a
+// stream no module's init uses.
+double lora_uniform(std::uint64_t seed, std::int64_t element);
+
 // out [end − begin] = elements [begin, end) of module `module`'s buffer.
 template <class Real>
 void init_module_range(const ParamLayout& layout, std::uint64_t seed, int module, std::int64_t begin,

@@ -26,6 +26,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
       layout_(make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank})),
       dims_(make_block_dims(spec, batch, seq, par_)), seq_(seq) {
   FSDP_CHECK(batch > 0 && seq > 0, "Transformer: batch and seq must be positive");
+  FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "Transformer: need one recompute mode per block");
@@ -70,9 +71,15 @@ bool Transformer<Real>::recomputes(std::int64_t block) const {
 
 template <class Real>
 BlockContext<Real> Transformer<Real>::block_context(int module) {
-  return BlockContext<Real>{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
-                            opts_.profiler, module, par_,
-                            opts_.comm, &scratch_, &group_columns_, &cp_positions_};
+  BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
+                         opts_.profiler, module, par_,
+                         opts_.comm, &scratch_, &group_columns_, &cp_positions_};
+  if (opts_.lora) {
+    FSDP_CHECK(lora_params_ != nullptr, "Transformer: LoRA without adapter buffers (set_lora_buffers)");
+    const std::int64_t at = opts_.lora->block_offset(module - 1);
+    ctx.lora = LoraBlock<Real>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
+  }
+  return ctx;
 }
 
 template <class Real>
@@ -181,6 +188,13 @@ void Transformer<Real>::backward_weight_module(int m, std::span<Real* const> gra
 template <class Real>
 void Transformer<Real>::run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
                                      GradPass pass) {
+  if (opts_.lora) {  // frozen base: only input gradients outside the blocks (whose adapters get theirs)
+    FSDP_CHECK(pass == GradPass::all, "Transformer: LoRA runs the whole backward");
+    if (m == layout_.head_index()) head_backward(params, grads, GradPass::input);
+    else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, GradPass::input);
+    else if (m != ParamLayout::embedding_index()) block_module_backward(m, params, grads, pass);
+    return;
+  }
   if (m == layout_.head_index()) head_backward(params, grads, pass);
   else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, pass);
   else if (m == ParamLayout::embedding_index()) embedding_backward(grads, pass);
@@ -239,7 +253,7 @@ void Transformer<Real>::block_module_backward(int m, std::span<const Real* const
   const auto i = static_cast<std::size_t>(m - 1);
   const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
   const auto p = pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, module_base(params, m));
-  const auto g = pass == GradPass::input ? BlockTensors<Real*>{} : block_tensors(ml, module_base(grads, m));
+  const auto g = pass == GradPass::input || opts_.lora ? BlockTensors<Real*>{} : block_tensors(ml, module_base(grads, m));
   const Real* x_in = resid_[i].data();
   const bool rc = recomputes(std::int64_t(i));
   if (rc && pass != GradPass::weight) block_forward(block_context(m), p, x_in, recompute_out_.data(), recompute_acts_);

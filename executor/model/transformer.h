@@ -51,6 +51,9 @@ struct ModelOptions {
   // degree is > 1). With cp > 1 loss() is the rank's share of the micro-batch mean: the cp ranks' sum.
   ModelParallel parallel;
   ModelComm* comm = nullptr;
+  // LoRA (lora.h): base weights frozen (backward writes no gradient into `grads`, which may be null),
+  // adapters in the buffers given to set_lora_buffers. tp = 1 and the whole backward only.
+  const LoraLayout* lora = nullptr;
 };
 
 template <class Real>
@@ -71,6 +74,8 @@ class Transformer {
   std::span<const Real> probabilities() const { return probs_; }
   void begin_backward(Real dloss = Real(1));
   void backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads);
+  // LoRA: the adapter buffer [lora->total] and its gradient (+=), read and written by later calls.
+  void set_lora_buffers(const Real* params, Real* grads) { lora_params_ = params, lora_grads_ = grads; }
 
   // Pipeline stages (see above). x, dout: [N_local, C]; output and input_grad point at [N_local, C].
   void set_input(int m, const Real* x);
@@ -135,6 +140,8 @@ class Transformer {
   std::vector<BlockActs<Real>> kept_acts_;
   std::vector<Real> embedding_dout_;               // [N, C]
   std::vector<char> weight_pending_;               // per module
+  const Real* lora_params_ = nullptr;
+  Real* lora_grads_ = nullptr;
   Real loss_ = 0, dloss_ = 1;
   int next_forward_ = -1, next_backward_ = -1;     // protocol state (-1: not allowed)
 };

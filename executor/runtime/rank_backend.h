@@ -138,11 +138,23 @@ class RankBackend {
   virtual void adamw(const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void zero_grad_shards() = 0;
 
+  // LoRA (core/lora.h): the adapters every rank holds whole. Their gradients summed over `group`, their
+  // Σ g² (this rank's copy), their state. A backend without LoRA refuses a LoRA plan before these run.
+  virtual void all_reduce_adapter_grads(MeshGroup /*group*/) { unsupported("LoRA"); }
+  virtual double adapter_grad_sq_sum() { return 0; }
+  virtual AdapterState adapter_state() const { return {}; }
+  virtual void load_adapter_state(const AdapterState& /*s*/) { unsupported("LoRA"); }
+
   // Waits for everything enqueued (profiling takes per-op times after it).
   virtual void synchronize() = 0;
   // Fails the communicators of every rank: peers blocked in a collective throw CommAborted.
   virtual void abort(const std::string& msg) = 0;
   virtual const MemoryTracker& memory() const = 0;
+
+ protected:
+  [[noreturn]] static void unsupported(const char* what) {
+    throw std::runtime_error(std::string("this backend does not run ") + what + " yet");
+  }
 };
 
 struct RuntimeProgram;

@@ -140,6 +140,7 @@ void RankRuntime::all_reduce(const Op& op) {
     case Payload::grad_shard: backend_->all_reduce_reduced(op.unit, group_of(op.group)); break;  // HSDP
     case Payload::grad_norm: reduce_norm(rp_.program.groups[std::size_t(op.group)].kind); break;
     case Payload::tied_grads: backend_->all_reduce_tied(op.unit); break;
+    case Payload::adapter_grads: backend_->all_reduce_adapter_grads(group_of(op.group)); break;
     case Payload::none:
     case Payload::params:
     case Payload::activations:
@@ -245,6 +246,8 @@ void RankRuntime::reduce_norm(GroupKind over) {
     check_losses();
     const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
     norm_buf_[0] = owner ? backend_->grad_sq_sum() : 0.0;
+    // LoRA adapters: every rank holds them whole, so data-parallel rank 0 counts them.
+    if (dp_rank_ == 0 && par_.cp_rank == 0 && par_.tp_rank == 0) norm_buf_[0] += backend_->adapter_grad_sq_sum();
     norm_buf_[1] = non_finite_ ? 1.0 : 0.0;
     norm_buf_[2] = par_.tp_rank == 0 ? result_.loss_sum : 0.0;
     backend_->all_reduce_host(norm_buf_, 3, MeshGroup::mesh_all);

@@ -32,6 +32,9 @@ void check_cpu_program(const Plan& plan) {
   if (plan.training.dropout > 0)
     throw ConfigError(fmt::format("plan: /training/dropout: the CPU runtime implements no dropout (got {})",
                                   plan.training.dropout));
+  if (plan.lora && plan.lora->dropout > 0)
+    throw ConfigError(fmt::format("plan: /lora/dropout: the CPU runtime implements no adapter dropout (got {}); "
+                                  "the simulator and planner accept it", plan.lora->dropout));
 }
 
 // The CUDA model computes in bf16 with the FlashAttention-2-style kernel (head dims 32/64/96/128) and
@@ -54,6 +57,8 @@ void check_cuda_program(const Plan& plan) {
   if (plan.training.dropout > 0)
     throw ConfigError(fmt::format("plan: /training/dropout: the CUDA runtime implements no dropout (got {})",
                                   plan.training.dropout));
+  if (plan.lora)
+    throw ConfigError("plan: /lora: the CUDA runtime does not run LoRA yet (the CPU runtime does)");
 }
 
 // A tied head reads the embedding's table: without pipeline parallelism both sit in one unit; across

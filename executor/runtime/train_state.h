@@ -37,6 +37,11 @@ struct UnitShardState {
   std::vector<float> exp_avg_sq;  // Adam v
 };
 
+// LoRA adapters (executor/model/lora.h): the whole flat buffer, identical on every rank; empty without LoRA.
+struct AdapterState {
+  std::vector<float> params, exp_avg, exp_avg_sq;
+};
+
 struct RankState {
   int rank = 0;  // shard index: the global rank of the shard's owner in replica 0 without pipelining
   std::vector<UnitShardState> units;
@@ -51,6 +56,7 @@ struct TrainerState {
   int dp_shard = 1;
   int dp_replicate = 1;
   std::vector<RankState> ranks;  // replicas hold identical copies; only replica 0 is saved
+  AdapterState adapters;         // LoRA
 };
 
 // Source of token batches: `global_batch` sequences of seq+1 tokens starting at `position`. The Trainer

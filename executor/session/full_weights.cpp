@@ -1,13 +1,15 @@
 // executor/session/full_weights.cpp — full weights in and out of a trainer. Loading builds a one-rank state with one
 // unsharded unit holding every module at its place in the layout-ordered weights and lets reshard_state
 // move each module into the trainer's units and shards (units need not be in module order, a tied
-// head's unit holds the embedding).
+// head's unit holds the embedding). A LoRA run loads its frozen base this way (the adapters keep their
+// seeded start) and saves the merged model.
 #include "executor/session/full_weights.h"
 
 #include <nlohmann/json.hpp>
 
 #include "executor/checkpoint/param_tensors.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/model/lora.h"
 
 namespace fsdpx {
 
@@ -26,7 +28,9 @@ void load_full_weights(Trainer& trainer, const std::string& path) {
 void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
   const Plan& plan = trainer.plan();
   const ParamLayout layout = make_param_layout(plan.model);
-  const std::vector<float> full = trainer.gather_full_params();
+  std::vector<float> full = trainer.gather_full_params();
+  if (plan.lora)  // LoRA: the merged model W + (alpha / r) B A, which loads into any plan of the model
+    merge_lora(plan.model, make_lora_layout(plan.model, *plan.lora), trainer.state().adapters.params.data(), full.data());
   write_safetensors(path, params_to_safetensors(layout, full,
                                                 {{"format", "fsdpx-weights/1"},
                                                  {"model", model_spec_to_json(plan.model).dump()},

@@ -301,6 +301,7 @@ TrainerState Trainer::local_state() const {
     s.ranks.push_back(std::move(rs));
   }
   std::sort(s.ranks.begin(), s.ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+  if (im.rp.plan.lora && !im.ranks.empty()) s.adapters = im.ranks.front()->backend().adapter_state();  // same on every rank
   return s;
 }
 
@@ -401,6 +402,7 @@ void Trainer::load_state(const TrainerState& s) {
                                       rank->rank()));
       for (std::size_t u = 0; u < im.rp.flats.size(); ++u) rank->backend().load_unit_state(int(u), it->units[u]);
     }
+    if (!s.adapters.params.empty()) rank->backend().load_adapter_state(s.adapters);
     rank->backend().copy_masters_to_replicas();
   }
   im.step = s.step;

@@ -50,6 +50,13 @@ void check_session_outputs(const SessionOptions& o) {
 
 // Trainer::local_state: a tp rank's shard spans full-model shards that other processes save, and a
 // pipeline rank holds only its stages' units.
+void check_lora_checkpoints(const Plan& plan, const SessionOptions& o) {
+  if (plan.lora && (!o.checkpoint_dir.empty() || o.resume))
+    rethrow_naming_file(ConfigError("plan: /lora: checkpoints do not hold LoRA adapters yet: run without "
+                                    "--checkpoint-dir and --resume (--save-weights writes the merged model)"),
+                        o.plan_file);
+}
+
 void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
   const Parallelism& par = plan.parallelism;
   if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume))
@@ -64,6 +71,7 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
       job_id_(placement.job_id) {
+  check_lora_checkpoints(plan, options_);
   if (!whole_state_) check_per_process_checkpoints(plan, options_);
   std::shared_ptr<DataSource> data =
       open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});

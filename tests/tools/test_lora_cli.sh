@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CLI test of LoRA (docs/lora.md): `fsdpx estimate` and `fsdpx plan` with --lora-rank 16 --lora-alpha 32 on
+# every projection give the parameter, gradient and optimizer bytes of the hand count in docs/lora.md for
+# llama3.1-8b on one H100 (seq 4096) and llama3.1-70b on one DGX H100 node; on one H100 at seq 4096 the
+# planner finds a LoRA plan for llama3.1-8b and none for full fine-tuning; the shipped CPU LoRA example
+# (configs/plans/llama-tiny-cpu-lora.json) trains from a base saved with --save-init-weights, the loss
+# falls, and its plan refuses adapter dropout and unknown keys with one line and exit 2.
+set -u
+FSDPX="$1"
+ROOT="$2"
+source "$(dirname "$0")/cli_check.sh"
+LORA=(--lora-rank 16 --lora-alpha 32 --lora-targets q,k,v,o,gate,up,down)
+
+state_is() {  # json file, python expression giving the {params, grads, optimizer} dict, the three figures
+  python3 - "$1" "$2" "$3" "$4" "$5" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = eval(sys.argv[2])
+want = [int(x) for x in sys.argv[3:6]]
+got = [m["params"], m["grads"], m["optimizer"]]
+print(f"params/grads/optimizer {got} vs hand count {want}")
+sys.exit(0 if all(abs(g - w) <= 1 for g, w in zip(got, want)) else 1)
+PY
+}
+
+# docs/lora.md, "Hand count".
+E8=(16228294656 167772160 335544320)
+E70=(18466801664 828375040 1656750080)
+"$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 "${LORA[@]}" --format json >"$tmp/e8.json"
+check "estimate llama3.1-8b LoRA" $?
+msg=$(state_is "$tmp/e8.json" 'j["per_gpu_memory_bytes"]' "${E8[@]}"); check "estimate 8b: $msg" $?
+"$FSDPX" estimate --model llama3.1-70b --cluster dgx-h100 --world-size 8 --seq 4096 "${LORA[@]}" --format json >"$tmp/e70.json"
+check "estimate llama3.1-70b LoRA" $?
+msg=$(state_is "$tmp/e70.json" 'j["per_gpu_memory_bytes"]' "${E70[@]}"); check "estimate 70b: $msg" $?
+
+"$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 --global-batch 8 "${LORA[@]}" \
+  --format json -o "$tmp/p8.json" >"$tmp/s8.json"
+check "plan llama3.1-8b LoRA on one H100 at seq 4096 fits" $?
+msg=$(state_is "$tmp/s8.json" 'j["chosen"]["peak_memory_by_category_bytes"]' "${E8[@]}"); check "plan 8b: $msg" $?
+grep -q '"lora"' "$tmp/p8.json"; check "the 8b plan file carries its lora section" $?
+"$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --world-size 1 --seq 4096 --global-batch 8 >/dev/null 2>&1
+[ $? -ne 0 ]; check "full fine-tuning of llama3.1-8b on one H100 at seq 4096 does not fit" $?
+"$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --world-size 8 --seq 4096 --global-batch 8 "${LORA[@]}" --format json >"$tmp/s70.json"
+check "plan llama3.1-70b LoRA on one node" $?
+msg=$(state_is "$tmp/s70.json" 'j["chosen"]["peak_memory_by_category_bytes"]' "${E70[@]}"); check "plan 70b: $msg" $?
+
+# The CPU example: from a saved base, the loss falls.
+PLAN="$ROOT/configs/plans/llama-tiny-cpu-lora.json"
+"$FSDPX" run --plan llama-tiny-cpu-lora --steps 1 --save-init-weights "$tmp/base.st" >/dev/null
+check "LoRA example: save a base" $?
+"$FSDPX" run --plan "$PLAN" --steps 30 --init-weights "$tmp/base.st" --format json >"$tmp/run.json"
+check "LoRA example trains from the saved base" $?
+msg=$(python3 - "$tmp/run.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"]
+print(f"loss {s[0]['loss']:.4f} -> {s[-1]['loss']:.4f}")
+sys.exit(0 if s[-1]["loss"] < s[0]["loss"] - 0.1 else 1)
+PY
+)
+check "LoRA example: $msg" $?
+
+out=$("$FSDPX" run --plan "$PLAN" --steps 1 --checkpoint-dir "$tmp/ck" 2>&1 >/dev/null); st=$?
+[ $st -eq 2 ] && printf '%s' "$out" | grep -q "/lora: checkpoints"; check "LoRA with --checkpoint-dir refused ($out)" $?
+"$FSDPX" run --plan "$PLAN" --steps 30 --init-weights "$tmp/base.st" --save-weights "$tmp/merged.st" >/dev/null
+check "LoRA example: --save-weights writes the merged model" $?
+cmp -s "$tmp/base.st" "$tmp/merged.st"; [ $? -ne 0 ]; check "the merged weights differ from the base" $?
+
+bad_plan() {  # name, python edit of j, expected text
+  python3 - "$PLAN" "$tmp/bad.json" "$2" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(j, open(sys.argv[2], "w"))
+PY
+  out=$("$FSDPX" run --plan "$tmp/bad.json" --steps 1 2>&1 >/dev/null); st=$?
+  [ $st -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && printf '%s' "$out" | grep -q "$3"
+  check "$1 ($out)" $?
+}
+bad_plan "adapter dropout refused by the CPU runtime" 'j["lora"]["dropout"] = 0.1' "/lora/dropout"
+bad_plan "unknown lora key" 'j["lora"]["ranks"] = 2' "/lora/ranks"
+bad_plan "unknown target" 'j["lora"]["targets"] = ["q", "x"]' "/lora/targets/1"
+bad_plan "rank 0" 'j["lora"]["rank"] = 0' "/lora/rank"
+finish
