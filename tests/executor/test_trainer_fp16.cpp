@@ -19,6 +19,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
+#include "tests/executor/pipeline_fixtures.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"
 
@@ -250,6 +251,34 @@ TEST_CASE("fp16: a static scale keeps its value and still skips overflowing step
     CHECK_FALSE(a.skipped);
     CHECK(b.loss_scale == 0);
     CHECK(std::abs(a.loss - b.loss) < 1e-5);
+  }
+}
+
+TEST_CASE("fp16: pipeline stages (1F1B, with and without clipping) skip and scale as 1 rank does") {
+  for (double clip : {1.0, 0.0}) {
+    CAPTURE(clip);
+    auto fp16 = [clip](int pp) {
+      test::PipePlan s;
+      s.pp = pp;
+      s.schedule = pp > 1 ? PipelineSchedule::one_f_one_b : PipelineSchedule::none;
+      s.clip = clip;
+      Plan p = test::pipe_plan(s);
+      p.precision.param = DType::fp16;
+      p.loss_scale = scaler(std::ldexp(1.0, 40), 3);
+      validate_plan(p, "fp16 pipeline plan");
+      return p;
+    };
+    // Under pp the gradients accumulate unsharded over the micro-batches and are rounded to fp16 once
+    // (reduce_grads last_micro_batch), which overflows earlier than per micro-batch: the 1-rank plan too.
+    const Plan two = fp16(2);
+    Plan one = fp16(1);
+    one.reduce_grads = two.reduce_grads;
+    Trainer a(one, test::shipped_text(one)), b(two, test::shipped_text(two));
+    std::vector<double> la, lb;
+    const std::vector<ScaleStep> ta = run(a, 30, &la), tb = run(b, 30, &lb);
+    CHECK(skipped_prefix(ta) >= 10);
+    CHECK(ta == tb);
+    for (std::size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) < 1e-5);
   }
 }
 
