@@ -29,7 +29,11 @@ namespace fsdpx {
 // - DecoupledAdamW: a per-parameter loop of elementwise ops (composer/optim/decoupled_weight_decay.py).
 // Megatron-LM / NeMo: Transformer Engine fused norms, fused RoPE and bias-SwiGLU, flash attention with
 // native GQA, the distributed optimizer's contiguous buffers and apex/TE FusedAdam; the vocab-parallel
-// loss works on an fp32 copy (megatron/core/tensor_parallel/cross_entropy.py).
+// loss works on an fp32 copy (megatron/core/tensor_parallel/cross_entropy.py). Their published
+// performance runs overlap the sequence-parallel TP collectives with the GEMMs through TE's userbuffers:
+// Megatron-LM's README @core_r0.8.0 ("tensor-parallel (`--tp-comm-overlap`)" for its H100 scaling
+// tables) and NVIDIA/dgxc-benchmarking @35a9aec (ub_tp_comm_overlap: true in llama3.1_{70b,405b}.yaml,
+// gpt3_175b_hydra.yaml, nemotron4-15b-synth.yaml; false in nemotron4-340b-synth.yaml).
 // fsdpx's executor: fused norm, RoPE and activation kernels, llm.c's fused classifier, flat FSDP units
 // (executor/cuda_backend/cuda_unit.h) and one fused AdamW kernel (executor/cuda/adamw.h).
 StackCosts stack_costs(Framework f, bool compiled) {
@@ -54,6 +58,7 @@ StackCosts stack_costs(Framework f, bool compiled) {
       return s;
     case Framework::megatron:
       s.loss = LossImpl::eager_fp32;
+      s.te_tp_overlap = true;
       return s;
   }
   FSDP_CHECK(false, "unknown framework");

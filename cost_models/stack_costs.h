@@ -43,6 +43,9 @@ struct StackCosts {
   LossImpl loss = LossImpl::fused;
   FsdpImpl fsdp = FsdpImpl::flat;
   OptimizerImpl optimizer = OptimizerImpl::fused;
+  // Sequence-parallel TP collectives overlap the block's GEMMs through Transformer Engine's userbuffers
+  // (tp_overlap.h) instead of running between them.
+  bool te_tp_overlap = false;
 };
 
 StackCosts stack_costs(Framework f, bool compiled);

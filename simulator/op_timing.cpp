@@ -1,12 +1,17 @@
 // simulator/op_timing.cpp — op durations from the cost models: compute ops from their kernels (plus
-// the FSDP implementation's copies around the collectives they consume or feed, on the compute stream),
+// the FSDP implementation's copies around the collectives they consume or feed, on the compute stream,
+// and their TP/CP collectives, serial or hidden behind a GEMM by Transformer Engine's userbuffers),
 // collectives from the NCCL model with their fabric loads and the SMs their kernels hold.
 #include "simulator/op_timing.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
+#include "cost_models/stack_costs.h"
+#include "cost_models/tp_overlap.h"
 
 namespace fsdpx {
 
@@ -17,6 +22,58 @@ double serial_comm_s(const WorkSet& w, const StepProgram& p, const ClusterSpec& 
   for (const auto& sc : w.serial_comms)
     t += sc.count * collective_time_s(sc.kind, sc.bytes, p.groups[std::size_t(sc.group)].shape, c);
   return t;
+}
+
+// TE's userbuffers need sequence parallelism (Megatron-LM asserts it for --tp-comm-overlap) and come
+// with Transformer Engine: Megatron runs from before it (the unfused attention path, case_plan.cpp)
+// have neither.
+bool te_userbuffers(const Plan& plan) {
+  return stack_costs(plan.framework, plan.compiled).te_tp_overlap && plan.parallelism.tp > 1 &&
+         plan.parallelism.sequence_parallel && plan.attention_kernel != AttentionKernel::unfused;
+}
+
+// Time TE's overlap saves on one GEMM `k` and the collective `sc` it hides. Ring-exchange and pipeline
+// GEMMs run in chunks along the tokens on up to three streams at once (TE's _NUM_MAX_UB_STREAMS), so
+// the chunks fill the GPU as the whole GEMM does: each takes the whole GEMM's time over the chunk count.
+double pair_saving_s(const KernelWork& k, const SerialCollective& sc, const TpOverlap& o, const GroupShape& g,
+                     const Plan& plan) {
+  const ClusterSpec& c = plan.cluster;
+  const int chunks = o.method == TpOverlapMethod::ring_exchange ? g.ranks
+                     : o.method == TpOverlapMethod::pipeline    ? o.splits : 1;
+  const double gemm_s = kernel_time_s(k, c.gpu, plan.precision.param);
+  const double comm_s = collective_time_s(sc.kind, sc.bytes, g, c);
+  const double comm_chunk_s = o.method == TpOverlapMethod::ring_exchange ? comm_s / (g.ranks - 1)
+                              : o.method == TpOverlapMethod::pipeline
+                                  ? collective_time_s(sc.kind, sc.bytes / chunks, g, c) : comm_s;
+  const int sms = c.gpu.sm_count;
+  const double share = sms > 1 ? std::min(o.comm_sms, sms - 1) / double(sms) : 0.0;
+  return gemm_s + comm_s - overlapped_pair_time_s(o.method, gemm_s / chunks, comm_chunk_s, chunks, share);
+}
+
+// Time TE's overlap saves in one work set: each block GEMM with a default overlap takes one of the work
+// set's sequence-parallel exchanges ([tokens, hidden] all-gathers and reduce-scatters in the tp group)
+// and runs beside it (tp_overlap.h).
+double te_overlap_saving_s(const WorkSet& w, const StepProgram& p, const Plan& plan) {
+  const double tokens = double(plan.training.micro_batch) * double(plan.training.seq) / plan.parallelism.cp;
+  const double exchange_bytes = tokens * double(plan.model.hidden) * dtype_bytes(plan.precision.param);
+  std::vector<int> left;  // per serial collective: exchanges not yet hidden behind a GEMM
+  for (const SerialCollective& sc : w.serial_comms) {
+    const bool exchange = p.groups[std::size_t(sc.group)].kind == GroupKind::tp && sc.bytes == exchange_bytes &&
+                          (sc.kind == Collective::all_gather || sc.kind == Collective::reduce_scatter);
+    left.push_back(exchange ? sc.count : 0);
+  }
+  double saved_s = 0;
+  for (const KernelWork& k : w.kernels) {
+    for (std::size_t i = 0; i < left.size(); ++i) {
+      const SerialCollective& sc = w.serial_comms[i];
+      const std::optional<TpOverlap> o = left[i] > 0 ? te_default_overlap(k.name, sc.kind) : std::nullopt;
+      if (!o) continue;
+      --left[i];
+      saved_s += pair_saving_s(k, sc, *o, p.groups[std::size_t(sc.group)].shape, plan);
+      break;
+    }
+  }
+  return saved_s;
 }
 
 // Share of each fabric a collective of group g uses alone (communication.h's ring rule): inside a node
@@ -81,6 +138,8 @@ void time_program(StepProgram& program, const Plan& plan) {
   for (std::size_t i = 0; i < program.work_sets.size(); ++i) {
     kernel_s[i] = kernels_time_s(program.work_sets[i].kernels, cluster.gpu, compute_dtype);
     comm_s[i] = serial_comm_s(program.work_sets[i], program, cluster);
+    if (te_userbuffers(plan))
+      comm_s[i] = std::max(0.0, comm_s[i] - te_overlap_saving_s(program.work_sets[i], program, plan));
   }
   for (auto& role : program.roles) {
     for (auto& op : role.ops) {

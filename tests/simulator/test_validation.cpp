@@ -4,13 +4,18 @@
 // inline JSON for strictness.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "cost_models/communication.h"
+#include "cost_models/compute.h"
 #include "cost_models/memory.h"
+#include "program/lower.h"
+#include "simulator/op_timing.h"
 #include "simulator/simulate.h"
 #include "simulator/validate.h"
 
@@ -265,6 +270,54 @@ TEST_CASE("validation: pipeline-parallel cases are simulated with their framewor
   const nlohmann::json j = validation_json(r);
   CHECK(j["cases"][1]["skipped"].is_string());
   CHECK(j["cases"][0]["skipped"].is_null());
+}
+
+namespace {
+
+// The first forward op of a block in role 0: its duration, its kernels alone and its kernels plus
+// every serial collective run one after the other.
+struct BlockTiming {
+  double duration_s = 0, kernels_s = 0, serial_s = 0;
+};
+BlockTiming first_block_forward(const Plan& plan) {
+  StepProgram program = lower(plan);
+  time_program(program, plan);
+  for (const Op& op : program.roles[0].ops) {
+    if (op.kind != OpKind::forward || op.work_set < 0) continue;
+    const WorkSet& w = program.work_sets[std::size_t(op.work_set)];
+    const auto is_qkv = [](const KernelWork& k) { return k.name == "qkv"; };
+    if (std::none_of(w.kernels.begin(), w.kernels.end(), is_qkv)) continue;  // not a block
+    BlockTiming t;
+    t.duration_s = op.duration_s;
+    t.kernels_s = kernels_time_s(w.kernels, plan.cluster.gpu, plan.precision.param);
+    t.serial_s = t.kernels_s;
+    for (const SerialCollective& sc : w.serial_comms)
+      t.serial_s += sc.count * collective_time_s(sc.kind, sc.bytes, program.groups[std::size_t(sc.group)].shape,
+                                                 plan.cluster);
+    return t;
+  }
+  FAIL("no block forward op");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("validation: Megatron with Transformer Engine hides sequence-parallel TP collectives behind GEMMs") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  ValidationCase c = f.cases[1];  // Megatron, tp 8, undated source: the Transformer Engine era
+  c.parallelism.sequence_parallel = true;
+  const BlockTiming te = first_block_forward(build_case_plan(c, f.file).plan);
+  CHECK(te.duration_s < te.serial_s);
+  CHECK(te.duration_s >= te.kernels_s);
+  // Megatron-LM of 2021 ran without Transformer Engine: the collectives stay between the GEMMs.
+  c.source = "Narayanan et al. 2021 (arXiv 2104.04473) Table 1";
+  const BlockTiming old = first_block_forward(build_case_plan(c, f.file).plan);
+  CHECK(old.duration_s == doctest::Approx(old.serial_s));
+  // Without sequence parallelism there are no userbuffers (Megatron-LM asserts it for --tp-comm-overlap).
+  c = f.cases[1];
+  c.parallelism.sequence_parallel = false;
+  const BlockTiming no_sp = first_block_forward(build_case_plan(c, f.file).plan);
+  CHECK(no_sp.duration_s == doctest::Approx(no_sp.serial_s));
 }
 
 TEST_CASE("validation summary: median, mean, shares, overall and per source") {
