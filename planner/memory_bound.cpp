@@ -76,17 +76,32 @@ ChunkSums chunk_sums(const Plan& plan, const UnitBytes& bytes, const std::vector
   return out;
 }
 
+// Micro-batches whose pass order has the same activation peak as the step's, at a cost independent of
+// its count. 1F1B, interleaved 1F1B and ZB-H1 run warm-up, a steady phase and cool-down; a longer step
+// only repeats steady periods (d micro-batches: pp for interleaved, whose table takes groups of pp, else
+// 1) that start and end at the same live bytes and so reach the same highs: a count at least 4 x pp x vpp
+// in the same class mod d holds a whole period past every warm-up.
+std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_batches) {
+  const std::int64_t d = par.pp_schedule == PipelineSchedule::interleaved_1f1b ? par.pp : 1;
+  const std::int64_t enough = std::int64_t(4) * par.pp * par.vpp;
+  if (micro_batches <= enough + d) return micro_batches;
+  return enough + (micro_batches - enough) % d;
+}
+
 // The most activation bytes pipeline rank `rank` holds at once: its passes in schedule order, each
 // chunk's forward adding its saved activations, its backward removing them (ZB: B swaps them for what W
 // needs, W removes that); the walk is the lowering's activation category exactly (only compute ops touch
-// it). Without pipelining: one micro-batch of every module.
+// it). GPipe runs every forward before the first backward: all micro-batches at once. Without
+// pipelining: one micro-batch of every module.
 double activation_peak(const Plan& plan, const ChunkSums& sums, int rank) {
   const auto& par = plan.parallelism;
   const std::vector<double>& saved = sums.saved[std::size_t(rank)];
   if (par.pp == 1) return saved[0];
+  if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * saved[0];
   const std::vector<double>& weight = sums.weight_pass[std::size_t(rank)];
   double live = 0, peak = 0;
-  for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, int(plan.grad_accum()))) {
+  const int walked = int(walked_micro_batches(par, plan.grad_accum()));
+  for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked)) {
     const auto c = std::size_t(a.chunk);
     switch (a.pass) {
       case PipePass::forward: live += saved[c], peak = std::max(peak, live); break;

@@ -16,7 +16,7 @@
 #include "planner/shape_bound.h"
 #include "planner/shapes.h"
 #include "planner/suggestions.h"
-#include "simulator/simulate.h"
+#include "simulator/steady_state.h"
 
 namespace fsdpx {
 
@@ -104,11 +104,11 @@ void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, 
   }
 }
 
-// What pipelining does in the chosen plan: one simulation with records (the bubble needs the timeline),
-// and the best plan the search simulated without a pipeline, for comparison.
+// What pipelining does in the chosen plan: its stages' bubble, idle time and peaks (the steady state
+// extrapolated, simulator/steady_state.h), and the best plan the search simulated without a pipeline.
 void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objective objective) {
   if (!res.best || res.best->plan.parallelism.pp == 1) return;
-  const Simulation sim = simulate(res.best->plan);
+  const StepTotals sim = simulate_step_totals(res.best->plan);
   PipelineReport p;
   p.bubble_fraction = sim.bubble_fraction;
   for (const StageSummary& st : sim.stages) {

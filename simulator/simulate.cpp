@@ -5,6 +5,7 @@
 #include "simulator/simulate.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "cost_models/memory.h"
 #include "program/lower.h"
@@ -30,8 +31,10 @@ struct IdleSplit {
   double bubble_s = 0;
 };
 
-// Walks the compute-stream ops of `role`, instance 0, in start order.
-IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int role) {
+// Walks the compute-stream ops of `role`, instance 0, in start order; counts the gaps before those that
+// start in [from, to) (the whole step by default).
+IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from = 0,
+                     TimeNs to = std::numeric_limits<TimeNs>::max()) {
   const RoleProgram& rp = program.roles[std::size_t(role)];
   std::vector<TimeNs> end_ns(rp.ops.size(), 0);
   std::vector<const OpTiming*> compute;
@@ -48,6 +51,10 @@ IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int
   TimeNs cursor = 0;
   for (const OpTiming* t : compute) {
     const Op& op = rp.ops[std::size_t(t->op)];
+    if (t->start_ns < from || t->start_ns >= to) {
+      cursor = std::max(cursor, t->end_ns);
+      continue;
+    }
     const int ph = phase_of(op.kind);
     const double gap_s = double(std::max<TimeNs>(0, t->start_ns - cursor)) * 1e-9;
     int last_dep = -1;
@@ -58,7 +65,7 @@ IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int
     out.phases[std::size_t(ph)].compute_s += double(t->end_ns - t->start_ns) * 1e-9;
     cursor = std::max(cursor, t->end_ns);
   }
-  out.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, engine.step_time_ns - cursor)) * 1e-9;
+  if (to > engine.step_time_ns) out.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, engine.step_time_ns - cursor)) * 1e-9;
   return out;
 }
 
@@ -81,6 +88,7 @@ void summarise_stages(Simulation& sim) {
   for (int r = 0; r < int(p.roles.size()); ++r) {
     const IdleSplit split = split_idle(p, sim.engine, r);
     bubble_s += split.bubble_s;
+    sim.stages[std::size_t(r)].bubble_s = split.bubble_s;
     if (r == busiest) sim.phases = split.phases;
   }
   sim.bubble_fraction = sim.step_time_s > 0 ? bubble_s / double(p.roles.size()) / sim.step_time_s : 0.0;
@@ -99,6 +107,10 @@ double recompute_share(const StepProgram& p) {
 }
 
 }  // namespace
+
+double stage_bubble_s(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
+  return split_idle(program, engine, role, from, to).bubble_s;
+}
 
 double churn_bytes(const MemoryPeak& peak) {
   return peak.by_category[std::size_t(MemCategory::activations)] + peak.by_category[std::size_t(MemCategory::transient)];

@@ -25,6 +25,7 @@ struct StageSummary {
   double compute_s = 0;         // compute-stream busy time
   double idle_fraction = 0;     // 1 - compute_s / step time: the bubble plus exposed communication
   double peak_memory_bytes = 0;  // with allocator headroom
+  double bubble_s = 0;           // compute-stream idle time spent waiting for another stage
 };
 
 struct Simulation {
@@ -50,6 +51,8 @@ Simulation simulate(const Plan& plan, const EngineOptions& options = {});
 // Bytes at a peak that the step allocates and frees (activations and transients), on which the caching
 // allocator's reserve grows (cost_models/memory.h allocator_headroom_bytes).
 double churn_bytes(const MemoryPeak& peak);
+// The bubble part of `role`'s compute-stream idle time before the ops that start in [from, to).
+double stage_bubble_s(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to);
 // Re-runs the engine on an already lowered and timed program (benchmarks, what-if sweeps).
 Simulation summarise(StepProgram program, EngineResult engine);
 

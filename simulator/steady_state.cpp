@@ -3,6 +3,7 @@
 // later evolves identically from then on: two consecutive periods that match op by op (and in live memory)
 // carry over to every later micro-batch of the same program.
 #include "simulator/steady_state.h"
+#include "simulator/steady_state_pipeline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -144,13 +145,15 @@ double compute_floor_s(const StepProgram& p) {
   return most;
 }
 
+}  // namespace
+
 Plan with_micro_batches(const Plan& plan, std::int64_t micro_batches) {
   Plan p = plan;
   p.training.global_batch = plan.training.micro_batch * plan.parallelism.data_parallel_ranks() * micro_batches;
   return p;
 }
 
-StepTotals totals(const Simulation& sim, const Plan& plan, std::int64_t simulated) {
+StepTotals probe_totals(const Simulation& sim, const Plan& plan, std::int64_t simulated) {
   StepTotals t;
   t.step_time_s = sim.step_time_s;
   t.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
@@ -160,19 +163,20 @@ StepTotals totals(const Simulation& sim, const Plan& plan, std::int64_t simulate
   t.compute_floor_s = compute_floor_s(sim.program);
   t.peak_memory_bytes = sim.peak_memory_bytes;
   t.peak_memory_total_bytes = sim.peak_memory_total_bytes;
+  t.stages = sim.stages;
+  t.bubble_fraction = sim.bubble_fraction;
   t.micro_batches = plan.grad_accum();
   t.simulated_micro_batches = simulated;
   return t;
 }
 
-}  // namespace
-
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) {
   const std::int64_t micro_batches = plan.grad_accum();
+  if (plan.parallelism.pp > 1) {
+    if (auto t = pipeline_step_totals(plan, options)) return *t;
+  }
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
-  // A pipeline keeps up to pp micro-batches in flight per stage and every stage must repeat, so a short
-  // probe of role 0 does not stand for the step: pipelined plans are simulated whole.
   const std::int64_t first_probe = plan.parallelism.pp > 1 ? micro_batches : kSteadyStateProbeMicroBatches;
   for (std::int64_t probe = first_probe; probe < micro_batches; probe *= 2) {
     StepProgram program = lower(with_micro_batches(plan, probe));
@@ -181,7 +185,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) 
     const Period period = find_period(program, engine);
     if (!period.found) continue;
     const Simulation sim = summarise(std::move(program), engine);
-    StepTotals t = totals(sim, plan, probe);
+    StepTotals t = probe_totals(sim, plan, probe);
     const double extra = double(micro_batches - probe);
     t.step_time_s = (double(engine.step_time_ns) + extra * double(period.period_ns)) * 1e-9;
     t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
@@ -189,11 +193,13 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) 
     t.mfu = sim.mfu * t.tokens_per_s_per_gpu / sim.tokens_per_s_per_gpu;
     t.compute_busy_s = (double(engine.compute_busy_ns.front()) + extra * double(period.busy_ns)) * 1e-9;
     t.compute_floor_s += extra * period.floor_s;
+    t.stages[0].compute_s = t.compute_busy_s;
+    t.stages[0].idle_fraction = 1.0 - t.compute_busy_s / t.step_time_s;
     return t;
   }
   EngineOptions full = options;
-  full.record_ops = false;
-  return totals(simulate(plan, full), plan, micro_batches);
+  full.record_ops = plan.parallelism.pp > 1;  // a pipeline's bubble needs the timeline
+  return probe_totals(simulate(plan, full), plan, micro_batches);
 }
 
 }  // namespace fsdpx

@@ -5,15 +5,18 @@
 // extrapolated: step(A) = step(probe) + (A - probe) x period, busy time likewise, and the peak memory is
 // the probe's (every micro-batch pattern is in it). Where the probe is not periodic (a queue that grows,
 // such as reduce-scatters falling behind compute) the probe doubles, up to the whole step. Pipelined plans
-// (pp > 1) are simulated whole: each stage keeps up to pp micro-batches in flight and all must repeat.
-// Leaves out per-op records: simulate() gives the trace of a whole step.
+// (pp > 1) extrapolate over all stages at once (steady_state_pipeline.h).
+// Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records and the per-phase split:
+// simulate() gives the trace of a whole step.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "core/plan.h"
 #include "simulator/engine.h"
+#include "simulator/simulate.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -26,6 +29,8 @@ struct StepTotals {
   double compute_floor_s = 0;  // compute-stream ops at full rate, summed, busiest role: no overlap beats it
   std::array<double, kMemCategoryCount> peak_memory_bytes{};  // at the peak, "other" includes headroom
   double peak_memory_total_bytes = 0;
+  std::vector<StageSummary> stages;  // per pipeline stage (role): busy time, idle fraction, peak, bubble
+  double bubble_fraction = 0;        // simulate.h's Simulation::bubble_fraction
   std::int64_t micro_batches = 0;            // of the step
   std::int64_t simulated_micro_batches = 0;  // of the probe (equal when not extrapolated)
 };

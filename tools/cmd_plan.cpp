@@ -20,6 +20,7 @@
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
+#include "planner/batch_split.h"
 #include "planner/planner.h"
 #include "planner/shapes.h"
 #include "planner/space.h"
@@ -182,9 +183,7 @@ void run_plan(const PlanOptions& o) {
     res = with_errors_naming(o.model, "plan", [&] { return search_plans(r, [&bar](double f) { bar(f); }); });
   }
   if (!res.best && res.least_memory_needed_bytes <= 0) {
-    std::string msg = fmt::format("command line: --global-batch: {} sequences cannot be split evenly over the "
-                                  "data-parallel ranks of any factorisation of {} ranks",
-                                  r.global_batch, r.cluster.world_size());
+    std::string msg = "command line: --global-batch: " + batch_split_message(r);
     for (const std::string& s : res.suggestions) msg += "; " + s;
     throw ConfigError(msg);
   }

@@ -18,6 +18,7 @@
 #include "planner/shape_bound.h"
 #include "planner/shapes.h"
 #include "simulator/simulate.h"
+#include "simulator/steady_state.h"
 
 namespace fsdpx {
 
@@ -164,6 +165,33 @@ TEST_CASE("the memory lower bound never exceeds the simulated peak") {
         }
   }
   CHECK(checked > 100);
+}
+
+TEST_CASE("the pipelined memory bound does not depend on the micro-batch count past warm-up, and stays sound") {
+  // The bound walks a step of bounded length (memory_bound.cpp walked_micro_batches); a longer step only
+  // repeats steady periods, so the bound is the same at M and M + d, below the (extrapolated) simulated
+  // peak, and GPipe's grows with every micro-batch it keeps.
+  PlanRequest r = request("llama3.1-8b", "dgx-h100", 8, 4096, 8);
+  r.space.pp_schedules.push_back(PipelineSchedule::gpipe);
+  int checked = 0;
+  for (const Parallelism& par : parallel_shapes(r)) {
+    if (par.pp < 2 || par.tp != 1) continue;
+    const std::int64_t d = par.pp_schedule == PipelineSchedule::interleaved_1f1b ? par.pp : 1;
+    const std::int64_t m = 40 * par.pp * par.vpp;
+    auto at = [&](std::int64_t micro_batches) {
+      Plan p = shape_plan(r, par, 1, RecomputeMode::full);
+      p.training.global_batch = par.data_parallel_ranks() * micro_batches;
+      return p;
+    };
+    const double bound = memory_lower_bound(at(m)).total();
+    INFO(pipeline_schedule_name(par.pp_schedule) << " pp " << par.pp << " vpp " << par.vpp << " dp "
+                                                 << par.data_parallel_ranks() << " bound " << bound);
+    if (par.pp_schedule == PipelineSchedule::gpipe) CHECK(memory_lower_bound(at(m + d)).total() > bound);
+    else CHECK(memory_lower_bound(at(m + d)).total() == bound);
+    CHECK(bound <= simulate_step_totals(at(m)).peak_memory_total_bytes);
+    ++checked;
+  }
+  CHECK(checked >= 4);
 }
 
 TEST_CASE("an impossible request reports the least memory any plan needs and what would fit") {

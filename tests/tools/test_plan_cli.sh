@@ -59,6 +59,24 @@ echo "$err" | grep -q -- "-[0-9]* ranks" ; [ $? -ne 0 ] ; check "no negative ran
 # Suggestions are computed: a batch that does not divide gets the nearest one that fits.
 err=$("$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 3 2>&1 >/dev/null)
 echo "$err" | grep -q "nearest global batch with a fitting plan on 256 ranks is" ; check "nearest valid global batch" $?
+# A batch no shape of the target splits: the message names the degrees the target runs here (read from
+# its space, so it follows the executor's capabilities) and what would split it.
+err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 2 ] ; check "a batch that splits over no shape exits 2 (got $status)" $?
+[ "$(echo "$err" | wc -l)" -eq 1 ] ; check "unsplittable batch: one line" $?
+if echo "$err" | grep -q "runs no .*pp.* > 1 on this cluster"; then
+  echo "$err" | grep -q "at most tp [0-9]*, cp [0-9]*, pp 1 here" ; check "names the target's pp limit" $?
+  echo "$err" | grep -q "which leaves data-parallel degree" ; check "names the data-parallel degrees left" $?
+  echo "$err" | grep -q -- "--target torchtitan@0.2.2 (dp [0-9]* x tp [0-9]* x cp [0-9]* x pp [0-9]*)" ; check "suggests a target that splits it" $?
+  echo "$err" | grep -q -- "--nodes [0-9]* ([0-9]* ranks)" ; check "suggests a world size that splits it" $?
+else
+  # The target runs pipelines on GPU clusters (cudapp): the 405B request splits and plans.
+  [ -z "$err" ] || echo "$err" | grep -q "least any plan needs" ; check "fsdpx target with pp: no split error (got: $err)" $?
+fi
+err=$("$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 3 --tp 1 --cp 1 2>&1 >/dev/null)
+echo "$err" | grep -q "(fixed: --tp 1, --cp 1)" ; check "names the degrees the user fixed" $?
+echo "$err" | grep -q -- "would split it: .*--global-batch 4" ; check "suggests the nearest batch that splits" $?
 err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 8 --target torchtitan@0.2.2 2>&1 >/dev/null)
 echo "$err" | grep -q "smallest world size that fits" ; check "smallest world size that fits (searched)" $?
 

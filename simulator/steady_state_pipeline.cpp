@@ -1,0 +1,291 @@
+// simulator/steady_state_pipeline.cpp — probe, period windows and extrapolation of
+// steady_state_pipeline.h. A window [t, t + P) is anchored on the first stage (role 0): P is the time
+// between the first forward op of micro-batch k and of k + d, and must repeat for k + 2d. The window's
+// ops (those starting in it or running at its start) must map one to one onto the next window's ops by
+// the shift "d micro-batches later", op by op in time and structure, with the same live memory.
+#include "simulator/steady_state_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "program/lower.h"
+#include "simulator/op_timing.h"
+#include "simulator/simulate.h"
+
+namespace fsdpx {
+
+namespace {
+
+// An op's identity: kind, stream, payload, stage, segment, unit, micro-batch and its ordinal among ops
+// equal in all of these (a unit all-gathered in forward and again in backward), packed in 64 bits; 0
+// where a field does not fit (no shift is found for such ops, so no window containing them recurs).
+std::uint64_t key_of(const Op& op, int micro_batch, int ordinal) {
+  const std::uint64_t fields[] = {std::uint64_t(op.kind), std::uint64_t(op.stream), std::uint64_t(op.payload),
+                                  std::uint64_t(ordinal), std::uint64_t(op.stage + 1), std::uint64_t(op.segment + 1),
+                                  std::uint64_t(op.unit + 1), std::uint64_t(micro_batch)};
+  const int bits[] = {4, 4, 4, 4, 12, 12, 12, 12};
+  std::uint64_t key = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (fields[i] >= (std::uint64_t(1) << bits[i])) return 0;
+    key = key << bits[i] | fields[i];
+  }
+  return key;
+}
+
+// Per op of `role`: the id of the same op d micro-batches later, -1 where there is none.
+std::vector<int> shift_map(const RoleProgram& role, int d) {
+  std::unordered_map<std::uint64_t, int> ids, ordinals;
+  ids.reserve(role.ops.size());
+  std::vector<int> ordinal(role.ops.size(), 0);
+  for (std::size_t i = 0; i < role.ops.size(); ++i) {
+    const Op& op = role.ops[i];
+    if (op.micro_batch < 0) continue;
+    ordinal[i] = ordinals[key_of(op, op.micro_batch, 0)]++;
+    if (const std::uint64_t key = key_of(op, op.micro_batch, ordinal[i])) ids[key] = int(i);
+  }
+  std::vector<int> shift(role.ops.size(), -1);
+  for (std::size_t i = 0; i < role.ops.size(); ++i) {
+    const Op& op = role.ops[i];
+    if (op.micro_batch < 0) continue;
+    const std::uint64_t later = key_of(op, op.micro_batch + d, ordinal[i]);
+    const auto it = later ? ids.find(later) : ids.end();
+    if (it != ids.end()) shift[i] = it->second;
+  }
+  return shift;
+}
+
+struct Probe {
+  const StepProgram& program;
+  const EngineResult& engine;
+  int d = 1;
+  std::vector<std::vector<int>> shift;                      // per role
+  std::vector<std::vector<TimeNs>> start, end;              // per role, per op (instance 0)
+  std::vector<std::vector<const MemorySample*>> samples;    // per role (instance 0), in time order
+};
+
+Probe make_probe(const StepProgram& p, const EngineResult& e, int d) {
+  Probe pr{p, e, d, {}, {}, {}, {}};
+  for (const RoleProgram& role : p.roles) {
+    pr.shift.push_back(shift_map(role, d));
+    pr.start.emplace_back(role.ops.size(), -1);
+    pr.end.emplace_back(role.ops.size(), -1);
+  }
+  pr.samples.resize(p.roles.size());
+  for (const OpTiming& o : e.ops)
+    if (o.rank == 0) pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns, pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
+  for (const MemorySample& s : e.memory_samples)
+    if (s.rank == 0) pr.samples[std::size_t(s.role)].push_back(&s);
+  return pr;
+}
+
+bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
+}
+
+int shifted(const Probe& pr, int role, int op) {
+  const int s = pr.shift[std::size_t(role)][std::size_t(op)];
+  return s >= 0 ? s : op;
+}
+
+// Op b of `role` is op a d micro-batches later: same work and effects, dependencies and rendezvous
+// partners shifted too (ops of no micro-batch, such as a step's first all-gather, stay themselves).
+bool same_shifted_op(const Probe& pr, int role, int a_id, int b_id) {
+  const RoleProgram& rp = pr.program.roles[std::size_t(role)];
+  const Op& a = rp.ops[std::size_t(a_id)];
+  const Op& b = rp.ops[std::size_t(b_id)];
+  if (a.kind != b.kind || a.stream != b.stream || a.work_set != b.work_set || a.collective != b.collective ||
+      a.comm_bytes != b.comm_bytes || a.group != b.group || a.duration_s != b.duration_s ||
+      a.latency_s != b.latency_s || a.nvlink_load != b.nvlink_load || a.nic_load != b.nic_load ||
+      a.sm_share != b.sm_share || a.release_params != b.release_params || a.deps.size() != b.deps.size() ||
+      (a.rendezvous < 0) != (b.rendezvous < 0) || !same_effects(a.alloc_at_start, b.alloc_at_start) ||
+      !same_effects(a.free_at_end, b.free_at_end))
+    return false;
+  for (std::size_t k = 0; k < a.deps.size(); ++k)
+    if (b.deps[k] != shifted(pr, role, a.deps[k])) return false;
+  if (a.rendezvous < 0) return true;
+  const auto& ma = pr.program.rendezvous[std::size_t(a.rendezvous)];
+  const auto& mb = pr.program.rendezvous[std::size_t(b.rendezvous)];
+  if (ma.size() != mb.size()) return false;
+  for (std::size_t k = 0; k < ma.size(); ++k)
+    if (mb[k].role != ma[k].role || mb[k].op != shifted(pr, ma[k].role, ma[k].op)) return false;
+  return true;
+}
+
+// One period of the step: what each role does in it.
+struct Window {
+  TimeNs start_ns = 0, period_ns = 0;
+  std::vector<int> ops;               // per role: ops starting in the window
+  std::vector<TimeNs> busy_ns;        // per role: compute-stream time of those ops
+  std::vector<double> floor_s;        // per role: their compute-stream durations at full rate
+};
+
+bool in_window(TimeNs start, TimeNs end, TimeNs from, TimeNs to) {
+  return (start >= from && start < to) || (start < from && end > from);
+}
+
+// The ops of `role` in [t, t + P) recur exactly P later, as their shifts, and nothing else runs then.
+bool ops_recur(const Probe& pr, int role, TimeNs t, TimeNs period, Window& w) {
+  const auto& start = pr.start[std::size_t(role)];
+  const auto& end = pr.end[std::size_t(role)];
+  const RoleProgram& rp = pr.program.roles[std::size_t(role)];
+  int in_first = 0, in_second = 0;
+  for (int i = 0; i < int(rp.ops.size()); ++i) {
+    in_second += in_window(start[std::size_t(i)], end[std::size_t(i)], t + period, t + 2 * period);
+    if (!in_window(start[std::size_t(i)], end[std::size_t(i)], t, t + period)) continue;
+    const int s = pr.shift[std::size_t(role)][std::size_t(i)];
+    if (s < 0 || start[std::size_t(s)] != start[std::size_t(i)] + period ||
+        end[std::size_t(s)] != end[std::size_t(i)] + period || !same_shifted_op(pr, role, i, s))
+      return false;
+    ++in_first;
+    if (start[std::size_t(i)] < t) continue;
+    ++w.ops[std::size_t(role)];
+    if (rp.ops[std::size_t(i)].stream != StreamKind::compute) continue;
+    w.busy_ns[std::size_t(role)] += end[std::size_t(i)] - start[std::size_t(i)];
+    w.floor_s[std::size_t(role)] += rp.ops[std::size_t(i)].duration_s;
+  }
+  return in_first == in_second;
+}
+
+// Live memory of `role` during [t + P, t + 2P) is that of [t, t + P), P later (to rounding of sums).
+bool memory_recurs(const Probe& pr, int role, TimeNs t, TimeNs period) {
+  std::vector<const MemorySample*> a, b;
+  for (const MemorySample* s : pr.samples[std::size_t(role)]) {
+    if (s->at_ns >= t && s->at_ns < t + period) a.push_back(s);
+    if (s->at_ns >= t + period && s->at_ns < t + 2 * period) b.push_back(s);
+  }
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (b[i]->at_ns != a[i]->at_ns + period) return false;
+    for (std::size_t c = 0; c < a[i]->by_category.size(); ++c) {
+      const double x = a[i]->by_category[c], y = b[i]->by_category[c];
+      if (std::abs(x - y) > 1e-9 * std::max({1.0, std::abs(x), std::abs(y)})) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Window> check_window(const Probe& pr, TimeNs t, TimeNs period) {
+  const std::size_t roles = pr.program.roles.size();
+  Window w{t, period, std::vector<int>(roles, 0), std::vector<TimeNs>(roles, 0), std::vector<double>(roles, 0)};
+  for (int r = 0; r < int(roles); ++r)
+    if (!ops_recur(pr, r, t, period, w) || !memory_recurs(pr, r, t, period)) return std::nullopt;
+  return w;
+}
+
+// First forward op of role 0 per micro-batch (-1 where none).
+std::vector<int> anchors(const StepProgram& p, std::int64_t micro_batches) {
+  std::vector<int> first(std::size_t(micro_batches), -1);
+  const RoleProgram& role = p.roles[0];
+  for (int i = 0; i < int(role.ops.size()); ++i) {
+    const Op& op = role.ops[std::size_t(i)];
+    if (op.kind == OpKind::forward && op.micro_batch >= 0 && first[std::size_t(op.micro_batch)] < 0)
+      first[std::size_t(op.micro_batch)] = i;
+  }
+  return first;
+}
+
+// The latest window anchored on micro-batches k, k + d, k + 2d that recurs.
+std::optional<Window> find_window(const Probe& pr, const std::vector<int>& anchor) {
+  const int d = pr.d;
+  const auto& start = pr.start[0];
+  for (int k = int(anchor.size()) - 1 - 2 * d; k >= 0; --k) {
+    const int a = anchor[std::size_t(k)], b = anchor[std::size_t(k + d)], c = anchor[std::size_t(k + 2 * d)];
+    if (a < 0 || b < 0 || c < 0) continue;
+    const TimeNs period = start[std::size_t(b)] - start[std::size_t(a)];
+    if (period <= 0 || start[std::size_t(c)] - start[std::size_t(b)] != period) continue;
+    if (auto w = check_window(pr, start[std::size_t(a)], period)) return w;
+  }
+  return std::nullopt;
+}
+
+// Ops per role of d consecutive micro-batches in the middle of the probe: what one inserted period adds.
+std::vector<int> ops_per_period(const StepProgram& p, std::int64_t micro_batches, int d) {
+  const std::int64_t first = (micro_batches / 2 / d) * d;
+  std::vector<int> out;
+  for (const RoleProgram& role : p.roles)
+    out.push_back(int(std::count_if(role.ops.begin(), role.ops.end(), [&](const Op& op) {
+      return op.micro_batch >= first && op.micro_batch < first + d;
+    })));
+  return out;
+}
+
+// The window of one period: it must hold all the ops d micro-batches add on every role (a schedule that
+// repeats in two places, such as GPipe's forward and backward phases, has none).
+std::optional<Window> period_window(const Probe& pr, std::int64_t micro_batches) {
+  auto w = find_window(pr, anchors(pr.program, micro_batches));
+  if (!w || w->ops != ops_per_period(pr.program, micro_batches, pr.d)) return std::nullopt;
+  return w;
+}
+
+// Step, busy time and compute floor (busiest role) with n more periods; per stage its busy time and the
+// bubble the periods add. The peak is the probe's: every period's memory pattern is in it.
+StepTotals extrapolate(const Plan& plan, const Probe& pr, const Window& w, std::int64_t probe) {
+  const std::int64_t n = (plan.grad_accum() - probe) / pr.d;
+  StepTotals t;
+  t.stages.resize(pr.program.roles.size());
+  t.step_time_s = double(pr.engine.step_time_ns + n * w.period_ns) * 1e-9;
+  for (int r = 0; r < int(pr.program.roles.size()); ++r) {
+    const TimeNs busy_ns = pr.engine.compute_busy_ns[std::size_t(r)] + n * w.busy_ns[std::size_t(r)];
+    double floor_s = double(n) * w.floor_s[std::size_t(r)];
+    for (const Op& op : pr.program.roles[std::size_t(r)].ops)
+      if (op.stream == StreamKind::compute) floor_s += op.duration_s;
+    t.stages[std::size_t(r)].bubble_s =
+        double(n) * stage_bubble_s(pr.program, pr.engine, r, w.start_ns, w.start_ns + w.period_ns);
+    t.stages[std::size_t(r)].compute_s = double(busy_ns) * 1e-9;
+    t.compute_busy_s = std::max(t.compute_busy_s, double(busy_ns) * 1e-9);
+    t.compute_floor_s = std::max(t.compute_floor_s, floor_s);
+  }
+  return t;
+}
+
+// Smallest probe: a warm-up of up to pp micro-batches on the first stage, the same in cool-down, and
+// room for the two periods a window compares; interleaved 1F1B's periods are pp micro-batches long and
+// its warm-up reaches over more of them, so twice as many periods (8 pp). A multiple of d.
+std::int64_t first_probe(const Plan& plan, int d) {
+  const int pp = plan.parallelism.pp;
+  const std::int64_t m = std::max<std::int64_t>(kSteadyStateProbeMicroBatches, d > 1 ? 8 * pp : 2 * pp + 4);
+  return (m + d - 1) / d * d;
+}
+
+}  // namespace
+
+std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options) {
+  if (options.expand_ranks) return std::nullopt;
+  const std::int64_t micro_batches = plan.grad_accum();
+  const int d = plan.parallelism.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.parallelism.pp : 1;
+  EngineOptions probe_options = options;
+  probe_options.record_ops = true;
+  for (std::int64_t probe = first_probe(plan, d); probe < micro_batches && (micro_batches - probe) % d == 0;
+       probe *= 2) {
+    StepProgram program = lower(with_micro_batches(plan, probe));
+    time_program(program, plan);
+    const EngineResult engine = run_engine(program, probe_options);
+    const Probe pr = make_probe(program, engine, d);
+    const auto window = period_window(pr, probe);
+    if (!window) continue;
+    StepTotals t = extrapolate(plan, pr, *window, probe);
+    const StepTotals p = probe_totals(summarise(std::move(program), engine), plan, probe);
+    t.peak_memory_bytes = p.peak_memory_bytes;
+    t.peak_memory_total_bytes = p.peak_memory_total_bytes;
+    for (std::size_t r = 0; r < t.stages.size(); ++r) {
+      StageSummary& st = t.stages[r];
+      st.bubble_s += p.stages[r].bubble_s;
+      st.peak_memory_bytes = p.stages[r].peak_memory_bytes;
+      st.idle_fraction = 1.0 - st.compute_s / t.step_time_s;
+      t.bubble_fraction += st.bubble_s / double(t.stages.size()) / t.step_time_s;
+    }
+    t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
+                             double(plan.parallelism.world_size());
+    t.mfu = p.mfu * t.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu;
+    t.micro_batches = micro_batches;
+    t.simulated_micro_batches = probe;
+    return t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace fsdpx

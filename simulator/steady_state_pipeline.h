@@ -1,0 +1,30 @@
+// simulator/steady_state_pipeline.h — steady_state.h for pipelined plans (pp > 1). Each stage's pass
+// order repeats per micro-batch (per group of pp micro-batches for interleaved 1F1B, whose schedule table
+// takes micro-batches in groups of pp) between warm-up and cool-down, so the step program of A + d
+// micro-batches is that of A with one period inserted in the steady phase (1F1B, interleaved, ZB-H1). A
+// probe is simulated; a window of one period is accepted where every op of every stage in flight during
+// it recurs one period later as the same op d micro-batches on (same work, memory effects, dependencies
+// and partners shifted too), the stages' live memory recurs, and the window holds all the ops a period
+// adds. The engine works on time differences only, so the inserted periods repeat exactly: step, busy
+// time, floor and bubble grow by the window's per period; the peak is the probe's. GPipe, which repeats
+// in two phases and whose stages drift apart when the later ones are slower, is left to whole
+// simulation. Leaves out per-op records (simulate() gives the trace of a whole step) and expanded ranks.
+#pragma once
+
+#include <optional>
+
+#include "simulator/simulate.h"
+#include "simulator/steady_state.h"
+
+namespace fsdpx {
+
+// Step totals of a pipelined plan from a probe, or nothing when no probe smaller than the step is
+// periodic (the caller then simulates the whole step).
+std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options);
+
+// Shared with steady_state.cpp: the plan with `micro_batches` per step (global batch rescaled), and the
+// totals of a simulated probe of `simulated` micro-batches.
+Plan with_micro_batches(const Plan& plan, std::int64_t micro_batches);
+StepTotals probe_totals(const Simulation& sim, const Plan& plan, std::int64_t simulated);
+
+}  // namespace fsdpx
