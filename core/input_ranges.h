@@ -61,6 +61,11 @@ inline constexpr NumberRange kLearningRate{1e-12, 1e3};
 inline constexpr NumberRange kAdamEps{1e-30, 1.0};
 inline constexpr NumberRange kWeightDecay{0.0, 1e3};
 inline constexpr NumberRange kGradClipNorm{0.0, 1e12};
+// Loss scaling (fp16): the scale is a normal, finite fp32 number; the factors at most 1000x per update;
+// the growth interval an int32 count of steps.
+inline constexpr NumberRange kLossScale{1e-30, 1e38};
+inline constexpr double kLossScaleFactorMax = 1e3;
+inline constexpr IntRange kGrowthInterval{1, 2147483647};
 inline constexpr NumberRange kPowerW{1.0, 1e5};
 inline constexpr NumberRange kGbitPerS{1e-2, 1e7};
 

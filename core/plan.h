@@ -17,6 +17,7 @@
 #include "core/dtype.h"
 #include "core/framework.h"
 #include "core/lora.h"
+#include "core/loss_scale.h"
 #include "core/model_spec.h"
 #include "core/pipeline.h"
 
@@ -136,6 +137,7 @@ struct Plan {
   Prefetch prefetch;
   std::vector<RecomputeMode> recompute;  // one per block
   MixedPrecision precision;
+  std::optional<LossScaleSettings> loss_scale;  // fp16 only (core/loss_scale.h); absent: no loss scaling
   OptimizerSettings optimizer;
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  // the training stack's kernel family

@@ -355,6 +355,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   if (auto pf = o.optional_object("prefetch")) p.prefetch = parse_prefetch(*pf);
   p.recompute = parse_recompute(o, p.model.layers);
   if (auto mp = o.optional_object("mixed_precision")) p.precision = parse_precision(*mp);
+  if (auto ls = o.optional_object("loss_scale")) p.loss_scale = parse_loss_scale(*ls);
   if (auto opt = o.optional_object("optimizer")) p.optimizer = parse_optimizer(*opt);
   p.reduce_grads = enum_of(o, "reduce_grads", kReduceGrads, reduce_grads_name, ReduceGrads::every_micro_batch);
   p.attention_kernel =
@@ -411,6 +412,7 @@ nlohmann::json plan_to_json(const Plan& p) {
                     {"allow_bf16_reduce", p.planner->allow_bf16_reduce}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (p.lora) j["lora"] = lora_to_json(*p.lora);
+  if (p.loss_scale) j["loss_scale"] = loss_scale_to_json(*p.loss_scale);
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
   if (p.parallelism.pp > 1) j["training"]["micro_batches"] = p.grad_accum();
   return j;

@@ -305,6 +305,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_reshard(c);
   check_settings(c);
   check_optimizer(c);
+  check_loss_scale(p, file);
   check_framework(c);
   validate_lora(p, file);
 }

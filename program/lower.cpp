@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "cost_models/compute.h"
+#include "cost_models/grad_scaling.h"
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
@@ -136,10 +137,14 @@ void Lowerer::tied_all_reduce() {
 // Gradient-norm clipping (a scalar all-reduce over the data-parallel group, or over the whole mesh
 // when tp or cp > 1 hold distinct parameters, then across pipeline ranks: Megatron-LM's
 // get_grad_norm_fp32 reduces over the model-parallel group) and AdamW on the local shard, after every
-// reduction.
+// reduction. Under fp16 loss scaling the reduced shards are first unscaled and checked for inf/NaN
+// (unscale_grads), and the scalar all-reduce also carries that flag, so that it runs without clipping
+// too ("inf.ar"): every rank skips a step together (torch.distributed.fsdp's ShardedGradScaler.unscale_
+// all-reduces found_inf over the process group).
 void Lowerer::optimizer_step() {
   std::vector<int> deps = reduce_ops_;
   if (!compute_ops_.empty()) deps.push_back(compute_ops_.back());
+  if (plan_.loss_scale) deps = {unscale_grads(deps)};
   auto scalar_all_reduce = [&](const char* name, int group) {
     Op op;
     op.name = name;
@@ -153,27 +158,48 @@ void Lowerer::optimizer_step() {
     deps = {add_op(std::move(op))};
     return deps.front();
   };
-  if (plan_.optimizer.grad_clip_norm > 0) {
-    scalar_all_reduce("clip.ar", mesh_all_group_ >= 0 ? mesh_all_group_ : all_group_);
-    if (plan_.parallelism.pp > 1) norm_ops_.push_back({role_, scalar_all_reduce("clip.pp", pp_all_group_)});
+  const bool clip = plan_.optimizer.grad_clip_norm > 0;
+  if (clip || plan_.loss_scale) {
+    scalar_all_reduce(clip ? "clip.ar" : "inf.ar", mesh_all_group_ >= 0 ? mesh_all_group_ : all_group_);
+    if (plan_.parallelism.pp > 1)
+      norm_ops_.push_back({role_, scalar_all_reduce(clip ? "clip.pp" : "inf.pp", pp_all_group_)});
   }
-  double sharded = 0, replicated = 0;  // parameters of this rank whose optimizer state is sharded / replicated
+  add_kernel_op("opt", OpKind::optimizer,
+                optimizer_step_kernels(local_optimizer_params(), plan_.precision.param, plan_.precision.reduce,
+                                       stack_costs(plan_.framework, plan_.compiled),
+                                       plan_.optimizer.weight_decay > 0, plan_.optimizer.grad_clip_norm > 0),
+                deps);
+}
+
+// A compute-stream op of the step's end (no unit, no micro-batch) running `kernels`.
+int Lowerer::add_kernel_op(std::string name, OpKind kind, std::vector<KernelWork> kernels, std::vector<int> deps) {
+  WorkSet w;
+  w.kernels = std::move(kernels);
+  prog_.work_sets.push_back(std::move(w));
+  Op op;
+  op.name = std::move(name);
+  op.kind = kind;
+  op.work_set = int(prog_.work_sets.size()) - 1;
+  op.deps = std::move(deps);
+  return add_op(std::move(op));
+}
+
+// Parameters of this role whose optimizer state (and reduced gradient) this rank holds: sharded units
+// by 1/dp_shard, replicated ones whole; with LoRA the adapters only, whole on every rank.
+double Lowerer::local_optimizer_params() const {
+  if (plan_.lora) return lora_params(plan_.model, *plan_.lora);
+  double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
       (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
-  const double local = plan_.lora ? lora_params(plan_.model, *plan_.lora)  // adapters only, on every rank
-                                  : sharded / plan_.parallelism.dp_shard + replicated;
-  WorkSet w;
-  w.kernels = optimizer_step_kernels(local, plan_.precision.param, plan_.precision.reduce,
-                                     stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
-                                     plan_.optimizer.grad_clip_norm > 0);
-  prog_.work_sets.push_back(std::move(w));
-  Op op;
-  op.name = "opt";
-  op.kind = OpKind::optimizer;
-  op.work_set = int(prog_.work_sets.size()) - 1;
-  op.deps = deps;
-  add_op(std::move(op));
+  return sharded / plan_.parallelism.dp_shard + replicated;
+}
+
+// fp16 loss scaling: one pass over the rank's reduced gradients (in the reduce dtype) on the compute
+// stream after every reduction, before the norm (GradScaler.unscale_ runs before clip_grad_norm_).
+int Lowerer::unscale_grads(const std::vector<int>& deps) {
+  return add_kernel_op("unscale", OpKind::unscale, grad_unscale_kernels(local_optimizer_params(), plan_.precision.reduce),
+                       deps);
 }
 
 // Sharded state that lives across steps, and fixed overheads: sharded parameters by FSDP2's accounting,

@@ -54,7 +54,8 @@ int Lowerer::add_op(Op op) {
   RoleProgram& role = prog_.roles[std::size_t(role_)];
   const int id = int(role.ops.size());
   role.streams[std::size_t(op.stream)].push_back(id);
-  if (op.stream == StreamKind::compute && op.kind != OpKind::free && op.kind != OpKind::optimizer) {
+  if (op.stream == StreamKind::compute && op.kind != OpKind::free && op.kind != OpKind::optimizer &&
+      op.kind != OpKind::unscale) {
     compute_ops_.push_back(id);
     if (rs_to_wait_ >= 0) op.deps.push_back(rs_to_wait_);
   }

@@ -48,6 +48,9 @@ class Lowerer {
   void lower_role(int role);
   void tied_all_reduce();
   void optimizer_step();
+  double local_optimizer_params() const;
+  int add_kernel_op(std::string name, OpKind kind, std::vector<KernelWork> kernels, std::vector<int> deps);
+  int unscale_grads(const std::vector<int>& deps);
   void resident_memory();
   void join_rendezvous();
   // lower_lora.cpp

@@ -34,6 +34,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::backward_weight: return "backward_weight";
     case OpKind::send: return "send";
     case OpKind::recv: return "recv";
+    case OpKind::unscale: return "unscale";
   }
   FSDP_CHECK(false, "unknown OpKind");
   return "";

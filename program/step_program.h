@@ -42,8 +42,9 @@ enum class OpKind : std::uint8_t {
   backward_weight,  // ZB's W: weight-grad of one segment for one micro-batch (after its B)
   send,             // pipeline: send a micro-batch's activations or activation gradients to peer_role
   recv,             // pipeline: receive them from peer_role
+  unscale,          // fp16 loss scaling: unscale the reduced gradient shards and check them for inf/NaN
 };
-inline constexpr int kOpKindCount = 11;
+inline constexpr int kOpKindCount = 12;
 const char* op_kind_name(OpKind k);
 
 // What a collective op moves, for interpreters that run it (the simulator needs only its collective,

@@ -50,7 +50,8 @@ OpClass op_class(OpKind k) {
     case OpKind::backward:
     case OpKind::backward_input:
     case OpKind::backward_weight:
-    case OpKind::optimizer: return OpClass::compute;
+    case OpKind::optimizer:
+    case OpKind::unscale: return OpClass::compute;
     case OpKind::free: return OpClass::free;
   }
   FSDP_CHECK(false, "unknown OpKind");

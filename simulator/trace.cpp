@@ -94,6 +94,14 @@ double op_flops(const StepProgram& program, const Op& op) {
   return program.work_sets[op.work_set].flops();
 }
 
+// HBM bytes of a memory-bound compute op (the loss scaler's unscale pass).
+double op_hbm_bytes(const StepProgram& program, const Op& op) {
+  if (op.work_set < 0) return 0;
+  double bytes = 0;
+  for (const KernelWork& k : program.work_sets[std::size_t(op.work_set)].kernels) bytes += k.bytes;
+  return bytes;
+}
+
 std::string op_args(const StepProgram& program, const Op& op) {
   std::string args = fmt::format(R"("kind":"{}","unit":{},"micro_batch":{})", op_kind_name(op.kind), op.unit,
                                  op.micro_batch);
@@ -110,6 +118,7 @@ std::string op_args(const StepProgram& program, const Op& op) {
     case OpKind::backward_input:
     case OpKind::backward_weight:
     case OpKind::optimizer: return args + R"(,"flops":)" + number(op_flops(program, op));
+    case OpKind::unscale: return args + R"(,"bytes":)" + number(op_hbm_bytes(program, op));
     case OpKind::free: return args;
   }
   return args;

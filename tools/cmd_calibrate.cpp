@@ -61,6 +61,8 @@ LoadedProfile load_profile(const std::string& path) {
   p.kernels.steps = int(o.integer("steps"));
   p.step_time_s = o.positive_number("step_time_s");
   o.ignore("step_times_s");
+  o.ignore("skipped_steps");
+  o.ignore("loss_scales");
   o.ignore("op_time_s");
   p.kernels.time_s = number_map<double>(o, "kernel_time_s");
   p.kernels.calls = number_map<int>(o, "kernel_calls");

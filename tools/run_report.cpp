@@ -19,12 +19,16 @@ std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0
 
 }  // namespace
 
+// fp16 runs show the step's loss scale; a step the scaler skipped says so.
 std::string progress_line(const StepMetrics& m, const RunRecord& r, double elapsed_s) {
   const double done = double(m.step - r.start_step), left = double(r.target_steps - m.step);
   const double eta_s = done > 0 ? elapsed_s / done * left : 0;
-  return fmt::format("step {:>5}/{}  loss {:.4f}  lr {:.2e}  {} tok/s  elapsed {:.1f} s  ETA {:.1f} s{}", m.step,
-                     r.target_steps, m.loss, m.lr, rate(m.tokens_per_s), elapsed_s, eta_s,
-                     m.skipped ? "  (skipped: non-finite values)" : "");
+  const bool scaled = m.loss_scale > 0;
+  std::string note;
+  if (m.skipped) note = scaled ? "  (skipped: inf/NaN gradients, scale backed off)" : "  (skipped: non-finite values)";
+  return fmt::format("step {:>5}/{}  loss {:.4f}  lr {:.2e}{}  {} tok/s  elapsed {:.1f} s  ETA {:.1f} s{}", m.step,
+                     r.target_steps, m.loss, m.lr, scaled ? fmt::format("  scale {:g}", m.loss_scale) : "",
+                     rate(m.tokens_per_s), elapsed_s, eta_s, note);
 }
 
 std::string run_header_text(const Plan& plan, const RunRecord& r) {
@@ -59,9 +63,11 @@ std::string run_summary_text(const RunRecord& r) {
 
 nlohmann::json run_json(const RunRecord& r) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const StepMetrics& m : r.steps)
+  for (const StepMetrics& m : r.steps) {
     steps.push_back({{"step", m.step}, {"loss", m.loss}, {"tokens_per_s", m.tokens_per_s}, {"time_s", m.time_s},
                      {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"skipped", m.skipped}});
+    if (m.loss_scale > 0) steps.back()["loss_scale"] = m.loss_scale;
+  }
   nlohmann::json j{{"backend", r.backend},
                    {"data", r.data},
                    {"start_step", r.start_step},
@@ -85,19 +91,29 @@ double measured_step_time_s(const std::vector<StepMetrics>& steps) {
 }
 
 nlohmann::json profile_json(const Plan& plan, const OpProfile& p, const RunRecord& r) {
-  nlohmann::json step_times = nlohmann::json::array();
-  for (const StepMetrics& m : r.steps) step_times.push_back(m.time_s);
-  return {{"format", kProfileFormat},
-          {"backend", r.backend},
-          {"steps", p.steps},
-          {"step_time_s", measured_step_time_s(r.steps)},
-          {"step_times_s", step_times},
-          {"op_time_s", p.op_time_s},
-          {"kernel_time_s", p.kernel_time_s},
-          {"kernel_calls", p.kernel_calls},
-          {"collective_time_s", p.collective_time_s},
-          {"collective_calls", p.collective_calls},
-          {"plan", plan_to_json(plan)}};
+  nlohmann::json step_times = nlohmann::json::array(), skipped = nlohmann::json::array();
+  for (const StepMetrics& m : r.steps) {
+    step_times.push_back(m.time_s);
+    if (m.skipped) skipped.push_back(m.step);
+  }
+  nlohmann::json j{{"format", kProfileFormat},
+                   {"backend", r.backend},
+                   {"steps", p.steps},
+                   {"step_time_s", measured_step_time_s(r.steps)},
+                   {"step_times_s", step_times},
+                   {"op_time_s", p.op_time_s},
+                   {"kernel_time_s", p.kernel_time_s},
+                   {"kernel_calls", p.kernel_calls},
+                   {"collective_time_s", p.collective_time_s},
+                   {"collective_calls", p.collective_calls},
+                   {"skipped_steps", skipped},
+                   {"plan", plan_to_json(plan)}};
+  if (plan.loss_scale) {
+    nlohmann::json scales = nlohmann::json::array();
+    for (const StepMetrics& m : r.steps) scales.push_back(m.loss_scale);
+    j["loss_scales"] = scales;
+  }
+  return j;
 }
 
 }  // namespace fsdpx

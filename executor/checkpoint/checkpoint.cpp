@@ -23,6 +23,7 @@
 #include "core/output_file.h"
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/loss_scaler_json.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/checkpoint/shard_file.h"
 
@@ -120,6 +121,7 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   s.seed = unsigned_field(o, "seed");
   s.dp_shard = int(o.integer_in("dp_shard", input_range::kDegree));
   s.dp_replicate = int(o.integer_in("dp_replicate", input_range::kDegree));
+  if (auto ls = o.optional_object("loss_scaler")) s.loss_scaler = parse_loss_scaler(*ls, s.step);
   const std::vector<UnitShardState> units = parse_units(o, format == kCheckpointFormat1);
   for (const auto& [f, p] : o.array("files")) s.ranks.push_back(read_shard(dir, JsonObject(*f, o.file(), p), where));
   o.finish();

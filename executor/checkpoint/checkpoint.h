@@ -1,6 +1,7 @@
 // executor/checkpoint/checkpoint.h — sharded training checkpoints, saved and loaded by one process or by
 // every process of a multi-process job: one directory per step (`step-000006/`) holding manifest.json
-// (format, model fingerprint, step, data position, seed, dp_shard, per unit its numel and its modules with
+// (format, model fingerprint, step, data position, seed, dp_shard, fp16's loss scaler state when the plan
+// scales the loss, per unit its numel and its modules with
 // offsets and sizes, each shard file's byte size and CRC-32, and the manifest's own CRC-32) plus one
 // `rank-NNNNN.bin` per shard owner (shard_file.h). Written into a staging directory, fsynced, renamed, then
 // the parent fsynced, so a crash leaves either the old set or the new one (the llm.c DONE_<step> marker

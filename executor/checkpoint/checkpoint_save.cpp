@@ -24,6 +24,7 @@
 #include "core/output_file.h"
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/loss_scaler_json.h"
 #include "executor/checkpoint/shard_file.h"
 
 namespace fsdpx {
@@ -85,6 +86,7 @@ nlohmann::json manifest_json(const TrainerState& local, const std::string& finge
                           {"next_sample", local.data.next_sample}, {"seed", local.seed},
                           {"dp_shard", local.dp_shard}, {"dp_replicate", local.dp_replicate},
                           {"units", units_json(local)}, {"files", entries}};
+  if (local.loss_scaler) manifest["loss_scaler"] = loss_scaler_json(*local.loss_scaler);
   manifest["checksum"] = manifest_checksum(manifest);
   return manifest;
 }

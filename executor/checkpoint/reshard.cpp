@@ -234,6 +234,7 @@ TrainerState reshard_state(const TrainerState& saved, const TrainerState& layout
   out.step = saved.step;
   out.data = saved.data;
   out.seed = saved.seed;
+  out.loss_scaler = saved.loss_scaler;
   for (RankState& r : out.ranks) {
     FSDP_CHECK(r.units.size() == layout.ranks.front().units.size(), "reshard_state: layout ranks differ in unit count");
     for (UnitShardState& u : r.units) cut_shard(f, model, u);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/cpu/fp16.h"
 #include "executor/model/init.h"
 #include "executor/runtime/module_pointers.h"
 #include "program/group_members.h"
@@ -86,6 +87,7 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
     tied_copy_ = std::make_unique<FsdpUnit>(rp.flats[std::size_t(source)], unit_shard,
                                             replicated_params(rp, source), &mem_);
   }
+  for (FsdpUnit* u : all_units()) u->set_fp16(rp.plan.precision.param == DType::fp16);
   segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, local, rp.program.segments, par_);
   message_.resize(std::size_t(rp.plan.training.micro_batch * rp.plan.training.seq * rp.plan.model.hidden));
 }
@@ -360,6 +362,17 @@ void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
     adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u->grad_shard().data(),
                  std::int64_t(st.params.size()));
   }
+}
+
+bool CpuRankBackend::unscale_grads(float inv_scale) {
+  bool found_inf = false;
+  for (FsdpUnit* u : all_units()) {
+    std::vector<float>& g = u->grad_shard();
+    found_inf = cpu::unscale_and_check(g.data(), std::int64_t(g.size()), inv_scale) || found_inf;
+  }
+  // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
+  found_inf = cpu::unscale_and_check(adapter_grads_.data(), std::int64_t(adapter_grads_.size()), inv_scale) || found_inf;
+  return found_inf;
 }
 
 void CpuRankBackend::zero_grad_shards() {

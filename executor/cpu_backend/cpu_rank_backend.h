@@ -8,7 +8,8 @@
 // keeps a copy of the embedding's unit, laid out alike, whose gradient is summed with the first stage's
 // (all_reduce_tied) so both take the same optimizer steps (Megatron-LM's embedding group). Synchronous:
 // every method has finished when it returns, so begin_op/end_op and synchronize do nothing. Leaves out
-// low precision: the CPU computes and communicates in fp32.
+// low precision: the CPU computes and communicates in fp32 (an fp16 plan rounds the units' unsharded
+// parameters and gradients to fp16 values, fsdp_unit.h).
 #pragma once
 
 #include <memory>
@@ -63,6 +64,7 @@ class CpuRankBackend final : public RankBackend {
   void finish_reduction(int unit) override;
   void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override { return first_non_finite_unit_; }
+  bool unscale_grads(float inv_scale) override;
 
   double grad_sq_sum() override;
   void all_reduce_host(double* buf, int count, MeshGroup group) override { comm(group).all_reduce(buf, count); }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "executor/cpu/fp16.h"
 
 namespace fsdpx {
 
@@ -41,6 +42,7 @@ void FsdpUnit::gather(Communicator& comm) {
     mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kF32);
   }
   comm.all_gather(state_.params.data(), full_params_.data(), flat_.shard_numel);
+  if (fp16_) cpu::round_to_fp16(full_params_.data(), flat_.padded_numel);
   params_live_ = true;
 }
 
@@ -67,6 +69,7 @@ const float* FsdpUnit::module_params(int k) const {
 void FsdpUnit::copy_master_to_replica() {
   FSDP_CHECK(replicated_ && flat_.shard_numel == flat_.padded_numel, "FsdpUnit: only DDP keeps the master whole");
   std::copy(state_.params.begin(), state_.params.end(), full_params_.begin());
+  if (fp16_) cpu::round_to_fp16(full_params_.data(), flat_.padded_numel);
 }
 
 float* FsdpUnit::module_grads(int k) {
@@ -93,12 +96,14 @@ void FsdpUnit::reduce_scatter(Communicator& comm) {
   FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "FsdpUnit: reduce-scatter group size != shards");
   reduced_.assign(std::size_t(flat_.shard_numel), 0.0f);
   mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);
+  if (fp16_) cpu::round_to_fp16(full_grads_.data(), flat_.padded_numel);
   comm.reduce_scatter(full_grads_.data(), reduced_.data(), flat_.shard_numel);
   done_with_full_grads();
 }
 
 void FsdpUnit::all_reduce_full(Communicator& comm) {
   FSDP_CHECK(grads_live_ && flat_.shard_numel == flat_.padded_numel, "FsdpUnit: DDP all-reduce needs whole gradients");
+  if (fp16_) cpu::round_to_fp16(full_grads_.data(), flat_.padded_numel);
   comm.all_reduce(full_grads_.data(), flat_.padded_numel);
   reduced_ = full_grads_;
   mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * kF32);

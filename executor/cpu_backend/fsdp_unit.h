@@ -3,7 +3,8 @@
 // the unsharded gradient buffer (from first backward to reduction) and the reduced gradient shard on
 // its way to the accumulator. The flat layout is the modules back to back, padded to a multiple of the
 // shard count (executor/runtime/param_layout.h, as FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). DDP and ZeRO-1 keep the unsharded
-// buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32.
+// buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32; under
+// an fp16 plan the unsharded parameters and gradients are rounded to fp16 values (set_fp16).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,10 @@ class FsdpUnit {
   const float* module_params(int k) const;  // module k of flat().modules inside the unsharded buffer
   // DDP: the unsharded parameters are the master copy.
   void copy_master_to_replica();
+  // fp16 compute (FSDP's MixedPrecision(param_dtype=float16)): the unsharded parameters hold fp16 values
+  // from their gather on, and the unsharded gradients are rounded to fp16 before their reduction (the
+  // reduction itself stays fp32), so that a gradient beyond fp16's range arrives as an infinity.
+  void set_fp16(bool on) { fp16_ = on; }
 
   // Gradients: the unsharded buffer (zeroed when it comes alive), then reduced to `reduced`.
   float* module_grads(int k);
@@ -58,7 +63,7 @@ class FsdpUnit {
   UnitShardState state_;
   std::vector<float> grad_acc_;  // [shard_numel] sharded fp32 gradient accumulator
   std::vector<float> full_params_, full_grads_, reduced_;  // [padded], [padded], [shard]
-  bool params_live_ = false, grads_live_ = false;
+  bool params_live_ = false, grads_live_ = false, fp16_ = false;
   double kept_bytes_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include "executor/cuda/adamw.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/grad_kernels.h"
+#include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
 #include "program/group_members.h"
 
@@ -77,6 +78,7 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));
+  found_inf_ = DeviceBuffer<int>(1);
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
   host_reduce_ = DeviceBuffer<float>(kHostReduceElems);
@@ -263,6 +265,22 @@ int CudaRankBackend::first_non_finite_unit() {
   CUDA_CHECK(cudaMemcpy(flags.data(), non_finite_.get(), flags.size() * sizeof(int), cudaMemcpyDeviceToHost));
   const auto it = std::find(flags.begin(), flags.end(), 1);
   return it == flags.end() ? -1 : int(it - flags.begin());
+}
+
+// fp16 loss scaling: every unit's accumulated shard (and a tied table's copy, which steps like its
+// source) unscaled in place, one flag for all, read back.
+bool CudaRankBackend::unscale_grads(float inv_scale) {
+  use_device();
+  CUDA_CHECK(cudaMemsetAsync(found_inf_.get(), 0, sizeof(int), current_));
+  for (const auto& u : units_)
+    if (u) unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
+  if (tied_copy_)
+    unscale_check_finite(tied_copy_->grad_shard(), tied_copy_->flat().shard_numel, inv_scale, found_inf_.get(), current_);
+  int found = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&found, found_inf_.get(), sizeof(int), cudaMemcpyDeviceToHost, current_));
+  CUDA_CHECK(cudaStreamSynchronize(current_));
+  world_->throw_if_aborted();
+  return found != 0;
 }
 
 // The copy of a tied table is counted once, on the first stage.

@@ -71,6 +71,7 @@ class CudaRankBackend final : public RankBackend {
   void finish_reduction(int unit) override;
   void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override;
+  bool unscale_grads(float inv_scale) override;
 
   double grad_sq_sum() override;
   void all_reduce_host(double* buf, int count, MeshGroup group) override;
@@ -129,6 +130,7 @@ class CudaRankBackend final : public RankBackend {
   DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
   int losses_written_ = 0;
   DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards
+  DeviceBuffer<int> found_inf_;      // [1] the unscale pass's inf/NaN flag
   DeviceBuffer<double> sq_sum_, sq_scratch_;
   DeviceBuffer<float> host_reduce_;  // all_reduce_host staging
 };

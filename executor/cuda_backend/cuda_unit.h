@@ -57,7 +57,7 @@ class CudaUnit {
   float* exp_avg_sq() { return exp_avg_sq_.get(); }
   bf16* master_bf16() { return master_bf16_.get(); }
   const float* grad_shard() const { return grad_acc_.get(); }
-  float* grad_shard() { return grad_acc_.get(); }
+  float* grad_shard() { return grad_acc_.get(); }  // fp16 loss scaling unscales it in place
   void zero_grad_shard(cudaStream_t stream);
 
  private:

@@ -129,6 +129,9 @@ class RankBackend {
   virtual void all_reduce_tied(int unit) = 0;
   // The first unit whose reduced gradients held a NaN or an infinity since zero_grad_shards, or -1.
   virtual int first_non_finite_unit() = 0;
+  // fp16 loss scaling (the step program's unscale op): multiplies this rank's accumulated gradient
+  // shards by `inv_scale` in place; true when any element was an infinity or a NaN.
+  virtual bool unscale_grads(float inv_scale) = 0;
 
   // Optimizer: Σ g² of this rank's accumulator shards (in unit order; a tied table once, on the first
   // stage; elements of tensors every tp rank holds whole count on tp rank 0 only), a host all-reduce

@@ -37,6 +37,12 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[std::size_t(role_)].resident) program_memory_.alloc(e.category, e.bytes);
   timeline_.rank = rank_, timeline_.role = role_, timeline_.mesh_rank = mesh_rank_;
+  if (rp.plan.loss_scale) scaler_ = initial_loss_scaler(*rp.plan.loss_scale);
+}
+
+void RankRuntime::set_loss_scaler(const LossScalerState& s) {
+  FSDP_CHECK(scaler_.has_value(), "RankRuntime: a loss scaler state for a plan without loss_scale");
+  scaler_ = s;
 }
 
 void RankRuntime::init_params(std::uint64_t seed) {
@@ -68,8 +74,9 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
   const TrainingSettings& t = rp_.plan.training;
   step_ = step;
   result_ = RankStepResult{};
-  non_finite_ = norm_stage_done_ = norm_done_ = false;
+  non_finite_ = norm_stage_done_ = norm_done_ = unscaled_ = found_inf_ = false;
   non_finite_unit_ = -1;
+  if (scaler_) result_.loss_scale = double(scaler_->scale);
   {
     std::lock_guard<std::mutex> lock(data_mu);
     data.global_batch(pos, t.global_batch, t.seq, batch_);
@@ -127,6 +134,7 @@ void RankRuntime::run_op(const Op& op) {
     case OpKind::reduce_scatter: backend_->reduce_scatter(op.unit, group_of(op.group)); break;
     case OpKind::all_reduce: all_reduce(op); break;
     case OpKind::optimizer: optimizer_step(); break;
+    case OpKind::unscale: unscale(); break;
     case OpKind::send:
     case OpKind::recv: point_to_point(op); break;
   }
@@ -182,9 +190,11 @@ void RankRuntime::forward(const Op& op) {
 
 void RankRuntime::backward(const Op& op) {
   const Segment& seg = rp_.program.segments[std::size_t(op.segment)];
-  // dloss = 1/(grad_accum·D): the sum-reductions then give the gradient of the global-batch mean loss.
+  // dloss = 1/(grad_accum·D): the sum-reductions then give the gradient of the global-batch mean loss;
+  // times the scale under loss scaling (GradScaler.scale: the fp32 loss times the fp32 scale).
+  const double scale = scaler_ ? double(scaler_->scale) : 1.0;
   if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index())
-    backend_->begin_backward(op.micro_batch, 1.0 / double(rp_.grad_accum * rp_.dp_ranks));
+    backend_->begin_backward(op.micro_batch, scale / double(rp_.grad_accum * rp_.dp_ranks));
   if (op.kind == OpKind::backward_input)
     backend_->backward_input(op.segment, op.micro_batch);
   else
@@ -229,8 +239,9 @@ void RankRuntime::check_losses() {
   if (rp_.program.pp == 1) stop_on_non_finite_gradient();
 }
 
+// Under loss scaling a non-finite gradient is the scaler's to handle (skip and back off), whatever the policy.
 void RankRuntime::stop_on_non_finite_gradient() const {
-  if (non_finite_unit_ < 0 || options_.on_non_finite != NonFinitePolicy::stop) return;
+  if (non_finite_unit_ < 0 || options_.on_non_finite != NonFinitePolicy::stop || scaler_) return;
   throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, non_finite_unit_,
                                        fmt::join(rp_.plan.units[std::size_t(non_finite_unit_)].modules, ", ")));
 }
@@ -248,7 +259,7 @@ void RankRuntime::reduce_norm(GroupKind over) {
     norm_buf_[0] = owner ? backend_->grad_sq_sum() : 0.0;
     // LoRA adapters: every rank holds them whole, so data-parallel rank 0 counts them.
     if (dp_rank_ == 0 && par_.cp_rank == 0 && par_.tp_rank == 0) norm_buf_[0] += backend_->adapter_grad_sq_sum();
-    norm_buf_[1] = non_finite_ ? 1.0 : 0.0;
+    norm_buf_[1] = non_finite_ || found_inf_ ? 1.0 : 0.0;
     norm_buf_[2] = par_.tp_rank == 0 ? result_.loss_sum : 0.0;
     backend_->all_reduce_host(norm_buf_, 3, MeshGroup::mesh_all);
     norm_stage_done_ = true;
@@ -286,16 +297,29 @@ void RankRuntime::check_model_collectives(const Op& op) {
                                        describe(got), describe(want)));
 }
 
+// GradScaler.unscale_ on this rank's reduced shards: multiply by 1/scale (fp32, as GradScaler takes the
+// reciprocal of its fp32 scale) and note any inf/NaN for the all-reduce that follows.
+void RankRuntime::unscale() {
+  FSDP_CHECK(scaler_.has_value(), "RankRuntime: an unscale op in a plan without loss_scale");
+  found_inf_ = backend_->unscale_grads(float(1.0 / double(scaler_->scale)));
+  unscaled_ = true;
+}
+
+// AdamW counts the steps it took (torch.optim's state "step"): under loss scaling, skipped steps do not
+// advance its bias correction, while the learning-rate schedule follows the step index.
 void RankRuntime::optimizer_step() {
   if (!norm_stage_done_) reduce_norm(GroupKind::dp_all);
   if (!norm_done_) reduce_norm(GroupKind::pp_all);
+  FSDP_CHECK(!scaler_ || unscaled_, "RankRuntime: the optimizer step of a loss-scaled plan before its unscale op");
   const OptimizerSettings& o = rp_.plan.optimizer;
   result_.lr = learning_rate(o, step_);
   result_.skipped = non_finite_;
+  const std::int64_t adam_step = step_ + 1 - (scaler_ ? scaler_->skipped_steps : 0);
   if (!non_finite_) {
-    backend_->adamw(o, AdamWStep{result_.lr, step_ + 1, clip_scale(result_.grad_norm, o.grad_clip_norm)});
+    backend_->adamw(o, AdamWStep{result_.lr, adam_step, clip_scale(result_.grad_norm, o.grad_clip_norm)});
     backend_->copy_masters_to_replicas();
   }
+  if (scaler_) update_loss_scaler(*scaler_, *rp_.plan.loss_scale, non_finite_);
   backend_->zero_grad_shards();
 }
 

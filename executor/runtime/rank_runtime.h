@@ -5,17 +5,21 @@
 // and per-op profiling. A synchronous backend runs the issue order (a valid order of the dependency
 // graph); an asynchronous one enqueues each op behind its dependencies. Under pipeline parallelism the
 // rank runs its pipeline rank's role: sends, receives and the split backward go to the backend, the
-// loss comes from the last stage and the norm is summed over the stage's ranks, then across stages.
+// loss comes from the last stage and the norm is summed over the stage's ranks, then across stages. Under
+// fp16 loss scaling it scales the loss gradient, runs the unscale op, skips a step whose gradients held an
+// inf or NaN on any rank (the flag rides the norm's all-reduce) and updates the scaler (loss_scaler.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "executor/runtime/op_timeline.h"
+#include "executor/runtime/loss_scaler.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/runtime/train_state.h"
@@ -42,6 +46,7 @@ struct RankStepResult {
   double grad_norm = 0;  // global, before clipping
   double lr = 0;
   bool skipped = false;
+  double loss_scale = 0;  // fp16 loss scaling: the scale this step's loss was multiplied by; 0 without
 };
 
 class RankRuntime {
@@ -67,6 +72,9 @@ class RankRuntime {
   const MemoryTracker& program_memory() const { return program_memory_; }
   const std::map<std::string, double>& op_time_s() const { return op_time_s_; }
   const RankTimeline& timeline() const { return timeline_; }  // empty unless TrainerOptions::trace
+  // fp16 loss scaling (the plan's loss_scale): the scaler's state, the same on every rank; empty without.
+  const std::optional<LossScalerState>& loss_scaler() const { return scaler_; }
+  void set_loss_scaler(const LossScalerState& s);
   void abort(const std::string& msg) { backend_->abort(msg); }
 
  private:
@@ -84,6 +92,7 @@ class RankRuntime {
   void check_losses();
   void stop_on_non_finite_gradient() const;  // under the stop policy, when a unit's gradient is not finite
   void reduce_norm(GroupKind over);
+  void unscale();
   void optimizer_step();
 
   const RuntimeProgram& rp_;
@@ -101,6 +110,8 @@ class RankRuntime {
   int non_finite_unit_ = -1;  // this rank's first unit with a non-finite gradient this step
   bool norm_stage_done_ = false, norm_done_ = false;  // summed over the stage's dp_all, then across stages
   double norm_buf_[3] = {0, 0, 0};                   // Σ g², non-finite flag, loss sum
+  std::optional<LossScalerState> scaler_;            // with the plan's loss_scale
+  bool unscaled_ = false, found_inf_ = false;        // this step's unscale op ran; what it found on this rank
   std::map<std::string, double> op_time_s_;
   RankTimeline timeline_;
   MemoryTracker program_memory_;

@@ -16,12 +16,14 @@ namespace fsdpx {
 
 namespace {
 
-// The CPU model computes and stores fp32, materialises the attention probabilities and has no dropout:
+// The CPU model computes and stores fp32 (fp16 plans: with the units' parameters and gradients rounded
+// to fp16 values, executor/cpu/fp16.h), materialises the attention probabilities and has no dropout:
 // a plan saying otherwise would be simulated (times and memory) for a different program than the one run.
 void check_cpu_program(const Plan& plan) {
-  if (plan.precision.param != DType::fp32)
-    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CPU runtime computes in fp32, so the "
-                                  "plan must say \"fp32\" (got \"{}\")", dtype_name(plan.precision.param)));
+  if (plan.precision.param != DType::fp32 && plan.precision.param != DType::fp16)
+    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CPU runtime computes in fp32 (or "
+                                  "emulates fp16), so the plan must say \"fp32\" or \"fp16\" (got \"{}\")",
+                                  dtype_name(plan.precision.param)));
   if (plan.precision.reduce != DType::fp32)
     throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CPU runtime reduces in fp32, so the "
                                   "plan must say \"fp32\" (got \"{}\")", dtype_name(plan.precision.reduce)));
@@ -42,7 +44,8 @@ void check_cpu_program(const Plan& plan) {
 void check_cuda_program(const Plan& plan) {
   if (plan.precision.param != DType::bf16)
     throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16, so the "
-                                  "plan must say \"bf16\" (got \"{}\")", dtype_name(plan.precision.param)));
+                                  "plan must say \"bf16\" (got \"{}\"; fp16 with loss scaling runs on the CPU "
+                                  "backend)", dtype_name(plan.precision.param)));
   if (plan.precision.reduce != DType::fp32 && plan.precision.reduce != DType::bf16)
     throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CUDA runtime reduces in fp32 or bf16 "
                                   "(got \"{}\")", dtype_name(plan.precision.reduce)));

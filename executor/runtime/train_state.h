@@ -1,13 +1,16 @@
 // executor/runtime/train_state.h — the state of a training run that survives a step, shared by the
 // runtime, the backends, checkpoints and data: the sharded optimizer state of every unit on every shard
 // owner (fp32 masters and Adam moments), the step, the data position and the seed, and the source of
-// token batches that the data position indexes. Leaves out the unsharded buffers and activations (they
+// token batches that the data position indexes, and fp16's loss scaler. Leaves out the unsharded buffers and activations (they
 // live within a step) and the learning-rate schedule (a function of the step).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "executor/runtime/loss_scaler.h"
 
 namespace fsdpx {
 
@@ -57,6 +60,7 @@ struct TrainerState {
   int dp_replicate = 1;
   std::vector<RankState> ranks;  // replicas hold identical copies; only replica 0 is saved
   AdapterState adapters;         // LoRA
+  std::optional<LossScalerState> loss_scaler;  // fp16 loss scaling: the same on every rank; empty without
 };
 
 // Source of token batches: `global_batch` sequences of seq+1 tokens starting at `position`. The Trainer

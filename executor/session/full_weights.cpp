@@ -21,6 +21,7 @@ void load_full_weights(Trainer& trainer, const std::string& path) {
   const TrainerState current = trainer.state();
   TrainerState whole = even_shard_layout({modules}, 1);
   whole.step = current.step, whole.data = current.data, whole.seed = current.seed;
+  whole.loss_scaler = current.loss_scaler;
   whole.ranks[0].units[0].params = params_from_safetensors(layout, read_safetensors(path), path);
   trainer.load_state(reshard_state(whole, current, path));
 }

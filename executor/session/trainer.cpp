@@ -224,6 +224,7 @@ StepMetrics Trainer::step() {
   m.grad_norm = results[0].grad_norm;
   m.lr = results[0].lr;
   m.skipped = results[0].skipped;
+  m.loss_scale = results[0].loss_scale;
   m.time_s = dt.count();
   m.tokens_per_s = m.time_s > 0 ? double(t.global_batch * t.seq) / m.time_s : 0;
   if (im.options.profile) ++im.profiled_steps;
@@ -237,6 +238,7 @@ TrainerState Trainer::Impl::header() const {
   s.seed = rp.plan.training.seed;
   s.dp_shard = rp.shard_count;
   s.dp_replicate = rp.plan.parallelism.data_parallel_ranks() / rp.shard_count;
+  s.loss_scaler = ranks[0]->loss_scaler();
   return s;
 }
 
@@ -404,6 +406,8 @@ void Trainer::load_state(const TrainerState& s) {
     }
     if (!s.adapters.params.empty()) rank->backend().load_adapter_state(s.adapters);
     rank->backend().copy_masters_to_replicas();
+    // A checkpoint of a run without loss scaling leaves the plan's initial scale.
+    if (s.loss_scaler && rank->loss_scaler()) rank->set_loss_scaler(*s.loss_scaler);
   }
   im.step = s.step;
   im.position = s.data;

@@ -27,7 +27,8 @@ struct StepMetrics {
   double lr = 0;
   double time_s = 0;      // wall time of the step
   double tokens_per_s = 0;
-  bool skipped = false;   // non-finite values, skipped by option
+  bool skipped = false;   // non-finite values, skipped by option or by the loss scaler
+  double loss_scale = 0;  // fp16 loss scaling: the scale of this step (before its update); 0 without
 };
 
 // Peak bytes per category on the worst rank, with the simulator's categories (step_program.h).

@@ -58,6 +58,7 @@ class RecordingBackend final : public RankBackend {
   void finish_reduction(int unit) override { reductions.push_back({op_, unit, 0}); }
   void all_reduce_tied(int) override {}
   int first_non_finite_unit() override { return -1; }
+  bool unscale_grads(float) override { return false; }
   double grad_sq_sum() override { return 1.0; }
   void all_reduce_host(double*, int, MeshGroup) override {}
   void adamw(const OptimizerSettings&, const AdamWStep&) override {}
