@@ -161,7 +161,7 @@ OpMeasurement measurement_of_profile(JsonObject& top, const StepProgram& program
     m.op_time_s[{0, name}].push_back(v.get<double>() / m.steps);
   }
   for (const char* key : {"format", "backend", "step_times_s", "kernel_time_s", "kernel_calls", "collective_time_s",
-                          "collective_calls"})
+                          "collective_calls", "skipped_steps", "loss_scales"})
     top.ignore(key);
   return m;
 }
