@@ -24,6 +24,12 @@ bool better(const Candidate& a, const Candidate& b, Objective objective) {
 
 namespace {
 
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st.
+std::string ordinal(std::size_t n) {
+  const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+  return fmt::format("{}{}", n, suffix);
+}
+
 std::string recompute_text(const Plan& p) {
   std::int64_t full_first = 0;
   while (full_first < std::int64_t(p.recompute.size()) && p.recompute[std::size_t(full_first)] == RecomputeMode::full)
@@ -41,7 +47,7 @@ std::string recompute_text(const Plan& p) {
     bool every_nth = true;
     for (std::size_t i = 0; i < p.recompute.size(); ++i)
       every_nth &= (p.recompute[i] == RecomputeMode::full) == ((i + 1) % n == 0);
-    if (every_nth) return fmt::format("full on every {}-th block ({} of {})", n, full, p.recompute.size());
+    if (every_nth) return fmt::format("full on every {} block ({} of {})", ordinal(n), full, p.recompute.size());
     return fmt::format("full on {} of {} blocks", full, p.recompute.size());
   }
   return recompute_mode_name(p.recompute.front());
