@@ -162,6 +162,10 @@ void CpuRankBackend::load_adapter_state(const AdapterState& s) {
 
 void CpuRankBackend::all_reduce_adapter_grads(MeshGroup group) {
   FSDP_CHECK(lora_ != nullptr, "CpuRankBackend: an adapter reduction without LoRA");
+  // fp16 plans: the adapters' gradients leave their GEMMs in fp16 as the base units' do (FsdpUnit), so an
+  // overflowing loss scale shows here too.
+  if (rp_.plan.precision.param == DType::fp16)
+    cpu::round_to_fp16(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
   comm(group).all_reduce(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
   for (float g : adapter_grads_)
     if (!std::isfinite(g)) {

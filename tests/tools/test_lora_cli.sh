@@ -65,6 +65,29 @@ out=$("$FSDPX" run --plan "$PLAN" --steps 1 --checkpoint-dir "$tmp/ck" 2>&1 >/de
 check "LoRA example: --save-weights writes the merged model" $?
 cmp -s "$tmp/base.st" "$tmp/merged.st"; [ $? -ne 0 ]; check "the merged weights differ from the base" $?
 
+# LoRA with fp16 and dynamic loss scaling: an initial scale that overflows skips steps and halves the scale
+# (the adapters' gradients are unscaled and checked with the base's), then the adapters train.
+python3 - "$PLAN" "$tmp/fp16.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["mixed_precision"]["param_dtype"] = "fp16"
+j["loss_scale"] = {"initial_scale": 2.0 ** 40, "growth_factor": 2.0, "backoff_factor": 0.5,
+                   "growth_interval": 1000, "dynamic": True}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+"$FSDPX" run --plan "$tmp/fp16.json" --steps 40 --init-weights "$tmp/base.st" --format json >"$tmp/run16.json"
+check "LoRA with fp16 trains from the saved base" $?
+msg=$(python3 - "$tmp/run16.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"]
+scales = [x["loss_scale"] for x in s]
+halved = all(b in (a, a / 2) for a, b in zip(scales, scales[1:])) and scales[-1] < scales[0]
+print(f"scale {scales[0]:g} -> {scales[-1]:g}, loss {s[0]['loss']:.4f} -> {s[-1]['loss']:.4f}")
+sys.exit(0 if halved and s[-1]["loss"] < s[0]["loss"] - 0.1 else 1)
+PY
+)
+check "LoRA fp16: $msg" $?
+
 bad_plan() {  # name, python edit of j, expected text
   python3 - "$PLAN" "$tmp/bad.json" "$2" <<'PY'
 import json, sys
