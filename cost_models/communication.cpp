@@ -106,7 +106,8 @@ int collective_channels(Collective c, double bytes, const GroupShape& g, const C
   if (cluster.host_threads || g.ranks == 1 || bytes <= 0) return 0;
   if (tuned(c) && nccl_best(c, bytes, g, cluster).algo == NcclAlgo::nvls) return nccl_nvls_channels();
   if (g.nodes() == 1) return cluster.intra.nccl_channels;
-  return std::min(cluster.intra.nccl_channels, std::max(1, cluster.inter.nics_per_node));
+  // The ring search finds one ring per NIC; ncclTopoPostset then doubles every graph's channels.
+  return std::min(cluster.intra.nccl_channels, 2 * std::max(1, cluster.inter.nics_per_node));
 }
 
 // stas00/ml-engineering network/README.md model 3 and FSDP1's hybrid sharding (arXiv 2304.11277

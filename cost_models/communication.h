@@ -37,9 +37,11 @@ double collective_time_s(Collective c, double bytes, const GroupShape& g, const 
 
 // CTAs NCCL's kernel for this collective runs with (one per channel; each holds an SM for the whole
 // collective): NVLS all-reduce 16 on Hopper (src/transport/nvls.cc); rings inside a node the cluster's
-// intra-node channel count; rings across nodes one channel per NIC of the node, the ring search's one
-// ring per NIC, not duplicated below 50 GB/s per channel on sm90 (src/graph/search.cc,
-// ncclTopoDupChannels); on the host-threads cluster none. Leaves out NCCL's channel reduction for
+// intra-node channel count; rings across nodes two channels per NIC of the node: the ring search's one
+// ring per NIC, not duplicated by the search below 25 GB/s per channel, nor below 50 GB/s with more
+// than 4 channels on sm90 (src/graph/search.cc, ncclTopoDupChannels), then doubled for every graph by
+// ncclTopoPostset ("Duplication should be complete now": nChannels * 2, src/graph/connect.cc), at most
+// the intra-node count; on the host-threads cluster none. Leaves out NCCL's channel reduction for
 // small messages.
 int collective_channels(Collective c, double bytes, const GroupShape& g, const ClusterSpec& cluster);
 

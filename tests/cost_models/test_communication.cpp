@@ -45,10 +45,19 @@ TEST_CASE("a group over a partly used last node is bounded by that node's NICs; 
   CHECK(g.nodes() == 2);
   CHECK(g.fewest_ranks_per_node() == 56);
   CHECK(group_bus_bw_bytes_per_s(g, c) == doctest::Approx(std::min(c.intra.bus_bw_bytes_per_s, 56 * 48e9)));
-  // NCCL channels: the cluster's ring count inside a node, one per NIC across nodes, none when alone.
+  // NCCL channels: the cluster's ring count inside a node; across nodes one ring per NIC, doubled by
+  // ncclTopoPostset (16 for 8 NICs, as NCCL logs "16 coll channels" on two 8-GPU nodes), never more than
+  // the node's own ring count; none when alone.
   const ClusterSpec one = dgx_h100(1, false);
   CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{8, 8}, one) == one.intra.nccl_channels);
-  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{16, 8}, dgx_h100(2)) == 8);
+  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{16, 8}, dgx_h100(2)) == 16);
+  ClusterSpec many_nics = dgx_h100(2);
+  many_nics.inter.nics_per_node = 32;  // e.g. four 100G NICs per GPU: capped at the intra-node ring count
+  CHECK(collective_channels(Collective::reduce_scatter, 1 << 30, GroupShape{16, 8}, many_nics) ==
+        many_nics.intra.nccl_channels);
+  ClusterSpec one_nic = dgx_h100(2);
+  one_nic.inter.nics_per_node = 1;
+  CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{16, 8}, one_nic) == 2);
   CHECK(collective_channels(Collective::all_gather, 1 << 30, GroupShape{1, 1}, one) == 0);
 }
 
