@@ -9,14 +9,19 @@ FSDPX="$1"
 PLANS="$2"
 source "$(dirname "$0")/cli_check.sh"
 losses() { python3 -c "import json,sys; print([s['loss'] for s in json.load(open(sys.argv[1]))['steps']])" "$1"; }
-# Max relative loss difference of run $1 from run $2 over their common steps; exits 1 above 1e-5.
+# Max relative loss difference of run $1 from run $2 over their common steps (the first $4 steps when
+# given); exits 1 above $3 (default 1e-5).
 close() {
-  python3 - "$1" "$2" <<'EOF'
+  python3 - "$1" "$2" "${3:-1e-5}" "${4:-0}" <<'EOF'
 import json, sys
 a, b = ([s['loss'] for s in json.load(open(p))['steps']] for p in sys.argv[1:3])
+tol, first = float(sys.argv[3]), int(sys.argv[4])
+ok = len(a) == len(b)
+if first:
+    a, b = a[:first], b[:first]
 d = max(abs(x - y) / abs(y) for x, y in zip(a, b))
 print(f"{d:.2e}")
-sys.exit(0 if d <= 1e-5 and len(a) == len(b) else 1)
+sys.exit(0 if d <= tol and ok else 1)
 EOF
 }
 
@@ -39,8 +44,14 @@ done
 check "gpt-tiny 1 rank" $?
 timeout 120 "$FSDPX" run --plan "$PLANS/gpt-tiny8-pp2-1f1b.json" --steps 30 --format json --processes >"$tmp/g2.json"
 check "gpt-tiny pp 2 as processes" $?
-d=$(close "$tmp/g2.json" "$tmp/g1.json")
-check "gpt-tiny (tied head across stages): within 1e-5 of 1 rank (max rel diff $d)" $?
+# gpt-tiny's batch at step 20 amplifies rounding: the same 1-rank run with OpenBLAS's SkylakeX and Haswell
+# GEMM kernels (OPENBLAS_CORETYPE) differs there by 1.1e-4 (2026-11-28), and pp 2 from 1 rank by 6.4e-5 with
+# the SkylakeX kernel (2.2e-6 with Haswell's). The tight bound covers the first 15 steps (within 2e-6 with
+# either kernel); the 30 steps get the spread that rounding alone produces on such a batch.
+d=$(close "$tmp/g2.json" "$tmp/g1.json" 1e-5 15)
+check "gpt-tiny (tied head across stages): within 1e-5 of 1 rank over 15 steps (max rel diff $d)" $?
+d=$(close "$tmp/g2.json" "$tmp/g1.json" 1e-3)
+check "gpt-tiny (tied head across stages): within 1e-3 of 1 rank over 30 steps (max rel diff $d)" $?
 
 # A pp 2 x dp_shard 2 checkpoint at step 3 resumed on 1 rank: steps 4-6 within 1e-5 of the 1-rank run.
 "$FSDPX" run --plan "$PLANS/llama-tiny8-pp2-dp2-1f1b.json" --steps 3 --checkpoint-dir "$tmp/ck" >/dev/null
