@@ -5,7 +5,8 @@
 # planner finds a LoRA plan for llama3.1-8b and none for full fine-tuning; the shipped CPU LoRA example
 # (configs/plans/llama-tiny-cpu-lora.json) trains from a base saved with --save-init-weights, the loss
 # falls, and its plan refuses adapter dropout and unknown keys with one line and exit 2; a LoRA run's
-# checkpoints resume bit-identically (and on another world size) and export the merged model.
+# checkpoints resume bit-identically (and on another world size; in fp16 with the loss scaler's state) and
+# export and sample the merged model.
 set -u
 FSDPX="$1"
 ROOT="$2"
@@ -86,6 +87,21 @@ sys.exit(0 if halved and s[-1]["loss"] < s[0]["loss"] - 0.1 else 1)
 PY
 )
 check "LoRA fp16: $msg" $?
+# ... and its checkpoint carries the loss scaler with the adapters: 3 steps + --resume to 6 equal 6 steps.
+"$FSDPX" run --plan "$tmp/fp16.json" --steps 6 --format json >"$tmp/f16full.json" &&
+  "$FSDPX" run --plan "$tmp/fp16.json" --steps 3 --checkpoint-dir "$tmp/ck16" >/dev/null &&
+  "$FSDPX" run --plan "$tmp/fp16.json" --steps 6 --checkpoint-dir "$tmp/ck16" --resume --format json >"$tmp/f16res.json"
+check "LoRA fp16: 6 steps, and 3 steps + --resume" $?
+msg=$(python3 - "$tmp/f16full.json" "$tmp/f16res.json" <<'PY'
+import json, sys
+full, res = ({s["step"]: s for s in json.load(open(p))["steps"]} for p in sys.argv[1:])
+keys = ("loss", "grad_norm", "loss_scale", "skipped")
+same = sorted(res) == [4, 5, 6] and all(res[k][x] == full[k][x] for k in res for x in keys)
+print(f"steps 4-6 scales {[res[k]['loss_scale'] for k in sorted(res)]} vs {[full[k]['loss_scale'] for k in (4, 5, 6)]}")
+sys.exit(0 if same else 1)
+PY
+)
+check "LoRA fp16 resume bit-identical with the loss scaler: $msg" $?
 
 # Checkpoints of a LoRA run (docs/lora.md "Checkpoints"): the adapters and their moments in
 # adapters.safetensors; --resume continues bit-identically, and on 1 rank from a 4-rank checkpoint; export-hf
@@ -117,6 +133,7 @@ PY
 )
 check "LoRA resume: $msg" $?
 "$FSDPX" export-hf --checkpoint "$tmp/ck" -o "$tmp/hf" >/dev/null; check "LoRA: export-hf of the checkpoint" $?
+"$FSDPX" sample --checkpoint "$tmp/ck" --tokens 8 --temperature 0 >/dev/null; check "LoRA: sample the checkpoint" $?
 msg=$(python3 - "$tmp/hf/model.safetensors" "$tmp/resumed.st" "$tmp/ck/step-000006/adapters.safetensors" <<'PY'
 import json, struct, sys
 def st(path):
