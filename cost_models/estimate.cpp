@@ -9,6 +9,7 @@
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 #include "cost_models/compute_lora.h"
+#include "cost_models/grad_scaling.h"
 #include "cost_models/lora_memory.h"
 #include "cost_models/mesh.h"
 #include "cost_models/op_sac.h"
@@ -220,6 +221,7 @@ TrainingShape training_shape_of(const Plan& p) {
   s.recompute = p.recompute.empty() ? Recompute::none : recompute_of(p.recompute.front());
   s.precision = PrecisionPolicy{p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
   s.lora = p.lora;
+  s.loss_scale = p.loss_scale.has_value();
   return s;
 }
 
@@ -260,8 +262,12 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape&
                                   : s.mode == ShardingMode::ddp ? e.params_per_gpu
                                                                 : e.params_per_gpu / s.dp_shard;
   const KernelWork opt = optimizer_kernel(optimizer_params, s.precision.param, s.precision.reduce);
-  e.compute_time_s = s.grad_accum * mb_time_s + kernel_time_s(opt, c.gpu, DType::fp32);
-  e.hardware_flops_per_step = s.grad_accum * mb_flops + opt.flops;
+  // The unscale pass reads and writes the reduced gradients the optimizer reads (program/lower.cpp).
+  const std::vector<KernelWork> unscale =
+      s.loss_scale ? grad_unscale_kernels(optimizer_params, s.precision.reduce) : std::vector<KernelWork>{};
+  e.unscale_time_s = kernels_time_s(unscale, c.gpu, DType::fp32);
+  e.compute_time_s = s.grad_accum * mb_time_s + kernel_time_s(opt, c.gpu, DType::fp32) + e.unscale_time_s;
+  e.hardware_flops_per_step = s.grad_accum * mb_flops + opt.flops + kernels_flops(unscale);
 
   e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu, e.adapter_params);
   e.tp_cp_comm_time_s = s.grad_accum * micro_batch_tp_cp_comm_s(m, c, s, g);

@@ -33,6 +33,9 @@ struct TrainingShape {
   // LoRA (core/lora.h): a frozen base (sharded, no gradients or optimizer state, no reduction) and
   // adapters every rank holds whole (cost_models/lora_memory.h, compute_lora.h).
   std::optional<LoraSettings> lora;
+  // fp16 loss scaling (core/loss_scale.h): one unscale and inf-check pass over the rank's optimizer
+  // gradients per step (cost_models/grad_scaling.h), counted in the compute time.
+  bool loss_scale = false;
 
   int world_size() const { return dp_replicate * dp_shard * tp * cp; }
 };
@@ -50,6 +53,7 @@ struct Estimate {
   double model_flops_per_token = 0;      // PaLM
   double hardware_flops_per_step = 0;    // per GPU, including recompute
   double compute_time_s = 0;             // per GPU per step, all kernels
+  double unscale_time_s = 0;             // of which fp16 loss scaling's unscale pass (0 without)
   double dp_comm_time_s = 0;             // FSDP/ZeRO/DDP collectives per step
   double tp_cp_comm_time_s = 0;          // TP and CP collectives per step
   double step_time_lower_bound_s = 0;

@@ -96,6 +96,9 @@ struct PlanRequest {
   bool compiled = false;
   // LoRA fine-tuning (core/lora.h): every plan trains adapters on a frozen base (tp = pp = 1).
   std::optional<LoraSettings> lora;
+  // fp16 mixed precision: every plan computes in fp16 with the default dynamic loss scaling
+  // (core/loss_scale.h), its unscale pass in the step program; check_fp16_target says where it runs.
+  bool fp16 = false;
 };
 
 struct CandidateMetrics {

@@ -64,6 +64,7 @@ void run_estimate(const EstimateOptions& o) {
   s.blocks_per_unit = o.blocks_per_unit;
   s.prefetch = o.prefetch;
   s.lora = lora_settings(o.lora, m);
+  s.loss_scale = o.param_dtype == DType::fp16;  // fp16 trains with loss scaling (plan --fp16's default)
   const Estimate e = estimate(m, c, s);
   emit_main_output(o.out, o.format == OutputFormat::json ? estimate_json(e, m, c, s).dump(2) + "\n"
                                                           : estimate_text(e, m, c, s));
@@ -84,7 +85,8 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   sub->add_option("--seq", o.seq, "Sequence length (default min(8192, max_seq))")->check(kPositive);
   sub->add_option("--grad-accum", o.grad_accum, "Micro-batches per optimizer step")->check(kPositive);
   add_enum_option(sub, "--recompute", o.recompute, kRecomputeModes, "As in plan files: none, selective, selective_op or full");
-  add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes, "Parameter dtype in compute");
+  add_enum_option(sub, "--param-dtype", o.param_dtype, kDTypes,
+                  "Parameter dtype in compute (fp16: with loss scaling, whose unscale pass is counted)");
   add_enum_option(sub, "--reduce-dtype", o.reduce_dtype, kDTypes, "Gradient reduction dtype");
   sub->add_option("--blocks-per-unit", o.blocks_per_unit, "Transformer blocks per FSDP unit")->check(kPositive);
   sub->add_option("--prefetch", o.prefetch, "Units all-gathered ahead of use")->check(kNonNegative);

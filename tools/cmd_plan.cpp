@@ -1,6 +1,6 @@
 // tools/cmd_plan.cpp — `fsdpx plan --model M --cluster C (--nodes N | --world-size N) --seq S
 // --global-batch B [--target fsdpx|torchtitan@V] [--memory-limit GiB] [--memory-margin GiB|P%]
-// [--throughput-tolerance P] [--allow-bf16-reduce] [--objective throughput|memory] [--top K]
+// [--throughput-tolerance P] [--allow-bf16-reduce] [--fp16] [--objective throughput|memory] [--top K]
 // [--tp T] [--cp C] [--pp P] [--pp-schedule S] [--vpp V] [--dp-shard D] [--dp-replicate R]
 // [--sharding fsdp_full_shard|hsdp] [--recompute none|selective|selective_op|full]
 // [-o plan.json] [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its
@@ -43,6 +43,7 @@ struct PlanOptions {
   std::optional<double> memory_limit_gib;
   double tolerance_pct = 100 * kDefaultThroughputTolerance;
   bool allow_bf16_reduce = false;
+  bool fp16 = false;  // fp16 mixed precision with the default loss scaling
   Objective objective = Objective::throughput;
   std::optional<Framework> framework;
   bool compiled = false;
@@ -205,6 +206,8 @@ PlanRequest request_of(const PlanOptions& o) {
   }
   if (o.fixed.vpp > 1 && !r.space.fixed.pp_schedule) r.space.fixed.pp_schedule = PipelineSchedule::interleaved_1f1b;
   r.lora = lora_settings(o.lora, r.model);
+  r.fp16 = o.fp16;
+  if (r.fp16) check_fp16_target(r.target, r.cluster, "command line: --fp16");
   check_fixed(r, o);
   return r;
 }
@@ -250,6 +253,9 @@ void setup_plan(CLI::App& app) {
                   "Plans within this percentage of the fastest count as equally fast; the one with most headroom "
                   "wins (default 0.5)");
   sub->add_flag("--allow-bf16-reduce", o->allow_bf16_reduce, "Allow gradient reduction in bf16 (default: fp32)");
+  sub->add_flag("--fp16", o->fp16,
+                "Compute in fp16 with dynamic loss scaling (the plan's default loss_scale section; fsdpx's CPU "
+                "backend runs it)");
   sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
   add_enum_option(sub, "--framework", o->framework, kFrameworks,

@@ -1,7 +1,8 @@
 // tools/cmd_run.cpp — `fsdpx run --plan P [--backend cpu|cuda] [--steps K] [--seed S] [--data FILE]
 // [--data-dtype uint16|uint32] [--checkpoint-dir D [--checkpoint-every K]] [--resume] [--profile out.json]
 // [--trace out.json [--trace-ranks 0,3] [--trace-steps K]]
-// [--init-weights|--save-init-weights|--save-weights W.safetensors] [--dump-batches B.safetensors]
+// [--init-weights|--save-init-weights|--save-weights W.safetensors] [--save-init-adapters A.safetensors]
+// [--dump-batches B.safetensors]
 // [--single-process|--processes] [--threads N] [--format text|json]`: parses the flags, checks their combinations and
 // prints; the executor does the run (executor/session/cpu_placement.h or
 // executor/cuda_backend/cuda_placement.h places the ranks, executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
@@ -65,6 +66,7 @@ void check_options(const RunOptions& o) {
 void check_whole_state_options(const SessionOptions& o) {
   const char* needs = !o.init_weights.empty()        ? "--init-weights"
                       : !o.save_init_weights.empty() ? "--save-init-weights"
+                      : !o.save_init_adapters.empty() ? "--save-init-adapters"
                       : !o.save_weights.empty()      ? "--save-weights"
                                                      : nullptr;
   if (needs)
@@ -172,6 +174,8 @@ void setup_run(CLI::App& app) {
   add_run_trace_options(sub, o->trace);
   sub->add_option("--init-weights", o->session.init_weights, "Start from these full fp32 weights (safetensors), not the seed");
   sub->add_option("--save-init-weights", o->session.save_init_weights, "Write the full fp32 weights before the first step");
+  sub->add_option("--save-init-adapters", o->session.save_init_adapters,
+                  "LoRA: write the initial adapters (block.<i>.<target>.lora_A/B, fp32 safetensors)");
   sub->add_option("--save-weights", o->session.save_weights, "Write the full fp32 weights after the last step (safetensors)");
   sub->add_option("--dump-batches", o->session.dump_batches, "Write the batches used: I32 tokens [steps, global_batch, seq+1]");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");

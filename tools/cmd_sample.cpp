@@ -13,6 +13,7 @@
 #include "executor/checkpoint/trained_weights.h"
 #include "executor/data/byte_tokenizer.h"
 #include "executor/model/sampler.h"
+#include "executor/session/full_weights.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/main_output.h"
@@ -30,7 +31,8 @@ struct SampleCliOptions {
 
 void run_sample(const SampleCliOptions& o) {
   if (o.prompt.empty()) throw ConfigError("command line: --prompt: must not be empty");
-  const TrainedWeights w = load_trained_weights(o.checkpoint);
+  TrainedWeights w = load_trained_weights(o.checkpoint);
+  merge_trained_adapters(w);  // a LoRA run samples its adapted model
   check_byte_vocab(w.plan.model.vocab, o.checkpoint + "/" + kCheckpointPlanFile);
   SampleOptions s = o.sample;
   s.window = w.plan.training.seq;

@@ -24,6 +24,7 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
   if (s.lora) j["lora"] = {{"settings", lora_to_json(*s.lora)}, {"adapter_params", e.adapter_params}};
   j["model_flops_per_token"] = e.model_flops_per_token;
   j["compute_time_s"] = e.compute_time_s;
+  if (s.loss_scale) j["unscale_time_s"] = e.unscale_time_s;  // included in compute_time_s
   j["dp_comm_time_s"] = e.dp_comm_time_s;
   j["tp_cp_comm_time_s"] = e.tp_cp_comm_time_s;
   j["step_time_lower_bound_s"] = e.step_time_lower_bound_s;
@@ -54,14 +55,15 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                 {"other (context, NCCL, allocator)", gib(mem.other)}, {"total", gib(mem.total())},
                 {"GPU memory", gib(c.gpu.hbm_bytes)}, {"fits", mem.total() <= c.gpu.hbm_bytes ? "yes" : "NO"}}) +
          "\n";
-  out += "Step time (lower bound: communication fully overlapped)\n" +
-         table({{"compute", seconds(e.compute_time_s)},
-                {"data-parallel communication", seconds(e.dp_comm_time_s)},
-                {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
-                {"step time >=", seconds(e.step_time_lower_bound_s)},
-                {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},
-                {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
-                {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}});
+  std::vector<std::vector<std::string>> rows{{"compute", seconds(e.compute_time_s)}};
+  if (s.loss_scale) rows.push_back({"  of which fp16 unscale pass", seconds(e.unscale_time_s)});
+  rows.insert(rows.end(), {{"data-parallel communication", seconds(e.dp_comm_time_s)},
+                           {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
+                           {"step time >=", seconds(e.step_time_lower_bound_s)},
+                           {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},
+                           {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
+                           {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}});
+  out += "Step time (lower bound: communication fully overlapped)\n" + table(rows);
   return out;
 }
 

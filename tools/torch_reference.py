@@ -3,13 +3,17 @@
 reference trainer against PyTorch (same initial weights and token batches, exchanged as safetensors)
 and to time PyTorch eager vs torch.compile on the same model and batch (--bench). Developer tooling:
 fsdpx and its tests never need PyTorch. Runs the global batch on one device (FSDP sharding does not
-change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does.
+change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does. A plan with a
+"lora" section trains LoRA adapters on the frozen base as fsdpx does (docs/lora.md): W x + (alpha/r) B A x
+on the targets, AdamW, clipping and the gradient norm over the adapters only.
 
 Replay a fsdpx run (docs/executor.md "Checking against PyTorch"):
   fsdpx run --plan p.json --steps 20 --save-init-weights init.safetensors --dump-batches b.safetensors \
       --format json > fsdpx.json
   python3 tools/torch_reference.py --plan p.json --weights init.safetensors --batches b.safetensors \
       --compare fsdpx.json
+LoRA plans also exchange the initial adapters: fsdpx run ... --save-init-adapters a.safetensors, then
+  python3 tools/torch_reference.py ... --adapters a.safetensors
 Benchmark (random init, synthetic tokens): --plan p.json --bench --device cuda --dtype bf16 [--compile]
 """
 import argparse
@@ -108,6 +112,34 @@ def param_specs(s):
     return out
 
 
+def lora_slots(s, lora):
+    """target -> (projection, in, out, first output column): executor/model/lora.cpp make_lora_layout."""
+    c, q, kv, f = s["hidden"], s["heads"] * s["head_dim"], s["kv_heads"] * s["head_dim"], s["ffn_hidden"]
+    slots = dict(q=("qkv", c, q, 0), k=("qkv", c, kv, q), v=("qkv", c, kv, q + kv), o=("attn_out", q, c, 0),
+                 gate=("mlp_up", c, f, 0), up=("mlp_up", c, f, f if s["ffn_kind"] == "swiglu" else 0),
+                 down=("mlp_down", f, c, 0))
+    return {t: slots[t] for t in lora["targets"]}
+
+
+def adapter_specs(s, lora):
+    """name -> shape of the adapters, as fsdpx run --save-init-adapters names them (executor/session/full_weights.h)."""
+    r, out = lora["rank"], {}
+    for i in range(s["layers"]):
+        for t, (_, fan_in, fan_out, _) in lora_slots(s, lora).items():
+            out[f"block.{i}.{t}.lora_A"], out[f"block.{i}.{t}.lora_B"] = (r, fan_in), (fan_out, r)
+    return out
+
+
+def merge_adapters(s, lora, params, adapters):
+    """W + (alpha / r) B A on each target's rows (fsdpx merge_lora), as new tensors."""
+    merged = {n: p.detach().clone() for n, p in params.items()}
+    for i in range(s["layers"]):
+        for t, (proj, _, fan_out, col) in lora_slots(s, lora).items():
+            a, b = adapters[f"block.{i}.{t}.lora_A"], adapters[f"block.{i}.{t}.lora_B"]
+            merged[f"block.{i}.{proj}.weight"][col:col + fan_out] += lora["alpha"] / lora["rank"] * (b @ a).detach()
+    return merged
+
+
 def model_flops_per_token(s, seq):
     """PaLM 6N + 12·L·H·Q·T, N without the input embedding: cost_models/params.cpp model_flops_per_token."""
     n = sum(math.prod(shape) for shape, _ in param_specs(s).values())
@@ -124,11 +156,14 @@ def rope_tables(seq, head_dim, theta, device):
     return angle.cos().float().to(device), angle.sin().float().to(device)
 
 
-def make_loss_fn(s, seq, device):
-    """loss(params, tokens [B, T], targets [B, T]) -> mean cross-entropy: executor/model/*.cpp."""
+def make_loss_fn(s, seq, device, lora=None):
+    """loss(params, tokens [B, T], targets [B, T]) -> mean cross-entropy: executor/model/*.cpp. With `lora`
+    (a plan's lora section), params also holds the adapters (adapter_specs) and each target's rows of its
+    projection's output gain (alpha / r) (x Aᵀ) Bᵀ (executor/model/lora.cpp lora_forward)."""
     nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
     cos, sin = rope_tables(seq, hd, theta, device) if llama else (None, None)
+    slots = lora_slots(s, lora) if lora else {}
 
     def norm(x, p, name):
         if llama:  # RMSNorm: x / sqrt(mean(x²) + eps) · w
@@ -136,7 +171,13 @@ def make_loss_fn(s, seq, device):
         return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], eps)
 
     def linear(x, p, name):
-        return F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+        y = F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+        block, proj = name.rsplit(".", 1)
+        for t, (target_proj, _, fan_out, col) in slots.items():
+            if target_proj == proj:
+                delta = F.linear(F.linear(x, p[f"{block}.{t}.lora_A"]), p[f"{block}.{t}.lora_B"])
+                y = y + F.pad(lora["alpha"] / lora["rank"] * delta, (col, y.shape[-1] - col - fan_out))
+        return y
 
     def rope(x):  # x [B, T, H, HD]; rotate_half pairing: i with i + HD/2
         x0, x1 = x[..., : hd // 2], x[..., hd // 2:]
@@ -232,29 +273,48 @@ def replay(args, plan, s, o):
     bad = sorted(set(w) ^ set(specs)) or [n for n in specs if tuple(w[n].shape) != specs[n][0]]
     if bad:
         sys.exit(f"{args.weights}: tensors do not match the plan's model {s['name']}: {bad[:5]}")
-    params = {n: w[n].float().to(dev).requires_grad_() for n in specs}
+    lora = plan.get("lora")
+    params = {n: w[n].float().to(dev).requires_grad_(not lora) for n in specs}
+    trainable = params
+    if lora:  # the base frozen, the adapters trained (fsdpx writes rank, alpha and targets in every plan)
+        if lora.get("dropout", 0):
+            sys.exit(f"{args.plan}: /lora/dropout: this reference (like fsdpx's executor) runs dropout 0 only")
+        trainable = load_adapters(args, s, lora, dev)
     tokens = load_file(args.batches)["tokens"].long().to(dev)
     seq, gb = plan["training"]["seq"], plan["training"]["global_batch"]
     if tuple(tokens.shape[1:]) != (gb, seq + 1):
         sys.exit(f"{args.batches}: tokens {list(tokens.shape)}, the plan needs [steps, {gb}, {seq + 1}]")
-    loss_fn = make_loss_fn(s, seq, dev)
+    loss_fn = make_loss_fn(s, seq, dev, lora)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
+    model = {**params, **trainable}
     steps, state = [], {}
     for i in range(min(args.steps or len(tokens), len(tokens))):
-        loss = train_step(loss_fn, params, tokens[i], args.micro_batch or gb, args.dtype == "bf16", dev).item()
-        grads = {n: p.grad for n, p in params.items()}
+        loss = train_step(loss_fn, model, tokens[i], args.micro_batch or gb, args.dtype == "bf16", dev).item()
+        grads = {n: p.grad for n, p in trainable.items()}
         norm = math.sqrt(sum(g.double().pow(2).sum().item() for g in grads.values()))
         lr = learning_rate(o, i)
         finite = math.isfinite(norm) and math.isfinite(loss)
         if finite:
             clip = min(1.0, o["grad_clip_norm"] / (norm + 1e-6)) if o["grad_clip_norm"] > 0 else 1.0
-            adamw_step(o, params, grads, state, lr, i + 1, clip)
+            adamw_step(o, trainable, grads, state, lr, i + 1, clip)
         steps.append(dict(step=i + 1, loss=loss, grad_norm=norm, lr=lr, skipped=not finite))
-    if args.save_weights:
-        save_file({n: p.detach().float().cpu().contiguous() for n, p in params.items()}, args.save_weights,
+    if args.save_weights:  # LoRA: the merged model, as fsdpx --save-weights
+        final = merge_adapters(s, lora, params, trainable) if lora else params
+        save_file({n: p.detach().float().cpu().contiguous() for n, p in final.items()}, args.save_weights,
                   metadata={"format": "fsdpx-weights/1", "step": str(len(steps))})
     return dict(steps=steps, final_loss=steps[-1]["loss"] if steps else None)
+
+
+def load_adapters(args, s, lora, dev):
+    """The initial adapters of fsdpx run --save-init-adapters, trainable; every one the plan's lora makes."""
+    if not args.adapters:
+        sys.exit("the plan has a lora section: --adapters (fsdpx run --save-init-adapters) is needed")
+    specs, a = adapter_specs(s, lora), load_file(args.adapters)
+    bad = sorted(set(a) ^ set(specs)) or [n for n in specs if tuple(a[n].shape) != specs[n]]
+    if bad:
+        sys.exit(f"{args.adapters}: tensors do not match the plan's lora section: {bad[:5]}")
+    return {n: a[n].float().to(dev).requires_grad_() for n in specs}
 
 
 def bench(args, plan, s, o):
@@ -315,6 +375,7 @@ def main():
     ap.add_argument("--model", help="fsdpx model JSON instead of --plan (--bench only; default optimizer)")
     ap.add_argument("--weights", help="initial full fp32 weights (fsdpx run --save-init-weights)")
     ap.add_argument("--batches", help="token batches (fsdpx run --dump-batches)")
+    ap.add_argument("--adapters", help="LoRA plans: initial adapters (fsdpx run --save-init-adapters)")
     ap.add_argument("--steps", type=int, default=0, help="steps to run (replay: default all batches; bench: timed)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",

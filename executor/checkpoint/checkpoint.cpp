@@ -21,6 +21,7 @@
 #include "core/input_ranges.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
+#include "executor/checkpoint/adapter_file.h"
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/loss_scaler_json.h"
@@ -43,10 +44,10 @@ std::uint64_t unsigned_field(JsonObject& o, std::string_view key) {
   return v.get<std::uint64_t>();
 }
 
-// Reads and verifies one shard file named in the manifest.
-RankState read_shard(const std::string& dir, JsonObject f, const std::string& where) {
+// Reads one file that the manifest lists (`f`: name, bytes, crc32 and the caller's other keys, which it
+// reads before), verifying its name, size and CRC-32; `at` gets "<where>: <name>" for later messages.
+std::string read_listed_file(const std::string& dir, JsonObject& f, const std::string& where, std::string& at) {
   const std::string name = f.string("name");
-  const std::int64_t rank = f.integer("rank");
   const std::uint64_t bytes = unsigned_field(f, "bytes");
   const std::string crc = f.string("crc32");
   f.finish();
@@ -57,7 +58,7 @@ RankState read_shard(const std::string& dir, JsonObject f, const std::string& wh
   static const std::regex kCrc("[0-9a-f]{8}");
   if (!std::regex_match(crc, kCrc))
     f.fail("crc32", fmt::format("expected 8 hex digits, got {}", json_excerpt(nlohmann::json(crc))));
-  const std::string at = fmt::format("{}: {}", where, name);
+  at = fmt::format("{}: {}", where, name);
   std::error_code ec;
   if (!fs::is_regular_file(fs::path(dir) / name, ec)) throw ConfigError(at + ": missing");
   const std::string data = read_file_bytes((fs::path(dir) / name).string());
@@ -65,7 +66,14 @@ RankState read_shard(const std::string& dir, JsonObject f, const std::string& wh
     throw ConfigError(fmt::format("{}: truncated or oversized (expected {} bytes, found {})", at, bytes, data.size()));
   if (const std::string got = fmt::format("{:08x}", crc32(data)); got != crc)
     throw ConfigError(fmt::format("{}: checksum mismatch (manifest crc32 {}, file {})", at, crc, got));
-  RankState r = decode_rank_state(data, at);
+  return data;
+}
+
+// Reads and verifies one shard file named in the manifest.
+RankState read_shard(const std::string& dir, JsonObject f, const std::string& where) {
+  const std::int64_t rank = f.integer("rank");
+  std::string at;
+  RankState r = decode_rank_state(read_listed_file(dir, f, where, at), at);
   if (r.rank != rank) throw ConfigError(fmt::format("{}: holds rank {}, manifest says {}", at, r.rank, rank));
   return r;
 }
@@ -113,7 +121,7 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   if (format != kCheckpointFormat && format != kCheckpointFormat1)
     o.fail("format", fmt::format("expected \"{}\" or \"{}\"", kCheckpointFormat, kCheckpointFormat1));
   if (const std::string fp = o.string("fingerprint"); fp != fingerprint)
-    o.fail("fingerprint", fmt::format("saved for another model ({}; this plan's model is {})",
+    o.fail("fingerprint", fmt::format("saved for another model or LoRA setting ({}; this plan's is {})",
                                       json_excerpt(nlohmann::json(fp)), fingerprint));
   TrainerState s;
   s.step = o.integer_in("step", input_range::kSteps);
@@ -122,6 +130,11 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
   s.dp_shard = int(o.integer_in("dp_shard", input_range::kDegree));
   s.dp_replicate = int(o.integer_in("dp_replicate", input_range::kDegree));
   if (auto ls = o.optional_object("loss_scaler")) s.loss_scaler = parse_loss_scaler(*ls, s.step);
+  if (auto a = o.optional_object("adapters")) {  // LoRA (adapter_file.h)
+    const std::int64_t numel = a->integer_in("numel", kElements);
+    std::string at;
+    s.adapters = decode_adapter_state(read_listed_file(dir, *a, where, at), numel, at);
+  }
   const std::vector<UnitShardState> units = parse_units(o, format == kCheckpointFormat1);
   for (const auto& [f, p] : o.array("files")) s.ranks.push_back(read_shard(dir, JsonObject(*f, o.file(), p), where));
   o.finish();
@@ -138,7 +151,9 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
 }  // namespace
 
 std::string plan_fingerprint(const Plan& plan) {
-  return fmt::format("{:016x}", fnv1a64(model_spec_to_json(plan.model).dump()));
+  std::string what = model_spec_to_json(plan.model).dump();
+  if (plan.lora) what += " lora " + lora_to_json(*plan.lora).dump();  // the adapters' shapes and scale
+  return fmt::format("{:016x}", fnv1a64(what));
 }
 
 std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }

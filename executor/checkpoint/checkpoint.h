@@ -1,12 +1,13 @@
 // executor/checkpoint/checkpoint.h — sharded training checkpoints, saved and loaded by one process or by
 // every process of a multi-process job: one directory per step (`step-000006/`) holding manifest.json
 // (format, model fingerprint, step, data position, seed, dp_shard, fp16's loss scaler state when the plan
-// scales the loss, per unit its numel and its modules with
-// offsets and sizes, each shard file's byte size and CRC-32, and the manifest's own CRC-32) plus one
-// `rank-NNNNN.bin` per shard owner (shard_file.h). Written into a staging directory, fsynced, renamed, then
-// the parent fsynced, so a crash leaves either the old set or the new one (the llm.c DONE_<step> marker
-// idea, here by rename). Loading verifies everything and falls back to the newest good step. Leaves out
-// pruning old checkpoints, async saving and reading only the shards a process needs (each reads them all).
+// scales the loss, per unit its numel and its modules with offsets and sizes, each file's byte size and
+// CRC-32, and the manifest's own CRC-32) plus one `rank-NNNNN.bin` per shard owner (shard_file.h) and, for
+// a LoRA run, `adapters.safetensors` (the adapters and their moments, adapter_file.h). Written into a
+// staging directory, fsynced, renamed, then the parent fsynced, so a crash leaves either the old set or
+// the new one (the llm.c DONE_<step> marker idea, here by rename). Loading verifies everything and falls
+// back to the newest good step. Leaves out pruning old checkpoints, async saving and reading only the
+// shards a process needs (each reads them all).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,10 @@ namespace fsdpx {
 inline constexpr const char* kCheckpointFormat = "fsdpx-checkpoint/2";
 inline constexpr const char* kCheckpointFormat1 = "fsdpx-checkpoint/1";
 
-// Identifies what a checkpoint can be loaded into: the model only, not the parallel degrees nor the
-// unit grouping (reshard.h maps both by module), so a state saved with N ranks loads with M. 16 hex
-// digits (FNV-1a 64 of the model's JSON). Module sizes are checked against the model's by
+// Identifies what a checkpoint can be loaded into: the model and its LoRA settings (rank, alpha,
+// targets) when it has them, not the parallel degrees nor the unit grouping (reshard.h maps both by
+// module), so a state saved with N ranks loads with M. 16 hex digits (FNV-1a 64 of the model's JSON,
+// then the lora section's). Module sizes are checked against the model's by
 // reshard_state, which names a module that differs (e.g. after a change of the parameter layout).
 std::string plan_fingerprint(const Plan& plan);
 

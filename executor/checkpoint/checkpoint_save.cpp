@@ -22,6 +22,7 @@
 
 #include "core/errors.h"
 #include "core/output_file.h"
+#include "executor/checkpoint/adapter_file.h"
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/loss_scaler_json.h"
@@ -73,9 +74,9 @@ struct FileEntry {
 };
 
 // `local` holds rank 0 (the leader's units stand for every rank's: the shard set check verifies them
-// against every file when the checkpoint is read).
+// against every file when the checkpoint is read); `adapters` is the LoRA adapters' file (rank -1: none).
 nlohmann::json manifest_json(const TrainerState& local, const std::string& fingerprint,
-                             const std::vector<FileEntry>& files) {
+                             const std::vector<FileEntry>& files, const FileEntry& adapters) {
   nlohmann::json entries = nlohmann::json::array();
   for (const FileEntry& f : files)
     entries.push_back({{"name", shard_file_name(f.rank)},
@@ -87,6 +88,9 @@ nlohmann::json manifest_json(const TrainerState& local, const std::string& finge
                           {"dp_shard", local.dp_shard}, {"dp_replicate", local.dp_replicate},
                           {"units", units_json(local)}, {"files", entries}};
   if (local.loss_scaler) manifest["loss_scaler"] = loss_scaler_json(*local.loss_scaler);
+  if (adapters.rank >= 0)
+    manifest["adapters"] = {{"name", kAdapterFileName}, {"numel", local.adapters.params.size()},
+                            {"bytes", adapters.bytes}, {"crc32", fmt::format("{:08x}", adapters.crc)}};
   manifest["checksum"] = manifest_checksum(manifest);
   return manifest;
 }
@@ -119,18 +123,26 @@ void create_staging(const fs::path& root, const fs::path& staging) {
   if (ec) throw WriteError(fmt::format("{}: cannot create: {}", staging.string(), ec.message()));
 }
 
-// Writes this process's shard files; returns, per owner slot 0..dp_shard-1, its bytes and CRC (0 where
-// another process owns it) after a failure count.
-std::vector<std::uint64_t> write_local_shards(const fs::path& staging, const TrainerState& local,
-                                              std::string& error) {
+// Writes `bytes` durably as staging/name; its manifest entry.
+FileEntry write_listed_file(const fs::path& staging, const std::string& name, int rank, const std::string& bytes) {
+  write_file_durable((staging / name).string(), bytes);
+  return FileEntry{rank, bytes.size(), crc32(bytes)};
+}
+
+// Writes this process's shard files, and the leader the LoRA adapters' file into `adapters` (rank 0; left
+// as it is without LoRA); returns, per owner slot 0..dp_shard-1, its bytes and CRC (0 where another process
+// owns it) after a failure count.
+std::vector<std::uint64_t> write_local_shards(const fs::path& staging, const TrainerState& local, bool leader,
+                                              FileEntry& adapters, std::string& error) {
   std::vector<std::uint64_t> words(1 + 2 * std::size_t(local.dp_shard), 0);
   error = attempt([&] {
+    if (leader && !local.adapters.params.empty())
+      adapters = write_listed_file(staging, kAdapterFileName, 0, encode_adapter_state(local.adapters));
     for (const RankState& r : local.ranks) {
       FSDP_CHECK(r.rank >= 0 && r.rank < local.dp_shard, "save_checkpoint: a shard owner outside 0..dp_shard-1");
-      const std::string bytes = encode_rank_state(r);
-      write_file_durable((staging / shard_file_name(r.rank)).string(), bytes);
-      words[1 + 2 * std::size_t(r.rank)] = bytes.size();
-      words[2 + 2 * std::size_t(r.rank)] = crc32(bytes);
+      const FileEntry f = write_listed_file(staging, shard_file_name(r.rank), r.rank, encode_rank_state(r));
+      words[1 + 2 * std::size_t(r.rank)] = f.bytes;
+      words[2 + 2 * std::size_t(r.rank)] = f.crc;
     }
   });
   words[0] = error.empty() ? 0 : 1;
@@ -139,14 +151,15 @@ std::vector<std::uint64_t> write_local_shards(const fs::path& staging, const Tra
 
 // The leader's commit: the manifest from every process's files, then the rename into place.
 void commit(const fs::path& root, const fs::path& staging, const TrainerState& local, const std::string& fingerprint,
-            const std::vector<std::uint64_t>& files) {
+            const std::vector<std::uint64_t>& files, const FileEntry& adapters) {
   std::vector<FileEntry> entries;
   for (int r = 0; r < local.dp_shard; ++r) {
     const std::uint64_t bytes = files[1 + 2 * std::size_t(r)];
     if (bytes == 0) throw WriteError(fmt::format("{}: no process wrote the shard of rank {}", staging.string(), r));
     entries.push_back({r, bytes, std::uint32_t(files[2 + 2 * std::size_t(r)])});
   }
-  write_file_durable((staging / "manifest.json").string(), manifest_json(local, fingerprint, entries).dump(2) + "\n");
+  write_file_durable((staging / "manifest.json").string(),
+                     manifest_json(local, fingerprint, entries, adapters).dump(2) + "\n");
   fsync_directory(staging.string());
   const fs::path final_dir = root / checkpoint_dir_name(local.step);
   std::error_code ec;
@@ -211,7 +224,8 @@ std::string save_checkpoint(const std::string& root, const TrainerState& local, 
   std::string error;
   if (group.leader) error = attempt([&] { create_staging(root, staging); });
   agree(group, error, where + ": the leading process could not create the staging directory");
-  std::vector<std::uint64_t> files = group.sum(write_local_shards(staging, local, error));
+  FileEntry adapters{-1, 0, 0};
+  std::vector<std::uint64_t> files = group.sum(write_local_shards(staging, local, group.leader, adapters, error));
   if (files[0] > 0) {
     std::error_code ec;
     if (group.leader) fs::remove_all(staging, ec);  // every process is done writing: it reported
@@ -219,7 +233,7 @@ std::string save_checkpoint(const std::string& root, const TrainerState& local, 
                                    : error);
   }
   if (group.leader) {
-    error = attempt([&] { commit(root, staging, local, fingerprint, files); });
+    error = attempt([&] { commit(root, staging, local, fingerprint, files, adapters); });
     std::error_code ec;
     if (!error.empty()) fs::remove_all(staging, ec);  // a failed save leaves nothing behind
   }

@@ -235,6 +235,7 @@ TrainerState reshard_state(const TrainerState& saved, const TrainerState& layout
   out.data = saved.data;
   out.seed = saved.seed;
   out.loss_scaler = saved.loss_scaler;
+  out.adapters = saved.adapters;  // LoRA: whole on every rank, nothing to re-cut
   for (RankState& r : out.ranks) {
     FSDP_CHECK(r.units.size() == layout.ranks.front().units.size(), "reshard_state: layout ranks differ in unit count");
     for (UnitShardState& u : r.units) cut_shard(f, model, u);

@@ -59,6 +59,7 @@ TrainedWeights load_trained_weights(const std::string& dir) {
   }
   w.step = state.step;
   w.params = full_params_from_state(state, make_param_layout(w.plan.model), "checkpoint " + w.checkpoint);
+  w.adapters = std::move(state.adapters.params);
   return w;
 }
 

@@ -1,7 +1,8 @@
 // executor/checkpoint/trained_weights.h — a trained model out of a checkpoint root: `fsdpx run
 // --checkpoint-dir D` also writes D/plan.json (the plan trained), so `fsdpx sample` and `fsdpx export-hf`
 // need only D. The newest checkpoint that verifies (or the step directory named) is resharded into one
-// full fp32 parameter buffer in ParamLayout order. Leaves out optimizer moments and TP/PP checkpoints.
+// full fp32 parameter buffer in ParamLayout order, with a LoRA run's adapters beside it (merged by
+// executor/session/full_weights.h). Leaves out optimizer moments and TP/PP checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ std::vector<float> full_params_from_state(const TrainerState& saved, const Param
 struct TrainedWeights {
   Plan plan;
   std::vector<float> params;  // [make_param_layout(plan.model).total]
+  std::vector<float> adapters;  // a LoRA run's adapters (executor/model/lora.h order), not merged; else empty
   std::int64_t step = 0;      // optimizer steps the weights have seen
   std::string checkpoint;     // the step directory read
 };

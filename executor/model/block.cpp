@@ -11,11 +11,14 @@
 #include "executor/cpu/activation.h"
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/norm.h"
+#include "executor/model/block_projections.h"
 #include "executor/model/context_parallel.h"
 #include "executor/model/qkv_groups.h"
 #include "executor/model/tp_region.h"
 
 namespace fsdpx {
+using namespace block_detail;  // region, add_bias, adapter_forward/backward, out_projection_backward
+
 namespace {
 
 template <class Real>
@@ -27,44 +30,6 @@ template <class P>
 P tensor_ptr(const ModuleLayout& m, P base, const char* name) {
   const TensorSlot* t = m.find(name);
   return t ? base + t->offset : nullptr;
-}
-
-template <class Real>
-TpRegion region(const BlockContext<Real>& ctx) {
-  return TpRegion{ctx.par, ctx.comm, ctx.dims.n, ctx.dims.n_local, ctx.dims.c};
-}
-
-// A row-parallel GEMM's bias, added once after the reduction: out [n, c] += bias [c].
-template <class Real>
-void add_bias(Real* out, const Real* bias, std::int64_t n, std::int64_t c) {
-  if (!bias) return;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < c; ++j) out[i * c + j] += bias[j];
-}
-
-// Its gradient from the rank's rows: dbias [c] += Σ_n dout [n, c].
-template <class Real>
-void bias_backward(Real* dbias, const Real* dout, std::int64_t n, std::int64_t c) {
-  if (!dbias) return;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < c; ++j) dbias[j] += dout[i * c + j];
-}
-
-// LoRA's adapter path on one projection's output y [N, width] (nothing without LoRA).
-template <class Real>
-void adapter_forward(const BlockContext<Real>& ctx, LoraTarget t, const Real* x, Real* y, std::int64_t width,
-                     BlockActs<Real>& a) {
-  if (!ctx.lora.layout) return;
-  ScopedOp op(ctx.profiler, "lora", ctx.module);
-  lora_forward(ctx.lora, t, x, y, width, ctx.dims.n, a.lora_u);
-}
-
-template <class Real>
-void adapter_backward(const BlockContext<Real>& ctx, LoraTarget t, const Real* x, const Real* dy, std::int64_t width,
-                      Real* dx, const BlockActs<Real>& a) {
-  if (!ctx.lora.layout) return;
-  ScopedOp op(ctx.profiler, "lora_bwd", ctx.module);
-  lora_backward(ctx.lora, t, x, dy, width, dx, ctx.dims.n, a.lora_u);
 }
 
 }  // namespace
@@ -269,23 +234,13 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
-  const bool split = ctx.par.tp > 1;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool from_kept = pass == GradPass::weight;
-  // d of mlp_down's output, all N tokens
-  const Real* dy = from_kept ? kept->d_out.data() : tp.exit_backward(dres, s.wide.data());
-  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_out.begin());
-  if (input) {
-    zero(s.dfc_act), zero(s.dfc), zero(s.dln);
-    ScopedOp op(prof, "mlp_down_dx", m);
-    cpu::matmul_backward_dx(s.dfc_act.data(), dy, p.mlp_down_w, d.n, d.f, d.c);
-  }
-  if (input) adapter_backward(ctx, LoraTarget::down, a.fc_act.data(), dy, d.c, s.dfc_act.data(), a);
-  if (weight) {
-    ScopedOp op(prof, "mlp_down_dw", m);
-    cpu::matmul_backward_dw(g.mlp_down_w, split ? nullptr : g.mlp_down_b, dy, a.fc_act.data(), d.n, d.f, d.c);
-    if (split) bias_backward(g.mlp_down_b, dres, d.n_local, d.c);
-  }
+  if (input) zero(s.dfc_act), zero(s.dfc), zero(s.dln);
+  out_projection_backward(ctx, OutProjection<Real>{"mlp_down_dx", "mlp_down_dw", LoraTarget::down, p.mlp_down_w,
+                                                   g.mlp_down_w, g.mlp_down_b, a.fc_act.data(), s.dfc_act.data(), d.f,
+                                                   kept ? &kept->d_out : nullptr},
+                          a, dres, s, pass);
   if (input) {
     { ScopedOp op(prof, "mlp_act_bwd", m);
       cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
@@ -331,23 +286,13 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
   OpProfiler* prof = ctx.profiler;
   const int m = ctx.module;
   const TpRegion tp = region(ctx);
-  const bool split = ctx.par.tp > 1;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool from_kept = pass == GradPass::weight;
-  // d of attn_out's output, all N tokens
-  const Real* dy = from_kept ? kept->d_mid.data() : tp.exit_backward(dres, s.wide.data());
-  if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, kept->d_mid.begin());
-  if (input) {
-    zero(s.datty), zero(s.dqkv), zero(s.dln);
-    ScopedOp op(prof, "attn_out_dx", m);
-    cpu::matmul_backward_dx(s.datty.data(), dy, p.attn_out_w, d.n, d.q, d.c);
-  }
-  if (input) adapter_backward(ctx, LoraTarget::o, a.atty.data(), dy, d.c, s.datty.data(), a);
-  if (weight) {
-    ScopedOp op(prof, "attn_out_dw", m);
-    cpu::matmul_backward_dw(g.attn_out_w, split ? nullptr : g.attn_out_b, dy, a.atty.data(), d.n, d.q, d.c);
-    if (split) bias_backward(g.attn_out_b, dres, d.n_local, d.c);
-  }
+  if (input) zero(s.datty), zero(s.dqkv), zero(s.dln);
+  out_projection_backward(ctx, OutProjection<Real>{"attn_out_dx", "attn_out_dw", LoraTarget::o, p.attn_out_w,
+                                                   g.attn_out_w, g.attn_out_b, a.atty.data(), s.datty.data(), d.q,
+                                                   kept ? &kept->d_mid : nullptr},
+                          a, dres, s, pass);
   const Real* dqkv = from_kept ? kept->dqkv.data() : nullptr;
   if (input) {
     attention_backward(ctx, a, s);

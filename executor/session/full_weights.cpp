@@ -2,11 +2,13 @@
 // unsharded unit holding every module at its place in the layout-ordered weights and lets reshard_state
 // move each module into the trainer's units and shards (units need not be in module order, a tied
 // head's unit holds the embedding). A LoRA run loads its frozen base this way (the adapters keep their
-// seeded start) and saves the merged model.
+// seeded start) and saves the merged model; its adapters go out on their own as named tensors.
 #include "executor/session/full_weights.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
 #include "executor/checkpoint/param_tensors.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/model/lora.h"
@@ -36,6 +38,39 @@ void save_full_weights(const Trainer& trainer, const std::string& path, std::int
                                                 {{"format", "fsdpx-weights/1"},
                                                  {"model", model_spec_to_json(plan.model).dump()},
                                                  {"step", std::to_string(step)}}));
+}
+
+SafetensorsFile adapters_to_safetensors(const LoraLayout& l, std::span<const float> adapters, double alpha) {
+  FSDP_CHECK(std::int64_t(adapters.size()) == l.total, "adapters_to_safetensors: buffer of another layout");
+  SafetensorsFile f;
+  for (std::int64_t blk = 0; blk < l.layers; ++blk)
+    for (const LoraSlot& s : l.slots) {
+      const std::string name = fmt::format("block.{}.{}.lora_", blk, lora_target_name(s.target));
+      const float* a = adapters.data() + l.block_offset(blk) + s.a_offset;
+      const float* b = adapters.data() + l.block_offset(blk) + s.b_offset;
+      f.tensors.push_back(st_floats(name + "A", StDType::f32, {l.rank, s.in}, {a, std::size_t(l.rank * s.in)}));
+      f.tensors.push_back(st_floats(name + "B", StDType::f32, {s.out, l.rank}, {b, std::size_t(s.out * l.rank)}));
+    }
+  f.metadata = {{"format", "fsdpx-lora-adapters/1"}, {"rank", std::to_string(l.rank)},
+                {"alpha", fmt::format("{}", alpha)}, {"scale", fmt::format("{}", l.scale)}};
+  return f;
+}
+
+void save_adapter_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
+  const Plan& plan = trainer.plan();
+  FSDP_CHECK(plan.lora.has_value(), "save_adapter_weights: a plan without LoRA");
+  SafetensorsFile f = adapters_to_safetensors(make_lora_layout(plan.model, *plan.lora),
+                                              trainer.state().adapters.params, plan.lora->alpha);
+  f.metadata["step"] = std::to_string(step);
+  write_safetensors(path, f);
+}
+
+void merge_trained_adapters(TrainedWeights& w) {
+  if (!w.plan.lora) return;
+  const LoraLayout l = make_lora_layout(w.plan.model, *w.plan.lora);
+  // The fingerprint covers the lora section and the manifest the adapters' size, so they agree.
+  FSDP_CHECK(std::int64_t(w.adapters.size()) == l.total, "merge_trained_adapters: adapters of another layout");
+  merge_lora(w.plan.model, l, w.adapters.data(), w.params.data());
 }
 
 }  // namespace fsdpx

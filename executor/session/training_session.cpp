@@ -44,19 +44,12 @@ void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevi
 
 void check_session_outputs(const SessionOptions& o) {
   if (!o.checkpoint_dir.empty()) prepare_checkpoint_dir(o.checkpoint_dir);
-  for (const std::string* out : {&o.save_weights, &o.save_init_weights, &o.dump_batches})
+  for (const std::string* out : {&o.save_weights, &o.save_init_weights, &o.save_init_adapters, &o.dump_batches})
     if (!out->empty()) check_output_writable(*out);
 }
 
 // Trainer::local_state: a tp rank's shard spans full-model shards that other processes save, and a
 // pipeline rank holds only its stages' units.
-void check_lora_checkpoints(const Plan& plan, const SessionOptions& o) {
-  if (plan.lora && (!o.checkpoint_dir.empty() || o.resume))
-    rethrow_naming_file(ConfigError("plan: /lora: checkpoints do not hold LoRA adapters yet: run without "
-                                    "--checkpoint-dir and --resume (--save-weights writes the merged model)"),
-                        o.plan_file);
-}
-
 void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
   const Parallelism& par = plan.parallelism;
   if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume))
@@ -71,7 +64,8 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
       job_id_(placement.job_id) {
-  check_lora_checkpoints(plan, options_);
+  if (!options_.save_init_adapters.empty() && !plan.lora)
+    throw ConfigError(options_.plan_file + ": --save-init-adapters: the plan has no lora section (no adapters)");
   if (!whole_state_) check_per_process_checkpoints(plan, options_);
   std::shared_ptr<DataSource> data =
       open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});
@@ -98,6 +92,8 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
   if (!options_.checkpoint_dir.empty()) write_checkpoint_plan(options_.checkpoint_dir, plan);
   if (!options_.save_init_weights.empty())
     save_full_weights(*trainer_, options_.save_init_weights, record_.start_step);
+  if (!options_.save_init_adapters.empty())
+    save_adapter_weights(*trainer_, options_.save_init_adapters, record_.start_step);
 }
 
 TrainingSession::~TrainingSession() = default;

@@ -33,6 +33,7 @@ struct SessionOptions {
   std::int64_t checkpoint_every = 0;  // and always at the last step
   bool resume = false;                // from the newest good checkpoint in checkpoint_dir
   std::string init_weights, save_init_weights, save_weights;  // safetensors files; empty: none
+  std::string save_init_adapters;  // LoRA: the initial adapters, named per projection (full_weights.h); empty: none
   std::string dump_batches;  // safetensors file of the batches used; empty: none
   bool profile = false;      // per-op and per-kernel wall times (Trainer::profile)
   bool trace = false;        // per-op intervals and live memory of the last trace_steps steps (Trainer::timelines)
@@ -69,7 +70,8 @@ void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o);
 class TrainingSession {
  public:
   // Opens the data, builds the Trainer on placement's ranks, then loads init_weights or resumes, and
-  // writes save_init_weights. ConfigError naming the plan file, a weight file or the checkpoint root.
+  // writes save_init_weights and save_init_adapters. ConfigError naming the plan file, a weight file or the
+  // checkpoint root.
   TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement);
   ~TrainingSession();
 

@@ -1,6 +1,7 @@
 // tests/cost_models/test_estimate.cpp — the analytic estimate: its memory categories are the memory
-// model's terms, the step-time lower bound is max(compute, communication), ZeRO modes order memory as
-// the ZeRO paper says, and bad parallelism degrees are input errors naming the option.
+// model's terms, the step-time lower bound is max(compute, communication) (with fp16 loss scaling's
+// unscale pass in compute), ZeRO modes order memory as the ZeRO paper says, and bad parallelism degrees
+// are input errors naming the option.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -66,6 +67,24 @@ TEST_CASE("the step-time lower bound is max(compute, communication)") {
   wide.dp_shard = 128;
   const Estimate w = estimate(test::llama31_8b(), dgx_h100(16), wide);
   CHECK(w.dp_comm_time_s > e.dp_comm_time_s);
+}
+
+TEST_CASE("fp16 loss scaling adds one memory-bound pass over the rank's fp32 gradient shard to compute") {
+  ClusterSpec c = dgx_h100(1);
+  c.gpu.peak_flops_per_s[DType::fp16] = 989.4e12;
+  TrainingShape s = fsdp8();
+  s.precision.param = DType::fp16;
+  s.precision.reduce = DType::fp32;
+  const Estimate plain = estimate(test::llama31_8b(), c, s);
+  s.loss_scale = true;
+  const Estimate scaled = estimate(test::llama31_8b(), c, s);
+  CHECK(plain.unscale_time_s == 0);
+  // Read and write 4 bytes per element of the 1/8 shard at 3.35 TB/s x 0.9 (the efficiency past 100 MB).
+  const double shard = double(count_params(test::llama31_8b()).total()) / 8;
+  CHECK(scaled.unscale_time_s == doctest::Approx(2 * 4 * shard / (3.35e12 * 0.9)).epsilon(1e-9));
+  CHECK(scaled.compute_time_s == doctest::Approx(plain.compute_time_s + scaled.unscale_time_s).epsilon(1e-12));
+  CHECK(scaled.hardware_flops_per_step == doctest::Approx(plain.hardware_flops_per_step + 2 * shard).epsilon(1e-12));
+  CHECK(scaled.step_time_lower_bound_s >= plain.step_time_lower_bound_s);
 }
 
 TEST_CASE("model-state memory orders DDP > ZeRO-1 > ZeRO-2 > ZeRO-3 (Rajbhandari et al. SC20)") {

@@ -1,7 +1,8 @@
 // tests/executor/test_checkpoint.cpp — checksums against published check values, resharding N -> M
 // ranks and between unit groupings (a tied embedding in the last unit or the first) against each
-// module's element values, format-1 states, save/load round trips with the manifest's module lists,
-// and detection of torn, truncated and corrupted checkpoints with fallback to the previous good one.
+// module's element values, format-1 states, save/load round trips with the manifest's module lists and
+// a LoRA run's adapters file, and detection of torn, truncated and corrupted checkpoints with fallback to
+// the previous good one.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -242,6 +243,36 @@ TEST_CASE("a truncated or corrupted shard is reported and the previous good chec
   }
 }
 
+TEST_CASE("a LoRA state's adapters go to their own verified file and reshard whole; none without LoRA") {
+  TempDir t;
+  TrainerState s = filled_state(kTiedLast, 4);
+  s.adapters = AdapterState{{1.5f, -2.0f, 3.0f}, {0.25f, 0.5f, 0.75f}, {1e-3f, 2e-3f, 3e-3f}};
+  const fs::path dir = save_checkpoint(t.path.string(), s, "fp");
+  const nlohmann::json manifest = read_json(dir / "manifest.json");
+  CHECK(manifest["adapters"]["name"] == "adapters.safetensors");
+  CHECK(manifest["adapters"]["numel"] == 3);
+  CHECK(manifest["adapters"]["bytes"] == fs::file_size(dir / "adapters.safetensors"));
+  const TrainerState back = read_checkpoint(dir.string(), "fp");
+  CHECK(same_state(back, s));
+  CHECK(back.adapters.params == s.adapters.params);
+  CHECK(back.adapters.exp_avg == s.adapters.exp_avg);
+  CHECK(back.adapters.exp_avg_sq == s.adapters.exp_avg_sq);
+  CHECK(reshard_state(back, layout(kOneUnit, 2), "test").adapters.exp_avg_sq == s.adapters.exp_avg_sq);
+  TrainerState plain = filled_state(kTiedLast, 4);
+  plain.step = 3;
+  const fs::path without = save_checkpoint(t.path.string(), plain, "fp");
+  CHECK_FALSE(read_json(without / "manifest.json").contains("adapters"));
+  CHECK_FALSE(fs::exists(without / "adapters.safetensors"));
+  CHECK(read_checkpoint(without.string(), "fp").adapters.params.empty());
+  corrupt(dir / "adapters.safetensors", false);
+  try {
+    read_checkpoint(dir.string(), "fp");
+    FAIL("a corrupted adapters file loaded");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("adapters.safetensors: checksum mismatch") != std::string::npos);
+  }
+}
+
 TEST_CASE("no good checkpoint: nothing loads and every rejection is reported") {
   TempDir t;
   CHECK_FALSE(load_latest_checkpoint(t.path.string(), "fp"));  // no directory at all
@@ -267,6 +298,12 @@ TEST_CASE("the plan fingerprint ignores parallel degrees and unit grouping and s
   Plan theta = p;  // same shapes, other positions: the weights mean something else
   theta.model.rope_theta = 500000.0;
   CHECK(plan_fingerprint(theta) != plan_fingerprint(p));
+  Plan lora = p;  // adapters of another shape or scale cannot load
+  lora.lora = LoraSettings{};
+  CHECK(plan_fingerprint(lora) != plan_fingerprint(p));
+  Plan lora8 = lora;
+  lora8.lora->rank = 8;
+  CHECK(plan_fingerprint(lora8) != plan_fingerprint(lora));
   if (p.units.size() >= 2) {
     Plan merged = p;
     merged.units[0].modules.insert(merged.units[0].modules.end(), merged.units[1].modules.begin(),

@@ -4,7 +4,9 @@
 # llama3.1-8b on one H100 (seq 4096) and llama3.1-70b on one DGX H100 node; on one H100 at seq 4096 the
 # planner finds a LoRA plan for llama3.1-8b and none for full fine-tuning; the shipped CPU LoRA example
 # (configs/plans/llama-tiny-cpu-lora.json) trains from a base saved with --save-init-weights, the loss
-# falls, and its plan refuses adapter dropout and unknown keys with one line and exit 2.
+# falls, and its plan refuses adapter dropout and unknown keys with one line and exit 2; a LoRA run's
+# checkpoints resume bit-identically (and on another world size; in fp16 with the loss scaler's state) and
+# export and sample the merged model.
 set -u
 FSDPX="$1"
 ROOT="$2"
@@ -59,8 +61,6 @@ PY
 )
 check "LoRA example: $msg" $?
 
-out=$("$FSDPX" run --plan "$PLAN" --steps 1 --checkpoint-dir "$tmp/ck" 2>&1 >/dev/null); st=$?
-[ $st -eq 2 ] && printf '%s' "$out" | grep -q "/lora: checkpoints"; check "LoRA with --checkpoint-dir refused ($out)" $?
 "$FSDPX" run --plan "$PLAN" --steps 30 --init-weights "$tmp/base.st" --save-weights "$tmp/merged.st" >/dev/null
 check "LoRA example: --save-weights writes the merged model" $?
 cmp -s "$tmp/base.st" "$tmp/merged.st"; [ $? -ne 0 ]; check "the merged weights differ from the base" $?
@@ -87,6 +87,93 @@ sys.exit(0 if halved and s[-1]["loss"] < s[0]["loss"] - 0.1 else 1)
 PY
 )
 check "LoRA fp16: $msg" $?
+# ... and its checkpoint carries the loss scaler with the adapters: 3 steps + --resume to 6 equal 6 steps.
+"$FSDPX" run --plan "$tmp/fp16.json" --steps 6 --format json >"$tmp/f16full.json" &&
+  "$FSDPX" run --plan "$tmp/fp16.json" --steps 3 --checkpoint-dir "$tmp/ck16" >/dev/null &&
+  "$FSDPX" run --plan "$tmp/fp16.json" --steps 6 --checkpoint-dir "$tmp/ck16" --resume --format json >"$tmp/f16res.json"
+check "LoRA fp16: 6 steps, and 3 steps + --resume" $?
+msg=$(python3 - "$tmp/f16full.json" "$tmp/f16res.json" <<'PY'
+import json, sys
+full, res = ({s["step"]: s for s in json.load(open(p))["steps"]} for p in sys.argv[1:])
+keys = ("loss", "grad_norm", "loss_scale", "skipped")
+same = sorted(res) == [4, 5, 6] and all(res[k][x] == full[k][x] for k in res for x in keys)
+print(f"steps 4-6 scales {[res[k]['loss_scale'] for k in sorted(res)]} vs {[full[k]['loss_scale'] for k in (4, 5, 6)]}")
+sys.exit(0 if same else 1)
+PY
+)
+check "LoRA fp16 resume bit-identical with the loss scaler: $msg" $?
+
+# Checkpoints of a LoRA run (docs/lora.md "Checkpoints"): the adapters and their moments in
+# adapters.safetensors; --resume continues bit-identically, and on 1 rank from a 4-rank checkpoint; export-hf
+# writes the merged model, the very values of --save-weights; a damaged adapters file is refused.
+L4="$ROOT/tests/data/torch_reference/llama-tiny-lora.w4.plan.json"
+L1="$ROOT/tests/data/torch_reference/llama-tiny-lora.w1.plan.json"
+"$FSDPX" run --plan "$L4" --steps 6 --save-weights "$tmp/full.st" --format json >"$tmp/full.json"
+check "LoRA: 6 steps uninterrupted" $?
+"$FSDPX" run --plan "$L4" --steps 3 --checkpoint-dir "$tmp/ck" >/dev/null
+check "LoRA: 3 steps with --checkpoint-dir" $?
+grep -q '"adapters"' "$tmp/ck/step-000003/manifest.json" && [ -s "$tmp/ck/step-000003/adapters.safetensors" ]
+check "LoRA checkpoint: the manifest lists adapters.safetensors" $?
+cp -r "$tmp/ck" "$tmp/ck1"
+"$FSDPX" run --plan "$L4" --steps 6 --checkpoint-dir "$tmp/ck" --resume --save-weights "$tmp/resumed.st" \
+  --format json >"$tmp/resumed.json"
+check "LoRA: --resume to step 6" $?
+"$FSDPX" run --plan "$L1" --steps 6 --checkpoint-dir "$tmp/ck1" --resume --format json >"$tmp/resumed1.json"
+check "LoRA: --resume the 4-rank checkpoint on 1 rank" $?
+cmp -s "$tmp/full.st" "$tmp/resumed.st"; check "LoRA: resumed and uninterrupted merged weights are bit-identical" $?
+msg=$(python3 - "$tmp/full.json" "$tmp/resumed.json" "$tmp/resumed1.json" <<'PY'
+import json, sys
+full, res, res1 = ({s["step"]: s for s in json.load(open(p))["steps"]} for p in sys.argv[1:])
+same = [res[k]["loss"] == full[k]["loss"] and res[k]["grad_norm"] == full[k]["grad_norm"] for k in (4, 5, 6)]
+rel1 = max(abs(res1[k]["loss"] - full[k]["loss"]) / full[k]["loss"] for k in (4, 5, 6))
+moved = abs(full[6]["loss"] - full[3]["loss"])
+print(f"steps 4-6 {sorted(res)} identical {same}; on 1 rank max rel loss diff {rel1:.1e} (1e-5); loss moved {moved:.1e}")
+sys.exit(0 if sorted(res) == sorted(res1) == [4, 5, 6] and all(same) and rel1 < 1e-5 and moved > 1e-4 else 1)
+PY
+)
+check "LoRA resume: $msg" $?
+"$FSDPX" export-hf --checkpoint "$tmp/ck" -o "$tmp/hf" >/dev/null; check "LoRA: export-hf of the checkpoint" $?
+"$FSDPX" sample --checkpoint "$tmp/ck" --tokens 8 --temperature 0 >/dev/null; check "LoRA: sample the checkpoint" $?
+msg=$(python3 - "$tmp/hf/model.safetensors" "$tmp/resumed.st" "$tmp/ck/step-000006/adapters.safetensors" <<'PY'
+import json, struct, sys
+def st(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    return {k: raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items() if k != "__metadata__"}
+hf, ours, ad = st(sys.argv[1]), st(sys.argv[2]), st(sys.argv[3])
+rows = lambda name, r0, r1: ours[name][4 * 64 * r0:4 * 64 * r1]  # rows of a [*, 64] tensor
+pairs = [("model.embed_tokens.weight", ours["embedding.tok.weight"]), ("lm_head.weight", ours["head.weight"])]
+for i in range(2):
+    b, h = f"block.{i}.", f"model.layers.{i}."
+    pairs += [(h + "self_attn.q_proj", rows(b + "qkv.weight", 0, 64)), (h + "self_attn.k_proj", rows(b + "qkv.weight", 64, 96)),
+              (h + "self_attn.v_proj", rows(b + "qkv.weight", 96, 128)), (h + "self_attn.o_proj", ours[b + "attn_out.weight"]),
+              (h + "mlp.gate_proj", rows(b + "mlp_up.weight", 0, 176)), (h + "mlp.up_proj", rows(b + "mlp_up.weight", 176, 352)),
+              (h + "mlp.down_proj", ours[b + "mlp_down.weight"])]
+bad = [n for n, want in pairs if hf[n if n.endswith(".weight") else n + ".weight"] != want]
+down_b = struct.unpack("<512f", ad["params"][-4 * 512:])  # the last block's down B [64, 8], zero at the start
+trained = any(x != 0 for x in down_b)
+print(f"{len(pairs)} tensors compared, differing: {bad or 'none'}; adapters B trained: {trained}")
+sys.exit(0 if not bad and trained else 1)
+PY
+)
+check "LoRA export-hf equals --save-weights' merged model: $msg" $?
+python3 - "$tmp/ck/step-000006/adapters.safetensors" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[-1] ^= 0xFF
+open(p, "wb").write(bytes(b))
+PY
+out=$("$FSDPX" export-hf --checkpoint "$tmp/ck/step-000006" -o "$tmp/hf2" 2>&1 >/dev/null); st=$?
+[ $st -eq 2 ] && printf '%s' "$out" | grep -q "adapters.safetensors: checksum mismatch"
+check "LoRA: a damaged adapters file is refused ($out)" $?
+out=$("$FSDPX" run --plan "$PLAN" --steps 1 --save-init-adapters "$tmp/a.st" 2>&1 >/dev/null)
+[ $? -eq 0 ] && [ -s "$tmp/a.st" ]; check "--save-init-adapters writes the adapters ($out)" $?
+out=$("$FSDPX" run --plan "$ROOT/tests/data/torch_reference/llama-tiny.w1.plan.json" --steps 1 \
+  --save-init-adapters "$tmp/b.st" 2>&1 >/dev/null); st=$?
+[ $st -eq 2 ] && printf '%s' "$out" | grep -q "no lora section" && [ ! -e "$tmp/b.st" ]
+check "--save-init-adapters without a lora section refused ($out)" $?
 
 bad_plan() {  # name, python edit of j, expected text
   python3 - "$PLAN" "$tmp/bad.json" "$2" <<'PY'

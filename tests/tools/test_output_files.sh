@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/tools/test_output_files.sh FSDPX_BINARY DATA_DIR — issue 15 items 10 and 13: every file fsdpx
 # writes (plan -o, simulate --trace, export -o, report --html/--csv, validate --write-plans, run
-# --save-weights / --save-init-weights / --dump-batches / --profile / --trace, compare -o, calibrate -o /
+# --save-weights / --save-init-weights / --save-init-adapters / --dump-batches / --profile / --trace, compare -o, calibrate -o /
 # --plan-out) is written
 # whole or not at all. For each output: a write that fails part-way (the file-size limit, and a full
 # tmpfs when this machine lets us mount one) exits non-zero with one line naming the file, leaves the
@@ -47,6 +47,7 @@ write_cmd() {
     report-csv) echo report --plan "$tmp/plan.json" --vary nodes=1 --csv "$out" ;;
     run-save-weights) echo run --plan "$tmp/plan.json" --steps 1 --save-weights "$out" ;;
     run-save-init-weights) echo run --plan "$tmp/plan.json" --steps 1 --save-init-weights "$out" ;;
+    run-save-init-adapters) echo run --plan llama-tiny-cpu-lora --steps 1 --save-init-adapters "$out" ;;
     run-dump-batches) echo run --plan "$tmp/plan.json" --steps 1 --dump-batches "$out" ;;
     run-profile) echo run --plan "$tmp/plan.json" --steps 1 --profile "$out" ;;
     run-trace) echo run --plan "$tmp/plan.json" --steps 1 --trace "$out" ;;
@@ -56,7 +57,7 @@ write_cmd() {
   esac
 }
 OPTIONS="plan-o simulate-trace export-o report-html report-csv run-save-weights run-save-init-weights
-run-dump-batches run-profile run-trace compare-o calibrate-o calibrate-plan-out"
+run-save-init-adapters run-dump-batches run-profile run-trace compare-o calibrate-o calibrate-plan-out"
 
 # expect_kept NAME DIR TARGET REASON CMD...: CMD must fail (non-zero, one stderr line naming TARGET and
 # REASON, besides run's "fsdpx: cpu: ..." line about its threads), TARGET must still hold "previous good

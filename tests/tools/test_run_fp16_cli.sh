@@ -3,7 +3,9 @@
 # (configs/plans/llama-tiny-cpu-fsdp4-fp16.json) trains as it is; started at a scale of 2^40 the run skips
 # its first steps while the scale halves (text output, JSON steps and profile say which), then trains; a run
 # stopped after a checkpoint and resumed continues the scale and the losses of an uninterrupted run
-# exactly; a loss_scale on a bf16 plan is refused with one line and exit status 2.
+# exactly; a loss_scale on a bf16 plan is refused with one line and exit status 2; `fsdpx plan --fp16` writes
+# fp16 plans with the default loss scaling (refused where the target cannot run them) and `fsdpx estimate`
+# counts the unscale pass in its step-time bound.
 set -u
 FSDPX="$1"
 PLANS="$2"
@@ -86,4 +88,51 @@ PY
 status=$?
 [ $status -eq 2 ] && [ "$(wc -l <"$tmp/err.txt")" -eq 1 ] && grep -q "bf16.json: /loss_scale: loss scaling is for fp16" "$tmp/err.txt"
 check "loss_scale on a bf16 plan: exit 2, one line naming the file and /loss_scale ($(cat "$tmp/err.txt"))" $?
+
+# fsdpx plan --fp16: fp16 with the default loss_scale section on the CPU cluster, and the plan runs; refused
+# (one line, exit 2) where the target cannot run fp16: fsdpx's CUDA backend (a GPU cluster), torchtitan.
+"$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --fp16 -o "$tmp/p16.json" \
+  >/dev/null && "$FSDPX" run --plan "$tmp/p16.json" --steps 3 --format json >"$tmp/p16run.json"
+check "plan --fp16 on the CPU cluster, and 3 steps of it" $?
+msg=$(python3 - "$tmp/p16.json" "$tmp/p16run.json" <<'PY'
+import json, sys
+p, r = (json.load(open(f)) for f in sys.argv[1:])
+ls = p.get("loss_scale", {})
+ok = p["mixed_precision"]["param_dtype"] == "fp16" and ls.get("initial_scale") == 65536 and ls.get("dynamic") is True
+ok = ok and [s["loss_scale"] for s in r["steps"]] == [65536.0] * 3
+print(f"param {p['mixed_precision']['param_dtype']}, loss_scale {ls}, run scales {[s['loss_scale'] for s in r['steps']]}")
+sys.exit(0 if ok else 1)
+PY
+)
+check "plan --fp16: $msg" $?
+for refused in "--cluster dgx-h100 --world-size 8|CUDA backend computes in bf16" \
+               "--cluster cpu --world-size 4 --target torchtitan@0.2.2|torchtitan's mixed_precision_param"; do
+  args=${refused%%|*} want=${refused#*|}
+  # shellcheck disable=SC2086
+  "$FSDPX" plan --model llama-tiny $args --seq 64 --global-batch 8 --fp16 >/dev/null 2>"$tmp/err.txt"
+  status=$?
+  [ $status -eq 2 ] && [ "$(wc -l <"$tmp/err.txt")" -eq 1 ] && grep -q -- "--fp16: .*$want" "$tmp/err.txt"
+  check "plan --fp16 $args refused ($(cat "$tmp/err.txt"))" $?
+done
+
+# fsdpx estimate --param-dtype fp16 counts the unscale pass: 2 x 4 bytes per element of the rank's fp32
+# gradient shard at the GPU's HBM bandwidth and its efficiency past the last size point, in compute time.
+E=(estimate --model llama3.1-8b --cluster dgx-h100 --world-size 8 --seq 4096 --format json)
+"$FSDPX" "${E[@]}" --param-dtype fp16 >"$tmp/e16.json" && "$FSDPX" "${E[@]}" --param-dtype bf16 >"$tmp/e.json"
+check "estimate in fp16 and bf16" $?
+msg=$(python3 - "$tmp/e16.json" "$tmp/e.json" "$PLANS/../gpus/h100-sxm-80gb.json" <<'PY'
+import json, sys
+e16, e, gpu = (json.load(open(f)) for f in sys.argv[1:])
+size_mb, eff = gpu["memory_efficiency"][-1]
+moved = 2 * 4 * e16["total_params"] / 8
+want = moved / (gpu["hbm_bw_tb_per_s"] * 1e12 * eff)
+got = e16["unscale_time_s"]
+same_peak = gpu["peak_tflops"]["fp16"] == gpu["peak_tflops"]["bf16"]
+ok = moved > size_mb * 1e6 and abs(got - want) <= 1e-9 * want and "unscale_time_s" not in e
+ok = ok and (not same_peak or abs(e16["compute_time_s"] - got - e["compute_time_s"]) <= 1e-9 * e["compute_time_s"])
+print(f"unscale {got * 1e3:.3f} ms (hand count {want * 1e3:.3f} ms); compute {e16['compute_time_s']:.4f} s vs bf16 {e['compute_time_s']:.4f} s")
+sys.exit(0 if ok else 1)
+PY
+)
+check "estimate fp16: $msg" $?
 finish
