@@ -65,7 +65,7 @@ GemmContext::~GemmContext() {
 
 void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, void* c, GemmOut c_type,
-                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream) {
+                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream, float alpha) {
   FSDP_CHECK(m > 0 && n > 0 && k > 0, fmt::format("gemm: empty shape m={} n={} k={}", m, n, k));
   cublasLtMatmulDesc_t desc = make_desc(trans_a, trans_b, bias);
   cublasLtMatrixLayout_t la, lb, lc;  // layouts of the stored (untransposed) matrices
@@ -78,7 +78,7 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle(), desc, la, lb, lc, lc, pref, 1, &heuristic, &found));
   FSDP_CHECK(found > 0, fmt::format("gemm: no cuBLASLt algorithm for m={} n={} k={} trans_a={} trans_b={} bias={}", m,
                                     n, k, trans_a, trans_b, bias != nullptr));
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heuristic.algo,
                               ctx.workspace(), GemmContext::kWorkspaceBytes, stream));
   CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));

@@ -32,11 +32,12 @@ class GemmContext {
 
 enum class GemmOut { bf16, f32 };
 
-// Column-major core: C [m, n] (ldc) = (accumulate ? C : 0) + op(A)·op(B) + bias [m]; op(A) is m×k,
-// op(B) is k×n; A, B bf16; C of type c_type; bias bf16 or null.
+// Column-major core: C [m, n] (ldc) = (accumulate ? C : 0) + alpha·op(A)·op(B) + bias [m]; op(A) is m×k,
+// op(B) is k×n; A, B bf16; C of type c_type; bias bf16 or null. (LoRA's adapter GEMMs use alpha for
+// their scale and ldc for a column slice of their output: cuda_backend/lora_gemm_plan.h.)
 void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, void* c, GemmOut c_type,
-                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream);
+                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream, float alpha = 1.0f);
 
 // out [N, OC] (+)= inp [N, C] · weight [OC, C]ᵀ + bias [OC] (bias may be null).
 void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const bf16* inp, const bf16* weight,

@@ -108,6 +108,8 @@ void norm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, con
   norm_backward_dinp_kernel<kLayer><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
       dinp, dout, inp, weight, mean, rstd, n, int(c));
   CUDA_CHECK(cudaGetLastError());
+  FSDP_CHECK(dweight != nullptr || dbias == nullptr, "norm_backward: a bias gradient without the weight's");
+  if (!dweight) return;  // a frozen weight (LoRA): the input gradient only
   const dim3 grid(unsigned(ceil_div<std::int64_t>(c, kBlock)), unsigned(chunks));
   norm_backward_partial_kernel<kLayer><<<grid, kBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, n, int(c), chunks);
   CUDA_CHECK(cudaGetLastError());

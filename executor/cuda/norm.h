@@ -19,6 +19,7 @@ void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, con
                        std::int64_t n, std::int64_t c, float eps, cudaStream_t stream);
 
 // dinp [N, C] (bf16) +=; dweight [C], dbias [C] (fp32) +=; scratch [norm_backward_scratch_elems].
+// dweight null (frozen weights): dinp only.
 void layernorm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
                         const bf16* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
                         cudaStream_t stream);
@@ -28,6 +29,7 @@ void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight
                      float eps, cudaStream_t stream);
 
 // dinp [N, C] (bf16) +=; dweight [C] (fp32) +=; scratch [norm_backward_scratch_elems].
+// dweight null (frozen weights): dinp only.
 void rmsnorm_backward(bf16* dinp, float* dweight, float* scratch, const bf16* dout, const bf16* inp,
                       const bf16* weight, const float* rstd, std::int64_t n, std::int64_t c, cudaStream_t stream);
 

@@ -7,6 +7,8 @@
 // the micro-batch; the weight pass runs the dW GEMMs (and bias sums) from them and adds the norms'.
 // Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
 // holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
+// LoRA: each adapted projection's adapter runs right after its base GEMM (forward) and its input-gradient
+// GEMM (backward), timed as "lora" / "lora_bwd" once per target as block.cpp's adapter_forward/_backward.
 #include "executor/cuda_backend/cuda_block.h"
 
 #include <algorithm>
@@ -35,9 +37,25 @@ CudaScopedOp timed(const CudaBlockContext& ctx, std::string_view op) {
   return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
 }
 
+// LoRA's adapter on one projection's output y [N, width] (nothing without LoRA or when `t` is not adapted).
+void adapter_forward(const CudaBlockContext& ctx, LoraTarget t, const bf16* x, bf16* y, std::int64_t width,
+                     CudaBlockActs& a) {
+  if (!ctx.lora.layout) return;
+  const auto timer = timed(ctx, "lora");
+  lora_forward_bf16(*ctx.gemm, ctx.lora, t, x, y, width, ctx.dims.n, a.lora_u.get(), ctx.stream);
+}
+
+void adapter_backward(const CudaBlockContext& ctx, LoraTarget t, const bf16* x, const bf16* dy, std::int64_t width,
+                      bf16* dx, const CudaBlockActs& a, CudaBlockScratch& sc) {
+  if (!ctx.lora.layout) return;
+  const auto timer = timed(ctx, "lora_bwd");
+  lora_backward_bf16(*ctx.gemm, ctx.lora, t, x, dy, width, dx, ctx.dims.n, a.lora_u.get(), sc.lora_du.get(),
+                     ctx.stream);
+}
+
 }  // namespace
 
-void CudaBlockActs::allocate(const BlockDims& d) {
+void CudaBlockActs::allocate(const BlockDims& d, std::int64_t lora_u_elems) {
   const std::int64_t n = d.n, mean_n = d.layernorm ? d.n : 0;  // RMSNorm has no mean
   ln1 = DeviceBuffer<bf16>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(n);
   qkv = DeviceBuffer<bf16>(n * d.qkv);
@@ -47,25 +65,28 @@ void CudaBlockActs::allocate(const BlockDims& d) {
   ln2 = DeviceBuffer<bf16>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(n);
   fc = DeviceBuffer<bf16>(n * d.fu);
   fc_act = DeviceBuffer<bf16>(n * d.f);
+  lora_u = DeviceBuffer<bf16>(lora_u_elems);
 }
 
 std::int64_t CudaBlockActs::bytes() const {
   return ln1.bytes() + ln1_mean.bytes() + ln1_rstd.bytes() + qkv.bytes() + lse.bytes() + atty.bytes() +
-         x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes();
+         x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes() +
+         lora_u.bytes();
 }
 
-void CudaBlockScratch::allocate(const BlockDims& d, bool has_bias) {
+void CudaBlockScratch::allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank) {
   const std::int64_t n = d.n;
   dln = DeviceBuffer<bf16>(n * d.c), datty = DeviceBuffer<bf16>(n * d.q), dqkv = DeviceBuffer<bf16>(n * d.qkv);
   dfc = DeviceBuffer<bf16>(n * d.fu), dfc_act = DeviceBuffer<bf16>(n * d.f);
   attn = DeviceBuffer<float>(flash_attention_scratch_elems(d.attn));
   norm = DeviceBuffer<float>(norm_backward_scratch_elems(n, d.c));
   bias = DeviceBuffer<float>(has_bias ? bias_backward_scratch_elems(n, std::max({d.qkv, d.c, d.fu})) : 0);
+  lora_du = DeviceBuffer<bf16>(n * lora_rank);
 }
 
 std::int64_t CudaBlockScratch::bytes() const {
   return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
-         bias.bytes();
+         bias.bytes() + lora_du.bytes();
 }
 
 BlockTensors<const bf16*> block_params_bf16(const ModuleLayout& m, const bf16* base) {
@@ -104,6 +125,8 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
     norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
   { const auto t = timed(ctx, "qkv");
     matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
+  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+    adapter_forward(ctx, t, a.ln1.get(), a.qkv.get(), d.qkv, a);
   if (ctx.rope_cos) {
     const auto t = timed(ctx, "rope");
     rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
@@ -113,6 +136,7 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
   // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
   { const auto t = timed(ctx, "attn_out");
     matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
+  adapter_forward(ctx, LoraTarget::o, a.atty.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "attn_residual");
     residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
   { const auto t = timed(ctx, "mlp_norm");
@@ -120,10 +144,12 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
                       p.mlp_norm_b); }
   { const auto t = timed(ctx, "mlp_up");
     matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
+  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.get(), a.fc.get(), d.fu, a);
   { const auto t = timed(ctx, "mlp_act");
     mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s); }
   { const auto t = timed(ctx, "mlp_down");
     matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
+  adapter_forward(ctx, LoraTarget::down, a.fc_act.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "mlp_residual");
     residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
 }
@@ -155,6 +181,8 @@ void linear_dx(const CudaBlockContext& ctx, std::string_view op, bf16* dinp, con
 // the CPU).
 void linear_dw(const CudaBlockContext& ctx, CudaBlockScratch& sc, std::string_view op, float* dw, float* db,
                const bf16* dout, const bf16* inp, std::int64_t c, std::int64_t oc) {
+  FSDP_CHECK(dw != nullptr || db == nullptr, "linear_dw: a bias gradient without its weight's");
+  if (!dw) return;  // LoRA's frozen base: no weight-gradient GEMM
   const auto t = timed(ctx, op);
   matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, ctx.dims.n, c, oc, true, ctx.stream);
   if (db) bias_backward(db, sc.bias.get(), dout, ctx.dims.n, oc, ctx.stream);
@@ -172,12 +200,15 @@ void mlp_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf1
   const BlockDims& d = ctx.dims;
   if (keep) copy_bf16(keep->dout.get(), dres, d.n * d.c, ctx.stream);
   linear_dx(ctx, "mlp_down_dx", sc.dfc_act.get(), dres, p.mlp_down_w, d.f, d.c);
+  adapter_backward(ctx, LoraTarget::down, a.fc_act.get(), dres, d.c, sc.dfc_act.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), d.f, d.c);
   bf16* dfc = keep ? keep->dfc.get() : sc.dfc.get();
   { const auto t = timed(ctx, "mlp_act_bwd");
     CUDA_CHECK(cudaMemsetAsync(dfc, 0, std::size_t(d.n * d.fu) * sizeof(bf16), ctx.stream));  // accumulates
     mlp_act_backward(ctx.spec->ffn_kind, dfc, sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream); }
   linear_dx(ctx, "mlp_up_dx", sc.dln.get(), dfc, p.mlp_up_w, d.c, d.fu);
+  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
+    adapter_backward(ctx, t, a.ln2.get(), dfc, d.fu, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, dfc, a.ln2.get(), d.c, d.fu);
   float* dw = keep ? kept_norm(keep, 2, d.c) : g.mlp_norm_w;
   float* db = keep ? (p.mlp_norm_b ? kept_norm(keep, 3, d.c) : nullptr) : g.mlp_norm_b;
@@ -193,6 +224,7 @@ void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<con
   const BlockDims& d = ctx.dims;
   if (keep) copy_bf16(keep->dx_mid.get(), dres, d.n * d.c, ctx.stream);
   linear_dx(ctx, "attn_out_dx", sc.datty.get(), dres, p.attn_out_w, d.q, d.c);
+  adapter_backward(ctx, LoraTarget::o, a.atty.get(), dres, d.c, sc.datty.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dres, a.atty.get(), d.q, d.c);
   bf16* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
   { const auto t = timed(ctx, "attn_core_bwd");
@@ -204,6 +236,8 @@ void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<con
     rope_backward(dqkv, ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
   }
   linear_dx(ctx, "qkv_dx", sc.dln.get(), dqkv, p.qkv_w, d.c, d.qkv);
+  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+    adapter_backward(ctx, t, a.ln1.get(), dqkv, d.qkv, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, dqkv, a.ln1.get(), d.c, d.qkv);
   float* dw = keep ? kept_norm(keep, 0, d.c) : g.attn_norm_w;
   float* db = keep ? (p.attn_norm_b ? kept_norm(keep, 1, d.c) : nullptr) : g.attn_norm_b;

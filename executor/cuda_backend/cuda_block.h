@@ -3,8 +3,10 @@
 // gradients): bf16 activations and parameters, fp32 norm statistics, attention log-sum-exp and
 // parameter gradients. Attention is the flash kernel, so a block saves lse [B, NH, T] where the CPU
 // saves probabilities. With a profiler in the context, each kernel group is timed under the CPU block's
-// names (executor/model/block.cpp). Leaves out dropout, selective recompute and fused residual + norm
-// kernels.
+// names (executor/model/block.cpp). With LoRA (CudaBlockContext::lora) the adapters add to the qkv,
+// attn_out, mlp_up and mlp_down outputs (cuda_lora.h) and the frozen base gets no gradient: null gradient
+// pointers skip their dW GEMMs and norm sums. Leaves out dropout, selective recompute and fused
+// residual + norm kernels.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "core/model_spec.h"
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
+#include "executor/cuda_backend/cuda_lora.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block.h"
 #include "executor/model/op_profiler.h"
@@ -31,7 +34,8 @@ struct CudaBlockActs {
   DeviceBuffer<float> ln2_mean, ln2_rstd;  // [N] (LayerNorm only), [N]
   DeviceBuffer<bf16> fc;                   // [N, FU] mlp_up output (pre-activation)
   DeviceBuffer<bf16> fc_act;               // [N, F] activation output (mlp_down input)
-  void allocate(const BlockDims& d);
+  DeviceBuffer<bf16> lora_u;               // [adapters, N, r] u = x Aᵀ per adapter (LoRA only)
+  void allocate(const BlockDims& d, std::int64_t lora_u_elems = 0);  // lora_saved_elems
   std::int64_t bytes() const;  // 0 when not allocated
 };
 
@@ -41,7 +45,8 @@ struct CudaBlockScratch {
   DeviceBuffer<float> attn;  // [B·NH·T] flash backward delta (flash_attention_scratch_elems)
   DeviceBuffer<float> norm;  // [norm_backward_scratch_elems(N, C)] chunked dweight/dbias partial sums
   DeviceBuffer<float> bias;  // [bias_backward_scratch_elems(N, max(QKV, C, FU))]; empty without biases
-  void allocate(const BlockDims& d, bool has_bias);
+  DeviceBuffer<bf16> lora_du;  // [N, r] an adapter's du (LoRA only)
+  void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
 
@@ -65,6 +70,7 @@ struct CudaBlockContext {
   cudaStream_t stream = nullptr;
   OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
   int module = -1;                 // ParamLayout index reported with each kernel time
+  CudaLoraBlock lora;              // the block's adapters (layout null: no LoRA)
 };
 
 // Pointers to one block's tensors inside its bf16 parameter buffer; absent tensors are null. (The fp32
@@ -76,7 +82,7 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
                         bf16* x_out, CudaBlockActs& acts);
 
 // dres [N, C] (bf16): gradient w.r.t. x_out on entry, w.r.t. x_in on exit. Parameter gradients (fp32)
-// accumulate (+=).
+// accumulate (+=); a null gradient pointer (LoRA's frozen base) skips that tensor's gradient.
 void cuda_block_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
                          const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& acts, bf16* dres,
                          CudaBlockScratch& scratch);

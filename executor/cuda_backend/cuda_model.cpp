@@ -3,7 +3,8 @@
 // final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
 // executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
 // CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry
-// the names and modules of transformer.cpp's ScopedOps.
+// the names and modules of transformer.cpp's ScopedOps. LoRA: the blocks get their adapters through the
+// context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <utility>
@@ -55,6 +56,7 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
              "CudaModel: need one recompute mode per block");
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout_.num_modules(),
              "CudaModel: need one flag per module");
+  FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
   if (spec.arch == Arch::llama) {
     const cpu::RopeTable<float> rope =
         cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
@@ -68,6 +70,7 @@ void CudaModel::allocate_activations() {
   const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
   const int fn = layout_.final_norm_index(), head = layout_.head_index();
   const bool split = opts_.split_backward;
+  const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
   resid_.resize(std::size_t(layers + 1));
   for (int k = 0; k <= int(layers); ++k)
     if (runs(k) || runs(k + 1)) resid_[std::size_t(k)] = DeviceBuffer<bf16>(nc);
@@ -78,11 +81,12 @@ void CudaModel::allocate_activations() {
     if (!runs(int(i) + 1)) continue;
     any_block = true;
     if (recomputes(i)) any_recompute = true;
-    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_);
+    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
-  if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_ = DeviceBuffer<bf16>(nc);
-  if (any_block || runs(fn)) scratch_.allocate(dims_, spec_.bias != LinearBias::none);
+  if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<bf16>(nc);
+  if (any_block || runs(fn))
+    scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
     lnf_ = DeviceBuffer<bf16>(nc), dlnf_ = DeviceBuffer<bf16>(nc);
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
@@ -109,8 +113,14 @@ bool CudaModel::recomputes(std::int64_t block) const {
   return !opts_.recompute.empty() && opts_.recompute[std::size_t(block)] == RecomputeMode::full;
 }
 
+// A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 CudaBlockContext CudaModel::context(cudaStream_t stream, int module) const {
-  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module};
+  CudaBlockContext c{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module, {}};
+  if (!opts_.lora || module < 1 || module > spec_.layers) return c;
+  FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
+  const std::int64_t at = opts_.lora->block_offset(module - 1);
+  c.lora = CudaLoraBlock{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
+  return c;
 }
 
 const bf16* CudaModel::module_base(std::span<const bf16* const> params, int module) const {
@@ -148,6 +158,11 @@ void CudaModel::set_batch(const std::int32_t* tokens, const std::int32_t* target
 }
 
 void CudaModel::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
+
+void CudaModel::set_lora_buffers(const bf16* params, float* grads) {
+  FSDP_CHECK(opts_.lora != nullptr, "CudaModel: adapter buffers for a model without LoRA");
+  lora_params_ = params, lora_grads_ = grads;
+}
 
 void CudaModel::forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream) {
   FSDP_CHECK(m == next_forward_, fmt::format("CudaModel: forward of module {} out of order", m));
@@ -201,7 +216,8 @@ void CudaModel::run_backward(int m, std::span<const bf16* const> params, std::sp
   if (m == layout_.head_index()) head_backward(params, grads, stream);
   else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, stream);
   else if (m == ParamLayout::embedding_index()) {
-    if (!grads.empty()) embed_backward(grads, stream);  // the table's gradient is all weight pass
+    // the table's gradient is all weight pass; a frozen table (LoRA) has none
+    if (!grads.empty() && !opts_.lora) embed_backward(grads, stream);
   } else block_module_backward(m, params, grads, stream);
 }
 
@@ -237,7 +253,8 @@ void CudaModel::block_module_backward(int m, std::span<const bf16* const> params
     cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
     return;
   }
-  const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
+  // fp32 gradient pointers; all null for LoRA's frozen base
+  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, module_base(grads, m));
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
 }
 
@@ -286,9 +303,10 @@ void CudaModel::final_norm_backward(std::span<const bf16* const> params, std::sp
   const int m = layout_.final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
   const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
-  float* dw = keep ? lnf_keep_.get() : tensor(grads, m, "final_norm.weight");
+  const bool frozen = opts_.lora != nullptr;
+  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : tensor(grads, m, "final_norm.weight");
   float* db = keep ? (tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
-                   : tensor(grads, m, "final_norm.bias");
+              : frozen ? nullptr : tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
   norm_backward_bf16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
@@ -325,7 +343,8 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
     const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
     matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
   }
-  if (!grads.empty()) weight_pass(m, grads, stream);  // else the dlogits stay in logits_ for the weight pass
+  // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
+  if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
 }
 
 std::int64_t CudaModel::saved_bytes(int module) const {

@@ -22,6 +22,8 @@
 // All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
 // activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
 // grads[0] (the token table), which must then be set during the head's forward and backward.
+// LoRA (CudaModelOptions::lora): set_lora_buffers before each forward and backward; the base is frozen,
+// so the backward takes null gradient pointers and computes input and adapter gradients only.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,9 @@ struct CudaModelOptions {
   // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads per block; a
   // recomputing block keeps its re-materialised activations from the input pass to the weight pass).
   bool split_backward = false;
+  // LoRA (executor/model/lora.h; must outlive the model): the adapters add to the adapted projections
+  // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
+  const LoraLayout* lora = nullptr;
 };
 
 class CudaModel {
@@ -76,10 +81,14 @@ class CudaModel {
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream);
   // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
   void set_loss_output(float* loss_device);
+  // LoRA: the whole model's adapters, bf16 [lora->total] (read in forward and backward) and their fp32
+  // gradient (accumulated in backward), in the flat layout of executor/model/lora.h.
+  void set_lora_buffers(const bf16* params, float* grads);
   // params[k]: module k's bf16 device buffer in ParamLayout order, or null when not needed now.
   void forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
   void begin_backward(float dloss);
   // grads[k]: module k's fp32 device gradient buffer (same layout); parameter gradients accumulate.
+  // With LoRA every grads[k] is null (a frozen base).
   void backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
                        cudaStream_t stream);
   void backward_input_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
@@ -147,6 +156,8 @@ class CudaModel {
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
   DeviceBuffer<bf16> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
+  const bf16* lora_params_ = nullptr;        // LoRA: [lora->total] bf16 adapters
+  float* lora_grads_ = nullptr;              // and their fp32 gradient
   float dloss_ = 1.0f;
   int next_forward_ = -1, next_backward_ = -1;  // protocol state (-1: not allowed)
 };

@@ -13,6 +13,7 @@
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
+#include "executor/model/lora.h"
 #include "program/group_members.h"
 
 namespace fsdpx::cuda {
@@ -30,8 +31,9 @@ int unit_with(const Plan& plan, const std::string& module) {
 
 // The model of a pipeline rank runs the modules of its stages' units (every module without pipelining),
 // and splits its backward where the program has zero bubble's input passes.
-CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler) {
+CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler, const LoraLayout* lora) {
   CudaModelOptions o;
+  o.lora = lora;
   o.recompute = rp.plan.recompute;
   o.profiler = profiler;
   o.modules.assign(std::size_t(rp.layout.num_modules()), false);
@@ -62,7 +64,11 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   CUDA_CHECK(cudaEventCreateWithFlags(&step_start_, cudaEventDisableTiming));
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
-  model_options_ = model_options(rp, role_, kernel_profiler);
+  if (rp.plan.lora) {
+    lora_ = std::make_unique<const LoraLayout>(make_lora_layout(rp.plan.model, *rp.plan.lora));
+    adapters_ = std::make_unique<CudaAdapters>(*lora_, &mem_);
+  }
+  model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
   units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
@@ -174,19 +180,55 @@ void CudaRankBackend::init_params(std::uint64_t seed) {
     init_unit_range(rp_.layout, u->flat(), seed, s.shard_offset, s.shard_offset + n, s.params.data());
     u->upload(s, stream(StreamKind::compute));
   }
+  if (!adapters_) return;
+  const auto n = std::size_t(adapters_->numel());
+  AdapterState a{std::vector<float>(n), std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
+  init_lora(*lora_, seed, a.params.data());  // the CPU backend's values (executor/model/lora.h)
+  adapters_->upload(a, stream(StreamKind::compute));
+}
+
+void CudaRankBackend::sync_streams() const {
+  use_device();
+  for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+AdapterState CudaRankBackend::adapter_state() const {
+  if (!adapters_) return {};
+  sync_streams();
+  return adapters_->download(stream(StreamKind::compute));
+}
+
+void CudaRankBackend::load_adapter_state(const AdapterState& s) {
+  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: adapter state for a plan without LoRA");
+  sync_streams();
+  adapters_->upload(s, stream(StreamKind::compute));
+}
+
+// ar.lora: the adapters' gradient summed in fp32 over the group; a non-finite value is reported against
+// the first unit, as on the CPU (the check leaves the values alone: an inv_scale of 1 multiplies nothing).
+void CudaRankBackend::all_reduce_adapter_grads(MeshGroup group) {
+  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: an adapter reduction without LoRA");
+  float* g = adapters_->grads();
+  comm(group).all_reduce(g, g, adapters_->numel(), DType::f32, current_, current_op_);
+  unscale_check_finite(g, adapters_->numel(), 1.0f, non_finite_.get(), current_);
+}
+
+double CudaRankBackend::adapter_grad_sq_sum() {
+  if (!adapters_) return 0.0;
+  use_device();
+  sum_squares_async(adapters_->grads(), adapters_->numel(), false);
+  return read_sq_sum();
 }
 
 UnitShardState CudaRankBackend::unit_state(int unit) const {
-  use_device();
-  for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
+  sync_streams();
   const CudaUnit& u = unit == copy_source_ && !units_[std::size_t(unit)] ? *tied_copy_ : own(unit);
   return u.download(stream(StreamKind::compute));
 }
 
 void CudaRankBackend::load_unit_state(int unit, const UnitShardState& s) {
   FSDP_CHECK(holds_unit(unit), fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
-  use_device();
-  for (cudaStream_t st : streams_) CUDA_CHECK(cudaStreamSynchronize(st));
+  sync_streams();
   if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->upload(s, stream(StreamKind::compute));
   if (unit == copy_source_) tied_copy_->upload(s, stream(StreamKind::compute));
 }
@@ -276,6 +318,8 @@ bool CudaRankBackend::unscale_grads(float inv_scale) {
     if (u) unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
   if (tied_copy_)
     unscale_check_finite(tied_copy_->grad_shard(), tied_copy_->flat().shard_numel, inv_scale, found_inf_.get(), current_);
+  // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
+  if (adapters_) unscale_check_finite(adapters_->grads(), adapters_->numel(), inv_scale, found_inf_.get(), current_);
   int found = 0;
   CUDA_CHECK(cudaMemcpyAsync(&found, found_inf_.get(), sizeof(int), cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
@@ -289,10 +333,17 @@ double CudaRankBackend::grad_sq_sum() {
   bool any = false;
   for (const auto& u : units_) {
     if (!u) continue;
-    sum_squares(u->grad_shard(), u->flat().shard_numel, sq_scratch_.get(), sq_sum_.get(), any, current_);
+    sum_squares_async(u->grad_shard(), u->flat().shard_numel, any);
     any = true;
   }
-  if (!any) return 0.0;
+  return any ? read_sq_sum() : 0.0;
+}
+
+void CudaRankBackend::sum_squares_async(const float* x, std::int64_t n, bool accumulate) {
+  sum_squares(x, n, sq_scratch_.get(), sq_sum_.get(), accumulate, current_);
+}
+
+double CudaRankBackend::read_sq_sum() {
   double sum = 0;
   CUDA_CHECK(cudaMemcpyAsync(&sum, sq_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
@@ -319,6 +370,10 @@ void CudaRankBackend::all_reduce_host(double* buf, int count, MeshGroup group) {
 void CudaRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
   const AdamWArgs a{float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t,
                     float(s.grad_scale)};
+  if (adapters_) {  // the base is frozen: only the adapters step
+    adapters_->adamw(a, current_);
+    return;
+  }
   for (CudaUnit* u : all_units())
     adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master_bf16(),
                  u->flat().shard_numel, current_);
@@ -326,6 +381,7 @@ void CudaRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
 
 void CudaRankBackend::zero_grad_shards() {
   for (CudaUnit* u : all_units()) u->zero_grad_shard(current_);
+  if (adapters_) adapters_->zero_grads(current_);
   CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, units_.size() * sizeof(int), current_));
 }
 

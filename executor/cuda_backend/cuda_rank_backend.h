@@ -8,8 +8,9 @@
 // Host waits: the losses and the gradient norm, once per step, and after every model kernel group when
 // a kernel profiler is given. Pipelines as the CPU backend runs them (docs/cuda.md, "Pipeline
 // parallelism"): the rank's stages' units, a CudaModel per micro-batch in flight, bf16 messages through
-// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. Leaves out CUDA
-// graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
+// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. LoRA as the CPU
+// backend runs it (docs/lora.md): adapters whole on every rank (cuda_adapters.h), summed by `ar.lora`,
+// stepped alone; the base units are gathered but get no gradients. Leaves out CUDA graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
 #pragma once
 
 #include <array>
@@ -23,6 +24,7 @@
 
 #include "executor/cuda/device_communicator.h"
 #include "executor/cuda/gemm.h"
+#include "executor/cuda_backend/cuda_adapters.h"
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/cuda_backend/cuda_unit.h"
 #include "executor/runtime/micro_batch_pool.h"
@@ -78,6 +80,11 @@ class CudaRankBackend final : public RankBackend {
   void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
   void zero_grad_shards() override;
 
+  void all_reduce_adapter_grads(MeshGroup group) override;
+  double adapter_grad_sq_sum() override;
+  AdapterState adapter_state() const override;
+  void load_adapter_state(const AdapterState& s) override;
+
   void synchronize() override;
   void abort(const std::string& msg) override { world_->abort(msg); }
   const MemoryTracker& memory() const override { return mem_; }
@@ -91,7 +98,11 @@ class CudaRankBackend final : public RankBackend {
   std::vector<CudaUnit*> all_units() const;
   CudaUnit* copy_with(int unit) const { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
   std::vector<const bf16*> param_ptrs() const;
-  std::vector<float*> grad_ptrs(int unit);
+  std::vector<float*> grad_ptrs(int unit);  // all null under LoRA (a frozen base)
+  void sync_streams() const;
+  // Σ x² of `n` fp32 device values (accumulate: onto the previous sum_squares) read back to the host.
+  void sum_squares_async(const float* x, std::int64_t n, bool accumulate);
+  double read_sq_sum();
   std::unique_ptr<CudaModel> make_model();
   // Copies the message received for (mb, payload), if any, into the model (`dst` gives where) on the
   // compute stream; returns whether there was one.
@@ -117,6 +128,8 @@ class CudaRankBackend final : public RankBackend {
   std::string current_op_;            // and its name, for the watchdog
   MemoryTracker mem_;
   std::unique_ptr<GemmContext> gemm_;
+  std::unique_ptr<const LoraLayout> lora_;   // LoRA plans only; before model_options_, which points to it
+  std::unique_ptr<CudaAdapters> adapters_;   // LoRA plans only
   CudaModelOptions model_options_;
   MicroBatchPool<CudaModel> models_;
   struct Inbound {

@@ -47,6 +47,7 @@ std::vector<const bf16*> CudaRankBackend::param_ptrs() const {
 }
 
 std::vector<float*> CudaRankBackend::grad_ptrs(int unit) {
+  if (lora_) return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);  // frozen base
   CudaUnit& u = own(unit);
   std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
                                                     [&](int k) { return u.module_grads(k, current_); });
@@ -69,6 +70,7 @@ void CudaRankBackend::forward(int segment, int mb) {
     FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
     model.set_loss_output(losses_.get() + losses_written_);
   }
+  if (adapters_) model.set_lora_buffers(adapters_->params_bf16(), adapters_->grads());
   const std::vector<const bf16*> p = param_ptrs();
   for (int m = seg.first_module; m <= last; ++m) {
     model.forward_module(m, p, current_);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "core/lora.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
@@ -184,6 +185,13 @@ TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with suppor
   CHECK_THROWS_WITH_AS(make_runtime_program(small_heads, ExecutorDevice::cuda),
                        doctest::Contains("/model/head_dim: the CUDA attention kernel takes 32, 64, 96 or 128 (got 4)"),
                        ConfigError);
+  // LoRA runs on CUDA (docs/lora.md), without adapter dropout.
+  Plan lora = cuda;
+  lora.lora = LoraSettings{};
+  CHECK_NOTHROW(make_runtime_program(lora, ExecutorDevice::cuda));
+  lora.lora->dropout = 0.1;
+  CHECK_THROWS_WITH_AS(make_runtime_program(lora, ExecutorDevice::cuda),
+                       doctest::Contains("/lora/dropout: the CUDA runtime implements no adapter dropout"), ConfigError);
 }
 
 TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {
