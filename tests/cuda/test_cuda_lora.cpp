@@ -137,8 +137,8 @@ void check_adapter_grads(const LoraLayout& l, const std::vector<float>& got, con
           den += double(ref[std::size_t(e)]) * double(ref[std::size_t(e)]);
         }
         const double rel = std::sqrt(num / (den > 0 ? den : 1));
-        MESSAGE("block " << blk << " target " << int(s.target) << (is_a ? " dA" : " dB") << ": maxdiff " << maxdiff
-                         << ", rel L2 err " << rel << ", ref norm " << std::sqrt(den));
+        MESSAGE("LoRA block " << blk << " target " << int(s.target) << (is_a ? " dA" : " dB") << ": maxdiff "
+                              << maxdiff << ", rel L2 err " << rel << ", ref norm " << std::sqrt(den));
         CHECK(den > 0);
         CHECK(std::isfinite(rel));
         CHECK(rel <= max_rel);
