@@ -22,7 +22,7 @@
 // All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
 // activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
 // grads[0] (the token table), which must then be set during the head's forward and backward.
-// LoRA (CudaModelOptions::lora): set_lora_buffers before each forward and backward; the base is frozen,
+// LoRA (CudaModelOptions::lora): set_lora_buffers before the forward (the buffers stay set); the base is frozen,
 // so the backward takes null gradient pointers and computes input and adapter gradients only.
 #pragma once
 

@@ -10,7 +10,8 @@
 // parallelism"): the rank's stages' units, a CudaModel per micro-batch in flight, bf16 messages through
 // staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. LoRA as the CPU
 // backend runs it (docs/lora.md): adapters whole on every rank (cuda_adapters.h), summed by `ar.lora`,
-// stepped alone; the base units are gathered but get no gradients. Leaves out CUDA graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
+// stepped alone; the base units are gathered but get no gradients. Leaves out CUDA graphs, fusing
+// adjacent sends and receives into one NCCL group, and tensor and context parallelism.
 #pragma once
 
 #include <array>
