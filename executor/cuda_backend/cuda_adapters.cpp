@@ -14,6 +14,9 @@ CudaAdapters::CudaAdapters(const LoraLayout& layout, MemoryTracker* mem)
   for (const DeviceBuffer<float>* b : {&master_, &exp_avg_, &exp_avg_sq_, &grads_})
     CUDA_CHECK(cudaMemset(b->get(), 0, bytes));
   CUDA_CHECK(cudaMemset(params_bf16_.get(), 0, std::size_t(numel_) * sizeof(bf16)));
+  // cudaMemset is asynchronous on the legacy stream, which the backend's non-blocking streams do not wait
+  // for: the zeros must land before the first upload or backward.
+  CUDA_CHECK(cudaDeviceSynchronize());
   mem->alloc(MemCategory::params, double(numel_) * (4 + 2));
   mem->alloc(MemCategory::grads, double(numel_) * 4);
   mem->alloc(MemCategory::optimizer, double(numel_) * 8);
