@@ -124,7 +124,7 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
   { const auto t = timed(ctx, "attn_norm");
     norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
   { const auto t = timed(ctx, "qkv");
-    matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
+    matmul_forward(gemm, a.qkv.get(), GemmOut::operand, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
   for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
     adapter_forward(ctx, t, a.ln1.get(), a.qkv.get(), d.qkv, a);
   if (ctx.rope_cos) {
@@ -135,7 +135,7 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
     flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s); }
   // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
   { const auto t = timed(ctx, "attn_out");
-    matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
+    matmul_forward(gemm, x_out, GemmOut::operand, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
   adapter_forward(ctx, LoraTarget::o, a.atty.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "attn_residual");
     residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
@@ -143,12 +143,12 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
     norm_forward_bf16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
                       p.mlp_norm_b); }
   { const auto t = timed(ctx, "mlp_up");
-    matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
+    matmul_forward(gemm, a.fc.get(), GemmOut::operand, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
   for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.get(), a.fc.get(), d.fu, a);
   { const auto t = timed(ctx, "mlp_act");
     mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s); }
   { const auto t = timed(ctx, "mlp_down");
-    matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
+    matmul_forward(gemm, x_out, GemmOut::operand, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
   adapter_forward(ctx, LoraTarget::down, a.fc_act.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "mlp_residual");
     residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
@@ -174,7 +174,7 @@ void copy_bf16(bf16* dst, const bf16* src, std::int64_t n, cudaStream_t stream) 
 void linear_dx(const CudaBlockContext& ctx, std::string_view op, bf16* dinp, const bf16* dout, const bf16* w,
                std::int64_t c, std::int64_t oc) {
   const auto t = timed(ctx, op);
-  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, ctx.dims.n, c, oc, false, ctx.stream);
+  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::operand, dout, w, ctx.dims.n, c, oc, false, ctx.stream);
 }
 
 // dW [OC, C] += doutᵀ·inp (fp32), db [OC] += Σ_n dout when the layer has a bias (timed with dW, as on

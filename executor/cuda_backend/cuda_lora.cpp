@@ -39,10 +39,10 @@ const bf16* input(const Operands& o, LoraOperand w) {
 
 std::pair<void*, GemmOut> output(const Operands& o, LoraOperand w) {
   switch (w) {
-    case LoraOperand::y: return {o.y, GemmOut::bf16};
-    case LoraOperand::dx: return {o.dx, GemmOut::bf16};
-    case LoraOperand::u: return {o.u_out, GemmOut::bf16};
-    case LoraOperand::du: return {o.du, GemmOut::bf16};
+    case LoraOperand::y: return {o.y, GemmOut::operand};
+    case LoraOperand::dx: return {o.dx, GemmOut::operand};
+    case LoraOperand::u: return {o.u_out, GemmOut::operand};
+    case LoraOperand::du: return {o.du, GemmOut::operand};
     case LoraOperand::da: return {o.da, GemmOut::f32};
     case LoraOperand::db: return {o.db, GemmOut::f32};
     default: FSDP_CHECK(false, "lora gemm: not an output operand"); return {nullptr, GemmOut::f32};

@@ -320,7 +320,7 @@ void CudaModel::head_forward(std::span<const bf16* const> params, cudaStream_t s
   const std::int64_t n = dims_.n, v = spec_.vocab;
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
-    matmul_forward(*gemm_, logits_.get(), GemmOut::bf16, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
+    matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
   }
   const CudaScopedOp t(opts_.profiler, "loss", m, stream);
   fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
@@ -341,7 +341,7 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
   }
   {
     const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
-    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
+    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::operand, logits_.get(), w, n, dims_.c, v, false, stream);
   }
   // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
   if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
