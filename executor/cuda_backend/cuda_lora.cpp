@@ -11,21 +11,23 @@ namespace fsdpx::cuda {
 namespace {
 
 // Device pointers of one adapter's operands (null where a pass does not use them).
+template <class T>
 struct Operands {
-  const bf16* x = nullptr;
-  bf16* y = nullptr;
-  const bf16* dy = nullptr;
-  bf16* dx = nullptr;
-  const bf16* a = nullptr;
-  const bf16* b = nullptr;
+  const T* x = nullptr;
+  T* y = nullptr;
+  const T* dy = nullptr;
+  T* dx = nullptr;
+  const T* a = nullptr;
+  const T* b = nullptr;
   float* da = nullptr;
   float* db = nullptr;
-  const bf16* u = nullptr;  // read by the GEMMs after the first forward one
-  bf16* u_out = nullptr;    // written by the first forward GEMM
-  bf16* du = nullptr;
+  const T* u = nullptr;  // read by the GEMMs after the first forward one
+  T* u_out = nullptr;    // written by the first forward GEMM
+  T* du = nullptr;
 };
 
-const bf16* input(const Operands& o, LoraOperand w) {
+template <class T>
+const T* input(const Operands<T>& o, LoraOperand w) {
   switch (w) {
     case LoraOperand::x: return o.x;
     case LoraOperand::dy: return o.dy;
@@ -37,7 +39,8 @@ const bf16* input(const Operands& o, LoraOperand w) {
   }
 }
 
-std::pair<void*, GemmOut> output(const Operands& o, LoraOperand w) {
+template <class T>
+std::pair<void*, GemmOut> output(const Operands<T>& o, LoraOperand w) {
   switch (w) {
     case LoraOperand::y: return {o.y, GemmOut::operand};
     case LoraOperand::dx: return {o.dx, GemmOut::operand};
@@ -49,9 +52,10 @@ std::pair<void*, GemmOut> output(const Operands& o, LoraOperand w) {
   }
 }
 
-void run(GemmContext& gemm, const LoraGemm& g, const Operands& o, cudaStream_t stream) {
-  const bf16* a = input(o, g.a);
-  const bf16* b = input(o, g.b);
+template <class T>
+void run(GemmContext& gemm, const LoraGemm& g, const Operands<T>& o, cudaStream_t stream) {
+  const T* a = input(o, g.a);
+  const T* b = input(o, g.b);
   const auto [c, c_type] = output(o, g.c);
   FSDP_CHECK(a && b && c, "lora gemm: operand not set");
   const std::int64_t c_bytes = c_type == GemmOut::f32 ? 4 : 2;
@@ -61,7 +65,8 @@ void run(GemmContext& gemm, const LoraGemm& g, const Operands& o, cudaStream_t s
 
 // The adapter of `target` in block `b` and its operands A, B (and dA, dB with gradients); null slot when
 // the block does not adapt `target`.
-const LoraSlot* slot_of(const CudaLoraBlock& b, LoraTarget target, Operands& o) {
+template <class T>
+const LoraSlot* slot_of(const CudaLoraBlock<T>& b, LoraTarget target, Operands<T>& o) {
   const int k = b.layout ? lora_slot(*b.layout, target) : -1;
   if (k < 0) return nullptr;
   const LoraSlot& s = b.layout->slots[std::size_t(k)];
@@ -70,7 +75,8 @@ const LoraSlot* slot_of(const CudaLoraBlock& b, LoraTarget target, Operands& o) 
   return &s;
 }
 
-std::int64_t slot_index(const CudaLoraBlock& b, const LoraSlot& s) { return &s - b.layout->slots.data(); }
+template <class T>
+std::int64_t slot_index(const CudaLoraBlock<T>& b, const LoraSlot& s) { return &s - b.layout->slots.data(); }
 
 }  // namespace
 
@@ -78,29 +84,40 @@ std::int64_t lora_saved_elems(const LoraLayout* l, std::int64_t tokens) {
   return l ? std::int64_t(l->slots.size()) * tokens * l->rank : 0;
 }
 
-void lora_forward_bf16(GemmContext& gemm, const CudaLoraBlock& b, LoraTarget target, const bf16* x, bf16* y,
-                       std::int64_t y_width, std::int64_t n, bf16* saved_u, cudaStream_t stream) {
-  Operands o;
+template <class T>
+void lora_forward16(GemmContext& gemm, const CudaLoraBlock<T>& b, LoraTarget target, const T* x, T* y,
+                       std::int64_t y_width, std::int64_t n, T* saved_u, cudaStream_t stream) {
+  Operands<T> o;
   const LoraSlot* s = slot_of(b, target, o);
   if (!s) return;
-  FSDP_CHECK(b.params != nullptr && saved_u != nullptr, "lora_forward_bf16: adapters or saved u not set");
+  FSDP_CHECK(b.params != nullptr && saved_u != nullptr, "lora_forward16: adapters or saved u not set");
   o.x = x, o.y = y;
   o.u_out = saved_u + slot_index(b, *s) * n * b.layout->rank;
   o.u = o.u_out;
   for (const LoraGemm& g : lora_forward_gemms(*s, b.layout->rank, b.layout->scale, n, y_width)) run(gemm, g, o, stream);
 }
 
-void lora_backward_bf16(GemmContext& gemm, const CudaLoraBlock& b, LoraTarget target, const bf16* x, const bf16* dy,
-                        std::int64_t y_width, bf16* dx, std::int64_t n, const bf16* saved_u, bf16* du,
+template <class T>
+void lora_backward16(GemmContext& gemm, const CudaLoraBlock<T>& b, LoraTarget target, const T* x, const T* dy,
+                        std::int64_t y_width, T* dx, std::int64_t n, const T* saved_u, T* du,
                         cudaStream_t stream) {
-  Operands o;
+  Operands<T> o;
   const LoraSlot* s = slot_of(b, target, o);
   if (!s) return;
   FSDP_CHECK(b.params != nullptr && b.grads != nullptr && saved_u != nullptr && du != nullptr,
-             "lora_backward_bf16: adapters, their gradient, saved u or du scratch not set");
+             "lora_backward16: adapters, their gradient, saved u or du scratch not set");
   o.x = x, o.dy = dy, o.dx = dx, o.du = du;
   o.u = saved_u + slot_index(b, *s) * n * b.layout->rank;
   for (const LoraGemm& g : lora_backward_gemms(*s, b.layout->rank, b.layout->scale, n, y_width)) run(gemm, g, o, stream);
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template void lora_forward16<T>(GemmContext&, const CudaLoraBlock<T>&, LoraTarget, const T*, T*, std::int64_t,  \
+                                  std::int64_t, T*, cudaStream_t);                                                \
+  template void lora_backward16<T>(GemmContext&, const CudaLoraBlock<T>&, LoraTarget, const T*, const T*,         \
+                                   std::int64_t, T*, std::int64_t, const T*, T*, cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda
