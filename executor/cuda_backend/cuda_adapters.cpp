@@ -7,13 +7,14 @@
 
 namespace fsdpx::cuda {
 
-CudaAdapters::CudaAdapters(const LoraLayout& layout, MemoryTracker* mem)
+template <class T>
+CudaAdaptersT<T>::CudaAdaptersT(const LoraLayout& layout, MemoryTracker* mem)
     : numel_(layout.total), master_(layout.total), exp_avg_(layout.total), exp_avg_sq_(layout.total),
-      grads_(layout.total), params_bf16_(layout.total) {
+      grads_(layout.total), params16_(layout.total) {
   const auto bytes = std::size_t(numel_) * sizeof(float);
   for (const DeviceBuffer<float>* b : {&master_, &exp_avg_, &exp_avg_sq_, &grads_})
     CUDA_CHECK(cudaMemset(b->get(), 0, bytes));
-  CUDA_CHECK(cudaMemset(params_bf16_.get(), 0, std::size_t(numel_) * sizeof(bf16)));
+  CUDA_CHECK(cudaMemset(params16_.get(), 0, std::size_t(numel_) * sizeof(T)));
   // cudaMemset is asynchronous on the legacy stream, which the backend's non-blocking streams do not wait
   // for: the zeros must land before the first upload or backward.
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -22,18 +23,20 @@ CudaAdapters::CudaAdapters(const LoraLayout& layout, MemoryTracker* mem)
   mem->alloc(MemCategory::optimizer, double(numel_) * 8);
 }
 
-void CudaAdapters::upload(const AdapterState& s, cudaStream_t stream) {
+template <class T>
+void CudaAdaptersT<T>::upload(const AdapterState& s, cudaStream_t stream) {
   const auto n = std::size_t(numel_);
   FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n,
              "CudaAdapters: adapter state of another layout");
   CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  cast_f32_to_bf16(params_bf16_.get(), master_.get(), numel_, stream);
+  cast_f32_to_16(params16_.get(), master_.get(), numel_, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
 }
 
-AdapterState CudaAdapters::download(cudaStream_t stream) const {
+template <class T>
+AdapterState CudaAdaptersT<T>::download(cudaStream_t stream) const {
   const auto n = std::size_t(numel_);
   AdapterState s{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
   CUDA_CHECK(cudaMemcpyAsync(s.params.data(), master_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
@@ -43,10 +46,15 @@ AdapterState CudaAdapters::download(cudaStream_t stream) const {
   return s;
 }
 
-void CudaAdapters::adamw(const AdamWArgs& a, cudaStream_t stream) {
-  adamw_update(a, master_.get(), exp_avg_.get(), exp_avg_sq_.get(), grads_.get(), params_bf16_.get(), numel_, stream);
+template <class T>
+void CudaAdaptersT<T>::adamw(const AdamWArgs& a, cudaStream_t stream) {
+  adamw_update(a, master_.get(), exp_avg_.get(), exp_avg_sq_.get(), grads_.get(), params16_.get(), numel_, stream);
 }
 
-void CudaAdapters::zero_grads(cudaStream_t stream) { zero_async(grads_, stream); }
+template <class T>
+void CudaAdaptersT<T>::zero_grads(cudaStream_t stream) { zero_async(grads_, stream); }
+
+template class CudaAdaptersT<bf16>;
+template class CudaAdaptersT<f16>;
 
 }  // namespace fsdpx::cuda

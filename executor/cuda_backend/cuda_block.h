@@ -1,6 +1,6 @@
-// executor/cuda_backend/cuda_block.h — one pre-norm transformer block on the device, the bf16 twin of
-// executor/model/block.h (same formulas, tensor layout, residual-gradient flow and += parameter
-// gradients): bf16 activations and parameters, fp32 norm statistics, attention log-sum-exp and
+// executor/cuda_backend/cuda_block.h — one pre-norm transformer block on the device, the 16-bit twin (T =
+// bf16, or f16 for fp16 plans) of executor/model/block.h (same formulas, tensor layout, residual-gradient
+// flow and += parameter gradients): T activations and parameters, fp32 norm statistics, attention log-sum-exp and
 // parameter gradients. Attention is the flash kernel, so a block saves lse [B, NH, T] where the CPU
 // saves probabilities. With a profiler in the context, each kernel group is timed under the CPU block's
 // names (executor/model/block.cpp). With LoRA (CudaBlockContext::lora) the adapters add to the qkv,

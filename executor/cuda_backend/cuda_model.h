@@ -1,6 +1,6 @@
 // executor/cuda_backend/cuda_model.h — the device twin of the CPU reference Transformer
 // (executor/model/transformer.h): the same protocol, module order, parameter layout and += gradients,
-// on bf16 parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
+// on 16-bit (T = bf16, or f16 for fp16 plans) parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
 // only activations and scratch, allocated once in the constructor; parameters and gradients are the
 // caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
 // Leaves out dropout, ignore-index targets, vocabulary padding, selective recompute and sharing scratch
@@ -10,7 +10,7 @@
 // for the one bounded host wait, and CudaModelOptions::profiler for the waits of a profiled run):
 //   set_batch(tokens, targets, stream);                  // host int32 [B, T] each
 //   set_loss_output(loss_device);                        // before the head's forward
-//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's bf16 buffer or null
+//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's T buffer or null
 //   begin_backward(dloss);
 //   for m in M-1..0:  backward_module(m, params, grads, stream);  // fp32 grads[k] accumulate (+=)
 // A pipeline stage runs a range of modules, as the CPU Transformer: input_buffer(m) is where the previous

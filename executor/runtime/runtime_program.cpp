@@ -44,13 +44,14 @@ void check_cpu_program(const Plan& plan) {
   check_no_adapter_dropout(plan, "CPU");
 }
 
-// The CUDA model computes in bf16 with the FlashAttention-2-style kernel (head dims 32/64/96/128) and
-// reduces gradients in fp32 or bf16 as the plan says; it has no dropout (LoRA's adapter dropout included).
+// The CUDA model computes in bf16 or fp16 (CudaModelT<T>) with the FlashAttention-2-style kernel (head dims
+// 32/64/96/128) and reduces gradients in fp32 or bf16 as the plan says; it has no dropout (LoRA's adapter
+// dropout included).
 void check_cuda_program(const Plan& plan) {
-  if (plan.precision.param != DType::bf16)
-    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16, so the "
-                                  "plan must say \"bf16\" (got \"{}\"; fp16 with loss scaling runs on the CPU "
-                                  "backend)", dtype_name(plan.precision.param)));
+  if (plan.precision.param != DType::bf16 && plan.precision.param != DType::fp16)
+    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16 or fp16, so "
+                                  "the plan must say \"bf16\" or \"fp16\" (got \"{}\")",
+                                  dtype_name(plan.precision.param)));
   if (plan.precision.reduce != DType::fp32 && plan.precision.reduce != DType::bf16)
     throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CUDA runtime reduces in fp32 or bf16 "
                                   "(got \"{}\")", dtype_name(plan.precision.reduce)));

@@ -21,26 +21,14 @@
 #include "executor/model/lora.h"
 #include "executor/model/transformer.h"
 #include "tests/cuda/cuda_test_util.h"
-#include "tests/executor/tiny_models.h"
+#include "tests/cuda/cuda_tiny_models.h"
+#include "tests/cuda/trainer_run.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx::cuda::test {
 namespace {
 
 constexpr std::int64_t kB = 2, kT = 40;
-
-// The executor tests' tiny models with the flash kernel's head_dim 32.
-ModelSpec lora_llama() {
-  ModelSpec s = fsdpx::test::tiny_llama();
-  s.hidden = 64, s.head_dim = 32, s.ffn_hidden = 96, s.vocab = 128, s.max_seq = 64;
-  return s;
-}
-
-ModelSpec lora_gpt() {
-  ModelSpec s = fsdpx::test::tiny_gpt();  // biases and a tied head
-  s.hidden = 64, s.head_dim = 32, s.ffn_hidden = 128, s.vocab = 96, s.max_seq = 48;
-  return s;
-}
 
 // r = 8, as the example: u, du and B have leading dimension r, 16 bytes in bf16. Smaller ranks give
 // 2r-byte leading dimensions, for which the cuBLASLt heuristic has not yet been seen to find an algorithm
@@ -150,7 +138,7 @@ void check_adapter_grads(const LoraLayout& l, const std::vector<float>& got, con
 }
 
 TEST_CASE("CudaModel with LoRA: loss and adapter gradients match the CPU Transformer<float>; B = 0 is the base") {
-  for (const ModelSpec& spec : {lora_llama(), lora_gpt()}) {
+  for (const ModelSpec& spec : {cuda_tiny_llama(), cuda_tiny_gpt()}) {
     CAPTURE(spec.name);
     const LoraLayout l = make_lora_layout(spec, every_target(spec));
     const std::vector<float> params = bf16_base(make_param_layout(spec));
@@ -202,11 +190,7 @@ struct LoraRun {
 };
 
 LoraRun train(const Plan& plan, bool cuda) {
-  const auto data = std::make_shared<fsdpx::test::HashData>(plan.model.vocab);
-  TrainerOptions o;
-  o.cuda = cuda;
-  auto trainer = cuda ? std::make_unique<Trainer>(plan, data, o, in_process_cuda_backends(0))
-                      : std::make_unique<Trainer>(plan, data, o);
+  const auto trainer = hash_data_trainer(plan, cuda);
   LoraRun r;
   for (int s = 0; s < kSteps; ++s) r.losses.push_back(trainer->step().loss);
   r.base = trainer->gather_full_params();

@@ -157,7 +157,7 @@ TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the
   CHECK_THROWS_WITH_AS(Trainer(reduce_bf16, data), doctest::Contains("/mixed_precision/reduce_dtype"), ConfigError);
 }
 
-TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with supported head dims, the CPU fp32 ones") {
+TEST_CASE("runtime program: the CUDA runtime takes bf16 and fp16 flash2 plans with supported head dims, the CPU fp32 ones") {
   test::PlanShape s;
   s.dp_shard = 2;
   ModelSpec m = test::tiny_llama();
@@ -171,6 +171,9 @@ TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with suppor
   Plan cuda_bf16_reduce = cuda;
   cuda_bf16_reduce.precision.reduce = DType::bf16;
   CHECK_NOTHROW(make_runtime_program(cuda_bf16_reduce, ExecutorDevice::cuda));
+  Plan cuda_fp16 = cuda;  // fp16 compute (CudaModelT<f16>), with or without loss scaling
+  cuda_fp16.precision.param = DType::fp16;
+  CHECK_NOTHROW(make_runtime_program(cuda_fp16, ExecutorDevice::cuda));
   CHECK_THROWS_WITH_AS(make_runtime_program(cuda, ExecutorDevice::cpu), doctest::Contains("/mixed_precision/param_dtype"),
                        ConfigError);
   CHECK_THROWS_WITH_AS(make_runtime_program(fp32, ExecutorDevice::cuda),
