@@ -1,7 +1,7 @@
 // executor/cuda/gemm.h — the linear layer's three GEMMs through cuBLASLt (llm.c matmul_cublaslt):
-// 16-bit operands T (bf16, or f16 for fp16 plans), fp32 accumulation (CUBLAS_COMPUTE_32F), T or fp32 output, an optional bias
-// epilogue in forward, and an accumulate flag (beta = 1) so dW += works for gradient accumulation.
-// Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
+// 16-bit operands T (bf16, or f16 for fp16 plans), fp32 accumulation (CUBLAS_COMPUTE_32F), T or fp32
+// output, an optional bias epilogue in forward, and an accumulate flag (beta = 1) so dW += works for
+// gradient accumulation. Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
 // 32", llm.c). The heuristic is queried per call. Leaves out GELU epilogues, fp8 and batched GEMMs.
 #pragma once
 

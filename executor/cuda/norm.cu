@@ -15,7 +15,8 @@ constexpr std::int64_t kMaxRowChunks = 64;  // fixed chunk count: the sum order 
 std::int64_t row_chunks(std::int64_t n) { return n < kMaxRowChunks ? n : kMaxRowChunks; }
 
 template <bool kLayer, class T>
-__global__ void norm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, std::int64_t n, int c, float eps) {
+__global__ void norm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
+                                    std::int64_t n, int c, float eps) {
   const std::int64_t row = std::int64_t(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= n) return;

@@ -102,8 +102,9 @@ void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensor
                                const CudaBlockActs<T>& acts, T* dres, CudaBlockScratch<T>& scratch,
                                CudaBlockWeightGrads<T>& keep);
 template <class T>
-void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g, const CudaBlockActs<T>& acts,
-                                const CudaBlockWeightGrads<T>& keep, CudaBlockScratch<T>& scratch);
+void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g,
+                                const CudaBlockActs<T>& acts, const CudaBlockWeightGrads<T>& keep,
+                                CudaBlockScratch<T>& scratch);
 
 // The arch's norm (RMSNorm for llama, LayerNorm for gpt), shared with the final norm. mean is unused
 // (may be null) for RMSNorm; bias and dbias are null for RMSNorm. Backward: dinp (T) +=, dw, db +=.

@@ -1,7 +1,7 @@
 // executor/cuda_backend/cuda_model.h — the device twin of the CPU reference Transformer
 // (executor/model/transformer.h): the same protocol, module order, parameter layout and += gradients,
-// on 16-bit (T = bf16, or f16 for fp16 plans) parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
-// only activations and scratch, allocated once in the constructor; parameters and gradients are the
+// on 16-bit (T = bf16, or f16 for fp16 plans) parameters and activations with fp32 statistics, loss and
+// parameter gradients. The model owns only activations and scratch, allocated once in the constructor; parameters and gradients are the
 // caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
 // Leaves out dropout, ignore-index targets, vocabulary padding, selective recompute and sharing scratch
 // between the models of a pipeline rank's micro-batches in flight.

@@ -76,13 +76,14 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
     if (unit_role(rp, int(u)) == role_)
-      units_[u] = std::make_unique<CudaUnitT<T>>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
+      units_[u] =
+          std::make_unique<CudaUnitT<T>>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
   const int source = tied_copy_source(rp);
   if (source >= 0 && role_ == rp.program.pp - 1) {
     copy_source_ = source;
     head_unit_ = unit_with(rp.plan, "head");
-    tied_copy_ = std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(source)], at.unit_shard, replicated_params(rp, source),
-                                            reduce, &mem_);
+    tied_copy_ = std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(source)], at.unit_shard,
+                                                replicated_params(rp, source), reduce, &mem_);
   }
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
@@ -387,7 +388,7 @@ double CudaRankBackendT<T>::read_sq_sum() {
 }
 
 // A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
-// the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on T runs.
+// the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on bf16 and fp16 runs.
 template <class T>
 void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup group) {
   FSDP_CHECK(count <= kHostReduceElems, "CudaRankBackend: host all-reduce too large");

@@ -1,7 +1,7 @@
 // executor/cuda_backend/cuda_rank_backend.h — the CUDA RankBackend: one rank's CudaModelT (bf16, or fp16
-// for fp16 plans: T; fp32 gradients), its CudaUnits and its device communicators, with one CUDA stream per step-program
-// stream (compute, all-gather, reduce-scatter, all-reduce) and one event per op: begin_op makes the
-// op's stream wait for its dependencies on other streams, end_op records the op's event, and every
+// for fp16 plans: T; fp32 gradients), its CudaUnits and its device communicators, with one CUDA stream
+// per step-program stream (compute, all-gather, reduce-scatter, all-reduce) and one event per op:
+// begin_op makes the op's stream wait for its dependencies on other streams, end_op records the op's event, and every
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
 // all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
