@@ -3,7 +3,7 @@
 // on the CPU tp and cp degrees that split the FFN, vocabulary, KV heads and tokens evenly, without
 // op-level selective recompute, and pp with tp = cp = 1; a tied head in the embedding's unit, or under
 // pp the embedding alone in its unit; the CPU backend reduces in fp32, the CUDA one in fp32 or bf16; fp16
-// with loss scaling on the CPU backend only, check_fp16_target); torchtitan's are the exporter's notes
+// with loss scaling on both backends, check_fp16_target); torchtitan's are the exporter's notes
 // (export_torchtitan_map.cpp).
 #include "planner/target.h"
 
@@ -102,13 +102,10 @@ std::string target_name(const Target& t) {
   return t.kind == TargetKind::fsdpx ? std::string("fsdpx") : "torchtitan@" + t.version;
 }
 
-void check_fp16_target(const Target& t, const ClusterSpec& cluster, std::string_view where) {
+void check_fp16_target(const Target& t, std::string_view where) {
   if (t.kind == TargetKind::torchtitan)
     throw ConfigError(fmt::format("{}: torchtitan's mixed_precision_param is bfloat16 or float32 (no fp16 with loss "
-                                  "scaling); plan for --target fsdpx on a CPU cluster", where));
-  if (!cluster.host_threads)
-    throw ConfigError(fmt::format("{}: fsdpx's CUDA backend computes in bf16; fp16 with loss scaling runs on the "
-                                  "CPU backend (a cluster with host threads, e.g. --cluster cpu)", where));
+                                  "scaling); plan for --target fsdpx", where));
 }
 
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t) {

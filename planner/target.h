@@ -32,10 +32,10 @@ std::string target_name(const Target& t);
 // config's keys, export_torchtitan.h); empty when the target runs the plan exactly.
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t);
 
-// fp16 mixed precision with loss scaling (core/loss_scale.h) on `t` for `cluster`: fsdpx runs it on its CPU
-// backend (a cluster of host threads) only, its CUDA backend computing in bf16
-// (executor/runtime/runtime_program.cpp); torchtitan's job config offers bfloat16 and float32 only
-// (export_torchtitan_map.cpp). Throws ConfigError "<where>: ..." for the others.
-void check_fp16_target(const Target& t, const ClusterSpec& cluster, std::string_view where);
+// fp16 mixed precision with loss scaling (core/loss_scale.h) on `t`: fsdpx runs it on both backends (the CPU
+// one rounds through fp16, the CUDA one computes in fp16; executor/runtime/runtime_program.cpp);
+// torchtitan's job config offers bfloat16 and float32 only (export_torchtitan_map.cpp). Throws
+// ConfigError "<where>: ..." for a torchtitan target.
+void check_fp16_target(const Target& t, std::string_view where);
 
 }  // namespace fsdpx

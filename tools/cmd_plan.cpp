@@ -207,7 +207,7 @@ PlanRequest request_of(const PlanOptions& o) {
   if (o.fixed.vpp > 1 && !r.space.fixed.pp_schedule) r.space.fixed.pp_schedule = PipelineSchedule::interleaved_1f1b;
   r.lora = lora_settings(o.lora, r.model);
   r.fp16 = o.fp16;
-  if (r.fp16) check_fp16_target(r.target, r.cluster, "command line: --fp16");
+  if (r.fp16) check_fp16_target(r.target, "command line: --fp16");
   check_fixed(r, o);
   return r;
 }

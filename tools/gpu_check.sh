@@ -108,6 +108,14 @@ unset NCCL_MULTI_RANK_GPU_ENABLE
     echo '```'
     grep -E "maxdiff|SKIPPED|test cases|assertions|ERROR|FAILED" "$log_dir/ctest_gpu.log" | sed 's/^[0-9]*: //' | head -n 80
     echo '```'
+    # LoRA and fp16 (tests/cuda/test_cuda_lora.cpp, test_cuda_fp16.cpp; docs/lora.md, docs/cuda.md): their
+    # lines apart, the 80 above may not reach them.
+    echo
+    echo "## LoRA and fp16 on CUDA (test_cuda_lora, test_cuda_fp16)"
+    echo
+    echo '```'
+    grep -E "LoRA|fp16" "$log_dir/ctest_gpu.log" | sed 's/^[0-9]*: //' | head -n 120
+    echo '```'
   fi
 } >"$log_dir/gpu_results.md"
 echo "=== results ($log_dir/gpu_results.md)"

@@ -16,8 +16,9 @@ struct AdamWConsts {
   float b1, b2, eps, decay, step_size, bc2_sqrt, grad_scale;
 };
 
+template <class T>
 __global__ void adamw_kernel(AdamWConsts k, float* params, float* exp_avg, float* exp_avg_sq, const float* grads,
-                             bf16* params_bf16, std::int64_t n) {
+                             T* params_16, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
   if (i >= n) return;
   const float g = grads[i] * k.grad_scale;
@@ -28,13 +29,14 @@ __global__ void adamw_kernel(AdamWConsts k, float* params, float* exp_avg, float
   const float denom = sqrtf(v) / k.bc2_sqrt + k.eps;
   const float p = params[i] * k.decay - k.step_size * m / denom;
   params[i] = p;
-  if (params_bf16) params_bf16[i] = to_bf16(p);
+  if (params_16) params_16[i] = from_f32<T>(p);
 }
 
 }  // namespace
 
+template <class T>
 void adamw_update(const AdamWArgs& a, float* params, float* exp_avg, float* exp_avg_sq, const float* grads,
-                  bf16* params_bf16, std::int64_t n, cudaStream_t stream) {
+                  T* params_16, std::int64_t n, cudaStream_t stream) {
   FSDP_CHECK(a.t >= 1 && n >= 0, "adamw_update: t must be >= 1");
   if (n == 0) return;
   // p ← p·(1 − lr·wd) − lr/(1−β1^t) · m / (√v / √(1−β2^t) + eps)  (torch.optim.AdamW, single-tensor path)
@@ -42,9 +44,13 @@ void adamw_update(const AdamWArgs& a, float* params, float* exp_avg, float* exp_
   const double bc2 = 1.0 - std::pow(double(a.beta2), double(a.t));
   const AdamWConsts k{a.beta1, a.beta2, a.eps, float(1.0 - double(a.lr) * double(a.weight_decay)),
                       float(double(a.lr) / bc1), float(std::sqrt(bc2)), a.grad_scale};
-  adamw_kernel<<<unsigned(ceil_div<std::int64_t>(n, kBlock)), kBlock, 0, stream>>>(k, params, exp_avg, exp_avg_sq,
-                                                                                  grads, params_bf16, n);
+  adamw_kernel<T><<<unsigned(ceil_div<std::int64_t>(n, kBlock)), kBlock, 0, stream>>>(k, params, exp_avg, exp_avg_sq,
+                                                                                     grads, params_16, n);
   CUDA_CHECK(cudaGetLastError());
 }
+template void adamw_update<bf16>(const AdamWArgs&, float*, float*, float*, const float*, bf16*, std::int64_t,
+                                 cudaStream_t);
+template void adamw_update<f16>(const AdamWArgs&, float*, float*, float*, const float*, f16*, std::int64_t,
+                                cudaStream_t);
 
 }  // namespace fsdpx::cuda

@@ -26,17 +26,17 @@ struct Dims {
 };
 
 // Copies rows [r0, r0 + kTile) of one head (column offset col) into a padded smem tile; rows ≥ T -> 0.
-template <int kHd>
-__device__ void load_tile(bf16* tile, const bf16* src, int r0, int t, int ld, int col) {
+template <int kHd, class T>
+__device__ void load_tile(T* tile, const T* src, int r0, int t, int ld, int col) {
   for (int e = threadIdx.x; e < kTile * kHd; e += kWarps * 32) {
     const int r = e / kHd, d = e % kHd;
-    tile[r * (kHd + 2) + d] = r0 + r < t ? src[std::int64_t(r0 + r) * ld + col + d] : to_bf16(0.0f);
+    tile[r * (kHd + 2) + d] = r0 + r < t ? src[std::int64_t(r0 + r) * ld + col + d] : from_f32<T>(0.0f);
   }
 }
 
 // Σ_d a[d]·b[d] over two padded smem rows.
-template <int kHd>
-__device__ __forceinline__ float dot_rows(const bf16* a, const bf16* b) {
+template <int kHd, class T>
+__device__ __forceinline__ float dot_rows(const T* a, const T* b) {
   float acc = 0.0f;
 #pragma unroll 8
   for (int d = 0; d < kHd; ++d) acc += to_f32(a[d]) * to_f32(b[d]);
@@ -45,13 +45,15 @@ __device__ __forceinline__ float dot_rows(const bf16* a, const bf16* b) {
 
 // The block of a query-tile kernel (forward and dQ): query rows [q0, q0 + kTile) of head h, whose keys
 // and values are those of kv head kvh, in sequence b; warp w owns rows q0 + w·kRowsPerWarp + rr.
+template <class T>
 struct QueryTile {
   int b, h, kvh, q0, warp, lane;
-  const bf16* base;  // sequence b's qkv rows [T, row]
+  const T* base;  // sequence b's qkv rows [T, row]
 };
 
-__device__ __forceinline__ QueryTile query_tile(const bf16* qkv, const Dims& g) {
-  QueryTile q;
+template <class T>
+__device__ __forceinline__ QueryTile<T> query_tile(const T* qkv, const Dims& g) {
+  QueryTile<T> q;
   q.b = blockIdx.z, q.h = blockIdx.y, q.q0 = blockIdx.x * kTile;
   q.kvh = q.h / (g.nh / g.nkv), q.warp = threadIdx.x / 32, q.lane = threadIdx.x % 32;
   q.base = qkv + std::int64_t(q.b) * g.t * g.row;
@@ -59,15 +61,15 @@ __device__ __forceinline__ QueryTile query_tile(const bf16* qkv, const Dims& g) 
 }
 
 // K and V of kv head kvh for keys [k0, k0 + kTile) into padded smem tiles.
-template <int kHd>
-__device__ void load_kv_tiles(bf16* k_s, bf16* v_s, const bf16* base, int k0, int kvh, const Dims& g) {
+template <int kHd, class T>
+__device__ void load_kv_tiles(T* k_s, T* v_s, const T* base, int k0, int kvh, const Dims& g) {
   load_tile<kHd>(k_s, base, k0, g.t, g.row, (g.nh + kvh) * kHd);
   load_tile<kHd>(v_s, base, k0, g.t, g.row, (g.nh + g.nkv + kvh) * kHd);
 }
 
 // body(k0) for every key tile that the causal mask leaves to the query tile, with its K and V loaded.
-template <int kHd, class Body>
-__device__ __forceinline__ void for_each_key_tile(bf16* k_s, bf16* v_s, const QueryTile& q, const Dims& g,
+template <int kHd, class T, class Body>
+__device__ __forceinline__ void for_each_key_tile(T* k_s, T* v_s, const QueryTile<T>& q, const Dims& g,
                                                   Body&& body) {
   const int last_key = min(g.t - 1, q.q0 + kTile - 1);
   for (int k0 = 0; k0 <= last_key; k0 += kTile) {
@@ -79,8 +81,8 @@ __device__ __forceinline__ void for_each_key_tile(bf16* k_s, bf16* v_s, const Qu
 }
 
 // fn(rr, t) for this warp's query rows t = q0 + warp·kRowsPerWarp + rr that exist (t < T); warp-uniform.
-template <class Fn>
-__device__ __forceinline__ void for_each_warp_row(const QueryTile& q, const Dims& g, Fn&& fn) {
+template <class T, class Fn>
+__device__ __forceinline__ void for_each_warp_row(const QueryTile<T>& q, const Dims& g, Fn&& fn) {
 #pragma unroll
   for (int rr = 0; rr < kRowsPerWarp; ++rr) {
     const int t = q.q0 + q.warp * kRowsPerWarp + rr;
@@ -88,11 +90,11 @@ __device__ __forceinline__ void for_each_warp_row(const QueryTile& q, const Dims
   }
 }
 
-template <int kDpl>
-__global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, Dims g) {
+template <int kDpl, class T>
+__global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(T* out, float* lse, const T* qkv, Dims g) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
-  __shared__ bf16 q_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
-  const QueryTile q = query_tile(qkv, g);
+  __shared__ T q_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
+  const auto q = query_tile(qkv, g);
   const int lane = q.lane;
   load_tile<kHd>(q_s, q.base, q.q0, g.t, g.row, q.h * kHd);
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kDpl];
@@ -122,15 +124,16 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward_kernel(bf16* out, f
     });
   });
   for_each_warp_row(q, g, [&](int rr, int t) {
-    bf16* o = out + (std::int64_t(q.b) * g.t + t) * g.nh * kHd + q.h * kHd;
+    T* o = out + (std::int64_t(q.b) * g.t + t) * g.nh * kHd + q.h * kHd;
 #pragma unroll
-    for (int i = 0; i < kDpl; ++i) o[lane + 32 * i] = to_bf16(acc[rr][i] / l[rr]);
+    for (int i = 0; i < kDpl; ++i) o[lane + 32 * i] = from_f32<T>(acc[rr][i] / l[rr]);
     if (lane == 0) lse[(std::int64_t(q.b) * g.nh + q.h) * g.t + t] = m[rr] + logf(l[rr]);
   });
 }
 
 // delta [B, NH, T] = Σ_d dO·O, one warp per (b, t, h).
-__global__ void flash_delta_kernel(float* delta, const bf16* dout, const bf16* out, std::int64_t rows, int t, int nh,
+template <class T>
+__global__ void flash_delta_kernel(float* delta, const T* dout, const T* out, std::int64_t rows, int t, int nh,
                                    int hd) {
   const std::int64_t r = std::int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;  // (b·T + t)·NH + h
   if (r >= rows) return;
@@ -143,25 +146,26 @@ __global__ void flash_delta_kernel(float* delta, const bf16* dout, const bf16* o
 }
 
 // The backward kernels' arguments: dqkv [B, T, row] (+=), dout [B, T, NH·HD], qkv, lse and delta [B, NH, T].
+template <class T>
 struct BackwardArgs {
-  bf16* dqkv;
-  const bf16* dout;
-  const bf16* qkv;
+  T* dqkv;
+  const T* dout;
+  const T* qkv;
   const float* lse;
   const float* delta;
   Dims g;
 };
 
 // dQ: the forward's layout (block = 32 query rows of head h; warp = 4 rows; lane j = key j of the tile).
-template <int kDpl>
-__global__ void __launch_bounds__(kWarps * 32) flash_backward_dq_kernel(BackwardArgs a) {
+template <int kDpl, class T>
+__global__ void __launch_bounds__(kWarps * 32) flash_backward_dq_kernel(BackwardArgs<T> a) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
-  __shared__ bf16 q_s[kTile * kS], do_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
+  __shared__ T q_s[kTile * kS], do_s[kTile * kS], k_s[kTile * kS], v_s[kTile * kS];
   const Dims& g = a.g;
-  const bf16 *dout = a.dout, *qkv = a.qkv;
+  const T *dout = a.dout, *qkv = a.qkv;
   const float *lse = a.lse, *delta = a.delta;
-  bf16* dqkv = a.dqkv;
-  const QueryTile q = query_tile(qkv, g);
+  T* dqkv = a.dqkv;
+  const auto q = query_tile(qkv, g);
   const int lane = q.lane;
   load_tile<kHd>(q_s, q.base, q.q0, g.t, g.row, q.h * kHd);
   load_tile<kHd>(do_s, dout + std::int64_t(q.b) * g.t * g.nh * kHd, q.q0, g.t, g.nh * kHd, q.h * kHd);
@@ -191,26 +195,26 @@ __global__ void __launch_bounds__(kWarps * 32) flash_backward_dq_kernel(Backward
     });
   });
   for_each_warp_row(q, g, [&](int rr, int t) {
-    bf16* d = dqkv + (std::int64_t(q.b) * g.t + t) * g.row + q.h * kHd;
+    T* d = dqkv + (std::int64_t(q.b) * g.t + t) * g.row + q.h * kHd;
 #pragma unroll
-    for (int i = 0; i < kDpl; ++i) d[lane + 32 * i] = to_bf16(to_f32(d[lane + 32 * i]) + dq[rr][i] * g.scale);
+    for (int i = 0; i < kDpl; ++i) d[lane + 32 * i] = from_f32<T>(to_f32(d[lane + 32 * i]) + dq[rr][i] * g.scale);
   });
 }
 
 // dK, dV: block = 32 keys of kv head kvh; warp = 4 keys; lane i = query row i of the current query tile.
 // Loops over the query heads of the GQA group and every query tile at or after the key tile (causal).
-template <int kDpl>
-__global__ void __launch_bounds__(kWarps * 32) flash_backward_dkv_kernel(BackwardArgs a) {
+template <int kDpl, class T>
+__global__ void __launch_bounds__(kWarps * 32) flash_backward_dkv_kernel(BackwardArgs<T> a) {
   constexpr int kHd = 32 * kDpl, kS = kHd + 2;
-  __shared__ bf16 k_s[kTile * kS], v_s[kTile * kS], q_s[kTile * kS], do_s[kTile * kS];
+  __shared__ T k_s[kTile * kS], v_s[kTile * kS], q_s[kTile * kS], do_s[kTile * kS];
   __shared__ float lse_s[kTile], delta_s[kTile];
   const Dims& g = a.g;
-  const bf16 *dout = a.dout, *qkv = a.qkv;
+  const T *dout = a.dout, *qkv = a.qkv;
   const float *lse = a.lse, *delta = a.delta;
-  bf16* dqkv = a.dqkv;
+  T* dqkv = a.dqkv;
   const int b = blockIdx.z, kvh = blockIdx.y, k0 = blockIdx.x * kTile, group = g.nh / g.nkv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bf16* base = qkv + std::int64_t(b) * g.t * g.row;
+  const T* base = qkv + std::int64_t(b) * g.t * g.row;
   load_kv_tiles<kHd>(k_s, v_s, base, k0, kvh, g);
   float dk[kRowsPerWarp][kDpl], dv[kRowsPerWarp][kDpl];
 #pragma unroll
@@ -250,13 +254,13 @@ __global__ void __launch_bounds__(kWarps * 32) flash_backward_dkv_kernel(Backwar
   for (int kk = 0; kk < kRowsPerWarp; ++kk) {
     const int key = k0 + warp * kRowsPerWarp + kk;
     if (key >= g.t) continue;
-    bf16* d = dqkv + (std::int64_t(b) * g.t + key) * g.row;
+    T* d = dqkv + (std::int64_t(b) * g.t + key) * g.row;
 #pragma unroll
     for (int i = 0; i < kDpl; ++i) {
-      bf16* dkp = d + (g.nh + kvh) * kHd + lane + 32 * i;
-      bf16* dvp = d + (g.nh + g.nkv + kvh) * kHd + lane + 32 * i;
-      *dkp = to_bf16(to_f32(*dkp) + dk[kk][i] * g.scale);
-      *dvp = to_bf16(to_f32(*dvp) + dv[kk][i]);
+      T* dkp = d + (g.nh + kvh) * kHd + lane + 32 * i;
+      T* dvp = d + (g.nh + g.nkv + kvh) * kHd + lane + 32 * i;
+      *dkp = from_f32<T>(to_f32(*dkp) + dk[kk][i] * g.scale);
+      *dvp = from_f32<T>(to_f32(*dvp) + dv[kk][i]);
     }
   }
 }
@@ -286,31 +290,41 @@ void dispatch_head_dim(std::int64_t hd, Fn&& fn) {
 std::int64_t flash_attention_lse_elems(const AttnShape& s) { return s.b * s.nh * s.t; }
 std::int64_t flash_attention_scratch_elems(const AttnShape& s) { return s.b * s.nh * s.t; }
 
-void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, const AttnShape& s, cudaStream_t stream) {
+template <class T>
+void flash_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
   const Dims g = check_shape(s);
   const dim3 grid(unsigned(ceil_div<std::int64_t>(s.t, kTile)), unsigned(s.nh), unsigned(s.b));
   dispatch_head_dim(s.hd, [&](auto dpl) {
-    flash_forward_kernel<decltype(dpl)::value><<<grid, kWarps * 32, 0, stream>>>(out, lse, qkv, g);
+    flash_forward_kernel<decltype(dpl)::value, T><<<grid, kWarps * 32, 0, stream>>>(out, lse, qkv, g);
   });
   CUDA_CHECK(cudaGetLastError());
 }
 
-void flash_attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+template <class T>
+void flash_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                               const float* lse, const AttnShape& s, cudaStream_t stream) {
   const Dims g = check_shape(s);
   const std::int64_t rows = s.b * s.t * s.nh;
-  flash_delta_kernel<<<unsigned(ceil_div<std::int64_t>(rows, kWarps)), kWarps * 32, 0, stream>>>(
+  flash_delta_kernel<T><<<unsigned(ceil_div<std::int64_t>(rows, kWarps)), kWarps * 32, 0, stream>>>(
       scratch, dout, out, rows, int(s.t), int(s.nh), int(s.hd));
   CUDA_CHECK(cudaGetLastError());
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, kTile));
-  const BackwardArgs args{dqkv, dout, qkv, lse, scratch, g};
+  const BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   dispatch_head_dim(s.hd, [&](auto dpl) {
     constexpr int kDpl = decltype(dpl)::value;
-    flash_backward_dq_kernel<kDpl><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
+    flash_backward_dq_kernel<kDpl, T><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
-    flash_backward_dkv_kernel<kDpl><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
+    flash_backward_dkv_kernel<kDpl, T><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kWarps * 32, 0, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
   });
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template void flash_attention_forward<T>(T*, float*, const T*, const AttnShape&, cudaStream_t);                 \
+  template void flash_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*,              \
+                                            const AttnShape&, cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -3,7 +3,7 @@
 // scores are never stored, forward saves only the row log-sum-exp [B, NH, T], backward recomputes
 // P per tile. Same layout and math as executor/cpu/attention.h (qkv [B, T, (NH + 2·NKV)·HD]; scale
 // 1/sqrt(HD)); dqkv is accumulated (+=), and every dqkv element has one writer (deterministic).
-// Correctness-first version: fp32 CUDA-core arithmetic on bf16 tiles in shared memory, no tensor cores
+// Correctness-first version: fp32 CUDA-core arithmetic on 16-bit (bf16 or f16) tiles in shared memory, no tensor cores
 // (wgmma/mma) and no pipelining: a later performance pass on the GPU machine.
 //
 // Launch constraints (checked): HD ∈ {32, 64, 96, 128}; NH % NKV == 0; NH, NKV, B ≤ 65535.
@@ -27,11 +27,13 @@ using cpu::AttnShape;
 std::int64_t flash_attention_lse_elems(const AttnShape& s);
 std::int64_t flash_attention_scratch_elems(const AttnShape& s);
 
-// qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD] (bf16); lse [B, NH, T] (fp32) saved.
-void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, const AttnShape& s, cudaStream_t stream);
+// qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD] (T = bf16 or f16); lse [B, NH, T] (fp32) saved.
+template <class T>
+void flash_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
-// dqkv [B, T, (NH + 2·NKV)·HD] (bf16) += gradient w.r.t. qkv, given dout and the forward's out and lse.
-void flash_attention_backward(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out, const bf16* qkv,
+// dqkv [B, T, (NH + 2·NKV)·HD] (T) += gradient w.r.t. qkv, given dout and the forward's out and lse.
+template <class T>
+void flash_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                               const float* lse, const AttnShape& s, cudaStream_t stream);
 
 }  // namespace fsdpx::cuda

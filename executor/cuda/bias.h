@@ -13,8 +13,9 @@ namespace fsdpx::cuda {
 // fp32 elements of scratch that bias_backward needs.
 std::int64_t bias_backward_scratch_elems(std::int64_t n, std::int64_t oc);
 
-// dbias [OC] (fp32) += Σ_n dout [N, OC] (bf16); scratch [bias_backward_scratch_elems].
-void bias_backward(float* dbias, float* scratch, const bf16* dout, std::int64_t n, std::int64_t oc,
+// dbias [OC] (fp32) += Σ_n dout [N, OC] (T = bf16 or f16); scratch [bias_backward_scratch_elems].
+template <class T>
+void bias_backward(float* dbias, float* scratch, const T* dout, std::int64_t n, std::int64_t oc,
                    cudaStream_t stream);
 
 }  // namespace fsdpx::cuda

@@ -12,9 +12,15 @@ constexpr int kBlock = 256;
 
 unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
 
-__global__ void f32_to_bf16_kernel(bf16* out, const float* inp, std::int64_t n) {
+template <class T>
+__global__ void f32_to_16_kernel(T* out, const float* inp, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
-  if (i < n) out[i] = to_bf16(inp[i]);
+  if (i < n) out[i] = from_f32<T>(inp[i]);
+}
+
+__global__ void round_through_f16_kernel(float* x, std::int64_t n) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
+  if (i < n) x[i] = to_f32(from_f32<f16>(x[i]));
 }
 
 __global__ void bf16_to_f32_kernel(float* out, const bf16* inp, std::int64_t n, bool accumulate) {
@@ -33,8 +39,21 @@ __global__ void pad_columns_kernel(bf16* dst, const bf16* src, std::int64_t rows
 }  // namespace
 
 void cast_f32_to_bf16(bf16* out, const float* inp, std::int64_t n, cudaStream_t stream) {
+  cast_f32_to_16(out, inp, n, stream);
+}
+
+template <class T>
+void cast_f32_to_16(T* out, const float* inp, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  f32_to_bf16_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, inp, n);
+  f32_to_16_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(out, inp, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+template void cast_f32_to_16<bf16>(bf16*, const float*, std::int64_t, cudaStream_t);
+template void cast_f32_to_16<f16>(f16*, const float*, std::int64_t, cudaStream_t);
+
+void round_through_f16(float* x, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  round_through_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, n);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,4 +1,4 @@
-// executor/cuda/cast.h — dtype casts between fp32 shards and bf16 working copies, and the padding
+// executor/cuda/cast.h — dtype casts between fp32 shards and 16-bit (bf16, f16) working copies, and the padding
 // helpers of flat FSDP buffers and padded vocabularies (executor/model/README.md: units are zero-padded
 // to a multiple of dp_shard; llm.c pads the vocabulary 50257 -> 50304). Round-to-nearest-even.
 // Leaves out stochastic rounding and fp8.
@@ -12,6 +12,11 @@ namespace fsdpx::cuda {
 
 // out [n] = bf16(inp [n]).
 void cast_f32_to_bf16(bf16* out, const float* inp, std::int64_t n, cudaStream_t stream);
+// out [n] = T(inp [n]) for T = bf16 or f16 (fp16: beyond 65504 → ±inf).
+template <class T>
+void cast_f32_to_16(T* out, const float* inp, std::int64_t n, cudaStream_t stream);
+// x [n] := fp32(fp16(x)) in place: the values an fp16 tensor would hold (cpu::round_to_fp16's twin).
+void round_through_f16(float* x, std::int64_t n, cudaStream_t stream);
 
 // out [n] = float(inp [n]); accumulate: out += instead of =.
 void cast_bf16_to_f32(float* out, const bf16* inp, std::int64_t n, bool accumulate, cudaStream_t stream);

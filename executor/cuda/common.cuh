@@ -1,4 +1,4 @@
-// executor/cuda/common.cuh — device-side helpers shared by the .cu kernels: bf16 <-> fp32 loads,
+// executor/cuda/common.cuh — device-side helpers shared by the .cu kernels: bf16/fp16 <-> fp32 loads,
 // warp reductions, CEIL_DIV. Device code only (included by .cu files, never by .cpp).
 // Leaves out vectorised 128-bit loads (llm.c x128): a later performance pass on the GPU machine.
 #pragma once
@@ -19,7 +19,16 @@ constexpr I ceil_div(I a, I b) {
 
 __device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(f16 x) { return __half2float(x); }
 __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16_rn(x); }
+
+// fp32 -> the 16-bit storage type T, round to nearest even (fp16 overflows to ±inf past 65504).
+template <class T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
+template <>
+__device__ __forceinline__ f16 from_f32<f16>(float x) { return __float2half_rn(x); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

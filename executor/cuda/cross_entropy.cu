@@ -38,10 +38,11 @@ __device__ MaxSum block_max_sum(MaxSum v) {
   return total;
 }
 
-__global__ void fused_classifier_kernel(bf16* logits, float* losses, const std::int32_t* targets, int vocab,
+template <class T>
+__global__ void fused_classifier_kernel(T* logits, float* losses, const std::int32_t* targets, int vocab,
                                         int vocab_padded, float dlogit_scale, bool write_dlogits) {
   const std::int64_t row = blockIdx.x;
-  bf16* z = logits + row * vocab_padded;  // [Vp]
+  T* z = logits + row * vocab_padded;  // [Vp]
   MaxSum acc{-INFINITY, 0.0f};
   for (int v = threadIdx.x; v < vocab; v += kBlock) acc = merge(acc, MaxSum{to_f32(z[v]), 1.0f});
   const MaxSum total = block_max_sum(acc);
@@ -53,7 +54,7 @@ __global__ void fused_classifier_kernel(bf16* logits, float* losses, const std::
   const float inv_sum = 1.0f / total.s;
   for (int v = threadIdx.x; v < vocab_padded; v += kBlock) {
     const float p = v < vocab ? __expf(to_f32(z[v]) - total.m) * inv_sum : 0.0f;
-    z[v] = to_bf16((p - (v == target ? 1.0f : 0.0f)) * dlogit_scale);
+    z[v] = from_f32<T>((p - (v == target ? 1.0f : 0.0f)) * dlogit_scale);
   }
 }
 
@@ -72,16 +73,22 @@ __global__ void mean_kernel(float* mean, const float* values, std::int64_t n) {
 
 }  // namespace
 
-void fused_classifier(bf16* logits_to_dlogits, float* losses, float* loss_mean, const std::int32_t* targets,
+template <class T>
+void fused_classifier(T* logits_to_dlogits, float* losses, float* loss_mean, const std::int32_t* targets,
                       std::int64_t n, std::int64_t vocab, std::int64_t vocab_padded, float dloss, bool write_dlogits,
                       cudaStream_t stream) {
   FSDP_CHECK(n > 0 && vocab > 0 && vocab <= vocab_padded && vocab_padded < (1 << 30) && n < (1LL << 31),
              "fused_classifier: bad shape");
-  fused_classifier_kernel<<<unsigned(n), kBlock, 0, stream>>>(logits_to_dlogits, losses, targets, int(vocab),
-                                                              int(vocab_padded), dloss / float(n), write_dlogits);
+  fused_classifier_kernel<T><<<unsigned(n), kBlock, 0, stream>>>(logits_to_dlogits, losses, targets, int(vocab),
+                                                                 int(vocab_padded), dloss / float(n), write_dlogits);
   CUDA_CHECK(cudaGetLastError());
   mean_kernel<<<1, kBlock, 0, stream>>>(loss_mean, losses, n);
   CUDA_CHECK(cudaGetLastError());
 }
+
+template void fused_classifier<bf16>(bf16*, float*, float*, const std::int32_t*, std::int64_t, std::int64_t,
+                                     std::int64_t, float, bool, cudaStream_t);
+template void fused_classifier<f16>(f16*, float*, float*, const std::int32_t*, std::int64_t, std::int64_t,
+                                    std::int64_t, float, bool, cudaStream_t);
 
 }  // namespace fsdpx::cuda

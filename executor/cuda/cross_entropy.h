@@ -11,11 +11,12 @@
 
 namespace fsdpx::cuda {
 
-// logits [N, Vp] (bf16; the first `vocab` columns are real, the padding columns Vp − vocab are
+// logits [N, Vp] (T = bf16 or f16; the first `vocab` columns are real, the padding columns Vp − vocab are
 // ignored and get dlogits 0); targets [N] in [0, vocab) (the caller checks them on the host).
 // losses [N] (fp32) = −log softmax(row)[target]; *loss_mean (fp32, device) = mean over N.
 // write_dlogits: overwrite logits with dlogits for loss gradient dloss (1 for a plain mean).
-void fused_classifier(bf16* logits_to_dlogits, float* losses, float* loss_mean, const std::int32_t* targets,
+template <class T>
+void fused_classifier(T* logits_to_dlogits, float* losses, float* loss_mean, const std::int32_t* targets,
                       std::int64_t n, std::int64_t vocab, std::int64_t vocab_padded, float dloss, bool write_dlogits,
                       cudaStream_t stream);
 

@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe,
+template <class T>
+__global__ void embedding_forward_kernel(T* out, const std::int32_t* tokens, const T* wte, const T* wpe,
                                          std::int64_t count, int t, int c) {
   const std::int64_t idx = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
   if (idx >= count) return;
@@ -19,10 +20,11 @@ __global__ void embedding_forward_kernel(bf16* out, const std::int32_t* tokens, 
   const int j = int(idx % c);
   float v = to_f32(wte[std::int64_t(tokens[i]) * c + j]);
   if (wpe) v += to_f32(wpe[(i % t) * c + j]);
-  out[idx] = to_bf16(v);
+  out[idx] = from_f32<T>(v);
 }
 
-__global__ void embedding_backward_wte_kernel(float* dwte, const bf16* dout, const std::int32_t* rows,
+template <class T>
+__global__ void embedding_backward_wte_kernel(float* dwte, const T* dout, const std::int32_t* rows,
                                               const std::int32_t* offsets, const std::int32_t* positions, int c) {
   const std::int64_t u = blockIdx.x;
   const int j = blockIdx.y * kBlock + threadIdx.x;
@@ -32,7 +34,8 @@ __global__ void embedding_backward_wte_kernel(float* dwte, const bf16* dout, con
   dwte[std::int64_t(rows[u]) * c + j] += acc;
 }
 
-__global__ void embedding_backward_wpe_kernel(float* dwpe, const bf16* dout, int b, int t, int c) {
+template <class T>
+__global__ void embedding_backward_wpe_kernel(float* dwpe, const T* dout, int b, int t, int c) {
   const std::int64_t idx = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
   if (idx >= std::int64_t(t) * c) return;
   const std::int64_t ti = idx / c, j = idx % c;
@@ -43,31 +46,43 @@ __global__ void embedding_backward_wpe_kernel(float* dwpe, const bf16* dout, int
 
 }  // namespace
 
-void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe, std::int64_t b,
-                       std::int64_t t, std::int64_t c, cudaStream_t stream) {
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const no_deduce_t<T>* wpe,
+                       std::int64_t b, std::int64_t t, std::int64_t c, cudaStream_t stream) {
   FSDP_CHECK(b > 0 && t > 0 && c > 0 && c < (1 << 30), "embedding_forward: bad shape");
   const std::int64_t count = b * t * c;
-  embedding_forward_kernel<<<unsigned(ceil_div<std::int64_t>(count, kBlock)), kBlock, 0, stream>>>(
+  embedding_forward_kernel<T><<<unsigned(ceil_div<std::int64_t>(count, kBlock)), kBlock, 0, stream>>>(
       out, tokens, wte, wpe, count, int(t), int(c));
   CUDA_CHECK(cudaGetLastError());
 }
 
-void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::int32_t* bucket_rows,
+template <class T>
+void embedding_backward(float* dwte, float* dwpe, const T* dout, const std::int32_t* bucket_rows,
                         const std::int32_t* bucket_offsets, const std::int32_t* bucket_positions,
                         std::int64_t unique_rows, std::int64_t b, std::int64_t t, std::int64_t c, cudaStream_t stream) {
   FSDP_CHECK(b > 0 && t > 0 && c > 0 && c < (1 << 30) && unique_rows < (std::int64_t(1) << 31),
              "embedding_backward: bad shape");
   if (unique_rows > 0) {
     const dim3 grid(unsigned(unique_rows), unsigned(ceil_div<std::int64_t>(c, kBlock)));
-    embedding_backward_wte_kernel<<<grid, kBlock, 0, stream>>>(dwte, dout, bucket_rows, bucket_offsets,
+    embedding_backward_wte_kernel<T><<<grid, kBlock, 0, stream>>>(dwte, dout, bucket_rows, bucket_offsets,
                                                               bucket_positions, int(c));
     CUDA_CHECK(cudaGetLastError());
   }
   if (dwpe) {
-    embedding_backward_wpe_kernel<<<unsigned(ceil_div<std::int64_t>(t * c, kBlock)), kBlock, 0, stream>>>(
+    embedding_backward_wpe_kernel<T><<<unsigned(ceil_div<std::int64_t>(t * c, kBlock)), kBlock, 0, stream>>>(
         dwpe, dout, int(b), int(t), int(c));
     CUDA_CHECK(cudaGetLastError());
   }
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template void embedding_forward<T>(T*, const std::int32_t*, const T*, const T*, std::int64_t, std::int64_t,     \
+                                     std::int64_t, cudaStream_t);                                                 \
+  template void embedding_backward<T>(float*, float*, const T*, const std::int32_t*, const std::int32_t*,         \
+                                      const std::int32_t*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, \
+                                      cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

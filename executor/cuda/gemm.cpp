@@ -4,6 +4,8 @@
 // flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment.
 #include "executor/cuda/gemm.h"
 
+#include <type_traits>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -19,7 +21,15 @@ std::uint32_t alignment_bytes(const void* p) {
   return a;
 }
 
-cudaDataType_t data_type(GemmOut t) { return t == GemmOut::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+// cuBLAS's name of the 16-bit operand type T.
+template <class T>
+cudaDataType_t operand_type() {
+  static_assert(std::is_same_v<T, bf16> || std::is_same_v<T, f16>, "gemm: bf16 or f16 operands");
+  return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+template <class T>
+cudaDataType_t data_type(GemmOut t) { return t == GemmOut::operand ? operand_type<T>() : CUDA_R_32F; }
 
 cublasLtMatmulPreference_t make_preference(const void* a, const void* b, const void* c) {
   cublasLtMatmulPreference_t pref;
@@ -35,7 +45,8 @@ cublasLtMatmulPreference_t make_preference(const void* a, const void* b, const v
   return pref;
 }
 
-cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const bf16* bias) {
+template <class T>
+cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const T* bias) {
   cublasLtMatmulDesc_t desc;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -43,7 +54,7 @@ cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const bf16* bias) {
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   if (bias) {
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CUDA_R_16BF;
+    const cudaDataType_t bias_type = operand_type<T>();
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -63,22 +74,23 @@ GemmContext::~GemmContext() {
   if (handle_) CUBLAS_CHECK(cublasLtDestroy(handle_));
 }
 
+template <class T>
 void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                    const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, void* c, GemmOut c_type,
-                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream) {
+                    const T* a, std::int64_t lda, const no_deduce_t<T>* b, std::int64_t ldb, void* c, GemmOut c_type,
+                    std::int64_t ldc, bool accumulate, const no_deduce_t<T>* bias, cudaStream_t stream, float alpha) {
   FSDP_CHECK(m > 0 && n > 0 && k > 0, fmt::format("gemm: empty shape m={} n={} k={}", m, n, k));
   cublasLtMatmulDesc_t desc = make_desc(trans_a, trans_b, bias);
   cublasLtMatrixLayout_t la, lb, lc;  // layouts of the stored (untransposed) matrices
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, trans_a ? k : m, trans_a ? m : k, lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, trans_b ? n : k, trans_b ? k : n, ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, data_type(c_type), m, n, ldc));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, operand_type<T>(), trans_a ? k : m, trans_a ? m : k, lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, operand_type<T>(), trans_b ? n : k, trans_b ? k : n, ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, data_type<T>(c_type), m, n, ldc));
   cublasLtMatmulPreference_t pref = make_preference(a, b, c);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle(), desc, la, lb, lc, lc, pref, 1, &heuristic, &found));
   FSDP_CHECK(found > 0, fmt::format("gemm: no cuBLASLt algorithm for m={} n={} k={} trans_a={} trans_b={} bias={}", m,
                                     n, k, trans_a, trans_b, bias != nullptr));
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heuristic.algo,
                               ctx.workspace(), GemmContext::kWorkspaceBytes, stream));
   CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
@@ -88,23 +100,41 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
   CUBLAS_CHECK(cublasLtMatmulDescDestroy(desc));
 }
 
-void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const bf16* inp, const bf16* weight,
-                    const bf16* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
+template <class T>
+void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const T* inp, const no_deduce_t<T>* weight,
+                    const no_deduce_t<T>* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
                     cudaStream_t stream) {
   // outᵀ [OC, N] = W [OC, C] · inpᵀ [C, N]: W is stored as column-major [C, OC] -> transposed.
-  gemm_col_major(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
+  gemm_col_major<T>(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
 }
 
-void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const bf16* dout, const bf16* weight,
+template <class T>
+void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const T* dout, const no_deduce_t<T>* weight,
                         std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
   // dinpᵀ [C, N] = Wᵀ [C, OC] · doutᵀ [OC, N]: both stored column-major as needed.
-  gemm_col_major(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
+  gemm_col_major<T>(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
 }
 
-void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const bf16* dout, const bf16* inp,
+template <class T>
+void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const T* dout, const no_deduce_t<T>* inp,
                         std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
   // dWᵀ [C, OC] = inpᵀ [C, N] · dout [N, OC]: dout is stored column-major [OC, N] -> transposed.
-  gemm_col_major(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr, stream);
+  gemm_col_major<T>(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr,
+                    stream);
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template void gemm_col_major<T>(GemmContext&, bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*,   \
+                                  std::int64_t, const T*, std::int64_t, void*, GemmOut, std::int64_t, bool,       \
+                                  const T*, cudaStream_t, float);                                                 \
+  template void matmul_forward<T>(GemmContext&, void*, GemmOut, const T*, const T*, const T*, std::int64_t,       \
+                                  std::int64_t, std::int64_t, bool, cudaStream_t);                                \
+  template void matmul_backward_dx<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
+                                      std::int64_t, std::int64_t, bool, cudaStream_t);                            \
+  template void matmul_backward_dw<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
+                                      std::int64_t, std::int64_t, bool, cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

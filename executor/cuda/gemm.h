@@ -1,7 +1,7 @@
 // executor/cuda/gemm.h — the linear layer's three GEMMs through cuBLASLt (llm.c matmul_cublaslt):
-// bf16 operands, fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32 output, an optional bias
-// epilogue in forward, and an accumulate flag (beta = 1) so dW += works for gradient accumulation.
-// Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
+// 16-bit operands T (bf16, or f16 for fp16 plans), fp32 accumulation (CUBLAS_COMPUTE_32F), T or fp32
+// output, an optional bias epilogue in forward, and an accumulate flag (beta = 1) so dW += works for
+// gradient accumulation. Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
 // 32", llm.c). The heuristic is queried per call. Leaves out GELU epilogues, fp8 and batched GEMMs.
 #pragma once
 
@@ -30,25 +30,32 @@ class GemmContext {
   void* workspace_ = nullptr;
 };
 
-enum class GemmOut { bf16, f32 };
+// The output type: the operands' 16-bit type, or fp32.
+enum class GemmOut { operand, f32 };
 
-// Column-major core: C [m, n] (ldc) = (accumulate ? C : 0) + op(A)·op(B) + bias [m]; op(A) is m×k,
-// op(B) is k×n; A, B bf16; C of type c_type; bias bf16 or null.
+// Column-major core: C [m, n] (ldc) = (accumulate ? C : 0) + alpha·op(A)·op(B) + bias [m]; op(A) is m×k,
+// op(B) is k×n; A, B of type T; C of type c_type; bias T or null. (LoRA's adapter GEMMs use alpha for
+// their scale and ldc for a column slice of their output: cuda_backend/lora_gemm_plan.h.)
+template <class T>
 void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                    const bf16* a, std::int64_t lda, const bf16* b, std::int64_t ldb, void* c, GemmOut c_type,
-                    std::int64_t ldc, bool accumulate, const bf16* bias, cudaStream_t stream);
+                    const T* a, std::int64_t lda, const no_deduce_t<T>* b, std::int64_t ldb, void* c, GemmOut c_type,
+                    std::int64_t ldc, bool accumulate, const no_deduce_t<T>* bias, cudaStream_t stream,
+                    float alpha = 1.0f);
 
 // out [N, OC] (+)= inp [N, C] · weight [OC, C]ᵀ + bias [OC] (bias may be null).
-void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const bf16* inp, const bf16* weight,
-                    const bf16* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
+template <class T>
+void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const T* inp, const no_deduce_t<T>* weight,
+                    const no_deduce_t<T>* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
                     cudaStream_t stream);
 
 // dinp [N, C] (+)= dout [N, OC] · weight [OC, C].
-void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const bf16* dout, const bf16* weight,
+template <class T>
+void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const T* dout, const no_deduce_t<T>* weight,
                         std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream);
 
 // dweight [OC, C] (+)= dout [N, OC]ᵀ · inp [N, C]. The bias gradient is bias_backward (bias.h).
-void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const bf16* dout, const bf16* inp,
+template <class T>
+void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const T* dout, const no_deduce_t<T>* inp,
                         std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream);
 
 }  // namespace fsdpx::cuda

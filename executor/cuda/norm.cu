@@ -14,13 +14,13 @@ constexpr std::int64_t kMaxRowChunks = 64;  // fixed chunk count: the sum order 
 
 std::int64_t row_chunks(std::int64_t n) { return n < kMaxRowChunks ? n : kMaxRowChunks; }
 
-template <bool kLayer>
-__global__ void norm_forward_kernel(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
-                                    const bf16* bias, std::int64_t n, int c, float eps) {
+template <bool kLayer, class T>
+__global__ void norm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
+                                    std::int64_t n, int c, float eps) {
   const std::int64_t row = std::int64_t(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= n) return;
-  const bf16* x = inp + row * c;  // [C]
+  const T* x = inp + row * c;  // [C]
   float m = 0.0f;
   if (kLayer) {
     for (int j = lane; j < c; j += 32) m += to_f32(x[j]);
@@ -32,10 +32,10 @@ __global__ void norm_forward_kernel(bf16* out, float* mean, float* rstd, const b
     v += d * d;
   }
   const float s = rsqrtf(warp_sum(v) / float(c) + eps);  // biased variance / mean square
-  bf16* y = out + row * c;
+  T* y = out + row * c;
   for (int j = lane; j < c; j += 32) {
     const float yv = (to_f32(x[j]) - m) * s * to_f32(weight[j]);
-    y[j] = to_bf16(kLayer ? yv + to_f32(bias[j]) : yv);
+    y[j] = from_f32<T>(kLayer ? yv + to_f32(bias[j]) : yv);
   }
   if (lane == 0) {
     if (kLayer) mean[row] = m;
@@ -43,14 +43,14 @@ __global__ void norm_forward_kernel(bf16* out, float* mean, float* rstd, const b
   }
 }
 
-template <bool kLayer>
-__global__ void norm_backward_dinp_kernel(bf16* dinp, const bf16* dout, const bf16* inp, const bf16* weight,
+template <bool kLayer, class T>
+__global__ void norm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
                                           const float* mean, const float* rstd, std::int64_t n, int c) {
   const std::int64_t row = std::int64_t(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= n) return;
-  const bf16* dy = dout + row * c;
-  const bf16* x = inp + row * c;
+  const T* dy = dout + row * c;
+  const T* x = inp + row * c;
   const float m = kLayer ? mean[row] : 0.0f, s = rstd[row];
   float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
   for (int j = lane; j < c; j += 32) {
@@ -60,17 +60,17 @@ __global__ void norm_backward_dinp_kernel(bf16* dinp, const bf16* dout, const bf
   }
   dnorm_mean = kLayer ? warp_sum(dnorm_mean) / float(c) : 0.0f;
   dnorm_norm_mean = warp_sum(dnorm_norm_mean) / float(c);
-  bf16* dx = dinp + row * c;
+  T* dx = dinp + row * c;
   for (int j = lane; j < c; j += 32) {
     const float norm = (to_f32(x[j]) - m) * s;
     const float dnorm = to_f32(dy[j]) * to_f32(weight[j]);
-    dx[j] = to_bf16(to_f32(dx[j]) + s * (dnorm - dnorm_mean - norm * dnorm_norm_mean));
+    dx[j] = from_f32<T>(to_f32(dx[j]) + s * (dnorm - dnorm_mean - norm * dnorm_norm_mean));
   }
 }
 
 // scratch [2, chunks, C]: per-chunk Σ dout·norm and Σ dout over that chunk's rows, in row order.
-template <bool kLayer>
-__global__ void norm_backward_partial_kernel(float* scratch, const bf16* dout, const bf16* inp, const float* mean,
+template <bool kLayer, class T>
+__global__ void norm_backward_partial_kernel(float* scratch, const T* dout, const T* inp, const float* mean,
                                              const float* rstd, std::int64_t n, int c, std::int64_t chunks) {
   const int j = blockIdx.x * kBlock + threadIdx.x;
   const std::int64_t chunk = blockIdx.y;
@@ -99,17 +99,19 @@ __global__ void norm_backward_finish_kernel(float* dweight, float* dbias, const 
   if (dbias) dbias[j] += db;
 }
 
-template <bool kLayer>
-void norm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
-                   const bf16* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
+template <bool kLayer, class T>
+void norm_backward(T* dinp, float* dweight, float* dbias, float* scratch, const T* dout, const T* inp,
+                   const T* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
                    cudaStream_t stream) {
   FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "norm_backward: bad shape");
   const std::int64_t chunks = row_chunks(n);
-  norm_backward_dinp_kernel<kLayer><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+  norm_backward_dinp_kernel<kLayer, T><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
       dinp, dout, inp, weight, mean, rstd, n, int(c));
   CUDA_CHECK(cudaGetLastError());
+  FSDP_CHECK(dweight != nullptr || dbias == nullptr, "norm_backward: a bias gradient without the weight's");
+  if (!dweight) return;  // a frozen weight (LoRA): the input gradient only
   const dim3 grid(unsigned(ceil_div<std::int64_t>(c, kBlock)), unsigned(chunks));
-  norm_backward_partial_kernel<kLayer><<<grid, kBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, n, int(c), chunks);
+  norm_backward_partial_kernel<kLayer, T><<<grid, kBlock, 0, stream>>>(scratch, dout, inp, mean, rstd, n, int(c), chunks);
   CUDA_CHECK(cudaGetLastError());
   norm_backward_finish_kernel<<<grid.x, kBlock, 0, stream>>>(dweight, dbias, scratch, int(c), chunks);
   CUDA_CHECK(cudaGetLastError());
@@ -119,31 +121,48 @@ void norm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, con
 
 std::int64_t norm_backward_scratch_elems(std::int64_t n, std::int64_t c) { return 2 * row_chunks(n) * c; }
 
-void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight, const bf16* bias,
+template <class T>
+void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                        std::int64_t n, std::int64_t c, float eps, cudaStream_t stream) {
   FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "layernorm_forward: bad shape");
-  norm_forward_kernel<true><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+  norm_forward_kernel<true, T><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
       out, mean, rstd, inp, weight, bias, n, int(c), eps);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void layernorm_backward(bf16* dinp, float* dweight, float* dbias, float* scratch, const bf16* dout, const bf16* inp,
-                        const bf16* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
+template <class T>
+void layernorm_backward(T* dinp, float* dweight, float* dbias, float* scratch, const T* dout, const T* inp,
+                        const T* weight, const float* mean, const float* rstd, std::int64_t n, std::int64_t c,
                         cudaStream_t stream) {
-  norm_backward<true>(dinp, dweight, dbias, scratch, dout, inp, weight, mean, rstd, n, c, stream);
+  norm_backward<true, T>(dinp, dweight, dbias, scratch, dout, inp, weight, mean, rstd, n, c, stream);
 }
 
-void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, std::int64_t n, std::int64_t c,
+template <class T>
+void rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, std::int64_t n, std::int64_t c,
                      float eps, cudaStream_t stream) {
   FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "rmsnorm_forward: bad shape");
-  norm_forward_kernel<false><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
+  norm_forward_kernel<false, T><<<unsigned(ceil_div<std::int64_t>(n, kBlock / 32)), kBlock, 0, stream>>>(
       out, nullptr, rstd, inp, weight, nullptr, n, int(c), eps);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void rmsnorm_backward(bf16* dinp, float* dweight, float* scratch, const bf16* dout, const bf16* inp,
-                      const bf16* weight, const float* rstd, std::int64_t n, std::int64_t c, cudaStream_t stream) {
-  norm_backward<false>(dinp, dweight, nullptr, scratch, dout, inp, weight, nullptr, rstd, n, c, stream);
+template <class T>
+void rmsnorm_backward(T* dinp, float* dweight, float* scratch, const T* dout, const T* inp,
+                      const T* weight, const float* rstd, std::int64_t n, std::int64_t c, cudaStream_t stream) {
+  norm_backward<false, T>(dinp, dweight, nullptr, scratch, dout, inp, weight, nullptr, rstd, n, c, stream);
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, std::int64_t, std::int64_t, \
+                                     float, cudaStream_t);                                                        \
+  template void layernorm_backward<T>(T*, float*, float*, float*, const T*, const T*, const T*, const float*,      \
+                                      const float*, std::int64_t, std::int64_t, cudaStream_t);                    \
+  template void rmsnorm_forward<T>(T*, float*, const T*, const T*, std::int64_t, std::int64_t, float,             \
+                                   cudaStream_t);                                                                 \
+  template void rmsnorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, const float*, std::int64_t,  \
+                                    std::int64_t, cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

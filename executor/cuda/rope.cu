@@ -10,7 +10,8 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__global__ void rope_kernel(bf16* qkv, const float* cos_table, const float* sin_table, std::int64_t pairs, int t,
+template <class T>
+__global__ void rope_kernel(T* qkv, const float* cos_table, const float* sin_table, std::int64_t pairs, int t,
                             int heads, int row, int half, float sign) {
   const std::int64_t idx = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
   if (idx >= pairs) return;
@@ -19,14 +20,15 @@ __global__ void rope_kernel(bf16* qkv, const float* cos_table, const float* sin_
   const int h = int(rest % heads);
   const std::int64_t token = rest / heads;  // b·T + t
   const int ti = int(token % t);
-  bf16* x = qkv + token * row + std::int64_t(h) * 2 * half;  // [HD] of one Q or K head
+  T* x = qkv + token * row + std::int64_t(h) * 2 * half;  // [HD] of one Q or K head
   const float c = cos_table[ti * half + i], s = sin_table[ti * half + i];
   const float x0 = to_f32(x[i]), x1 = to_f32(x[i + half]);
-  x[i] = to_bf16(x0 * c - sign * x1 * s);
-  x[i + half] = to_bf16(x1 * c + sign * x0 * s);
+  x[i] = from_f32<T>(x0 * c - sign * x1 * s);
+  x[i + half] = from_f32<T>(x1 * c + sign * x0 * s);
 }
 
-void rope(bf16* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t, std::int64_t nh,
+template <class T>
+void rope(T* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t, std::int64_t nh,
           std::int64_t nkv, std::int64_t hd, float sign, cudaStream_t stream) {
   FSDP_CHECK(hd % 2 == 0 && b > 0 && t > 0 && nh > 0 && nkv > 0, "rope: bad shape");
   const std::int64_t half = hd / 2, heads = nh + nkv, pairs = b * t * heads * half;
@@ -37,14 +39,25 @@ void rope(bf16* qkv, const float* cos_table, const float* sin_table, std::int64_
 
 }  // namespace
 
-void rope_forward(bf16* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
+template <class T>
+void rope_forward(T* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
                   std::int64_t nh, std::int64_t nkv, std::int64_t hd, cudaStream_t stream) {
   rope(qkv, cos_table, sin_table, b, t, nh, nkv, hd, 1.0f, stream);
 }
 
-void rope_backward(bf16* dqkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
+template <class T>
+void rope_backward(T* dqkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
                    std::int64_t nh, std::int64_t nkv, std::int64_t hd, cudaStream_t stream) {
   rope(dqkv, cos_table, sin_table, b, t, nh, nkv, hd, -1.0f, stream);
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                    \
+  template void rope_forward<T>(T*, const float*, const float*, std::int64_t, std::int64_t, std::int64_t,      \
+                                std::int64_t, std::int64_t, cudaStream_t);                                     \
+  template void rope_backward<T>(T*, const float*, const float*, std::int64_t, std::int64_t, std::int64_t,     \
+                                 std::int64_t, std::int64_t, cudaStream_t);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

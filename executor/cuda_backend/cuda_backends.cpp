@@ -12,7 +12,7 @@ RankBackendFactory in_process_cuda_backends(int device) {
     auto comms = make_device_thread_communicators(rp.plan.parallelism.world_size(), device);
     for (auto& c : comms) {
       OpProfiler* profiler = c->rank() == 0 ? rank0_profiler : nullptr;  // the first: ranks come in order
-      out.push_back(std::make_unique<CudaRankBackend>(rp, std::move(c), device, profiler));
+      out.push_back(make_cuda_rank_backend(rp, std::move(c), device, profiler));
     }
     return out;
   };
@@ -24,7 +24,7 @@ RankBackendFactory nccl_cuda_backend(const NcclId& id, int rank, NcclOptions opt
     std::vector<std::unique_ptr<RankBackend>> out;
     auto world = make_nccl_communicator(id, rp.plan.parallelism.world_size(), rank, options);
     OpProfiler* profiler = rank == 0 ? rank0_profiler : nullptr;  // only global rank 0 times its kernels
-    out.push_back(std::make_unique<CudaRankBackend>(rp, std::move(world), options.device, profiler));
+    out.push_back(make_cuda_rank_backend(rp, std::move(world), options.device, profiler));
     return out;
   };
 }

@@ -7,6 +7,8 @@
 // the micro-batch; the weight pass runs the dW GEMMs (and bias sums) from them and adds the norms'.
 // Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
 // holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
+// LoRA: each adapted projection's adapter runs right after its base GEMM (forward) and its input-gradient
+// GEMM (backward), timed as "lora" / "lora_bwd" once per target as block.cpp's adapter_forward/_backward.
 #include "executor/cuda_backend/cuda_block.h"
 
 #include <algorithm>
@@ -25,68 +27,98 @@
 namespace fsdpx::cuda {
 namespace {
 
-const bf16* param(const ModuleLayout& m, const bf16* base, const char* name) {
+template <class T>
+const T* param(const ModuleLayout& m, const T* base, const char* name) {
   const TensorSlot* t = m.find(name);
   return t ? base + t->offset : nullptr;
 }
 
 // The timing scope of one kernel group of the block (module) that ctx describes; free without a profiler.
-CudaScopedOp timed(const CudaBlockContext& ctx, std::string_view op) {
+template <class T>
+CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
   return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
+}
+
+// LoRA's adapter on one projection's output y [N, width] (nothing without LoRA or when `t` is not adapted).
+template <class T>
+void adapter_forward(const CudaBlockContext<T>& ctx, LoraTarget t, const T* x, T* y, std::int64_t width,
+                     CudaBlockActs<T>& a) {
+  if (!ctx.lora.layout) return;
+  const auto timer = timed(ctx, "lora");
+  lora_forward16(*ctx.gemm, ctx.lora, t, x, y, width, ctx.dims.n, a.lora_u.get(), ctx.stream);
+}
+
+template <class T>
+void adapter_backward(const CudaBlockContext<T>& ctx, LoraTarget t, const T* x, const T* dy, std::int64_t width,
+                      T* dx, const CudaBlockActs<T>& a, CudaBlockScratch<T>& sc) {
+  if (!ctx.lora.layout) return;
+  const auto timer = timed(ctx, "lora_bwd");
+  lora_backward16(*ctx.gemm, ctx.lora, t, x, dy, width, dx, ctx.dims.n, a.lora_u.get(), sc.lora_du.get(),
+                     ctx.stream);
 }
 
 }  // namespace
 
-void CudaBlockActs::allocate(const BlockDims& d) {
+template <class T>
+void CudaBlockActs<T>::allocate(const BlockDims& d, std::int64_t lora_u_elems) {
   const std::int64_t n = d.n, mean_n = d.layernorm ? d.n : 0;  // RMSNorm has no mean
-  ln1 = DeviceBuffer<bf16>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(n);
-  qkv = DeviceBuffer<bf16>(n * d.qkv);
+  ln1 = DeviceBuffer<T>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(n);
+  qkv = DeviceBuffer<T>(n * d.qkv);
   lse = DeviceBuffer<float>(flash_attention_lse_elems(d.attn));
-  atty = DeviceBuffer<bf16>(n * d.q);
-  x_mid = DeviceBuffer<bf16>(n * d.c);
-  ln2 = DeviceBuffer<bf16>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(n);
-  fc = DeviceBuffer<bf16>(n * d.fu);
-  fc_act = DeviceBuffer<bf16>(n * d.f);
+  atty = DeviceBuffer<T>(n * d.q);
+  x_mid = DeviceBuffer<T>(n * d.c);
+  ln2 = DeviceBuffer<T>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(n);
+  fc = DeviceBuffer<T>(n * d.fu);
+  fc_act = DeviceBuffer<T>(n * d.f);
+  lora_u = DeviceBuffer<T>(lora_u_elems);
 }
 
-std::int64_t CudaBlockActs::bytes() const {
+template <class T>
+std::int64_t CudaBlockActs<T>::bytes() const {
   return ln1.bytes() + ln1_mean.bytes() + ln1_rstd.bytes() + qkv.bytes() + lse.bytes() + atty.bytes() +
-         x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes();
+         x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes() +
+         lora_u.bytes();
 }
 
-void CudaBlockScratch::allocate(const BlockDims& d, bool has_bias) {
+template <class T>
+void CudaBlockScratch<T>::allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank) {
   const std::int64_t n = d.n;
-  dln = DeviceBuffer<bf16>(n * d.c), datty = DeviceBuffer<bf16>(n * d.q), dqkv = DeviceBuffer<bf16>(n * d.qkv);
-  dfc = DeviceBuffer<bf16>(n * d.fu), dfc_act = DeviceBuffer<bf16>(n * d.f);
+  dln = DeviceBuffer<T>(n * d.c), datty = DeviceBuffer<T>(n * d.q), dqkv = DeviceBuffer<T>(n * d.qkv);
+  dfc = DeviceBuffer<T>(n * d.fu), dfc_act = DeviceBuffer<T>(n * d.f);
   attn = DeviceBuffer<float>(flash_attention_scratch_elems(d.attn));
   norm = DeviceBuffer<float>(norm_backward_scratch_elems(n, d.c));
   bias = DeviceBuffer<float>(has_bias ? bias_backward_scratch_elems(n, std::max({d.qkv, d.c, d.fu})) : 0);
+  lora_du = DeviceBuffer<T>(n * lora_rank);
 }
 
-std::int64_t CudaBlockScratch::bytes() const {
+template <class T>
+std::int64_t CudaBlockScratch<T>::bytes() const {
   return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
-         bias.bytes();
+         bias.bytes() + lora_du.bytes();
 }
 
-BlockTensors<const bf16*> block_params_bf16(const ModuleLayout& m, const bf16* base) {
-  FSDP_CHECK(base != nullptr, "block_params_bf16: null buffer for " + m.name);
-  return BlockTensors<const bf16*>{
+template <class T>
+BlockTensors<const T*> block_params16(const ModuleLayout& m, const T* base) {
+  FSDP_CHECK(base != nullptr, "block_params16: null buffer for " + m.name);
+  return BlockTensors<const T*>{
       param(m, base, "attn_norm.weight"), param(m, base, "attn_norm.bias"), param(m, base, "qkv.weight"),
       param(m, base, "qkv.bias"),         param(m, base, "attn_out.weight"), param(m, base, "attn_out.bias"),
       param(m, base, "mlp_norm.weight"),  param(m, base, "mlp_norm.bias"),  param(m, base, "mlp_up.weight"),
       param(m, base, "mlp_up.bias"),      param(m, base, "mlp_down.weight"), param(m, base, "mlp_down.bias")};
 }
 
-void norm_forward_bf16(const CudaBlockContext& ctx, bf16* out, float* mean, float* rstd, const bf16* inp,
-                       const bf16* w, const bf16* b) {
+template <class T>
+void norm_forward16(const CudaBlockContext<T>& ctx, T* out, float* mean, float* rstd, const T* inp,
+                       const T* w, const T* b) {
   const BlockDims& d = ctx.dims;
   const float eps = float(ctx.spec->norm_eps);
   if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n, d.c, eps, ctx.stream);
   else rmsnorm_forward(out, rstd, inp, w, d.n, d.c, eps, ctx.stream);
 }
 
-void norm_backward_bf16(const CudaBlockContext& ctx, bf16* dinp, float* dw, float* db, float* scratch,
-                        const bf16* dout, const bf16* inp, const bf16* w, const float* mean, const float* rstd) {
+template <class T>
+void norm_backward16(const CudaBlockContext<T>& ctx, T* dinp, float* dw, float* db, float* scratch,
+                        const T* dout, const T* inp, const T* w, const float* mean, const float* rstd) {
   const BlockDims& d = ctx.dims;
   if (ctx.spec->arch == Arch::gpt)
     layernorm_backward(dinp, dw, db, scratch, dout, inp, w, mean, rstd, d.n, d.c, ctx.stream);
@@ -94,16 +126,19 @@ void norm_backward_bf16(const CudaBlockContext& ctx, bf16* dinp, float* dw, floa
     rmsnorm_backward(dinp, dw, scratch, dout, inp, w, rstd, d.n, d.c, ctx.stream);
 }
 
-void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p, const bf16* x_in,
-                        bf16* x_out, CudaBlockActs& a) {
+template <class T>
+void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
+                        T* x_out, CudaBlockActs<T>& a) {
   const BlockDims& d = ctx.dims;
   GemmContext& gemm = *ctx.gemm;
   const cudaStream_t s = ctx.stream;
   FSDP_CHECK(x_out != x_in, "cuda_block_forward: x_out aliases x_in");
   { const auto t = timed(ctx, "attn_norm");
-    norm_forward_bf16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
+    norm_forward16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
   { const auto t = timed(ctx, "qkv");
-    matmul_forward(gemm, a.qkv.get(), GemmOut::bf16, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
+    matmul_forward(gemm, a.qkv.get(), GemmOut::operand, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
+  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+    adapter_forward(ctx, t, a.ln1.get(), a.qkv.get(), d.qkv, a);
   if (ctx.rope_cos) {
     const auto t = timed(ctx, "rope");
     rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
@@ -112,49 +147,59 @@ void cuda_block_forward(const CudaBlockContext& ctx, const BlockTensors<const bf
     flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s); }
   // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
   { const auto t = timed(ctx, "attn_out");
-    matmul_forward(gemm, x_out, GemmOut::bf16, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
+    matmul_forward(gemm, x_out, GemmOut::operand, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
+  adapter_forward(ctx, LoraTarget::o, a.atty.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "attn_residual");
     residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
   { const auto t = timed(ctx, "mlp_norm");
-    norm_forward_bf16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
+    norm_forward16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
                       p.mlp_norm_b); }
   { const auto t = timed(ctx, "mlp_up");
-    matmul_forward(gemm, a.fc.get(), GemmOut::bf16, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
+    matmul_forward(gemm, a.fc.get(), GemmOut::operand, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
+  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.get(), a.fc.get(), d.fu, a);
   { const auto t = timed(ctx, "mlp_act");
     mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s); }
   { const auto t = timed(ctx, "mlp_down");
-    matmul_forward(gemm, x_out, GemmOut::bf16, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
+    matmul_forward(gemm, x_out, GemmOut::operand, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
+  adapter_forward(ctx, LoraTarget::down, a.fc_act.get(), x_out, d.c, a);
   { const auto t = timed(ctx, "mlp_residual");
     residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
 }
 
-void CudaBlockWeightGrads::allocate(const BlockDims& d) {
-  dout = DeviceBuffer<bf16>(d.n * d.c), dx_mid = DeviceBuffer<bf16>(d.n * d.c);
-  dfc = DeviceBuffer<bf16>(d.n * d.fu), dqkv = DeviceBuffer<bf16>(d.n * d.qkv);
+template <class T>
+void CudaBlockWeightGrads<T>::allocate(const BlockDims& d) {
+  dout = DeviceBuffer<T>(d.n * d.c), dx_mid = DeviceBuffer<T>(d.n * d.c);
+  dfc = DeviceBuffer<T>(d.n * d.fu), dqkv = DeviceBuffer<T>(d.n * d.qkv);
   norm = DeviceBuffer<float>(4 * d.c);
 }
 
-std::int64_t CudaBlockWeightGrads::bytes() const {
+template <class T>
+std::int64_t CudaBlockWeightGrads<T>::bytes() const {
   return dout.bytes() + dx_mid.bytes() + dfc.bytes() + dqkv.bytes() + norm.bytes();
 }
 
 namespace {
 
-void copy_bf16(bf16* dst, const bf16* src, std::int64_t n, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
+template <class T>
+void copy16(T* dst, const T* src, std::int64_t n, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, stream));
 }
 
-// dinp [N, C] = dout [N, OC]·W (written, bf16).
-void linear_dx(const CudaBlockContext& ctx, std::string_view op, bf16* dinp, const bf16* dout, const bf16* w,
+// dinp [N, C] = dout [N, OC]·W (written, T).
+template <class T>
+void linear_dx(const CudaBlockContext<T>& ctx, std::string_view op, T* dinp, const T* dout, const T* w,
                std::int64_t c, std::int64_t oc) {
   const auto t = timed(ctx, op);
-  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::bf16, dout, w, ctx.dims.n, c, oc, false, ctx.stream);
+  matmul_backward_dx(*ctx.gemm, dinp, GemmOut::operand, dout, w, ctx.dims.n, c, oc, false, ctx.stream);
 }
 
 // dW [OC, C] += doutᵀ·inp (fp32), db [OC] += Σ_n dout when the layer has a bias (timed with dW, as on
 // the CPU).
-void linear_dw(const CudaBlockContext& ctx, CudaBlockScratch& sc, std::string_view op, float* dw, float* db,
-               const bf16* dout, const bf16* inp, std::int64_t c, std::int64_t oc) {
+template <class T>
+void linear_dw(const CudaBlockContext<T>& ctx, CudaBlockScratch<T>& sc, std::string_view op, float* dw, float* db,
+               const T* dout, const T* inp, std::int64_t c, std::int64_t oc) {
+  FSDP_CHECK(dw != nullptr || db == nullptr, "linear_dw: a bias gradient without its weight's");
+  if (!dw) return;  // LoRA's frozen base: no weight-gradient GEMM
   const auto t = timed(ctx, op);
   matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, inp, ctx.dims.n, c, oc, true, ctx.stream);
   if (db) bias_backward(db, sc.bias.get(), dout, ctx.dims.n, oc, ctx.stream);
@@ -162,41 +207,48 @@ void linear_dw(const CudaBlockContext& ctx, CudaBlockScratch& sc, std::string_vi
 
 // The norm gradients of one micro-batch go to `keep` (zeroed first: the kernels accumulate) in the
 // input pass: w at offset 0, b at offset C of the half's two slots.
-float* kept_norm(CudaBlockWeightGrads* keep, int slot, std::int64_t c) { return keep->norm.get() + slot * c; }
+template <class T>
+float* kept_norm(CudaBlockWeightGrads<T>* keep, int slot, std::int64_t c) { return keep->norm.get() + slot * c; }
 
 // The MLP half: dres is d x_out on entry and d x_mid on exit. With `keep` (zero bubble's input pass)
 // no parameter gradient is written: the output gradients the weight pass needs are kept instead.
-void mlp_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
-                       const BlockTensors<float*>& g, const CudaBlockActs& a, bf16* dres, CudaBlockScratch& sc,
-                       CudaBlockWeightGrads* keep) {
+template <class T>
+void mlp_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
+                       const BlockTensors<float*>& g, const CudaBlockActs<T>& a, T* dres, CudaBlockScratch<T>& sc,
+                       CudaBlockWeightGrads<T>* keep) {
   const BlockDims& d = ctx.dims;
-  if (keep) copy_bf16(keep->dout.get(), dres, d.n * d.c, ctx.stream);
+  if (keep) copy16(keep->dout.get(), dres, d.n * d.c, ctx.stream);
   linear_dx(ctx, "mlp_down_dx", sc.dfc_act.get(), dres, p.mlp_down_w, d.f, d.c);
+  adapter_backward(ctx, LoraTarget::down, a.fc_act.get(), dres, d.c, sc.dfc_act.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), d.f, d.c);
-  bf16* dfc = keep ? keep->dfc.get() : sc.dfc.get();
+  T* dfc = keep ? keep->dfc.get() : sc.dfc.get();
   { const auto t = timed(ctx, "mlp_act_bwd");
-    CUDA_CHECK(cudaMemsetAsync(dfc, 0, std::size_t(d.n * d.fu) * sizeof(bf16), ctx.stream));  // accumulates
+    CUDA_CHECK(cudaMemsetAsync(dfc, 0, std::size_t(d.n * d.fu) * sizeof(T), ctx.stream));  // accumulates
     mlp_act_backward(ctx.spec->ffn_kind, dfc, sc.dfc_act.get(), a.fc.get(), d.n, d.f, ctx.stream); }
   linear_dx(ctx, "mlp_up_dx", sc.dln.get(), dfc, p.mlp_up_w, d.c, d.fu);
+  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
+    adapter_backward(ctx, t, a.ln2.get(), dfc, d.fu, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, dfc, a.ln2.get(), d.c, d.fu);
   float* dw = keep ? kept_norm(keep, 2, d.c) : g.mlp_norm_w;
   float* db = keep ? (p.mlp_norm_b ? kept_norm(keep, 3, d.c) : nullptr) : g.mlp_norm_b;
   const auto t = timed(ctx, "mlp_norm_bwd");
-  norm_backward_bf16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), a.x_mid.get(), p.mlp_norm_w, a.ln2_mean.get(),
+  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), a.x_mid.get(), p.mlp_norm_w, a.ln2_mean.get(),
                      a.ln2_rstd.get());
 }
 
 // The attention half: dres is d x_mid on entry and d x_in on exit; `keep` as in the MLP half.
-void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
-                             const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
-                             CudaBlockScratch& sc, CudaBlockWeightGrads* keep) {
+template <class T>
+void attention_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
+                             const BlockTensors<float*>& g, const T* x_in, const CudaBlockActs<T>& a, T* dres,
+                             CudaBlockScratch<T>& sc, CudaBlockWeightGrads<T>* keep) {
   const BlockDims& d = ctx.dims;
-  if (keep) copy_bf16(keep->dx_mid.get(), dres, d.n * d.c, ctx.stream);
+  if (keep) copy16(keep->dx_mid.get(), dres, d.n * d.c, ctx.stream);
   linear_dx(ctx, "attn_out_dx", sc.datty.get(), dres, p.attn_out_w, d.q, d.c);
+  adapter_backward(ctx, LoraTarget::o, a.atty.get(), dres, d.c, sc.datty.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dres, a.atty.get(), d.q, d.c);
-  bf16* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
+  T* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
   { const auto t = timed(ctx, "attn_core_bwd");
-    CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(bf16), ctx.stream));  // accumulates
+    CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(T), ctx.stream));  // accumulates
     flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
                              ctx.stream); }
   if (ctx.rope_cos) {
@@ -204,33 +256,38 @@ void attention_half_backward(const CudaBlockContext& ctx, const BlockTensors<con
     rope_backward(dqkv, ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
   }
   linear_dx(ctx, "qkv_dx", sc.dln.get(), dqkv, p.qkv_w, d.c, d.qkv);
+  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+    adapter_backward(ctx, t, a.ln1.get(), dqkv, d.qkv, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, dqkv, a.ln1.get(), d.c, d.qkv);
   float* dw = keep ? kept_norm(keep, 0, d.c) : g.attn_norm_w;
   float* db = keep ? (p.attn_norm_b ? kept_norm(keep, 1, d.c) : nullptr) : g.attn_norm_b;
   const auto t = timed(ctx, "attn_norm_bwd");
-  norm_backward_bf16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w, a.ln1_mean.get(),
+  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w, a.ln1_mean.get(),
                      a.ln1_rstd.get());
 }
 
 }  // namespace
 
-void cuda_block_backward(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p,
-                         const BlockTensors<float*>& g, const bf16* x_in, const CudaBlockActs& a, bf16* dres,
-                         CudaBlockScratch& scratch) {
-  mlp_half_backward(ctx, p, g, a, dres, scratch, nullptr);
-  attention_half_backward(ctx, p, g, x_in, a, dres, scratch, nullptr);
+template <class T>
+void cuda_block_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
+                         const BlockTensors<float*>& g, const T* x_in, const CudaBlockActs<T>& a, T* dres,
+                         CudaBlockScratch<T>& scratch) {
+  mlp_half_backward<T>(ctx, p, g, a, dres, scratch, nullptr);
+  attention_half_backward<T>(ctx, p, g, x_in, a, dres, scratch, nullptr);
 }
 
-void cuda_block_backward_input(const CudaBlockContext& ctx, const BlockTensors<const bf16*>& p, const bf16* x_in,
-                               const CudaBlockActs& a, bf16* dres, CudaBlockScratch& scratch,
-                               CudaBlockWeightGrads& keep) {
+template <class T>
+void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
+                               const CudaBlockActs<T>& a, T* dres, CudaBlockScratch<T>& scratch,
+                               CudaBlockWeightGrads<T>& keep) {
   zero_async(keep.norm, ctx.stream);
   mlp_half_backward(ctx, p, BlockTensors<float*>{}, a, dres, scratch, &keep);
   attention_half_backward(ctx, p, BlockTensors<float*>{}, x_in, a, dres, scratch, &keep);
 }
 
-void cuda_block_backward_weight(const CudaBlockContext& ctx, const BlockTensors<float*>& g, const CudaBlockActs& a,
-                                const CudaBlockWeightGrads& keep, CudaBlockScratch& sc) {
+template <class T>
+void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g, const CudaBlockActs<T>& a,
+                                const CudaBlockWeightGrads<T>& keep, CudaBlockScratch<T>& sc) {
   const BlockDims& d = ctx.dims;
   linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, keep.dout.get(), a.fc_act.get(), d.f, d.c);
   linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, keep.dfc.get(), a.ln2.get(), d.c, d.fu);
@@ -241,5 +298,28 @@ void cuda_block_backward_weight(const CudaBlockContext& ctx, const BlockTensors<
   for (int k = 0; k < 4; ++k)
     if (norms[k]) accumulate_check_finite(norms[k], keep.norm.get() + k * d.c, d.c, nullptr, ctx.stream);
 }
+
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template struct CudaBlockActs<T>;                                                                              \
+  template struct CudaBlockScratch<T>;                                                                           \
+  template struct CudaBlockWeightGrads<T>;                                                                       \
+  template BlockTensors<const T*> block_params16<T>(const ModuleLayout&, const T*);                              \
+  template void cuda_block_forward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&, const T*, T*,    \
+                                      CudaBlockActs<T>&);                                                        \
+  template void cuda_block_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                 \
+                                       const BlockTensors<float*>&, const T*, const CudaBlockActs<T>&, T*,        \
+                                       CudaBlockScratch<T>&);                                                     \
+  template void cuda_block_backward_input<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&, const T*, \
+                                             const CudaBlockActs<T>&, T*, CudaBlockScratch<T>&,                   \
+                                             CudaBlockWeightGrads<T>&);                                          \
+  template void cuda_block_backward_weight<T>(const CudaBlockContext<T>&, const BlockTensors<float*>&,           \
+                                              const CudaBlockActs<T>&, const CudaBlockWeightGrads<T>&,            \
+                                              CudaBlockScratch<T>&);                                              \
+  template void norm_forward16<T>(const CudaBlockContext<T>&, T*, float*, float*, const T*, const T*, const T*);  \
+  template void norm_backward16<T>(const CudaBlockContext<T>&, T*, float*, float*, float*, const T*, const T*,    \
+                                   const T*, const float*, const float*);
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -3,7 +3,8 @@
 // final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
 // executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
 // CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry
-// the names and modules of transformer.cpp's ScopedOps.
+// the names and modules of transformer.cpp's ScopedOps. LoRA: the blocks get their adapters through the
+// context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <utility>
@@ -43,8 +44,9 @@ DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
 
 }  // namespace
 
-CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
-                     GemmContext& gemm)
+template <class T>
+CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
+                          GemmContext& gemm)
     : spec_(spec),
       opts_(std::move(opts)),
       layout_(make_param_layout(spec)),
@@ -55,6 +57,7 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
              "CudaModel: need one recompute mode per block");
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout_.num_modules(),
              "CudaModel: need one flag per module");
+  FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
   if (spec.arch == Arch::llama) {
     const cpu::RopeTable<float> rope =
         cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
@@ -64,13 +67,15 @@ CudaModel::CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq
 }
 
 // Buffers of the modules this model runs: resid_[k] is module k's output and module k+1's input.
-void CudaModel::allocate_activations() {
+template <class T>
+void CudaModelT<T>::allocate_activations() {
   const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
   const int fn = layout_.final_norm_index(), head = layout_.head_index();
   const bool split = opts_.split_backward;
+  const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
   resid_.resize(std::size_t(layers + 1));
   for (int k = 0; k <= int(layers); ++k)
-    if (runs(k) || runs(k + 1)) resid_[std::size_t(k)] = DeviceBuffer<bf16>(nc);
+    if (runs(k) || runs(k + 1)) resid_[std::size_t(k)] = DeviceBuffer<T>(nc);
   acts_.resize(std::size_t(layers));
   if (split) keep_.resize(std::size_t(layers));
   bool any_recompute = false, any_block = false;
@@ -78,50 +83,63 @@ void CudaModel::allocate_activations() {
     if (!runs(int(i) + 1)) continue;
     any_block = true;
     if (recomputes(i)) any_recompute = true;
-    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_);
+    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
-  if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_ = DeviceBuffer<bf16>(nc);
-  if (any_block || runs(fn)) scratch_.allocate(dims_, spec_.bias != LinearBias::none);
+  if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
+  if (any_block || runs(fn))
+    scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
-    lnf_ = DeviceBuffer<bf16>(nc), dlnf_ = DeviceBuffer<bf16>(nc);
+    lnf_ = DeviceBuffer<T>(nc), dlnf_ = DeviceBuffer<T>(nc);
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
   }
   if (runs(head)) {
-    logits_ = DeviceBuffer<bf16>(n * spec_.vocab);
+    logits_ = DeviceBuffer<T>(n * spec_.vocab);
     losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
-  dres_ = DeviceBuffer<bf16>(nc);
+  dres_ = DeviceBuffer<T>(nc);
   weight_pending_.assign(std::size_t(layout_.num_modules()), 0);
 }
 
-bool CudaModel::runs(int module) const {
+template <class T>
+bool CudaModelT<T>::runs(int module) const {
   return module >= 0 && module < layout_.num_modules() && (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
 }
 
-CudaBlockActs& CudaModel::backward_acts(std::int64_t block) {
+template <class T>
+CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
   return recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
 }
 
-bool CudaModel::recomputes(std::int64_t block) const {
+template <class T>
+bool CudaModelT<T>::recomputes(std::int64_t block) const {
   // selective == none here: see CudaModelOptions::recompute.
   return !opts_.recompute.empty() && opts_.recompute[std::size_t(block)] == RecomputeMode::full;
 }
 
-CudaBlockContext CudaModel::context(cudaStream_t stream, int module) const {
-  return CudaBlockContext{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module};
+// A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
+template <class T>
+CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) const {
+  CudaBlockContext<T> c{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module, {}};
+  if (!opts_.lora || module < 1 || module > spec_.layers) return c;
+  FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
+  const std::int64_t at = opts_.lora->block_offset(module - 1);
+  c.lora = CudaLoraBlock<T>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
+  return c;
 }
 
-const bf16* CudaModel::module_base(std::span<const bf16* const> params, int module) const {
+template <class T>
+const T* CudaModelT<T>::module_base(std::span<const T* const> params, int module) const {
   FSDP_CHECK(std::int64_t(params.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
-  const bf16* base = params[std::size_t(module)];
+  const T* base = params[std::size_t(module)];
   FSDP_CHECK(base != nullptr,
              fmt::format("CudaModel: buffer of module {} not provided", layout_.modules[std::size_t(module)].name));
   return base;
 }
 
-float* CudaModel::module_base(std::span<float* const> grads, int module) const {
+template <class T>
+float* CudaModelT<T>::module_base(std::span<float* const> grads, int module) const {
   FSDP_CHECK(std::int64_t(grads.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
   float* base = grads[std::size_t(module)];
   FSDP_CHECK(base != nullptr, fmt::format("CudaModel: gradient buffer of module {} not provided",
@@ -129,27 +147,38 @@ float* CudaModel::module_base(std::span<float* const> grads, int module) const {
   return base;
 }
 
-const bf16* CudaModel::tensor(std::span<const bf16* const> params, int module, const char* name) const {
-  const bf16* base = module_base(params, module);
+template <class T>
+const T* CudaModelT<T>::tensor(std::span<const T* const> params, int module, const char* name) const {
+  const T* base = module_base(params, module);
   const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
   return t ? base + t->offset : nullptr;
 }
 
-float* CudaModel::tensor(std::span<float* const> grads, int module, const char* name) const {
+template <class T>
+float* CudaModelT<T>::tensor(std::span<float* const> grads, int module, const char* name) const {
   float* base = module_base(grads, module);
   const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
   return t ? base + t->offset : nullptr;
 }
 
-void CudaModel::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
   batch_.upload(tokens, targets, stream);
   next_forward_ = 0;
   next_backward_ = -1;
 }
 
-void CudaModel::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
+template <class T>
+void CudaModelT<T>::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
 
-void CudaModel::forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::set_lora_buffers(const T* params, float* grads) {
+  FSDP_CHECK(opts_.lora != nullptr, "CudaModel: adapter buffers for a model without LoRA");
+  lora_params_ = params, lora_grads_ = grads;
+}
+
+template <class T>
+void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cudaStream_t stream) {
   FSDP_CHECK(m == next_forward_, fmt::format("CudaModel: forward of module {} out of order", m));
   if (m == ParamLayout::embedding_index()) {
     embed_forward(params, stream);
@@ -159,20 +188,22 @@ void CudaModel::forward_module(int m, std::span<const bf16* const> params, cudaS
     head_forward(params, stream);
   } else {
     const std::int64_t i = m - 1;
-    CudaBlockActs& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
-    const auto p = block_params_bf16(layout_.modules[std::size_t(m)], module_base(params, m));
+    CudaBlockActs<T>& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
+    const auto p = block_params16(layout_.modules[std::size_t(m)], module_base(params, m));
     cuda_block_forward(context(stream, m), p, resid_[std::size_t(i)].get(), resid_[std::size_t(i + 1)].get(), a);
   }
   next_forward_ = m + 1;
 }
 
-void CudaModel::begin_backward(float dloss) {
+template <class T>
+void CudaModelT<T>::begin_backward(float dloss) {
   FSDP_CHECK(next_forward_ == layout_.num_modules(), "CudaModel: begin_backward before the forward finished");
   dloss_ = dloss;
   next_backward_ = layout_.head_index();
 }
 
-void CudaModel::backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+template <class T>
+void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std::span<float* const> grads,
                                 cudaStream_t stream) {
   FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
@@ -180,7 +211,8 @@ void CudaModel::backward_module(int m, std::span<const bf16* const> params, std:
   next_backward_ = m - 1;
 }
 
-void CudaModel::backward_input_module(int m, std::span<const bf16* const> params, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::backward_input_module(int m, std::span<const T* const> params, cudaStream_t stream) {
   FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
   FSDP_CHECK(opts_.split_backward, "CudaModel: an input pass needs CudaModelOptions::split_backward");
   run_backward(m, params, {}, stream);
@@ -188,7 +220,8 @@ void CudaModel::backward_input_module(int m, std::span<const bf16* const> params
   next_backward_ = m - 1;
 }
 
-void CudaModel::backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream) {
   FSDP_CHECK(m >= 0 && m < layout_.num_modules() && weight_pending_[std::size_t(m)],
              fmt::format("CudaModel: weight pass of module {} without its input pass", m));
   weight_pass(m, grads, stream);
@@ -196,16 +229,19 @@ void CudaModel::backward_weight_module(int m, std::span<float* const> grads, cud
 }
 
 // Empty `grads`: zero bubble's input pass (no parameter gradient; what the weight pass needs is kept).
-void CudaModel::run_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+template <class T>
+void CudaModelT<T>::run_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                              cudaStream_t stream) {
   if (m == layout_.head_index()) head_backward(params, grads, stream);
   else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, stream);
   else if (m == ParamLayout::embedding_index()) {
-    if (!grads.empty()) embed_backward(grads, stream);  // the table's gradient is all weight pass
+    // the table's gradient is all weight pass; a frozen table (LoRA) has none
+    if (!grads.empty() && !opts_.lora) embed_backward(grads, stream);
   } else block_module_backward(m, params, grads, stream);
 }
 
-void CudaModel::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
   if (m == layout_.head_index()) {
     const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
     float* dw = spec_.tied_embeddings ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
@@ -224,95 +260,107 @@ void CudaModel::weight_pass(int m, std::span<float* const> grads, cudaStream_t s
   }
 }
 
-void CudaModel::block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+template <class T>
+void CudaModelT<T>::block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                                       cudaStream_t stream) {
   const std::int64_t i = m - 1;
   const ModuleLayout& ml = layout_.modules[std::size_t(m)];
-  const auto p = block_params_bf16(ml, module_base(params, m));
-  const bf16* x_in = resid_[std::size_t(i)].get();
-  const CudaBlockContext ctx = context(stream, m);
-  CudaBlockActs& a = backward_acts(i);
+  const auto p = block_params16(ml, module_base(params, m));
+  const T* x_in = resid_[std::size_t(i)].get();
+  const CudaBlockContext<T> ctx = context(stream, m);
+  CudaBlockActs<T>& a = backward_acts(i);
   if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
   if (grads.empty()) {
     cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
     return;
   }
-  const auto g = fsdpx::block_tensors(ml, module_base(grads, m));  // fp32 gradient pointers
+  // fp32 gradient pointers; all null for LoRA's frozen base
+  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, module_base(grads, m));
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
 }
 
-bf16* CudaModel::input_buffer(int m) {
+template <class T>
+T* CudaModelT<T>::input_buffer(int m) {
   FSDP_CHECK(m > 0 && m <= layout_.final_norm_index() && runs(m),
              fmt::format("CudaModel: no stage of this model starts at module {}", m));
   next_forward_ = m;
   return resid_[std::size_t(m - 1)].get();
 }
 
-const bf16* CudaModel::output(int m) const {
+template <class T>
+const T* CudaModelT<T>::output(int m) const {
   FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
              fmt::format("CudaModel: module {} has no output to hand on", m));
   return resid_[std::size_t(m)].get();
 }
 
-bf16* CudaModel::output_grad_buffer(int m) {
+template <class T>
+T* CudaModelT<T>::output_grad_buffer(int m) {
   FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
              fmt::format("CudaModel: no stage's backward starts at module {}", m));
   next_backward_ = m;
   return dres_.get();
 }
 
-void CudaModel::embed_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
   embedding_forward(resid_[0].get(), batch_.tokens(), tensor(params, 0, "tok.weight"), tensor(params, 0, "pos.weight"),
                     dims_.b, dims_.t, dims_.c, stream);
 }
 
-void CudaModel::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
   embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
 }
 
-void CudaModel::final_norm_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout_.final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
-  norm_forward_bf16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+  norm_forward16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
                     tensor(params, m, "final_norm.weight"), tensor(params, m, "final_norm.bias"));
 }
 
-void CudaModel::final_norm_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+template <class T>
+void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::span<float* const> grads,
                                     cudaStream_t stream) {
   const int m = layout_.final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
   const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
-  float* dw = keep ? lnf_keep_.get() : tensor(grads, m, "final_norm.weight");
+  const bool frozen = opts_.lora != nullptr;
+  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : tensor(grads, m, "final_norm.weight");
   float* db = keep ? (tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
-                   : tensor(grads, m, "final_norm.bias");
+              : frozen ? nullptr : tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward_bf16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
+  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
                      tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
-void CudaModel::head_forward(std::span<const bf16* const> params, cudaStream_t stream) {
+template <class T>
+void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout_.head_index();
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
-  const bf16* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
-    matmul_forward(*gemm_, logits_.get(), GemmOut::bf16, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
+    matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
   }
   const CudaScopedOp t(opts_.profiler, "loss", m, stream);
   fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
 }
 
-void CudaModel::head_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+template <class T>
+void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<float* const> grads,
                               cudaStream_t stream) {
   const int m = layout_.head_index();
   const bool tied = spec_.tied_embeddings;
-  const bf16* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
@@ -323,12 +371,14 @@ void CudaModel::head_backward(std::span<const bf16* const> params, std::span<flo
   }
   {
     const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
-    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::bf16, logits_.get(), w, n, dims_.c, v, false, stream);
+    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::operand, logits_.get(), w, n, dims_.c, v, false, stream);
   }
-  if (!grads.empty()) weight_pass(m, grads, stream);  // else the dlogits stay in logits_ for the weight pass
+  // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
+  if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
 }
 
-std::int64_t CudaModel::saved_bytes(int module) const {
+template <class T>
+std::int64_t CudaModelT<T>::saved_bytes(int module) const {
   FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
   if (module == layout_.final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
@@ -337,7 +387,8 @@ std::int64_t CudaModel::saved_bytes(int module) const {
   return resid_[i + 1].bytes() + (recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }
 
-std::int64_t CudaModel::weight_pass_bytes(int module) const {
+template <class T>
+std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
   FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
   if (!opts_.split_backward) return 0;
   if (module == layout_.final_norm_index()) return lnf_keep_.bytes();
@@ -346,9 +397,13 @@ std::int64_t CudaModel::weight_pass_bytes(int module) const {
   return keep_[i].bytes() + (recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
 }
 
-std::int64_t CudaModel::working_bytes() const {
+template <class T>
+std::int64_t CudaModelT<T>::working_bytes() const {
   return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + recompute_acts_.bytes() +
          recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }
+
+template class CudaModelT<bf16>;
+template class CudaModelT<f16>;
 
 }  // namespace fsdpx::cuda

@@ -1,7 +1,7 @@
 // executor/cuda_backend/cuda_model.h — the device twin of the CPU reference Transformer
 // (executor/model/transformer.h): the same protocol, module order, parameter layout and += gradients,
-// on bf16 parameters and activations with fp32 statistics, loss and parameter gradients. The model owns
-// only activations and scratch, allocated once in the constructor; parameters and gradients are the
+// on 16-bit (T = bf16, or f16 for fp16 plans) parameters and activations with fp32 statistics, loss and
+// parameter gradients. The model owns only activations and scratch, allocated once in the constructor; parameters and gradients are the
 // caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
 // Leaves out dropout, ignore-index targets, vocabulary padding, selective recompute and sharing scratch
 // between the models of a pipeline rank's micro-batches in flight.
@@ -10,7 +10,7 @@
 // for the one bounded host wait, and CudaModelOptions::profiler for the waits of a profiled run):
 //   set_batch(tokens, targets, stream);                  // host int32 [B, T] each
 //   set_loss_output(loss_device);                        // before the head's forward
-//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's bf16 buffer or null
+//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's T buffer or null
 //   begin_backward(dloss);
 //   for m in M-1..0:  backward_module(m, params, grads, stream);  // fp32 grads[k] accumulate (+=)
 // A pipeline stage runs a range of modules, as the CPU Transformer: input_buffer(m) is where the previous
@@ -22,6 +22,8 @@
 // All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
 // activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
 // grads[0] (the token table), which must then be set during the head's forward and backward.
+// LoRA (CudaModelOptions::lora): set_lora_buffers before the forward (the buffers stay set); the base is frozen,
+// so the backward takes null gradient pointers and computes input and adapter gradients only.
 #pragma once
 
 #include <cstdint>
@@ -53,18 +55,22 @@ struct CudaModelOptions {
   // The modules this model runs (empty = all): a pipeline rank allocates activations for its stages'
   // modules only.
   std::vector<bool> modules;
-  // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads per block; a
+  // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads<T> per block; a
   // recomputing block keeps its re-materialised activations from the input pass to the weight pass).
   bool split_backward = false;
+  // LoRA (executor/model/lora.h; must outlive the model): the adapters add to the adapted projections
+  // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
+  const LoraLayout* lora = nullptr;
 };
 
-class CudaModel {
+template <class T>
+class CudaModelT {
  public:
   // Allocates every activation and scratch buffer (cudaMalloc) and uploads the RoPE tables (a
   // synchronous copy). `gemm` must outlive the model; its workspace is used on the calls' streams.
-  CudaModel(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts, GemmContext& gemm);
-  CudaModel(const CudaModel&) = delete;
-  CudaModel& operator=(const CudaModel&) = delete;
+  CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts, GemmContext& gemm);
+  CudaModelT(const CudaModelT&) = delete;
+  CudaModelT& operator=(const CudaModelT&) = delete;
 
   const ParamLayout& layout() const { return layout_; }
   const ModelSpec& spec() const { return spec_; }
@@ -76,24 +82,28 @@ class CudaModel {
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream);
   // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
   void set_loss_output(float* loss_device);
-  // params[k]: module k's bf16 device buffer in ParamLayout order, or null when not needed now.
-  void forward_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
+  // LoRA: the whole model's adapters, T [lora->total] (read in forward and backward) and their fp32
+  // gradient (accumulated in backward), in the flat layout of executor/model/lora.h.
+  void set_lora_buffers(const T* params, float* grads);
+  // params[k]: module k's T device buffer in ParamLayout order, or null when not needed now.
+  void forward_module(int m, std::span<const T* const> params, cudaStream_t stream);
   void begin_backward(float dloss);
   // grads[k]: module k's fp32 device gradient buffer (same layout); parameter gradients accumulate.
-  void backward_module(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+  // With LoRA every grads[k] is null (a frozen base).
+  void backward_module(int m, std::span<const T* const> params, std::span<float* const> grads,
                        cudaStream_t stream);
-  void backward_input_module(int m, std::span<const bf16* const> params, cudaStream_t stream);
+  void backward_input_module(int m, std::span<const T* const> params, cudaStream_t stream);
   void backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream);
 
-  // Pipeline stages (see above); every buffer holds boundary_elems() bf16 values [N, C].
+  // Pipeline stages (see above); every buffer holds boundary_elems() T values [N, C].
   std::int64_t boundary_elems() const { return dims_.n * dims_.c; }
-  bf16* input_buffer(int m);
-  const bf16* output(int m) const;
-  bf16* output_grad_buffer(int m);
-  const bf16* input_grad() const { return dres_.get(); }
+  T* input_buffer(int m);
+  const T* output(int m) const;
+  T* output_grad_buffer(int m);
+  const T* input_grad() const { return dres_.get(); }
 
   // Device bytes kept from module m's forward to its backward: its output (embedding, blocks), a
-  // block's CudaBlockActs unless it recomputes, the final norm's output and statistics, the head's
+  // block's CudaBlockActs<T> unless it recomputes, the final norm's output and statistics, the head's
   // logits and row losses. working_bytes: everything else the model owns (residual gradients, backward
   // scratch, the shared recompute activations, batch arrays, RoPE tables); the GemmContext workspace and
   // pinned host staging are not counted.
@@ -103,26 +113,26 @@ class CudaModel {
   std::int64_t working_bytes() const;
 
  private:
-  void embed_forward(std::span<const bf16* const> params, cudaStream_t stream);
+  void embed_forward(std::span<const T* const> params, cudaStream_t stream);
   void embed_backward(std::span<float* const> grads, cudaStream_t stream);
-  void final_norm_forward(std::span<const bf16* const> params, cudaStream_t stream);
-  void final_norm_backward(std::span<const bf16* const> params, std::span<float* const> grads,
+  void final_norm_forward(std::span<const T* const> params, cudaStream_t stream);
+  void final_norm_backward(std::span<const T* const> params, std::span<float* const> grads,
                            cudaStream_t stream);
-  void head_forward(std::span<const bf16* const> params, cudaStream_t stream);
-  void head_backward(std::span<const bf16* const> params, std::span<float* const> grads, cudaStream_t stream);
-  void block_module_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads,
+  void head_forward(std::span<const T* const> params, cudaStream_t stream);
+  void head_backward(std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
+  void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
-  CudaBlockContext context(cudaStream_t stream, int module) const;
+  CudaBlockContext<T> context(cudaStream_t stream, int module) const;
   bool recomputes(std::int64_t block) const;
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
-  CudaBlockActs& backward_acts(std::int64_t block);
-  void run_backward(int m, std::span<const bf16* const> params, std::span<float* const> grads, cudaStream_t stream);
+  CudaBlockActs<T>& backward_acts(std::int64_t block);
+  void run_backward(int m, std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void weight_pass(int m, std::span<float* const> grads, cudaStream_t stream);
-  const bf16* module_base(std::span<const bf16* const> params, int module) const;
+  const T* module_base(std::span<const T* const> params, int module) const;
   float* module_base(std::span<float* const> grads, int module) const;
-  const bf16* tensor(std::span<const bf16* const> params, int module, const char* name) const;
+  const T* tensor(std::span<const T* const> params, int module, const char* name) const;
   float* tensor(std::span<float* const> grads, int module, const char* name) const;
 
   ModelSpec spec_;
@@ -132,23 +142,28 @@ class CudaModel {
   GemmContext* gemm_;
   DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
-  std::vector<DeviceBuffer<bf16>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
-  std::vector<CudaBlockActs> acts_;          // per block; unallocated for blocks that recompute (or not run)
-  std::vector<CudaBlockWeightGrads> keep_;   // per block, split backward only
+  std::vector<DeviceBuffer<T>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
+  std::vector<CudaBlockActs<T>> acts_;          // per block; unallocated for blocks that recompute (or not run)
+  std::vector<CudaBlockWeightGrads<T>> keep_;   // per block, split backward only
   std::vector<char> weight_pending_;         // per module: input pass ran, weight pass not yet
   DeviceBuffer<float> lnf_keep_;             // [2·C] the final norm's gradients, split backward only
-  CudaBlockActs recompute_acts_;             // shared by recomputing blocks (forward and recompute)
-  DeviceBuffer<bf16> recompute_out_;         // [N, C] discarded block output during recompute
-  CudaBlockScratch scratch_;
-  DeviceBuffer<bf16> lnf_;                   // [N, C] final norm output (head input)
+  CudaBlockActs<T> recompute_acts_;             // shared by recomputing blocks (forward and recompute)
+  DeviceBuffer<T> recompute_out_;         // [N, C] discarded block output during recompute
+  CudaBlockScratch<T> scratch_;
+  DeviceBuffer<T> lnf_;                   // [N, C] final norm output (head input)
   DeviceBuffer<float> lnf_mean_, lnf_rstd_;  // [N] (LayerNorm only, else empty), [N]
-  DeviceBuffer<bf16> logits_;                // [N, V] logits; dlogits in place during the head's backward
+  DeviceBuffer<T> logits_;                // [N, V] logits; dlogits in place during the head's backward
   DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
-  DeviceBuffer<bf16> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
+  DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
+  const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters
+  float* lora_grads_ = nullptr;              // and their fp32 gradient
   float dloss_ = 1.0f;
   int next_forward_ = -1, next_backward_ = -1;  // protocol state (-1: not allowed)
 };
+
+// The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.
+using CudaModel = CudaModelT<bf16>;
 
 }  // namespace fsdpx::cuda

@@ -4,15 +4,18 @@
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
 #include "executor/cuda/adamw.h"
+#include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
+#include "executor/model/lora.h"
 #include "program/group_members.h"
 
 namespace fsdpx::cuda {
@@ -30,8 +33,9 @@ int unit_with(const Plan& plan, const std::string& module) {
 
 // The model of a pipeline rank runs the modules of its stages' units (every module without pipelining),
 // and splits its backward where the program has zero bubble's input passes.
-CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler) {
+CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler, const LoraLayout* lora) {
   CudaModelOptions o;
+  o.lora = lora;
   o.recompute = rp.plan.recompute;
   o.profiler = profiler;
   o.modules.assign(std::size_t(rp.layout.num_modules()), false);
@@ -45,7 +49,8 @@ CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* p
 
 }  // namespace
 
-CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
+template <class T>
+CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                                  OpProfiler* kernel_profiler)
     : rp_(rp), device_(device), kernel_profiler_(kernel_profiler), world_(std::move(world)),
       models_([this] { return make_model(); }) {
@@ -62,18 +67,23 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   CUDA_CHECK(cudaEventCreateWithFlags(&step_start_, cudaEventDisableTiming));
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
-  model_options_ = model_options(rp, role_, kernel_profiler);
+  if (rp.plan.lora) {
+    lora_ = std::make_unique<const LoraLayout>(make_lora_layout(rp.plan.model, *rp.plan.lora));
+    adapters_ = std::make_unique<CudaAdaptersT<T>>(*lora_, &mem_);
+  }
+  model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
   units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
     if (unit_role(rp, int(u)) == role_)
-      units_[u] = std::make_unique<CudaUnit>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
+      units_[u] =
+          std::make_unique<CudaUnitT<T>>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
   const int source = tied_copy_source(rp);
   if (source >= 0 && role_ == rp.program.pp - 1) {
     copy_source_ = source;
     head_unit_ = unit_with(rp.plan, "head");
-    tied_copy_ = std::make_unique<CudaUnit>(rp.flats[std::size_t(source)], at.unit_shard, replicated_params(rp, source),
-                                            reduce, &mem_);
+    tied_copy_ = std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(source)], at.unit_shard,
+                                                replicated_params(rp, source), reduce, &mem_);
   }
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
@@ -82,9 +92,13 @@ CudaRankBackend::CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<Devic
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
   host_reduce_ = DeviceBuffer<float>(kHostReduceElems);
+  // cudaMemset runs on the legacy stream, which the non-blocking op streams do not wait for: the zeros
+  // (non_finite_, the units' gradient accumulators) must land before the first op reads them.
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-CudaRankBackend::~CudaRankBackend() {
+template <class T>
+CudaRankBackendT<T>::~CudaRankBackendT() {
   use_device();
   for (auto& [key, in] : inbox_) {  // received, never delivered (a run that stopped early)
     cudaFreeAsync(in.staging, stream(StreamKind::compute));
@@ -98,13 +112,15 @@ CudaRankBackend::~CudaRankBackend() {
   for (cudaStream_t s : streams_) cudaStreamDestroy(s);
 }
 
-void CudaRankBackend::use_device() const { CUDA_CHECK(cudaSetDevice(device_)); }
+template <class T>
+void CudaRankBackendT<T>::use_device() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
 // Every rank splits the same groups in the same order (split is collective over the world), as the CPU
 // backend: a group inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh
 // rank, its members ordered as program/group_members lists them; a mesh point's pipeline ranks by the
 // mesh rank, ordered by pipeline rank.
-void CudaRankBackend::connect() {
+template <class T>
+void CudaRankBackendT<T>::connect() {
   use_device();
   const Mesh& mesh = rp_.program.mesh;
   auto split = [&](GroupKind kind, const char* name) {
@@ -140,20 +156,23 @@ void CudaRankBackend::connect() {
 }
 
 // Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
-DeviceCommunicator& CudaRankBackend::comm(MeshGroup group) {
+template <class T>
+DeviceCommunicator& CudaRankBackendT<T>::comm(MeshGroup group) {
   DeviceCommunicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
   const GroupCommunicators<DeviceCommunicator> groups{mesh,    shard_comm_.get(), replica_comm_.get(), dp_all_comm_.get(),
                                                       nullptr, nullptr,           pp_all_comm_.get()};
   return group_communicator(group, groups);
 }
 
-CudaUnit& CudaRankBackend::own(int unit) const {
+template <class T>
+CudaUnitT<T>& CudaRankBackendT<T>::own(int unit) const {
   FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
   return *units_[std::size_t(unit)];
 }
 
-std::vector<CudaUnit*> CudaRankBackend::all_units() const {
-  std::vector<CudaUnit*> out;
+template <class T>
+std::vector<CudaUnitT<T>*> CudaRankBackendT<T>::all_units() const {
+  std::vector<CudaUnitT<T>*> out;
   for (const auto& u : units_)
     if (u) out.push_back(u.get());
   if (tied_copy_) out.push_back(tied_copy_.get());
@@ -161,9 +180,10 @@ std::vector<CudaUnit*> CudaRankBackend::all_units() const {
 }
 
 // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
-void CudaRankBackend::init_params(std::uint64_t seed) {
+template <class T>
+void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
   use_device();
-  for (CudaUnit* u : all_units()) {
+  for (CudaUnitT<T>* u : all_units()) {
     UnitShardState s;
     const std::int64_t n = u->flat().shard_numel;
     s.unit_numel = u->flat().numel;
@@ -174,31 +194,79 @@ void CudaRankBackend::init_params(std::uint64_t seed) {
     init_unit_range(rp_.layout, u->flat(), seed, s.shard_offset, s.shard_offset + n, s.params.data());
     u->upload(s, stream(StreamKind::compute));
   }
+  if (!adapters_) return;
+  const auto n = std::size_t(adapters_->numel());
+  AdapterState a{std::vector<float>(n), std::vector<float>(n, 0.0f), std::vector<float>(n, 0.0f)};
+  init_lora(*lora_, seed, a.params.data());  // the CPU backend's values (executor/model/lora.h)
+  adapters_->upload(a, stream(StreamKind::compute));
 }
 
-UnitShardState CudaRankBackend::unit_state(int unit) const {
+template <class T>
+void CudaRankBackendT<T>::sync_streams() const {
   use_device();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
-  const CudaUnit& u = unit == copy_source_ && !units_[std::size_t(unit)] ? *tied_copy_ : own(unit);
+}
+
+template <class T>
+AdapterState CudaRankBackendT<T>::adapter_state() const {
+  if (!adapters_) return {};
+  sync_streams();
+  return adapters_->download(stream(StreamKind::compute));
+}
+
+template <class T>
+void CudaRankBackendT<T>::load_adapter_state(const AdapterState& s) {
+  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: adapter state for a plan without LoRA");
+  sync_streams();
+  adapters_->upload(s, stream(StreamKind::compute));
+}
+
+// ar.lora: the adapters' gradient summed in fp32 over the group; a non-finite value is reported against
+// the first unit, as on the CPU (the check leaves the values alone: an inv_scale of 1 multiplies nothing).
+template <class T>
+void CudaRankBackendT<T>::all_reduce_adapter_grads(MeshGroup group) {
+  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: an adapter reduction without LoRA");
+  float* g = adapters_->grads();
+  // fp16 plans: the adapters' gradients leave their GEMMs as fp16 values, as the base units' (and as
+  // CpuRankBackend rounds them), so an overflowing loss scale shows here too.
+  if constexpr (std::is_same_v<T, f16>) round_through_f16(g, adapters_->numel(), current_);
+  comm(group).all_reduce(g, g, adapters_->numel(), DType::f32, current_, current_op_);
+  unscale_check_finite(g, adapters_->numel(), 1.0f, non_finite_.get(), current_);
+}
+
+template <class T>
+double CudaRankBackendT<T>::adapter_grad_sq_sum() {
+  if (!adapters_) return 0.0;
+  use_device();
+  sum_squares_async(adapters_->grads(), adapters_->numel(), false);
+  return read_sq_sum();
+}
+
+template <class T>
+UnitShardState CudaRankBackendT<T>::unit_state(int unit) const {
+  sync_streams();
+  const CudaUnitT<T>& u = unit == copy_source_ && !units_[std::size_t(unit)] ? *tied_copy_ : own(unit);
   return u.download(stream(StreamKind::compute));
 }
 
-void CudaRankBackend::load_unit_state(int unit, const UnitShardState& s) {
+template <class T>
+void CudaRankBackendT<T>::load_unit_state(int unit, const UnitShardState& s) {
   FSDP_CHECK(holds_unit(unit), fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
-  use_device();
-  for (cudaStream_t st : streams_) CUDA_CHECK(cudaStreamSynchronize(st));
+  sync_streams();
   if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->upload(s, stream(StreamKind::compute));
   if (unit == copy_source_) tied_copy_->upload(s, stream(StreamKind::compute));
 }
 
-void CudaRankBackend::copy_masters_to_replicas() {
+template <class T>
+void CudaRankBackendT<T>::copy_masters_to_replicas() {
   use_device();
   for (std::size_t u = 0; u < units_.size(); ++u)
     if (units_[u] && master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica(current_);
   if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica(current_);
 }
 
-void CudaRankBackend::begin_op(int id, const Op& op) {
+template <class T>
+void CudaRankBackendT<T>::begin_op(int id, const Op& op) {
   if (id == 0) {  // the step starts behind the previous optimizer update on every stream
     use_device();
     CUDA_CHECK(cudaEventRecord(step_start_, stream(StreamKind::compute)));
@@ -212,53 +280,62 @@ void CudaRankBackend::begin_op(int id, const Op& op) {
     if (ops[std::size_t(dep)].stream != op.stream) CUDA_CHECK(cudaStreamWaitEvent(current_, op_done_[std::size_t(dep)], 0));
 }
 
-void CudaRankBackend::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
+template <class T>
+void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
 
-void CudaRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
-  for (CudaUnit* u : {&own(unit), copy_with(unit)}) {
+template <class T>
+void CudaRankBackendT<T>::gather(int unit, MeshGroup group, bool drop_kept) {
+  for (CudaUnitT<T>* u : {&own(unit), copy_with(unit)}) {
     if (u == nullptr) continue;
     if (drop_kept) u->drop_kept_copy();
     u->gather(comm(group), current_, current_op_);
   }
 }
 
-void CudaRankBackend::release(int unit, double kept_bytes) {
+template <class T>
+void CudaRankBackendT<T>::release(int unit, double kept_bytes) {
   own(unit).release(kept_bytes, current_);
-  if (CudaUnit* copy = copy_with(unit)) copy->release(kept_bytes, current_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->release(kept_bytes, current_);
 }
 
-void CudaRankBackend::reduce_scatter(int unit, MeshGroup group) {
+template <class T>
+void CudaRankBackendT<T>::reduce_scatter(int unit, MeshGroup group) {
   DeviceCommunicator& c = group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
   own(unit).reduce_scatter(c, current_, current_op_);
-  if (CudaUnit* copy = copy_with(unit)) copy->reduce_scatter(c, current_, current_op_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->reduce_scatter(c, current_, current_op_);
 }
 
-void CudaRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
+template <class T>
+void CudaRankBackendT<T>::all_reduce_reduced(int unit, MeshGroup group) {
   own(unit).all_reduce_reduced(comm(group), current_, current_op_);
-  if (CudaUnit* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group), current_, current_op_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group), current_, current_op_);
 }
 
-void CudaRankBackend::all_reduce_full(int unit, MeshGroup group) {
+template <class T>
+void CudaRankBackendT<T>::all_reduce_full(int unit, MeshGroup group) {
   own(unit).all_reduce_full(comm(group), current_, current_op_);
-  if (CudaUnit* copy = copy_with(unit)) copy->all_reduce_full(comm(group), current_, current_op_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->all_reduce_full(comm(group), current_, current_op_);
 }
 
 // The copy of a tied table flags its non-finite values under the head's unit, as on the CPU.
-void CudaRankBackend::finish_reduction(int unit) {
+template <class T>
+void CudaRankBackendT<T>::finish_reduction(int unit) {
   own(unit).finish_reduction(non_finite_.get() + unit, current_);
-  if (CudaUnit* copy = copy_with(unit)) copy->finish_reduction(non_finite_.get() + unit, current_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->finish_reduction(non_finite_.get() + unit, current_);
 }
 
 // The accumulated (reduced) shards of the two copies of the table line up element for element: the
 // copy has the embedding unit's layout and shard.
-void CudaRankBackend::all_reduce_tied(int unit) {
+template <class T>
+void CudaRankBackendT<T>::all_reduce_tied(int unit) {
   FSDP_CHECK(pp_ends_comm_ != nullptr && (role_ == 0 ? unit == tied_copy_source(rp_) : tied_copy_ && unit == head_unit_),
              "CudaRankBackend: a tied all-reduce outside the first and last stage's tied units");
-  CudaUnit& u = role_ == 0 ? own(unit) : *tied_copy_;
+  CudaUnitT<T>& u = role_ == 0 ? own(unit) : *tied_copy_;
   pp_ends_comm_->all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
 }
 
-int CudaRankBackend::first_non_finite_unit() {
+template <class T>
+int CudaRankBackendT<T>::first_non_finite_unit() {
   use_device();
   std::vector<int> flags(units_.size());
   CUDA_CHECK(cudaStreamSynchronize(current_));
@@ -269,13 +346,16 @@ int CudaRankBackend::first_non_finite_unit() {
 
 // fp16 loss scaling: every unit's accumulated shard (and a tied table's copy, which steps like its
 // source) unscaled in place, one flag for all, read back.
-bool CudaRankBackend::unscale_grads(float inv_scale) {
+template <class T>
+bool CudaRankBackendT<T>::unscale_grads(float inv_scale) {
   use_device();
   CUDA_CHECK(cudaMemsetAsync(found_inf_.get(), 0, sizeof(int), current_));
   for (const auto& u : units_)
     if (u) unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
   if (tied_copy_)
     unscale_check_finite(tied_copy_->grad_shard(), tied_copy_->flat().shard_numel, inv_scale, found_inf_.get(), current_);
+  // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
+  if (adapters_) unscale_check_finite(adapters_->grads(), adapters_->numel(), inv_scale, found_inf_.get(), current_);
   int found = 0;
   CUDA_CHECK(cudaMemcpyAsync(&found, found_inf_.get(), sizeof(int), cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
@@ -284,15 +364,25 @@ bool CudaRankBackend::unscale_grads(float inv_scale) {
 }
 
 // The copy of a tied table is counted once, on the first stage.
-double CudaRankBackend::grad_sq_sum() {
+template <class T>
+double CudaRankBackendT<T>::grad_sq_sum() {
   use_device();
   bool any = false;
   for (const auto& u : units_) {
     if (!u) continue;
-    sum_squares(u->grad_shard(), u->flat().shard_numel, sq_scratch_.get(), sq_sum_.get(), any, current_);
+    sum_squares_async(u->grad_shard(), u->flat().shard_numel, any);
     any = true;
   }
-  if (!any) return 0.0;
+  return any ? read_sq_sum() : 0.0;
+}
+
+template <class T>
+void CudaRankBackendT<T>::sum_squares_async(const float* x, std::int64_t n, bool accumulate) {
+  sum_squares(x, n, sq_scratch_.get(), sq_sum_.get(), accumulate, current_);
+}
+
+template <class T>
+double CudaRankBackendT<T>::read_sq_sum() {
   double sum = 0;
   CUDA_CHECK(cudaMemcpyAsync(&sum, sq_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
@@ -301,8 +391,9 @@ double CudaRankBackend::grad_sq_sum() {
 }
 
 // A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
-// the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on bf16 runs.
-void CudaRankBackend::all_reduce_host(double* buf, int count, MeshGroup group) {
+// the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on bf16 and fp16 runs.
+template <class T>
+void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup group) {
   FSDP_CHECK(count <= kHostReduceElems, "CudaRankBackend: host all-reduce too large");
   use_device();
   float host[kHostReduceElems];
@@ -316,23 +407,41 @@ void CudaRankBackend::all_reduce_host(double* buf, int count, MeshGroup group) {
   std::copy(host, host + count, buf);
 }
 
-void CudaRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
+template <class T>
+void CudaRankBackendT<T>::adamw(const OptimizerSettings& o, const AdamWStep& s) {
   const AdamWArgs a{float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t,
                     float(s.grad_scale)};
-  for (CudaUnit* u : all_units())
-    adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master_bf16(),
+  if (adapters_) {  // the base is frozen: only the adapters step
+    adapters_->adamw(a, current_);
+    return;
+  }
+  for (CudaUnitT<T>* u : all_units())
+    adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master16(),
                  u->flat().shard_numel, current_);
 }
 
-void CudaRankBackend::zero_grad_shards() {
-  for (CudaUnit* u : all_units()) u->zero_grad_shard(current_);
+template <class T>
+void CudaRankBackendT<T>::zero_grad_shards() {
+  for (CudaUnitT<T>* u : all_units()) u->zero_grad_shard(current_);
+  if (adapters_) adapters_->zero_grads(current_);
   CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, units_.size() * sizeof(int), current_));
 }
 
-void CudaRankBackend::synchronize() {
+template <class T>
+void CudaRankBackendT<T>::synchronize() {
   use_device();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
   world_->throw_if_aborted();
+}
+
+template class CudaRankBackendT<bf16>;
+template class CudaRankBackendT<f16>;
+
+std::unique_ptr<RankBackend> make_cuda_rank_backend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world,
+                                                    int device, OpProfiler* kernel_profiler) {
+  if (rp.plan.precision.param == fsdpx::DType::fp16)
+    return std::make_unique<CudaRankBackendT<f16>>(rp, std::move(world), device, kernel_profiler);
+  return std::make_unique<CudaRankBackendT<bf16>>(rp, std::move(world), device, kernel_profiler);
 }
 
 }  // namespace fsdpx::cuda

@@ -1,15 +1,17 @@
-// executor/cuda_backend/cuda_rank_backend.h — the CUDA RankBackend: one rank's CudaModel (bf16 compute,
-// fp32 gradients), its CudaUnits and its device communicators, with one CUDA stream per step-program
-// stream (compute, all-gather, reduce-scatter, all-reduce) and one event per op: begin_op makes the
-// op's stream wait for its dependencies on other streams, end_op records the op's event, and every
+// executor/cuda_backend/cuda_rank_backend.h — the CUDA RankBackend: one rank's CudaModelT (bf16, or fp16
+// for fp16 plans: T; fp32 gradients), its CudaUnits and its device communicators, with one CUDA stream
+// per step-program stream (compute, all-gather, reduce-scatter, all-reduce) and one event per op:
+// begin_op makes the op's stream wait for its dependencies on other streams, end_op records the op's event, and every
 // step starts behind the previous optimizer update (so the next all-gathers read updated shards).
 // The reduce-scatters use their own communicator split off dp_shard so they can overlap the
 // all-gathers under NCCL (one communicator runs its collectives in order: NVIDIA/nccl src/enqueue.cc).
 // Host waits: the losses and the gradient norm, once per step, and after every model kernel group when
 // a kernel profiler is given. Pipelines as the CPU backend runs them (docs/cuda.md, "Pipeline
-// parallelism"): the rank's stages' units, a CudaModel per micro-batch in flight, bf16 messages through
-// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. Leaves out CUDA
-// graphs, fusing adjacent sends and receives into one NCCL group, and tensor and context parallelism.
+// parallelism"): the rank's stages' units, a CudaModelT per micro-batch in flight, T messages through
+// staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. LoRA as the CPU
+// backend runs it (docs/lora.md): adapters whole on every rank (cuda_adapters.h), summed by `ar.lora`,
+// stepped alone; the base units are gathered but get no gradients. Leaves out CUDA graphs, fusing
+// adjacent sends and receives into one NCCL group, and tensor and context parallelism.
 #pragma once
 
 #include <array>
@@ -23,6 +25,7 @@
 
 #include "executor/cuda/device_communicator.h"
 #include "executor/cuda/gemm.h"
+#include "executor/cuda_backend/cuda_adapters.h"
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/cuda_backend/cuda_unit.h"
 #include "executor/runtime/micro_batch_pool.h"
@@ -31,13 +34,14 @@
 
 namespace fsdpx::cuda {
 
-class CudaRankBackend final : public RankBackend {
+template <class T>
+class CudaRankBackendT final : public RankBackend {
  public:
   // `world`: this rank's communicator over every rank (global ranks); all work on CUDA device `device`.
   // `kernel_profiler` (may be null) receives the model's per-kernel GPU times (cuda_op_timer.h).
-  CudaRankBackend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
+  CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                   OpProfiler* kernel_profiler = nullptr);
-  ~CudaRankBackend() override;
+  ~CudaRankBackendT() override;
 
   int rank() const override { return world_->rank(); }
   void connect() override;
@@ -78,6 +82,11 @@ class CudaRankBackend final : public RankBackend {
   void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
   void zero_grad_shards() override;
 
+  void all_reduce_adapter_grads(MeshGroup group) override;
+  double adapter_grad_sq_sum() override;
+  AdapterState adapter_state() const override;
+  void load_adapter_state(const AdapterState& s) override;
+
   void synchronize() override;
   void abort(const std::string& msg) override { world_->abort(msg); }
   const MemoryTracker& memory() const override { return mem_; }
@@ -86,13 +95,17 @@ class CudaRankBackend final : public RankBackend {
   void use_device() const;
   DeviceCommunicator& comm(MeshGroup group);
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
-  CudaUnit& own(int unit) const;
+  CudaUnitT<T>& own(int unit) const;
   // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
-  std::vector<CudaUnit*> all_units() const;
-  CudaUnit* copy_with(int unit) const { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
-  std::vector<const bf16*> param_ptrs() const;
-  std::vector<float*> grad_ptrs(int unit);
-  std::unique_ptr<CudaModel> make_model();
+  std::vector<CudaUnitT<T>*> all_units() const;
+  CudaUnitT<T>* copy_with(int unit) const { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
+  std::vector<const T*> param_ptrs() const;
+  std::vector<float*> grad_ptrs(int unit);  // all null under LoRA (a frozen base)
+  void sync_streams() const;
+  // Σ x² of `n` fp32 device values (accumulate: onto the previous sum_squares) read back to the host.
+  void sum_squares_async(const float* x, std::int64_t n, bool accumulate);
+  double read_sq_sum();
+  std::unique_ptr<CudaModelT<T>> make_model();
   // Copies the message received for (mb, payload), if any, into the model (`dst` gives where) on the
   // compute stream; returns whether there was one.
   template <class Dst>
@@ -117,15 +130,17 @@ class CudaRankBackend final : public RankBackend {
   std::string current_op_;            // and its name, for the watchdog
   MemoryTracker mem_;
   std::unique_ptr<GemmContext> gemm_;
+  std::unique_ptr<const LoraLayout> lora_;   // LoRA plans only; before model_options_, which points to it
+  std::unique_ptr<CudaAdaptersT<T>> adapters_;   // LoRA plans only
   CudaModelOptions model_options_;
-  MicroBatchPool<CudaModel> models_;
+  MicroBatchPool<CudaModelT<T>> models_;
   struct Inbound {
-    bf16* staging = nullptr;     // stream-ordered, freed on the compute stream after the copy
+    T* staging = nullptr;     // stream-ordered, freed on the compute stream after the copy
     cudaEvent_t done = nullptr;  // recorded on the receive's stream after it
   };
   std::map<std::pair<int, int>, Inbound> inbox_;  // by (micro-batch, payload): received, not delivered
-  std::vector<std::unique_ptr<CudaUnit>> units_;  // per plan unit; null for other stages' units
-  std::unique_ptr<CudaUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
+  std::vector<std::unique_ptr<CudaUnitT<T>>> units_;  // per plan unit; null for other stages' units
+  std::unique_ptr<CudaUnitT<T>> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
   int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
   DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
   int losses_written_ = 0;
@@ -134,5 +149,9 @@ class CudaRankBackend final : public RankBackend {
   DeviceBuffer<double> sq_sum_, sq_scratch_;
   DeviceBuffer<float> host_reduce_;  // all_reduce_host staging
 };
+
+// The backend of plan `rp` on CUDA device `device`: T = f16 for fp16 plans, bf16 otherwise.
+std::unique_ptr<RankBackend> make_cuda_rank_backend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world,
+                                                    int device, OpProfiler* kernel_profiler);
 
 }  // namespace fsdpx::cuda

@@ -1,8 +1,8 @@
 // executor/cuda_backend/cuda_rank_backend_model.cpp — the model ops of the CUDA rank backend (see
 // cuda_rank_backend.h): per micro-batch in flight a CudaModel from the pool, forward and backward of a
 // segment's modules (zero bubble's input and weight passes apart), the pipeline's sends and receives of
-// bf16 activations and activation gradients through staging memory, and the losses. Mirrors
-// cpu_rank_backend.cpp's model ops; the staging buffers ([N, C] bf16 per message in flight) are not
+// 16-bit (T) activations and activation gradients through staging memory, and the losses. Mirrors
+// cpu_rank_backend.cpp's model ops; the staging buffers ([N, C] T per message in flight) are not
 // counted in the memory tracker.
 #include <fmt/format.h>
 
@@ -15,61 +15,69 @@ namespace fsdpx::cuda {
 
 // Every model of the pool allocates its activations and scratch once; the tracker counts the scratch
 // (working bytes) per model as transient, the activations per module as they are saved.
-std::unique_ptr<CudaModel> CudaRankBackend::make_model() {
+template <class T>
+std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model() {
   use_device();
-  auto m = std::make_unique<CudaModel>(rp_.plan.model, rp_.plan.training.micro_batch, rp_.plan.training.seq,
+  auto m = std::make_unique<CudaModelT<T>>(rp_.plan.model, rp_.plan.training.micro_batch, rp_.plan.training.seq,
                                        model_options_, *gemm_);
   mem_.alloc(MemCategory::transient, double(m->working_bytes()));
   return m;
 }
 
+template <class T>
 template <class Dst>
-bool CudaRankBackend::deliver(int mb, Payload payload, Dst dst) {
+bool CudaRankBackendT<T>::deliver(int mb, Payload payload, Dst dst) {
   const auto it = inbox_.find({mb, int(payload)});
   if (it == inbox_.end()) return false;
   const Inbound in = it->second;
   inbox_.erase(it);
-  bf16* to = dst();
+  T* to = dst();
   CUDA_CHECK(cudaStreamWaitEvent(current_, in.done, 0));
   CUDA_CHECK(cudaEventDestroy(in.done));  // released once the wait's record completes
   const std::int64_t n = rp_.plan.training.micro_batch * rp_.plan.training.seq * rp_.plan.model.hidden;
-  CUDA_CHECK(cudaMemcpyAsync(to, in.staging, std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, current_));
+  CUDA_CHECK(cudaMemcpyAsync(to, in.staging, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, current_));
   CUDA_CHECK(cudaFreeAsync(in.staging, current_));
   return true;
 }
 
 // Module pointers of every unit whose parameters are unsharded; the last stage's tied head reads the
 // token table (module 0) from its copy.
-std::vector<const bf16*> CudaRankBackend::param_ptrs() const {
-  std::vector<const bf16*> p = live_module_params(units_, rp_.layout.num_modules());
+template <class T>
+std::vector<const T*> CudaRankBackendT<T>::param_ptrs() const {
+  std::vector<const T*> p = live_module_params(units_, rp_.layout.num_modules());
   if (tied_copy_ && tied_copy_->params_live()) p[0] = tied_copy_->module_params(0);
   return p;
 }
 
-std::vector<float*> CudaRankBackend::grad_ptrs(int unit) {
-  CudaUnit& u = own(unit);
+template <class T>
+std::vector<float*> CudaRankBackendT<T>::grad_ptrs(int unit) {
+  if (lora_) return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);  // frozen base
+  CudaUnitT<T>& u = own(unit);
   std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
                                                     [&](int k) { return u.module_grads(k, current_); });
-  if (CudaUnit* copy = copy_with(unit)) g[0] = copy->module_grads(0, current_);
+  if (CudaUnitT<T>* copy = copy_with(unit)) g[0] = copy->module_grads(0, current_);
   return g;
 }
 
 // On the compute stream, where the model is used, also when the runtime calls it for a receive.
-void CudaRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
+template <class T>
+void CudaRankBackendT<T>::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
   use_device();
   models_.at(mb).set_batch(tokens, targets, stream(StreamKind::compute));
 }
 
-void CudaRankBackend::forward(int segment, int mb) {
+template <class T>
+void CudaRankBackendT<T>::forward(int segment, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
-  CudaModel& model = models_.at(mb);
+  CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activations, [&] { return model.input_buffer(seg.first_module); });
   if (last == rp_.layout.head_index()) {
     FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
     model.set_loss_output(losses_.get() + losses_written_);
   }
-  const std::vector<const bf16*> p = param_ptrs();
+  if (adapters_) model.set_lora_buffers(adapters_->params16(), adapters_->grads());
+  const std::vector<const T*> p = param_ptrs();
   for (int m = seg.first_module; m <= last; ++m) {
     model.forward_module(m, p, current_);
     mem_.alloc(MemCategory::activations, double(model.saved_bytes(m)));
@@ -78,12 +86,13 @@ void CudaRankBackend::forward(int segment, int mb) {
   if (last == rp_.layout.head_index()) ++losses_written_;
 }
 
-void CudaRankBackend::backward(int segment, int unit, int mb) {
+template <class T>
+void CudaRankBackendT<T>::backward(int segment, int unit, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
-  CudaModel& model = models_.at(mb);
+  CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const bf16*> p = param_ptrs();
+  const std::vector<const T*> p = param_ptrs();
   const std::vector<float*> g = grad_ptrs(unit);
   for (int m = last; m >= seg.first_module; --m) {
     model.backward_module(m, p, g, current_);
@@ -93,21 +102,23 @@ void CudaRankBackend::backward(int segment, int unit, int mb) {
 }
 
 // Zero bubble's B: what W reads stays in the model, so it is counted until W.
-void CudaRankBackend::backward_input(int segment, int mb) {
+template <class T>
+void CudaRankBackendT<T>::backward_input(int segment, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const int last = seg.first_module + seg.module_count - 1;
-  CudaModel& model = models_.at(mb);
+  CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const bf16*> p = param_ptrs();
+  const std::vector<const T*> p = param_ptrs();
   for (int m = last; m >= seg.first_module; --m) {
     model.backward_input_module(m, p, current_);
     mem_.alloc(MemCategory::activations, double(model.weight_pass_bytes(m)));
   }
 }
 
-void CudaRankBackend::backward_weight(int segment, int unit, int mb) {
+template <class T>
+void CudaRankBackendT<T>::backward_weight(int segment, int unit, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  CudaModel& model = models_.at(mb);
+  CudaModelT<T>& model = models_.at(mb);
   const std::vector<float*> g = grad_ptrs(unit);
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
     model.backward_weight_module(m, g, current_);
@@ -121,7 +132,8 @@ void CudaRankBackend::backward_weight(int segment, int unit, int mb) {
 // channel (NCCL has no tags; the lowering issues a channel's sends and receives in the same order,
 // tests/executor/test_pipeline_message_order.cpp), so `tag` is not needed; `peer` is the channel's other
 // rank, checked.
-DeviceCommunicator& CudaRankBackend::channel(Payload payload, bool sending, int peer) const {
+template <class T>
+DeviceCommunicator& CudaRankBackendT<T>::channel(Payload payload, bool sending, int peer) const {
   const int pp = rp_.program.pp;
   const bool activations = payload == Payload::activations;
   const bool to_next = activations == sending;  // activations go to the next pipeline rank, gradients back
@@ -135,16 +147,17 @@ DeviceCommunicator& CudaRankBackend::channel(Payload payload, bool sending, int 
 
 // The message is copied on the compute stream, right behind the op that made it, into stream-ordered
 // staging memory that the send reads and frees on its own stream.
-void CudaRankBackend::send(Payload payload, int segment, int mb, int peer, int) {
+template <class T>
+void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const CudaModel& model = models_.get(mb);
-  const bf16* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
+  const CudaModelT<T>& model = models_.get(mb);
+  const T* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
                                                      : model.input_grad();
   const std::int64_t n = model.boundary_elems();
   const cudaStream_t compute = stream(StreamKind::compute);
   void* staging = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&staging, std::size_t(n) * sizeof(bf16), compute));
-  CUDA_CHECK(cudaMemcpyAsync(staging, data, std::size_t(n) * sizeof(bf16), cudaMemcpyDeviceToDevice, compute));
+  CUDA_CHECK(cudaMallocAsync(&staging, std::size_t(n) * sizeof(T), compute));
+  CUDA_CHECK(cudaMemcpyAsync(staging, data, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, compute));
   cudaEvent_t staged = nullptr;
   CUDA_CHECK(cudaEventCreateWithFlags(&staged, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(staged, compute));
@@ -156,10 +169,11 @@ void CudaRankBackend::send(Payload payload, int segment, int mb, int peer, int) 
 
 // The message lands in stream-ordered staging memory on the receive's stream; the op that reads it
 // copies it into the micro-batch's model (deliver).
-void CudaRankBackend::recv(Payload payload, int, int mb, int peer, int) {
+template <class T>
+void CudaRankBackendT<T>::recv(Payload payload, int, int mb, int peer, int) {
   const std::int64_t n = rp_.plan.training.micro_batch * rp_.plan.training.seq * rp_.plan.model.hidden;
   Inbound in;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&in.staging), std::size_t(n) * sizeof(bf16), current_));
+  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&in.staging), std::size_t(n) * sizeof(T), current_));
   channel(payload, false, peer).send_recv({P2PCall{false, in.staging, n, 0}}, DType::bf16, current_, current_op_);
   CUDA_CHECK(cudaEventCreateWithFlags(&in.done, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(in.done, current_));
@@ -167,7 +181,8 @@ void CudaRankBackend::recv(Payload payload, int, int mb, int peer, int) {
   FSDP_CHECK(fresh, fmt::format("CudaRankBackend: a second message for micro-batch {} before the first was read", mb));
 }
 
-std::vector<double> CudaRankBackend::take_losses() {
+template <class T>
+std::vector<double> CudaRankBackendT<T>::take_losses() {
   use_device();
   std::vector<float> host(static_cast<std::size_t>(losses_written_));
   CUDA_CHECK(cudaStreamSynchronize(stream(StreamKind::compute)));
@@ -177,5 +192,23 @@ std::vector<double> CudaRankBackend::take_losses() {
   losses_written_ = 0;
   return std::vector<double>(host.begin(), host.end());
 }
+
+// The members defined here (cuda_rank_backend.cpp instantiates the class with the others).
+#define FSDPX_INSTANTIATE(T)                                                                                     \
+  template std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model();                                    \
+  template std::vector<const T*> CudaRankBackendT<T>::param_ptrs() const;                                       \
+  template std::vector<float*> CudaRankBackendT<T>::grad_ptrs(int);                                             \
+  template void CudaRankBackendT<T>::set_micro_batch(int, const std::int32_t*, const std::int32_t*);            \
+  template void CudaRankBackendT<T>::forward(int, int);                                                         \
+  template void CudaRankBackendT<T>::backward(int, int, int);                                                   \
+  template void CudaRankBackendT<T>::backward_input(int, int);                                                  \
+  template void CudaRankBackendT<T>::backward_weight(int, int, int);                                            \
+  template DeviceCommunicator& CudaRankBackendT<T>::channel(Payload, bool, int) const;                          \
+  template void CudaRankBackendT<T>::send(Payload, int, int, int, int);                                         \
+  template void CudaRankBackendT<T>::recv(Payload, int, int, int, int);                                         \
+  template std::vector<double> CudaRankBackendT<T>::take_losses();
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

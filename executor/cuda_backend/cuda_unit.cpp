@@ -1,8 +1,10 @@
 // executor/cuda_backend/cuda_unit.cpp — buffers and collectives of one FSDP unit on the GPU (see
-// cuda_unit.h). In-place conventions as NCCL's (NCCL user guide, "In-place Operations"): the all-gather input is the bf16
+// cuda_unit.h). In-place conventions as NCCL's (NCCL user guide, "In-place Operations"): the all-gather input is the 16-bit
 // shard, the reduce-scatter output a separate shard (in the reduction dtype) so the unsharded
 // gradients can be freed.
 #include "executor/cuda_backend/cuda_unit.h"
+
+#include <type_traits>
 
 #include "core/errors.h"
 #include "executor/cuda/cast.h"
@@ -22,7 +24,8 @@ T* alloc_async(std::int64_t n, cudaStream_t stream) {
 }
 }  // namespace
 
-CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
+template <class T>
+CudaUnitT<T>::CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
     : flat_(std::move(flat)), replicated_(replicated), reduce_type_(reduce_type), mem_(mem) {
   FSDP_CHECK(reduce_type == DType::f32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
   const std::int64_t shard = flat_.shard_numel;
@@ -31,13 +34,13 @@ CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType 
   exp_avg_ = DeviceBuffer<float>(shard);
   exp_avg_sq_ = DeviceBuffer<float>(shard);
   grad_acc_ = DeviceBuffer<float>(shard);
-  master_bf16_ = DeviceBuffer<bf16>(shard);
+  master16_ = DeviceBuffer<T>(shard);
   CUDA_CHECK(cudaMemset(grad_acc_.get(), 0, std::size_t(shard) * sizeof(float)));
   mem_->alloc(MemCategory::params, double(shard) * (kF32 + kBf16));
   mem_->alloc(MemCategory::optimizer, 2.0 * double(shard) * kF32);
   mem_->alloc(MemCategory::grads, double(shard) * kF32);
   if (replicated_) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
-    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(flat_.padded_numel) * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(flat_.padded_numel) * sizeof(T)));
     CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(flat_.padded_numel) * sizeof(float)));
     CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float)));
     mem_->alloc(MemCategory::params, double(flat_.padded_numel) * kBf16);
@@ -46,24 +49,27 @@ CudaUnit::CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType 
   }
 }
 
-CudaUnit::~CudaUnit() {
+template <class T>
+CudaUnitT<T>::~CudaUnitT() {
   // Destructors run after the backend synchronised its streams; plain frees are then safe.
   if (full_params_) cudaFree(full_params_);
   if (full_grads_) cudaFree(full_grads_);
   if (reduced_) cudaFree(reduced_);
 }
 
-void CudaUnit::upload(const UnitShardState& s, cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::upload(const UnitShardState& s, cudaStream_t stream) {
   const auto n = std::size_t(flat_.shard_numel);
   FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n, "CudaUnit: state size");
   CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  cast_f32_to_bf16(master_bf16_.get(), master_.get(), flat_.shard_numel, stream);
+  cast_f32_to_16(master16_.get(), master_.get(), flat_.shard_numel, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
 }
 
-UnitShardState CudaUnit::download(cudaStream_t stream) const {
+template <class T>
+UnitShardState CudaUnitT<T>::download(cudaStream_t stream) const {
   const auto n = std::size_t(flat_.shard_numel);
   UnitShardState s;
   s.unit_numel = flat_.numel;
@@ -76,18 +82,21 @@ UnitShardState CudaUnit::download(cudaStream_t stream) const {
   return s;
 }
 
-void CudaUnit::gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+template <class T>
+void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: all-gather group size != shards");
   if (!replicated_) {
     FSDP_CHECK(!params_live_, "CudaUnit: all-gather of a unit that is already unsharded");
-    full_params_ = alloc_async<bf16>(flat_.padded_numel, stream);
+    full_params_ = alloc_async<T>(flat_.padded_numel, stream);
     mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
   }
-  comm.all_gather(master_bf16_.get(), full_params_, flat_.shard_numel, DType::bf16, stream, op);
+  // DType::bf16: 2-byte words, a plain copy also for f16 (the all-gather sums nothing).
+  comm.all_gather(master16_.get(), full_params_, flat_.shard_numel, DType::bf16, stream, op);
   params_live_ = true;
 }
 
-void CudaUnit::release(double kept_bytes, cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::release(double kept_bytes, cudaStream_t stream) {
   if (replicated_) return;
   FSDP_CHECK(params_live_, "CudaUnit: release of a unit that is not unsharded");
   CUDA_CHECK(cudaFreeAsync(full_params_, stream));
@@ -98,23 +107,27 @@ void CudaUnit::release(double kept_bytes, cudaStream_t stream) {
   mem_->alloc(MemCategory::transient, kept_bytes_);
 }
 
-void CudaUnit::drop_kept_copy() {
+template <class T>
+void CudaUnitT<T>::drop_kept_copy() {
   mem_->free(MemCategory::transient, kept_bytes_);
   kept_bytes_ = 0;
 }
 
-const bf16* CudaUnit::module_params(int k) const {
+template <class T>
+const T* CudaUnitT<T>::module_params(int k) const {
   FSDP_CHECK(params_live_, "CudaUnit: parameters used while sharded");
   return full_params_ + flat_.module_offsets[std::size_t(k)];
 }
 
-void CudaUnit::copy_master_to_replica(cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::copy_master_to_replica(cudaStream_t stream) {
   FSDP_CHECK(replicated_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: only DDP keeps the master whole");
-  CUDA_CHECK(cudaMemcpyAsync(full_params_, master_bf16_.get(), std::size_t(flat_.padded_numel) * sizeof(bf16),
+  CUDA_CHECK(cudaMemcpyAsync(full_params_, master16_.get(), std::size_t(flat_.padded_numel) * sizeof(T),
                              cudaMemcpyDeviceToDevice, stream));
 }
 
-float* CudaUnit::module_grads(int k, cudaStream_t stream) {
+template <class T>
+float* CudaUnitT<T>::module_grads(int k, cudaStream_t stream) {
   if (!grads_live_) {
     full_grads_ = alloc_async<float>(flat_.padded_numel, stream);
     CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
@@ -124,7 +137,8 @@ float* CudaUnit::module_grads(int k, cudaStream_t stream) {
   return full_grads_ + flat_.module_offsets[std::size_t(k)];
 }
 
-void CudaUnit::free_full_grads(cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::free_full_grads(cudaStream_t stream) {
   if (replicated_) {
     CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
     return;
@@ -135,21 +149,27 @@ void CudaUnit::free_full_grads(cudaStream_t stream) {
   grads_live_ = false;
 }
 
-void* CudaUnit::alloc_reduce(std::int64_t n, cudaStream_t stream) {
+template <class T>
+void* CudaUnitT<T>::alloc_reduce(std::int64_t n, cudaStream_t stream) {
   void* p = nullptr;
   CUDA_CHECK(cudaMallocAsync(&p, std::size_t(n) * dtype_bytes(reduce_type_), stream));
   mem_->alloc(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
   return p;
 }
 
-void CudaUnit::free_reduce(void* p, std::int64_t n, cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::free_reduce(void* p, std::int64_t n, cudaStream_t stream) {
   CUDA_CHECK(cudaFreeAsync(p, stream));
   mem_->free(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
 }
 
-// The unsharded gradients in the reduction dtype: a bf16 copy (then the fp32 buffer is done with), or
+// fp16 plans: the unsharded gradients rounded through fp16 first (the values of an fp16 gradient, so an
+// overflowing loss scale shows as infinities, as FsdpUnit). Then the gradients in the reduction dtype: a
+// bf16 copy (then the fp32 buffer is done with), or
 // the fp32 buffer itself (null: use full_grads_).
-bf16* CudaUnit::bf16_grads_copy(cudaStream_t stream) {
+template <class T>
+bf16* CudaUnitT<T>::bf16_grads_copy(cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, f16>) round_through_f16(full_grads_, flat_.padded_numel, stream);  // fp16 values
   if (reduce_type_ != DType::bf16) return nullptr;
   auto* copy = static_cast<bf16*>(alloc_reduce(flat_.padded_numel, stream));
   cast_f32_to_bf16(copy, full_grads_, flat_.padded_numel, stream);
@@ -157,7 +177,8 @@ bf16* CudaUnit::bf16_grads_copy(cudaStream_t stream) {
   return copy;
 }
 
-void CudaUnit::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+template <class T>
+void CudaUnitT<T>::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(grads_live_, "CudaUnit: reduce-scatter without gradients");
   FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: reduce-scatter group size != shards");
   bf16* copy = bf16_grads_copy(stream);
@@ -170,7 +191,8 @@ void CudaUnit::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std
     free_full_grads(stream);
 }
 
-void CudaUnit::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+template <class T>
+void CudaUnitT<T>::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(grads_live_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: DDP all-reduce needs whole gradients");
   if (bf16* copy = bf16_grads_copy(stream)) {  // the bf16 copy, reduced in place, is the reduced shard
     comm.all_reduce(copy, copy, flat_.padded_numel, reduce_type_, stream, op);
@@ -184,12 +206,14 @@ void CudaUnit::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, st
   free_full_grads(stream);
 }
 
-void CudaUnit::all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+template <class T>
+void CudaUnitT<T>::all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: all-reduce across replicas before the reduce-scatter");
   comm.all_reduce(reduced_, reduced_, flat_.shard_numel, reduce_type_, stream, op);
 }
 
-void CudaUnit::finish_reduction(int* non_finite, cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::finish_reduction(int* non_finite, cudaStream_t stream) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: nothing reduced");
   const std::int64_t n = flat_.shard_numel;
   if (reduce_type_ == DType::bf16) {  // widen to fp32 first: the accumulator and the finiteness check are fp32
@@ -206,8 +230,12 @@ void CudaUnit::finish_reduction(int* non_finite, cudaStream_t stream) {
   reduced_ = nullptr;
 }
 
-void CudaUnit::zero_grad_shard(cudaStream_t stream) {
+template <class T>
+void CudaUnitT<T>::zero_grad_shard(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(grad_acc_.get(), 0, std::size_t(flat_.shard_numel) * sizeof(float), stream));
 }
+
+template class CudaUnitT<bf16>;
+template class CudaUnitT<f16>;
 
 }  // namespace fsdpx::cuda

@@ -1,10 +1,12 @@
 // executor/cuda_backend/cuda_unit.h — one FSDP unit of one rank on the GPU (the device twin of
 // executor/cpu_backend/fsdp_unit.h): resident fp32 master shard, Adam moments and gradient accumulator, a
-// bf16 copy of the shard (the all-gather input, written by AdamW); the unsharded bf16 parameters from
+// 16-bit copy (T = bf16, or f16 for fp16 plans) of the shard (the all-gather input, written by AdamW); the
+// unsharded T parameters from
 // all-gather to release and the unsharded fp32 gradients from the first backward to the reduction,
 // both stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) on the stream of the op that
 // creates or ends them. Gradients are reduced in the plan's reduce dtype (fp32, or a bf16 copy as
-// FSDP's MixedPrecisionPolicy.reduce_dtype) and accumulated in fp32. Leaves out rate limiting (the
+// FSDP's MixedPrecisionPolicy.reduce_dtype) and accumulated in fp32; under fp16 the unsharded gradients are
+// first rounded through fp16, the values an fp16 gradient would hold (as FsdpUnit). Leaves out rate limiting (the
 // step program's dependencies bound how many units are unsharded at once).
 #pragma once
 
@@ -22,18 +24,19 @@
 
 namespace fsdpx::cuda {
 
-class CudaUnit {
+template <class T>
+class CudaUnitT {
  public:
   // `shard_index` of padded_numel / shard_numel shards; `replicated`: DDP / ZeRO-1 (unsharded buffers
   // live all run). `mem` counts this unit's device bytes by category.
-  CudaUnit(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem);
-  ~CudaUnit();
-  CudaUnit(const CudaUnit&) = delete;
-  CudaUnit& operator=(const CudaUnit&) = delete;
+  CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem);
+  ~CudaUnitT();
+  CudaUnitT(const CudaUnitT&) = delete;
+  CudaUnitT& operator=(const CudaUnitT&) = delete;
 
   const FlatUnitLayout& flat() const { return flat_; }
   std::int64_t shard_offset() const { return shard_offset_; }
-  // Host <-> device state (synchronous on `stream`): masters, moments; the bf16 shard follows.
+  // Host <-> device state (synchronous on `stream`): masters, moments; the T shard follows.
   void upload(const UnitShardState& s, cudaStream_t stream);
   UnitShardState download(cudaStream_t stream) const;
 
@@ -42,7 +45,7 @@ class CudaUnit {
   void release(double kept_bytes, cudaStream_t stream);
   void drop_kept_copy();
   bool params_live() const { return params_live_; }
-  const bf16* module_params(int k) const;
+  const T* module_params(int k) const;
   void copy_master_to_replica(cudaStream_t stream);  // DDP
 
   float* module_grads(int k, cudaStream_t stream);  // zeroed when it comes alive
@@ -55,7 +58,7 @@ class CudaUnit {
   float* master() { return master_.get(); }
   float* exp_avg() { return exp_avg_.get(); }
   float* exp_avg_sq() { return exp_avg_sq_.get(); }
-  bf16* master_bf16() { return master_bf16_.get(); }
+  T* master16() { return master16_.get(); }
   const float* grad_shard() const { return grad_acc_.get(); }
   float* grad_shard() { return grad_acc_.get(); }  // fp16 loss scaling unscales it in place
   void zero_grad_shard(cudaStream_t stream);
@@ -71,12 +74,14 @@ class CudaUnit {
   DType reduce_type_;
   MemoryTracker* mem_;
   DeviceBuffer<float> master_, exp_avg_, exp_avg_sq_, grad_acc_;  // [shard_numel]
-  DeviceBuffer<bf16> master_bf16_;                                 // [shard_numel]
-  bf16* full_params_ = nullptr;   // [padded_numel], stream-ordered
+  DeviceBuffer<T> master16_;                                       // [shard_numel]
+  T* full_params_ = nullptr;      // [padded_numel], stream-ordered
   float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
   void* reduced_ = nullptr;       // [shard_numel] of reduce_type_, stream-ordered
   bool params_live_ = false, grads_live_ = false;
   double kept_bytes_ = 0;
 };
+
+using CudaUnit = CudaUnitT<bf16>;
 
 }  // namespace fsdpx::cuda

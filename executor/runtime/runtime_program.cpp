@@ -16,6 +16,13 @@ namespace fsdpx {
 
 namespace {
 
+// Neither model implements LoRA's adapter dropout.
+void check_no_adapter_dropout(const Plan& plan, const char* runtime) {
+  if (plan.lora && plan.lora->dropout > 0)
+    throw ConfigError(fmt::format("plan: /lora/dropout: the {} runtime implements no adapter dropout (got {}); "
+                                  "the simulator and planner accept it", runtime, plan.lora->dropout));
+}
+
 // The CPU model computes and stores fp32 (fp16 plans: with the units' parameters and gradients rounded
 // to fp16 values, executor/cpu/fp16.h), materialises the attention probabilities and has no dropout:
 // a plan saying otherwise would be simulated (times and memory) for a different program than the one run.
@@ -34,18 +41,17 @@ void check_cpu_program(const Plan& plan) {
   if (plan.training.dropout > 0)
     throw ConfigError(fmt::format("plan: /training/dropout: the CPU runtime implements no dropout (got {})",
                                   plan.training.dropout));
-  if (plan.lora && plan.lora->dropout > 0)
-    throw ConfigError(fmt::format("plan: /lora/dropout: the CPU runtime implements no adapter dropout (got {}); "
-                                  "the simulator and planner accept it", plan.lora->dropout));
+  check_no_adapter_dropout(plan, "CPU");
 }
 
-// The CUDA model computes in bf16 with the FlashAttention-2-style kernel (head dims 32/64/96/128) and
-// reduces gradients in fp32 or bf16 as the plan says; it has no dropout.
+// The CUDA model computes in bf16 or fp16 (CudaModelT<T>) with the FlashAttention-2-style kernel (head dims
+// 32/64/96/128) and reduces gradients in fp32 or bf16 as the plan says; it has no dropout (LoRA's adapter
+// dropout included).
 void check_cuda_program(const Plan& plan) {
-  if (plan.precision.param != DType::bf16)
-    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16, so the "
-                                  "plan must say \"bf16\" (got \"{}\"; fp16 with loss scaling runs on the CPU "
-                                  "backend)", dtype_name(plan.precision.param)));
+  if (plan.precision.param != DType::bf16 && plan.precision.param != DType::fp16)
+    throw ConfigError(fmt::format("plan: /mixed_precision/param_dtype: the CUDA runtime computes in bf16 or fp16, so "
+                                  "the plan must say \"bf16\" or \"fp16\" (got \"{}\")",
+                                  dtype_name(plan.precision.param)));
   if (plan.precision.reduce != DType::fp32 && plan.precision.reduce != DType::bf16)
     throw ConfigError(fmt::format("plan: /mixed_precision/reduce_dtype: the CUDA runtime reduces in fp32 or bf16 "
                                   "(got \"{}\")", dtype_name(plan.precision.reduce)));
@@ -60,8 +66,7 @@ void check_cuda_program(const Plan& plan) {
   if (plan.training.dropout > 0)
     throw ConfigError(fmt::format("plan: /training/dropout: the CUDA runtime implements no dropout (got {})",
                                   plan.training.dropout));
-  if (plan.lora)
-    throw ConfigError("plan: /lora: the CUDA runtime does not run LoRA yet (the CPU runtime does)");
+  check_no_adapter_dropout(plan, "CUDA");
 }
 
 // A tied head reads the embedding's table: without pipeline parallelism both sit in one unit; across

@@ -86,7 +86,7 @@ void bench_all() {
   GemmContext ctx;
   // GEMM: 2·N·C·F FLOPs (mlp_up-like, bf16 out).
   row("gemm_bf16", "16384x4096x14336",
-      median_ms([&] { matmul_forward(ctx, z, GemmOut::bf16, x, w, nullptr, n, c, f, false, nullptr); }),
+      median_ms([&] { matmul_forward(ctx, z, GemmOut::operand, x, w, nullptr, n, c, f, false, nullptr); }),
       2.0 * n * c * f, 2.0 * (n * c + c * f + n * f));
   AttnShape s;
   s.b = 8, s.t = 2048, s.nh = 32, s.nkv = 8, s.hd = 128;  // Llama-3-8B attention, 16K tokens

@@ -22,7 +22,7 @@ TEST_CASE("cuda matmul forward (bias, bf16 and fp32 out) matches the CPU referen
   DeviceBuffer<bf16> d_inp(kN * kC), d_w(kOC * kC), d_bias(kOC), d_out(kN * kOC);
   DeviceBuffer<float> d_out32(kN * kOC);
   upload_bf16(d_inp, inp), upload_bf16(d_w, w), upload_bf16(d_bias, bias);
-  matmul_forward(ctx, d_out.get(), GemmOut::bf16, d_inp.get(), d_w.get(), d_bias.get(), kN, kC, kOC, false, nullptr);
+  matmul_forward(ctx, d_out.get(), GemmOut::operand, d_inp.get(), d_w.get(), d_bias.get(), kN, kC, kOC, false, nullptr);
   CHECK(close("matmul forward bf16 + bias", download_bf16(d_out), out, 1e-2, kBf16Rtol));
   cpu::matmul_forward<float>(out.data(), inp.data(), w.data(), nullptr, kN, kC, kOC);
   matmul_forward(ctx, d_out32.get(), GemmOut::f32, d_inp.get(), d_w.get(), nullptr, kN, kC, kOC, false, nullptr);
@@ -40,7 +40,7 @@ TEST_CASE("cuda matmul backward dx (accumulate) and dW (fp32 +=) match the CPU r
   DeviceBuffer<float> d_dw(kOC * kC), d_db(kOC), d_scratch(bias_backward_scratch_elems(kN, kOC));
   upload_bf16(d_inp, inp), upload_bf16(d_w, w), upload_bf16(d_dout, dout), upload_bf16(d_dinp, dinp0);
   upload(d_dw, dw0), upload(d_db, db0);
-  matmul_backward_dx(ctx, d_dinp.get(), GemmOut::bf16, d_dout.get(), d_w.get(), kN, kC, kOC, true, nullptr);
+  matmul_backward_dx(ctx, d_dinp.get(), GemmOut::operand, d_dout.get(), d_w.get(), kN, kC, kOC, true, nullptr);
   matmul_backward_dw(ctx, d_dw.get(), GemmOut::f32, d_dout.get(), d_inp.get(), kN, kC, kOC, true, nullptr);
   bias_backward(d_db.get(), d_scratch.get(), d_dout.get(), kN, kOC, nullptr);
   CHECK(close("matmul dx (accumulate, bf16)", download_bf16(d_dinp), dinp, 2e-2, kBf16Rtol));

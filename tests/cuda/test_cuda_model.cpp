@@ -19,6 +19,7 @@
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/model/transformer.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/model_run.h"
 #include "tests/executor/tiny_models.h"
 
 namespace fsdpx::cuda::test {
@@ -91,38 +92,11 @@ Result run_cpu(const ModelSpec& spec, const std::vector<float>& params, const Ba
   return r;
 }
 
-// One flat bf16 parameter buffer and one fp32 gradient buffer in ParamLayout order (what an FSDP unit
-// holding every module looks like); `micro_batches` forward/backward passes of the same batch.
+// The bf16 model on one flat buffer (tests/cuda/model_run.h).
 Result run_gpu(const ModelSpec& spec, CudaModelOptions opts, const std::vector<float>& params, const Batch& batch,
                float dloss, int micro_batches = 1) {
-  GemmContext gemm;
-  CudaModel model(spec, kB, kT, std::move(opts), gemm);
-  const ParamLayout& layout = model.layout();
-  DeviceBuffer<bf16> d_params(params.size());
-  DeviceBuffer<float> d_grads(params.size()), d_loss(1);
-  upload_bf16(d_params, params);
-  CUDA_CHECK(cudaMemset(d_grads.get(), 0, sizeof(float) * params.size()));
-  CUDA_CHECK(cudaMemset(d_loss.get(), 0xff, sizeof(float)));  // NaN poison: the head must write the loss
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<const bf16*> p;
-  std::vector<float*> g;
-  for (const ModuleLayout& m : layout.modules)
-    p.push_back(d_params.get() + m.offset), g.push_back(d_grads.get() + m.offset);
-  cudaStream_t stream;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  model.set_loss_output(d_loss.get());
-  for (int mb = 0; mb < micro_batches; ++mb) {
-    Batch host = batch;
-    model.set_batch(host.tokens.data(), host.targets.data(), stream);
-    std::fill(host.tokens.begin(), host.tokens.end(), -1);  // the model copied them: reuse is allowed
-    std::fill(host.targets.begin(), host.targets.end(), -1);
-    for (int m = 0; m < layout.num_modules(); ++m) model.forward_module(m, p, stream);
-    model.begin_backward(dloss);
-    for (int m = layout.num_modules() - 1; m >= 0; --m) model.backward_module(m, p, g, stream);
-  }
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  CUDA_CHECK(cudaStreamDestroy(stream));
-  return Result{download(d_loss)[0], download(d_grads)};
+  ModelRun r = run_model<bf16>(spec, kB, kT, std::move(opts), params, batch, dloss, micro_batches);
+  return Result{r.loss, std::move(r.grads)};
 }
 
 // Relative L2 error per parameter tensor (printing maxdiff), each within max_rel.

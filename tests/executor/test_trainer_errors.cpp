@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "core/lora.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
@@ -156,7 +157,7 @@ TEST_CASE("trainer: plans the CPU runtime cannot run are ConfigErrors naming the
   CHECK_THROWS_WITH_AS(Trainer(reduce_bf16, data), doctest::Contains("/mixed_precision/reduce_dtype"), ConfigError);
 }
 
-TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with supported head dims, the CPU fp32 ones") {
+TEST_CASE("runtime program: the CUDA runtime takes bf16 and fp16 flash2 plans with supported head dims, the CPU fp32 ones") {
   test::PlanShape s;
   s.dp_shard = 2;
   ModelSpec m = test::tiny_llama();
@@ -170,6 +171,9 @@ TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with suppor
   Plan cuda_bf16_reduce = cuda;
   cuda_bf16_reduce.precision.reduce = DType::bf16;
   CHECK_NOTHROW(make_runtime_program(cuda_bf16_reduce, ExecutorDevice::cuda));
+  Plan cuda_fp16 = cuda;  // fp16 compute (CudaModelT<f16>), with or without loss scaling
+  cuda_fp16.precision.param = DType::fp16;
+  CHECK_NOTHROW(make_runtime_program(cuda_fp16, ExecutorDevice::cuda));
   CHECK_THROWS_WITH_AS(make_runtime_program(cuda, ExecutorDevice::cpu), doctest::Contains("/mixed_precision/param_dtype"),
                        ConfigError);
   CHECK_THROWS_WITH_AS(make_runtime_program(fp32, ExecutorDevice::cuda),
@@ -184,6 +188,13 @@ TEST_CASE("runtime program: the CUDA runtime takes bf16 flash2 plans with suppor
   CHECK_THROWS_WITH_AS(make_runtime_program(small_heads, ExecutorDevice::cuda),
                        doctest::Contains("/model/head_dim: the CUDA attention kernel takes 32, 64, 96 or 128 (got 4)"),
                        ConfigError);
+  // LoRA runs on CUDA (docs/lora.md), without adapter dropout.
+  Plan lora = cuda;
+  lora.lora = LoraSettings{};
+  CHECK_NOTHROW(make_runtime_program(lora, ExecutorDevice::cuda));
+  lora.lora->dropout = 0.1;
+  CHECK_THROWS_WITH_AS(make_runtime_program(lora, ExecutorDevice::cuda),
+                       doctest::Contains("/lora/dropout: the CUDA runtime implements no adapter dropout"), ConfigError);
 }
 
 TEST_CASE("trainer: the profile names every op of the step program and the model's kernels") {

@@ -89,8 +89,8 @@ status=$?
 [ $status -eq 2 ] && [ "$(wc -l <"$tmp/err.txt")" -eq 1 ] && grep -q "bf16.json: /loss_scale: loss scaling is for fp16" "$tmp/err.txt"
 check "loss_scale on a bf16 plan: exit 2, one line naming the file and /loss_scale ($(cat "$tmp/err.txt"))" $?
 
-# fsdpx plan --fp16: fp16 with the default loss_scale section on the CPU cluster, and the plan runs; refused
-# (one line, exit 2) where the target cannot run fp16: fsdpx's CUDA backend (a GPU cluster), torchtitan.
+# fsdpx plan --fp16: fp16 with the default loss_scale section on the CPU cluster, and the plan runs; on a GPU
+# cluster for the CUDA backend's fp16 model; refused (one line, exit 2) for torchtitan, whose config has no fp16.
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --fp16 -o "$tmp/p16.json" \
   >/dev/null && "$FSDPX" run --plan "$tmp/p16.json" --steps 3 --format json >"$tmp/p16run.json"
 check "plan --fp16 on the CPU cluster, and 3 steps of it" $?
@@ -105,8 +105,11 @@ sys.exit(0 if ok else 1)
 PY
 )
 check "plan --fp16: $msg" $?
-for refused in "--cluster dgx-h100 --world-size 8|CUDA backend computes in bf16" \
-               "--cluster cpu --world-size 4 --target torchtitan@0.2.2|torchtitan's mixed_precision_param"; do
+"$FSDPX" plan --model llama3.2-1b --cluster dgx-h100 --world-size 8 --seq 2048 --global-batch 16 --fp16 \
+  -o "$tmp/p16gpu.json" >/dev/null 2>"$tmp/err.txt" &&
+  python3 -c "import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p['mixed_precision']['param_dtype'] == 'fp16' and 'loss_scale' in p else 1)" "$tmp/p16gpu.json"
+check "plan --fp16 on a GPU cluster (the CUDA backend's fp16 model) ($(cat "$tmp/err.txt"))" $?
+for refused in "--cluster cpu --world-size 4 --target torchtitan@0.2.2|torchtitan's mixed_precision_param"; do
   args=${refused%%|*} want=${refused#*|}
   # shellcheck disable=SC2086
   "$FSDPX" plan --model llama-tiny $args --seq 64 --global-batch 8 --fp16 >/dev/null 2>"$tmp/err.txt"

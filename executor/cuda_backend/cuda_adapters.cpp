@@ -1,0 +1,60 @@
+// executor/cuda_backend/cuda_adapters.cpp — see cuda_adapters.h.
+#include "executor/cuda_backend/cuda_adapters.h"
+
+#include "core/errors.h"
+#include "executor/cuda/cast.h"
+#include "executor/cuda/cuda_check.h"
+
+namespace fsdpx::cuda {
+
+template <class T>
+CudaAdaptersT<T>::CudaAdaptersT(const LoraLayout& layout, MemoryTracker* mem)
+    : numel_(layout.total), master_(layout.total), exp_avg_(layout.total), exp_avg_sq_(layout.total),
+      grads_(layout.total), params16_(layout.total) {
+  const auto bytes = std::size_t(numel_) * sizeof(float);
+  for (const DeviceBuffer<float>* b : {&master_, &exp_avg_, &exp_avg_sq_, &grads_})
+    CUDA_CHECK(cudaMemset(b->get(), 0, bytes));
+  CUDA_CHECK(cudaMemset(params16_.get(), 0, std::size_t(numel_) * sizeof(T)));
+  // cudaMemset is asynchronous on the legacy stream, which the backend's non-blocking streams do not wait
+  // for: the zeros must land before the first upload or backward.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  mem->alloc(MemCategory::params, double(numel_) * (4 + 2));
+  mem->alloc(MemCategory::grads, double(numel_) * 4);
+  mem->alloc(MemCategory::optimizer, double(numel_) * 8);
+}
+
+template <class T>
+void CudaAdaptersT<T>::upload(const AdapterState& s, cudaStream_t stream) {
+  const auto n = std::size_t(numel_);
+  FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n,
+             "CudaAdapters: adapter state of another layout");
+  CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  cast_f32_to_16(params16_.get(), master_.get(), numel_, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
+}
+
+template <class T>
+AdapterState CudaAdaptersT<T>::download(cudaStream_t stream) const {
+  const auto n = std::size_t(numel_);
+  AdapterState s{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
+  CUDA_CHECK(cudaMemcpyAsync(s.params.data(), master_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg.data(), exp_avg_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg_sq.data(), exp_avg_sq_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return s;
+}
+
+template <class T>
+void CudaAdaptersT<T>::adamw(const AdamWArgs& a, cudaStream_t stream) {
+  adamw_update(a, master_.get(), exp_avg_.get(), exp_avg_sq_.get(), grads_.get(), params16_.get(), numel_, stream);
+}
+
+template <class T>
+void CudaAdaptersT<T>::zero_grads(cudaStream_t stream) { zero_async(grads_, stream); }
+
+template class CudaAdaptersT<bf16>;
+template class CudaAdaptersT<f16>;
+
+}  // namespace fsdpx::cuda
