@@ -113,33 +113,62 @@ Plan with(const Plan& base, const std::vector<RecomputeMode>& r) {
   return p;
 }
 
-// The partial family: its first member whose bound fits, with the bound interpolated between none and
-// full (identical blocks: compute, TP traffic and saved activations are linear in the recomputed blocks);
-// more recomputed blocks never shorten a step, so later members are bounded by it too.
-void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, double none_bound_bytes, const Timing& none,
-                 const Timing& full, DType reduce) {
+// Whether the partial family's memory bounds never rise along its members, so that bisection finds the
+// first that fits: each rank's bound grows with every block's saved activations (memory_bound.h: in-flight
+// counts times bytes) and a fully recomputed block saves less, so nested members (the first k blocks)
+// qualify, and without PP every block is on the one rank and only the count matters (every n-th: the
+// count floor(L / n) grows along the members). Every n-th block under PP recomputes other blocks on
+// other stages at each member: no order.
+bool monotone_family(const Plan& p, PartialRecompute partial) {
+  return partial == PartialRecompute::first_k || p.parallelism.pp == 1;
+}
+
+// Step lower bound of one member (the interpolation of the comment below; its own pipeline bound under PP).
+double member_step_s(const Plan& plan, const RecomputeChoice& c, const Space& s, const Timing& none,
+                     const Timing& full, DType reduce) {
+  const std::int64_t layers = plan.model.layers;
+  if (plan.parallelism.pp > 1) {
+    const Timing t = timing(with(plan, recompute_pattern(c, layers, s.partial)), reduce, s.knobs.try_no_reshard);
+    return std::max(t.compute_s, t.comm_s);
+  }
+  const double f = double(full_blocks(c.member, layers, s.partial)) / double(layers);
+  return std::max(none.compute_s + f * (full.compute_s - none.compute_s), none.comm_s + f * (full.comm_s - none.comm_s));
+}
+
+// The partial family: its first member whose memory bound fits, with a throughput bound that holds for
+// every member from it on. Without PP the bound is interpolated between none and full (identical blocks:
+// compute, TP traffic and saved activations are linear in the recomputed blocks). Under PP the recomputed
+// blocks load some stages more than others: each member has its own pipeline bound; nested members
+// (first k) only add recompute to every stage, so the first one's bound holds for the later ones, and for
+// every n-th block the best bound of the members that could fit is taken.
+void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const Timing& none, const Timing& full,
+                 DType reduce) {
   const std::int64_t layers = r.model.layers;
   const std::vector<int> members = partial_members(layers, s.partial);
-  // Start at the fewest blocks the linear bound allows; the exact bound of each member then decides.
-  const double excess = none_bound_bytes - *r.memory_limit_bytes;
-  const double needed = b.saved_per_full_block_bytes > 0 ? excess / b.saved_per_full_block_bytes : 0;
-  std::size_t first = 0;
-  while (first < members.size() && full_blocks(members[first], layers, s.partial) + 1 < needed) ++first;
-  for (std::size_t i = first; i < members.size(); ++i) {
+  auto fits = [&](std::size_t i) {
     const RecomputeChoice c{RecomputeMode::none, members[i]};
-    const double bound = memory_lower_bound(with(b.plan, recompute_pattern(c, layers, s.partial))).total();
-    if (bound > *r.memory_limit_bytes) continue;
-    const double f = double(full_blocks(c.member, layers, s.partial)) / double(layers);
-    double step_s = std::max(none.compute_s + f * (full.compute_s - none.compute_s),
-                             none.comm_s + f * (full.comm_s - none.comm_s));
-    // Under PP the recomputed blocks load some stages more than others: the member's own bound.
-    if (b.plan.parallelism.pp > 1) {
-      const Timing t = timing(with(b.plan, recompute_pattern(c, layers, s.partial)), reduce, s.knobs.try_no_reshard);
-      step_s = std::max(t.compute_s, t.comm_s);
-    }
-    b.options.push_back({c, int(i), tps_of(b.plan, step_s), bound});
-    return;
+    return memory_lower_bound(with(b.plan, recompute_pattern(c, layers, s.partial))).total() <= *r.memory_limit_bytes;
+  };
+  const bool monotone = monotone_family(b.plan, s.partial);
+  std::size_t lo = 0, hi = members.size();  // monotone: the first fitting member is in [lo, hi)
+  while (monotone && lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) hi = mid;
+    else lo = mid + 1;
   }
+  double best_tps = 0;
+  int first = -1;
+  for (std::size_t i = lo; i < members.size(); ++i) {
+    if (!monotone && !fits(i)) continue;
+    const RecomputeChoice c{RecomputeMode::none, members[i]};
+    best_tps = std::max(best_tps, tps_of(b.plan, member_step_s(b.plan, c, s, none, full, reduce)));
+    if (first < 0) first = int(i);
+    if (monotone) break;
+  }
+  if (first < 0) return;
+  const RecomputeChoice c{RecomputeMode::none, members[std::size_t(first)]};
+  const double bound = memory_lower_bound(with(b.plan, recompute_pattern(c, layers, s.partial))).total();
+  b.options.push_back({c, first, best_tps, bound});
 }
 
 }  // namespace
@@ -165,8 +194,8 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
     b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, std::max(t.compute_s, t.comm_s)), mb.total()});
   }
   if (s.partial != PartialRecompute::none)
-    add_partial(b, r, s, none_bound.total(), timing(b.plan, reduce, s.knobs.try_no_reshard),
-                timing(full_plan, reduce, s.knobs.try_no_reshard), reduce);
+    add_partial(b, r, s, timing(b.plan, reduce, s.knobs.try_no_reshard), timing(full_plan, reduce, s.knobs.try_no_reshard),
+                reduce);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });
   if (!b.options.empty()) b.tps_bound = b.options.front().tps_bound;
