@@ -160,15 +160,16 @@ TEST_CASE("the partial recompute option starts at the first member whose memory 
     int checked = 0, pipelined = 0;
     for (const Parallelism& par : parallel_shapes(rr)) {
       const ShapeBound b = bound_shape(rr, s, par, 1);
-      const auto o = std::find_if(b.options.begin(), b.options.end(), [](const RecomputeOption& x) { return x.member_index >= 0; });
+      const auto o = std::find_if(b.options.begin(), b.options.end(),
+                                  [](const RecomputeOption& x) { return x.member_index >= 0; });
       int first_fitting = -1;
       for (std::size_t i = 0; i < members.size() && first_fitting < 0; ++i) {
         Plan p = b.plan;
         p.recompute = recompute_pattern({RecomputeMode::none, members[i]}, rr.model.layers, s.partial);
         if (memory_lower_bound(p).total() <= *rr.memory_limit_bytes) first_fitting = int(i);
       }
-      INFO("pp " << par.pp << " vpp " << par.vpp << " dp " << par.dp_shard << " tp " << par.tp << ": first fitting member "
-                 << first_fitting);
+      INFO("pp " << par.pp << " vpp " << par.vpp << " dp " << par.dp_shard << " tp " << par.tp
+                 << ": first fitting member " << first_fitting);
       CHECK((o == b.options.end() ? -1 : o->member_index) == first_fitting);
       ++checked;
       pipelined += par.pp > 1 && first_fitting > 0;
