@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
+#include <optional>
+#include <span>
 
+#include "core/errors.h"
 #include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
@@ -68,18 +70,29 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
 // one, a backward or ZB's B removes it) and, under ZB, those whose B kept what W needs (W removes it). The
 // walk is the lowering's activation category exactly (only compute ops touch it); distinct states once.
 std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp) {
-  std::vector<int> held(std::size_t(2 * vpp), 0);  // [saved per chunk..., weight-pass per chunk...]
-  std::set<std::vector<int>> states;
+  const std::size_t width = std::size_t(2 * vpp);
+  std::vector<int> held(width, 0);  // [saved per chunk..., weight-pass per chunk...]
+  std::vector<int> rows;            // one state per forward, `width` counts each
   for (const PipeAction& a : actions) {
     const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
     switch (a.pass) {
-      case PipePass::forward: ++held[c], states.insert(held); break;
+      case PipePass::forward: ++held[c], rows.insert(rows.end(), held.begin(), held.end()); break;
       case PipePass::backward: --held[c]; break;
       case PipePass::backward_input: --held[c], ++held[w]; break;
       case PipePass::backward_weight: --held[w]; break;
     }
   }
-  return {states.begin(), states.end()};
+  std::vector<std::size_t> order(rows.size() / width);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i * width;
+  auto row = [&](std::size_t at) { return std::span<const int>(rows.data() + at, width); };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::ranges::lexicographical_compare(row(a), row(b));
+  });
+  std::vector<std::vector<int>> states;
+  for (std::size_t at : order)
+    if (states.empty() || !std::ranges::equal(states.back(), row(at)))
+      states.emplace_back(row(at).begin(), row(at).end());
+  return states;
 }
 
 // The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
@@ -154,12 +167,21 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double
 // What does not depend on the recompute pattern: every unit's modules and parameters, the per-block
 // memory of each recompute mode (identical blocks), the non-block modules' bytes per unit, and each
 // pipeline rank's forward states.
-MemoryBoundModel::MemoryBoundModel(const Plan& plan) : plan_(plan), params_(unit_params(plan)) {
+MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&plan), params_(unit_params(plan)) {
   const std::int64_t layers = plan.model.layers;
+  // A block's bytes depend on its own mode only: those of the plan's modes from the plan itself, the
+  // others from one copy of it (only when asked for every mode).
+  std::optional<Plan> uniform;
   for (std::size_t m = 0; m < block_.size(); ++m) {
-    Plan uniform = plan;
-    uniform.recompute.assign(std::size_t(layers), RecomputeMode(m));
-    block_[m] = segment_memory(uniform, 1, 1);
+    const auto it = std::find(plan.recompute.begin(), plan.recompute.end(), RecomputeMode(m));
+    known_[m] = it != plan.recompute.end() || every_mode;
+    if (it != plan.recompute.end()) {
+      block_[m] = segment_memory(plan, 1 + int(it - plan.recompute.begin()), 1);
+    } else if (every_mode) {
+      if (!uniform) uniform = plan;
+      uniform->recompute.assign(std::size_t(layers), RecomputeMode(m));
+      block_[m] = segment_memory(*uniform, 1, 1);
+    }
   }
   for (const PlanUnit& u : plan.units) {
     std::vector<int> blocks;
@@ -186,22 +208,24 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
   for (std::size_t u = 0; u < unit_blocks_.size(); ++u) {
     double saved = unit_rest_[u].saved_activation_bytes, weight = unit_rest_[u].weight_pass_bytes;
     for (int i : unit_blocks_[u]) {
-      const SegmentMemory& m = block_[std::size_t(recompute[std::size_t(i)])];
+      const auto mode = std::size_t(recompute[std::size_t(i)]);
+      FSDP_CHECK(known_[mode], "MemoryBoundModel: a recompute mode the model was not built for");
+      const SegmentMemory& m = block_[mode];
       saved += m.saved_activation_bytes;
       weight += m.weight_pass_bytes;
     }
     bytes.saved.push_back(saved);
     bytes.weight_pass.push_back(weight);
   }
-  const ChunkSums sums = chunk_sums(plan_, bytes, params_);
+  const ChunkSums sums = chunk_sums(*plan_, bytes, params_);
   MemoryBound worst;
-  for (int rank = 0; rank < plan_.parallelism.pp; ++rank) {
-    const MemoryBound b = rank_bound(plan_, sums, rank, activation_peak(plan_, sums, rank, states_));
+  for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
+    const MemoryBound b = rank_bound(*plan_, sums, rank, activation_peak(*plan_, sums, rank, states_));
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }
   return worst;
 }
 
-MemoryBound memory_lower_bound(const Plan& plan) { return MemoryBoundModel(plan).bound(plan.recompute); }
+MemoryBound memory_lower_bound(const Plan& plan) { return MemoryBoundModel(plan, false).bound(plan.recompute); }
 
 }  // namespace fsdpx

@@ -33,15 +33,17 @@ MemoryBound memory_lower_bound(const Plan& plan);
 
 // The same bound for one plan under many recompute patterns (the planner's partial family): what does
 // not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once.
+// `plan` must outlive the model; bound() takes the plan's own modes, or every mode when `every_mode`.
 class MemoryBoundModel {
  public:
-  explicit MemoryBoundModel(const Plan& plan);
+  MemoryBoundModel(const Plan& plan, bool every_mode);
   MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
 
  private:
-  Plan plan_;
+  const Plan* plan_;
   std::vector<double> params_;                     // per unit
   std::array<SegmentMemory, 4> block_{};           // per RecomputeMode
+  std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
   std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
   std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its

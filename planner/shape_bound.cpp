@@ -193,10 +193,12 @@ bool monotone_family(const Plan& p, PartialRecompute partial) {
 // are nested (the first k blocks) or only their count matters (no PP), the first member that could fit
 // bounds the later ones. Every n-th block under PP recomputes other blocks on other stages at each n: the
 // best bound of the members that could fit is the family's, memory checked only where it could raise it.
-void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const FamilyEnds& ends,
-                 const MemoryBoundModel& memory, double full_bound_bytes) {
+void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const MemoryBoundModel& memory,
+                 const Plan& full_plan, double full_bound_bytes, DType reduce) {
   // A member saves at most what every block fully recomputed saves: if that does not fit, none does.
   if (full_bound_bytes > *r.memory_limit_bytes) return;
+  const FamilyEnds ends = family_ends(b.plan, full_plan, average_timing(b.plan, reduce, s.knobs.try_no_reshard),
+                                      average_timing(full_plan, reduce, s.knobs.try_no_reshard));
   const std::int64_t layers = r.model.layers;
   const std::vector<int> members = partial_members(layers, s.partial);
   auto pattern = [&](std::size_t i) { return recompute_pattern({RecomputeMode::none, members[i]}, layers, s.partial); };
@@ -231,7 +233,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
   const std::int64_t layers = r.model.layers;
   const DType reduce = s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
   b.choices = s.knobs.uniform_recompute.size() + partial_members(layers, s.partial).size();
-  const MemoryBoundModel memory(b.plan);
+  const MemoryBoundModel memory(b.plan, true);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   const MemoryBound full_bound = memory.bound(full_plan.recompute);
@@ -247,9 +249,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
     b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, step_s), mb.total()});
   }
   if (s.partial != PartialRecompute::none)
-    add_partial(b, r, s, family_ends(b.plan, full_plan, average_timing(b.plan, reduce, s.knobs.try_no_reshard),
-                                     average_timing(full_plan, reduce, s.knobs.try_no_reshard)),
-                memory, full_bound.total());
+    add_partial(b, r, s, memory, full_plan, full_bound.total(), reduce);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });
   if (!b.options.empty()) b.tps_bound = b.options.front().tps_bound;
