@@ -76,7 +76,12 @@ std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& acti
   for (const PipeAction& a : actions) {
     const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
     switch (a.pass) {
-      case PipePass::forward: ++held[c], rows.insert(rows.end(), held.begin(), held.end()); break;
+      case PipePass::forward:
+        ++held[c];
+        // The steady phase repeats one state: keep a row only when it differs from the last one kept.
+        if (rows.empty() || !std::equal(held.begin(), held.end(), rows.end() - long(width)))
+          rows.insert(rows.end(), held.begin(), held.end());
+        break;
       case PipePass::backward: --held[c]; break;
       case PipePass::backward_input: --held[c], ++held[w]; break;
       case PipePass::backward_weight: --held[w]; break;
