@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <span>
 
+#include "core/errors.h"
 #include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
@@ -18,8 +21,7 @@ namespace fsdpx {
 
 namespace {
 
-// Saved activations of one micro-batch per unit (identical blocks computed once per recompute mode), and
-// what ZB's B keeps for W.
+// Saved activations of one micro-batch per unit, and what ZB's B keeps for W.
 struct UnitBytes {
   std::vector<double> saved, weight_pass;
 };
@@ -30,32 +32,6 @@ int module_index(const std::string& name, std::int64_t layers) {
   if (name == "final_norm") return int(layers) + 1;
   if (name == "head") return int(layers) + 2;
   return 1 + std::stoi(name.substr(6));  // "block.<i>"
-}
-
-UnitBytes unit_bytes(const Plan& plan) {
-  UnitBytes out;
-  const std::int64_t layers = plan.model.layers;
-  std::array<SegmentMemory, 4> block{};  // by recompute mode
-  std::array<bool, 4> known{};
-  for (const PlanUnit& u : plan.units) {
-    double saved = 0, weight = 0;
-    for (const std::string& name : u.modules) {
-      const int i = module_index(name, layers);
-      SegmentMemory m;
-      if (i >= 1 && i <= layers) {
-        const auto r = std::size_t(plan.recompute[std::size_t(i - 1)]);
-        if (!known[r]) block[r] = segment_memory(plan, i, 1), known[r] = true;
-        m = block[r];
-      } else {
-        m = segment_memory(plan, i, 1);
-      }
-      saved += m.saved_activation_bytes;
-      weight += m.weight_pass_bytes;
-    }
-    out.saved.push_back(saved);
-    out.weight_pass.push_back(weight);
-  }
-  return out;
 }
 
 // Per pipeline rank and model chunk: the units' saved activations, weight-pass bytes, and parameters.
@@ -89,27 +65,58 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
   return enough + (micro_batches - enough) % d;
 }
 
-// The most activation bytes pipeline rank `rank` holds at once: its passes in schedule order, each
-// chunk's forward adding its saved activations, its backward removing them (ZB: B swaps them for what W
-// needs, W removes that); the walk is the lowering's activation category exactly (only compute ops touch
-// it). GPipe runs every forward before the first backward: all micro-batches at once. Without
-// pipelining: one micro-batch of every module.
-double activation_peak(const Plan& plan, const ChunkSums& sums, int rank) {
+// What pipeline rank `rank` holds at each of its forwards, walking its passes in schedule order
+// (walked_micro_batches of them): per chunk the micro-batches whose activations are saved (a forward adds
+// one, a backward or ZB's B removes it) and, under ZB, those whose B kept what W needs (W removes it). The
+// walk is the lowering's activation category exactly (only compute ops touch it); distinct states once.
+std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp) {
+  const std::size_t width = std::size_t(2 * vpp);
+  std::vector<int> held(width, 0);  // [saved per chunk..., weight-pass per chunk...]
+  std::vector<int> rows;            // one state per forward, `width` counts each
+  for (const PipeAction& a : actions) {
+    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
+    switch (a.pass) {
+      case PipePass::forward:
+        ++held[c];
+        // The steady phase repeats one state: keep a row only when it differs from the last one kept.
+        if (rows.empty() || !std::equal(held.begin(), held.end(), rows.end() - long(width)))
+          rows.insert(rows.end(), held.begin(), held.end());
+        break;
+      case PipePass::backward: --held[c]; break;
+      case PipePass::backward_input: --held[c], ++held[w]; break;
+      case PipePass::backward_weight: --held[w]; break;
+    }
+  }
+  std::vector<std::size_t> order(rows.size() / width);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i * width;
+  auto row = [&](std::size_t at) { return std::span<const int>(rows.data() + at, width); };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::ranges::lexicographical_compare(row(a), row(b));
+  });
+  std::vector<std::vector<int>> states;
+  for (std::size_t at : order)
+    if (states.empty() || !std::ranges::equal(states.back(), row(at)))
+      states.emplace_back(row(at).begin(), row(at).end());
+  return states;
+}
+
+// The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
+// (forward_states), each chunk's saved activations and weight-pass bytes times its counts. GPipe runs
+// every forward before the first backward: all micro-batches at once. Without pipelining: one
+// micro-batch of every module.
+double activation_peak(const Plan& plan, const ChunkSums& sums, int rank,
+                       const std::vector<std::vector<std::vector<int>>>& states) {
   const auto& par = plan.parallelism;
   const std::vector<double>& saved = sums.saved[std::size_t(rank)];
   if (par.pp == 1) return saved[0];
   if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * saved[0];
   const std::vector<double>& weight = sums.weight_pass[std::size_t(rank)];
-  double live = 0, peak = 0;
-  const int walked = int(walked_micro_batches(par, plan.grad_accum()));
-  for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked)) {
-    const auto c = std::size_t(a.chunk);
-    switch (a.pass) {
-      case PipePass::forward: live += saved[c], peak = std::max(peak, live); break;
-      case PipePass::backward: live -= saved[c]; break;
-      case PipePass::backward_input: live += weight[c] - saved[c]; break;
-      case PipePass::backward_weight: live -= weight[c]; break;
-    }
+  double peak = 0;
+  for (const std::vector<int>& held : states[std::size_t(rank)]) {
+    double live = 0;
+    for (std::size_t c = 0; c < saved.size(); ++c)
+      live += held[c] * saved[c] + held[saved.size() + c] * weight[c];
+    peak = std::max(peak, live);
   }
   return peak;
 }
@@ -129,7 +136,7 @@ double accumulated_grads_bound(const Plan& plan, const ChunkSums& sums, int rank
   return most;
 }
 
-MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
+MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double activation_bytes) {
   MemoryBound b;
   const auto& par = plan.parallelism;
   double total = 0;
@@ -148,7 +155,7 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
       (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1) + (par.pp > 1 ? 2 : 0);
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;
-  b.activation_bytes = std::max(activation_peak(plan, sums, rank), accumulated_grads_bound(plan, sums, rank));
+  b.activation_bytes = std::max(activation_bytes, accumulated_grads_bound(plan, sums, rank));
   if (is_sharded(placement.params) && placement.reshard_after_forward && rank == par.pp - 1) {
     // The head (the tied table when embeddings are tied) is gathered while the last forward op runs;
     // divided by tp at most (vocabulary-parallel head), so never more than the lowering allocates.
@@ -162,14 +169,68 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank) {
 
 }  // namespace
 
-MemoryBound memory_lower_bound(const Plan& plan) {
-  const ChunkSums sums = chunk_sums(plan, unit_bytes(plan), unit_params(plan));
+// What does not depend on the recompute pattern: every unit's modules and parameters, the per-block
+// memory of each recompute mode (identical blocks), the non-block modules' bytes per unit, and each
+// pipeline rank's forward states.
+MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&plan), params_(unit_params(plan)) {
+  const std::int64_t layers = plan.model.layers;
+  // A block's bytes depend on its own mode only: those of the plan's modes from the plan itself, the
+  // others from one copy of it (only when asked for every mode).
+  std::optional<Plan> uniform;
+  for (std::size_t m = 0; m < block_.size(); ++m) {
+    const auto it = std::find(plan.recompute.begin(), plan.recompute.end(), RecomputeMode(m));
+    known_[m] = it != plan.recompute.end() || every_mode;
+    if (it != plan.recompute.end()) {
+      block_[m] = segment_memory(plan, 1 + int(it - plan.recompute.begin()), 1);
+    } else if (every_mode) {
+      if (!uniform) uniform = plan;
+      uniform->recompute.assign(std::size_t(layers), RecomputeMode(m));
+      block_[m] = segment_memory(*uniform, 1, 1);
+    }
+  }
+  for (const PlanUnit& u : plan.units) {
+    std::vector<int> blocks;
+    SegmentMemory rest;
+    for (const std::string& name : u.modules) {
+      const int i = module_index(name, layers);
+      if (i >= 1 && i <= layers) { blocks.push_back(i - 1); continue; }
+      const SegmentMemory m = segment_memory(plan, i, 1);
+      rest.saved_activation_bytes += m.saved_activation_bytes;
+      rest.weight_pass_bytes += m.weight_pass_bytes;
+    }
+    unit_blocks_.push_back(std::move(blocks));
+    unit_rest_.push_back(rest);
+  }
+  const auto& par = plan.parallelism;
+  if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
+  const int walked = int(walked_micro_batches(par, plan.grad_accum()));
+  for (int rank = 0; rank < par.pp; ++rank)
+    states_.push_back(forward_states(pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked), par.vpp));
+}
+
+MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
+  UnitBytes bytes;
+  for (std::size_t u = 0; u < unit_blocks_.size(); ++u) {
+    double saved = unit_rest_[u].saved_activation_bytes, weight = unit_rest_[u].weight_pass_bytes;
+    for (int i : unit_blocks_[u]) {
+      const auto mode = std::size_t(recompute[std::size_t(i)]);
+      FSDP_CHECK(known_[mode], "MemoryBoundModel: a recompute mode the model was not built for");
+      const SegmentMemory& m = block_[mode];
+      saved += m.saved_activation_bytes;
+      weight += m.weight_pass_bytes;
+    }
+    bytes.saved.push_back(saved);
+    bytes.weight_pass.push_back(weight);
+  }
+  const ChunkSums sums = chunk_sums(*plan_, bytes, params_);
   MemoryBound worst;
-  for (int rank = 0; rank < plan.parallelism.pp; ++rank) {
-    const MemoryBound b = rank_bound(plan, sums, rank);
+  for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
+    const MemoryBound b = rank_bound(*plan_, sums, rank, activation_peak(*plan_, sums, rank, states_));
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }
   return worst;
 }
+
+MemoryBound memory_lower_bound(const Plan& plan) { return MemoryBoundModel(plan, false).bound(plan.recompute); }
 
 }  // namespace fsdpx

@@ -9,7 +9,11 @@
 // reports (tests/planner checks this).
 #pragma once
 
+#include <array>
+#include <vector>
+
 #include "core/plan.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 
@@ -26,5 +30,24 @@ struct MemoryBound {
 // Independent of the units (only their sum of parameters matters) and of prefetch. Identical blocks
 // share one activation figure per recompute mode.
 MemoryBound memory_lower_bound(const Plan& plan);
+
+// The same bound for one plan under many recompute patterns (the planner's partial family): what does
+// not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once.
+// `plan` must outlive the model; bound() takes the plan's own modes, or every mode when `every_mode`.
+class MemoryBoundModel {
+ public:
+  MemoryBoundModel(const Plan& plan, bool every_mode);
+  MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
+
+ private:
+  const Plan* plan_;
+  std::vector<double> params_;                     // per unit
+  std::array<SegmentMemory, 4> block_{};           // per RecomputeMode
+  std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
+  std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
+  std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
+  std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its
+                                                       // forwards, per chunk (saved, then weight-pass)
+};
 
 }  // namespace fsdpx

@@ -7,8 +7,11 @@
 #include <string>
 
 #include "core/pipeline.h"
+#include "cost_models/communication.h"
 #include "cost_models/compute.h"
 #include "cost_models/estimate.h"
+#include "cost_models/mesh.h"
+#include "cost_models/stack_costs.h"
 #include "planner/shapes.h"
 #include "program/segment_work.h"
 
@@ -25,9 +28,12 @@ struct Timing {
   double compute_s = 0, comm_s = 0;
 };
 
-// Kernel time of one micro-batch's passes of each virtual stage, from the segments the lowering builds
-// (program/segment_work.h; identical segments timed once); the serial TP/CP collectives are left out,
-// which only shortens. b is the whole backward, or ZB's B with w its W.
+// Compute-stream time of one micro-batch's passes of each virtual stage, from the segments the lowering
+// builds (program/segment_work.h; identical segments timed once): kernels and the serial TP/CP
+// collectives, timed as the simulator times them (simulator/op_timing.cpp) on the groups the mesh gives
+// them (cost_models/mesh.h). A stack whose Transformer Engine hides TP collectives behind GEMMs counts
+// none of them, and the FSDP copies the simulator adds are left out: both only shorten. b is the whole
+// backward, or ZB's B with w its W.
 struct StagePasses {
   std::vector<double> f, b, w;
 };
@@ -38,17 +44,27 @@ StagePasses stage_passes(const Plan& p) {
   const std::vector<double> zero(std::size_t(virtual_stages(par.pp, par.vpp)), 0.0);
   StagePasses out{zero, zero, zero};
   std::map<std::string, std::array<double, 3>> timed;  // by segment signature
-  const StepGroups no_groups;
-  auto time_s = [&](const WorkSet& w) { return kernels_time_s(w.kernels, p.cluster.gpu, p.precision.param); };
+  const int gpn = p.cluster.gpus_per_node;
+  const GroupShape shapes[] = {mesh_axis_group(par.tp, 1, gpn), mesh_axis_group(par.cp, par.tp, gpn)};
+  StepGroups groups;
+  if (par.tp > 1) groups.tp = 0;
+  if (par.cp > 1) groups.cp = 1;
+  const bool serial = !stack_costs(p.framework, p.compiled).te_tp_overlap;
+  auto time_s = [&](const WorkSet& w) {
+    double t = kernels_time_s(w.kernels, p.cluster.gpu, p.precision.param);
+    for (const SerialCollective& sc : w.serial_comms)
+      if (serial) t += sc.count * collective_time_s(sc.kind, sc.bytes, shapes[sc.group], p.cluster);
+    return t;
+  };
   for (const Segment& seg : plan_segments(p)) {
     const std::string key = segment_signature(p, seg.first_module, seg.module_count);
     auto it = timed.find(key);
     if (it == timed.end()) {
       const int first = seg.first_module, count = seg.module_count;
       const std::array<double, 3> t{
-          time_s(segment_forward_work(p, first, count, no_groups)),
-          time_s(segment_backward_work(p, first, count, no_groups, split ? BackwardPart::input : BackwardPart::all)),
-          split ? time_s(segment_backward_work(p, first, count, no_groups, BackwardPart::weight)) : 0.0};
+          time_s(segment_forward_work(p, first, count, groups)),
+          time_s(segment_backward_work(p, first, count, groups, split ? BackwardPart::input : BackwardPart::all)),
+          split ? time_s(segment_backward_work(p, first, count, groups, BackwardPart::weight)) : 0.0};
       it = timed.emplace(key, t).first;
     }
     const auto v = std::size_t(p.units[std::size_t(seg.unit)].stage);
@@ -63,9 +79,8 @@ StagePasses stage_passes(const Plan& p) {
 // backward, whose gradient must still pass back through those stages (1F1B: (m + p - 1)(F + B) for equal
 // stages, Narayanan et al. 2021 §2.2; interleaved (m v + p - 1) per chunk, §2.2.1). ZB-H1 may end on
 // weight passes (Qi et al. 2023 §3), so no way back is counted there.
-double pipeline_compute_bound_s(const Plan& p) {
+double pipeline_path_s(const Plan& p, const StagePasses& s) {
   const Parallelism& par = p.parallelism;
-  const StagePasses s = stage_passes(p);
   const double m = double(p.grad_accum());
   const bool way_back = par.pp_schedule != PipelineSchedule::zero_bubble;
   double most = 0, before_f = 0, before_b = 0;
@@ -84,10 +99,10 @@ double pipeline_compute_bound_s(const Plan& p) {
 
 // Under pipeline parallelism a stage holds 1/pp of the model and runs on 1/pp of the ranks: estimate()
 // runs on one stage's mesh (a stage fills whole nodes or fits in one, shapes.cpp) and its per-GPU terms
-// divided by pp are the average stage's (the busiest does at least that); the compute stream also waits
-// at least as pipeline_compute_bound_s says. FSDP under PP gathers once and reduces once per step
-// (torchtitan's defaults), ZeRO-1's traffic.
-Timing timing(const Plan& p, DType reduce, bool no_reshard) {
+// divided by pp are the average stage's (the busiest does at least that). FSDP under PP gathers once and
+// reduces once per step (torchtitan's defaults), ZeRO-1's traffic. estimate() reads one recompute mode
+// for every block: partial patterns are interpolated by the caller.
+Timing average_timing(const Plan& p, DType reduce, bool no_reshard) {
   TrainingShape ts = training_shape_of(p);
   ts.precision.reduce = reduce;
   const int pp = p.parallelism.pp;
@@ -98,9 +113,59 @@ Timing timing(const Plan& p, DType reduce, bool no_reshard) {
   stage.gpus_per_node = std::min(stage.gpus_per_node, ts.world_size());
   stage.nodes = ts.world_size() / stage.gpus_per_node;
   const Estimate e = estimate(p.model, stage, ts);
-  const double average_s = (e.compute_time_s + e.tp_cp_comm_time_s) / pp;
-  if (pp == 1) return {average_s, e.dp_comm_time_s};
-  return {std::max(average_s, pipeline_compute_bound_s(p)), e.dp_comm_time_s / pp};
+  return {(e.compute_time_s + e.tp_cp_comm_time_s) / pp, e.dp_comm_time_s / pp};
+}
+
+// A uniform recompute mode's step bound: the average terms, and under PP the compute stream also waits at
+// least as pipeline_path_s says.
+double uniform_step_s(const Plan& p, const Timing& t) {
+  const double path_s = p.parallelism.pp > 1 ? pipeline_path_s(p, stage_passes(p)) : 0.0;
+  return std::max({t.compute_s, path_s, t.comm_s});
+}
+
+// The partial family's ends, none and every block fully recomputed: blocks are identical, so a pattern's
+// average compute and traffic are linear in its recomputed blocks, and under PP each stage's passes are
+// linear in the blocks it recomputes (blocks[v] per virtual stage v).
+struct FamilyEnds {
+  Timing none, full;
+  StagePasses none_passes, full_passes;  // under PP
+  std::vector<int> block_stage;          // per block, its virtual stage
+  std::vector<int> blocks;               // per virtual stage
+};
+
+FamilyEnds family_ends(const Plan& none_plan, const Plan& full_plan, const Timing& none, const Timing& full) {
+  FamilyEnds e{none, full, {}, {}, std::vector<int>(std::size_t(none_plan.model.layers), 0), {}};
+  if (none_plan.parallelism.pp == 1) return e;
+  e.none_passes = stage_passes(none_plan);
+  e.full_passes = stage_passes(full_plan);
+  e.blocks.assign(e.none_passes.f.size(), 0);
+  for (const PlanUnit& u : none_plan.units)
+    for (const std::string& name : u.modules)
+      if (name.rfind("block.", 0) == 0) {
+        e.block_stage[std::size_t(std::stoi(name.substr(6)))] = u.stage;
+        ++e.blocks[std::size_t(u.stage)];
+      }
+  return e;
+}
+
+// Step lower bound of a pattern of none and full blocks (a partial member), from the family's ends.
+double pattern_step_s(const Plan& plan, const FamilyEnds& e, const std::vector<RecomputeMode>& pattern) {
+  const auto full_count = std::count(pattern.begin(), pattern.end(), RecomputeMode::full);
+  const double f = double(full_count) / double(pattern.size());
+  const double compute_s = e.none.compute_s + f * (e.full.compute_s - e.none.compute_s);
+  const double comm_s = e.none.comm_s + f * (e.full.comm_s - e.none.comm_s);
+  if (plan.parallelism.pp == 1) return std::max(compute_s, comm_s);
+  std::vector<int> recomputed(e.blocks.size(), 0);
+  for (std::size_t i = 0; i < pattern.size(); ++i)
+    if (pattern[i] == RecomputeMode::full) ++recomputed[std::size_t(e.block_stage[i])];
+  StagePasses s = e.none_passes;
+  for (std::size_t v = 0; v < s.f.size(); ++v) {
+    const double x = e.blocks[v] > 0 ? double(recomputed[v]) / double(e.blocks[v]) : 0.0;
+    s.f[v] += x * (e.full_passes.f[v] - e.none_passes.f[v]);
+    s.b[v] += x * (e.full_passes.b[v] - e.none_passes.b[v]);
+    s.w[v] += x * (e.full_passes.w[v] - e.none_passes.w[v]);
+  }
+  return std::max({compute_s, pipeline_path_s(plan, s), comm_s});
 }
 
 double tps_of(const Plan& p, double step_s) {
@@ -113,33 +178,51 @@ Plan with(const Plan& base, const std::vector<RecomputeMode>& r) {
   return p;
 }
 
-// The partial family: its first member whose bound fits, with the bound interpolated between none and
-// full (identical blocks: compute, TP traffic and saved activations are linear in the recomputed blocks);
-// more recomputed blocks never shorten a step, so later members are bounded by it too.
-void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, double none_bound_bytes, const Timing& none,
-                 const Timing& full, DType reduce) {
+// Whether the partial family's memory bounds never rise along its members, so that bisection finds the
+// first that fits: each rank's bound grows with every block's saved activations (memory_bound.h: in-flight
+// counts times bytes) and a fully recomputed block saves less, so nested members (the first k blocks)
+// qualify, and without PP every block is on the one rank and only the count matters (every n-th: the
+// count floor(L / n) grows along the members). Every n-th block under PP recomputes other blocks on
+// other stages at each member: no order.
+bool monotone_family(const Plan& p, PartialRecompute partial) {
+  return partial == PartialRecompute::first_k || p.parallelism.pp == 1;
+}
+
+// The partial family: its first member whose memory bound fits, with a throughput bound that holds for
+// every member from it on (pattern_step_s). More recomputed blocks never shorten a step: where the members
+// are nested (the first k blocks) or only their count matters (no PP), the first member that could fit
+// bounds the later ones. Every n-th block under PP recomputes other blocks on other stages at each n: the
+// best bound of the members that could fit is the family's, memory checked only where it could raise it.
+void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const MemoryBoundModel& memory,
+                 const Plan& full_plan, double full_bound_bytes, DType reduce) {
+  // A member saves at most what every block fully recomputed saves: if that does not fit, none does.
+  if (full_bound_bytes > *r.memory_limit_bytes) return;
+  const FamilyEnds ends = family_ends(b.plan, full_plan, average_timing(b.plan, reduce, s.knobs.try_no_reshard),
+                                      average_timing(full_plan, reduce, s.knobs.try_no_reshard));
   const std::int64_t layers = r.model.layers;
   const std::vector<int> members = partial_members(layers, s.partial);
-  // Start at the fewest blocks the linear bound allows; the exact bound of each member then decides.
-  const double excess = none_bound_bytes - *r.memory_limit_bytes;
-  const double needed = b.saved_per_full_block_bytes > 0 ? excess / b.saved_per_full_block_bytes : 0;
+  auto pattern = [&](std::size_t i) { return recompute_pattern({RecomputeMode::none, members[i]}, layers, s.partial); };
+  auto bound_bytes = [&](std::size_t i) { return memory.bound(pattern(i)).total(); };
+  auto fits = [&](std::size_t i) { return bound_bytes(i) <= *r.memory_limit_bytes; };
   std::size_t first = 0;
-  while (first < members.size() && full_blocks(members[first], layers, s.partial) + 1 < needed) ++first;
-  for (std::size_t i = first; i < members.size(); ++i) {
-    const RecomputeChoice c{RecomputeMode::none, members[i]};
-    const double bound = memory_lower_bound(with(b.plan, recompute_pattern(c, layers, s.partial))).total();
-    if (bound > *r.memory_limit_bytes) continue;
-    const double f = double(full_blocks(c.member, layers, s.partial)) / double(layers);
-    double step_s = std::max(none.compute_s + f * (full.compute_s - none.compute_s),
-                             none.comm_s + f * (full.comm_s - none.comm_s));
-    // Under PP the recomputed blocks load some stages more than others: the member's own bound.
-    if (b.plan.parallelism.pp > 1) {
-      const Timing t = timing(with(b.plan, recompute_pattern(c, layers, s.partial)), reduce, s.knobs.try_no_reshard);
-      step_s = std::max(t.compute_s, t.comm_s);
+  if (monotone_family(b.plan, s.partial)) {
+    std::size_t hi = members.size();  // the first fitting member is in [first, hi)
+    while (first < hi) {
+      const std::size_t mid = first + (hi - first) / 2;
+      if (fits(mid)) hi = mid;
+      else first = mid + 1;
     }
-    b.options.push_back({c, int(i), tps_of(b.plan, step_s), bound});
-    return;
+  } else {
+    while (first < members.size() && !fits(first)) ++first;
   }
+  if (first == members.size()) return;
+  double best_step_s = pattern_step_s(b.plan, ends, pattern(first));
+  for (std::size_t i = first + 1; i < members.size() && !monotone_family(b.plan, s.partial); ++i) {
+    const double step_s = pattern_step_s(b.plan, ends, pattern(i));
+    if (step_s < best_step_s && fits(i)) best_step_s = step_s;
+  }
+  b.options.push_back({RecomputeChoice{RecomputeMode::none, members[first]}, int(first), tps_of(b.plan, best_step_s),
+                       bound_bytes(first)});
 }
 
 }  // namespace
@@ -150,23 +233,23 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
   const std::int64_t layers = r.model.layers;
   const DType reduce = s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
   b.choices = s.knobs.uniform_recompute.size() + partial_members(layers, s.partial).size();
-  const MemoryBound none_bound = memory_lower_bound(b.plan);
+  const MemoryBoundModel memory(b.plan, true);
+  const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
-  const MemoryBound full_bound = memory_lower_bound(full_plan);
+  const MemoryBound full_bound = memory.bound(full_plan.recompute);
   b.saved_per_full_block_bytes = std::max(0.0, (none_bound.total() - full_bound.total()) / double(layers));
   b.least_memory_bound_bytes = none_bound.total() + 1;
   for (RecomputeMode m : s.knobs.uniform_recompute) {
     const Plan p = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), m));
-    const MemoryBound mb = memory_lower_bound(p);
+    const MemoryBound mb = memory.bound(p.recompute);
     if (mb.total() < b.least_memory_bound_bytes)
       b.least_memory_bound_bytes = mb.total(), b.least_bound = mb, b.least_choice = RecomputeChoice{m, 0};
     if (mb.total() > *r.memory_limit_bytes) continue;
-    const Timing t = timing(p, reduce, s.knobs.try_no_reshard);
-    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, std::max(t.compute_s, t.comm_s)), mb.total()});
+    const double step_s = uniform_step_s(p, average_timing(p, reduce, s.knobs.try_no_reshard));
+    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, step_s), mb.total()});
   }
   if (s.partial != PartialRecompute::none)
-    add_partial(b, r, s, none_bound.total(), timing(b.plan, reduce, s.knobs.try_no_reshard),
-                timing(full_plan, reduce, s.knobs.try_no_reshard), reduce);
+    add_partial(b, r, s, memory, full_plan, full_bound.total(), reduce);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });
   if (!b.options.empty()) b.tps_bound = b.options.front().tps_bound;

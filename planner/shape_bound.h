@@ -4,9 +4,10 @@
 // GPU from estimate()'s cost terms: the step is at least the compute stream's work (kernels and the serial
 // TP/CP collectives) and at least the data-parallel traffic of the configuration that moves least (perfect
 // overlap otherwise); partial recompute interpolated between none and full, blocks being identical. Under
-// pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel time (the
-// first micro-batch's way in, all its passes, the last gradient's way back). No wrapping, reshard,
-// prefetch or cap can beat them, so a shape whose best bound is below a simulated plan cannot win.
+// pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel and serial
+// TP/CP collective time (the first micro-batch's way in, all its passes, the last gradient's way back),
+// per stage for partial recompute. No wrapping, reshard, prefetch or cap can beat them, so a shape whose
+// best bound is below a simulated plan cannot win.
 #pragma once
 
 #include <vector>
