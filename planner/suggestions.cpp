@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -52,15 +53,24 @@ std::string fitting_plan(const PlanRequest& r, const Space& s) {
   return {};
 }
 
+constexpr int kNodeCountsTried = 64;
+
+// The node counts more_gpus tries: from the next one up, or the first whose fully sharded model state
+// (ZeRO's 16P/N with nothing else) fits the limit, to kNodeCountsTried counts later or the largest world.
+std::pair<int, int> node_counts_tried(const PlanRequest& r) {
+  const double state_bytes = fsdp2_state_bytes(double(count_params(r.model).total()), 1, PrecisionPolicy{}).total();
+  const int per_node = r.cluster.gpus_per_node;
+  const int first = std::max(r.cluster.nodes + 1, int(std::ceil(state_bytes / *r.memory_limit_bytes / per_node)));
+  return {first, std::min(first + kNodeCountsTried - 1, kMaxWorldSize / per_node)};
+}
+
 // Whole nodes from the next count up, at the same global batch or at the same batch per GPU; skips counts
 // whose fully sharded model state alone exceeds the limit (ZeRO's 16P/N with nothing else), then confirms
 // by simulation.
 std::string more_gpus(const PlanRequest& r, const Space& s, bool same_batch_per_gpu) {
-  const double state_bytes = fsdp2_state_bytes(double(count_params(r.model).total()), 1, PrecisionPolicy{}).total();
   const int per_node = r.cluster.gpus_per_node;
-  const int max_nodes = kMaxWorldSize / per_node;
-  int nodes = std::max(r.cluster.nodes + 1, int(std::ceil(state_bytes / *r.memory_limit_bytes / per_node)));
-  for (int tried = 0; nodes <= max_nodes && tried < 64; ++nodes, ++tried) {
+  const auto [first, last] = node_counts_tried(r);
+  for (int nodes = first; nodes <= last; ++nodes) {
     PlanRequest q = r;
     q.cluster.nodes = nodes;
     if (same_batch_per_gpu) q.global_batch = r.global_batch * nodes / r.cluster.nodes;
@@ -78,7 +88,8 @@ std::string more_gpus(const PlanRequest& r, const Space& s) {
   std::string same = more_gpus(r, s, false);
   if (!same.empty()) return same;
   std::string scaled = more_gpus(r, s, true);
-  const std::string none = fmt::format("no larger node count up to 64 tried fits global batch {}", r.global_batch);
+  const auto [first, last] = node_counts_tried(r);
+  const std::string none = fmt::format("no node count from {} to {} fits global batch {}", first, last, r.global_batch);
   return scaled.empty() ? "more GPUs: " + none + ", nor the same batch per GPU" : scaled + " (" + none + ")";
 }
 
