@@ -72,6 +72,7 @@ const char* op_phase_name(OpKind kind) {
     case OpKind::backward:
     case OpKind::backward_input:
     case OpKind::backward_weight: return "backward";
+    case OpKind::unscale:  // fp16 loss scaling's pass before the step: simulate counts it in the optimizer phase
     case OpKind::optimizer: return "optimizer";
     case OpKind::all_gather: return "all_gather";
     case OpKind::reduce_scatter: return "reduce_scatter";

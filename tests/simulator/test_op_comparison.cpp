@@ -73,5 +73,13 @@ TEST_CASE("compare: unknown or unmeasured ops name the file") {
   CHECK_THROWS_AS(compare_ops(sim, OpMeasurement{}), ConfigError);
 }
 
+TEST_CASE("compare: every op kind has the phase simulate counts it in") {
+  CHECK(std::string(op_phase_name(OpKind::forward)) == "forward");
+  CHECK(std::string(op_phase_name(OpKind::backward_weight)) == "backward");
+  CHECK(std::string(op_phase_name(OpKind::unscale)) == "optimizer");  // fp16 loss scaling's pass
+  CHECK(std::string(op_phase_name(OpKind::optimizer)) == "optimizer");
+  CHECK(std::string(op_phase_name(OpKind::recv)) == "pipeline");
+}
+
 }  // namespace
 }  // namespace fsdpx
