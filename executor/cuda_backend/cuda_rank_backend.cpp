@@ -1,6 +1,6 @@
 // executor/cuda_backend/cuda_rank_backend.cpp — the CUDA backend of one rank (see cuda_rank_backend.h):
 // its units, groups, stream ordering, gradient reductions and optimizer; the model ops are in
-// cuda_rank_backend_model.cpp.
+// cuda_rank_backend_model.cpp, the LoRA adapters' in cuda_rank_backend_lora.cpp.
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 #include <algorithm>
@@ -205,41 +205,6 @@ template <class T>
 void CudaRankBackendT<T>::sync_streams() const {
   use_device();
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
-}
-
-template <class T>
-AdapterState CudaRankBackendT<T>::adapter_state() const {
-  if (!adapters_) return {};
-  sync_streams();
-  return adapters_->download(stream(StreamKind::compute));
-}
-
-template <class T>
-void CudaRankBackendT<T>::load_adapter_state(const AdapterState& s) {
-  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: adapter state for a plan without LoRA");
-  sync_streams();
-  adapters_->upload(s, stream(StreamKind::compute));
-}
-
-// ar.lora: the adapters' gradient summed in fp32 over the group; a non-finite value is reported against
-// the first unit, as on the CPU (the check leaves the values alone: an inv_scale of 1 multiplies nothing).
-template <class T>
-void CudaRankBackendT<T>::all_reduce_adapter_grads(MeshGroup group) {
-  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: an adapter reduction without LoRA");
-  float* g = adapters_->grads();
-  // fp16 plans: the adapters' gradients leave their GEMMs as fp16 values, as the base units' (and as
-  // CpuRankBackend rounds them), so an overflowing loss scale shows here too.
-  if constexpr (std::is_same_v<T, f16>) round_through_f16(g, adapters_->numel(), current_);
-  comm(group).all_reduce(g, g, adapters_->numel(), DType::f32, current_, current_op_);
-  unscale_check_finite(g, adapters_->numel(), 1.0f, non_finite_.get(), current_);
-}
-
-template <class T>
-double CudaRankBackendT<T>::adapter_grad_sq_sum() {
-  if (!adapters_) return 0.0;
-  use_device();
-  sum_squares_async(adapters_->grads(), adapters_->numel(), false);
-  return read_sq_sum();
 }
 
 template <class T>
