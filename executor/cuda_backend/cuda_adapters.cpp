@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda_backend/adam_state_copy.h"
 
 namespace fsdpx::cuda {
 
@@ -28,9 +29,7 @@ void CudaAdaptersT<T>::upload(const AdapterState& s, cudaStream_t stream) {
   const auto n = std::size_t(numel_);
   FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n,
              "CudaAdapters: adapter state of another layout");
-  CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  enqueue_adam_upload(s, n, {master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, stream);
   cast_f32_to_16(params16_.get(), master_.get(), numel_, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
 }
@@ -38,10 +37,8 @@ void CudaAdaptersT<T>::upload(const AdapterState& s, cudaStream_t stream) {
 template <class T>
 AdapterState CudaAdaptersT<T>::download(cudaStream_t stream) const {
   const auto n = std::size_t(numel_);
-  AdapterState s{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
-  CUDA_CHECK(cudaMemcpyAsync(s.params.data(), master_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg.data(), exp_avg_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg_sq.data(), exp_avg_sq_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  AdapterState s;
+  enqueue_adam_download({master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, n, s, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return s;
 }

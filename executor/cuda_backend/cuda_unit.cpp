@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda_backend/adam_state_copy.h"
 #include "executor/cuda_backend/grad_kernels.h"
 
 namespace fsdpx::cuda {
@@ -61,9 +62,7 @@ template <class T>
 void CudaUnitT<T>::upload(const UnitShardState& s, cudaStream_t stream) {
   const auto n = std::size_t(flat_.shard_numel);
   FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n, "CudaUnit: state size");
-  CUDA_CHECK(cudaMemcpyAsync(master_.get(), s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(exp_avg_.get(), s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(exp_avg_sq_.get(), s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  enqueue_adam_upload(s, n, {master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, stream);
   cast_f32_to_16(master16_.get(), master_.get(), flat_.shard_numel, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
 }
@@ -74,10 +73,7 @@ UnitShardState CudaUnitT<T>::download(cudaStream_t stream) const {
   UnitShardState s;
   s.unit_numel = flat_.numel;
   s.shard_offset = shard_offset_;
-  s.params.resize(n), s.exp_avg.resize(n), s.exp_avg_sq.resize(n);
-  CUDA_CHECK(cudaMemcpyAsync(s.params.data(), master_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg.data(), exp_avg_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaMemcpyAsync(s.exp_avg_sq.data(), exp_avg_sq_.get(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  enqueue_adam_download({master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, n, s, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return s;
 }
