@@ -5,10 +5,9 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 
 namespace fsdpx {
 
@@ -106,9 +105,7 @@ RankState decode_rank_state(std::string_view bytes, const std::string& where) {
 }
 
 std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return read_input_file(path, "weights or checkpoint file", kMaxWeightsFileBytes);
 }
 
 }  // namespace fsdpx

@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "executor/data/byte_tokenizer.h"
 
 #ifndef FSDPX_SOURCE_DATA_DIR
@@ -25,10 +24,19 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDefaultText = "kjv-genesis.txt";
 
+// Plain text has no NUL byte: a file with one in its first 64 KiB is binary (a token array without
+// --data-dtype, an archive, /dev/zero's bytes), refused before its tokens are built.
+void check_plain_text(const std::string& path, const std::string& text) {
+  const std::size_t head = std::min<std::size_t>(text.size(), 64 << 10);
+  if (const auto at = text.find('\0'); at != std::string::npos && at < head)
+    throw ConfigError(fmt::format("{}: not plain text (a NUL byte at offset {}): pass a FSDPXTOK token file, or "
+                                  "--data-dtype uint16|uint32 for a raw token array", path, at));
+}
+
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open data file", path));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string text = read_input_file(path, "data file", kMaxDataFileBytes);
+  check_plain_text(path, text);
+  return text;
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 
 namespace fsdpx {
@@ -24,11 +24,7 @@ void write_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open token file", path));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_all(const std::string& path) { return read_input_file(path, "data file", kMaxDataFileBytes); }
 
 std::vector<std::int32_t> decode_tokens(const std::string& path, const unsigned char* p, std::size_t count,
                                         int bytes) {
@@ -48,6 +44,7 @@ const char* token_dtype_name(TokenDType t) { return t == TokenDType::u16 ? "uint
 int token_dtype_bytes(TokenDType t) { return t == TokenDType::u16 ? 2 : 4; }
 
 bool is_token_file(const std::string& path) {
+  check_regular_input(path, "data file");  // a device or FIFO is refused before it is opened
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   return in.read(magic, sizeof magic) && std::memcmp(magic, kTokenFileMagic, sizeof magic) == 0;
