@@ -67,6 +67,12 @@ inline constexpr NumberRange kLossScale{1e-30, 1e38};
 inline constexpr double kLossScaleFactorMax = 1e3;
 inline constexpr IntRange kGrowthInterval{1, 2147483647};
 inline constexpr NumberRange kPowerW{1.0, 1e5};
+// Measured results of a validation case (docs/input-ranges.md): tokens/s per GPU from a laptop CPU
+// (1e-3) to 1e9 (1,000x a small model on the fastest GPU); MFU a percentage of a peak, so at most 100;
+// peak memory in GiB as the HBM range; step time from 1 us to 1e7 s (four months).
+inline constexpr NumberRange kMeasuredTokensPerS{1e-3, 1e9};
+inline constexpr NumberRange kMeasuredMfuPct{1e-3, 100.0};
+inline constexpr NumberRange kMeasuredStepTimeS{1e-6, 1e7};
 inline constexpr NumberRange kGbitPerS{1e-2, 1e7};
 
 }  // namespace input_range

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cost_models/memory.h"
+#include "core/input_ranges.h"
 #include "cost_models/params.h"
 #include "planner/memory_bound.h"
 #include "planner/shapes.h"
@@ -61,7 +62,7 @@ std::pair<int, int> node_counts_tried(const PlanRequest& r) {
   const double state_bytes = fsdp2_state_bytes(double(count_params(r.model).total()), 1, PrecisionPolicy{}).total();
   const int per_node = r.cluster.gpus_per_node;
   const int first = std::max(r.cluster.nodes + 1, int(std::ceil(state_bytes / *r.memory_limit_bytes / per_node)));
-  return {first, std::min(first + kNodeCountsTried - 1, kMaxWorldSize / per_node)};
+  return {first, std::min({first + kNodeCountsTried - 1, kMaxWorldSize / per_node, int(input_range::kNodes.max)})};
 }
 
 // Whole nodes from the next count up, at the same global batch or at the same batch per GPU; skips counts

@@ -47,13 +47,6 @@ constexpr std::array<std::pair<const char*, RecomputeMode>, 3> kRecompute{{
 constexpr std::array<std::pair<const char*, FfnKind>, 3> kFfn{{
     {"swiglu", FfnKind::swiglu}, {"gelu", FfnKind::gelu}, {"squared_relu", FfnKind::squared_relu}}};
 
-// A number or null; absent keys are errors (the format writes every key).
-std::optional<double> nullable_number(JsonObject& o, std::string_view key) {
-  const nlohmann::json& v = o.raw(key);
-  if (v.is_null()) return std::nullopt;
-  return o.non_negative_number(key);
-}
-
 // A measured rate or size the simulator uses, or null.
 std::optional<double> nullable_in(JsonObject& o, std::string_view key, NumberRange range) {
   o.raw(key);  // required: the format writes every key
@@ -102,10 +95,10 @@ Parallelism parse_case_parallelism(JsonObject o) {
 
 MeasuredRun parse_measured(JsonObject o) {
   MeasuredRun m;
-  m.tokens_per_s_per_gpu = nullable_number(o, "tokens_per_s_per_gpu");
-  m.mfu_pct = nullable_number(o, "mfu_pct");
-  m.peak_memory_gib = nullable_number(o, "peak_memory_gib");
-  m.step_time_s = nullable_number(o, "step_time_s");
+  m.tokens_per_s_per_gpu = nullable_in(o, "tokens_per_s_per_gpu", input_range::kMeasuredTokensPerS);
+  m.mfu_pct = nullable_in(o, "mfu_pct", input_range::kMeasuredMfuPct);
+  m.peak_memory_gib = nullable_in(o, "peak_memory_gib", input_range::kHbmGib);
+  m.step_time_s = nullable_in(o, "step_time_s", input_range::kMeasuredStepTimeS);
   o.finish();
   return m;
 }

@@ -2,15 +2,19 @@
 // node's GPU count uses part of one node; on a host cluster (`cpu`: ranks are threads or processes of
 // one machine) the world size is the rank count of its one node, whatever its default. Above one node
 // and not a multiple, the last node is used in part (ClusterSpec::gpus). Both are range-checked against
-// kMaxWorldSize so that no rank count overflows downstream.
+// kMaxWorldSize and the node count against input_range::kNodes, the limits the plan and cluster readers
+// apply, so that `plan` never writes a plan that `simulate` or `run` refuse.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "core/cluster_spec.h"
 #include "core/errors.h"
+#include "core/input_ranges.h"
 
 namespace fsdpx {
 
@@ -27,12 +31,15 @@ inline ClusterSpec sized_cluster(ClusterSpec c, std::optional<int> nodes, std::o
     } else {
       c.nodes = (*world_size + c.gpus_per_node - 1) / c.gpus_per_node;
       c.gpus = *world_size % c.gpus_per_node == 0 ? 0 : *world_size;
+      if (c.nodes > input_range::kNodes.max)
+        throw ConfigError(fmt::format("command line: --world-size: {} ranks of {} GPUs per node need {} nodes, more "
+                                      "than {}", *world_size, c.gpus_per_node, c.nodes, input_range::kNodes.max));
     }
   } else {
-    const int max_nodes = kMaxWorldSize / c.gpus_per_node;
+    const int max_nodes = int(std::min<std::int64_t>(kMaxWorldSize / c.gpus_per_node, input_range::kNodes.max));
     if (*nodes < 1 || *nodes > max_nodes)
       throw ConfigError(fmt::format("command line: --nodes: expected an integer from 1 to {} ({} ranks of {} GPUs per "
-                                    "node), got {}", max_nodes, kMaxWorldSize, c.gpus_per_node, *nodes));
+                                    "node, at most {} nodes), got {}", max_nodes, kMaxWorldSize, c.gpus_per_node, input_range::kNodes.max, *nodes));
     c.nodes = *nodes;
     c.gpus = 0;
   }

@@ -18,6 +18,7 @@
 #include "simulator/simulate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
+#include "tools/plan_file.h"
 #include "tools/format.h"
 #include "tools/run_report.h"
 
@@ -121,7 +122,7 @@ void run_calibrate(const CalibrateOptions& o) {
   calibrated.cluster.intra = fab.intra;
   calibrated.cluster.name = name;
   calibrated.predicted.reset();
-  if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
+  if (!o.plan_out.empty()) write_plan_file(o.plan_out, calibrated);
   const double before_s = with_errors_naming(o.profile, "plan", [&] { return simulate(p.plan).step_time_s; });
   const double after_s = with_errors_naming(o.profile, "plan", [&] { return simulate(calibrated).step_time_s; });
   const double err_before = std::abs(before_s - p.step_time_s) / p.step_time_s;

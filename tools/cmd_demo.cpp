@@ -44,7 +44,7 @@ PlanRequest demo_request() {
 void run_demo(OutputFormat format, const std::string& out) {
   const PlanRequest request = demo_request();
   const PlanResult result = search_plans(request);
-  if (!result.best) throw NoPlanFits(no_fit_message(result));
+  if (!result.best) throw NoPlanFits(no_fit_message(result, request, request.model.name, request.cluster.name));
   const Plan& plan = result.best->plan;
   const TrainingShape shape = training_shape_of(plan);
   const Estimate e = estimate(plan.model, plan.cluster, shape);

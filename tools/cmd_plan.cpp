@@ -29,6 +29,7 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
+#include "tools/plan_file.h"
 #include "tools/lora_options.h"
 #include "tools/plan_report.h"
 
@@ -173,7 +174,9 @@ PlanRequest request_of(const PlanOptions& o) {
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
   r.seq = o.seq;
   r.global_batch = o.global_batch;
-  if (r.seq > r.model.max_seq) bad("--seq", fmt::format("{} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
+  if (r.seq > r.model.max_seq)
+    throw ConfigError(fmt::format("{}: max_seq: the model's context length {} is shorter than --seq {}",
+                                  resolve_config("models", o.model), r.model.max_seq, r.seq));
   if (r.global_batch < 1 || r.global_batch > kMaxGlobalBatch)
     bad("--global-batch", fmt::format("expected an integer from 1 to {}, got {}", kMaxGlobalBatch, r.global_batch));
   if (o.memory_limit_gib && (!(*o.memory_limit_gib > 0) || *o.memory_limit_gib > kMaxMemoryGiB))
@@ -226,9 +229,9 @@ void run_plan(const PlanOptions& o) {
   }
   if (o.format == OutputFormat::json) std::printf("%s\n", plan_search_json(res).dump(2).c_str());
   else std::printf("%s", plan_search_text(res, o.top).c_str());
-  if (!res.best) throw NoPlanFits(no_fit_message(res));
+  if (!res.best) throw NoPlanFits(no_fit_message(res, r, o.model, o.cluster));
   if (!o.out.empty()) {
-    write_output_file(o.out, plan_to_json(res.best->plan).dump(2) + "\n");
+    write_plan_file(o.out, res.best->plan);
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
 }

@@ -23,6 +23,7 @@
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
 #include "tools/commands.h"
+#include "tools/plan_report.h"
 #include "tools/report/report_html.h"
 
 namespace fsdpx {
@@ -94,7 +95,8 @@ PlanRequest base_request(const ReportOptions& o) {
   r.seq = *o.seq;
   r.global_batch = *o.global_batch;
   if (r.seq > r.model.max_seq)
-    throw ConfigError(fmt::format("command line: --seq: {} exceeds the model's max_seq {}", r.seq, r.model.max_seq));
+    throw ConfigError(fmt::format("{}: max_seq: the model's context length {} is shorter than --seq {}",
+                                  resolve_config("models", o.model), r.model.max_seq, r.seq));
   if (r.global_batch > kMaxGlobalBatch)
     throw ConfigError(fmt::format("command line: --global-batch: expected an integer from 1 to {}, got {}",
                                   kMaxGlobalBatch, r.global_batch));
@@ -117,8 +119,7 @@ Plan run_sweeps(const ReportOptions& o, ReportPage& page, std::string& input) {
   } else {
     const PlanRequest request = base_request(o);
     const PlanResult result = search_plans(request);
-    if (!result.best) throw NoPlanFits(fmt::format("no plan fits the base point of {} on {} GPUs", request.model.name,
-                                                   request.cluster.world_size()));
+    if (!result.best) throw NoPlanFits(no_fit_message(result, request, o.model, o.cluster));
     base = result.best->plan;
     for (Scaling s : modes) page.sweeps.push_back({s, sweep_request(request, points, s)});
     page.source = "Re-planned at every point (fsdpx plan's search; the best plan per point)";

@@ -29,6 +29,7 @@
 #endif
 #include "executor/session/training_session.h"
 #include "tools/cli_options.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/run_report.h"
 #include "tools/run_trace.h"
@@ -161,14 +162,17 @@ void setup_run(CLI::App& app) {
   sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
   add_enum_option(sub, "--backend", o->backend, kBackends, "cpu (reference) or cuda");
   sub->add_option("--steps", o->session.steps, "Train until this step (default: the plan's optimizer.total_steps)")
-      ->check(kPositive);
+      ->check(kPositive)
+      ->check(cli_range(input_range::kSteps));
   sub->add_option_function<std::uint64_t>("--seed", [o](std::uint64_t s) { o->seed = s; },
                                           "Seed for initialisation and data order (default: the plan's)");
   sub->add_option("--data", o->session.data, "Plain text (byte tokens) or FSDPXTOK token file (default: data/kjv-genesis.txt)");
   add_enum_option(sub, "--data-dtype", o->session.data_dtype, kTokenDTypes,
                   "Read --data as a raw little-endian token array of this type");
   sub->add_option("--checkpoint-dir", o->session.checkpoint_dir, "Save checkpoints here (and at the last step)");
-  sub->add_option("--checkpoint-every", o->session.checkpoint_every, "Save every K steps")->check(kPositive);
+  sub->add_option("--checkpoint-every", o->session.checkpoint_every, "Save every K steps")
+      ->check(kPositive)
+      ->check(cli_range(input_range::kSteps));
   sub->add_flag("--resume", o->session.resume, "Continue from the newest good checkpoint in --checkpoint-dir");
   sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
   add_run_trace_options(sub, o->trace);

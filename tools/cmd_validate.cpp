@@ -16,6 +16,7 @@
 #include "simulator/validate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
+#include "tools/plan_file.h"
 #include "tools/main_output.h"
 
 namespace fsdpx {
@@ -49,7 +50,7 @@ void write_case_plans(const ValidationCaseFile& cases, const std::string& dir) {
     if (const auto [it, fresh] = id_of.emplace(name, c.id); !fresh)
       throw_config_error(cases.file, "/cases", fmt::format("cases {} and {} would both be written as {}",
                                                            json_excerpt(it->second), json_excerpt(c.id), name));
-    write_output_file(dir + "/" + name, plan_to_json(build_case_plan(c, cases.file).plan).dump(2) + "\n");
+    write_plan_file(dir + "/" + name, build_case_plan(c, cases.file).plan);
   }
 }
 

@@ -1,7 +1,10 @@
-// tools/main.cpp — the fsdpx command: registers the subcommands and is the one place that turns
-// input errors into a one-line message and exit status 2.
+// tools/main.cpp — the fsdpx command: registers the subcommands, makes every numeric option strict
+// (tools/cli_numbers.h), and is the one place that turns input errors into a one-line message and exit
+// status 2, and a failed write of standard output (checked at the end: flush and close) into exit 1.
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "fsdpx_version.h"  // generated at build time (cmake/version.cmake)
 
@@ -18,6 +22,46 @@ namespace {
 // The one line main prints: control characters escaped, at most 2,000 characters.
 void print_error(const char* what) {
   std::fprintf(stderr, "fsdpx: error: %s\n", fsdpx::one_line(what, 2000).c_str());
+}
+
+// stdout is buffered: a full disk, a closed descriptor or an I/O error shows only when it is flushed and
+// closed. Returns `status`, or 1 with a message when the output was not all written.
+int finish_stdout(int status) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const int flush_errno = errno;
+  const bool closed = std::fclose(stdout) == 0;
+  if (flushed && closed) return status;
+  const int err = !flushed ? flush_errno : errno;
+  print_error(fmt::format("standard output: cannot write: {}", err != 0 ? std::strerror(err) : "write error").c_str());
+  return status == 0 ? 1 : status;
+}
+
+int run(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const fsdpx::ExitWith& e) {
+    return e.code;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(fmt::format("command line: {} (see fsdpx --help)", e.what()).c_str());
+    return 2;
+  } catch (const fsdpx::ConfigError& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const nlohmann::json::exception& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const std::exception& e) {  // a failure while running (fsdpx run: "rank r: ...", a write error)
+    print_error(e.what());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -43,28 +87,6 @@ int main(int argc, char** argv) {
   fsdpx::setup_sample(app);
   fsdpx::setup_export_hf(app);
   fsdpx::setup_completion(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const fsdpx::ExitWith& e) {
-    return e.code;
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    print_error(fmt::format("command line: {} (see fsdpx --help)", e.what()).c_str());
-    return 2;
-  } catch (const fsdpx::ConfigError& e) {
-    print_error(e.what());
-    return 2;
-  } catch (const nlohmann::json::exception& e) {
-    print_error(e.what());
-    return 2;
-  } catch (const std::exception& e) {  // a failure while running (fsdpx run: "rank r: ...", a write error)
-    print_error(e.what());
-    return 1;
-  }
-  return 0;
+  fsdpx::make_numbers_strict(app);
+  return finish_stdout(run(app, argc, argv));
 }

@@ -145,10 +145,15 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
   return out;
 }
 
-std::string no_fit_message(const PlanResult& res) {
-  std::string msg = fmt::format("no plan fits in {} per GPU ({} capacity less the {} margin): the least any plan "
-                                "needs is {}", gib(res.memory_limit_bytes), gib(res.memory_capacity_bytes),
-                                gib(res.memory_margin_bytes), gib(res.least_memory_needed_bytes));
+std::string no_fit_message(const PlanResult& res, const PlanRequest& r, const std::string& model_input,
+                           const std::string& cluster_input) {
+  std::string msg = fmt::format("no plan fits model {} ({}) on cluster {} ({} nodes x {} GPUs, {} ranks) at seq {} and "
+                                "global batch {}: the bound that failed is memory per GPU, {} ({} capacity less the {} "
+                                "margin), and the least any plan needs is {}",
+                                model_input, r.model.name, cluster_input, r.cluster.nodes, r.cluster.gpus_per_node,
+                                r.cluster.world_size(), r.seq, r.global_batch, gib(res.memory_limit_bytes),
+                                gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes),
+                                gib(res.least_memory_needed_bytes));
   if (!res.suggestions.empty()) {
     msg += "; what would make it fit: ";
     for (std::size_t i = 0; i < res.suggestions.size(); ++i) msg += (i ? "; " : "") + res.suggestions[i];

@@ -14,7 +14,10 @@ namespace fsdpx {
 nlohmann::json candidate_json(const Candidate& c);  // label, wrapping, metrics, fits, lost_because
 nlohmann::json plan_search_json(const PlanResult& res);
 std::string plan_search_text(const PlanResult& res, int top_k);
-// The message of NoPlanFits: the least memory any plan needs, the limit, and what would make it fit.
-std::string no_fit_message(const PlanResult& res);
+// The message of NoPlanFits: the request (the model and cluster as given, their names and sizes, seq and
+// global batch), the bound that failed (the memory limit), the least memory any plan needs, and what would
+// make it fit.
+std::string no_fit_message(const PlanResult& res, const PlanRequest& r, const std::string& model_input,
+                           const std::string& cluster_input);
 
 }  // namespace fsdpx

@@ -62,7 +62,8 @@ std::string slurp(const fs::path& p) {
 }
 
 // Runs the target's command lines on `input` written to a file. A command must succeed or exit 2 with one
-// line naming that file and a JSON path, a command-line option, or that no plan fits; "" or what it did.
+// line naming that file and a JSON path, a command-line option, or that no plan fits for that file; "" or
+// what it did.
 std::string run_cli(const std::string& fsdpx, const Target& t, const std::string& input, const fs::path& dir, int i) {
   const fs::path file = dir / fmt::format("{}-{}.json", t.name, i);
   std::ofstream(file, std::ios::binary) << input;
@@ -74,9 +75,11 @@ std::string run_cli(const std::string& fsdpx, const Target& t, const std::string
     const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const std::string err = slurp(dir / "stderr");
     if (rc == 0) continue;
-    const bool named = err.starts_with("fsdpx: error: " + file.string() + ": /") ||
+    // The file's JSON path, its context length against --seq, a flag, or no plan fits naming the file.
+    const std::string named_file = "fsdpx: error: " + file.string() + ": ";
+    const bool named = err.starts_with(named_file + "/") || err.starts_with(named_file + "max_seq: ") ||
                        err.starts_with("fsdpx: error: command line: --") ||
-                       err.starts_with("fsdpx: error: no plan fits");
+                       (err.starts_with("fsdpx: error: no plan fits") && err.find(file.string()) != std::string::npos);
     if (rc != 2 || !named || std::count(err.begin(), err.end(), '\n') != 1)
       return fmt::format("fsdpx {} exited {}: {}", args[0], rc, fsdpx::one_line(err, 300));
   }
