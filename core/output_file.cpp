@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "core/stale_temporaries.h"
+
 namespace fsdpx {
 
 namespace {
@@ -61,21 +63,30 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? std::string(".") : dir.string();
 }
 
-// A temporary file next to `target`: ".<name>.tmp-XXXXXX" (the name cut so the whole fits NAME_MAX).
+// A temporary file next to `target`: ".<name>.tmp-<host>-<pid>-XXXXXX" (the name cut so the whole fits
+// NAME_MAX), locked (flock, on a second descriptor that stays open until it is renamed or removed) so that
+// a later fsdpx removes it only once this process is gone (core/stale_temporaries.h). Before creating
+// one, removes the dead writers' temporaries in that directory.
 class TempFile {
  public:
   TempFile(const std::string& target, const std::string& shown_path) {
-    const std::string name = fs::path(target).filename().string().substr(0, NAME_MAX - 16);
-    path_ = (fs::path(directory_of(target)) / ("." + name + ".tmp-XXXXXX")).string();
+    const std::string dir = directory_of(target);
+    remove_dead_output_temporaries(dir);
+    const std::string suffix = ".tmp-" + owner_tag() + "-XXXXXX";
+    const std::size_t room = NAME_MAX > 1 + suffix.size() ? NAME_MAX - 1 - suffix.size() : 0;
+    const std::string name = fs::path(target).filename().string().substr(0, room);
+    path_ = (fs::path(dir) / ("." + name + suffix)).string();
     fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
-    if (fd_ < 0)
-      fail_kept(shown_path, fmt::format("cannot create a temporary file in {}", directory_of(target)), errno);
+    if (fd_ < 0) fail_kept(shown_path, fmt::format("cannot create a temporary file in {}", dir), errno);
+    lock_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ >= 0) try_lock_exclusive(lock_fd_);  // without it the owner's pid alone protects the file
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
     if (!renamed_) ::unlink(path_.c_str());
+    if (lock_fd_ >= 0) ::close(lock_fd_);
   }
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
@@ -90,6 +101,7 @@ class TempFile {
  private:
   std::string path_;
   int fd_ = -1;
+  int lock_fd_ = -1;
   bool renamed_ = false;
 };
 

@@ -6,11 +6,9 @@
 // removes its staging directory. The same steps with one process are the single-process save.
 #include "executor/checkpoint/checkpoint.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <exception>
 #include <filesystem>
@@ -22,6 +20,7 @@
 
 #include "core/errors.h"
 #include "core/output_file.h"
+#include "core/stale_temporaries.h"
 #include "executor/checkpoint/adapter_file.h"
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
@@ -33,16 +32,6 @@ namespace fsdpx {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
-  std::string h(buf);
-  std::replace(h.begin(), h.end(), '-', '_');  // '-' separates the name's fields
-  return h;
-}
-
-bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
 
 // "step-N.tmp-<host>-<pid>" for one process, "step-N.tmp-job-<token>" for the processes of a job.
 std::string staging_name(std::int64_t step, const CheckpointGroup& group) {
@@ -181,6 +170,8 @@ void remove_stale_temporaries(const std::string& root, std::int64_t committed_st
   // "step-N.tmp-job-<token>": a job's save that died; stale once step N or a later one is committed.
   static const std::regex kTmp(R"(step-[0-9]+\.tmp-(?:(.+)-)?([0-9]+))");
   static const std::regex kJobTmp(R"(step-([0-9]+)\.tmp-job-[0-9a-f]+)");
+  // ".fsdpx-probe-<host>-<pid>": prepare_checkpoint_dir's probe of a process killed during start-up.
+  static const std::regex kProbe(R"(\.fsdpx-probe-(.+)-([0-9]+))");
   const std::string host = host_name();
   std::error_code ec;
   std::vector<fs::path> stale;
@@ -194,7 +185,8 @@ void remove_stale_temporaries(const std::string& root, std::int64_t committed_st
       if (parsed && step <= committed_step) stale.push_back(it->path());
       continue;
     }
-    if (!std::regex_match(name, m, kTmp) || (m[1].matched && m[1] != host)) continue;
+    if (!std::regex_match(name, m, kTmp) && !std::regex_match(name, m, kProbe)) continue;
+    if (m[1].matched && m[1] != host) continue;
     const std::string digits = m[2];
     long pid = 0;
     if (std::from_chars(digits.data(), digits.data() + digits.size(), pid).ec != std::errc()) continue;  // no pid
@@ -208,6 +200,7 @@ void prepare_checkpoint_dir(const std::string& root) {
   fs::create_directories(root, ec);
   if (ec) throw WriteError(fmt::format("{}: cannot create the checkpoint directory: {}", root, ec.message()));
   if (!fs::is_directory(root, ec)) throw WriteError(fmt::format("{}: not a directory (--checkpoint-dir)", root));
+  remove_stale_temporaries(root, -1);  // dead processes' probes and saves; no job save is stale yet
   // A save creates a directory in root and files in it: try both (permissions, read-only mounts, quotas).
   const fs::path probe = fs::path(root) / fmt::format(".fsdpx-probe-{}-{}", host_name(), ::getpid());
   fs::create_directory(probe, ec);
