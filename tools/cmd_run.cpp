@@ -20,8 +20,10 @@
 
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
+#include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/simd_level.h"
 #include "executor/session/cpu_placement.h"
 #ifdef FSDPX_HAVE_CUDA
@@ -38,6 +40,10 @@ namespace fsdpx {
 
 namespace {
 
+// --comm-timeout: from 0.1 s (tests) to a day.
+constexpr double kMinCommTimeoutS = 0.1;
+constexpr double kMaxCommTimeoutS = 86400.0;
+
 const std::map<std::string, ExecutorDevice> kBackends{{"cpu", ExecutorDevice::cpu}, {"cuda", ExecutorDevice::cuda}};
 const std::map<std::string, std::optional<TokenDType>> kTokenDTypes{{"uint16", TokenDType::u16},
                                                                     {"uint32", TokenDType::u32}};
@@ -50,6 +56,7 @@ struct RunOptions {
   ExecutorDevice backend = ExecutorDevice::cpu;
   bool processes = false;       // --backend cpu: one process per rank on this node
   bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
+  double comm_timeout_s = kDefaultCommTimeoutS;  // --processes: collective waits and peer silence
   SessionOptions session;
   OutputFormat format = OutputFormat::text;
 };
@@ -60,6 +67,12 @@ void check_options(const RunOptions& o) {
     throw ConfigError(fmt::format("{} needs --checkpoint-dir", s.resume ? "--resume" : "--checkpoint-every"));
   if (s.resume && !s.init_weights.empty())
     throw ConfigError("--init-weights starts a run from given weights; it cannot be combined with --resume");
+  if (!(o.comm_timeout_s >= kMinCommTimeoutS && o.comm_timeout_s <= kMaxCommTimeoutS))
+    throw ConfigError(fmt::format("command line: --comm-timeout: expected seconds from {:g} to {:g}, got {:g}",
+                                  kMinCommTimeoutS, kMaxCommTimeoutS, o.comm_timeout_s));
+  // Said once, before any rank starts (each would say it again): a directory or device is no input file.
+  if (!s.data.empty()) check_regular_input(s.data, "data file (--data)");
+  if (!s.init_weights.empty()) check_regular_input(s.init_weights, "weights file (--init-weights)");
 }
 
 // One process per rank: no process holds every shard, so the full-weight files are refused (checkpoints
@@ -78,7 +91,7 @@ void check_whole_state_options(const SessionOptions& o) {
 
 // The ranks of --backend cpu or cuda.
 RankPlacement place_ranks(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
-  if (o.backend == ExecutorDevice::cpu) return place_cpu_ranks(plan, fingerprint, o.processes);
+  if (o.backend == ExecutorDevice::cpu) return place_cpu_ranks(plan, fingerprint, o.processes, o.comm_timeout_s);
   if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
 #ifdef FSDPX_HAVE_CUDA
   return cuda::place_cuda_ranks(plan, fingerprint, o.single_process);
@@ -192,6 +205,9 @@ void setup_run(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   sub->add_flag("--processes", o->processes,
                  "--backend cpu: run one process per rank on this node (TCP communicator) instead of threads");
+  sub->add_option("--comm-timeout", o->comm_timeout_s,
+                  "Seconds a collective may wait, and a rank may send nothing (not even a heartbeat), before the run "
+                  "is aborted naming it (one process per rank; default 100, torchtitan's)");
   sub->callback([o] { run_run(*o); });
 }
 

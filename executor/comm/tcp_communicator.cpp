@@ -231,7 +231,7 @@ std::unique_ptr<Communicator> TcpCommunicator::split(int color, int key) {
 }
 
 std::unique_ptr<Communicator> make_tcp_communicator(Rendezvous& rdzv, double timeout_s) {
-  auto mesh = tcp::Mesh::connect(rdzv, timeout_s);
+  auto mesh = tcp::Mesh::connect(rdzv, std::max(timeout_s, kTcpConnectTimeoutS), timeout_s);
   std::vector<int> members(std::size_t(rdzv.world_size()));
   for (int r = 0; r < rdzv.world_size(); ++r) members[std::size_t(r)] = r;
   return std::make_unique<TcpCommunicator>(std::move(mesh), std::move(members), rdzv.rank(), 0);

@@ -61,8 +61,16 @@ class TcpCommunicator final : public Communicator {
   std::uint64_t splits_ = 0;  // split() calls so far: part of each child's group id
 };
 
-// Collective over the rendezvous's ranks: connects them pairwise and returns this rank's communicator
-// of the world group. Throws CommAborted naming a rank that could not be reached within timeout_s.
-std::unique_ptr<Communicator> make_tcp_communicator(Rendezvous& rdzv, double timeout_s = 300.0);
+// How long connecting the ranks may take at least: torchtitan's init_timeout_seconds (300 s), for
+// start-up; the collectives afterwards use the communication timeout.
+inline constexpr double kTcpConnectTimeoutS = 300.0;
+// The default communication timeout (`fsdpx run --comm-timeout`): torchtitan's train_timeout_seconds,
+// 100 s (torchtitan/config/job_config.py, Comm).
+inline constexpr double kDefaultCommTimeoutS = 100.0;
+
+// Collective over the rendezvous's ranks: connects them pairwise (within max(timeout_s, 300 s)) and
+// returns this rank's communicator of the world group. Throws CommAborted naming a rank that could not be
+// reached. Afterwards each wait, and each peer's silence (heartbeats, tcp_mesh.h), is bounded by timeout_s.
+std::unique_ptr<Communicator> make_tcp_communicator(Rendezvous& rdzv, double timeout_s = kDefaultCommTimeoutS);
 
 }  // namespace fsdpx

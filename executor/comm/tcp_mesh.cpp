@@ -44,22 +44,33 @@ net::Fd connect_to(int me, int peer, const std::string& addr, net::Deadline dead
 
 }  // namespace
 
-const char* kind_name(std::uint32_t kind) { return kind == kAbort ? "abort" : collective_op_name(kind); }
+const char* kind_name(std::uint32_t kind) {
+  if (kind == kHeartbeat) return "heartbeat";
+  return kind == kAbort ? "abort" : collective_op_name(kind);
+}
 
 Mesh::Mesh(int rank, int size, double timeout_s) : rank_(rank), timeout_s_(timeout_s) {
   for (int r = 0; r < size; ++r) peers_.push_back(std::make_unique<Peer>());
 }
 
-Mesh::~Mesh() = default;
+Mesh::~Mesh() { heartbeat_.stop(); }
 
-std::shared_ptr<Mesh> Mesh::connect(Rendezvous& rdzv, double timeout_s) {
+std::shared_ptr<Mesh> Mesh::connect(Rendezvous& rdzv, double connect_timeout_s, double timeout_s) {
+  auto m = connect_peers(rdzv, connect_timeout_s, timeout_s);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& p : m->peers_) p->last_heard = now;
+  if (m->size() > 1) m->heartbeat_.start(heartbeat_interval_s(timeout_s), [mesh = m.get()] { mesh->beat(); });
+  return m;
+}
+
+std::shared_ptr<Mesh> Mesh::connect_peers(Rendezvous& rdzv, double connect_timeout_s, double timeout_s) {
   auto m = std::make_shared<Mesh>(rdzv.rank(), rdzv.world_size(), timeout_s);
   const int me = m->rank_, n = m->size();
   if (n == 1) return m;
   net::Fd listener = net::listen_tcp(0);
   const std::string mine = fmt::format("{}:{}", rdzv.local_host(), net::local_port(listener.get()));
   const auto all = rdzv.exchange(std::vector<std::uint8_t>(mine.begin(), mine.end()));
-  const net::Deadline deadline = net::deadline_after(timeout_s);
+  const net::Deadline deadline = net::deadline_after(connect_timeout_s);
   const Hello hello{kMagic, me};
   for (int j = 0; j < me; ++j) {
     Peer& p = *m->peers_[std::size_t(j)];
@@ -76,7 +87,7 @@ std::shared_ptr<Mesh> Mesh::connect(Rendezvous& rdzv, double timeout_s) {
       std::vector<int> absent;
       for (int j = me + 1; j < n; ++j)
         if (!m->peers_[std::size_t(j)]->fd) absent.push_back(j);
-      connect_error(me, fmt::format("{} did not connect within {} s", format_ranks(absent), timeout_s));
+      connect_error(me, fmt::format("{} did not connect within {} s", format_ranks(absent), connect_timeout_s));
     }
     std::string where;
     while (net::Fd fd = net::accept_tcp(listener.get(), &where)) pending.emplace_back(std::move(fd), std::vector<std::uint8_t>{});
@@ -148,6 +159,7 @@ void Mesh::cut_messages(int peer) {
     const auto* body = p.bytes.data() + at + sizeof(Header);
     m.payload.assign(body, body + m.h.payload_bytes);
     at += sizeof(Header) + std::size_t(m.h.payload_bytes);
+    if (m.h.kind == kHeartbeat) continue;  // its bytes already counted as news from the peer (pump)
     if (m.h.kind == kAbort) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!aborted_) aborted_ = true, abort_msg_.assign(m.payload.begin(), m.payload.end());
@@ -162,7 +174,9 @@ void Mesh::pump() {
   for (int j = 0; j < size(); ++j) {
     Peer& p = *peers_[std::size_t(j)];
     if (j == rank_ || p.closed || !p.fd) continue;
+    const std::size_t before = p.bytes.size();
     if (net::receive_available(p.fd.get(), p.bytes) == net::IoStatus::closed) p.closed = true;
+    if (p.bytes.size() != before) p.last_heard = std::chrono::steady_clock::now();
     cut_messages(j);
   }
 }
@@ -182,6 +196,7 @@ Message Mesh::wait_for(int peer, const std::function<int(const std::deque<Messag
       return m;
     }
     if (p.closed) fail(fmt::format("rank {} closed its connection (exited or failed) during {}", peer, what));
+    check_silent_peers();
     if (net::ms_until(deadline) == 0)
       fail(fmt::format("rank {}: timed out after {:g} s waiting for rank {} in {}", rank_, wait_s, peer, what));
     poll_peers(std::min(deadline, net::deadline_after(kSliceMs / 1000.0)), -1);
@@ -221,6 +236,42 @@ Message Mesh::receive_p2p(int peer, std::uint64_t group, int tag, double wait_s,
         return -1;
       },
       wait_s, what);
+}
+
+void Mesh::beat() {
+  Header h;
+  h.magic = kMagic;
+  h.kind = kHeartbeat;
+  for (int j = 0; j < size(); ++j) {
+    Peer& p = *peers_[std::size_t(j)];
+    if (j == rank_ || !p.fd) continue;
+    std::unique_lock<std::mutex> lock(p.send_mu, std::try_to_lock);  // a frame on its way says as much
+    if (!lock || p.mid_frame) continue;
+    // A peer that does not take 40 bytes within the timeout has stopped reading; the frame may now be cut,
+    // so the mesh is failed by the next wait (check_silent_peers) before anything else is sent.
+    const auto st = net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(&h), sizeof h,
+                                  net::deadline_after(timeout_s_));
+    if (st == net::IoStatus::timeout) {
+      int none = -1;
+      stalled_peer_.compare_exchange_strong(none, j);
+      p.mid_frame = true;  // nothing more goes to it
+    }
+  }
+}
+
+void Mesh::check_silent_peers() {
+  if (const int j = stalled_peer_.load(); j >= 0)
+    fail(fmt::format("rank {}: rank {} read nothing for {:g} s (stopped or hung; --comm-timeout {:g} s)", rank_, j,
+                     timeout_s_, timeout_s_));
+  const auto now = std::chrono::steady_clock::now();
+  for (int j = 0; j < size(); ++j) {
+    const Peer& p = *peers_[std::size_t(j)];
+    if (j == rank_ || p.closed || !p.fd) continue;
+    const double silent_s = std::chrono::duration<double>(now - p.last_heard).count();
+    if (silent_s > timeout_s_)
+      fail(fmt::format("rank {}: rank {} sent nothing, not even a heartbeat, for {:.1f} s: it is stopped, hung or "
+                       "unreachable (--comm-timeout {:g} s)", rank_, j, silent_s, timeout_s_));
+  }
 }
 
 void Mesh::abort(const std::string& msg_in) {

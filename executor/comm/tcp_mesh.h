@@ -3,10 +3,14 @@
 // per-peer inboxes so a frame for a later collective or point-to-point message waits its turn, and the
 // family's abort flag (an abort frame goes to every peer, and each receiver passes it on once). A send
 // that finds the socket full reads what its peers sent meanwhile, so two ranks sending to each other
-// never wait on one another. Every wait has a deadline. Leaves out byte-order conversion (all ranks are
-// assumed to share one architecture), encryption and reconnecting.
+// never wait on one another. Every wait has a deadline. A heartbeat thread sends an empty frame to every
+// peer each second (heartbeat.h); a rank that waits and has heard nothing from a peer, not even a
+// heartbeat, for timeout_s names that peer and aborts the family. Leaves out byte-order conversion (all
+// ranks are assumed to share one architecture), encryption and reconnecting.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
+#include "executor/comm/heartbeat.h"
 #include "executor/launch/socket_io.h"
 
 namespace fsdpx {
@@ -24,7 +29,8 @@ class Rendezvous;
 
 namespace fsdpx::tcp {
 
-// Frame kinds: the collectives (communicator.h CollectiveOp), and an abort.
+// Frame kinds: the collectives (communicator.h CollectiveOp), a heartbeat, and an abort.
+inline constexpr std::uint32_t kHeartbeat = 98;
 inline constexpr std::uint32_t kAbort = 99;
 const char* kind_name(std::uint32_t kind);
 
@@ -46,9 +52,10 @@ struct Message {
 
 class Mesh {
  public:
-  // Collective over the rendezvous's ranks: connects every pair. Throws CommAborted naming a rank that
-  // could not be reached within timeout_s.
-  static std::shared_ptr<Mesh> connect(Rendezvous& rdzv, double timeout_s);
+  // Collective over the rendezvous's ranks: connects every pair and starts the heartbeat. Throws
+  // CommAborted naming a rank that could not be reached within connect_timeout_s. Afterwards every wait
+  // and every peer's silence is bounded by timeout_s.
+  static std::shared_ptr<Mesh> connect(Rendezvous& rdzv, double connect_timeout_s, double timeout_s);
   Mesh(int rank, int size, double timeout_s);
   ~Mesh();
 
@@ -81,7 +88,15 @@ class Mesh {
     bool closed = false;
     std::mutex send_mu;      // abort() may send from another thread
     bool mid_frame = false;  // a frame is partly written (guarded by send_mu)
+    std::chrono::steady_clock::time_point last_heard;  // when bytes last arrived (or the connection was made)
   };
+  // The heartbeat thread's beat: an empty frame to every peer whose socket is free; a peer that has read
+  // nothing for timeout_s is recorded in stalled_peer_.
+  void beat();
+  // fail()s naming a peer that has sent nothing, not even a heartbeat, for timeout_s, or that the
+  // heartbeat found not reading.
+  void check_silent_peers();
+  static std::shared_ptr<Mesh> connect_peers(Rendezvous& rdzv, double connect_timeout_s, double timeout_s);
   net::IoStatus write_frame(Peer& p, const Header& h, const void* payload, net::Deadline deadline);
   // Reads what has arrived on every open connection into the inboxes; records abort frames.
   void pump();
@@ -101,6 +116,8 @@ class Mesh {
   bool aborted_ = false;
   bool abort_sent_ = false;  // this rank's abort frames went out (once per family)
   std::string abort_msg_;
+  std::atomic<int> stalled_peer_{-1};
+  HeartbeatThread heartbeat_;  // last: stopped before the peers it writes to are destroyed
 };
 
 }  // namespace fsdpx::tcp

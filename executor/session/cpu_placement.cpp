@@ -16,14 +16,15 @@ namespace fsdpx {
 
 namespace {
 
-RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env) {
+RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env,
+                            double comm_timeout_s) {
   if (env.world_size != plan.parallelism.world_size())
     throw ConfigError(fmt::format("--backend cpu: the launcher ({}) started {} ranks but the plan has {}", env.source,
                                   env.world_size, plan.parallelism.world_size()));
   const RendezvousOptions r = rendezvous_options(env, fingerprint);
   Rendezvous rdzv = Rendezvous::join(r);
   // RankBackendFactory is copyable: the communicator waits in a shared holder until the Trainer asks.
-  auto comm = std::make_shared<std::unique_ptr<Communicator>>(make_tcp_communicator(rdzv));
+  auto comm = std::make_shared<std::unique_ptr<Communicator>>(make_tcp_communicator(rdzv, comm_timeout_s));
   const int rank = env.rank;
   RankPlacement s;
   s.backends = [comm, rank](const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
@@ -41,9 +42,10 @@ RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, co
 
 }  // namespace
 
-RankPlacement place_cpu_ranks(const Plan& plan, const std::string& fingerprint, bool processes) {
+RankPlacement place_cpu_ranks(const Plan& plan, const std::string& fingerprint, bool processes,
+                              double comm_timeout_s) {
   const LaunchEnv env = detect_launch_env();
-  if (env.launched() && env.world_size > 1) return launched_rank(plan, fingerprint, env);
+  if (env.launched() && env.world_size > 1) return launched_rank(plan, fingerprint, env, comm_timeout_s);
   RankPlacement s;
   if (!processes || plan.parallelism.world_size() == 1) return s;
   LocalLaunchOptions o;

@@ -14,7 +14,9 @@
 namespace fsdpx {
 
 // Throws ConfigError when the launcher's world size differs from the plan's; RendezvousError or
-// CommAborted when the ranks cannot meet.
-RankPlacement place_cpu_ranks(const Plan& plan, const std::string& plan_fingerprint, bool processes);
+// CommAborted when the ranks cannot meet. comm_timeout_s bounds each wait of a rank's TCP communicator
+// and the silence of its peers (tcp_communicator.h).
+RankPlacement place_cpu_ranks(const Plan& plan, const std::string& plan_fingerprint, bool processes,
+                              double comm_timeout_s);
 
 }  // namespace fsdpx
