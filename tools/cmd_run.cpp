@@ -75,13 +75,13 @@ void check_options(const RunOptions& o) {
   if (!s.init_weights.empty()) check_regular_input(s.init_weights, "weights file (--init-weights)");
 }
 
-// One process per rank: no process holds every shard, so the full-weight files are refused (checkpoints
-// are saved and loaded by every process, executor/checkpoint/checkpoint.h).
+// One process per rank: no process holds every shard, so the full-weight files read or written before the
+// first step are refused (checkpoints are saved and loaded by every process, executor/checkpoint/checkpoint.h;
+// --save-weights gathers the shards from the processes, executor/session/process_weights.h).
 void check_whole_state_options(const SessionOptions& o) {
   const char* needs = !o.init_weights.empty()        ? "--init-weights"
                       : !o.save_init_weights.empty() ? "--save-init-weights"
                       : !o.save_init_adapters.empty() ? "--save-init-adapters"
-                      : !o.save_weights.empty()      ? "--save-weights"
                                                      : nullptr;
   if (needs)
     throw ConfigError(fmt::format("{} needs every shard in one process: not supported with one process per rank yet "

@@ -28,16 +28,19 @@ void load_full_weights(Trainer& trainer, const std::string& path) {
   trainer.load_state(reshard_state(whole, current, path));
 }
 
-void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
-  const Plan& plan = trainer.plan();
+void save_full_params(const Plan& plan, std::vector<float> full, const std::vector<float>& adapters,
+                      const std::string& path, std::int64_t step) {
   const ParamLayout layout = make_param_layout(plan.model);
-  std::vector<float> full = trainer.gather_full_params();
   if (plan.lora)  // LoRA: the merged model W + (alpha / r) B A, which loads into any plan of the model
-    merge_lora(plan.model, make_lora_layout(plan.model, *plan.lora), trainer.state().adapters.params.data(), full.data());
+    merge_lora(plan.model, make_lora_layout(plan.model, *plan.lora), adapters.data(), full.data());
   write_safetensors(path, params_to_safetensors(layout, full,
                                                 {{"format", "fsdpx-weights/1"},
                                                  {"model", model_spec_to_json(plan.model).dump()},
                                                  {"step", std::to_string(step)}}));
+}
+
+void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
+  save_full_params(trainer.plan(), trainer.gather_full_params(), trainer.state().adapters.params, path, step);
 }
 
 SafetensorsFile adapters_to_safetensors(const LoraLayout& l, std::span<const float> adapters, double alpha) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "executor/checkpoint/safetensors.h"
 #include "executor/checkpoint/trained_weights.h"
@@ -22,6 +23,10 @@ void load_full_weights(Trainer& trainer, const std::string& path);
 
 // Writes the trainer's current parameters (atomically), with the model name and `step` as metadata.
 void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step);
+// The same for parameters gathered another way (one process per rank: process_weights.h); `adapters` are
+// the LoRA adapters merged into them when the plan has a lora section.
+void save_full_params(const Plan& plan, std::vector<float> full, const std::vector<float>& adapters,
+                      const std::string& path, std::int64_t step);
 
 // LoRA adapters (the flat buffer of executor/model/lora.h) as one F32 tensor per matrix:
 // "block.<i>.<target>.lora_A" [r, in] and "block.<i>.<target>.lora_B" [out, r] (targets as core/lora.h

@@ -12,9 +12,11 @@
 #include "executor/checkpoint/reshard.h"
 #include "executor/checkpoint/trained_weights.h"
 #include "executor/data/text_dataset.h"
+#include "executor/runtime/param_layout.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/session/batch_recorder.h"
 #include "executor/session/full_weights.h"
+#include "executor/session/process_weights.h"
 
 namespace fsdpx {
 
@@ -27,9 +29,18 @@ namespace {
   throw e;
 }
 
-std::string params_hash(const Trainer& trainer) {
-  const std::vector<float> p = trainer.gather_full_params();
+std::string params_hash(const std::vector<float>& p) {
   return fmt::format("{:016x}", fnv1a64(p.data(), p.size() * sizeof(float)));
+}
+
+// The parameter hash of a run with one process per rank costs a gather of 32 bytes per parameter in every
+// process (process_weights.h): done for models up to this size, or when --save-weights asks for the weights.
+constexpr std::int64_t kMaxHashedParamsOverProcesses = std::int64_t{1} << 24;
+
+// The per-process state layout (Trainer::local_state) holds data-parallel shards only.
+bool data_parallel_only(const Plan& plan) {
+  const Parallelism& par = plan.parallelism;
+  return par.tp == 1 && par.cp == 1 && par.pp == 1;
 }
 
 }  // namespace
@@ -52,10 +63,10 @@ void check_session_outputs(const SessionOptions& o) {
 // pipeline rank holds only its stages' units.
 void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
   const Parallelism& par = plan.parallelism;
-  if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume))
-    rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints of a run with one process per rank "
-                                                "need tp = cp = pp = 1 (got tp {}, cp {}, pp {})", par.tp, par.cp,
-                                                par.pp)),
+  if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume || !o.save_weights.empty()))
+    rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints and --save-weights of a run with one "
+                                                "process per rank need tp = cp = pp = 1 (got tp {}, cp {}, pp {})",
+                                                par.tp, par.cp, par.pp)),
                         o.plan_file);
 }
 
@@ -143,9 +154,18 @@ void TrainingSession::train(const std::function<void(const StepMetrics&, double 
 
 void TrainingSession::finish() {
   record_.peak_memory = trainer_->peak_memory();
-  if (whole_state_) record_.params_hash = params_hash(*trainer_);
   const std::int64_t done = record_.start_step + std::int64_t(record_.steps.size());
-  if (!options_.save_weights.empty()) save_full_weights(*trainer_, options_.save_weights, done);
+  if (whole_state_) {
+    record_.params_hash = params_hash(trainer_->gather_full_params());
+    if (!options_.save_weights.empty()) save_full_weights(*trainer_, options_.save_weights, done);
+  } else if (data_parallel_only(trainer_->plan()) &&
+             (!options_.save_weights.empty() ||
+              make_param_layout(trainer_->plan().model).total <= kMaxHashedParamsOverProcesses)) {
+    const std::vector<float> full = gather_full_params_over_processes(*trainer_);  // every process takes part
+    record_.params_hash = params_hash(full);
+    if (!options_.save_weights.empty() && trainer_->hosts_rank0())
+      save_full_params(trainer_->plan(), full, trainer_->local_state().adapters.params, options_.save_weights, done);
+  }
   if (recorder_) recorder_->write(options_.dump_batches, std::int64_t(record_.steps.size()));
 }
 

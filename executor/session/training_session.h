@@ -53,7 +53,7 @@ struct RunRecord {
   std::vector<StepMetrics> steps;
   std::vector<std::string> checkpoints;  // directories written
   MemoryPeakBytes peak_memory;
-  std::string params_hash;  // FNV-1a 64 of the full fp32 parameters, hex; empty without the whole state
+  std::string params_hash;  // FNV-1a 64 of the full fp32 parameters, hex; empty when not gathered (finish())
   double elapsed_s = 0;
 };
 
@@ -81,7 +81,8 @@ class TrainingSession {
   // Steps until the target step, saving a checkpoint every checkpoint_every steps and at the last one;
   // calls on_step after each step with the wall time since train() began.
   void train(const std::function<void(const StepMetrics&, double elapsed_s)>& on_step);
-  // After train(): peak memory, the parameters hash (whole state only), save_weights and dump_batches.
+  // After train(): peak memory, the parameters hash and save_weights (one process per rank: gathered from
+  // the processes, process_weights.h; tp = cp = pp = 1 only), and dump_batches.
   void finish();
 
  private:

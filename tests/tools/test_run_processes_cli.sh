@@ -35,9 +35,21 @@ wait "$pid1"; check "torchrun-style rank 1" $?
 [ "$(losses "$tmp/threads2.json")" = "$(losses "$tmp/tr0.json")" ]
 check "torchrun-style ranks give the threads run's losses" $?
 
-"$FSDPX" run --plan "$tmp/p4.json" --steps 1 --processes --save-weights "$tmp/w.safetensors" >"$tmp/out" 2>"$tmp/err"
-[ $? -eq 2 ] && grep -q "needs every shard in one process" "$tmp/err" && [ ! -e "$tmp/w.safetensors" ]
-check "--processes --save-weights exits 2 with the refusal" $?
+# --save-weights and the parameter hash: the shards gathered from the processes (issue 34) give the threads
+# run's file byte for byte and its hash.
+"$FSDPX" run --plan "$tmp/p4.json" --steps 3 --format json --save-weights "$tmp/wt.safetensors" >"$tmp/wt.json"
+check "threads run with --save-weights" $?
+timeout 120 "$FSDPX" run --plan "$tmp/p4.json" --steps 3 --format json --processes \
+  --save-weights "$tmp/wp.safetensors" >"$tmp/wp.json"
+check "--processes run with --save-weights" $?
+cmp -s "$tmp/wt.safetensors" "$tmp/wp.safetensors"
+check "--processes --save-weights writes the threads run's file, byte for byte" $?
+hash_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['final_params_hash'])" "$1"; }
+[ -n "$(hash_of "$tmp/wp.json")" ] && [ "$(hash_of "$tmp/wt.json")" = "$(hash_of "$tmp/wp.json")" ]
+check "--processes reports the threads run's parameter hash ($(hash_of "$tmp/wp.json"))" $?
+"$FSDPX" run --plan "$tmp/p4.json" --steps 1 --processes --save-init-weights "$tmp/w0.safetensors" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "needs every shard in one process" "$tmp/err" && [ ! -e "$tmp/w0.safetensors" ]
+check "--processes --save-init-weights exits 2 with the refusal" $?
 # Checkpoints of a multi-process run are written by every process (tests/tools/test_checkpoint_kill.sh
 # kills and resumes them): the same files as the threads run's.
 timeout 120 "$FSDPX" run --plan "$tmp/p4.json" --steps 2 --processes --checkpoint-dir "$tmp/ckp" >/dev/null 2>&1
