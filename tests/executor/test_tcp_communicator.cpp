@@ -1,8 +1,13 @@
 // tests/executor/test_tcp_communicator.cpp — the TCP communicator over 127.0.0.1, each rank a thread with
 // its own rendezvous and sockets: every collective (f32 and f64, in place too, and in split groups)
 // gives bit-identical results to ThreadCommunicator for 1..4 ranks; a rank that leaves, stays silent
-// or aborts ends the others with CommAborted naming it. Separate processes are covered by the CLI test.
+// or aborts ends the others with CommAborted naming it; a forked rank that stops (SIGSTOP) after connecting
+// is named by its silence (no heartbeat) within the timeout. Launched processes are covered by the CLI test.
 #include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -167,6 +172,40 @@ TEST_CASE("tcp communicator: mismatched collectives abort instead of hanging") {
     else c.broadcast(x.data(), 4, 0);
   });
   for (const auto& e : errors) CHECK(e.find("mismatched collectives") != std::string::npos);
+}
+
+TEST_CASE("tcp communicator: a stopped rank (SIGSTOP, no heartbeat) is named within the timeout") {
+  const int port = net::pick_free_port();
+  const pid_t child = ::fork();
+  if (child == 0) {  // rank 2: connects, then stops as a SIGSTOPped or hung process would
+    try {
+      Rendezvous rdzv = Rendezvous::join(test::options(port, 2, 3, 10.0));
+      auto comm = make_tcp_communicator(rdzv, 1.0);
+      ::raise(SIGSTOP);
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  std::vector<double> named_after_s(2, 0.0);
+  const auto errors = test::run_ranks(2, [&](int r) {
+    Rendezvous rdzv = Rendezvous::join(test::options(port, r, 3, 10.0));
+    auto comm = make_tcp_communicator(rdzv, 1.0);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> x(4, 1.0);
+    try {
+      comm->all_reduce(x.data(), 4);
+    } catch (const CommAborted&) {
+      named_after_s[std::size_t(r)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      throw;
+    }
+  });
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  for (int r : {0, 1}) {
+    CAPTURE(errors[std::size_t(r)]);
+    CHECK(errors[std::size_t(r)].find("rank 2 sent nothing, not even a heartbeat, for 1.") != std::string::npos);
+    CHECK(named_after_s[std::size_t(r)] < 1.5);  // the timeout and a 0.1 s polling slice, with room for a busy host
+  }
 }
 
 }  // namespace fsdpx
