@@ -20,7 +20,9 @@ void setup_completion(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   sub->add_option("shell", *shell, "Shell: bash")->required()->check(CLI::IsMember({"bash"}));
   sub->add_option("-o,--output", *out, "Write the script here instead of stdout");
-  sub->callback([&app, out] {
+  // The callback owns `shell` and `out`: the options write into them while the app parses (a `shell` left to
+  // die with this function was written after it was freed; found by tests/fuzz/fuzz_cli.cpp).
+  sub->callback([&app, out, shell] {
     const std::map<std::string, std::vector<std::string>> values{
         {"--model", list_configs("models")},
         {"--cluster", list_configs("clusters")},
