@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   }
   const std::string fsdpx = fs::absolute(argv[1]).string();
   const std::uint64_t seed = argc > 4 ? std::stoull(argv[4]) : 34;
-  const int cases = argc > 5 ? std::stoi(argv[5]) : 130;
+  const int cases = argc > 5 ? std::stoi(argv[5]) : 110;
   const fs::path work = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
   const fs::path dir = work / fmt::format("fsdpx-fuzz-cli-{}", ::getpid());
   fs::create_directories(dir);
