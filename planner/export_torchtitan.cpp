@@ -1,6 +1,6 @@
 // planner/export_torchtitan.cpp — writes torchtitan_settings() as a job-config TOML file. Sections
 // and keys follow torchtitan/config/job_config.py (Job, Model, Optimizer, LRScheduler, Training,
-// Parallelism, ActivationCheckpoint, Debug) of the named release; values are formatted deterministically
+// Parallelism, ActivationCheckpoint, Compile, Debug) of the named release; values are formatted deterministically
 // (shortest round-trip floats, always with a '.' or exponent so TOML reads them as floats).
 #include <string>
 
@@ -163,6 +163,9 @@ std::string torchtitan_toml(const Plan& plan, const std::string& description, co
   w.str("activation_checkpoint", "mode", s.ac_mode);
   if (!s.ac_selective_option.empty())
     w.str("activation_checkpoint", "selective_ac_option", s.ac_selective_option);
+  w.section("compile");
+  w.raw("compile", "enable", s.compile ? "true" : "false");
+  if (s.compile) w.raw("compile", "components", "[\"model\", \"loss\"]");
   if (!seed_in_training(s)) {
     w.section("debug");
     w.integer("debug", "seed", static_cast<long long>(plan.training.seed));

@@ -4,7 +4,8 @@
 // model where the plan has one per unit or block; what cannot be expressed is mapped to the closest
 // setting and said in a comment (docs/torchtitan-export.md), and the plan torchtitan would then run is
 // built so that it can be simulated. Keys follow the named release (planner/target.h): 0.2.0 keeps
-// `seed` under [training], 0.2.1 and 0.2.2 under [debug]. Leaves out dataset, tokenizer, checkpoints.
+// `seed` under [training], 0.2.1 and 0.2.2 under [debug]; [compile] says whether the plan's prediction
+// assumed torch.compile. Leaves out dataset, tokenizer, checkpoints.
 #pragma once
 
 #include <string>
@@ -39,6 +40,7 @@ struct TorchtitanSettings {
   std::string ac_selective_option; // "op", or every-n-th block "n"; empty unless ac_mode is selective
   std::string param_dtype;         // mixed_precision_param: "bfloat16" or "float32"
   std::string reduce_dtype;        // mixed_precision_reduce: "float32"
+  bool compile = false;            // [compile] enable: torch.compile of the model and the loss
   std::vector<TorchtitanNote> notes;  // in the order the keys are written
 };
 
@@ -54,7 +56,7 @@ std::string torchtitan_toml(const Plan& plan, const std::string& description, co
 // The plan torchtitan runs from `s`: its own units (embedding, each block, norm + output; under PP split
 // over stages by generate_llm_fqn_per_model_part) with the reshard policy, the recompute the config names,
 // fp32 reduction after every micro-batch (after the last one under PP), FSDP2's implicit prefetch of one
-// unit, clipping always on; the rest of `plan` as is. Equal to `plan` (same
+// unit, clipping always on, torchtitan's costs (eager or compiled as [compile] says); the rest of `plan` as is. Equal to `plan` (same
 // simulator inputs) exactly when `s` has no notes.
 Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s);
 

@@ -231,6 +231,18 @@ void map_misc(const Plan& p, TorchtitanSettings& s) {
          "the plan runs TP without sequence parallelism; torchtitan's TP plan always shards norms over the sequence");
 }
 
+// job_config.py Compile: enable applies torch.compile to the components ["model", "loss"] (the default).
+// The plan's prediction assumed the costs of its training stack (core/framework.h); torchtitan runs its
+// own eager or compiled PyTorch, so another stack's prediction does not carry over.
+void map_stack(const Plan& p, TorchtitanSettings& s) {
+  s.compile = p.compiled;
+  if (p.framework != Framework::torchtitan)
+    note(s, "compile",
+         fmt::format("the plan was predicted with {}'s kernels and costs; torchtitan runs {} PyTorch, whose costs the "
+                     "closest plan below is simulated with",
+                     framework_name(p.framework), s.compile ? "compiled" : "eager"));
+}
+
 }  // namespace
 
 TorchtitanSettings torchtitan_settings(const Plan& plan, const std::string& version) {
@@ -248,6 +260,7 @@ TorchtitanSettings torchtitan_settings(const Plan& plan, const std::string& vers
   map_recompute(plan, s);
   map_precision(plan, s);
   map_misc(plan, s);
+  map_stack(plan, s);
   return s;
 }
 

@@ -57,6 +57,8 @@ Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s) {
   if (par.pp > 1 && par.pp_schedule == PipelineSchedule::zero_bubble) par.pp_schedule = PipelineSchedule::one_f_one_b;
   p.prefetch = Prefetch{1, 1, kTorchtitanAllGathersInFlight};
   if (p.optimizer.grad_clip_norm <= 0) p.optimizer.grad_clip_norm = 1e30;
+  p.framework = Framework::torchtitan;
+  p.compiled = s.compile;
   p.predicted.reset();
   return p;
 }

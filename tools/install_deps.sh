@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fsdpx needs, skipping the apt work when they are all present.
 # pkg-config finds OpenBLAS for the CPU executor; chromium renders `fsdpx report`'s HTML in its test
-# (skipped without it); python3 (standard library only) parses JSON, CSV and TOML in the CLI tests.
+# (skipped without it); python3 (standard library only) parses JSON, CSV and TOML in the CLI tests; ccache
+# serves repeated builds (.ci/run and the sanitizer trees use it when present).
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
-packages=(g++ cmake ninja-build pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
+packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
           libopenblas-dev chromium chromium-driver python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt's and dpkg's progress (about a thousand lines) goes to a log; on failure its end is shown.
+  log=$(mktemp /tmp/fsdpx-install-deps.XXXXXX.log)
+  echo "installing ${#missing[@]} Debian packages (${missing[*]}); log: $log"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+           "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "install_deps.sh: apt-get failed; the whole log is $log" >&2
+    exit 1
+  fi
 fi

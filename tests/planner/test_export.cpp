@@ -31,6 +31,7 @@ Plan llama8b_fsdp8() {
   Parallelism par;
   par.dp_shard = 8;
   Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::selective_op);
+  p.framework = Framework::torchtitan;  // planned for torchtitan: its costs are the ones the config runs
   validate_plan(p, "test");
   return p;
 }
@@ -46,6 +47,7 @@ Plan llama70b_hsdp_mixed() {
   Plan p = default_plan(load_model("llama3.1-70b"), c, t, par, 2, RecomputeMode::none);
   for (std::size_t i = 0; i < 30; ++i) p.recompute[i] = RecomputeMode::full;  // first 30 of 80 blocks
   p.precision.reduce = DType::bf16;
+  p.framework = Framework::torchtitan;
   validate_plan(p, "test");
   return p;
 }
@@ -220,6 +222,34 @@ TEST_CASE("a Llama 3 flavor with another RoPE base keeps the flavor and notes th
   CHECK(toml.find("RoPE base is 10000; torchtitan's llama3 flavors use 500000") != std::string::npos);
 }
 
+TEST_CASE("[compile]: a compiled plan enables torch.compile of model and loss; an eager plan writes enable = false") {
+  Plan p = llama8b_fsdp8();
+  auto k = toml_keys(torchtitan_toml(p, "eager", kVersion));
+  CHECK(k.at("compile.enable") == "false");
+  CHECK(k.count("compile.components") == 0);
+  p.compiled = true;
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
+  CHECK(s.notes.empty());
+  k = toml_keys(torchtitan_toml(p, "compiled", kVersion));
+  CHECK(k.at("compile.enable") == "true");
+  CHECK(k.at("compile.components") == "[\"model\", \"loss\"]");
+  CHECK(torchtitan_closest_plan(p, s).compiled);
+}
+
+TEST_CASE("a plan predicted with another stack's costs says so; the closest plan runs torchtitan's") {
+  Plan p = llama8b_fsdp8();
+  p.framework = Framework::fsdpx;
+  const TorchtitanSettings s = torchtitan_settings(p, kVersion);
+  REQUIRE(s.notes.size() == 1);
+  CHECK(s.notes[0].key == "compile");
+  CHECK(s.notes[0].text.find("fsdpx's kernels") != std::string::npos);
+  const std::string toml = torchtitan_toml(p, "fsdpx target", kVersion);
+  CHECK(toml.find("maps exactly") == std::string::npos);
+  const Plan closest = torchtitan_closest_plan(p, s);
+  CHECK(closest.framework == Framework::torchtitan);
+  CHECK_FALSE(closest.compiled);
+}
+
 TEST_CASE("disabled clipping never writes max_norm 0 (torch would zero the gradients)") {
   Plan p = llama8b_fsdp8();
   p.optimizer.grad_clip_norm = 0;
@@ -259,7 +289,8 @@ TEST_CASE("pipelines: degree, schedule and the plan's stages as module_fqns_per_
   t.seq = 4096, t.micro_batch = 1, t.global_batch = 64;
   Parallelism par;
   par.pp = 4, par.pp_schedule = PipelineSchedule::one_f_one_b, par.dp_shard = 8;
-  const Plan p = default_plan(load_model("llama3.1-70b"), c, t, par, 1, RecomputeMode::none);
+  Plan p = default_plan(load_model("llama3.1-70b"), c, t, par, 1, RecomputeMode::none);
+  p.framework = Framework::torchtitan;
   validate_plan(p, "test");
   const TorchtitanSettings s = torchtitan_settings(p, kVersion);
   CHECK(s.notes.empty());

@@ -91,6 +91,10 @@ check "export exits 0" $?
 grep -q '^\[debug\]' "$tmp/tt.toml" ; check "0.2.2 keeps the seed under [debug]" $?
 "$FSDPX" export --plan "$tmp/tt.json" --target torchtitan@0.2.0 -o "$tmp/tt020.toml" >/dev/null 2>&1
 grep -q '^\[debug\]' "$tmp/tt020.toml" ; [ $? -ne 0 ] ; check "0.2.0 has no [debug]" $?
+grep -A1 '^\[compile\]' "$tmp/tt.toml" | grep -q '^enable = false' ; check "an eager plan's export says compile enable = false" $?
+"$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 32 --target torchtitan@0.2.2 \
+  --compiled -o "$tmp/ttc.json" >/dev/null && "$FSDPX" export --plan "$tmp/ttc.json" -o "$tmp/ttc.toml" >/dev/null 2>&1
+grep -A2 '^\[compile\]' "$tmp/ttc.toml" | grep -q '^components = \["model", "loss"\]' ; check "a compiled plan's export has [compile] with model and loss" $?
 "$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --global-batch 32 -o "$tmp/fx.json" >/dev/null
 err=$("$FSDPX" export --plan "$tmp/fx.json" 2>&1 >/dev/null)
 echo "$err" | grep -q "closest expressible plan: [0-9]* tokens/s/GPU, peak" ; check "export simulates the closest plan" $?
