@@ -164,7 +164,7 @@ void run_run(RunOptions o) {
   if (o.format == OutputFormat::json)
     std::printf("%s\n", run_json(r).dump(2).c_str());
   else
-    std::printf("%s", run_summary_text(r).c_str());
+    std::printf("%s", run_summary_text(plan, r).c_str());
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                            {"MFU <=", fmt::format("{:.1f} %", 100 * e.mfu_upper_bound)},
                            {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}});
   out += "Step time (lower bound: communication fully overlapped)\n" + table(rows);
-  return out;
+  return wrap_text(out);
 }
 
 }  // namespace fsdpx

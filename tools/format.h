@@ -32,6 +32,35 @@ inline std::string human_duration(double s) {
   return fmt::format("{:.1f} days", s / 86400);
 }
 
+// Text output is read in a terminal: a line longer than `width` breaks at its last space that fits, and the
+// continuation lines are indented by `indent` spaces (a word longer than the line stays whole).
+inline constexpr std::size_t kTextWidth = 120;
+inline std::string wrap_line(const std::string& line, std::size_t indent, std::size_t width = kTextWidth) {
+  std::string out, rest = line;
+  while (rest.size() > width) {
+    std::size_t cut = rest.rfind(' ', width);
+    if (cut == std::string::npos || cut <= indent) cut = rest.find(' ', width);
+    if (cut == std::string::npos) break;
+    out += rest.substr(0, cut) + '\n';
+    rest = std::string(indent, ' ') + rest.substr(rest.find_first_not_of(' ', cut));
+  }
+  return out + rest;
+}
+// Every line of `text` wrapped, continuations indented four spaces past the line's own indent.
+inline std::string wrap_text(const std::string& text, std::size_t width = kTextWidth) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    out += wrap_line(line, lead + 4, width) + (end < text.size() ? "\n" : "");
+    start = end + 1;
+  }
+  return out;
+}
+
 // Rows of cells printed with each column padded to its widest cell; the first column left-aligned,
 // the others right-aligned.
 inline std::string table(const std::vector<std::vector<std::string>>& rows) {

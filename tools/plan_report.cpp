@@ -55,6 +55,25 @@ nlohmann::json pipeline_json(const PlanResult& res) {
   return j;
 }
 
+// The chosen plan and the runners-up, one numbers row each, then the plan's label and why it lost, both
+// wrapped under the label column so that no line passes kTextWidth.
+std::string top_plans_text(const PlanResult& res, int top_k) {
+  const std::string head = fmt::format("  {:>2}  {:>12}  {:>6}  {:>10}  {:>10}  ", "#", "tokens/s/GPU", "MFU", "peak",
+                                       "headroom");
+  const std::size_t label_column = head.size();
+  std::string out = head + "plan, then why it lost\n";
+  auto row = [&](std::size_t rank, const Candidate& c, const std::string& why) {
+    out += wrap_line(fmt::format("  {:>2}  {:>12.0f}  {:>5.1f}%  {:>10}  {:>10}  {}", rank,
+                                 c.metrics.tokens_per_s_per_gpu, 100 * c.metrics.mfu, gib(c.metrics.peak_memory_bytes),
+                                 headroom_text(res, c), c.label),
+                     label_column) + "\n";
+    out += wrap_line(std::string(label_column, ' ') + why, label_column) + "\n";
+  };
+  row(1, *res.best, "chosen");
+  for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) row(i + 2, res.top[i], "lost: " + res.top[i].lost_because);
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json candidate_json(const Candidate& c) {
@@ -108,7 +127,7 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
       "refined, {} simulated, {} reused\n",
       n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.shapes_refined, n.simulated,
       n.reused);
-  if (!res.best) return out;
+  if (!res.best) return wrap_text(out);
   const Candidate& b = *res.best;
   const auto& m = b.metrics;
   out += fmt::format("chosen plan: {}\n", b.label);
@@ -128,21 +147,13 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
   out += "  peak memory by category:";
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
     out += fmt::format(" {} {}{}", kCategoryNames[i], gib(m.peak_memory_by_category_bytes[i]), i + 1 < 6 ? "," : "\n");
-  std::vector<std::vector<std::string>> rows{{"#", "plan", "tokens/s/GPU", "MFU", "peak", "headroom", "why it lost"}};
-  rows.push_back({"1", b.label, fmt::format("{:.0f}", m.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * m.mfu),
-                  gib(m.peak_memory_bytes), headroom_text(res, b), "chosen"});
-  for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) {
-    const Candidate& c = res.top[i];
-    rows.push_back({fmt::format("{}", i + 2), c.label, fmt::format("{:.0f}", c.metrics.tokens_per_s_per_gpu),
-                    fmt::format("{:.1f}%", 100 * c.metrics.mfu), gib(c.metrics.peak_memory_bytes), headroom_text(res, c),
-                    c.lost_because});
-  }
-  out += "top plans (one per family, then other strategies):\n" + table(rows);
+  out += "top plans (one per family, then other strategies):\n" + top_plans_text(res, top_k);
   out += fmt::format("Pareto frontier (throughput vs peak memory): {} plans\n", res.pareto.size());
   for (const auto& c : res.pareto)
-    out += fmt::format("  {:>10}  {:>8.0f} tokens/s/GPU  {}\n", gib(c.metrics.peak_memory_bytes),
-                       c.metrics.tokens_per_s_per_gpu, c.label);
-  return out;
+    out += wrap_line(fmt::format("  {:>10}  {:>8.0f} tokens/s/GPU  {}", gib(c.metrics.peak_memory_bytes),
+                                 c.metrics.tokens_per_s_per_gpu, c.label),
+                     38) + "\n";
+  return wrap_text(out);
 }
 
 std::string no_fit_message(const PlanResult& res, const PlanRequest& r, const std::string& model_input,

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cost_models/params.h"
 #include "tools/format.h"
 
 namespace fsdpx {
@@ -45,20 +46,30 @@ std::string run_header_text(const Plan& plan, const RunRecord& r) {
                    plan.training.global_batch, plan.training.global_batch * plan.training.seq,
                    plan.training.micro_batch, plan.training.seed);
   if (!r.resumed_from.empty()) s += fmt::format("resumed from {} (step {})\n", r.resumed_from, r.start_step);
-  return s;
+  return wrap_text(s);
 }
 
-std::string run_summary_text(const RunRecord& r) {
+// The run's rate over its steps after the first (which pays warm-up: allocations, first-touch, thread
+// start), and MFU as the simulator reports it: PaLM's model FLOPs per token against the cluster file's
+// peak for the plan's compute dtype.
+std::string run_summary_text(const Plan& plan, const RunRecord& r) {
   if (r.steps.empty()) return fmt::format("nothing to do: already at step {} of {}\n", r.start_step, r.target_steps);
-  std::string s = fmt::format("done: steps {}..{} in {:.2f} s ({} tok/s); loss {:.4f} -> {:.4f}\n",
-                              r.steps.front().step, r.steps.back().step, r.elapsed_s,
-                              rate(r.steps.back().tokens_per_s), r.steps.front().loss, r.steps.back().loss);
+  const double tokens_per_s =
+      double(plan.training.global_batch) * double(plan.training.seq) / measured_step_time_s(r.steps);
+  const double per_gpu = tokens_per_s / double(plan.parallelism.world_size());
+  const double mfu = per_gpu * model_flops_per_token(plan.model, plan.training.seq) /
+                     plan.cluster.gpu.peak(plan.precision.param);
+  std::string s = fmt::format("done: steps {}..{} in {:.2f} s; loss {:.4f} -> {:.4f}\n", r.steps.front().step,
+                              r.steps.back().step, r.elapsed_s, r.steps.front().loss, r.steps.back().loss);
+  s += fmt::format("mean{}: {} tok/s, {} tok/s per rank, MFU {:.1f}% of the cluster's {} peak\n",
+                   r.steps.size() > 1 ? " after the first step" : "", rate(tokens_per_s), rate(per_gpu), 100 * mfu,
+                   dtype_name(plan.precision.param));
   std::vector<std::vector<std::string>> rows{{"peak memory (worst rank)", "bytes"}};
   for (const auto& [cat, bytes] : r.peak_memory) rows.push_back({cat, mib(bytes)});
   s += table(rows);
   for (const auto& d : r.checkpoints) s += fmt::format("checkpoint written: {}\n", d);
   s += fmt::format("parameters hash (FNV-1a 64 of fp32): {}\n", r.params_hash);
-  return s;
+  return wrap_text(s);
 }
 
 nlohmann::json run_json(const RunRecord& r) {

@@ -20,7 +20,7 @@ inline constexpr const char* kProfileFormat = "fsdpx-profile/1";
 // "step   12/300  loss 4.1234  lr 3.00e-04  12.3k tok/s  elapsed 3.2 s  ETA 20 s"
 std::string progress_line(const StepMetrics& m, const RunRecord& r, double elapsed_s);
 std::string run_header_text(const Plan& plan, const RunRecord& r);
-std::string run_summary_text(const RunRecord& r);
+std::string run_summary_text(const Plan& plan, const RunRecord& r);
 nlohmann::json run_json(const RunRecord& r);
 
 // Mean wall time of the steps after the first (the first pays one-time allocation), or of the one step.

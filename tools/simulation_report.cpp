@@ -94,7 +94,7 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
                               {"MFU", fmt::format("{:.1f} %", 100 * sim.mfu)},
                               {"HFU", fmt::format("{:.1f} %", 100 * sim.hfu)},
                               {"exposed communication", seconds(sim.exposed_comm_s)}});
-  return out;
+  return wrap_text(out);
 }
 
 }  // namespace fsdpx
