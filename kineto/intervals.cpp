@@ -23,6 +23,20 @@ std::int64_t length_ns(const std::vector<Interval>& disjoint) {
   return total;
 }
 
+std::vector<Interval> subtracted(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (Interval i : a) {
+    while (j < b.size() && b[j].end_ns <= i.start_ns) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start_ns < i.end_ns; ++k) {
+      if (b[k].start_ns > i.start_ns) out.push_back({i.start_ns, b[k].start_ns});
+      i.start_ns = std::max(i.start_ns, b[k].end_ns);
+    }
+    if (i.end_ns > i.start_ns) out.push_back(i);
+  }
+  return out;
+}
+
 std::int64_t overlap_ns(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   std::int64_t total = 0;
   std::size_t i = 0, j = 0;

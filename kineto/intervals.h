@@ -17,6 +17,8 @@ struct Interval {
 std::vector<Interval> merged(std::vector<Interval> intervals);
 // Total length of disjoint intervals.
 std::int64_t length_ns(const std::vector<Interval>& disjoint);
+// `a` less `b` (both disjoint and sorted): the parts of a's intervals outside every interval of b.
+std::vector<Interval> subtracted(const std::vector<Interval>& a, const std::vector<Interval>& b);
 // Length of the intersection of two sets of disjoint, sorted intervals.
 std::int64_t overlap_ns(const std::vector<Interval>& a, const std::vector<Interval>& b);
 

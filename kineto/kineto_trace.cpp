@@ -103,12 +103,13 @@ std::optional<ProfilerStep> profiler_step(const std::string& name, const json& e
   static const std::regex step_name(R"(^ProfilerStep\s*#\s*(\d+))");
   std::smatch m;
   if (!std::regex_search(name, m, step_name)) return std::nullopt;
-  return ProfilerStep{std::stoi(m[1]), ns_of_us(e.value("ts", json())), ns_of_us(e.value("dur", json()))};
+  return ProfilerStep{std::stoi(m[1]), int_or(e, "tid", 0), ns_of_us(e.value("ts", json())),
+                      ns_of_us(e.value("dur", json()))};
 }
 
 void add_memory_sample(RankTrace& t, const json& e) {
   const json& args = e.contains("args") ? e["args"] : json::object();
-  MemorySample s;
+  MemoryEvent s;
   s.ts_ns = ns_of_us(e.value("ts", json()));
   s.device = int_or(args, "Device Type", 0) == 0 ? -1 : int(int_or(args, "Device Id", 0));
   s.bytes = int_or(args, "Bytes", 0);

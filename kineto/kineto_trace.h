@@ -57,13 +57,14 @@ struct CpuEvent {
 
 struct ProfilerStep {
   int number = 0;
+  std::int64_t tid = 0;  // the training loop's thread
   std::int64_t start_ns = 0;
   std::int64_t dur_ns = 0;
   std::int64_t end_ns() const { return start_ns + dur_ns; }
 };
 
 // One "[memory]" instant event: the allocator's totals after an allocation (bytes > 0) or a free (< 0).
-struct MemorySample {
+struct MemoryEvent {
   std::int64_t ts_ns = 0;
   int device = -1;  // -1: CPU
   std::int64_t bytes = 0;
@@ -80,7 +81,7 @@ struct RankTrace {
   std::vector<GpuEvent> gpu;           // by start time
   std::vector<CpuEvent> cpu;           // by start time
   std::vector<GpuEvent> gpu_annotations;  // gpu_user_annotation ranges (name, device, stream, interval)
-  std::vector<MemorySample> memory;    // by time
+  std::vector<MemoryEvent> memory;    // by time
 };
 
 // Reads one trace file (.json or .json.gz). Not JSON, truncated, or without "traceEvents": a ConfigError
