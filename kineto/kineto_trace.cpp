@@ -5,6 +5,7 @@
 #include "kineto/kineto_trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -99,12 +100,17 @@ CpuEvent cpu_event(const json& e, CpuKind kind) {
   return c;
 }
 
+// "ProfilerStep#N" (HTA's pattern ^ProfilerStep\s*#\s*(\d+), without std::regex: it runs for every event).
 std::optional<ProfilerStep> profiler_step(const std::string& name, const json& e) {
-  static const std::regex step_name(R"(^ProfilerStep\s*#\s*(\d+))");
-  std::smatch m;
-  if (!std::regex_search(name, m, step_name)) return std::nullopt;
-  return ProfilerStep{std::stoi(m[1]), int_or(e, "tid", 0), ns_of_us(e.value("ts", json())),
-                      ns_of_us(e.value("dur", json()))};
+  if (!name.starts_with("ProfilerStep")) return std::nullopt;
+  std::size_t i = name.find_first_not_of(' ', 12);
+  if (i == std::string::npos || name[i] != '#') return std::nullopt;
+  i = name.find_first_not_of(' ', i + 1);
+  if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+  int number = 0;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && number < 100000000; ++i)
+    number = number * 10 + (name[i] - '0');
+  return ProfilerStep{number, int_or(e, "tid", 0), ns_of_us(e.value("ts", json())), ns_of_us(e.value("dur", json()))};
 }
 
 void add_memory_sample(RankTrace& t, const json& e) {
