@@ -1,7 +1,9 @@
 // tools/cmd_calibrate.cpp — `fsdpx calibrate --profile P -o cluster.json [--plan-out plan.json]
 // [--name N] [--format text|json]`: turns a `fsdpx run --profile` file into a cluster config whose GPU
 // carries measured efficiencies (simulator/calibration.h), and reports the measured step time against
-// the simulator's prediction before and after calibration. Leaves out calibrating the fabric.
+// the simulator's prediction before and after calibration. `fsdpx calibrate --plan P --trace DIR` does the
+// same from a user's own PyTorch profiler traces of a run of P (tools/trace_comparison.h: one factor for
+// compute, one for collectives). Leaves out per-kernel calibration from such traces.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/config_paths.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
@@ -21,6 +24,7 @@
 #include "tools/plan_file.h"
 #include "tools/format.h"
 #include "tools/run_report.h"
+#include "tools/trace_comparison.h"
 
 namespace fsdpx {
 
@@ -28,6 +32,8 @@ namespace {
 
 struct CalibrateOptions {
   std::string profile;
+  std::string trace;
+  std::string plan;
   std::string output;
   std::string plan_out;
   std::string name;
@@ -107,7 +113,53 @@ void print_text(const Calibration& cal, const FabricCalibration& fab, const Clus
   for (const auto& u : fab.unmatched) std::printf("not calibrated: %s\n", u.c_str());
 }
 
+double relative_error(double predicted_s, double measured_s) { return std::abs(predicted_s - measured_s) / measured_s; }
+
+// From a user's traces: one factor for compute time and one for collective time (tools/trace_comparison.h).
+void run_trace_calibrate(const CalibrateOptions& o) {
+  if (o.plan.empty()) throw ConfigError("--trace: needs --plan (the plan the traced run ran)");
+  const std::string path = resolve_config("plans", o.plan);
+  const Plan plan = load_plan(path);
+  const TraceMeasurement m = measure_traces(o.trace);
+  EngineOptions eo;
+  eo.record_ops = true;
+  const Simulation before = with_errors_naming(path, "plan", [&] { return simulate(plan, eo); });
+  const TraceCalibration cal = calibrate_from_trace(plan, compare_phases(before, m));
+  const std::string name = o.name.empty() ? plan.cluster.name + "-calibrated" : o.name;
+  write_json(o.output, calibrated_cluster_json(cal.cluster, cal.cluster.gpu, name,
+                                               fmt::format("calibrated by fsdpx calibrate from the traces {} of plan {}",
+                                                           o.trace, o.plan)));
+  Plan calibrated = plan;
+  calibrated.cluster = cal.cluster;
+  calibrated.cluster.name = name;
+  calibrated.predicted.reset();
+  if (!o.plan_out.empty()) write_json(o.plan_out, plan_to_json(calibrated));
+  const double after_s = with_errors_naming(path, "plan", [&] { return simulate(calibrated).step_time_s; });
+  const double measured_s = m.mean.step_s;
+  if (o.format == OutputFormat::json) {
+    std::printf("%s\n", nlohmann::json{{"cluster", o.output}, {"trace", o.trace}, {"plan", path},
+                                       {"compute_factor", cal.compute_factor},
+                                       {"collective_factor", cal.collective_factor}, {"notes", cal.notes},
+                                       {"step_time_s", {{"measured", measured_s}, {"simulated_before", before.step_time_s},
+                                                        {"simulated_after", after_s}}},
+                                       {"relative_error", {{"before", relative_error(before.step_time_s, measured_s)},
+                                                           {"after", relative_error(after_s, measured_s)}}}}
+                               .dump(2).c_str());
+    return;
+  }
+  std::printf("compute time x%.3g (efficiencies / %.3g), collective time x%.3g (bus bandwidth / %.3g)\n",
+              cal.compute_factor, cal.compute_factor, cal.collective_factor, cal.collective_factor);
+  for (const std::string& n : cal.notes) std::printf("note: %s\n", n.c_str());
+  std::printf("step time: measured %s; simulated %s before (error %.0f%%), %s after calibration (error %.0f%%)\n",
+              seconds(measured_s).c_str(), seconds(before.step_time_s).c_str(),
+              100 * relative_error(before.step_time_s, measured_s), seconds(after_s).c_str(),
+              100 * relative_error(after_s, measured_s));
+  std::printf("calibrated cluster written to %s\n", o.output.c_str());
+}
+
 void run_calibrate(const CalibrateOptions& o) {
+  if (o.profile.empty() == o.trace.empty()) throw ConfigError("--profile, --trace: give exactly one");
+  if (!o.trace.empty()) return run_trace_calibrate(o);
   const LoadedProfile p = load_profile(o.profile);
   const Calibration cal = calibrate_gpu(p.plan, p.kernels, o.profile);
   const FabricCalibration fab = calibrate_fabric(p.plan, p.collectives, o.profile);
@@ -158,7 +210,9 @@ void run_calibrate(const CalibrateOptions& o) {
 void setup_calibrate(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* sub = app.add_subcommand("calibrate", "Turn a run profile into a cluster spec with measured efficiencies");
-  sub->add_option("--profile", o->profile, "Profile written by fsdpx run --profile")->required();
+  sub->add_option("--profile", o->profile, "Profile written by fsdpx run --profile");
+  sub->add_option("--trace", o->trace, "PyTorch profiler traces of a run of --plan (a file or one per rank in a directory)");
+  sub->add_option("--plan", o->plan, "With --trace: the plan the traced run ran");
   sub->add_option("-o,--output", o->output, "Write the calibrated cluster JSON here")->required();
   sub->add_option("--plan-out", o->plan_out, "Also write the profiled plan with the calibrated cluster");
   sub->add_option("--name", o->name, "Name of the calibrated cluster (default: <cluster>-calibrated)");

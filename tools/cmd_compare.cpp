@@ -1,7 +1,8 @@
 // tools/cmd_compare.cpp — `fsdpx compare --plan P --profile M [-o FILE.html] [--top N] [--format text|json]`:
 // simulates the plan as `fsdpx simulate` does and lays the prediction beside a measured run of it (M: the
 // trace of `fsdpx run --trace` or the profile of `fsdpx run --profile`), per op, per phase and per step,
-// largest misses first (simulator/op_comparison.h). Leaves out calibrating: `fsdpx calibrate` does that.
+// largest misses first (simulator/op_comparison.h). `fsdpx compare --trace DIR` without a plan summarises a
+// user's own PyTorch profiler traces (tools/trace_summary.h). Leaves out calibrating: `fsdpx calibrate`.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -11,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
+#include "core/errors.h"
 #include "core/json_reader.h"
+#include "kineto/step_breakdown.h"
 #include "core/output_file.h"
 #include "simulator/op_comparison.h"
 #include "tools/cli_options.h"
@@ -19,6 +22,9 @@
 #include "tools/format.h"
 #include "tools/measured_trace.h"
 #include "tools/report/compare_html.h"
+#include "tools/predicted_kineto_trace.h"
+#include "tools/trace_comparison.h"
+#include "tools/trace_summary.h"
 
 namespace fsdpx {
 
@@ -27,6 +33,8 @@ namespace {
 struct CompareOptions {
   std::string plan;
   std::string profile;
+  std::string trace;  // a PyTorch profiler trace file or directory of them
+  std::string predicted_trace;  // with --plan --trace: write the simulated step in Kineto's layout here
   std::string html;
   int top = 20;  // op rows in text; 0: all
   OutputFormat format = OutputFormat::text;
@@ -49,6 +57,8 @@ std::string text(const Comparison& c, const OpMeasurement& m, const std::string&
     phases.push_back({p.phase, fmt::format("{}", p.ops), seconds(p.predicted_s), seconds(p.measured_s),
                       seconds(std::abs(p.predicted_s - p.measured_s)), percent(p.error())});
   s += "per phase (busy time summed over its ops; overlapped communication counts in full):\n" + table(phases);
+  if (c.ops.empty())  // a user's own traces: phases only (tools/trace_comparison.h)
+    return s + "exposed_communication: communication while no compute runs; error = predicted / measured - 1\n";
   const std::size_t shown = top > 0 ? std::min<std::size_t>(std::size_t(top), c.ops.size()) : c.ops.size();
   std::vector<std::vector<std::string>> ops{{"op", "stage", "kind", "predicted", "measured", "miss", "error", "samples"}};
   if (!stages) ops[0].erase(ops[0].begin() + 1);
@@ -79,7 +89,53 @@ nlohmann::json json_of(const Comparison& c, const OpMeasurement& m, const std::s
           {"phases", phases}, {"ops", ops}};
 }
 
+void run_trace_summary(const CompareOptions& o) {
+  if (!o.html.empty()) throw ConfigError("-o: an HTML view needs --plan (compare against a plan)");
+  std::vector<RankBreakdown> ranks;
+  for (const RankTrace& t : read_kineto_traces(o.trace)) ranks.push_back(rank_breakdown(t));
+  if (o.format == OutputFormat::json)
+    std::printf("%s\n", trace_summary_json(o.trace, ranks).dump(2).c_str());
+  else
+    std::printf("%s", trace_summary_text(o.trace, ranks).c_str());
+}
+
+std::string trace_words(const TraceMeasurement& m) {
+  return fmt::format("{} profiled step{} on {} rank{} ({}{})", m.steps, m.steps == 1 ? "" : "s", m.ranks,
+                     m.ranks == 1 ? "" : "s", m.path, m.host ? "; CPU-only trace: host threads" : "");
+}
+
+// A plan against a user's PyTorch profiler traces: per phase and collective kind (tools/trace_comparison.h).
+void run_trace_compare(const CompareOptions& o) {
+  const std::string path = resolve_config("plans", o.plan);
+  const Plan plan = load_plan(path);
+  EngineOptions eo;
+  eo.record_ops = true;
+  const Simulation sim = with_errors_naming(path, "plan", [&] { return simulate(plan, eo); });
+  const TraceMeasurement m = measure_traces(o.trace);
+  const Comparison c = compare_phases(sim, m);
+  if (!o.predicted_trace.empty()) write_predicted_kineto_traces(sim, o.predicted_trace);
+  const std::string title = fmt::format("{}: plan {} against the traces {}", plan.model.name, o.plan, o.trace);
+  if (!o.html.empty()) write_output_file(o.html, compare_html(ComparePage{title, trace_words(m), &c, false}));
+  if (o.format == OutputFormat::json) {
+    nlohmann::json j = json_of(c, OpMeasurement{m.path, {}, m.mean.step_s, m.steps, m.ranks}, path, "");
+    j.erase("program_hash");
+    j.erase("ops");
+    j["host_trace"] = m.host;
+    for (nlohmann::json& p : j["phases"])
+      p["measured_count_per_step"] = m.mean.phase_count.count(p["phase"]) ? m.mean.phase_count.at(p["phase"]) : 0.0;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("%s", text(c, OpMeasurement{m.path, {}, m.mean.step_s, m.steps, m.ranks}, title, 0, false).c_str());
+}
+
 void run_compare(const CompareOptions& o) {
+  if (o.profile.empty() == o.trace.empty()) throw ConfigError("--profile, --trace: give exactly one");
+  if (!o.predicted_trace.empty() && (o.plan.empty() || o.trace.empty()))
+    throw ConfigError("--predicted-trace: needs --plan and --trace");
+  if (o.plan.empty() && !o.trace.empty()) return run_trace_summary(o);
+  if (o.plan.empty()) throw ConfigError("--profile: needs --plan (the plan the run ran)");
+  if (!o.trace.empty()) return run_trace_compare(o);
   const std::string path = resolve_config("plans", o.plan);
   const Plan plan = load_plan(path);
   EngineOptions eo;
@@ -101,10 +157,14 @@ void run_compare(const CompareOptions& o) {
 
 void setup_compare(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
-  CLI::App* sub = app.add_subcommand("compare", "Lay a plan's simulated step beside a measured run of it, op by op");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  sub->add_option("--profile", o->profile, "The run's trace (fsdpx run --trace) or profile (fsdpx run --profile)")
-      ->required();
+  CLI::App* sub = app.add_subcommand(
+      "compare", "Lay a plan's simulated step beside a measured run of it, op by op; or summarise profiler traces");
+  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)");
+  sub->add_option("--profile", o->profile, "The run's trace (fsdpx run --trace) or profile (fsdpx run --profile)");
+  sub->add_option("--trace", o->trace,
+                  "PyTorch profiler traces (.json/.json.gz, a file or a directory with one per rank)");
+  sub->add_option("--predicted-trace", o->predicted_trace,
+                  "With --plan --trace: write the simulated step as PyTorch profiler traces into this directory");
   sub->add_option("-o,--output", o->html, "Write an HTML view to this file");
   sub->add_option("--top", o->top, "Op rows in the text output, largest misses first (0: all; default 20)")
       ->check(CLI::Range(0, 1 << 30));

@@ -6,7 +6,7 @@
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
-          libopenblas-dev chromium chromium-driver python3)
+          libopenblas-dev zlib1g-dev chromium chromium-driver python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -218,6 +218,8 @@ def make_loss_fn(s, seq, device, lora=None):
         logits = F.linear(norm(x, p, "final_norm"), head)
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
 
+    # The pieces, for callers that wrap blocks as modules (tools/torch_fsdp2_trace.py shards them with FSDP2).
+    loss_fn.norm, loss_fn.attention, loss_fn.mlp = norm, attention, mlp
     return loss_fn
 
 
