@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages fsdpx needs, skipping the apt work when they are all present.
 # pkg-config finds OpenBLAS for the CPU executor; chromium renders `fsdpx report`'s HTML in its test
 # (skipped without it); python3 (standard library only) parses JSON, CSV and TOML in the CLI tests; ccache
-# serves repeated builds (.ci/run and the sanitizer trees use it when present).
+# serves repeated builds (.ci/run and the sanitizer trees use it when present); zlib reads gzipped profiler
+# traces (kineto/).
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
