@@ -34,9 +34,9 @@ std::string params_hash(const Trainer& trainer) {
 
 }  // namespace
 
-void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
+RuntimeProgram make_session_program(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
   try {
-    (void)make_runtime_program(plan, device);
+    return make_runtime_program(plan, device);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, plan_file);
   }
@@ -59,7 +59,8 @@ void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
                         o.plan_file);
 }
 
-TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement)
+TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, SessionOptions options,
+                                 const RankPlacement& placement)
     : options_(std::move(options)),
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
@@ -79,7 +80,7 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
   to.threads = options_.threads;
   to.processes_on_host = placement.processes_on_host;
   try {
-    trainer_ = std::make_unique<Trainer>(plan, data, to, placement.backends);
+    trainer_ = std::make_unique<Trainer>(std::move(program), data, to, placement.backends);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, options_.plan_file);
   }
