@@ -4,6 +4,9 @@
 // pair ops across roles.
 #include "program/lower.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -63,7 +66,18 @@ void Lowerer::make_groups() {
 // The data-parallel mode, lowered once: every unit gets the plan's placements; the program's segments
 // and the segments of each virtual stage.
 void Lowerer::place_units() {
-  for (double p : params_) prog_.units.push_back(ProgramUnit{placement_, p * pb_});
+  for (std::size_t u = 0; u < params_.size(); ++u) {
+    const PlanUnit& pu = plan_.units[u];
+    ProgramUnit unit{placement_, params_[u] * pb_, pu.modules, stage_rank(pu.stage, plan_.parallelism.pp),
+                     plan_.lora.has_value(), 0};
+    const int g = reshard_ranks(int(u));
+    if (is_sharded(placement_.params) && g > 1) unit.kept_shard_ranks = g;
+    if (std::find(pu.modules.begin(), pu.modules.end(), "head") != pu.modules.end()) prog_.head_unit = int(u);
+    if (plan_.parallelism.pp > 1 && plan_.model.tied_embeddings && pu.modules == std::vector<std::string>{"embedding"})
+      prog_.tied_copy_source = int(u);
+    prog_.units.push_back(std::move(unit));
+  }
+  prog_.recompute = plan_.recompute;
   prog_.segments = segs_;
   stage_segments_.assign(std::size_t(stages_), {});
   for (int s = 0; s < int(segs_.size()); ++s) {
@@ -268,6 +282,15 @@ StepProgram Lowerer::build() {
 
 }  // namespace lowering
 
-StepProgram lower(const Plan& plan) { return lowering::Lowerer(plan).build(); }
+namespace {
+std::atomic<std::int64_t> g_lower_calls{0};  // a diagnostic count, read by tests only
+}  // namespace
+
+StepProgram lower(const Plan& plan) {
+  g_lower_calls.fetch_add(1, std::memory_order_relaxed);
+  return lowering::Lowerer(plan).build();
+}
+
+std::int64_t lower_call_count() { return g_lower_calls.load(std::memory_order_relaxed); }
 
 }  // namespace fsdpx

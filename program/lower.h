@@ -27,4 +27,8 @@ inline constexpr std::int64_t kMaxLoweredMicroBatches = 4096;
 // "plan: /training/global_batch: ..." beyond kMaxLoweredMicroBatches.
 StepProgram lower(const Plan& plan);
 
+// How many times lower ran in this process (every thread): a diagnostic for the tests that check that
+// a run lowers its plan once (`fsdpx run`: the session's program is the one every rank and tool reads).
+std::int64_t lower_call_count();
+
 }  // namespace fsdpx

@@ -84,9 +84,10 @@ std::vector<Segment> plan_segments(const Plan& plan) {
     if (!segs.empty() && segs.back().unit == u) {
       ++segs.back().module_count;
     } else {
-      segs.push_back({u, i, 1});
+      segs.push_back({u, i, 1, i == 0, false});
     }
   }
+  if (!segs.empty()) segs.back().computes_loss = true;  // the head is the last module
   return segs;
 }
 

@@ -69,6 +69,25 @@ const char* mem_category_name(MemCategory c) {
   return "";
 }
 
+const char* group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::dp_shard: return "dp_shard";
+    case GroupKind::dp_replicate: return "dp_replicate";
+    case GroupKind::dp_all: return "dp_all";
+    case GroupKind::tp: return "tp";
+    case GroupKind::cp: return "cp";
+    case GroupKind::reshard: return "reshard";
+    case GroupKind::pp_pair: return "pp_pair";
+    case GroupKind::pp_ends: return "pp_ends";
+    case GroupKind::pp_all: return "pp_all";
+    case GroupKind::replicate_cp: return "replicate_cp";
+    case GroupKind::dp_cp: return "dp_cp";
+    case GroupKind::mesh_all: return "mesh_all";
+  }
+  FSDP_CHECK(false, "unknown GroupKind");
+  return "";
+}
+
 double released_param_bytes(const StepProgram& program, const Op& op) {
   if (!op.release_params) return 0;
   FSDP_CHECK(op.unit >= 0 && op.unit < int(program.units.size()), "a release names no unit of the program");

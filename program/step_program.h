@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/data_placement.h"
+#include "core/plan_settings.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 
@@ -84,6 +85,7 @@ struct MemEffect {
 enum class GroupKind : std::uint8_t {
   dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all
 };
+const char* group_kind_name(GroupKind k);  // "dp_shard", "reshard", "pp_pair", ...
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;
@@ -118,7 +120,8 @@ struct Op {
   int stage = -1;       // virtual pipeline stage of the op's own model chunk (compute, send, recv;
                         // 0 without pipeline parallelism; -1 for ops of no stage)
   int peer_role = -1;   // send/recv: the pipeline rank (role) at the other end
-  int rendezvous = -1;  // index into StepProgram::rendezvous: ops of other roles this op runs with
+  int rendezvous = -1;  // index into StepProgram::rendezvous: ops of other roles this op runs with;
+                        // a send and its receive name their message by it
   // Cost-model inputs. Compute ops: kernel work summed by kind (matrix vs vector); the engine times them
   // with the cost model. Collectives: kind, bytes (nccl-tests' S) and group.
   int work_set = -1;  // compute ops: index into StepProgram::work_sets (shared by identical ops)
@@ -169,12 +172,20 @@ struct Segment {
   int unit = 0;
   int first_module = 0;  // index into module_names(model)
   int module_count = 0;
+  bool embeds_tokens = false;  // holds the embedding: its forward reads the micro-batch's tokens
+  bool computes_loss = false;  // holds the head: its forward ends in the loss, its backward starts there
 };
 
 // An FSDP unit as the lowering placed it.
 struct ProgramUnit {
   DataPlacement placement;  // of its parameters, reduced gradients and optimizer state
   double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype
+  std::vector<std::string> modules;  // module names in forward order (core/plan.h module_names)
+  int role = 0;             // the pipeline rank whose stages hold it (0 without pipeline parallelism)
+  bool frozen = false;      // LoRA: base weights frozen (no gradients, no reductions, no optimizer step)
+  // FSDP2's int reshard_after_forward: g > 1 ranks share the copy kept between forward and backward
+  // (the release ops' kept_shard_ranks); 0 when the unit keeps none.
+  int kept_shard_ranks = 0;
 };
 
 // An op of a role: members of a rendezvous.
@@ -189,6 +200,11 @@ struct StepProgram {
   int vpp = 1;  // model chunks per pipeline rank
   std::vector<ProgramUnit> units;
   std::vector<Segment> segments;  // in forward order; Op::segment indexes them
+  // Tied embeddings across pipeline stages: the embedding's unit (first stage), which the last stage
+  // keeps a copy of for its head (head_unit); -1 when the head reads the embedding in its own unit.
+  int tied_copy_source = -1;
+  int head_unit = -1;
+  std::vector<RecomputeMode> recompute;  // per block: what its backward re-runs (core/plan_settings.h)
   std::vector<ProcessGroup> groups;
   std::vector<WorkSet> work_sets;
   std::vector<RoleProgram> roles;

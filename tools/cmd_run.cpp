@@ -94,7 +94,7 @@ RankPlacement place_ranks(const RunOptions& o, const Plan& plan, const std::stri
   if (o.backend == ExecutorDevice::cpu) return place_cpu_ranks(plan, fingerprint, o.processes, o.comm_timeout_s);
   if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
 #ifdef FSDPX_HAVE_CUDA
-  return cuda::place_cuda_ranks(plan, fingerprint, o.single_process);
+  return cuda::place_cuda_ranks(plan.parallelism.world_size(), fingerprint, o.single_process);
 #else
   (void)plan, (void)fingerprint;
   throw ConfigError("--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)");
@@ -125,7 +125,7 @@ void run_run(RunOptions o) {
   so.plan_file = resolve_config("plans", o.plan);
   Plan plan = load_plan(so.plan_file);
   if (o.seed) plan.training.seed = *o.seed;
-  check_runnable(plan, so.plan_file, o.backend);
+  RuntimeProgram program = make_session_program(plan, so.plan_file, o.backend);  // the run's one lowering
   if (o.processes) {  // before the ranks start, so it is said once
     check_whole_state_options(so);
     check_per_process_checkpoints(plan, so);
@@ -142,7 +142,7 @@ void run_run(RunOptions o) {
     so.on_rejected_checkpoint = [](const std::string& why) {
       std::fprintf(stderr, "fsdpx: warning: %s; trying an older checkpoint\n", why.c_str());
     };
-  TrainingSession session(plan, so, placement);
+  TrainingSession session(plan, std::move(program), so, placement);
   if (placement.prints && o.backend == ExecutorDevice::cpu) {
     const cpu::ThreadBudget& t = session.trainer().thread_budget();
     std::fprintf(stderr, "fsdpx: cpu: %s; kernels built for SIMD %s\n", t.describe().c_str(),
@@ -160,7 +160,7 @@ void run_run(RunOptions o) {
   const RunRecord& r = session.record();
   if (!placement.prints) return;
   if (!o.profile.empty()) write_json_file(o.profile, profile_json(plan, session.trainer().profile(), r));
-  if (so.trace) write_run_trace(o.trace, plan, session.trainer(), r.backend, so.plan_file);
+  if (so.trace) write_run_trace(o.trace, session.trainer(), r.backend, so.plan_file);
   if (o.format == OutputFormat::json)
     std::printf("%s\n", run_json(r).dump(2).c_str());
   else

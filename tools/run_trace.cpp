@@ -7,7 +7,6 @@
 
 #include "core/errors.h"
 #include "core/output_file.h"
-#include "program/lower.h"
 #include "tools/measured_trace.h"
 
 namespace fsdpx {
@@ -38,12 +37,12 @@ void check_run_trace_options(const RunTraceOptions& o, const Plan& plan, bool mu
   check_output_writable(o.file);
 }
 
-void write_run_trace(const RunTraceOptions& o, const Plan& plan, const Trainer& trainer, const std::string& backend,
+void write_run_trace(const RunTraceOptions& o, const Trainer& trainer, const std::string& backend,
                      const std::string& plan_file) {
   std::vector<RankTimeline> ranks = trainer.timelines();
   if (!o.ranks.empty())
     std::erase_if(ranks, [&](const RankTimeline& r) { return std::find(o.ranks.begin(), o.ranks.end(), r.rank) == o.ranks.end(); });
-  write_output_file(o.file, measured_trace_json(lower(plan), ranks, MeasuredTraceInfo{backend, plan_file}));
+  write_output_file(o.file, measured_trace_json(trainer.program().program, ranks, MeasuredTraceInfo{backend, plan_file}));
 }
 
 }  // namespace fsdpx

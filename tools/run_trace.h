@@ -25,7 +25,7 @@ void add_run_trace_options(CLI::App* run, RunTraceOptions& o);
 // unwritable file.
 void check_run_trace_options(const RunTraceOptions& o, const Plan& plan, bool multi_process);
 // Writes the trace of the asked ranks that ran in this process (whole or not at all).
-void write_run_trace(const RunTraceOptions& o, const Plan& plan, const Trainer& trainer, const std::string& backend,
+void write_run_trace(const RunTraceOptions& o, const Trainer& trainer, const std::string& backend,
                      const std::string& plan_file);
 
 }  // namespace fsdpx

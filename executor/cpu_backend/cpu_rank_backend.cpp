@@ -16,11 +16,11 @@ namespace fsdpx {
 
 namespace {
 
-ModelOptions model_options(const Plan& plan, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm,
+ModelOptions model_options(const StepProgram& program, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm,
                            const LoraLayout* lora) {
   ModelOptions o;
   o.lora = lora;
-  o.recompute = plan.recompute;
+  o.recompute = program.recompute;
   o.profiler = profiler;
   o.parallel = par;
   o.comm = comm;
@@ -42,21 +42,16 @@ std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const Param
   return out;
 }
 
-int unit_with(const Plan& plan, const std::string& module) {
-  for (std::size_t u = 0; u < plan.units.size(); ++u)
-    for (const std::string& m : plan.units[u].modules)
-      if (m == module) return int(u);
-  return -1;
-}
-
 }  // namespace
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
     : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
       model_comm_(nullptr, nullptr, kernel_profiler),
-      lora_(rp.plan.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.plan.model, *rp.plan.lora)) : nullptr),
-      models_(rp.plan, model_options(rp.plan, kernel_profiler, par_, &model_comm_, lora_.get())) {
+      lora_(rp.settings.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora))
+                             : nullptr),
+      models_(rp.settings.model, rp.settings.training.micro_batch, rp.settings.training.seq,
+              model_options(rp.program, kernel_profiler, par_, &model_comm_, lora_.get())) {
   if (lora_) {
     const auto n = std::size_t(lora_->total);
     adapters_ = AdapterState{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
@@ -83,13 +78,14 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   const int source = tied_copy_source(rp);
   if (source >= 0 && role_ == rp.program.pp - 1) {
     copy_source_ = source;
-    head_unit_ = unit_with(rp.plan, "head");
+    head_unit_ = rp.program.head_unit;
     tied_copy_ = std::make_unique<FsdpUnit>(rp.flats[std::size_t(source)], unit_shard,
                                             replicated_params(rp, source), &mem_);
   }
-  for (FsdpUnit* u : all_units()) u->set_fp16(rp.plan.precision.param == DType::fp16);
-  segment_bytes_ = cpu_segment_buffer_bytes(rp.plan, local, rp.program.segments, par_);
-  message_.resize(std::size_t(rp.plan.training.micro_batch * rp.plan.training.seq * rp.plan.model.hidden));
+  for (FsdpUnit* u : all_units()) u->set_fp16(rp.settings.precision.param == DType::fp16);
+  segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
+  const RunSettings& run = rp.settings;
+  message_.resize(std::size_t(run.training.micro_batch * run.training.seq * run.model.hidden));
 }
 
 // Every rank splits the same groups in the same order (split is collective over the world). A group
@@ -101,10 +97,7 @@ void CpuRankBackend::connect() {
   auto split = [&](GroupKind kind) {
     ProcessGroup g;
     g.kind = kind;
-    std::vector<int> members;
-    group_members(mesh, g, mesh_rank_, members);
-    const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
-    return world_->split(role_ * mesh.size() + members.front(), int(at));
+    return split_group(g);
   };
   shard_comm_ = split(GroupKind::dp_shard);
   replica_comm_ = split(GroupKind::dp_replicate);
@@ -113,11 +106,21 @@ void CpuRankBackend::connect() {
                    dp_cp_comm_ = split(GroupKind::dp_cp);
   const int pp = rp_.program.pp;
   if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all);
+  for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
+    if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g));
   model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
   if (pp == 1) return;
   pp_all_comm_ = world_->split(mesh_rank_, role_);
   const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
-  if (rp_.plan.model.tied_embeddings) pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_);
+  if (rp_.program.tied_copy_source >= 0) pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_);
+}
+
+std::unique_ptr<Communicator> CpuRankBackend::split_group(const ProcessGroup& group) {
+  const Mesh& mesh = rp_.program.mesh;
+  std::vector<int> members;
+  group_members(mesh, group, mesh_rank_, members);
+  const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
+  return world_->split(role_ * mesh.size() + members.front(), int(at));
 }
 
 FsdpUnit& CpuRankBackend::own(int unit) {
@@ -164,7 +167,7 @@ void CpuRankBackend::all_reduce_adapter_grads(MeshGroup group) {
   FSDP_CHECK(lora_ != nullptr, "CpuRankBackend: an adapter reduction without LoRA");
   // fp16 plans: the adapters' gradients leave their GEMMs in fp16 as the base units' do (FsdpUnit), so an
   // overflowing loss scale shows here too.
-  if (rp_.plan.precision.param == DType::fp16)
+  if (rp_.settings.precision.param == DType::fp16)
     cpu::round_to_fp16(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
   comm(group).all_reduce(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
   for (float g : adapter_grads_)
@@ -201,17 +204,34 @@ Communicator& CpuRankBackend::comm(MeshGroup group) {
   return group_communicator(group, groups);
 }
 
-void CpuRankBackend::gather(int unit, MeshGroup group, bool drop_kept) {
+// From the kept copy over the unit's reshard group (FSDP2's int reshard_after_forward), else from the
+// master shards over `group`.
+void CpuRankBackend::gather(int unit, MeshGroup group, bool from_kept) {
+  FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CpuRankBackend: a kept copy gathers over its reshard group");
   for (FsdpUnit* u : {&own(unit), copy_with(unit)}) {
     if (u == nullptr) continue;
-    if (drop_kept) u->drop_kept_copy();
-    u->gather(comm(group));
+    if (from_kept)
+      u->gather_kept(reshard_comm(unit));
+    else
+      u->gather(comm(group));
   }
 }
 
+// `kept_bytes` > 0: the program keeps a copy (the runtime's figure in fp32, the CPU's storage dtype).
 void CpuRankBackend::release(int unit, double kept_bytes) {
-  own(unit).release_params(kept_bytes);
-  if (FsdpUnit* copy = copy_with(unit)) copy->release_params(kept_bytes);
+  const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
+  const int at = g > 1 ? reshard_comm(unit).rank() : 0;
+  own(unit).release_params(g, at);
+  FSDP_CHECK(own(unit).kept_bytes() == kept_bytes, "CpuRankBackend: a kept copy of other bytes than the program's");
+  if (FsdpUnit* copy = copy_with(unit)) copy->release_params(g, at);
+}
+
+Communicator& CpuRankBackend::reshard_comm(int unit) {
+  const int g = rp_.program.units[std::size_t(unit)].kept_shard_ranks;
+  for (const auto& [ranks, comm] : reshard_comms_)
+    if (ranks == g) return *comm;
+  FSDP_CHECK(false, "CpuRankBackend: no reshard group of the unit's size");
+  return *world_;
 }
 
 void CpuRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
@@ -227,7 +247,8 @@ std::vector<const float*> CpuRankBackend::param_ptrs() const {
 }
 
 std::vector<float*> CpuRankBackend::grad_ptrs(int unit) {
-  if (lora_) return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);  // frozen base
+  if (rp_.program.units[std::size_t(unit)].frozen)  // LoRA's base: no gradients
+    return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);
   FsdpUnit& u = own(unit);
   std::vector<float*> g =
       unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });

@@ -44,7 +44,7 @@ class CpuRankBackend final : public RankBackend {
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
 
-  void gather(int unit, MeshGroup group, bool drop_kept) override;
+  void gather(int unit, MeshGroup group, bool from_kept) override;
   void release(int unit, double kept_bytes) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
@@ -82,6 +82,8 @@ class CpuRankBackend final : public RankBackend {
 
  private:
   Communicator& comm(MeshGroup group);
+  std::unique_ptr<Communicator> split_group(const ProcessGroup& group);  // collective over the world
+  Communicator& reshard_comm(int unit);  // the unit's reshard group (FSDP2's post-forward mesh)
   FsdpUnit& own(int unit);
   const FsdpUnit& own(int unit) const;
   // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
@@ -94,6 +96,7 @@ class CpuRankBackend final : public RankBackend {
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
   std::unique_ptr<Communicator> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
   std::unique_ptr<Communicator> pp_all_comm_, pp_ends_comm_;  // pp > 1
+  std::vector<std::pair<int, std::unique_ptr<Communicator>>> reshard_comms_;  // per reshard group size g
   int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
   ModelComm model_comm_;  // before models_, which keep a pointer

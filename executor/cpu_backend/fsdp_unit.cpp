@@ -46,19 +46,32 @@ void FsdpUnit::gather(Communicator& comm) {
   params_live_ = true;
 }
 
-void FsdpUnit::release_params(double kept_bytes) {
+void FsdpUnit::release_params(int keep_ranks, int keep_index) {
   if (replicated_) return;
   FSDP_CHECK(params_live_, "FsdpUnit: release of a unit that is not unsharded");
+  FSDP_CHECK(kept_.empty(), "FsdpUnit: a kept copy from an earlier release");
+  if (keep_ranks > 1) {
+    FSDP_CHECK(flat_.padded_numel % keep_ranks == 0 && keep_index >= 0 && keep_index < keep_ranks,
+               "FsdpUnit: a kept copy that does not split the unit");
+    const std::int64_t n = flat_.padded_numel / keep_ranks;
+    kept_.assign(full_params_.begin() + keep_index * n, full_params_.begin() + (keep_index + 1) * n);
+    mem_->alloc(MemCategory::transient, kept_bytes());
+  }
   std::vector<float>().swap(full_params_);
   mem_->free(MemCategory::transient, double(flat_.padded_numel) * kF32);
   params_live_ = false;
-  kept_bytes_ = kept_bytes;
-  mem_->alloc(MemCategory::transient, kept_bytes_);
 }
 
-void FsdpUnit::drop_kept_copy() {
-  mem_->free(MemCategory::transient, kept_bytes_);
-  kept_bytes_ = 0;
+void FsdpUnit::gather_kept(Communicator& reshard) {
+  FSDP_CHECK(!replicated_ && !params_live_, "FsdpUnit: all-gather of a unit that is already unsharded");
+  FSDP_CHECK(std::int64_t(kept_.size()) * reshard.size() == flat_.padded_numel,
+             "FsdpUnit: reshard group size != the kept copy's share");
+  full_params_.assign(std::size_t(flat_.padded_numel), 0.0f);
+  mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kF32);
+  reshard.all_gather(kept_.data(), full_params_.data(), std::int64_t(kept_.size()));
+  mem_->free(MemCategory::transient, kept_bytes());
+  std::vector<float>().swap(kept_);
+  params_live_ = true;  // the kept values are the gathered (fp16-rounded) ones already
 }
 
 const float* FsdpUnit::module_params(int k) const {

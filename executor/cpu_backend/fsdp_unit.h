@@ -33,9 +33,14 @@ class FsdpUnit {
 
   // Parameters: the master shard all-gathered into the unsharded buffer (allocated unless replicated).
   void gather(Communicator& comm);
-  // Frees the unsharded buffer; `kept_bytes` of a partial copy stay (FSDP2's int reshard_after_forward).
-  void release_params(double kept_bytes = 0);
-  void drop_kept_copy();
+  // Frees the unsharded buffer. keep_ranks = g > 1 (FSDP2's int reshard_after_forward): slice
+  // `keep_index` of g of the unsharded parameters stays for backward (kept_bytes()), a shard of the
+  // reshard group's world as FSDP2's post-forward mesh holds it.
+  void release_params(int keep_ranks = 0, int keep_index = 0);
+  // Backward's all-gather from the kept copy over the reshard group (`reshard`: its g ranks, this rank
+  // at keep_index), which it frees: FSDP2 unshards over the post-forward mesh.
+  void gather_kept(Communicator& reshard);
+  double kept_bytes() const { return double(kept_.size()) * 4.0; }
   bool params_live() const { return params_live_; }
   const float* module_params(int k) const;  // module k of flat().modules inside the unsharded buffer
   // DDP: the unsharded parameters are the master copy.
@@ -63,8 +68,8 @@ class FsdpUnit {
   UnitShardState state_;
   std::vector<float> grad_acc_;  // [shard_numel] sharded fp32 gradient accumulator
   std::vector<float> full_params_, full_grads_, reduced_;  // [padded], [padded], [shard]
+  std::vector<float> kept_;  // [padded / g]: the copy kept between forward and backward, or empty
   bool params_live_ = false, grads_live_ = false, fp16_ = false;
-  double kept_bytes_ = 0;
 };
 
 }  // namespace fsdpx

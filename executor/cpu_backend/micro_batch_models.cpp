@@ -3,9 +3,9 @@
 
 namespace fsdpx {
 
-MicroBatchModels::MicroBatchModels(const Plan& plan, ModelOptions options)
-    : MicroBatchPool<Transformer<float>>([model = plan.model, b = plan.training.micro_batch, t = plan.training.seq,
-                                          options = std::move(options)] {
+MicroBatchModels::MicroBatchModels(const ModelSpec& model, std::int64_t micro_batch, std::int64_t seq,
+                                   ModelOptions options)
+    : MicroBatchPool<Transformer<float>>([model, b = micro_batch, t = seq, options = std::move(options)] {
         return std::make_unique<Transformer<float>>(model, b, t, options);
       }) {}
 

@@ -3,7 +3,7 @@
 // its first forward on this rank to its last backward. Leaves out sharing buffers between models.
 #pragma once
 
-#include "core/plan.h"
+#include "core/model_spec.h"
 #include "executor/model/transformer.h"
 #include "executor/runtime/micro_batch_pool.h"
 
@@ -11,7 +11,8 @@ namespace fsdpx {
 
 class MicroBatchModels : public MicroBatchPool<Transformer<float>> {
  public:
-  MicroBatchModels(const Plan& plan, ModelOptions options);
+  // Models of `model` over [micro_batch, seq] tokens.
+  MicroBatchModels(const ModelSpec& model, std::int64_t micro_batch, std::int64_t seq, ModelOptions options);
 };
 
 }  // namespace fsdpx

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
-#include "core/plan.h"
+#include "core/plan_settings.h"
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/batch_staging.h"

@@ -28,10 +28,10 @@ int launched_device(const LaunchEnv& env, int gpus) {
   return env.local_rank % gpus;
 }
 
-RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, const LaunchEnv& env, int gpus) {
-  if (env.world_size != plan.parallelism.world_size())
+RankPlacement launched_rank(int world_size, const std::string& fingerprint, const LaunchEnv& env, int gpus) {
+  if (env.world_size != world_size)
     throw ConfigError(fmt::format("--backend cuda: the launcher ({}) started {} ranks but the plan has {}", env.source,
-                                  env.world_size, plan.parallelism.world_size()));
+                                  env.world_size, world_size));
   NcclOptions nccl;
   nccl.device = launched_device(env, gpus);
   const RendezvousOptions r = rendezvous_options(env, fingerprint);
@@ -55,8 +55,8 @@ RankPlacement launched_rank(const Plan& plan, const std::string& fingerprint, co
   return s;
 }
 
-RankPlacement launch_ranks(const Plan& plan, int gpus) {
-  const int world = plan.parallelism.world_size();
+RankPlacement launch_ranks(int world_size, int gpus) {
+  const int world = world_size;
   if (world > gpus && !nccl_multi_rank_gpu_allowed())
     throw ConfigError(fmt::format("--backend cuda: the plan has {} ranks but this node has {} GPU(s) ({}); run them "
                                   "as threads on one GPU with --single-process, or launch across nodes",
@@ -75,11 +75,11 @@ RankPlacement launch_ranks(const Plan& plan, int gpus) {
 
 }  // namespace
 
-RankPlacement place_cuda_ranks(const Plan& plan, const std::string& fingerprint, bool single_process) {
+RankPlacement place_cuda_ranks(int world_size, const std::string& fingerprint, bool single_process) {
   const int gpus = device_count();
   if (gpus == 0) throw ConfigError("--backend cuda: " + cuda_unavailable_reason());
   const LaunchEnv env = detect_launch_env();
-  const int world = plan.parallelism.world_size();
+  const int world = world_size;
   if (world == 1 || single_process) {
     if (env.launched() && env.world_size > 1)
       throw ConfigError(fmt::format("--backend cuda --single-process: started as rank {} of {} by {}; launch one "
@@ -91,7 +91,7 @@ RankPlacement place_cuda_ranks(const Plan& plan, const std::string& fingerprint,
     return s;
   }
 #if defined(FSDPX_HAVE_NCCL)
-  return env.launched() ? launched_rank(plan, fingerprint, env, gpus) : launch_ranks(plan, gpus);
+  return env.launched() ? launched_rank(world_size, fingerprint, env, gpus) : launch_ranks(world_size, gpus);
 #else
   (void)fingerprint;
   throw ConfigError(fmt::format("--backend cuda: the plan has {} ranks but this fsdpx was built without NCCL; "

@@ -8,13 +8,12 @@
 
 #include <string>
 
-#include "core/plan.h"
 #include "executor/runtime/rank_placement.h"
 
 namespace fsdpx::cuda {
 
 // Throws ConfigError when no CUDA device is usable, when the launcher's world size differs from the
-// plan's, or when the node has fewer GPUs than ranks (and NCCL cannot put several on one GPU).
-RankPlacement place_cuda_ranks(const Plan& plan, const std::string& plan_fingerprint, bool single_process);
+// plan's (world_size ranks), or when the node has fewer GPUs than ranks (and NCCL cannot put several on one GPU).
+RankPlacement place_cuda_ranks(int world_size, const std::string& plan_fingerprint, bool single_process);
 
 }  // namespace fsdpx::cuda

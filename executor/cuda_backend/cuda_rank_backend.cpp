@@ -24,19 +24,12 @@ namespace {
 
 constexpr int kHostReduceElems = kMaxHostReduceCount;
 
-int unit_with(const Plan& plan, const std::string& module) {
-  for (std::size_t u = 0; u < plan.units.size(); ++u)
-    for (const std::string& m : plan.units[u].modules)
-      if (m == module) return int(u);
-  return -1;
-}
-
 // The model of a pipeline rank runs the modules of its stages' units (every module without pipelining),
 // and splits its backward where the program has zero bubble's input passes.
 CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler, const LoraLayout* lora) {
   CudaModelOptions o;
   o.lora = lora;
-  o.recompute = rp.plan.recompute;
+  o.recompute = rp.program.recompute;
   o.profiler = profiler;
   o.modules.assign(std::size_t(rp.layout.num_modules()), false);
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
@@ -67,12 +60,12 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   CUDA_CHECK(cudaEventCreateWithFlags(&step_start_, cudaEventDisableTiming));
   current_ = stream(StreamKind::compute);
   gemm_ = std::make_unique<GemmContext>();
-  if (rp.plan.lora) {
-    lora_ = std::make_unique<const LoraLayout>(make_lora_layout(rp.plan.model, *rp.plan.lora));
+  if (rp.settings.lora) {
+    lora_ = std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora));
     adapters_ = std::make_unique<CudaAdaptersT<T>>(*lora_, &mem_);
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
-  const DType reduce = rp.plan.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
+  const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
   units_.resize(rp.flats.size());
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
     if (unit_role(rp, int(u)) == role_)
@@ -81,7 +74,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   const int source = tied_copy_source(rp);
   if (source >= 0 && role_ == rp.program.pp - 1) {
     copy_source_ = source;
-    head_unit_ = unit_with(rp.plan, "head");
+    head_unit_ = rp.program.head_unit;
     tied_copy_ = std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(source)], at.unit_shard,
                                                 replicated_params(rp, source), reduce, &mem_);
   }
@@ -123,23 +116,28 @@ template <class T>
 void CudaRankBackendT<T>::connect() {
   use_device();
   const Mesh& mesh = rp_.program.mesh;
-  auto split = [&](GroupKind kind, const char* name) {
-    ProcessGroup g;
-    g.kind = kind;
+  auto split_group = [&](const ProcessGroup& g, const char* name) {
     std::vector<int> members;
     group_members(mesh, g, mesh_rank_, members);
     const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
     return world_->split(role_ * mesh.size() + members.front(), int(at), name);
   };
+  auto split = [&](GroupKind kind, const char* name) {
+    ProcessGroup g;
+    g.kind = kind;
+    return split_group(g, name);
+  };
   shard_comm_ = split(GroupKind::dp_shard, "dp_shard");
   shard_rs_comm_ = shard_comm_->dup("dp_shard.rs");  // reduce-scatters beside all-gathers
   replica_comm_ = split(GroupKind::dp_replicate, "dp_replicate");
+  for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
+    if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g, "reshard"));
   const int pp = rp_.program.pp;
   if (pp == 1) return;
   dp_all_comm_ = split(GroupKind::dp_all, "dp_all");
   pp_all_comm_ = world_->split(mesh_rank_, role_, "pp_all");
   const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
-  if (rp_.plan.model.tied_embeddings)
+  if (rp_.program.tied_copy_source >= 0)
     pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_, "pp_ends");
   // Channel r of a payload joins pipeline ranks r and r + 1 (mod pp: interleaving wraps around) of a
   // mesh point, its sender first; every other rank gets a group of its own, unused.
@@ -249,18 +247,34 @@ template <class T>
 void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
 
 template <class T>
-void CudaRankBackendT<T>::gather(int unit, MeshGroup group, bool drop_kept) {
+void CudaRankBackendT<T>::gather(int unit, MeshGroup group, bool from_kept) {
+  FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CudaRankBackend: a kept copy gathers over its reshard group");
   for (CudaUnitT<T>* u : {&own(unit), copy_with(unit)}) {
     if (u == nullptr) continue;
-    if (drop_kept) u->drop_kept_copy();
-    u->gather(comm(group), current_, current_op_);
+    if (from_kept)
+      u->gather_kept(reshard_comm(unit), current_, current_op_);
+    else
+      u->gather(comm(group), current_, current_op_);
   }
 }
 
+// `kept_bytes` > 0: the program keeps a copy (the runtime's figure in the 16-bit compute dtype).
 template <class T>
 void CudaRankBackendT<T>::release(int unit, double kept_bytes) {
-  own(unit).release(kept_bytes, current_);
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->release(kept_bytes, current_);
+  const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
+  const int at = g > 1 ? reshard_comm(unit).rank() : 0;
+  own(unit).release(g, at, current_);
+  FSDP_CHECK(own(unit).kept_bytes() == kept_bytes, "CudaRankBackend: a kept copy of other bytes than the program's");
+  if (CudaUnitT<T>* copy = copy_with(unit)) copy->release(g, at, current_);
+}
+
+template <class T>
+DeviceCommunicator& CudaRankBackendT<T>::reshard_comm(int unit) {
+  const int g = rp_.program.units[std::size_t(unit)].kept_shard_ranks;
+  for (const auto& [ranks, comm] : reshard_comms_)
+    if (ranks == g) return *comm;
+  FSDP_CHECK(false, "CudaRankBackend: no reshard group of the unit's size");
+  return *world_;
 }
 
 template <class T>
@@ -404,7 +418,7 @@ template class CudaRankBackendT<f16>;
 
 std::unique_ptr<RankBackend> make_cuda_rank_backend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world,
                                                     int device, OpProfiler* kernel_profiler) {
-  if (rp.plan.precision.param == fsdpx::DType::fp16)
+  if (rp.settings.precision.param == fsdpx::DType::fp16)
     return std::make_unique<CudaRankBackendT<f16>>(rp, std::move(world), device, kernel_profiler);
   return std::make_unique<CudaRankBackendT<bf16>>(rp, std::move(world), device, kernel_profiler);
 }

@@ -54,7 +54,7 @@ class CudaRankBackendT final : public RankBackend {
   void begin_op(int id, const Op& op) override;
   void end_op(int id, const Op& op) override;
 
-  void gather(int unit, MeshGroup group, bool drop_kept) override;
+  void gather(int unit, MeshGroup group, bool from_kept) override;
   void release(int unit, double kept_bytes) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
@@ -94,6 +94,7 @@ class CudaRankBackendT final : public RankBackend {
  private:
   void use_device() const;
   DeviceCommunicator& comm(MeshGroup group);
+  DeviceCommunicator& reshard_comm(int unit);  // the unit's reshard group (FSDP2's post-forward mesh)
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
   CudaUnitT<T>& own(int unit) const;
   // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
@@ -118,6 +119,7 @@ class CudaRankBackendT final : public RankBackend {
   OpProfiler* kernel_profiler_;
   std::unique_ptr<DeviceCommunicator> world_, shard_comm_, shard_rs_comm_, replica_comm_;
   std::unique_ptr<DeviceCommunicator> dp_all_comm_, pp_all_comm_, pp_ends_comm_;  // pp > 1
+  std::vector<std::pair<int, std::unique_ptr<DeviceCommunicator>>> reshard_comms_;  // per reshard group size g
   // pp > 1, the channels of this rank: activations to the next pipeline rank and from the previous one,
   // their gradients to the previous and from the next (rank 0 of each channel sends, rank 1 receives).
   std::unique_ptr<DeviceCommunicator> act_send_, act_recv_, grad_send_, grad_recv_;

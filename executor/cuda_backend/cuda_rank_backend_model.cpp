@@ -18,7 +18,7 @@ namespace fsdpx::cuda {
 template <class T>
 std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model() {
   use_device();
-  auto m = std::make_unique<CudaModelT<T>>(rp_.plan.model, rp_.plan.training.micro_batch, rp_.plan.training.seq,
+  auto m = std::make_unique<CudaModelT<T>>(rp_.settings.model, rp_.settings.training.micro_batch, rp_.settings.training.seq,
                                        model_options_, *gemm_);
   mem_.alloc(MemCategory::transient, double(m->working_bytes()));
   return m;
@@ -34,7 +34,7 @@ bool CudaRankBackendT<T>::deliver(int mb, Payload payload, Dst dst) {
   T* to = dst();
   CUDA_CHECK(cudaStreamWaitEvent(current_, in.done, 0));
   CUDA_CHECK(cudaEventDestroy(in.done));  // released once the wait's record completes
-  const std::int64_t n = rp_.plan.training.micro_batch * rp_.plan.training.seq * rp_.plan.model.hidden;
+  const std::int64_t n = rp_.settings.training.micro_batch * rp_.settings.training.seq * rp_.settings.model.hidden;
   CUDA_CHECK(cudaMemcpyAsync(to, in.staging, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, current_));
   CUDA_CHECK(cudaFreeAsync(in.staging, current_));
   return true;
@@ -51,7 +51,8 @@ std::vector<const T*> CudaRankBackendT<T>::param_ptrs() const {
 
 template <class T>
 std::vector<float*> CudaRankBackendT<T>::grad_ptrs(int unit) {
-  if (lora_) return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);  // frozen base
+  if (rp_.program.units[std::size_t(unit)].frozen)  // LoRA's base: no gradients
+    return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);
   CudaUnitT<T>& u = own(unit);
   std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
                                                     [&](int k) { return u.module_grads(k, current_); });
@@ -171,7 +172,7 @@ void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, i
 // copies it into the micro-batch's model (deliver).
 template <class T>
 void CudaRankBackendT<T>::recv(Payload payload, int, int mb, int peer, int) {
-  const std::int64_t n = rp_.plan.training.micro_batch * rp_.plan.training.seq * rp_.plan.model.hidden;
+  const std::int64_t n = rp_.settings.training.micro_batch * rp_.settings.training.seq * rp_.settings.model.hidden;
   Inbound in;
   CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&in.staging), std::size_t(n) * sizeof(T), current_));
   channel(payload, false, peer).send_recv({P2PCall{false, in.staging, n, 0}}, DType::bf16, current_, current_op_);

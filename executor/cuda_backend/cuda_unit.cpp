@@ -56,6 +56,7 @@ CudaUnitT<T>::~CudaUnitT() {
   if (full_params_) cudaFree(full_params_);
   if (full_grads_) cudaFree(full_grads_);
   if (reduced_) cudaFree(reduced_);
+  if (kept_) cudaFree(kept_);  // a run stopped between a partial reshard and its backward
 }
 
 template <class T>
@@ -92,21 +93,37 @@ void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::st
 }
 
 template <class T>
-void CudaUnitT<T>::release(double kept_bytes, cudaStream_t stream) {
+void CudaUnitT<T>::release(int keep_ranks, int keep_index, cudaStream_t stream) {
   if (replicated_) return;
   FSDP_CHECK(params_live_, "CudaUnit: release of a unit that is not unsharded");
+  FSDP_CHECK(kept_ == nullptr, "CudaUnit: a kept copy from an earlier release");
+  if (keep_ranks > 1) {
+    FSDP_CHECK(flat_.padded_numel % keep_ranks == 0 && keep_index >= 0 && keep_index < keep_ranks,
+               "CudaUnit: a kept copy that does not split the unit");
+    kept_numel_ = flat_.padded_numel / keep_ranks;
+    kept_ = alloc_async<T>(kept_numel_, stream);
+    CUDA_CHECK(cudaMemcpyAsync(kept_, full_params_ + keep_index * kept_numel_, std::size_t(kept_numel_) * sizeof(T),
+                               cudaMemcpyDeviceToDevice, stream));
+    mem_->alloc(MemCategory::transient, kept_bytes());
+  }
   CUDA_CHECK(cudaFreeAsync(full_params_, stream));
   full_params_ = nullptr;
   mem_->free(MemCategory::transient, double(flat_.padded_numel) * kBf16);
   params_live_ = false;
-  kept_bytes_ = kept_bytes;  // counted, not kept: the next all-gather refetches from the shards
-  mem_->alloc(MemCategory::transient, kept_bytes_);
 }
 
 template <class T>
-void CudaUnitT<T>::drop_kept_copy() {
-  mem_->free(MemCategory::transient, kept_bytes_);
-  kept_bytes_ = 0;
+void CudaUnitT<T>::gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op) {
+  FSDP_CHECK(!replicated_ && !params_live_ && kept_ != nullptr, "CudaUnit: all-gather of no kept copy");
+  FSDP_CHECK(kept_numel_ * reshard.size() == flat_.padded_numel, "CudaUnit: reshard group size != the kept share");
+  full_params_ = alloc_async<T>(flat_.padded_numel, stream);
+  mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
+  reshard.all_gather(kept_, full_params_, kept_numel_, DType::bf16, stream, op);  // 2-byte words, as gather
+  CUDA_CHECK(cudaFreeAsync(kept_, stream));
+  mem_->free(MemCategory::transient, kept_bytes());
+  kept_ = nullptr;
+  kept_numel_ = 0;
+  params_live_ = true;
 }
 
 template <class T>

@@ -42,8 +42,11 @@ class CudaUnitT {
 
   // Collectives are enqueued on `stream`; `op` names the step-program op in watchdog messages.
   void gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
-  void release(double kept_bytes, cudaStream_t stream);
-  void drop_kept_copy();
+  // keep_ranks = g > 1 (FSDP2's int reshard_after_forward): slice keep_index of g of the unsharded
+  // parameters stays for backward, which gather_kept all-gathers over the reshard group and frees.
+  void release(int keep_ranks, int keep_index, cudaStream_t stream);
+  void gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op);
+  double kept_bytes() const { return double(kept_numel_) * sizeof(T); }
   bool params_live() const { return params_live_; }
   const T* module_params(int k) const;
   void copy_master_to_replica(cudaStream_t stream);  // DDP
@@ -78,8 +81,9 @@ class CudaUnitT {
   T* full_params_ = nullptr;      // [padded_numel], stream-ordered
   float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
   void* reduced_ = nullptr;       // [shard_numel] of reduce_type_, stream-ordered
+  T* kept_ = nullptr;             // [kept_numel_]: the copy kept between forward and backward, stream-ordered
+  std::int64_t kept_numel_ = 0;
   bool params_live_ = false, grads_live_ = false;
-  double kept_bytes_ = 0;
 };
 
 using CudaUnit = CudaUnitT<bf16>;

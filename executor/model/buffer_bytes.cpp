@@ -48,24 +48,24 @@ BlockBufferBytes block_buffer_bytes(const BlockDims& d, const ModelParallel& par
 // residual-gradient pair and, for recomputing blocks, the shared BlockActs and a discarded output.
 // Under zero-bubble's split the input pass keeps each block's BlockWeightInputs (and a recomputing
 // block's activations that its weight pass reads) and the embedding output's gradient.
-std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
-                                                          const std::vector<Segment>& segments,
+std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const RuntimeProgram& rp, const ParamLayout& layout,
                                                           const ModelParallel& par) {
-  const BlockDims d = make_block_dims(plan.model, plan.training.micro_batch, plan.training.seq, par);
+  const RunSettings& run = rp.settings;
+  const BlockDims d = make_block_dims(run.model, run.training.micro_batch, run.training.seq, par);
   const BlockBufferBytes bb = block_buffer_bytes(d, par);
   const double f32 = 4, nc = double(d.n * d.c) * f32, nlc = double(d.n_local * d.c) * f32;
   const double ids = 2.0 * double(d.n) * double(sizeof(std::int32_t));  // Transformer's tokens_, targets_
   const double norm_stats = (d.layernorm ? 2.0 : 1.0) * double(d.n_local) * f32;
   std::vector<SegmentBufferBytes> out;
-  for (const Segment& s : segments) {
+  for (const Segment& s : rp.program.segments) {
     SegmentBufferBytes b{0, nlc + nc, 0};  // working: dres [N_local, C], dlnf [N, C]
     bool block = false, recompute = false;
     for (int m = s.first_module; m < s.first_module + s.module_count; ++m) {
       if (m == 0) b.saved += ids, b.weight_pass += nc;
       else if (m == layout.final_norm_index()) b.saved += nlc + nc + norm_stats;
-      else if (m == layout.head_index()) b.saved += double(d.n * (plan.model.vocab / par.tp)) * f32;
+      else if (m == layout.head_index()) b.saved += double(d.n * (run.model.vocab / par.tp)) * f32;
       else {
-        const bool rc = plan.recompute[std::size_t(m - 1)] == RecomputeMode::full;
+        const bool rc = rp.program.recompute[std::size_t(m - 1)] == RecomputeMode::full;
         b.saved += nlc + (rc ? 0.0 : bb.acts);
         b.weight_pass += bb.kept + (rc ? bb.kept_acts : 0.0);
         block = true;

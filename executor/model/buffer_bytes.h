@@ -7,10 +7,9 @@
 
 #include <vector>
 
-#include "core/plan.h"
 #include "executor/model/model_parallel.h"
 #include "executor/runtime/param_layout.h"
-#include "program/step_program.h"
+#include "executor/runtime/runtime_program.h"
 
 namespace fsdpx {
 
@@ -20,10 +19,9 @@ struct SegmentBufferBytes {
   double weight_pass = 0;  // zero-bubble split: kept by the input pass for the weight pass
 };
 
-// Per segment of `segments` (program order), for the plan's model, micro-batch, seq and recompute.
-// `layout` and `par`: the rank's tensor-parallel slices and place (sizes of its buffers).
-std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const Plan& plan, const ParamLayout& layout,
-                                                          const std::vector<Segment>& segments,
+// Per segment of the program (program order), for the run's model, micro-batch and seq and the program's
+// recompute. `layout` and `par`: the rank's tensor-parallel slices and place (sizes of its buffers).
+std::vector<SegmentBufferBytes> cpu_segment_buffer_bytes(const RuntimeProgram& rp, const ParamLayout& layout,
                                                           const ModelParallel& par = {});
 
 }  // namespace fsdpx

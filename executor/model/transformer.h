@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
-#include "core/plan.h"
+#include "core/plan_settings.h"
 #include "executor/model/block.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"

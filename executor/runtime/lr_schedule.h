@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/plan.h"
+#include "core/plan_settings.h"
 
 namespace fsdpx {
 

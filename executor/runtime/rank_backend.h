@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "core/plan.h"
+#include "core/plan_settings.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/model_groups.h"
@@ -31,11 +31,14 @@ namespace fsdpx {
 // Values per all_reduce_host call (the CUDA backend stages them in a fixed device buffer).
 inline constexpr int kMaxHostReduceCount = 8;
 
-// The groups of one rank that ops of the step program name (program/step_program.h GroupKind): the
-// data-parallel ones, those adding the cp axis, every rank of its pipeline rank's mesh, and under
-// pipeline parallelism the ranks at its mesh point on every pipeline rank (pp_all). (The model's tp and
-// cp groups are the backend's own.)
-enum class MeshGroup { dp_all, dp_shard, dp_replicate, replicate_cp, dp_cp, mesh_all, pp_all };
+// The groups of one rank that ops of the step program name: the program's own vocabulary
+// (program/step_program.h GroupKind, one definition of which mesh axes form each group). A backend is
+// asked for the data-parallel ones, those adding the cp axis, every rank of its pipeline rank's mesh,
+// under pipeline parallelism the ranks at its mesh point on every pipeline rank (pp_all), and reshard:
+// FSDP2's post-forward mesh of a unit with an int reshard_after_forward = g (g consecutive dp_shard
+// coordinates), which the backend resolves per unit. The model's tp and cp groups are the backend's own;
+// send/recv (pp_pair) name their peer and the tied all-reduce (pp_ends) is the backend's.
+using MeshGroup = GroupKind;
 
 // The communicators a backend has split off its world, one per group (null: the backend has none, e.g.
 // the cp groups where cp = 1; dp_all null: the data-parallel ranks are the mesh, tp = cp = 1). `mesh`:
@@ -63,6 +66,11 @@ Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
     case MeshGroup::dp_cp: out = c.dp_cp; break;
     case MeshGroup::pp_all: out = c.pp_all; break;
     case MeshGroup::mesh_all: break;
+    case MeshGroup::reshard:  // per unit: the backend's reshard_comm
+    case MeshGroup::tp:
+    case MeshGroup::cp:
+    case MeshGroup::pp_pair:
+    case MeshGroup::pp_ends: out = nullptr; break;
   }
   FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
   return *out;
@@ -90,9 +98,11 @@ class RankBackend {
   virtual void begin_op(int id, const Op& op) = 0;
   virtual void end_op(int id, const Op& op) = 0;
 
-  // Parameters of a unit: all-gathered from the shards over `group` (`drop_kept`: a partial copy kept
-  // by reshard_after_forward = g is replaced), released with `kept_bytes` of a partial copy staying.
-  virtual void gather(int unit, MeshGroup group, bool drop_kept) = 0;
+  // Parameters of a unit: all-gathered from the shards over `group`, or (`from_kept`, group reshard)
+  // from the copy its last release kept over the unit's reshard group, which frees it (FSDP2's int
+  // reshard_after_forward); released with `kept_bytes` (> 0: ProgramUnit::kept_shard_ranks = g ranks
+  // share the kept copy; RuntimeProgram::kept_copy_bytes, in the device's dtype) of a copy staying.
+  virtual void gather(int unit, MeshGroup group, bool from_kept) = 0;
   virtual void release(int unit, double kept_bytes) = 0;
 
   // Model, per micro-batch `mb` of the step: tokens and targets [micro_batch, seq]; segment `s` of the

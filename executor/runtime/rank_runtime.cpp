@@ -37,7 +37,7 @@ RankRuntime::RankRuntime(const RuntimeProgram& rp, std::unique_ptr<RankBackend> 
   replica_index_ = at.replica_index;
   for (const MemEffect& e : rp.program.roles[std::size_t(role_)].resident) program_memory_.alloc(e.category, e.bytes);
   timeline_.rank = rank_, timeline_.role = role_, timeline_.mesh_rank = mesh_rank_;
-  if (rp.plan.loss_scale) scaler_ = initial_loss_scaler(*rp.plan.loss_scale);
+  if (rp.settings.loss_scale) scaler_ = initial_loss_scaler(*rp.settings.loss_scale);
 }
 
 void RankRuntime::set_loss_scaler(const LossScalerState& s) {
@@ -50,28 +50,16 @@ void RankRuntime::init_params(std::uint64_t seed) {
   backend_->copy_masters_to_replicas();
 }
 
+// The program's group of an op, as the backend is asked for it (rank_backend.h MeshGroup = GroupKind).
 MeshGroup RankRuntime::group_of(int group) const {
-  switch (rp_.program.groups[std::size_t(group)].kind) {
-    case GroupKind::dp_shard:
-    case GroupKind::reshard: return MeshGroup::dp_shard;  // a reshard group gathers the same values (see free ops)
-    case GroupKind::dp_replicate: return MeshGroup::dp_replicate;
-    case GroupKind::dp_all: return MeshGroup::dp_all;
-    case GroupKind::replicate_cp: return MeshGroup::replicate_cp;
-    case GroupKind::dp_cp: return MeshGroup::dp_cp;
-    case GroupKind::mesh_all: return MeshGroup::mesh_all;
-    case GroupKind::pp_all: return MeshGroup::pp_all;
-    case GroupKind::tp:
-    case GroupKind::cp:
-    case GroupKind::pp_pair:  // send/recv name their peer
-    case GroupKind::pp_ends: break;  // the tied all-reduce's group is the backend's
-  }
-  FSDP_CHECK(false, "RankRuntime: tp and cp groups are the model's, never an op's; pp_pair and pp_ends ops name "
-                    "their peers");
-  return MeshGroup::dp_all;
+  const GroupKind kind = rp_.program.groups[std::size_t(group)].kind;
+  FSDP_CHECK(kind != GroupKind::tp && kind != GroupKind::cp && kind != GroupKind::pp_pair && kind != GroupKind::pp_ends,
+             "RankRuntime: tp and cp groups are the model's, never an op's; pp_pair and pp_ends ops name their peers");
+  return kind;
 }
 
 RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos, DataSource& data, std::mutex& data_mu) {
-  const TrainingSettings& t = rp_.plan.training;
+  const TrainingSettings& t = rp_.settings.training;
   step_ = step;
   result_ = RankStepResult{};
   non_finite_ = norm_stage_done_ = norm_done_ = unscaled_ = found_inf_ = false;
@@ -158,24 +146,23 @@ void RankRuntime::all_reduce(const Op& op) {
 
 // A copy sharded over g ranks may stay (FSDP2's int reshard_after_forward): 1/g of the unit's fp32 buffer.
 void RankRuntime::release(const Op& op) {
-  const int g = op.kept_shard_ranks;
-  const double kept_bytes = g > 1 ? double(rp_.flats[std::size_t(op.unit)].padded_numel) * 4.0 / g : 0.0;
-  backend_->release(op.unit, kept_bytes);
+  backend_->release(op.unit, op.kept_shard_ranks > 1 ? rp_.kept_copy_bytes[std::size_t(op.unit)] : 0.0);
 }
 
 // Rank d's micro-batch m holds sequences m·(b·D) + d·b + j of the global batch (j < b): the step sees
 // the same samples whatever the number of data-parallel ranks D.
 void RankRuntime::set_micro_batch(int mb) {
-  const TrainingSettings& t = rp_.plan.training;
+  const TrainingSettings& t = rp_.settings.training;
+  const std::int64_t vocab = rp_.settings.model.vocab;
   const std::int64_t b = t.micro_batch, first = std::int64_t(mb) * b * rp_.dp_ranks + std::int64_t(dp_rank_) * b;
   tokens_.resize(std::size_t(b * t.seq));
   targets_.resize(std::size_t(b * t.seq));
   for (std::int64_t j = 0; j < b; ++j) {
     const std::int32_t* row = batch_.data() + (first + j) * (t.seq + 1);
     for (std::int64_t i = 0; i < t.seq; ++i) {
-      if (row[i] < 0 || row[i] >= rp_.plan.model.vocab || row[i + 1] < 0 || row[i + 1] >= rp_.plan.model.vocab)
+      if (row[i] < 0 || row[i] >= vocab || row[i + 1] < 0 || row[i + 1] >= vocab)
         throw std::runtime_error(fmt::format("step {}: sequence {}: token outside the vocabulary [0, {})",
-                                             step_ + 1, first + j, rp_.plan.model.vocab));
+                                             step_ + 1, first + j, vocab));
       tokens_[std::size_t(j * t.seq + i)] = row[i];
       targets_[std::size_t(j * t.seq + i)] = row[i + 1];
     }
@@ -184,7 +171,7 @@ void RankRuntime::set_micro_batch(int mb) {
 }
 
 void RankRuntime::forward(const Op& op) {
-  if (rp_.program.segments[std::size_t(op.segment)].first_module == 0) set_micro_batch(op.micro_batch);
+  if (rp_.program.segments[std::size_t(op.segment)].embeds_tokens) set_micro_batch(op.micro_batch);
   backend_->forward(op.segment, op.micro_batch);
 }
 
@@ -193,7 +180,7 @@ void RankRuntime::backward(const Op& op) {
   // dloss = 1/(grad_accum·D): the sum-reductions then give the gradient of the global-batch mean loss;
   // times the scale under loss scaling (GradScaler.scale: the fp32 loss times the fp32 scale).
   const double scale = scaler_ ? double(scaler_->scale) : 1.0;
-  if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index())
+  if (seg.computes_loss)
     backend_->begin_backward(op.micro_batch, scale / double(rp_.grad_accum * rp_.dp_ranks));
   if (op.kind == OpKind::backward_input)
     backend_->backward_input(op.segment, op.micro_batch);
@@ -201,16 +188,14 @@ void RankRuntime::backward(const Op& op) {
     backend_->backward(op.segment, op.unit, op.micro_batch);
 }
 
-// A message is named by what it carries, the sending virtual stage and the micro-batch, so that a
-// receive takes exactly the message its send made (pp-lowering pairs them; program/lower_pipeline.cpp).
-// A stage's forward starts with its input's receive: the micro-batch's tokens and targets go with it
+// A message is named by the program's rendezvous of its send and receive (program/lower.cpp pairs
+// them), so that a receive takes exactly the message its send made. A stage's forward starts with its input's receive: the micro-batch's tokens and targets go with it
 // (the last stage's loss needs the targets).
 void RankRuntime::point_to_point(const Op& op) {
   const bool activations = op.payload == Payload::activations, sending = op.kind == OpKind::send;
   FSDP_CHECK(activations || op.payload == Payload::activation_grads, "RankRuntime: send/recv of no activations");
-  const int sender_stage = sending ? op.stage : activations ? op.stage - 1 : op.stage + 1;
-  const int stages = rp_.program.pp * rp_.program.vpp;
-  const int tag = ((op.micro_batch * stages) + sender_stage) * 2 + (activations ? 0 : 1);
+  FSDP_CHECK(op.rendezvous >= 0, "RankRuntime: a send or receive outside a rendezvous");
+  const int tag = op.rendezvous;
   const int peer = global_rank(rp_, op.peer_role, mesh_rank_);
   if (sending) {
     backend_->send(op.payload, op.segment, op.micro_batch, peer, tag);
@@ -243,7 +228,7 @@ void RankRuntime::check_losses() {
 void RankRuntime::stop_on_non_finite_gradient() const {
   if (non_finite_unit_ < 0 || options_.on_non_finite != NonFinitePolicy::stop || scaler_) return;
   throw std::runtime_error(fmt::format("step {}, unit {} (modules {}): non-finite gradient", step_ + 1, non_finite_unit_,
-                                       fmt::join(rp_.plan.units[std::size_t(non_finite_unit_)].modules, ", ")));
+                                       fmt::join(rp_.program.units[std::size_t(non_finite_unit_)].modules, ", ")));
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
@@ -311,7 +296,7 @@ void RankRuntime::optimizer_step() {
   if (!norm_stage_done_) reduce_norm(GroupKind::dp_all);
   if (!norm_done_) reduce_norm(GroupKind::pp_all);
   FSDP_CHECK(!scaler_ || unscaled_, "RankRuntime: the optimizer step of a loss-scaled plan before its unscale op");
-  const OptimizerSettings& o = rp_.plan.optimizer;
+  const OptimizerSettings& o = rp_.settings.optimizer;
   result_.lr = learning_rate(o, step_);
   result_.skipped = non_finite_;
   const std::int64_t adam_step = step_ + 1 - (scaler_ ? scaler_->skipped_steps : 0);
@@ -319,7 +304,7 @@ void RankRuntime::optimizer_step() {
     backend_->adamw(o, AdamWStep{result_.lr, adam_step, clip_scale(result_.grad_norm, o.grad_clip_norm)});
     backend_->copy_masters_to_replicas();
   }
-  if (scaler_) update_loss_scaler(*scaler_, *rp_.plan.loss_scale, non_finite_);
+  if (scaler_) update_loss_scaler(*scaler_, *rp_.settings.loss_scale, non_finite_);
   backend_->zero_grad_shards();
 }
 

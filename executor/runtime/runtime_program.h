@@ -1,29 +1,51 @@
-// executor/runtime/runtime_program.h — what every rank's interpreter reads, built once from the plan:
-// the checks that a runtime can run the plan, its step program (program/lower.h: ops with their effects
-// on the training state, units with their data-parallel placements, segments), and the flat layout of
-// each unit. Nothing here re-derives the schedule: when parameters are released and when a reduction
-// is complete are fields of the ops. Under pipeline parallelism rank r runs role r / mesh size (its
-// pipeline rank) at mesh point r mod mesh size, and holds only the units of its stages. Leaves out
-// timing: backends decide how ops overlap.
+// executor/runtime/runtime_program.h — what every rank's interpreter reads, built once by the session
+// (executor/session/runtime_program_from_plan.cpp, the one place that reads the plan): the step program
+// (program/lower.h: ops with their effects on the training state, units with their data-parallel
+// placements, pipeline ranks, frozen-ness and kept copies, segments, the tied copy, recompute), the
+// run's settings that are not the schedule (model, batch geometry, optimizer, precision, loss scaling,
+// LoRA) and the flat layout of each unit. Nothing here re-derives the schedule: when parameters are
+// released and when a reduction is complete are fields of the ops. Under pipeline parallelism rank r
+// runs role r / mesh size (its pipeline rank) at mesh point r mod mesh size, and holds only the units
+// of its stages. Leaves out timing: backends decide how ops overlap.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
-#include "core/plan.h"
+#include "core/executor_device.h"
+#include "core/lora.h"
+#include "core/loss_scale.h"
+#include "core/model_spec.h"
+#include "core/plan_settings.h"
 #include "executor/runtime/model_groups.h"
 #include "executor/runtime/param_layout.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
 
+// What a run needs from its plan besides the step program, copied once by the session.
+struct RunSettings {
+  ModelSpec model;
+  TrainingSettings training;
+  Parallelism parallelism;  // the degrees the program's mesh and pipeline ranks were lowered from
+  MixedPrecision precision;
+  OptimizerSettings optimizer;
+  std::optional<LossScaleSettings> loss_scale;  // fp16 loss scaling; absent: none
+  std::optional<LoraSettings> lora;             // absent: full training
+};
+
 struct RuntimeProgram {
-  Plan plan;
+  RunSettings settings;
   StepProgram program;
   ParamLayout layout;                      // the full model: checkpoints and weight files address it
   std::vector<ParamLayout> tp_layouts;     // per tp rank, its tensor-parallel slices (tp = 1: layout)
   std::vector<FlatUnitLayout> flats;       // per unit on one rank (its tp slices), padded to shard_count shards
   std::vector<FlatUnitLayout> full_flats;  // per unit of the full model, padded likewise (the state's format)
+  // Per unit: the bytes of the copy a release keeps for backward (FSDP2's int reshard_after_forward,
+  // ProgramUnit::kept_shard_ranks = g > 1), in the device's storage dtype (fp32 on the CPU, the 16-bit
+  // compute dtype on CUDA) over the padded flat unit; 0 when it keeps none.
+  std::vector<double> kept_copy_bytes;
   int shard_count = 1;  // shards of every unit's optimizer state: dp_shard, or 1 when it is replicated (DDP)
   std::int64_t grad_accum = 1;
   int dp_ranks = 1;
@@ -36,11 +58,11 @@ struct PipelinePlace {
 };
 PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank);
 int global_rank(const RuntimeProgram& rp, int role, int mesh_rank);
-// The pipeline rank whose stages hold `unit` (0 without pipeline parallelism).
-int unit_role(const RuntimeProgram& rp, int unit);
+// The pipeline rank whose stages hold `unit` (0 without pipeline parallelism): the program's.
+inline int unit_role(const RuntimeProgram& rp, int unit) { return rp.program.units[std::size_t(unit)].role; }
 // Tied embeddings across pipeline stages: the embedding's unit (first stage), whose layout the last
 // stage's copy of the table repeats; -1 when the head reads the embedding in its own unit.
-int tied_copy_source(const RuntimeProgram& rp);
+inline int tied_copy_source(const RuntimeProgram& rp) { return rp.program.tied_copy_source; }
 // This rank's place in the model-parallel groups, from its mesh coordinates.
 ModelParallel model_parallel(const RuntimeProgram& rp, int rank);
 // The data-parallel index of a rank (rep·dp_shard + shard): which sequences of each micro-batch it reads.
@@ -59,12 +81,12 @@ bool replicated_params(const RuntimeProgram& rp, int unit);
 // they are refreshed from it after init, a load or a step.
 bool master_is_replica(const RuntimeProgram& rp, int unit);
 
-// Which backend will run the program: each computes one way, and a plan saying otherwise would be
-// simulated for another program than the one run (cpu: fp32, unfused attention; cuda: bf16, flash2).
-enum class ExecutorDevice { cpu, cuda };
-inline const char* executor_device_name(ExecutorDevice d) { return d == ExecutorDevice::cuda ? "cuda" : "cpu"; }
+// Which backend will run the program (ExecutorDevice, core/backend_capabilities.h): each computes one way,
+// and a plan saying otherwise would be simulated for another program than the one run.
 
-// Lowers the plan and prepares the interpreter's tables. Throws ConfigError "plan: /path: ..." for
+struct Plan;
+// Lowers the plan (once) and prepares the interpreter's tables; defined by the session
+// (executor/session/runtime_program_from_plan.cpp), which alone reads the plan. Throws ConfigError "plan: /path: ..." for
 // plans the runtime cannot run on `device` (pp > 1 together with tp or cp; tp or cp > 1 on
 // CUDA; degrees that do not split the model; another precision or attention kernel, a tied head apart
 // from its embedding without pipeline parallelism or a tied embedding sharing its unit with it, seq

@@ -16,8 +16,8 @@
 namespace fsdpx {
 
 void load_full_weights(Trainer& trainer, const std::string& path) {
-  const Plan& plan = trainer.plan();
-  const ParamLayout layout = make_param_layout(plan.model);
+  const RunSettings& run = trainer.program().settings;
+  const ParamLayout layout = make_param_layout(run.model);
   std::vector<UnitModule> modules;
   for (const ModuleLayout& m : layout.modules) modules.push_back(UnitModule{m.name, m.offset, m.numel});
   const TrainerState current = trainer.state();
@@ -28,19 +28,19 @@ void load_full_weights(Trainer& trainer, const std::string& path) {
   trainer.load_state(reshard_state(whole, current, path));
 }
 
-void save_full_params(const Plan& plan, std::vector<float> full, const std::vector<float>& adapters,
+void save_full_params(const RunSettings& run, std::vector<float> full, const std::vector<float>& adapters,
                       const std::string& path, std::int64_t step) {
-  const ParamLayout layout = make_param_layout(plan.model);
-  if (plan.lora)  // LoRA: the merged model W + (alpha / r) B A, which loads into any plan of the model
-    merge_lora(plan.model, make_lora_layout(plan.model, *plan.lora), adapters.data(), full.data());
+  const ParamLayout layout = make_param_layout(run.model);
+  if (run.lora)  // LoRA: the merged model W + (alpha / r) B A, which loads into any plan of the model
+    merge_lora(run.model, make_lora_layout(run.model, *run.lora), adapters.data(), full.data());
   write_safetensors(path, params_to_safetensors(layout, full,
                                                 {{"format", "fsdpx-weights/1"},
-                                                 {"model", model_spec_to_json(plan.model).dump()},
+                                                 {"model", model_spec_to_json(run.model).dump()},
                                                  {"step", std::to_string(step)}}));
 }
 
 void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
-  save_full_params(trainer.plan(), trainer.gather_full_params(), trainer.state().adapters.params, path, step);
+  save_full_params(trainer.program().settings, trainer.gather_full_params(), trainer.state().adapters.params, path, step);
 }
 
 SafetensorsFile adapters_to_safetensors(const LoraLayout& l, std::span<const float> adapters, double alpha) {
@@ -60,10 +60,10 @@ SafetensorsFile adapters_to_safetensors(const LoraLayout& l, std::span<const flo
 }
 
 void save_adapter_weights(const Trainer& trainer, const std::string& path, std::int64_t step) {
-  const Plan& plan = trainer.plan();
-  FSDP_CHECK(plan.lora.has_value(), "save_adapter_weights: a plan without LoRA");
-  SafetensorsFile f = adapters_to_safetensors(make_lora_layout(plan.model, *plan.lora),
-                                              trainer.state().adapters.params, plan.lora->alpha);
+  const RunSettings& run = trainer.program().settings;
+  FSDP_CHECK(run.lora.has_value(), "save_adapter_weights: a plan without LoRA");
+  SafetensorsFile f = adapters_to_safetensors(make_lora_layout(run.model, *run.lora),
+                                              trainer.state().adapters.params, run.lora->alpha);
   f.metadata["step"] = std::to_string(step);
   write_safetensors(path, f);
 }

@@ -24,8 +24,8 @@ void load_full_weights(Trainer& trainer, const std::string& path);
 // Writes the trainer's current parameters (atomically), with the model name and `step` as metadata.
 void save_full_weights(const Trainer& trainer, const std::string& path, std::int64_t step);
 // The same for parameters gathered another way (one process per rank: process_weights.h); `adapters` are
-// the LoRA adapters merged into them when the plan has a lora section.
-void save_full_params(const Plan& plan, std::vector<float> full, const std::vector<float>& adapters,
+// the LoRA adapters merged into them when the run has a lora section.
+void save_full_params(const RunSettings& run, std::vector<float> full, const std::vector<float>& adapters,
                       const std::string& path, std::int64_t step);
 
 // LoRA adapters (the flat buffer of executor/model/lora.h) as one F32 tensor per matrix:

@@ -39,7 +39,7 @@ std::vector<float> gather_full_params_over_processes(Trainer& trainer) {
       all.ranks[r].units.push_back(std::move(us));
     }
   }
-  return full_params_from_state(all, make_param_layout(trainer.plan().model), "the processes' shards");
+  return full_params_from_state(all, make_param_layout(trainer.program().settings.model), "the processes' shards");
 }
 
 }  // namespace fsdpx

@@ -111,7 +111,7 @@ struct Trainer::Impl {
   // tp, cp or pp > 1: global ranks 0..S-1 are not the shard owners of every unit (tp ranks hold slices,
   // pipeline ranks their stages' units).
   bool model_parallel() const {
-    const Parallelism& par = rp.plan.parallelism;
+    const Parallelism& par = rp.settings.parallelism;
     return par.tp > 1 || par.cp > 1 || par.pp > 1;
   }
   // The shard owner whose state `r` holds: its shard index (DDP: owner 0 holds the only shard).
@@ -173,7 +173,7 @@ void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
 
 std::vector<std::unique_ptr<RankBackend>> make_cpu_backends(const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
   std::vector<std::unique_ptr<RankBackend>> out;
-  auto comms = make_thread_communicators(rp.plan.parallelism.world_size());
+  auto comms = make_thread_communicators(rp.settings.parallelism.world_size());
   for (std::size_t r = 0; r < comms.size(); ++r)
     out.push_back(std::make_unique<CpuRankBackend>(rp, std::move(comms[r]), r == 0 ? rank0_profiler : nullptr));
   return out;
@@ -181,15 +181,21 @@ std::vector<std::unique_ptr<RankBackend>> make_cpu_backends(const RuntimeProgram
 
 Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options,
                  const RankBackendFactory& make_backends)
+    : Trainer(make_runtime_program(plan, options.cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu), std::move(data),
+              options, make_backends) {}
+
+Trainer::Trainer(RuntimeProgram program, std::shared_ptr<DataSource> data, TrainerOptions options,
+                 const RankBackendFactory& make_backends)
     : impl_(std::make_unique<Impl>()) {
   FSDP_CHECK(data != nullptr, "Trainer: data source is null");
-  impl_->rp = make_runtime_program(plan, options.cuda ? ExecutorDevice::cuda : ExecutorDevice::cpu);
+  impl_->rp = std::move(program);
+  const RuntimeProgram& rp = impl_->rp;
   impl_->data = std::move(data);
   impl_->options = options;
   if (!options.cuda) cpu::check_kernel_simd_support();
   auto backends = (make_backends ? make_backends : make_cpu_backends)(impl_->rp, options.profile ? &impl_->kernels : nullptr);
   FSDP_CHECK(!backends.empty(), "Trainer: no rank backends");
-  std::vector<char> seen(std::size_t(plan.parallelism.world_size()), 0);
+  std::vector<char> seen(std::size_t(rp.program.world_size), 0);
   for (auto& b : backends) {
     FSDP_CHECK(b->rank() >= 0 && b->rank() < int(seen.size()) && !seen[std::size_t(b->rank())]++,
                "Trainer: rank backends must have distinct ranks of the mesh");
@@ -199,7 +205,7 @@ Trainer::Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOpti
   if (!options.cuda)
     for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
       impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
-  const std::uint64_t seed = plan.training.seed;
+  const std::uint64_t seed = rp.settings.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
     r.init_params(seed);
@@ -216,7 +222,7 @@ StepMetrics Trainer::step() {
   const DataPosition pos = im.position;
   im.on_ranks([&](RankRuntime& r) { results[im.local_index(r)] = r.run_step(step, pos, *im.data, im.data_mu); });
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
-  const TrainingSettings& t = im.rp.plan.training;
+  const TrainingSettings& t = im.rp.settings.training;
   StepMetrics m;
   m.step = ++im.step;
   im.position.next_sample += std::uint64_t(t.global_batch);
@@ -235,15 +241,15 @@ TrainerState Trainer::Impl::header() const {
   TrainerState s;
   s.step = step;
   s.data = position;
-  s.seed = rp.plan.training.seed;
+  s.seed = rp.settings.training.seed;
   s.dp_shard = rp.shard_count;
-  s.dp_replicate = rp.plan.parallelism.data_parallel_ranks() / rp.shard_count;
+  s.dp_replicate = rp.settings.parallelism.data_parallel_ranks() / rp.shard_count;
   s.loss_scaler = ranks[0]->loss_scaler();
   return s;
 }
 
 void Trainer::Impl::refuse_tp_per_process() const {
-  const Parallelism& par = rp.plan.parallelism;
+  const Parallelism& par = rp.settings.parallelism;
   if (model_parallel() && int(ranks.size()) != par.world_size())
     throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {} "
                                   "are not supported (a tp rank's shard spans other processes' full-model shards; "
@@ -261,7 +267,7 @@ TrainerState Trainer::Impl::tp_state() const {
     const FlatUnitLayout& full = rp.full_flats[u];
     UnitShardState whole;
     for (auto* v : fields(whole)) v->assign(std::size_t(full.padded_numel), 0.0f);
-    for (int t = 0; t < rp.plan.parallelism.tp; ++t) {
+    for (int t = 0; t < rp.settings.parallelism.tp; ++t) {
       const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
       for (int r = 0; r < rp.shard_count; ++r) {
         UnitShardState local = owner(u, r, t).backend().unit_state(int(u));
@@ -303,7 +309,7 @@ TrainerState Trainer::local_state() const {
     s.ranks.push_back(std::move(rs));
   }
   std::sort(s.ranks.begin(), s.ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
-  if (im.rp.plan.lora && !im.ranks.empty()) s.adapters = im.ranks.front()->backend().adapter_state();  // same on every rank
+  if (im.rp.settings.lora && !im.ranks.empty()) s.adapters = im.ranks.front()->backend().adapter_state();  // same on every rank
   return s;
 }
 
@@ -345,8 +351,8 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
   if (s.dp_shard != rp.shard_count)
     bad("/dp_shard", fmt::format("{} shards expected (got {}); reshard the state first", rp.shard_count, s.dp_shard));
   if (model_parallel() && int(s.ranks.size()) != rp.shard_count)
-    bad("/ranks", fmt::format("tp = {}, cp = {} loads from all {} shards (got {})", rp.plan.parallelism.tp,
-                              rp.plan.parallelism.cp, rp.shard_count, s.ranks.size()));
+    bad("/ranks", fmt::format("tp = {}, cp = {} loads from all {} shards (got {})", rp.settings.parallelism.tp,
+                              rp.settings.parallelism.cp, rp.shard_count, s.ranks.size()));
   for (std::size_t i = 0; i < s.ranks.size(); ++i) {
     const int r = s.ranks[i].rank;
     if (r < 0 || r >= rp.shard_count || (i > 0 && r <= s.ranks[i - 1].rank))
@@ -496,7 +502,7 @@ std::vector<float> Trainer::gather_full_params() const {
   return full;
 }
 
-const Plan& Trainer::plan() const { return impl_->rp.plan; }
+const RuntimeProgram& Trainer::program() const { return impl_->rp; }
 
 const cpu::ThreadBudget& Trainer::thread_budget() const { return impl_->budget; }
 

@@ -53,6 +53,10 @@ class Trainer {
   // whatever the world size) and starts one thread per rank. Throws ConfigError for plans it cannot run.
   Trainer(const Plan& plan, std::shared_ptr<DataSource> data, TrainerOptions options = {},
           const RankBackendFactory& make_backends = {});
+  // The same from the session's program (make_runtime_program, lowered once; TrainerOptions::cuda must
+  // name the device it was made for).
+  Trainer(RuntimeProgram program, std::shared_ptr<DataSource> data, TrainerOptions options = {},
+          const RankBackendFactory& make_backends = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -82,7 +86,7 @@ class Trainer {
   std::vector<RankTimeline> timelines() const;
   // The full unsharded fp32 parameters in module order (module_names), for tests and exports.
   std::vector<float> gather_full_params() const;
-  const Plan& plan() const;
+  const RuntimeProgram& program() const;  // the step program and run settings every rank interprets
   // Kernel threads per rank thread and why (executor/cpu/thread_budget.h), decided at construction.
   const cpu::ThreadBudget& thread_budget() const;
 

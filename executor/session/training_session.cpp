@@ -38,16 +38,15 @@ std::string params_hash(const std::vector<float>& p) {
 constexpr std::int64_t kMaxHashedParamsOverProcesses = std::int64_t{1} << 24;
 
 // The per-process state layout (Trainer::local_state) holds data-parallel shards only.
-bool data_parallel_only(const Plan& plan) {
-  const Parallelism& par = plan.parallelism;
+bool data_parallel_only(const Parallelism& par) {
   return par.tp == 1 && par.cp == 1 && par.pp == 1;
 }
 
 }  // namespace
 
-void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
+RuntimeProgram make_session_program(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
   try {
-    (void)make_runtime_program(plan, device);
+    return make_runtime_program(plan, device);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, plan_file);
   }
@@ -70,7 +69,8 @@ void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
                         o.plan_file);
 }
 
-TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement)
+TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, SessionOptions options,
+                                 const RankPlacement& placement)
     : options_(std::move(options)),
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
@@ -90,7 +90,7 @@ TrainingSession::TrainingSession(const Plan& plan, SessionOptions options, const
   to.threads = options_.threads;
   to.processes_on_host = placement.processes_on_host;
   try {
-    trainer_ = std::make_unique<Trainer>(plan, data, to, placement.backends);
+    trainer_ = std::make_unique<Trainer>(std::move(program), data, to, placement.backends);
   } catch (const ConfigError& e) {
     rethrow_naming_file(e, options_.plan_file);
   }
@@ -158,13 +158,14 @@ void TrainingSession::finish() {
   if (whole_state_) {
     record_.params_hash = params_hash(trainer_->gather_full_params());
     if (!options_.save_weights.empty()) save_full_weights(*trainer_, options_.save_weights, done);
-  } else if (data_parallel_only(trainer_->plan()) &&
+  } else if (data_parallel_only(trainer_->program().settings.parallelism) &&
              (!options_.save_weights.empty() ||
-              make_param_layout(trainer_->plan().model).total <= kMaxHashedParamsOverProcesses)) {
+              make_param_layout(trainer_->program().settings.model).total <= kMaxHashedParamsOverProcesses)) {
     const std::vector<float> full = gather_full_params_over_processes(*trainer_);  // every process takes part
     record_.params_hash = params_hash(full);
     if (!options_.save_weights.empty() && trainer_->hosts_rank0())
-      save_full_params(trainer_->plan(), full, trainer_->local_state().adapters.params, options_.save_weights, done);
+      save_full_params(trainer_->program().settings, full, trainer_->local_state().adapters.params,
+                       options_.save_weights, done);
   }
   if (recorder_) recorder_->write(options_.dump_batches, std::int64_t(record_.steps.size()));
 }

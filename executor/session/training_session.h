@@ -57,9 +57,11 @@ struct RunRecord {
   double elapsed_s = 0;
 };
 
-// Throws ConfigError "<plan_file>: /path: ..." when the runtime of `device` cannot run the plan; meant
-// to run before any process, GPU or rendezvous is set up (every launched rank would say the same).
-void check_runnable(const Plan& plan, const std::string& plan_file, ExecutorDevice device);
+// The run's program: the plan checked for the runtime of `device` and lowered, once per run (the
+// session's ranks and the tools that write its trace read this one). Throws ConfigError
+// "<plan_file>: /path: ..." when the runtime cannot run the plan; meant to run before any process, GPU
+// or rendezvous is set up (every launched rank would say the same).
+RuntimeProgram make_session_program(const Plan& plan, const std::string& plan_file, ExecutorDevice device);
 
 // Throws WriteError when checkpoint_dir or an output file of `o` cannot be written, so that it is said
 // before any process starts or any step runs (checkpoint_dir is created when missing).
@@ -72,7 +74,8 @@ class TrainingSession {
   // Opens the data, builds the Trainer on placement's ranks, then loads init_weights or resumes, and
   // writes save_init_weights and save_init_adapters. ConfigError naming the plan file, a weight file or the
   // checkpoint root.
-  TrainingSession(const Plan& plan, SessionOptions options, const RankPlacement& placement);
+  // `program`: make_session_program's for this plan and placement.device.
+  TrainingSession(const Plan& plan, RuntimeProgram program, SessionOptions options, const RankPlacement& placement);
   ~TrainingSession();
 
   const RunRecord& record() const { return record_; }

@@ -78,7 +78,7 @@ RecordingBackend executor_calls(const RuntimeProgram& rp) {
   auto backend = std::make_unique<RecordingBackend>(rp.grad_accum);
   RecordingBackend* rec = backend.get();
   RankRuntime runtime(rp, std::move(backend), TrainerOptions{});
-  test::HashData data(rp.plan.model.vocab);
+  test::HashData data(rp.settings.model.vocab);
   std::mutex mu;
   runtime.run_step(0, DataPosition{}, data, mu);
   return *rec;

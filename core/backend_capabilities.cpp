@@ -1,0 +1,188 @@
+// core/backend_capabilities.cpp — the backends' rows and the gaps of a plan (see backend_capabilities.h).
+#include "core/backend_capabilities.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace fsdpx {
+
+namespace {
+
+const std::vector<PipelineSchedule> kAllSchedules{PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
+                                                  PipelineSchedule::interleaved_1f1b, PipelineSchedule::zero_bubble};
+
+// The CPU reference backend (executor/cpu_backend/): fp32 compute (fp16 plans rounded through _Float16),
+// the unfused attention that materialises the probabilities, Megatron-style TP and CP.
+BackendCapabilities cpu_row() {
+  BackendCapabilities c;
+  c.device = ExecutorDevice::cpu;
+  c.name = "CPU";
+  c.param_dtypes = {DType::fp32, DType::fp16};
+  c.param_note = " (fp16 emulated in fp32)";
+  c.reduce_dtypes = {DType::fp32};
+  c.attention_kernel = AttentionKernel::unfused;
+  c.attention_note = "materialises the attention probabilities";
+  c.tensor_parallel = c.context_parallel = true;
+  c.pipeline_schedules = kAllSchedules;
+  c.lora = true;
+  return c;
+}
+
+// The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, the FlashAttention-2-style kernel
+// (executor/cuda/attention.cu: head sizes 32, 64, 96, 128), no TP or CP yet.
+BackendCapabilities cuda_row() {
+  BackendCapabilities c;
+  c.device = ExecutorDevice::cuda;
+  c.name = "CUDA";
+  c.param_dtypes = {DType::bf16, DType::fp16};
+  c.reduce_dtypes = {DType::fp32, DType::bf16};
+  c.attention_kernel = AttentionKernel::flash2;
+  c.attention_note = "runs a FlashAttention-2-style kernel";
+  c.head_dims = {32, 64, 96, 128};
+  c.pipeline_schedules = kAllSchedules;
+  c.lora = true;
+  return c;
+}
+
+template <class T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// "a, b or c" (each quoted when `quoted`).
+template <class T, class Name>
+std::string or_list(const std::vector<T>& v, bool quoted, Name name) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out += fmt::format("{}{}{}{}", i == 0 ? "" : i + 1 == v.size() ? " or " : ", ", quoted ? "\"" : "", name(v[i]),
+                       quoted ? "\"" : "");
+  return out;
+}
+
+std::string dtype_list(const std::vector<DType>& v, bool quoted) {
+  return or_list(v, quoted, [](DType d) { return dtype_name(d); });
+}
+
+// The backends whose rows run an axis this one does not (messages point there).
+std::string others_running(const BackendCapabilities& caps, bool BackendCapabilities::*axis) {
+  for (const BackendCapabilities& c : all_backend_capabilities())
+    if (c.device != caps.device && c.*axis) return fmt::format(" (the {} backend does)", c.name);
+  return "";
+}
+
+void axis_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const Parallelism& par = plan.parallelism;
+  auto axis = [&](const char* key, int degree, bool BackendCapabilities::*runs, const char* what) {
+    if (degree > 1 && !(caps.*runs))
+      out.push_back({fmt::format("/parallelism/{}", key),
+                     fmt::format("the runtime runs {} = 1 only (got {}); the {} backend does not run {} yet{}", key,
+                                 degree, caps.name, what, others_running(caps, runs)),
+                     true});
+  };
+  axis("tp", par.tp, &BackendCapabilities::tensor_parallel, "tensor parallelism");
+  axis("cp", par.cp, &BackendCapabilities::context_parallel, "context parallelism");
+  if (par.pp > 1 && par.tp * par.cp > 1 && !caps.pipeline_with_model_parallel)
+    out.push_back({"/parallelism/pp", fmt::format("the runtime runs pipeline parallelism with tp = cp = 1 only (got pp "
+                                                  "{}, tp {}, cp {})", par.pp, par.tp, par.cp), true});
+  if (par.pp > 1 && !contains(caps.pipeline_schedules, par.pp_schedule))
+    out.push_back({"/parallelism/pp_schedule", fmt::format("the {} runtime does not run the {} schedule", caps.name,
+                                                           pipeline_schedule_name(par.pp_schedule)), true});
+}
+
+// Tensor parallelism splits heads, KV heads (or replicates them, Megatron's kv_heads < tp), the FFN and
+// the vocabulary evenly (no padding); sequence parallelism splits each micro-batch's tokens; the model
+// runs the tp collectives its step program lists, which op-level selective recompute would not match.
+void tensor_parallel_gaps(const Plan& plan, std::vector<CapabilityGap>& out) {
+  const Parallelism& par = plan.parallelism;
+  const ModelSpec& m = plan.model;
+  auto bad = [&](const std::string& what) {
+    out.push_back({"/parallelism/tp", fmt::format("{} (tp = {})", what, par.tp), true});
+  };
+  if (m.ffn_hidden % par.tp != 0) bad(fmt::format("tp must divide the model's ffn_hidden ({})", m.ffn_hidden));
+  if (m.vocab % par.tp != 0)
+    bad(fmt::format("tp must divide the model's vocab ({}): the vocabulary-parallel embedding and head hold "
+                    "vocab/tp rows each, without padding", m.vocab));
+  if (m.kv_heads % par.tp != 0 && par.tp % m.kv_heads != 0)
+    bad(fmt::format("tp and the model's kv_heads ({}) must divide one another", m.kv_heads));
+  const std::int64_t tokens = plan.training.micro_batch * plan.training.seq / par.cp;
+  if (par.sequence_parallel && tokens % par.tp != 0)
+    bad(fmt::format("sequence parallelism splits the {} tokens of a micro-batch (micro_batch x seq / cp) across "
+                    "the tp ranks, so tp must divide them", tokens));
+  if (std::find(plan.recompute.begin(), plan.recompute.end(), RecomputeMode::selective_op) != plan.recompute.end())
+    out.push_back({"/recompute", "the runtime does not run op-level selective recompute (\"selective_op\") with "
+                                 "tp > 1: its step program re-runs tensor-parallel collectives the model does not; "
+                                 "use \"none\", \"selective\" or \"full\"", true});
+}
+
+// A tied head reads the embedding's table: without pipeline parallelism both sit in one unit; across
+// stages the last stage keeps a copy laid out as the embedding's unit, so the embedding is alone in it.
+void tied_unit_gaps(const Plan& plan, std::vector<CapabilityGap>& out) {
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    const auto& m = plan.units[u].modules;
+    const bool emb = contains(m, std::string("embedding")), head = contains(m, std::string("head"));
+    if (plan.parallelism.pp == 1 && emb != head)
+      out.push_back({fmt::format("/units/{}/modules", u), "a tied head shares the embedding's weight, so "
+                                                          "\"embedding\" and \"head\" must be in one unit", true});
+    if (plan.parallelism.pp > 1 && emb && m.size() > 1)
+      out.push_back({fmt::format("/units/{}/modules", u),
+                     "under pipeline parallelism the last stage keeps a copy of a tied embedding laid out as its "
+                     "unit, so \"embedding\" must be alone in its unit", true});
+  }
+}
+
+void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  if (!contains(caps.param_dtypes, plan.precision.param))
+    out.push_back({"/mixed_precision/param_dtype",
+                   fmt::format("the {} runtime computes in {}{}, so the plan must say {} (got \"{}\")", caps.name,
+                               dtype_list(caps.param_dtypes, false), caps.param_note,
+                               dtype_list(caps.param_dtypes, true), dtype_name(plan.precision.param))});
+  if (!contains(caps.reduce_dtypes, plan.precision.reduce))
+    out.push_back({"/mixed_precision/reduce_dtype",
+                   fmt::format("the {} runtime reduces in {}, so the plan must say {} (got \"{}\")", caps.name,
+                               dtype_list(caps.reduce_dtypes, false), dtype_list(caps.reduce_dtypes, true),
+                               dtype_name(plan.precision.reduce)), true});
+  if (plan.attention_kernel != caps.attention_kernel)
+    out.push_back({"/attention_kernel", fmt::format("the {} runtime {}, so the plan must say \"{}\" (got \"{}\")",
+                                                    caps.name, caps.attention_note,
+                                                    attention_kernel_name(caps.attention_kernel),
+                                                    attention_kernel_name(plan.attention_kernel))});
+  if (!caps.head_dims.empty() && !contains(caps.head_dims, plan.model.head_dim))
+    out.push_back({"/model/head_dim", fmt::format("the {} attention kernel takes {} (got {})", caps.name,
+                                                  or_list(caps.head_dims, false, [](std::int64_t h) { return h; }),
+                                                  plan.model.head_dim)});
+  if (plan.training.dropout > 0 && !caps.dropout)
+    out.push_back({"/training/dropout", fmt::format("the {} runtime implements no dropout (got {})", caps.name,
+                                                    plan.training.dropout)});
+  if (plan.lora && !caps.lora)
+    out.push_back({"/lora", fmt::format("the {} runtime does not run LoRA", caps.name)});
+  if (plan.lora && plan.lora->dropout > 0 && !caps.dropout)
+    out.push_back({"/lora/dropout", fmt::format("the {} runtime implements no adapter dropout (got {}); the simulator "
+                                                "and planner accept it", caps.name, plan.lora->dropout)});
+}
+
+}  // namespace
+
+const std::vector<BackendCapabilities>& all_backend_capabilities() {
+  static const std::vector<BackendCapabilities> rows{cpu_row(), cuda_row()};
+  return rows;
+}
+
+const BackendCapabilities& backend_capabilities(ExecutorDevice d) {
+  return all_backend_capabilities()[std::size_t(d)];
+}
+
+ExecutorDevice cluster_device(const ClusterSpec& c) { return c.host_threads ? ExecutorDevice::cpu : ExecutorDevice::cuda; }
+
+std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabilities& caps) {
+  std::vector<CapabilityGap> out;
+  axis_gaps(plan, caps, out);
+  if (caps.tensor_parallel && plan.parallelism.tp > 1) tensor_parallel_gaps(plan, out);
+  numeric_gaps(plan, caps, out);
+  if (plan.model.tied_embeddings) tied_unit_gaps(plan, out);
+  return out;
+}
+
+}  // namespace fsdpx

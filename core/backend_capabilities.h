@@ -1,0 +1,55 @@
+// core/backend_capabilities.h — what each of fsdpx's executor backends runs, as data: one row per
+// backend (parallelism axes, compute and reduction dtypes, attention kernel and its head sizes, pipeline
+// schedules, LoRA, dropout). The executor refuses a plan outside its backend's row
+// (executor/session/runtime_program_from_plan.cpp) and the planner searches inside it
+// (planner/target.cpp), both through capability_gaps, so they cannot disagree. Adding a backend is one
+// row here. Leaves out limits that follow from the model's shape (even tensor-parallel splits) and unit
+// layout (tied embeddings), which both read from the plan the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attention_kernel.h"
+#include "core/dtype.h"
+#include "core/executor_device.h"
+#include "core/plan.h"
+
+namespace fsdpx {
+
+struct BackendCapabilities {
+  ExecutorDevice device = ExecutorDevice::cpu;
+  const char* name = "";                 // "CPU", "CUDA": in messages
+  std::vector<DType> param_dtypes;       // what the plan's param_dtype may say
+  const char* param_note = "";           // how it computes them (messages)
+  std::vector<DType> reduce_dtypes;      // gradient reduction dtypes
+  AttentionKernel attention_kernel = AttentionKernel::unfused;
+  const char* attention_note = "";
+  std::vector<std::int64_t> head_dims;   // the attention kernel's head sizes; empty: any
+  bool tensor_parallel = false, context_parallel = false;
+  bool pipeline_with_model_parallel = false;  // pp > 1 together with tp or cp > 1
+  std::vector<PipelineSchedule> pipeline_schedules;
+  bool lora = false;
+  bool dropout = false;  // attention/MLP/embedding dropout and LoRA's adapter dropout
+};
+
+// Every backend, in ExecutorDevice order; backend_capabilities(d) is its row.
+const std::vector<BackendCapabilities>& all_backend_capabilities();
+const BackendCapabilities& backend_capabilities(ExecutorDevice d);
+// The backend a cluster's plans run on: the `cpu` cluster's host threads, else CUDA.
+ExecutorDevice cluster_device(const ClusterSpec& c);
+
+// One way a plan leaves a backend's row: the plan's JSON path and why ("the CUDA runtime ...").
+struct CapabilityGap {
+  std::string path;  // "/parallelism/tp"
+  std::string what;
+  // The planner chooses this setting (parallelism axes, schedule, reduction dtype), so its fsdpx target
+  // keeps to the row; the others (param dtype, attention kernel, head size, dropout, LoRA) are the
+  // request's, which only the executor refuses.
+  bool searched = false;
+};
+// Every gap of `plan` on `caps`, in a fixed order; empty when the backend runs it.
+std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabilities& caps);
+
+}  // namespace fsdpx
