@@ -3,7 +3,8 @@
 # ThreadSanitizer (FSDPX_TSAN) and one with AddressSanitizer + UBSan (FSDPX_SANITIZE), and runs the thread
 # communicator, watchdog, data-parallel, Trainer and kernel-pool tests there (kept short: the equivalence
 # matrix runs only in the normal tree), all of test_launch (rendezvous threads, forked ranks, the local
-# launcher), plus the device communicators on the emulated CUDA runtime when CUDA headers were found.
+# launcher), plus the device communicators and the whole CUDA backend (test_cuda_emulated) on the emulated
+# CUDA runtime when CUDA headers were found.
 # The TSan tree builds without OpenMP and BLAS, whose uninstrumented thread pools TSan cannot see into.
 # Usage: sanitizers.sh <source dir> <build root> [tsan|asan|all]
 set -euo pipefail
@@ -32,6 +33,11 @@ build_and_run() {  # name, extra cmake args...
     ninja -C "$dir" -j "$jobs" test_device_comm_emulated >/dev/null
     echo "== $name: test_device_comm_emulated"
     "$dir/tests/cuda/test_device_comm_emulated" --no-intro=true
+  fi
+  if ninja -C "$dir" -t targets all | grep -q '^test_cuda_emulated:'; then
+    ninja -C "$dir" -j "$jobs" test_cuda_emulated >/dev/null
+    echo "== $name: test_cuda_emulated (the CUDA backend trains on the emulated runtime)"
+    "$dir/tests/cuda/test_cuda_emulated" --no-intro=true
   fi
 }
 

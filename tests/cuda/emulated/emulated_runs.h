@@ -16,6 +16,9 @@
 #include "executor/cuda/device_thread_communicator.h"
 #include "executor/cuda_backend/cuda_rank_backend.h"
 #include "executor/session/trainer.h"
+#if defined(FSDPX_HAVE_NCCL)
+#include "executor/cuda/nccl_communicator.h"
+#endif
 
 namespace fsdpx::emulated_test {
 
@@ -48,10 +51,13 @@ inline Plan on_cuda(Plan p) {
   return p;
 }
 
-inline std::vector<double> losses(const Plan& plan, std::shared_ptr<DataSource> data, bool cuda) {
+// 10 steps on the CPU backend, or on the CUDA backend's ranks that `cuda_ranks` makes (default: the
+// in-process device communicator's).
+inline std::vector<double> losses(const Plan& plan, std::shared_ptr<DataSource> data, bool cuda,
+                                  RankBackendFactory cuda_ranks = float_cuda_backends()) {
   TrainerOptions o;
   o.cuda = cuda;
-  auto trainer = cuda ? std::make_unique<Trainer>(on_cuda(plan), data, o, float_cuda_backends())
+  auto trainer = cuda ? std::make_unique<Trainer>(on_cuda(plan), data, o, std::move(cuda_ranks))
                       : std::make_unique<Trainer>(on_cpu(plan), data, o);
   std::vector<double> out;
   for (int s = 0; s < kSteps; ++s) out.push_back(trainer->step().loss);

@@ -2,10 +2,15 @@
 // runtime: 1F1B on 2 and 4 ranks (pp 2, pp 4, pp 2 x dp_shard 2) follows the CPU backend's run of the same
 // plan within 1e-5 over 10 steps, and so does every schedule (GPipe, 1F1B, interleaved 1F1B with vpp 2,
 // ZB-H1) at pp 2 x dp_shard 2, each message staged in stream-ordered memory and sent between two rank
-// threads' streams (emulated_runs.h: the float model). Leaves out processes (one address space here).
+// threads' streams (emulated_runs.h: the float model). With NCCL's header, every schedule also runs with
+// every rank on the real NcclCommunicator over the emulated NCCL, whose sends complete only when the
+// receiver posts (NCCL's rendezvous): a schedule whose sends and receives do not pair up in order
+// deadlocks there (ctest's timeout). Leaves out processes (one address space here).
 #include <doctest/doctest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/cuda/emulated/emulated_runs.h"
 #include "tests/executor/pipeline_fixtures.h"
@@ -26,10 +31,10 @@ Plan pipeline(PipelineSchedule schedule, int pp, int vpp, int dp_shard) {
   return p;
 }
 
-void check_follows_cpu(const Plan& plan) {
+void check_follows_cpu(const Plan& plan, RankBackendFactory cuda_ranks = float_cuda_backends()) {
   const auto data = test::shipped_text(plan);
   const std::vector<double> cpu = losses(plan, data, false);
-  const std::vector<double> emu = losses(plan, test::shipped_text(plan), true);
+  const std::vector<double> emu = losses(plan, test::shipped_text(plan), true, std::move(cuda_ranks));
   const double d = max_abs_diff(emu, cpu);
   const Parallelism& par = plan.parallelism;
   MESSAGE(std::string(pipeline_schedule_name(par.pp_schedule)) << " pp " << par.pp << " vpp " << par.vpp << " dp_shard "
@@ -50,6 +55,40 @@ TEST_CASE("emulated CUDA: GPipe, interleaved 1F1B and ZB-H1 at pp 2 x dp_shard 2
   check_follows_cpu(pipeline(PipelineSchedule::interleaved_1f1b, 2, 2, 2));
   check_follows_cpu(pipeline(PipelineSchedule::zero_bubble, 2, 1, 2));
 }
+
+#if defined(FSDPX_HAVE_NCCL)
+// Every rank of the plan as a CudaRankBackendT<float> whose world is an NcclCommunicator (the ranks meet
+// in ncclCommInitRankConfig, so each initialises on its own thread).
+RankBackendFactory nccl_float_cuda_backends() {
+  return [](const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
+    const int n = rp.plan.parallelism.world_size();
+    const cuda::NcclId id = cuda::nccl_unique_id();
+    std::vector<std::unique_ptr<cuda::DeviceCommunicator>> comms(static_cast<std::size_t>(n));
+    std::vector<std::thread> init;
+    for (int r = 0; r < n; ++r)
+      init.emplace_back([&, r] { comms[std::size_t(r)] = cuda::make_nccl_communicator(id, n, r, {}); });
+    for (std::thread& t : init) t.join();
+    std::vector<std::unique_ptr<RankBackend>> out;
+    for (auto& c : comms) {
+      OpProfiler* profiler = c->rank() == 0 ? rank0_profiler : nullptr;
+      out.push_back(std::make_unique<cuda::CudaRankBackendT<float>>(rp, std::move(c), 0, profiler));
+    }
+    return out;
+  };
+}
+
+TEST_CASE("emulated CUDA over NCCL's rendezvous sends: every schedule at pp 2 x dp_shard 2 and pp 4") {
+  struct Case {
+    PipelineSchedule schedule;
+    int vpp;
+  };
+  for (const Case c : {Case{PipelineSchedule::gpipe, 1}, Case{PipelineSchedule::one_f_one_b, 1},
+                       Case{PipelineSchedule::interleaved_1f1b, 2}, Case{PipelineSchedule::zero_bubble, 1}}) {
+    check_follows_cpu(pipeline(c.schedule, 2, c.vpp, 2), nccl_float_cuda_backends());
+    check_follows_cpu(pipeline(c.schedule, 4, c.vpp, 1), nccl_float_cuda_backends());
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace fsdpx::emulated_test
