@@ -78,28 +78,31 @@ cpu::RopeTable<float> table_of(const float* cos_table, const float* sin_table, s
   tab.sin.assign(sin_table, sin_table + t * tab.half);
   return tab;
 }
+
+// The CPU kernel's rotation (backward: by the opposite angle) of qkv in place, on the stream.
+template <class T>
+void rope(bool backward, T* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
+          std::int64_t nh, std::int64_t nkv, std::int64_t hd, cudaStream_t stream) {
+  enqueue(stream, [=] {
+    auto x = load(qkv, b * t * (nh + 2 * nkv) * hd);
+    const cpu::RopeTable<float> tab = table_of(cos_table, sin_table, t, hd);
+    if (backward) cpu::rope_backward<float>(x.data(), tab, b, t, nh, nkv, hd);
+    else cpu::rope_forward<float>(x.data(), tab, b, t, nh, nkv, hd);
+    store(qkv, x);
+  });
+}
 }  // namespace
 
 template <class T>
 void rope_forward(T* qkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
                   std::int64_t nh, std::int64_t nkv, std::int64_t hd, cudaStream_t stream) {
-  enqueue(stream, [=] {
-    const std::int64_t n = b * t * (nh + 2 * nkv) * hd;
-    auto x = load(qkv, n);
-    cpu::rope_forward<float>(x.data(), table_of(cos_table, sin_table, t, hd), b, t, nh, nkv, hd);
-    store(qkv, x);
-  });
+  rope(false, qkv, cos_table, sin_table, b, t, nh, nkv, hd, stream);
 }
 
 template <class T>
 void rope_backward(T* dqkv, const float* cos_table, const float* sin_table, std::int64_t b, std::int64_t t,
                    std::int64_t nh, std::int64_t nkv, std::int64_t hd, cudaStream_t stream) {
-  enqueue(stream, [=] {
-    const std::int64_t n = b * t * (nh + 2 * nkv) * hd;
-    auto x = load(dqkv, n);
-    cpu::rope_backward<float>(x.data(), table_of(cos_table, sin_table, t, hd), b, t, nh, nkv, hd);
-    store(dqkv, x);
-  });
+  rope(true, dqkv, cos_table, sin_table, b, t, nh, nkv, hd, stream);
 }
 
 template <class T>
