@@ -21,7 +21,8 @@ tests+=',trainer: a trace*'  # per-rank op timelines, read after the rank thread
 tests+=',tensor parallelism:*,context parallelism*'  # the model's tp and cp collectives on rank threads
 
 # The CUDA backend on the emulated runtime: everything under ASan; under TSan (several times slower) FSDP,
-# HSDP and LoRA on 1-4 ranks and one pipeline over the emulated NCCL's rendezvous sends.
+# HSDP and LoRA on 1-4 ranks (6 min on 2 cores at load 16; a pipeline run of the 8-block model took over
+# 9 min there, so the pipelines run under TSan only by hand: -tc="*rendezvous sends: 1F1B*").
 emulated_tests='*'
 build_and_run() {  # name, extra cmake args...
   local name=$1; shift
@@ -50,7 +51,6 @@ export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 if [[ $which == tsan || $which == all ]]; then
   emulated_tests='emulated CUDA: FSDP*,emulated CUDA: HSDP*,emulated CUDA: LoRA*'
-  emulated_tests+=",emulated CUDA over NCCL's rendezvous sends: 1F1B*"
   build_and_run tsan -DFSDPX_TSAN=ON -DFSDPX_USE_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON
 fi
 if [[ $which == asan || $which == all ]]; then

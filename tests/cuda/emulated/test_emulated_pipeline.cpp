@@ -77,7 +77,7 @@ RankBackendFactory nccl_float_cuda_backends() {
   };
 }
 
-// Its own case: the one pipeline run of the ThreadSanitizer job (tests/tools/sanitizers.sh).
+// Its own case: the pipeline run to start a ThreadSanitizer check with (tests/tools/sanitizers.sh).
 TEST_CASE("emulated CUDA over NCCL's rendezvous sends: 1F1B at pp 2 x dp_shard 2") {
   check_follows_cpu(pipeline(PipelineSchedule::one_f_one_b, 2, 1, 2), nccl_float_cuda_backends());
 }
