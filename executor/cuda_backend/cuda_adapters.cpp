@@ -53,5 +53,8 @@ void CudaAdaptersT<T>::zero_grads(cudaStream_t stream) { zero_async(grads_, stre
 
 template class CudaAdaptersT<bf16>;
 template class CudaAdaptersT<f16>;
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+template class CudaAdaptersT<float>;
+#endif
 
 }  // namespace fsdpx::cuda

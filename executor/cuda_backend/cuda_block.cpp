@@ -320,6 +320,9 @@ void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTenso
                                    const T*, const float*, const float*);
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+FSDPX_INSTANTIATE(float)
+#endif
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -58,7 +58,7 @@ void run(GemmContext& gemm, const LoraGemm& g, const Operands<T>& o, cudaStream_
   const T* b = input(o, g.b);
   const auto [c, c_type] = output(o, g.c);
   FSDP_CHECK(a && b && c, "lora gemm: operand not set");
-  const std::int64_t c_bytes = c_type == GemmOut::f32 ? 4 : 2;
+  const std::int64_t c_bytes = c_type == GemmOut::f32 ? 4 : std::int64_t(sizeof(T));
   gemm_col_major(gemm, g.trans_a, g.trans_b, g.m, g.n, g.k, a + g.a_offset, g.lda, b + g.b_offset, g.ldb,
                  static_cast<char*>(c) + g.c_offset * c_bytes, c_type, g.ldc, g.accumulate, nullptr, stream, g.alpha);
 }
@@ -118,6 +118,9 @@ void lora_backward16(GemmContext& gemm, const CudaLoraBlock<T>& b, LoraTarget ta
                                    std::int64_t, T*, std::int64_t, const T*, T*, cudaStream_t);
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+FSDPX_INSTANTIATE(float)
+#endif
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -405,5 +405,8 @@ std::int64_t CudaModelT<T>::working_bytes() const {
 
 template class CudaModelT<bf16>;
 template class CudaModelT<f16>;
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+template class CudaModelT<float>;
+#endif
 
 }  // namespace fsdpx::cuda

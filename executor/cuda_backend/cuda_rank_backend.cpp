@@ -415,6 +415,9 @@ void CudaRankBackendT<T>::synchronize() {
 
 template class CudaRankBackendT<bf16>;
 template class CudaRankBackendT<f16>;
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+template class CudaRankBackendT<float>;
+#endif
 
 std::unique_ptr<RankBackend> make_cuda_rank_backend(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world,
                                                     int device, OpProfiler* kernel_profiler) {

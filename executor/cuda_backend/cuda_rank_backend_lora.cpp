@@ -55,6 +55,9 @@ double CudaRankBackendT<T>::adapter_grad_sq_sum() {
   template double CudaRankBackendT<T>::adapter_grad_sq_sum();
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+FSDPX_INSTANTIATE(float)
+#endif
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

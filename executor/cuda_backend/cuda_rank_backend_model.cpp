@@ -164,7 +164,7 @@ void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, i
   CUDA_CHECK(cudaEventRecord(staged, compute));
   CUDA_CHECK(cudaStreamWaitEvent(current_, staged, 0));
   CUDA_CHECK(cudaEventDestroy(staged));
-  channel(payload, true, peer).send_recv({P2PCall{true, staging, n, 1}}, DType::bf16, current_, current_op_);
+  channel(payload, true, peer).send_recv({P2PCall{true, staging, n, 1}}, copy_dtype<T>(), current_, current_op_);
   CUDA_CHECK(cudaFreeAsync(staging, current_));
 }
 
@@ -175,7 +175,7 @@ void CudaRankBackendT<T>::recv(Payload payload, int, int mb, int peer, int) {
   const std::int64_t n = rp_.settings.training.micro_batch * rp_.settings.training.seq * rp_.settings.model.hidden;
   Inbound in;
   CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&in.staging), std::size_t(n) * sizeof(T), current_));
-  channel(payload, false, peer).send_recv({P2PCall{false, in.staging, n, 0}}, DType::bf16, current_, current_op_);
+  channel(payload, false, peer).send_recv({P2PCall{false, in.staging, n, 0}}, copy_dtype<T>(), current_, current_op_);
   CUDA_CHECK(cudaEventCreateWithFlags(&in.done, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(in.done, current_));
   const bool fresh = inbox_.emplace(std::pair{mb, int(payload)}, in).second;
@@ -210,6 +210,9 @@ std::vector<double> CudaRankBackendT<T>::take_losses() {
   template std::vector<double> CudaRankBackendT<T>::take_losses();
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+FSDPX_INSTANTIATE(float)
+#endif
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

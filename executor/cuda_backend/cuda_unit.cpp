@@ -6,6 +6,8 @@
 
 #include <type_traits>
 
+#include <cuda_runtime.h>  // the typed cudaMalloc(T**) template; nccl.h brought it only where NCCL is found
+
 #include "core/errors.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
@@ -87,8 +89,7 @@ void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::st
     full_params_ = alloc_async<T>(flat_.padded_numel, stream);
     mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
   }
-  // DType::bf16: 2-byte words, a plain copy also for f16 (the all-gather sums nothing).
-  comm.all_gather(master16_.get(), full_params_, flat_.shard_numel, DType::bf16, stream, op);
+  comm.all_gather(master16_.get(), full_params_, flat_.shard_numel, copy_dtype<T>(), stream, op);
   params_live_ = true;
 }
 
@@ -250,5 +251,8 @@ void CudaUnitT<T>::zero_grad_shard(cudaStream_t stream) {
 
 template class CudaUnitT<bf16>;
 template class CudaUnitT<f16>;
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+template class CudaUnitT<float>;
+#endif
 
 }  // namespace fsdpx::cuda

@@ -24,6 +24,13 @@
 
 namespace fsdpx::cuda {
 
+// The communicator word of T buffers that are only copied (all-gather, pipeline messages): 2-byte words
+// for bf16 and f16 (nothing is summed), fp32 for the float model of the emulated build (tests/cuda/emulated).
+template <class T>
+constexpr DType copy_dtype() {
+  return sizeof(T) == 4 ? DType::f32 : DType::bf16;
+}
+
 template <class T>
 class CudaUnitT {
  public:
