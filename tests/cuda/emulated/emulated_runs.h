@@ -29,7 +29,7 @@ constexpr double kLossTol = 1e-5;  // absolute, on losses of about 4
 inline RankBackendFactory float_cuda_backends() {
   return [](const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
     std::vector<std::unique_ptr<RankBackend>> out;
-    for (auto& c : cuda::make_device_thread_communicators(rp.plan.parallelism.world_size(), 0)) {
+    for (auto& c : cuda::make_device_thread_communicators(rp.settings.parallelism.world_size(), 0)) {
       OpProfiler* profiler = c->rank() == 0 ? rank0_profiler : nullptr;
       out.push_back(std::make_unique<cuda::CudaRankBackendT<float>>(rp, std::move(c), 0, profiler));
     }

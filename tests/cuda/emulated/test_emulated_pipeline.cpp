@@ -61,7 +61,7 @@ TEST_CASE("emulated CUDA: GPipe, interleaved 1F1B and ZB-H1 at pp 2 x dp_shard 2
 // in ncclCommInitRankConfig, so each initialises on its own thread).
 RankBackendFactory nccl_float_cuda_backends() {
   return [](const RuntimeProgram& rp, OpProfiler* rank0_profiler) {
-    const int n = rp.plan.parallelism.world_size();
+    const int n = rp.settings.parallelism.world_size();
     const cuda::NcclId id = cuda::nccl_unique_id();
     std::vector<std::unique_ptr<cuda::DeviceCommunicator>> comms(static_cast<std::size_t>(n));
     std::vector<std::thread> init;
