@@ -24,8 +24,8 @@ struct DeviceThreadCommunicator::Events {
     CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   }
   ~Events() {
-    CUDA_CHECK(cudaEventDestroy(ready));
-    CUDA_CHECK(cudaEventDestroy(done));
+    CUDA_CHECK_NOEXCEPT(cudaEventDestroy(ready));
+    CUDA_CHECK_NOEXCEPT(cudaEventDestroy(done));
   }
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
