@@ -1,0 +1,126 @@
+// tests/executor/test_pipeline_rendezvous.cpp — the thread communicator's rendezvous mode (a send returns
+// only once the receiver took it, as NCCL's sends beyond its buffers) and the pipeline schedules under it:
+// a send waits for its receive, two ranks that both send first time out, and every schedule (GPipe, 1F1B,
+// interleaved 1F1B, ZB-H1) at pp 2 x dp_shard 2 and pp 4 trains without deadlock to the same losses as in
+// the default buffered mode. Leaves out the CUDA backend (tests/cuda/emulated runs it on this mode).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+#include "executor/comm/thread_communicator.h"
+#include "executor/cpu_backend/cpu_rank_backend.h"
+#include "tests/executor/pipeline_fixtures.h"
+
+namespace fsdpx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rank 0 sends one float to rank 1, which takes it after `delay`; returns when rank 0's send returned,
+// measured from the start.
+double send_returns_after_s(P2PMode mode, std::chrono::milliseconds delay) {
+  auto comms = make_thread_communicators(2, 5.0, mode);
+  const auto start = Clock::now();
+  std::atomic<double> returned_s{-1};
+  std::thread receiver([&] {
+    std::this_thread::sleep_for(delay);
+    float got = 0;
+    comms[1]->recv(&got, 1, 0, 3);
+    CHECK(got == 42.0f);
+  });
+  const float x = 42.0f;
+  comms[0]->send(&x, 1, 1, 3);
+  returned_s = std::chrono::duration<double>(Clock::now() - start).count();
+  receiver.join();
+  return returned_s;
+}
+
+TEST_CASE("thread communicator: a rendezvous send returns only after the receive, a buffered one at once") {
+  const auto delay = std::chrono::milliseconds(200);
+  CHECK(send_returns_after_s(P2PMode::rendezvous, delay) >= 0.2);
+  CHECK(send_returns_after_s(P2PMode::buffered, delay) < 0.15);
+}
+
+TEST_CASE("thread communicator: two ranks that both send first deadlock under rendezvous (timeout), not buffered") {
+  for (P2PMode mode : {P2PMode::buffered, P2PMode::rendezvous}) {
+    CAPTURE(p2p_mode_name(mode));
+    std::string error;
+    try {
+      run_ranks(
+          2,
+          [](Communicator& c) {
+            const float mine = float(c.rank());
+            float theirs = -1;
+            c.send(&mine, 1, 1 - c.rank(), 0);
+            c.recv(&theirs, 1, 1 - c.rank(), 0);
+            CHECK(theirs == float(1 - c.rank()));
+          },
+          0.3);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (mode == P2PMode::buffered) CHECK(error.empty());
+    else CHECK(error.find("of a rendezvous send") != std::string::npos);
+  }
+}
+
+TEST_CASE("thread communicator: split groups inherit the rendezvous mode") {
+  auto group = ThreadGroup::create(4, 1.0, nullptr, P2PMode::rendezvous);
+  std::vector<ThreadGroup::Split> out(4);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 4; ++r) ts.emplace_back([&, r] { out[std::size_t(r)] = group->split(r, r % 2, r); });
+  for (auto& t : ts) t.join();
+  for (const auto& s : out) CHECK(s.group->p2p_mode() == P2PMode::rendezvous);
+}
+
+// The CPU backends of a plan on thread communicators in `mode` (a short timeout: a deadlock fails fast).
+RankBackendFactory cpu_backends(P2PMode mode) {
+  return [mode](const RuntimeProgram& rp, OpProfiler*) {
+    std::vector<std::unique_ptr<RankBackend>> out;
+    auto comms = make_thread_communicators(rp.plan.parallelism.world_size(), 30.0, mode);
+    for (auto& c : comms) out.push_back(std::make_unique<CpuRankBackend>(rp, std::move(c), nullptr));
+    return out;
+  };
+}
+
+std::vector<double> losses(const test::PipePlan& s, P2PMode mode, int steps) {
+  const Plan plan = test::pipe_plan(s);
+  Trainer trainer(plan, test::shipped_text(plan), TrainerOptions{}, cpu_backends(mode));
+  std::vector<double> out;
+  for (int k = 0; k < steps; ++k) out.push_back(trainer.step().loss);
+  return out;
+}
+
+TEST_CASE("pipeline: every schedule trains under rendezvous sends, to the buffered mode's losses") {
+  const PipelineSchedule schedules[] = {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
+                                        PipelineSchedule::interleaved_1f1b, PipelineSchedule::zero_bubble};
+  for (PipelineSchedule schedule : schedules) {
+    for (int pp : {2, 4}) {
+      test::PipePlan s;
+      s.schedule = schedule;
+      s.vpp = schedule == PipelineSchedule::interleaved_1f1b ? 2 : 1;
+      s.pp = pp, s.dp_shard = 4 / pp;
+      s.steps = 3;
+      CAPTURE(std::string(pipeline_schedule_name(schedule)));
+      CAPTURE(pp);
+      std::vector<double> buffered, rendezvous;
+      std::string error;
+      try {
+        buffered = losses(s, P2PMode::buffered, s.steps);
+        rendezvous = losses(s, P2PMode::rendezvous, s.steps);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      CHECK(error == "");
+      CHECK(rendezvous == buffered);  // same program, same arithmetic: only when a send returns differs
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fsdpx
