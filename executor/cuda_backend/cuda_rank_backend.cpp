@@ -12,6 +12,7 @@
 #include "executor/cuda/adamw.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/device.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
@@ -55,6 +56,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
     : rp_(rp), device_(device), kernel_profiler_(kernel_profiler), world_(std::move(world)),
       models_([this] { return make_model(); }) {
   use_device();
+  configure_default_mem_pool(device_);  // the units' and messages' cudaMallocAsync memory stays mapped
   const PipelinePlace place = pipeline_place(rp, world_->rank());
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;

@@ -3,7 +3,8 @@
 # stubbed. Checks that every stage writes its row, that the budget (every stage's limit, build included)
 # is at most 540 s, that nothing untested reads "ok", that exit 77, a timeout, a "NOT RUN:" line and a
 # doctest run of zero cases read "not run" or "TIMEOUT", that a failed build leaves its dependants
-# "not run (needs build)", and that --resume keeps an earlier call's settled rows and runs the rest.
+# "not run (needs build)", that --resume keeps an earlier call's settled rows and runs the rest, and
+# that the acceptance's loss comparison fails on NaN.
 # Usage: test_gpu_check_dry_run.sh REPO_ROOT
 set -u
 ROOT="$1"
@@ -58,7 +59,17 @@ OUT="$tmp/e" bash "$GC" --dry-run --build "$tmp/build" --resume "$tmp/d/gpu_rows
 check "second resume runs what the deadline left" $([ "$(row "$tmp/e" accept_1b_compile)" = "not run (dry run)" ] &&
   [[ $(row "$tmp/e" t_model) == "not run (exit 77"* ]]; echo $?)
 
-# 5. Bad arguments.
+# 5. The acceptance comparison is NaN-safe: a NaN or null loss after good ones fails (max() drops NaN).
+REPORT="$ROOT/tools/gpu_acceptance_report.py"
+echo '{"steps": [{"step": 1, "loss": 5.0}, {"step": 2, "loss": 4.0}]}' >"$tmp/ref.json"
+echo '{"steps": [{"step": 1, "loss": 5.001}, {"step": 2, "loss": 4.001}]}' >"$tmp/good.json"
+echo '{"steps": [{"step": 1, "loss": 5.001}, {"step": 2, "loss": NaN}]}' >"$tmp/nan.json"
+echo '{"steps": [{"step": 1, "loss": 5.001}, {"step": 2, "loss": null}]}' >"$tmp/null.json"
+check "close losses pass" $([[ $(python3 "$REPORT" losses "$tmp/good.json" "$tmp/ref.json" 2e-2) == pass* ]]; echo $?)
+check "a NaN loss fails" $([[ $(python3 "$REPORT" losses "$tmp/nan.json" "$tmp/ref.json" 2e-2) == FAIL* ]]; echo $?)
+check "a null loss fails" $([[ $(python3 "$REPORT" losses "$tmp/null.json" "$tmp/ref.json" 2e-2) == FAIL* ]]; echo $?)
+
+# 6. Bad arguments.
 bash "$GC" --frobnicate >/dev/null 2>&1
 check "unknown argument: exit 2" $([ $? -eq 2 ]; echo $?)
 bash "$GC" --dry-run --resume "$tmp/none.tsv" >/dev/null 2>&1
