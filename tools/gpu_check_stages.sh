@@ -14,6 +14,8 @@ REPORT="$R/tools/gpu_acceptance_report.py"
 KERNEL_FILES="test_cuda_norm.cpp test_cuda_elementwise.cpp test_cuda_embedding_loss.cpp test_cuda_gemm.cpp test_cuda_attention.cpp"
 mkdir -p "$A"
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+command -v compute-sanitizer >/dev/null || [ ! -x /usr/local/cuda/compute-sanitizer/compute-sanitizer ] ||
+  export PATH="/usr/local/cuda/compute-sanitizer:$PATH"
 
 nccl_wheel_root() {  # NCCL of the pip wheel nvidia-nccl-cu13 (PyTorch's) when the toolkit has none
   python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null
