@@ -84,7 +84,7 @@ struct Trainer::Impl {
   std::shared_ptr<DataSource> data;
   TrainerOptions options;
   cpu::ThreadBudget budget;  // kernel threads per rank thread
-  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (CPU backend), in `ranks` order
+  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (any backend), in `ranks` order
   KernelSink kernels;
   std::vector<std::unique_ptr<RankRuntime>> ranks;
   std::mutex data_mu;
