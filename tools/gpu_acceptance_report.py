@@ -5,9 +5,13 @@
   perf PLAN RUN SIM EAGER COMPILE  markdown rows: measured tokens/s and MFU, the simulator's prediction,
                                 PyTorch eager and torch.compile on the same model and batch
   predict RUN SIM TOL           measured step time vs the simulator's, relative error
+  tps PLAN RUN                  measured tokens/s of a fsdpx run (tools/gpu_check.sh)
+  versus RUN TORCH PLAN MODE    PyTorch's tokens/s beside the fsdpx run's (tools/gpu_check.sh)
+NaN-safe: a NaN or infinite loss or difference fails (Python's max() drops NaN that comes after a number).
 Measured step times are the median over the steps after the first two (warm-up: allocator, cuBLASLt
 heuristics). A missing or unreadable file prints "missing (<file>)" so the table still renders."""
 import json
+import math
 import statistics
 import sys
 
@@ -30,11 +34,50 @@ def losses(got_path, ref_path, tol):
     if got is None or ref is None:
         return "missing (%s)" % (got_path if got is None else ref_path)
     ref_loss = {s["step"]: s["loss"] for s in ref["steps"]}
-    diffs = [abs(s["loss"] - ref_loss[s["step"]]) / abs(ref_loss[s["step"]]) for s in got["steps"] if s["step"] in ref_loss]
+    diffs = [rel_diff(s["loss"], ref_loss[s["step"]]) for s in got["steps"] if s["step"] in ref_loss]
     if not diffs:
         return "FAIL (no common steps)"
-    worst = max(diffs)
+    worst = nan_max(diffs)
     return "%s (max rel diff %.2e over %d steps)" % ("pass" if worst <= float(tol) else "FAIL", worst, len(diffs))
+
+
+def rel_diff(got, ref):
+    """|got - ref| / |ref|; NaN when either is not finite (a JSON null loss counts as NaN)."""
+    got = float("nan") if got is None else float(got)
+    ref = float("nan") if ref is None else float(ref)
+    if not (math.isfinite(got) and math.isfinite(ref)):
+        return float("nan")
+    return abs(got - ref) / abs(ref) if ref != 0 else (0.0 if got == 0 else float("inf"))
+
+
+def nan_max(values):
+    """max() that returns NaN when any value is NaN (max([1.0, nan]) is 1.0 in Python)."""
+    return float("nan") if any(math.isnan(v) for v in values) else max(values)
+
+
+def tokens_per_s(plan, run):
+    t = plan["training"]
+    return t["global_batch"] * t["seq"] / step_time_s(run)
+
+
+def tps(plan_path, run_path):
+    plan, run = load(plan_path), load(run_path)
+    if plan is None or run is None:
+        return "missing (%s)" % (plan_path if plan is None else run_path)
+    t = plan["training"]
+    return "%.0f tokens/s (median step %.3f s over %d steps; micro-batch %d x accum %d, seq %d)" % (
+        tokens_per_s(plan, run), step_time_s(run), len(run["steps"]), t["micro_batch"],
+        t["global_batch"] // t["micro_batch"], t["seq"])
+
+
+def versus(run_path, torch_path, plan_path, mode):
+    run, b, plan = load(run_path), load(torch_path), load(plan_path)
+    if b is None:
+        return "missing (%s)" % torch_path
+    text = "PyTorch %s %.0f tokens/s" % (mode, b["tokens_per_s"])
+    if run is None or plan is None:
+        return text + "; fsdpx run missing"
+    return text + "; fsdpx / PyTorch %s = %.2f" % (mode, tokens_per_s(plan, run) / b["tokens_per_s"])
 
 
 def perf(plan_path, run_path, sim_path, eager_path, compile_path):
@@ -82,5 +125,9 @@ if __name__ == "__main__":
         perf(*args)
     elif cmd == "predict":
         print(predict(*args))
+    elif cmd == "tps":
+        print(tps(*args))
+    elif cmd == "versus":
+        print(versus(*args))
     else:
         sys.exit("unknown subcommand " + cmd)

@@ -1,122 +1,166 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (.library/device): configure a CUDA build for sm_90 with the carried
-# header-only deps (.deps, from tools/carry_deps.sh), build fsdpx, the CUDA kernels and their tests, run
-# `ctest -L gpu` and the kernel benchmarks, report the GPU, the driver and NCCL versions, try two NCCL
-# ranks on one GPU (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; NVIDIA/nccl docs env.rst), then the
-# issue's done-when checks (tools/gpu_acceptance.sh: correctness vs CPU and PyTorch, several ranks on
-# one GPU, tokens/s and MFU vs PyTorch and the simulator, calibration). Writes a results table to
-# $OUT/gpu_results.md when OUT is set (8 files at most). Usage, from the repository root:
-#   tools/gpu_check.sh [build dir, default build-gpu] [stages, default tests,nccl,accept]
-# A device call lasts 10 minutes at most: on a fresh machine run `tests,nccl` first, then `accept` in a
-# second call while the machine is still warm (the build is kept), or everything at once if it fits.
+# The whole GPU check as ONE device call (.library/device: 10 minutes a command, 15 in all, a machine
+# that goes back 30 s after a call): preflight, build (sm_90), test_cuda once per test file under its
+# own timeout (kernel files first, with CUDA_LAUNCH_BLOCKING=1), compute-sanitizer memcheck on the kernel
+# files, a short benchmark and a light acceptance against the CPU and PyTorch references carried in
+# tests/data/gpu_check/ (stages: tools/gpu_check_stages.sh). Every stage appends its row to
+# $OUT/gpu_rows.tsv as it ends; a stage that did not test anything reads "not run (...)", never "ok".
+# Leaves out: several GPUs, NCCL processes, calibration (tools/gpu_acceptance.sh, a later call).
+# Usage, from the repository root (docs/cuda.md "Test on a GPU machine" gives the exact device call):
+#   tools/gpu_check.sh [--dry-run] [--resume ROWS.tsv] [--build DIR] [--deadline S]
+#   --dry-run     the whole control flow here with every GPU step stubbed; prints "budget: N s"
+#   --resume F    keep the final rows of an earlier call (its gpu_rows.tsv) and run only what it left undone
+#   --deadline S  seconds this call may use (default 570): a stage that would end later is "not run (call time)"
+# Dry-run test hooks: GPU_CHECK_STUB_RC_<stage>=N and GPU_CHECK_STUB_OUT_<stage>=TEXT set a stub's result.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-build-gpu}"
-stages=",${2:-tests,nccl,accept},"
-want() { [[ $stages == *",$1,"* ]]; }
-out="${OUT:-}"
-log_dir="${out:-$root/$build}"
-mkdir -p "$log_dir"
-results=()  # "step|status|seconds|note"
+stages_sh="$root/tools/gpu_check_stages.sh"
+dry=0 resume="" build="build-gpu" deadline_s=570
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry=1 ;;
+    --resume) resume="$2"; shift ;;
+    --build) build="$2"; shift ;;
+    --deadline) deadline_s="$2"; shift ;;
+    *) echo "gpu_check.sh: unknown argument '$1' (see the header of tools/gpu_check.sh)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$resume" ] && [ ! -r "$resume" ]; then
+  echo "gpu_check.sh: --resume $resume: no such file" >&2; exit 2
+fi
+[[ $build == /* ]] || build="$root/$build"
+out="${OUT:-$build/gpu_check_out}"
+work="$build/gpu_check"
+mkdir -p "$out" "$work/logs"
+rows="$out/gpu_rows.tsv" md="$out/gpu_results.md" biglog="$out/gpu_check.log"
+: >"$rows"; : >"$biglog"
+export GPU_CHECK_ROOT="$root" GPU_CHECK_BUILD="$build" GPU_CHECK_WORK="$work" GPU_CHECK_DRY="$dry"
+start_s=$SECONDS
 
-step() {  # step NAME COMMAND...: runs it, logs to $log_dir/NAME.log, records status and time
-  local name="$1"; shift
-  local t0=$SECONDS status=ok rc=0
-  echo "=== $name: $*"
-  "$@" >"$log_dir/$name.log" 2>&1 || rc=$?
-  if [ "$rc" = 77 ]; then status="skipped (77: no GPU)"; elif [ "$rc" != 0 ]; then status="FAILED (rc $rc)"; fi
-  tail -n 25 "$log_dir/$name.log"
-  results+=("$name|$status|$((SECONDS - t0))|$name.log")
-  [ "$rc" = 0 ]
+# name | limit in seconds at 16 cores | stage it needs ('-': none) | kind | function and arguments.
+# Kinds: doctest (a test_cuda file: its summary line is read), check (one line "RESULT: ..." is read).
+# Limits are upper bounds for hangs, sized from the 2-core build here and the tests' sizes (docs/cuda.md).
+stage_table() {
+  cat <<'EOF'
+preflight|10|-|check|preflight
+configure|20|preflight|check|configure
+build|130|configure|check|build
+k_norm|8|build|doctest|kernel_file test_cuda_norm.cpp
+k_elementwise|8|build|doctest|kernel_file test_cuda_elementwise.cpp
+k_embedding_loss|8|build|doctest|kernel_file test_cuda_embedding_loss.cpp
+k_gemm|8|build|doctest|kernel_file test_cuda_gemm.cpp
+k_attention|8|build|doctest|kernel_file test_cuda_attention.cpp
+memcheck|45|build|doctest|memcheck
+t_model|12|build|doctest|test_file test_cuda_model.cpp
+t_device_thread_comm|10|build|doctest|test_file test_cuda_device_thread_communicator.cpp
+t_nccl_comm|15|build|doctest|nccl_file
+t_nccl_two_ranks|10|build|doctest|nccl_two_ranks
+t_trainer|12|build|doctest|test_file test_cuda_trainer.cpp
+t_pipeline|15|build|doctest|test_file test_cuda_pipeline.cpp
+t_grad_scaler|8|build|doctest|test_file test_cuda_grad_scaler.cpp
+t_lora|12|build|doctest|test_file test_cuda_lora.cpp
+t_fp16|12|build|doctest|test_file test_cuda_fp16.cpp
+bench|12|build|check|bench
+accept_small|15|build|check|accept_small
+accept_threads2|12|build|check|accept_threads 2
+accept_threads4|12|build|check|accept_threads 4
+accept_1b_fsdpx|40|build|check|accept_1b_fsdpx
+accept_1b_eager|35|build|check|accept_1b_torch eager
+accept_1b_compile|60|build|check|accept_1b_torch compile
+EOF
 }
 
-nccl_root() {  # NCCL of the pip wheel (nvidia-nccl-cu13) when the toolkit has none
-  python3 - <<'PY' 2>/dev/null
-import os, nvidia.nccl as m
-print(list(m.__path__)[0])
-PY
+# Statuses an earlier call settled: kept on --resume. "not run (call time ...)", "not run (needs ...)" and
+# "not run (dry run)" are not settled: those stages run again.
+settled() { [[ $1 == ok* || $1 == FAILED* || $1 == TIMEOUT* || $1 == "not run:"* || $1 == "not run (exit 77"* ]]; }
+previous_row() { [ -n "$resume" ] && awk -F'\t' -v n="$1" '$1 == n { print; exit }' "$resume"; }
+status_of() { awk -F'\t' -v n="$1" '$1 == n { s = $2 } END { print s }' "$rows"; }
+
+write_row() {  # name status seconds limit note: appended at once, then the table is rewritten
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5//$'\t'/ }" >>"$rows"
+  {
+    echo "# fsdpx GPU check ($(date -u +%Y-%m-%dT%H:%M:%SZ)$([ "$dry" = 1 ] && echo ', DRY RUN: nothing tested'))"
+    echo
+    echo "| stage | status | seconds | limit s | detail |"
+    echo "|---|---|---|---|---|"
+    awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$rows"
+  } >"$md"
 }
 
-echo "=== machine"
-nvidia-smi || echo "nvidia-smi failed"
-nvcc --version 2>/dev/null | tail -n 2 || echo "nvcc not on PATH"
-torch_nccl="$(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())' 2>&1 | tail -n 1)"
-echo "torch: $torch_nccl"
+# doctest's summary "[doctest] test cases: 5 | 4 passed | 1 failed | 0 skipped" -> "4/5 cases passed".
+doctest_summary() {
+  grep -E '^\[doctest\] test cases:' "$1" | tail -n 1 |
+    sed -E 's/.*test cases: *([0-9]+) *\| *([0-9]+) passed *\| *([0-9]+) failed *\| *([0-9]+) skipped.*/\2 \1 \3 \4/'
+}
 
-cmake_args=(-S "$root" -B "$root/$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFSDPX_CUDA=ON
-            -DCMAKE_CUDA_ARCHITECTURES=90 -DFSDPX_DEPS_DIR="$root/.deps" -DFSDPX_BUILD_BENCH=OFF)
-if [ -z "$(find /usr/local/cuda/include /usr/include -maxdepth 1 -name nccl.h 2>/dev/null | head -n 1)" ]; then
-  nr="$(nccl_root)"
-  [ -n "$nr" ] && cmake_args+=(-DNCCL_ROOT="$nr") && echo "NCCL from the pip wheel: $nr"
-fi
-command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
-
-if step configure cmake "${cmake_args[@]}" &&
-   step build ninja -C "$root/$build" fsdpx test_cuda bench_cuda_kernels; then
-  want tests && step ctest_gpu ctest --test-dir "$root/$build" -L gpu --output-on-failure -V
-  want tests && step bench "$root/$build/tests/cuda/bench_cuda_kernels"
-  # acceptance.md stays in the build folder: $OUT gets it inside gpu_results.md (8-file limit).
-  want accept && step acceptance "$root/tools/gpu_acceptance.sh" "$root/$build" "$root/$build"
-fi
-
-# Two NCCL ranks on this one GPU through torch.distributed (its bundled NCCL).
-multi_rank_py='
-import os, sys, torch, torch.distributed as dist, torch.multiprocessing as mp
-def run(rank, path):
-    dist.init_process_group("nccl", init_method="file://" + path, rank=rank, world_size=2)
-    x = torch.full((1024,), float(rank + 1), device="cuda:0")
-    dist.all_reduce(x)
-    torch.cuda.synchronize()
-    assert x[0].item() == 3.0, x[0].item()
-    dist.destroy_process_group()
-if __name__ == "__main__":
-    path = "/tmp/fsdpx_nccl_store_%d" % os.getpid()
-    mp.spawn(run, args=(path,), nprocs=2)
-    print("two ranks on one GPU: all_reduce ok")
-'
-export NCCL_MULTI_RANK_GPU_ENABLE=1
-want nccl && step nccl_two_ranks_one_gpu timeout 180 python3 -c "$multi_rank_py"
-# fsdpx's own NCCL communicator with the variable set: its two-ranks-on-one-GPU case runs where NCCL >= 2.30.
-want nccl && [ -x "$root/$build/tests/cuda/test_cuda" ] &&
-  step nccl_communicator timeout 300 "$root/$build/tests/cuda/test_cuda" -tc="nccl:*"
-unset NCCL_MULTI_RANK_GPU_ENABLE
-
-{
-  echo "# fsdpx GPU check"
-  echo
-  echo "- GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
-  echo "- nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -n 1)"
-  echo "- torch / NCCL: $torch_nccl"
-  echo
-  echo "| step | status | seconds | log |"
-  echo "|---|---|---|---|"
-  for r in "${results[@]}"; do echo "| ${r//|/ | } |"; done
-  if want accept && [ -f "$root/$build/acceptance.md" ]; then
-    echo
-    cat "$root/$build/acceptance.md"
+classify() {  # kind rc log -> sets status and detail
+  local kind="$1" rc="$2" log="$3" sum passed total failed skipped
+  detail="$(grep -E '^(RESULT|NOT RUN): ' "$log" | tail -n 1 | sed -E 's/^(RESULT|NOT RUN): //' | cut -c1-300)"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then status="TIMEOUT"; return; fi
+  if [ "$rc" = 77 ]; then status="not run (exit 77: no CUDA device visible)"; return; fi
+  if grep -qE '^NOT RUN: ' "$log"; then status="not run: ${detail}"; detail=""; return; fi
+  if [ "$kind" = doctest ]; then
+    sum="$(doctest_summary "$log")"
+    if [ -z "$sum" ]; then
+      if [ "$rc" = 0 ]; then status="not run (no doctest summary)"; else status="FAILED (rc $rc, no doctest summary: crashed)"; fi
+      return
+    fi
+    read -r passed total failed skipped <<<"$sum"
+    if [ "$total" = 0 ]; then status="not run (no test case matched)"; return; fi
+    detail="$passed/$total cases passed, $failed failed, $skipped skipped${detail:+; $detail}"
   fi
-  if [ -f "$log_dir/bench.log" ]; then
-    echo
-    echo "## Kernel benchmarks"
-    echo
-    grep '^|' "$log_dir/bench.log" || true
+  if [ "$rc" = 0 ]; then status="ok"; else status="FAILED (rc $rc)"; fi
+}
+
+run_stage() {  # name limit needs kind cmd...
+  local name="$1" limit="$2" needs="$3" kind="$4"; shift 4
+  local prev log="$work/logs/$name.log" t0=$SECONDS rc=0 status stub_rc_var="GPU_CHECK_STUB_RC_$name"
+  local stub_out_var="GPU_CHECK_STUB_OUT_$name"
+  prev="$(previous_row "$name")"
+  if [ -n "$prev" ] && settled "$(cut -f2 <<<"$prev")" && [[ $name != preflight && $name != configure && $name != build ]]; then
+    IFS=$'\t' read -r _ status s l note <<<"$prev"
+    write_row "$name" "$status" "$s" "$l" "earlier call${note:+: $note}"; return
   fi
-  if [ -f "$log_dir/ctest_gpu.log" ]; then
-    echo
-    echo "## test_cuda maxdiff lines"
-    echo
-    echo '```'
-    grep -E "maxdiff|SKIPPED|test cases|assertions|ERROR|FAILED" "$log_dir/ctest_gpu.log" | sed 's/^[0-9]*: //' | head -n 80
-    echo '```'
-    # LoRA and fp16 (tests/cuda/test_cuda_lora.cpp, test_cuda_fp16.cpp; docs/lora.md, docs/cuda.md): their
-    # lines apart, the 80 above may not reach them.
-    echo
-    echo "## LoRA and fp16 on CUDA (test_cuda_lora, test_cuda_fp16)"
-    echo
-    echo '```'
-    grep -E "LoRA|fp16" "$log_dir/ctest_gpu.log" | sed 's/^[0-9]*: //' | head -n 120
-    echo '```'
+  if [ "$needs" != - ] && [[ $(status_of "$needs") != ok* && $(status_of "$needs") != "not run (dry run)" ]]; then
+    write_row "$name" "not run (needs $needs)" 0 "$limit" ""; return
   fi
-} >"$log_dir/gpu_results.md"
-echo "=== results ($log_dir/gpu_results.md)"
-cat "$log_dir/gpu_results.md"
+  local used_s=$((SECONDS - start_s))
+  [ "$dry" = 1 ] && used_s=$budget_s  # a dry run charges every stage its whole limit
+  if (( used_s + limit > deadline_s )); then
+    write_row "$name" "not run (call time: $used_s s used of $deadline_s; resume)" 0 "$limit" ""; return
+  fi
+  budget_s=$((budget_s + limit))
+  echo "=== $name (limit $limit s): $*"
+  if [ "$dry" = 1 ] && [ "$name" != preflight ]; then  # the preflight runs here too (it stubs its GPU part)
+    { echo "dry run: would run '$*' under timeout $limit"; printf '%b\n' "${!stub_out_var:-}"; } >"$log"
+    rc="${!stub_rc_var:-0}"
+  else
+    timeout -k 5 "$limit" bash "$stages_sh" "$@" >"$log" 2>&1 </dev/null || rc=$?
+  fi
+  classify "$kind" "$rc" "$log"
+  [ "$status" = TIMEOUT ] && status="TIMEOUT after $limit s"
+  if [ "$dry" = 1 ]; then  # a stub tested nothing, whatever it printed
+    if [ -z "${!stub_rc_var:-}${!stub_out_var:-}" ]; then status="not run (dry run)"; else status="$status (stub)"; fi
+  fi
+  write_row "$name" "$status" "$((SECONDS - t0))" "$limit" "$detail"
+  { echo "===== $name: $status ($((SECONDS - t0)) s, limit $limit s)"
+    if [ "$(wc -c <"$log")" -le 120000 ]; then cat "$log"; else head -c 60000 "$log"; echo "[... cut ...]"; tail -c 60000 "$log"; fi
+    echo; } >>"$biglog"
+  tail -n 5 "$log"; echo "--> $status"
+}
+
+budget_s=0
+total_s=0
+while IFS='|' read -r name limit needs kind cmd; do
+  total_s=$((total_s + limit))
+  # shellcheck disable=SC2086  # cmd is a function name and its words
+  run_stage "$name" "$limit" "$needs" "$kind" $cmd
+done < <(stage_table)
+# The acceptance outputs (losses, tokens/s) for the record: one archive, rewritten by each call.
+tar -czf "$out/gpu_accept.tar.gz" -C "$work" accept 2>/dev/null || true
+echo "=== rows ($md)"
+cat "$md"
+echo "budget: $total_s s (every stage's limit at 16 cores, build included; this call ran stages worth $budget_s s)"
+grep -qE $'\t(FAILED|TIMEOUT)' "$rows" && exit 1
+exit 0

@@ -362,13 +362,23 @@ def bench(args, plan, s, o):
 def compare(result, fsdpx_json):
     """Per-step |loss difference| against a `fsdpx run --format json` output."""
     theirs = {st["step"]: st["loss"] for st in json.load(open(fsdpx_json))["steps"]}
-    diffs = [abs(st["loss"] - theirs[st["step"]]) for st in result["steps"] if st["step"] in theirs]
-    rel = [d / abs(theirs[st["step"]]) for d, st in zip(diffs, result["steps"])]
-    for st, d in zip(result["steps"], diffs):
-        print(f"step {st['step']:3d}  torch {st['loss']:.7f}  fsdpx {theirs[st['step']]:.7f}  |diff| {d:.2e}",
-              file=sys.stderr)
-    return dict(fsdpx_run=fsdpx_json, steps_compared=len(diffs), max_abs_loss_diff=max(diffs, default=None),
-                max_rel_loss_diff=max(rel, default=None))
+    common = [st for st in result["steps"] if st["step"] in theirs]
+    # A null (NaN in fsdpx's JSON) loss compares as NaN, and NaN survives the maximum (max() drops it).
+    mine_f = [float("nan") if st["loss"] is None else st["loss"] for st in common]
+    theirs_f = [float("nan") if theirs[st["step"]] is None else theirs[st["step"]] for st in common]
+    diffs = [abs(a - b) for a, b in zip(mine_f, theirs_f)]
+    rel = [d / abs(b) if b else float("inf") for d, b in zip(diffs, theirs_f)]
+    for st, a, b, d in zip(common, mine_f, theirs_f, diffs):
+        print(f"step {st['step']:3d}  torch {a:.7f}  fsdpx {b:.7f}  |diff| {d:.2e}", file=sys.stderr)
+    return dict(fsdpx_run=fsdpx_json, steps_compared=len(diffs), max_abs_loss_diff=nan_max(diffs),
+                max_rel_loss_diff=nan_max(rel))
+
+
+def nan_max(values):
+    """max() that keeps NaN (Python's max([1.0, nan]) is 1.0); None for no values."""
+    if not values:
+        return None
+    return float("nan") if any(math.isnan(v) for v in values) else max(values)
 
 
 def main():

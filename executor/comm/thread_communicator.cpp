@@ -81,15 +81,18 @@ void AbortState::add_group(const std::weak_ptr<ThreadGroup>& g) {
   groups_.push_back(g);
 }
 
-ThreadGroup::ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family)
-    : size_(size), timeout_s_(timeout_s), family_(std::move(family)), slots_(static_cast<std::size_t>(size)) {
+const char* p2p_mode_name(P2PMode m) { return m == P2PMode::buffered ? "buffered" : "rendezvous"; }
+
+ThreadGroup::ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family, P2PMode p2p)
+    : size_(size), timeout_s_(timeout_s), family_(std::move(family)), p2p_(p2p), slots_(static_cast<std::size_t>(size)) {
   FSDP_CHECK(size >= 1, "ThreadGroup: size must be >= 1");
   FSDP_CHECK(timeout_s > 0, "ThreadGroup: timeout must be positive");
   if (!family_) family_ = std::make_shared<AbortState>();
 }
 
-std::shared_ptr<ThreadGroup> ThreadGroup::create(int size, double timeout_s, std::shared_ptr<AbortState> family) {
-  auto g = std::make_shared<ThreadGroup>(size, timeout_s, std::move(family));
+std::shared_ptr<ThreadGroup> ThreadGroup::create(int size, double timeout_s, std::shared_ptr<AbortState> family,
+                                                 P2PMode p2p) {
+  auto g = std::make_shared<ThreadGroup>(size, timeout_s, std::move(family), p2p);
   g->family_->add_group(g);
   return g;
 }
@@ -103,18 +106,35 @@ void ThreadGroup::wake_all() {
   mail_cv_.notify_all();
 }
 
-void ThreadGroup::post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count) {
+std::uint64_t ThreadGroup::post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count) {
   if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
   Letter letter{t, count, std::vector<char>(elem_bytes(t) * static_cast<std::size_t>(count))};
   if (count > 0) std::memcpy(letter.bytes.data(), buf, letter.bytes.size());
   std::lock_guard<std::mutex> lock(mail_mu_);
-  mail_[{from, to, tag}].push_back(std::move(letter));
+  Mailbox& box = mail_[{from, to, tag}];
+  box.letters.push_back(std::move(letter));
   mail_cv_.notify_all();
+  return ++box.posted;
+}
+
+void ThreadGroup::wait_taken(int from, int to, int tag, std::uint64_t seq) {
+  std::unique_lock<std::mutex> lock(mail_mu_);
+  Mailbox& box = mail_[{from, to, tag}];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  mail_cv_.wait_until(lock, deadline, [&] { return box.taken >= seq || family_->aborted(); });
+  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  if (box.taken >= seq) return;
+  const std::string msg = fmt::format("rank {}: timed out after {} s waiting for rank {} to receive message {} (tag {}) "
+                                      "of a rendezvous send", from, timeout_s_, to, seq, tag);
+  lock.unlock();  // abort() takes this group's mutexes to notify
+  family_->abort(msg);
+  throw CommAborted("collective aborted: " + msg);
 }
 
 void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count) {
   std::unique_lock<std::mutex> lock(mail_mu_);
-  std::deque<Letter>& box = mail_[{from, to, tag}];
+  Mailbox& mailbox = mail_[{from, to, tag}];
+  std::deque<Letter>& box = mailbox.letters;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   mail_cv_.wait_until(lock, deadline, [&] { return !box.empty() || family_->aborted(); });
   if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
@@ -128,6 +148,8 @@ void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::in
   } else {
     if (count > 0) std::memcpy(buf, box.front().bytes.data(), box.front().bytes.size());
     box.pop_front();
+    ++mailbox.taken;
+    mail_cv_.notify_all();  // a rendezvous sender waits for this
     return;
   }
   lock.unlock();  // abort() takes this group's mutexes to notify
@@ -182,7 +204,7 @@ ThreadGroup::Split ThreadGroup::split(int rank, int color, int key) {
   const int leader = std::min_element(members.begin(), members.end(),
                                       [](auto& a, auto& b) { return a.second < b.second; })->second;
   if (leader == rank)
-    slots_[static_cast<std::size_t>(rank)].child = ThreadGroup::create(static_cast<int>(members.size()), timeout_s_, family_);
+    slots_[static_cast<std::size_t>(rank)].child = ThreadGroup::create(static_cast<int>(members.size()), timeout_s_, family_, p2p_);
   arrive(rank, s.what);
   Split out{slots_[static_cast<std::size_t>(leader)].child, 0};
   while (members[static_cast<std::size_t>(out.rank)].second != rank) ++out.rank;
@@ -259,7 +281,8 @@ void ThreadCommunicator::broadcast_impl(void* buf, std::int64_t count, int root,
 
 void ThreadCommunicator::send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) {
   FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "send: peer out of range or self");
-  group_->post(rank_, peer, tag, t, buf, count);
+  const std::uint64_t seq = group_->post(rank_, peer, tag, t, buf, count);
+  if (group_->p2p_mode() == P2PMode::rendezvous) group_->wait_taken(rank_, peer, tag, seq);
 }
 
 void ThreadCommunicator::recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) {
@@ -272,8 +295,8 @@ std::unique_ptr<Communicator> ThreadCommunicator::split(int color, int key) {
   return std::make_unique<ThreadCommunicator>(std::move(child), new_rank);
 }
 
-std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s) {
-  auto group = ThreadGroup::create(size, timeout_s);
+std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s, P2PMode p2p) {
+  auto group = ThreadGroup::create(size, timeout_s, nullptr, p2p);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<ThreadCommunicator>(group, r));
   return comms;

@@ -4,7 +4,10 @@
 // associative, so the order is fixed). A failing rank aborts the group family (the group and every group split from it), which
 // wakes all waiters with its message; a barrier that waits longer than timeout_s aborts too, so a
 // mismatched program ends with an error instead of a hang. Point-to-point messages are copied into the
-// receiver's mailbox, so a send never waits. Leaves out overlap: collectives block.
+// receiver's mailbox; in the default buffered mode a send never waits, in rendezvous mode (P2PMode) it
+// returns only once the receiver took the message, as NCCL's sends larger than its buffers (a schedule
+// whose sends and receives form a cycle then times out instead of passing). Leaves out overlap:
+// collectives block.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +26,11 @@
 namespace fsdpx {
 
 class ThreadGroup;
+
+// Point-to-point semantics: buffered (a send returns at once; MPI_Bsend) or rendezvous (a send returns
+// once the receiver took the message; MPI_Ssend, NCCL's ncclSend beyond its internal buffers).
+enum class P2PMode { buffered, rendezvous };
+const char* p2p_mode_name(P2PMode m);
 
 // Shared by a root group and every group split from it: one abort flag for the whole family.
 class AbortState {
@@ -58,9 +66,11 @@ struct ThreadSlot {
 class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
  public:
   // Use create(); `family` is null for a root group.
-  ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family);
+  ThreadGroup(int size, double timeout_s, std::shared_ptr<AbortState> family, P2PMode p2p = P2PMode::buffered);
   static std::shared_ptr<ThreadGroup> create(int size, double timeout_s = 300.0,
-                                             std::shared_ptr<AbortState> family = nullptr);
+                                             std::shared_ptr<AbortState> family = nullptr,
+                                             P2PMode p2p = P2PMode::buffered);
+  P2PMode p2p_mode() const { return p2p_; }  // groups split from this one inherit it
 
   int size() const { return size_; }
   double timeout_s() const { return timeout_s_; }
@@ -82,16 +92,20 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   void abort(const std::string& msg) { family_->abort(msg); }
   void wake_all();  // called by AbortState::abort
 
-  // Point to point: `post` copies the message into the mailbox of (from, to, tag) and returns; `take`
-  // waits (timeout_s, abort) for the oldest message there and copies it out, failing the family when
-  // its count or type differ from the receiver's.
-  void post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count);
+  // Point to point: `post` copies the message into the mailbox of (from, to, tag) and returns its
+  // sequence number there (1, 2, ...) without waiting; `take` waits (timeout_s, abort) for the oldest
+  // message there and copies it out, failing the family when its count or type differ from the
+  // receiver's; `wait_taken` waits (timeout_s, abort) until message `seq` of that mailbox was taken
+  // (a rendezvous send: post, then wait_taken).
+  std::uint64_t post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count);
   void take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count);
+  void wait_taken(int from, int to, int tag, std::uint64_t seq);
 
  private:
   int size_;
   double timeout_s_;
   std::shared_ptr<AbortState> family_;
+  P2PMode p2p_;
   std::vector<ThreadSlot> slots_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -102,7 +116,11 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
     std::int64_t count = 0;
     std::vector<char> bytes;
   };
-  std::map<std::tuple<int, int, int>, std::deque<Letter>> mail_;  // (from, to, tag) -> messages in send order
+  struct Mailbox {
+    std::deque<Letter> letters;  // in send order
+    std::uint64_t posted = 0, taken = 0;
+  };
+  std::map<std::tuple<int, int, int>, Mailbox> mail_;  // (from, to, tag)
   std::mutex mail_mu_;
   std::condition_variable mail_cv_;
 };
@@ -130,7 +148,8 @@ class ThreadCommunicator final : public Communicator {
 };
 
 // One communicator per rank of a new root group.
-std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s = 300.0);
+std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, double timeout_s = 300.0,
+                                                                     P2PMode p2p = P2PMode::buffered);
 
 // Runs body(r) on `size` threads, one per rank. A rank whose body throws anything but CommAborted calls
 // abort_all("rank <r>: <what>"); after all threads end, the first such error is rethrown as

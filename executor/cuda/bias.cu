@@ -2,6 +2,8 @@
 // then one thread per column adds the chunks in order.
 #include "executor/cuda/bias.h"
 
+#include <type_traits>
+
 #include "core/errors.h"
 #include "executor/cuda/common.cuh"
 
@@ -31,7 +33,31 @@ __global__ void column_finish_kernel(float* dbias, const float* scratch, int oc,
   dbias[j] += acc;
 }
 
+// One thread per element of C, column-major: consecutive threads walk down a column (coalesced).
+template <class C, class T>
+__global__ void bias_add_columns_kernel(C* c, const T* bias, std::int64_t m, std::int64_t n, std::int64_t ldc) {
+  const std::int64_t idx = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
+  if (idx >= m * n) return;
+  const std::int64_t i = idx % m, j = idx / m;
+  C& x = c[j * ldc + i];
+  const float sum = to_f32(x) + to_f32(bias[i]);
+  if constexpr (std::is_same_v<C, float>) x = sum;
+  else x = from_f32<C>(sum);
+}
+
 }  // namespace
+
+template <class T>
+void bias_add_columns(void* c, bool c_f32, const T* bias, std::int64_t m, std::int64_t n, std::int64_t ldc,
+                      cudaStream_t stream) {
+  FSDP_CHECK(m > 0 && n > 0 && ldc >= m, "bias_add_columns: bad shape");
+  const auto blocks = unsigned(ceil_div<std::int64_t>(m * n, kBlock));
+  if (c_f32)
+    bias_add_columns_kernel<float, T><<<blocks, kBlock, 0, stream>>>(static_cast<float*>(c), bias, m, n, ldc);
+  else
+    bias_add_columns_kernel<T, T><<<blocks, kBlock, 0, stream>>>(static_cast<T*>(c), bias, m, n, ldc);
+  CUDA_CHECK(cudaGetLastError());
+}
 
 std::int64_t bias_backward_scratch_elems(std::int64_t n, std::int64_t oc) { return row_chunks(n) * oc; }
 
@@ -49,5 +75,7 @@ void bias_backward(float* dbias, float* scratch, const T* dout, std::int64_t n, 
 
 template void bias_backward<bf16>(float*, float*, const bf16*, std::int64_t, std::int64_t, cudaStream_t);
 template void bias_backward<f16>(float*, float*, const f16*, std::int64_t, std::int64_t, cudaStream_t);
+template void bias_add_columns<bf16>(void*, bool, const bf16*, std::int64_t, std::int64_t, std::int64_t, cudaStream_t);
+template void bias_add_columns<f16>(void*, bool, const f16*, std::int64_t, std::int64_t, std::int64_t, cudaStream_t);
 
 }  // namespace fsdpx::cuda

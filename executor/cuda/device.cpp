@@ -3,6 +3,10 @@
 // the sticky last error so later calls are not confused by it.
 #include "executor/cuda/device.h"
 
+#include <cstdint>
+#include <mutex>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -50,6 +54,20 @@ DeviceInfo device_info(int index) {
 std::string describe(const DeviceInfo& d) {
   return fmt::format("{}, sm_{}{}, {} SMs, {:.1f} GiB, L2 {:.0f} MiB", d.name, d.cc_major, d.cc_minor, d.sm_count,
                      double(d.memory_bytes) / double(1 << 30), double(d.l2_bytes) / double(1 << 20));
+}
+
+void configure_default_mem_pool(int index) {
+  static std::mutex mu;
+  static std::set<int> done;  // devices configured by this process
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.count(index)) return;
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
+  std::uint64_t keep = UINT64_MAX;  // never release to the OS at synchronisations
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  int no = 0;
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
+  done.insert(index);
 }
 
 }  // namespace fsdpx::cuda

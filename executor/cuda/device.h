@@ -31,4 +31,11 @@ DeviceInfo device_info(int index);
 // One line: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB".
 std::string describe(const DeviceInfo& d);
 
+// Sets up device `index`'s default stream-ordered memory pool (cudaMallocAsync) once per process: the
+// release threshold raised to "never" (with the default 0 every synchronisation returns the freed
+// memory and the next step maps it again; CUDA programming guide, "Stream Ordered Memory Allocator",
+// physical page caching behavior), and no reuse through internal dependencies (the pool would otherwise
+// make, say, a prefetch all-gather's allocation wait on the compute stream that freed the block).
+void configure_default_mem_pool(int index);
+
 }  // namespace fsdpx::cuda

@@ -24,8 +24,8 @@ struct DeviceThreadCommunicator::Events {
     CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   }
   ~Events() {
-    CUDA_CHECK(cudaEventDestroy(ready));
-    CUDA_CHECK(cudaEventDestroy(done));
+    CUDA_CHECK_NOEXCEPT(cudaEventDestroy(ready));
+    CUDA_CHECK_NOEXCEPT(cudaEventDestroy(done));
   }
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
@@ -152,7 +152,7 @@ constexpr std::int64_t kLetterWords = sizeof(P2PLetter) / sizeof(double);
 static_assert(sizeof(P2PLetter) % sizeof(double) == 0);
 constexpr int kP2PTag = 0;  // one mailbox per (sender, receiver): messages pair in issue order, as NCCL's
 
-void post_send(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t stream) {
+std::uint64_t post_send(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t stream) {
   P2PLetter l;
   l.count = c.count;
   l.type = static_cast<std::int64_t>(t);
@@ -163,7 +163,7 @@ void post_send(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t
   }
   CUDA_CHECK(cudaEventCreateWithFlags(&l.staged, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(l.staged, stream));
-  g.post(rank, c.peer, kP2PTag, ElemType::f64, &l, kLetterWords);
+  return g.post(rank, c.peer, kP2PTag, ElemType::f64, &l, kLetterWords);
 }
 
 void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t stream) {
@@ -185,14 +185,21 @@ void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t
 }  // namespace
 
 // The batch's sends are posted first (a post never waits), then its receives are taken in order, so two
-// ranks that send to and receive from each other in one batch cannot deadlock, as in an NCCL group.
+// ranks that send to and receive from each other in one batch cannot deadlock, as in an NCCL group. In
+// rendezvous mode the call then waits until every send of the batch was taken (an NCCL group completes
+// when all its operations matched): a program whose batches wait on each other in a cycle times out.
+// The wait is on the host, in program order: a model of NCCL's stream-side wait for ranks whose
+// point-to-point operations run in program order on one stream.
 void DeviceThreadCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream,
                                            std::string_view) {
   CUDA_CHECK(cudaSetDevice(device_));
+  std::vector<std::pair<int, std::uint64_t>> sent;  // (peer, sequence number)
   for (const P2PCall& c : calls)
-    if (c.send) post_send(*group_, rank_, c, t, stream);
+    if (c.send) sent.emplace_back(c.peer, post_send(*group_, rank_, c, t, stream));
   for (const P2PCall& c : calls)
     if (!c.send) take_recv(*group_, rank_, c, t, stream);
+  if (group_->p2p_mode() == P2PMode::rendezvous)
+    for (const auto& [peer, seq] : sent) group_->wait_taken(rank_, peer, kP2PTag, seq);
 }
 
 std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, int key, const std::string& name) {
@@ -203,8 +210,8 @@ std::unique_ptr<DeviceCommunicator> DeviceThreadCommunicator::split(int color, i
 
 std::vector<std::unique_ptr<DeviceCommunicator>> make_device_thread_communicators(int size, int device,
                                                                                  const std::string& name,
-                                                                                 double timeout_s) {
-  auto group = ThreadGroup::create(size, timeout_s);
+                                                                                 double timeout_s, P2PMode p2p) {
+  auto group = ThreadGroup::create(size, timeout_s, nullptr, p2p);
   std::vector<std::unique_ptr<DeviceCommunicator>> comms;
   for (int r = 0; r < size; ++r) comms.push_back(std::make_unique<DeviceThreadCommunicator>(group, r, device, name));
   return comms;

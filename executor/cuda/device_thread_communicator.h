@@ -7,7 +7,7 @@
 // copies the message into stream-ordered staging memory on its stream, records an event and posts both
 // to the receiver's mailbox (ThreadGroup::post) without waiting; the receiver takes them in the order
 // they were sent (one mailbox per peer: no tags, as NCCL), makes its stream wait on the event, copies
-// and frees the staging memory. A message never taken (an aborted run) leaks its staging memory.
+// and frees the staging memory; in rendezvous mode (P2PMode) the sender then waits until it was taken. A message never taken (an aborted run) leaks its staging memory.
 //
 // Stream ordering, per collective on rank r (stream s_r, events ready_r and done_r of this communicator):
 //   1. record ready_r on s_r                        (r's input is ready in s_r's order)
@@ -64,9 +64,11 @@ class DeviceThreadCommunicator final : public DeviceCommunicator {
 };
 
 // One communicator per rank of a new root group on `device`. Rank r's communicator is used by one
-// thread at a time (normally rank r's thread); run them with run_rank_threads.
+// thread at a time (normally rank r's thread); run them with run_rank_threads. `p2p`: rendezvous makes a
+// send_recv batch return only once the peers took its sends (NCCL's semantics; enqueue_p2p).
 std::vector<std::unique_ptr<DeviceCommunicator>> make_device_thread_communicators(int size, int device = 0,
                                                                                  const std::string& name = "world",
-                                                                                 double timeout_s = 300.0);
+                                                                                 double timeout_s = 300.0,
+                                                                                 P2PMode p2p = P2PMode::buffered);
 
 }  // namespace fsdpx::cuda

@@ -1,14 +1,17 @@
 // executor/cuda/gemm.cpp — cuBLASLt calls. Row-major X [r, c] is column-major Xᵀ [c, r] with ld c, so
 // each row-major product is computed as its transpose (out ᵀ = W · inpᵀ, and so on). Pointer
 // alignments are passed to the heuristic because FSDP module pointers sit at arbitrary offsets of a
-// flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment.
+// flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. A failure throws CudaError
+// naming the whole call (GemmShape::describe), the heuristic's status included.
 #include "executor/cuda/gemm.h"
 
+#include <string>
 #include <type_traits>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/cuda/bias.h"
 #include "executor/cuda/cuda_check.h"
 
 namespace fsdpx::cuda {
@@ -45,6 +48,10 @@ cublasLtMatmulPreference_t make_preference(const void* a, const void* b, const v
   return pref;
 }
 
+// The bias epilogue reads the bias vector with wide loads; a bias pointer that is not 16-byte aligned
+// (a module offset inside a flat unit) takes bias_add_columns after the GEMM instead.
+constexpr std::uint32_t kBiasEpilogueAlignBytes = 16;
+
 template <class T>
 cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const T* bias) {
   cublasLtMatmulDesc_t desc;
@@ -62,6 +69,48 @@ cublasLtMatmulDesc_t make_desc(bool trans_a, bool trans_b, const T* bias) {
   return desc;
 }
 
+const char* type_name(cudaDataType_t t) { return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_16F ? "f16" : "f32"; }
+
+// Everything a cuBLASLt failure needs to be reproduced: shape, transposes, leading dimensions, the
+// pointer alignments passed to the heuristic, the types and the bias path.
+struct GemmShape {
+  bool trans_a, trans_b;
+  std::int64_t m, n, k, lda, ldb, ldc;
+  const void *a, *b, *c, *bias;
+  cudaDataType_t ab_type, c_type;
+  bool bias_epilogue, accumulate;
+  float alpha;
+  std::string describe() const {
+    return fmt::format("m={} n={} k={} op(A)={} op(B)={} lda={} ldb={} ldc={} align A={} B={} C={} bias={} bytes, "
+                       "A/B {} C {} compute f32, bias {}, beta={}, alpha={}",
+                       m, n, k, trans_a ? "T" : "N", trans_b ? "T" : "N", lda, ldb, ldc, alignment_bytes(a),
+                       alignment_bytes(b), alignment_bytes(c), bias ? alignment_bytes(bias) : 0, type_name(ab_type),
+                       type_name(c_type), !bias ? "none" : bias_epilogue ? "epilogue" : "kernel after the GEMM",
+                       accumulate ? 1 : 0, alpha);
+  }
+};
+
+// cuBLASLt objects released on every path (a failing call throws CudaError).
+struct LtObjects {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  LtObjects() = default;
+  LtObjects(const LtObjects&) = delete;
+  LtObjects& operator=(const LtObjects&) = delete;
+  ~LtObjects() {
+    if (pref) CUBLAS_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(pref));
+    for (cublasLtMatrixLayout_t l : {la, lb, lc})
+      if (l) CUBLAS_CHECK_NOEXCEPT(cublasLtMatrixLayoutDestroy(l));
+    if (desc) CUBLAS_CHECK_NOEXCEPT(cublasLtMatmulDescDestroy(desc));
+  }
+};
+
+[[noreturn]] void throw_gemm_error(const char* what, cublasStatus_t st, const GemmShape& g) {
+  throw CudaError(fmt::format("[cuBLAS ERROR] gemm ({}): {}: {}", g.describe(), what,
+                              st == CUBLAS_STATUS_SUCCESS ? std::string("no algorithm found") : cublas_error_text_(st)));
+}
+
 }  // namespace
 
 GemmContext::GemmContext() {
@@ -70,8 +119,8 @@ GemmContext::GemmContext() {
 }
 
 GemmContext::~GemmContext() {
-  if (workspace_) CUDA_CHECK(cudaFree(workspace_));
-  if (handle_) CUBLAS_CHECK(cublasLtDestroy(handle_));
+  if (workspace_) CUDA_CHECK_NOEXCEPT(cudaFree(workspace_));
+  if (handle_) CUBLAS_CHECK_NOEXCEPT(cublasLtDestroy(handle_));
 }
 
 template <class T>
@@ -79,25 +128,26 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
                     const T* a, std::int64_t lda, const no_deduce_t<T>* b, std::int64_t ldb, void* c, GemmOut c_type,
                     std::int64_t ldc, bool accumulate, const no_deduce_t<T>* bias, cudaStream_t stream, float alpha) {
   FSDP_CHECK(m > 0 && n > 0 && k > 0, fmt::format("gemm: empty shape m={} n={} k={}", m, n, k));
-  cublasLtMatmulDesc_t desc = make_desc(trans_a, trans_b, bias);
-  cublasLtMatrixLayout_t la, lb, lc;  // layouts of the stored (untransposed) matrices
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, operand_type<T>(), trans_a ? k : m, trans_a ? m : k, lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, operand_type<T>(), trans_b ? n : k, trans_b ? k : n, ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, data_type<T>(c_type), m, n, ldc));
-  cublasLtMatmulPreference_t pref = make_preference(a, b, c);
+  const bool epilogue = bias && alignment_bytes(bias) >= kBiasEpilogueAlignBytes;
+  const GemmShape g{trans_a, trans_b, m, n, k, lda, ldb, ldc, a, b, c, bias, operand_type<T>(), data_type<T>(c_type),
+                    epilogue, accumulate, alpha};
+  LtObjects o;
+  o.desc = make_desc(trans_a, trans_b, epilogue ? bias : nullptr);
+  // layouts of the stored (untransposed) matrices
+  cublasStatus_t st = cublasLtMatrixLayoutCreate(&o.la, g.ab_type, trans_a ? k : m, trans_a ? m : k, lda);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lb, g.ab_type, trans_b ? n : k, trans_b ? k : n, ldb);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lc, g.c_type, m, n, ldc);
+  if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatrixLayoutCreate", st, g);
+  o.pref = make_preference(a, b, c);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.handle(), desc, la, lb, lc, lc, pref, 1, &heuristic, &found));
-  FSDP_CHECK(found > 0, fmt::format("gemm: no cuBLASLt algorithm for m={} n={} k={} trans_a={} trans_b={} bias={}", m,
-                                    n, k, trans_a, trans_b, bias != nullptr));
+  st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, &heuristic, &found);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) throw_gemm_error("cublasLtMatmulAlgoGetHeuristic", st, g);
   const float beta = accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(ctx.handle(), desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heuristic.algo,
-                              ctx.workspace(), GemmContext::kWorkspaceBytes, stream));
-  CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lc));
-  CUBLAS_CHECK(cublasLtMatmulDescDestroy(desc));
+  st = cublasLtMatmul(ctx.handle(), o.desc, &alpha, a, o.la, b, o.lb, &beta, c, o.lc, c, o.lc, &heuristic.algo,
+                      ctx.workspace(), GemmContext::kWorkspaceBytes, stream);
+  if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatmul", st, g);
+  if (bias && !epilogue) bias_add_columns<T>(c, c_type == GemmOut::f32, bias, m, n, ldc, stream);
 }
 
 template <class T>

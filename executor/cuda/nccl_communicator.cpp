@@ -31,7 +31,7 @@ ncclDataType_t nccl_type(DType t) { return t == DType::bf16 ? ncclBfloat16 : ncc
 struct CudaEvent {
   cudaEvent_t event = nullptr;
   CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming)); }
-  ~CudaEvent() { CUDA_CHECK(cudaEventDestroy(event)); }
+  ~CudaEvent() { CUDA_CHECK_NOEXCEPT(cudaEventDestroy(event)); }
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
 };
@@ -208,7 +208,7 @@ NcclCommunicator::~NcclCommunicator() {
       abort_locked(*handle_);
       return;
     }
-    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK_NOEXCEPT(cudaSetDevice(device_));
     r = ncclCommFinalize(handle_->comm);
   }
   const WaitResult w = wait_ready(*handle_, r, family_->options().init_timeout_s);

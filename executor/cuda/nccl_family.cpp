@@ -57,8 +57,10 @@ WaitResult wait_ready(NcclHandle& h, ncclResult_t r, double timeout_s) {
 }
 
 PollStatus poll_collective(NcclHandle& h, cudaEvent_t event, int device) {
-  CUDA_CHECK(cudaSetDevice(device));  // no stray context on device 0 from the watchdog thread
-  const cudaError_t e = cudaEventQuery(event);
+  // No stray context on device 0 from the watchdog thread; no throw either (CUDA_CHECK throws, and this
+  // runs on the watchdog's thread): a failure is the collective's.
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaEventQuery(event);
   if (e == cudaSuccess) return PollStatus::done();
   if (e != cudaErrorNotReady) return PollStatus::failed(fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e)));
   std::lock_guard<std::mutex> lock(*h.mu);

@@ -25,12 +25,23 @@ void enqueue_adam_download(const DeviceAdamState& d, std::size_t n, HostState& s
   CUDA_CHECK(cudaMemcpyAsync(s.exp_avg_sq.data(), d.exp_avg_sq, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
 }
 
-// Enqueues the three host-to-device copies of n elements (the caller checked the sizes).
+// The host state fits n elements: params has n, each moment n or none (zero moments, a fresh start).
+template <class HostState>
+bool adam_state_fits(const HostState& s, std::size_t n) {
+  const auto moment_ok = [n](const auto& v) { return v.size() == n || v.empty(); };
+  return s.params.size() == n && moment_ok(s.exp_avg) && moment_ok(s.exp_avg_sq);
+}
+
+// Enqueues the host-to-device copies of n elements (the caller checked adam_state_fits); an empty
+// moment is zeroed on the device by cudaMemsetAsync instead of copying n host zeros.
 template <class HostState>
 void enqueue_adam_upload(const HostState& s, std::size_t n, const DeviceAdamState& d, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpyAsync(d.master, s.params.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(d.exp_avg, s.exp_avg.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaMemcpyAsync(d.exp_avg_sq, s.exp_avg_sq.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+  const std::size_t bytes = n * sizeof(float);
+  CUDA_CHECK(cudaMemcpyAsync(d.master, s.params.data(), bytes, cudaMemcpyHostToDevice, stream));
+  if (s.exp_avg.empty()) CUDA_CHECK(cudaMemsetAsync(d.exp_avg, 0, bytes, stream));
+  else CUDA_CHECK(cudaMemcpyAsync(d.exp_avg, s.exp_avg.data(), bytes, cudaMemcpyHostToDevice, stream));
+  if (s.exp_avg_sq.empty()) CUDA_CHECK(cudaMemsetAsync(d.exp_avg_sq, 0, bytes, stream));
+  else CUDA_CHECK(cudaMemcpyAsync(d.exp_avg_sq, s.exp_avg_sq.data(), bytes, cudaMemcpyHostToDevice, stream));
 }
 
 }  // namespace fsdpx::cuda

@@ -25,7 +25,7 @@ BatchStaging::BatchStaging(std::int64_t n, std::int64_t vocab)
 
 BatchStaging::~BatchStaging() {
   for (cudaEvent_t e : copied_)
-    if (e) CUDA_CHECK(cudaEventDestroy(e));
+    if (e) CUDA_CHECK_NOEXCEPT(cudaEventDestroy(e));
 }
 
 void BatchStaging::upload(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {

@@ -27,8 +27,7 @@ CudaAdaptersT<T>::CudaAdaptersT(const LoraLayout& layout, MemoryTracker* mem)
 template <class T>
 void CudaAdaptersT<T>::upload(const AdapterState& s, cudaStream_t stream) {
   const auto n = std::size_t(numel_);
-  FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n,
-             "CudaAdapters: adapter state of another layout");
+  FSDP_CHECK(adam_state_fits(s, n), "CudaAdapters: adapter state of another layout");
   enqueue_adam_upload(s, n, {master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, stream);
   cast_f32_to_16(params16_.get(), master_.get(), numel_, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return

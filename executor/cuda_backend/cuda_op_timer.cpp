@@ -16,13 +16,15 @@ CudaScopedOp::CudaScopedOp(OpProfiler* profiler, std::string_view op, int module
 
 CudaScopedOp::~CudaScopedOp() {
   if (!profiler_) return;
-  CUDA_CHECK(cudaEventRecord(stop_, stream_));
-  CUDA_CHECK(cudaEventSynchronize(stop_));
+  // A destructor must not throw: a failing call is reported and the op is left out of the profile.
   float elapsed_ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&elapsed_ms, start_, stop_));
-  CUDA_CHECK(cudaEventDestroy(start_));
-  CUDA_CHECK(cudaEventDestroy(stop_));
-  profiler_->record(op_, module_, double(elapsed_ms) / 1e3);
+  cudaError_t err = cudaEventRecord(stop_, stream_);
+  if (err == cudaSuccess) err = cudaEventSynchronize(stop_);
+  if (err == cudaSuccess) err = cudaEventElapsedTime(&elapsed_ms, start_, stop_);
+  CUDA_CHECK_NOEXCEPT(err);
+  CUDA_CHECK_NOEXCEPT(cudaEventDestroy(start_));
+  CUDA_CHECK_NOEXCEPT(cudaEventDestroy(stop_));
+  if (err == cudaSuccess) profiler_->record(op_, module_, double(elapsed_ms) / 1e3);
 }
 
 }  // namespace fsdpx::cuda

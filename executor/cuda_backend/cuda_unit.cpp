@@ -64,7 +64,7 @@ CudaUnitT<T>::~CudaUnitT() {
 template <class T>
 void CudaUnitT<T>::upload(const UnitShardState& s, cudaStream_t stream) {
   const auto n = std::size_t(flat_.shard_numel);
-  FSDP_CHECK(s.params.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n, "CudaUnit: state size");
+  FSDP_CHECK(adam_state_fits(s, n), "CudaUnit: state size");
   enqueue_adam_upload(s, n, {master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, stream);
   cast_f32_to_16(master16_.get(), master_.get(), flat_.shard_numel, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return

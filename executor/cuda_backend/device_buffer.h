@@ -48,8 +48,8 @@ class CudaArray {
  private:
   void reset() {
     if (!ptr_) return;
-    if constexpr (kPinned) CUDA_CHECK(cudaFreeHost(ptr_));
-    else CUDA_CHECK(cudaFree(ptr_));
+    if constexpr (kPinned) CUDA_CHECK_NOEXCEPT(cudaFreeHost(ptr_));  // also from the destructor
+    else CUDA_CHECK_NOEXCEPT(cudaFree(ptr_));
     ptr_ = nullptr;
     count_ = 0;
   }

@@ -84,7 +84,7 @@ struct Trainer::Impl {
   std::shared_ptr<DataSource> data;
   TrainerOptions options;
   cpu::ThreadBudget budget;  // kernel threads per rank thread
-  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (CPU backend), in `ranks` order
+  std::vector<std::unique_ptr<cpu::KernelPool>> pools;  // per local rank (any backend), in `ranks` order
   KernelSink kernels;
   std::vector<std::unique_ptr<RankRuntime>> ranks;
   std::mutex data_mu;
@@ -202,9 +202,9 @@ Trainer::Trainer(RuntimeProgram program, std::shared_ptr<DataSource> data, Train
     impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   }
   impl_->budget = cpu::decide_thread_budget({options.threads, int(impl_->ranks.size()), options.processes_on_host});
-  if (!options.cuda)
-    for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
-      impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
+  // CUDA ranks get a pool too: their host loops (the seeded initialisation, executor/model/init.cpp) use it.
+  for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
+    impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
   const std::uint64_t seed = rp.settings.training.seed;
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();

@@ -18,7 +18,7 @@ namespace fsdpx::cuda::test {
 class Stream {
  public:
   Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { CUDA_CHECK(cudaStreamDestroy(s_)); }
+  ~Stream() { CUDA_CHECK_NOEXCEPT(cudaStreamDestroy(s_)); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   cudaStream_t get() const { return s_; }
@@ -32,7 +32,7 @@ template <class T>
 class PinnedBuffer {
  public:
   explicit PinnedBuffer(std::size_t n) : n_(n) { CUDA_CHECK(cudaMallocHost(&ptr_, sizeof(T) * (n ? n : 1))); }
-  ~PinnedBuffer() { CUDA_CHECK(cudaFreeHost(ptr_)); }
+  ~PinnedBuffer() { CUDA_CHECK_NOEXCEPT(cudaFreeHost(ptr_)); }
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   T* get() const { return ptr_; }

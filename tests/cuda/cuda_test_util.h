@@ -16,6 +16,7 @@
 
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/types.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::cuda::test {
 
@@ -38,7 +39,7 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t n) : n_(n) { CUDA_CHECK(cudaMalloc(&ptr_, sizeof(T) * (n ? n : 1))); }
-  ~DeviceBuffer() { CUDA_CHECK(cudaFree(ptr_)); }
+  ~DeviceBuffer() { CUDA_CHECK_NOEXCEPT(cudaFree(ptr_)); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   T* get() const { return ptr_; }
@@ -86,17 +87,20 @@ inline std::vector<float> random_bf16(std::size_t n, float lo = -1.0f, float hi 
   return x;
 }
 
-// Passes when every |got − ref| ≤ atol + rtol·|ref|; prints maxdiff and ‖got − ref‖/‖ref‖ either way.
+// Passes when every |got − ref| ≤ atol + rtol·|ref| and both are finite; prints maxdiff and ‖got − ref‖/‖ref‖ either way.
 inline bool close(const std::string& name, const std::vector<float>& got, const std::vector<float>& ref, double atol,
                   double rtol) {
   REQUIRE(got.size() == ref.size());
   double maxdiff = 0, worst = 0, num = 0, den = 0;
   std::size_t at = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
+    // NaN-safe: a non-finite value on either side fails, and NaN differences are not dropped (std::max
+    // and `>` ignore NaN).
     const double d = std::fabs(double(got[i]) - double(ref[i]));
-    const double ratio = std::isfinite(got[i]) ? d / (atol + rtol * std::fabs(double(ref[i]))) : 1e30;
+    const bool finite = std::isfinite(got[i]) && std::isfinite(ref[i]);
+    const double ratio = finite ? d / (atol + rtol * std::fabs(double(ref[i]))) : 1e30;
     if (ratio > worst) worst = ratio, at = i;
-    maxdiff = std::max(maxdiff, d);
+    maxdiff = ::fsdpx::test::nan_max(maxdiff, d);
     num += d * d;
     den += double(ref[i]) * double(ref[i]);
   }

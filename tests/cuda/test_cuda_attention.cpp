@@ -9,6 +9,7 @@
 #include "executor/cpu/attention.h"
 #include "executor/cuda/attention.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::cuda::test {
 namespace {
@@ -29,7 +30,7 @@ std::vector<float> reference_lse(const std::vector<float>& qkv, const AttnShape&
           sc.push_back(dot / std::sqrt(double(s.hd)));
         }
         double m = sc[0], sum = 0;
-        for (double x : sc) m = std::max(m, x);
+        for (double x : sc) m = ::fsdpx::test::nan_max(m, x);
         for (double x : sc) sum += std::exp(x - m);
         lse[(b * s.nh + h) * s.t + t] = float(m + std::log(sum));
       }

@@ -288,6 +288,42 @@ TEST_CASE("device thread communicator: point-to-point batches pair in send order
   }
 }
 
+// Rendezvous mode (NCCL's semantics): a batch of send-to-next and receive-from-previous completes (its
+// sends are posted before its receives), but two ranks whose first batches both only send wait for each
+// other's receive and time out, where the buffered mode passes.
+TEST_CASE("device thread communicator: rendezvous send_recv batches pair in a ring; a send-send cycle times out") {
+  const int n = 3;
+  Comms ring = make_device_thread_communicators(n, 0, "world", 5.0, P2PMode::rendezvous);
+  std::vector<std::vector<float>> got(n);
+  run_device_ranks(ring, [&](DeviceCommunicator& c) {
+    const int r = c.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+    Stream st;
+    DeviceBuffer<float> out(64), in(64);
+    upload_on(out.get(), std::vector<float>(64, float(r)), st.get());
+    c.send_recv({P2PCall{true, out.get(), 64, next}, P2PCall{false, in.get(), 64, prev}}, DType::f32, st.get());
+    got[std::size_t(r)] = download_on<float>(in.get(), 64, st.get());
+  });
+  for (int r = 0; r < n; ++r) CHECK(got[std::size_t(r)] == std::vector<float>(64, float((r + n - 1) % n)));
+  for (P2PMode mode : {P2PMode::buffered, P2PMode::rendezvous}) {
+    CAPTURE(p2p_mode_name(mode));
+    Comms pair = make_device_thread_communicators(2, 0, "world", 0.3, mode);
+    std::string error;
+    try {
+      run_device_ranks(pair, [](DeviceCommunicator& c) {
+        Stream st;
+        DeviceBuffer<float> out(8), in(8);
+        c.send_recv({P2PCall{true, out.get(), 8, 1 - c.rank()}}, DType::f32, st.get());
+        c.send_recv({P2PCall{false, in.get(), 8, 1 - c.rank()}}, DType::f32, st.get());
+        CUDA_CHECK(cudaStreamSynchronize(st.get()));
+      });
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (mode == P2PMode::buffered) CHECK(error == "");
+    else CHECK(error.find("of a rendezvous send") != std::string::npos);
+  }
+}
+
 TEST_CASE("device thread communicator: a receive of another count than the send ends in CommAborted") {
   Comms comms = make_device_thread_communicators(2);
   CHECK_THROWS_WITH_AS(run_device_ranks(comms,

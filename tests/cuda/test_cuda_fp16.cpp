@@ -26,6 +26,7 @@
 #include "tests/cuda/model_run.h"
 #include "tests/cuda/trainer_run.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::cuda::test {
 namespace {
@@ -145,7 +146,7 @@ TEST_CASE("CudaRankBackend<f16>: an overflowing initial scale gives the CPU back
   // compute against fp32: within 2e-2 as the bf16 trainer tests.
   double worst = 0;
   for (int i = 0; i < kSteps; ++i)
-    worst = std::max(worst, std::abs(gpu.losses[std::size_t(i)] - cpu.losses[std::size_t(i)]) /
+    worst = ::fsdpx::test::nan_max(worst, std::abs(gpu.losses[std::size_t(i)] - cpu.losses[std::size_t(i)]) /
                                 cpu.losses[std::size_t(i)]);
   MESSAGE("fp16 trainer: " << skipped << " skipped steps; maxdiff loss rel " << worst);
   CHECK(worst <= 2e-2);

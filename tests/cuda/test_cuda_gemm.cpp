@@ -4,6 +4,9 @@
 // terms, then one bf16 rounding for bf16 outputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "executor/cpu/gemm.h"
 #include "executor/cuda/bias.h"
 #include "executor/cuda/gemm.h"
@@ -27,6 +30,26 @@ TEST_CASE("cuda matmul forward (bias, bf16 and fp32 out) matches the CPU referen
   cpu::matmul_forward<float>(out.data(), inp.data(), w.data(), nullptr, kN, kC, kOC);
   matmul_forward(ctx, d_out32.get(), GemmOut::f32, d_inp.get(), d_w.get(), nullptr, kN, kC, kOC, false, nullptr);
   CHECK(close("matmul forward fp32", download(d_out32), out, 1e-4, 1e-4));
+}
+
+// A bias at an odd bf16 offset (2-byte aligned, as a module offset inside a flat unit can be) cannot take
+// the bias epilogue: gemm_col_major adds it with bias_add_columns after the GEMM, same result.
+TEST_CASE("cuda matmul forward with an unaligned bias (bias kernel instead of the epilogue)") {
+  GemmContext ctx;
+  const auto inp = random_bf16(kN * kC), w = random_bf16(kOC * kC), bias = random_bf16(kOC);
+  std::vector<float> out(kN * kOC), shifted(kOC + 1, 0.0f);
+  std::copy(bias.begin(), bias.end(), shifted.begin() + 1);
+  cpu::matmul_forward(out.data(), inp.data(), w.data(), bias.data(), kN, kC, kOC);
+  DeviceBuffer<bf16> d_inp(kN * kC), d_w(kOC * kC), d_bias(kOC + 1), d_out(kN * kOC);
+  DeviceBuffer<float> d_out32(kN * kOC);
+  upload_bf16(d_inp, inp), upload_bf16(d_w, w), upload_bf16(d_bias, shifted);
+  const bf16* odd = d_bias.get() + 1;
+  REQUIRE(reinterpret_cast<std::uintptr_t>(odd) % 4 == 2);
+  matmul_forward(ctx, d_out.get(), GemmOut::operand, d_inp.get(), d_w.get(), odd, kN, kC, kOC, false, nullptr);
+  // Two roundings (GEMM output, then the bias add) instead of one: 2 ulps more.
+  CHECK(close("matmul forward bf16 + unaligned bias", download_bf16(d_out), out, 1e-2, 2 * kBf16Rtol));
+  matmul_forward(ctx, d_out32.get(), GemmOut::f32, d_inp.get(), d_w.get(), odd, kN, kC, kOC, false, nullptr);
+  CHECK(close("matmul forward fp32 + unaligned bias", download(d_out32), out, 1e-4, 1e-4));
 }
 
 TEST_CASE("cuda matmul backward dx (accumulate) and dW (fp32 +=) match the CPU reference") {

@@ -24,6 +24,7 @@
 #include "tests/cuda/cuda_tiny_models.h"
 #include "tests/cuda/trainer_run.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::cuda::test {
 namespace {
@@ -125,7 +126,7 @@ void check_adapter_grads(const LoraLayout& l, const std::vector<float>& got, con
         double maxdiff = 0, num = 0, den = 0;
         for (std::int64_t e = begin; e < begin + n; ++e) {
           const double d = double(got[std::size_t(e)]) - double(ref[std::size_t(e)]);
-          maxdiff = std::max(maxdiff, std::fabs(d)), num += d * d;
+          maxdiff = ::fsdpx::test::nan_max(maxdiff, std::fabs(d)), num += d * d;
           den += double(ref[std::size_t(e)]) * double(ref[std::size_t(e)]);
         }
         const double rel = std::sqrt(num / (den > 0 ? den : 1));
@@ -200,7 +201,7 @@ LoraRun train(const Plan& plan, bool cuda) {
 
 double max_loss_rel_diff(const std::vector<double>& got, const std::vector<double>& ref) {
   double d = 0;
-  for (std::size_t s = 0; s < ref.size(); ++s) d = std::max(d, std::abs(got[s] - ref[s]) / std::abs(ref[s]));
+  for (std::size_t s = 0; s < ref.size(); ++s) d = ::fsdpx::test::nan_max(d, std::abs(got[s] - ref[s]) / std::abs(ref[s]));
   return std::isfinite(d) && got.size() == ref.size() ? d : 1e30;
 }
 

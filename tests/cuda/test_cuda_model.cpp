@@ -21,6 +21,7 @@
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/model_run.h"
 #include "tests/executor/tiny_models.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::cuda::test {
 namespace {
@@ -107,7 +108,7 @@ void check_gradients(const ParamLayout& layout, const std::vector<float>& got, c
       double maxdiff = 0, num = 0, den = 0;
       for (std::int64_t e = m.offset + t.offset; e < m.offset + t.offset + t.numel(); ++e) {
         const double d = double(got[std::size_t(e)]) - double(ref[std::size_t(e)]);
-        maxdiff = std::max(maxdiff, std::fabs(d));
+        maxdiff = ::fsdpx::test::nan_max(maxdiff, std::fabs(d));
         num += d * d;
         den += double(ref[std::size_t(e)]) * double(ref[std::size_t(e)]);
       }

@@ -14,6 +14,7 @@
 #include "executor/cuda_backend/cuda_backends.h"
 #include "executor/model/init.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -68,14 +69,14 @@ struct Diff {
 Diff compare(const test::Trajectory& got, const test::Trajectory& ref) {
   Diff d;
   for (std::size_t s = 0; s < ref.losses.size(); ++s)
-    d.loss = std::max(d.loss, std::abs(got.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]));
+    d.loss = ::fsdpx::test::nan_max(d.loss, std::abs(got.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]));
   d.params = test::max_rel_diff(got.params, ref.params);
   return d;
 }
 
 void check_close(const Plan& plan, Diff& worst, DType reduce = DType::fp32) {
   const Diff d = compare(cuda_training(plan, reduce), test::reference_training(plan, kSteps));
-  worst.loss = std::max(worst.loss, d.loss), worst.params = std::max(worst.params, d.params);
+  worst.loss = ::fsdpx::test::nan_max(worst.loss, d.loss), worst.params = ::fsdpx::test::nan_max(worst.params, d.params);
   INFO("maxdiff: loss rel " << d.loss << ", params rel " << d.params);
   CHECK(d.loss <= kLossTol);
   CHECK(d.params <= kParamTol);

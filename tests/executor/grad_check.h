@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/nan_max.h"
+
 namespace fsdpx::test {
 
 struct GradCheck {
@@ -36,8 +38,8 @@ inline GradCheck check_grad(std::vector<double>& x, const std::vector<double>& a
     const double down = loss();
     x[std::size_t(i)] = saved;
     const double numeric = (up - down) / (2 * h);
-    r.max_abs_diff = std::max(r.max_abs_diff, std::abs(numeric - analytic[std::size_t(i)]));
-    r.max_abs_ref = std::max(r.max_abs_ref, std::abs(numeric));
+    r.max_abs_diff = nan_max(r.max_abs_diff, std::abs(numeric - analytic[std::size_t(i)]));
+    r.max_abs_ref = nan_max(r.max_abs_ref, std::abs(numeric));
     ++r.checked;
   }
   return r;

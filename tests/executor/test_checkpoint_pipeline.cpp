@@ -12,6 +12,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
 #include "tests/executor/pipeline_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -50,7 +51,7 @@ std::vector<double> uninterrupted(const PipePlan& s) {
 
 double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   double d = 0;
-  for (std::size_t k = 0; k < a.size(); ++k) d = std::max(d, std::abs(a[k] - b[k]) / std::abs(b[k]));
+  for (std::size_t k = 0; k < a.size(); ++k) d = ::fsdpx::test::nan_max(d, std::abs(a[k] - b[k]) / std::abs(b[k]));
   return d;
 }
 

@@ -15,6 +15,7 @@
 #include "executor/cpu/gemm.h"
 #include "executor/cpu/norm.h"
 #include "executor/cpu/kernel_pool.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -99,7 +100,7 @@ TEST_CASE("norms, embedding and loss: the same bits for any thread count") {
 // max |a − b| / max |b|.
 double rel_diff(const Vec& a, const std::vector<double>& b) {
   double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(double(a[i]) - b[i])), ref = std::max(ref, std::abs(b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i) diff = ::fsdpx::test::nan_max(diff, std::abs(double(a[i]) - b[i])), ref = ::fsdpx::test::nan_max(ref, std::abs(b[i]));
   return diff / ref;
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/config_paths.h"
 #include "executor/cuda_backend/lora_gemm_plan.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -48,7 +49,7 @@ std::vector<double> random_vector(std::int64_t n, std::mt19937& gen) {
 double max_rel(const std::vector<double>& got, const std::vector<double>& want) {
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < want.size(); ++i)
-    diff = std::max(diff, std::abs(got[i] - want[i])), scale = std::max(scale, std::abs(want[i]));
+    diff = ::fsdpx::test::nan_max(diff, std::abs(got[i] - want[i])), scale = ::fsdpx::test::nan_max(scale, std::abs(want[i]));
   return scale > 0 ? diff / scale : diff;
 }
 

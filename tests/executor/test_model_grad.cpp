@@ -12,6 +12,7 @@
 #include "executor/model/transformer.h"
 #include "tests/executor/grad_check.h"
 #include "tests/executor/tiny_models.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -139,8 +140,8 @@ TEST_CASE("float model agrees with the double model") {
     mf.backward(pf.data(), gf.data());
     double max_diff = 0, max_ref = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      max_diff = std::max(max_diff, std::abs(double(gf[i]) - gd[i]));
-      max_ref = std::max(max_ref, std::abs(gd[i]));
+      max_diff = ::fsdpx::test::nan_max(max_diff, std::abs(double(gf[i]) - gd[i]));
+      max_ref = ::fsdpx::test::nan_max(max_ref, std::abs(gd[i]));
     }
     INFO(spec.name << ": loss " << lf << " vs " << ld << "; grad maxdiff " << max_diff << " of max " << max_ref);
     CHECK(std::abs(double(lf) - ld) < 1e-5 * ld);
@@ -161,7 +162,7 @@ TEST_CASE("backward accumulates into gradients and scales with dloss") {
   model.forward(params.data(), batch.tokens.data(), batch.targets.data());
   model.backward(params.data(), g2.data(), 0.75);
   double max_diff = 0;
-  for (std::size_t i = 0; i < g1.size(); ++i) max_diff = std::max(max_diff, std::abs(g1[i] - g2[i]));
+  for (std::size_t i = 0; i < g1.size(); ++i) max_diff = ::fsdpx::test::nan_max(max_diff, std::abs(g1[i] - g2[i]));
   INFO("maxdiff " << max_diff);
   CHECK(max_diff < 1e-15);
 }

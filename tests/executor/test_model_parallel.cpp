@@ -17,6 +17,7 @@
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
 #include "tests/executor/tiny_models.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -80,11 +81,11 @@ void run_rank(const Case& c, const test::TokenBatch& batch, const Reference& ref
   for (std::size_t m = 0; m < local.modules.size(); ++m)
     for (std::int64_t e = 0; e < local.modules[m].numel; ++e) {
       const double want = ref.grads[std::size_t(full.modules[m].offset + local.modules[m].full_element(e))];
-      diff = std::max(diff, std::abs(g[std::size_t(local.modules[m].offset + e)] - want));
+      diff = ::fsdpx::test::nan_max(diff, std::abs(g[std::size_t(local.modules[m].offset + e)] - want));
     }
   std::lock_guard<std::mutex> lock(worst.mu);
   if (par.tp_rank == 0) worst.loss_sum += loss;
-  worst.grad_rel = std::max(worst.grad_rel, diff);
+  worst.grad_rel = ::fsdpx::test::nan_max(worst.grad_rel, diff);
 }
 
 void check_case(const Case& c) {
@@ -94,7 +95,7 @@ void check_case(const Case& c) {
   Worst worst;
   run_ranks(c.tp * c.cp, [&](Communicator& world) { run_rank(c, batch, ref, full, world, worst); });
   double scale = 0;
-  for (double x : ref.grads) scale = std::max(scale, std::abs(x));
+  for (double x : ref.grads) scale = ::fsdpx::test::nan_max(scale, std::abs(x));
   const double loss_rel = std::abs(worst.loss_sum - ref.loss) / ref.loss, grad_rel = worst.grad_rel / scale;
   MESSAGE(c.spec.name << " tp " << c.tp << " cp " << c.cp << " sp " << c.sp << ": loss rel diff " << loss_rel
                       << ", gradient max rel diff " << grad_rel);

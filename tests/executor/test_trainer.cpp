@@ -10,6 +10,7 @@
 #include "executor/model/init.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -26,14 +27,14 @@ void check_equivalent(const Plan& plan, const test::Trajectory& ref, Worst& wors
   REQUIRE(got.losses.size() == ref.losses.size());
   double loss_diff = 0;
   for (std::size_t s = 0; s < ref.losses.size(); ++s)
-    loss_diff = std::max(loss_diff, std::abs(got.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]));
+    loss_diff = ::fsdpx::test::nan_max(loss_diff, std::abs(got.losses[s] - ref.losses[s]) / std::abs(ref.losses[s]));
   const double param_diff = test::max_rel_diff(got.params, ref.params);
   std::vector<float> init(got.params.size());
   init_all(make_param_layout(plan.model), plan.training.seed, init.data());
   const double moved = test::max_rel_diff(ref.params, init);  // training must move the weights
   CHECK(moved > 100 * kTol);
-  worst.loss = std::max(worst.loss, loss_diff);
-  worst.params = std::max(worst.params, param_diff);
+  worst.loss = ::fsdpx::test::nan_max(worst.loss, loss_diff);
+  worst.params = ::fsdpx::test::nan_max(worst.params, param_diff);
   INFO("loss max rel diff " << loss_diff << ", params max rel diff " << param_diff << " (tolerance " << kTol << ")");
   CHECK(loss_diff <= kTol);
   CHECK(param_diff <= kTol);

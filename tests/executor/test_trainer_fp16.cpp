@@ -22,6 +22,7 @@
 #include "tests/executor/pipeline_fixtures.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -98,7 +99,7 @@ Reference reference_step(const Plan& plan) {
     r.loss += model.forward(p.data(), tokens.data(), targets.data()) / double(t.global_batch);
     std::fill(g.begin(), g.end(), 0.0f);
     model.backward(p.data(), g.data(), float(1.0 / double(t.global_batch)));
-    for (float x : g) r.max_grad = std::max(r.max_grad, double(std::abs(x)));
+    for (float x : g) r.max_grad = ::fsdpx::test::nan_max(r.max_grad, double(std::abs(x)));
   }
   return r;
 }

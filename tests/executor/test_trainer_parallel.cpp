@@ -15,6 +15,7 @@
 #include "executor/checkpoint/reshard.h"
 #include "executor/model/init.h"
 #include "tests/executor/trainer_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -36,7 +37,7 @@ Plan parallel_plan(const ModelSpec& model, int tp, int cp, int dp) {
 double max_loss_rel(const test::Trajectory& a, const test::Trajectory& b) {
   double d = 0;
   for (std::size_t s = 0; s < b.losses.size(); ++s)
-    d = std::max(d, std::abs(a.losses[s] - b.losses[s]) / std::abs(b.losses[s]));
+    d = ::fsdpx::test::nan_max(d, std::abs(a.losses[s] - b.losses[s]) / std::abs(b.losses[s]));
   return d;
 }
 

@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "executor/runtime/runtime_program.h"
 #include "tests/executor/pipeline_fixtures.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
@@ -36,7 +37,7 @@ constexpr double kParamTol = 1e-4;
 double max_loss_diff(const test::Trajectory& got, const test::Trajectory& ref) {
   double diff = 0;
   for (std::size_t k = 0; k < ref.losses.size(); ++k)
-    diff = std::max(diff, std::abs(got.losses[k] - ref.losses[k]) / std::abs(ref.losses[k]));
+    diff = ::fsdpx::test::nan_max(diff, std::abs(got.losses[k] - ref.losses[k]) / std::abs(ref.losses[k]));
   return diff;
 }
 

@@ -15,6 +15,7 @@
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
 #include "executor/session/trainer.h"
+#include "tests/nan_max.h"
 
 namespace fsdpx::test {
 
@@ -145,7 +146,7 @@ inline Trajectory trainer_training(const Plan& plan, int steps, TrainerOptions o
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
-    diff = std::max(diff, std::abs(double(a[i]) - b[i])), scale = std::max(scale, std::abs(double(b[i])));
+    diff = nan_max(diff, std::abs(double(a[i]) - b[i])), scale = nan_max(scale, std::abs(double(b[i])));
   return scale > 0 ? diff / scale : diff;
 }
 
