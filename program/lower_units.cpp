@@ -194,10 +194,12 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
     op.alloc_at_start.push_back({MemCategory::transient, grads_now});
     us.grads_live = true;
   }
-  // The loss backward (torch's autograd runs it first: nll_loss and log_softmax backward) frees its fp32
-  // tensors before autograd reaches the head's matmul, whose weight gradient comes next: the op's high
-  // is the larger of the two moments, not their sum.
-  const double working = std::max(mem.backward_working_bytes, mem.loss_backward_bytes - grads_now);
+  // PyTorch's autograd runs the loss backward first (nll_loss and log_softmax backward) and frees its
+  // fp32 tensors before it reaches the head's matmul, whose weight gradient comes next: the op's high is
+  // the larger of the two moments, not their sum. fsdpx's flat units hold their gradient buffer throughout.
+  const bool autograd = stack_costs(plan_.framework, plan_.compiled).fsdp != FsdpImpl::flat;
+  const double autograd_grads = autograd ? grads_now : 0;
+  const double working = std::max(mem.backward_working_bytes, mem.loss_backward_bytes - autograd_grads);
   op.alloc_at_start.push_back({MemCategory::transient, working});
   if (split) op.alloc_at_start.push_back({MemCategory::activations, mem.weight_pass_bytes});
   op.free_at_end.push_back({MemCategory::transient, working});
@@ -244,7 +246,15 @@ void Lowerer::weight_segment(int s, int mb) {
 // the param dtype, are copied, widening, into the reduce-scatter input; fsdpx's units hold one
 // reduce-dtype buffer).
 void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes) {
-  if (autograd_grad_bytes_ != rb_) op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
+  const double autograd_bytes = params_[std::size_t(unit)] * autograd_grad_bytes_;
+  // FSDP2 frees autograd's gradients as soon as they are copied into the reduce-scatter input
+  // (_fsdp_collectives.py foreach_reduce: unsharded_grads cleared after foreach_reduce_scatter_copy_in):
+  // the input takes their place at the collective's start.
+  const bool freed_at_copy = autograd_grad_bytes_ != rb_ && grads_from_reduction();
+  if (freed_at_copy)
+    op.alloc_at_start.push_back({MemCategory::transient, grad_bytes - autograd_bytes});
+  else if (autograd_grad_bytes_ != rb_)
+    op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
   // The reduce-scatter's output becomes the unit's sharded gradient (in the sharded parameter's dtype);
   // later micro-batches accumulate into it.
   const bool first = plan_.reduce_grads == ReduceGrads::last_micro_batch || mb == 0;
@@ -261,8 +271,7 @@ void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes)
     rs_input_pending_bytes_ += grad_bytes;
   else
     op.free_at_end.push_back({MemCategory::transient, grad_bytes});
-  if (autograd_grad_bytes_ != rb_)
-    op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(unit)] * autograd_grad_bytes_});
+  if (autograd_grad_bytes_ != rb_ && !freed_at_copy) op.free_at_end.push_back({MemCategory::transient, autograd_bytes});
   units_[std::size_t(unit)].grads_live = false;
 }
 

@@ -113,9 +113,9 @@ class Lowerer {
   // reduce-scatter waits for the one before it. -1 until two reduce-scatters have been issued.
   int last_rs_ = -1, rs_to_wait_ = -1;
   // FSDP2 keeps the last reduce-scatter's input until the next unit's post-backward (pytorch/pytorch
-  // torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, post_backward: comm_ctx.reduce_scatter_state
-  // is dropped before the next foreach_reduce) or the backward's final callback (_fsdp_state.py,
-  // _root_post_backward_final_callback): bytes to free at the end of the next reducing backward op.
+  // torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, post_backward: comm_ctx.reduce_scatter_states,
+  // at most reduce_scatter_max_input_buffers = 1, waited on and dropped before the next reduce) or the
+  // backward's final callback (_fsdp_state.py): bytes to free at the end of the next reducing backward op.
   double rs_input_pending_bytes_ = 0;
   std::map<std::pair<int, int>, int> input_grad_ops_;  // (segment, micro-batch) -> its B, for its W
 };
