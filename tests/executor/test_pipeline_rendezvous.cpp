@@ -86,7 +86,7 @@ TEST_CASE("thread communicator: split groups inherit the rendezvous mode") {
 RankBackendFactory cpu_backends(P2PMode mode, double timeout_s) {
   return [mode, timeout_s](const RuntimeProgram& rp, OpProfiler*) {
     std::vector<std::unique_ptr<RankBackend>> out;
-    auto comms = make_thread_communicators(rp.plan.parallelism.world_size(), timeout_s, mode);
+    auto comms = make_thread_communicators(rp.settings.parallelism.world_size(), timeout_s, mode);
     for (auto& c : comms) out.push_back(std::make_unique<CpuRankBackend>(rp, std::move(c), nullptr));
     return out;
   };

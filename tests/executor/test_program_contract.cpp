@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/backend_capabilities.h"
+#include "executor/comm/tcp_communicator.h"
 #include "executor/comm/thread_communicator.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
 #include "executor/session/cpu_placement.h"
@@ -258,7 +259,7 @@ TEST_CASE("program contract: a training session lowers its plan once") {
   o.plan_file = "contract.json";
   o.steps = 2;
   o.trace = true;
-  TrainingSession session(plan, std::move(program), o, place_cpu_ranks(plan, "fingerprint", false));
+  TrainingSession session(plan, std::move(program), o, place_cpu_ranks(plan, "fingerprint", false, kDefaultCommTimeoutS));
   session.train([](const StepMetrics&, double) {});
   session.finish();
   CHECK(session.record().steps.size() == 2);
