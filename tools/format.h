@@ -36,13 +36,18 @@ inline std::string human_duration(double s) {
 // continuation lines are indented by `indent` spaces (a word longer than the line stays whole).
 inline constexpr std::size_t kTextWidth = 120;
 inline std::string wrap_line(const std::string& line, std::size_t indent, std::size_t width = kTextWidth) {
+  indent = std::min(indent, width / 2);  // a continuation always has room for text
   std::string out, rest = line;
   while (rest.size() > width) {
+    const std::size_t lead = rest.find_first_not_of(' ');
+    if (lead == std::string::npos) return out;  // only spaces left
     std::size_t cut = rest.rfind(' ', width);
-    if (cut == std::string::npos || cut <= indent) cut = rest.find(' ', width);
+    if (cut == std::string::npos || cut < lead) cut = rest.find(' ', std::max(width, lead));
     if (cut == std::string::npos) break;
+    const std::size_t next = rest.find_first_not_of(' ', cut);
+    if (next == std::string::npos) return out + rest.substr(0, rest.find_last_not_of(' ') + 1);
     out += rest.substr(0, cut) + '\n';
-    rest = std::string(indent, ' ') + rest.substr(rest.find_first_not_of(' ', cut));
+    rest = std::string(indent, ' ') + rest.substr(next);
   }
   return out + rest;
 }
