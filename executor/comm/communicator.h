@@ -91,6 +91,16 @@ class Communicator {
   void recv(T* buf, std::int64_t count, int peer, int tag) {
     recv_impl(buf, count, elem_type_of<T>(), peer, tag);
   }
+  // A send that never waits for the receiver, as an NCCL send enqueued on a stream (or MPI_Isend): it
+  // completes when the receiver takes it, which wait_sends awaits for every such send so far. With
+  // buffered sends (the default) it completes at once. A backend whose sends run in program order on its
+  // host thread needs it: with sends that complete only at their receive, neighbouring pipeline stages that
+  // each send before they receive would otherwise wait on each other (1F1B's steady state).
+  template <class T>
+  void post_send(const T* buf, std::int64_t count, int peer, int tag) {
+    post_send_impl(buf, count, elem_type_of<T>(), peer, tag);
+  }
+  virtual void wait_sends() {}
   // Collective: ranks with the same color form a new group, ordered by (key, old rank). As MPI_Comm_split
   // and ncclCommSplit; used for the dp_shard and dp_replicate axes of HSDP.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
@@ -105,6 +115,9 @@ class Communicator {
   virtual void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) = 0;
   virtual void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
   virtual void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) = 0;
+  virtual void post_send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+    send_impl(buf, count, t, peer, tag);
+  }
 };
 
 }  // namespace fsdpx

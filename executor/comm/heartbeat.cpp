@@ -32,4 +32,8 @@ void HeartbeatThread::stop() {
 
 double heartbeat_interval_s(double timeout_s) { return std::clamp(timeout_s / 5, 0.01, 1.0); }
 
+double silence_limit_s(double timeout_s, double poll_s) {
+  return std::max(timeout_s - heartbeat_interval_s(timeout_s) - poll_s, timeout_s / 2);
+}
+
 }  // namespace fsdpx

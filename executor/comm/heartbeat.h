@@ -32,7 +32,13 @@ class HeartbeatThread {
 };
 
 // The interval between two heartbeats for a communication timeout: a fifth of it, at most 1 s, so that
-// several beats fit in a timeout and a silent peer is seen within timeout + interval.
+// several beats fit in a timeout.
 double heartbeat_interval_s(double timeout_s);
+
+// How long a peer may be silent before it is named, so that one that stops right after a heartbeat is
+// named within timeout_s of stopping by a waiter that looks every poll_s: timeout_s less one heartbeat
+// interval (it may have stopped up to one interval after its last beat) and one poll, but never under
+// half the timeout (a live peer then has missed at least two beats).
+double silence_limit_s(double timeout_s, double poll_s);
 
 }  // namespace fsdpx

@@ -264,11 +264,12 @@ void Mesh::check_silent_peers() {
     fail(fmt::format("rank {}: rank {} read nothing for {:g} s (stopped or hung; --comm-timeout {:g} s)", rank_, j,
                      timeout_s_, timeout_s_));
   const auto now = std::chrono::steady_clock::now();
+  const double limit_s = silence_limit_s(timeout_s_, kSliceMs / 1000.0);
   for (int j = 0; j < size(); ++j) {
     const Peer& p = *peers_[std::size_t(j)];
     if (j == rank_ || p.closed || !p.fd) continue;
     const double silent_s = std::chrono::duration<double>(now - p.last_heard).count();
-    if (silent_s > timeout_s_)
+    if (silent_s > limit_s)
       fail(fmt::format("rank {}: rank {} sent nothing, not even a heartbeat, for {:.1f} s: it is stopped, hung or "
                        "unreachable (--comm-timeout {:g} s)", rank_, j, silent_s, timeout_s_));
   }

@@ -5,7 +5,8 @@
 // that finds the socket full reads what its peers sent meanwhile, so two ranks sending to each other
 // never wait on one another. Every wait has a deadline. A heartbeat thread sends an empty frame to every
 // peer each second (heartbeat.h); a rank that waits and has heard nothing from a peer, not even a
-// heartbeat, for timeout_s names that peer and aborts the family. Leaves out byte-order conversion (all
+// heartbeat, for silence_limit_s (heartbeat.h: a stopped peer is named within timeout_s of stopping)
+// names that peer and aborts the family. Leaves out byte-order conversion (all
 // ranks are assumed to share one architecture), encryption and reconnecting.
 #pragma once
 

@@ -131,6 +131,18 @@ void ThreadGroup::wait_taken(int from, int to, int tag, std::uint64_t seq) {
   throw CommAborted("collective aborted: " + msg);
 }
 
+std::vector<std::vector<char>> ThreadGroup::drain(int to, int tag) {
+  std::vector<std::vector<char>> out;
+  std::lock_guard<std::mutex> lock(mail_mu_);
+  for (auto& [key, box] : mail_) {
+    if (std::get<1>(key) != to || std::get<2>(key) != tag) continue;
+    for (Letter& l : box.letters) out.push_back(std::move(l.bytes));
+    box.taken += box.letters.size();
+    box.letters.clear();
+  }
+  return out;
+}
+
 void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count) {
   std::unique_lock<std::mutex> lock(mail_mu_);
   Mailbox& mailbox = mail_[{from, to, tag}];
@@ -283,6 +295,17 @@ void ThreadCommunicator::send_impl(const void* buf, std::int64_t count, ElemType
   FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "send: peer out of range or self");
   const std::uint64_t seq = group_->post(rank_, peer, tag, t, buf, count);
   if (group_->p2p_mode() == P2PMode::rendezvous) group_->wait_taken(rank_, peer, tag, seq);
+}
+
+void ThreadCommunicator::post_send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) {
+  FSDP_CHECK(peer >= 0 && peer < size() && peer != rank_, "send: peer out of range or self");
+  const std::uint64_t seq = group_->post(rank_, peer, tag, t, buf, count);
+  if (group_->p2p_mode() == P2PMode::rendezvous) posted_.push_back({peer, tag, seq});
+}
+
+void ThreadCommunicator::wait_sends() {
+  for (const Posted& p : posted_) group_->wait_taken(rank_, p.peer, p.tag, p.seq);
+  posted_.clear();
 }
 
 void ThreadCommunicator::recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) {

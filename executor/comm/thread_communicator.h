@@ -100,6 +100,9 @@ class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
   std::uint64_t post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count);
   void take(int from, int to, int tag, ElemType t, void* buf, std::int64_t count);
   void wait_taken(int from, int to, int tag, std::uint64_t seq);
+  // Removes and returns the bytes of every message to `to` with `tag` never taken (an aborted run), so
+  // that a receiver whose letters own resources (the device communicator's staging memory) frees them.
+  std::vector<std::vector<char>> drain(int to, int tag);
 
  private:
   int size_;
@@ -133,6 +136,8 @@ class ThreadCommunicator final : public Communicator {
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   void abort(const std::string& msg) override { group_->abort(msg); }
+  // Rendezvous mode: waits until the receivers took every post_send so far.
+  void wait_sends() override;
 
  protected:
   void all_gather_impl(const void* in, void* out, std::int64_t count, ElemType t) override;
@@ -141,10 +146,16 @@ class ThreadCommunicator final : public Communicator {
   void broadcast_impl(void* buf, std::int64_t count, int root, ElemType t) override;
   void send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
   void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
+  void post_send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) override;
 
  private:
+  struct Posted {
+    int peer, tag;
+    std::uint64_t seq;
+  };
   std::shared_ptr<ThreadGroup> group_;
   int rank_;
+  std::vector<Posted> posted_;  // post_sends not yet awaited (rendezvous mode)
 };
 
 // One communicator per rank of a new root group.

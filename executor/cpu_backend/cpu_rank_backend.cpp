@@ -310,7 +310,7 @@ void CpuRankBackend::send(Payload payload, int segment, int mb, int peer, int ta
   const Transformer<float>& model = models_.get(mb);
   const float* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
                                                       : model.input_grad();
-  world_->send(data, std::int64_t(message_.size()), peer, tag);
+  world_->post_send(data, std::int64_t(message_.size()), peer, tag);
 }
 
 void CpuRankBackend::recv(Payload payload, int segment, int mb, int peer, int tag) {

@@ -7,7 +7,8 @@
 // across pipeline ranks the groups of one mesh point). With a tied head across stages the last stage
 // keeps a copy of the embedding's unit, laid out alike, whose gradient is summed with the first stage's
 // (all_reduce_tied) so both take the same optimizer steps (Megatron-LM's embedding group). Synchronous:
-// every method has finished when it returns, so begin_op/end_op and synchronize do nothing. Leaves out
+// every method has finished when it returns (but a send, which finish_sends awaits), so begin_op/end_op
+// and synchronize do nothing. Leaves out
 // low precision: the CPU computes and communicates in fp32 (an fp16 plan rounds the units' unsharded
 // parameters and gradients to fp16 values, fsdp_unit.h).
 #pragma once
@@ -55,6 +56,7 @@ class CpuRankBackend final : public RankBackend {
   void backward_weight(int segment, int unit, int mb) override;
   void send(Payload payload, int segment, int mb, int peer, int tag) override;
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
+  void finish_sends() override { world_->wait_sends(); }
   std::vector<double> take_losses() override;
   std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 

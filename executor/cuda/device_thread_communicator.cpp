@@ -5,6 +5,7 @@
 #include "executor/cuda/device_thread_communicator.h"
 
 #include <array>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -183,6 +184,17 @@ void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t
 }
 
 }  // namespace
+
+DeviceThreadCommunicator::~DeviceThreadCommunicator() {
+  for (const std::vector<char>& bytes : group_->drain(rank_, kP2PTag)) {
+    P2PLetter l;
+    if (bytes.size() != sizeof l) continue;
+    std::memcpy(&l, bytes.data(), sizeof l);
+    CUDA_CHECK_NOEXCEPT(cudaEventSynchronize(l.staged));  // the staging copy may still be in flight
+    CUDA_CHECK_NOEXCEPT(cudaEventDestroy(l.staged));
+    if (l.staging) CUDA_CHECK_NOEXCEPT(cudaFree(l.staging));
+  }
+}
 
 // The batch's sends are posted first (a post never waits), then its receives are taken in order, so two
 // ranks that send to and receive from each other in one batch cannot deadlock, as in an NCCL group. In

@@ -7,7 +7,8 @@
 // copies the message into stream-ordered staging memory on its stream, records an event and posts both
 // to the receiver's mailbox (ThreadGroup::post) without waiting; the receiver takes them in the order
 // they were sent (one mailbox per peer: no tags, as NCCL), makes its stream wait on the event, copies
-// and frees the staging memory; in rendezvous mode (P2PMode) the sender then waits until it was taken. A message never taken (an aborted run) leaks its staging memory.
+// and frees the staging memory; in rendezvous mode (P2PMode) the sender then waits until it was taken.
+// The receiver's destructor frees the messages to it never taken (an aborted run).
 //
 // Stream ordering, per collective on rank r (stream s_r, events ready_r and done_r of this communicator):
 //   1. record ready_r on s_r                        (r's input is ready in s_r's order)
@@ -37,7 +38,7 @@ class DeviceThreadCommunicator final : public DeviceCommunicator {
  public:
   // Rank `rank` of `group`; its collectives run on `device` (set as current at each call).
   DeviceThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank, int device, std::string name);
-  ~DeviceThreadCommunicator() override = default;
+  ~DeviceThreadCommunicator() override;  // frees the staging memory of messages to it never received
 
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }

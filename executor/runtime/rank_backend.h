@@ -121,6 +121,11 @@ class RankBackend {
   // end; a send returns without waiting for it; messages pair by `tag` (send and receive agree on it).
   virtual void send(Payload payload, int segment, int mb, int peer, int tag) = 0;
   virtual void recv(Payload payload, int segment, int mb, int peer, int tag) = 0;
+  // Waits until the step's sends were received, after the role's last op of the step: a send that
+  // completes only at its receive (NCCL's beyond its buffers) must not hold up this rank's later ops,
+  // or neighbouring stages that each send before they receive (1F1B's steady state) wait on each other.
+  // Default: sends complete on their own (the CUDA backend's are stream-ordered).
+  virtual void finish_sends() {}
   // The mean loss of every micro-batch since the last call, in order (waits for them); with cp > 1 the
   // rank's share (the cp ranks' losses add up to the mean).
   virtual std::vector<double> take_losses() = 0;

@@ -91,6 +91,7 @@ RankStepResult RankRuntime::run_step(std::int64_t step, const DataPosition& pos,
     timeline_.ops.push_back(MeasuredOp{id, step_, steady_ns(start), steady_ns(end)});
     sample_memory(steady_ns(end));
   }
+  backend_->finish_sends();
   if (options_.trace) trim_timeline();
   return result_;
 }

@@ -90,6 +90,14 @@ class RecordingCommunicator : public Communicator {
     else
       inner_->send(static_cast<const double*>(buf), count, peer, tag);
   }
+  void post_send_impl(const void* buf, std::int64_t count, ElemType t, int peer, int tag) override {
+    record(Collective::send_recv, count, t, peer, tag);
+    if (t == ElemType::f32)
+      inner_->post_send(static_cast<const float*>(buf), count, peer, tag);
+    else
+      inner_->post_send(static_cast<const double*>(buf), count, peer, tag);
+  }
+  void wait_sends() override { inner_->wait_sends(); }
   void recv_impl(void* buf, std::int64_t count, ElemType t, int peer, int tag) override {
     record(Collective::send_recv, count, t, peer, tag);
     if (t == ElemType::f32)

@@ -1,8 +1,8 @@
 // tests/executor/test_pipeline_rendezvous.cpp — the thread communicator's rendezvous mode (a send returns
 // only once the receiver took it, as NCCL's sends beyond its buffers) and the pipeline schedules under it:
-// a send waits for its receive, two ranks that both send first time out, and the schedules at pp 2 x
-// dp_shard 2 and pp 4: GPipe trains to the buffered mode's losses, 1F1B, interleaved 1F1B and ZB-H1
-// deadlock (a finding, below). Leaves out the CUDA backend (tests/cuda/emulated runs it on this mode).
+// a send waits for its receive, two ranks that both send first time out (both post first: they don't),
+// and every schedule at pp 2 x dp_shard 2 and pp 4 trains to the buffered mode's losses.
+// Leaves out the CUDA backend (tests/cuda/emulated runs it on this mode).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -105,16 +105,14 @@ std::vector<double> losses(const test::PipePlan& s, P2PMode mode, int steps, std
   return out;
 }
 
-// FINDING (issue 28): the lowered programs of 1F1B, interleaved 1F1B and ZB-H1 deadlock under rendezvous
-// sends. In the steady state a stage sends activation i + 1 forward while its successor sends gradient j
-// back, each as its own op before its receive, so both wait for a receive that comes after the other's
-// send (the cycle communicator.h's buffered send avoids). NCCL's ncclSend of a message larger than its
-// buffers completes only when the peer's ncclRecv runs, so the CUDA backend, whose point-to-point ops are
-// separate NCCL groups in program order, can hang the same way on a GPU. The fix belongs to the program
-// (program/lower_pipeline.cpp) or the runtime: issue a stage's adjacent send and receive with the same
-// peer as one send_recv batch (Megatron-LM's send_forward_recv_backward). GPipe has no such cycle. This
-// test states today's behaviour so that the fix must update it.
-TEST_CASE("pipeline: GPipe trains under rendezvous sends to the buffered losses; 1F1B, interleaved and ZB-H1 deadlock") {
+// Issue 28 found that 1F1B, interleaved 1F1B and ZB-H1 deadlocked under rendezvous sends while the CPU
+// backend's sends blocked its thread: in the steady state a stage sends activation i + 1 forward while its
+// successor sends gradient j back, and both waited for a receive that came after the other's send. Its
+// sends are now posted as an NCCL send is enqueued on a stream (Communicator::post_send) and the step
+// waits for them after its last op (RankBackend::finish_sends), so every schedule trains under
+// rendezvous sends to the buffered mode's losses; with `world_->send` in CpuRankBackend::send the three
+// deadlock again (the previous version of this test asserted that deadlock).
+TEST_CASE("pipeline: every schedule trains under rendezvous sends to the buffered losses") {
   const PipelineSchedule schedules[] = {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b,
                                         PipelineSchedule::interleaved_1f1b, PipelineSchedule::zero_bubble};
   for (PipelineSchedule schedule : schedules) {
@@ -130,14 +128,34 @@ TEST_CASE("pipeline: GPipe trains under rendezvous sends to the buffered losses;
       const std::vector<double> buffered = losses(s, P2PMode::buffered, s.steps, buffered_error);
       const std::vector<double> rendezvous = losses(s, P2PMode::rendezvous, s.steps, rendezvous_error);
       CHECK(buffered_error == "");
-      if (schedule == PipelineSchedule::gpipe) {
-        CHECK(rendezvous_error == "");
-        CHECK(rendezvous == buffered);  // same program, same arithmetic: only when a send returns differs
-      } else {
-        CHECK(rendezvous_error.find("of a rendezvous send") != std::string::npos);
-      }
+      CHECK(rendezvous_error == "");
+      CHECK(buffered.size() == std::size_t(s.steps));
+      CHECK(rendezvous == buffered);  // same program, same arithmetic: only when a send returns differs
     }
   }
+}
+
+TEST_CASE("thread communicator: posted sends to each other complete under rendezvous; wait_sends awaits them") {
+  auto comms = make_thread_communicators(2, 2.0, P2PMode::rendezvous);
+  const auto start = Clock::now();
+  std::vector<double> posted_s(2), sent_s(2);
+  run_rank_threads(
+      2,
+      [&](int r) {
+        Communicator& c = *comms[std::size_t(r)];
+        const float mine = float(r + 1);
+        float theirs = -1;
+        c.post_send(&mine, 1, 1 - r, 7);  // both send first
+        posted_s[std::size_t(r)] = std::chrono::duration<double>(Clock::now() - start).count();
+        if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        c.recv(&theirs, 1, 1 - r, 7);
+        c.wait_sends();
+        sent_s[std::size_t(r)] = std::chrono::duration<double>(Clock::now() - start).count();
+        CHECK(theirs == float(2 - r));
+      },
+      [&](const std::string& msg) { comms[0]->abort(msg); });
+  CHECK(posted_s[0] < 0.15);  // a posted send returns at once
+  CHECK(sent_s[0] >= 0.2);    // and completes only once rank 1 received it
 }
 
 }  // namespace
