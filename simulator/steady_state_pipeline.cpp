@@ -243,12 +243,14 @@ StepTotals extrapolate(const PeriodicProbe& pr) {
   return t;
 }
 
-// Smallest probe: a warm-up of up to pp micro-batches on the first stage, the same in cool-down, and
-// room for the two periods a window compares; interleaved 1F1B's periods are pp micro-batches long and
-// its warm-up reaches over more of them, so twice as many periods (8 pp). A multiple of d.
+// Smallest probe: the pp micro-batches that fill the pipeline (the first stage's warm-up, which is also
+// the last stage's delay) and room for the two periods a window compares (pp + 4: the window is checked
+// on every stage, so a probe too short to hold one fails the check and doubles; 2 pp + 4 before issue 36,
+// which simulated about twice the micro-batches for the same window); interleaved 1F1B's periods are pp
+// micro-batches long and its warm-up reaches over more of them, so 8 pp. A multiple of d.
 std::int64_t first_probe(const Plan& plan, int d) {
   const int pp = plan.parallelism.pp;
-  const std::int64_t m = std::max<std::int64_t>(kSteadyStateProbeMicroBatches, d > 1 ? 8 * pp : 2 * pp + 4);
+  const std::int64_t m = std::max<std::int64_t>(kSteadyStateProbeMicroBatches, d > 1 ? 8 * pp : pp + 4);
   return (m + d - 1) / d * d;
 }
 
