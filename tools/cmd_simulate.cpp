@@ -1,8 +1,9 @@
 // tools/cmd_simulate.cpp — `fsdpx simulate --plan P [--full] [--trace out.json] [--format text|json]`: one
 // training step of a plan through the simulator: per-phase compute and exposed communication, memory at
 // the peak, MFU (extrapolated from a probe where the step repeats, simulator/simulate_extrapolated.h;
-// --full simulates every micro-batch); optionally a Chrome/Perfetto trace. `--program [--role R]` prints the step program of
-// one pipeline rank instead, op by op with its simulated duration (tools/program_listing.h).
+// --full simulates every micro-batch); optionally a Chrome/Perfetto trace. `--program [--role R]` prints
+// the step program of one pipeline rank instead, op by op with its simulated duration
+// (tools/program_listing.h).
 #include <cstdio>
 #include <sstream>
 #include <memory>

@@ -40,7 +40,8 @@ std::string find_module() {
 std::vector<std::string> cuda_module_candidates(const std::string& dir, const std::string& installed_relative_dir) {
   std::vector<std::string> out{(std::filesystem::path(dir) / cuda::kCudaModuleFile).string()};
   if (!installed_relative_dir.empty())
-    out.push_back((std::filesystem::path(dir) / installed_relative_dir / cuda::kCudaModuleFile).lexically_normal().string());
+    out.push_back(
+        (std::filesystem::path(dir) / installed_relative_dir / cuda::kCudaModuleFile).lexically_normal().string());
   return out;
 }
 

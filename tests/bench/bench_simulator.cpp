@@ -99,7 +99,9 @@ BENCHMARK(BM_Simulate405B_PP16_1F1B)->Unit(benchmark::kMicrosecond);
 
 // Megatron-Turing NLG 530B on 2,240 A100s (Smith et al. 2022, arXiv 2201.11990, section 3: TP 8 x PP 35 x DP 8,
 // global batch 1,920, seq 2,048), the configuration Calculon times (issue 36): 1F1B, 240 micro-batches.
-fsdpx::Plan mtnlg_530b_plan() { return fsdpx::load_plan(FSDPX_TEST_DATA_DIR "/plans/gpt-530b-a100x2240-pp35-1f1b.json"); }
+fsdpx::Plan mtnlg_530b_plan() {
+  return fsdpx::load_plan(FSDPX_TEST_DATA_DIR "/plans/gpt-530b-a100x2240-pp35-1f1b.json");
+}
 
 void BM_Simulate530B_2240GPUs(benchmark::State& state) {
   const fsdpx::Plan plan = mtnlg_530b_plan();

@@ -73,7 +73,8 @@ TEST_CASE("the extrapolated summary equals the full simulation, with and without
   };
   for (const Plan& p : plans) {
     const auto x = simulate_extrapolated(p);
-    INFO(p.model.name << " pp " << p.parallelism.pp << " " << std::string(pipeline_schedule_name(p.parallelism.pp_schedule))
+    const std::string schedule = pipeline_schedule_name(p.parallelism.pp_schedule);
+    INFO(p.model.name << " pp " << p.parallelism.pp << " " << schedule
                       << " accum " << p.grad_accum());
     REQUIRE(x.has_value());
     CHECK(x->simulated_micro_batches < p.grad_accum());
