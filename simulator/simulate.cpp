@@ -25,16 +25,9 @@ int phase_of(OpKind k) {
   }
 }
 
-// Idle time of one stage's compute stream, split into the bubble and exposed communication per phase.
-struct IdleSplit {
-  std::array<PhaseSummary, 3> phases{};
-  double bubble_s = 0;
-};
-
 // Walks the compute-stream ops of `role`, instance 0, in start order; counts the gaps before those that
 // start in [from, to) (the whole step by default).
-IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from = 0,
-                     TimeNs to = std::numeric_limits<TimeNs>::max()) {
+StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
   const RoleProgram& rp = program.roles[std::size_t(role)];
   std::vector<TimeNs> end_ns(rp.ops.size(), 0);
   std::vector<const OpTiming*> compute;
@@ -47,7 +40,7 @@ IdleSplit split_idle(const StepProgram& program, const EngineResult& engine, int
   std::sort(compute.begin(), compute.end(), [](const OpTiming* a, const OpTiming* b) {
     return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->op < b->op;
   });
-  IdleSplit out;
+  StageIdle out;
   TimeNs cursor = 0;
   for (const OpTiming* t : compute) {
     const Op& op = rp.ops[std::size_t(t->op)];
@@ -86,7 +79,7 @@ void summarise_stages(Simulation& sim) {
   if (sim.engine.ops.empty()) return;
   double bubble_s = 0;
   for (int r = 0; r < int(p.roles.size()); ++r) {
-    const IdleSplit split = split_idle(p, sim.engine, r);
+    const StageIdle split = split_idle(p, sim.engine, r, 0, std::numeric_limits<TimeNs>::max());
     bubble_s += split.bubble_s;
     sim.stages[std::size_t(r)].bubble_s = split.bubble_s;
     if (r == busiest) sim.phases = split.phases;
@@ -112,6 +105,10 @@ double stage_bubble_s(const StepProgram& program, const EngineResult& engine, in
   return split_idle(program, engine, role, from, to).bubble_s;
 }
 
+StageIdle stage_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
+  return split_idle(program, engine, role, from, to);
+}
+
 double churn_bytes(const MemoryPeak& peak) {
   return peak.by_category[std::size_t(MemCategory::activations)] + peak.by_category[std::size_t(MemCategory::transient)];
 }
@@ -122,6 +119,7 @@ Simulation summarise(StepProgram program, EngineResult engine) {
   sim.engine = std::move(engine);
   const StepProgram& p = sim.program;
   sim.step_time_s = double(sim.engine.step_time_ns) * 1e-9;
+  sim.ops_per_rank = p.roles.empty() ? 0 : std::int64_t(p.roles[0].ops.size());
   sim.tokens_per_s_per_gpu = p.tokens_per_step / sim.step_time_s / p.world_size;
   sim.mfu = sim.tokens_per_s_per_gpu * p.model_flops_per_token / p.peak_flops_per_s;
   // HFU counts recomputed work on top of MFU's model FLOPs (PaLM Appendix B), in the same convention.

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,15 @@ struct Simulation {
   // Pipeline bubble: the mean over stages of the compute stream's idle time not explained by exposed
   // communication of the busiest stage, as a fraction of the step; 0 without pipelining.
   double bubble_fraction = 0;
+  std::int64_t ops_per_rank = 0;             // role 0's ops in the step
+  std::int64_t simulated_micro_batches = 0;  // of a probe the step was extrapolated from; 0: every one simulated
+};
+
+// The idle time of one stage's compute stream before the ops that start in [from, to): the bubble and
+// exposed communication per phase, with the compute per phase.
+struct StageIdle {
+  std::array<PhaseSummary, 3> phases{};
+  double bubble_s = 0;
 };
 
 Simulation simulate(const Plan& plan, const EngineOptions& options = {});
@@ -53,6 +64,9 @@ Simulation simulate(const Plan& plan, const EngineOptions& options = {});
 double churn_bytes(const MemoryPeak& peak);
 // The bubble part of `role`'s compute-stream idle time before the ops that start in [from, to).
 double stage_bubble_s(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to);
+// All of it (the whole step by default: then the step's tail counts as exposed optimizer communication).
+StageIdle stage_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from = 0,
+                     TimeNs to = std::numeric_limits<TimeNs>::max());
 // Re-runs the engine on an already lowered and timed program (benchmarks, what-if sweeps).
 Simulation summarise(StepProgram program, EngineResult engine);
 

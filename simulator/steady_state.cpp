@@ -4,6 +4,7 @@
 // carry over to every later micro-batch of the same program.
 #include "simulator/steady_state.h"
 #include "simulator/steady_state_pipeline.h"
+#include "simulator/periodic_probe.h"
 
 #include <algorithm>
 #include <cmath>
@@ -103,6 +104,8 @@ bool shifted_memory(const EngineResult& e, TimeNs from, TimeNs period) {
 
 struct Period {
   bool found = false;
+  TimeNs start_ns = 0;  // of the period's first micro-batch
+  int ops = 0;          // of one micro-batch
   TimeNs period_ns = 0;
   TimeNs busy_ns = 0;   // compute-stream time of one micro-batch
   double floor_s = 0;   // compute-stream durations of one micro-batch
@@ -122,7 +125,8 @@ Period find_period(const StepProgram& p, const EngineResult& e) {
     if (period <= 0 || !shifted_ops(t, starts, m - 1, period) || !shifted_ops(t, starts, m, period) ||
         !shifted_memory(e, t0, period))
       return {};
-    Period r{true, period, 0, 0};
+    const TimeNs first = t.start[std::size_t(starts[std::size_t(m)])];
+    Period r{true, first, starts[std::size_t(m + 1)] - starts[std::size_t(m)], period, 0, 0};
     for (int i = starts[std::size_t(m)]; i < starts[std::size_t(m + 1)]; ++i)
       if (role.ops[std::size_t(i)].stream == StreamKind::compute) {
         r.busy_ns += t.end[std::size_t(i)] - t.start[std::size_t(i)];
@@ -170,29 +174,39 @@ StepTotals probe_totals(const Simulation& sim, const Plan& plan, std::int64_t si
   return t;
 }
 
+std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options) {
+  const std::int64_t micro_batches = plan.grad_accum();
+  if (plan.parallelism.pp > 1) return std::nullopt;
+  EngineOptions probe_options = options;
+  probe_options.record_ops = true;
+  for (std::int64_t probe = kSteadyStateProbeMicroBatches; probe < micro_batches; probe *= 2) {
+    StepProgram program = lower(with_micro_batches(plan, probe));
+    time_program(program, plan);
+    EngineResult engine = run_engine(program, probe_options);
+    const Period period = find_period(program, engine);
+    if (!period.found) continue;
+    return PeriodicProbe{std::move(program), std::move(engine), probe, micro_batches - probe, period.start_ns,
+                         period.period_ns, {period.busy_ns}, {period.floor_s}, {period.ops}};
+  }
+  return std::nullopt;
+}
+
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) {
   const std::int64_t micro_batches = plan.grad_accum();
   if (plan.parallelism.pp > 1) {
     if (auto t = pipeline_step_totals(plan, options)) return *t;
   }
-  EngineOptions probe_options = options;
-  probe_options.record_ops = true;
-  const std::int64_t first_probe = plan.parallelism.pp > 1 ? micro_batches : kSteadyStateProbeMicroBatches;
-  for (std::int64_t probe = first_probe; probe < micro_batches; probe *= 2) {
-    StepProgram program = lower(with_micro_batches(plan, probe));
-    time_program(program, plan);
-    const EngineResult engine = run_engine(program, probe_options);
-    const Period period = find_period(program, engine);
-    if (!period.found) continue;
-    const Simulation sim = summarise(std::move(program), engine);
-    StepTotals t = probe_totals(sim, plan, probe);
-    const double extra = double(micro_batches - probe);
-    t.step_time_s = (double(engine.step_time_ns) + extra * double(period.period_ns)) * 1e-9;
+  if (auto pr = flat_periodic_probe(plan, options)) {
+    const double extra = double(pr->periods);
+    const TimeNs step_ns = pr->engine.step_time_ns, busy_ns = pr->engine.compute_busy_ns.front();
+    const Simulation sim = summarise(std::move(pr->program), std::move(pr->engine));
+    StepTotals t = probe_totals(sim, plan, pr->probe_micro_batches);
+    t.step_time_s = (double(step_ns) + extra * double(pr->period_ns)) * 1e-9;
     t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
                              double(plan.parallelism.world_size());
     t.mfu = sim.mfu * t.tokens_per_s_per_gpu / sim.tokens_per_s_per_gpu;
-    t.compute_busy_s = (double(engine.compute_busy_ns.front()) + extra * double(period.busy_ns)) * 1e-9;
-    t.compute_floor_s += extra * period.floor_s;
+    t.compute_busy_s = (double(busy_ns) + extra * double(pr->busy_ns.front())) * 1e-9;
+    t.compute_floor_s += extra * pr->floor_s.front();
     t.stages[0].compute_s = t.compute_busy_s;
     t.stages[0].idle_fraction = 1.0 - t.compute_busy_s / t.step_time_s;
     return t;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "program/lower.h"
+#include "simulator/periodic_probe.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
 
@@ -223,18 +224,18 @@ std::optional<Window> period_window(const Probe& pr, std::int64_t micro_batches)
 
 // Step, busy time and compute floor (busiest role) with n more periods; per stage its busy time and the
 // bubble the periods add. The peak is the probe's: every period's memory pattern is in it.
-StepTotals extrapolate(const Plan& plan, const Probe& pr, const Window& w, std::int64_t probe) {
-  const std::int64_t n = (plan.grad_accum() - probe) / pr.d;
+StepTotals extrapolate(const PeriodicProbe& pr) {
+  const std::int64_t n = pr.periods;
   StepTotals t;
   t.stages.resize(pr.program.roles.size());
-  t.step_time_s = double(pr.engine.step_time_ns + n * w.period_ns) * 1e-9;
+  t.step_time_s = double(pr.engine.step_time_ns + n * pr.period_ns) * 1e-9;
   for (int r = 0; r < int(pr.program.roles.size()); ++r) {
-    const TimeNs busy_ns = pr.engine.compute_busy_ns[std::size_t(r)] + n * w.busy_ns[std::size_t(r)];
-    double floor_s = double(n) * w.floor_s[std::size_t(r)];
+    const TimeNs busy_ns = pr.engine.compute_busy_ns[std::size_t(r)] + n * pr.busy_ns[std::size_t(r)];
+    double floor_s = double(n) * pr.floor_s[std::size_t(r)];
     for (const Op& op : pr.program.roles[std::size_t(r)].ops)
       if (op.stream == StreamKind::compute) floor_s += op.duration_s;
     t.stages[std::size_t(r)].bubble_s =
-        double(n) * stage_bubble_s(pr.program, pr.engine, r, w.start_ns, w.start_ns + w.period_ns);
+        double(n) * stage_bubble_s(pr.program, pr.engine, r, pr.window_start_ns, pr.window_start_ns + pr.period_ns);
     t.stages[std::size_t(r)].compute_s = double(busy_ns) * 1e-9;
     t.compute_busy_s = std::max(t.compute_busy_s, double(busy_ns) * 1e-9);
     t.compute_floor_s = std::max(t.compute_floor_s, floor_s);
@@ -242,19 +243,21 @@ StepTotals extrapolate(const Plan& plan, const Probe& pr, const Window& w, std::
   return t;
 }
 
-// Smallest probe: a warm-up of up to pp micro-batches on the first stage, the same in cool-down, and
-// room for the two periods a window compares; interleaved 1F1B's periods are pp micro-batches long and
-// its warm-up reaches over more of them, so twice as many periods (8 pp). A multiple of d.
+// Smallest probe: the pp micro-batches that fill the pipeline (the first stage's warm-up, which is also
+// the last stage's delay) and room for the two periods a window compares (pp + 4: the window is checked
+// on every stage, so a probe too short to hold one fails the check and doubles; 2 pp + 4 before issue 36,
+// which simulated about twice the micro-batches for the same window); interleaved 1F1B's periods are pp
+// micro-batches long and its warm-up reaches over more of them, so 8 pp. A multiple of d.
 std::int64_t first_probe(const Plan& plan, int d) {
   const int pp = plan.parallelism.pp;
-  const std::int64_t m = std::max<std::int64_t>(kSteadyStateProbeMicroBatches, d > 1 ? 8 * pp : 2 * pp + 4);
+  const std::int64_t m = std::max<std::int64_t>(kSteadyStateProbeMicroBatches, d > 1 ? 8 * pp : pp + 4);
   return (m + d - 1) / d * d;
 }
 
 }  // namespace
 
-std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options) {
-  if (options.expand_ranks) return std::nullopt;
+std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options) {
+  if (options.expand_ranks || plan.parallelism.pp == 1) return std::nullopt;
   const std::int64_t micro_batches = plan.grad_accum();
   const int d = plan.parallelism.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.parallelism.pp : 1;
   EngineOptions probe_options = options;
@@ -263,29 +266,40 @@ std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOpt
        probe *= 2) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
-    const EngineResult engine = run_engine(program, probe_options);
-    const Probe pr = make_probe(program, engine, d);
-    const auto window = period_window(pr, probe);
-    if (!window) continue;
-    StepTotals t = extrapolate(plan, pr, *window, probe);
-    const StepTotals p = probe_totals(summarise(std::move(program), engine), plan, probe);
-    t.peak_memory_bytes = p.peak_memory_bytes;
-    t.peak_memory_total_bytes = p.peak_memory_total_bytes;
-    for (std::size_t r = 0; r < t.stages.size(); ++r) {
-      StageSummary& st = t.stages[r];
-      st.bubble_s += p.stages[r].bubble_s;
-      st.peak_memory_bytes = p.stages[r].peak_memory_bytes;
-      st.idle_fraction = 1.0 - st.compute_s / t.step_time_s;
-      t.bubble_fraction += st.bubble_s / double(t.stages.size()) / t.step_time_s;
+    EngineResult engine = run_engine(program, probe_options);
+    std::optional<Window> window;
+    {
+      const Probe pr = make_probe(program, engine, d);
+      window = period_window(pr, probe);
     }
-    t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
-                             double(plan.parallelism.world_size());
-    t.mfu = p.mfu * t.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu;
-    t.micro_batches = micro_batches;
-    t.simulated_micro_batches = probe;
-    return t;
+    if (!window) continue;
+    return PeriodicProbe{std::move(program), std::move(engine), probe,  (micro_batches - probe) / d,
+                         window->start_ns,   window->period_ns,  window->busy_ns, window->floor_s, window->ops};
   }
   return std::nullopt;
+}
+
+std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options) {
+  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options);
+  if (!pr) return std::nullopt;
+  StepTotals t = extrapolate(*pr);
+  const std::int64_t probe = pr->probe_micro_batches;
+  const StepTotals p = probe_totals(summarise(std::move(pr->program), std::move(pr->engine)), plan, probe);
+  t.peak_memory_bytes = p.peak_memory_bytes;
+  t.peak_memory_total_bytes = p.peak_memory_total_bytes;
+  for (std::size_t r = 0; r < t.stages.size(); ++r) {
+    StageSummary& st = t.stages[r];
+    st.bubble_s += p.stages[r].bubble_s;
+    st.peak_memory_bytes = p.stages[r].peak_memory_bytes;
+    st.idle_fraction = 1.0 - st.compute_s / t.step_time_s;
+    t.bubble_fraction += st.bubble_s / double(t.stages.size()) / t.step_time_s;
+  }
+  t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
+                           double(plan.parallelism.world_size());
+  t.mfu = p.mfu * t.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu;
+  t.micro_batches = plan.grad_accum();
+  t.simulated_micro_batches = probe;
+  return t;
 }
 
 }  // namespace fsdpx

@@ -4,8 +4,9 @@
 // [--init-weights|--save-init-weights|--save-weights W.safetensors] [--save-init-adapters A.safetensors]
 // [--dump-batches B.safetensors]
 // [--single-process|--processes] [--threads N] [--format text|json]`: parses the flags, checks their combinations and
-// prints; the executor does the run (executor/session/cpu_placement.h or
-// executor/cuda_backend/cuda_placement.h places the ranks, executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
+// prints; the executor does the run (executor/session/cpu_placement.h places CPU ranks,
+// executor/session/cuda_module_loader.h loads the CUDA backend module and places its ranks,
+// executor/session/training_session.h trains). --steps is the step to stop at (default: the plan's
 // optimizer.total_steps), so a resumed run with the same --steps ends where the uninterrupted one does.
 // Leaves out full-weight files of multi-process runs (refused with a message; checkpoints work there).
 #include <unistd.h>
@@ -26,9 +27,7 @@
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/simd_level.h"
 #include "executor/session/cpu_placement.h"
-#ifdef FSDPX_HAVE_CUDA
-#include "executor/cuda_backend/cuda_placement.h"
-#endif
+#include "executor/session/cuda_module_loader.h"
 #include "executor/session/training_session.h"
 #include "tools/cli_options.h"
 #include "tools/cli_numbers.h"
@@ -93,12 +92,8 @@ void check_whole_state_options(const SessionOptions& o) {
 RankPlacement place_ranks(const RunOptions& o, const Plan& plan, const std::string& fingerprint) {
   if (o.backend == ExecutorDevice::cpu) return place_cpu_ranks(plan, fingerprint, o.processes, o.comm_timeout_s);
   if (o.processes) throw ConfigError("--processes is for --backend cpu (--backend cuda runs one process per GPU)");
-#ifdef FSDPX_HAVE_CUDA
-  return cuda::place_cuda_ranks(plan.parallelism.world_size(), fingerprint, o.single_process);
-#else
-  (void)plan, (void)fingerprint;
-  throw ConfigError("--backend cuda: no CUDA device was found: this fsdpx was built without CUDA (nvcc not found)");
-#endif
+  // The CUDA backend is a module loaded only now: no other command maps a CUDA library.
+  return place_cuda_ranks_from_module(plan.parallelism.world_size(), fingerprint, o.single_process);
 }
 
 // Where the ranks run; says so on stderr, and exits when this process only launched them.

@@ -1,7 +1,9 @@
-// tools/cmd_simulate.cpp — `fsdpx simulate --plan P [--trace out.json] [--format text|json]`: one
+// tools/cmd_simulate.cpp — `fsdpx simulate --plan P [--full] [--trace out.json] [--format text|json]`: one
 // training step of a plan through the simulator: per-phase compute and exposed communication, memory at
-// the peak, MFU; optionally a Chrome/Perfetto trace. `--program [--role R]` prints the step program of
-// one pipeline rank instead, op by op with its simulated duration (tools/program_listing.h).
+// the peak, MFU (extrapolated from a probe where the step repeats, simulator/simulate_extrapolated.h;
+// --full simulates every micro-batch); optionally a Chrome/Perfetto trace. `--program [--role R]` prints
+// the step program of one pipeline rank instead, op by op with its simulated duration
+// (tools/program_listing.h).
 #include <cstdio>
 #include <sstream>
 #include <memory>
@@ -14,6 +16,7 @@
 #include "core/json_reader.h"
 #include "core/output_file.h"
 #include "simulator/simulate.h"
+#include "simulator/simulate_extrapolated.h"
 #include "simulator/trace.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -31,6 +34,7 @@ struct SimulateOptions {
   std::string trace;
   bool no_overlap = false;
   bool program = false;  // print the step program instead of the summary
+  bool full = false;     // simulate every micro-batch (a trace or the program listing does too)
   int role = 0;
   bool role_given = false;
   OutputFormat format = OutputFormat::text;
@@ -46,7 +50,11 @@ void run_simulate(const SimulateOptions& o) {
   EngineOptions eo;
   eo.overlap = !o.no_overlap;
   eo.record_ops = true;
-  const Simulation sim = with_errors_naming(path, "plan", [&] { return simulate(plan, eo); });
+  // The summary extrapolates the steady state from a probe (as exact as the whole step, independent of
+  // the micro-batch count); a trace and the program listing need every op, so they simulate it whole.
+  const bool whole = o.full || o.program || !o.trace.empty();
+  const Simulation sim =
+      with_errors_naming(path, "plan", [&] { return whole ? simulate(plan, eo) : simulate_fast(plan, eo); });
   if (!o.trace.empty()) {
     std::ostringstream trace;
     write_chrome_trace(sim.program, sim.engine, trace);
@@ -70,6 +78,8 @@ void setup_simulate(CLI::App& app) {
   sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
   sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to this file");
   sub->add_flag("--no-overlap", o->no_overlap, "Run every op of a rank one after another (analytic check)");
+  sub->add_flag("--full", o->full,
+                "Simulate every micro-batch (default: a probe of a few, the repeating steady state extrapolated)");
   sub->add_flag("--program", o->program,
                 "Print the step program of one pipeline rank, op by op (stream, kind, unit, micro-batch, group, bytes, "
                 "effects, dependencies, simulated time)");

@@ -32,7 +32,9 @@ nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
     phases[kPhaseNames[p]] = {{"compute_s", sim.phases[std::size_t(p)].compute_s},
                               {"exposed_comm_s", sim.phases[std::size_t(p)].exposed_comm_s}};
   j["phases"] = phases;
-  j["ops_per_rank"] = sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size();
+  j["ops_per_rank"] = sim.ops_per_rank;
+  // A step extrapolated from a probe (simulator/simulate_extrapolated.h) says how many it simulated.
+  j["simulated_micro_batches"] = sim.simulated_micro_batches > 0 ? sim.simulated_micro_batches : plan.grad_accum();
   if (plan.parallelism.pp > 1) {
     j["pp"] = plan.parallelism.pp;
     j["vpp"] = plan.parallelism.vpp;
@@ -71,10 +73,14 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
   const auto& par = plan.parallelism;
   std::string out = fmt::format(
       "fsdpx simulate: {} on {} ({} GPUs: {}dp_replicate {} x dp_shard {} x cp {} x tp {}, {})\n"
-      "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n\n",
+      "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n{}\n",
       plan.model.name, plan.cluster.name, par.world_size(), par.pp > 1 ? fmt::format("pp {} x ", par.pp) : "",
       par.dp_replicate, par.dp_shard, par.cp, par.tp, data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
-      plan.grad_accum(), sim.program.roles.empty() ? 0 : sim.program.roles[0].ops.size());
+      plan.grad_accum(), sim.ops_per_rank,
+      sim.simulated_micro_batches > 0
+          ? fmt::format("  {} micro-batches simulated, the steady state extrapolated to the rest (--full: all)\n",
+                        sim.simulated_micro_batches)
+          : "");
   std::vector<std::vector<std::string>> rows{{"phase", "compute", "exposed comm"}};
   for (int p = 0; p < 3; ++p)
     rows.push_back({kPhaseNames[p], seconds(sim.phases[std::size_t(p)].compute_s),

@@ -12,6 +12,7 @@
 #include "program/lower.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
+#include "simulator/steady_state.h"
 
 namespace {
 
@@ -95,6 +96,29 @@ void BM_Simulate405B_PP16_1F1B(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fsdpx::simulate(plan, options));
 }
 BENCHMARK(BM_Simulate405B_PP16_1F1B)->Unit(benchmark::kMicrosecond);
+
+// Megatron-Turing NLG 530B on 2,240 A100s (Smith et al. 2022, arXiv 2201.11990, section 3: TP 8 x PP 35 x DP 8,
+// global batch 1,920, seq 2,048), the configuration Calculon times (issue 36): 1F1B, 240 micro-batches.
+fsdpx::Plan mtnlg_530b_plan() {
+  return fsdpx::load_plan(FSDPX_TEST_DATA_DIR "/plans/gpt-530b-a100x2240-pp35-1f1b.json");
+}
+
+void BM_Simulate530B_2240GPUs(benchmark::State& state) {
+  const fsdpx::Plan plan = mtnlg_530b_plan();
+  fsdpx::EngineOptions options;
+  options.record_ops = false;
+  for (auto _ : state) benchmark::DoNotOptimize(fsdpx::simulate(plan, options));
+}
+BENCHMARK(BM_Simulate530B_2240GPUs)->Unit(benchmark::kMillisecond);
+
+void BM_StepTotals530B_2240GPUs(benchmark::State& state) {
+  const fsdpx::Plan plan = mtnlg_530b_plan();
+  for (auto _ : state) benchmark::DoNotOptimize(fsdpx::simulate_step_totals(plan));
+  const fsdpx::StepTotals t = fsdpx::simulate_step_totals(plan);
+  state.counters["probe_micro_batches"] = double(t.simulated_micro_batches);
+  state.counters["step_s"] = t.step_time_s;
+}
+BENCHMARK(BM_StepTotals530B_2240GPUs)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

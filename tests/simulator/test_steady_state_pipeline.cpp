@@ -13,6 +13,7 @@
 #include "core/config_paths.h"
 #include "simulator/simulate.h"
 #include "simulator/steady_state.h"
+#include "tests/support/pipelined_plan.h"
 
 namespace fsdpx {
 
@@ -20,20 +21,7 @@ namespace {
 
 Plan pipelined(const char* model, const char* cluster, Parallelism par, PipelineSchedule schedule, int vpp,
                std::int64_t seq, std::int64_t accum, RecomputeMode rc) {
-  ModelSpec m = load_model(model);
-  if (m.name == "llama-tiny") m.layers = 16;  // enough blocks for 4 x 2 virtual stages
-  ClusterSpec c = load_cluster(cluster);
-  par.vpp = vpp;
-  par.pp_schedule = schedule;
-  c.gpus_per_node = std::string(cluster) == "cpu" ? par.world_size() : std::min(c.gpus_per_node, par.world_size());
-  c.nodes = par.world_size() / c.gpus_per_node;
-  TrainingSettings t;
-  t.seq = seq;
-  t.micro_batch = 1;
-  t.global_batch = par.data_parallel_ranks() * accum;
-  Plan p = default_plan(m, c, t, par, 1, rc);
-  validate_plan(p, "test");
-  return p;
+  return test::pipelined_plan(model, cluster, par, schedule, vpp, seq, accum, rc);
 }
 
 Parallelism shape(int pp, int dp_shard, int tp) {

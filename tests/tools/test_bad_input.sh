@@ -155,10 +155,19 @@ expect "5: layers 2^63-1" "layers63.json|/layers" estimate --model "$tmp/layers6
 model_with layers 1000000 "$tmp/layers6.json"
 expect "6: plan on 10^6 layers" "layers6.json|/layers|[1, 2048]" \
   plan --model "$tmp/layers6.json" --cluster dgx-h100 --nodes 1 --seq 2048 --global-batch 64
-# A plan file with 10^6 micro-batches per step: the simulator refuses instead of running out of memory.
+# A plan file with 10^6 micro-batches per step: simulated op by op (--full) it is refused instead of running
+# out of memory; the default summary extrapolates the steady state from a probe (issue 36) and answers.
 sed -E 's/"global_batch": [^,]*,/"global_batch": 8000000,/' "$PLAN" >"$tmp/plan_accum.json"
-expect "6: simulate 10^6 micro-batches" "plan_accum.json|/training/global_batch|micro-batches" \
-  simulate --plan "$tmp/plan_accum.json"
+expect "6: simulate --full 10^6 micro-batches" "plan_accum.json|/training/global_batch|micro-batches" \
+  simulate --full --plan "$tmp/plan_accum.json"
+if timeout 20 "$FSDPX" simulate --plan "$tmp/plan_accum.json" >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "micro-batches simulated, the steady state extrapolated" "$tmp/out"; then
+  passed=$((passed + 1))
+  echo "ok   6: simulate 10^6 micro-batches extrapolates"
+else
+  failed=$((failed + 1))
+  echo "FAIL 6: simulate 10^6 micro-batches extrapolates: $(head -c 400 "$tmp/err")"
+fi
 
 # 7. A number beyond double printed [json.exception.out_of_range.406] without file or path.
 model_with layers 1e309 "$tmp/l309.json"

@@ -18,6 +18,14 @@ for f in bin/fsdpx lib/cmake/fsdpx/fsdpxConfig.cmake lib/cmake/fsdpx/fsdpxConfig
   share/bash-completion/completions/fsdpx share/doc/fsdpx/LICENSE share/fsdpx/data/kjv-genesis.txt; do
   [ -f "$tmp/prefix/$f" ]; check "installed $f" $?
 done
+# A CUDA build installs its backend module where the installed binary looks for it (issue 36).
+if [ -f "$BUILD/libfsdpx_cuda.so" ]; then
+  [ -f "$tmp/prefix/lib/fsdpx/libfsdpx_cuda.so" ]; check "installed lib/fsdpx/libfsdpx_cuda.so" $?
+  "$tmp/prefix/bin/fsdpx" plan --model llama-small --cluster dgx-h100 --world-size 1 --seq 64 --global-batch 8 \
+    -o "$tmp/gpu.json" >/dev/null 2>&1
+  "$tmp/prefix/bin/fsdpx" run --plan "$tmp/gpu.json" --steps 1 --backend cuda >/dev/null 2>"$tmp/cuda.err"
+  ! grep -q "has no CUDA backend" "$tmp/cuda.err"; check "installed fsdpx finds its CUDA module" $?
+fi
 # The installed binary finds its configs beside it (<prefix>/share/fsdpx/configs), not in the tree.
 (cd "$tmp" && env -u FSDPX_CONFIG_DIR "$tmp/prefix/bin/fsdpx" estimate --model llama-tiny --cluster cpu \
   --world-size 2 --seq 64 >/dev/null)

@@ -1,0 +1,36 @@
+// simulator/periodic_probe.h — a probe of a few micro-batches whose steady state repeats, as the two
+// extrapolations (steady_state.cpp without a pipeline, steady_state_pipeline.cpp with one) find it: the
+// probe's program and engine result, and one period of the step anchored at window_start_ns (per role:
+// compute-stream busy time, compute durations at full rate, ops). The whole step is the probe with
+// `periods` more periods inserted. Leaves out how the summaries use it (steady_state.h,
+// simulate_extrapolated.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/plan.h"
+#include "simulator/engine.h"
+#include "program/step_program.h"
+
+namespace fsdpx {
+
+struct PeriodicProbe {
+  StepProgram program;  // of the probe
+  EngineResult engine;  // of the probe, with per-op records and memory samples
+  std::int64_t probe_micro_batches = 0;
+  std::int64_t periods = 0;  // inserted into the probe to make the step
+  TimeNs window_start_ns = 0;
+  TimeNs period_ns = 0;
+  std::vector<TimeNs> busy_ns;  // per role, one period
+  std::vector<double> floor_s;  // per role, one period
+  std::vector<int> ops;         // per role, one period
+};
+
+// The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
+// nothing when no probe smaller than the step repeats (the caller simulates the whole step).
+std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options);
+std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options);
+
+}  // namespace fsdpx
