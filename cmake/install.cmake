@@ -42,4 +42,7 @@ install(FILES ${PROJECT_BINARY_DIR}/fsdpxConfig.cmake ${PROJECT_BINARY_DIR}/fsdp
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${FSDPX_INSTALL_CONFIG_DIR})
 install(FILES ${PROJECT_BINARY_DIR}/fsdpx.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME fsdpx)
+# Where Debian's zsh (fpath) and fish look for completions that packages install.
+install(FILES ${PROJECT_BINARY_DIR}/_fsdpx DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+install(FILES ${PROJECT_BINARY_DIR}/fsdpx.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/fsdpx)

@@ -6,7 +6,8 @@
 // [-o plan.json] [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its
 // memory at the peak and the top-K alternatives, and writes the plan JSON (loadable by `fsdpx simulate
 // --plan`). Every count and size is range-checked (one line, exit 2). When nothing fits it exits 2 with
-// the least memory any plan needs and what would make it fit.
+// the least memory any plan needs and what would make it fit. For fsdpx's own target it hints at a
+// torchtitan plan far faster than fsdpx's executor can run (plan_hint.h).
 #include <unistd.h>
 
 #include <chrono>
@@ -31,6 +32,7 @@
 #include "tools/commands.h"
 #include "tools/plan_file.h"
 #include "tools/lora_options.h"
+#include "tools/plan_hint.h"
 #include "tools/plan_report.h"
 
 namespace fsdpx {
@@ -227,8 +229,15 @@ void run_plan(const PlanOptions& o) {
     for (const std::string& s : res.suggestions) msg += "; " + s;
     throw ConfigError(msg);
   }
-  if (o.format == OutputFormat::json) std::printf("%s\n", plan_search_json(res).dump(2).c_str());
-  else std::printf("%s", plan_search_text(res, o.top).c_str());
+  const std::optional<TargetHint> hint = with_errors_naming(o.model, "plan", [&] { return target_hint(r, res); });
+  if (o.format == OutputFormat::json) {
+    nlohmann::json j = plan_search_json(res);
+    if (hint) j["hint"] = target_hint_json(*hint);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s", plan_search_text(res, o.top).c_str());
+    if (hint) std::printf("%s", target_hint_text(*hint).c_str());
+  }
   if (!res.best) throw NoPlanFits(no_fit_message(res, r, o.model, o.cluster));
   if (!o.out.empty()) {
     write_plan_file(o.out, res.best->plan);

@@ -15,7 +15,7 @@ check "cmake --install into a temporary prefix ($(tail -n 1 "$tmp/install.log"))
 for f in bin/fsdpx lib/cmake/fsdpx/fsdpxConfig.cmake lib/cmake/fsdpx/fsdpxConfigVersion.cmake \
   lib/cmake/fsdpx/fsdpxTargets.cmake lib/libfsdp_planner.a include/fsdpx/planner/planner.h \
   include/fsdpx/core/model_spec.h share/fsdpx/configs/models/llama-tiny.json \
-  share/bash-completion/completions/fsdpx share/doc/fsdpx/LICENSE share/fsdpx/data/kjv-genesis.txt; do
+  share/bash-completion/completions/fsdpx share/zsh/vendor-completions/_fsdpx share/fish/vendor_completions.d/fsdpx.fish share/doc/fsdpx/LICENSE share/fsdpx/data/kjv-genesis.txt; do
   [ -f "$tmp/prefix/$f" ]; check "installed $f" $?
 done
 # A CUDA build installs its backend module where the installed binary looks for it (issue 36).

@@ -119,4 +119,25 @@ for bad in "--pp 2 --tp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torcht
   [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
 done
 
+# The default target's hint (tools/plan_hint.h): Llama-3.1-405B on 2,048 nodes, where fsdpx's executor cannot run
+# TP, names torchtitan's far faster plan and why; a request fsdpx plans as well, a torchtitan target and a CPU
+# cluster get none.
+"$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --format json |
+python3 -c '
+import json, sys
+h = json.load(sys.stdin)["hint"]
+assert h["target"].startswith("torchtitan@"), h
+assert h["speedup"] >= 1.2 and 0 < h["mfu"] < 1, h
+assert " tp " in " " + h["layout"] + " " and any("/parallelism/tp" in w for w in h["fsdpx_cannot_run"]), h
+'
+check "405B on 2,048 nodes: the hint names torchtitan's faster TP plan and why fsdpx cannot run it" $?
+text=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048)
+echo "$text" | grep -q "^hint: --target torchtitan@.* reaches .* tokens/s per GPU" ; check "the text output gives the hint" $?
+for args in "--model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 1024" \
+            "--model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --target torchtitan@0.2.2" \
+            "--model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8"; do
+  "$FSDPX" plan $args --format json | python3 -c 'import json, sys; sys.exit("hint" in json.load(sys.stdin))'
+  check "no hint for plan $args" $?
+done
+
 finish
