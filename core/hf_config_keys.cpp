@@ -1,6 +1,6 @@
 // core/hf_config_keys.cpp — key policy for Hugging Face config.json files. Informational keys come
 // from transformers' PretrainedConfig (configuration_utils.py) and the LlamaConfig, MistralConfig,
-// Qwen2Config and GPT2Config classes; each group says why it cannot change what fsdpx computes.
+// Qwen2Config, Phi3Config and GPT2Config classes; each group says why it cannot change what fsdpx computes.
 // Leaves out values fsdpx reads itself (shapes, rope_theta, rope_scaling, norm epsilons: model_spec_hf.cpp).
 #include "core/hf_config_keys.h"
 
@@ -13,15 +13,16 @@
 namespace fsdpx::detail {
 namespace {
 
-enum FamilyMask : unsigned { kLlama = 1, kMistral = 2, kQwen2 = 4, kGpt2 = 8 };
-constexpr unsigned kAll = kLlama | kMistral | kQwen2 | kGpt2;
-constexpr unsigned kLlamaLike = kLlama | kMistral | kQwen2;
+enum FamilyMask : unsigned { kLlama = 1, kMistral = 2, kQwen2 = 4, kGpt2 = 8, kPhi3 = 16 };
+constexpr unsigned kAll = kLlama | kMistral | kQwen2 | kPhi3 | kGpt2;
+constexpr unsigned kLlamaLike = kLlama | kMistral | kQwen2 | kPhi3;
 
 unsigned mask_of(HfFamily f) {
   switch (f) {
     case HfFamily::llama: return kLlama;
     case HfFamily::mistral: return kMistral;
     case HfFamily::qwen2: return kQwen2;
+    case HfFamily::phi3: return kPhi3;
     case HfFamily::gpt2: return kGpt2;
   }
   return 0;
@@ -34,7 +35,7 @@ struct InformationalKeys {
 };
 
 // clang-format off
-const std::array<InformationalKeys, 6> kInformational{{
+const std::array<InformationalKeys, 7> kInformational{{
     {kAll, "PretrainedConfig bookkeeping, token ids and generation defaults: read by tokenizers and generate()",
      {"_name_or_path", "architectures", "model_type", "torch_dtype", "dtype", "transformers_version",
       "return_dict", "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
@@ -57,6 +58,10 @@ const std::array<InformationalKeys, 6> kInformational{{
      "(modeling_llama.py before transformers 4.45)", {"pretraining_tp"}},
     {kLlamaLike, "tensor- and pipeline-parallel plans for transformers' own sharding", {"base_model_tp_plan",
      "base_model_pp_plan"}},
+    {kPhi3, "Phi3Config (configuration_phi3.py): residual and embedding dropout (as above); the pre-extension "
+     "context that only LongRoPE scaling reads (rope_scaling, read by fsdpx, refuses that type); the remote-code "
+     "class names of checkpoints published before transformers 4.40 built Phi-3 itself",
+     {"resid_pdrop", "embd_pdrop", "original_max_position_embeddings", "auto_map"}},
 }};
 
 // Keys that turn on something fsdpx does not model, whatever their value; "why" ends the message.
@@ -78,7 +83,7 @@ struct Unmodelled {
   std::string_view architecture, model_type;
   std::string_view missing;
 };
-const std::array<Unmodelled, 5> kUnmodelled{{
+const std::array<Unmodelled, 7> kUnmodelled{{
     {"Gemma2ForCausalLM", "gemma2",
      "Gemma-2 is not modelled: fsdpx lacks attention and final logit soft-capping, alternating local "
      "sliding-window layers, GeGLU MLPs (gelu_pytorch_tanh), norms after attention and MLP, and "
@@ -92,6 +97,13 @@ const std::array<Unmodelled, 5> kUnmodelled{{
     {"Qwen2MoeForCausalLM", "qwen2_moe",
      "Qwen2-MoE is a mixture-of-experts model: fsdpx lacks the router, shared and routed expert MLPs "
      "and expert parallelism"},
+    {"Qwen3ForCausalLM", "qwen3",
+     "Qwen-3 is not modelled: fsdpx lacks its RMSNorm of each head's queries and keys before RoPE (q_norm and "
+     "k_norm, head_dim weights each per layer: modeling_qwen3.py Qwen3Attention)"},
+    {"Olmo2ForCausalLM", "olmo2",
+     "OLMo-2 is not modelled: fsdpx lacks its norms after attention and MLP instead of before them "
+     "(post_attention_layernorm, post_feedforward_layernorm) and its RMSNorm of the whole query and key "
+     "projections (q_norm, k_norm: modeling_olmo2.py)"},
     {"Qwen2VLForConditionalGeneration", "qwen2_vl",
      "Qwen2-VL is multimodal: fsdpx lacks the vision tower and multimodal RoPE (mrope_section)"},
 }};

@@ -12,7 +12,7 @@
 
 namespace fsdpx::detail {
 
-enum class HfFamily { llama, mistral, qwen2, gpt2 };
+enum class HfFamily { llama, mistral, qwen2, phi3, gpt2 };
 
 // Marks every informational key of `family` that `o` holds as read (see kInformational in the .cpp).
 void accept_informational_keys(JsonObject& o, HfFamily family);

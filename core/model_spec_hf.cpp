@@ -1,5 +1,5 @@
 // core/model_spec_hf.cpp — reads Hugging Face config.json files for LlamaForCausalLM,
-// MistralForCausalLM, Qwen2ForCausalLM and GPT2LMHeadModel: shapes, RoPE base and Llama 3.1 RoPE
+// MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM and GPT2LMHeadModel: shapes, RoPE base and Llama 3.1 RoPE
 // scaling, norm epsilon. Informational keys are accepted and math-changing ones refused by the policy in
 // core/hf_config_keys.h; any other key is an error. A sliding window in use caps max_seq at the window
 // (full causal attention is exact up to it). Leaves out quantized checkpoints.
@@ -38,10 +38,13 @@ struct HfArchitecture {
   HfFamily family;
 };
 
-constexpr std::array<HfArchitecture, 4> kSupported{{
+// Phi3ForCausalLM computes Llama's block: its packed qkv_proj and gate_up_proj hold the same weights as
+// q/k/v and gate/up (modeling_phi3.py Phi3Attention, Phi3MLP split them), so shapes and counts are Llama's.
+constexpr std::array<HfArchitecture, 5> kSupported{{
     {"LlamaForCausalLM", "llama", HfFamily::llama},
     {"MistralForCausalLM", "mistral", HfFamily::mistral},
     {"Qwen2ForCausalLM", "qwen2", HfFamily::qwen2},
+    {"Phi3ForCausalLM", "phi3", HfFamily::phi3},
     {"GPT2LMHeadModel", "gpt2", HfFamily::gpt2},
 }};
 
@@ -55,14 +58,14 @@ const HfArchitecture& find_architecture(JsonObject& o) {
       if (s.architecture == name) return s;
     if (auto why = detail::unmodelled_architecture(name)) o.fail("architectures", *why);
     o.fail("architectures", fmt::format("unsupported architecture {}; supported: LlamaForCausalLM, "
-                                        "MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel",
+                                        "MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, GPT2LMHeadModel",
                                         json_excerpt(a[0])));
   }
   const auto type = o.string("model_type");
   for (const auto& s : kSupported)
     if (s.model_type == type) return s;
   if (auto why = detail::unmodelled_architecture(type)) o.fail("model_type", *why);
-  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, gpt2",
+  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, phi3, gpt2",
                                    json_excerpt(nlohmann::json(type))));
 }
 

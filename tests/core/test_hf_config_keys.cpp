@@ -56,6 +56,28 @@ TEST_CASE("Gemma-2 and Mixtral as published are refused with what fsdpx lacks") 
   CHECK(contains(error_of(j), "c.json: /model_type: Mixtral is a mixture-of-experts model"));
 }
 
+// Qwen3 and OLMo-2 change the block (q/k norms; OLMo-2's norms after the sublayers): refused by
+// architecture or model_type, whatever the shapes (a published Llama config relabelled, issue 35).
+TEST_CASE("Qwen3 and OLMo-2 are refused with what fsdpx lacks") {
+  const struct {
+    const char* architecture;
+    const char* model_type;
+    const char* reason;
+  } cases[] = {{"Qwen3ForCausalLM", "qwen3", "q_norm and k_norm"},
+               {"Olmo2ForCausalLM", "olmo2", "norms after attention and MLP"}};
+  for (const auto& c : cases) {
+    auto j = hf("llama-3.1-8b");
+    j["architectures"] = nlohmann::json::array({c.architecture});
+    j["model_type"] = c.model_type;
+    const std::string msg = error_of(j);
+    INFO(msg);
+    CHECK(contains(msg, "c.json: /architectures: "));
+    CHECK(contains(msg, c.reason));
+    j.erase("architectures");
+    CHECK(contains(error_of(j), "c.json: /model_type: "));
+  }
+}
+
 TEST_CASE("keys that would change the math are refused, naming the key and why") {
   struct Case {
     std::string dir, pointer;

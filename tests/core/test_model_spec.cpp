@@ -240,6 +240,35 @@ TEST_CASE("Hugging Face configs load with the right shapes and parameter counts"
   }
 }
 
+// microsoft/Phi-3-mini-4k-instruct: Llama's block with packed qkv and gate/up projections; 3.8 B parameters
+// (its model card), here exactly: 2 x 32064 x 3072 + 32 x (4 x 3072^2 + 3 x 3072 x 8192 + 2 x 3072) + 3072.
+// Its 2047-token sliding window caps max_seq; dropout keys at 0 pass, and LongRoPE scaling is refused.
+TEST_CASE("Phi-3 configs load as Llama blocks with the published parameter count") {
+  const auto j = load_json_file(kData + "/hf/phi-3-mini-4k-instruct/config.json");
+  const ModelSpec m = parse_model_spec(j, "phi3/config.json");
+  CHECK(m.name == "Phi-3-mini-4k-instruct");
+  CHECK(m.arch == Arch::llama);
+  CHECK(m.layers == 32);
+  CHECK(m.hidden == 3072);
+  CHECK(m.heads == 32);
+  CHECK(m.kv_heads == 32);
+  CHECK(m.head_dim == 96);
+  CHECK(m.ffn_hidden == 8192);
+  CHECK(m.ffn_kind == FfnKind::swiglu);
+  CHECK(m.vocab == 32064);
+  CHECK(m.max_seq == 2047);
+  CHECK_FALSE(m.tied_embeddings);
+  CHECK(m.bias == LinearBias::none);
+  CHECK(double(param_count(m)) == 3821079552.0);
+  CHECK(m.norm_eps == 1e-5);
+  auto longrope = j;
+  longrope["rope_scaling"] = {{"type", "longrope"}, {"short_factor", {1.0}}, {"long_factor", {1.0}}};
+  CHECK(contains(error_of([&] { parse_model_spec(longrope, "p.json"); }), "p.json: /rope_scaling"));
+  auto unknown = j;
+  unknown["phi3_typo"] = 1;
+  CHECK(contains(error_of([&] { parse_model_spec(unknown, "p.json"); }), "p.json: /phi3_typo: unknown key"));
+}
+
 TEST_CASE("Hugging Face defaults and variants") {
   auto j = load_json_file(kData + "/hf/llama-3.1-8b/config.json");
   j.erase("num_key_value_heads");  // HF default: one KV head per query head
