@@ -25,6 +25,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/simd_level.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/cpu_placement.h"
 #ifdef FSDPX_HAVE_CUDA
 #include "executor/cuda_backend/cuda_placement.h"
