@@ -7,7 +7,7 @@
 #include <string>
 
 #include "executor/checkpoint/hf_export.h"
-#include "executor/checkpoint/trained_weights.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
 #include "tools/commands.h"
 

@@ -26,6 +26,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/simd_level.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/cpu_placement.h"
 #include "executor/session/cuda_module_loader.h"
 #include "executor/session/training_session.h"

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
-#include "executor/checkpoint/trained_weights.h"
 #include "executor/data/byte_tokenizer.h"
 #include "executor/model/sampler.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"

@@ -150,12 +150,6 @@ TrainerState parse_manifest(const std::string& dir, const std::string& fingerpri
 
 }  // namespace
 
-std::string plan_fingerprint(const Plan& plan) {
-  std::string what = model_spec_to_json(plan.model).dump();
-  if (plan.lora) what += " lora " + lora_to_json(*plan.lora).dump();  // the adapters' shapes and scale
-  return fmt::format("{:016x}", fnv1a64(what));
-}
-
 std::string checkpoint_dir_name(std::int64_t step) { return fmt::format("step-{:06d}", step); }
 
 TrainerState read_checkpoint(const std::string& dir, const std::string& fingerprint) {

@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/plan.h"
 #include "executor/runtime/train_state.h"
 
 namespace fsdpx {
@@ -27,13 +26,8 @@ namespace fsdpx {
 inline constexpr const char* kCheckpointFormat = "fsdpx-checkpoint/2";
 inline constexpr const char* kCheckpointFormat1 = "fsdpx-checkpoint/1";
 
-// Identifies what a checkpoint can be loaded into: the model and its LoRA settings (rank, alpha,
-// targets) when it has them, not the parallel degrees nor the unit grouping (reshard.h maps both by
-// module), so a state saved with N ranks loads with M. 16 hex digits (FNV-1a 64 of the model's JSON,
-// then the lora section's). Module sizes are checked against the model's by
-// reshard_state, which names a module that differs (e.g. after a change of the parameter layout).
-std::string plan_fingerprint(const Plan& plan);
-
+// Checkpoints are matched to a model by a fingerprint string (executor/session/checkpoint_plan.h
+// plan_fingerprint); this layer compares it and never reads the plan.
 std::string checkpoint_dir_name(std::int64_t step);  // "step-000006"
 
 // What a save or a load needs from a job whose shard owners may run in several processes (PyTorch DCP's

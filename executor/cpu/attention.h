@@ -11,15 +11,11 @@
 
 #include <cstdint>
 
+#include "executor/model/attn_shape.h"
+
 namespace fsdpx::cpu {
 
-struct AttnShape {
-  std::int64_t b = 0, t = 0;
-  std::int64_t nh = 0;   // query heads
-  std::int64_t nkv = 0;  // key/value heads; query head h reads kv head h / (nh / nkv)
-  std::int64_t hd = 0;   // head dim
-  std::int64_t qkv_row() const { return (nh + 2 * nkv) * hd; }
-};
+using fsdpx::AttnShape;  // executor/model/attn_shape.h, shared with the CUDA kernels
 
 // Elements of the state attention_forward saves for attention_backward.
 std::int64_t attention_saved_elems(const AttnShape& s);

@@ -9,8 +9,6 @@
 #include "core/errors.h"
 #include "executor/cpu/fp16.h"
 #include "executor/model/init.h"
-#include "executor/runtime/module_pointers.h"
-#include "program/group_members.h"
 
 namespace fsdpx {
 
@@ -64,25 +62,14 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
-  shard_index_ = at.shard_index;
-  replica_index_ = at.replica_index;
   const int unit_shard = at.unit_shard;
   const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
-  units_.resize(rp.flats.size());
-  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
-    const FlatUnitLayout& f = rp.flats[u];
-    if (unit_role(rp, int(u)) == role_)
-      units_[u] = std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, int(u)), &mem_);
+  units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {
+    return std::make_unique<FsdpUnit>(rp.flats[std::size_t(u)], unit_shard, replicated_params(rp, u), &mem_);
+  });
+  for (const FlatUnitLayout& f : rp.flats)
     replicated_ranges_.push_back(replicated_ranges(local, f, std::int64_t(unit_shard) * f.shard_numel, f.shard_numel));
-  }
-  const int source = tied_copy_source(rp);
-  if (source >= 0 && role_ == rp.program.pp - 1) {
-    copy_source_ = source;
-    head_unit_ = rp.program.head_unit;
-    tied_copy_ = std::make_unique<FsdpUnit>(rp.flats[std::size_t(source)], unit_shard,
-                                            replicated_params(rp, source), &mem_);
-  }
-  for (FsdpUnit* u : all_units()) u->set_fp16(rp.settings.precision.param == DType::fp16);
+  for (FsdpUnit* u : units_.all()) u->set_fp16(rp.settings.precision.param == DType::fp16);
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   const RunSettings& run = rp.settings;
   message_.resize(std::size_t(run.training.micro_batch * run.training.seq * run.model.hidden));
@@ -116,34 +103,13 @@ void CpuRankBackend::connect() {
 }
 
 std::unique_ptr<Communicator> CpuRankBackend::split_group(const ProcessGroup& group) {
-  const Mesh& mesh = rp_.program.mesh;
-  std::vector<int> members;
-  group_members(mesh, group, mesh_rank_, members);
-  const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
-  return world_->split(role_ * mesh.size() + members.front(), int(at));
-}
-
-FsdpUnit& CpuRankBackend::own(int unit) {
-  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
-  return *units_[std::size_t(unit)];
-}
-
-const FsdpUnit& CpuRankBackend::own(int unit) const {
-  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
-  return *units_[std::size_t(unit)];
-}
-
-std::vector<FsdpUnit*> CpuRankBackend::all_units() {
-  std::vector<FsdpUnit*> out;
-  for (auto& u : units_)
-    if (u) out.push_back(u.get());
-  if (tied_copy_) out.push_back(tied_copy_.get());
-  return out;
+  const auto [color, key] = mesh_group_split(rp_.program.mesh, group, role_, mesh_rank_);
+  return world_->split(color, key);
 }
 
 void CpuRankBackend::init_params(std::uint64_t seed) {
   // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
-  for (FsdpUnit* u : all_units()) {
+  for (FsdpUnit* u : units_.all()) {
     UnitShardState& s = u->state();
     init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
                     s.shard_offset + u->flat().shard_numel, s.params.data());
@@ -185,14 +151,13 @@ double CpuRankBackend::adapter_grad_sq_sum() {
 
 void CpuRankBackend::load_unit_state(int unit, const UnitShardState& s) {
   FSDP_CHECK(holds_unit(unit), fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
-  if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->state() = s;
-  if (unit == copy_source_) tied_copy_->state() = s;
+  for (const auto& [source, u] : units_.indexed())
+    if (source == unit) u->state() = s;
 }
 
 void CpuRankBackend::copy_masters_to_replicas() {
-  for (std::size_t u = 0; u < units_.size(); ++u)
-    if (units_[u] && master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica();
-  if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica();
+  for (const auto& [source, u] : units_.indexed())
+    if (master_is_replica(rp_, source)) u->copy_master_to_replica();
 }
 
 // Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
@@ -208,8 +173,7 @@ Communicator& CpuRankBackend::comm(MeshGroup group) {
 // master shards over `group`.
 void CpuRankBackend::gather(int unit, MeshGroup group, bool from_kept) {
   FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CpuRankBackend: a kept copy gathers over its reshard group");
-  for (FsdpUnit* u : {&own(unit), copy_with(unit)}) {
-    if (u == nullptr) continue;
+  for (FsdpUnit* u : units_.with_copy(unit)) {
     if (from_kept)
       u->gather_kept(reshard_comm(unit));
     else
@@ -221,46 +185,20 @@ void CpuRankBackend::gather(int unit, MeshGroup group, bool from_kept) {
 void CpuRankBackend::release(int unit, double kept_bytes) {
   const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
   const int at = g > 1 ? reshard_comm(unit).rank() : 0;
-  own(unit).release_params(g, at);
-  FSDP_CHECK(own(unit).kept_bytes() == kept_bytes, "CpuRankBackend: a kept copy of other bytes than the program's");
-  if (FsdpUnit* copy = copy_with(unit)) copy->release_params(g, at);
-}
-
-Communicator& CpuRankBackend::reshard_comm(int unit) {
-  const int g = rp_.program.units[std::size_t(unit)].kept_shard_ranks;
-  for (const auto& [ranks, comm] : reshard_comms_)
-    if (ranks == g) return *comm;
-  FSDP_CHECK(false, "CpuRankBackend: no reshard group of the unit's size");
-  return *world_;
+  for (FsdpUnit* u : units_.with_copy(unit)) u->release_params(g, at);
+  FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
+             "CpuRankBackend: a kept copy of other bytes than the program's");
 }
 
 void CpuRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
   models_.at(mb).set_batch(tokens, targets);
 }
 
-// Module pointers of every unit whose parameters are unsharded; the last stage's tied head reads the
-// token table (module 0) from its copy.
-std::vector<const float*> CpuRankBackend::param_ptrs() const {
-  std::vector<const float*> p = live_module_params(units_, rp_.layout.num_modules());
-  if (tied_copy_ && tied_copy_->params_live()) p[0] = tied_copy_->module_params(0);
-  return p;
-}
-
-std::vector<float*> CpuRankBackend::grad_ptrs(int unit) {
-  if (rp_.program.units[std::size_t(unit)].frozen)  // LoRA's base: no gradients
-    return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);
-  FsdpUnit& u = own(unit);
-  std::vector<float*> g =
-      unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(), [&u](int k) { return u.module_grads(k); });
-  if (FsdpUnit* copy = copy_with(unit)) g[0] = copy->module_grads(0);
-  return g;
-}
-
 void CpuRankBackend::forward(int segment, int mb) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   Transformer<float>& model = models_.at(mb);
   if (lora_) model.set_lora_buffers(adapters_.params.data(), adapter_grads_.data());
-  const std::vector<const float*> p = param_ptrs();
+  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
   for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model.forward_module(m, p);
   models_.forward_done(mb);
   mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
@@ -272,7 +210,7 @@ void CpuRankBackend::backward(int segment, int unit, int mb) {
   const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
   mem_.alloc(MemCategory::transient, bytes.working);
   Transformer<float>& model = models_.at(mb);
-  const std::vector<const float*> p = param_ptrs();
+  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
   const std::vector<float*> g = grad_ptrs(unit);
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_module(m, p, g);
   models_.backward_done(mb);
@@ -286,7 +224,7 @@ void CpuRankBackend::backward_input(int segment, int mb) {
   const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
   mem_.alloc(MemCategory::transient, bytes.working);
   Transformer<float>& model = models_.at(mb);
-  const std::vector<const float*> p = param_ptrs();
+  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
   for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_input_module(m, p);
   mem_.free(MemCategory::transient, bytes.working);
   mem_.alloc(MemCategory::activations, bytes.weight_pass);
@@ -330,41 +268,37 @@ std::vector<double> CpuRankBackend::take_losses() {
 }
 
 void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) {
-  own(unit).reduce_scatter(comm(group));
-  if (FsdpUnit* copy = copy_with(unit)) copy->reduce_scatter(comm(group));
+  for (FsdpUnit* u : units_.with_copy(unit)) u->reduce_scatter(comm(group));
 }
 
 void CpuRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
-  own(unit).all_reduce_reduced(comm(group));
-  if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group));
+  for (FsdpUnit* u : units_.with_copy(unit)) u->all_reduce_reduced(comm(group));
 }
 
 void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) {
-  own(unit).all_reduce_full(comm(group));
-  if (FsdpUnit* copy = copy_with(unit)) copy->all_reduce_full(comm(group));
+  for (FsdpUnit* u : units_.with_copy(unit)) u->all_reduce_full(comm(group));
 }
 
 void CpuRankBackend::finish_reduction(int unit) {
-  bool finite = own(unit).finish_reduction();
-  if (FsdpUnit* copy = copy_with(unit)) finite = copy->finish_reduction() && finite;
+  bool finite = true;
+  for (FsdpUnit* u : units_.with_copy(unit)) finite = u->finish_reduction() && finite;
   if (!finite && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
 }
 
 // The accumulated (reduced) shards of the two copies of the table line up element for element: the
 // copy has the embedding unit's layout and shard.
 void CpuRankBackend::all_reduce_tied(int unit) {
-  FSDP_CHECK(pp_ends_comm_ != nullptr && (role_ == 0 ? unit == tied_copy_source(rp_) : tied_copy_ && unit == head_unit_),
-             "CpuRankBackend: a tied all-reduce outside the first and last stage's tied units");
-  std::vector<float>& g = role_ == 0 ? own(unit).grad_shard() : tied_copy_->grad_shard();
+  FSDP_CHECK(pp_ends_comm_ != nullptr, "CpuRankBackend: a tied all-reduce without pipeline parallelism");
+  std::vector<float>& g = units_.tied_grads(rp_, role_, unit).grad_shard();
   pp_ends_comm_->all_reduce(g.data(), std::int64_t(g.size()));
 }
 
 // The copy of a tied table is counted once, on the first stage.
 double CpuRankBackend::grad_sq_sum() {
   double sum = 0;
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    if (!units_[u]) continue;
-    const std::vector<float>& g = units_[u]->grad_shard();
+  for (std::size_t u = 0; u < rp_.flats.size(); ++u) {
+    if (!units_.owns(int(u))) continue;
+    const std::vector<float>& g = units_.own(int(u)).grad_shard();
     const auto& skip = replicated_ranges_[u];  // counted on tp rank 0 only
     std::size_t k = 0;
     for (std::size_t i = 0; i < g.size(); ++i) {
@@ -382,7 +316,7 @@ void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
                  adapter_grads_.data(), std::int64_t(adapters_.params.size()));
     return;
   }
-  for (FsdpUnit* u : all_units()) {
+  for (FsdpUnit* u : units_.all()) {
     UnitShardState& st = u->state();
     adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u->grad_shard().data(),
                  std::int64_t(st.params.size()));
@@ -391,7 +325,7 @@ void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
 
 bool CpuRankBackend::unscale_grads(float inv_scale) {
   bool found_inf = false;
-  for (FsdpUnit* u : all_units()) {
+  for (FsdpUnit* u : units_.all()) {
     std::vector<float>& g = u->grad_shard();
     found_inf = cpu::unscale_and_check(g.data(), std::int64_t(g.size()), inv_scale) || found_inf;
   }
@@ -401,7 +335,7 @@ bool CpuRankBackend::unscale_grads(float inv_scale) {
 }
 
 void CpuRankBackend::zero_grad_shards() {
-  for (FsdpUnit* u : all_units()) u->zero_grad_shard();
+  for (FsdpUnit* u : units_.all()) u->zero_grad_shard();
   std::fill(adapter_grads_.begin(), adapter_grads_.end(), 0.0f);
   first_non_finite_unit_ = -1;
 }

@@ -22,6 +22,7 @@
 #include "executor/cpu_backend/fsdp_unit.h"
 #include "executor/cpu_backend/micro_batch_models.h"
 #include "executor/runtime/rank_backend.h"
+#include "executor/runtime/rank_units.h"
 #include "executor/runtime/runtime_program.h"
 
 namespace fsdpx {
@@ -34,11 +35,9 @@ class CpuRankBackend final : public RankBackend {
   int rank() const override { return world_->rank(); }
   void connect() override;
   void init_params(std::uint64_t seed) override;
-  bool holds_unit(int unit) const override { return units_[std::size_t(unit)] || unit == copy_source_; }
+  bool holds_unit(int unit) const override { return units_.holds(unit); }
   // The last stage reads the shape of a tied table's unit from its copy (load_state).
-  UnitShardState unit_state(int unit) const override {
-    return unit == copy_source_ && !units_[std::size_t(unit)] ? tied_copy_->state() : own(unit).state();
-  }
+  UnitShardState unit_state(int unit) const override { return units_.state_of(unit).state(); }
   void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
 
@@ -85,14 +84,12 @@ class CpuRankBackend final : public RankBackend {
  private:
   Communicator& comm(MeshGroup group);
   std::unique_ptr<Communicator> split_group(const ProcessGroup& group);  // collective over the world
-  Communicator& reshard_comm(int unit);  // the unit's reshard group (FSDP2's post-forward mesh)
-  FsdpUnit& own(int unit);
-  const FsdpUnit& own(int unit) const;
-  // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
-  std::vector<FsdpUnit*> all_units();
-  FsdpUnit* copy_with(int unit) { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
-  std::vector<const float*> param_ptrs() const;
-  std::vector<float*> grad_ptrs(int unit);
+  Communicator& reshard_comm(int unit) {  // the unit's reshard group (FSDP2's post-forward mesh)
+    return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
+  }
+  std::vector<float*> grad_ptrs(int unit) {
+    return units_.unit_grads(rp_, unit, [](FsdpUnit& u, int k) { return u.module_grads(k); });
+  }
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
@@ -107,15 +104,12 @@ class CpuRankBackend final : public RankBackend {
   std::vector<float> adapter_grads_;
   MemoryTracker mem_;
   MicroBatchModels models_;
-  std::vector<std::unique_ptr<FsdpUnit>> units_;  // per plan unit; null for other stages' units
-  std::unique_ptr<FsdpUnit> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
-  int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
+  RankUnits<FsdpUnit> units_;  // the rank's stages' units and a tied table's copy
   // Per unit: the [begin, end) ranges of this rank's shard holding tensors every tp rank holds whole
   // (their gradients count once in the norm: on tp rank 0).
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> replicated_ranges_;
   std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
   std::vector<float> message_;                     // [micro_batch·seq, hidden] a received tensor
-  int shard_index_ = 0, replica_index_ = 0;
   std::vector<double> losses_;         // per micro-batch since take_losses
   int first_non_finite_unit_ = -1;     // since zero_grad_shards
 };

@@ -16,12 +16,10 @@
 
 #include <cstdint>
 
-#include "executor/cpu/attention.h"
 #include "executor/cuda/types.h"
+#include "executor/model/attn_shape.h"
 
 namespace fsdpx::cuda {
-
-using cpu::AttnShape;
 
 // fp32 elements of the saved row log-sum-exp, and of the backward's scratch (delta): B·NH·T each.
 std::int64_t flash_attention_lse_elems(const AttnShape& s);

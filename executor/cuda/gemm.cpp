@@ -1,7 +1,6 @@
-// executor/cuda/gemm.cpp — cuBLASLt calls. Row-major X [r, c] is column-major Xᵀ [c, r] with ld c, so
-// each row-major product is computed as its transpose (out ᵀ = W · inpᵀ, and so on). Pointer
-// alignments are passed to the heuristic because FSDP module pointers sit at arbitrary offsets of a
-// flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. A failure throws CudaError
+// executor/cuda/gemm.cpp — cuBLASLt calls behind gemm_col_major (the linear-layer wrappers over it are in
+// gemm.h). Pointer alignments are passed to the heuristic because FSDP module pointers sit at arbitrary
+// offsets of a flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. A failure throws CudaError
 // naming the whole call (GemmShape::describe), the heuristic's status included.
 #include "executor/cuda/gemm.h"
 
@@ -150,39 +149,10 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
   if (bias && !epilogue) bias_add_columns<T>(c, c_type == GemmOut::f32, bias, m, n, ldc, stream);
 }
 
-template <class T>
-void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const T* inp, const no_deduce_t<T>* weight,
-                    const no_deduce_t<T>* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
-                    cudaStream_t stream) {
-  // outᵀ [OC, N] = W [OC, C] · inpᵀ [C, N]: W is stored as column-major [C, OC] -> transposed.
-  gemm_col_major<T>(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
-}
-
-template <class T>
-void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const T* dout, const no_deduce_t<T>* weight,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
-  // dinpᵀ [C, N] = Wᵀ [C, OC] · doutᵀ [OC, N]: both stored column-major as needed.
-  gemm_col_major<T>(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
-}
-
-template <class T>
-void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const T* dout, const no_deduce_t<T>* inp,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
-  // dWᵀ [C, OC] = inpᵀ [C, N] · dout [N, OC]: dout is stored column-major [OC, N] -> transposed.
-  gemm_col_major<T>(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr,
-                    stream);
-}
-
 #define FSDPX_INSTANTIATE(T)                                                                                     \
   template void gemm_col_major<T>(GemmContext&, bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*,   \
                                   std::int64_t, const T*, std::int64_t, void*, GemmOut, std::int64_t, bool,       \
-                                  const T*, cudaStream_t, float);                                                 \
-  template void matmul_forward<T>(GemmContext&, void*, GemmOut, const T*, const T*, const T*, std::int64_t,       \
-                                  std::int64_t, std::int64_t, bool, cudaStream_t);                                \
-  template void matmul_backward_dx<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
-                                      std::int64_t, std::int64_t, bool, cudaStream_t);                            \
-  template void matmul_backward_dw<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
-                                      std::int64_t, std::int64_t, bool, cudaStream_t);
+                                  const T*, cudaStream_t, float);
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
 #undef FSDPX_INSTANTIATE

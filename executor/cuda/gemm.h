@@ -42,20 +42,34 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
                     std::int64_t ldc, bool accumulate, const no_deduce_t<T>* bias, cudaStream_t stream,
                     float alpha = 1.0f);
 
+// The linear layer's three GEMMs on row-major operands, each the column-major product of its transpose
+// (row-major X [r, c] is column-major Xᵀ [c, r] with ld c). Written once here over gemm_col_major, whose
+// build (cuBLASLt in executor/cuda/gemm.cpp, host loops in tests/cuda/emulated/gemm.cpp) decides how it runs.
+
 // out [N, OC] (+)= inp [N, C] · weight [OC, C]ᵀ + bias [OC] (bias may be null).
 template <class T>
 void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const T* inp, const no_deduce_t<T>* weight,
                     const no_deduce_t<T>* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
-                    cudaStream_t stream);
+                    cudaStream_t stream) {
+  // outᵀ [OC, N] = W [OC, C] · inpᵀ [C, N]: W is stored as column-major [C, OC] -> transposed.
+  gemm_col_major<T>(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
+}
 
 // dinp [N, C] (+)= dout [N, OC] · weight [OC, C].
 template <class T>
 void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const T* dout, const no_deduce_t<T>* weight,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream);
+                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
+  // dinpᵀ [C, N] = Wᵀ [C, OC] · doutᵀ [OC, N]: both stored column-major as needed.
+  gemm_col_major<T>(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
+}
 
 // dweight [OC, C] (+)= dout [N, OC]ᵀ · inp [N, C]. The bias gradient is bias_backward (bias.h).
 template <class T>
 void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const T* dout, const no_deduce_t<T>* inp,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream);
+                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
+  // dWᵀ [C, OC] = inpᵀ [C, N] · dout [N, OC]: dout is stored column-major [OC, N] -> transposed.
+  gemm_col_major<T>(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr,
+                    stream);
+}
 
 }  // namespace fsdpx::cuda

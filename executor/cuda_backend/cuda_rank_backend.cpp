@@ -17,7 +17,6 @@
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
 #include "executor/model/lora.h"
-#include "program/group_members.h"
 
 namespace fsdpx::cuda {
 
@@ -54,8 +53,6 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   role_ = place.role;
   mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
-  shard_index_ = at.shard_index;
-  replica_index_ = at.replica_index;
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   op_done_.resize(rp.program.roles[std::size_t(role_)].ops.size());
   for (cudaEvent_t& e : op_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -68,21 +65,13 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
-  units_.resize(rp.flats.size());
-  for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    if (unit_role(rp, int(u)) == role_)
-      units_[u] =
-          std::make_unique<CudaUnitT<T>>(rp.flats[u], at.unit_shard, replicated_params(rp, int(u)), reduce, &mem_);
-  const int source = tied_copy_source(rp);
-  if (source >= 0 && role_ == rp.program.pp - 1) {
-    copy_source_ = source;
-    head_unit_ = rp.program.head_unit;
-    tied_copy_ = std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(source)], at.unit_shard,
-                                                replicated_params(rp, source), reduce, &mem_);
-  }
+  units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
+    return std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(u)], at.unit_shard, replicated_params(rp, u), reduce,
+                                          &mem_);
+  });
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
-  non_finite_ = DeviceBuffer<int>(std::int64_t(units_.size()));
-  CUDA_CHECK(cudaMemset(non_finite_.get(), 0, units_.size() * sizeof(int)));
+  non_finite_ = DeviceBuffer<int>(std::int64_t(rp.flats.size()));
+  CUDA_CHECK(cudaMemset(non_finite_.get(), 0, rp.flats.size() * sizeof(int)));
   found_inf_ = DeviceBuffer<int>(1);
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
@@ -101,7 +90,6 @@ CudaRankBackendT<T>::~CudaRankBackendT() {
   }
   for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
   units_.clear();
-  tied_copy_.reset();
   for (cudaEvent_t e : op_done_) cudaEventDestroy(e);
   cudaEventDestroy(step_start_);
   for (cudaStream_t s : streams_) cudaStreamDestroy(s);
@@ -119,10 +107,8 @@ void CudaRankBackendT<T>::connect() {
   use_device();
   const Mesh& mesh = rp_.program.mesh;
   auto split_group = [&](const ProcessGroup& g, const char* name) {
-    std::vector<int> members;
-    group_members(mesh, g, mesh_rank_, members);
-    const auto at = std::find(members.begin(), members.end(), mesh_rank_) - members.begin();
-    return world_->split(role_ * mesh.size() + members.front(), int(at), name);
+    const auto [color, key] = mesh_group_split(mesh, g, role_, mesh_rank_);
+    return world_->split(color, key, name);
   };
   auto split = [&](GroupKind kind, const char* name) {
     ProcessGroup g;
@@ -164,26 +150,11 @@ DeviceCommunicator& CudaRankBackendT<T>::comm(MeshGroup group) {
   return group_communicator(group, groups);
 }
 
-template <class T>
-CudaUnitT<T>& CudaRankBackendT<T>::own(int unit) const {
-  FSDP_CHECK(units_[std::size_t(unit)] != nullptr, fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
-  return *units_[std::size_t(unit)];
-}
-
-template <class T>
-std::vector<CudaUnitT<T>*> CudaRankBackendT<T>::all_units() const {
-  std::vector<CudaUnitT<T>*> out;
-  for (const auto& u : units_)
-    if (u) out.push_back(u.get());
-  if (tied_copy_) out.push_back(tied_copy_.get());
-  return out;
-}
-
 // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
 template <class T>
 void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
   use_device();
-  for (CudaUnitT<T>* u : all_units()) {
+  for (CudaUnitT<T>* u : units_.all()) {
     UnitShardState s;
     const std::int64_t n = u->flat().shard_numel;
     s.unit_numel = u->flat().numel;
@@ -209,24 +180,22 @@ void CudaRankBackendT<T>::sync_streams() const {
 template <class T>
 UnitShardState CudaRankBackendT<T>::unit_state(int unit) const {
   sync_streams();
-  const CudaUnitT<T>& u = unit == copy_source_ && !units_[std::size_t(unit)] ? *tied_copy_ : own(unit);
-  return u.download(stream(StreamKind::compute));
+  return units_.state_of(unit).download(stream(StreamKind::compute));
 }
 
 template <class T>
 void CudaRankBackendT<T>::load_unit_state(int unit, const UnitShardState& s) {
   FSDP_CHECK(holds_unit(unit), fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
   sync_streams();
-  if (units_[std::size_t(unit)]) units_[std::size_t(unit)]->upload(s, stream(StreamKind::compute));
-  if (unit == copy_source_) tied_copy_->upload(s, stream(StreamKind::compute));
+  for (const auto& [source, u] : units_.indexed())
+    if (source == unit) u->upload(s, stream(StreamKind::compute));
 }
 
 template <class T>
 void CudaRankBackendT<T>::copy_masters_to_replicas() {
   use_device();
-  for (std::size_t u = 0; u < units_.size(); ++u)
-    if (units_[u] && master_is_replica(rp_, int(u))) units_[u]->copy_master_to_replica(current_);
-  if (tied_copy_ && master_is_replica(rp_, copy_source_)) tied_copy_->copy_master_to_replica(current_);
+  for (const auto& [source, u] : units_.indexed())
+    if (master_is_replica(rp_, source)) u->copy_master_to_replica(current_);
 }
 
 template <class T>
@@ -250,8 +219,7 @@ void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord
 template <class T>
 void CudaRankBackendT<T>::gather(int unit, MeshGroup group, bool from_kept) {
   FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CudaRankBackend: a kept copy gathers over its reshard group");
-  for (CudaUnitT<T>* u : {&own(unit), copy_with(unit)}) {
-    if (u == nullptr) continue;
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) {
     if (from_kept)
       u->gather_kept(reshard_comm(unit), current_, current_op_);
     else
@@ -264,60 +232,46 @@ template <class T>
 void CudaRankBackendT<T>::release(int unit, double kept_bytes) {
   const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
   const int at = g > 1 ? reshard_comm(unit).rank() : 0;
-  own(unit).release(g, at, current_);
-  FSDP_CHECK(own(unit).kept_bytes() == kept_bytes, "CudaRankBackend: a kept copy of other bytes than the program's");
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->release(g, at, current_);
-}
-
-template <class T>
-DeviceCommunicator& CudaRankBackendT<T>::reshard_comm(int unit) {
-  const int g = rp_.program.units[std::size_t(unit)].kept_shard_ranks;
-  for (const auto& [ranks, comm] : reshard_comms_)
-    if (ranks == g) return *comm;
-  FSDP_CHECK(false, "CudaRankBackend: no reshard group of the unit's size");
-  return *world_;
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->release(g, at, current_);
+  FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
+             "CudaRankBackend: a kept copy of other bytes than the program's");
 }
 
 template <class T>
 void CudaRankBackendT<T>::reduce_scatter(int unit, MeshGroup group) {
   DeviceCommunicator& c = group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
-  own(unit).reduce_scatter(c, current_, current_op_);
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->reduce_scatter(c, current_, current_op_);
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->reduce_scatter(c, current_, current_op_);
 }
 
 template <class T>
 void CudaRankBackendT<T>::all_reduce_reduced(int unit, MeshGroup group) {
-  own(unit).all_reduce_reduced(comm(group), current_, current_op_);
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->all_reduce_reduced(comm(group), current_, current_op_);
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->all_reduce_reduced(comm(group), current_, current_op_);
 }
 
 template <class T>
 void CudaRankBackendT<T>::all_reduce_full(int unit, MeshGroup group) {
-  own(unit).all_reduce_full(comm(group), current_, current_op_);
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->all_reduce_full(comm(group), current_, current_op_);
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->all_reduce_full(comm(group), current_, current_op_);
 }
 
 // The copy of a tied table flags its non-finite values under the head's unit, as on the CPU.
 template <class T>
 void CudaRankBackendT<T>::finish_reduction(int unit) {
-  own(unit).finish_reduction(non_finite_.get() + unit, current_);
-  if (CudaUnitT<T>* copy = copy_with(unit)) copy->finish_reduction(non_finite_.get() + unit, current_);
+  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->finish_reduction(non_finite_.get() + unit, current_);
 }
 
 // The accumulated (reduced) shards of the two copies of the table line up element for element: the
 // copy has the embedding unit's layout and shard.
 template <class T>
 void CudaRankBackendT<T>::all_reduce_tied(int unit) {
-  FSDP_CHECK(pp_ends_comm_ != nullptr && (role_ == 0 ? unit == tied_copy_source(rp_) : tied_copy_ && unit == head_unit_),
-             "CudaRankBackend: a tied all-reduce outside the first and last stage's tied units");
-  CudaUnitT<T>& u = role_ == 0 ? own(unit) : *tied_copy_;
+  FSDP_CHECK(pp_ends_comm_ != nullptr, "CudaRankBackend: a tied all-reduce without pipeline parallelism");
+  CudaUnitT<T>& u = units_.tied_grads(rp_, role_, unit);
   pp_ends_comm_->all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
 }
 
 template <class T>
 int CudaRankBackendT<T>::first_non_finite_unit() {
   use_device();
-  std::vector<int> flags(units_.size());
+  std::vector<int> flags(rp_.flats.size());
   CUDA_CHECK(cudaStreamSynchronize(current_));
   CUDA_CHECK(cudaMemcpy(flags.data(), non_finite_.get(), flags.size() * sizeof(int), cudaMemcpyDeviceToHost));
   const auto it = std::find(flags.begin(), flags.end(), 1);
@@ -330,10 +284,8 @@ template <class T>
 bool CudaRankBackendT<T>::unscale_grads(float inv_scale) {
   use_device();
   CUDA_CHECK(cudaMemsetAsync(found_inf_.get(), 0, sizeof(int), current_));
-  for (const auto& u : units_)
-    if (u) unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
-  if (tied_copy_)
-    unscale_check_finite(tied_copy_->grad_shard(), tied_copy_->flat().shard_numel, inv_scale, found_inf_.get(), current_);
+  for (CudaUnitT<T>* u : units_.all())
+    unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
   // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
   if (adapters_) unscale_check_finite(adapters_->grads(), adapters_->numel(), inv_scale, found_inf_.get(), current_);
   int found = 0;
@@ -348,7 +300,7 @@ template <class T>
 double CudaRankBackendT<T>::grad_sq_sum() {
   use_device();
   bool any = false;
-  for (const auto& u : units_) {
+  for (const auto& u : units_.per_plan_unit()) {
     if (!u) continue;
     sum_squares_async(u->grad_shard(), u->flat().shard_numel, any);
     any = true;
@@ -395,16 +347,16 @@ void CudaRankBackendT<T>::adamw(const OptimizerSettings& o, const AdamWStep& s) 
     adapters_->adamw(a, current_);
     return;
   }
-  for (CudaUnitT<T>* u : all_units())
+  for (CudaUnitT<T>* u : units_.all())
     adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master16(),
                  u->flat().shard_numel, current_);
 }
 
 template <class T>
 void CudaRankBackendT<T>::zero_grad_shards() {
-  for (CudaUnitT<T>* u : all_units()) u->zero_grad_shard(current_);
+  for (CudaUnitT<T>* u : units_.all()) u->zero_grad_shard(current_);
   if (adapters_) adapters_->zero_grads(current_);
-  CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, units_.size() * sizeof(int), current_));
+  CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, rp_.flats.size() * sizeof(int), current_));
 }
 
 template <class T>

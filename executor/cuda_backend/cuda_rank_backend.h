@@ -30,6 +30,7 @@
 #include "executor/cuda_backend/cuda_unit.h"
 #include "executor/runtime/micro_batch_pool.h"
 #include "executor/runtime/rank_backend.h"
+#include "executor/runtime/rank_units.h"
 #include "executor/runtime/runtime_program.h"
 
 namespace fsdpx::cuda {
@@ -46,7 +47,7 @@ class CudaRankBackendT final : public RankBackend {
   int rank() const override { return world_->rank(); }
   void connect() override;
   void init_params(std::uint64_t seed) override;
-  bool holds_unit(int unit) const override { return units_[std::size_t(unit)] || unit == copy_source_; }
+  bool holds_unit(int unit) const override { return units_.holds(unit); }
   UnitShardState unit_state(int unit) const override;
   void load_unit_state(int unit, const UnitShardState& s) override;
   void copy_masters_to_replicas() override;
@@ -94,14 +95,13 @@ class CudaRankBackendT final : public RankBackend {
  private:
   void use_device() const;
   DeviceCommunicator& comm(MeshGroup group);
-  DeviceCommunicator& reshard_comm(int unit);  // the unit's reshard group (FSDP2's post-forward mesh)
+  DeviceCommunicator& reshard_comm(int unit) {  // the unit's reshard group (FSDP2's post-forward mesh)
+    return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
+  }
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
-  CudaUnitT<T>& own(int unit) const;
-  // The rank's units with the copy of a tied table (which rides along with the head's unit), in order.
-  std::vector<CudaUnitT<T>*> all_units() const;
-  CudaUnitT<T>* copy_with(int unit) const { return unit == head_unit_ ? tied_copy_.get() : nullptr; }
-  std::vector<const T*> param_ptrs() const;
-  std::vector<float*> grad_ptrs(int unit);  // all null under LoRA (a frozen base)
+  std::vector<float*> grad_ptrs(int unit) {  // all null under LoRA (a frozen base)
+    return units_.unit_grads(rp_, unit, [this](CudaUnitT<T>& u, int k) { return u.module_grads(k, current_); });
+  }
   void sync_streams() const;
   // Σ x² of `n` fp32 device values (accumulate: onto the previous sum_squares) read back to the host.
   void sum_squares_async(const float* x, std::int64_t n, bool accumulate);
@@ -124,7 +124,6 @@ class CudaRankBackendT final : public RankBackend {
   // their gradients to the previous and from the next (rank 0 of each channel sends, rank 1 receives).
   std::unique_ptr<DeviceCommunicator> act_send_, act_recv_, grad_send_, grad_recv_;
   int role_ = 0, mesh_rank_ = 0;
-  int shard_index_ = 0, replica_index_ = 0;
   std::array<cudaStream_t, kStreamCount> streams_{};
   std::vector<cudaEvent_t> op_done_;  // per op id of the step program
   cudaEvent_t step_start_ = nullptr;
@@ -141,9 +140,7 @@ class CudaRankBackendT final : public RankBackend {
     cudaEvent_t done = nullptr;  // recorded on the receive's stream after it
   };
   std::map<std::pair<int, int>, Inbound> inbox_;  // by (micro-batch, payload): received, not delivered
-  std::vector<std::unique_ptr<CudaUnitT<T>>> units_;  // per plan unit; null for other stages' units
-  std::unique_ptr<CudaUnitT<T>> tied_copy_;           // last stage, tied head under pp: the embedding unit's copy
-  int copy_source_ = -1, head_unit_ = -1;         // the embedding's and the head's unit when tied_copy_ is set
+  RankUnits<CudaUnitT<T>> units_;  // the rank's stages' units and a tied table's copy
   DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
   int losses_written_ = 0;
   DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards

@@ -9,7 +9,6 @@
 #include "core/errors.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/cuda_rank_backend.h"
-#include "executor/runtime/module_pointers.h"
 
 namespace fsdpx::cuda {
 
@@ -40,26 +39,6 @@ bool CudaRankBackendT<T>::deliver(int mb, Payload payload, Dst dst) {
   return true;
 }
 
-// Module pointers of every unit whose parameters are unsharded; the last stage's tied head reads the
-// token table (module 0) from its copy.
-template <class T>
-std::vector<const T*> CudaRankBackendT<T>::param_ptrs() const {
-  std::vector<const T*> p = live_module_params(units_, rp_.layout.num_modules());
-  if (tied_copy_ && tied_copy_->params_live()) p[0] = tied_copy_->module_params(0);
-  return p;
-}
-
-template <class T>
-std::vector<float*> CudaRankBackendT<T>::grad_ptrs(int unit) {
-  if (rp_.program.units[std::size_t(unit)].frozen)  // LoRA's base: no gradients
-    return std::vector<float*>(std::size_t(rp_.layout.num_modules()), nullptr);
-  CudaUnitT<T>& u = own(unit);
-  std::vector<float*> g = unit_module_grads<float*>(u.flat(), rp_.layout.num_modules(),
-                                                    [&](int k) { return u.module_grads(k, current_); });
-  if (CudaUnitT<T>* copy = copy_with(unit)) g[0] = copy->module_grads(0, current_);
-  return g;
-}
-
 // On the compute stream, where the model is used, also when the runtime calls it for a receive.
 template <class T>
 void CudaRankBackendT<T>::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
@@ -78,7 +57,7 @@ void CudaRankBackendT<T>::forward(int segment, int mb) {
     model.set_loss_output(losses_.get() + losses_written_);
   }
   if (adapters_) model.set_lora_buffers(adapters_->params16(), adapters_->grads());
-  const std::vector<const T*> p = param_ptrs();
+  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
   for (int m = seg.first_module; m <= last; ++m) {
     model.forward_module(m, p, current_);
     mem_.alloc(MemCategory::activations, double(model.saved_bytes(m)));
@@ -93,7 +72,7 @@ void CudaRankBackendT<T>::backward(int segment, int unit, int mb) {
   const int last = seg.first_module + seg.module_count - 1;
   CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const T*> p = param_ptrs();
+  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
   const std::vector<float*> g = grad_ptrs(unit);
   for (int m = last; m >= seg.first_module; --m) {
     model.backward_module(m, p, g, current_);
@@ -109,7 +88,7 @@ void CudaRankBackendT<T>::backward_input(int segment, int mb) {
   const int last = seg.first_module + seg.module_count - 1;
   CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const T*> p = param_ptrs();
+  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
   for (int m = last; m >= seg.first_module; --m) {
     model.backward_input_module(m, p, current_);
     mem_.alloc(MemCategory::activations, double(model.weight_pass_bytes(m)));
@@ -197,8 +176,6 @@ std::vector<double> CudaRankBackendT<T>::take_losses() {
 // The members defined here (cuda_rank_backend.cpp instantiates the class with the others).
 #define FSDPX_INSTANTIATE(T)                                                                                     \
   template std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model();                                    \
-  template std::vector<const T*> CudaRankBackendT<T>::param_ptrs() const;                                       \
-  template std::vector<float*> CudaRankBackendT<T>::grad_ptrs(int);                                             \
   template void CudaRankBackendT<T>::set_micro_batch(int, const std::int32_t*, const std::int32_t*);            \
   template void CudaRankBackendT<T>::forward(int, int);                                                         \
   template void CudaRankBackendT<T>::backward(int, int, int);                                                   \

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "executor/checkpoint/safetensors.h"
-#include "executor/checkpoint/trained_weights.h"
 #include "executor/model/lora.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/trainer.h"
 
 namespace fsdpx {

@@ -10,11 +10,11 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
-#include "executor/checkpoint/trained_weights.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/runtime_program.h"
 #include "executor/session/batch_recorder.h"
+#include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
 #include "executor/session/process_weights.h"
 

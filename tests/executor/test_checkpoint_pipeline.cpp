@@ -11,6 +11,7 @@
 
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/session/checkpoint_plan.h"
 #include "tests/executor/pipeline_fixtures.h"
 #include "tests/nan_max.h"
 

@@ -19,6 +19,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
+#include "executor/session/checkpoint_plan.h"
 #include "tests/executor/pipeline_fixtures.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/executor/trainer_fixtures.h"

@@ -14,6 +14,7 @@
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/model/init.h"
+#include "executor/session/checkpoint_plan.h"
 #include "tests/executor/trainer_fixtures.h"
 #include "tests/nan_max.h"
 

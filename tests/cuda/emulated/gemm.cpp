@@ -1,8 +1,8 @@
 // tests/cuda/emulated/gemm.cpp — the executor/cuda/gemm.h interface on the emulated runtime, in place of
 // cuBLASLt: the column-major product C [m, n] = (accumulate ? C : 0) + alpha·op(A)·op(B) + bias [m], with
 // fp32 accumulation and one rounding to C's type, runs on the stream as the CPU reference GEMM
-// (cpu::gemm_serial) of its row-major transpose, Cᵀ = op(B)ᵀ·op(A)ᵀ; the three linear-layer wrappers map
-// onto it as executor/cuda/gemm.cpp's do (there: cuBLASLt), so the CPU model's calls come out identical.
+// (cpu::gemm_serial) of its row-major transpose, Cᵀ = op(B)ᵀ·op(A)ᵀ; the three linear-layer wrappers
+// (executor/cuda/gemm.h, shared with the cuBLASLt build) map onto it, so the CPU model's calls come out identical.
 // Leaves out the heuristic, the workspace's use and alignment limits (gpu_check.sh tests those on a GPU).
 #include "executor/cuda/gemm.h"
 
@@ -70,36 +70,10 @@ void gemm_col_major(GemmContext&, bool trans_a, bool trans_b, std::int64_t m, st
   });
 }
 
-template <class T>
-void matmul_forward(GemmContext& ctx, void* out, GemmOut out_type, const T* inp, const no_deduce_t<T>* weight,
-                    const no_deduce_t<T>* bias, std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate,
-                    cudaStream_t stream) {
-  gemm_col_major<T>(ctx, true, false, oc, n, c, weight, c, inp, c, out, out_type, oc, accumulate, bias, stream);
-}
-
-template <class T>
-void matmul_backward_dx(GemmContext& ctx, void* dinp, GemmOut dinp_type, const T* dout, const no_deduce_t<T>* weight,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
-  gemm_col_major<T>(ctx, false, false, c, n, oc, weight, c, dout, oc, dinp, dinp_type, c, accumulate, nullptr, stream);
-}
-
-template <class T>
-void matmul_backward_dw(GemmContext& ctx, void* dweight, GemmOut dweight_type, const T* dout, const no_deduce_t<T>* inp,
-                        std::int64_t n, std::int64_t c, std::int64_t oc, bool accumulate, cudaStream_t stream) {
-  gemm_col_major<T>(ctx, false, true, c, oc, n, inp, c, dout, oc, dweight, dweight_type, c, accumulate, nullptr,
-                    stream);
-}
-
 #define FSDPX_INSTANTIATE(T)                                                                                     \
   template void gemm_col_major<T>(GemmContext&, bool, bool, std::int64_t, std::int64_t, std::int64_t, const T*,   \
                                   std::int64_t, const T*, std::int64_t, void*, GemmOut, std::int64_t, bool,       \
-                                  const T*, cudaStream_t, float);                                                 \
-  template void matmul_forward<T>(GemmContext&, void*, GemmOut, const T*, const T*, const T*, std::int64_t,       \
-                                  std::int64_t, std::int64_t, bool, cudaStream_t);                                \
-  template void matmul_backward_dx<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
-                                      std::int64_t, std::int64_t, bool, cudaStream_t);                            \
-  template void matmul_backward_dw<T>(GemmContext&, void*, GemmOut, const T*, const T*, std::int64_t,             \
-                                      std::int64_t, std::int64_t, bool, cudaStream_t);
+                                  const T*, cudaStream_t, float);
 FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 

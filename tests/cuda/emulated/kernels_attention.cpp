@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "executor/cpu/attention.h"
 #include "executor/cpu/cross_entropy.h"
 #include "executor/cuda/attention.h"
 #include "executor/cuda/cross_entropy.h"

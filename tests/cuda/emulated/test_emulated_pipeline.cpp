@@ -5,7 +5,14 @@
 // threads' streams (emulated_runs.h: the float model). With NCCL's header, every schedule also runs with
 // every rank on the real NcclCommunicator over the emulated NCCL, whose sends complete only when the
 // receiver posts (NCCL's rendezvous): a schedule whose sends and receives do not pair up in order
-// deadlocks there (ctest's timeout). Leaves out processes (one address space here).
+// deadlocks there (ctest's timeout). Checked by hand (2026-11-28, this machine, after RankUnits took over
+// the backends' unit bookkeeping): with the event waits of CudaRankBackendT::begin_op that order an op
+// behind its dependencies on other streams deleted, the 1F1B case crashed (SIGSEGV: an op no longer waits
+// for the all-gather or release it depends on, so it may touch a stream-ordered buffer before its
+// allocation or after its free), and so did the FSDP case of test_emulated_trainer.cpp; with only
+// deliver()'s wait for a receive's event deleted, 1F1B still passed (maxdiff 3.0e-7): the consuming op's
+// program dependency on its receive orders the same copy, so that wait is a second guard. Leaves out
+// processes (one address space here).
 #include <doctest/doctest.h>
 
 #include <string>
