@@ -67,6 +67,7 @@ struct ActivationShape {
   bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
   bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
   bool compiled = false;         // torch.compile: only what the backward graph reads is saved
+  bool eager_swiglu = false;     // silu(w1 x) * w3 x as eager ops: silu's output is saved as well
 };
 
 // Bytes one block saves for its backward pass on one rank.
