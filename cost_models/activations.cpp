@@ -191,6 +191,16 @@ double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& 
   return d.tokens * vocab_local * 2 * kFp32Bytes;
 }
 
+// Forward: pred (act dtype) at the top, its fp32 copy above it, the log-probabilities above that; the
+// copy and, after "del pred", pred are freed and coalesce. The backward's dense fp32 gradient of the
+// log-probabilities takes the bottom of that hole, and the fp32 dlogits, larger than what is left,
+// extends the segment (c10/cuda/CUDACachingAllocator.cpp: best fit among free blocks, else map more).
+double eager_loss_hole_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  if (s.fused_loss || d.e >= kFp32Bytes) return 0;
+  return d.tokens * static_cast<double>(m.vocab) / d.tp * d.e;
+}
+
 // Matmul inputs: the QKV input and the MLP input (norm region, sharded by SP), the out-projection
 // input (q / t) and the down-projection input (ffn / t); output gradients: QKV (q + 2kv) / t, the
 // out-projection and down-projection outputs (h, sharded by SP), up and gate (ffn / t each, gate only
