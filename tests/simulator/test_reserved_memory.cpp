@@ -75,3 +75,24 @@ TEST_CASE("validate reports a reserved-memory source's runs in reserved bytes, a
 }
 
 }  // namespace fsdpx
+
+namespace fsdpx {
+
+// Issue 31's target on published memory: median |error| <= 5%, none under-predicted by more than 10%
+// (configs/validation/published_memory_runs.json: torchtitan's 128-GPU runs, which report reserved bytes).
+TEST_CASE("published reserved-memory runs: median within 5%, none more than 10% under") {
+  const ValidationCaseFile f =
+      load_validation_cases(std::string(FSDPX_CONFIG_DIR_FOR_TESTS) + "/validation/published_memory_runs.json");
+  const ValidationReport rep = run_validation(f);
+  std::vector<double> errors;
+  for (const CaseResult& r : rep.cases) {
+    REQUIRE(r.memory_error_pct.has_value());
+    CHECK(r.predicted->peak_memory_metric == "reserved");
+    CHECK_MESSAGE(*r.memory_error_pct >= -10.0, r.id);
+    errors.push_back(*r.memory_error_pct);
+  }
+  REQUIRE(errors.size() >= 2);
+  CHECK(error_stats(errors).median_abs_pct <= 5.0);
+}
+
+}  // namespace fsdpx
