@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "simulator/reserved_memory.h"
 #include "simulator/simulate.h"
 
 namespace fsdpx {
@@ -103,6 +104,8 @@ MemoryExplanation explain_memory(const Plan& plan) {
   const Simulation sim = simulate(plan);
   e.peak_bytes = sim.peak_memory_total_bytes;
   e.peak_by_category = sim.peak_memory_bytes;
+  e.peak_allocated_bytes = sim.peak_memory_total_bytes - sim.peak_memory_bytes[std::size_t(MemCategory::other)];
+  e.peak_reserved_bytes = reserved_memory(plan, sim).bytes;
   e.peak_op = sim.peak_memory_op;
   e.peak_stage = sim.peak_memory_stage;
   e.step_time_s = sim.step_time_s;

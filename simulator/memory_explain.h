@@ -17,14 +17,18 @@ namespace fsdpx {
 struct MemoryChange {
   std::string what;  // "recompute full on every block", "micro-batch 2 -> 1", ...
   Plan plan;
-  double peak_bytes = 0;  // simulated, with the allocator's reserve
+  double peak_bytes = 0;  // device total (core/memory_metric.h), simulated, with the allocator's reserve
   double step_time_s = 0;
   bool fits = false;      // peak_bytes <= capacity
 };
 
 struct MemoryExplanation {
   double capacity_bytes = 0;  // the GPU's memory
-  double peak_bytes = 0;      // simulated, with the allocator's reserve
+  // The peak in each metric (core/memory_metric.h): the device total is what `fits` and the changes
+  // compare with capacity; allocated and reserved are PyTorch's figures at the same moment.
+  double peak_bytes = 0;            // device total, simulated, with the allocator's reserve
+  double peak_allocated_bytes = 0;  // live tensors (the device total less "other")
+  double peak_reserved_bytes = 0;   // the caching allocator's segments (simulator/reserved_memory.h)
   std::array<double, kMemCategoryCount> peak_by_category{};
   std::string peak_op;        // e.g. "bwd.s33.mb1"
   int peak_micro_batch = -1;  // -1: an op of no micro-batch (the optimizer step, a reduction)

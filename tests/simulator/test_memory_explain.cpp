@@ -26,6 +26,11 @@ TEST_CASE("explain_memory names the peak of an out-of-memory plan and a change t
   CHECK(again.peak_memory_total_bytes <= e.capacity_bytes);
   CHECK(again.peak_memory_total_bytes == doctest::Approx(best.peak_bytes));
   for (const MemoryChange& c : e.changes) CHECK(c.fits == (c.peak_bytes <= e.capacity_bytes));
+  // The peak in PyTorch's metrics at the same moment: allocated < reserved (the allocator's pools and the
+  // eager loss's hole) and allocated < the device total (context, NCCL buffers, headroom).
+  CHECK(e.peak_allocated_bytes > 0);
+  CHECK(e.peak_allocated_bytes < e.peak_reserved_bytes);
+  CHECK(e.peak_allocated_bytes < e.peak_bytes);
 }
 
 TEST_CASE("explain_memory offers nothing that does not apply") {
