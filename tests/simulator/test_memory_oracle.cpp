@@ -25,9 +25,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-// The issue's targets are not met yet (docs/validation.md, "Peak memory against PyTorch's FSDP2 memory
-// tracker": the head's post-backward moments are over-predicted): the case reports and may fail until they
-// are; remove may_fail() then.
+// The median target is met; the under-prediction bound is not (docs/validation.md, "Peak memory against
+// PyTorch's FSDP2 memory tracker": the tracker keeps the head's all-gather output alive at its
+// post-backward in some fixtures, which FSDP2's source does not explain): the case reports and may fail
+// until it is; remove may_fail() then.
 TEST_CASE("simulated peak allocated bytes agree with FSDP2's memory tracker" * doctest::may_fail()) {
   const std::vector<OracleCase> cases = load_oracle_cases(kFixtures);
   const std::vector<OracleComparison> rows = compare_with_oracle(cases);
