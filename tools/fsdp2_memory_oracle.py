@@ -290,10 +290,62 @@ def peak_moment(tracker, peak_total):
     return {"module": best[1], "phase": best[2]}
 
 
+def grouped_tracker_class():
+    """FSDPMemTracker, keeping FSDP2's group hooks for fully_shard([norm, output]).
+
+    The tracker (torch/distributed/_tools/fsdp2_mem_tracker.py, _instrument_fsdp_module) removes each
+    FSDP state's forward hooks and puts a pre- and a post-forward hook on every module. For a grouped
+    state that replaces FSDP2's _register_group_forward_hooks (_fsdp_state.py), whose post-forward runs
+    once, when the group's last module is done: under the tracker it ran after the norm and again after
+    the output, registered two pre- and post-backward hooks, and the backward resharded the head after
+    the output's gradient, reduce-scattered it and all-gathered the head again for the norm's backward,
+    which a run without the tracker does not do. Here a grouped state gets the tracker's wrappers through
+    FSDP2's group registration; single-module states keep the tracker's own hooks.
+    """
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.fsdp import FSDPModule
+    from torch.distributed.fsdp._fully_shard._fsdp_state import _register_group_forward_hooks
+
+    class GroupedFSDPMemTracker(FSDPMemTracker):
+        def _instrument_fsdp_module(self):
+            super()._instrument_fsdp_module()
+            seen = set()
+            for module in self._root_mod.modules():
+                if not isinstance(module, FSDPModule):
+                    continue
+                state = module._get_fsdp_state()
+                group = state._modules
+                if len(group) < 2 or id(state) in seen or state._fsdp_param_group is None:
+                    continue
+                seen.add(id(state))
+                for m in group:  # the tracker's per-module forward hooks on this group
+                    for hooks in (m._forward_pre_hooks, m._forward_hooks):
+                        # The tracker's wrappers are functools.wraps of the state's bound hooks.
+                        ours = (state._pre_forward, state._post_forward)
+                        for key in [k for k, f in hooks.items() if getattr(f, "__wrapped__", None) in ours]:
+                            del hooks[key]
+                            m._forward_hooks_with_kwargs.pop(key, None)
+                            m._forward_hooks_always_called.pop(key, None)
+                            m._forward_pre_hooks_with_kwargs.pop(key, None)
+                handle = _register_group_forward_hooks(
+                    group, self._fsdp_state_pre_forward(group[0], state._pre_forward),
+                    self._fsdp_state_post_forward(group[0], state._post_forward),
+                    state._modules_to_run_forward, state._cast_output_dtype)
+                state._pre_forward_hook_handle = state._post_forward_hook_handle = handle
+                # The tracker wrapped the group's backward hooks once per module; keep one wrap, the
+                # first module's, whose statistics the forward wrappers above create.
+                pg, saved = state._fsdp_param_group, self._fsdp_mod_to_saved_methods[group[0]]
+                pg.pre_backward = self._fsdp_param_group_pre_backward(group[0], saved.pre_backward)
+                pg.post_backward = self._fsdp_param_group_post_backward(group[0], saved.post_backward)
+                for m in group[1:]:
+                    self._fsdp_mod_to_saved_methods[m] = saved
+
+    return GroupedFSDPMemTracker
+
+
 def run_config(cfg, device):
     import torch.distributed as dist
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     c = shape_of(cfg)
@@ -314,7 +366,7 @@ def run_config(cfg, device):
         shape = (cfg["micro_batch"], cfg["seq"])
         tokens = torch.randint(0, c["vocab"], shape, device=device)
         labels = torch.randint(0, c["vocab"], shape, device=device)
-        tracker = FSDPMemTracker(mod=model, optm=opt)
+        tracker = grouped_tracker_class()(mod=model, optm=opt)
         tracker.track_inputs((tokens, labels))
         from torch.distributed.tensor.parallel import loss_parallel
         # The optimizer state a first step creates (AdamW's step, exp_avg, exp_avg_sq), from one step on
