@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
+#include "core/memory_metric.h"
 #include "core/plan.h"
 
 namespace fsdpx {
@@ -269,6 +270,8 @@ PredictedMetrics parse_predicted(JsonObject o) {
   m.mfu = get("mfu");
   m.exposed_comm_s = get("exposed_comm_s");
   m.peak_memory_bytes = get("peak_memory_bytes");
+  // The peak fsdpx plans predict is the device total (core/memory_metric.h); older plans omit the name.
+  if (o.has("peak_memory_metric")) o.choice("peak_memory_metric", {memory_metric::kDevice});
   o.finish();
   return m;
 }
@@ -403,7 +406,8 @@ nlohmann::json plan_to_json(const Plan& p) {
                       {"tokens_per_s_per_gpu", p.predicted->tokens_per_s_per_gpu},
                       {"mfu", p.predicted->mfu},
                       {"exposed_comm_s", p.predicted->exposed_comm_s},
-                      {"peak_memory_bytes", p.predicted->peak_memory_bytes}};
+                      {"peak_memory_bytes", p.predicted->peak_memory_bytes},
+                      {"peak_memory_metric", std::string(memory_metric::kDevice)}};
   if (p.planner)
     j["planner"] = {{"target", p.planner->target},
                     {"memory_capacity_bytes", p.planner->memory_capacity_bytes},

@@ -59,9 +59,12 @@ double norm_region_bytes(const ModelSpec& m, const Dims& d, const ActivationShap
 
 // MLP tensors inside the TP region, bytes per token. GELU / squared-ReLU: the activation's input
 // and output (fc2 input): 2·ffn, i.e. Korthikanti's 8sbh + 8sbh at ffn = 4h. SwiGLU: gate output,
-// up output and their product (down-proj input): 3·ffn.
-double mlp_inner_bytes(const ModelSpec& m, const Dims& d) {
-  const double tensors = m.ffn_kind == FfnKind::swiglu ? 3 : 2;
+// up output and their product (down-proj input): 3·ffn. Eager silu(w1 x) * (w3 x) also keeps silu's
+// output: SiluBackward saves its input and MulBackward both factors (pytorch/pytorch
+// tools/autograd/derivatives.yaml, "silu" and "mul.Tensor"), so 4·ffn.
+double mlp_inner_bytes(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
+  const bool swiglu = m.ffn_kind == FfnKind::swiglu;
+  const double tensors = swiglu ? (s.eager_swiglu ? 4 : 3) : 2;
   return tensors * d.ffn * d.e / d.tp;
 }
 
@@ -125,7 +128,7 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
   const Dims d = dims(m, s);
   if (r == Recompute::full) return d.tokens * d.h * d.e / d.norm_div;
   if (r == Recompute::selective_op) return d.tokens * op_sac_bytes_per_token(m, d, s);
-  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d) +
+  double per_token = norm_region_bytes(m, d, s) + attention_linear_bytes(d, s) + mlp_inner_bytes(m, d, s) +
                      eager_extra_bytes_per_token(d, s);
   if (r == Recompute::none) per_token += attention_score_bytes(d, s);
   return d.tokens * per_token;
@@ -139,7 +142,7 @@ double block_activation_bytes(const ModelSpec& m, const ActivationShape& s, Reco
 double block_backward_working_bytes(const ModelSpec& m, const ActivationShape& s) {
   const Dims d = dims(m, s);
   const double residual = 2 * d.h * d.e / d.norm_div;
-  const double mlp = mlp_inner_bytes(m, d);
+  const double mlp = mlp_inner_bytes(m, d, s);
   double attn = (d.q + 2 * d.kv) * d.e / d.tp;
   if (!s.flash_attention) attn += 2 * d.heads * d.seq_full * d.e / d.tp;
   const double grads = d.tokens * (residual + (mlp > attn ? mlp : attn));
@@ -186,6 +189,16 @@ double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& 
   const double vocab_local = static_cast<double>(m.vocab) / d.tp;
   if (s.fused_loss) return d.tokens * vocab_local * d.e;
   return d.tokens * vocab_local * 2 * kFp32Bytes;
+}
+
+// Forward: pred (act dtype) at the top, its fp32 copy above it, the log-probabilities above that; the
+// copy and, after "del pred", pred are freed and coalesce. The backward's dense fp32 gradient of the
+// log-probabilities takes the bottom of that hole, and the fp32 dlogits, larger than what is left,
+// extends the segment (c10/cuda/CUDACachingAllocator.cpp: best fit among free blocks, else map more).
+double eager_loss_hole_bytes(const ModelSpec& m, const ActivationShape& s) {
+  const Dims d = dims(m, s);
+  if (s.fused_loss || d.e >= kFp32Bytes) return 0;
+  return d.tokens * static_cast<double>(m.vocab) / d.tp * d.e;
 }
 
 // Matmul inputs: the QKV input and the MLP input (norm region, sharded by SP), the out-projection

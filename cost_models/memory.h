@@ -67,6 +67,7 @@ struct ActivationShape {
   bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
   bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
   bool compiled = false;         // torch.compile: only what the backward graph reads is saved
+  bool eager_swiglu = false;     // silu(w1 x) * w3 x as eager ops: silu's output is saved as well
 };
 
 // Bytes one block saves for its backward pass on one rank.
@@ -81,6 +82,11 @@ double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& s);
 double final_norm_activation_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_bytes(const ModelSpec& m, const ActivationShape& s);
 double logits_backward_working_bytes(const ModelSpec& m, const ActivationShape& s);
+// The logits in the activation dtype that the eager loss upcasts to fp32 and frees before the backward
+// (torchtitan's cross_entropy on pred.float(), then "del pred"): a hole below the log-probabilities that
+// the fp32 gradients of the loss backward are too large to reuse (cost_models/caching_allocator.h). 0
+// for a fused loss or fp32 logits.
+double eager_loss_hole_bytes(const ModelSpec& m, const ActivationShape& s);
 
 // What a weight-gradient pass needs when it runs apart from the input-gradient pass (ZB's W, Qi et al.
 // 2023 §2, Table 1: a block's M_W = 32·sbh for GPT): the inputs of the module's matmuls and the

@@ -32,6 +32,12 @@ enum class OptimizerImpl {
   foreach,  // torch.optim.AdamW(foreach=True) or a per-parameter loop: one pass per elementwise op
 };
 
+// Sharded gradients that exist only from a unit's first reduction of the step: FSDP2's foreach_reduce
+// assigns the reduce-scatter output as the sharded .grad (pytorch/pytorch torch/distributed/fsdp/
+// _fully_shard/_fsdp_collectives.py) and optimizer.zero_grad() drops it after the step (torch/optim/
+// optimizer.py, set_to_none=True by default; torchtitan's OptimizersContainer.zero_grad calls it).
+inline bool sharded_grads_from_reduction(FsdpImpl f) { return f == FsdpImpl::fsdp2; }
+
 struct StackCosts {
   NormImpl norm = NormImpl::fused;
   RopeImpl rope = RopeImpl::fused;

@@ -23,6 +23,9 @@ Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrappin
   m.compute_s = sim.compute_busy_s;
   m.compute_floor_s = sim.compute_floor_s;
   m.exposed_comm_s = std::max(0.0, sim.step_time_s - sim.compute_busy_s);
+  // The capacity check uses the device total (core/memory_metric.h "device": allocated, the allocator's
+  // headroom standing for reserved less allocated, the CUDA context and NCCL's buffers), since reserved
+  // bytes plus what the allocator does not own are what must fit under the GPU's memory.
   m.peak_memory_bytes = sim.peak_memory_total_bytes;
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
     m.peak_memory_by_category_bytes[i] = sim.peak_memory_bytes[i];

@@ -13,6 +13,7 @@
 #include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
+#include "cost_models/stack_costs.h"
 #include "program/lower.h"
 #include "program/pipeline_schedule.h"
 #include "program/segment_work.h"
@@ -149,6 +150,11 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double
                   : is_sharded(placement.params)
                       ? fsdp2_state_bytes(total, par.dp_shard, policy).total()
                       : model_state_bytes(total, sharding_mode(placement), par.dp_shard, policy).total();
+  // FSDP2's sharded gradients appear with the first reduce-scatter (program/lower_units.cpp reduce),
+  // after the last forward op of a one-micro-batch step: left out.
+  if (!plan.lora && is_sharded(placement.params) &&
+      sharded_grads_from_reduction(stack_costs(plan.framework, plan.compiled).fsdp))
+    b.state_bytes -= fsdp2_state_bytes(total, par.dp_shard, policy).grads;
   // Communicators the lowering always creates (reshard groups would only add); pipelines add the
   // neighbour and first/last-stage groups.
   const int communicators =

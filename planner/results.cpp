@@ -84,7 +84,7 @@ std::string lost_because(const Candidate& c, const Candidate& chosen, const Plan
   const auto& m = c.metrics;
   const auto& b = chosen.metrics;
   if (!c.fits)
-    return fmt::format("out of memory: peak {} > {} (capacity {} less the {} margin)", gib_text(m.peak_memory_bytes),
+    return fmt::format("out of memory: device peak {} > {} (capacity {} less the {} margin)", gib_text(m.peak_memory_bytes),
                        gib_text(res.memory_limit_bytes), gib_text(res.memory_capacity_bytes),
                        gib_text(res.memory_margin_bytes));
   const double rel = m.tokens_per_s_per_gpu / b.tokens_per_s_per_gpu - 1.0;

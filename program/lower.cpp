@@ -238,7 +238,7 @@ void Lowerer::resident_memory() {
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   auto& resident = prog_.roles[std::size_t(role_)].resident;
   resident.push_back({MemCategory::params, state.params});
-  resident.push_back({MemCategory::grads, state.grads});
+  resident.push_back({MemCategory::grads, grads_from_reduction() ? 0.0 : state.grads});
   resident.push_back({MemCategory::optimizer, state.optimizer});
   resident.push_back({MemCategory::other, fixed.cuda_context + fixed.nccl_buffers});
 }

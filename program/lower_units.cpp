@@ -5,9 +5,12 @@
 // parallelism a backward keeps the parameters until the unit's last micro-batch (torch.distributed.
 // pipelining, stage.py backward_maybe_with_nosync: set_reshard_after_backward(False) until the last
 // backward), and ZB's weight pass (W) produces the gradients that get reduced.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "cost_models/stack_costs.h"
 #include "program/lowering.h"
 
 namespace fsdpx::lowering {
@@ -77,6 +80,11 @@ int Lowerer::work_set(int seg, WorkKind kind) {
   const int id = int(prog_.work_sets.size()) - 1;
   work_cache_[key] = id;
   return id;
+}
+
+bool Lowerer::grads_from_reduction() const {
+  return !plan_.lora && is_sharded(placement_.params) &&
+         sharded_grads_from_reduction(stack_costs(plan_.framework, plan_.compiled).fsdp);
 }
 
 // 0: keep unsharded until backward; 1: reshard fully; g: keep a copy sharded over g ranks.
@@ -180,15 +188,27 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
   // the param dtype under PyTorch FSDP; one reduce-dtype buffer in fsdpx's units); without reduction
   // this micro-batch they stay until the reducing one (no_sync). DDP / ZeRO-1 keep full gradients
   // resident. Under ZB the weight pass writes the gradients (weight_segment).
+  double grads_now = 0;
   if (!split && sharded && first_use && !us.grads_live && !plan_.lora) {
-    op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
+    grads_now = params_[std::size_t(u)] * autograd_grad_bytes_;
+    op.alloc_at_start.push_back({MemCategory::transient, grads_now});
     us.grads_live = true;
   }
-  op.alloc_at_start.push_back({MemCategory::transient, mem.backward_working_bytes});
+  // PyTorch's autograd runs the loss backward first (nll_loss and log_softmax backward) and frees its
+  // fp32 tensors before it reaches the head's matmul, whose weight gradient comes next: the op's high is
+  // the larger of the two moments, not their sum. fsdpx's flat units hold their gradient buffer throughout.
+  const bool autograd = stack_costs(plan_.framework, plan_.compiled).fsdp != FsdpImpl::flat;
+  const double autograd_grads = autograd ? grads_now : 0;
+  const double working = std::max(mem.backward_working_bytes, mem.loss_backward_bytes - autograd_grads);
+  op.alloc_at_start.push_back({MemCategory::transient, working});
   if (split) op.alloc_at_start.push_back({MemCategory::activations, mem.weight_pass_bytes});
-  op.free_at_end.push_back({MemCategory::transient, mem.backward_working_bytes});
+  op.free_at_end.push_back({MemCategory::transient, working});
   op.free_at_end.push_back({MemCategory::activations, mem.saved_activation_bytes});
   const bool last_use = s == first_forward_segment_[std::size_t(u)];
+  if (!split && last_use && reduce_now && rs_input_pending_bytes_ > 0) {
+    op.free_at_end.push_back({MemCategory::transient, rs_input_pending_bytes_});
+    rs_input_pending_bytes_ = 0;
+  }
   const bool releases = sharded && last_use && (plan_.parallelism.pp == 1 || last_micro_batch(mb));
   if (releases) {
     op.release_params = true;  // reshard after backward
@@ -222,6 +242,39 @@ void Lowerer::weight_segment(int s, int mb) {
   if (s == first_forward_segment_[std::size_t(u)] && reduce_now) reduce(u, mb, id);
 }
 
+// Memory of a reduce-scatter of sharded parameters' gradients (PyTorch FSDP: autograd's gradients, in
+// the param dtype, are copied, widening, into the reduce-scatter input; fsdpx's units hold one
+// reduce-dtype buffer).
+void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes) {
+  const double autograd_bytes = params_[std::size_t(unit)] * autograd_grad_bytes_;
+  // FSDP2 frees autograd's gradients as soon as they are copied into the reduce-scatter input
+  // (_fsdp_collectives.py foreach_reduce: unsharded_grads cleared after foreach_reduce_scatter_copy_in):
+  // the input takes their place at the collective's start.
+  const bool freed_at_copy = autograd_grad_bytes_ != rb_ && grads_from_reduction();
+  if (freed_at_copy)
+    op.alloc_at_start.push_back({MemCategory::transient, grad_bytes - autograd_bytes});
+  else if (autograd_grad_bytes_ != rb_)
+    op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
+  // The reduce-scatter's output becomes the unit's sharded gradient (in the sharded parameter's dtype);
+  // later micro-batches accumulate into it.
+  const bool first = plan_.reduce_grads == ReduceGrads::last_micro_batch || mb == 0;
+  if (first && grads_from_reduction()) {
+    const PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
+    op.alloc_at_start.push_back(
+        {MemCategory::grads, fsdp2_state_bytes(params_[std::size_t(unit)], plan_.parallelism.dp_shard, policy).grads});
+  }
+  // FSDP2 without pipelining: the widened input outlives the collective until the next unit's
+  // post-backward (rs_input_pending_bytes_); the backward's last reduction frees it in the final callback.
+  const bool kept = autograd_grad_bytes_ != rb_ && grads_from_reduction() && plan_.parallelism.pp == 1 &&
+                    unit != segs_.front().unit;
+  if (kept)
+    rs_input_pending_bytes_ += grad_bytes;
+  else
+    op.free_at_end.push_back({MemCategory::transient, grad_bytes});
+  if (autograd_grad_bytes_ != rb_ && !freed_at_copy) op.free_at_end.push_back({MemCategory::transient, autograd_bytes});
+  units_[std::size_t(unit)].grads_live = false;
+}
+
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
 // ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
 // cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
@@ -243,15 +296,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   Op op = collective_op(fmt::format("rs.u{}.mb{}", unit, mb), OpKind::reduce_scatter, Payload::grads, unit, mb,
                         grad_bytes, shard_group_);
   op.deps.push_back(after_op);
-  if (is_sharded(place.params)) {
-    // PyTorch FSDP: autograd's gradients (param dtype) are copied, widening, into the reduce-scatter
-    // input, and both are gone when the reduce-scatter ends; fsdpx's units hold one reduce-dtype buffer.
-    if (autograd_grad_bytes_ != rb_) op.alloc_at_start.push_back({MemCategory::transient, grad_bytes});
-    op.free_at_end.push_back({MemCategory::transient, grad_bytes});
-    if (autograd_grad_bytes_ != rb_)
-      op.free_at_end.push_back({MemCategory::transient, params_[std::size_t(unit)] * autograd_grad_bytes_});
-    us.grads_live = false;
-  }
+  if (is_sharded(place.params)) reduce_scatter_memory(op, unit, mb, grad_bytes);
   const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
   op.completes_reduction = !across_replicas;
   us.reduced_op = add_op(std::move(op));

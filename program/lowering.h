@@ -60,6 +60,10 @@ class Lowerer {
   int add_op(Op op);
   int work_set(int seg, WorkKind kind);
   int reshard_ranks(int unit) const;
+  // FSDP2 (cost_models/stack_costs.h sharded_grads_from_reduction): the sharded gradients are no
+  // resident state but appear with each unit's first reduce-scatter of the step.
+  bool grads_from_reduction() const;
+  void reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes);
   bool sharded_params(int unit) const { return is_sharded(prog_.units[std::size_t(unit)].placement.params); }
   bool last_micro_batch(int mb) const { return mb + 1 == micro_batches_; }
   void gather(int unit, int mb, bool backward);
@@ -108,6 +112,11 @@ class Lowerer {
   // the next one (_fsdp_param_group.py, comm_ctx.reduce_scatter_state): compute issued after a
   // reduce-scatter waits for the one before it. -1 until two reduce-scatters have been issued.
   int last_rs_ = -1, rs_to_wait_ = -1;
+  // FSDP2 keeps the last reduce-scatter's input until the next unit's post-backward (pytorch/pytorch
+  // torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, post_backward: comm_ctx.reduce_scatter_states,
+  // at most reduce_scatter_max_input_buffers = 1, waited on and dropped before the next reduce) or the
+  // backward's final callback (_fsdp_state.py): bytes to free at the end of the next reducing backward op.
+  double rs_input_pending_bytes_ = 0;
   std::map<std::pair<int, int>, int> input_grad_ops_;  // (segment, micro-batch) -> its B, for its W
 };
 

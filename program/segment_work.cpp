@@ -47,6 +47,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.fused_loss = l.stack.loss == LossImpl::fused;
   a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
   a.attention_copies = l.stack.attention_copies;
+  a.eager_swiglu = l.stack.unfused_swiglu;
   a.compiled = plan.compiled;
   return a;
 }
@@ -207,7 +208,7 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
       case ModuleKind::final_norm: mem.saved_activation_bytes += final_norm_activation_bytes(plan.model, a); break;
       case ModuleKind::head:
         mem.saved_activation_bytes += logits_bytes(plan.model, a);
-        mem.backward_working_bytes = std::max(mem.backward_working_bytes, logits_backward_working_bytes(plan.model, a));
+        mem.loss_backward_bytes = logits_backward_working_bytes(plan.model, a);
         mem.weight_pass_bytes += head_weight_grad_bytes(plan.model, a);
         break;
     }

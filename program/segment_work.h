@@ -26,6 +26,9 @@ std::vector<double> unit_params(const Plan& plan);
 struct SegmentMemory {
   double saved_activation_bytes = 0;  // kept from forward to backward
   double backward_working_bytes = 0;  // alive during the backward op only
+  // The loss backward's tensors (the head's segment only): alive at the op's start, before autograd
+  // reaches any weight of the segment, and freed before its weight gradients exist.
+  double loss_backward_bytes = 0;
   double weight_pass_bytes = 0;       // kept from ZB's B to its W (the weight-gradient inputs)
 };
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "cost_models/memory.h"
+#include "simulator/reserved_memory.h"
 #include "simulator/simulate.h"
 
 namespace fsdpx {
@@ -24,22 +25,11 @@ std::optional<double> error_pct(double predicted, const std::optional<double>& m
   return (predicted - *measured) / *measured * 100.0;
 }
 
-// The peak in the source's metric: for allocator_reserved, leave out what the caching allocator does
-// not own (the resident "other": CUDA context and NCCL buffers) and add its reserve on the churn.
-double reported_peak_bytes(const Simulation& sim, MemoryMetric metric) {
+// The peak in the source's metric: the device total (nvidia-smi), or the caching allocator's peak
+// reserved bytes (simulator/reserved_memory.h).
+double reported_peak_bytes(const Plan& plan, const Simulation& sim, MemoryMetric metric) {
   if (metric == MemoryMetric::device_total) return sim.peak_memory_total_bytes;
-  double outside_bytes = 0;
-  for (const RoleProgram& role : sim.program.roles) {
-    double role_bytes = 0;
-    for (const MemEffect& e : role.resident)
-      if (e.category == MemCategory::other) role_bytes += e.bytes;
-    outside_bytes = std::max(outside_bytes, role_bytes);
-  }
-  const MemoryPeak* peak = &sim.engine.peak_by_role.front();
-  for (const MemoryPeak& p : sim.engine.peak_by_role)
-    if (p.total_bytes > peak->total_bytes) peak = &p;
-  const double allocated_bytes = std::max(0.0, peak->total_bytes - outside_bytes);
-  return allocated_bytes + allocator_headroom_bytes(churn_bytes(*peak));
+  return reserved_memory(plan, sim).bytes;
 }
 
 void collect(std::vector<double>& to, const std::optional<double>& e) {
@@ -109,7 +99,8 @@ CaseResult validate_case(const ValidationCase& c, const std::string& file) {
   PredictedRun p;
   p.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
   p.mfu_pct = sim.mfu * 100.0;
-  p.peak_memory_gib = reported_peak_bytes(sim, cp.memory_metric) / kGiB;
+  p.peak_memory_gib = reported_peak_bytes(cp.plan, sim, cp.memory_metric) / kGiB;
+  p.peak_memory_metric = cp.memory_metric == MemoryMetric::allocator_reserved ? "reserved" : "device";
   p.step_time_s = sim.step_time_s;
   r.predicted = p;
   r.tokens_error_pct = error_pct(p.tokens_per_s_per_gpu, c.measured.tokens_per_s_per_gpu);

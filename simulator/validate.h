@@ -18,6 +18,9 @@ struct PredictedRun {
   double tokens_per_s_per_gpu = 0;
   double mfu_pct = 0;  // PaLM model FLOPs (6N + 12·L·H·Q·T per token) over the dense bf16 peak
   double peak_memory_gib = 0;
+  // What peak_memory_gib predicts, the metric the case's source reports (validation_case.h MemoryMetric):
+  // "reserved" (the caching allocator's peak reserved bytes) or "device" (nvidia-smi's device total).
+  std::string peak_memory_metric;
   double step_time_s = 0;
 };
 

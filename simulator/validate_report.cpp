@@ -27,7 +27,8 @@ nlohmann::json case_json(const CaseResult& r) {
   j["source"] = r.source_key;
   if (r.predicted)
     j["predicted"] = {{"tokens_per_s_per_gpu", r.predicted->tokens_per_s_per_gpu}, {"mfu", r.predicted->mfu_pct / 100},
-                      {"peak_memory_gib", r.predicted->peak_memory_gib}, {"step_time_s", r.predicted->step_time_s}};
+                      {"peak_memory_gib", r.predicted->peak_memory_gib},
+                      {"peak_memory_metric", r.predicted->peak_memory_metric}, {"step_time_s", r.predicted->step_time_s}};
   else
     j["predicted"] = nullptr;
   const nlohmann::json mfu = r.measured.mfu_pct ? nlohmann::json(r.measured.mfu_pct.value() / 100) : nlohmann::json(nullptr);
@@ -76,7 +77,7 @@ nlohmann::json validation_json(const ValidationReport& r) {
 
 std::string validation_text(const ValidationReport& r) {
   std::vector<std::vector<std::string>> rows{{"case", "tok/s/GPU pred", "meas", "err%", "MFU% pred", "meas", "err%",
-                                              "peak GiB pred", "meas", "err%", "notes"}};
+                                              "peak GiB pred", "metric", "meas", "err%", "notes"}};
   std::string skipped;
   for (const CaseResult& c : r.cases) {
     if (c.skipped) {
@@ -89,7 +90,7 @@ std::string validation_text(const ValidationReport& r) {
     rows.push_back({c.id, fmt::format("{:.0f}", p.tokens_per_s_per_gpu), cell(c.measured.tokens_per_s_per_gpu, "{:.0f}"),
                     cell(c.tokens_error_pct, "{:+.1f}"), fmt::format("{:.1f}", p.mfu_pct), cell(c.measured.mfu_pct, "{:.1f}"),
                     cell(c.mfu_error_pct, "{:+.1f}"), fmt::format("{:.1f}", p.peak_memory_gib),
-                    cell(c.measured.peak_memory_gib, "{:.1f}"), cell(c.memory_error_pct, "{:+.1f}"), notes});
+                    p.peak_memory_metric, cell(c.measured.peak_memory_gib, "{:.1f}"), cell(c.memory_error_pct, "{:+.1f}"), notes});
   }
   std::string out = fmt::format("validation of {}: {} cases\n\n", r.file, r.cases.size()) + pad_table(rows);
   if (!skipped.empty()) out += "\nskipped (listed, not dropped):\n" + skipped;

@@ -16,6 +16,7 @@ struct ExitWith {
 void setup_estimate(CLI::App& app);
 void setup_demo(CLI::App& app);
 void setup_simulate(CLI::App& app);
+void setup_explain_memory(CLI::App& app);
 void setup_validate(CLI::App& app);
 void setup_plan(CLI::App& app);
 void setup_report(CLI::App& app);

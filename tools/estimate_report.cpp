@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/memory_metric.h"
 #include "tools/cli_options.h"
 #include "tools/format.h"
 
@@ -20,6 +21,7 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
                                {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
                                {"transient", e.memory.transient}, {"other", e.memory.other},
                                {"total", e.memory.total()}};
+  j["per_gpu_memory_metric"] = memory_metric::kDevice;  // "total" is the device total
   j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
   if (s.lora) j["lora"] = {{"settings", lora_to_json(*s.lora)}, {"adapter_params", e.adapter_params}};
   j["model_flops_per_token"] = e.model_flops_per_token;
@@ -49,7 +51,7 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
           fmt::format("  LoRA r {} alpha {} on {}: {} adapter parameters trained, the base frozen\n\n", s.lora->rank,
                       s.lora->alpha, lora_to_json(*s.lora)["targets"].dump(), billions(e.adapter_params));
   const auto& mem = e.memory;
-  out += "Per-GPU memory (analytic)\n" +
+  out += fmt::format("Per-GPU memory (analytic; total = {})\n", memory_metric::kDeviceMeaning) +
          table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},
                 {"activations", gib(mem.activations)}, {"transient (unsharded units)", gib(mem.transient)},
                 {"other (context, NCCL, allocator)", gib(mem.other)}, {"total", gib(mem.total())},

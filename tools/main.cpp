@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   fsdpx::setup_demo(app);
   fsdpx::setup_estimate(app);
   fsdpx::setup_simulate(app);
+  fsdpx::setup_explain_memory(app);
   fsdpx::setup_validate(app);
   fsdpx::setup_plan(app);
   fsdpx::setup_report(app);

@@ -253,6 +253,12 @@ TEST_CASE("recompute: string, per-block array and full_first_blocks, written com
   q.predicted = PredictedMetrics{1.25, 3120.5, 0.413, 0.0625, 7.5e10};
   q.notes = "mixed recompute";
   check_round_trip(q);
+  // The predicted peak names its metric (issue 31): the device total; any other name is an error.
+  nlohmann::json named = plan_to_json(q);
+  CHECK(named["predicted"]["peak_memory_metric"] == "device");
+  named["predicted"]["peak_memory_metric"] = "reserved";
+  check_error(error_of([&] { parse_plan(named, "metric.json"); }), "metric.json", "/predicted/peak_memory_metric",
+              "device");
   j["recompute"] = {{"full_first_blocks", 33}};
   check_error(error_of([&] { parse_plan(j, "ffb.json"); }), "ffb.json", "/recompute/full_first_blocks", "<= layers");
 }
