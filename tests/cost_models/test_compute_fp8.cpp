@@ -79,8 +79,14 @@ TEST_CASE("an fp8 GEMM reads one byte per operand element and runs at the fp8 pe
   CHECK(a->bytes == doctest::Approx(2 * (T * kk + n * kk + T * n)));
   CHECK(b->bytes == doctest::Approx(T * kk + n * kk + 2 * T * n));
   const GpuSpec g = h100_fp8();
-  const double t_bf16 = kernel_time_s(*a, g, DType::bf16), t_fp8 = kernel_time_s(*b, g, DType::bf16);
-  // Twice the peak; the efficiency read at the half-size work is lower, so the GEMM gains less than 2x.
+  // 1.9 TFLOP: past the curve's last point either way, so exactly twice as fast at twice the peak.
+  CHECK(kernel_time_s(*b, g, DType::bf16) == doctest::Approx(kernel_time_s(*a, g, DType::bf16) / 2));
+  // A 15 GFLOP GEMM: the curve is read at the work a bf16 GEMM does in the same time (half), where the
+  // efficiency is lower, so it gains less than 2x.
+  KernelWork small_bf16 = *a, small_fp8 = *b;
+  small_bf16.flops = small_fp8.flops = 15e9;
+  small_bf16.bytes = small_fp8.bytes = 0;
+  const double t_bf16 = kernel_time_s(small_bf16, g, DType::bf16), t_fp8 = kernel_time_s(small_fp8, g, DType::bf16);
   CHECK(t_fp8 < t_bf16 / 1.5);
   CHECK(t_fp8 > t_bf16 / 2.0);
 }
@@ -98,9 +104,16 @@ TEST_CASE("casts per recipe: tensorwise has amax passes, delayed scaling none, r
   CHECK(tw_amax > 0);
   CHECK(dl_amax == 0);
   CHECK(cur_amax == tw_amax);
-  // One input cast per distinct input: wq/wk/wv share theirs, w1/w3 theirs (4 inputs) + 7 weights.
-  CHECK(count_prefix(tw, "fp8_cast_attn_in") == 2);  // amax + cast
+  // One input cast (amax + cast) per distinct input: the fused qkv and mlp_up GEMMs; with torchtitan's
+  // separate projections wq/wk/wv share one, w1/w3 one.
+  CHECK(count_prefix(tw, "fp8_cast_attn_in") == 2);
   CHECK(count_prefix(tw, "fp8_cast_mlp_in") == 2);
+  LayerShape separate = shape(Fp8Settings{});
+  separate.stack.separate_projections = true;
+  const auto sep = block_kernels(m, separate, Pass::forward);
+  CHECK(count_prefix(sep, "fp8_cast_attn_in") == 2);
+  CHECK(count_prefix(sep, "fp8_cast_mlp_in") == 2);
+  CHECK(count_prefix(sep, "fp8_cast_wk_weight") == 2);
   const auto tw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::weight_grad);
   const auto rw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::rowwise, false}), Pass::weight_grad);
   CHECK(count_prefix(tw_dw, "fp8_") == 0);  // compiled casts wrote both layouts in forward and input-grad
@@ -111,8 +124,8 @@ TEST_CASE("fp8 all-gather removes the forward weight casts; eager casts cost mor
   const ModelSpec m = test::llama31_8b();
   const auto no_ag = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::forward);
   const auto ag = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, true}), Pass::forward);
-  CHECK(count_prefix(no_ag, "fp8_cast_wq_weight") > 0);
-  CHECK(count_prefix(ag, "fp8_cast_wq_weight") == 0);
+  CHECK(count_prefix(no_ag, "fp8_cast_qkv_weight") > 0);
+  CHECK(count_prefix(ag, "fp8_cast_qkv_weight") == 0);
   LayerShape eager = shape(Fp8Settings{});
   eager.fp8_fused_casts = false;
   const GpuSpec g = h100_fp8();
@@ -130,8 +143,8 @@ TEST_CASE("Transformer Engine casts a weight once per step: a share per micro-ba
   LayerShape four = one;
   four.fp8_weight_casts_per_micro_batch = 0.25;
   double b1 = 0, b4 = 0;
-  for (const KernelWork& k : block_kernels(m, one, Pass::forward)) if (k.name == "fp8_cast_wq_weight_cast") b1 = k.bytes;
-  for (const KernelWork& k : block_kernels(m, four, Pass::forward)) if (k.name == "fp8_cast_wq_weight_cast") b4 = k.bytes;
+  for (const KernelWork& k : block_kernels(m, one, Pass::forward)) if (k.name == "fp8_cast_qkv_weight_cast") b1 = k.bytes;
+  for (const KernelWork& k : block_kernels(m, four, Pass::forward)) if (k.name == "fp8_cast_qkv_weight_cast") b4 = k.bytes;
   CHECK(b1 > 0);
   CHECK(b4 == doctest::Approx(b1 / 4));
 }
