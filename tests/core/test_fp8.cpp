@@ -9,6 +9,7 @@
 #include "core/backend_capabilities.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
+#include "tests/support/plan_errors.h"
 
 namespace fsdpx {
 namespace {
@@ -24,22 +25,8 @@ nlohmann::json fp8_plan(const nlohmann::json& fp8, bool fp8_peak = true) {
   return j;
 }
 
-std::string error_of(const nlohmann::json& j) {
-  try {
-    parse_plan(j, "edited.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void check_error(const nlohmann::json& j, const std::string& path, const std::string& what) {
-  const std::string msg = error_of(j);
-  INFO("message: " << msg);
-  CHECK(msg.find("edited.json: " + path + ":") != std::string::npos);
-  CHECK(msg.find(what) != std::string::npos);
-  CHECK(msg.find('\n') == std::string::npos);
-}
+using test::check_plan_error;
+using test::plan_error_of;
 
 TEST_CASE("fp8: absent means none; scaling names round trip") {
   CHECK_FALSE(parse_plan(load_json_file(kSample), "s.json").fp8.has_value());
@@ -67,14 +54,14 @@ TEST_CASE("fp8: round trip through plan_to_json") {
 }
 
 TEST_CASE("fp8: input errors name the file and path") {
-  check_error(fp8_plan({{"scaling", "tensorwise"}}, false), "/fp8", "no fp8 tensor-core peak");
-  check_error(fp8_plan({{"scaling", "rowwise"}, {"all_gather", true}}), "/fp8/all_gather", "tensorwise");
-  check_error(fp8_plan({{"scaling", "mx"}}), "/fp8/scaling", "tensorwise");
-  check_error(fp8_plan({{"scaling", "tensorwise"}, {"amax_history", 16}}), "/fp8/amax_history", "unknown key");
-  check_error(fp8_plan(nlohmann::json::object()), "/fp8/scaling", "missing");
+  check_plan_error(fp8_plan({{"scaling", "tensorwise"}}, false), "/fp8", "no fp8 tensor-core peak");
+  check_plan_error(fp8_plan({{"scaling", "rowwise"}, {"all_gather", true}}), "/fp8/all_gather", "tensorwise");
+  check_plan_error(fp8_plan({{"scaling", "mx"}}), "/fp8/scaling", "tensorwise");
+  check_plan_error(fp8_plan({{"scaling", "tensorwise"}, {"amax_history", 16}}), "/fp8/amax_history", "unknown key");
+  check_plan_error(fp8_plan(nlohmann::json::object()), "/fp8/scaling", "missing");
   nlohmann::json fp16 = fp8_plan({{"scaling", "tensorwise"}});
   fp16["mixed_precision"]["param_dtype"] = "fp16";
-  check_error(fp16, "/fp8", "bf16");
+  check_plan_error(fp16, "/fp8", "bf16");
 }
 
 TEST_CASE("fp8: no executor backend trains with fp8 yet; the gap names /fp8/scaling") {
