@@ -158,6 +158,9 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
                                                     plan.training.dropout)});
   if (plan.lora && !caps.lora)
     out.push_back({"/lora", fmt::format("the {} runtime does not run LoRA", caps.name)});
+  if (plan.fp8 && std::find(caps.fp8_scalings.begin(), caps.fp8_scalings.end(), plan.fp8->scaling) == caps.fp8_scalings.end())
+    out.push_back({"/fp8/scaling", fmt::format("the {} runtime does not train with fp8 scaling \"{}\"", caps.name,
+                                               fp8_scaling_name(plan.fp8->scaling))});
   if (plan.lora && plan.lora->dropout > 0 && !caps.dropout)
     out.push_back({"/lora/dropout", fmt::format("the {} runtime implements no adapter dropout (got {}); the simulator "
                                                 "and planner accept it", caps.name, plan.lora->dropout)});

@@ -32,6 +32,7 @@ struct BackendCapabilities {
   std::vector<PipelineSchedule> pipeline_schedules;
   bool lora = false;
   bool dropout = false;  // attention/MLP/embedding dropout and LoRA's adapter dropout
+  std::vector<Fp8Scaling> fp8_scalings;  // fp8 recipes it trains with (core/fp8.h); empty: none
 };
 
 // Every backend, in ExecutorDevice order; backend_capabilities(d) is its row.

@@ -15,6 +15,7 @@
 #include "core/attention_kernel.h"
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/framework.h"
 #include "core/lora.h"
 #include "core/loss_scale.h"
@@ -53,6 +54,7 @@ struct Plan {
   std::vector<RecomputeMode> recompute;  // one per block
   MixedPrecision precision;
   std::optional<LossScaleSettings> loss_scale;  // fp16 only (core/loss_scale.h); absent: no loss scaling
+  std::optional<Fp8Settings> fp8;  // fp8 linear GEMMs (core/fp8.h); absent: bf16 throughout
   OptimizerSettings optimizer;
   ReduceGrads reduce_grads = ReduceGrads::every_micro_batch;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  // the training stack's kernel family

@@ -359,6 +359,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.recompute = parse_recompute(o, p.model.layers);
   if (auto mp = o.optional_object("mixed_precision")) p.precision = parse_precision(*mp);
   if (auto ls = o.optional_object("loss_scale")) p.loss_scale = parse_loss_scale(*ls);
+  if (auto f8 = o.optional_object("fp8")) p.fp8 = parse_fp8_settings(*f8);
   if (auto opt = o.optional_object("optimizer")) p.optimizer = parse_optimizer(*opt);
   p.reduce_grads = enum_of(o, "reduce_grads", kReduceGrads, reduce_grads_name, ReduceGrads::every_micro_batch);
   p.attention_kernel =
@@ -417,6 +418,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (p.lora) j["lora"] = lora_to_json(*p.lora);
   if (p.loss_scale) j["loss_scale"] = loss_scale_to_json(*p.loss_scale);
+  if (p.fp8) j["fp8"] = fp8_settings_to_json(*p.fp8);
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0
   if (p.parallelism.pp > 1) j["training"]["micro_batches"] = p.grad_accum();
   return j;

@@ -306,6 +306,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_settings(c);
   check_optimizer(c);
   check_loss_scale(p, file);
+  check_fp8(p, file);
   check_framework(c);
   validate_lora(p, file);
 }

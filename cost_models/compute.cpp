@@ -50,6 +50,9 @@ KernelWork gemm(std::string name, double m, double n, double k, double elem_byte
   w.bytes = (m * k + k * n + m * n) * elem_bytes;
   w.matmul = true;
   w.min_dim = std::min({m, n, k});
+  w.rows = m;
+  w.out_features = n;
+  w.in_features = k;
   return w;
 }
 
@@ -131,6 +134,19 @@ double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu) {
   return flops / gemm_shape_factor(min_dim, gpu);
 }
 
+namespace {
+
+// The efficiency curves are read at work sizes of the compute dtype; an fp8 GEMM is read at the work a
+// `compute_dtype` GEMM does in the same time (flops x peak(compute) / peak(fp8)): the curve models the
+// fixed per-GEMM costs (launch, prologue, tail wave), which take a time, not a number of FLOPs.
+// Assumption: no published achievable-fp8 curve; the bf16 fractions of peak apply to fp8 (issue 33).
+double matmul_size_scale(const GpuSpec& gpu, DType gemm_dtype, DType compute_dtype) {
+  if (gemm_dtype == compute_dtype) return 1.0;
+  return gpu.peak(compute_dtype) / gpu.peak(gemm_dtype);
+}
+
+}  // namespace
+
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
   double time_s = 0;
   if (k.flops > 0) {
@@ -141,9 +157,10 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
       time_s = k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff);
     } else if (k.matmul) {
       const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
-      const double eff = gpu.matmul_efficiency.at(executed);
+      const DType dt = k.fp8 ? DType::fp8 : compute_dtype;
+      const double eff = gpu.matmul_efficiency.at(executed * matmul_size_scale(gpu, dt, compute_dtype));
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
-      time_s = executed / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff);
+      time_s = executed / (gpu.peak(dt) * gpu.clock_factor() * eff);
     } else {
       FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
       time_s = k.flops / (gpu.vector_flops_per_s * gpu.clock_factor());

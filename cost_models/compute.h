@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/attention_kernel.h"
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/gpu_spec.h"
 #include "core/model_spec.h"
 #include "cost_models/stack_costs.h"
@@ -32,6 +34,13 @@ struct LayerShape {
   AttentionKernel attention_kernel = AttentionKernel::flash2;
   bool dropout = false;  // attention dropout (Plan::training.dropout > 0); costed on the unfused path only
   StackCosts stack;      // how the training stack implements norms, RoPE, SwiGLU, layouts and the loss
+  // fp8 recipe of the blocks' linear GEMMs (core/fp8.h); nullopt: bf16. `fp8_fused_casts`: the casts run
+  // as fused kernels (Transformer Engine, or torchao under torch.compile) rather than eager PyTorch ops.
+  // `fp8_weight_casts_per_micro_batch`: Transformer Engine casts a weight once per step and reuses it
+  // across micro-batches (1 / micro-batches); torchao casts it in every forward (1).
+  std::optional<Fp8Settings> fp8;
+  bool fp8_fused_casts = true;
+  double fp8_weight_casts_per_micro_batch = 1;
 };
 
 // One kernel's work on one rank.
@@ -48,6 +57,9 @@ struct KernelWork {
   // GEMMs: the smallest of m, n, k. Small dimensions fill tensor-core tiles and the K-loop pipeline
   // poorly, so efficiency also depends on it (GpuSpec::matmul_half_efficiency_dim).
   double min_dim = 0;
+  // GEMMs: rows (tokens), output features and input features of the layer (the forward's m, n, k).
+  double rows = 0, out_features = 0, in_features = 0;
+  bool fp8 = false;  // runs at the GPU's fp8 peak (fp8 operands; cost_models/compute_fp8.cpp)
 };
 
 std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p);

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "cost_models/compute.h"
+#include "cost_models/compute_fp8.h"
 #include "cost_models/compute_internal.h"
 
 namespace fsdpx {
@@ -222,9 +223,9 @@ bool is_attention_core(const KernelWork& k) {
 std::vector<KernelWork> block_kernels(const ModelSpec& m, const LayerShape& s, Pass p) {
   const RankDims d = compute_detail::rank_dims(m, s);
   switch (p) {
-    case Pass::forward: return forward_kernels(m, d);
-    case Pass::input_grad: return input_grad_kernels(m, d);
-    case Pass::weight_grad: return weight_grad_kernels(m, d);
+    case Pass::forward: return apply_fp8_recipe(forward_kernels(m, d), s, p);
+    case Pass::input_grad: return apply_fp8_recipe(input_grad_kernels(m, d), s, p);
+    case Pass::weight_grad: return apply_fp8_recipe(weight_grad_kernels(m, d), s, p);
   }
   FSDP_CHECK(false, "block_kernels: unknown pass");
   return {};

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
+#include "cost_models/compute_fp8.h"
 #include "cost_models/compute_lora.h"
 #include "cost_models/grad_scaling.h"
 #include "cost_models/lora_memory.h"
@@ -31,6 +32,8 @@ LayerShape layer_shape(const TrainingShape& s) {
   ls.cp = s.cp;
   ls.sequence_parallel = s.sequence_parallel && s.tp > 1;
   ls.act_dtype = s.precision.param;
+  ls.fp8 = s.fp8;
+  ls.fp8_weight_casts_per_micro_batch = 1.0 / double(s.grad_accum);
   return ls;
 }
 
@@ -123,8 +126,9 @@ double micro_batch_tp_cp_comm_s(const ModelSpec& m, const ClusterSpec& c, const 
 
 // Data-parallel collectives of one optimizer step (FSDP2 reduces every micro-batch; ZeRO-1 and DDP
 // accumulate locally and reduce once).
+// `linear_share`: the share of the parameters that are blocks' linear weights (fp8 all-gather's).
 double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups& g, double local_params,
-                      double adapter_params) {
+                      double adapter_params, double linear_share) {
   const double pb = dtype_bytes(s.precision.param), rb = dtype_bytes(s.precision.reduce);
   if (s.lora) {  // the base is only all-gathered; the adapters' gradients are all-reduced once a step
     const double ag = collective_time_s(Collective::all_gather, local_params * pb, g.shard, c);
@@ -132,7 +136,10 @@ double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups
     const GroupShape all = mesh_axis_group(s.dp_shard * s.dp_replicate, s.tp * s.cp, c.gpus_per_node);
     return gathers * ag + collective_time_s(Collective::all_reduce, adapter_params * rb, all, c);
   }
-  const double ag = collective_time_s(Collective::all_gather, local_params * pb, g.shard, c);
+  // fp8 all-gather: the blocks' linear weights at one byte (compute_fp8.h), the rest at pb.
+  const double linear = linear_share * local_params;
+  const double ag_bytes = (local_params - linear) * pb + linear * fp8_linear_gather_bytes(s.fp8, pb);
+  const double ag = collective_time_s(Collective::all_gather, ag_bytes, g.shard, c);
   const double rs = collective_time_s(Collective::reduce_scatter, local_params * rb, g.shard, c);
   const double ar = collective_time_s(Collective::all_reduce, local_params * rb, g.shard, c);
   const double k = double(s.grad_accum);
@@ -222,6 +229,7 @@ TrainingShape training_shape_of(const Plan& p) {
   s.precision = PrecisionPolicy{p.precision.param, p.precision.reduce, p.precision.fp32_master_weights};
   s.lora = p.lora;
   s.loss_scale = p.loss_scale.has_value();
+  s.fp8 = p.fp8;
   return s;
 }
 
@@ -269,7 +277,14 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape&
   e.compute_time_s = s.grad_accum * mb_time_s + kernel_time_s(opt, c.gpu, DType::fp32) + e.unscale_time_s;
   e.hardware_flops_per_step = s.grad_accum * mb_flops + opt.flops + kernels_flops(unscale);
 
-  e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu, e.adapter_params);
+  const double linear_share = fp8_linear_params_per_block(m) * double(m.layers) / double(pc.total());
+  e.dp_comm_time_s = step_dp_comm_s(c, s, g, e.params_per_gpu, e.adapter_params, linear_share);
+  if (s.fp8 && s.fp8->all_gather) {
+    TrainingShape bf16_gather = s;
+    bf16_gather.fp8->all_gather = false;
+    e.fp8_all_gather_saved_s =
+        step_dp_comm_s(c, bf16_gather, g, e.params_per_gpu, e.adapter_params, linear_share) - e.dp_comm_time_s;
+  }
   e.tp_cp_comm_time_s = s.grad_accum * micro_batch_tp_cp_comm_s(m, c, s, g);
   e.step_time_lower_bound_s = std::max(e.compute_time_s, e.dp_comm_time_s + e.tp_cp_comm_time_s);
 

@@ -36,6 +36,9 @@ struct TrainingShape {
   // fp16 loss scaling (core/loss_scale.h): one unscale and inf-check pass over the rank's optimizer
   // gradients per step (cost_models/grad_scaling.h), counted in the compute time.
   bool loss_scale = false;
+  // fp8 linear GEMMs (core/fp8.h), with their casts counted in the compute time and, with fp8
+  // all-gather, the blocks' linear weights gathered at one byte.
+  std::optional<Fp8Settings> fp8;
 
   int world_size() const { return dp_replicate * dp_shard * tp * cp; }
 };
@@ -55,6 +58,7 @@ struct Estimate {
   double compute_time_s = 0;             // per GPU per step, all kernels
   double unscale_time_s = 0;             // of which fp16 loss scaling's unscale pass (0 without)
   double dp_comm_time_s = 0;             // FSDP/ZeRO/DDP collectives per step
+  double fp8_all_gather_saved_s = 0;     // of dp_comm_time_s: saved by fp8 all-gather against bf16
   double tp_cp_comm_time_s = 0;          // TP and CP collectives per step
   double step_time_lower_bound_s = 0;
   double tokens_per_step = 0;            // global

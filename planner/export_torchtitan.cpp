@@ -92,6 +92,16 @@ void write_model(TomlWriter& w, const TorchtitanSettings& s) {
   w.str("model", "flavor", s.model_flavor);
 }
 
+void write_float8(TomlWriter& w, const TorchtitanSettings& s) {
+  if (!s.fp8) return;
+  w.raw("model", "converters", "[\"float8\"]");
+  w.section("float8");
+  w.str("float8", "recipe_name", std::string(fp8_scaling_name(s.fp8->scaling)));
+  w.raw("float8", "enable_fsdp_float8_all_gather", s.fp8->all_gather ? "true" : "false");
+  w.raw("float8", "precompute_float8_dynamic_scale_for_fsdp", s.fp8->all_gather ? "true" : "false");
+  w.raw("float8", "filter_fqns", "[\"output\"]");
+}
+
 void write_optimizer(TomlWriter& w, const OptimizerSettings& o) {
   w.section("optimizer");
   w.str("optimizer", "name", "AdamW");
@@ -156,6 +166,7 @@ std::string torchtitan_toml(const Plan& plan, const std::string& description, co
   w.str("job", "description", description);
   w.str("job", "dump_folder", "./outputs");
   write_model(w, s);
+  write_float8(w, s);
   write_optimizer(w, plan.optimizer);
   write_training(w, plan, s);
   write_parallelism(w, s, plan);

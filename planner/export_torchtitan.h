@@ -41,6 +41,9 @@ struct TorchtitanSettings {
   std::string param_dtype;         // mixed_precision_param: "bfloat16" or "float32"
   std::string reduce_dtype;        // mixed_precision_reduce: "float32"
   bool compile = false;            // [compile] enable: torch.compile of the model and the loss
+  // [model] converters = ["float8"] and [float8] recipe_name, enable_fsdp_float8_all_gather and
+  // precompute_float8_dynamic_scale_for_fsdp (torchtitan/components/quantization/float8.py); nullopt: bf16.
+  std::optional<Fp8Settings> fp8;
   std::vector<TorchtitanNote> notes;  // in the order the keys are written
 };
 

@@ -198,6 +198,12 @@ void map_precision(const Plan& p, TorchtitanSettings& s) {
   if (param == DType::fp8)
     note(s, "training.mixed_precision_param",
          "the plan computes in fp8: add converters = [\"float8\"] under [model] (torchao) to match it");
+  // torchao's recipes are torchtitan's; Transformer Engine's scalings have no torchtitan counterpart.
+  if (p.fp8 && fp8_is_torchao(p.fp8->scaling)) s.fp8 = p.fp8;
+  if (p.fp8 && !fp8_is_torchao(p.fp8->scaling))
+    note(s, "model.converters",
+         fmt::format("the plan scales fp8 as Transformer Engine does (\"{}\"); torchtitan's float8 converter scales "
+                     "tensorwise or rowwise: written without float8", fp8_scaling_name(p.fp8->scaling)));
   s.reduce_dtype = "float32";
   if (p.precision.reduce != DType::fp32)
     note(s, "training.mixed_precision_reduce",

@@ -59,6 +59,7 @@ Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s) {
   if (p.optimizer.grad_clip_norm <= 0) p.optimizer.grad_clip_norm = 1e30;
   p.framework = Framework::torchtitan;
   p.compiled = s.compile;
+  p.fp8 = s.fp8;
   p.predicted.reset();
   return p;
 }

@@ -99,6 +99,8 @@ struct PlanRequest {
   // fp16 mixed precision: every plan computes in fp16 with the default dynamic loss scaling
   // (core/loss_scale.h), its unscale pass in the step program; check_fp16_target says where it runs.
   bool fp16 = false;
+  // fp8 linear GEMMs (core/fp8.h) in every plan; check_fp8_target says which targets train with it.
+  std::optional<Fp8Settings> fp8;
 };
 
 struct CandidateMetrics {

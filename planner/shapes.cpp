@@ -151,6 +151,7 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
   p.compiled = r.compiled;
   p.lora = r.lora;
   if (r.fp16) p.precision.param = DType::fp16, p.loss_scale = LossScaleSettings{};
+  p.fp8 = r.fp8;
   return p;
 }
 

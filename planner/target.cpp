@@ -64,6 +64,21 @@ void check_fp16_target(const Target& t, std::string_view where) {
                                   "scaling); plan for --target fsdpx", where));
 }
 
+void check_fp8_target(const Target& t, const ClusterSpec& cluster, const Fp8Settings& fp8, std::string_view where) {
+  const std::string scaling(fp8_scaling_name(fp8.scaling));
+  if (t.kind == TargetKind::torchtitan) {
+    if (!fp8_is_torchao(fp8.scaling))
+      throw ConfigError(fmt::format("{}: torchtitan's float8 converter (torchao) scales tensorwise or rowwise, not \"{}\" "
+                                    "(Transformer Engine's)", where, scaling));
+    return;
+  }
+  const BackendCapabilities& caps = backend_capabilities(cluster_device(cluster));
+  if (std::find(caps.fp8_scalings.begin(), caps.fp8_scalings.end(), fp8.scaling) == caps.fp8_scalings.end())
+    throw ConfigError(fmt::format("{}: fsdpx's {} backend does not train with fp8 scaling \"{}\"; plan for "
+                                  "--target torchtitan@<release> (torchao recipes) or without --fp8",
+                                  where, caps.name, scaling));
+}
+
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t) {
   if (t.kind == TargetKind::fsdpx) return fsdpx_gaps(plan);
   std::vector<std::string> gaps;

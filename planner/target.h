@@ -37,5 +37,8 @@ std::vector<std::string> target_gaps(const Plan& plan, const Target& t);
 // torchtitan's job config offers bfloat16 and float32 only (export_torchtitan_map.cpp). Throws
 // ConfigError "<where>: ..." for a torchtitan target.
 void check_fp16_target(const Target& t, std::string_view where);
+// fp8 (core/fp8.h): torchtitan trains with torchao's tensorwise and rowwise recipes; fsdpx where its
+// backend's capabilities row lists the scaling (core/backend_capabilities.h). Throws ConfigError at `where`.
+void check_fp8_target(const Target& t, const ClusterSpec& cluster, const Fp8Settings& fp8, std::string_view where);
 
 }  // namespace fsdpx

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "cost_models/compute.h"
+#include "cost_models/compute_fp8.h"
 #include "cost_models/grad_scaling.h"
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
@@ -26,7 +27,17 @@ Lowerer::Lowerer(const Plan& plan)
     : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
       pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
       autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
-      micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {}
+      micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {
+  // fp8 all-gather (torchao/float8/fsdp_utils.py fsdp_pre_all_gather; Megatron's fp8_param_gather): a
+  // block's linear weights travel in fp8, its norms in the param dtype.
+  const double fp8_bytes = fp8_linear_gather_bytes(plan.fp8, pb_);
+  const double linear = fp8_linear_params_per_block(plan.model) / plan.parallelism.tp;
+  for (std::size_t u = 0; u < params_.size(); ++u) {
+    double blocks = 0;
+    for (const std::string& m : plan.units[u].modules) blocks += m.rfind("block.", 0) == 0 ? 1 : 0;
+    gather_bytes_.push_back(params_[u] * pb_ - blocks * linear * (pb_ - fp8_bytes));
+  }
+}
 
 int Lowerer::add_group(GroupKind kind, GroupShape shape, int reshard_ranks) {
   prog_.groups.push_back(ProcessGroup{kind, shape, reshard_ranks});
@@ -68,7 +79,7 @@ void Lowerer::make_groups() {
 void Lowerer::place_units() {
   for (std::size_t u = 0; u < params_.size(); ++u) {
     const PlanUnit& pu = plan_.units[u];
-    ProgramUnit unit{placement_, params_[u] * pb_, pu.modules, stage_rank(pu.stage, plan_.parallelism.pp),
+    ProgramUnit unit{placement_, gather_bytes_[u], pu.modules, stage_rank(pu.stage, plan_.parallelism.pp),
                      plan_.lora.has_value(), 0};
     const int g = reshard_ranks(int(u));
     if (is_sharded(placement_.params) && g > 1) unit.kept_shard_ranks = g;
@@ -178,11 +189,19 @@ void Lowerer::optimizer_step() {
     if (plan_.parallelism.pp > 1)
       norm_ops_.push_back({role_, scalar_all_reduce(clip ? "clip.pp" : "inf.pp", pp_all_group_)});
   }
-  add_kernel_op("opt", OpKind::optimizer,
-                optimizer_step_kernels(local_optimizer_params(), plan_.precision.param, plan_.precision.reduce,
-                                       stack_costs(plan_.framework, plan_.compiled),
-                                       plan_.optimizer.weight_decay > 0, plan_.optimizer.grad_clip_norm > 0),
-                deps);
+  std::vector<KernelWork> kernels =
+      optimizer_step_kernels(local_optimizer_params(), plan_.precision.param, plan_.precision.reduce,
+                             stack_costs(plan_.framework, plan_.compiled), plan_.optimizer.weight_decay > 0,
+                             plan_.optimizer.grad_clip_norm > 0);
+  // torchao's precompute_float8_dynamic_scale_for_fsdp after the optimizer step: the amax of every local
+  // fp32 weight shard (one read) for next step's fp8 all-gathers. Its one all-reduce of a float per weight
+  // is left out (a few hundred bytes). Transformer Engine's fp8_param_gather casts inside its optimizer.
+  if (plan_.fp8 && plan_.fp8->all_gather && fp8_is_torchao(plan_.fp8->scaling)) {
+    const double linear_share = fp8_linear_params_per_block(plan_.model) * double(plan_.model.layers) /
+                                double(count_params(plan_.model).total());
+    kernels.push_back(fp8_weight_amax_kernel(local_optimizer_params() * linear_share));
+  }
+  add_kernel_op("opt", OpKind::optimizer, std::move(kernels), deps);
 }
 
 // A compute-stream op of the step's end (no unit, no micro-batch) running `kernels`.

@@ -100,7 +100,7 @@ void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
   Op op = collective_op(fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd"), OpKind::all_gather,
-                        Payload::params, unit, mb, params_[std::size_t(unit)] * pb_, shard_group_);
+                        Payload::params, unit, mb, gather_bytes_[std::size_t(unit)], shard_group_);
   if (backward && g > 1) {
     if (!reshard_groups_.count(g))
       reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp * plan_.parallelism.cp, g);
@@ -115,7 +115,7 @@ void Lowerer::gather(int unit, int mb, bool backward) {
   const int index = int(gather_free_ops_.size());
   const int capped = index - plan_.prefetch.max_all_gathers_in_flight;
   if (capped >= 0 && gather_free_ops_[std::size_t(capped)] >= 0) op.deps.push_back(gather_free_ops_[std::size_t(capped)]);
-  if (sharded_params(unit)) op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(unit)] * pb_});
+  if (sharded_params(unit)) op.alloc_at_start.push_back({MemCategory::transient, gather_bytes_[std::size_t(unit)]});
   us.gather_op = add_op(std::move(op));
   us.gather_index = index;
   us.live = true;
@@ -155,7 +155,7 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
     fr.unit = seg.unit;
     fr.micro_batch = mb;
     fr.deps.push_back(id);
-    us.kept_bytes = params_[std::size_t(seg.unit)] * pb_ / g;
+    us.kept_bytes = gather_bytes_[std::size_t(seg.unit)] / g;
     fr.alloc_at_start.push_back({MemCategory::transient, us.kept_bytes});
     fr.release_params = true;
     fr.kept_shard_ranks = g;

@@ -84,6 +84,9 @@ class Lowerer {
   const Plan& plan_;
   std::vector<Segment> segs_;
   std::vector<double> params_;
+  // Bytes of each unit as its all-gather moves it: params_ x pb_, the blocks' linear weights at one
+  // byte under fp8 all-gather (core/fp8.h).
+  std::vector<double> gather_bytes_;
   DataPlacement placement_;  // the plan's data-parallel mode; every unit is placed so
   double pb_, rb_;
   // Bytes per parameter of a unit's unsharded gradients during its backward: the param dtype where

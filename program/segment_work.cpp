@@ -28,6 +28,10 @@ LayerShape layer_shape(const Plan& plan) {
   s.attention_kernel = plan.attention_kernel;
   s.dropout = plan.training.dropout > 0;
   s.stack = stack_costs(plan.framework, plan.compiled);
+  s.fp8 = plan.fp8;
+  // torchao's casts are fused only under torch.compile; Transformer Engine's are always its own kernels.
+  s.fp8_fused_casts = !plan.fp8 || !fp8_is_torchao(plan.fp8->scaling) || plan.compiled;
+  s.fp8_weight_casts_per_micro_batch = 1.0 / double(plan.grad_accum());
   return s;
 }
 

@@ -179,7 +179,7 @@ struct Segment {
 // An FSDP unit as the lowering placed it.
 struct ProgramUnit {
   DataPlacement placement;  // of its parameters, reduced gradients and optimizer state
-  double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype
+  double param_bytes = 0;   // unsharded parameters on one rank (after TP), in the param dtype (fp8 all-gather: linear weights at 1 byte)
   std::vector<std::string> modules;  // module names in forward order (core/plan.h module_names)
   int role = 0;             // the pipeline rank whose stages hold it (0 without pipeline parallelism)
   bool frozen = false;      // LoRA: base weights frozen (no gradients, no reductions, no optimizer step)

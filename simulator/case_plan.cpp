@@ -83,7 +83,7 @@ RecomputeMode framework_recompute(const std::string& framework, RecomputeMode st
 // (generate_llm_fqn_per_model_part(num_stages, num_layers, input_weight=1, output_weight=1),
 // torchtitan/distributed/pipeline_parallel.py). Others: torchtitan's, the PyTorch-native default.
 bool framework_even_stage_split(const std::string& framework) {
-  return framework == "megatron" || framework == "nemo";
+  return framework == "megatron" || framework == "nemo" || framework == "megatron-bridge";
 }
 StageAccounting framework_stage_accounting(const std::string& framework) {
   return framework_even_stage_split(framework) ? StageAccounting{0, 0} : StageAccounting{1, 1};
@@ -165,7 +165,8 @@ std::vector<PlanUnit> torchtitan_units(const ModelSpec& m) {
 // torchtitan runs it (its kernels are the plain PyTorch module code that Hugging Face-style models also
 // use), and the notes say so.
 Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes) {
-  if (c.framework == "nemo" || c.framework == "megatron") return Framework::megatron;
+  // Megatron-Bridge trains with Megatron-Core and Transformer Engine, as NeMo does.
+  if (c.framework == "nemo" || c.framework == "megatron" || c.framework == "megatron-bridge") return Framework::megatron;
   if (auto f = framework_from_name(c.framework)) return *f;
   notes.push_back(fmt::format("framework \"{}\" not known: eager PyTorch FSDP2 (torchtitan's costs) assumed",
                               c.framework));
@@ -184,15 +185,21 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   // refuses a layer count its even pipeline split cannot divide.
   const std::string where = fmt::format("{}: case \"{}\"", file, c.id);
   const Parallelism& par = c.parallelism;
-  if (par.pp > 1 && framework_even_stage_split(c.framework)) {
+  StageAccounting accounting = framework_stage_accounting(c.framework);
+  if (par.pp > 1 && c.framework == "megatron-bridge" && c.model.layers % (par.pp * par.vpp) != 0) {
+    // Megatron-Bridge's Llama 3.1 405B recipes set account_for_embedding_in_pipeline_split and
+    // account_for_loss_in_pipeline_split (126 blocks + 2 over pp x vpp stages), Megatron-Core's
+    // transformer_config.py options; a block count that divides evenly keeps the default split.
+    accounting = StageAccounting{1, 1};
+    out.notes.push_back("embedding and loss counted as a block each in the pipeline split");
+  } else if (par.pp > 1 && framework_even_stage_split(c.framework)) {
     try {
       even_stage_blocks(int(c.model.layers), par.pp, par.vpp);
     } catch (const ConfigError& e) {
       throw ConfigError(fmt::format("{}: /parallelism: {}", where, e.what()));
     }
   }
-  out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute),
-                          framework_stage_accounting(c.framework));
+  out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute), accounting);
   out.memory_metric = framework_memory_metric(c.framework);
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
@@ -203,6 +210,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.compiled = c.compiled && framework_can_compile(out.plan.framework);
   if (c.compiled && !out.plan.compiled)
     out.notes.push_back(fmt::format("compiled ignored: {} runs its own kernels", framework_name(out.plan.framework)));
+  out.plan.fp8 = c.fp8;
   if (out.plan.framework == Framework::torchtitan && par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
     out.plan.units = torchtitan_units(c.model);
   validate_plan(out.plan, where);

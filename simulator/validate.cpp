@@ -1,6 +1,7 @@
 // simulator/validate.cpp — simulate each published run, compare with the measurement, summarise the
 // errors overall and per source (see validate.h). Text and JSON output for `fsdpx validate`.
 #include "simulator/validate.h"
+#include "simulator/validate_fp8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -96,6 +97,7 @@ CaseResult validate_case(const ValidationCase& c, const std::string& file) {
     return r;
   }
   r.notes = cp.notes;
+  if (cp.plan.fp8) r.notes.push_back(fp8_attribution_note(cp.plan, fp8_attribution(cp.plan)));
   PredictedRun p;
   p.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
   p.mfu_pct = sim.mfu * 100.0;

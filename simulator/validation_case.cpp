@@ -128,7 +128,7 @@ ValidationCase parse_case(JsonObject o) {
   c.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
   c.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
   c.recompute = from_name(kRecompute, o.choice("recompute", {"none", "selective", "full"}));
-  o.choice("precision", {"bf16"});
+  const bool fp8 = o.choice("precision", {"bf16", "fp8"}) == "fp8";
   c.compiled = o.boolean("compiled");
   c.measured = parse_measured(o.object("measured"));
   for (const auto& [v, path] : o.array("uncertain")) {
@@ -136,6 +136,7 @@ ValidationCase parse_case(JsonObject o) {
     c.uncertain.push_back(v->get<std::string>());
   }
   o.finish();
+  if (fp8) c.fp8 = case_fp8_settings(c.framework, c.uncertain);
   const Parallelism& p = c.parallelism;
   const auto world = try_product({p.dp_replicate, p.dp_shard, p.tp, p.pp, p.cp});
   if (world != c.gpus)

@@ -39,6 +39,8 @@ struct ValidationCase {
   std::int64_t global_batch = 0;
   RecomputeMode recompute = RecomputeMode::none;
   bool compiled = false;
+  // "fp8": the case's recipe as its framework runs it (case_fp8.cpp); nullopt for "bf16".
+  std::optional<Fp8Settings> fp8;
   MeasuredRun measured;
   std::vector<std::string> uncertain;
   // Set when the case could not be read: the one-line error naming the file and JSON path. Only id
@@ -87,6 +89,12 @@ MemoryMetric framework_memory_metric(const std::string& framework);
 
 // The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
 Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
+
+// The fp8 recipe of an fp8 case: its framework's (torchao tensorwise for torchtitan, Transformer Engine
+// for Megatron-Bridge and llm-foundry) with what the case states in `uncertain` (the file's README: a
+// torchtitan case says where it ran rowwise and where the FSDP float8 all-gather was on; a
+// Megatron-Bridge case prints "FP8-CS" for current scaling).
+Fp8Settings case_fp8_settings(const std::string& framework, const std::vector<std::string>& uncertain);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);

@@ -36,6 +36,11 @@ inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::f
                                                           {"megatron", Framework::megatron}};
 inline const std::map<std::string, DType> kDTypes{
     {"fp32", DType::fp32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}};
+// `--fp8 SCALING` (core/fp8.h).
+inline const std::map<std::string, Fp8Scaling> kFp8Scalings{{"tensorwise", Fp8Scaling::tensorwise},
+                                                            {"rowwise", Fp8Scaling::rowwise},
+                                                            {"delayed", Fp8Scaling::delayed},
+                                                            {"current", Fp8Scaling::current}};
 inline const std::map<std::string, ShardingMode> kShardingModes{
     {"fsdp_full_shard", ShardingMode::zero3}, {"fsdp_shard_grad_op", ShardingMode::zero2},
     {"hsdp", ShardingMode::hsdp},             {"ddp", ShardingMode::ddp},

@@ -5,9 +5,11 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
+#include "core/errors.h"
 #include "cost_models/estimate.h"
 #include "tools/cli_options.h"
 #include "tools/cluster_size.h"
@@ -42,6 +44,8 @@ struct EstimateOptions {
   OutputFormat format = OutputFormat::text;
   std::string out;  // -o
   LoraOptions lora;
+  std::optional<Fp8Scaling> fp8;  // --fp8 SCALING
+  bool fp8_all_gather = false;
 };
 
 void run_estimate(const EstimateOptions& o) {
@@ -65,6 +69,15 @@ void run_estimate(const EstimateOptions& o) {
   s.prefetch = o.prefetch;
   s.lora = lora_settings(o.lora, m);
   s.loss_scale = o.param_dtype == DType::fp16;  // fp16 trains with loss scaling (plan --fp16's default)
+  if (o.fp8_all_gather && !o.fp8) throw ConfigError("command line: --fp8-all-gather: needs --fp8 SCALING");
+  if (o.fp8) {
+    if (o.param_dtype != DType::bf16) throw ConfigError("command line: --fp8: fp8 recipes run around bf16 (--param-dtype bf16)");
+    if (!c.gpu.peak_flops_per_s.count(DType::fp8))
+      throw ConfigError(fmt::format("command line: --fp8: GPU \"{}\" has no fp8 peak", c.gpu.name));
+    if (o.fp8_all_gather && *o.fp8 == Fp8Scaling::rowwise)
+      throw ConfigError("command line: --fp8-all-gather: needs one scale per weight (tensorwise, delayed or current)");
+    s.fp8 = Fp8Settings{*o.fp8, o.fp8_all_gather};
+  }
   const Estimate e = estimate(m, c, s);
   emit_main_output(o.out, o.format == OutputFormat::json ? estimate_json(e, m, c, s).dump(2) + "\n"
                                                           : estimate_text(e, m, c, s));
@@ -93,6 +106,10 @@ void add_estimate_options(CLI::App* sub, EstimateOptions& o) {
   add_enum_option(sub, "--format", o.format, kOutputFormats, "text or json");
   add_main_output_option(sub, o.out);
   add_lora_options(sub, o.lora);
+  add_enum_option(sub, "--fp8", o.fp8, kFp8Scalings,
+                  "fp8 linear GEMMs with this scaling: tensorwise or rowwise (torchao), delayed or current "
+                  "(Transformer Engine)");
+  sub->add_flag("--fp8-all-gather", o.fp8_all_gather, "FSDP all-gathers the linear weights in fp8");
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ struct PlanOptions {
   double tolerance_pct = 100 * kDefaultThroughputTolerance;
   bool allow_bf16_reduce = false;
   bool fp16 = false;  // fp16 mixed precision with the default loss scaling
+  std::optional<Fp8Scaling> fp8;  // --fp8 SCALING
+  bool fp8_all_gather = false;
   Objective objective = Objective::throughput;
   std::optional<Framework> framework;
   bool compiled = false;
@@ -213,6 +215,12 @@ PlanRequest request_of(const PlanOptions& o) {
   r.lora = lora_settings(o.lora, r.model);
   r.fp16 = o.fp16;
   if (r.fp16) check_fp16_target(r.target, "command line: --fp16");
+  if (o.fp8_all_gather && !o.fp8) throw ConfigError("command line: --fp8-all-gather: needs --fp8 SCALING");
+  if (o.fp8) {
+    r.fp8 = Fp8Settings{*o.fp8, o.fp8_all_gather};
+    if (r.fp16) throw ConfigError("command line: --fp8: fp8 recipes run around bf16, not with --fp16");
+    check_fp8_target(r.target, r.cluster, *r.fp8, "command line: --fp8");
+  }
   check_fixed(r, o);
   return r;
 }
@@ -268,6 +276,10 @@ void setup_plan(CLI::App& app) {
   sub->add_flag("--fp16", o->fp16,
                 "Compute in fp16 with dynamic loss scaling (the plan's default loss_scale section; fsdpx's CPU "
                 "backend runs it)");
+  add_enum_option(sub, "--fp8", o->fp8, kFp8Scalings,
+                  "Run the blocks' linear GEMMs in fp8 with this scaling: tensorwise or rowwise (torchao), delayed "
+                  "or current (Transformer Engine)");
+  sub->add_flag("--fp8-all-gather", o->fp8_all_gather, "FSDP all-gathers the linear weights in fp8 (--fp8 tensorwise)");
   sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
   add_enum_option(sub, "--framework", o->framework, kFrameworks,

@@ -28,6 +28,10 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
   j["compute_time_s"] = e.compute_time_s;
   if (s.loss_scale) j["unscale_time_s"] = e.unscale_time_s;  // included in compute_time_s
   j["dp_comm_time_s"] = e.dp_comm_time_s;
+  if (s.fp8) {
+    j["fp8"] = fp8_settings_to_json(*s.fp8);
+    j["fp8_all_gather_saved_s"] = e.fp8_all_gather_saved_s;  // already left out of dp_comm_time_s
+  }
   j["tp_cp_comm_time_s"] = e.tp_cp_comm_time_s;
   j["step_time_lower_bound_s"] = e.step_time_lower_bound_s;
   j["tokens_per_step"] = e.tokens_per_step;
@@ -59,7 +63,10 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
          "\n";
   std::vector<std::vector<std::string>> rows{{"compute", seconds(e.compute_time_s)}};
   if (s.loss_scale) rows.push_back({"  of which fp16 unscale pass", seconds(e.unscale_time_s)});
-  rows.insert(rows.end(), {{"data-parallel communication", seconds(e.dp_comm_time_s)},
+  rows.push_back({"data-parallel communication", seconds(e.dp_comm_time_s)});
+  if (s.fp8 && s.fp8->all_gather)
+    rows.push_back({"  saved by fp8 all-gather (vs bf16)", seconds(e.fp8_all_gather_saved_s)});
+  rows.insert(rows.end(), {
                            {"TP/CP communication", seconds(e.tp_cp_comm_time_s)},
                            {"step time >=", seconds(e.step_time_lower_bound_s)},
                            {"tokens/s/GPU <=", fmt::format("{:.0f}", e.tokens_per_s_per_gpu_upper_bound)},

@@ -8,6 +8,7 @@
 
 #include "core/json_reader.h"
 #include "core/plan.h"
+#include "tests/support/plan_errors.h"
 
 namespace fsdpx {
 namespace {
@@ -22,22 +23,8 @@ nlohmann::json fp16_plan(const nlohmann::json& loss_scale) {
   return j;
 }
 
-std::string error_of(const nlohmann::json& j) {
-  try {
-    parse_plan(j, "edited.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void check_error(const nlohmann::json& j, const std::string& path, const std::string& what) {
-  const std::string msg = error_of(j);
-  INFO("message: " << msg);
-  CHECK(msg.find("edited.json: " + path + ":") != std::string::npos);
-  CHECK(msg.find(what) != std::string::npos);
-  CHECK(msg.find('\n') == std::string::npos);
-}
+using test::check_plan_error;
+using test::plan_error_of;
 
 TEST_CASE("loss_scale: GradScaler's defaults, and absent means no scaling") {
   const Plan none = parse_plan(load_json_file(kSample), "sample.json");
@@ -69,22 +56,22 @@ TEST_CASE("loss_scale: only with fp16") {
   for (const char* dtype : {"fp32", "bf16"}) {
     nlohmann::json j = fp16_plan(nlohmann::json::object());
     j["mixed_precision"]["param_dtype"] = dtype;
-    check_error(j, "/loss_scale", "loss scaling is for fp16");
+    check_plan_error(j, "/loss_scale", "loss scaling is for fp16");
   }
 }
 
 TEST_CASE("loss_scale: ranges, types and unknown keys") {
-  check_error(fp16_plan({{"initial_scale", 0}}), "/loss_scale/initial_scale", "expected a number in");
-  check_error(fp16_plan({{"initial_scale", 1e39}}), "/loss_scale/initial_scale", "expected a number in");
-  check_error(fp16_plan({{"initial_scale", "big"}}), "/loss_scale/initial_scale", "expected a number");
-  check_error(fp16_plan({{"growth_factor", 1.0}}), "/loss_scale/growth_factor", "(1, 1000]");
-  check_error(fp16_plan({{"backoff_factor", 1.0}}), "/loss_scale/backoff_factor", "1)");
-  check_error(fp16_plan({{"backoff_factor", 0}}), "/loss_scale/backoff_factor", "1)");
-  check_error(fp16_plan({{"growth_interval", 0}}), "/loss_scale/growth_interval", "expected an integer in [1, 2147483647]");
-  check_error(fp16_plan({{"growth_interval", 2.5}}), "/loss_scale/growth_interval", "integer");
-  check_error(fp16_plan({{"dynamic", 1}}), "/loss_scale/dynamic", "");
-  check_error(fp16_plan({{"hysteresis", 2}}), "/loss_scale/hysteresis", "");
-  check_error(fp16_plan(3), "/loss_scale", "");
+  check_plan_error(fp16_plan({{"initial_scale", 0}}), "/loss_scale/initial_scale", "expected a number in");
+  check_plan_error(fp16_plan({{"initial_scale", 1e39}}), "/loss_scale/initial_scale", "expected a number in");
+  check_plan_error(fp16_plan({{"initial_scale", "big"}}), "/loss_scale/initial_scale", "expected a number");
+  check_plan_error(fp16_plan({{"growth_factor", 1.0}}), "/loss_scale/growth_factor", "(1, 1000]");
+  check_plan_error(fp16_plan({{"backoff_factor", 1.0}}), "/loss_scale/backoff_factor", "1)");
+  check_plan_error(fp16_plan({{"backoff_factor", 0}}), "/loss_scale/backoff_factor", "1)");
+  check_plan_error(fp16_plan({{"growth_interval", 0}}), "/loss_scale/growth_interval", "expected an integer in [1, 2147483647]");
+  check_plan_error(fp16_plan({{"growth_interval", 2.5}}), "/loss_scale/growth_interval", "integer");
+  check_plan_error(fp16_plan({{"dynamic", 1}}), "/loss_scale/dynamic", "");
+  check_plan_error(fp16_plan({{"hysteresis", 2}}), "/loss_scale/hysteresis", "");
+  check_plan_error(fp16_plan(3), "/loss_scale", "");
 }
 
 }  // namespace

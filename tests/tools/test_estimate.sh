@@ -34,5 +34,24 @@ awk -v m="$mfu" 'BEGIN { exit !(m >= 33 && m <= 39) }' ; check "demo's chosen pl
   --world-size 16 --tp 2 --recompute full >/dev/null
 check "Hugging Face config.json as --model" $?
 
+# fp8 (issue 33): faster than bf16, the fp8 all-gather's saving reported; refused without an fp8 peak.
+bf16_tps=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --format json |
+  sed -n 's/.*"tokens_per_s_per_gpu_upper_bound": \([0-9.]*\).*/\1/p')
+fp8=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 8192 --fp8 tensorwise --fp8-all-gather \
+  --format json)
+check "estimate --fp8 exits 0" $?
+fp8_tps=$(echo "$fp8" | sed -n 's/.*"tokens_per_s_per_gpu_upper_bound": \([0-9.]*\).*/\1/p')
+awk -v a="$fp8_tps" -v b="$bf16_tps" 'BEGIN { exit !(a > b) }' ; check "fp8 bound above bf16's ($fp8_tps vs $bf16_tps)" $?
+echo "$fp8" | grep -Eq '"fp8_all_gather_saved_s": [0-9.e-]+' ; check "json has fp8_all_gather_saved_s" $?
+text=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --fp8 tensorwise --fp8-all-gather)
+echo "$text" | grep -q "saved by fp8 all-gather" ; check "text reports the fp8 all-gather's saving" $?
+text=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --fp8 tensorwise)
+! echo "$text" | grep -q "saved by fp8 all-gather" ; check "no saving reported without --fp8-all-gather" $?
+err=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-a100-80gb --nodes 1 --fp8 tensorwise 2>&1)
+[ $? -eq 2 ] ; check "--fp8 on A100 exits 2" $?
+echo "$err" | grep -q -- "--fp8: GPU" ; check "--fp8 on A100 names the flag" $?
+err=$("$FSDPX" estimate --model llama3.1-8b --cluster dgx-h100 --nodes 1 --fp8 rowwise --fp8-all-gather 2>&1)
+[ $? -eq 2 ] ; check "rowwise with fp8 all-gather exits 2" $?
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

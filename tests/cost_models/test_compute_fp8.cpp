@@ -1,0 +1,162 @@
+// tests/cost_models/test_compute_fp8.cpp — fp8 recipes on a block's kernels: which GEMMs turn fp8 (the
+// linear layers, never attention), their FLOPs unchanged and operand bytes halved, the casts per recipe
+// (tensorwise's amax pass, delayed scaling's none, rowwise's extra backward casts, eager's chains), the
+// fp8 peak in the roofline, and the linear parameter count against the model's closed form.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "cost_models/compute.h"
+#include "cost_models/compute_fp8.h"
+#include "cost_models/params.h"
+#include "tests/support/specs.h"
+
+namespace fsdpx {
+namespace {
+
+GpuSpec h100_fp8() {
+  GpuSpec g;
+  g.name = "h100-test";
+  g.peak_flops_per_s = {{DType::bf16, 989.4e12}, {DType::fp8, 1979e12}, {DType::fp32, 66.9e12}};
+  g.vector_flops_per_s = 66.9e12;
+  g.hbm_bw_bytes_per_s = 3.35e12;
+  g.matmul_efficiency.points = {{1e9, 0.6}, {16e9, 0.9}, {128e9, 0.95}};
+  g.memory_efficiency.points = {{1e6, 0.6}, {100e6, 0.9}};
+  g.attention_efficiency.points = {{512, 0.312}, {8192, 0.374}};
+  g.attention_backward_efficiency.points = {{512, 0.216}, {8192, 0.321}};
+  return g;
+}
+
+LayerShape shape(std::optional<Fp8Settings> fp8) {
+  LayerShape s;
+  s.micro_batch = 2;
+  s.seq = 8192;
+  s.fp8 = fp8;
+  return s;
+}
+
+int count_prefix(const std::vector<KernelWork>& ks, const std::string& prefix) {
+  int n = 0;
+  for (const KernelWork& k : ks) n += k.name.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+double sum_flops(const std::vector<KernelWork>& ks, bool fp8) {
+  double f = 0;
+  for (const KernelWork& k : ks)
+    if (k.matmul && k.fp8 == fp8) f += k.flops;
+  return f;
+}
+
+TEST_CASE("fp8 turns exactly the linear GEMMs fp8, with their FLOPs, in every pass") {
+  const ModelSpec m = test::llama31_8b();
+  for (Pass p : {Pass::forward, Pass::input_grad, Pass::weight_grad}) {
+    const auto bf16 = block_kernels(m, shape(std::nullopt), p);
+    const auto fp8 = block_kernels(m, shape(Fp8Settings{}), p);
+    double linear = 0;
+    for (const KernelWork& k : bf16)
+      if (is_linear_gemm(k)) linear += k.flops;
+    CHECK(linear > 0);
+    CHECK(sum_flops(fp8, true) == doctest::Approx(linear));
+    CHECK(sum_flops(fp8, false) == doctest::Approx(sum_flops(bf16, false) - linear));  // attention stays bf16
+    for (const KernelWork& k : fp8)
+      if (k.name == "attn_core" || k.name == "attn_core_bwd") CHECK_FALSE(k.fp8);
+  }
+}
+
+TEST_CASE("an fp8 GEMM reads one byte per operand element and runs at the fp8 peak") {
+  const ModelSpec m = test::llama31_8b();
+  const auto bf16 = block_kernels(m, shape(std::nullopt), Pass::forward);
+  const auto fp8 = block_kernels(m, shape(Fp8Settings{}), Pass::forward);
+  const KernelWork* a = nullptr;
+  const KernelWork* b = nullptr;
+  for (const KernelWork& k : bf16) if (k.name == "mlp_down") a = &k;
+  for (const KernelWork& k : fp8) if (k.name == "mlp_down") b = &k;
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  const double T = 2 * 8192.0, n = 4096, kk = 14336;
+  CHECK(a->bytes == doctest::Approx(2 * (T * kk + n * kk + T * n)));
+  CHECK(b->bytes == doctest::Approx(T * kk + n * kk + 2 * T * n));
+  const GpuSpec g = h100_fp8();
+  // 1.9 TFLOP: past the curve's last point either way, so exactly twice as fast at twice the peak.
+  CHECK(kernel_time_s(*b, g, DType::bf16) == doctest::Approx(kernel_time_s(*a, g, DType::bf16) / 2));
+  // A 15 GFLOP GEMM: the curve is read at the work a bf16 GEMM does in the same time (half), where the
+  // efficiency is lower, so it gains less than 2x.
+  KernelWork small_bf16 = *a, small_fp8 = *b;
+  small_bf16.flops = small_fp8.flops = 15e9;
+  small_bf16.bytes = small_fp8.bytes = 0;
+  const double t_bf16 = kernel_time_s(small_bf16, g, DType::bf16), t_fp8 = kernel_time_s(small_fp8, g, DType::bf16);
+  CHECK(t_fp8 < t_bf16 / 1.5);
+  CHECK(t_fp8 > t_bf16 / 2.0);
+}
+
+TEST_CASE("casts per recipe: tensorwise has amax passes, delayed scaling none, rowwise recasts in backward") {
+  const ModelSpec m = test::llama31_8b();
+  const auto tw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::forward);
+  const auto dl = block_kernels(m, shape(Fp8Settings{Fp8Scaling::delayed, false}), Pass::forward);
+  const auto cur = block_kernels(m, shape(Fp8Settings{Fp8Scaling::current, false}), Pass::forward);
+  CHECK(count_prefix(tw, "fp8_cast") > 0);
+  int tw_amax = 0, dl_amax = 0, cur_amax = 0;
+  for (const KernelWork& k : tw) tw_amax += k.name.find("_amax") != std::string::npos ? 1 : 0;
+  for (const KernelWork& k : dl) dl_amax += k.name.find("_amax") != std::string::npos ? 1 : 0;
+  for (const KernelWork& k : cur) cur_amax += k.name.find("_amax") != std::string::npos ? 1 : 0;
+  CHECK(tw_amax > 0);
+  CHECK(dl_amax == 0);
+  CHECK(cur_amax == tw_amax);
+  // One input cast (amax + cast) per distinct input: the fused qkv and mlp_up GEMMs; with torchtitan's
+  // separate projections wq/wk/wv share one, w1/w3 one.
+  CHECK(count_prefix(tw, "fp8_cast_attn_in") == 2);
+  CHECK(count_prefix(tw, "fp8_cast_mlp_in") == 2);
+  LayerShape separate = shape(Fp8Settings{});
+  separate.stack.separate_projections = true;
+  const auto sep = block_kernels(m, separate, Pass::forward);
+  CHECK(count_prefix(sep, "fp8_cast_attn_in") == 2);
+  CHECK(count_prefix(sep, "fp8_cast_mlp_in") == 2);
+  CHECK(count_prefix(sep, "fp8_cast_wk_weight") == 2);
+  const auto tw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::weight_grad);
+  const auto rw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::rowwise, false}), Pass::weight_grad);
+  CHECK(count_prefix(tw_dw, "fp8_") == 0);  // compiled casts wrote both layouts in forward and input-grad
+  CHECK(count_prefix(rw_dw, "fp8_cast") > 0);  // rowwise scales each axis separately
+}
+
+TEST_CASE("fp8 all-gather removes the forward weight casts; eager casts cost more than fused ones") {
+  const ModelSpec m = test::llama31_8b();
+  const auto no_ag = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::forward);
+  const auto ag = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, true}), Pass::forward);
+  CHECK(count_prefix(no_ag, "fp8_cast_qkv_weight") > 0);
+  CHECK(count_prefix(ag, "fp8_cast_qkv_weight") == 0);
+  LayerShape eager = shape(Fp8Settings{});
+  eager.fp8_fused_casts = false;
+  const GpuSpec g = h100_fp8();
+  double fused_s = 0, eager_s = 0;
+  for (const KernelWork& k : no_ag) if (k.name.rfind("fp8_", 0) == 0) fused_s += kernel_time_s(k, g, DType::bf16);
+  for (const KernelWork& k : block_kernels(m, eager, Pass::forward))
+    if (k.name.rfind("fp8_", 0) == 0) eager_s += kernel_time_s(k, g, DType::bf16);
+  CHECK(fused_s > 0);
+  CHECK(eager_s > 2 * fused_s);
+}
+
+TEST_CASE("Transformer Engine casts a weight once per step: a share per micro-batch") {
+  const ModelSpec m = test::llama31_8b();
+  LayerShape one = shape(Fp8Settings{Fp8Scaling::delayed, false});
+  LayerShape four = one;
+  four.fp8_weight_casts_per_micro_batch = 0.25;
+  double b1 = 0, b4 = 0;
+  for (const KernelWork& k : block_kernels(m, one, Pass::forward)) if (k.name == "fp8_cast_qkv_weight_cast") b1 = k.bytes;
+  for (const KernelWork& k : block_kernels(m, four, Pass::forward)) if (k.name == "fp8_cast_qkv_weight_cast") b4 = k.bytes;
+  CHECK(b1 > 0);
+  CHECK(b4 == doctest::Approx(b1 / 4));
+}
+
+TEST_CASE("linear parameters of a block: Llama-3.1-8B's block less its two norms") {
+  const ModelSpec m = test::llama31_8b();
+  const double norms = 2.0 * double(m.hidden);
+  CHECK(fp8_linear_params_per_block(m) == doctest::Approx(double(count_params(m).per_block) - norms));
+  CHECK(fp8_linear_gather_bytes(Fp8Settings{Fp8Scaling::tensorwise, true}, 2) == 1);
+  CHECK(fp8_linear_gather_bytes(Fp8Settings{Fp8Scaling::tensorwise, false}, 2) == 2);
+  CHECK(fp8_linear_gather_bytes(std::nullopt, 2) == 2);
+}
+
+}  // namespace
+}  // namespace fsdpx

@@ -1,0 +1,81 @@
+// tests/simulator/test_validation_fp8.cpp — published fp8 runs (tests/data/validation/fp8_cases.json: four
+// cases of the shared fp8 file and torchtitan's bf16 twin of one): the recipe each case maps to, every
+// case scored, torchtitan's float8 speedup on Llama-3.1-8B against its published ratio, and the fp8
+// all-gather's share of the speedup.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "simulator/validate.h"
+#include "simulator/validate_fp8.h"
+
+namespace fsdpx {
+
+namespace {
+
+const std::string kFile = std::string(FSDPX_TEST_DATA_DIR) + "/validation/fp8_cases.json";
+
+const ValidationCase& find_case(const ValidationCaseFile& f, const std::string& id) {
+  for (const ValidationCase& c : f.cases)
+    if (c.id == id) return c;
+  FAIL("no case " << id);
+  return f.cases.front();
+}
+
+}  // namespace
+
+TEST_CASE("fp8 cases: the recipe from the framework and what the case states") {
+  const ValidationCaseFile f = load_validation_cases(kFile);
+  const ValidationCase& tt = find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8");
+  REQUIRE(tt.fp8.has_value());
+  CHECK(tt.fp8->scaling == Fp8Scaling::tensorwise);
+  CHECK_FALSE(tt.fp8->all_gather);
+  CHECK(find_case(f, "torchtitan-asynctp-8b-64gpu-float8-rowwise-vanilla-tp").fp8->scaling == Fp8Scaling::rowwise);
+  CHECK(find_case(f, "torchtitan-h200-8b-32gpu-fp8").fp8->all_gather);
+  CHECK(find_case(f, "mbridge-25p11-dgx-h100-llama3-8b-fp8").fp8->scaling == Fp8Scaling::current);  // "FP8-CS"
+  CHECK_FALSE(find_case(f, "torchtitan-8b-8gpu-fsdp-compile").fp8.has_value());
+  const CasePlan mb = build_case_plan(find_case(f, "mbridge-25p11-dgx-h100-llama3-8b-fp8"), f.file);
+  CHECK(mb.plan.framework == Framework::megatron);
+  REQUIRE(mb.plan.fp8.has_value());
+}
+
+TEST_CASE("fp8 cases: every case scored, with the fp8 attribution in its notes") {
+  const ValidationReport r = run_validation(load_validation_cases(kFile));
+  REQUIRE(r.cases.size() == 5);
+  for (const CaseResult& c : r.cases) {
+    CHECK_MESSAGE(!c.skipped, c.id);
+    REQUIRE(c.predicted.has_value());
+    CHECK(c.predicted->tokens_per_s_per_gpu > 0);
+    bool noted = false;
+    for (const std::string& n : c.notes) noted |= n.rfind("fp8 ", 0) == 0;
+    CHECK_MESSAGE(noted == (c.id != "torchtitan-8b-8gpu-fsdp-compile"), c.id);
+  }
+}
+
+// torchtitan docs/performance.md (Dec 2024; arXiv 2410.06511 Table 1): Llama-3.1-8B on 8 H100,
+// FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532: the predicted ratio within 5%.
+TEST_CASE("torchtitan Llama-3.1-8B on 8 H100: predicted float8 speedup within 5% of the published one") {
+  const ValidationCaseFile f = load_validation_cases(kFile);
+  const CasePlan fp8 = build_case_plan(find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8"), f.file);
+  const CasePlan bf16 = build_case_plan(find_case(f, "torchtitan-8b-8gpu-fsdp-compile"), f.file);
+  Plan same = fp8.plan;
+  same.fp8.reset();
+  CHECK(same.training.global_batch == bf16.plan.training.global_batch);  // same plan otherwise
+  const Fp8Attribution a = fp8_attribution(fp8.plan);
+  const double ratio = a.no_gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu;
+  const double published = 8532.0 / 6667.0;
+  MESSAGE("predicted float8 / bf16 = " << ratio << ", published " << published << ", with fp8 all-gather "
+                                       << a.gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu);
+  CHECK(ratio == doctest::Approx(published).epsilon(0.05));
+  // fp8 all-gather halves the linear weights' all-gather bytes: never slower, and the share it brings is
+  // reported for a plan that has it.
+  CHECK(a.gather_tokens_per_s_per_gpu >= a.no_gather_tokens_per_s_per_gpu);
+  Plan with_ag = fp8.plan;
+  with_ag.fp8->all_gather = true;
+  const Fp8Attribution b = fp8_attribution(with_ag);
+  CHECK(b.all_gather_share >= 0);
+  CHECK(b.all_gather_share < 1);
+  CHECK(fp8_attribution_note(with_ag, b).find("of the speedup") != std::string::npos);
+}
+
+}  // namespace fsdpx
