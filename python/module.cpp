@@ -68,10 +68,11 @@ std::string run_command(const std::vector<std::string>& args) {
 
 PYBIND11_MODULE(_fsdpx, m) {
   m.doc() = "fsdpx's command-line subcommands run in-process (use the fsdpx package, not this module)";
-  static py::exception<fsdpx::ConfigError> config_error(m, "ConfigError", PyExc_ValueError);
-  config_error.doc() = "Invalid input: the one line the fsdpx CLI prints (file and JSON path, or the option)";
+  auto& config_error = py::register_exception<fsdpx::ConfigError>(m, "ConfigError", PyExc_ValueError);
+  config_error.attr("__doc__") = "Invalid input: the line the fsdpx CLI prints (file and JSON path, or the option)";
   // Registered after ConfigError, so tried first: pybind11 tries translators newest first.
-  py::register_exception<fsdpx::NoPlanFits>(m, "NoPlanFits", config_error.ptr());
+  auto& no_plan = py::register_exception<fsdpx::NoPlanFits>(m, "NoPlanFits", config_error.ptr());
+  no_plan.attr("__doc__") = "No plan fits in memory; the message says what would";
   m.def("run_command", &fsdpx::python::run_command, py::arg("args"),
         "Runs `fsdpx ARGS...` (plan, estimate, simulate, validate, export) and returns its standard output");
   m.attr("version") = FSDPX_VERSION;

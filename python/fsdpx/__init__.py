@@ -25,6 +25,7 @@ from . import _fsdpx
 from ._fsdpx import ConfigError, NoPlanFits
 
 __version__: str = _fsdpx.version
+ConfigError.__module__ = NoPlanFits.__module__ = "fsdpx"  # shown as fsdpx.ConfigError in tracebacks
 __all__ = ["ConfigError", "NoPlanFits", "plan", "plan_search", "estimate", "simulate", "validate",
            "export_torchtitan", "run_command", "__version__"]
 

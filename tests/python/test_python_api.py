@@ -60,10 +60,16 @@ class SameAsCli(unittest.TestCase):
         got = fsdpx.estimate(model="llama3.1-8b", cluster="dgx-h100", nodes=1, seq=4096, recompute="full")
         self.assertEqual(got, json.loads(out))
 
-    def test_options_change_the_plan(self):
-        # A fixed degree reaches the planner: tp=2 is not what the search picks on its own here.
-        fixed = fsdpx.plan(**REQUEST, target="torchtitan@0.2.2", tp=2)
-        self.assertEqual(fixed["parallelism"]["tp"], 2)
+    def test_options_and_flags_reach_the_planner(self):
+        # Keywords become options (tp=2 -> --tp 2) and True becomes a flag; the default plan has tp 1.
+        self.assertEqual(self.cli_plan["parallelism"]["tp"], 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            cli("plan", *REQUEST_ARGS, "--target", "torchtitan@0.2.2", "--tp", "2", "--allow-bf16-reduce",
+                "-o", f"{tmp}/tp2.json")
+            expected = json.loads(Path(tmp, "tp2.json").read_text())
+        got = fsdpx.plan(**REQUEST, target="torchtitan@0.2.2", tp=2, allow_bf16_reduce=True)
+        self.assertEqual(got["parallelism"]["tp"], 2)
+        self.assertEqual(got, expected)
 
     def test_version_is_the_cli_version(self):
         out, _ = cli("--version")
