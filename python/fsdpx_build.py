@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import stat
 import sysconfig
 import zipfile
 from pathlib import Path
@@ -105,7 +106,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         for name, path in entries:
             payload = path.read_bytes()
             zi = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-            zi.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
+            zi.external_attr = (stat.S_IFREG | (0o755 if os.access(path, os.X_OK) else 0o644)) << 16
             zi.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(zi, payload)
             record.append(_record_line(name, payload))
