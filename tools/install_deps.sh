@@ -3,11 +3,12 @@
 # pkg-config finds OpenBLAS for the CPU executor; chromium renders `fsdpx report`'s HTML in its test
 # (skipped without it); python3 (standard library only) parses JSON, CSV and TOML in the CLI tests; ccache
 # serves repeated builds (.ci/run and the sanitizer trees use it when present); zlib reads gzipped profiler
-# traces (kineto/); zsh and fish run the completion test of their scripts (skipped without them).
+# traces (kineto/); zsh and fish run the completion test of their scripts (skipped without them);
+# python3-dev, python3-venv and pybind11-dev build the optional Python package (python/, docs/python.md).
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
 packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
-          libopenblas-dev zlib1g-dev chromium chromium-driver python3 zsh fish)
+          libopenblas-dev zlib1g-dev chromium chromium-driver python3 python3-dev python3-venv pybind11-dev zsh fish)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
