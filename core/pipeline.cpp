@@ -51,14 +51,4 @@ std::vector<int> balance_stage_blocks(int layers, int stages, StageAccounting ac
   return blocks;
 }
 
-int even_stage_blocks(int layers, int pp, int vpp) {
-  const int stages = virtual_stages(pp, vpp);
-  if (layers % pp != 0)
-    throw ConfigError(fmt::format("{} blocks are not divisible by pp ({}): every pipeline rank holds the same "
-                                  "number of blocks", layers, pp));
-  if ((layers / pp) % vpp != 0)
-    throw ConfigError(fmt::format("vpp ({}) must divide the {} blocks of each pipeline rank", vpp, layers / pp));
-  return layers / stages;
-}
-
 }  // namespace fsdpx

@@ -36,10 +36,4 @@ struct StageAccounting {
 // with no block, or weights larger than a stage's share.
 std::vector<int> balance_stage_blocks(int layers, int stages, StageAccounting accounting);
 
-// Megatron-LM's even split (no accounting): layers must be divisible by pp x vpp, so that every pipeline
-// rank holds the same number of blocks and vpp divides it (megatron/core/transformer/
-// transformer_block.py, get_num_layers_to_build). Returns the blocks per virtual stage; throws
-// ConfigError naming the degrees otherwise.
-int even_stage_blocks(int layers, int pp, int vpp);
-
 }  // namespace fsdpx

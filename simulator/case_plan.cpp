@@ -89,6 +89,31 @@ StageAccounting framework_stage_accounting(const std::string& framework) {
   return framework_even_stage_split(framework) ? StageAccounting{0, 0} : StageAccounting{1, 1};
 }
 
+// Megatron-Core's split when the stages do not divide the blocks. The Llama 3.1 405B recipes of
+// Megatron-Bridge and NeMo (126 blocks over pp x vpp = 8 x 8 or 16 x 1 stages) set
+// account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split, so that
+// (layers + 2) / stages blocks go to every stage and the first and last hold one fewer
+// (megatron/core/transformer/transformer_config.py; get_transformer_layer_offset in
+// transformer_block.py); the loss option alone when layers + 1 divides. Any other count needs
+// --decoder-first/last-pipeline-num-layers, which a case does not state: the balanced split with the
+// embedding and the loss counted as a block each is assumed and noted (Llama 3 paper, Dubey et al.
+// 2024 §3.3.2: "we reduce one Transformer layer each from the first and the last stages").
+StageAccounting megatron_stage_accounting(int layers, int stages, std::vector<std::string>& notes) {
+  if (layers % stages == 0) return StageAccounting{0, 0};
+  if ((layers + 2) % stages == 0) {
+    notes.push_back("embedding and loss counted as a block each in the pipeline split");
+    return StageAccounting{1, 1};
+  }
+  if ((layers + 1) % stages == 0) {
+    notes.push_back("loss counted as a block in the pipeline split");
+    return StageAccounting{0, 1};
+  }
+  notes.push_back(fmt::format("{} blocks over {} pipeline stages: uneven first and last stages assumed "
+                              "(--decoder-first/last-pipeline-num-layers), embedding and loss counted as a block each",
+                              layers, stages));
+  return StageAccounting{1, 1};
+}
+
 // torchtitan logs "memory: {max_reserved_gib}GiB", the caching allocator's reserved_bytes.all.peak
 // (torchtitan/metrics.py, DeviceMemoryMonitor.get_peak_stats); CUDA context and NCCL's own cudaMalloc'd
 // buffers are outside it. Other sources publish no memory; nvidia-smi's device total is the default.
@@ -181,24 +206,13 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   t.micro_batch = c.micro_batch;
   t.global_batch = c.global_batch;
   // One unit per block, embedding alone, final norm + head together (with the embedding when tied,
-  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping. Megatron-LM
-  // refuses a layer count its even pipeline split cannot divide.
+  // never resharded): torchtitan's apply_fsdp and llm-foundry's per-block FSDP wrapping. Megatron
+  // stacks split evenly where the stages divide the blocks (megatron_stage_accounting otherwise).
   const std::string where = fmt::format("{}: case \"{}\"", file, c.id);
   const Parallelism& par = c.parallelism;
   StageAccounting accounting = framework_stage_accounting(c.framework);
-  if (par.pp > 1 && c.framework == "megatron-bridge" && c.model.layers % (par.pp * par.vpp) != 0) {
-    // Megatron-Bridge's Llama 3.1 405B recipes set account_for_embedding_in_pipeline_split and
-    // account_for_loss_in_pipeline_split (126 blocks + 2 over pp x vpp stages), Megatron-Core's
-    // transformer_config.py options; a block count that divides evenly keeps the default split.
-    accounting = StageAccounting{1, 1};
-    out.notes.push_back("embedding and loss counted as a block each in the pipeline split");
-  } else if (par.pp > 1 && framework_even_stage_split(c.framework)) {
-    try {
-      even_stage_blocks(int(c.model.layers), par.pp, par.vpp);
-    } catch (const ConfigError& e) {
-      throw ConfigError(fmt::format("{}: /parallelism: {}", where, e.what()));
-    }
-  }
+  if (par.pp > 1 && framework_even_stage_split(c.framework))
+    accounting = megatron_stage_accounting(int(c.model.layers), virtual_stages(par.pp, par.vpp), out.notes);
   out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute), accounting);
   out.memory_metric = framework_memory_metric(c.framework);
   out.plan.precision.param = DType::bf16;

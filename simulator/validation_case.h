@@ -81,6 +81,9 @@ RecomputeMode framework_recompute(const std::string& framework, RecomputeMode st
 // others counting the embedding and the head as one block each.
 bool framework_even_stage_split(const std::string& framework);
 StageAccounting framework_stage_accounting(const std::string& framework);
+// Megatron-Core's accounting for `layers` blocks over `stages` virtual stages: none when they divide,
+// else the embedding and/or loss counted as blocks (its recipes' options), else an uneven split (noted).
+StageAccounting megatron_stage_accounting(int layers, int stages, std::vector<std::string>& notes);
 
 // What a source's published peak-memory figure counts: everything on the device (nvidia-smi), or the
 // PyTorch caching allocator's peak reserved bytes (no CUDA context, no NCCL-owned buffers).

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "core/json_reader.h"
+#include "core/pipeline.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 #include "cost_models/memory.h"
@@ -231,12 +233,19 @@ TEST_CASE("validation: pipeline-parallel cases are simulated with their framewor
   for (const PlanUnit& u : build_case_plan(t, f.file).plan.units)
     for (const std::string& m : u.modules) blocks[std::size_t(u.stage)] += m.rfind("block.", 0) == 0;
   CHECK(blocks == std::vector<int>{25, 24});
-  // Megatron refuses a layer count its even split cannot divide: the case is listed with the reason.
+  // A Megatron stack whose stages do not divide the blocks is simulated, not refused: 49 blocks + the
+  // loss counted as one = 50 over 2 stages (25, 24), and the note says so.
   ValidationCaseFile odd = f;
   odd.cases[1].model.layers = 49;
+  odd.cases[1].model.max_seq = odd.cases[1].seq_len;
   const ValidationReport r = run_validation(odd);
-  REQUIRE(r.cases[1].skipped.has_value());
-  CHECK(r.cases[1].skipped->find("not divisible by pp (2)") != std::string::npos);
+  CHECK_FALSE(r.cases[1].skipped.has_value());
+  blocks.assign(2, 0);
+  const CasePlan odd_plan = build_case_plan(odd.cases[1], f.file);
+  for (const PlanUnit& u : odd_plan.plan.units)
+    for (const std::string& m : u.modules) blocks[std::size_t(u.stage)] += m.rfind("block.", 0) == 0;
+  CHECK(blocks == std::vector<int>{25, 24});
+  CHECK(std::count(odd_plan.notes.begin(), odd_plan.notes.end(), "loss counted as a block in the pipeline split") == 1);
   const ValidationReport full = run_validation(f);
   REQUIRE(full.cases.size() == 3);
   REQUIRE(full.cases[1].predicted.has_value());
@@ -247,7 +256,10 @@ TEST_CASE("validation: pipeline-parallel cases are simulated with their framewor
   CHECK(full.cases[0].tokens_error_pct.value() == doctest::Approx((pred - 20000.0) / 20000.0 * 100));
   CHECK(full.cases[2].memory_error_pct.has_value());
   CHECK_FALSE(full.cases[0].memory_error_pct.has_value());
-  const nlohmann::json j = validation_json(r);
+  // A case that could not be read is listed with its reason, in text and JSON.
+  ValidationCaseFile bad = f;
+  bad.cases[1].malformed = "cases.json: /cases/1/precision: expected one of bf16, fp8, got \"fp4\"";
+  const nlohmann::json j = validation_json(run_validation(bad));
   CHECK(j["cases"][1]["skipped"].is_string());
   CHECK(j["cases"][0]["skipped"].is_null());
 }
@@ -281,6 +293,42 @@ BlockTiming first_block_forward(const Plan& plan) {
 }
 
 }  // namespace
+
+// Blocks per pipeline rank of a plan (summed over the rank's virtual stages).
+std::vector<int> blocks_per_rank(const Plan& p) {
+  std::vector<int> blocks(std::size_t(p.parallelism.pp), 0);
+  for (const PlanUnit& u : p.units)
+    for (const std::string& m : u.modules)
+      blocks[std::size_t(stage_rank(u.stage, p.parallelism.pp))] += m.rfind("block.", 0) == 0;
+  return blocks;
+}
+
+TEST_CASE("validation: Llama 3.1 405B's 126 blocks on 8 and 16 pipeline ranks are simulated by every stack") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  for (const char* framework : {"megatron", "nemo", "megatron-bridge", "torchtitan"})
+    for (auto [pp, vpp] : {std::pair{8, 1}, std::pair{16, 1}, std::pair{8, 8}, std::pair{16, 4}, std::pair{8, 3}}) {
+      CAPTURE(framework);
+      CAPTURE(pp);
+      CAPTURE(vpp);
+      ValidationCase c = f.cases[1];
+      c.framework = framework;
+      c.model.layers = 126;
+      c.parallelism.pp = pp;
+      c.parallelism.vpp = vpp;
+      c.parallelism.pp_schedule = vpp > 1 ? PipelineSchedule::interleaved_1f1b : PipelineSchedule::one_f_one_b;
+      c.parallelism.dp_shard = 1;  // tp 8 x pp ranks
+      c.gpus = 8 * pp;
+      c.global_batch = c.micro_batch * 2 * pp;
+      std::vector<int> blocks;
+      REQUIRE_NOTHROW(blocks = blocks_per_rank(build_case_plan(c, f.file).plan));
+      CHECK(std::accumulate(blocks.begin(), blocks.end(), 0) == 126);
+      // 128 effective over pp x vpp stages: the first and last stage hold one block fewer.
+      if (pp * vpp != 8 * 3) {
+        CHECK(blocks.front() == 128 / pp - 1);
+        CHECK(blocks[1] == 128 / pp);
+      }
+    }
+}
 
 TEST_CASE("validation: Megatron with Transformer Engine hides sequence-parallel TP collectives behind GEMMs") {
   const ValidationCaseFile f = load_validation_cases(kTiny);
