@@ -1,9 +1,10 @@
 // simulator/validate_report.cpp — text and JSON rendering of a validation report (validate.h): one row
 // per case with predicted, measured and signed error, skipped cases with their reason, then the
-// summary table. Percentages are printed with one decimal; absent values as "-" (text) or null (JSON).
+// summary table, and the 80% interval's leave-one-source-out coverage (prediction_interval.h). Percentages are printed with one decimal; absent values as "-" (text) or null (JSON).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "simulator/prediction_interval.h"
 #include "simulator/validate.h"
 
 namespace fsdpx {
@@ -63,6 +64,33 @@ std::string stats_cell(const ErrorStats& s) {
                      100 * s.within_10_share, 100 * s.within_20_share, s.count);
 }
 
+
+nlohmann::json band_json(const ErrorBand& b) {
+  return {{"low_error_pct", b.low_pct}, {"high_error_pct", b.high_pct}, {"runs", b.runs}};
+}
+
+nlohmann::json interval_json(const IntervalCoverage& c) {
+  nlohmann::json sources = nlohmann::json::object();
+  for (const SourceCoverage& s : c.sources)
+    sources[s.source] = {{"band", band_json(s.band)}, {"runs", s.runs}, {"covered", s.covered}};
+  return {{"quantiles", {kIntervalLowQuantile, kIntervalHighQuantile}}, {"band", band_json(c.band)},
+          {"leave_one_source_out", {{"runs", c.runs}, {"covered", c.covered}, {"sources", sources}}}};
+}
+
+std::string interval_text(const IntervalCoverage& c) {
+  if (c.band.runs == 0) return "";
+  std::string out = fmt::format(
+      "\n80% prediction interval (10th-90th percentile of the signed tokens/s/GPU errors): {:+.1f}% to {:+.1f}% "
+      "(n={})\n", c.band.low_pct, c.band.high_pct, c.band.runs);
+  if (c.runs == 0) return out;
+  out += fmt::format("leave-one-source-out coverage (each source against the other sources' interval): {:.0f}% "
+                     "({} of {})\n", 100.0 * c.covered / c.runs, c.covered, c.runs);
+  for (const SourceCoverage& s : c.sources)
+    out += fmt::format("  {}: {} of {} inside {:+.1f}% to {:+.1f}%\n", s.source, s.covered, s.runs, s.band.low_pct,
+                       s.band.high_pct);
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json validation_json(const ValidationReport& r) {
@@ -72,7 +100,7 @@ nlohmann::json validation_json(const ValidationReport& r) {
   for (const SummaryGroup& g : r.summary)
     summary[g.name] = {{"cases", g.cases}, {"skipped", g.skipped}, {"tokens_per_s_per_gpu", stats_json(g.tokens)},
                        {"mfu", stats_json(g.mfu)}, {"peak_memory_gib", stats_json(g.memory)}};
-  return {{"file", r.file}, {"cases", cases}, {"summary", summary}};
+  return {{"file", r.file}, {"cases", cases}, {"summary", summary}, {"interval", interval_json(leave_one_source_out(r.cases))}};
 }
 
 std::string validation_text(const ValidationReport& r) {
@@ -101,7 +129,7 @@ std::string validation_text(const ValidationReport& r) {
                      stats_cell(g.memory)});
   out += "\nsummary (absolute % error: median / mean / share within 10% / share within 20%):\n" + pad_table(srows);
   out += "MFU: PaLM definition (6N + 12*L*H*Q*T per token) over dense bf16 peak; sources define it differently.\n";
-  return out;
+  return out + interval_text(leave_one_source_out(r.cases));
 }
 
 }  // namespace fsdpx
