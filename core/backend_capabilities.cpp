@@ -144,10 +144,13 @@ void fp8_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Cap
                                "see the same operands either way (each weight cast with its whole tensor's amax, as "
                                "torchao's precompute_float8_dynamic_scale_for_fsdp gives), so set all_gather false",
                                caps.name)});
+  // Not marked searched: filtering tp > 1 out of the planner's space this way crashed its shape refinement
+  // (fsdpx plan --fp8 tensorwise --cluster cpu --world-size 4, bad_alloc in configured_plan); the executor
+  // refuses such a plan instead.
   if (plan.parallelism.tp > 1 && !caps.fp8_tensor_parallel)
     out.push_back({"/parallelism/tp", fmt::format("the {} runtime trains fp8 with tp = 1 only (got {}): a tensorwise "
                                                   "scale of a tp-sharded weight needs an amax all-reduce it does not "
-                                                  "run", caps.name, plan.parallelism.tp), true});
+                                                  "run", caps.name, plan.parallelism.tp)});
   if (plan.lora && !caps.fp8_lora)
     out.push_back({"/lora", fmt::format("the {} runtime does not train LoRA adapters with fp8", caps.name)});
 }
