@@ -46,14 +46,16 @@ void fp8_gemm_tn(GemmContext& ctx, std::int64_t m, std::int64_t n, std::int64_t 
   cublasStatus_t st = cublasLtMatrixLayoutCreate(&o.la, fp8_type(a.format), k, m, k);
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lb, fp8_type(b.format), k, n, k);
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lc, CUDA_R_16BF, m, n, m);
-  if (st != CUBLAS_STATUS_SUCCESS) throw CudaError(fmt::format("[cuBLAS ERROR] {}: layouts: {}", what, cublas_error_text_(st)));
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw CudaError(fmt::format("[cuBLAS ERROR] {}: layouts: {}", what, cublas_error_text_(st)));
   o.pref = make_preference(a.codes, b.codes, d);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, &heuristic, &found);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-    throw CudaError(fmt::format("[cuBLAS ERROR] {}: cublasLtMatmulAlgoGetHeuristic: {}", what,
-                                found == 0 && st == CUBLAS_STATUS_SUCCESS ? "no algorithm found" : cublas_error_text_(st)));
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    const std::string why = st == CUBLAS_STATUS_SUCCESS ? "no algorithm found" : cublas_error_text_(st);
+    throw CudaError(fmt::format("[cuBLAS ERROR] {}: cublasLtMatmulAlgoGetHeuristic: {}", what, why));
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   st = cublasLtMatmul(ctx.handle(), o.desc, &alpha, a.codes, o.la, b.codes, o.lb, &beta, d, o.lc, d, o.lc,
                       &heuristic.algo, ctx.workspace(), GemmContext::kWorkspaceBytes, stream);

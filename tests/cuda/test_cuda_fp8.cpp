@@ -65,7 +65,8 @@ TEST_CASE("cuda fp8: amax, scale and casts equal the CPU's rounding (e4m3, e5m2,
 
 TEST_CASE("cuda fp8: cuBLASLt e4m3/e5m2 GEMMs match the CPU emulation (forward + amax, dx, dW)") {
   GemmContext ctx;
-  const auto inp = random_bf16(kN * kC), w = random_bf16(kOC * kC, -0.1f, 0.1f), dout = random_bf16(kN * kOC, -0.01f, 0.01f);
+  const auto inp = random_bf16(kN * kC), w = random_bf16(kOC * kC, -0.1f, 0.1f);
+  const auto dout = random_bf16(kN * kOC, -0.01f, 0.01f);
   DeviceBuffer<float> d_inp(inp.size()), d_w(w.size()), d_dout(dout.size());
   upload(d_inp, inp), upload(d_w, w), upload(d_dout, dout);
   Fp8Workspace<float> ws;
