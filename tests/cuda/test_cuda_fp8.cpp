@@ -1,5 +1,5 @@
 // tests/cuda/test_cuda_fp8.cpp — the GPU's tensorwise fp8 path against the CPU emulation: amax, scale and the
-// E4M3 / E5M2 casts (plain and transposed) give exactly cpu::round_to_fp8's values; the cuBLASLt fp8 GEMMs
+// E4M3 / E5M2 casts (plain and transposed) give exactly cpu::round_to_fp8's grid values; the cuBLASLt fp8 GEMMs
 // (forward, dx with accumulate, dW, amax of the output) match executor/model/fp8_linear.h on the same
 // inputs within bf16 output rounding (both multiply the same fp8 values and accumulate in fp32). Skipped,
 // like all of test_cuda, without a device (test_cuda_main.cpp); needs sm_90 for the GEMMs.
@@ -32,9 +32,10 @@ struct DeviceFp8 {
     fp8_cast(codes.get(), x.get(), rows, cols, transpose, scale.get(), f, nullptr);
   }
   Fp8Operand operand() const { return {codes.get(), format, inv_scale.get()}; }
-  std::vector<float> values() const {  // what the GEMM reads: code · inv_scale
-    DeviceBuffer<float> out(codes.size());
-    fp8_decode(out.get(), codes.get(), std::int64_t(codes.size()), inv_scale.get(), format, nullptr);
+  std::vector<float> grid_values() const {  // the codes' fp8 values (decoded with an inverse scale of 1)
+    DeviceBuffer<float> out(codes.size()), one(1);
+    upload(one, std::vector<float>{1.0f});
+    fp8_decode(out.get(), codes.get(), std::int64_t(codes.size()), one.get(), format, nullptr);
     return download(out);
   }
 };
@@ -55,11 +56,18 @@ TEST_CASE("cuda fp8: amax, scale and casts equal the CPU's rounding (e4m3, e5m2,
       CAPTURE(int(f));
       CAPTURE(transpose);
       const DeviceFp8 q(d_x, kN, kC, transpose, f);
-      std::vector<float> want = x;
-      const float s = cpu::fp8_quantize_dequantize(want.data(), std::int64_t(want.size()), f);
+      const float s = cpu::fp8_tensorwise_scale(x.data(), std::int64_t(x.size()), f);
       CHECK(download(q.scale)[0] == s);
-      const std::vector<float> got = q.values();
-      CHECK(got == (transpose ? transposed(want, kN, kC) : want));
+      CHECK(download(q.inv_scale)[0] == 1.0f / s);
+      std::vector<float> want(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) want[i] = cpu::round_to_fp8(x[i] * s, f);
+      if (transpose) want = transposed(want, kN, kC);
+      const std::vector<float> got = q.grid_values();
+      std::size_t differ = 0, first = 0;
+      for (std::size_t i = got.size(); i-- > 0;)
+        if (got[i] != want[i]) ++differ, first = i;
+      CHECK_MESSAGE(differ == 0, differ << " codes differ, first at " << first << ": " << got[first] << " vs "
+                                        << want[first]);
     }
 }
 
