@@ -28,6 +28,8 @@ BackendCapabilities cpu_row() {
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
+  // torchao's tensorwise recipe emulated around the blocks' linear GEMMs (executor/model/fp8_linear.h).
+  c.fp8_scalings = {Fp8Scaling::tensorwise};
   return c;
 }
 
@@ -133,6 +135,26 @@ void tied_unit_gaps(const Plan& plan, std::vector<CapabilityGap>& out) {
   }
 }
 
+// fp8 combinations a backend that trains with the recipe may still leave out.
+void fp8_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  if (caps.fp8_scalings.empty()) return;  // the /fp8/scaling gap says it all
+  if (plan.fp8->all_gather && !caps.fp8_all_gather)
+    out.push_back({"/fp8/all_gather",
+                   fmt::format("the {} runtime all-gathers parameters in their storage dtype, not in fp8; its GEMMs "
+                               "see the same operands either way (each weight cast with its whole tensor's amax, as "
+                               "torchao's precompute_float8_dynamic_scale_for_fsdp gives), so set all_gather false",
+                               caps.name)});
+  // Not marked searched: filtering tp > 1 out of the planner's space this way crashed its shape refinement
+  // (fsdpx plan --fp8 tensorwise --cluster cpu --world-size 4, bad_alloc in configured_plan); the executor
+  // refuses such a plan instead.
+  if (plan.parallelism.tp > 1 && !caps.fp8_tensor_parallel)
+    out.push_back({"/parallelism/tp", fmt::format("the {} runtime trains fp8 with tp = 1 only (got {}): a tensorwise "
+                                                  "scale of a tp-sharded weight needs an amax all-reduce it does not "
+                                                  "run", caps.name, plan.parallelism.tp)});
+  if (plan.lora && !caps.fp8_lora)
+    out.push_back({"/lora", fmt::format("the {} runtime does not train LoRA adapters with fp8", caps.name)});
+}
+
 void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
   if (!contains(caps.param_dtypes, plan.precision.param))
     out.push_back({"/mixed_precision/param_dtype",
@@ -161,6 +183,7 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
   if (plan.fp8 && std::find(caps.fp8_scalings.begin(), caps.fp8_scalings.end(), plan.fp8->scaling) == caps.fp8_scalings.end())
     out.push_back({"/fp8/scaling", fmt::format("the {} runtime does not train with fp8 scaling \"{}\"", caps.name,
                                                fp8_scaling_name(plan.fp8->scaling))});
+  if (plan.fp8) fp8_gaps(plan, caps, out);
   if (plan.lora && plan.lora->dropout > 0 && !caps.dropout)
     out.push_back({"/lora/dropout", fmt::format("the {} runtime implements no adapter dropout (got {}); the simulator "
                                                 "and planner accept it", caps.name, plan.lora->dropout)});

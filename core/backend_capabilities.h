@@ -33,6 +33,8 @@ struct BackendCapabilities {
   bool lora = false;
   bool dropout = false;  // attention/MLP/embedding dropout and LoRA's adapter dropout
   std::vector<Fp8Scaling> fp8_scalings;  // fp8 recipes it trains with (core/fp8.h); empty: none
+  // With fp8: FSDP's fp8 all-gather, tp > 1 (a sharded weight's tensorwise amax needs an all-reduce), LoRA.
+  bool fp8_all_gather = false, fp8_tensor_parallel = false, fp8_lora = false;
 };
 
 // Every backend, in ExecutorDevice order; backend_capabilities(d) is its row.

@@ -60,11 +60,15 @@ void check_fp8(const Plan& p, const std::string& file) {
                        fmt::format("GPU \"{}\" has no fp8 tensor-core peak (fp8 GEMMs need Hopper or Blackwell); "
                                    "remove fp8",
                                    p.cluster.gpu.name));
-  if (p.precision.param != DType::bf16)
+  // The CPU reference backend computes fp32 where a GPU computes bf16 (core/backend_capabilities.cpp), so
+  // on the host cluster fp8 runs around fp32 (executor/model/fp8_linear.h).
+  const bool host_fp32 = p.cluster.host_threads && p.precision.param == DType::fp32;
+  if (p.precision.param != DType::bf16 && !host_fp32)
     throw_config_error(file, "/fp8",
                        fmt::format("fp8 recipes run their linear GEMMs in fp8 around bf16 compute; "
-                                   "mixed_precision.param_dtype is \"{}\", expected \"bf16\"",
-                                   dtype_name(p.precision.param)));
+                                   "mixed_precision.param_dtype is \"{}\", expected \"bf16\"{}",
+                                   dtype_name(p.precision.param),
+                                   p.cluster.host_threads ? " (or \"fp32\" on the CPU reference backend)" : ""));
   if (p.fp8->all_gather && p.fp8->scaling == Fp8Scaling::rowwise)
     throw_config_error(file, "/fp8/all_gather",
                        "fp8 all-gather needs one scale per weight tensor (torchao/float8/config.py: "

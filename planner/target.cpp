@@ -77,6 +77,9 @@ void check_fp8_target(const Target& t, const ClusterSpec& cluster, const Fp8Sett
     throw ConfigError(fmt::format("{}: fsdpx's {} backend does not train with fp8 scaling \"{}\"; plan for "
                                   "--target torchtitan@<release> (torchao recipes) or without --fp8",
                                   where, caps.name, scaling));
+  if (fp8.all_gather && !caps.fp8_all_gather)
+    throw ConfigError(fmt::format("{}: fsdpx's {} backend all-gathers parameters in their storage dtype, not fp8; "
+                                  "leave out --fp8-all-gather", where, caps.name));
 }
 
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t) {

@@ -156,10 +156,40 @@ def rope_tables(seq, head_dim, theta, device):
     return angle.cos().float().to(device), angle.sin().float().to(device)
 
 
-def make_loss_fn(s, seq, device, lora=None):
+def fp8_round(x, dtype):
+    """torchao's tensorwise dynamic cast read back in fp32 (torchao/float8/float8_utils.py amax_to_scale,
+    float8_scaling_utils.py hp_tensor_to_float8_dynamic): s = fp8 max / max(amax, 1e-12) in fp32, x·s
+    saturated and cast by torch to `dtype`, then / s. fsdpx: executor/model/fp8_linear.cpp."""
+    fmax = torch.finfo(dtype).max
+    scale = (fmax / torch.clamp(x.abs().max().double(), min=1e-12)).float()
+    return (x.float() * scale).clamp(-fmax, fmax).to(dtype).float() / scale
+
+
+class Fp8Matmul(torch.autograd.Function):
+    """x Wᵀ as torchao's Float8Linear with its default (tensorwise) config computes it: input and weight
+    in E4M3, the output gradient in E5M2, each with its own dynamic scale, for all three GEMMs
+    (torchao/float8/config.py Float8LinearConfig, float8_linear.py matmul_with_hp_or_float8_args)."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return fp8_round(x, torch.float8_e4m3fn) @ fp8_round(w, torch.float8_e4m3fn).t()
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w = ctx.saved_tensors
+        g = fp8_round(dy, torch.float8_e5m2)
+        dx = g @ fp8_round(w, torch.float8_e4m3fn)
+        dw = g.reshape(-1, g.shape[-1]).t() @ fp8_round(x, torch.float8_e4m3fn).reshape(-1, x.shape[-1])
+        return dx, dw
+
+
+def make_loss_fn(s, seq, device, lora=None, fp8=None):
     """loss(params, tokens [B, T], targets [B, T]) -> mean cross-entropy: executor/model/*.cpp. With `lora`
     (a plan's lora section), params also holds the adapters (adapter_specs) and each target's rows of its
-    projection's output gain (alpha / r) (x Aᵀ) Bᵀ (executor/model/lora.cpp lora_forward)."""
+    projection's output gain (alpha / r) (x Aᵀ) Bᵀ (executor/model/lora.cpp lora_forward). With `fp8` (a
+    plan's fp8 section, tensorwise) the blocks' projections run Fp8Matmul, the bias added after in fp32;
+    the head stays fp32 (torchtitan's float8 converter skips "output")."""
     nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
     cos, sin = rope_tables(seq, hd, theta, device) if llama else (None, None)
@@ -170,8 +200,15 @@ def make_loss_fn(s, seq, device, lora=None):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * p[name + ".weight"]
         return F.layer_norm(x, (x.shape[-1],), p[name + ".weight"], p[name + ".bias"], eps)
 
+    if fp8 and fp8.get("scaling") != "tensorwise":
+        sys.exit(f"/fp8/scaling: this reference emulates torchao's tensorwise recipe only (got {fp8.get('scaling')})")
+
     def linear(x, p, name):
-        y = F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
+        if fp8:
+            y = Fp8Matmul.apply(x, p[name + ".weight"])
+            y = y + p[name + ".bias"] if name + ".bias" in p else y
+        else:
+            y = F.linear(x, p[name + ".weight"], p.get(name + ".bias"))
         block, proj = name.rsplit(".", 1)
         for t, (target_proj, _, fan_out, col) in slots.items():
             if target_proj == proj:
@@ -286,13 +323,15 @@ def replay(args, plan, s, o):
     seq, gb = plan["training"]["seq"], plan["training"]["global_batch"]
     if tuple(tokens.shape[1:]) != (gb, seq + 1):
         sys.exit(f"{args.batches}: tokens {list(tokens.shape)}, the plan needs [steps, {gb}, {seq + 1}]")
-    loss_fn = make_loss_fn(s, seq, dev, lora)
+    loss_fn = make_loss_fn(s, seq, dev, lora, plan.get("fp8"))
+    # fp8's dynamic scales are per tensor, so the activations' amax is per micro-batch: run the plan's.
+    micro = args.micro_batch or (plan["training"]["micro_batch"] if plan.get("fp8") else gb)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
     model = {**params, **trainable}
     steps, state = [], {}
     for i in range(min(args.steps or len(tokens), len(tokens))):
-        loss = train_step(loss_fn, model, tokens[i], args.micro_batch or gb, args.dtype == "bf16", dev).item()
+        loss = train_step(loss_fn, model, tokens[i], micro, args.dtype == "bf16", dev).item()
         grads = {n: p.grad for n, p in trainable.items()}
         norm = math.sqrt(sum(g.double().pow(2).sum().item() for g in grads.values()))
         lr = learning_rate(o, i)

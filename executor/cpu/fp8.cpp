@@ -2,6 +2,7 @@
 #include "executor/cpu/fp8.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace fsdpx::cpu {
@@ -27,13 +28,21 @@ float fp8_max(Fp8Format f) { return layout(f).max; }
 float round_to_fp8(float x, Fp8Format f) {
   if (std::isnan(x) || x == 0.0f) return x;
   const Fp8Layout l = layout(f);
-  const double a = std::min(std::fabs(double(x)), double(l.max));
-  int e = 0;
-  std::frexp(a, &e);  // a = m x 2^e, m in [0.5, 1): the leading bit is 2^(e-1)
-  const int exponent = std::max(e - 1, l.min_normal_exponent);  // subnormals share the smallest exponent's step
-  const double quantum = std::ldexp(1.0, exponent - l.mantissa_bits);
-  const double r = std::min(std::nearbyint(a / quantum) * quantum, double(l.max));  // ties to even
-  return float(std::copysign(r, double(x)));
+  const float a = std::fabs(x);
+  if (a >= l.max) return std::copysign(l.max, x);  // saturate
+  float r = 0;
+  if (a < std::ldexp(1.0f, l.min_normal_exponent)) {
+    // Subnormals share the smallest exponent's step: a / quantum is exact (a power-of-two scaling).
+    const float quantum = std::ldexp(1.0f, l.min_normal_exponent - l.mantissa_bits);
+    r = std::nearbyint(a / quantum) * quantum;  // ties to even
+  } else {
+    // Round fp32's 23-bit mantissa to the format's bits, ties to even; a carry moves into the exponent.
+    const int drop = 23 - l.mantissa_bits;
+    auto bits = std::bit_cast<std::uint32_t>(a);
+    bits += (std::uint32_t(1) << (drop - 1)) - 1 + ((bits >> drop) & 1);
+    r = std::min(std::bit_cast<float>(bits & ~((std::uint32_t(1) << drop) - 1)), l.max);
+  }
+  return std::copysign(r, x);
 }
 
 float fp8_tensorwise_scale(const float* x, std::int64_t n, Fp8Format f) {

@@ -12,16 +12,10 @@
 #include "core/errors.h"
 #include "executor/cuda/bias.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/gemm_lt.h"
 
 namespace fsdpx::cuda {
 namespace {
-
-std::uint32_t alignment_bytes(const void* p) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t a = 256;
-  while (a > 1 && addr % a != 0) a /= 2;
-  return a;
-}
 
 // cuBLAS's name of the 16-bit operand type T.
 template <class T>
@@ -32,20 +26,6 @@ cudaDataType_t operand_type() {
 
 template <class T>
 cudaDataType_t data_type(GemmOut t) { return t == GemmOut::operand ? operand_type<T>() : CUDA_R_32F; }
-
-cublasLtMatmulPreference_t make_preference(const void* a, const void* b, const void* c) {
-  cublasLtMatmulPreference_t pref;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::size_t ws = GemmContext::kWorkspaceBytes;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  const std::uint32_t align[4] = {alignment_bytes(a), alignment_bytes(b), alignment_bytes(c), alignment_bytes(c)};
-  const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4; ++i)
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &align[i], sizeof align[i]));
-  return pref;
-}
 
 // The bias epilogue reads the bias vector with wide loads; a bias pointer that is not 16-byte aligned
 // (a module offset inside a flat unit) takes bias_add_columns after the GEMM instead.
@@ -86,22 +66,6 @@ struct GemmShape {
                        alignment_bytes(b), alignment_bytes(c), bias ? alignment_bytes(bias) : 0, type_name(ab_type),
                        type_name(c_type), !bias ? "none" : bias_epilogue ? "epilogue" : "kernel after the GEMM",
                        accumulate ? 1 : 0, alpha);
-  }
-};
-
-// cuBLASLt objects released on every path (a failing call throws CudaError).
-struct LtObjects {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  LtObjects() = default;
-  LtObjects(const LtObjects&) = delete;
-  LtObjects& operator=(const LtObjects&) = delete;
-  ~LtObjects() {
-    if (pref) CUBLAS_CHECK_NOEXCEPT(cublasLtMatmulPreferenceDestroy(pref));
-    for (cublasLtMatrixLayout_t l : {la, lb, lc})
-      if (l) CUBLAS_CHECK_NOEXCEPT(cublasLtMatrixLayoutDestroy(l));
-    if (desc) CUBLAS_CHECK_NOEXCEPT(cublasLtMatmulDescDestroy(desc));
   }
 };
 

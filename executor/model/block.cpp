@@ -129,7 +129,7 @@ void qkv_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>&
   Real* out = d.grouped_qkv() ? ctx.scratch->qkv_part.data() : a.qkv.data();
   {
     ScopedOp op(ctx.profiler, "qkv", ctx.module);
-    cpu::matmul_forward(out, a.ln1.data(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv_rows);
+    linear_forward(ctx.fp8, out, a.ln1.data(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv_rows);
   }
   if (d.grouped_qkv())
     gather_query_group(*ctx.comm, *ctx.group_columns, out, ctx.scratch->qkv_all.data(), a.qkv.data(), d.n,
@@ -206,7 +206,7 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
   }
   attention_forward(ctx, a);
   { ScopedOp op(prof, "attn_out", m);
-    cpu::matmul_forward(wide, a.atty.data(), p.attn_out_w, split ? nullptr : p.attn_out_b, d.n, d.q, d.c); }
+    linear_forward(ctx.fp8, wide, a.atty.data(), p.attn_out_w, split ? nullptr : p.attn_out_b, d.n, d.q, d.c); }
   adapter_forward(ctx, LoraTarget::o, a.atty.data(), wide, d.c, a);
   exit_and_add(ctx, wide, x_out, p.attn_out_b, x_in, a.x_mid.data(), "attn_residual");
   { ScopedOp op(prof, "mlp_norm", m);
@@ -214,12 +214,12 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
                  p.mlp_norm_w, p.mlp_norm_b, d.n_local, d.c, ctx.spec->norm_eps); }
   tp.enter(a.ln2.data());
   { ScopedOp op(prof, "mlp_up", m);
-    cpu::matmul_forward(a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
+    linear_forward(ctx.fp8, a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
   for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.data(), a.fc.data(), d.fu, a);
   { ScopedOp op(prof, "mlp_act", m);
     cpu::mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.data(), a.fc.data(), d.n, d.f); }
   { ScopedOp op(prof, "mlp_down", m);
-    cpu::matmul_forward(wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
+    linear_forward(ctx.fp8, wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
   adapter_forward(ctx, LoraTarget::down, a.fc_act.data(), wide, d.c, a);
   exit_and_add(ctx, wide, x_out, p.mlp_down_b, a.x_mid.data(), x_out, "mlp_residual");
 }
@@ -245,13 +245,13 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
     { ScopedOp op(prof, "mlp_act_bwd", m);
       cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
     ScopedOp op(prof, "mlp_up_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu);
+    linear_backward_dx(ctx.fp8, s.dln.data(), s.dfc.data(), p.mlp_up_w, d.n, d.c, d.fu);
     for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
       adapter_backward(ctx, t, a.ln2.data(), s.dfc.data(), d.fu, s.dln.data(), a);
   }
   if (weight) {
     ScopedOp op(prof, "mlp_up_dw", m);
-    cpu::matmul_backward_dw(g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
+    linear_backward_dw(ctx.fp8, g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
                             d.c, d.fu);
   }
   if (input) tp.enter_backward(s.dln.data());
@@ -302,13 +302,13 @@ void attention_block_backward(const BlockContext<Real>& ctx, const BlockTensors<
     }
     dqkv = qkv_grad_out(ctx, s);
     ScopedOp op(prof, "qkv_dx", m);
-    cpu::matmul_backward_dx(s.dln.data(), dqkv, p.qkv_w, d.n, d.c, d.qkv_rows);
+    linear_backward_dx(ctx.fp8, s.dln.data(), dqkv, p.qkv_w, d.n, d.c, d.qkv_rows);
     for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
       adapter_backward(ctx, t, a.ln1.data(), dqkv, d.qkv_rows, s.dln.data(), a);
   }
   if (weight) {
     ScopedOp op(prof, "qkv_dw", m);
-    cpu::matmul_backward_dw(g.qkv_w, g.qkv_b, dqkv, a.ln1.data(), d.n, d.c, d.qkv_rows);
+    linear_backward_dw(ctx.fp8, g.qkv_w, g.qkv_b, dqkv, a.ln1.data(), d.n, d.c, d.qkv_rows);
   }
   if (input) tp.enter_backward(s.dln.data());
   if (pass == GradPass::input) kept->dqkv = s.dqkv, kept->dln1 = s.dln;

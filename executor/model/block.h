@@ -15,6 +15,7 @@
 #include "core/model_spec.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
+#include "executor/model/fp8_linear.h"
 #include "executor/model/lora.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/op_profiler.h"
@@ -117,6 +118,8 @@ struct BlockContext {
   // LoRA (lora.h; tp = 1, GradPass::all): the base weights are frozen, so backward computes no weight
   // gradients for them (g is all null) and the adapters' gradients instead.
   LoraBlock<Real> lora;
+  // fp8 training (fp8_linear.h): the four projections' GEMMs round their operands; null: fp32 throughout.
+  Fp8Workspace<Real>* fp8 = nullptr;
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

@@ -80,12 +80,12 @@ void out_projection_backward(const BlockContext<Real>& ctx, const OutProjection<
   if (pass == GradPass::input) std::copy(dy, dy + d.n * d.c, o.kept_dy->begin());
   if (input) {
     { ScopedOp op(ctx.profiler, o.dx_op, ctx.module);
-      cpu::matmul_backward_dx(o.dx, dy, o.w, d.n, o.in, d.c); }
+      linear_backward_dx(ctx.fp8, o.dx, dy, o.w, d.n, o.in, d.c); }
     adapter_backward(ctx, o.target, o.x, dy, d.c, o.dx, a);
   }
   if (weight) {
     ScopedOp op(ctx.profiler, o.dw_op, ctx.module);
-    cpu::matmul_backward_dw(o.dw, split ? nullptr : o.db, dy, o.x, d.n, o.in, d.c);
+    linear_backward_dw(ctx.fp8, o.dw, split ? nullptr : o.db, dy, o.x, d.n, o.in, d.c);
     if (split) bias_backward(o.db, dres, d.n_local, d.c);
   }
 }

@@ -27,6 +27,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
       dims_(make_block_dims(spec, batch, seq, par_)), seq_(seq) {
   FSDP_CHECK(batch > 0 && seq > 0, "Transformer: batch and seq must be positive");
   FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");
+  FSDP_CHECK(!opts_.fp8 || (par_.tp == 1 && !opts_.lora), "Transformer: fp8 runs with tp = 1 and without LoRA");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
   FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
              "Transformer: need one recompute mode per block");
@@ -79,6 +80,7 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
     const std::int64_t at = opts_.lora->block_offset(module - 1);
     ctx.lora = LoraBlock<Real>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
   }
+  if (opts_.fp8) ctx.fp8 = &fp8_;
   return ctx;
 }
 

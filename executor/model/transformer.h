@@ -54,6 +54,9 @@ struct ModelOptions {
   // LoRA (lora.h): base weights frozen (backward writes no gradient into `grads`, which may be null),
   // adapters in the buffers given to set_lora_buffers. tp = 1 and the whole backward only.
   const LoraLayout* lora = nullptr;
+  // fp8 training: the blocks' linear GEMMs with torchao's tensorwise recipe emulated (fp8_linear.h); the
+  // output head, attention and norms stay in fp32. tp = 1, no LoRA.
+  bool fp8 = false;
 };
 
 template <class Real>
@@ -128,6 +131,7 @@ class Transformer {
   BlockActs<Real> recompute_acts_;                 // shared by recomputing blocks
   std::vector<Real> recompute_out_;                // [N_local, C] discarded block output during recompute
   BlockScratch<Real> scratch_;
+  Fp8Workspace<Real> fp8_;                         // the rounded GEMM operands (opts_.fp8)
   std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (tp > 1)
   std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C] (rank's rows at its shard), [N_local] (LayerNorm only), [N_local]
   std::vector<Real> probs_;                        // [N, V_local] probabilities, then dlogits

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/executor_device.h"
+#include "core/fp8.h"
 #include "core/lora.h"
 #include "core/loss_scale.h"
 #include "core/model_spec.h"
@@ -33,6 +34,7 @@ struct RunSettings {
   OptimizerSettings optimizer;
   std::optional<LossScaleSettings> loss_scale;  // fp16 loss scaling; absent: none
   std::optional<LoraSettings> lora;             // absent: full training
+  std::optional<Fp8Settings> fp8;               // fp8 linear GEMMs (core/fp8.h); absent: none
 };
 
 struct RuntimeProgram {

@@ -64,13 +64,25 @@ TEST_CASE("fp8: input errors name the file and path") {
   check_plan_error(fp16, "/fp8", "bf16");
 }
 
-TEST_CASE("fp8: no executor backend trains with fp8 yet; the gap names /fp8/scaling") {
-  const Plan p = parse_plan(fp8_plan({{"scaling", "tensorwise"}}), "s.json");
-  for (const BackendCapabilities& caps : all_backend_capabilities()) {
-    bool gap = false;
-    for (const CapabilityGap& g : capability_gaps(p, caps)) gap |= g.path == "/fp8/scaling" && !g.searched;
-    CHECK_MESSAGE(gap, caps.name);
+TEST_CASE("fp8: the CPU row trains tensorwise only, the CUDA row no recipe yet; the gap names /fp8/scaling") {
+  for (const char* scaling : {"tensorwise", "rowwise", "delayed"}) {
+    const Plan p = parse_plan(fp8_plan({{"scaling", scaling}}), "s.json");
+    for (const BackendCapabilities& caps : all_backend_capabilities()) {
+      bool gap = false;
+      for (const CapabilityGap& g : capability_gaps(p, caps)) gap |= g.path == "/fp8/scaling" && !g.searched;
+      CAPTURE(scaling);
+      CHECK_MESSAGE(gap == (caps.device == ExecutorDevice::cuda || std::string(scaling) != "tensorwise"), caps.name);
+    }
   }
+}
+
+TEST_CASE("fp8: the host cluster accepts fp32 around fp8 (the CPU computes fp32 for bf16), a GPU does not") {
+  nlohmann::json host = fp8_plan({{"scaling", "tensorwise"}});
+  host["mixed_precision"]["param_dtype"] = "fp32";
+  CHECK(parse_plan(host, "s.json").fp8.has_value());
+  nlohmann::json gpu = host;
+  gpu["cluster"]["host_threads"] = false;
+  check_plan_error(gpu, "/fp8", "expected \"bf16\"");
 }
 
 }  // namespace
