@@ -52,8 +52,6 @@ void act_row_backward(FfnKind kind, Real* dx, const Real* dy, const Real* x, std
 
 }  // namespace
 
-std::int64_t mlp_up_width(FfnKind kind, std::int64_t ffn) { return kind == FfnKind::swiglu ? 2 * ffn : ffn; }
-
 template <class Real>
 void mlp_act_forward(FfnKind kind, Real* out, const Real* inp, std::int64_t n, std::int64_t f) {
   const std::int64_t w = mlp_up_width(kind, f);

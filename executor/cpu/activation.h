@@ -7,11 +7,11 @@
 #include <cstdint>
 
 #include "core/model_spec.h"
+#include "executor/model/block_dims.h"
 
 namespace fsdpx::cpu {
 
-// Columns of the MLP up-projection output per token: 2F for SwiGLU ([gate | up]), F otherwise.
-std::int64_t mlp_up_width(FfnKind kind, std::int64_t ffn);
+using fsdpx::mlp_up_width;  // columns of the MLP up-projection output per token (block_dims.h)
 
 // inp [N, mlp_up_width] -> out [N, F]. SwiGLU: out = silu(gate) · up with gate = inp[:, :F], up = inp[:, F:].
 template <class Real>

@@ -45,8 +45,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const Param
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
-    : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())),
-      model_comm_(nullptr, nullptr, kernel_profiler),
+    : RankSkeleton(rp, std::move(world)), model_comm_(nullptr, nullptr, kernel_profiler),
       lora_(rp.settings.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora))
                              : nullptr),
       models_(rp.settings.model, rp.settings.training.micro_batch, rp.settings.training.seq,
@@ -59,9 +58,6 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
     mem_.alloc(MemCategory::grads, double(n) * 4);
     mem_.alloc(MemCategory::optimizer, double(n) * 8);
   }
-  const PipelinePlace place = pipeline_place(rp, world_->rank());
-  role_ = place.role;
-  mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
   const int unit_shard = at.unit_shard;
   const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
@@ -74,38 +70,6 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   const RunSettings& run = rp.settings;
   message_.resize(std::size_t(run.training.micro_batch * run.training.seq * run.model.hidden));
-}
-
-// Every rank splits the same groups in the same order (split is collective over the world). A group
-// inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh rank, its members
-// ordered as program/group_members lists them; a mesh point's pipeline ranks by the mesh rank, ordered
-// by pipeline rank.
-void CpuRankBackend::connect() {
-  const Mesh& mesh = rp_.program.mesh;
-  auto split = [&](GroupKind kind) {
-    ProcessGroup g;
-    g.kind = kind;
-    return split_group(g);
-  };
-  shard_comm_ = split(GroupKind::dp_shard);
-  replica_comm_ = split(GroupKind::dp_replicate);
-  if (par_.tp > 1) tp_comm_ = split(GroupKind::tp);
-  if (par_.cp > 1) cp_comm_ = split(GroupKind::cp), replica_cp_comm_ = split(GroupKind::replicate_cp),
-                   dp_cp_comm_ = split(GroupKind::dp_cp);
-  const int pp = rp_.program.pp;
-  if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all);
-  for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
-    if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g));
-  model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
-  if (pp == 1) return;
-  pp_all_comm_ = world_->split(mesh_rank_, role_);
-  const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
-  if (rp_.program.tied_copy_source >= 0) pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_);
-}
-
-std::unique_ptr<Communicator> CpuRankBackend::split_group(const ProcessGroup& group) {
-  const auto [color, key] = mesh_group_split(rp_.program.mesh, group, role_, mesh_rank_);
-  return world_->split(color, key);
 }
 
 void CpuRankBackend::init_params(std::uint64_t seed) {
@@ -150,45 +114,19 @@ double CpuRankBackend::adapter_grad_sq_sum() {
   return sum;
 }
 
-void CpuRankBackend::load_unit_state(int unit, const UnitShardState& s) {
-  FSDP_CHECK(holds_unit(unit), fmt::format("CpuRankBackend: unit {} is on another pipeline rank", unit));
-  for (const auto& [source, u] : units_.indexed())
-    if (source == unit) u->state() = s;
+void CpuRankBackend::gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) {
+  if (from_kept)
+    u.gather_kept(c);
+  else
+    u.gather(c);
 }
 
-void CpuRankBackend::copy_masters_to_replicas() {
-  for (const auto& [source, u] : units_.indexed())
-    if (master_is_replica(rp_, source)) u->copy_master_to_replica();
-}
-
-// Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
-Communicator& CpuRankBackend::comm(MeshGroup group) {
-  Communicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
-  const GroupCommunicators<Communicator> groups{mesh,               shard_comm_.get(),      replica_comm_.get(),
-                                                dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
-                                                pp_all_comm_.get()};
-  return group_communicator(group, groups);
-}
-
-// From the kept copy over the unit's reshard group (FSDP2's int reshard_after_forward), else from the
-// master shards over `group`.
-void CpuRankBackend::gather(int unit, MeshGroup group, bool from_kept) {
-  FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CpuRankBackend: a kept copy gathers over its reshard group");
-  for (FsdpUnit* u : units_.with_copy(unit)) {
-    if (from_kept)
-      u->gather_kept(reshard_comm(unit));
-    else
-      u->gather(comm(group));
+void CpuRankBackend::reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) {
+  switch (r) {
+    case UnitReduction::scatter: u.reduce_scatter(c); break;
+    case UnitReduction::reduced: u.all_reduce_reduced(c); break;
+    case UnitReduction::full: u.all_reduce_full(c); break;
   }
-}
-
-// `kept_bytes` > 0: the program keeps a copy (the runtime's figure in fp32, the CPU's storage dtype).
-void CpuRankBackend::release(int unit, double kept_bytes) {
-  const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
-  const int at = g > 1 ? reshard_comm(unit).rank() : 0;
-  for (FsdpUnit* u : units_.with_copy(unit)) u->release_params(g, at);
-  FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
-             "CpuRankBackend: a kept copy of other bytes than the program's");
 }
 
 void CpuRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
@@ -246,9 +184,7 @@ void CpuRankBackend::backward_weight(int segment, int unit, int mb) {
 // for the send of its input gradient (micro_batch_models.h).
 void CpuRankBackend::send(Payload payload, int segment, int mb, int peer, int tag) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const Transformer<float>& model = models_.get(mb);
-  const float* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
-                                                      : model.input_grad();
+  const float* data = outbound_message(models_.get(mb), seg, payload);
   world_->post_send(data, std::int64_t(message_.size()), peer, tag);
 }
 
@@ -268,30 +204,10 @@ std::vector<double> CpuRankBackend::take_losses() {
   return out;
 }
 
-void CpuRankBackend::reduce_scatter(int unit, MeshGroup group) {
-  for (FsdpUnit* u : units_.with_copy(unit)) u->reduce_scatter(comm(group));
-}
-
-void CpuRankBackend::all_reduce_reduced(int unit, MeshGroup group) {
-  for (FsdpUnit* u : units_.with_copy(unit)) u->all_reduce_reduced(comm(group));
-}
-
-void CpuRankBackend::all_reduce_full(int unit, MeshGroup group) {
-  for (FsdpUnit* u : units_.with_copy(unit)) u->all_reduce_full(comm(group));
-}
-
 void CpuRankBackend::finish_reduction(int unit) {
   bool finite = true;
   for (FsdpUnit* u : units_.with_copy(unit)) finite = u->finish_reduction() && finite;
   if (!finite && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
-}
-
-// The accumulated (reduced) shards of the two copies of the table line up element for element: the
-// copy has the embedding unit's layout and shard.
-void CpuRankBackend::all_reduce_tied(int unit) {
-  FSDP_CHECK(pp_ends_comm_ != nullptr, "CpuRankBackend: a tied all-reduce without pipeline parallelism");
-  std::vector<float>& g = units_.tied_grads(rp_, role_, unit).grad_shard();
-  pp_ends_comm_->all_reduce(g.data(), std::int64_t(g.size()));
 }
 
 // The copy of a tied table is counted once, on the first stage.

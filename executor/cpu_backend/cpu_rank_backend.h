@@ -21,31 +21,23 @@
 #include "executor/model/op_profiler.h"
 #include "executor/cpu_backend/fsdp_unit.h"
 #include "executor/cpu_backend/micro_batch_models.h"
-#include "executor/runtime/rank_backend.h"
-#include "executor/runtime/rank_units.h"
-#include "executor/runtime/runtime_program.h"
+#include "executor/runtime/rank_skeleton.h"
 
 namespace fsdpx {
 
-class CpuRankBackend final : public RankBackend {
+// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions) over host
+// communicators and FsdpUnits; the rest below.
+class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
  public:
   // `world`: this rank's communicator over all ranks; `kernel_profiler` may be null.
   CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world, OpProfiler* kernel_profiler);
 
-  int rank() const override { return world_->rank(); }
-  void connect() override;
   void init_params(std::uint64_t seed) override;
-  bool holds_unit(int unit) const override { return units_.holds(unit); }
   // The last stage reads the shape of a tied table's unit from its copy (load_state).
   UnitShardState unit_state(int unit) const override { return units_.state_of(unit).state(); }
-  void load_unit_state(int unit, const UnitShardState& s) override;
-  void copy_masters_to_replicas() override;
 
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
-
-  void gather(int unit, MeshGroup group, bool from_kept) override;
-  void release(int unit, double kept_bytes) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
   void forward(int segment, int mb) override;
@@ -59,11 +51,7 @@ class CpuRankBackend final : public RankBackend {
   std::vector<double> take_losses() override;
   std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 
-  void reduce_scatter(int unit, MeshGroup group) override;
-  void all_reduce_reduced(int unit, MeshGroup group) override;
-  void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
-  void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override { return first_non_finite_unit_; }
   bool unscale_grads(float inv_scale) override;
 
@@ -78,33 +66,29 @@ class CpuRankBackend final : public RankBackend {
   void load_adapter_state(const AdapterState& s) override;
 
   void synchronize() override {}
-  void abort(const std::string& msg) override { world_->abort(msg); }
-  const MemoryTracker& memory() const override { return mem_; }
 
  private:
-  Communicator& comm(MeshGroup group);
-  std::unique_ptr<Communicator> split_group(const ProcessGroup& group);  // collective over the world
-  Communicator& reshard_comm(int unit) {  // the unit's reshard group (FSDP2's post-forward mesh)
-    return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
+  std::unique_ptr<Communicator> split_world(int color, int key, const std::string&) override {
+    return world_->split(color, key);
+  }
+  void connect_device() override { model_comm_.set_groups(tp_comm_.get(), cp_comm_.get()); }
+  void load_unit(FsdpUnit& u, const UnitShardState& s) override { u.state() = s; }
+  void copy_master(FsdpUnit& u) override { u.copy_master_to_replica(); }
+  void gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) override;
+  void release_unit(FsdpUnit& u, int keep_ranks, int keep_index) override { u.release_params(keep_ranks, keep_index); }
+  void reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) override;
+  void all_reduce_grad_shard(Communicator& c, FsdpUnit& u) override {
+    c.all_reduce(u.grad_shard().data(), std::int64_t(u.grad_shard().size()));
   }
   std::vector<float*> grad_ptrs(int unit) {
     return units_.unit_grads(rp_, unit, [](FsdpUnit& u, int k) { return u.module_grads(k); });
   }
 
-  const RuntimeProgram& rp_;
-  std::unique_ptr<Communicator> world_, shard_comm_, replica_comm_;
-  std::unique_ptr<Communicator> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
-  std::unique_ptr<Communicator> pp_all_comm_, pp_ends_comm_;  // pp > 1
-  std::vector<std::pair<int, std::unique_ptr<Communicator>>> reshard_comms_;  // per reshard group size g
-  int role_ = 0, mesh_rank_ = 0;
-  ModelParallel par_;
   ModelComm model_comm_;  // before models_, which keep a pointer
   std::unique_ptr<const LoraLayout> lora_;  // LoRA plans only; before models_, which keep a pointer
   AdapterState adapters_;
   std::vector<float> adapter_grads_;
-  MemoryTracker mem_;
   MicroBatchModels models_;
-  RankUnits<FsdpUnit> units_;  // the rank's stages' units and a tied table's copy
   // Per unit: the [begin, end) ranges of this rank's shard holding tensors every tp rank holds whole
   // (their gradients count once in the norm: on tp rank 0).
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> replicated_ranges_;

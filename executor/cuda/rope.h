@@ -1,7 +1,8 @@
 // executor/cuda/rope.h — rotary position embedding on the Q and K heads of the fused 16-bit qkv
 // activation, in place, with the rotate_half pairing of executor/cpu/rope.h (dim i with i + HD/2).
-// The cos/sin tables are fp32 [T, HD/2] on the device (upload cpu::make_rope_table<float>); rotation is
-// done in fp32. Backward rotates by the opposite angle. Leaves out RoPE scaling variants.
+// The cos/sin tables are fp32 [T, HD/2] on the device (make_rope_table<float> of
+// executor/model/rope_table.h, uploaded); rotation is done in fp32. Backward rotates by the opposite
+// angle. Leaves out RoPE scaling variants.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// executor/cuda_backend/cuda_adapters.h — one rank's LoRA adapters on the GPU (executor/model/lora.h), the
+// executor/cuda_backend/cuda_adapters.h — one rank's LoRA adapters on the GPU (executor/model/lora_layout.h), the
 // device twin of CpuRankBackend's AdapterState and adapter gradient: the whole flat buffer on every rank
 // (fp32 master, Adam moments and gradient) plus the 16-bit copy (T = bf16 or f16) the model reads, written
 // by upload and by AdamW. Counted in the memory tracker as params (4 + 2 bytes each), grads (4) and optimizer (8). Leaves
@@ -12,7 +12,7 @@
 #include "executor/cuda/adamw.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/device_buffer.h"
-#include "executor/model/lora.h"
+#include "executor/model/lora_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
 

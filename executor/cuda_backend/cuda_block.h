@@ -16,7 +16,7 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_lora.h"
 #include "executor/cuda_backend/device_buffer.h"
-#include "executor/model/block.h"
+#include "executor/model/block_dims.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -78,7 +78,7 @@ struct CudaBlockContext {
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32
-// gradient pointers come from block_tensors<float*> of executor/model/block.h.)
+// gradient pointers come from block_tensors<float*> of executor/model/block_dims.h.)
 template <class T>
 BlockTensors<const T*> block_params16(const ModuleLayout& m, const T* base);
 

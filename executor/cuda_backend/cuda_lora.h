@@ -9,7 +9,7 @@
 
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
-#include "executor/model/lora.h"
+#include "executor/model/lora_layout.h"
 
 namespace fsdpx::cuda {
 

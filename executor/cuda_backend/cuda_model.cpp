@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "executor/cpu/rope.h"
+#include "executor/model/rope_table.h"
 #include "executor/cuda/cross_entropy.h"
 #include "executor/cuda/embedding.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
@@ -59,8 +59,8 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
   if (spec.arch == Arch::llama) {
-    const cpu::RopeTable<float> rope =
-        cpu::make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+    const RopeTable<float> rope =
+        make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
     rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
   }
   allocate_activations();

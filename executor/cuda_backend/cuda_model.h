@@ -37,7 +37,7 @@
 #include "executor/cuda_backend/batch_staging.h"
 #include "executor/cuda_backend/cuda_block.h"
 #include "executor/cuda_backend/device_buffer.h"
-#include "executor/model/block.h"
+#include "executor/model/block_dims.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -58,7 +58,7 @@ struct CudaModelOptions {
   // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads<T> per block; a
   // recomputing block keeps its re-materialised activations from the input pass to the weight pass).
   bool split_backward = false;
-  // LoRA (executor/model/lora.h; must outlive the model): the adapters add to the adapted projections
+  // LoRA (executor/model/lora_layout.h; must outlive the model): the adapters add to the adapted projections
   // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
   const LoraLayout* lora = nullptr;
 };
@@ -83,7 +83,7 @@ class CudaModelT {
   // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
   void set_loss_output(float* loss_device);
   // LoRA: the whole model's adapters, T [lora->total] (read in forward and backward) and their fp32
-  // gradient (accumulated in backward), in the flat layout of executor/model/lora.h.
+  // gradient (accumulated in backward), in the flat layout of executor/model/lora_layout.h.
   void set_lora_buffers(const T* params, float* grads);
   // params[k]: module k's T device buffer in ParamLayout order, or null when not needed now.
   void forward_module(int m, std::span<const T* const> params, cudaStream_t stream);

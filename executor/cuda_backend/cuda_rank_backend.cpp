@@ -1,6 +1,8 @@
 // executor/cuda_backend/cuda_rank_backend.cpp — the CUDA backend of one rank (see cuda_rank_backend.h):
-// its units, groups, stream ordering, gradient reductions and optimizer; the model ops are in
-// cuda_rank_backend_model.cpp, the LoRA adapters' in cuda_rank_backend_lora.cpp.
+// the device half of the rank skeleton (rank_skeleton.h: each unit op on the current op's stream, the
+// reduce-scatters' communicator and the message channels), stream ordering, gradient checks and
+// optimizer; the model ops are in cuda_rank_backend_model.cpp, the LoRA adapters' in
+// cuda_rank_backend_lora.cpp.
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 #include <algorithm>
@@ -16,7 +18,7 @@
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/init.h"
-#include "executor/model/lora.h"
+#include "executor/model/lora_layout.h"
 
 namespace fsdpx::cuda {
 
@@ -45,13 +47,10 @@ CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* p
 template <class T>
 CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                                  OpProfiler* kernel_profiler)
-    : rp_(rp), device_(device), kernel_profiler_(kernel_profiler), world_(std::move(world)),
+    : Base(rp, std::move(world)), device_(device), kernel_profiler_(kernel_profiler),
       models_([this] { return make_model(); }) {
   use_device();
   configure_default_mem_pool(device_);  // the units' and messages' cudaMallocAsync memory stays mapped
-  const PipelinePlace place = pipeline_place(rp, world_->rank());
-  role_ = place.role;
-  mesh_rank_ = place.mesh_rank;
   const RankShard at = rank_shard(rp, world_->rank());
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   op_done_.resize(rp.program.roles[std::size_t(role_)].ops.size());
@@ -98,56 +97,25 @@ CudaRankBackendT<T>::~CudaRankBackendT() {
 template <class T>
 void CudaRankBackendT<T>::use_device() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
-// Every rank splits the same groups in the same order (split is collective over the world), as the CPU
-// backend: a group inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh
-// rank, its members ordered as program/group_members lists them; a mesh point's pipeline ranks by the
-// mesh rank, ordered by pipeline rank.
+// After the mesh groups (rank_skeleton.h): the reduce-scatters' own dp_shard communicator and, under
+// pipeline parallelism, the message channels. Channel r of a payload joins pipeline ranks r and r + 1
+// (mod pp: interleaving wraps around) of a mesh point, its sender first; every other rank gets a group of
+// its own, unused.
 template <class T>
-void CudaRankBackendT<T>::connect() {
+void CudaRankBackendT<T>::connect_device() {
   use_device();
-  const Mesh& mesh = rp_.program.mesh;
-  auto split_group = [&](const ProcessGroup& g, const char* name) {
-    const auto [color, key] = mesh_group_split(mesh, g, role_, mesh_rank_);
-    return world_->split(color, key, name);
-  };
-  auto split = [&](GroupKind kind, const char* name) {
-    ProcessGroup g;
-    g.kind = kind;
-    return split_group(g, name);
-  };
-  shard_comm_ = split(GroupKind::dp_shard, "dp_shard");
   shard_rs_comm_ = shard_comm_->dup("dp_shard.rs");  // reduce-scatters beside all-gathers
-  replica_comm_ = split(GroupKind::dp_replicate, "dp_replicate");
-  for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
-    if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g, "reshard"));
   const int pp = rp_.program.pp;
-  if (pp == 1) return;
-  dp_all_comm_ = split(GroupKind::dp_all, "dp_all");
-  pp_all_comm_ = world_->split(mesh_rank_, role_, "pp_all");
-  const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
-  if (rp_.program.tied_copy_source >= 0)
-    pp_ends_comm_ = world_->split((end ? 0 : mesh.size()) + mesh_rank_, role_, "pp_ends");
-  // Channel r of a payload joins pipeline ranks r and r + 1 (mod pp: interleaving wraps around) of a
-  // mesh point, its sender first; every other rank gets a group of its own, unused.
-  for (int r = 0; r < pp; ++r)
+  for (int r = 0; pp > 1 && r < pp; ++r)
     for (bool activations : {true, false}) {
       const int next = (r + 1) % pp, sender = activations ? r : next;
       const bool member = role_ == r || role_ == next;
-      const int color = member ? mesh_rank_ : mesh.size() + world_->rank();
+      const int color = member ? mesh_rank_ : rp_.program.mesh.size() + world_->rank();
       auto c = world_->split(color, role_ == sender ? 0 : 1, fmt::format("pp.{}.{}", activations ? "act" : "grad", r));
       if (!member) continue;
       auto& slot = activations ? (role_ == r ? act_send_ : act_recv_) : (role_ == next ? grad_send_ : grad_recv_);
       slot = std::move(c);
     }
-}
-
-// Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
-template <class T>
-DeviceCommunicator& CudaRankBackendT<T>::comm(MeshGroup group) {
-  DeviceCommunicator* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
-  const GroupCommunicators<DeviceCommunicator> groups{mesh,    shard_comm_.get(), replica_comm_.get(), dp_all_comm_.get(),
-                                                      nullptr, nullptr,           pp_all_comm_.get()};
-  return group_communicator(group, groups);
 }
 
 // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
@@ -167,7 +135,7 @@ void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
   if (!adapters_) return;
   const auto n = std::size_t(adapters_->numel());
   AdapterState a{std::vector<float>(n), {}, {}};  // zero moments: memset on the device
-  init_lora(*lora_, seed, a.params.data());  // the CPU backend's values (executor/model/lora.h)
+  init_lora(*lora_, seed, a.params.data());  // the CPU backend's values (executor/model/lora_layout.h)
   adapters_->upload(a, stream(StreamKind::compute));
 }
 
@@ -184,18 +152,9 @@ UnitShardState CudaRankBackendT<T>::unit_state(int unit) const {
 }
 
 template <class T>
-void CudaRankBackendT<T>::load_unit_state(int unit, const UnitShardState& s) {
-  FSDP_CHECK(holds_unit(unit), fmt::format("CudaRankBackend: unit {} is on another pipeline rank", unit));
+void CudaRankBackendT<T>::load_unit(CudaUnitT<T>& u, const UnitShardState& s) {
   sync_streams();
-  for (const auto& [source, u] : units_.indexed())
-    if (source == unit) u->upload(s, stream(StreamKind::compute));
-}
-
-template <class T>
-void CudaRankBackendT<T>::copy_masters_to_replicas() {
-  use_device();
-  for (const auto& [source, u] : units_.indexed())
-    if (master_is_replica(rp_, source)) u->copy_master_to_replica(current_);
+  u.upload(s, stream(StreamKind::compute));
 }
 
 template <class T>
@@ -217,55 +176,26 @@ template <class T>
 void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
 
 template <class T>
-void CudaRankBackendT<T>::gather(int unit, MeshGroup group, bool from_kept) {
-  FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "CudaRankBackend: a kept copy gathers over its reshard group");
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) {
-    if (from_kept)
-      u->gather_kept(reshard_comm(unit), current_, current_op_);
-    else
-      u->gather(comm(group), current_, current_op_);
+void CudaRankBackendT<T>::gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) {
+  if (from_kept)
+    u.gather_kept(c, current_, current_op_);
+  else
+    u.gather(c, current_, current_op_);
+}
+
+template <class T>
+void CudaRankBackendT<T>::reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) {
+  switch (r) {
+    case UnitReduction::scatter: u.reduce_scatter(c, current_, current_op_); break;
+    case UnitReduction::reduced: u.all_reduce_reduced(c, current_, current_op_); break;
+    case UnitReduction::full: u.all_reduce_full(c, current_, current_op_); break;
   }
-}
-
-// `kept_bytes` > 0: the program keeps a copy (the runtime's figure in the 16-bit compute dtype).
-template <class T>
-void CudaRankBackendT<T>::release(int unit, double kept_bytes) {
-  const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
-  const int at = g > 1 ? reshard_comm(unit).rank() : 0;
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->release(g, at, current_);
-  FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
-             "CudaRankBackend: a kept copy of other bytes than the program's");
-}
-
-template <class T>
-void CudaRankBackendT<T>::reduce_scatter(int unit, MeshGroup group) {
-  DeviceCommunicator& c = group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->reduce_scatter(c, current_, current_op_);
-}
-
-template <class T>
-void CudaRankBackendT<T>::all_reduce_reduced(int unit, MeshGroup group) {
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->all_reduce_reduced(comm(group), current_, current_op_);
-}
-
-template <class T>
-void CudaRankBackendT<T>::all_reduce_full(int unit, MeshGroup group) {
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->all_reduce_full(comm(group), current_, current_op_);
 }
 
 // The copy of a tied table flags its non-finite values under the head's unit, as on the CPU.
 template <class T>
 void CudaRankBackendT<T>::finish_reduction(int unit) {
   for (CudaUnitT<T>* u : units_.with_copy(unit)) u->finish_reduction(non_finite_.get() + unit, current_);
-}
-
-// The accumulated (reduced) shards of the two copies of the table line up element for element: the
-// copy has the embedding unit's layout and shard.
-template <class T>
-void CudaRankBackendT<T>::all_reduce_tied(int unit) {
-  FSDP_CHECK(pp_ends_comm_ != nullptr, "CudaRankBackend: a tied all-reduce without pipeline parallelism");
-  CudaUnitT<T>& u = units_.tied_grads(rp_, role_, unit);
-  pp_ends_comm_->all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
 }
 
 template <class T>

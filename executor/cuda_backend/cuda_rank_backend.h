@@ -29,14 +29,18 @@
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/cuda_backend/cuda_unit.h"
 #include "executor/runtime/micro_batch_pool.h"
-#include "executor/runtime/rank_backend.h"
-#include "executor/runtime/rank_units.h"
-#include "executor/runtime/runtime_program.h"
+#include "executor/runtime/rank_skeleton.h"
 
 namespace fsdpx::cuda {
 
+// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions) over device
+// communicators and CudaUnitTs, each unit op enqueued on the current op's stream; the rest below.
 template <class T>
-class CudaRankBackendT final : public RankBackend {
+class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunicator> {
+  using Base = RankSkeleton<CudaUnitT<T>, DeviceCommunicator>;
+  using Base::rp_, Base::world_, Base::shard_comm_, Base::pp_ends_comm_, Base::role_, Base::mesh_rank_, Base::mem_,
+      Base::units_, Base::comm, Base::holds_unit;
+
  public:
   // `world`: this rank's communicator over every rank (global ranks); all work on CUDA device `device`.
   // `kernel_profiler` (may be null) receives the model's per-kernel GPU times (cuda_op_timer.h).
@@ -44,19 +48,11 @@ class CudaRankBackendT final : public RankBackend {
                   OpProfiler* kernel_profiler = nullptr);
   ~CudaRankBackendT() override;
 
-  int rank() const override { return world_->rank(); }
-  void connect() override;
   void init_params(std::uint64_t seed) override;
-  bool holds_unit(int unit) const override { return units_.holds(unit); }
   UnitShardState unit_state(int unit) const override;
-  void load_unit_state(int unit, const UnitShardState& s) override;
-  void copy_masters_to_replicas() override;
 
   void begin_op(int id, const Op& op) override;
   void end_op(int id, const Op& op) override;
-
-  void gather(int unit, MeshGroup group, bool from_kept) override;
-  void release(int unit, double kept_bytes) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
   void forward(int segment, int mb) override;
@@ -70,11 +66,7 @@ class CudaRankBackendT final : public RankBackend {
   // tp = cp = 1 on CUDA (runtime_program.h): the model issues no tensor- or context-parallel collectives.
   std::vector<IssuedCollective> take_model_collectives() override { return {}; }
 
-  void reduce_scatter(int unit, MeshGroup group) override;
-  void all_reduce_reduced(int unit, MeshGroup group) override;
-  void all_reduce_full(int unit, MeshGroup group) override;
   void finish_reduction(int unit) override;
-  void all_reduce_tied(int unit) override;
   int first_non_finite_unit() override;
   bool unscale_grads(float inv_scale) override;
 
@@ -89,15 +81,27 @@ class CudaRankBackendT final : public RankBackend {
   void load_adapter_state(const AdapterState& s) override;
 
   void synchronize() override;
-  void abort(const std::string& msg) override { world_->abort(msg); }
-  const MemoryTracker& memory() const override { return mem_; }
 
  private:
-  void use_device() const;
-  DeviceCommunicator& comm(MeshGroup group);
-  DeviceCommunicator& reshard_comm(int unit) {  // the unit's reshard group (FSDP2's post-forward mesh)
-    return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
+  std::unique_ptr<DeviceCommunicator> split_world(int color, int key, const std::string& name) override {
+    use_device();
+    return world_->split(color, key, name);
   }
+  void connect_device() override;
+  void load_unit(CudaUnitT<T>& u, const UnitShardState& s) override;
+  void copy_master(CudaUnitT<T>& u) override { u.copy_master_to_replica(current_); }
+  void gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) override;
+  void release_unit(CudaUnitT<T>& u, int keep_ranks, int keep_index) override {
+    u.release(keep_ranks, keep_index, current_);
+  }
+  void reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) override;
+  DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
+    return r == UnitReduction::scatter && group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
+  }
+  void all_reduce_grad_shard(DeviceCommunicator& c, CudaUnitT<T>& u) override {
+    c.all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
+  }
+  void use_device() const;
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
   std::vector<float*> grad_ptrs(int unit) {  // all null under LoRA (a frozen base)
     return units_.unit_grads(rp_, unit, [this](CudaUnitT<T>& u, int k) { return u.module_grads(k, current_); });
@@ -114,22 +118,17 @@ class CudaRankBackendT final : public RankBackend {
   // The communicator of a message to (sending) or from `peer` (global rank).
   DeviceCommunicator& channel(Payload payload, bool sending, int peer) const;
 
-  const RuntimeProgram& rp_;
   int device_;
   OpProfiler* kernel_profiler_;
-  std::unique_ptr<DeviceCommunicator> world_, shard_comm_, shard_rs_comm_, replica_comm_;
-  std::unique_ptr<DeviceCommunicator> dp_all_comm_, pp_all_comm_, pp_ends_comm_;  // pp > 1
-  std::vector<std::pair<int, std::unique_ptr<DeviceCommunicator>>> reshard_comms_;  // per reshard group size g
+  std::unique_ptr<DeviceCommunicator> shard_rs_comm_;  // dp_shard's reduce-scatters
   // pp > 1, the channels of this rank: activations to the next pipeline rank and from the previous one,
   // their gradients to the previous and from the next (rank 0 of each channel sends, rank 1 receives).
   std::unique_ptr<DeviceCommunicator> act_send_, act_recv_, grad_send_, grad_recv_;
-  int role_ = 0, mesh_rank_ = 0;
   std::array<cudaStream_t, kStreamCount> streams_{};
   std::vector<cudaEvent_t> op_done_;  // per op id of the step program
   cudaEvent_t step_start_ = nullptr;
   cudaStream_t current_ = nullptr;    // the stream of the op being issued
   std::string current_op_;            // and its name, for the watchdog
-  MemoryTracker mem_;
   std::unique_ptr<GemmContext> gemm_;
   std::unique_ptr<const LoraLayout> lora_;   // LoRA plans only; before model_options_, which points to it
   std::unique_ptr<CudaAdaptersT<T>> adapters_;   // LoRA plans only
@@ -140,7 +139,6 @@ class CudaRankBackendT final : public RankBackend {
     cudaEvent_t done = nullptr;  // recorded on the receive's stream after it
   };
   std::map<std::pair<int, int>, Inbound> inbox_;  // by (micro-batch, payload): received, not delivered
-  RankUnits<CudaUnitT<T>> units_;  // the rank's stages' units and a tied table's copy
   DeviceBuffer<float> losses_;       // [grad_accum] mean loss per micro-batch of the step
   int losses_written_ = 0;
   DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards

@@ -131,8 +131,7 @@ template <class T>
 void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, int) {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
   const CudaModelT<T>& model = models_.get(mb);
-  const T* data = payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1)
-                                                     : model.input_grad();
+  const T* data = outbound_message(model, seg, payload);
   const std::int64_t n = model.boundary_elems();
   const cudaStream_t compute = stream(StreamKind::compute);
   void* staging = nullptr;

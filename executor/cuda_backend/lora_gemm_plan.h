@@ -9,7 +9,7 @@
 #include <array>
 #include <cstdint>
 
-#include "executor/model/lora.h"
+#include "executor/model/lora_layout.h"
 
 namespace fsdpx::cuda {
 

@@ -26,45 +26,7 @@ void zero(std::vector<Real>& v) {
   std::fill(v.begin(), v.end(), Real(0));
 }
 
-template <class P>
-P tensor_ptr(const ModuleLayout& m, P base, const char* name) {
-  const TensorSlot* t = m.find(name);
-  return t ? base + t->offset : nullptr;
-}
-
 }  // namespace
-
-BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par) {
-  FSDP_CHECK(seq % par.cp == 0, "make_block_dims: cp must divide seq");
-  BlockDims d;
-  d.b = batch;
-  d.t = seq / par.cp;
-  d.t_kv = seq;
-  d.n = batch * d.t;
-  FSDP_CHECK(!par.sp() || d.n % par.tp == 0, "make_block_dims: sequence parallelism needs tp | tokens");
-  d.n_local = par.sp() ? d.n / par.tp : d.n;
-  d.c = m.hidden;
-  const std::int64_t heads = m.heads / par.tp, kv_heads = std::max<std::int64_t>(1, m.kv_heads / par.tp);
-  d.q = heads * m.head_dim;
-  d.qkv = (heads + 2 * kv_heads) * m.head_dim;
-  d.qkv_rows = (m.q_dim() + 2 * m.kv_dim()) / par.tp;
-  d.f = m.ffn_hidden / par.tp;
-  d.fu = cpu::mlp_up_width(m.ffn_kind, d.f);
-  d.layernorm = m.arch == Arch::gpt;
-  d.attn = cpu::AttnShape{batch, d.t, heads, kv_heads, m.head_dim};
-  return d;
-}
-
-template <class P>
-BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
-  FSDP_CHECK(base != nullptr, "block_tensors: null buffer for " + m.name);
-  return BlockTensors<P>{tensor_ptr(m, base, "attn_norm.weight"), tensor_ptr(m, base, "attn_norm.bias"),
-                         tensor_ptr(m, base, "qkv.weight"),       tensor_ptr(m, base, "qkv.bias"),
-                         tensor_ptr(m, base, "attn_out.weight"),  tensor_ptr(m, base, "attn_out.bias"),
-                         tensor_ptr(m, base, "mlp_norm.weight"),  tensor_ptr(m, base, "mlp_norm.bias"),
-                         tensor_ptr(m, base, "mlp_up.weight"),    tensor_ptr(m, base, "mlp_up.bias"),
-                         tensor_ptr(m, base, "mlp_down.weight"),  tensor_ptr(m, base, "mlp_down.bias")};
-}
 
 template <class Real>
 void BlockActs<Real>::allocate(const BlockDims& d) {
@@ -332,8 +294,6 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \
-  template BlockTensors<const Real*> block_tensors<const Real*>(const ModuleLayout&, const Real*);                \
-  template BlockTensors<Real*> block_tensors<Real*>(const ModuleLayout&, Real*);                                  \
   template struct BlockActs<Real>;                                                                                \
   template struct BlockScratch<Real>;                                                                             \
   template struct BlockWeightInputs<Real>;                                                                        \

@@ -12,6 +12,7 @@
 
 #include "core/config_paths.h"
 #include "executor/cuda_backend/lora_gemm_plan.h"
+#include "executor/model/lora.h"
 #include "tests/nan_max.h"
 
 namespace fsdpx {

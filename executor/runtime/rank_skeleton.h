@@ -1,0 +1,167 @@
+// executor/runtime/rank_skeleton.h — the FSDP rank skeleton written once for every backend: a rank's
+// place (pipeline rank, mesh rank, tensor- and context-parallel ranks), the mesh groups it splits off its
+// world and the communicator of each program group, its units (rank_units.h) and the unit ops of the step
+// program (all-gather, release with a kept copy, the three gradient reductions, the tied table's
+// all-reduce, loading state, DDP's master copy), each run on the unit and the tied copy riding along with
+// it. A backend (CpuRankBackend, CudaRankBackendT) derives from it with its unit and communicator types
+// and supplies the device half: how a communicator splits and how a unit runs one op on its device
+// (torchtitan's simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model,
+// the optimizer and the pipeline messages (each backend's).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "executor/runtime/rank_backend.h"
+#include "executor/runtime/rank_units.h"
+#include "executor/runtime/runtime_program.h"
+
+namespace fsdpx {
+
+// The gradient reductions of one unit (RankBackend::reduce_scatter, all_reduce_reduced, all_reduce_full).
+enum class UnitReduction { scatter, reduced, full };
+
+template <class Unit, class Comm>
+class RankSkeleton : public RankBackend {
+ public:
+  RankSkeleton(const RuntimeProgram& rp, std::unique_ptr<Comm> world)
+      : rp_(rp), world_(std::move(world)), par_(model_parallel(rp, world_->rank())) {
+    const PipelinePlace place = pipeline_place(rp, world_->rank());
+    role_ = place.role;
+    mesh_rank_ = place.mesh_rank;
+  }
+
+  int rank() const final { return world_->rank(); }
+  void connect() final;
+  bool holds_unit(int unit) const final { return units_.holds(unit); }
+  void load_unit_state(int unit, const UnitShardState& s) final {
+    FSDP_CHECK(holds_unit(unit), fmt::format("rank backend: unit {} is on another pipeline rank", unit));
+    for (const auto& [source, u] : units_.indexed())
+      if (source == unit) load_unit(*u, s);
+  }
+  void copy_masters_to_replicas() final {
+    for (const auto& [source, u] : units_.indexed())
+      if (master_is_replica(rp_, source)) copy_master(*u);
+  }
+
+  // From the kept copy over the unit's reshard group (FSDP2's int reshard_after_forward), else from the
+  // master shards over `group`.
+  void gather(int unit, MeshGroup group, bool from_kept) final {
+    FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "rank backend: a kept copy gathers over its reshard group");
+    Comm& c = from_kept ? reshard_comm(unit) : comm(group);
+    for (Unit* u : units_.with_copy(unit)) gather_unit(*u, c, from_kept);
+  }
+  // `kept_bytes` > 0: the program keeps a copy (RuntimeProgram::kept_copy_bytes, in the device's dtype).
+  void release(int unit, double kept_bytes) final {
+    const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
+    const int at = g > 1 ? reshard_comm(unit).rank() : 0;
+    for (Unit* u : units_.with_copy(unit)) release_unit(*u, g, at);
+    FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
+               "rank backend: a kept copy of other bytes than the program's");
+  }
+  void reduce_scatter(int unit, MeshGroup group) final { reduce(unit, UnitReduction::scatter, group); }
+  void all_reduce_reduced(int unit, MeshGroup group) final { reduce(unit, UnitReduction::reduced, group); }
+  void all_reduce_full(int unit, MeshGroup group) final { reduce(unit, UnitReduction::full, group); }
+  // The accumulated (reduced) shards of the two copies of the table line up element for element: the
+  // copy has the embedding unit's layout and shard.
+  void all_reduce_tied(int unit) final {
+    FSDP_CHECK(pp_ends_comm_ != nullptr, "rank backend: a tied all-reduce without pipeline parallelism");
+    all_reduce_grad_shard(*pp_ends_comm_, units_.tied_grads(rp_, role_, unit));
+  }
+
+  void abort(const std::string& msg) final { world_->abort(msg); }
+  const MemoryTracker& memory() const final { return mem_; }
+
+ protected:
+  // The device half. split_world: collective over the world (as Communicator::split, named for the
+  // device's watchdog); connect_device: the device's own groups, split after the mesh groups.
+  virtual std::unique_ptr<Comm> split_world(int color, int key, const std::string& name) = 0;
+  virtual void connect_device() {}
+  virtual void load_unit(Unit& u, const UnitShardState& s) = 0;
+  virtual void copy_master(Unit& u) = 0;
+  virtual void gather_unit(Unit& u, Comm& c, bool from_kept) = 0;
+  virtual void release_unit(Unit& u, int keep_ranks, int keep_index) = 0;
+  virtual void reduce_unit(Unit& u, UnitReduction r, Comm& c) = 0;
+  virtual void all_reduce_grad_shard(Comm& c, Unit& u) = 0;
+  // The communicator a reduction runs on (CUDA: the reduce-scatters' own dp_shard communicator).
+  virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
+
+  // Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
+  Comm& comm(MeshGroup group) const {
+    Comm* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
+    const GroupCommunicators<Comm> groups{mesh,          shard_comm_.get(),      replica_comm_.get(),
+                                          dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
+                                          pp_all_comm_.get()};
+    return group_communicator(group, groups);
+  }
+  Comm& reshard_comm(int unit) const {  // the unit's reshard group (FSDP2's post-forward mesh)
+    return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
+  }
+  std::unique_ptr<Comm> split_group(const ProcessGroup& g, const std::string& name) {
+    const auto [color, key] = mesh_group_split(rp_.program.mesh, g, role_, mesh_rank_);
+    return split_world(color, key, name);
+  }
+
+  const RuntimeProgram& rp_;
+  std::unique_ptr<Comm> world_, shard_comm_, replica_comm_;
+  std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
+  std::unique_ptr<Comm> pp_all_comm_, pp_ends_comm_;                                      // pp > 1
+  std::vector<std::pair<int, std::unique_ptr<Comm>>> reshard_comms_;  // per reshard group size g
+  int role_ = 0, mesh_rank_ = 0;
+  ModelParallel par_;
+  MemoryTracker mem_;
+  RankUnits<Unit> units_;  // the rank's stages' units and a tied table's copy (the backend makes them)
+
+ private:
+  void reduce(int unit, UnitReduction r, MeshGroup group) {
+    Comm& c = reduction_comm(r, group);
+    for (Unit* u : units_.with_copy(unit)) reduce_unit(*u, r, c);
+  }
+};
+
+// What a pipeline send of `payload` carries from a micro-batch's model (either backend's): activations
+// leave after the segment's last module, their gradient w.r.t. the segment's input.
+template <class Model>
+auto outbound_message(const Model& model, const Segment& seg, Payload payload) {
+  return payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1) : model.input_grad();
+}
+
+// Every rank splits the same groups in the same order (split is collective over the world). A group
+// inside a pipeline rank's mesh is colored by the pipeline rank and its lowest mesh rank, its members
+// ordered as program/group_members lists them; a mesh point's pipeline ranks by the mesh rank, ordered
+// by pipeline rank.
+template <class Unit, class Comm>
+void RankSkeleton<Unit, Comm>::connect() {
+  const Mesh& mesh = rp_.program.mesh;
+  auto split = [&](GroupKind kind, const char* name) {
+    ProcessGroup g;
+    g.kind = kind;
+    return split_group(g, name);
+  };
+  shard_comm_ = split(GroupKind::dp_shard, "dp_shard");
+  replica_comm_ = split(GroupKind::dp_replicate, "dp_replicate");
+  if (par_.tp > 1) tp_comm_ = split(GroupKind::tp, "tp");
+  if (par_.cp > 1) {
+    cp_comm_ = split(GroupKind::cp, "cp");
+    replica_cp_comm_ = split(GroupKind::replicate_cp, "replicate_cp");
+    dp_cp_comm_ = split(GroupKind::dp_cp, "dp_cp");
+  }
+  const int pp = rp_.program.pp;
+  if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all, "dp_all");
+  for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
+    if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g, "reshard"));
+  if (pp > 1) {
+    pp_all_comm_ = split_world(mesh_rank_, role_, "pp_all");
+    const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
+    if (rp_.program.tied_copy_source >= 0)
+      pp_ends_comm_ = split_world((end ? 0 : mesh.size()) + mesh_rank_, role_, "pp_ends");
+  }
+  connect_device();
+}
+
+}  // namespace fsdpx
