@@ -29,6 +29,11 @@ std::int64_t flash_attention_scratch_elems(const AttnShape& s);
 template <class T>
 void flash_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
+// delta [B, NH, T] (fp32) = rowsum(dout ∘ out) per query row and head: FA2's D (Dao 2023, Alg. 2 line 4),
+// shared with the tensor-core backward (attention_tc.h).
+template <class T>
+void flash_attention_delta(float* delta, const T* dout, const T* out, const AttnShape& s, cudaStream_t stream);
+
 // dqkv [B, T, (NH + 2·NKV)·HD] (T) += gradient w.r.t. qkv, given dout and the forward's out and lse.
 template <class T>
 void flash_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,

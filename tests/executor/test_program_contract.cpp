@@ -226,7 +226,7 @@ TEST_CASE("program contract: the kept copy of an int reshard_after_forward is co
   const RuntimeProgram cpu = make_runtime_program(plan, ExecutorDevice::cpu);
   Plan bf16 = plan;
   bf16.precision.param = DType::bf16;
-  bf16.attention_kernel = AttentionKernel::flash2;
+  bf16.attention_kernel = AttentionKernel::cuda_core;
   bf16.model.head_dim = 32;
   bf16.model.hidden = bf16.model.heads * 32;
   const RuntimeProgram cuda = make_runtime_program(bf16, ExecutorDevice::cuda);
