@@ -4,7 +4,8 @@
 // P per tile. Same layout and math as executor/cpu/attention.h (qkv [B, T, (NH + 2·NKV)·HD]; scale
 // 1/sqrt(HD)); dqkv is accumulated (+=), and every dqkv element has one writer (deterministic).
 // Correctness-first version: fp32 CUDA-core arithmetic on 16-bit (bf16 or f16) tiles in shared memory, no tensor cores
-// (wgmma/mma) and no pipelining: a later performance pass on the GPU machine.
+// (wgmma/mma) and no pipelining; attention_tc.h is the tensor-core version (FA2 on WMMA). Plans name this
+// kernel `cuda_core` (core/attention_kernel.h); cost_models/attention_cuda_core.h costs it.
 //
 // Launch constraints (checked): HD ∈ {32, 64, 96, 128}; NH % NKV == 0; NH, NKV, B ≤ 65535.
 // Forward grid (⌈T/32⌉, NH, B) × 256 threads: 8 warps, each owning 4 query rows; lane j scores key j of

@@ -9,14 +9,8 @@
 #include "executor/cuda/attention_tc_common.cuh"
 
 namespace fsdpx::cuda {
+namespace tc {
 namespace {
-
-using tc::kBlock;
-using tc::kPld;
-using tc::kRows;
-using tc::kSld;
-using tc::kThreads;
-using tc::Ld;
 
 // Shared memory of the forward: Q, K, V [64, HD] 16-bit; S [64, 64] fp32; O [64, HD] fp32; P [64, 64]
 // 16-bit. Every region is a multiple of 128 bytes, so each starts aligned.
@@ -100,17 +94,18 @@ __global__ void __launch_bounds__(kThreads) tc_forward_kernel(T* out, float* lse
 }
 
 }  // namespace
+}  // namespace tc
 
 bool tc_attention_supports(const AttnShape& s) { return s.hd == 64 || s.hd == 128; }
 
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
   const tc::Dims g = tc::tc_dims(s, {out, qkv});
-  const dim3 grid(unsigned(ceil_div<std::int64_t>(s.t, kBlock)), unsigned(s.nh), unsigned(s.b));
+  const dim3 grid(unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock)), unsigned(s.nh), unsigned(s.b));
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
-    constexpr int kHd = decltype(hd)::value, kBytes = forward_shared_bytes<kHd, T>();
-    tc::allow_shared_bytes(tc_forward_kernel<kHd, T>, kBytes);
-    tc_forward_kernel<kHd, T><<<grid, kThreads, kBytes, stream>>>(out, lse, qkv, g);
+    constexpr int kHd = decltype(hd)::value, kBytes = tc::forward_shared_bytes<kHd, T>();
+    tc::allow_shared_bytes(tc::tc_forward_kernel<kHd, T>, kBytes);
+    tc::tc_forward_kernel<kHd, T><<<grid, tc::kThreads, kBytes, stream>>>(out, lse, qkv, g);
   });
   CUDA_CHECK(cudaGetLastError());
 }

@@ -10,14 +10,8 @@
 #include "executor/cuda/attention_tc_common.cuh"
 
 namespace fsdpx::cuda {
+namespace tc {
 namespace {
-
-using tc::kBlock;
-using tc::kPld;
-using tc::kRows;
-using tc::kSld;
-using tc::kThreads;
-using tc::Ld;
 
 template <class T>
 struct TcBackwardArgs {
@@ -196,21 +190,22 @@ __global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(TcBackwardArg
 }
 
 }  // namespace
+}  // namespace tc
 
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream) {
   const tc::Dims g = tc::tc_dims(s, {dqkv, dout, out, qkv});
   flash_attention_delta(scratch, dout, out, s, stream);
-  const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, kBlock));
-  const TcBackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
+  const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock));
+  const tc::TcBackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
-    constexpr int kHd = decltype(hd)::value, kBytes = backward_shared_bytes<kHd, T>();
-    tc::allow_shared_bytes(tc_backward_dq_kernel<kHd, T>, kBytes);
-    tc::allow_shared_bytes(tc_backward_dkv_kernel<kHd, T>, kBytes);
-    tc_backward_dq_kernel<kHd, T><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), kThreads, kBytes, stream>>>(args);
+    constexpr int kHd = decltype(hd)::value, kBytes = tc::backward_shared_bytes<kHd, T>();
+    tc::allow_shared_bytes(tc::tc_backward_dq_kernel<kHd, T>, kBytes);
+    tc::allow_shared_bytes(tc::tc_backward_dkv_kernel<kHd, T>, kBytes);
+    tc::tc_backward_dq_kernel<kHd, T><<<dim3(tiles, unsigned(s.nh), unsigned(s.b)), tc::kThreads, kBytes, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
-    tc_backward_dkv_kernel<kHd, T><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), kThreads, kBytes, stream>>>(args);
+    tc::tc_backward_dkv_kernel<kHd, T><<<dim3(tiles, unsigned(s.nkv), unsigned(s.b)), tc::kThreads, kBytes, stream>>>(args);
     CUDA_CHECK(cudaGetLastError());
   });
 }

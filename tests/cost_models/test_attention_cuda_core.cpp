@@ -15,22 +15,6 @@ namespace {
 
 using compute_detail::rank_dims;
 
-// H100 SXM: 132 SMs, 66.9 TFLOP/s FP32 (NVIDIA H100 whitepaper), FlashAttention-2's curves (FA3 paper).
-GpuSpec h100() {
-  GpuSpec g;
-  g.name = "h100-test";
-  g.peak_flops_per_s = {{DType::bf16, 989.4e12}, {DType::fp32, 66.9e12}};
-  g.vector_flops_per_s = 66.9e12;
-  g.sm_count = 132;
-  g.hbm_bytes = 80e9;
-  g.hbm_bw_bytes_per_s = 3.35e12;
-  g.matmul_efficiency.points = {{1e9, 0.6}, {16e9, 0.9}, {128e9, 0.95}};
-  g.memory_efficiency.points = {{1e6, 0.6}, {10e6, 0.75}, {100e6, 0.9}};
-  g.attention_efficiency.points = {{512, 0.312}, {8192, 0.374}};
-  g.attention_backward_efficiency.points = {{512, 0.216}, {8192, 0.321}};
-  return g;
-}
-
 const KernelWork& attn(const std::vector<KernelWork>& ks, const char* name) {
   const auto it = std::find_if(ks.begin(), ks.end(), [&](const KernelWork& k) { return k.name == name; });
   REQUIRE(it != ks.end());
@@ -55,7 +39,7 @@ TEST_CASE("cuda_core attention: shared memory binds, at one 128-byte wavefront p
   LayerShape s;
   s.micro_batch = 1, s.seq = 8192;
   s.attention_kernel = AttentionKernel::cuda_core;
-  const GpuSpec g = h100();
+  const GpuSpec g = test::h100_sxm();
   const KernelWork& fwd = attn(block_kernels(m, s, Pass::forward), "attn_core");
   CHECK_FALSE(fwd.matmul);  // CUDA cores: never at the tensor-core peak
   // By hand, per query row and 32-key tile at HD 128: Q·K 2·128 loads, 2 warp reductions of 5 shuffles,
@@ -73,7 +57,7 @@ TEST_CASE("cuda_core attention: shared memory binds, at one 128-byte wavefront p
 
 TEST_CASE("the block's attention time follows the plan's kernel: cuda_core vs FlashAttention-2") {
   const ModelSpec m = test::llama31_8b();
-  const GpuSpec g = h100();
+  const GpuSpec g = test::h100_sxm();
   LayerShape flash;
   flash.micro_batch = 1, flash.seq = 8192;
   LayerShape core = flash;
