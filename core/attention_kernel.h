@@ -5,17 +5,20 @@
 // compared to FlashAttention"); `unfused` is Megatron-LM's attention before flash kernels (2021):
 // QKᵀ as a batched GEMM into a materialised [b·a, s, s] score tensor, a fused scale-mask-softmax kernel
 // and attention dropout over it, then a batched GEMM with V (Narayanan et al. 2021, SC21, §4.3).
-// Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
+// `cuda_core` is fsdpx's own CUDA-core tiled kernel (executor/cuda/attention.cu: FA2's loop order in fp32
+// on CUDA cores, no tensor cores); its time comes from its own structure (cost_models/attention_cuda_core.h),
+// not from the FlashAttention-2 curves. Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
 #pragma once
 
 #include <string_view>
 
 namespace fsdpx {
 
-enum class AttentionKernel { flash2, flash1, unfused };
+enum class AttentionKernel { flash2, flash1, unfused, cuda_core };
 
 // Throughput of a fused (flash) kernel relative to FlashAttention-2 (the GPU specs' attention curves
-// are FlashAttention-2's). `unfused` runs no fused kernel: its GEMMs and softmax are costed as such.
+// are FlashAttention-2's). `unfused` runs no fused kernel: its GEMMs and softmax are costed as such;
+// `cuda_core` is timed by its shared-memory instruction count instead (the 1 here is unused).
 constexpr double attention_kernel_relative_speed(AttentionKernel k) {
   return k == AttentionKernel::flash1 ? 0.5 : 1.0;
 }
@@ -28,6 +31,7 @@ constexpr std::string_view attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::flash2: return "flash2";
     case AttentionKernel::flash1: return "flash1";
     case AttentionKernel::unfused: return "unfused";
+    case AttentionKernel::cuda_core: return "cuda_core";
   }
   return "flash2";
 }

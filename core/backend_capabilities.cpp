@@ -23,7 +23,7 @@ BackendCapabilities cpu_row() {
   c.param_dtypes = {DType::fp32, DType::fp16};
   c.param_note = " (fp16 emulated in fp32)";
   c.reduce_dtypes = {DType::fp32};
-  c.attention_kernel = AttentionKernel::unfused;
+  c.attention_kernels = {{AttentionKernel::unfused, {}}};
   c.attention_note = "materialises the attention probabilities";
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_schedules = kAllSchedules;
@@ -33,17 +33,18 @@ BackendCapabilities cpu_row() {
   return c;
 }
 
-// The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, the FlashAttention-2-style kernel
-// (executor/cuda/attention.cu: head sizes 32, 64, 96, 128), no TP or CP yet.
+// The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, attention on CUDA cores
+// (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128), no TP or CP yet. The tensor-core
+// kernel (executor/cuda/attention_tc.cu, `flash2`: head sizes 64 and 128) joins this row once the block
+// calls it by the plan's kernel and a GPU session has checked it (docs/cuda.md, "Tensor-core attention").
 BackendCapabilities cuda_row() {
   BackendCapabilities c;
   c.device = ExecutorDevice::cuda;
   c.name = "CUDA";
   c.param_dtypes = {DType::bf16, DType::fp16};
   c.reduce_dtypes = {DType::fp32, DType::bf16};
-  c.attention_kernel = AttentionKernel::flash2;
-  c.attention_note = "runs a FlashAttention-2-style kernel";
-  c.head_dims = {32, 64, 96, 128};
+  c.attention_kernels = {{AttentionKernel::cuda_core, {32, 64, 96, 128}}};
+  c.attention_note = "runs its CUDA-core attention kernel (executor/cuda/attention.cu)";
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
   return c;
@@ -155,6 +156,28 @@ void fp8_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Cap
     out.push_back({"/lora", fmt::format("the {} runtime does not train LoRA adapters with fp8", caps.name)});
 }
 
+// The plan's attention kernel must be one of the row's, at a head size that kernel takes.
+void attention_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const auto& ks = caps.attention_kernels;
+  const auto it = std::find_if(ks.begin(), ks.end(), [&](const AttentionKernelSupport& k) {
+    return k.kernel == plan.attention_kernel;
+  });
+  if (it == ks.end()) {
+    out.push_back({"/attention_kernel", fmt::format("the {} runtime {}, so the plan must say {} (got \"{}\")",
+                                                    caps.name, caps.attention_note,
+                                                    or_list(ks, true, [](const AttentionKernelSupport& k) {
+                                                      return attention_kernel_name(k.kernel);
+                                                    }),
+                                                    attention_kernel_name(plan.attention_kernel))});
+    return;
+  }
+  if (!it->head_dims.empty() && !contains(it->head_dims, plan.model.head_dim))
+    out.push_back({"/model/head_dim", fmt::format("the {} attention kernel \"{}\" takes {} (got {})", caps.name,
+                                                  attention_kernel_name(it->kernel),
+                                                  or_list(it->head_dims, false, [](std::int64_t h) { return h; }),
+                                                  plan.model.head_dim)});
+}
+
 void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
   if (!contains(caps.param_dtypes, plan.precision.param))
     out.push_back({"/mixed_precision/param_dtype",
@@ -166,15 +189,7 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
                    fmt::format("the {} runtime reduces in {}, so the plan must say {} (got \"{}\")", caps.name,
                                dtype_list(caps.reduce_dtypes, false), dtype_list(caps.reduce_dtypes, true),
                                dtype_name(plan.precision.reduce)), true});
-  if (plan.attention_kernel != caps.attention_kernel)
-    out.push_back({"/attention_kernel", fmt::format("the {} runtime {}, so the plan must say \"{}\" (got \"{}\")",
-                                                    caps.name, caps.attention_note,
-                                                    attention_kernel_name(caps.attention_kernel),
-                                                    attention_kernel_name(plan.attention_kernel))});
-  if (!caps.head_dims.empty() && !contains(caps.head_dims, plan.model.head_dim))
-    out.push_back({"/model/head_dim", fmt::format("the {} attention kernel takes {} (got {})", caps.name,
-                                                  or_list(caps.head_dims, false, [](std::int64_t h) { return h; }),
-                                                  plan.model.head_dim)});
+  attention_gaps(plan, caps, out);
   if (plan.training.dropout > 0 && !caps.dropout)
     out.push_back({"/training/dropout", fmt::format("the {} runtime implements no dropout (got {})", caps.name,
                                                     plan.training.dropout)});

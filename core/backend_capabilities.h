@@ -1,5 +1,5 @@
 // core/backend_capabilities.h — what each of fsdpx's executor backends runs, as data: one row per
-// backend (parallelism axes, compute and reduction dtypes, attention kernel and its head sizes, pipeline
+// backend (parallelism axes, compute and reduction dtypes, attention kernels and their head sizes, pipeline
 // schedules, LoRA, dropout). The executor refuses a plan outside its backend's row
 // (executor/session/runtime_program_from_plan.cpp) and the planner searches inside it
 // (planner/target.cpp), both through capability_gaps, so they cannot disagree. Adding a backend is one
@@ -18,15 +18,23 @@
 
 namespace fsdpx {
 
+// One attention kernel a backend runs and the head sizes it takes (empty: any).
+struct AttentionKernelSupport {
+  AttentionKernel kernel = AttentionKernel::unfused;
+  std::vector<std::int64_t> head_dims;
+};
+
 struct BackendCapabilities {
   ExecutorDevice device = ExecutorDevice::cpu;
   const char* name = "";                 // "CPU", "CUDA": in messages
   std::vector<DType> param_dtypes;       // what the plan's param_dtype may say
   const char* param_note = "";           // how it computes them (messages)
   std::vector<DType> reduce_dtypes;      // gradient reduction dtypes
-  AttentionKernel attention_kernel = AttentionKernel::unfused;
+  // The attention kernels it runs, by the plan's attention_kernel; the first is the one fsdpx's planner
+  // records for this backend (planner/target.h target_attention_kernel), so that its prediction is costed
+  // with the kernel that will run.
+  std::vector<AttentionKernelSupport> attention_kernels;
   const char* attention_note = "";
-  std::vector<std::int64_t> head_dims;   // the attention kernel's head sizes; empty: any
   bool tensor_parallel = false, context_parallel = false;
   bool pipeline_with_model_parallel = false;  // pp > 1 together with tp or cp > 1
   std::vector<PipelineSchedule> pipeline_schedules;

@@ -38,6 +38,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.act_bytes = dtype_bytes(s.act_dtype);
   d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   d.fused_attention = attention_kernel_is_fused(s.attention_kernel);
+  d.cuda_core_attention = s.attention_kernel == AttentionKernel::cuda_core;
   d.attention_dropout = s.dropout;
   d.stack = s.stack;
   return d;
@@ -147,8 +148,21 @@ double matmul_size_scale(const GpuSpec& gpu, DType gemm_dtype, DType compute_dty
 
 }  // namespace
 
+// One wavefront per SM per clock; the clock is the vector peak over the SM's FP32 lanes: 128 FP32 CUDA
+// cores per SM, 2 FLOPs per FMA (NVIDIA H100 Tensor Core GPU Architecture whitepaper, "H100 SM
+// architecture": 66.9 TFLOP/s FP32 = 132 SMs x 128 x 2 x 1.98 GHz on H100 SXM5). Hopper's, the only
+// architecture fsdpx's CUDA build targets (sm_90); GA100 SMs have 64 lanes, where this doubles the time.
+double shared_memory_wavefronts_per_s(const GpuSpec& gpu) {
+  constexpr double kFp32FlopsPerSmClock = 2 * 128;
+  return gpu.vector_flops_per_s * gpu.clock_factor() / kFp32FlopsPerSmClock;
+}
+
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype) {
   double time_s = 0;
+  if (k.shared_memory_wavefronts > 0) {
+    FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
+    time_s = k.shared_memory_wavefronts / shared_memory_wavefronts_per_s(gpu);
+  }
   if (k.flops > 0) {
     if (k.matmul && k.attention_seq > 0) {
       const EfficiencyCurve& curve = k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
@@ -163,7 +177,7 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
       time_s = executed / (gpu.peak(dt) * gpu.clock_factor() * eff);
     } else {
       FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
-      time_s = k.flops / (gpu.vector_flops_per_s * gpu.clock_factor());
+      time_s = std::max(time_s, k.flops / (gpu.vector_flops_per_s * gpu.clock_factor()));
     }
   }
   if (k.bytes > 0) {

@@ -1,11 +1,12 @@
 // cost_models/compute_block.cpp — the kernels of one pre-norm transformer block on one rank, per
-// pass: norms, Q/K/V, RoPE (llama), flash attention, output projection, residual adds, MLP (SwiGLU,
+// pass: norms, Q/K/V, RoPE (llama), flash attention (or fsdpx's CUDA-core kernel), output projection, residual adds, MLP (SwiGLU,
 // GELU or squared ReLU) with Megatron tensor parallelism, sequence parallelism and ring-style context
 // parallelism. Leaves out dropout (Llama and llm.c's GPT-2 train without it), bias-gradient
 // reductions (fused into the dW GEMM epilogue) and the TP/SP/CP communication (communication.h).
 #include <utility>
 
 #include "core/errors.h"
+#include "cost_models/attention_cuda_core.h"
 #include "cost_models/compute.h"
 #include "cost_models/compute_fp8.h"
 #include "cost_models/compute_internal.h"
@@ -155,7 +156,9 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
   append(ks, qkv_gemms(d, ""));
   if (m.arch == Arch::llama) append(ks, stack_rope_kernels(d, false));
   append(ks, attention_copy_kernels(d, false, true));
-  if (d.fused_attention) {
+  if (d.cuda_core_attention) {
+    ks.push_back(compute_detail::cuda_core_attention_forward(d));
+  } else if (d.fused_attention) {
     ks.push_back(attention_forward(d));
   } else {
     append(ks, unfused_attention_forward(m, d));
@@ -185,7 +188,9 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
   ks.push_back(residual_kernel("mlp_residual_bwd", d.norm_tokens, d));
   ks.push_back(gemm("attn_out_dx", T, h, d.q_dim, e));
   append(ks, attention_copy_kernels(d, true, true));
-  if (d.fused_attention) {
+  if (d.cuda_core_attention) {
+    ks.push_back(compute_detail::cuda_core_attention_backward(d));
+  } else if (d.fused_attention) {
     ks.push_back(attention_backward(d));
   } else {
     append(ks, unfused_attention_backward(m, d));

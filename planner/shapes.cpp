@@ -3,6 +3,7 @@
 #include "planner/shapes.h"
 
 #include "cost_models/compute.h"
+#include "planner/target.h"
 #include "planner/wrapping.h"
 
 namespace fsdpx {
@@ -148,6 +149,7 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
     p.units = wrap_per_block(r.model, PerBlockWrapping{});
   }
   p.framework = request_framework(r);
+  p.attention_kernel = target_attention_kernel(r.target, r.cluster);
   p.compiled = r.compiled;
   p.lora = r.lora;
   if (r.fp16) p.precision.param = DType::fp16, p.loss_scale = LossScaleSettings{};

@@ -4,7 +4,8 @@
 // (executor/session/runtime_program_from_plan.cpp), plus the checks both read from the plan: on the CPU
 // tp degrees that split the FFN, vocabulary, KV heads and tokens evenly, without op-level selective
 // recompute; a tied head in the embedding's unit, or under pp the embedding alone in its unit; fp16 with
-// loss scaling on both backends (check_fp16_target). torchtitan's are the exporter's notes
+// loss scaling on both backends (check_fp16_target); the attention kernel its backend runs by default
+// (target_attention_kernel), so the prediction is that kernel's. torchtitan's are the exporter's notes
 // (export_torchtitan_map.cpp).
 #include "planner/target.h"
 
@@ -56,6 +57,12 @@ Target parse_target(std::string_view text, std::string_view where) {
 
 std::string target_name(const Target& t) {
   return t.kind == TargetKind::fsdpx ? std::string("fsdpx") : "torchtitan@" + t.version;
+}
+
+AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster) {
+  const ExecutorDevice device = cluster_device(cluster);
+  if (t.kind == TargetKind::torchtitan && device == ExecutorDevice::cuda) return AttentionKernel::flash2;
+  return backend_capabilities(device).attention_kernels.front().kernel;
 }
 
 void check_fp16_target(const Target& t, std::string_view where) {

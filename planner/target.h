@@ -32,6 +32,11 @@ std::string target_name(const Target& t);
 // config's keys, export_torchtitan.h); empty when the target runs the plan exactly.
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t);
 
+// The attention kernel a plan for `t` on `cluster` records, and so costs: for fsdpx the first kernel of
+// its backend's row (core/backend_capabilities.h), the one its executor runs by default; torchtitan's
+// SDPA runs FlashAttention-2 (core/attention_kernel.h), the CPU cluster's ranks the unfused reference.
+AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster);
+
 // fp16 mixed precision with loss scaling (core/loss_scale.h) on `t`: fsdpx runs it on both backends (the CPU
 // one rounds through fp16, the CUDA one computes in fp16; executor/runtime/runtime_program.cpp);
 // torchtitan's job config offers bfloat16 and float32 only (export_torchtitan_map.cpp). Throws

@@ -301,13 +301,18 @@ void flash_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& 
 }
 
 template <class T>
+void flash_attention_delta(float* delta, const T* dout, const T* out, const AttnShape& s, cudaStream_t stream) {
+  const std::int64_t rows = s.b * s.t * s.nh;
+  flash_delta_kernel<T><<<unsigned(ceil_div<std::int64_t>(rows, kWarps)), kWarps * 32, 0, stream>>>(
+      delta, dout, out, rows, int(s.t), int(s.nh), int(s.hd));
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
 void flash_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                               const float* lse, const AttnShape& s, cudaStream_t stream) {
   const Dims g = check_shape(s);
-  const std::int64_t rows = s.b * s.t * s.nh;
-  flash_delta_kernel<T><<<unsigned(ceil_div<std::int64_t>(rows, kWarps)), kWarps * 32, 0, stream>>>(
-      scratch, dout, out, rows, int(s.t), int(s.nh), int(s.hd));
-  CUDA_CHECK(cudaGetLastError());
+  flash_attention_delta(scratch, dout, out, s, stream);
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, kTile));
   const BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   dispatch_head_dim(s.hd, [&](auto dpl) {
@@ -321,6 +326,7 @@ void flash_attention_backward(T* dqkv, float* scratch, const T* dout, const T* o
 
 #define FSDPX_INSTANTIATE(T)                                                                                     \
   template void flash_attention_forward<T>(T*, float*, const T*, const AttnShape&, cudaStream_t);                 \
+  template void flash_attention_delta<T>(float*, const T*, const T*, const AttnShape&, cudaStream_t);            \
   template void flash_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*,              \
                                             const AttnShape&, cudaStream_t);
 FSDPX_INSTANTIATE(bf16)

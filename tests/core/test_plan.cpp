@@ -292,6 +292,10 @@ TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round
   CHECK(plan_to_json(p)["attention_kernel"] == "unfused");
   check_round_trip(p);
   CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::unfused);
+  p.attention_kernel = AttentionKernel::cuda_core;  // fsdpx's CUDA-core kernel (executor/cuda/attention.cu)
+  CHECK(plan_to_json(p)["attention_kernel"] == "cuda_core");
+  check_round_trip(p);
+  CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::cuda_core);
 }
 
 TEST_CASE("training.dropout: absent is 0 and not written; a probability round-trips") {

@@ -41,21 +41,7 @@ ModelSpec gpt_1_3b() {
   return m;
 }
 
-// H100 SXM figures (NVIDIA H100 datasheet) with calculon's efficiency steps as curve points
-// (calculon systems/h100_80g_nvl8.json: 1 GFLOP → 0.6, 16 → 0.9, 128 → 0.95; 1 MB → 0.6, 10 → 0.75, 100 → 0.9).
-GpuSpec h100() {
-  GpuSpec g;
-  g.name = "h100-test";
-  g.peak_flops_per_s = {{DType::bf16, 989.4e12}, {DType::fp32, 66.9e12}};
-  g.vector_flops_per_s = 66.9e12;
-  g.hbm_bytes = 80e9;
-  g.hbm_bw_bytes_per_s = 3.35e12;
-  g.matmul_efficiency.points = {{1e9, 0.6}, {16e9, 0.9}, {128e9, 0.95}};
-  g.memory_efficiency.points = {{1e6, 0.6}, {10e6, 0.75}, {100e6, 0.9}};
-  g.attention_efficiency.points = {{512, 0.312}, {8192, 0.374}};  // FlashAttention-2 on H100 (FA3 paper)
-  g.attention_backward_efficiency.points = {{512, 0.216}, {8192, 0.321}};
-  return g;
-}
+GpuSpec h100() { return test::h100_sxm(); }
 
 double matmul_flops(const std::vector<KernelWork>& ks) {
   double f = 0;

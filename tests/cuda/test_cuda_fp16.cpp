@@ -109,7 +109,7 @@ Plan fp16_plan(bool cuda) {
   ls.initial_scale = std::ldexp(1.0, 40);
   p.loss_scale = ls;
   p.optimizer.total_steps = 100;
-  if (cuda) p.attention_kernel = AttentionKernel::flash2;
+  if (cuda) p.attention_kernel = AttentionKernel::cuda_core;
   validate_plan(p, "fp16 test plan");
   return p;
 }

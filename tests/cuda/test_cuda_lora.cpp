@@ -179,7 +179,7 @@ Plan lora_example(const std::string& model, int ranks, bool cuda) {
   if (m.ffn_kind != FfnKind::swiglu) std::erase(p.lora->targets, LoraTarget::gate);
   p.optimizer = example.optimizer;
   p.training.seed = example.training.seed;
-  if (cuda) p.precision.param = fsdpx::DType::bf16, p.attention_kernel = AttentionKernel::flash2;
+  if (cuda) p.precision.param = fsdpx::DType::bf16, p.attention_kernel = AttentionKernel::cuda_core;
   validate_plan(p, "test plan");
   return p;
 }

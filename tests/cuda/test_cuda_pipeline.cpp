@@ -40,7 +40,7 @@ Plan gpu_heads(Plan p) {
 
 Plan on_cuda(Plan p) {
   p.precision.param = DType::bf16;
-  p.attention_kernel = AttentionKernel::flash2;
+  p.attention_kernel = AttentionKernel::cuda_core;
   return p;
 }
 

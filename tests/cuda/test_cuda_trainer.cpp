@@ -42,7 +42,7 @@ ModelSpec gpu_tiny(Arch arch) {
 Plan on_cuda(Plan p, DType reduce = DType::fp32) {
   p.precision.param = DType::bf16;
   p.precision.reduce = reduce;
-  p.attention_kernel = AttentionKernel::flash2;
+  p.attention_kernel = AttentionKernel::cuda_core;
   return p;
 }
 

@@ -226,7 +226,7 @@ TEST_CASE("program contract: the kept copy of an int reshard_after_forward is co
   const RuntimeProgram cpu = make_runtime_program(plan, ExecutorDevice::cpu);
   Plan bf16 = plan;
   bf16.precision.param = DType::bf16;
-  bf16.attention_kernel = AttentionKernel::flash2;
+  bf16.attention_kernel = AttentionKernel::cuda_core;
   bf16.model.head_dim = 32;
   bf16.model.hidden = bf16.model.heads * 32;
   const RuntimeProgram cuda = make_runtime_program(bf16, ExecutorDevice::cuda);
@@ -296,6 +296,7 @@ TEST_CASE("capabilities: the planner's fsdpx target and the executor agree plan 
             par.pp_schedule = pp > 1 ? PipelineSchedule::one_f_one_b : PipelineSchedule::none;
             Plan p = default_plan(m, c, TrainingSettings{32, 1, 8, 0}, par, 1, RecomputeMode::none);
             p.precision.reduce = reduce;
+            p.attention_kernel = target_attention_kernel(Target{}, c);  // as the planner's plans (shapes.cpp)
             validate_plan(p, "capabilities");
             const ExecutorDevice device = cluster_device(p.cluster);
             bool executor_runs = true;

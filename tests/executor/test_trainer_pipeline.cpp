@@ -173,7 +173,7 @@ TEST_CASE("pipeline: the CUDA runtime takes pp > 1 with tp = cp = 1 and refuses 
   s.schedule = PipelineSchedule::one_f_one_b;
   Plan plan = test::pipe_plan(s);
   plan.precision.param = DType::bf16;
-  plan.attention_kernel = AttentionKernel::flash2;
+  plan.attention_kernel = AttentionKernel::cuda_core;
   plan.model.heads = 2, plan.model.kv_heads = 1, plan.model.head_dim = 32;  // the CUDA kernel's smallest head
   CHECK(make_runtime_program(plan, ExecutorDevice::cuda).program.pp == 2);
   plan.parallelism.tp = 2;

@@ -11,12 +11,14 @@
 
 #include <fmt/format.h>
 
+#include "core/backend_capabilities.h"
 #include "planner/candidates.h"
 #include "planner/exhaustive.h"
 #include "planner/memory_bound.h"
 #include "planner/planner.h"
 #include "planner/shape_bound.h"
 #include "planner/shapes.h"
+#include "planner/target.h"
 #include "simulator/simulate.h"
 #include "simulator/steady_state.h"
 
@@ -384,4 +386,31 @@ TEST_CASE("fsdpx target: pipeline parallelism on the CPU and CUDA backends, tp =
   }
 }
 
+}  // namespace fsdpx
+
+namespace fsdpx {
+namespace {
+
+TEST_CASE("fsdpx target: plans record the attention kernel its executor runs, and are costed with it") {
+  PlanRequest r = request("llama3.1-8b", "dgx-h100", 8, 4096, 16);
+  const PlanResult own = search_plans(r);
+  REQUIRE(own.best.has_value());
+  const Plan& plan = own.best->plan;
+  CHECK(plan.attention_kernel == AttentionKernel::cuda_core);  // executor/cuda/attention.cu
+  CHECK(capability_gaps(plan, backend_capabilities(ExecutorDevice::cuda)).empty());  // `fsdpx run`'s plan check
+  // The same plan costed with FlashAttention-2's curves predicts more: the CUDA-core kernel is slower.
+  Plan flash = plan;
+  flash.attention_kernel = AttentionKernel::flash2;
+  const Simulation core_sim = simulate(plan), flash_sim = simulate(flash);
+  CHECK(flash_sim.mfu > 1.5 * core_sim.mfu);
+  // torchtitan's SDPA runs FlashAttention-2; the CPU cluster's ranks the unfused reference.
+  r.target = default_torchtitan_target();
+  const PlanResult titan = search_plans(r);
+  REQUIRE(titan.best.has_value());
+  CHECK(titan.best->plan.attention_kernel == AttentionKernel::flash2);
+  CHECK(target_attention_kernel(Target{}, load_cluster("cpu")) == AttentionKernel::unfused);
+  CHECK(target_attention_kernel(default_torchtitan_target(), load_cluster("cpu")) == AttentionKernel::unfused);
+}
+
+}  // namespace
 }  // namespace fsdpx

@@ -47,7 +47,7 @@ inline Plan on_cpu(Plan p) {
 inline Plan on_cuda(Plan p) {
   p.precision.param = DType::bf16;
   p.precision.reduce = DType::fp32;
-  p.attention_kernel = AttentionKernel::flash2;
+  p.attention_kernel = AttentionKernel::cuda_core;
   return p;
 }
 
