@@ -62,6 +62,8 @@ void read_qwen_moe(JsonObject& o, HfFamily family, MoeSpec& e) {
 void read_hf_moe_keys(JsonObject& o, HfFamily family, ModelSpec& m) {
   MoeSpec& e = m.moe;
   e.scoring = RouterScoring::softmax;
+  if (m.bias == LinearBias::all)  // attention_bias and mlp_bias both true: the experts are bias-free
+    o.fail("mlp_bias", "biases on the expert MLPs are not modelled (expected false)");
   if (family == HfFamily::mixtral) {
     // MixtralSparseMoeBlock: softmax over the experts, top-k, weights renormalised; each expert is
     // intermediate_size wide.

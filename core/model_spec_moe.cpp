@@ -83,17 +83,20 @@ nlohmann::json moe_to_json(const MoeSpec& e) {
 
 }  // namespace
 
+// The counts (cost_models/moe_params.h) model these parts on Llama-style blocks: SwiGLU experts without
+// biases, latent projections without biases.
 void read_own_moe_keys(JsonObject& o, ModelSpec& m) {
-  if (o.has("moe")) {
-    if (m.arch != Arch::llama) o.fail("moe", "mixture-of-experts layers are modelled for arch llama (SwiGLU experts)");
-    m.moe = read_own_moe(o.object("moe"));
-  }
-  if (o.has("mla")) {
-    if (m.arch != Arch::llama) o.fail("mla", "latent attention is modelled for arch llama (RoPE)");
-    m.mla = read_own_mla(o.object("mla"));
-  }
+  if (o.has("moe")) m.moe = read_own_moe(o.object("moe"));
+  if (o.has("mla")) m.mla = read_own_mla(o.object("mla"));
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
   m.rope_yarn_factor = o.optional_number_in("rope_yarn_factor", NumberRange{1.0, 1e6}).value_or(0.0);
+  for (const char* key : {"moe", "mla", "qk_norm", "rope_yarn_factor"}) {
+    if (!o.has(key) || !unplanned_model_reason(m)) continue;
+    if (m.arch != Arch::llama || m.ffn_kind != FfnKind::swiglu)
+      o.fail(key, "modelled for arch llama with swiglu MLPs only");
+    if ((m.is_mla() && m.bias != LinearBias::none) || (m.is_moe() && m.bias == LinearBias::all))
+      o.fail(key, "experts and latent projections are modelled without biases (bias none, or qkv without mla)");
+  }
 }
 
 void moe_keys_to_json(const ModelSpec& m, nlohmann::json& j) {

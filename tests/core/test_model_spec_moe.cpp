@@ -141,6 +141,10 @@ TEST_CASE("unmodelled MoE variants in Hugging Face configs fail naming the key")
     INFO(c.dir << " " << c.key << " -> " << msg);
     CHECK(contains(msg, std::string("c.json: /") + c.key + ":"));
   }
+  auto m = hf("mixtral-8x7b-v0.1");
+  m["attention_bias"] = true;
+  m["mlp_bias"] = true;
+  CHECK(contains(error_of(m), "c.json: /mlp_bias: biases on the expert MLPs are not modelled"));
   auto j = hf("deepseek-v3");
   j["rope_scaling"]["type"] = "dynamic";
   CHECK(contains(error_of(j), "c.json: /rope_scaling/type:"));
@@ -170,7 +174,9 @@ TEST_CASE("own schema: MoE and MLA layout errors name the path") {
                {"/moe/experts", 0, "/moe/experts:"},
                {"/moe/extra", 1, "/moe/extra:"},
                {"/mla/kv_lora_rank", 0, "/mla/kv_lora_rank:"},
-               {"/head_dim", 32, "/head_dim: head_dim (32) must equal qk_nope_head_dim + qk_rope_head_dim"}};
+               {"/head_dim", 32, "/head_dim: head_dim (32) must equal qk_nope_head_dim + qk_rope_head_dim"},
+               {"/ffn_kind", "gelu", "/moe: modelled for arch llama with swiglu MLPs only"},
+               {"/bias", "qkv", "/moe: experts and latent projections are modelled without biases"}};
   for (const auto& c : cases) {
     auto j = base;
     if (c.value.is_null()) j["moe"].erase("shared_ffn_hidden");

@@ -1,13 +1,15 @@
 // tests/cost_models/test_moe_params.cpp — total and active parameter counts of Mixtral-8x7B, Qwen3-30B-A3B
-// and DeepSeek-V3 from their published config.json, each against a count by hand written with the config's
-// numbers (transformers' modules: modeling_mixtral.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py) and
-// against the figures their model cards quote; dense models count as cost_models/params does; FLOPs per
-// token follow PaLM's formula over the active parameters.
+// and DeepSeek-V3 from their published config.json (and of Qwen1.5-MoE-A2.7B's shapes), each against a count
+// by hand written with the config's numbers (transformers' modules: modeling_mixtral.py, modeling_qwen2_moe.py,
+// modeling_qwen3_moe.py, modeling_deepseek_v3.py) and against the figures their model cards quote; dense models
+// count as cost_models/params does; FLOPs per token follow PaLM's formula over the active parameters.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
 #include "cost_models/moe_params.h"
@@ -85,6 +87,29 @@ TEST_CASE("DeepSeek-V3: 671B total without the MTP module, 37B active as quoted"
   // "37B activated" (README) is 37.55B cut to whole billions: 1.5% below the count. README_WEIGHTS.md
   // quotes 36.7B including the 0.9B embedding and 0.9B head, 2.3% below; neither within 0.5%.
   CHECK(truncates_to(c.active(), 37e9, 1e9));
+}
+
+// Qwen1.5-MoE-A2.7B's shapes, which are also Qwen2MoeConfig's defaults (configuration_qwen2_moe.py): 60 experts
+// of 1408, top-4, one shared expert of 5632 behind a sigmoid gate, q/k/v biases. Card: 14.3B total, 2.7B active.
+TEST_CASE("Qwen2-MoE: the shared expert, its gate and the q/k/v biases are counted") {
+  const auto j = nlohmann::json::parse(R"({"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
+    "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "intermediate_size": 5632, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+    "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1, "norm_topk_prob": false,
+    "vocab_size": 151936, "max_position_embeddings": 8192, "tie_word_embeddings": false,
+    "use_sliding_window": false, "sliding_window": 32768, "max_window_layers": 21, "mlp_only_layers": []})");
+  const ModelSpec m = parse_model_spec(j, "qwen2-moe.json");
+  CHECK(m.moe.shared_expert_gate);
+  CHECK_FALSE(m.moe.norm_topk_prob);
+  const MoeParamCounts c = count_moe_params(m);
+  const std::int64_t attention = 4 * 2048LL * 2048 + 3 * 2048;  // q, k, v, o; biases on q, k, v
+  const std::int64_t fixed = attention + 2048LL * 60 + 3 * 2048LL * 5632 + 2048 + 2 * 2048;
+  const std::int64_t expert = 3 * 2048LL * 1408;
+  const std::int64_t ends = 2 * 151936LL * 2048 + 2048;
+  CHECK(c.total() == 24 * (fixed + 60 * expert) + ends);
+  CHECK(c.active() == 24 * (fixed + 4 * expert) + ends);
+  CHECK(rel(c.total(), 14.3e9) < 5e-3);
+  CHECK(rel(c.active(), 2.7e9) < 5e-3);
 }
 
 TEST_CASE("a dense model counts as count_params does, active = total") {
