@@ -12,14 +12,14 @@
 
 namespace fsdpx::detail {
 
-enum class HfFamily { llama, mistral, qwen2, phi3, gpt2 };
+enum class HfFamily { llama, mistral, qwen2, phi3, gpt2, mixtral, qwen2_moe, qwen3_moe, deepseek_v3 };
 
 // Marks every informational key of `family` that `o` holds as read (see kInformational in the .cpp).
 void accept_informational_keys(JsonObject& o, HfFamily family);
 
 // Fails naming the key when a value would change the math: use_mrope true, partial_rotary_factor != 1,
-// layer_types other than full attention, mixture-of-experts or logit soft-capping keys, GPT-2 attention
-// scaling variants.
+// layer_types other than full attention, mixture-of-experts keys in a dense family, logit soft-capping keys,
+// GPT-2 attention scaling variants.
 void refuse_unmodelled_keys(JsonObject& o, HfFamily family);
 
 // Sliding-window span in tokens when the config turns it on (Mistral: sliding_window not null; Qwen2:

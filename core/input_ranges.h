@@ -31,6 +31,12 @@ inline constexpr IntRange kVocab{1, 16777216};
 inline constexpr IntRange kMaxSeq{1, 134217728};
 inline constexpr NumberRange kRopeTheta{1.0, 1e12};
 inline constexpr NumberRange kNormEps{1e-12, 0.5};
+// Mixture-of-experts: routed experts per layer (DeepSeek-V3 256, Qwen3 128; 64x headroom) and the latent
+// ranks of multi-head latent attention (DeepSeek-V3 q 1536, kv 512).
+inline constexpr IntRange kExperts{1, 16384};
+inline constexpr IntRange kLatentRank{1, 262144};
+inline constexpr NumberRange kCapacityFactor{1e-3, 1e3};
+inline constexpr NumberRange kMoeCoefficient{0.0, 1e3};  // aux-loss weight, routed scaling
 // Parameters of the whole model (an upper bound from the shapes): 100x the largest dense model.
 inline constexpr double kMaxModelParams = 1e14;
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
+#include "core/model_spec_moe.h"
 #include "core/rope_scaling_json.h"
 
 namespace fsdpx {
@@ -49,7 +50,8 @@ void check_model_size(const ModelSpec& m, const std::string& file, const std::st
   const double h = double(m.hidden), q = double(m.heads) * double(m.head_dim);
   const double kv = double(m.kv_heads) * double(m.head_dim), f = double(m.ffn_hidden);
   const double per_block = 2 * h * q + 2 * h * kv + 3 * h * f + q + 2 * kv + 2 * f + 6 * h;
-  const double params = double(m.layers) * per_block + 2 * double(m.vocab) * h + double(m.max_seq) * h + 2 * h;
+  const double params = double(m.layers) * per_block + 2 * double(m.vocab) * h + double(m.max_seq) * h + 2 * h +
+                        detail::moe_param_bound(m);
   if (params > input_range::kMaxModelParams)
     throw_config_error(file, path,
                        fmt::format("the model has up to {:.3g} parameters, more than the supported {:.0e} "
@@ -108,10 +110,13 @@ ModelSpec parse_own_model_spec(const nlohmann::json& j, const std::string& file)
     m.rope_scaling = detail::read_own_rope_scaling(o.object("rope_scaling"));
   }
   if (o.has("norm_eps")) m.norm_eps = detail::read_norm_eps(o, "norm_eps");
+  detail::read_own_moe_keys(o, m);
   o.optional_string("source");  // documentation only: where the numbers come from
   o.finish();
   detail::check_head_layout(m, file, "/kv_heads", "/heads", head_dim.has_value());
   m.head_dim = head_dim.value_or(m.hidden / m.heads);
+  detail::check_moe_layout(m, file, {"/moe/experts", "/moe/top_k", "/moe/groups", "/moe/dense_layers",
+                                     "/moe/shared_ffn_hidden", "/head_dim"});
   check_model_size(m, file);
   return m;
 }
@@ -152,6 +157,7 @@ nlohmann::json model_spec_to_json(const ModelSpec& m) {
   if (m.arch == Arch::llama && m.rope_scaling.kind != RopeScalingKind::none)
     j["rope_scaling"] = detail::rope_scaling_to_json(m.rope_scaling);
   j["norm_eps"] = m.norm_eps;
+  detail::moe_keys_to_json(m, j);
   return j;
 }
 

@@ -1,7 +1,8 @@
 // core/model_spec.h — a decoder-only transformer: llama (RMSNorm, RoPE, SwiGLU, GQA) or gpt
 // (LayerNorm, GELU MLP, learned positions). Loads fsdpx's own JSON and Hugging Face config.json files
-// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), detected by content.
-// Models Llama 3.1's RoPE frequency scaling (rope_type "llama3"). Leaves out mixture-of-experts,
+// (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel; mixture-of-experts:
+// MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM with its latent
+// attention), detected by content. Models Llama 3.1's RoPE frequency scaling (rope_type "llama3"). Leaves out
 // sliding-window attention (a model whose window is in use gets max_seq = the window, where full causal
 // attention is exact), multimodal towers and the other RoPE scaling types (linear, dynamic NTK, YaRN).
 #pragma once
@@ -38,6 +39,42 @@ inline bool operator==(const RopeScaling& a, const RopeScaling& b) {
 }
 inline bool operator!=(const RopeScaling& a, const RopeScaling& b) { return !(a == b); }
 
+// Router scoring of a mixture-of-experts layer: softmax over all experts (Mixtral, Qwen-MoE) or a sigmoid
+// per expert (DeepSeek-V3, arXiv:2412.19437 §2.1.2).
+enum class RouterScoring { softmax, sigmoid };
+
+// Mixture-of-experts MLPs (core/model_spec_moe.h reads and writes them). Every routed and shared expert is a
+// SwiGLU MLP without biases (modeling_mixtral.py MixtralBlockSparseTop2MLP, modeling_qwen3_moe.py
+// Qwen3MoeMLP, modeling_deepseek_v3.py DeepseekV3MLP); the router is one hidden x experts matrix.
+struct MoeSpec {
+  std::int64_t experts = 0;            // routed experts per MoE layer; 0: a dense model
+  std::int64_t top_k = 0;              // routed experts each token passes through
+  std::int64_t expert_ffn_hidden = 0;  // intermediate size of one routed expert
+  std::int64_t shared_experts = 0;     // experts every token passes through (DeepSeekMoE, Qwen2-MoE)
+  std::int64_t shared_ffn_hidden = 0;  // intermediate size of one shared expert
+  bool shared_expert_gate = false;     // Qwen2-MoE: sigmoid(x w), w hidden x 1, scales the shared expert
+  std::int64_t dense_layers = 0;       // leading blocks with a dense ffn_hidden MLP (first_k_dense_replace)
+  RouterScoring scoring = RouterScoring::softmax;
+  bool norm_topk_prob = false;         // the top-k weights renormalised to sum to 1
+  bool score_correction_bias = false;  // DeepSeek-V3: a per-expert bias for selection only (§2.1.2)
+  std::int64_t groups = 1;             // DeepSeek-V3 group-limited routing: expert groups (n_group) ...
+  std::int64_t topk_groups = 1;        // ... of which each token may use topk_groups
+  double routed_scaling = 1.0;         // routed output scale (DeepSeek-V3 routed_scaling_factor 2.5)
+  double capacity_factor = 0.0;        // tokens an expert takes, x its fair share; 0: dropless
+  double aux_loss_coef = 0.0;          // load-balancing loss weight (0: none, or aux-loss-free)
+};
+
+// DeepSeek's multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1; modeling_deepseek_v3.py
+// DeepseekV3Attention): queries through a q_lora_rank bottleneck, keys and values from one kv_lora_rank
+// latent plus a shared qk_rope_head_dim RoPE key.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;   // 0: queries projected from hidden directly
+  std::int64_t kv_lora_rank = 0;  // 0: not MLA
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
 struct ModelSpec {
   std::string name;
   Arch arch = Arch::llama;
@@ -58,7 +95,16 @@ struct ModelSpec {
   RopeScaling rope_scaling;  // llama only
   // Epsilon inside RMSNorm (llama) or LayerNorm (gpt): 1e-5 for GPT-2, Llama 2/3 and Mistral; 1e-6 Qwen2.
   double norm_eps = 1e-5;
+  // RMSNorm of each head's queries and keys before RoPE (Qwen3: q_norm, k_norm of head_dim weights).
+  bool qk_norm = false;
+  // YaRN RoPE scaling factor (DeepSeek-V3: 40); 0: none. Changes no shape or FLOP count; the executor does
+  // not model it, and plans refuse a model that has it (core/model_spec_moe.h unplanned_model_reason).
+  double rope_yarn_factor = 0.0;
+  MoeSpec moe;  // experts == 0: dense MLPs
+  MlaSpec mla;  // kv_lora_rank == 0: multi-head (or grouped-query) attention
 
+  bool is_moe() const { return moe.experts > 0; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
   std::int64_t q_dim() const { return heads * head_dim; }
   std::int64_t kv_dim() const { return kv_heads * head_dim; }
 };

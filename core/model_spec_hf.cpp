@@ -1,5 +1,6 @@
 // core/model_spec_hf.cpp — reads Hugging Face config.json files for LlamaForCausalLM,
-// MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM and GPT2LMHeadModel: shapes, RoPE base and Llama 3.1 RoPE
+// MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM and GPT2LMHeadModel, and the attention of the
+// mixture-of-experts families (their experts and DeepSeek-V3: core/model_spec_hf_moe.cpp): shapes, RoPE base and Llama 3.1 RoPE
 // scaling, norm epsilon. Informational keys are accepted and math-changing ones refused by the policy in
 // core/hf_config_keys.h; any other key is an error. A sliding window in use caps max_seq at the window
 // (full causal attention is exact up to it). Leaves out quantized checkpoints.
@@ -14,6 +15,7 @@
 
 #include "core/hf_config_keys.h"
 #include "core/json_reader.h"
+#include "core/model_spec_hf_moe.h"
 #include "core/model_spec.h"
 #include "core/rope_scaling_json.h"
 
@@ -40,12 +42,16 @@ struct HfArchitecture {
 
 // Phi3ForCausalLM computes Llama's block: its packed qkv_proj and gate_up_proj hold the same weights as
 // q/k/v and gate/up (modeling_phi3.py Phi3Attention, Phi3MLP split them), so shapes and counts are Llama's.
-constexpr std::array<HfArchitecture, 5> kSupported{{
+constexpr std::array<HfArchitecture, 9> kSupported{{
     {"LlamaForCausalLM", "llama", HfFamily::llama},
     {"MistralForCausalLM", "mistral", HfFamily::mistral},
     {"Qwen2ForCausalLM", "qwen2", HfFamily::qwen2},
     {"Phi3ForCausalLM", "phi3", HfFamily::phi3},
     {"GPT2LMHeadModel", "gpt2", HfFamily::gpt2},
+    {"MixtralForCausalLM", "mixtral", HfFamily::mixtral},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", HfFamily::qwen2_moe},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", HfFamily::qwen3_moe},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", HfFamily::deepseek_v3},
 }};
 
 const HfArchitecture& find_architecture(JsonObject& o) {
@@ -58,14 +64,17 @@ const HfArchitecture& find_architecture(JsonObject& o) {
       if (s.architecture == name) return s;
     if (auto why = detail::unmodelled_architecture(name)) o.fail("architectures", *why);
     o.fail("architectures", fmt::format("unsupported architecture {}; supported: LlamaForCausalLM, "
-                                        "MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, GPT2LMHeadModel",
+                                        "MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, GPT2LMHeadModel, "
+                                        "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+                                        "DeepseekV3ForCausalLM",
                                         json_excerpt(a[0])));
   }
   const auto type = o.string("model_type");
   for (const auto& s : kSupported)
     if (s.model_type == type) return s;
   if (auto why = detail::unmodelled_architecture(type)) o.fail("model_type", *why);
-  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, phi3, gpt2",
+  o.fail("model_type", fmt::format("unsupported model_type {}; supported: llama, mistral, qwen2, phi3, gpt2, "
+                                   "mixtral, qwen2_moe, qwen3_moe, deepseek_v3",
                                    json_excerpt(nlohmann::json(type))));
 }
 
@@ -147,8 +156,9 @@ std::string hf_model_name(JsonObject& o, const std::string& file) {
 }
 
 LinearBias llama_bias(JsonObject& o, HfFamily family) {
-  // Qwen2Attention hard-codes bias=True on q/k/v and False on o_proj (modeling_qwen2.py).
-  if (family == HfFamily::qwen2) return LinearBias::qkv;
+  // Qwen2Attention hard-codes bias=True on q/k/v and False on o_proj (modeling_qwen2.py); so does
+  // Qwen2MoeAttention (modeling_qwen2_moe.py).
+  if (family == HfFamily::qwen2 || family == HfFamily::qwen2_moe) return LinearBias::qkv;
   const bool attention = o.optional_boolean("attention_bias").value_or(false);
   const bool mlp = o.optional_boolean("mlp_bias").value_or(false);
   if (attention == mlp) return attention ? LinearBias::all : LinearBias::none;
@@ -216,7 +226,11 @@ ModelSpec detail::parse_hf_model_spec(const nlohmann::json& j, const std::string
   const HfArchitecture& a = find_architecture(o);
   check_model_type(o, a);
   detail::refuse_unmodelled_keys(o, a.family);
-  ModelSpec m = a.family == HfFamily::gpt2 ? parse_gpt2(o) : parse_llama_family(o, a.family);
+  ModelSpec m = a.family == HfFamily::gpt2          ? parse_gpt2(o)
+                : a.family == HfFamily::deepseek_v3 ? detail::parse_hf_deepseek_v3(o)
+                                                    : parse_llama_family(o, a.family);
+  if (a.family == HfFamily::mixtral || a.family == HfFamily::qwen2_moe || a.family == HfFamily::qwen3_moe)
+    detail::read_hf_moe_keys(o, a.family, m);
   m.name = hf_model_name(o, file);
   detail::accept_informational_keys(o, a.family);
   o.finish();

@@ -13,6 +13,7 @@
 #include "core/data_placement.h"
 #include "core/pipeline.h"
 #include "core/json_reader.h"
+#include "core/model_spec_moe.h"
 #include "core/plan.h"
 
 namespace fsdpx {
@@ -294,6 +295,7 @@ void check_framework(const Checker& c) {
 }  // namespace
 
 void validate_plan(const Plan& p, const std::string& file) {
+  refuse_unplanned_model(p.model, file, "/model");
   const Checker c{p, file};
   check_degrees(c);
   check_data_parallel(c);

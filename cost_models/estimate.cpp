@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/model_spec_moe.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
 #include "cost_models/compute_fp8.h"
@@ -17,6 +18,9 @@
 #include "cost_models/params.h"
 
 namespace fsdpx {
+
+// Defined in cost_models/estimate_moe.cpp.
+Estimate estimate_moe(const ModelSpec& m, const TrainingShape& s);
 
 namespace {
 
@@ -252,9 +256,11 @@ void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const Traini
 
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
   check_training_shape(m, c, s);
+  if (unplanned_model_reason(m)) return estimate_moe(m, s);
   Estimate e;
   const ParamCounts pc = count_params(m);
   e.total_params = pc.total();
+  e.active_params = e.total_params;
   // TP splits every weight matrix and the vocabulary; norms stay replicated (a < 0.1% difference).
   e.params_per_gpu = double(pc.total()) / s.tp;
   if (s.lora) e.adapter_params = lora_params(m, *s.lora);

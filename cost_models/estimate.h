@@ -50,6 +50,10 @@ struct MemoryBreakdown {
 
 struct Estimate {
   std::int64_t total_params = 0;
+  std::int64_t active_params = 0;        // one token's parameters (cost_models/moe_params.h); dense: total
+  // Non-empty for a mixture-of-experts or latent-attention model: what this estimate leaves out and why
+  // (activations, transient and overhead memory, and every time figure are then 0 and not reported).
+  std::string not_modelled;
   double params_per_gpu = 0;             // before data-parallel sharding (after TP)
   double adapter_params = 0;             // LoRA: trainable adapter parameters (every rank)
   MemoryBreakdown memory;                // per GPU, bytes
@@ -74,6 +78,9 @@ TrainingShape training_shape_of(const Plan& p);
 // Validates the shape against the cluster (degrees multiply to the world size, tp within a node,
 // divisibility of heads by tp); throws ConfigError naming the option.
 void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s);
+// Dense models in full; mixture-of-experts and latent-attention models at tp = cp = 1 without LoRA or fp8:
+// parameter counts, FLOPs per token and parameter/gradient/optimizer bytes (cost_models/estimate_moe.cpp),
+// the rest named in not_modelled.
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s);
 
 }  // namespace fsdpx

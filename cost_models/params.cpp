@@ -6,6 +6,7 @@
 
 #include "core/checked_math.h"
 #include "core/errors.h"
+#include "core/model_spec_moe.h"
 
 namespace fsdpx {
 namespace {
@@ -19,6 +20,8 @@ std::int64_t norm_params(const ModelSpec& m) {
 // Variants Improve Transformer"); up and down otherwise.
 std::int64_t mlp_matrices(FfnKind f) { return f == FfnKind::swiglu ? 3 : 2; }
 
+}  // namespace
+
 std::int64_t attention_params(const ModelSpec& m) {
   const std::int64_t h = m.hidden, q = checked_mul(m.heads, m.head_dim), kv = checked_mul(m.kv_heads, m.head_dim);
   // W_q, W_k, W_v (h×q, h×kv, h×kv), W_o (q×h)
@@ -28,6 +31,8 @@ std::int64_t attention_params(const ModelSpec& m) {
   if (m.bias == LinearBias::all) biases += h;            // GPT-2 also biases the output projection
   return checked_add(weights, biases);
 }
+
+namespace {
 
 std::int64_t mlp_params(const ModelSpec& m) {
   const std::int64_t h = m.hidden, f = m.ffn_hidden;
@@ -43,6 +48,7 @@ std::int64_t mlp_params(const ModelSpec& m) {
 }  // namespace
 
 ParamCounts count_params(const ModelSpec& m) {
+  FSDP_CHECK(!unplanned_model_reason(m), "count_params: a dense model; MoE/MLA go through count_moe_params");
   FSDP_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 && m.head_dim > 0 &&
                  m.ffn_hidden > 0 && m.vocab > 0,
              "count_params: ModelSpec has a non-positive dimension");

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/model_spec_moe.h"
 #include "planner/candidates.h"
 #include "planner/refine.h"
 #include "planner/results.h"
@@ -130,6 +131,7 @@ Framework request_framework(const PlanRequest& request) {
 }
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
+  refuse_unplanned_model(request.model, "plan request", "/model");
   const PlanRequest r = resolve_memory(request);
   PlanResult res;
   res.memory_limit_bytes = *r.memory_limit_bytes;

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
+#include "core/model_spec_moe.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
@@ -175,6 +176,7 @@ void apply_sharding(PlanRequest& r, DataParallel sharding) {
 PlanRequest request_of(const PlanOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
+  refuse_unplanned_model(r.model, resolve_config("models", o.model), "/");
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
   r.seq = o.seq;
   r.global_batch = o.global_batch;

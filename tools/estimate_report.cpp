@@ -9,6 +9,20 @@
 
 namespace fsdpx {
 
+namespace {
+
+// An MoE or latent-attention estimate: counts, FLOPs per token and state bytes; the rest named as left out.
+nlohmann::json partial_estimate_json(const Estimate& e, nlohmann::json j) {
+  j["per_gpu_memory_bytes"] = {
+      {"params", e.memory.params}, {"grads", e.memory.grads}, {"optimizer", e.memory.optimizer}};
+  j["model_flops_per_token"] = e.model_flops_per_token;
+  j["tokens_per_step"] = e.tokens_per_step;
+  j["not_modelled"] = e.not_modelled;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
   nlohmann::json j;
   j["model"] = m.name;
@@ -17,12 +31,14 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
   j["parallelism"] = {{"dp_replicate", s.dp_replicate}, {"dp_shard", s.dp_shard}, {"tp", s.tp}, {"cp", s.cp},
                       {"sharding", plan_sharding_name(s.mode)}, {"zero_stage", sharding_mode_name(s.mode)}};
   j["total_params"] = e.total_params;
+  j["active_params"] = e.active_params;
+  j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
+  if (!e.not_modelled.empty()) return partial_estimate_json(e, j);
   j["per_gpu_memory_bytes"] = {{"params", e.memory.params},       {"grads", e.memory.grads},
                                {"optimizer", e.memory.optimizer}, {"activations", e.memory.activations},
                                {"transient", e.memory.transient}, {"other", e.memory.other},
                                {"total", e.memory.total()}};
   j["per_gpu_memory_metric"] = memory_metric::kDevice;  // "total" is the device total
-  j["gpu_memory_bytes"] = c.gpu.hbm_bytes;
   if (s.lora) j["lora"] = {{"settings", lora_to_json(*s.lora)}, {"adapter_params", e.adapter_params}};
   j["model_flops_per_token"] = e.model_flops_per_token;
   j["compute_time_s"] = e.compute_time_s;
@@ -40,6 +56,18 @@ nlohmann::json estimate_json(const Estimate& e, const ModelSpec& m, const Cluste
   return j;
 }
 
+namespace {
+
+std::string partial_estimate_text(const Estimate& e) {
+  const auto& mem = e.memory;
+  return "Per-GPU model state (analytic)\n" +
+         table({{"params", gib(mem.params)}, {"grads", gib(mem.grads)}, {"optimizer", gib(mem.optimizer)},
+                {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}}) +
+         "\nNot estimated: " + e.not_modelled + "\n";
+}
+
+}  // namespace
+
 std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
   std::string out = fmt::format("fsdpx estimate: {} on {} ({} nodes x {} GPUs = {})\n", m.name, c.name, c.nodes,
                                 c.gpus_per_node, c.world_size());
@@ -48,8 +76,9 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                      s.dp_replicate, s.dp_shard, s.cp, s.tp,
                      fmt::format("{} ({})", plan_sharding_name(s.mode), sharding_mode_name(s.mode)), s.micro_batch, s.seq,
                      s.grad_accum, recompute_name(s.recompute));
-  out += fmt::format("  parameters: {} total, {} per GPU before data-parallel sharding\n\n",
-                     billions(double(e.total_params)), billions(e.params_per_gpu));
+  out += fmt::format("  parameters: {} total, {} active per token, {} per GPU before data-parallel sharding\n\n",
+                     billions(double(e.total_params)), billions(double(e.active_params)), billions(e.params_per_gpu));
+  if (!e.not_modelled.empty()) return wrap_text(out + partial_estimate_text(e));
   if (s.lora)
     out = out.substr(0, out.size() - 1) +
           fmt::format("  LoRA r {} alpha {} on {}: {} adapter parameters trained, the base frozen\n\n", s.lora->rank,

@@ -336,7 +336,7 @@ TEST_CASE("Hugging Face RoPE base and norm epsilon: class defaults and the trans
 TEST_CASE("Hugging Face errors name the file and the key") {
   const auto base = load_json_file(kData + "/hf/mistral-7b-v0.1/config.json");
   const std::map<std::string, nlohmann::json> edits{
-      {"/architectures", nlohmann::json::array({"MixtralForCausalLM"})},
+      {"/architectures", nlohmann::json::array({"GemmaForCausalLM"})},
       {"/model_type", "llama"},  // contradicts MistralForCausalLM
       {"/hidden_act", "gelu"},
       {"/quantization_config", nlohmann::json::object()},

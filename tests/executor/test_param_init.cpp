@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model_spec_moe.h"
 #include "core/plan.h"
 #include "cost_models/params.h"
 #include "executor/model/init.h"
@@ -42,7 +43,9 @@ TEST_CASE("layout matches module_names and count_params for every shipped model 
   for (const auto& entry : std::filesystem::directory_iterator(std::string(FSDPX_CONFIG_DIR_FOR_TESTS) + "/models")) {
     if (entry.path().extension() != ".json") continue;
     std::ifstream in(entry.path());
-    check_layout_against_count(parse_model_spec(nlohmann::json::parse(in), entry.path().string()));
+    const ModelSpec m = parse_model_spec(nlohmann::json::parse(in), entry.path().string());
+    if (unplanned_model_reason(m)) continue;  // MoE/MLA configs: the executor does not take them (issue 30)
+    check_layout_against_count(m);
     ++checked;
   }
   CHECK(checked >= 2);

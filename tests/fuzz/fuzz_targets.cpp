@@ -12,8 +12,10 @@
 
 #include "core/config_paths.h"
 #include "core/json_reader.h"
+#include "core/model_spec_moe.h"
 #include "core/plan.h"
 #include "cost_models/estimate.h"
+#include "cost_models/moe_params.h"
 #include "cost_models/params.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
@@ -94,11 +96,18 @@ Simulation simulate_named(const Plan& p, const std::string& file) {
 void model_on_cluster(const ModelSpec& m, const ClusterSpec& c, const std::string& file) {
   const int world = c.world_size();
   const std::int64_t seq = std::min<std::int64_t>(m.max_seq, 2048);
-  count_params(m).total();
-  model_flops_per_token(m, seq);
   TrainingShape s;
   s.dp_shard = world;
   s.seq = seq;
+  if (unplanned_model_reason(m)) {  // MoE / MLA (issue 30): counted and estimated, refused by plans
+    count_moe_params(m).total();
+    moe_model_flops_per_token(m, seq);
+    estimate(m, c, s);
+    refuse_unplanned_model(m, file, "/");
+    return;
+  }
+  count_params(m).total();
+  model_flops_per_token(m, seq);
   estimate(m, c, s);
   Parallelism par;
   par.dp_shard = world;

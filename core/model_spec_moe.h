@@ -1,0 +1,41 @@
+// core/model_spec_moe.h — the mixture-of-experts and latent-attention parts of a ModelSpec (MoeSpec,
+// MlaSpec, qk_norm, YaRN) in fsdpx's own schema, their consistency checks, and the one reason plans refuse
+// such a model. The Hugging Face readers live in core/model_spec_hf_moe.cpp. Leaves out any cost: the
+// parameter and FLOP counts are cost_models/moe_params.h.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/json_reader.h"
+#include "core/model_spec.h"
+
+namespace fsdpx {
+
+// Why the planner, simulator and executor do not take `m` yet (nullopt: a dense model they model), one
+// line; e.g. "expert parallelism is not planned yet: issue 30".
+std::optional<std::string> unplanned_model_reason(const ModelSpec& m);
+// ConfigError "<file>: <path>: <reason>" when unplanned_model_reason has one.
+void refuse_unplanned_model(const ModelSpec& m, const std::string& file, const std::string& path);
+
+namespace detail {
+
+// fsdpx schema: the optional keys "moe", "mla", "qk_norm" and "rope_yarn_factor" of a model file.
+void read_own_moe_keys(JsonObject& o, ModelSpec& m);
+void moe_keys_to_json(const ModelSpec& m, nlohmann::json& j);
+
+// Cross-field rules, each failing with the file and the path `paths` gives for the key (the two readers
+// name different keys): top_k <= experts, experts divisible into groups, topk_groups * (experts / groups)
+// >= top_k, dense_layers < layers, shared width given with shared experts, MLA head dims adding up.
+struct MoeKeyPaths {
+  std::string experts, top_k, groups, dense_layers, shared_ffn_hidden, head_dim;
+};
+void check_moe_layout(const ModelSpec& m, const std::string& file, const MoeKeyPaths& paths);
+
+// Parameters the MoE and MLA parts may add beyond check_model_size's dense bound (double, an upper bound).
+double moe_param_bound(const ModelSpec& m);
+
+}  // namespace detail
+}  // namespace fsdpx
