@@ -206,8 +206,9 @@ def dgxc_v25p04():
             ("fp8", [2.93, 2.97, 3, 3.05], [89469, 176528, 349525, 687591], [43.55, 42.96, 42.53, 41.83])):
         rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g340, steps, toks, mfus)]
         cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_340B, prec, "h100-sxm-80gb", rows,
-                              4096, 8, 8, 1, 1, 1, recompute="selective",
-                              extra=NEMOTRON_NOTES + ["VP printed as NA in this release: no interleaving assumed",
+                              4096, 8, 8, 12, 1, 1, recompute="selective",
+                              extra=NEMOTRON_NOTES + ["VP printed as NA in the README table; VP=12 read from the "
+                                                      "same commit's nemotron/launch.sh (340b branch)",
                                                       "recompute selective as in the v24.11 case of the visible "
                                                       "file (NeMo Nemotron-4 340B recipe), not restated here"])
     return cases
