@@ -462,9 +462,33 @@ def nemo_launcher():
     return cases
 
 
+
+def automodel():
+    """NeMo AutoModel (PyTorch FSDP2) docs/performance-summary.mdx @36044ad, the one dense pre-training row."""
+    cid = "automodel-llama3p1-70b-bf16-h100-64gpu"
+    return [{
+        "id": cid,
+        "source": "NVIDIA-NeMo/Automodel docs/performance-summary.mdx @36044ad (DGX-H100, BF16, pre-training); "
+                  "examples/llm_benchmark/llama3_3/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml same "
+                  f"commit [gt:{cid}]",
+        "framework": "automodel", "model": dict(LLAMA31_70B), "seq_len": 8192, "gpu": {"name": "h100-sxm-80gb"},
+        "gpus": 64, "gpus_per_node": 8, "inter_node_bw_gbit_per_gpu": 400,
+        "parallelism": {"dp_replicate": 1, "dp_shard": 32, "tp": 1, "pp": 1, "vpp": 1, "cp": 2,
+                        "sequence_parallel": False, "pp_schedule": "none", "data_parallel": "fsdp_full_shard"},
+        "micro_batch": 1, "global_batch": 128, "recompute": "full", "precision": "bf16", "compiled": True,
+        "measured": {"tokens_per_s_per_gpu": 866.77, "mfu_pct": None, "peak_memory_gib": None, "step_time_s": 18.90},
+        "uncertain": ["inter_node_bw 400 Gb/s/GPU = DGX H100 reference (NDR), not stated",
+                      "recompute full from the yaml's activation_checkpointing: True (per block); compile from "
+                      "enable_compile: True; FSDP2 prefetch on, reshard_after_forward true",
+                      "Transformer Engine kernels (RMSNorm, Linear, attention) as the table's 'TE'; TE FusedAdam",
+                      "published Model TFLOP/s/GPU = 389 (not an MFU; mfu_pct left null)",
+                      "the yaml is read at the same commit as the table; the measurement date is not stated"],
+    }]
+
+
 def main():
     cases = (dgxc_v25p02() + dgxc_v25p04() + dgxc_v25p05() + fms_fsdp() + nemo_summary() +
-             nemo_launcher())
+             nemo_launcher() + automodel())
     ids = [c["id"] for c in cases]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
