@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Builds ground_truth_runs.json (fsdpx-published-runs/1) from published tables transcribed below.
+"""Builds ground_truth_runs.json (fsdpx-published-runs/1) from published tables transcribed by hand (the
+dgxc-benchmarking tables in ground_truth_dgxc.py, the others below).
 
 Models: nothing; it only writes down published configurations and measurements, one case per table cell, with
 every derived or assumed field named in the case's `uncertain`. Leaves out: MoE rows, fine-tuning/LoRA rows, and
@@ -9,23 +10,9 @@ Run: python3 tests/data/validation/make_ground_truth.py > tests/data/validation/
 import json
 import sys
 
-LLAMA31_8B = {"name": "Llama-3.1-8B", "arch": "llama", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
-              "ffn_hidden": 14336, "ffn_kind": "swiglu", "vocab": 128256, "tied_embeddings": False}
-LLAMA31_70B = {"name": "Llama-3.1-70B", "arch": "llama", "layers": 80, "hidden": 8192, "heads": 64, "kv_heads": 8,
-               "ffn_hidden": 28672, "ffn_kind": "swiglu", "vocab": 128256, "tied_embeddings": False}
-LLAMA31_405B = {"name": "Llama-3.1-405B (benchmark yaml: 16 KV groups)", "arch": "llama", "layers": 126,
-                "hidden": 16384, "heads": 128, "kv_heads": 16, "ffn_hidden": 53248, "ffn_kind": "swiglu",
-                "vocab": 128256, "tied_embeddings": False}
-NEMOTRON_15B = {"name": "Nemotron-4 15B", "arch": "llama", "layers": 32, "hidden": 6144, "heads": 48, "kv_heads": 8,
-                "ffn_hidden": 24576, "ffn_kind": "squared_relu", "vocab": 256000, "tied_embeddings": False}
-NEMOTRON_340B = {"name": "Nemotron-4 340B", "arch": "llama", "layers": 96, "hidden": 18432, "heads": 96,
-                 "kv_heads": 8, "ffn_hidden": 73728, "ffn_kind": "squared_relu", "vocab": 256000,
-                 "tied_embeddings": False}
-GPT3_175B = {"name": "GPT-3 175B (NeMo)", "arch": "gpt", "layers": 96, "hidden": 12288, "heads": 96, "kv_heads": 96,
-             "ffn_hidden": 49152, "ffn_kind": "gelu", "vocab": 51200, "tied_embeddings": True}
+from ground_truth_dgxc import TABLES
+from ground_truth_models import GPT3_175B, LLAMA31_70B, LLAMA31_8B, NEMOTRON_340B
 
-NEMOTRON_NOTES = ["tied_embeddings=false from the Nemotron-4 report (untied), not in source",
-                  "published mfu_pct uses the dgxc attention FLOP formula (see the source's Notes); compare tokens/s"]
 H100_NET = "inter_node_bw 400 Gb/s/GPU = DGX Cloud H100 reference (NDR), not restated per table"
 GB200_NET = ("GB200 NVL72: gpus_per_node 72 (one NVLink domain) and inter_node_bw 400 Gb/s/GPU (ConnectX-7) "
              "assumed from the DGX GB200 reference design, not stated in the table")
@@ -87,169 +74,18 @@ def weak_scaling(tag, commit, path, container, model, precision, gpu, rows, seq,
     return out
 
 
-def dgxc_v25p02():
-    """dgxc-benchmarking v25.02 (= v25.03 tables), H100, NeMo 24.12."""
-    t, c, k = "v25p02", "8f5cbb3", "NeMo 24.12"
+def dgxc():
+    """Every cell of ground_truth_dgxc.TABLES, one case per column and precision."""
     cases = []
-    l8 = [(8, 128), (16, 256), (32, 512), (64, 1024), (128, 2048)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [12.78, 12.99, 13.00, 13.00, 13.16], [82028, 161443, 322638, 645277, 1275155],
-             [59.99, 59.03, 58.99, 58.99, 58.28]),
-            ("fp8", [9.44, 9.47, 9.60, 9.64, 9.73], [111054, 221358, 437088, 870639, 1725163],
-             [40.59, 40.45, 39.94, 39.77, 39.41])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(l8, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README_8b.md", k, LLAMA31_8B, prec, "h100-sxm-80gb", rows,
-                              8192, 1, 1, 1, 2, 1)
-    l70 = [(64, 128), (128, 256), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [14.61, 14.70, 14.72, 14.80, 14.86, 14.84], [71756, 142663, 284881, 566797, 1129246, 2260623],
-             [54.52, 54.20, 54.12, 53.84, 53.63, 53.68]),
-            ("fp8", [10.46, 10.52, 10.75, 10.76, 10.83, 10.99], [100275, 199292, 390167, 779393, 1549142, 3053178],
-             [38.08, 37.84, 37.04, 37.00, 36.77, 36.23])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(l70, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README_70b.md", k, LLAMA31_70B, prec, "h100-sxm-80gb", rows,
-                              8192, 4, 4, 5, 2, 1)
-    # 405b: per-column layers, GBS, PP and VP printed in the table.
-    shape = [(32, 126, 7, 1, 1), (96, 126, 21, 3, 7), (192, 252, 42, 3, 7), (576, 252, 126, 9, 7),
-             (1152, 504, 126, 9, 7), (2304, 1008, 126, 9, 7)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [9.00, 8.87, 17.30, 17.50, 17.60, 17.70], [114637, 116342, 119328, 117964, 234589, 466527],
-             [57.65, 55.41, 56.03, 54.85, 54.54, 54.23]),
-            ("fp8", [5.75, 5.63, 10.8, 11.00, 11.10, 11.20], [179511, 183337, 191146, 187671, 371961, 737280],
-             [45.12, 43.65, 44.87, 43.61, 43.22, 42.83])):
-        rows = [(g, b, s, x, m, lay, pp, vp) for (g, b, lay, pp, vp), s, x, m in zip(shape, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README_405b.md", k, LLAMA31_405B, prec, "h100-sxm-80gb", rows,
-                              8192, 8, 9, 7, 2, 1)
-    g175 = [(128, 256), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [8.309, 8.408, 8.42, 8.453, 8.49], [63099, 124712, 249068, 496191, 988057],
-             [53.54, 52.91, 52.84, 52.63, 52.40]),
-            ("fp8", [5.626, 5.725, 5.774, 5.82, 5.96], [93190, 183157, 363206, 720671, 1407485],
-             [39.52, 38.84, 38.51, 38.20, 37.30])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g175, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemo_megatron/README_175b.md", "NeMo container of the release", GPT3_175B,
-                              prec, "h100-sxm-80gb", rows, 2048, 4, 8, 12, 1, 1,
-                              extra=["tied_embeddings assumed (NeMo GPT default)"])
-    g15 = [(16, 64), (32, 128), (64, 256), (128, 512), (256, 1024), (512, 2048), (1024, 4096), (2048, 8192)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [2.812, 2.824, 2.845, 2.859, 2.852, 2.875, 2.895, 2.887],
-             [93223, 185654, 368568, 733526, 1470654, 2917777, 5795239, 11622595],
-             [62.49, 62.23, 61.77, 61.47, 61.62, 61.12, 60.70, 60.87]),
-            ("fp8", [2.039, 2.046, 2.048, 2.059, 2.075, 2.12, 2.094, 2.12],
-             [128565, 256250, 512000, 1018529, 2021351, 3956891, 8012042, 15827562],
-             [43.07, 42.92, 42.88, 42.65, 42.32, 41.43, 41.94, 41.43])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g15, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemotron/README_15b.md", "NeMo container of the release", NEMOTRON_15B, prec,
-                              "h100-sxm-80gb", rows, 4096, 4, 1, 1, 1, 4, extra=NEMOTRON_NOTES)
-    g340 = [(128, 32), (256, 64), (512, 128), (1024, 256), (2048, 512)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [4.61, 4.67, 4.7, 4.73, 4.84], [28432, 56134, 111551, 221686, 433296],
-             [55.38, 54.67, 54.32, 53.98, 52.75]),
-            ("fp8", [3.16, 3.21, 3.26, 3.34, 3.49], [41478, 81665, 160825, 313945, 600903],
-             [40.38, 39.75, 39.14, 38.20, 36.56])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g340, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemotron/README_340b.md", "NeMo container of the release", NEMOTRON_340B, prec,
-                              "h100-sxm-80gb", rows, 4096, 8, 8, 12, 1, 1, recompute="selective",
-                              extra=NEMOTRON_NOTES + ["recompute selective as in the v24.11 case of the visible "
-                                                      "file (NeMo Nemotron-4 340B recipe), not restated here"])
-    return cases
-
-
-def dgxc_v25p04():
-    """dgxc-benchmarking v25.04 tables (H100): llama3.1/README.md and nemotron/README.md."""
-    t, c, k = "v25p04", "741c886", "NeMo 25.04 container of the release"
-    cases = []
-    l8 = [(8, 128), (16, 256), (32, 512), (64, 1024), (128, 2048)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [12.27, 12.3, 12.32, 12.33, 12.33], [85459, 170500, 340447, 680341, 1360683],
-             [62.47, 62.31, 62.21, 62.16, 62.16]),
-            ("fp8", [9.33, 9.36, 9.43, 9.48, 9.54], [112388, 224055, 444783, 884874, 1758618],
-             [41.07, 40.94, 40.64, 40.42, 40.17])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(l8, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_8B, prec, "h100-sxm-80gb", rows,
-                              8192, 1, 1, 1, 2, 1)
-    l70 = [(64, 128), (128, 256), (256, 512), (512, 1024), (1024, 2048), (2048, 4096)]
-    rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(
-        l70, [14.66, 14.67, 14.68, 14.67, 14.65, 14.66], [71526, 142955, 285716, 571821, 1145202, 2288843],
-        [54.32, 54.29, 54.25, 54.29, 54.36, 54.32])]
-    cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_70B, "bf16", "h100-sxm-80gb", rows,
-                          8192, 4, 4, 5, 2, 1)
-    rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(
-        l70, [9.86, 9.95, 10, 10.07, 10.08, 10.15], [106346, 210769, 419430, 833030, 1664406, 3305855],
-        [40.38, 40.02, 39.82, 39.54, 39.50, 39.23])]
-    cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_70B, "fp8", "h100-sxm-80gb", rows,
-                          8192, 4, 8, 5, 1, 1)
-    shape = [(32, 64, 8, 1, 1), (64, 64, 30, 4, 8), (128, 128, 62, 4, 8), (512, 256, 126, 8, 8),
-             (1024, 512, 126, 8, 8), (2048, 1024, 126, 8, 8)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [5.4, 10.1, 19.62, 19.78, 19.84, 19.87], [97090, 51910, 53444, 106024, 211406, 422175],
-             [55.23, 52.52, 55.31, 55.47, 55.31, 55.22]),
-            ("fp8", [3.53, 6.32, 12.18, 12.37, 12.42, 12.56], [148524, 82957, 86090, 169535, 337706, 667883],
-             [42.24, 41.97, 44.55, 44.35, 44.17, 43.68])):
-        rows = [(g, b, s, x, m, lay, pp, vp) for (g, b, lay, pp, vp), s, x, m in zip(shape, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_405B, prec, "h100-sxm-80gb", rows,
-                              8192, 8, 8, 8, 2, 1)
-    g15 = [(16, 64), (32, 128), (64, 256), (128, 512), (256, 1024), (512, 2048), (1024, 4096), (2048, 8192)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [2.66, 2.66, 2.67, 2.67, 2.68, 2.71, 2.74, 2.78],
-             [98550, 197101, 392725, 785450, 1565039, 3095427, 6123072, 12069940],
-             [66.07, 66.07, 65.82, 65.82, 65.57, 64.85, 64.14, 63.21]),
-            ("fp8", [1.98, 1.98, 1.98, 1.99, 2, 2.02, 2.03, 2.09],
-             [132396, 264792, 529584, 1053845, 2097152, 4152776, 8264638, 16054752],
-             [44.35, 44.35, 44.35, 44.13, 43.91, 43.48, 43.26, 42.02])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g15, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_15B, prec, "h100-sxm-80gb", rows,
-                              4096, 2, 1, 1, 1, 2, extra=NEMOTRON_NOTES)
-    g340 = [(256, 64), (512, 128), (1024, 256), (2048, 512)]
-    for prec, steps, toks, mfus in (
-            ("bf16", [4.36, 4.39, 4.41, 4.43], [60125, 119428, 237772, 473398], [58.56, 58.16, 57.89, 57.63]),
-            ("fp8", [2.93, 2.97, 3, 3.05], [89469, 176528, 349525, 687591], [43.55, 42.96, 42.53, 41.83])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip(g340, steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_340B, prec, "h100-sxm-80gb", rows,
-                              4096, 8, 8, 12, 1, 1, recompute="selective",
-                              extra=NEMOTRON_NOTES + ["VP printed as NA in the README table; VP=12 read from the "
-                                                      "same commit's nemotron/launch.sh (340b branch)",
-                                                      "recompute selective as in the v24.11 case of the visible "
-                                                      "file (NeMo Nemotron-4 340B recipe), not restated here"])
-    return cases
-
-
-def dgxc_v25p05():
-    """dgxc-benchmarking v25.05 (68eaf7e) and v25.05.05 (c5c765f): GB200 and H100 tables."""
-    cases = []
-    t, c, k = "v25p05", "68eaf7e", "NeMo 25.04.01"
-    for prec, steps, toks, mfus in (
-            ("bf16", [9.347, 9.484, 9.508], [56092, 110563, 220567], [47.4, 46.7, 46.6]),
-            ("fp8", [6.131, 6.183, 6.244], [85514, 169590, 335867], [36.1, 35.8, 35.5])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip([(128, 64), (256, 128), (512, 256)], steps, toks, mfus)]
-        cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_405B, prec, "gb200", rows, 8192, 4, 8, 8, 2, 1)
-    n340 = NEMOTRON_NOTES + ["recompute selective as in the v24.11 case of the visible file (NeMo Nemotron-4 "
-                             "340B recipe), not restated here"]
-    for prec, s15, x15, m15, s340, x340, m340 in (("bf16", 2.746, 95463, 56.7, 4.606, 56913, 47.3),
-                                                  ("fp8", 1.988, 131863, 39.1, 3.107, 84372, 35.0)):
-        cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_15B, prec, "h100-sxm-80gb",
-                              [(16, 64, s15, x15, m15)], 4096, 2, 1, 1, 1, 2, extra=NEMOTRON_NOTES)
-        cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_340B, prec, "h100-sxm-80gb",
-                              [(256, 64, s340, x340, m340)], 4096, 8, 8, 12, 1, 1, recompute="selective", extra=n340)
-    for prec, steps, toks, mfus in (
-            ("bf16", [2.189, 2.19, 2.229], [59877, 119700, 235212], [40.2, 40.2, 39.4]),
-            ("fp8", [1.483, 1.517, 1.549], [88383, 172804, 338468], [29.7, 28.9, 28.4])):
-        rows = [(g, b, s, x, m) for (g, b), s, x, m in zip([(128, 32), (256, 64), (512, 128)], steps, toks, mfus)]
-        cases += weak_scaling(t, c, "nemotron/README.md", k, NEMOTRON_340B, prec, "gb200", rows, 4096, 8, 4, 12, 1,
-                              1, recompute="selective", extra=n340)
-    for prec, steps, toks, mfus in (
-            ("bf16", [32.66, 16.58, 8.468], [64211, 126486, 247656], [43.0, 42.4, 41.5]),
-            ("fp8", [21.83, 11.21, 5.668], [96067, 187078, 369998], [32.2, 31.4, 31.0])):
-        rows = [(g, 512, s, x, m) for g, s, x, m in zip([128, 256, 512], steps, toks, mfus)]
-        for case in weak_scaling(t, c, "nemotron/README.md (strong scaling)", k, NEMOTRON_340B, prec, "gb200", rows,
-                                 4096, 8, 4, 12, 1, 1, recompute="selective", extra=n340):
-            case["id"] += "-gbs512"
-            case["source"] = case["source"].replace("gpu]", "gpu-gbs512]")
-            cases.append(case)
-    t, c = "v25p05p05", "c5c765f"
-    for prec, s, x, m in (("bf16", 19.810, 105863, 55.34), ("fp8", 13.020, 161072, 42.12)):
-        cases += weak_scaling(t, c, "llama3.1/README.md", k, LLAMA31_405B, prec, "h100-sxm-80gb",
-                              [(512, 256, s, x, m)], 8192, 8, 8, 8, 2, 1)
+    for t in TABLES:
+        (tag, commit, container), (tp, pp, vp, cp, mbs) = t["release"], t["layout"]
+        for precision, (steps, toks, mfus) in t["values"].items():
+            rows = [(col[0], col[1], s, x, m) + tuple(col[2:]) for col, s, x, m in zip(t["cols"], steps, toks, mfus)]
+            for case in weak_scaling(tag, commit, t["path"], container, t["model"], precision, t["gpu"], rows,
+                                     t["seq"], tp, pp, vp, cp, mbs, t["recompute"], t["extra"]):
+                old_id, case["id"] = case["id"], case["id"] + t["suffix"]
+                case["source"] = case["source"].replace(f"[gt:{old_id}]", f"[gt:{case['id']}]")
+                cases.append(case)
     return cases
 
 
@@ -487,8 +323,7 @@ def automodel():
 
 
 def main():
-    cases = (dgxc_v25p02() + dgxc_v25p04() + dgxc_v25p05() + fms_fsdp() + nemo_summary() +
-             nemo_launcher() + automodel())
+    cases = dgxc() + fms_fsdp() + nemo_summary() + nemo_launcher() + automodel()
     ids = [c["id"] for c in cases]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
