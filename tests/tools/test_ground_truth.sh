@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The held-out ground truth (tests/data/validation/ground_truth_runs.json, issue 37) reads whole: every case
-# is scored or refused with a reason, the only refusal is an uneven pipeline split, every case names its
+# is scored, none refused (Llama 3.1 405B's 126 blocks on pp 8 among them: Megatron-Core's split), every case names its
 # source with a stable [gt:...] id and lists its assumptions, and the generator reproduces the file when
 # python3 is present. Leaves out the errors themselves (held out: read in docs/validation.md, never asserted).
 # Arguments: fsdpx, the folder with ground_truth_runs.json and make_ground_truth.py.
@@ -18,8 +18,7 @@ ids=$(grep -c '^   "id": ' "$FILE")
 scored=$(grep -o '"id": "[^"]*"' "$tmp/v.json" | sort -u | wc -l)
 [ "$scored" -eq "$cases" ]; check "every case is on the report ($scored of $cases)" $?
 skipped=$(grep -c ': skipped: ' "$tmp/v.txt")
-uneven=$(grep ': skipped: ' "$tmp/v.txt" | grep -c 'blocks are not divisible by pp')
-[ "$skipped" -eq "$uneven" ]; check "the only refusal is an uneven pipeline split ($uneven of $skipped)" $?
+[ "$skipped" -eq 0 ]; check "no case is refused, uneven pipeline splits included ($skipped refused)" $?
 sources=$(grep -c '^   "source": ".*\[gt:[a-z0-9.-]*\]",$' "$FILE")
 [ "$sources" -eq "$cases" ]; check "every source ends with a [gt:...] id ($sources of $cases)" $?
 uncertain=$(grep -c '^   "uncertain": \[$' "$FILE")
