@@ -6,13 +6,7 @@
 set -u
 FSDPX="$1"
 DATA="$2"
-pass=0
-fail=0
-check() {  # name, command status
-  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_check.sh"
 
 counts() {  # dir, total, active
   local json
@@ -70,5 +64,4 @@ refused "simulate an MoE plan" "/model: model mixtral-tiny: expert parallelism i
 refused "run an MoE plan" "/model: model mixtral-tiny: expert parallelism is not planned yet" \
   run --plan "$tmp/moe.json" --steps 1
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
