@@ -168,7 +168,8 @@ void attention_gaps(const Plan& plan, const BackendCapabilities& caps, std::vect
                                                     or_list(ks, true, [](const AttentionKernelSupport& k) {
                                                       return attention_kernel_name(k.kernel);
                                                     }),
-                                                    attention_kernel_name(plan.attention_kernel))});
+                                                    attention_kernel_name(plan.attention_kernel)),
+                   true});  // the planner records its target's kernel (planner/target.cpp)
     return;
   }
   if (!it->head_dims.empty() && !contains(it->head_dims, plan.model.head_dim))

@@ -55,8 +55,8 @@ ExecutorDevice cluster_device(const ClusterSpec& c);
 struct CapabilityGap {
   std::string path;  // "/parallelism/tp"
   std::string what;
-  // The planner chooses this setting (parallelism axes, schedule, reduction dtype), so its fsdpx target
-  // keeps to the row; the others (param dtype, attention kernel, head size, dropout, LoRA) are the
+  // The planner chooses this setting (parallelism axes, schedule, reduction dtype, attention kernel), so
+  // its fsdpx target keeps to the row; the others (param dtype, head size, dropout, LoRA) are the
   // request's, which only the executor refuses.
   bool searched = false;
 };

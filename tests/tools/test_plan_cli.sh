@@ -157,8 +157,9 @@ python3 -c '
 import json, sys
 h = json.load(sys.stdin)["hint"]
 assert h["target"].startswith("torchtitan@") and h["speedup"] >= 1.2, h
+assert any("/attention_kernel" in w and "cuda_core" in w for w in h["fsdpx_cannot_run"]), h
 '
-check "70B on 32 nodes: the hint names torchtitan's plan on FlashAttention-2" $?
+check "70B on 32 nodes: the hint names torchtitan's plan on FlashAttention-2 and the kernel fsdpx runs" $?
 for args in "--model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --target torchtitan@0.2.2" \
             "--model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8"; do
   "$FSDPX" plan $args --format json | python3 -c 'import json, sys; sys.exit("hint" in json.load(sys.stdin))'
