@@ -145,9 +145,9 @@ void fp8_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Cap
                                "see the same operands either way (each weight cast with its whole tensor's amax, as "
                                "torchao's precompute_float8_dynamic_scale_for_fsdp gives), so set all_gather false",
                                caps.name)});
-  // Not marked searched: filtering tp > 1 out of the planner's space this way crashed its shape refinement
-  // (fsdpx plan --fp8 tensorwise --cluster cpu --world-size 4, bad_alloc in configured_plan); the executor
-  // refuses such a plan instead.
+  // Not marked searched: the planner would drop every tp > 1 shape's wrappings (refine.cpp now returns no
+  // candidate then, where it crashed before) and a request fixing --tp 2 would end in a misleading "no plan
+  // fits" on memory; the executor refuses such a plan with this reason instead.
   if (plan.parallelism.tp > 1 && !caps.fp8_tensor_parallel)
     out.push_back({"/parallelism/tp", fmt::format("the {} runtime trains fp8 with tp = 1 only (got {}): a tensorwise "
                                                   "scale of a tp-sharded weight needs an amax all-reduce it does not "

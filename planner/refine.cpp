@@ -116,6 +116,9 @@ bool ShapeRefiner::at_floor(const Fit& f) const {
 }
 
 Candidate ShapeRefiner::run(bool descend) {
+  // Every wrapping left the target's row (wrap_choices): the shape itself has a gap no wrapping mends,
+  // such as fp8 with tp > 1 on the CPU backend.
+  if (wraps_.empty()) return Candidate{};
   Config cur = default_config(b_.plan, r_, s_);
   Fit best = fit(cur, -1);
   if (!descend || best.c.label.empty() || at_floor(best)) return best.c;
