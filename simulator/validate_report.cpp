@@ -1,6 +1,7 @@
 // simulator/validate_report.cpp — text and JSON rendering of a validation report (validate.h): one row
 // per case with predicted, measured and signed error, skipped cases with their reason, then the
-// summary table, and the 80% interval's leave-one-source-out coverage (prediction_interval.h). Percentages are printed with one decimal; absent values as "-" (text) or null (JSON).
+// summary table, and the 80% interval's leave-one-source-out coverage (prediction_interval.h).
+// Percentages are printed with one decimal; absent values as "-" (text) or null (JSON).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -64,7 +65,6 @@ std::string stats_cell(const ErrorStats& s) {
                      100 * s.within_10_share, 100 * s.within_20_share, s.count);
 }
 
-
 nlohmann::json band_json(const ErrorBand& b) {
   return {{"low_error_pct", b.low_pct}, {"high_error_pct", b.high_pct}, {"runs", b.runs}};
 }
@@ -100,7 +100,10 @@ nlohmann::json validation_json(const ValidationReport& r) {
   for (const SummaryGroup& g : r.summary)
     summary[g.name] = {{"cases", g.cases}, {"skipped", g.skipped}, {"tokens_per_s_per_gpu", stats_json(g.tokens)},
                        {"mfu", stats_json(g.mfu)}, {"peak_memory_gib", stats_json(g.memory)}};
-  return {{"file", r.file}, {"cases", cases}, {"summary", summary}, {"interval", interval_json(leave_one_source_out(r.cases))}};
+  return {{"file", r.file},
+          {"cases", cases},
+          {"summary", summary},
+          {"interval", interval_json(leave_one_source_out(r.cases))}};
 }
 
 std::string validation_text(const ValidationReport& r) {
