@@ -111,8 +111,10 @@ int write_predicted_kineto_traces(const Simulation& sim, const std::string& dir)
       role_seen = role;
     }
     const int global_rank = first + rank;
+    // Pretty-printed (indent 0) as the profiler writes it: HTA finds a file's rank with the pattern
+    // `"rank":\s+(\d+)` (hta/common/trace_file.py, create_rank_to_trace_dict), which compact JSON misses.
     write_output_file(fmt::format("{}/rank{}_trace.json", dir, global_rank),
-                      rank_trace(sim, role, rank, global_rank, step_end).dump() + "\n");
+                      rank_trace(sim, role, rank, global_rank, step_end).dump(0) + "\n");
     ++written;
   }
   return written;

@@ -69,6 +69,12 @@ check "HTML view written" $?
 check "compare --predicted-trace" $?
 "$FSDPX" compare --trace "$tmp/pred" --format json >"$tmp/pred.json"
 check "the predicted trace reads back as a profiler trace" $?
+for f in "$tmp"/pred/rank*_trace.json; do
+  want=$(basename "$f" | tr -dc 0-9)
+  # HTA's create_rank_to_trace_dict (hta/common/trace_file.py) reads a file's rank with "rank":\s+(\d+)
+  grep -qE "\"rank\":[[:space:]]+$want," "$f" || grep -qE "\"rank\":[[:space:]]+$want\$" "$f"
+  check "predicted $(basename "$f") names its rank as HTA finds it" $?
+done
 python3 - "$tmp/c2.json" "$tmp/pred.json" <<'PY'
 import json, sys
 c, p = (json.load(open(f)) for f in sys.argv[1:])
