@@ -48,12 +48,15 @@ std::optional<int> source_year(const std::string& source) {
 
 // Megatron-LM's attention before flash kernels: the 2021 paper's runs used materialised scores with a
 // fused scale-mask-softmax (Narayanan et al. 2021 §4.3); flash attention entered Megatron-LM with
-// --use-flash-attn in 2023 (flash-attn 2, Transformer Engine fused attention since). Megatron runs
-// cited from before 2023 therefore get the unfused path; later and undated ones the framework default.
+// --use-flash-attn in 2023 (flash-attn 2, Transformer Engine fused attention since). NeMo's GPT ran the
+// same Megatron attention until flash attention entered it in NVIDIA/NeMo PR #6666 (2023-06-12, "GPT
+// extrapolatable position embedding ... and Flash Attention"). Megatron and NeMo runs cited from before
+// 2023 therefore get the unfused path; later and undated ones the framework default.
 AttentionKernel case_attention_kernel(const ValidationCase& c) {
   constexpr int kMegatronFlashYear = 2023;
   const std::optional<int> year = source_year(c.source);
-  if (c.framework == "megatron" && year && *year < kMegatronFlashYear) return AttentionKernel::unfused;
+  const bool megatron_attention = c.framework == "megatron" || c.framework == "nemo";
+  if (megatron_attention && year && *year < kMegatronFlashYear) return AttentionKernel::unfused;
   return framework_attention_kernel(c.framework);
 }
 

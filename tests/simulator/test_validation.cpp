@@ -197,6 +197,13 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   c.source = "NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)";
   CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
   CHECK(case_dropout(c) == 0);
+  // NeMo's GPT ran Megatron's attention until flash attention entered it (NVIDIA/NeMo PR #6666, 2023-06).
+  c.framework = "nemo";
+  c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
+  CHECK(case_attention_kernel(c) == AttentionKernel::unfused);
+  CHECK(case_dropout(c) == 0.1);
+  c.source = "NVIDIA/NeMo docs performance summary (24.07)";
+  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
   c.framework = "torchtitan";
   c.source = "pytorch/torchtitan 2021";
   CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
