@@ -201,6 +201,18 @@ Framework case_framework(const ValidationCase& c, std::vector<std::string>& note
   return Framework::torchtitan;
 }
 
+// fms-fsdp's selective_checkpointing p: full checkpointing on p of the blocks, evenly spaced, block i (1-based)
+// checkpointed when i * p reaches the next half-integer cut-off (fms_fsdp/policies/ac_handler.py,
+// apply_fsdp_checkpointing: p = 1/2 -> [ac, no-ac, ...], p = 1/3 -> [no-ac, ac, no-ac, ...]).
+void spread_recompute(std::vector<RecomputeMode>& blocks, double fraction) {
+  double cut_off = 0.5;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const bool checkpointed = double(i + 1) * fraction >= cut_off;
+    if (checkpointed) cut_off += 1;
+    blocks[i] = checkpointed ? RecomputeMode::full : RecomputeMode::none;
+  }
+}
+
 CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   CasePlan out;
   const ClusterSpec cl = case_cluster(c, file, out.notes);
@@ -217,6 +229,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   if (par.pp > 1 && framework_even_stage_split(c.framework))
     accounting = megatron_stage_accounting(int(c.model.layers), virtual_stages(par.pp, par.vpp), out.notes);
   out.plan = default_plan(c.model, cl, t, par, 1, framework_recompute(c.framework, c.recompute), accounting);
+  if (c.recompute_fraction < 1) spread_recompute(out.plan.recompute, c.recompute_fraction);
   out.memory_metric = framework_memory_metric(c.framework);
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);

@@ -128,6 +128,12 @@ ValidationCase parse_case(JsonObject o) {
   c.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
   c.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
   c.recompute = from_name(kRecompute, o.choice("recompute", {"none", "selective", "full"}));
+  if (const std::optional<double> fraction = o.optional_number_in("recompute_fraction", {0.0, 1.0})) {
+    if (c.recompute != RecomputeMode::full || *fraction <= 0)
+      throw_config_error(o.file(), o.path_of("recompute_fraction"),
+                         "a share of blocks in (0, 1], only with recompute \"full\"");
+    c.recompute_fraction = *fraction;
+  }
   const bool fp8 = o.choice("precision", {"bf16", "fp8"}) == "fp8";
   c.compiled = o.boolean("compiled");
   c.measured = parse_measured(o.object("measured"));

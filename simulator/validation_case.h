@@ -38,6 +38,9 @@ struct ValidationCase {
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   RecomputeMode recompute = RecomputeMode::none;
+  // With recompute "full": the share p of blocks checkpointed, spread as fms-fsdp's selective_checkpointing
+  // spreads them (case_plan.cpp); 1 = every block.
+  double recompute_fraction = 1.0;
   bool compiled = false;
   // "fp8": the case's recipe as its framework runs it (case_fp8.cpp); nullopt for "bf16".
   std::optional<Fp8Settings> fp8;
@@ -76,6 +79,8 @@ AttentionKernel case_attention_kernel(const ValidationCase& c);
 double case_dropout(const ValidationCase& c);
 // The recompute mode a framework runs for the case format's "selective" (other values map as named).
 RecomputeMode framework_recompute(const std::string& framework, RecomputeMode stated);
+// Full recompute on `fraction` of the blocks, spread as fms-fsdp's selective_checkpointing spreads them.
+void spread_recompute(std::vector<RecomputeMode>& blocks, double fraction);
 // How the framework splits blocks over pipeline stages (case_plan.cpp has the sources): Megatron-LM
 // and NeMo evenly, embedding and loss on top (weights 0, layers divisible by pp x vpp); torchtitan and the
 // others counting the embedding and the head as one block each.

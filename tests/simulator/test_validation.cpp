@@ -61,6 +61,14 @@ TEST_CASE("validation cases: strict reading with file and JSON path") {
   bad["cases"][0]["recompute"] = "sometimes";
   CHECK(config_error_of(bad).find("/cases/0/recompute") != std::string::npos);
   bad = tiny_json();
+  bad["cases"][0]["recompute"] = "selective";
+  bad["cases"][0]["recompute_fraction"] = 0.5;  // a share of blocks only for whole-block ("full") recompute
+  CHECK(config_error_of(bad).find("/cases/0/recompute_fraction") != std::string::npos);
+  bad["cases"][0]["recompute"] = "full";
+  CHECK(config_error_of(bad).empty());
+  bad["cases"][0]["recompute_fraction"] = 1.5;
+  CHECK(config_error_of(bad).find("/cases/0/recompute_fraction") != std::string::npos);
+  bad = tiny_json();
   bad["cases"][0]["gpus"] = 32;  // degrees no longer multiply to the GPU count
   CHECK(config_error_of(bad).find("/cases/0/parallelism") != std::string::npos);
   bad = tiny_json();
@@ -197,6 +205,19 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   c.source = "NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)";
   CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
   CHECK(case_dropout(c) == 0);
+  // fms-fsdp's selective_checkpointing spreads full checkpointing over a share of the blocks
+  // (fms_fsdp/policies/ac_handler.py docstring: p = 1/2 -> [ac, no-ac, ...], 1/3 -> [no-ac, ac, no-ac, ...]).
+  const auto spread = [](int blocks, double p) {
+    std::vector<RecomputeMode> r(std::size_t(blocks), RecomputeMode::none);
+    spread_recompute(r, p);
+    std::string s;
+    for (RecomputeMode m : r) s += m == RecomputeMode::full ? 'a' : '-';
+    return s;
+  };
+  CHECK(spread(6, 0.5) == "a-a-a-");
+  CHECK(spread(6, 1.0 / 3) == "-a--a-");
+  CHECK(spread(6, 2.0 / 3) == "a-aa-a");
+  CHECK(spread(4, 1) == "aaaa");
   // NeMo's GPT ran Megatron's attention until flash attention entered it (NVIDIA/NeMo PR #6666, 2023-06).
   c.framework = "nemo";
   c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";

@@ -102,7 +102,14 @@ FMS_MODELS = {
 FMS_AC = {"No AC": "none", "Full AC": "full", "Selective AC": "selective", "False": "none", "True": "full"}
 
 
-def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2):
+def fms_ac_share(mfu, hfu):
+    """fms 'Selective AC' checkpoints whole blocks on a share p of them; recomputing a block's forward adds a third
+    of its model FLOPs (forward 2N of 6N per token), so the table's HFU / MFU = 1 + p / 3 and p = 3 (HFU / MFU - 1),
+    capped at 1. The same tables' Full-AC rows (p = 1) give 0.97-1.13 by this formula (rounding of two digits)."""
+    return round(min(1.0, 3 * (hfu / mfu - 1)), 3)
+
+
+def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2, hfu=None):
     """One cell of IBM fms-fsdp's README throughput table (seq 4096, no gradient accumulation)."""
     a100 = gpu.startswith("a100")
     gpus, node_gbit = (128, 400) if a100 else (96, 800)
@@ -121,9 +128,14 @@ def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2)
         unc.append("HSDP sharding group assumed to be one 8-GPU node (fms-fsdp default sharding_group_size)")
     if ac == "True":
         unc.append("'Activation Checkpointing: True' with selective_checkpointing=1 (config default) = every block")
+    recompute = {"recompute": FMS_AC[ac]}
     if ac == "Selective AC":
-        unc.append("fms 'Selective AC' wraps a fraction p of whole blocks in activation checkpointing "
-                   "(fms_fsdp/policies/ac_handler.py); p is not published; encoded as selective")
+        share = fms_ac_share(mfu, hfu)
+        recompute = {"recompute": "full", "recompute_fraction": share}
+        unc.append("fms 'Selective AC' wraps a share p of whole blocks in full activation checkpointing "
+                   "(fms_fsdp/policies/ac_handler.py); p is not published: p = 3 x (HFU / MFU - 1) = "
+                   f"{share} from the same table's HFU {hfu} and MFU {mfu} (a recomputed forward adds a third of "
+                   "the model FLOPs; the table's Full-AC rows give 0.97-1.13 by this formula)")
     if size == "13b":
         unc.append("kv_heads = heads: llama2_13b config sets no kvheads (multi-head attention)")
     return {
@@ -135,7 +147,7 @@ def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2)
         "parallelism": {"dp_replicate": gpus // 8 if hsdp else 1, "dp_shard": 8 if hsdp else gpus, "tp": 1, "pp": 1,
                         "vpp": 1, "cp": 1, "sequence_parallel": False, "pp_schedule": "none",
                         "data_parallel": "hsdp" if hsdp else "fsdp_full_shard"},
-        "micro_batch": batch, "global_batch": batch * gpus, "recompute": FMS_AC[ac], "precision": "bf16",
+        "micro_batch": batch, "global_batch": batch * gpus, **recompute, "precision": "bf16",
         "compiled": compiled,
         "measured": {"tokens_per_s_per_gpu": float(tok_s_gpu),
                      "mfu_pct": None if mfu is None else round(mfu * 100, 1),
@@ -148,17 +160,18 @@ def fms_fsdp():
     """fms-fsdp README: eager tables @6dc80d2 (Feb 2024) and @4ffb9bd (Mar 2024), torch.compile table @5a296af."""
     cases = []
     for commit, compiled, rows in (
-            ("4ffb9bd", False, [("7b", "HSDP", "No AC", 3700, 7500, 0.57, 0.37),
-                                ("13b", "FSDP", "Selective AC", 1800, 3800, 0.51, 0.35),
-                                ("34b", "FSDP", "Full AC", 700, 1550, 0.47, 0.32),
-                                ("70b", "FSDP", "Full AC", 370, 800, 0.50, 0.34)]),
-            ("5a296af", True, [("7b", "HSDP", "No AC", 4550, 9600, 0.68, 0.46),
-                               ("13b", "FSDP", "Selective AC", 2150, 4850, 0.61, 0.43),
-                               ("34b", "FSDP", "Selective AC", 820, 1830, 0.55, 0.38),
-                               ("70b", "FSDP", "Selective AC", 410, 890, 0.55, 0.38)])):
-        for size, strat, ac, a100, h100, mfu_a, mfu_h in rows:
-            cases.append(fms_case(commit, compiled, size, strat, ac, "a100-sxm-80gb", a100, mfu_a))
-            cases.append(fms_case(commit, compiled, size, strat, ac, "h100-sxm-80gb", h100, mfu_h))
+            # size, sharding, AC, tokens/s/GPU A100 and H100, (MFU, HFU) A100 and H100
+            ("4ffb9bd", False, [("7b", "HSDP", "No AC", 3700, 7500, (0.57, 0.57), (0.37, 0.37)),
+                                ("13b", "FSDP", "Selective AC", 1800, 3800, (0.51, 0.59), (0.35, 0.40)),
+                                ("34b", "FSDP", "Full AC", 700, 1550, (0.47, 0.64), (0.32, 0.44)),
+                                ("70b", "FSDP", "Full AC", 370, 800, (0.50, 0.67), (0.34, 0.45))]),
+            ("5a296af", True, [("7b", "HSDP", "No AC", 4550, 9600, (0.68, 0.68), (0.46, 0.46)),
+                               ("13b", "FSDP", "Selective AC", 2150, 4850, (0.61, 0.69), (0.43, 0.46)),
+                               ("34b", "FSDP", "Selective AC", 820, 1830, (0.55, 0.74), (0.38, 0.49)),
+                               ("70b", "FSDP", "Selective AC", 410, 890, (0.55, 0.74), (0.38, 0.47))])):
+        for size, strat, ac, a100, h100, (mfu_a, hfu_a), (mfu_h, hfu_h) in rows:
+            cases.append(fms_case(commit, compiled, size, strat, ac, "a100-sxm-80gb", a100, mfu_a, hfu=hfu_a))
+            cases.append(fms_case(commit, compiled, size, strat, ac, "h100-sxm-80gb", h100, mfu_h, hfu=hfu_h))
     # Feb-2024 table @6dc80d2: other batch sizes and checkpointing choices (MFU of checkpointed rows is an HFU).
     for size, strat, ac, batch, a100, h100, mfu_a, mfu_h in (("7b", "HSDP", "False", 2, 3760, 7500, 0.56, 0.36),
                                                              ("13b", "HSDP", "False", 1, 1700, 3700, 0.48, 0.34),
