@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages fsdpx needs, skipping the apt work when they are all present.
-# pkg-config finds OpenBLAS for the CPU executor; chromium renders `fsdpx report`'s HTML in its test
-# (skipped without it); python3 (standard library only) parses JSON, CSV and TOML in the CLI tests; ccache
-# serves repeated builds (.ci/run and the sanitizer trees use it when present); zlib reads gzipped profiler
-# traces (kineto/); zsh and fish run the completion test of their scripts (skipped without them);
+# Without arguments: what building and running `fsdpx` needs (the README's first command). pkg-config finds
+# OpenBLAS for the CPU executor; zlib reads gzipped profiler traces (kineto/); ccache serves repeated builds
+# (.ci/run and the sanitizer trees use it when present).
+# With --tests, also what the tests need (the README's second command): doctest and Google Benchmark; python3
+# (standard library only) parses JSON, CSV and TOML in the CLI tests; chromium renders `fsdpx report`'s HTML in
+# its test (skipped without it); zsh and fish run the completion test of their scripts (skipped without them);
 # python3-dev, python3-venv and pybind11-dev build the optional Python package (python/, docs/python.md).
 # CUDA (nvcc, cuBLAS, NCCL under /usr/local/cuda) is optional and not installed here.
 set -euo pipefail
-packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev libfmt-dev
-          libopenblas-dev zlib1g-dev chromium chromium-driver python3 python3-dev python3-venv pybind11-dev zsh fish)
+packages=(g++ cmake ninja-build ccache pkg-config nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev zlib1g-dev)
+case "${1:-}" in
+  "") ;;
+  --tests) packages+=(doctest-dev libbenchmark-dev chromium chromium-driver python3 python3-dev python3-venv pybind11-dev
+                      zsh fish) ;;
+  *) echo "usage: tools/install_deps.sh [--tests]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
