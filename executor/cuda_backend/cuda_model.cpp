@@ -80,8 +80,8 @@ void CudaModelT<T>::allocate_activations() {
   for (std::int64_t i = 0; i < layers; ++i) {
     if (!runs(int(i) + 1)) continue;
     any_block = true;
-    if (recomputes(i)) any_recompute = true;
-    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
+    if (drv_.recomputes(i)) any_recompute = true;
+    if (!drv_.recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
@@ -106,7 +106,7 @@ bool CudaModelT<T>::runs(int module) const {
 
 template <class T>
 CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
-  return recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
+  return drv_.recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
 }
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
@@ -145,8 +145,8 @@ void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cuda
     case ModulePart::block: break;
   }
   const auto i = std::size_t(m - 1);
-  CudaBlockActs<T>& a = recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
-  const auto p = block_params16(layout().modules[std::size_t(m)], module_base(params, m));
+  CudaBlockActs<T>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
+  const auto p = block_params16(layout().modules[std::size_t(m)], drv_.module_base(params, m));
   cuda_block_forward(context(stream, m), p, resid_[i].get(), resid_[i + 1].get(), a);
 }
 
@@ -193,18 +193,18 @@ template <class T>
 void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
   if (m == layout().head_index()) {
     const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
-    float* dw = spec_.tied_embeddings ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+    float* dw = spec_.tied_embeddings ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
     matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, spec_.vocab, true, stream);
   } else if (m == layout().final_norm_index()) {
     const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
-    accumulate_check_finite(tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
-    if (float* db = tensor(grads, m, "final_norm.bias"))
+    accumulate_check_finite(drv_.tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
+    if (float* db = drv_.tensor(grads, m, "final_norm.bias"))
       accumulate_check_finite(db, lnf_keep_.get() + dims_.c, dims_.c, nullptr, stream);
   } else if (m == ParamLayout::embedding_index()) {
     embed_backward(grads, stream);  // from dres_, the gradient w.r.t. the embedding's output
   } else {
     const std::int64_t i = m - 1;
-    const auto g = fsdpx::block_tensors(layout().modules[std::size_t(m)], module_base(grads, m));
+    const auto g = fsdpx::block_tensors(layout().modules[std::size_t(m)], drv_.module_base(grads, m));
     cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
   }
 }
@@ -214,17 +214,17 @@ void CudaModelT<T>::block_module_backward(int m, std::span<const T* const> param
                                       cudaStream_t stream) {
   const std::int64_t i = m - 1;
   const ModuleLayout& ml = layout().modules[std::size_t(m)];
-  const auto p = block_params16(ml, module_base(params, m));
+  const auto p = block_params16(ml, drv_.module_base(params, m));
   const T* x_in = resid_[std::size_t(i)].get();
   const CudaBlockContext<T> ctx = context(stream, m);
   CudaBlockActs<T>& a = backward_acts(i);
-  if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
+  if (drv_.recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
   if (grads.empty()) {
     cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
     return;
   }
   // fp32 gradient pointers; all null for LoRA's frozen base
-  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, module_base(grads, m));
+  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, drv_.module_base(grads, m));
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
 }
 
@@ -252,14 +252,14 @@ T* CudaModelT<T>::output_grad_buffer(int m) {
 template <class T>
 void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
-  embedding_forward(resid_[0].get(), batch_.tokens(), tensor(params, 0, "tok.weight"), tensor(params, 0, "pos.weight"),
-                    dims_.b, dims_.t, dims_.c, stream);
+  embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
+                    drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
 }
 
 template <class T>
 void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
-  embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"), dres_.get(),
+  embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
 }
@@ -269,7 +269,7 @@ void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStr
   const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
   norm_forward16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
-                    tensor(params, m, "final_norm.weight"), tensor(params, m, "final_norm.bias"));
+                    drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
 }
 
 template <class T>
@@ -279,20 +279,20 @@ void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::s
   const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
   const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
   const bool frozen = opts_.lora != nullptr;
-  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : tensor(grads, m, "final_norm.weight");
-  float* db = keep ? (tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
-              : frozen ? nullptr : tensor(grads, m, "final_norm.bias");
+  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
+  float* db = keep ? (drv_.tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
+              : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
   norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
-                     tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
+                     drv_.tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
 template <class T>
 void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout().head_index();
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
-  const T* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
@@ -307,7 +307,7 @@ void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<fl
                               cudaStream_t stream) {
   const int m = layout().head_index();
   const bool tied = spec_.tied_embeddings;
-  const T* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
@@ -331,7 +331,7 @@ std::int64_t CudaModelT<T>::saved_bytes(int module) const {
   if (module == layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
   if (module == layout().head_index()) return logits_.bytes() + losses_.bytes();
   const auto i = std::size_t(module - 1);
-  return resid_[i + 1].bytes() + (recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
+  return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }
 
 template <class T>
@@ -341,7 +341,7 @@ std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
   if (module == layout().final_norm_index()) return lnf_keep_.bytes();
   if (module == ParamLayout::embedding_index() || module == layout().head_index()) return 0;
   const auto i = std::size_t(module - 1);  // a recomputing block keeps its re-materialised activations
-  return keep_[i].bytes() + (recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
+  return keep_[i].bytes() + (drv_.recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
 }
 
 template <class T>

@@ -124,19 +124,12 @@ class CudaModelT {
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
   CudaBlockContext<T> context(cudaStream_t stream, int module) const;
-  bool recomputes(std::int64_t block) const { return drv_.recomputes(block); }
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
   CudaBlockActs<T>& backward_acts(std::int64_t block);
   void run_backward(int m, std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void weight_pass(int m, std::span<float* const> grads, cudaStream_t stream);
-  const T* module_base(std::span<const T* const> params, int m) const { return drv_.module_base(params, m); }
-  float* module_base(std::span<float* const> grads, int m) const { return drv_.module_base(grads, m); }
-  const T* tensor(std::span<const T* const> params, int m, const char* name) const {
-    return drv_.tensor(params, m, name);
-  }
-  float* tensor(std::span<float* const> grads, int m, const char* name) const { return drv_.tensor(grads, m, name); }
 
   ModelSpec spec_;
   CudaModelOptions opts_;

@@ -49,7 +49,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   acts_.resize(static_cast<std::size_t>(spec.layers));
   bool any_recompute = false;
   for (std::int64_t i = 0; i < spec.layers; ++i) {
-    if (recomputes(i)) any_recompute = true;
+    if (drv_.recomputes(i)) any_recompute = true;
     else acts_[static_cast<std::size_t>(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
@@ -94,13 +94,13 @@ void Transformer<Real>::forward_module(int m, std::span<const Real* const> param
   drv_.enter_forward(m);
   switch (drv_.part(m)) {
     case ModulePart::embedding: return embedding_forward(params);
-    case ModulePart::final_norm: return final_norm_forward(tensor(params, m, "final_norm.weight"));
+    case ModulePart::final_norm: return final_norm_forward(drv_.tensor(params, m, "final_norm.weight"));
     case ModulePart::head: return head_forward(params);
     case ModulePart::block: break;
   }
   const auto i = static_cast<std::size_t>(m - 1);
-  BlockActs<Real>& a = recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
-  const auto p = block_tensors(layout().modules[static_cast<std::size_t>(m)], module_base(params, m));
+  BlockActs<Real>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
+  const auto p = block_tensors(layout().modules[static_cast<std::size_t>(m)], drv_.module_base(params, m));
   block_forward(block_context(m), p, resid_[i].data(), resid_[i + 1].data(), a);
 }
 
@@ -177,7 +177,7 @@ template <class Real>
 void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_grads, bool after) {
   const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
   if (std::none_of(ml.tensors.begin(), ml.tensors.end(), [](const TensorSlot& t) { return t.tp_replicated; })) return;
-  Real* grads = module_base(all_grads, m);
+  Real* grads = drv_.module_base(all_grads, m);
   std::vector<Real> part;  // the replicated tensors back to back
   for (const TensorSlot& t : ml.tensors)
     if (t.tp_replicated) part.insert(part.end(), grads + t.offset, grads + t.offset + t.numel());
@@ -198,10 +198,12 @@ void Transformer<Real>::block_module_backward(int m, std::span<const Real* const
                                               std::span<Real* const> grads, GradPass pass) {
   const auto i = static_cast<std::size_t>(m - 1);
   const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
-  const auto p = pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, module_base(params, m));
-  const auto g = pass == GradPass::input || opts_.lora ? BlockTensors<Real*>{} : block_tensors(ml, module_base(grads, m));
+  const auto p =
+      pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, drv_.module_base(params, m));
+  const auto g =
+      pass == GradPass::input || opts_.lora ? BlockTensors<Real*>{} : block_tensors(ml, drv_.module_base(grads, m));
   const Real* x_in = resid_[i].data();
-  const bool rc = recomputes(std::int64_t(i));
+  const bool rc = drv_.recomputes(std::int64_t(i));
   if (rc && pass != GradPass::weight) block_forward(block_context(m), p, x_in, recompute_out_.data(), recompute_acts_);
   if (pass != GradPass::all && kept_.size() <= i) kept_.resize(i + 1), kept_acts_.resize(i + 1);
   if (pass == GradPass::input && kept_[i].d_out.empty()) kept_[i].allocate(dims_);
@@ -220,8 +222,8 @@ void Transformer<Real>::block_module_backward(int m, std::span<const Real* const
 // lookup, summed over tp by g, and positions looked up by global index.
 template <class Real>
 void Transformer<Real>::embedding_forward(std::span<const Real* const> params) {
-  const Real* wte = tensor(params, 0, "tok.weight");
-  const Real* wpe = tensor(params, 0, "pos.weight");
+  const Real* wte = drv_.tensor(params, 0, "tok.weight");
+  const Real* wpe = drv_.tensor(params, 0, "pos.weight");
   PausableOp op(opts_.profiler, "embed", 0);
   if (!par_.any()) {
     cpu::embedding_forward(resid_[0].data(), tokens_.data(), wte, wpe, dims_.b, dims_.t, dims_.c, spec_.vocab);
@@ -242,8 +244,8 @@ void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPas
     embedding_dout_ = dres_;
     return;
   }
-  Real* dwte = tensor(grads, 0, "tok.weight");
-  Real* dwpe = tensor(grads, 0, "pos.weight");
+  Real* dwte = drv_.tensor(grads, 0, "tok.weight");
+  Real* dwpe = drv_.tensor(grads, 0, "pos.weight");
   if (!par_.any()) {
     ScopedOp op(opts_.profiler, "embed_dw", 0);
     cpu::embedding_backward(dwte, dwpe, pass == GradPass::weight ? embedding_dout_.data() : dres_.data(),
@@ -273,8 +275,8 @@ void Transformer<Real>::final_norm_backward(std::span<const Real* const> params,
   const int m = layout().final_norm_index();
   ScopedOp op(opts_.profiler, "final_norm_bwd", m);
   const TensorSlot* b = layout().modules[static_cast<std::size_t>(m)].find("final_norm.bias");
-  const Real* p = pass == GradPass::weight ? nullptr : tensor(params, m, "final_norm.weight");
-  Real* g = pass == GradPass::input ? nullptr : tensor(grads, m, "final_norm.weight");
+  const Real* p = pass == GradPass::weight ? nullptr : drv_.tensor(params, m, "final_norm.weight");
+  Real* g = pass == GradPass::input ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
   const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
   if (pass != GradPass::weight) std::fill(dres_.begin(), dres_.end(), Real(0));
   norm_backward(spec_.arch, pass == GradPass::weight ? nullptr : dres_.data(), g, g && b ? g + b->offset : nullptr,
@@ -299,7 +301,7 @@ Real Transformer<Real>::vocab_parallel_loss() {
 template <class Real>
 void Transformer<Real>::head_forward(std::span<const Real* const> params) {
   const int m = layout().head_index();
-  const Real* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const Real* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter(lnf_.data());
   {
     ScopedOp op(opts_.profiler, "lm_head", m);
@@ -320,7 +322,7 @@ void Transformer<Real>::head_backward(std::span<const Real* const> params, std::
   const int m = layout().head_index();
   const bool tied = spec_.tied_embeddings;
   if (pass != GradPass::weight) {
-    const Real* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+    const Real* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
     {
       ScopedOp op(opts_.profiler, "loss_bwd", m);
       if (par_.any())
@@ -336,7 +338,7 @@ void Transformer<Real>::head_backward(std::span<const Real* const> params, std::
     TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
   }
   if (pass == GradPass::input) return;
-  Real* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+  Real* dw = tied ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
   ScopedOp op(opts_.profiler, "lm_head_dw", m);
   cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, v_local_);
 }

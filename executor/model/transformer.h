@@ -108,13 +108,6 @@ class Transformer {
   Real vocab_parallel_loss();
   void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
   BlockContext<Real> block_context(int module);
-  bool recomputes(std::int64_t block) const { return drv_.recomputes(block); }
-  const Real* module_base(std::span<const Real* const> params, int m) const { return drv_.module_base(params, m); }
-  Real* module_base(std::span<Real* const> grads, int m) const { return drv_.module_base(grads, m); }
-  const Real* tensor(std::span<const Real* const> params, int m, const char* name) const {
-    return drv_.tensor(params, m, name);
-  }
-  Real* tensor(std::span<Real* const> grads, int m, const char* name) const { return drv_.tensor(grads, m, name); }
 
   ModelSpec spec_;
   ModelOptions opts_;
