@@ -14,6 +14,7 @@
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
+#include "executor/runtime/unit_lifecycle.h"
 
 namespace fsdpx {
 
@@ -25,7 +26,7 @@ class FsdpUnit {
   FsdpUnit& operator=(const FsdpUnit&) = delete;
   FsdpUnit(FsdpUnit&&) = default;
 
-  const FlatUnitLayout& flat() const { return flat_; }
+  const FlatUnitLayout& flat() const { return life_.flat(); }
   UnitShardState& state() { return state_; }
   const UnitShardState& state() const { return state_; }
   std::vector<float>& grad_shard() { return grad_acc_; }
@@ -40,8 +41,8 @@ class FsdpUnit {
   // Backward's all-gather from the kept copy over the reshard group (`reshard`: its g ranks, this rank
   // at keep_index), which it frees: FSDP2 unshards over the post-forward mesh.
   void gather_kept(Communicator& reshard);
-  double kept_bytes() const { return double(kept_.size()) * 4.0; }
-  bool params_live() const { return params_live_; }
+  double kept_bytes() const { return life_.kept_bytes(); }
+  bool params_live() const { return life_.params_live(); }
   const float* module_params(int k) const;  // module k of flat().modules inside the unsharded buffer
   // DDP: the unsharded parameters are the master copy.
   void copy_master_to_replica();
@@ -52,7 +53,7 @@ class FsdpUnit {
 
   // Gradients: the unsharded buffer (zeroed when it comes alive), then reduced to `reduced`.
   float* module_grads(int k);
-  bool grads_live() const { return grads_live_; }
+  bool grads_live() const { return life_.grads_live(); }
   void reduce_scatter(Communicator& comm);  // sum over the shard group into the reduced shard
   void all_reduce_full(Communicator& comm);  // DDP: sum of the whole unit, which then is the shard
   void all_reduce_reduced(Communicator& comm);  // HSDP: sum of the reduced shard across replicas
@@ -62,14 +63,13 @@ class FsdpUnit {
 
  private:
   void done_with_full_grads();
-  FlatUnitLayout flat_;
-  bool replicated_;
+  UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   MemoryTracker* mem_;
   UnitShardState state_;
   std::vector<float> grad_acc_;  // [shard_numel] sharded fp32 gradient accumulator
   std::vector<float> full_params_, full_grads_, reduced_;  // [padded], [padded], [shard]
   std::vector<float> kept_;  // [padded / g]: the copy kept between forward and backward, or empty
-  bool params_live_ = false, grads_live_ = false, fp16_ = false;
+  bool fp16_ = false;
 };
 
 }  // namespace fsdpx

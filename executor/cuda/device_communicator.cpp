@@ -8,6 +8,7 @@ namespace fsdpx::cuda {
 
 void DeviceCommunicator::send_recv(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op) {
   throw_if_aborted();
+  FSDP_CHECK(is_comm_word(t), "send_recv: messages move fp32 or bf16 words");
   for (const P2PCall& c : calls) {
     FSDP_CHECK(c.count >= 0, "send_recv: count must be non-negative");
     FSDP_CHECK(c.peer >= 0 && c.peer < size(), "send_recv: peer out of range");
@@ -22,6 +23,7 @@ void DeviceCommunicator::submit(const CollectiveCall& c) {
                  c.kind == Collective::all_reduce || c.kind == Collective::broadcast,
              std::string(collective_name(c.kind)) + ": not a collective of the device communicators");
   FSDP_CHECK(c.count >= 0, std::string(collective_name(c.kind)) + ": count must be non-negative");
+  FSDP_CHECK(is_comm_word(c.type), std::string(collective_name(c.kind)) + ": collectives move fp32 or bf16 words");
   if (c.kind == Collective::broadcast)
     FSDP_CHECK(c.root >= 0 && c.root < size(), "broadcast: root out of range");
   if (c.count > 0) {

@@ -36,13 +36,16 @@
 #include <cuda_runtime_api.h>
 
 #include "core/collective.h"
+#include "core/dtype.h"
 #include "executor/comm/communicator.h"  // CommAborted
 
 namespace fsdpx::cuda {
 
-enum class DType { bf16, f32 };
-constexpr std::size_t dtype_bytes(DType t) { return t == DType::bf16 ? 2 : 4; }
-constexpr const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "f32"; }
+// The words the device communicators move are fsdpx::DType (core/dtype.h) fp32, or bf16 (also the 2-byte
+// word in which f16 buffers are copied); submit and send_recv refuse the other formats.
+constexpr bool is_comm_word(DType t) { return t == DType::fp32 || t == DType::bf16; }
+constexpr std::size_t word_bytes(DType t) { return t == DType::bf16 ? 2 : 4; }
+constexpr const char* word_name(DType t) { return t == DType::bf16 ? "bf16" : "f32"; }
 
 // The collectives are fsdpx::Collective (core/collective.h): all_gather, reduce_scatter, all_reduce and
 // broadcast here (send_recv through send_recv below), named by collective_name in the watchdog's messages.
@@ -53,7 +56,7 @@ struct CollectiveCall {
   const void* in = nullptr;
   void* out = nullptr;
   std::int64_t count = 0;  // elements: per-rank chunk (all_gather, reduce_scatter) or whole buffer
-  DType type = DType::f32;
+  DType type = DType::fp32;
   int root = 0;  // broadcast only
   cudaStream_t stream = nullptr;
   std::string_view op;  // step-program op name for messages ("ag.u3.mb0.fwd"); may be empty

@@ -43,8 +43,8 @@ const char* op_what(Collective k, DType t) {
   static const auto kNames = [] {
     std::array<std::array<std::string, 2>, kCollectiveCount> n;
     for (int c = 0; c < kCollectiveCount; ++c)
-      for (DType d : {DType::f32, DType::bf16})
-        n[std::size_t(c)][d == DType::bf16 ? 1 : 0] = fmt::format("{}({})", collective_name(Collective(c)), dtype_name(d));
+      for (DType d : {DType::fp32, DType::bf16})
+        n[std::size_t(c)][d == DType::bf16 ? 1 : 0] = fmt::format("{}({})", collective_name(Collective(c)), word_name(d));
     return n;
   }();
   return kNames[static_cast<std::size_t>(k)][t == DType::bf16 ? 1 : 0].c_str();
@@ -61,7 +61,7 @@ void sum_peers(DType t, void* out, const std::vector<ThreadSlot>& peers, std::in
   RankInputs in;
   in.n = static_cast<int>(peers.size());
   for (std::size_t j = 0; j < peers.size(); ++j) in.ptr[j] = peers[j].in;
-  if (t == DType::f32)
+  if (t == DType::fp32)
     sum_in_rank_order(static_cast<float*>(out), in, offset, count, stream);
   else
     sum_in_rank_order(static_cast<bf16*>(out), in, offset, count, stream);
@@ -97,7 +97,7 @@ void DeviceThreadCommunicator::enqueue(const CollectiveCall& c) {
   for (const ThreadSlot& p : peers) peer_events.push_back(*static_cast<const std::shared_ptr<Events>*>(p.aux));
   for (int j = 0; j < size(); ++j)  // 3
     if (j != rank_) CUDA_CHECK(cudaStreamWaitEvent(c.stream, peer_events[static_cast<std::size_t>(j)]->ready, 0));
-  const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
+  const std::size_t bytes = word_bytes(c.type) * static_cast<std::size_t>(c.count);
   void* scratch = nullptr;  // in-place all-reduce: peers still read `in` while this rank sums
   if (c.kind == Collective::all_reduce && c.in == c.out && bytes > 0)
     CUDA_CHECK(cudaMallocAsync(&scratch, bytes, c.stream));
@@ -119,7 +119,7 @@ void DeviceThreadCommunicator::enqueue(const CollectiveCall& c) {
 
 void DeviceThreadCommunicator::enqueue_reads(const CollectiveCall& c, const std::vector<ThreadSlot>& peers,
                                              void* sum_out) {
-  const std::size_t bytes = dtype_bytes(c.type) * static_cast<std::size_t>(c.count);
+  const std::size_t bytes = word_bytes(c.type) * static_cast<std::size_t>(c.count);
   switch (c.kind) {
     case Collective::all_gather:  // in place: rank r's own chunk is already at out + r*count
       for (std::size_t j = 0; j < peers.size(); ++j)
@@ -157,7 +157,7 @@ std::uint64_t post_send(ThreadGroup& g, int rank, const P2PCall& c, DType t, cud
   P2PLetter l;
   l.count = c.count;
   l.type = static_cast<std::int64_t>(t);
-  const std::size_t bytes = dtype_bytes(t) * static_cast<std::size_t>(c.count);
+  const std::size_t bytes = word_bytes(t) * static_cast<std::size_t>(c.count);
   if (bytes > 0) {
     CUDA_CHECK(cudaMallocAsync(&l.staging, bytes, stream));
     copy_async(l.staging, c.buf, bytes, stream);
@@ -173,12 +173,12 @@ void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t
   CUDA_CHECK(cudaStreamWaitEvent(stream, l.staged, 0));
   CUDA_CHECK(cudaEventDestroy(l.staged));  // released once the wait's record completes
   const bool match = l.count == c.count && l.type == static_cast<std::int64_t>(t);
-  if (match) copy_async(c.buf, l.staging, dtype_bytes(t) * static_cast<std::size_t>(c.count), stream);
+  if (match) copy_async(c.buf, l.staging, word_bytes(t) * static_cast<std::size_t>(c.count), stream);
   if (l.staging) CUDA_CHECK(cudaFreeAsync(l.staging, stream));
   if (match) return;
   const std::string msg = fmt::format("rank {}: mismatched send_recv: rank {} sent {} elements of {}, the receive "
-                                      "expects {} of {}", rank, c.peer, l.count, dtype_name(DType(l.type)), c.count,
-                                      dtype_name(t));
+                                      "expects {} of {}", rank, c.peer, l.count, word_name(DType(l.type)), c.count,
+                                      word_name(t));
   g.abort(msg);
   throw CommAborted("collective aborted: " + msg);
 }

@@ -49,13 +49,11 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
                           GemmContext& gemm)
     : spec_(spec),
       opts_(std::move(opts)),
-      layout_(make_param_layout(spec)),
+      drv_("CudaModel", make_param_layout(spec), opts_.recompute),
       dims_(make_block_dims(spec, batch, seq)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq), spec.vocab) {
-  FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
-             "CudaModel: need one recompute mode per block");
-  FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout_.num_modules(),
+  FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
   if (spec.arch == Arch::llama) {
@@ -70,7 +68,7 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
 template <class T>
 void CudaModelT<T>::allocate_activations() {
   const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
-  const int fn = layout_.final_norm_index(), head = layout_.head_index();
+  const int fn = layout().final_norm_index(), head = layout().head_index();
   const bool split = opts_.split_backward;
   const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
   resid_.resize(std::size_t(layers + 1));
@@ -82,8 +80,8 @@ void CudaModelT<T>::allocate_activations() {
   for (std::int64_t i = 0; i < layers; ++i) {
     if (!runs(int(i) + 1)) continue;
     any_block = true;
-    if (recomputes(i)) any_recompute = true;
-    if (!recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
+    if (drv_.recomputes(i)) any_recompute = true;
+    if (!drv_.recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
@@ -99,23 +97,16 @@ void CudaModelT<T>::allocate_activations() {
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
-  weight_pending_.assign(std::size_t(layout_.num_modules()), 0);
 }
 
 template <class T>
 bool CudaModelT<T>::runs(int module) const {
-  return module >= 0 && module < layout_.num_modules() && (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
+  return module >= 0 && module < layout().num_modules() && (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
 }
 
 template <class T>
 CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
-  return recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
-}
-
-template <class T>
-bool CudaModelT<T>::recomputes(std::int64_t block) const {
-  // selective == none here: see CudaModelOptions::recompute.
-  return !opts_.recompute.empty() && opts_.recompute[std::size_t(block)] == RecomputeMode::full;
+  return drv_.recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
 }
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
@@ -130,42 +121,9 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) cons
 }
 
 template <class T>
-const T* CudaModelT<T>::module_base(std::span<const T* const> params, int module) const {
-  FSDP_CHECK(std::int64_t(params.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
-  const T* base = params[std::size_t(module)];
-  FSDP_CHECK(base != nullptr,
-             fmt::format("CudaModel: buffer of module {} not provided", layout_.modules[std::size_t(module)].name));
-  return base;
-}
-
-template <class T>
-float* CudaModelT<T>::module_base(std::span<float* const> grads, int module) const {
-  FSDP_CHECK(std::int64_t(grads.size()) == layout_.num_modules(), "CudaModel: need one pointer per module");
-  float* base = grads[std::size_t(module)];
-  FSDP_CHECK(base != nullptr, fmt::format("CudaModel: gradient buffer of module {} not provided",
-                                          layout_.modules[std::size_t(module)].name));
-  return base;
-}
-
-template <class T>
-const T* CudaModelT<T>::tensor(std::span<const T* const> params, int module, const char* name) const {
-  const T* base = module_base(params, module);
-  const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
-  return t ? base + t->offset : nullptr;
-}
-
-template <class T>
-float* CudaModelT<T>::tensor(std::span<float* const> grads, int module, const char* name) const {
-  float* base = module_base(grads, module);
-  const TensorSlot* t = layout_.modules[std::size_t(module)].find(name);
-  return t ? base + t->offset : nullptr;
-}
-
-template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
   batch_.upload(tokens, targets, stream);
-  next_forward_ = 0;
-  next_backward_ = -1;
+  drv_.start_batch();
 }
 
 template <class T>
@@ -179,61 +137,52 @@ void CudaModelT<T>::set_lora_buffers(const T* params, float* grads) {
 
 template <class T>
 void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cudaStream_t stream) {
-  FSDP_CHECK(m == next_forward_, fmt::format("CudaModel: forward of module {} out of order", m));
-  if (m == ParamLayout::embedding_index()) {
-    embed_forward(params, stream);
-  } else if (m == layout_.final_norm_index()) {
-    final_norm_forward(params, stream);
-  } else if (m == layout_.head_index()) {
-    head_forward(params, stream);
-  } else {
-    const std::int64_t i = m - 1;
-    CudaBlockActs<T>& a = recomputes(i) ? recompute_acts_ : acts_[std::size_t(i)];
-    const auto p = block_params16(layout_.modules[std::size_t(m)], module_base(params, m));
-    cuda_block_forward(context(stream, m), p, resid_[std::size_t(i)].get(), resid_[std::size_t(i + 1)].get(), a);
+  drv_.enter_forward(m);
+  switch (drv_.part(m)) {
+    case ModulePart::embedding: return embed_forward(params, stream);
+    case ModulePart::final_norm: return final_norm_forward(params, stream);
+    case ModulePart::head: return head_forward(params, stream);
+    case ModulePart::block: break;
   }
-  next_forward_ = m + 1;
+  const auto i = std::size_t(m - 1);
+  CudaBlockActs<T>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
+  const auto p = block_params16(layout().modules[std::size_t(m)], drv_.module_base(params, m));
+  cuda_block_forward(context(stream, m), p, resid_[i].get(), resid_[i + 1].get(), a);
 }
 
 template <class T>
 void CudaModelT<T>::begin_backward(float dloss) {
-  FSDP_CHECK(next_forward_ == layout_.num_modules(), "CudaModel: begin_backward before the forward finished");
+  drv_.begin_backward();
   dloss_ = dloss;
-  next_backward_ = layout_.head_index();
 }
 
 template <class T>
 void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std::span<float* const> grads,
                                 cudaStream_t stream) {
-  FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
+  drv_.enter_backward(m);
   run_backward(m, params, grads, stream);
-  next_backward_ = m - 1;
 }
 
 template <class T>
 void CudaModelT<T>::backward_input_module(int m, std::span<const T* const> params, cudaStream_t stream) {
-  FSDP_CHECK(m == next_backward_, fmt::format("CudaModel: backward of module {} out of order", m));
   FSDP_CHECK(opts_.split_backward, "CudaModel: an input pass needs CudaModelOptions::split_backward");
+  drv_.enter_input_pass(m);
   run_backward(m, params, {}, stream);
-  weight_pending_[std::size_t(m)] = 1;
-  next_backward_ = m - 1;
 }
 
 template <class T>
 void CudaModelT<T>::backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream) {
-  FSDP_CHECK(m >= 0 && m < layout_.num_modules() && weight_pending_[std::size_t(m)],
-             fmt::format("CudaModel: weight pass of module {} without its input pass", m));
+  drv_.enter_weight_pass(m);
   weight_pass(m, grads, stream);
-  weight_pending_[std::size_t(m)] = 0;
 }
 
 // Empty `grads`: zero bubble's input pass (no parameter gradient; what the weight pass needs is kept).
 template <class T>
 void CudaModelT<T>::run_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                              cudaStream_t stream) {
-  if (m == layout_.head_index()) head_backward(params, grads, stream);
-  else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, stream);
+  if (m == layout().head_index()) head_backward(params, grads, stream);
+  else if (m == layout().final_norm_index()) final_norm_backward(params, grads, stream);
   else if (m == ParamLayout::embedding_index()) {
     // the table's gradient is all weight pass; a frozen table (LoRA) has none
     if (!grads.empty() && !opts_.lora) embed_backward(grads, stream);
@@ -242,20 +191,20 @@ void CudaModelT<T>::run_backward(int m, std::span<const T* const> params, std::s
 
 template <class T>
 void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
-  if (m == layout_.head_index()) {
+  if (m == layout().head_index()) {
     const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
-    float* dw = spec_.tied_embeddings ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+    float* dw = spec_.tied_embeddings ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
     matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, spec_.vocab, true, stream);
-  } else if (m == layout_.final_norm_index()) {
+  } else if (m == layout().final_norm_index()) {
     const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
-    accumulate_check_finite(tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
-    if (float* db = tensor(grads, m, "final_norm.bias"))
+    accumulate_check_finite(drv_.tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
+    if (float* db = drv_.tensor(grads, m, "final_norm.bias"))
       accumulate_check_finite(db, lnf_keep_.get() + dims_.c, dims_.c, nullptr, stream);
   } else if (m == ParamLayout::embedding_index()) {
     embed_backward(grads, stream);  // from dres_, the gradient w.r.t. the embedding's output
   } else {
     const std::int64_t i = m - 1;
-    const auto g = fsdpx::block_tensors(layout_.modules[std::size_t(m)], module_base(grads, m));
+    const auto g = fsdpx::block_tensors(layout().modules[std::size_t(m)], drv_.module_base(grads, m));
     cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
   }
 }
@@ -264,88 +213,86 @@ template <class T>
 void CudaModelT<T>::block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                                       cudaStream_t stream) {
   const std::int64_t i = m - 1;
-  const ModuleLayout& ml = layout_.modules[std::size_t(m)];
-  const auto p = block_params16(ml, module_base(params, m));
+  const ModuleLayout& ml = layout().modules[std::size_t(m)];
+  const auto p = block_params16(ml, drv_.module_base(params, m));
   const T* x_in = resid_[std::size_t(i)].get();
   const CudaBlockContext<T> ctx = context(stream, m);
   CudaBlockActs<T>& a = backward_acts(i);
-  if (recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
+  if (drv_.recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
   if (grads.empty()) {
     cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
     return;
   }
   // fp32 gradient pointers; all null for LoRA's frozen base
-  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, module_base(grads, m));
+  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, drv_.module_base(grads, m));
   cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
 }
 
 template <class T>
 T* CudaModelT<T>::input_buffer(int m) {
-  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index() && runs(m),
-             fmt::format("CudaModel: no stage of this model starts at module {}", m));
-  next_forward_ = m;
+  FSDP_CHECK(runs(m), fmt::format("CudaModel: no stage of this model starts at module {}", m));
+  drv_.resume_forward(m);
   return resid_[std::size_t(m - 1)].get();
 }
 
 template <class T>
 const T* CudaModelT<T>::output(int m) const {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
-             fmt::format("CudaModel: module {} has no output to hand on", m));
+  drv_.check_output(m);
+  FSDP_CHECK(runs(m), fmt::format("CudaModel: module {} has no output to hand on", m));
   return resid_[std::size_t(m)].get();
 }
 
 template <class T>
 T* CudaModelT<T>::output_grad_buffer(int m) {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_ && runs(m),
-             fmt::format("CudaModel: no stage's backward starts at module {}", m));
-  next_backward_ = m;
+  FSDP_CHECK(runs(m), fmt::format("CudaModel: no stage's backward starts at module {}", m));
+  drv_.resume_backward(m);
   return dres_.get();
 }
 
 template <class T>
 void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
-  embedding_forward(resid_[0].get(), batch_.tokens(), tensor(params, 0, "tok.weight"), tensor(params, 0, "pos.weight"),
-                    dims_.b, dims_.t, dims_.c, stream);
+  embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
+                    drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
 }
 
 template <class T>
 void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
-  embedding_backward(tensor(grads, 0, "tok.weight"), tensor(grads, 0, "pos.weight"), dres_.get(),
+  embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
 }
 
 template <class T>
 void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const int m = layout_.final_norm_index();
+  const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
   norm_forward16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
-                    tensor(params, m, "final_norm.weight"), tensor(params, m, "final_norm.bias"));
+                    drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
 }
 
 template <class T>
 void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::span<float* const> grads,
                                     cudaStream_t stream) {
-  const int m = layout_.final_norm_index();
+  const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
   const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
   const bool frozen = opts_.lora != nullptr;
-  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : tensor(grads, m, "final_norm.weight");
-  float* db = keep ? (tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
-              : frozen ? nullptr : tensor(grads, m, "final_norm.bias");
+  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
+  float* db = keep ? (drv_.tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
+              : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
   norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
-                     tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
+                     drv_.tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
 template <class T>
 void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const int m = layout_.head_index();
+  const int m = layout().head_index();
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
-  const T* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
@@ -358,9 +305,9 @@ void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t 
 template <class T>
 void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<float* const> grads,
                               cudaStream_t stream) {
-  const int m = layout_.head_index();
+  const int m = layout().head_index();
   const bool tied = spec_.tied_embeddings;
-  const T* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const T* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = spec_.vocab;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
@@ -379,22 +326,22 @@ void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<fl
 
 template <class T>
 std::int64_t CudaModelT<T>::saved_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
+  FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
-  if (module == layout_.final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
-  if (module == layout_.head_index()) return logits_.bytes() + losses_.bytes();
+  if (module == layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
+  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes();
   const auto i = std::size_t(module - 1);
-  return resid_[i + 1].bytes() + (recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
+  return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }
 
 template <class T>
 std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < layout_.num_modules(), fmt::format("CudaModel: no module {}", module));
+  FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (!opts_.split_backward) return 0;
-  if (module == layout_.final_norm_index()) return lnf_keep_.bytes();
-  if (module == ParamLayout::embedding_index() || module == layout_.head_index()) return 0;
+  if (module == layout().final_norm_index()) return lnf_keep_.bytes();
+  if (module == ParamLayout::embedding_index() || module == layout().head_index()) return 0;
   const auto i = std::size_t(module - 1);  // a recomputing block keeps its re-materialised activations
-  return keep_[i].bytes() + (recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
+  return keep_[i].bytes() + (drv_.recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
 }
 
 template <class T>

@@ -38,6 +38,7 @@
 #include "executor/cuda_backend/cuda_block.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
+#include "executor/model/module_driver.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -72,7 +73,7 @@ class CudaModelT {
   CudaModelT(const CudaModelT&) = delete;
   CudaModelT& operator=(const CudaModelT&) = delete;
 
-  const ParamLayout& layout() const { return layout_; }
+  const ParamLayout& layout() const { return drv_.layout(); }
   const ModelSpec& spec() const { return spec_; }
 
   // tokens, targets: host int32 [B·T] (checked to lie in [0, vocab)). Builds the embedding buckets on
@@ -123,21 +124,16 @@ class CudaModelT {
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
   CudaBlockContext<T> context(cudaStream_t stream, int module) const;
-  bool recomputes(std::int64_t block) const;
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
   CudaBlockActs<T>& backward_acts(std::int64_t block);
   void run_backward(int m, std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void weight_pass(int m, std::span<float* const> grads, cudaStream_t stream);
-  const T* module_base(std::span<const T* const> params, int module) const;
-  float* module_base(std::span<float* const> grads, int module) const;
-  const T* tensor(std::span<const T* const> params, int module, const char* name) const;
-  float* tensor(std::span<float* const> grads, int module, const char* name) const;
 
   ModelSpec spec_;
   CudaModelOptions opts_;
-  ParamLayout layout_;
+  ModuleDriver<T, float> drv_;               // module order, protocol, pointer lookups
   BlockDims dims_;
   GemmContext* gemm_;
   DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
@@ -145,7 +141,6 @@ class CudaModelT {
   std::vector<DeviceBuffer<T>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
   std::vector<CudaBlockActs<T>> acts_;          // per block; unallocated for blocks that recompute (or not run)
   std::vector<CudaBlockWeightGrads<T>> keep_;   // per block, split backward only
-  std::vector<char> weight_pending_;         // per module: input pass ran, weight pass not yet
   DeviceBuffer<float> lnf_keep_;             // [2·C] the final norm's gradients, split backward only
   CudaBlockActs<T> recompute_acts_;             // shared by recomputing blocks (forward and recompute)
   DeviceBuffer<T> recompute_out_;         // [N, C] discarded block output during recompute
@@ -160,7 +155,6 @@ class CudaModelT {
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters
   float* lora_grads_ = nullptr;              // and their fp32 gradient
   float dloss_ = 1.0f;
-  int next_forward_ = -1, next_backward_ = -1;  // protocol state (-1: not allowed)
 };
 
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.

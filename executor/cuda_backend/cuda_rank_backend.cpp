@@ -63,7 +63,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
     adapters_ = std::make_unique<CudaAdaptersT<T>>(*lora_, &mem_);
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
-  const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::f32;
+  const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
   units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
     return std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(u)], at.unit_shard, replicated_params(rp, u), reduce,
                                           &mem_);
@@ -262,7 +262,7 @@ void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup grou
   std::copy(buf, buf + count, host);
   const auto bytes = std::size_t(count) * sizeof(float);
   CUDA_CHECK(cudaMemcpyAsync(host_reduce_.get(), host, bytes, cudaMemcpyHostToDevice, current_));
-  comm(group).all_reduce(host_reduce_.get(), host_reduce_.get(), count, DType::f32, current_, current_op_);
+  comm(group).all_reduce(host_reduce_.get(), host_reduce_.get(), count, DType::fp32, current_, current_op_);
   CUDA_CHECK(cudaMemcpyAsync(host, host_reduce_.get(), bytes, cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
   world_->throw_if_aborted();

@@ -99,7 +99,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
     return r == UnitReduction::scatter && group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
   }
   void all_reduce_grad_shard(DeviceCommunicator& c, CudaUnitT<T>& u) override {
-    c.all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::f32, current_, current_op_);
+    c.all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::fp32, current_, current_op_);
   }
   void use_device() const;
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }

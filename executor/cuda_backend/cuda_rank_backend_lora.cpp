@@ -35,7 +35,7 @@ void CudaRankBackendT<T>::all_reduce_adapter_grads(MeshGroup group) {
   // fp16 plans: the adapters' gradients leave their GEMMs as fp16 values, as the base units' (and as
   // CpuRankBackend rounds them), so an overflowing loss scale shows here too.
   if constexpr (std::is_same_v<T, f16>) round_through_f16(g, adapters_->numel(), current_);
-  comm(group).all_reduce(g, g, adapters_->numel(), DType::f32, current_, current_op_);
+  comm(group).all_reduce(g, g, adapters_->numel(), DType::fp32, current_, current_op_);
   unscale_check_finite(g, adapters_->numel(), 1.0f, non_finite_.get(), current_);
 }
 

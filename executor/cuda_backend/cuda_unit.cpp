@@ -17,7 +17,7 @@
 namespace fsdpx::cuda {
 
 namespace {
-constexpr double kF32 = 4.0, kBf16 = 2.0;  // bytes per element
+constexpr double kF32 = 4.0;  // bytes per fp32 element
 
 template <class T>
 T* alloc_async(std::int64_t n, cudaStream_t stream) {
@@ -28,10 +28,10 @@ T* alloc_async(std::int64_t n, cudaStream_t stream) {
 }  // namespace
 
 template <class T>
-CudaUnitT<T>::CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
-    : flat_(std::move(flat)), replicated_(replicated), reduce_type_(reduce_type), mem_(mem) {
-  FSDP_CHECK(reduce_type == DType::f32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
-  const std::int64_t shard = flat_.shard_numel;
+CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
+    : life_("CudaUnit", std::move(layout), replicated, sizeof(T), mem), reduce_type_(reduce_type), mem_(mem) {
+  FSDP_CHECK(reduce_type == DType::fp32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
+  const std::int64_t shard = flat().shard_numel, padded = flat().padded_numel;
   shard_offset_ = std::int64_t(shard_index) * shard;
   master_ = DeviceBuffer<float>(shard);
   exp_avg_ = DeviceBuffer<float>(shard);
@@ -39,16 +39,13 @@ CudaUnitT<T>::CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, D
   grad_acc_ = DeviceBuffer<float>(shard);
   master16_ = DeviceBuffer<T>(shard);
   CUDA_CHECK(cudaMemset(grad_acc_.get(), 0, std::size_t(shard) * sizeof(float)));
-  mem_->alloc(MemCategory::params, double(shard) * (kF32 + kBf16));
+  mem_->alloc(MemCategory::params, double(shard) * (kF32 + double(sizeof(T))));
   mem_->alloc(MemCategory::optimizer, 2.0 * double(shard) * kF32);
   mem_->alloc(MemCategory::grads, double(shard) * kF32);
-  if (replicated_) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
-    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(flat_.padded_numel) * sizeof(T)));
-    CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(flat_.padded_numel) * sizeof(float)));
-    CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float)));
-    mem_->alloc(MemCategory::params, double(flat_.padded_numel) * kBf16);
-    mem_->alloc(MemCategory::grads, double(flat_.padded_numel) * kF32);
-    params_live_ = grads_live_ = true;
+  if (replicated) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
+    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(padded) * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(padded) * sizeof(float)));
+    CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(padded) * sizeof(float)));
   }
 }
 
@@ -63,18 +60,18 @@ CudaUnitT<T>::~CudaUnitT() {
 
 template <class T>
 void CudaUnitT<T>::upload(const UnitShardState& s, cudaStream_t stream) {
-  const auto n = std::size_t(flat_.shard_numel);
+  const auto n = std::size_t(flat().shard_numel);
   FSDP_CHECK(adam_state_fits(s, n), "CudaUnit: state size");
   enqueue_adam_upload(s, n, {master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, stream);
-  cast_f32_to_16(master16_.get(), master_.get(), flat_.shard_numel, stream);
+  cast_f32_to_16(master16_.get(), master_.get(), flat().shard_numel, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go away after return
 }
 
 template <class T>
 UnitShardState CudaUnitT<T>::download(cudaStream_t stream) const {
-  const auto n = std::size_t(flat_.shard_numel);
+  const auto n = std::size_t(flat().shard_numel);
   UnitShardState s;
-  s.unit_numel = flat_.numel;
+  s.unit_numel = flat().numel;
   s.shard_offset = shard_offset_;
   enqueue_adam_download({master_.get(), exp_avg_.get(), exp_avg_sq_.get()}, n, s, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -83,98 +80,75 @@ UnitShardState CudaUnitT<T>::download(cudaStream_t stream) const {
 
 template <class T>
 void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
-  FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: all-gather group size != shards");
-  if (!replicated_) {
-    FSDP_CHECK(!params_live_, "CudaUnit: all-gather of a unit that is already unsharded");
-    full_params_ = alloc_async<T>(flat_.padded_numel, stream);
-    mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
-  }
-  comm.all_gather(master16_.get(), full_params_, flat_.shard_numel, copy_dtype<T>(), stream, op);
-  params_live_ = true;
+  if (life_.gather(comm.size())) full_params_ = alloc_async<T>(flat().padded_numel, stream);
+  comm.all_gather(master16_.get(), full_params_, flat().shard_numel, copy_dtype<T>(), stream, op);
 }
 
 template <class T>
 void CudaUnitT<T>::release(int keep_ranks, int keep_index, cudaStream_t stream) {
-  if (replicated_) return;
-  FSDP_CHECK(params_live_, "CudaUnit: release of a unit that is not unsharded");
-  FSDP_CHECK(kept_ == nullptr, "CudaUnit: a kept copy from an earlier release");
-  if (keep_ranks > 1) {
-    FSDP_CHECK(flat_.padded_numel % keep_ranks == 0 && keep_index >= 0 && keep_index < keep_ranks,
-               "CudaUnit: a kept copy that does not split the unit");
-    kept_numel_ = flat_.padded_numel / keep_ranks;
-    kept_ = alloc_async<T>(kept_numel_, stream);
-    CUDA_CHECK(cudaMemcpyAsync(kept_, full_params_ + keep_index * kept_numel_, std::size_t(kept_numel_) * sizeof(T),
+  if (life_.replicated()) return;
+  if (const std::int64_t n = life_.release(keep_ranks, keep_index)) {
+    kept_ = alloc_async<T>(n, stream);
+    CUDA_CHECK(cudaMemcpyAsync(kept_, full_params_ + keep_index * n, std::size_t(n) * sizeof(T),
                                cudaMemcpyDeviceToDevice, stream));
-    mem_->alloc(MemCategory::transient, kept_bytes());
   }
   CUDA_CHECK(cudaFreeAsync(full_params_, stream));
   full_params_ = nullptr;
-  mem_->free(MemCategory::transient, double(flat_.padded_numel) * kBf16);
-  params_live_ = false;
 }
 
 template <class T>
 void CudaUnitT<T>::gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op) {
-  FSDP_CHECK(!replicated_ && !params_live_ && kept_ != nullptr, "CudaUnit: all-gather of no kept copy");
-  FSDP_CHECK(kept_numel_ * reshard.size() == flat_.padded_numel, "CudaUnit: reshard group size != the kept share");
-  full_params_ = alloc_async<T>(flat_.padded_numel, stream);
-  mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kBf16);
-  reshard.all_gather(kept_, full_params_, kept_numel_, DType::bf16, stream, op);  // 2-byte words, as gather
+  const std::int64_t n = life_.gather_kept(reshard.size());
+  full_params_ = alloc_async<T>(flat().padded_numel, stream);
+  reshard.all_gather(kept_, full_params_, n, copy_dtype<T>(), stream, op);  // the words of gather
   CUDA_CHECK(cudaFreeAsync(kept_, stream));
-  mem_->free(MemCategory::transient, kept_bytes());
   kept_ = nullptr;
-  kept_numel_ = 0;
-  params_live_ = true;
 }
 
 template <class T>
 const T* CudaUnitT<T>::module_params(int k) const {
-  FSDP_CHECK(params_live_, "CudaUnit: parameters used while sharded");
-  return full_params_ + flat_.module_offsets[std::size_t(k)];
+  life_.check_params();
+  return full_params_ + flat().module_offsets[std::size_t(k)];
 }
 
 template <class T>
 void CudaUnitT<T>::copy_master_to_replica(cudaStream_t stream) {
-  FSDP_CHECK(replicated_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: only DDP keeps the master whole");
-  CUDA_CHECK(cudaMemcpyAsync(full_params_, master16_.get(), std::size_t(flat_.padded_numel) * sizeof(T),
+  life_.check_master_whole();
+  CUDA_CHECK(cudaMemcpyAsync(full_params_, master16_.get(), std::size_t(flat().padded_numel) * sizeof(T),
                              cudaMemcpyDeviceToDevice, stream));
 }
 
 template <class T>
 float* CudaUnitT<T>::module_grads(int k, cudaStream_t stream) {
-  if (!grads_live_) {
-    full_grads_ = alloc_async<float>(flat_.padded_numel, stream);
-    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
-    mem_->alloc(MemCategory::transient, double(flat_.padded_numel) * kF32);
-    grads_live_ = true;
+  if (life_.touch_grads()) {
+    full_grads_ = alloc_async<float>(flat().padded_numel, stream);
+    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat().padded_numel) * sizeof(float), stream));
   }
-  return full_grads_ + flat_.module_offsets[std::size_t(k)];
+  return full_grads_ + flat().module_offsets[std::size_t(k)];
 }
 
 template <class T>
 void CudaUnitT<T>::free_full_grads(cudaStream_t stream) {
-  if (replicated_) {
-    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat_.padded_numel) * sizeof(float), stream));
+  if (!life_.end_grads()) {  // replicated: zeroed for the next step
+    CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat().padded_numel) * sizeof(float), stream));
     return;
   }
   CUDA_CHECK(cudaFreeAsync(full_grads_, stream));
   full_grads_ = nullptr;
-  mem_->free(MemCategory::transient, double(flat_.padded_numel) * kF32);
-  grads_live_ = false;
 }
 
 template <class T>
 void* CudaUnitT<T>::alloc_reduce(std::int64_t n, cudaStream_t stream) {
   void* p = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&p, std::size_t(n) * dtype_bytes(reduce_type_), stream));
-  mem_->alloc(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
+  CUDA_CHECK(cudaMallocAsync(&p, std::size_t(n) * word_bytes(reduce_type_), stream));
+  mem_->alloc(MemCategory::transient, double(n) * double(word_bytes(reduce_type_)));
   return p;
 }
 
 template <class T>
 void CudaUnitT<T>::free_reduce(void* p, std::int64_t n, cudaStream_t stream) {
   CUDA_CHECK(cudaFreeAsync(p, stream));
-  mem_->free(MemCategory::transient, double(n) * double(dtype_bytes(reduce_type_)));
+  mem_->free(MemCategory::transient, double(n) * double(word_bytes(reduce_type_)));
 }
 
 // fp16 plans: the unsharded gradients rounded through fp16 first (the values of an fp16 gradient, so an
@@ -183,39 +157,38 @@ void CudaUnitT<T>::free_reduce(void* p, std::int64_t n, cudaStream_t stream) {
 // the fp32 buffer itself (null: use full_grads_).
 template <class T>
 bf16* CudaUnitT<T>::bf16_grads_copy(cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, f16>) round_through_f16(full_grads_, flat_.padded_numel, stream);  // fp16 values
+  if constexpr (std::is_same_v<T, f16>) round_through_f16(full_grads_, flat().padded_numel, stream);  // fp16 values
   if (reduce_type_ != DType::bf16) return nullptr;
-  auto* copy = static_cast<bf16*>(alloc_reduce(flat_.padded_numel, stream));
-  cast_f32_to_bf16(copy, full_grads_, flat_.padded_numel, stream);
+  auto* copy = static_cast<bf16*>(alloc_reduce(flat().padded_numel, stream));
+  cast_f32_to_bf16(copy, full_grads_, flat().padded_numel, stream);
   free_full_grads(stream);
   return copy;
 }
 
 template <class T>
 void CudaUnitT<T>::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
-  FSDP_CHECK(grads_live_, "CudaUnit: reduce-scatter without gradients");
-  FSDP_CHECK(comm.size() * flat_.shard_numel == flat_.padded_numel, "CudaUnit: reduce-scatter group size != shards");
+  life_.check_reduce_scatter(comm.size());
   bf16* copy = bf16_grads_copy(stream);
-  reduced_ = alloc_reduce(flat_.shard_numel, stream);
-  comm.reduce_scatter(copy ? static_cast<void*>(copy) : full_grads_, reduced_, flat_.shard_numel, reduce_type_,
+  reduced_ = alloc_reduce(flat().shard_numel, stream);
+  comm.reduce_scatter(copy ? static_cast<void*>(copy) : full_grads_, reduced_, flat().shard_numel, reduce_type_,
                       stream, op);
   if (copy)
-    free_reduce(copy, flat_.padded_numel, stream);
+    free_reduce(copy, flat().padded_numel, stream);
   else
     free_full_grads(stream);
 }
 
 template <class T>
 void CudaUnitT<T>::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
-  FSDP_CHECK(grads_live_ && flat_.shard_numel == flat_.padded_numel, "CudaUnit: DDP all-reduce needs whole gradients");
+  life_.check_all_reduce_full();
   if (bf16* copy = bf16_grads_copy(stream)) {  // the bf16 copy, reduced in place, is the reduced shard
-    comm.all_reduce(copy, copy, flat_.padded_numel, reduce_type_, stream, op);
+    comm.all_reduce(copy, copy, flat().padded_numel, reduce_type_, stream, op);
     reduced_ = copy;
     return;
   }
-  comm.all_reduce(full_grads_, full_grads_, flat_.padded_numel, reduce_type_, stream, op);
-  reduced_ = alloc_reduce(flat_.shard_numel, stream);
-  CUDA_CHECK(cudaMemcpyAsync(reduced_, full_grads_, std::size_t(flat_.shard_numel) * sizeof(float),
+  comm.all_reduce(full_grads_, full_grads_, flat().padded_numel, reduce_type_, stream, op);
+  reduced_ = alloc_reduce(flat().shard_numel, stream);
+  CUDA_CHECK(cudaMemcpyAsync(reduced_, full_grads_, std::size_t(flat().shard_numel) * sizeof(float),
                              cudaMemcpyDeviceToDevice, stream));
   free_full_grads(stream);
 }
@@ -223,13 +196,13 @@ void CudaUnitT<T>::all_reduce_full(DeviceCommunicator& comm, cudaStream_t stream
 template <class T>
 void CudaUnitT<T>::all_reduce_reduced(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: all-reduce across replicas before the reduce-scatter");
-  comm.all_reduce(reduced_, reduced_, flat_.shard_numel, reduce_type_, stream, op);
+  comm.all_reduce(reduced_, reduced_, flat().shard_numel, reduce_type_, stream, op);
 }
 
 template <class T>
 void CudaUnitT<T>::finish_reduction(int* non_finite, cudaStream_t stream) {
   FSDP_CHECK(reduced_ != nullptr, "CudaUnit: nothing reduced");
-  const std::int64_t n = flat_.shard_numel;
+  const std::int64_t n = flat().shard_numel;
   if (reduce_type_ == DType::bf16) {  // widen to fp32 first: the accumulator and the finiteness check are fp32
     float* wide = alloc_async<float>(n, stream);
     mem_->alloc(MemCategory::transient, double(n) * kF32);
@@ -246,7 +219,7 @@ void CudaUnitT<T>::finish_reduction(int* non_finite, cudaStream_t stream) {
 
 template <class T>
 void CudaUnitT<T>::zero_grad_shard(cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(grad_acc_.get(), 0, std::size_t(flat_.shard_numel) * sizeof(float), stream));
+  CUDA_CHECK(cudaMemsetAsync(grad_acc_.get(), 0, std::size_t(flat().shard_numel) * sizeof(float), stream));
 }
 
 template class CudaUnitT<bf16>;

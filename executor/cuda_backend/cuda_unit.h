@@ -21,6 +21,7 @@
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
+#include "executor/runtime/unit_lifecycle.h"
 
 namespace fsdpx::cuda {
 
@@ -28,7 +29,7 @@ namespace fsdpx::cuda {
 // for bf16 and f16 (nothing is summed), fp32 for the float model of the emulated build (tests/cuda/emulated).
 template <class T>
 constexpr DType copy_dtype() {
-  return sizeof(T) == 4 ? DType::f32 : DType::bf16;
+  return sizeof(T) == 4 ? DType::fp32 : DType::bf16;
 }
 
 template <class T>
@@ -41,7 +42,7 @@ class CudaUnitT {
   CudaUnitT(const CudaUnitT&) = delete;
   CudaUnitT& operator=(const CudaUnitT&) = delete;
 
-  const FlatUnitLayout& flat() const { return flat_; }
+  const FlatUnitLayout& flat() const { return life_.flat(); }
   std::int64_t shard_offset() const { return shard_offset_; }
   // Host <-> device state (synchronous on `stream`): masters, moments; the T shard follows.
   void upload(const UnitShardState& s, cudaStream_t stream);
@@ -53,8 +54,8 @@ class CudaUnitT {
   // parameters stays for backward, which gather_kept all-gathers over the reshard group and frees.
   void release(int keep_ranks, int keep_index, cudaStream_t stream);
   void gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op);
-  double kept_bytes() const { return double(kept_numel_) * sizeof(T); }
-  bool params_live() const { return params_live_; }
+  double kept_bytes() const { return life_.kept_bytes(); }
+  bool params_live() const { return life_.params_live(); }
   const T* module_params(int k) const;
   void copy_master_to_replica(cudaStream_t stream);  // DDP
 
@@ -78,9 +79,8 @@ class CudaUnitT {
   void* alloc_reduce(std::int64_t n, cudaStream_t stream);  // n elements of reduce_type_, counted
   void free_reduce(void* p, std::int64_t n, cudaStream_t stream);
   bf16* bf16_grads_copy(cudaStream_t stream);
-  FlatUnitLayout flat_;
+  UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   std::int64_t shard_offset_ = 0;
-  bool replicated_;
   DType reduce_type_;
   MemoryTracker* mem_;
   DeviceBuffer<float> master_, exp_avg_, exp_avg_sq_, grad_acc_;  // [shard_numel]
@@ -88,9 +88,7 @@ class CudaUnitT {
   T* full_params_ = nullptr;      // [padded_numel], stream-ordered
   float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
   void* reduced_ = nullptr;       // [shard_numel] of reduce_type_, stream-ordered
-  T* kept_ = nullptr;             // [kept_numel_]: the copy kept between forward and backward, stream-ordered
-  std::int64_t kept_numel_ = 0;
-  bool params_live_ = false, grads_live_ = false;
+  T* kept_ = nullptr;             // [life_.kept_numel()]: the copy kept between forward and backward, stream-ordered
 };
 
 using CudaUnit = CudaUnitT<bf16>;

@@ -23,14 +23,12 @@ namespace fsdpx {
 template <class Real>
 Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts)
     : spec_(spec), opts_(std::move(opts)), par_(opts_.parallel),
-      layout_(make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank})),
+      drv_("Transformer", make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank}), opts_.recompute),
       dims_(make_block_dims(spec, batch, seq, par_)), seq_(seq) {
   FSDP_CHECK(batch > 0 && seq > 0, "Transformer: batch and seq must be positive");
   FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");
   FSDP_CHECK(!opts_.fp8 || (par_.tp == 1 && !opts_.lora), "Transformer: fp8 runs with tp = 1 and without LoRA");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "Transformer: seq exceeds max_seq (position table)");
-  FSDP_CHECK(opts_.recompute.empty() || std::int64_t(opts_.recompute.size()) == spec.layers,
-             "Transformer: need one recompute mode per block");
   FSDP_CHECK(!par_.any() || opts_.comm != nullptr, "Transformer: tensor or context parallelism needs a ModelComm");
   v_local_ = spec.vocab / par_.tp;
   v_first_ = par_.tp_rank * v_local_;
@@ -51,7 +49,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   acts_.resize(static_cast<std::size_t>(spec.layers));
   bool any_recompute = false;
   for (std::int64_t i = 0; i < spec.layers; ++i) {
-    if (recomputes(i)) any_recompute = true;
+    if (drv_.recomputes(i)) any_recompute = true;
     else acts_[static_cast<std::size_t>(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
@@ -61,13 +59,6 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   probs_.assign(n * static_cast<std::size_t>(v_local_), 0);
   if (par_.any()) ce_stats_.assign(n * 3 * static_cast<std::size_t>(par_.tp), 0);
   dres_.assign(nl * c, 0), dlnf_.assign(n * c, 0);
-  weight_pending_.assign(static_cast<std::size_t>(layout_.num_modules()), 0);
-}
-
-template <class Real>
-bool Transformer<Real>::recomputes(std::int64_t block) const {
-  // selective == none here: see ModelOptions::recompute.
-  return !opts_.recompute.empty() && opts_.recompute[static_cast<std::size_t>(block)] == RecomputeMode::full;
 }
 
 template <class Real>
@@ -84,38 +75,6 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
   return ctx;
 }
 
-template <class Real>
-const Real* Transformer<Real>::module_base(std::span<const Real* const> params, int module) const {
-  FSDP_CHECK(std::int64_t(params.size()) == layout_.num_modules(), "Transformer: need one pointer per module");
-  const Real* base = params[static_cast<std::size_t>(module)];
-  FSDP_CHECK(base != nullptr, fmt::format("Transformer: buffer of module {} not provided",
-                                          layout_.modules[static_cast<std::size_t>(module)].name));
-  return base;
-}
-
-template <class Real>
-const Real* Transformer<Real>::tensor(std::span<const Real* const> params, int module, const char* name) const {
-  const Real* base = module_base(params, module);
-  const TensorSlot* t = layout_.modules[static_cast<std::size_t>(module)].find(name);
-  return t ? base + t->offset : nullptr;
-}
-
-template <class Real>
-Real* Transformer<Real>::module_base(std::span<Real* const> grads, int module) const {
-  FSDP_CHECK(std::int64_t(grads.size()) == layout_.num_modules(), "Transformer: need one pointer per module");
-  Real* base = grads[static_cast<std::size_t>(module)];
-  FSDP_CHECK(base != nullptr, fmt::format("Transformer: gradient buffer of module {} not provided",
-                                          layout_.modules[static_cast<std::size_t>(module)].name));
-  return base;
-}
-
-template <class Real>
-Real* Transformer<Real>::tensor(std::span<Real* const> grads, int module, const char* name) const {
-  Real* base = module_base(grads, module);
-  const TensorSlot* t = layout_.modules[static_cast<std::size_t>(module)].find(name);
-  return t ? base + t->offset : nullptr;
-}
-
 // The rank's context-parallel part of each sequence (positions_).
 template <class Real>
 void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t* targets) {
@@ -127,39 +86,33 @@ void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t
       tokens_[static_cast<std::size_t>(b * dims_.t + i)] = tokens[from];
       targets_[static_cast<std::size_t>(b * dims_.t + i)] = targets[from];
     }
-  next_forward_ = 0;
-  next_backward_ = -1;
+  drv_.start_batch();
 }
 
 template <class Real>
 void Transformer<Real>::forward_module(int m, std::span<const Real* const> params) {
-  FSDP_CHECK(m == next_forward_, fmt::format("Transformer: forward of module {} out of order", m));
-  if (m == ParamLayout::embedding_index()) {
-    embedding_forward(params);
-  } else if (m == layout_.final_norm_index()) {
-    final_norm_forward(tensor(params, m, "final_norm.weight"));
-  } else if (m == layout_.head_index()) {
-    head_forward(params);
-  } else {
-    const std::int64_t i = m - 1;
-    BlockActs<Real>& a = recomputes(i) ? recompute_acts_ : acts_[static_cast<std::size_t>(i)];
-    const auto p = block_tensors(layout_.modules[static_cast<std::size_t>(m)], module_base(params, m));
-    block_forward(block_context(m), p, resid_[static_cast<std::size_t>(i)].data(),
-                  resid_[static_cast<std::size_t>(i + 1)].data(), a);
+  drv_.enter_forward(m);
+  switch (drv_.part(m)) {
+    case ModulePart::embedding: return embedding_forward(params);
+    case ModulePart::final_norm: return final_norm_forward(drv_.tensor(params, m, "final_norm.weight"));
+    case ModulePart::head: return head_forward(params);
+    case ModulePart::block: break;
   }
-  next_forward_ = m + 1;
+  const auto i = static_cast<std::size_t>(m - 1);
+  BlockActs<Real>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
+  const auto p = block_tensors(layout().modules[static_cast<std::size_t>(m)], drv_.module_base(params, m));
+  block_forward(block_context(m), p, resid_[i].data(), resid_[i + 1].data(), a);
 }
 
 template <class Real>
 void Transformer<Real>::begin_backward(Real dloss) {
-  FSDP_CHECK(next_forward_ == layout_.num_modules(), "Transformer: begin_backward before the forward finished");
+  drv_.begin_backward();
   dloss_ = dloss;
-  next_backward_ = layout_.head_index();
 }
 
 template <class Real>
 void Transformer<Real>::backward_module(int m, std::span<const Real* const> params, std::span<Real* const> grads) {
-  FSDP_CHECK(m == next_backward_, fmt::format("Transformer: backward of module {} out of order", m));
+  drv_.enter_backward(m);
   // With sequence parallelism each tp rank sees its token shard, so the gradients of the tensors they
   // all hold whole are partial: this micro-batch's part is summed over tp (Megatron-LM,
   // megatron/core/distributed/finalize_model_grads.py, _allreduce_layernorm_grads).
@@ -167,24 +120,19 @@ void Transformer<Real>::backward_module(int m, std::span<const Real* const> para
   if (partial) sum_replicated_grads(m, grads, false);
   run_backward(m, params, grads, GradPass::all);
   if (partial) sum_replicated_grads(m, grads, true);
-  next_backward_ = m - 1;
 }
 
 template <class Real>
 void Transformer<Real>::backward_input_module(int m, std::span<const Real* const> params) {
-  FSDP_CHECK(m == next_backward_, fmt::format("Transformer: backward of module {} out of order", m));
   FSDP_CHECK(!par_.any(), "Transformer: the split backward runs without tensor or context parallelism");
+  drv_.enter_input_pass(m);
   run_backward(m, params, {}, GradPass::input);
-  weight_pending_[static_cast<std::size_t>(m)] = 1;
-  next_backward_ = m - 1;
 }
 
 template <class Real>
 void Transformer<Real>::backward_weight_module(int m, std::span<Real* const> grads) {
-  FSDP_CHECK(weight_pending_[static_cast<std::size_t>(m)],
-             fmt::format("Transformer: weight pass of module {} without its input pass", m));
+  drv_.enter_weight_pass(m);
   run_backward(m, {}, grads, GradPass::weight);
-  weight_pending_[static_cast<std::size_t>(m)] = 0;
 }
 
 template <class Real>
@@ -192,38 +140,34 @@ void Transformer<Real>::run_backward(int m, std::span<const Real* const> params,
                                      GradPass pass) {
   if (opts_.lora) {  // frozen base: only input gradients outside the blocks (whose adapters get theirs)
     FSDP_CHECK(pass == GradPass::all, "Transformer: LoRA runs the whole backward");
-    if (m == layout_.head_index()) head_backward(params, grads, GradPass::input);
-    else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, GradPass::input);
+    if (m == layout().head_index()) head_backward(params, grads, GradPass::input);
+    else if (m == layout().final_norm_index()) final_norm_backward(params, grads, GradPass::input);
     else if (m != ParamLayout::embedding_index()) block_module_backward(m, params, grads, pass);
     return;
   }
-  if (m == layout_.head_index()) head_backward(params, grads, pass);
-  else if (m == layout_.final_norm_index()) final_norm_backward(params, grads, pass);
+  if (m == layout().head_index()) head_backward(params, grads, pass);
+  else if (m == layout().final_norm_index()) final_norm_backward(params, grads, pass);
   else if (m == ParamLayout::embedding_index()) embedding_backward(grads, pass);
   else block_module_backward(m, params, grads, pass);
 }
 
 template <class Real>
 void Transformer<Real>::set_input(int m, const Real* x) {
-  FSDP_CHECK(m > 0 && m <= layout_.final_norm_index(), fmt::format("Transformer: no stage starts at module {}", m));
+  drv_.resume_forward(m);
   std::vector<Real>& in = resid_[static_cast<std::size_t>(m - 1)];
   std::copy(x, x + in.size(), in.begin());
-  next_forward_ = m;
 }
 
 template <class Real>
 const Real* Transformer<Real>::output(int m) const {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
-             fmt::format("Transformer: module {} has no output to hand on", m));
+  drv_.check_output(m);
   return resid_[static_cast<std::size_t>(m)].data();
 }
 
 template <class Real>
 void Transformer<Real>::set_output_grad(int m, const Real* dout) {
-  FSDP_CHECK(m >= 0 && m < layout_.final_norm_index() && m < next_forward_,
-             fmt::format("Transformer: no stage's backward starts at module {}", m));
+  drv_.resume_backward(m);
   std::copy(dout, dout + dres_.size(), dres_.begin());
-  next_backward_ = m;
 }
 
 // Before a module's backward (after = false): keeps the accumulated gradients of its tp-replicated
@@ -231,9 +175,9 @@ void Transformer<Real>::set_output_grad(int m, const Real* dout) {
 // over tp (one all-reduce) and adds back what was accumulated.
 template <class Real>
 void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_grads, bool after) {
-  const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
+  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
   if (std::none_of(ml.tensors.begin(), ml.tensors.end(), [](const TensorSlot& t) { return t.tp_replicated; })) return;
-  Real* grads = module_base(all_grads, m);
+  Real* grads = drv_.module_base(all_grads, m);
   std::vector<Real> part;  // the replicated tensors back to back
   for (const TensorSlot& t : ml.tensors)
     if (t.tp_replicated) part.insert(part.end(), grads + t.offset, grads + t.offset + t.numel());
@@ -253,11 +197,13 @@ template <class Real>
 void Transformer<Real>::block_module_backward(int m, std::span<const Real* const> params,
                                               std::span<Real* const> grads, GradPass pass) {
   const auto i = static_cast<std::size_t>(m - 1);
-  const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
-  const auto p = pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, module_base(params, m));
-  const auto g = pass == GradPass::input || opts_.lora ? BlockTensors<Real*>{} : block_tensors(ml, module_base(grads, m));
+  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
+  const auto p =
+      pass == GradPass::weight ? BlockTensors<const Real*>{} : block_tensors(ml, drv_.module_base(params, m));
+  const auto g =
+      pass == GradPass::input || opts_.lora ? BlockTensors<Real*>{} : block_tensors(ml, drv_.module_base(grads, m));
   const Real* x_in = resid_[i].data();
-  const bool rc = recomputes(std::int64_t(i));
+  const bool rc = drv_.recomputes(std::int64_t(i));
   if (rc && pass != GradPass::weight) block_forward(block_context(m), p, x_in, recompute_out_.data(), recompute_acts_);
   if (pass != GradPass::all && kept_.size() <= i) kept_.resize(i + 1), kept_acts_.resize(i + 1);
   if (pass == GradPass::input && kept_[i].d_out.empty()) kept_[i].allocate(dims_);
@@ -276,8 +222,8 @@ void Transformer<Real>::block_module_backward(int m, std::span<const Real* const
 // lookup, summed over tp by g, and positions looked up by global index.
 template <class Real>
 void Transformer<Real>::embedding_forward(std::span<const Real* const> params) {
-  const Real* wte = tensor(params, 0, "tok.weight");
-  const Real* wpe = tensor(params, 0, "pos.weight");
+  const Real* wte = drv_.tensor(params, 0, "tok.weight");
+  const Real* wpe = drv_.tensor(params, 0, "pos.weight");
   PausableOp op(opts_.profiler, "embed", 0);
   if (!par_.any()) {
     cpu::embedding_forward(resid_[0].data(), tokens_.data(), wte, wpe, dims_.b, dims_.t, dims_.c, spec_.vocab);
@@ -298,8 +244,8 @@ void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPas
     embedding_dout_ = dres_;
     return;
   }
-  Real* dwte = tensor(grads, 0, "tok.weight");
-  Real* dwpe = tensor(grads, 0, "pos.weight");
+  Real* dwte = drv_.tensor(grads, 0, "tok.weight");
+  Real* dwpe = drv_.tensor(grads, 0, "pos.weight");
   if (!par_.any()) {
     ScopedOp op(opts_.profiler, "embed_dw", 0);
     cpu::embedding_backward(dwte, dwpe, pass == GradPass::weight ? embedding_dout_.data() : dres_.data(),
@@ -314,9 +260,9 @@ void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPas
 
 template <class Real>
 void Transformer<Real>::final_norm_forward(const Real* p) {
-  const int m = layout_.final_norm_index();
+  const int m = layout().final_norm_index();
   ScopedOp op(opts_.profiler, "final_norm", m);
-  const ModuleLayout& ml = layout_.modules[static_cast<std::size_t>(m)];
+  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
   const TensorSlot* b = ml.find("final_norm.bias");
   const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;  // the rank's shard of lnf_
   norm_forward(spec_.arch, lnf_.data() + row * dims_.c, lnf_mean_.data(), lnf_rstd_.data(), resid_.back().data(), p,
@@ -326,11 +272,11 @@ void Transformer<Real>::final_norm_forward(const Real* p) {
 template <class Real>
 void Transformer<Real>::final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads,
                                             GradPass pass) {
-  const int m = layout_.final_norm_index();
+  const int m = layout().final_norm_index();
   ScopedOp op(opts_.profiler, "final_norm_bwd", m);
-  const TensorSlot* b = layout_.modules[static_cast<std::size_t>(m)].find("final_norm.bias");
-  const Real* p = pass == GradPass::weight ? nullptr : tensor(params, m, "final_norm.weight");
-  Real* g = pass == GradPass::input ? nullptr : tensor(grads, m, "final_norm.weight");
+  const TensorSlot* b = layout().modules[static_cast<std::size_t>(m)].find("final_norm.bias");
+  const Real* p = pass == GradPass::weight ? nullptr : drv_.tensor(params, m, "final_norm.weight");
+  Real* g = pass == GradPass::input ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
   const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
   if (pass != GradPass::weight) std::fill(dres_.begin(), dres_.end(), Real(0));
   norm_backward(spec_.arch, pass == GradPass::weight ? nullptr : dres_.data(), g, g && b ? g + b->offset : nullptr,
@@ -344,7 +290,7 @@ template <class Real>
 Real Transformer<Real>::vocab_parallel_loss() {
   const std::int64_t n = dims_.n;
   Real* mine = ce_stats_.data() + std::int64_t(par_.tp_rank) * n * 3;
-  PausableOp op(opts_.profiler, "loss", layout_.head_index());
+  PausableOp op(opts_.profiler, "loss", layout().head_index());
   vocab_ce_stats(mine, probs_.data(), targets_.data(), n, v_local_, v_first_);
   op.pause();
   if (par_.tp > 1) opts_.comm->all_gather(ModelAxis::tp, mine, ce_stats_.data(), n * 3);
@@ -354,8 +300,8 @@ Real Transformer<Real>::vocab_parallel_loss() {
 
 template <class Real>
 void Transformer<Real>::head_forward(std::span<const Real* const> params) {
-  const int m = layout_.head_index();
-  const Real* w = spec_.tied_embeddings ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+  const int m = layout().head_index();
+  const Real* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter(lnf_.data());
   {
     ScopedOp op(opts_.profiler, "lm_head", m);
@@ -373,10 +319,10 @@ void Transformer<Real>::head_forward(std::span<const Real* const> params) {
 // pass reads them there.
 template <class Real>
 void Transformer<Real>::head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass) {
-  const int m = layout_.head_index();
+  const int m = layout().head_index();
   const bool tied = spec_.tied_embeddings;
   if (pass != GradPass::weight) {
-    const Real* w = tied ? tensor(params, 0, "tok.weight") : tensor(params, m, "head.weight");
+    const Real* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
     {
       ScopedOp op(opts_.profiler, "loss_bwd", m);
       if (par_.any())
@@ -392,7 +338,7 @@ void Transformer<Real>::head_backward(std::span<const Real* const> params, std::
     TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
   }
   if (pass == GradPass::input) return;
-  Real* dw = tied ? tensor(grads, 0, "tok.weight") : tensor(grads, m, "head.weight");
+  Real* dw = tied ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
   ScopedOp op(opts_.profiler, "lm_head_dw", m);
   cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, v_local_);
 }
@@ -400,14 +346,14 @@ void Transformer<Real>::head_backward(std::span<const Real* const> params, std::
 template <class Real>
 std::vector<const Real*> Transformer<Real>::module_ptrs(const Real* flat) const {
   std::vector<const Real*> out;
-  for (const ModuleLayout& m : layout_.modules) out.push_back(flat + m.offset);
+  for (const ModuleLayout& m : layout().modules) out.push_back(flat + m.offset);
   return out;
 }
 
 template <class Real>
 std::vector<Real*> Transformer<Real>::module_ptrs(Real* flat) const {
   std::vector<Real*> out;
-  for (const ModuleLayout& m : layout_.modules) out.push_back(flat + m.offset);
+  for (const ModuleLayout& m : layout().modules) out.push_back(flat + m.offset);
   return out;
 }
 
@@ -415,7 +361,7 @@ template <class Real>
 Real Transformer<Real>::forward(const Real* params, const std::int32_t* tokens, const std::int32_t* targets) {
   set_batch(tokens, targets);
   const std::vector<const Real*> p = module_ptrs(params);
-  for (int m = 0; m < layout_.num_modules(); ++m) forward_module(m, p);
+  for (int m = 0; m < layout().num_modules(); ++m) forward_module(m, p);
   return loss_;
 }
 
@@ -424,7 +370,7 @@ void Transformer<Real>::backward(const Real* params, Real* grads, Real dloss) {
   begin_backward(dloss);
   const std::vector<const Real*> p = module_ptrs(params);
   const std::vector<Real*> g = module_ptrs(grads);
-  for (int m = layout_.num_modules() - 1; m >= 0; --m) backward_module(m, p, g);
+  for (int m = layout().num_modules() - 1; m >= 0; --m) backward_module(m, p, g);
 }
 
 template class Transformer<float>;

@@ -34,6 +34,7 @@
 #include "core/model_spec.h"
 #include "core/plan_settings.h"
 #include "executor/model/block.h"
+#include "executor/model/module_driver.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -64,7 +65,7 @@ class Transformer {
  public:
   Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts = {});
 
-  const ParamLayout& layout() const { return layout_; }
+  const ParamLayout& layout() const { return drv_.layout(); }
   const ModelSpec& spec() const { return spec_; }
   std::int64_t batch() const { return dims_.b; }
   std::int64_t seq() const { return seq_; }
@@ -107,16 +108,11 @@ class Transformer {
   Real vocab_parallel_loss();
   void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
   BlockContext<Real> block_context(int module);
-  bool recomputes(std::int64_t block) const;
-  const Real* module_base(std::span<const Real* const> params, int module) const;
-  Real* module_base(std::span<Real* const> grads, int module) const;
-  const Real* tensor(std::span<const Real* const> params, int module, const char* name) const;
-  Real* tensor(std::span<Real* const> grads, int module, const char* name) const;
 
   ModelSpec spec_;
   ModelOptions opts_;
   ModelParallel par_;
-  ParamLayout layout_;
+  ModuleDriver<Real, Real> drv_;                   // module order, protocol, pointer lookups
   BlockDims dims_;
   std::int64_t seq_ = 0;                           // whole sequence (dims_.t = seq / cp)
   std::int64_t v_local_ = 0, v_first_ = 0;         // the rank's vocabulary slice
@@ -139,15 +135,13 @@ class Transformer {
   std::vector<Real> dres_, dlnf_;                  // [N_local, C] residual-stream gradient, [N, C] final-norm output grad
   std::vector<Real> replicated_before_;            // sum_replicated_grads: accumulated before the module's backward
   // Split backward: per block what its weight pass needs (and, for a block that recomputes, the
-  // activations it re-materialised), the embedding output's gradient, modules awaiting their weight pass.
+  // activations it re-materialised) and the embedding output's gradient.
   std::vector<BlockWeightInputs<Real>> kept_;
   std::vector<BlockActs<Real>> kept_acts_;
   std::vector<Real> embedding_dout_;               // [N, C]
-  std::vector<char> weight_pending_;               // per module
   const Real* lora_params_ = nullptr;
   Real* lora_grads_ = nullptr;
   Real loss_ = 0, dloss_ = 1;
-  int next_forward_ = -1, next_backward_ = -1;     // protocol state (-1: not allowed)
 };
 
 extern template class Transformer<float>;

@@ -109,17 +109,17 @@ Outputs run_collectives(DeviceCommunicator& c, const Inputs& x) {
   DeviceBuffer<float> ag_in(kAg), ag_out(sn * kAg), ag_buf(sn * kAg);
   upload_on(ag_in.get(), x.ag, s);
   upload_on(ag_buf.get() + r * kAg, x.ag, s);
-  c.all_gather(ag_in.get(), ag_out.get(), kAg, DType::f32, s, "ag.u0.mb0.fwd");
-  c.all_gather(ag_buf.get() + r * kAg, ag_buf.get(), kAg, DType::f32, s);  // in place
-  c.all_gather(ag_in.get(), ag_out.get(), 0, DType::f32, s);               // empty: a no-op on every rank
+  c.all_gather(ag_in.get(), ag_out.get(), kAg, DType::fp32, s, "ag.u0.mb0.fwd");
+  c.all_gather(ag_buf.get() + r * kAg, ag_buf.get(), kAg, DType::fp32, s);  // in place
+  c.all_gather(ag_in.get(), ag_out.get(), 0, DType::fp32, s);               // empty: a no-op on every rank
   o.ag = download_on<float>(ag_out.get(), sn * kAg, s);
   o.ag_inplace = download_on<float>(ag_buf.get(), sn * kAg, s);
 
   DeviceBuffer<float> rs_in(sn * kRs), rs_out(kRs), rs_buf(sn * kRs);
   upload_on(rs_in.get(), x.rs, s);
   upload_on(rs_buf.get(), x.rs, s);
-  c.reduce_scatter(rs_in.get(), rs_out.get(), kRs, DType::f32, s, "rs.u0");
-  c.reduce_scatter(rs_buf.get(), rs_buf.get() + r * kRs, kRs, DType::f32, s);  // in place
+  c.reduce_scatter(rs_in.get(), rs_out.get(), kRs, DType::fp32, s, "rs.u0");
+  c.reduce_scatter(rs_buf.get(), rs_buf.get() + r * kRs, kRs, DType::fp32, s);  // in place
   o.rs = download_on<float>(rs_out.get(), kRs, s);
   o.rs_inplace = download_on<float>(rs_buf.get() + r * kRs, kRs, s);
 
@@ -127,9 +127,9 @@ Outputs run_collectives(DeviceCommunicator& c, const Inputs& x) {
   upload_on(ar_in.get(), x.ar, s);
   upload_on(ar_buf.get(), x.ar, s);
   upload_on(bc.get(), r == n - 1 ? x.bc : std::vector<float>(kBc, 0.0f), s);
-  c.all_reduce(ar_in.get(), ar_out.get(), kAr, DType::f32, s);
-  c.all_reduce(ar_buf.get(), ar_buf.get(), kAr, DType::f32, s);  // in place
-  c.broadcast(r == n - 1 ? bc.get() : nullptr, bc.get(), kBc, DType::f32, n - 1, s);
+  c.all_reduce(ar_in.get(), ar_out.get(), kAr, DType::fp32, s);
+  c.all_reduce(ar_buf.get(), ar_buf.get(), kAr, DType::fp32, s);  // in place
+  c.broadcast(r == n - 1 ? bc.get() : nullptr, bc.get(), kBc, DType::fp32, n - 1, s);
   o.ar = download_on<float>(ar_out.get(), kAr, s);
   o.ar_inplace = download_on<float>(ar_buf.get(), kAr, s);
   o.bc = download_on<float>(bc.get(), kBc, s);
@@ -197,8 +197,8 @@ TEST_CASE("device thread communicator: back-to-back collectives reuse their buff
     for (int k = 0; k < iters; ++k) {  // `in` and `sum` are overwritten while peers may still read them
       CUDA_CHECK(cudaMemcpyAsync(in.get(), host_in.get() + k * count, 4 * count, cudaMemcpyHostToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(sum.get(), host_in.get() + k * count, 4 * count, cudaMemcpyHostToDevice, s));
-      c.all_gather(in.get(), gathered.get() + std::int64_t(k) * n * count, count, DType::f32, s);
-      c.all_reduce(sum.get(), sum.get(), count, DType::f32, s);
+      c.all_gather(in.get(), gathered.get() + std::int64_t(k) * n * count, count, DType::fp32, s);
+      c.all_reduce(sum.get(), sum.get(), count, DType::fp32, s);
       CUDA_CHECK(cudaMemcpyAsync(host_sum.get() + k * count, sum.get(), 4 * count, cudaMemcpyDeviceToHost, s));
     }
     const std::vector<float> g = download_on<float>(gathered.get(), gathered.size(), s);
@@ -237,10 +237,10 @@ TEST_CASE("device thread communicator: split into sub-groups, dup for overlappin
     upload_on(v.get(), std::vector<float>(3, float(r + 1)), s_ag.get());
     upload_on(ag_in.get(), std::vector<float>{float(r), float(10 * r)}, s_ag.get());
     upload_on(rs_in.get(), std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}, s_rs.get());
-    sub->all_reduce(v.get(), v.get(), 3, DType::f32, s_ag.get());
+    sub->all_reduce(v.get(), v.get(), 3, DType::fp32, s_ag.get());
     // The same order on every rank: an all-gather on `c` and a reduce-scatter on `second`, two streams.
-    c.all_gather(ag_in.get(), ag_out.get(), 2, DType::f32, s_ag.get());
-    second->reduce_scatter(rs_in.get(), rs_out.get(), 1, DType::f32, s_rs.get());
+    c.all_gather(ag_in.get(), ag_out.get(), 2, DType::fp32, s_ag.get());
+    second->reduce_scatter(rs_in.get(), rs_out.get(), 1, DType::fp32, s_rs.get());
     me.sub_sum = download_on<float>(v.get(), 3, s_ag.get());
     me.gathered = download_on<float>(ag_out.get(), 2 * n, s_ag.get());
     me.scattered = download_on<float>(rs_out.get(), 1, s_rs.get());
@@ -272,11 +272,11 @@ TEST_CASE("device thread communicator: point-to-point batches pair in send order
     const cudaStream_t s = st.get();
     DeviceBuffer<float> out(count), in1(count), in2(count);
     upload_on(out.get(), std::vector<float>(std::size_t(count), float(r)), s);
-    c.send_recv({P2PCall{true, out.get(), count, next}, P2PCall{false, in1.get(), count, prev}}, DType::f32, s);
+    c.send_recv({P2PCall{true, out.get(), count, next}, P2PCall{false, in1.get(), count, prev}}, DType::fp32, s);
     upload_on(out.get(), std::vector<float>(std::size_t(count), float(10 + r)), s);
-    c.send_recv({P2PCall{true, out.get(), count, next}}, DType::f32, s);
+    c.send_recv({P2PCall{true, out.get(), count, next}}, DType::fp32, s);
     upload_on(out.get(), std::vector<float>(std::size_t(count), -1.0f), s);  // after the send: not sent
-    c.send_recv({P2PCall{false, in2.get(), count, prev}}, DType::f32, s);
+    c.send_recv({P2PCall{false, in2.get(), count, prev}}, DType::fp32, s);
     first[std::size_t(r)] = download_on<float>(in1.get(), std::size_t(count), s);
     second[std::size_t(r)] = download_on<float>(in2.get(), std::size_t(count), s);
   });
@@ -300,7 +300,7 @@ TEST_CASE("device thread communicator: rendezvous send_recv batches pair in a ri
     Stream st;
     DeviceBuffer<float> out(64), in(64);
     upload_on(out.get(), std::vector<float>(64, float(r)), st.get());
-    c.send_recv({P2PCall{true, out.get(), 64, next}, P2PCall{false, in.get(), 64, prev}}, DType::f32, st.get());
+    c.send_recv({P2PCall{true, out.get(), 64, next}, P2PCall{false, in.get(), 64, prev}}, DType::fp32, st.get());
     got[std::size_t(r)] = download_on<float>(in.get(), 64, st.get());
   });
   for (int r = 0; r < n; ++r) CHECK(got[std::size_t(r)] == std::vector<float>(64, float((r + n - 1) % n)));
@@ -312,8 +312,8 @@ TEST_CASE("device thread communicator: rendezvous send_recv batches pair in a ri
       run_device_ranks(pair, [](DeviceCommunicator& c) {
         Stream st;
         DeviceBuffer<float> out(8), in(8);
-        c.send_recv({P2PCall{true, out.get(), 8, 1 - c.rank()}}, DType::f32, st.get());
-        c.send_recv({P2PCall{false, in.get(), 8, 1 - c.rank()}}, DType::f32, st.get());
+        c.send_recv({P2PCall{true, out.get(), 8, 1 - c.rank()}}, DType::fp32, st.get());
+        c.send_recv({P2PCall{false, in.get(), 8, 1 - c.rank()}}, DType::fp32, st.get());
         CUDA_CHECK(cudaStreamSynchronize(st.get()));
       });
     } catch (const std::exception& e) {
@@ -332,7 +332,7 @@ TEST_CASE("device thread communicator: a receive of another count than the send 
                                           DeviceBuffer<float> buf(8);
                                           const bool send = c.rank() == 0;
                                           c.send_recv({P2PCall{send, buf.get(), send ? 8 : 4, 1 - c.rank()}},
-                                                      DType::f32, st.get());
+                                                      DType::fp32, st.get());
                                           CUDA_CHECK(cudaStreamSynchronize(st.get()));  // the copy reads buf
                                         }),
                        doctest::Contains("mismatched send_recv: rank 0 sent 8 elements of f32"), CommAborted);
@@ -352,7 +352,7 @@ TEST_CASE("device thread communicator: abort wakes a rank waiting in a collectiv
                                             return;
                                           }
                                           try {
-                                            c.all_reduce(buf.get(), buf.get(), 16, DType::f32, st.get());
+                                            c.all_reduce(buf.get(), buf.get(), 16, DType::fp32, st.get());
                                           } catch (const CommAborted&) {
                                             woke = true;
                                             throw;
@@ -363,7 +363,7 @@ TEST_CASE("device thread communicator: abort wakes a rank waiting in a collectiv
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));  // woken, not timed out
   CHECK(comms[0]->aborted());
   CHECK(comms[1]->abort_message() == "rank 1: injected failure");
-  CHECK_THROWS_AS(comms[0]->all_gather(nullptr, nullptr, 0, DType::f32, nullptr), CommAborted);
+  CHECK_THROWS_AS(comms[0]->all_gather(nullptr, nullptr, 0, DType::fp32, nullptr), CommAborted);
   CHECK_THROWS_AS(comms[1]->dup("again"), CommAborted);
 }
 
@@ -373,7 +373,7 @@ TEST_CASE("device thread communicator: mismatched dtypes and a missing rank end 
                                         [](DeviceCommunicator& c) {
                                           Stream st;
                                           DeviceBuffer<float> buf(8);
-                                          const DType t = c.rank() == 0 ? DType::f32 : DType::bf16;
+                                          const DType t = c.rank() == 0 ? DType::fp32 : DType::bf16;
                                           c.all_reduce(buf.get(), buf.get(), 8, t, st.get());
                                         }),
                        doctest::Contains("mismatched collectives: all_reduce("), CommAborted);
@@ -383,7 +383,7 @@ TEST_CASE("device thread communicator: mismatched dtypes and a missing rank end 
                                           if (c.rank() == 1) return;  // never arrives
                                           Stream st;
                                           DeviceBuffer<float> in(4), out(8);
-                                          c.all_gather(in.get(), out.get(), 4, DType::f32, st.get());
+                                          c.all_gather(in.get(), out.get(), 4, DType::fp32, st.get());
                                         }),
                        doctest::Contains("timed out after 0.2 s waiting in all_gather(f32)"), CommAborted);
 }

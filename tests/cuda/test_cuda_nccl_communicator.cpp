@@ -54,7 +54,7 @@ void check_one_rank_copies(DeviceCommunicator& c, const std::vector<H>& x, DType
   upload_on(in.get(), x, s);
   for (Collective k : {Collective::all_gather, Collective::reduce_scatter, Collective::all_reduce,
                            Collective::broadcast}) {
-    const std::string name = std::string(collective_name(k)) + " " + dtype_name(t);
+    const std::string name = std::string(collective_name(k)) + " " + word_name(t);
     CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, sizeof(D) * n, s));  // poison: the output must be written
     upload_on(buf.get(), x, s);
     run(c, k, in.get(), out.get(), std::int64_t(n), t, s);
@@ -82,7 +82,7 @@ TEST_CASE("nccl: a one-rank communicator copies in and out of place; split and d
   for (float& v : f32) v = u(rng());
   std::vector<Bits> b16;
   for (float v : random_bf16(4099)) b16.push_back(bf16_bits(v));
-  check_one_rank_copies(*comm, f32, DType::f32, st.get());
+  check_one_rank_copies(*comm, f32, DType::fp32, st.get());
   check_one_rank_copies(*comm, b16, DType::bf16, st.get());
 
   auto sub = comm->split(0, 0, "dp_shard");
@@ -92,7 +92,7 @@ TEST_CASE("nccl: a one-rank communicator copies in and out of place; split and d
   CHECK(sub->name() == "dp_shard");
   CHECK(second->name() == "dp_shard.rs");
   Stream other;
-  check_one_rank_copies(*sub, f32, DType::f32, st.get());
+  check_one_rank_copies(*sub, f32, DType::fp32, st.get());
   check_one_rank_copies(*second, b16, DType::bf16, other.get());
   CHECK_FALSE(comm->aborted());
 }
@@ -112,9 +112,9 @@ TEST_CASE("nccl: abort reaches every communicator of the family; later calls thr
   CHECK(seen == "rank 0: injected failure");
   Stream st;
   DeviceBuffer<float> buf(8);
-  CHECK_THROWS_WITH_AS(comm->all_reduce(buf.get(), buf.get(), 8, DType::f32, st.get()),
+  CHECK_THROWS_WITH_AS(comm->all_reduce(buf.get(), buf.get(), 8, DType::fp32, st.get()),
                        doctest::Contains("rank 0: injected failure"), CommAborted);
-  CHECK_THROWS_AS(sub->all_gather(buf.get(), buf.get(), 8, DType::f32, st.get()), CommAborted);
+  CHECK_THROWS_AS(sub->all_gather(buf.get(), buf.get(), 8, DType::fp32, st.get()), CommAborted);
   CHECK_THROWS_AS(comm->split(0, 0, "again"), CommAborted);
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("nccl: the watchdog aborts a collective that does not complete within 
   Stream st;
   DeviceBuffer<float> in(1024), out(1024);
   CUDA_CHECK(cudaLaunchHostFunc(st.get(), hold_stream, &gate));
-  comm->all_reduce(in.get(), out.get(), 1024, DType::f32, st.get(), "ar.gated");  // behind the blocked host function
+  comm->all_reduce(in.get(), out.get(), 1024, DType::fp32, st.get(), "ar.gated");  // behind the blocked host function
   auto fut = aborted.get_future();
   const bool fired = fut.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
   gate.open = true;
@@ -153,7 +153,7 @@ TEST_CASE("nccl: the watchdog aborts a collective that does not complete within 
   CHECK(msg.find("; aborting the communicators") != std::string::npos);
   CHECK(comm->aborted());
   CHECK(calls.load() == 1);
-  CHECK_THROWS_AS(comm->all_reduce(in.get(), out.get(), 1024, DType::f32, st.get()), CommAborted);
+  CHECK_THROWS_AS(comm->all_reduce(in.get(), out.get(), 1024, DType::fp32, st.get()), CommAborted);
 }
 
 TEST_CASE("nccl: a send/recv batch to itself copies the buffer") {
@@ -163,7 +163,7 @@ TEST_CASE("nccl: a send/recv batch to itself copies the buffer") {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f - 7.0f;
   DeviceBuffer<float> in(x.size()), out(x.size());
   upload_on(in.get(), x, st.get());
-  c->send_recv({P2PCall{true, in.get(), 1000, 0}, P2PCall{false, out.get(), 1000, 0}}, DType::f32, st.get(), "p2p.self");
+  c->send_recv({P2PCall{true, in.get(), 1000, 0}, P2PCall{false, out.get(), 1000, 0}}, DType::fp32, st.get(), "p2p.self");
   CHECK(download_on<float>(out.get(), x.size(), st.get()) == x);
 }
 
@@ -185,10 +185,10 @@ TEST_CASE("nccl: two ranks on one GPU where NCCL allows it") {
         Stream st;
         DeviceBuffer<float> buf(1024);
         upload_on(buf.get(), std::vector<float>(1024, float(r + 1)), st.get());
-        c->all_reduce(buf.get(), buf.get(), 1024, DType::f32, st.get(), "ar.two_ranks");
+        c->all_reduce(buf.get(), buf.get(), 1024, DType::fp32, st.get(), "ar.two_ranks");
         // Both send first and receive second in one batch: grouped, neither waits for the other.
         DeviceBuffer<float> got(1024);
-        c->send_recv({P2PCall{true, buf.get(), 1024, 1 - r}, P2PCall{false, got.get(), 1024, 1 - r}}, DType::f32,
+        c->send_recv({P2PCall{true, buf.get(), 1024, 1 - r}, P2PCall{false, got.get(), 1024, 1 - r}}, DType::fp32,
                      st.get(), "p2p.two_ranks");
         sums[static_cast<std::size_t>(r)] = download_on<float>(got.get(), 1024, st.get());
       } catch (const std::exception& e) {

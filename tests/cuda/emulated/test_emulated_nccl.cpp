@@ -32,13 +32,13 @@ TEST_CASE("emulated NCCL: a send completes only once its receive is posted (rend
   const std::vector<float> x{1.5f, -2.0f, 3.25f};
   DeviceBuffer<float> in(3), out(3);
   upload_on(in.get(), x, s0.get());
-  c[0]->send_recv({P2PCall{true, in.get(), 3, 1}}, DType::f32, s0.get(), "p2p.alone");
+  c[0]->send_recv({P2PCall{true, in.get(), 3, 1}}, DType::fp32, s0.get(), "p2p.alone");
   cudaEvent_t sent = nullptr;
   CUDA_CHECK(cudaEventCreateWithFlags(&sent, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(sent, s0.get()));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   CHECK(cudaEventQuery(sent) == cudaErrorNotReady);  // no receiver yet: the send has not completed
-  c[1]->send_recv({P2PCall{false, out.get(), 3, 0}}, DType::f32, s1.get(), "p2p.alone");
+  c[1]->send_recv({P2PCall{false, out.get(), 3, 0}}, DType::fp32, s1.get(), "p2p.alone");
   CUDA_CHECK(cudaEventSynchronize(sent));
   CHECK(download_on<float>(out.get(), 3, s1.get()) == x);
   CUDA_CHECK(cudaEventDestroy(sent));
@@ -53,7 +53,7 @@ TEST_CASE("emulated NCCL: a two-rank all-reduce sums in rank order on both ranks
       Stream s;
       DeviceBuffer<float> buf(4);
       upload_on(buf.get(), std::vector<float>{float(r), 0.5f, 1e8f * float(1 - 2 * r), 2.0f}, s.get());
-      c[std::size_t(r)]->all_reduce(buf.get(), buf.get(), 4, DType::f32, s.get(), "ar.two");
+      c[std::size_t(r)]->all_reduce(buf.get(), buf.get(), 4, DType::fp32, s.get(), "ar.two");
       got[std::size_t(r)] = download_on<float>(buf.get(), 4, s.get());
     });
   for (auto& t : ranks) t.join();
