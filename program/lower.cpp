@@ -15,6 +15,7 @@
 #include "cost_models/grad_scaling.h"
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
+#include "cost_models/moe_params.h"
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
 #include "program/group_members.h"
@@ -67,6 +68,10 @@ void Lowerer::make_groups() {
   };
   if (par.cp > 1) replicate_cp_group_ = spanning(GroupKind::replicate_cp), dp_cp_group_ = spanning(GroupKind::dp_cp);
   if (par.tp * par.cp > 1) mesh_all_group_ = spanning(GroupKind::mesh_all);
+  if (par.ep > 1) {  // the MoE blocks' all-to-alls (program/moe_block.h)
+    const ProcessGroup ep{GroupKind::ep, {}, par.ep};
+    g_.ep = add_group(GroupKind::ep, group_shape(prog_.mesh, ep, plan_.cluster.gpus_per_node), par.ep);
+  }
   if (par.pp == 1) return;
   const int stride = prog_.mesh.size();
   pp_pair_group_ = add_mesh_group(GroupKind::pp_pair, 2, stride);
@@ -294,7 +299,9 @@ StepProgram Lowerer::build() {
   join_rendezvous();
   prog_.world_size = par.world_size();
   prog_.tokens_per_step = double(plan_.training.global_batch) * double(plan_.training.seq);
-  prog_.model_flops_per_token = model_flops_per_token(plan_.model, plan_.training.seq);
+  // MoE: PaLM's count over the active parameters (cost_models/moe_params.h).
+  prog_.model_flops_per_token = plan_.model.is_moe() ? moe_model_flops_per_token(plan_.model, plan_.training.seq)
+                                                     : model_flops_per_token(plan_.model, plan_.training.seq);
   prog_.peak_flops_per_s = plan_.cluster.gpu.peak(plan_.precision.param);
   return std::move(prog_);
 }
