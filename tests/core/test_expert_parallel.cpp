@@ -13,6 +13,7 @@
 #include "core/model_spec.h"
 #include "core/plan.h"
 #include "tests/support/config_error.h"
+#include "tests/support/ep_parallelism.h"
 
 namespace fsdpx {
 namespace {
@@ -22,13 +23,7 @@ const std::string kData = FSDPX_TEST_DATA_DIR;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-Parallelism degrees(int dp_shard, int cp, int ep) {
-  Parallelism p;
-  p.dp_shard = dp_shard;
-  p.cp = cp;
-  p.ep = ep;
-  return p;
-}
+Parallelism degrees(int dp_shard, int cp, int ep) { return test::ep_parallelism(dp_shard, ep, 1, cp); }
 
 std::string ep_error(const ModelSpec& m, const Parallelism& p, MoeRouting r = {}) {
   return test::config_error_of([&] { check_expert_parallel(m, p, r, "plan.json"); });

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config_paths.h"
+#include "tests/support/ep_parallelism.h"
 #include "core/gpu_spec.h"
 #include "cost_models/expert_compute.h"
 
@@ -14,13 +15,6 @@ namespace fsdpx {
 namespace {
 
 const std::string kData = FSDPX_TEST_DATA_DIR;
-
-Parallelism ep_par(int dp_shard, int ep) {
-  Parallelism p;
-  p.dp_shard = dp_shard;
-  p.ep = ep;
-  return p;
-}
 
 const KernelWork& named(const std::vector<KernelWork>& ks, const std::string& name) {
   for (const auto& k : ks)
@@ -33,7 +27,7 @@ const KernelWork& named(const std::vector<KernelWork>& ks, const std::string& na
 
 TEST_CASE("routed expert FLOPs: 3 GEMMs of 2 x rows x hidden x expert width on the slowest rank") {
   const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
-  const RoutedLoad l = routed_load(v3, 1, 4096, ep_par(64, 64), MoeRouting{1.25});
+  const RoutedLoad l = routed_load(v3, 1, 4096, test::ep_parallelism(64, 64), MoeRouting{1.25});
   const double want = 3 * 2.0 * (4096.0 * 8 * 1.25) * 7168 * 2048;
   CHECK(routed_expert_flops(v3, l, 1) == doctest::Approx(want));
   const auto fwd = moe_mlp_kernels(v3, l, 1, DType::bf16, Pass::forward);
@@ -50,7 +44,7 @@ TEST_CASE("grouped GEMM efficiency by tokens per expert: fewer rows per expert, 
   const GpuSpec gpu = load_gpu("h100-sxm-80gb");
   REQUIRE(gpu.matmul_half_efficiency_dim > 0);
   auto s_per_flop = [&](int ep) {
-    const RoutedLoad l = routed_load(v3, 1, 4096, ep_par(256, ep), MoeRouting{1.0});
+    const RoutedLoad l = routed_load(v3, 1, 4096, test::ep_parallelism(256, ep), MoeRouting{1.0});
     const KernelWork k = named(moe_mlp_kernels(v3, l, 1, DType::bf16, Pass::forward), "moe_experts_down");
     CHECK(k.min_dim == doctest::Approx(std::min(l.rows_per_expert, 2048.0)));
     return kernel_time_s(k, gpu, DType::bf16) / k.flops;

@@ -6,20 +6,13 @@
 #include <string>
 
 #include "core/config_paths.h"
+#include "tests/support/ep_parallelism.h"
 #include "cost_models/expert_dispatch.h"
 
 namespace fsdpx {
 namespace {
 
 const std::string kData = FSDPX_TEST_DATA_DIR;
-
-Parallelism ep_par(int dp_shard, int ep, int tp = 1) {
-  Parallelism p;
-  p.dp_shard = dp_shard;
-  p.ep = ep;
-  p.tp = tp;
-  return p;
-}
 
 ClusterSpec dgx_h100(int nodes) {
   ClusterSpec c = load_cluster("dgx-h100");
@@ -31,24 +24,24 @@ ClusterSpec dgx_h100(int nodes) {
 
 TEST_CASE("DeepSeek-V3 at ep 64: 4096 tokens x top-8 rows, 4 local experts, imbalance on the slowest rank") {
   const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
-  const RoutedLoad l = routed_load(v3, 1, 4096, ep_par(64, 64), MoeRouting{1.25});
+  const RoutedLoad l = routed_load(v3, 1, 4096, test::ep_parallelism(64, 64), MoeRouting{1.25});
   CHECK(l.tokens == 4096);
   CHECK(l.mean_rows == 4096.0 * 8);
   CHECK(l.slowest_rows == doctest::Approx(4096.0 * 8 * 1.25));
   CHECK(l.local_experts == 4);
   CHECK(l.rows_per_expert == doctest::Approx(4096.0 * 8 * 1.25 / 4));
   // ep 1: every rank runs its own rows through all 256 experts; no rank waits on another.
-  const RoutedLoad one = routed_load(v3, 1, 4096, ep_par(64, 1), MoeRouting{1.25});
+  const RoutedLoad one = routed_load(v3, 1, 4096, test::ep_parallelism(64, 1), MoeRouting{1.25});
   CHECK(one.slowest_rows == one.mean_rows);
   CHECK(one.local_experts == 256);
   // The imbalance is capped at ep: all rows on one rank.
-  const RoutedLoad capped = routed_load(v3, 1, 4096, ep_par(64, 2), MoeRouting{5.0});
+  const RoutedLoad capped = routed_load(v3, 1, 4096, test::ep_parallelism(64, 2), MoeRouting{5.0});
   CHECK(capped.slowest_rows == doctest::Approx(2 * capped.mean_rows));
 }
 
 TEST_CASE("dispatch bytes: tokens x top_k x hidden x dtype bytes, S / ep to each peer") {
   const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
-  const RoutedLoad l = routed_load(v3, 1, 4096, ep_par(64, 8), MoeRouting{1.0});
+  const RoutedLoad l = routed_load(v3, 1, 4096, test::ep_parallelism(64, 8), MoeRouting{1.0});
   const double s = dispatch_all_to_all_bytes(v3, l, DType::bf16);
   CHECK(s == 4096.0 * 8 * 7168 * 2);
   CHECK(dispatch_bytes_per_peer(s, 8) == s / 8);
@@ -73,10 +66,10 @@ TEST_CASE("dispatch time: ep - 1 concurrent sends; NVLink inside a node, the NIC
 
 TEST_CASE("the ep group lies on dp_shard x cp coordinates tp ranks apart") {
   const ClusterSpec c = dgx_h100(16);
-  CHECK(ep_group_shape(ep_par(128, 8), c).ranks_per_node == 8);
-  CHECK(ep_group_shape(ep_par(128, 64), c).nodes() == 8);
-  CHECK(ep_group_shape(ep_par(64, 8, 2), c).ranks_per_node == 4);  // 8 GPUs / tp 2
-  CHECK(ep_group_shape(ep_par(128, 4), c).ranks_per_node == 4);
+  CHECK(ep_group_shape(test::ep_parallelism(128, 8), c).ranks_per_node == 8);
+  CHECK(ep_group_shape(test::ep_parallelism(128, 64), c).nodes() == 8);
+  CHECK(ep_group_shape(test::ep_parallelism(64, 8, 2), c).ranks_per_node == 4);  // 8 GPUs / tp 2
+  CHECK(ep_group_shape(test::ep_parallelism(128, 4), c).ranks_per_node == 4);
 }
 
 }  // namespace fsdpx
