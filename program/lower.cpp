@@ -20,12 +20,14 @@
 #include "cost_models/stack_costs.h"
 #include "program/group_members.h"
 #include "program/lowering.h"
+#include "program/moe_block.h"
 
 namespace fsdpx {
 namespace lowering {
 
 Lowerer::Lowerer(const Plan& plan)
-    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
+    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), state_params_(unit_state_params(plan)),
+      placement_(data_placement(plan.parallelism)),
       pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
       autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
       micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {
@@ -229,7 +231,7 @@ double Lowerer::local_optimizer_params() const {
   double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
-      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
+      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += state_params_[u];
   return sharded / plan_.parallelism.dp_shard + replicated;
 }
 
@@ -245,7 +247,7 @@ int Lowerer::unscale_grads(const std::vector<int>& deps) {
 void Lowerer::resident_memory() {
   double total = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
-    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += params_[u];
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += state_params_[u];
   const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
   const StateBytes state = plan_.lora                     ? lora_resident_state()

@@ -8,7 +8,9 @@
 #include "core/errors.h"
 #include "cost_models/expert_compute.h"
 #include "cost_models/expert_dispatch.h"
+#include "cost_models/expert_memory.h"
 #include "cost_models/moe_params.h"
+#include "program/segment_work.h"
 
 namespace fsdpx {
 namespace {
@@ -62,6 +64,29 @@ std::vector<double> moe_module_params(const Plan& plan) {
     out.push_back(b < m.moe.dense_layers ? double(c.dense_block) : double(c.moe_block) - remote);
   out.push_back(double(c.final_norm));
   out.push_back(double(c.head));
+  return out;
+}
+
+double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Recompute r) {
+  ModelSpec attention_only = plan.model;
+  attention_only.ffn_hidden = 0;  // the dense MLP's tensors out; the norms, attention and residuals stay
+  const double base = block_activation_bytes(attention_only, a, r);
+  if (r == Recompute::full) return base;
+  return base + routed_activation_bytes(plan.model, load_of(plan), plan.parallelism.tp, plan.precision.param).saved;
+}
+
+std::vector<double> unit_state_params(const Plan& plan) {
+  std::vector<double> out = unit_params(plan);
+  if (!plan.model.is_moe() || plan.parallelism.ep == 1) return out;
+  const ModelSpec& m = plan.model;
+  const double local = double(local_experts(m, plan.parallelism)) * 3.0 * double(m.hidden) *
+                       double(m.moe.expert_ffn_hidden) / plan.parallelism.tp;
+  const double extra = local * (double(plan.parallelism.ep) / plan.parallelism.cp - 1.0);
+  const auto names = module_names(m);
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    for (const std::string& mod : plan.units[u].modules)
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == mod && is_moe_block(plan, int(i))) out[u] += extra;
   return out;
 }
 

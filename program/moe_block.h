@@ -1,15 +1,15 @@
-// program/moe_block.h — what a mixture-of-experts block adds to the step program: its kernels (the
-// block's attention and norms as block_kernels has them, its dense MLP replaced by the router, the
-// permutation, the grouped expert GEMMs and the shared experts of cost_models/expert_compute.h) and its
-// dispatch and combine all-to-alls on the ep group, serial inside the block's forward and backward ops
-// as torchtitan's and Megatron-Core's all-to-all dispatchers run them on the compute stream. Leaves out
-// DeepEP-style overlap of the all-to-alls with compute, and fp8 expert GEMMs.
+// program/moe_block.h — what a mixture-of-experts block adds to the step program: its kernels (dense MLP
+// replaced by router, permutation, grouped experts, shared experts), its dispatch/combine all-to-alls on
+// the ep group (serial in the block's ops, as torchtitan's and Megatron-Core's dispatchers run them), its
+// experts' gathered and sharded parameters and routed activations. Leaves out DeepEP-style overlap, fp8
+// experts and the experts' own all-gather group.
 #pragma once
 
 #include <vector>
 
 #include "core/plan.h"
 #include "cost_models/compute.h"
+#include "cost_models/memory.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -30,9 +30,20 @@ std::vector<KernelWork> block_kernels_of(const Plan& plan, int module, const Lay
 void add_moe_all_to_alls(std::vector<SerialCollective>& out, const Plan& plan, int ep_group, int module);
 
 // Parameters of each module (module_names order) one rank gathers for an MoE model, before tp: the
-// counts of cost_models/moe_params.h with each MoE block's routed experts cut to experts / ep. Leaves
-// out that FSDP shards those experts over dp_shard x cp / ep ranks rather than dp_shard: the lowering
-// all-gathers a unit over dp_shard, so plans with MoE models stay refused until it splits the gather.
+// counts of cost_models/moe_params.h with each MoE block's routed experts cut to experts / ep. The
+// lowering all-gathers and reduce-scatters a whole unit over dp_shard (the experts' own, smaller group is
+// left out of the collectives' timing; their sharded state is unit_state_params), one reason plans with
+// MoE models stay refused.
 std::vector<double> moe_module_params(const Plan& plan);
+
+// Per unit, the parameters whose sharded state a rank holds x dp_shard, after tp: unit_params with each
+// MoE block's local routed experts x ep / cp, so that dividing by dp_shard gives local experts / (dp_shard
+// x cp / ep), torchtitan's expert FSDP group (core/expert_parallel.h). unit_params for dense models.
+std::vector<double> unit_state_params(const Plan& plan);
+
+// Activations an MoE block saves for backward on the slowest ep rank: block_activation_bytes without the
+// dense MLP's inner tensors (the block with ffn_hidden 0), plus the routed rows' saved tensors
+// (cost_models/expert_memory.h) unless the block recomputes fully (then only its input is kept).
+double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Recompute r);
 
 }  // namespace fsdpx

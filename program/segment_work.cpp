@@ -213,7 +213,9 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         mem.weight_pass_bytes += embedding_weight_grad_bytes(plan.model, a);
         break;
       case ModuleKind::block:
-        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
+        mem.saved_activation_bytes += is_moe_block(plan, i)
+                                          ? moe_block_activation_bytes(plan, a, recompute_of(block_recompute(plan, i)))
+                                          : block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
         // LoRA: each adapter keeps u = x Aᵀ [tokens, r] for its backward (x is the base GEMM's saved input).
         if (plan.lora && block_recompute(plan, i) != RecomputeMode::full)
           mem.saved_activation_bytes += double(a.micro_batch) * double(a.seq) / a.cp * double(plan.lora->rank) *

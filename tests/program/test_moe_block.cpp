@@ -9,6 +9,7 @@
 
 #include "core/config_paths.h"
 #include "core/plan.h"
+#include "cost_models/expert_memory.h"
 #include "cost_models/moe_params.h"
 #include "program/group_members.h"
 #include "program/lower.h"
@@ -129,6 +130,48 @@ TEST_CASE("lowering a Mixtral-like plan with ep 4: an ep group and all-to-alls i
   CHECK(blocks_with_a2a == 2);  // mixtral-tiny's two MoE blocks
   const StepProgram dense_ep = lower(mixtral_plan(1));
   for (const auto& g : dense_ep.groups) CHECK(g.kind != GroupKind::ep);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+TEST_CASE("sharded expert state: experts / ep over dp_shard x cp / ep ranks, so ep leaves it unchanged") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const std::vector<double> s1 = unit_state_params(p1), s4 = unit_state_params(p4);
+  CHECK(s1 == unit_params(p1));  // ep 1: the state is what is gathered
+  for (std::size_t u = 0; u < s1.size(); ++u) CHECK(s4[u] == doctest::Approx(s1[u]));
+  CHECK(unit_params(p4)[1] < s4[1]);  // gathers one expert of four, holds a shard of all four's state
+  auto resident = [](const StepProgram& prog, MemCategory c) {
+    double b = 0;
+    for (const MemEffect& e : prog.roles[0].resident) b += e.category == c ? e.bytes : 0;
+    return b;
+  };
+  const StepProgram l1 = lower(p1), l4 = lower(p4);
+  for (MemCategory c : {MemCategory::params, MemCategory::optimizer})
+    CHECK(resident(l4, c) == doctest::Approx(resident(l1, c)));
+  CHECK(resident(l4, MemCategory::params) > 0);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+TEST_CASE("an MoE block saves its routed rows' tensors: the slowest rank's imbalance shows, full recompute drops them") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const double s1 = segment_memory(p1, 1, 1).saved_activation_bytes;
+  const double s4 = segment_memory(p4, 1, 1).saved_activation_bytes;
+  auto routed = [](const Plan& p) {
+    const RoutedLoad l = routed_load(p.model, p.training.micro_batch, p.training.seq, p.parallelism, p.moe_routing);
+    return routed_activation_bytes(p.model, l, p.parallelism.tp, p.precision.param).saved;
+  };
+  CHECK(routed(p4) > routed(p1));  // 1.25 x the rows on the slowest of 4 ranks
+  CHECK(s4 - s1 == doctest::Approx(routed(p4) - routed(p1)));
+  Plan f1 = p1, f4 = p4;
+  f1.recompute.assign(f1.recompute.size(), RecomputeMode::full);
+  f4.recompute.assign(f4.recompute.size(), RecomputeMode::full);
+  CHECK(segment_memory(f4, 1, 1).saved_activation_bytes == doctest::Approx(segment_memory(f1, 1, 1).saved_activation_bytes));
+  CHECK(segment_memory(f4, 1, 1).saved_activation_bytes < s1);
 }
 
 }  // namespace fsdpx
