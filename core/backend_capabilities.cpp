@@ -87,6 +87,7 @@ void axis_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Ca
   };
   axis("tp", par.tp, &BackendCapabilities::tensor_parallel, "tensor parallelism");
   axis("cp", par.cp, &BackendCapabilities::context_parallel, "context parallelism");
+  axis("ep", par.ep, &BackendCapabilities::expert_parallel, "expert parallelism");
   if (par.pp > 1 && par.tp * par.cp > 1 && !caps.pipeline_with_model_parallel)
     out.push_back({"/parallelism/pp", fmt::format("the runtime runs pipeline parallelism with tp = cp = 1 only (got pp "
                                                   "{}, tp {}, cp {})", par.pp, par.tp, par.cp), true});

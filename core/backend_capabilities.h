@@ -36,6 +36,10 @@ struct BackendCapabilities {
   std::vector<AttentionKernelSupport> attention_kernels;
   const char* attention_note = "";
   bool tensor_parallel = false, context_parallel = false;
+  // ep > 1 (core/expert_parallel.h): the dispatch/combine all-to-alls and experts sharded over their own
+  // FSDP group. torchtitan >= 0.2 (expert_parallel_degree) and Megatron-Core (expert_model_parallel_size)
+  // run it; no fsdpx backend does yet (issue 30).
+  bool expert_parallel = false;
   bool pipeline_with_model_parallel = false;  // pp > 1 together with tp or cp > 1
   std::vector<PipelineSchedule> pipeline_schedules;
   bool lora = false;

@@ -15,6 +15,7 @@
 #include "core/attention_kernel.h"
 #include "core/cluster_spec.h"
 #include "core/dtype.h"
+#include "core/expert_parallel.h"
 #include "core/fp8.h"
 #include "core/framework.h"
 #include "core/lora.h"
@@ -64,6 +65,8 @@ struct Plan {
   bool compiled = false;
   // LoRA fine-tuning (core/lora.h): the base weights frozen, adapters trained; absent = full training.
   std::optional<LoraSettings> lora;
+  // Mixture-of-experts routing assumptions (core/expert_parallel.h); written for MoE models only.
+  MoeRouting moe_routing;
   std::optional<PredictedMetrics> predicted;
   std::optional<PlannerRecord> planner;
   std::string notes;  // free text (why the planner chose this plan); empty = not written

@@ -135,6 +135,7 @@ Parallelism parse_parallelism(JsonObject o) {
   p.sequence_parallel = o.optional_boolean("sequence_parallel").value_or(false);
   p.pp = optional_degree(o, "pp", 1);
   p.vpp = optional_degree(o, "vpp", 1);
+  p.ep = optional_degree(o, "ep", 1);
   p.pp_schedule = enum_of(o, "pp_schedule", kSchedules, pipeline_schedule_name, PipelineSchedule::none);
   p.data_parallel = enum_of(o, "data_parallel", kDataParallels, data_parallel_name, DataParallel::fsdp_full_shard);
   o.finish();
@@ -324,7 +325,7 @@ void check_stated_micro_batches(JsonObject training, const Plan& p) {
 }
 
 nlohmann::json parallelism_to_json(const Parallelism& p) {
-  return {{"dp_replicate", p.dp_replicate},
+  nlohmann::json j{{"dp_replicate", p.dp_replicate},
           {"dp_shard", p.dp_shard},
           {"tp", p.tp},
           {"cp", p.cp},
@@ -333,6 +334,8 @@ nlohmann::json parallelism_to_json(const Parallelism& p) {
           {"vpp", p.vpp},
           {"pp_schedule", pipeline_schedule_name(p.pp_schedule)},
           {"data_parallel", data_parallel_name(p.data_parallel)}};
+  if (p.ep > 1) j["ep"] = p.ep;  // absent = 1: dense plans keep their bytes
+  return j;
 }
 
 nlohmann::json optimizer_to_json(const OptimizerSettings& s) {
@@ -367,6 +370,11 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.framework = parse_framework(o);
   p.compiled = o.optional_boolean("compiled").value_or(false);
   if (auto l = o.optional_object("lora")) p.lora = parse_lora(*l, p.model);
+  if (auto mr = o.optional_object("moe")) {
+    if (!p.model.is_moe()) o.fail("moe", fmt::format("routing settings need a mixture-of-experts model; {} is dense",
+                                                      p.model.name));
+    p.moe_routing = parse_moe_routing(*mr);
+  }
   if (auto pr = o.optional_object("predicted")) p.predicted = parse_predicted(*pr);
   if (auto pl = o.optional_object("planner")) p.planner = parse_planner_record(*pl);
   p.notes = o.optional_string("notes").value_or("");
@@ -417,6 +425,7 @@ nlohmann::json plan_to_json(const Plan& p) {
                     {"allow_bf16_reduce", p.planner->allow_bf16_reduce}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (p.lora) j["lora"] = lora_to_json(*p.lora);
+  if (p.model.is_moe()) j["moe"] = moe_routing_to_json(p.moe_routing);
   if (p.loss_scale) j["loss_scale"] = loss_scale_to_json(*p.loss_scale);
   if (p.fp8) j["fp8"] = fp8_settings_to_json(*p.fp8);
   if (p.training.dropout > 0) j["training"]["dropout"] = p.training.dropout;  // absent = 0

@@ -69,6 +69,9 @@ struct Parallelism {
   bool sequence_parallel = false;
   int pp = 1;
   int vpp = 1;
+  // Expert parallelism: the routed experts of every MoE block split over ep ranks folded onto the
+  // dp_shard x cp ranks (torchtitan's etp = tp case; core/expert_parallel.h). 1: every rank holds all.
+  int ep = 1;
   PipelineSchedule pp_schedule = PipelineSchedule::none;
   DataParallel data_parallel = DataParallel::fsdp_full_shard;
 

@@ -295,6 +295,7 @@ void check_framework(const Checker& c) {
 }  // namespace
 
 void validate_plan(const Plan& p, const std::string& file) {
+  check_expert_parallel(p.model, p.parallelism, p.moe_routing, file);  // before the refusal: ep's own errors
   refuse_unplanned_model(p.model, file, "/model");
   const Checker c{p, file};
   check_degrees(c);

@@ -65,6 +65,15 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.shard = {first, first + g};
       break;
     }
+    case GroupKind::ep: {  // ep / cp consecutive dp_shard coordinates x every cp coordinate
+      const int run = group.reshard_ranks / mesh.cp;
+      FSDP_CHECK(run >= 1 && group.reshard_ranks % mesh.cp == 0 && mesh.dp_shard % run == 0,
+                 "ep group: cp divides ep, ep / cp divides dp_shard");
+      const int first = c.dp_shard / run * run;
+      b.shard = {first, first + run};
+      b.cp = {0, mesh.cp};
+      break;
+    }
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: FSDP_CHECK(false, "pipeline groups span roles: their ops meet by rendezvous");
@@ -95,6 +104,7 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::replicate_cp: return mesh.dp_replicate * mesh.cp;
     case GroupKind::dp_cp: return mesh.dp_replicate * mesh.dp_shard * mesh.cp;
     case GroupKind::mesh_all: return mesh.size();
+    case GroupKind::ep: return group.reshard_ranks;
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: return group.shape.ranks;  // one rank per member role

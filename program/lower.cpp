@@ -15,16 +15,19 @@
 #include "cost_models/grad_scaling.h"
 #include "cost_models/mesh.h"
 #include "cost_models/memory.h"
+#include "cost_models/moe_params.h"
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
 #include "program/group_members.h"
 #include "program/lowering.h"
+#include "program/moe_block.h"
 
 namespace fsdpx {
 namespace lowering {
 
 Lowerer::Lowerer(const Plan& plan)
-    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), placement_(data_placement(plan.parallelism)),
+    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), state_params_(unit_state_params(plan)),
+      placement_(data_placement(plan.parallelism)),
       pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
       autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
       micro_batches_(int(plan.grad_accum())), stages_(virtual_stages(plan.parallelism.pp, plan.parallelism.vpp)) {
@@ -67,6 +70,10 @@ void Lowerer::make_groups() {
   };
   if (par.cp > 1) replicate_cp_group_ = spanning(GroupKind::replicate_cp), dp_cp_group_ = spanning(GroupKind::dp_cp);
   if (par.tp * par.cp > 1) mesh_all_group_ = spanning(GroupKind::mesh_all);
+  if (par.ep > 1) {  // the MoE blocks' all-to-alls (program/moe_block.h)
+    const ProcessGroup ep{GroupKind::ep, {}, par.ep};
+    g_.ep = add_group(GroupKind::ep, group_shape(prog_.mesh, ep, plan_.cluster.gpus_per_node), par.ep);
+  }
   if (par.pp == 1) return;
   const int stride = prog_.mesh.size();
   pp_pair_group_ = add_mesh_group(GroupKind::pp_pair, 2, stride);
@@ -224,7 +231,7 @@ double Lowerer::local_optimizer_params() const {
   double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
-      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += params_[u];
+      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += state_params_[u];
   return sharded / plan_.parallelism.dp_shard + replicated;
 }
 
@@ -240,7 +247,7 @@ int Lowerer::unscale_grads(const std::vector<int>& deps) {
 void Lowerer::resident_memory() {
   double total = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
-    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += params_[u];
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += state_params_[u];
   const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
   const StateBytes state = plan_.lora                     ? lora_resident_state()
@@ -294,7 +301,9 @@ StepProgram Lowerer::build() {
   join_rendezvous();
   prog_.world_size = par.world_size();
   prog_.tokens_per_step = double(plan_.training.global_batch) * double(plan_.training.seq);
-  prog_.model_flops_per_token = model_flops_per_token(plan_.model, plan_.training.seq);
+  // MoE: PaLM's count over the active parameters (cost_models/moe_params.h).
+  prog_.model_flops_per_token = plan_.model.is_moe() ? moe_model_flops_per_token(plan_.model, plan_.training.seq)
+                                                     : model_flops_per_token(plan_.model, plan_.training.seq);
   prog_.peak_flops_per_s = plan_.cluster.gpu.peak(plan_.precision.param);
   return std::move(prog_);
 }

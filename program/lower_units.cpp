@@ -261,7 +261,7 @@ void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes)
   if (first && grads_from_reduction()) {
     const PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
     op.alloc_at_start.push_back(
-        {MemCategory::grads, fsdp2_state_bytes(params_[std::size_t(unit)], plan_.parallelism.dp_shard, policy).grads});
+        {MemCategory::grads, fsdp2_state_bytes(state_params_[std::size_t(unit)], plan_.parallelism.dp_shard, policy).grads});
   }
   // FSDP2 without pipelining: the widened input outlives the collective until the next unit's
   // post-backward (rs_input_pending_bytes_); the backward's last reduction frees it in the final callback.

@@ -84,6 +84,10 @@ class Lowerer {
   const Plan& plan_;
   std::vector<Segment> segs_;
   std::vector<double> params_;
+  // Parameters of each unit whose sharded state (params, reduced gradients, optimizer) a rank holds x
+  // dp_shard: params_ with each MoE block's local experts x ep / cp, since FSDP shards them over
+  // dp_shard x cp / ep ranks (program/moe_block.h unit_state_params); params_ for dense models.
+  std::vector<double> state_params_;
   // Bytes of each unit as its all-gather moves it: params_ x pb_, the blocks' linear weights at one
   // byte under fp8 all-gather (core/fp8.h).
   std::vector<double> gather_bytes_;

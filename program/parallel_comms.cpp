@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "program/moe_block.h"
 
 namespace fsdpx {
 
@@ -78,8 +79,9 @@ void add_block_regions(std::vector<SerialCollective>& out, const Sizes& s, int t
 }  // namespace
 
 std::string serial_collective_name(GroupKind axis, Collective kind, double bytes) {
-  FSDP_CHECK(axis == GroupKind::tp || axis == GroupKind::cp, "serial collectives run in the tp or cp group");
-  return fmt::format("{}.{}.{}B", axis == GroupKind::tp ? "tp" : "cp", collective_name(kind), std::int64_t(bytes));
+  FSDP_CHECK(axis == GroupKind::tp || axis == GroupKind::cp || axis == GroupKind::ep,
+             "serial collectives run in the tp, cp or ep group");
+  return fmt::format("{}.{}.{}B", group_kind_name(axis), collective_name(kind), std::int64_t(bytes));
 }
 
 ModuleKind module_kind(const Plan& plan, int i) {
@@ -100,6 +102,7 @@ void add_forward_comms(std::vector<SerialCollective>& out, const Plan& plan, con
       add_block_regions(out, s, tp);
       if (grouped_qkv(plan)) add(out, Collective::all_gather, qkv_bytes(plan, s), tp);
       add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);
+      add_moe_all_to_alls(out, plan, g.ep, module);
       break;
     case ModuleKind::final_norm: break;
     case ModuleKind::head:  // f before the vocabulary-parallel head; the cross-entropy statistics
@@ -122,6 +125,7 @@ void add_backward_comms(std::vector<SerialCollective>& out, const Plan& plan, co
       if (grouped_qkv(plan)) add(out, Collective::reduce_scatter, qkv_bytes(plan, s), tp);
       add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);  // K and V again, then dK and dV back
       add(out, Collective::reduce_scatter, kv_bytes(plan, s), g.cp);
+      add_moe_all_to_alls(out, plan, g.ep, module);
       break;
     case ModuleKind::final_norm: break;
     case ModuleKind::head:  // f's backward

@@ -22,13 +22,14 @@ ModuleKind module_kind(const Plan& plan, int module);
 // Process groups of the step, as indices into StepProgram::groups (-1 when the axis has one rank).
 struct StepGroups {
   int dp_shard = -1, dp_replicate = -1, dp_all = -1, tp = -1, cp = -1;
+  int ep = -1;  // expert parallelism: the MoE blocks' all-to-alls (program/moe_block.h)
 };
 
-// The name profiles give a serial collective of the tp or cp group (`axis`): "tp.all_gather.16384B".
+// The name profiles give a serial collective of the tp, cp or ep group (`axis`): "tp.all_gather.16384B".
 std::string serial_collective_name(GroupKind axis, Collective kind, double bytes);
 
 // Appends the collectives of one forward pass of `module` (a block re-running its forward under full
-// recompute calls this again).
+// recompute calls this again); an MoE block's all-to-alls come after its tp/cp collectives.
 void add_forward_comms(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int module);
 // Appends the collectives of the backward of `module` (without its recompute).
 void add_backward_comms(std::vector<SerialCollective>& out, const Plan& plan, const StepGroups& g, int module);

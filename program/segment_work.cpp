@@ -10,6 +10,7 @@
 #include "cost_models/memory.h"
 #include "cost_models/op_sac.h"
 #include "cost_models/params.h"
+#include "program/moe_block.h"
 
 namespace fsdpx {
 
@@ -76,6 +77,19 @@ void add_op_sac_recompute_tp(std::vector<SerialCollective>& out, const Plan& pla
   }
 }
 
+// Dense models: count_params per module; a tied table is counted once, as the embedding.
+void dense_module_params(const Plan& plan, std::map<std::string, double>& per_module) {
+  const ParamCounts pc = count_params(plan.model);
+  const auto names = module_names(plan.model);
+  const int layers = int(plan.model.layers);
+  per_module["embedding"] = double(pc.embedding);
+  for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
+  per_module["final_norm"] = double(pc.final_norm);
+  per_module["head"] = double(pc.head);
+  // A tied table is counted once, as the embedding; the last pipeline stage keeps a copy for the head.
+  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module["head"] += double(plan.model.vocab * plan.model.hidden);
+}
+
 }  // namespace
 
 std::vector<Segment> plan_segments(const Plan& plan) {
@@ -97,16 +111,14 @@ std::vector<Segment> plan_segments(const Plan& plan) {
 }
 
 std::vector<double> unit_params(const Plan& plan) {
-  const ParamCounts pc = count_params(plan.model);
   const auto names = module_names(plan.model);
-  const int layers = int(plan.model.layers);
   std::map<std::string, double> per_module;
-  per_module["embedding"] = double(pc.embedding);
-  for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
-  per_module["final_norm"] = double(pc.final_norm);
-  per_module["head"] = double(pc.head);
-  // A tied table is counted once, as the embedding; the last pipeline stage keeps a copy for the head.
-  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module["head"] += double(plan.model.vocab * plan.model.hidden);
+  if (plan.model.is_moe()) {  // routed experts cut to experts / ep (program/moe_block.h)
+    const std::vector<double> counts = moe_module_params(plan);
+    for (std::size_t i = 0; i < names.size(); ++i) per_module[names[i]] = counts[i];
+  } else {
+    dense_module_params(plan, per_module);
+  }
   std::vector<double> out;
   // TP splits every weight matrix and the vocabulary; norms are replicated (< 0.1% of a block).
   for (const auto& unit : plan.units) {
@@ -126,7 +138,7 @@ WorkSet segment_forward_work(const Plan& plan, int first_module, int module_coun
     switch (module_kind(plan, i)) {
       case ModuleKind::embedding: append(w.kernels, embedding_kernels(plan.model, s, Pass::forward)); break;
       case ModuleKind::block:
-        append(w.kernels, block_kernels(plan.model, s, Pass::forward));
+        append(w.kernels, block_kernels_of(plan, i, s, Pass::forward));
         if (plan.lora) append(w.kernels, lora_block_kernels(plan.model, *plan.lora, s, Pass::forward));
         break;
       case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
@@ -147,7 +159,7 @@ namespace {
 void add_block_recompute(WorkSet& w, const Plan& plan, int i, const StepGroups& g) {
   const LayerShape s = layer_shape(plan);
   const RecomputeMode r = block_recompute(plan, i);
-  auto fwd = block_kernels(plan.model, s, Pass::forward);
+  auto fwd = block_kernels_of(plan, i, s, Pass::forward);
   if (plan.lora) append(fwd, lora_block_kernels(plan.model, *plan.lora, s, Pass::forward));
   if (r == RecomputeMode::selective)
     std::erase_if(fwd, [](const KernelWork& k) { return !is_attention_core(k); });
@@ -160,10 +172,10 @@ void add_block_recompute(WorkSet& w, const Plan& plan, int i, const StepGroups& 
   if (r == RecomputeMode::selective_op) add_op_sac_recompute_tp(w.serial_comms, plan, g);
 }
 
-std::vector<KernelWork> module_kernels(const Plan& plan, ModuleKind kind, Pass p) {
+std::vector<KernelWork> module_kernels(const Plan& plan, int module, ModuleKind kind, Pass p) {
   const LayerShape s = layer_shape(plan);
   switch (kind) {
-    case ModuleKind::block: return block_kernels(plan.model, s, p);
+    case ModuleKind::block: return block_kernels_of(plan, module, s, p);
     case ModuleKind::embedding: return embedding_kernels(plan.model, s, p);
     case ModuleKind::head: return head_kernels(plan.model, s, p);
     case ModuleKind::final_norm: break;  // its kernels are part of head_kernels
@@ -183,10 +195,10 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
     if (input && kind == ModuleKind::block) add_block_recompute(w, plan, i, g);
     if (input) add_backward_comms(w.serial_comms, plan, g, i);
     if (kind == ModuleKind::final_norm) continue;
-    if (input) append(w.kernels, module_kernels(plan, kind, Pass::input_grad));
+    if (input) append(w.kernels, module_kernels(plan, i, kind, Pass::input_grad));
     if (input && plan.lora && kind == ModuleKind::block)
       append(w.kernels, lora_block_kernels(plan.model, *plan.lora, layer_shape(plan), Pass::input_grad));
-    if (weight) append(w.kernels, module_kernels(plan, kind, Pass::weight_grad));
+    if (weight) append(w.kernels, module_kernels(plan, i, kind, Pass::weight_grad));
   }
   return w;
 }
@@ -201,7 +213,9 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         mem.weight_pass_bytes += embedding_weight_grad_bytes(plan.model, a);
         break;
       case ModuleKind::block:
-        mem.saved_activation_bytes += block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
+        mem.saved_activation_bytes += is_moe_block(plan, i)
+                                          ? moe_block_activation_bytes(plan, a, recompute_of(block_recompute(plan, i)))
+                                          : block_activation_bytes(plan.model, a, recompute_of(block_recompute(plan, i)));
         // LoRA: each adapter keeps u = x Aᵀ [tokens, r] for its backward (x is the base GEMM's saved input).
         if (plan.lora && block_recompute(plan, i) != RecomputeMode::full)
           mem.saved_activation_bytes += double(a.micro_batch) * double(a.seq) / a.cp * double(plan.lora->rank) *

@@ -83,6 +83,7 @@ const char* group_kind_name(GroupKind k) {
     case GroupKind::replicate_cp: return "replicate_cp";
     case GroupKind::dp_cp: return "dp_cp";
     case GroupKind::mesh_all: return "mesh_all";
+    case GroupKind::ep: return "ep";
   }
   FSDP_CHECK(false, "unknown GroupKind");
   return "";

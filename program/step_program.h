@@ -81,15 +81,17 @@ struct MemEffect {
 // Context-parallel ranks hold the same parameters and see different tokens, so with cp > 1 gradients
 // are also summed over cp: replicate_cp (the replica all-reduce of the gradient shard) and dp_cp
 // (DDP's all-reduce) add the cp axis to dp_replicate and dp_all; mesh_all (every rank of one pipeline
-// rank's mesh) sums the gradient norm when tp or cp > 1.
+// rank's mesh) sums the gradient norm when tp or cp > 1. ep (expert parallelism, core/expert_parallel.h)
+// holds runs of ep / cp consecutive dp_shard coordinates with every cp coordinate: the MoE blocks'
+// dispatch and combine all-to-alls.
 enum class GroupKind : std::uint8_t {
-  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all
+  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all, ep
 };
 const char* group_kind_name(GroupKind k);  // "dp_shard", "reshard", "pp_pair", ...
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;
-  int reshard_ranks = 0;  // kind reshard: g
+  int reshard_ranks = 0;  // kind reshard: g; kind ep: ep
 };
 
 // A collective issued inside a compute op and waited for at once (Megatron TP, ring-attention CP).

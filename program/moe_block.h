@@ -1,0 +1,49 @@
+// program/moe_block.h — what a mixture-of-experts block adds to the step program: its kernels (dense MLP
+// replaced by router, permutation, grouped experts, shared experts), its dispatch/combine all-to-alls on
+// the ep group (serial in the block's ops, as torchtitan's and Megatron-Core's dispatchers run them), its
+// experts' gathered and sharded parameters and routed activations. Leaves out DeepEP-style overlap, fp8
+// experts and the experts' own all-gather group.
+#pragma once
+
+#include <vector>
+
+#include "core/plan.h"
+#include "cost_models/compute.h"
+#include "cost_models/memory.h"
+#include "program/step_program.h"
+
+namespace fsdpx {
+
+// Module i (module_names order) is a block of an MoE model past its dense_layers leading blocks.
+bool is_moe_block(const Plan& plan, int module);
+
+// The kernels of module i's block for pass p: block_kernels for a dense block; for an MoE block the
+// same minus its dense MLP (mlp_up, w1, w3, the activation, mlp_down and the up-projections' gradient
+// sum), plus moe_mlp_kernels on the slowest ep rank's routed load.
+std::vector<KernelWork> block_kernels_of(const Plan& plan, int module, const LayerShape& s, Pass p);
+
+// The dispatch and combine all-to-alls of one pass of an MoE block on the ep group (`ep_group`, an index
+// into StepProgram::groups; none when -1, ep 1): two in forward (dispatch, combine), two in backward
+// (their gradients: the combine's backward dispatches, the dispatch's backward combines). Bytes are
+// nccl-tests' S of the slowest rank: tokens x top_k x hidden x the param dtype's bytes (the dispatch
+// dtype) x min(imbalance, ep) (cost_models/expert_dispatch.h).
+void add_moe_all_to_alls(std::vector<SerialCollective>& out, const Plan& plan, int ep_group, int module);
+
+// Parameters of each module (module_names order) one rank gathers for an MoE model, before tp: the
+// counts of cost_models/moe_params.h with each MoE block's routed experts cut to experts / ep. The
+// lowering all-gathers and reduce-scatters a whole unit over dp_shard (the experts' own, smaller group is
+// left out of the collectives' timing; their sharded state is unit_state_params), one reason plans with
+// MoE models stay refused.
+std::vector<double> moe_module_params(const Plan& plan);
+
+// Per unit, the parameters whose sharded state a rank holds x dp_shard, after tp: unit_params with each
+// MoE block's local routed experts x ep / cp, so that dividing by dp_shard gives local experts / (dp_shard
+// x cp / ep), torchtitan's expert FSDP group (core/expert_parallel.h). unit_params for dense models.
+std::vector<double> unit_state_params(const Plan& plan);
+
+// Activations an MoE block saves for backward on the slowest ep rank: block_activation_bytes without the
+// dense MLP's inner tensors (the block with ffn_hidden 0), plus the routed rows' saved tensors
+// (cost_models/expert_memory.h) unless the block recomputes fully (then only its input is kept).
+double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Recompute r);
+
+}  // namespace fsdpx

@@ -1,0 +1,54 @@
+// tests/planner/test_ep_degrees.cpp — the planner's ep candidates (planner/ep_degrees.h) are exactly
+// the degrees the plan checks accept (core/expert_parallel.h), for DeepSeek-V3's 256 experts and
+// Mixtral's 8 on several dp_shard x cp shapes; a dense model gets ep 1 only.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/config_paths.h"
+#include "core/errors.h"
+#include "core/expert_parallel.h"
+#include "planner/ep_degrees.h"
+
+namespace fsdpx {
+namespace {
+
+const std::string kData = FSDPX_TEST_DATA_DIR;
+const std::string kConfigs = FSDPX_CONFIG_DIR_FOR_TESTS;
+
+bool accepted(const ModelSpec& m, Parallelism p, int ep) {
+  p.ep = ep;
+  try {
+    check_expert_parallel(m, p, MoeRouting{}, "t");
+  } catch (const ConfigError&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("ep candidates are exactly the accepted degrees") {
+  for (const char* hf : {"deepseek-v3", "mixtral-8x7b-v0.1"}) {
+    const ModelSpec m = load_model(kData + "/hf/" + hf + "/config.json");
+    for (auto [dp_shard, cp] : {std::pair{128, 1}, {96, 1}, {32, 4}, {6, 2}}) {
+      Parallelism p;
+      p.dp_shard = dp_shard;
+      p.cp = cp;
+      const std::vector<int> eps = ep_degrees(m, p);
+      std::vector<int> want;
+      for (int ep = 1; ep <= dp_shard * cp; ++ep)
+        if (accepted(m, p, ep)) want.push_back(ep);
+      INFO(hf << " dp_shard " << dp_shard << " cp " << cp);
+      CHECK(eps == want);
+    }
+  }
+  Parallelism p;
+  p.dp_shard = 128;
+  const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
+  CHECK(ep_degrees(v3, p) == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128});
+  CHECK(ep_degrees(v3, p, 16) == std::vector<int>{1, 2, 4, 8, 16});
+  CHECK(ep_degrees(load_model(kConfigs + "/models/llama-tiny.json"), p) == std::vector<int>{1});
+}
+
+}  // namespace fsdpx

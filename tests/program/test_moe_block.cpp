@@ -1,0 +1,177 @@
+// tests/program/test_moe_block.cpp — MoE blocks in the step program (program/moe_block.h): the ep
+// group's members on the mesh, an MoE block's kernels (dense MLP out, router and grouped experts in),
+// its dispatch/combine all-to-alls with their group and bytes, the rank's gathered expert parameters, and
+// a whole lowering of a Mixtral-like plan with ep 4 (built in code: plans with MoE models stay refused).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config_paths.h"
+#include "core/plan.h"
+#include "cost_models/expert_memory.h"
+#include "cost_models/moe_params.h"
+#include "program/group_members.h"
+#include "program/lower.h"
+#include "program/moe_block.h"
+#include "program/segment_work.h"
+
+namespace fsdpx {
+namespace {
+
+const std::string kConfigs = FSDPX_CONFIG_DIR_FOR_TESTS;
+
+// mixtral-tiny (4 experts, top-2, hidden 64, expert width 176) on one DGX-H100 node, dp_shard 8, ep 4.
+Plan mixtral_plan(int ep) {
+  const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
+  ClusterSpec c = load_cluster("dgx-h100");
+  c.nodes = 1;
+  Parallelism par;
+  par.dp_shard = 8;
+  Plan p = default_plan(m, c, TrainingSettings{128, 2, 16, 0}, par, 1, RecomputeMode::none);
+  p.parallelism.ep = ep;
+  return p;
+}
+
+std::vector<int> ep_members(const Mesh& mesh, int ep, int rank) {
+  std::vector<int> out;
+  const ProcessGroup g{GroupKind::ep, {}, ep};
+  group_members(mesh, g, rank, out);
+  CHECK(int(out.size()) == group_size(mesh, g));
+  return out;
+}
+
+bool has_kernel(const std::vector<KernelWork>& ks, const std::string& name) {
+  for (const auto& k : ks)
+    if (k.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ep group: ep / cp consecutive dp_shard coordinates with every cp coordinate") {
+  CHECK(ep_members(Mesh{1, 8, 1, 1}, 4, 5) == std::vector<int>{4, 5, 6, 7});
+  CHECK(ep_members(Mesh{1, 8, 1, 2}, 4, 3) == std::vector<int>{1, 3, 5, 7});  // tp 2: stride 2
+  CHECK(ep_members(Mesh{1, 4, 2, 1}, 4, 0) == std::vector<int>{0, 1, 2, 3});  // 2 dp_shard x 2 cp
+  CHECK(ep_members(Mesh{2, 4, 1, 1}, 2, 6) == std::vector<int>{6, 7});
+  CHECK(std::string(group_kind_name(GroupKind::ep)) == "ep");
+}
+
+TEST_CASE("an MoE block's kernels: the dense MLP replaced by router, permutation and grouped experts") {
+  const Plan p = mixtral_plan(4);
+  CHECK(is_moe_block(p, 1));
+  CHECK(is_moe_block(p, 2));
+  CHECK_FALSE(is_moe_block(p, 0));
+  CHECK_FALSE(is_moe_block(p, 3));  // final norm
+  LayerShape s;  // the plan's micro-batch and sequence
+  s.micro_batch = 2;
+  s.seq = 128;
+  for (Pass pass : {Pass::forward, Pass::input_grad, Pass::weight_grad}) {
+    const auto ks = block_kernels_of(p, 1, s, pass);
+    CHECK(has_kernel(ks, "moe_experts_gate_up"));
+    CHECK(has_kernel(ks, "moe_router"));
+    for (const auto& k : ks) {
+      CHECK(k.name.rfind("mlp_up", 0) != 0);
+      CHECK(k.name.rfind("mlp_down", 0) != 0);
+    }
+  }
+  const auto fwd = block_kernels_of(p, 1, s, Pass::forward);
+  CHECK(has_kernel(fwd, "attn_out"));
+  CHECK(has_kernel(fwd, "mlp_norm"));
+}
+
+TEST_CASE("all-to-alls: 2 per pass on the ep group, S = tokens x top_k x hidden x 2 bytes x imbalance") {
+  Plan p = mixtral_plan(4);
+  StepGroups g;
+  g.ep = 7;
+  std::vector<SerialCollective> out;
+  add_moe_all_to_alls(out, p, g.ep, 1);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].kind == Collective::all_to_all);
+  CHECK(out[0].group == 7);
+  CHECK(out[0].count == 2);
+  CHECK(out[0].bytes == doctest::Approx(2 * 128.0 * 2 * 64 * 2 * 1.25));
+  out.clear();
+  add_moe_all_to_alls(out, p, -1, 1);  // ep 1: no group, no all-to-all
+  CHECK(out.empty());
+  const WorkSet fwd = segment_forward_work(p, 1, 1, g);
+  const WorkSet bwd = segment_backward_work(p, 1, 1, g, BackwardPart::all);
+  for (const WorkSet* w : {&fwd, &bwd}) {
+    int a2a = 0;
+    for (const auto& c : w->serial_comms) a2a += c.kind == Collective::all_to_all && c.group == 7 ? c.count : 0;
+    CHECK(a2a == 2);
+  }
+}
+
+TEST_CASE("gathered parameters: each MoE block holds experts / ep of its routed experts") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const std::vector<double> one = moe_module_params(p1), four = moe_module_params(p4);
+  const double expert = 3.0 * 64 * 176;
+  CHECK(one[1] == double(count_moe_params(p1.model).moe_block));
+  CHECK(one[1] - four[1] == doctest::Approx(3 * expert));  // 4 experts -> 1 local
+  CHECK(one[0] == four[0]);
+  CHECK(unit_params(p4)[1] == doctest::Approx(four[1]));
+}
+
+TEST_CASE("lowering a Mixtral-like plan with ep 4: an ep group and all-to-alls in every block's work") {
+  const StepProgram prog = lower(mixtral_plan(4));
+  int ep_group = -1;
+  for (std::size_t i = 0; i < prog.groups.size(); ++i)
+    if (prog.groups[i].kind == GroupKind::ep) ep_group = int(i);
+  REQUIRE(ep_group >= 0);
+  CHECK(prog.groups[std::size_t(ep_group)].shape.ranks == 4);
+  CHECK(prog.groups[std::size_t(ep_group)].shape.ranks_per_node == 4);
+  int blocks_with_a2a = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::forward || op.micro_batch != 0) continue;
+    for (const auto& c : prog.work_sets[std::size_t(op.work_set)].serial_comms)
+      blocks_with_a2a += c.kind == Collective::all_to_all && c.group == ep_group;
+  }
+  CHECK(blocks_with_a2a == 2);  // mixtral-tiny's two MoE blocks
+  const StepProgram dense_ep = lower(mixtral_plan(1));
+  for (const auto& g : dense_ep.groups) CHECK(g.kind != GroupKind::ep);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+TEST_CASE("sharded expert state: experts / ep over dp_shard x cp / ep ranks, so ep leaves it unchanged") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const std::vector<double> s1 = unit_state_params(p1), s4 = unit_state_params(p4);
+  CHECK(s1 == unit_params(p1));  // ep 1: the state is what is gathered
+  for (std::size_t u = 0; u < s1.size(); ++u) CHECK(s4[u] == doctest::Approx(s1[u]));
+  CHECK(unit_params(p4)[1] < s4[1]);  // gathers one expert of four, holds a shard of all four's state
+  auto resident = [](const StepProgram& prog, MemCategory c) {
+    double b = 0;
+    for (const MemEffect& e : prog.roles[0].resident) b += e.category == c ? e.bytes : 0;
+    return b;
+  };
+  const StepProgram l1 = lower(p1), l4 = lower(p4);
+  for (MemCategory c : {MemCategory::params, MemCategory::optimizer})
+    CHECK(resident(l4, c) == doctest::Approx(resident(l1, c)));
+  CHECK(resident(l4, MemCategory::params) > 0);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+TEST_CASE("an MoE block saves its routed rows' tensors: the slowest rank's imbalance shows, full recompute drops them") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const double s1 = segment_memory(p1, 1, 1).saved_activation_bytes;
+  const double s4 = segment_memory(p4, 1, 1).saved_activation_bytes;
+  auto routed = [](const Plan& p) {
+    const RoutedLoad l = routed_load(p.model, p.training.micro_batch, p.training.seq, p.parallelism, p.moe_routing);
+    return routed_activation_bytes(p.model, l, p.parallelism.tp, p.precision.param).saved;
+  };
+  CHECK(routed(p4) > routed(p1));  // 1.25 x the rows on the slowest of 4 ranks
+  CHECK(s4 - s1 == doctest::Approx(routed(p4) - routed(p1)));
+  Plan f1 = p1, f4 = p4;
+  f1.recompute.assign(f1.recompute.size(), RecomputeMode::full);
+  f4.recompute.assign(f4.recompute.size(), RecomputeMode::full);
+  CHECK(segment_memory(f4, 1, 1).saved_activation_bytes == doctest::Approx(segment_memory(f1, 1, 1).saved_activation_bytes));
+  CHECK(segment_memory(f4, 1, 1).saved_activation_bytes < s1);
+}
+
+}  // namespace fsdpx
