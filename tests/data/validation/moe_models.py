@@ -44,3 +44,24 @@ GROK1_NOTES = [
     "moe_router_pre_softmax false) assumed, not set in the yaml",
     "vocab 128256 = the yaml's Llama-3 tokenizer (NeMo pads it to a multiple of 128 x TP)",
 ]
+
+# Qwen/Qwen3-30B-A3B config.json (tests/data/hf/qwen3-30b-a3b/config.json): 48 layers, hidden 2048, 32 heads,
+# 4 KV heads of 128, per-head q/k RMSNorm, 128 experts of 768, top-8 renormalised, router_aux_loss_coef 0.001,
+# vocabulary 151,936, untied. fsdpx counts 30,532,122,624 total / 3,353,032,704 active (card: 30.5B / 3.3B).
+QWEN3_30B_A3B = {
+    "name": "Qwen3-30B-A3B", "arch": "llama", "layers": 48, "hidden": 2048, "heads": 32, "kv_heads": 4,
+    "head_dim": 128, "ffn_hidden": 6144, "ffn_kind": "swiglu", "vocab": 151936, "tied_embeddings": False,
+    "qk_norm": True,
+    "moe": {"experts": 128, "top_k": 8, "expert_ffn_hidden": 768, "scoring": "softmax", "norm_topk_prob": True,
+            "aux_loss_coef": 0.001},
+}
+# Qwen/Qwen3-235B-A22B config.json as vLLM's test fixtures quote it (_QWEN3_MOE_CONFIG: 94 layers, 64 heads, 4 KV
+# heads, hidden 4096, 128 experts of 1536, top-8, vocabulary 151,936); head_dim 128, q/k norms, renormalised top-k
+# and aux 0.001 as the 30B card. fsdpx counts 235,093,634,560 total / 22,190,763,520 active (card: 235B / 22B).
+QWEN3_235B_A22B = {
+    "name": "Qwen3-235B-A22B", "arch": "llama", "layers": 94, "hidden": 4096, "heads": 64, "kv_heads": 4,
+    "head_dim": 128, "ffn_hidden": 12288, "ffn_kind": "swiglu", "vocab": 151936, "tied_embeddings": False,
+    "qk_norm": True,
+    "moe": {"experts": 128, "top_k": 8, "expert_ffn_hidden": 1536, "scoring": "softmax", "norm_topk_prob": True,
+            "aux_loss_coef": 0.001},
+}
