@@ -15,13 +15,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from moe_bridge import BALANCED, COMMIT, MODELS, ROWS, SYSTEMS  # noqa: E402
 from moe_dgxc import TABLES  # noqa: E402
+# The dense ground truth's wording for the same dgxc/NeMo assumptions (make_ground_truth.py, read-only here).
+from make_ground_truth import GB200_NET, H100_NET, OPT_NOTE, PER_GPU, SP_NOTE  # noqa: E402
 
-H100_NET = "inter_node_bw 400 Gb/s/GPU = DGX Cloud H100 reference (NDR), not restated per table"
-GB200_NET = ("GB200 NVL72: gpus_per_node 72 (one NVLink domain) and inter_node_bw 400 Gb/s/GPU (ConnectX-7) "
-             "assumed from the DGX GB200 reference design, not stated in the table")
-PER_GPU = "tokens_per_s_per_gpu = published aggregate tokens/s / gpus"
-OPT_NOTE = "Megatron distributed optimizer assumed (NeMo recipe default), not in the table"
-SP_NOTE = "sequence_parallel assumed on for TP > 1 (NeMo recipe default), not in the table"
 FP8_NOTE = ("fp8 = Transformer Engine FP8 linears in NeMo (scaling recipe not stated); attention, router and the "
             "rest in bf16")
 MFU_NOTE = "published mfu_pct uses the source's own MoE FLOP count and peak; compare tokens/s"
