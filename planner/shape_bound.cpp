@@ -253,11 +253,26 @@ void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const Memo
 
 }  // namespace
 
+namespace {
+
+DType least_reduce(const Space& s) { return s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front(); }
+
+}  // namespace
+
+double shape_speed_limit(const Space& s, const Plan& shape) {
+  ModeTerms terms(shape, least_reduce(s), s.knobs.try_no_reshard);
+  return tps_of(shape, terms.uniform_step_s(RecomputeMode::none));
+}
+
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch) {
+  return bound_shape(r, s, shape_plan(r, par, micro_batch, RecomputeMode::none));
+}
+
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   ShapeBound b;
-  b.plan = shape_plan(r, par, micro_batch, RecomputeMode::none);
+  b.plan = std::move(shape);
   const std::int64_t layers = r.model.layers;
-  const DType reduce = s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
+  const DType reduce = least_reduce(s);
   b.choices = s.knobs.uniform_recompute.size() + partial_members(layers, s.partial).size();
   const MemoryBoundModel memory(b.plan, true);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
