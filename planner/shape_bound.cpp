@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/pipeline.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
@@ -259,9 +261,25 @@ DType least_reduce(const Space& s) { return s.knobs.reduce_dtypes.size() > 1 ? D
 
 }  // namespace
 
-double shape_speed_limit(const Space& s, const Plan& shape) {
-  ModeTerms terms(shape, least_reduce(s), s.knobs.try_no_reshard);
-  return tps_of(shape, terms.uniform_step_s(RecomputeMode::none));
+double shape_speed_limit(const Space& s, const Plan& shape, PipelinePathMemo* memo) {
+  const Timing t = average_timing(shape, least_reduce(s), s.knobs.try_no_reshard);
+  const Parallelism& par = shape.parallelism;
+  double path_s = 0;
+  if (par.pp > 1) {
+    // The path reads the stages' passes (tp, cp, the micro-batch, the units' stages) and the micro-batch
+    // count; the data-parallel degrees change neither.
+    std::string key = fmt::format("{} {} {} {} {} {} {}:", par.tp, par.cp, par.pp, par.vpp, int(par.pp_schedule),
+                                  shape.training.micro_batch, shape.grad_accum());
+    for (const PlanUnit& u : shape.units) key += fmt::format(" {}", u.stage);
+    auto it = memo ? memo->find(key) : PipelinePathMemo::iterator{};
+    if (memo && it != memo->end()) {
+      path_s = it->second;
+    } else {
+      path_s = pipeline_path_s(shape, stage_passes(shape));
+      if (memo) memo->emplace(std::move(key), path_s);
+    }
+  }
+  return tps_of(shape, std::max({t.compute_s, path_s, t.comm_s}));
 }
 
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch) {

@@ -31,10 +31,11 @@ ShapeOrder::ShapeOrder(const PlanRequest& r, const Space& s, SearchCounts& count
   PlanRequest narrowed = r;
   narrowed.space = s.knobs;
   choices_per_shape_ = s.knobs.uniform_recompute.size() + partial_members(r.model.layers, s.partial).size();
+  PipelinePathMemo paths;
   for (const Parallelism& par : parallel_shapes(narrowed))
     for (std::int64_t mb : micro_batch_choices(narrowed, par)) {
       Plan plan = shape_plan(r, par, mb, RecomputeMode::none);
-      const double limit = shape_speed_limit(s, plan);
+      const double limit = shape_speed_limit(s, plan, &paths);
       pending_.push_back({limit, pending_.size(), std::move(plan)});
       counts.considered += std::int64_t(choices_per_shape_);
     }
