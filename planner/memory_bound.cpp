@@ -35,7 +35,9 @@ int module_index(const std::string& name, std::int64_t layers) {
 struct ChunkSums {
   std::size_t vpp = 1;
   std::vector<double> saved, weight_pass, params;
-  double at(const std::vector<double>& v, int rank, std::size_t chunk) const { return v[std::size_t(rank) * vpp + chunk]; }
+  double at(const std::vector<double>& v, int rank, std::size_t chunk) const {
+    return v[std::size_t(rank) * vpp + chunk];
+  }
 };
 
 // Micro-batches whose pass order has the same activation peak as the step's, at a cost independent of
@@ -225,7 +227,8 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
   MemoryBound worst;
   for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
     MemoryBound b = base_[std::size_t(rank)];
-    b.activation_bytes = std::max(activation_peak(*plan_, sums, rank, states_), accumulated_grads_bound(*plan_, sums, rank));
+    b.activation_bytes =
+        std::max(activation_peak(*plan_, sums, rank, states_), accumulated_grads_bound(*plan_, sums, rank));
     b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }

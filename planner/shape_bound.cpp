@@ -143,8 +143,11 @@ struct FamilyEnds {
 // shape: the uniform options and the partial family's ends share them.
 class ModeTerms {
  public:
-  ModeTerms(const Plan& shape, DType reduce, bool no_reshard) : shape_(shape), reduce_(reduce), no_reshard_(no_reshard) {}
-  Plan plan(RecomputeMode m) const { return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m)); }
+  ModeTerms(const Plan& shape, DType reduce, bool no_reshard)
+      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard) {}
+  Plan plan(RecomputeMode m) const {
+    return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
+  }
   const Timing& timing(RecomputeMode m) {
     auto& t = timing_[std::size_t(m)];
     if (!t) t = average_timing(plan(m), reduce_, no_reshard_);
@@ -253,11 +256,9 @@ void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const Memo
                        bound_bytes(first)});
 }
 
-}  // namespace
-
-namespace {
-
-DType least_reduce(const Space& s) { return s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front(); }
+DType least_reduce(const Space& s) {
+  return s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
+}
 
 }  // namespace
 
