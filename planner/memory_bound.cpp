@@ -22,11 +22,6 @@ namespace fsdpx {
 
 namespace {
 
-// Saved activations of one micro-batch per unit, and what ZB's B keeps for W.
-struct UnitBytes {
-  std::vector<double> saved, weight_pass;
-};
-
 // Index of a module in module_names(): embedding 0, block.i 1 + i, final_norm L + 1, head L + 2.
 int module_index(const std::string& name, std::int64_t layers) {
   if (name == "embedding") return 0;
@@ -35,24 +30,15 @@ int module_index(const std::string& name, std::int64_t layers) {
   return 1 + std::stoi(name.substr(6));  // "block.<i>"
 }
 
-// Per pipeline rank and model chunk: the units' saved activations, weight-pass bytes, and parameters.
+// Per pipeline rank and model chunk (flat, [rank * vpp + chunk]): the units' saved activations,
+// weight-pass bytes, and parameters.
 struct ChunkSums {
-  std::vector<std::vector<double>> saved, weight_pass, params;  // [rank][chunk]
-};
-
-ChunkSums chunk_sums(const Plan& plan, const UnitBytes& bytes, const std::vector<double>& params) {
-  const auto& par = plan.parallelism;
-  const std::vector<std::vector<double>> zero(std::size_t(par.pp), std::vector<double>(std::size_t(par.vpp), 0));
-  ChunkSums out{zero, zero, zero};
-  for (std::size_t u = 0; u < plan.units.size(); ++u) {
-    const auto r = std::size_t(stage_rank(plan.units[u].stage, par.pp));
-    const auto c = std::size_t(stage_chunk(plan.units[u].stage, par.pp));
-    out.saved[r][c] += bytes.saved[u];
-    out.weight_pass[r][c] += bytes.weight_pass[u];
-    out.params[r][c] += params[u];
+  std::size_t vpp = 1;
+  std::vector<double> saved, weight_pass, params;
+  double at(const std::vector<double>& v, int rank, std::size_t chunk) const {
+    return v[std::size_t(rank) * vpp + chunk];
   }
-  return out;
-}
+};
 
 // Micro-batches whose pass order has the same activation peak as the step's, at a cost independent of
 // its count. 1F1B, interleaved 1F1B and ZB-H1 run warm-up, a steady phase and cool-down; a longer step
@@ -108,15 +94,13 @@ std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& acti
 double activation_peak(const Plan& plan, const ChunkSums& sums, int rank,
                        const std::vector<std::vector<std::vector<int>>>& states) {
   const auto& par = plan.parallelism;
-  const std::vector<double>& saved = sums.saved[std::size_t(rank)];
-  if (par.pp == 1) return saved[0];
-  if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * saved[0];
-  const std::vector<double>& weight = sums.weight_pass[std::size_t(rank)];
+  if (par.pp == 1) return sums.at(sums.saved, rank, 0);
+  if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * sums.at(sums.saved, rank, 0);
   double peak = 0;
   for (const std::vector<int>& held : states[std::size_t(rank)]) {
     double live = 0;
-    for (std::size_t c = 0; c < saved.size(); ++c)
-      live += held[c] * saved[c] + held[saved.size() + c] * weight[c];
+    for (std::size_t c = 0; c < sums.vpp; ++c)
+      live += held[c] * sums.at(sums.saved, rank, c) + held[sums.vpp + c] * sums.at(sums.weight_pass, rank, c);
     peak = std::max(peak, live);
   }
   return peak;
@@ -133,15 +117,17 @@ double accumulated_grads_bound(const Plan& plan, const ChunkSums& sums, int rank
   const double grad_bytes = std::min(2.0, dtype_bytes(plan.precision.reduce));
   double most = 0;
   for (std::size_t c = 0; c < std::size_t(par.vpp); ++c)
-    most = std::max(most, sums.params[std::size_t(rank)][c] * grad_bytes + sums.saved[std::size_t(rank)][c]);
+    most = std::max(most, sums.at(sums.params, rank, c) * grad_bytes + sums.at(sums.saved, rank, c));
   return most;
 }
 
-MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double activation_bytes) {
+// What a rank's bound holds whatever the recompute pattern: its model state, the fixed overheads and the
+// head gathered on the last rank (activations and headroom are added per pattern, MemoryBoundModel::bound).
+MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank) {
   MemoryBound b;
   const auto& par = plan.parallelism;
   double total = 0;
-  for (double p : sums.params[std::size_t(rank)]) total += p;
+  for (std::size_t c = 0; c < sums.vpp; ++c) total += sums.at(sums.params, rank, c);
   const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
   const DataPlacement placement = data_placement(par);
   b.state_bytes = plan.lora ? lora_state_bytes(total, lora_params(plan.model, *plan.lora),
@@ -161,7 +147,6 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double
       (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1) + (par.pp > 1 ? 2 : 0);
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;
-  b.activation_bytes = std::max(activation_bytes, accumulated_grads_bound(plan, sums, rank));
   if (is_sharded(placement.params) && placement.reshard_after_forward && rank == par.pp - 1) {
     // The head (the tied table when embeddings are tied) is gathered while the last forward op runs;
     // divided by tp at most (vocabulary-parallel head), so never more than the lowering allocates.
@@ -169,7 +154,6 @@ MemoryBound rank_bound(const Plan& plan, const ChunkSums& sums, int rank, double
     const double head_params = double(plan.model.tied_embeddings ? pc.embedding : pc.head) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
-  b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
   return b;
 }
 
@@ -208,14 +192,26 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
     unit_rest_.push_back(rest);
   }
   const auto& par = plan.parallelism;
+  vpp_ = std::size_t(par.vpp);
+  params_sum_.assign(std::size_t(par.pp) * vpp_, 0.0);
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    const int stage = plan.units[u].stage;
+    unit_slot_.push_back(std::size_t(stage_rank(stage, par.pp)) * vpp_ + std::size_t(stage_chunk(stage, par.pp)));
+    params_sum_[unit_slot_.back()] += params_[u];
+  }
+  const ChunkSums sums{vpp_, {}, {}, params_sum_};
+  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, rank));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   for (int rank = 0; rank < par.pp; ++rank)
     states_.push_back(forward_states(pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked), par.vpp));
 }
 
+// Per unit in unit order, as the lowering sums them: its non-block modules, then its blocks' bytes for
+// their modes; per rank the pattern-independent part (rank_base) with these activations and their headroom.
 MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
-  UnitBytes bytes;
+  ChunkSums sums{vpp_, std::vector<double>(params_sum_.size(), 0.0), std::vector<double>(params_sum_.size(), 0.0),
+                 params_sum_};
   for (std::size_t u = 0; u < unit_blocks_.size(); ++u) {
     double saved = unit_rest_[u].saved_activation_bytes, weight = unit_rest_[u].weight_pass_bytes;
     for (int i : unit_blocks_[u]) {
@@ -225,13 +221,15 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
       saved += m.saved_activation_bytes;
       weight += m.weight_pass_bytes;
     }
-    bytes.saved.push_back(saved);
-    bytes.weight_pass.push_back(weight);
+    sums.saved[unit_slot_[u]] += saved;
+    sums.weight_pass[unit_slot_[u]] += weight;
   }
-  const ChunkSums sums = chunk_sums(*plan_, bytes, params_);
   MemoryBound worst;
   for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
-    const MemoryBound b = rank_bound(*plan_, sums, rank, activation_peak(*plan_, sums, rank, states_));
+    MemoryBound b = base_[std::size_t(rank)];
+    b.activation_bytes =
+        std::max(activation_peak(*plan_, sums, rank, states_), accumulated_grads_bound(*plan_, sums, rank));
+    b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }
   return worst;

@@ -42,6 +42,10 @@ class MemoryBoundModel {
  private:
   const Plan* plan_;
   std::vector<double> params_;                     // per unit
+  std::size_t vpp_ = 1;
+  std::vector<std::size_t> unit_slot_;             // per unit: rank * vpp + chunk
+  std::vector<double> params_sum_;                 // per rank * vpp + chunk
+  std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
   std::array<SegmentMemory, 4> block_{};           // per RecomputeMode
   std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)

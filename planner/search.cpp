@@ -15,6 +15,7 @@
 #include "planner/refine.h"
 #include "planner/results.h"
 #include "planner/shape_bound.h"
+#include "planner/shape_order.h"
 #include "planner/shapes.h"
 #include "planner/suggestions.h"
 #include "simulator/steady_state.h"
@@ -34,54 +35,31 @@ const char* wrap_policy_name(WrapPolicy w) {
 
 namespace {
 
-std::vector<ShapeBound> bound_shapes(const PlanRequest& r, const Space& s, SearchCounts& counts) {
-  std::vector<ShapeBound> out;
-  PlanRequest narrowed = r;
-  narrowed.space = s.knobs;
-  for (const Parallelism& par : parallel_shapes(narrowed))
-    for (std::int64_t mb : micro_batch_choices(narrowed, par)) {
-      ShapeBound b = bound_shape(r, s, par, mb);
-      counts.considered += std::int64_t(b.choices);
-      if (b.options.empty()) counts.pruned_memory += std::int64_t(b.choices);
-      out.push_back(std::move(b));
-    }
-  return out;
-}
-
-void order_shapes(std::vector<ShapeBound>& shapes, Objective objective) {
-  std::stable_sort(shapes.begin(), shapes.end(), [objective](const ShapeBound& a, const ShapeBound& b) {
-    if (objective == Objective::throughput && a.tps_bound != b.tps_bound) return a.tps_bound > b.tps_bound;
-    return a.least_memory_bound_bytes < b.least_memory_bound_bytes;
-  });
-}
-
-// Throughput: refine while the next bound can beat the fastest fitting plan (shapes are sorted, so the
-// first that cannot ends the search).
-void search_throughput(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev,
-                       SearchCounts& counts, const ProgressFn& progress) {
+// Throughput: refine while the next bound can beat the fastest fitting plan (shapes come in bound order, so
+// the first that cannot ends the search, and the shapes behind it are never fully bounded).
+void search_throughput(ShapeOrder& shapes, const PlanRequest& r, const Space& s, Evaluator& ev, SearchCounts& counts,
+                       const ProgressFn& progress) {
   double best_tps = 0;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const ShapeBound& b = shapes[i];
-    if (b.options.empty()) continue;
-    if (b.tps_bound <= best_tps) {
-      for (std::size_t j = i; j < shapes.size(); ++j)
-        if (!shapes[j].options.empty()) counts.pruned_bound += std::int64_t(shapes[j].choices);
-      break;
-    }
+  std::size_t i = 0;
+  for (; const ShapeBound* b = shapes.at(i); ++i) {
+    if (b->options.empty()) continue;
+    if (b->tps_bound <= best_tps) break;
     ++counts.shapes_refined;
-    refine_shape(b, r, s, ev, best_tps);
-    if (progress) progress(0.05 + 0.9 * double(i + 1) / double(shapes.size()));
+    refine_shape(*b, r, s, ev, best_tps);
+    if (progress) progress(std::min(0.95, 0.05 + 0.9 * double(i + 1) / double(shapes.bounded() + 1)));
   }
+  shapes.count_pruned(i, counts);
 }
 
 // Families (parallel shapes) the search pruned are shown too: the best-bound shape of each missing family,
 // in bound order, is simulated in its default configuration until top_k families have a fitting plan.
-void sample_families(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev) {
+void sample_families(ShapeOrder& shapes, const PlanRequest& r, const Space& s, Evaluator& ev) {
   std::vector<std::string> seen;
   for (const Candidate& c : ev.all())
     if (c.fits && std::find(seen.begin(), seen.end(), family_of(c.plan)) == seen.end()) seen.push_back(family_of(c.plan));
   double unused_tps = 0;
-  for (const ShapeBound& b : shapes) {
+  for (std::size_t i = 0; const ShapeBound* shape = shapes.at(i); ++i) {
+    const ShapeBound& b = *shape;
     if (int(seen.size()) > r.top_k) return;
     if (b.options.empty() || std::find(seen.begin(), seen.end(), family_of(b.plan)) != seen.end()) continue;
     if (refine_shape(b, r, s, ev, unused_tps, false).fits) seen.push_back(family_of(b.plan));
@@ -89,11 +67,14 @@ void sample_families(const std::vector<ShapeBound>& shapes, const PlanRequest& r
 }
 
 // Memory: shapes by least memory bound while it is below the least simulated peak that fits.
-void search_memory(const std::vector<ShapeBound>& shapes, const PlanRequest& r, const Space& s, Evaluator& ev,
-                   SearchCounts& counts) {
+void search_memory(ShapeOrder& order, const PlanRequest& r, const Space& s, Evaluator& ev, SearchCounts& counts) {
+  const std::vector<const ShapeBound*> shapes = order.by_least_memory();
+  for (const ShapeBound* b : shapes)
+    if (b->options.empty()) counts.pruned_memory += std::int64_t(b->choices);
   double least_peak = std::numeric_limits<double>::infinity();
   double unused_tps = 0;
-  for (const ShapeBound& b : shapes) {
+  for (const ShapeBound* shape : shapes) {
+    const ShapeBound& b = *shape;
     if (b.options.empty()) continue;
     if (b.least_memory_bound_bytes >= least_peak) {
       counts.pruned_bound += std::int64_t(b.choices);
@@ -139,8 +120,7 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
   const Space s = effective_space(r);
   Evaluator ev(res.memory_limit_bytes, res.counts);
-  std::vector<ShapeBound> shapes = bound_shapes(r, s, res.counts);
-  order_shapes(shapes, r.objective);
+  ShapeOrder shapes(r, s, res.counts);
   if (progress) progress(0.05);
   if (r.objective == Objective::throughput) search_throughput(shapes, r, s, ev, res.counts, progress);
   else search_memory(shapes, r, s, ev, res.counts);
@@ -148,7 +128,7 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too
   finish_result(res, ev.all(), r);
   report_pipeline(res, ev.all(), r.objective);
-  if (!res.best) explain_no_fit(res, shapes, r, ev);
+  if (!res.best) explain_no_fit(res, shapes.all(), r, ev);
   if (progress) progress(1.0);
   return res;
 }

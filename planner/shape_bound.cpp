@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "core/pipeline.h"
 #include "cost_models/communication.h"
@@ -116,11 +119,14 @@ Timing average_timing(const Plan& p, DType reduce, bool no_reshard) {
   return {(e.compute_time_s + e.tp_cp_comm_time_s) / pp, e.dp_comm_time_s / pp};
 }
 
-// A uniform recompute mode's step bound: the average terms, and under PP the compute stream also waits at
-// least as pipeline_path_s says.
-double uniform_step_s(const Plan& p, const Timing& t) {
-  const double path_s = p.parallelism.pp > 1 ? pipeline_path_s(p, stage_passes(p)) : 0.0;
-  return std::max({t.compute_s, path_s, t.comm_s});
+double tps_of(const Plan& p, double step_s) {
+  return double(p.training.global_batch) * double(p.training.seq) / step_s / double(p.parallelism.world_size());
+}
+
+Plan with(const Plan& base, const std::vector<RecomputeMode>& r) {
+  Plan p = base;
+  p.recompute = r;
+  return p;
 }
 
 // The partial family's ends, none and every block fully recomputed: blocks are identical, so a pattern's
@@ -133,11 +139,47 @@ struct FamilyEnds {
   std::vector<int> blocks;               // per virtual stage
 };
 
-FamilyEnds family_ends(const Plan& none_plan, const Plan& full_plan, const Timing& none, const Timing& full) {
-  FamilyEnds e{none, full, {}, {}, std::vector<int>(std::size_t(none_plan.model.layers), 0), {}};
+// Per uniform recompute mode, its average terms and (under PP) its stages' passes, each computed once per
+// shape: the uniform options and the partial family's ends share them.
+class ModeTerms {
+ public:
+  ModeTerms(const Plan& shape, DType reduce, bool no_reshard)
+      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard) {}
+  Plan plan(RecomputeMode m) const {
+    return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
+  }
+  const Timing& timing(RecomputeMode m) {
+    auto& t = timing_[std::size_t(m)];
+    if (!t) t = average_timing(plan(m), reduce_, no_reshard_);
+    return *t;
+  }
+  const StagePasses& passes(RecomputeMode m) {
+    auto& s = passes_[std::size_t(m)];
+    if (!s) s = stage_passes(plan(m));
+    return *s;
+  }
+  // A uniform mode's step bound: the average terms, and under PP the compute stream also waits at least as
+  // pipeline_path_s says.
+  double uniform_step_s(RecomputeMode m) {
+    const Timing& t = timing(m);
+    const double path_s = shape_.parallelism.pp > 1 ? pipeline_path_s(plan(m), passes(m)) : 0.0;
+    return std::max({t.compute_s, path_s, t.comm_s});
+  }
+
+ private:
+  const Plan& shape_;
+  DType reduce_;
+  bool no_reshard_;
+  std::array<std::optional<Timing>, 4> timing_;
+  std::array<std::optional<StagePasses>, 4> passes_;
+};
+
+FamilyEnds family_ends(const Plan& none_plan, ModeTerms& terms) {
+  FamilyEnds e{terms.timing(RecomputeMode::none), terms.timing(RecomputeMode::full), {}, {},
+               std::vector<int>(std::size_t(none_plan.model.layers), 0), {}};
   if (none_plan.parallelism.pp == 1) return e;
-  e.none_passes = stage_passes(none_plan);
-  e.full_passes = stage_passes(full_plan);
+  e.none_passes = terms.passes(RecomputeMode::none);
+  e.full_passes = terms.passes(RecomputeMode::full);
   e.blocks.assign(e.none_passes.f.size(), 0);
   for (const PlanUnit& u : none_plan.units)
     for (const std::string& name : u.modules)
@@ -168,16 +210,6 @@ double pattern_step_s(const Plan& plan, const FamilyEnds& e, const std::vector<R
   return std::max({compute_s, pipeline_path_s(plan, s), comm_s});
 }
 
-double tps_of(const Plan& p, double step_s) {
-  return double(p.training.global_batch) * double(p.training.seq) / step_s / double(p.parallelism.world_size());
-}
-
-Plan with(const Plan& base, const std::vector<RecomputeMode>& r) {
-  Plan p = base;
-  p.recompute = r;
-  return p;
-}
-
 // Whether the partial family's memory bounds never rise along its members, so that bisection finds the
 // first that fits: each rank's bound grows with every block's saved activations (memory_bound.h: in-flight
 // counts times bytes) and a fully recomputed block saves less, so nested members (the first k blocks)
@@ -194,11 +226,10 @@ bool monotone_family(const Plan& p, PartialRecompute partial) {
 // bounds the later ones. Every n-th block under PP recomputes other blocks on other stages at each n: the
 // best bound of the members that could fit is the family's, memory checked only where it could raise it.
 void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const MemoryBoundModel& memory,
-                 const Plan& full_plan, double full_bound_bytes, DType reduce) {
+                 double full_bound_bytes, ModeTerms& terms) {
   // A member saves at most what every block fully recomputed saves: if that does not fit, none does.
   if (full_bound_bytes > *r.memory_limit_bytes) return;
-  const FamilyEnds ends = family_ends(b.plan, full_plan, average_timing(b.plan, reduce, s.knobs.try_no_reshard),
-                                      average_timing(full_plan, reduce, s.knobs.try_no_reshard));
+  const FamilyEnds ends = family_ends(b.plan, terms);
   const std::int64_t layers = r.model.layers;
   const std::vector<int> members = partial_members(layers, s.partial);
   auto pattern = [&](std::size_t i) { return recompute_pattern({RecomputeMode::none, members[i]}, layers, s.partial); };
@@ -225,18 +256,48 @@ void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const Memo
                        bound_bytes(first)});
 }
 
+DType least_reduce(const Space& s) {
+  return s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
+}
+
 }  // namespace
 
+double shape_speed_limit(const Space& s, const Plan& shape, PipelinePathMemo* memo) {
+  const Timing t = average_timing(shape, least_reduce(s), s.knobs.try_no_reshard);
+  const Parallelism& par = shape.parallelism;
+  double path_s = 0;
+  if (par.pp > 1) {
+    // The path reads the stages' passes (tp, cp, the micro-batch, the units' stages) and the micro-batch
+    // count; the data-parallel degrees change neither.
+    std::string key = fmt::format("{} {} {} {} {} {} {}:", par.tp, par.cp, par.pp, par.vpp, int(par.pp_schedule),
+                                  shape.training.micro_batch, shape.grad_accum());
+    for (const PlanUnit& u : shape.units) key += fmt::format(" {}", u.stage);
+    auto it = memo ? memo->find(key) : PipelinePathMemo::iterator{};
+    if (memo && it != memo->end()) {
+      path_s = it->second;
+    } else {
+      path_s = pipeline_path_s(shape, stage_passes(shape));
+      if (memo) memo->emplace(std::move(key), path_s);
+    }
+  }
+  return tps_of(shape, std::max({t.compute_s, path_s, t.comm_s}));
+}
+
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch) {
+  return bound_shape(r, s, shape_plan(r, par, micro_batch, RecomputeMode::none));
+}
+
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   ShapeBound b;
-  b.plan = shape_plan(r, par, micro_batch, RecomputeMode::none);
+  b.plan = std::move(shape);
   const std::int64_t layers = r.model.layers;
-  const DType reduce = s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
+  const DType reduce = least_reduce(s);
   b.choices = s.knobs.uniform_recompute.size() + partial_members(layers, s.partial).size();
   const MemoryBoundModel memory(b.plan, true);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   const MemoryBound full_bound = memory.bound(full_plan.recompute);
+  ModeTerms terms(b.plan, reduce, s.knobs.try_no_reshard);
   b.saved_per_full_block_bytes = std::max(0.0, (none_bound.total() - full_bound.total()) / double(layers));
   b.least_memory_bound_bytes = none_bound.total() + 1;
   for (RecomputeMode m : s.knobs.uniform_recompute) {
@@ -245,11 +306,9 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
     if (mb.total() < b.least_memory_bound_bytes)
       b.least_memory_bound_bytes = mb.total(), b.least_bound = mb, b.least_choice = RecomputeChoice{m, 0};
     if (mb.total() > *r.memory_limit_bytes) continue;
-    const double step_s = uniform_step_s(p, average_timing(p, reduce, s.knobs.try_no_reshard));
-    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, step_s), mb.total()});
+    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, terms.uniform_step_s(m)), mb.total()});
   }
-  if (s.partial != PartialRecompute::none)
-    add_partial(b, r, s, memory, full_plan, full_bound.total(), reduce);
+  if (s.partial != PartialRecompute::none) add_partial(b, r, s, memory, full_bound.total(), terms);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });
   if (!b.options.empty()) b.tps_bound = b.options.front().tps_bound;

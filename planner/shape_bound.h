@@ -10,6 +10,8 @@
 // best bound is below a simulated plan cannot win.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "planner/memory_bound.h"
@@ -36,5 +38,14 @@ struct ShapeBound {
 };
 
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch);
+// The same from the shape's plan (shapes.h shape_plan with recompute none).
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape);
+
+// A cheaper limit no option of the shape can beat: the bound of the shape without recompute (recompute only
+// adds compute and TP/CP traffic, cost_models/estimate.cpp, and passes to every stage), ignoring memory.
+// ShapeOrder (shape_order.h) bounds a shape fully only while this could win.
+// `memo` (optional) keeps the pipeline path of shapes that differ only in their data-parallel degrees.
+using PipelinePathMemo = std::map<std::string, double>;
+double shape_speed_limit(const Space& s, const Plan& shape, PipelinePathMemo* memo = nullptr);
 
 }  // namespace fsdpx
