@@ -212,6 +212,11 @@ TEST_CASE("cluster parsing uses the resolver, converts units and checks the fabr
   CHECK(o.world_size() == 12);
   const ClusterSpec back = parse_cluster_spec(cluster_spec_to_json(o), "roundtrip", &fake_gpu);
   CHECK(cluster_spec_to_json(back) == cluster_spec_to_json(o));
+  // A cluster may state its GPUs' measured fp8 matmul maximum (a calibration override).
+  j["gpu"]["fp8_matmul_max_efficiency"] = 0.709;
+  const ClusterSpec f = parse_cluster_spec(j, "c.json", &fake_gpu);
+  CHECK(f.gpu.fp8_matmul_max_efficiency == doctest::Approx(0.709));
+  CHECK(f.gpu.sources.at("fp8_matmul_max_efficiency").find("c.json") != std::string::npos);
 }
 
 TEST_CASE("cluster errors name the file and path") {
