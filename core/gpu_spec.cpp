@@ -27,7 +27,8 @@ constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops"
                                             "hbm_bw_tb_per_s",   "nvlink_gb_per_s",  "sm_count",
                                             "matmul_efficiency", "memory_efficiency",
                                             "attention_efficiency", "attention_backward_efficiency",
-                                            "matmul_half_efficiency_dim", "rated_power_w", "power_limit_w"};
+                                            "matmul_half_efficiency_dim", "fp8_matmul_max_efficiency",
+                                            "rated_power_w", "power_limit_w"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
 
@@ -126,6 +127,10 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   g.attention_efficiency = parse_curve(o, "attention_efficiency", 1.0);  // tokens
   g.attention_backward_efficiency = parse_curve(o, "attention_backward_efficiency", 1.0);
   g.matmul_half_efficiency_dim = o.number_in("matmul_half_efficiency_dim", input_range::kHalfEfficiencyDim);
+  g.fp8_matmul_max_efficiency =
+      o.optional_number_in("fp8_matmul_max_efficiency", input_range::kEfficiency).value_or(0);
+  if (g.fp8_matmul_max_efficiency > 0 && !g.peak_flops_per_s.count(DType::fp8))
+    o.fail("fp8_matmul_max_efficiency", "an fp8 matmul efficiency needs an fp8 peak in peak_tflops");
   g.rated_power_w = o.optional_number_in("rated_power_w", input_range::kPowerW).value_or(0);
   g.power_limit_w = o.optional_number_in("power_limit_w", input_range::kPowerW).value_or(0);
   if (g.power_limit_w > 0 && g.rated_power_w <= 0)
@@ -141,6 +146,12 @@ void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
     if (g.rated_power_w <= 0) o.fail("power_limit_w", fmt::format("GPU {} has no rated_power_w to limit", g.name));
     g.power_limit_w = *v;
     g.sources["power_limit_w"] = note;
+  }
+  if (auto v = o.optional_number_in("fp8_matmul_max_efficiency", input_range::kEfficiency)) {
+    if (!g.peak_flops_per_s.count(DType::fp8))
+      o.fail("fp8_matmul_max_efficiency", fmt::format("GPU {} has no fp8 peak", g.name));
+    g.fp8_matmul_max_efficiency = *v;
+    g.sources["fp8_matmul_max_efficiency"] = note;
   }
   if (auto v = o.optional_number_in("vector_tflops", input_range::kPeakTflops)) {
     g.vector_flops_per_s = *v * kTera;
@@ -176,6 +187,7 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
                    {"attention_efficiency", curve_to_json(g.attention_efficiency, 1.0)},
                    {"attention_backward_efficiency", curve_to_json(g.attention_backward_efficiency, 1.0)},
                    {"matmul_half_efficiency_dim", g.matmul_half_efficiency_dim}};
+  if (g.fp8_matmul_max_efficiency > 0) j["fp8_matmul_max_efficiency"] = g.fp8_matmul_max_efficiency;
   if (g.rated_power_w > 0) j["rated_power_w"] = g.rated_power_w;
   if (g.power_limit_w > 0) j["power_limit_w"] = g.power_limit_w;
   if (!g.sources.empty()) j["sources"] = g.sources;

@@ -37,6 +37,10 @@ struct GpuSpec {
   // The smallest GEMM dimension at which a GEMM reaches half its size-limited efficiency (tile edge
   // effects; cost_models/compute.h gemm_shape_factor).
   double matmul_half_efficiency_dim = 0;
+  // FP8 GEMMs' Maximum Achievable Matmul FLOPS over the fp8 peak (ml-engineering's MAMF table); the fp8
+  // GEMMs take matmul_efficiency scaled by this over its top (the bf16 MAMF fraction). 0: not measured,
+  // the bf16 fractions apply to fp8 unchanged.
+  double fp8_matmul_max_efficiency = 0;
   double rated_power_w = 0;  // board power the peaks are rated at (0: not known, limits are ignored)
   double power_limit_w = 0;  // limit the GPU runs under (0: the rated power)
   std::map<std::string, std::string> sources;  // figure name -> where it comes from

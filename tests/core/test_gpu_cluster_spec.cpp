@@ -127,6 +127,24 @@ TEST_CASE("A100 has no FP8 peak; Hopper does") {
   CHECK(a100.sm_count == 108);
 }
 
+TEST_CASE("fp8_matmul_max_efficiency: optional, a fraction, and only on a GPU with an fp8 peak") {
+  // Not set in the shipped files (docs/validation.md "fp8 GEMM efficiency": the measured values and why).
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs + "/gpus"))
+    CHECK(load_gpu(entry.path().string()).fp8_matmul_max_efficiency == 0);
+  // H100 SXM's FP8 MAMF, 1402.6 of 1979 TFLOP/s (stas00/ml-engineering compute/accelerator/README.md).
+  auto j = load_json_file(kConfigs + "/gpus/h100-sxm-80gb.json");
+  j["fp8_matmul_max_efficiency"] = 1402.6 / 1979;
+  const GpuSpec h100 = parse_gpu_spec(j, "h100.json");
+  CHECK(h100.fp8_matmul_max_efficiency * h100.peak(DType::fp8) == doctest::Approx(1402.6e12));
+  CHECK(parse_gpu_spec(gpu_spec_to_json(h100), "roundtrip").fp8_matmul_max_efficiency ==
+        doctest::Approx(h100.fp8_matmul_max_efficiency));
+  j["fp8_matmul_max_efficiency"] = 1.5;
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /fp8_matmul_max_efficiency:"));
+  auto a = load_json_file(kConfigs + "/gpus/a100-sxm-80gb.json");
+  a["fp8_matmul_max_efficiency"] = 0.7;  // A100 has no fp8 tensor cores
+  CHECK(contains(error_of([&] { parse_gpu_spec(a, "g.json"); }), "g.json: /fp8_matmul_max_efficiency:"));
+}
+
 TEST_CASE("GPU errors name the file and the path inside it") {
   const std::map<std::string, std::string> cases{{"gpu_bad_efficiency.json", "/matmul_efficiency/1/1"},
                                                  {"gpu_bad_source.json", "/sources/hbm_size"}};
@@ -194,6 +212,11 @@ TEST_CASE("cluster parsing uses the resolver, converts units and checks the fabr
   CHECK(o.world_size() == 12);
   const ClusterSpec back = parse_cluster_spec(cluster_spec_to_json(o), "roundtrip", &fake_gpu);
   CHECK(cluster_spec_to_json(back) == cluster_spec_to_json(o));
+  // A cluster may state its GPUs' measured fp8 matmul maximum (a calibration override).
+  j["gpu"]["fp8_matmul_max_efficiency"] = 0.709;
+  const ClusterSpec f = parse_cluster_spec(j, "c.json", &fake_gpu);
+  CHECK(f.gpu.fp8_matmul_max_efficiency == doctest::Approx(0.709));
+  CHECK(f.gpu.sources.at("fp8_matmul_max_efficiency").find("c.json") != std::string::npos);
 }
 
 TEST_CASE("cluster errors name the file and path") {

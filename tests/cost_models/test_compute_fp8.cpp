@@ -91,6 +91,27 @@ TEST_CASE("an fp8 GEMM reads one byte per operand element and runs at the fp8 pe
   CHECK(t_fp8 > t_bf16 / 2.0);
 }
 
+TEST_CASE("a measured fp8 matmul maximum scales the fp8 GEMMs' efficiency, never the bf16 ones") {
+  const ModelSpec m = test::llama31_8b();
+  KernelWork a, b;
+  for (const KernelWork& k : block_kernels(m, shape(std::nullopt), Pass::forward)) if (k.name == "mlp_down") a = k;
+  for (const KernelWork& k : block_kernels(m, shape(Fp8Settings{}), Pass::forward)) if (k.name == "mlp_down") b = k;
+  REQUIRE(b.fp8);
+  a.bytes = b.bytes = 0;  // compute-bound: time is FLOPs over peak x efficiency
+  GpuSpec g = h100_fp8();
+  const double bf16_before = kernel_time_s(a, g, DType::bf16), fp8_before = kernel_time_s(b, g, DType::bf16);
+  // H100 SXM's MAMF fractions (ml-engineering): fp8 70.9% against the curve's top 95% here.
+  g.fp8_matmul_max_efficiency = 0.709;
+  CHECK(kernel_time_s(a, g, DType::bf16) == doctest::Approx(bf16_before));
+  CHECK(kernel_time_s(b, g, DType::bf16) == doctest::Approx(fp8_before * 0.95 / 0.709));
+  // At the same size below the curve's top, the same ratio: the curve's shape is kept.
+  a.flops = b.flops = 4e9;
+  g.fp8_matmul_max_efficiency = 0;
+  const double small_before = kernel_time_s(b, g, DType::bf16);
+  g.fp8_matmul_max_efficiency = 0.709;
+  CHECK(kernel_time_s(b, g, DType::bf16) == doctest::Approx(small_before * 0.95 / 0.709));
+}
+
 TEST_CASE("casts per recipe: tensorwise has amax passes, delayed scaling none, rowwise recasts in backward") {
   const ModelSpec m = test::llama31_8b();
   const auto tw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::forward);
