@@ -65,7 +65,7 @@ template <class Real>
 BlockContext<Real> Transformer<Real>::block_context(int module) {
   BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
                          opts_.profiler, module, par_,
-                         opts_.comm, &scratch_, &group_columns_, &cp_positions_};
+                         opts_.comm, &scratch_, &group_columns_, &cp_positions_, LoraBlock<Real>{}, nullptr};
   if (opts_.lora) {
     FSDP_CHECK(lora_params_ != nullptr, "Transformer: LoRA without adapter buffers (set_lora_buffers)");
     const std::int64_t at = opts_.lora->block_offset(module - 1);
