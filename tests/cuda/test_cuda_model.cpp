@@ -292,7 +292,10 @@ TEST_CASE("CudaModel kernel profile: the CPU model's ops and modules, each timed
       const std::vector<float> params = random_params(make_param_layout(spec));
       const Batch batch = random_batch(spec.vocab);
       RecordingProfiler cpu_prof, gpu_prof;
-      run_cpu(spec, params, batch, 1.0f, ModelOptions{recompute, &cpu_prof});
+      ModelOptions cpu_options;
+      cpu_options.recompute = recompute;
+      cpu_options.profiler = &cpu_prof;
+      run_cpu(spec, params, batch, 1.0f, cpu_options);
       const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr, {}, false}, params, batch, 1.0f);
       const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof, {}, false}, params, batch, 1.0f);
       REQUIRE(!cpu_prof.times_s.empty());
