@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
+#include "simulator/interval_file.h"
 #include "simulator/validate.h"
 #include "tools/cli_options.h"
 #include "tools/commands.h"
@@ -27,6 +28,7 @@ struct ValidateOptions {
   std::string cases;
   std::string positional;
   std::string write_plans;  // folder for each simulated case's plan (reproduce one with `fsdpx simulate`)
+  std::string write_interval;  // the 80% band of this file's errors (simulator/interval_file.h)
   OutputFormat format = OutputFormat::text;
   std::string out;  // -o
 };
@@ -60,6 +62,8 @@ void run_validate(const ValidateOptions& o) {
   const ValidationCaseFile cases = load_validation_cases(o.cases.empty() ? o.positional : o.cases);
   const ValidationReport report = run_validation(cases);
   if (!o.write_plans.empty()) write_case_plans(cases, o.write_plans);
+  if (!o.write_interval.empty())
+    write_output_file(o.write_interval, interval_bands_json(interval_bands_from(report)).dump(2) + "\n");
   emit_main_output(o.out, o.format == OutputFormat::json ? validation_json(report).dump(2) + "\n"
                                                           : validation_text(report));
 }
@@ -72,6 +76,9 @@ void setup_validate(CLI::App& app) {
   sub->add_option("file", o->positional, "Case file (fsdpx-published-runs/1)");
   sub->add_option("--cases", o->cases, "Case file (fsdpx-published-runs/1)");
   sub->add_option("--write-plans", o->write_plans, "Write the plan of every simulated case into this existing folder");
+  sub->add_option("--write-interval", o->write_interval,
+                  "Write the 80% band of this file's errors as a prediction-interval file "
+                  "(configs/validation/prediction_interval.json is made from the held-back ground-truth runs)");
   add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
   add_main_output_option(sub, o->out);
   sub->callback([o] { run_validate(*o); });

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "tools/format.h"
+#include "tools/prediction_range.h"
 
 namespace fsdpx {
 
@@ -98,7 +99,12 @@ nlohmann::json candidate_json(const Candidate& c) {
 nlohmann::json plan_search_json(const PlanResult& res) {
   nlohmann::json j;
   j["plan"] = res.best ? plan_to_json(res.best->plan) : nlohmann::json(nullptr);
-  if (res.best) j["chosen"] = candidate_json(*res.best);
+  if (res.best) {
+    const auto& m = res.best->metrics;
+    j["chosen"] = candidate_json(*res.best);
+    j["chosen"]["range_80"] = prediction_range_json(res.best->plan, m.tokens_per_s_per_gpu, m.step_time_s,
+                                                    m.peak_memory_bytes);
+  }
   if (res.pipeline) j["pipeline"] = pipeline_json(res);
   j["alternatives"] = nlohmann::json::array();
   for (const auto& c : res.top) {
@@ -134,6 +140,7 @@ std::string plan_search_text(const PlanResult& res, int top_k) {
   out += fmt::format("  wrapping {}, step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n",
                      wrap_policy_name(b.wrapping), seconds(m.step_time_s), m.tokens_per_s_per_gpu, 100 * m.mfu,
                      seconds(m.exposed_comm_s));
+  out += prediction_range_text(b.plan, m.tokens_per_s_per_gpu, m.step_time_s, m.peak_memory_bytes);
   if (b.plan.planner)
     out += fmt::format("  target {}, gradient reduction in {} (bf16 {}), tolerance {:.1f}%\n", b.plan.planner->target,
                        dtype_name(b.plan.precision.reduce), b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed",

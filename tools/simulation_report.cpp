@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "tools/format.h"
+#include "tools/prediction_range.h"
 
 namespace fsdpx {
 
@@ -27,6 +28,7 @@ nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
     breakdown[mem_category_name(MemCategory(c))] = sim.peak_memory_bytes[std::size_t(c)];
   j["peak_memory_breakdown_bytes"] = breakdown;
   j["peak_memory_op"] = sim.peak_memory_op;
+  j["range_80"] = prediction_range_json(plan, sim.tokens_per_s_per_gpu, sim.step_time_s, sim.peak_memory_total_bytes);
   nlohmann::json phases;
   for (int p = 0; p < 3; ++p)
     phases[kPhaseNames[p]] = {{"compute_s", sim.phases[std::size_t(p)].compute_s},
@@ -100,6 +102,7 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
                               {"MFU", fmt::format("{:.1f} %", 100 * sim.mfu)},
                               {"HFU", fmt::format("{:.1f} %", 100 * sim.hfu)},
                               {"exposed communication", seconds(sim.exposed_comm_s)}});
+  out += prediction_range_text(plan, sim.tokens_per_s_per_gpu, sim.step_time_s, sim.peak_memory_total_bytes);
   return wrap_text(out);
 }
 
