@@ -26,21 +26,6 @@ ModelOptions model_options(const StepProgram& program, OpProfiler* profiler, con
   return o;
 }
 
-// [begin, end) ranges of shard [first, first + count) of a unit (in shard coordinates) that hold
-// tensors every tp rank holds whole.
-std::vector<std::pair<std::int64_t, std::int64_t>> replicated_ranges(const ParamLayout& layout, const FlatUnitLayout& f,
-                                                                     std::int64_t first, std::int64_t count) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (std::size_t k = 0; k < f.modules.size(); ++k)
-    for (const TensorSlot& t : layout.modules[std::size_t(f.modules[k])].tensors) {
-      if (!t.tp_replicated) continue;
-      const std::int64_t begin = std::max(first, f.module_offsets[k] + t.offset);
-      const std::int64_t end = std::min(first + count, f.module_offsets[k] + t.offset + t.numel());
-      if (begin < end) out.emplace_back(begin - first, end - first);
-    }
-  return out;
-}
-
 }  // namespace
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
@@ -64,8 +49,6 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {
     return std::make_unique<FsdpUnit>(rp.flats[std::size_t(u)], unit_shard, replicated_params(rp, u), &mem_);
   });
-  for (const FlatUnitLayout& f : rp.flats)
-    replicated_ranges_.push_back(replicated_ranges(local, f, std::int64_t(unit_shard) * f.shard_numel, f.shard_numel));
   for (FsdpUnit* u : units_.all()) u->set_fp16(rp.settings.precision.param == DType::fp16);
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   const RunSettings& run = rp.settings;
@@ -92,26 +75,6 @@ void CpuRankBackend::load_adapter_state(const AdapterState& s) {
                  s.exp_avg_sq.size() == s.params.size(),
              "CpuRankBackend: adapter state of another layout");
   adapters_ = s;
-}
-
-void CpuRankBackend::all_reduce_adapter_grads(MeshGroup group) {
-  FSDP_CHECK(lora_ != nullptr, "CpuRankBackend: an adapter reduction without LoRA");
-  // fp16 plans: the adapters' gradients leave their GEMMs in fp16 as the base units' do (FsdpUnit), so an
-  // overflowing loss scale shows here too.
-  if (rp_.settings.precision.param == DType::fp16)
-    cpu::round_to_fp16(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
-  comm(group).all_reduce(adapter_grads_.data(), std::int64_t(adapter_grads_.size()));
-  for (float g : adapter_grads_)
-    if (!std::isfinite(g)) {
-      if (first_non_finite_unit_ < 0) first_non_finite_unit_ = 0;  // reported against the first unit
-      break;
-    }
-}
-
-double CpuRankBackend::adapter_grad_sq_sum() {
-  double sum = 0;
-  for (float g : adapter_grads_) sum += double(g) * double(g);
-  return sum;
 }
 
 void CpuRankBackend::gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) {
@@ -204,57 +167,29 @@ std::vector<double> CpuRankBackend::take_losses() {
   return out;
 }
 
-void CpuRankBackend::finish_reduction(int unit) {
-  bool finite = true;
-  for (FsdpUnit* u : units_.with_copy(unit)) finite = u->finish_reduction() && finite;
-  if (!finite && first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
+void CpuRankBackend::adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) {
+  UnitShardState& st = u.state();
+  adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u.grad_shard(),
+               std::int64_t(st.params.size()));
 }
 
-// The copy of a tied table is counted once, on the first stage.
-double CpuRankBackend::grad_sq_sum() {
-  double sum = 0;
-  for (std::size_t u = 0; u < rp_.flats.size(); ++u) {
-    if (!units_.owns(int(u))) continue;
-    const std::vector<float>& g = units_.own(int(u)).grad_shard();
-    const auto& skip = replicated_ranges_[u];  // counted on tp rank 0 only
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      while (k < skip.size() && std::int64_t(i) >= skip[k].second) ++k;
-      if (par_.tp_rank > 0 && k < skip.size() && std::int64_t(i) >= skip[k].first) continue;
-      sum += double(g[i]) * double(g[i]);
-    }
-  }
-  return sum;
+void CpuRankBackend::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {
+  adamw_update(o, s, adapters_.params.data(), adapters_.exp_avg.data(), adapters_.exp_avg_sq.data(),
+               adapter_grads_.data(), std::int64_t(adapters_.params.size()));
 }
 
-void CpuRankBackend::adamw(const OptimizerSettings& o, const AdamWStep& s) {
-  if (lora_) {  // the base is frozen: only the adapters step
-    adamw_update(o, s, adapters_.params.data(), adapters_.exp_avg.data(), adapters_.exp_avg_sq.data(),
-                 adapter_grads_.data(), std::int64_t(adapters_.params.size()));
-    return;
-  }
-  for (FsdpUnit* u : units_.all()) {
-    UnitShardState& st = u->state();
-    adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u->grad_shard().data(),
-                 std::int64_t(st.params.size()));
-  }
+void CpuRankBackend::round_to_fp16(float* g, std::int64_t n) { cpu::round_to_fp16(g, n); }
+
+void CpuRankBackend::unscale_shard(float* g, std::int64_t n, float inv_scale) {
+  found_inf_ = cpu::unscale_and_check(g, n, inv_scale) || found_inf_;
 }
 
-bool CpuRankBackend::unscale_grads(float inv_scale) {
-  bool found_inf = false;
-  for (FsdpUnit* u : units_.all()) {
-    std::vector<float>& g = u->grad_shard();
-    found_inf = cpu::unscale_and_check(g.data(), std::int64_t(g.size()), inv_scale) || found_inf;
-  }
-  // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
-  found_inf = cpu::unscale_and_check(adapter_grads_.data(), std::int64_t(adapter_grads_.size()), inv_scale) || found_inf;
-  return found_inf;
+void CpuRankBackend::add_sum_squares(const float* g, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) sq_sum_ += double(g[i]) * double(g[i]);
 }
 
-void CpuRankBackend::zero_grad_shards() {
-  for (FsdpUnit* u : units_.all()) u->zero_grad_shard();
-  std::fill(adapter_grads_.begin(), adapter_grads_.end(), 0.0f);
-  first_non_finite_unit_ = -1;
+void CpuRankBackend::flag_non_finite(float* g, std::int64_t n, int unit) {
+  if (std::any_of(g, g + n, [](float x) { return !std::isfinite(x); })) note_non_finite(unit);
 }
 
 }  // namespace fsdpx

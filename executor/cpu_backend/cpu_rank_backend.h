@@ -13,7 +13,9 @@
 // parameters and gradients to fp16 values, fsdp_unit.h).
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "executor/comm/communicator.h"
@@ -51,17 +53,8 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   std::vector<double> take_losses() override;
   std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 
-  void finish_reduction(int unit) override;
   int first_non_finite_unit() override { return first_non_finite_unit_; }
-  bool unscale_grads(float inv_scale) override;
-
-  double grad_sq_sum() override;
   void all_reduce_host(double* buf, int count, MeshGroup group) override { comm(group).all_reduce(buf, count); }
-  void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
-  void zero_grad_shards() override;
-
-  void all_reduce_adapter_grads(MeshGroup group) override;
-  double adapter_grad_sq_sum() override;
   AdapterState adapter_state() const override { return adapters_; }
   void load_adapter_state(const AdapterState& s) override;
 
@@ -77,8 +70,24 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   void gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) override;
   void release_unit(FsdpUnit& u, int keep_ranks, int keep_index) override { u.release_params(keep_ranks, keep_index); }
   void reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) override;
-  void all_reduce_grad_shard(Communicator& c, FsdpUnit& u) override {
-    c.all_reduce(u.grad_shard().data(), std::int64_t(u.grad_shard().size()));
+  void finish_unit_reduction(FsdpUnit& u, int unit) override {
+    if (!u.finish_reduction()) note_non_finite(unit);
+  }
+  void adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) override;
+  void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;
+  float* adapter_grads() override { return lora_ ? adapter_grads_.data() : nullptr; }
+  std::int64_t adapter_numel() const override { return std::int64_t(adapter_grads_.size()); }
+  void all_reduce_shard(Communicator& c, float* g, std::int64_t n) override { c.all_reduce(g, n); }
+  void zero_shard(float* g, std::int64_t n) override { std::fill(g, g + n, 0.0f); }
+  void round_to_fp16(float* g, std::int64_t n) override;
+  void unscale_shard(float* g, std::int64_t n, float inv_scale) override;
+  bool take_found_inf() override { return std::exchange(found_inf_, false); }
+  void add_sum_squares(const float* g, std::int64_t n) override;
+  double take_sum_squares() override { return std::exchange(sq_sum_, 0.0); }
+  void flag_non_finite(float* g, std::int64_t n, int unit) override;
+  void clear_non_finite() override { first_non_finite_unit_ = -1; }
+  void note_non_finite(int unit) {
+    if (first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
   }
   std::vector<float*> grad_ptrs(int unit) {
     return units_.unit_grads(rp_, unit, [](FsdpUnit& u, int k) { return u.module_grads(k); });
@@ -89,13 +98,12 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   AdapterState adapters_;
   std::vector<float> adapter_grads_;
   MicroBatchModels models_;
-  // Per unit: the [begin, end) ranges of this rank's shard holding tensors every tp rank holds whole
-  // (their gradients count once in the norm: on tp rank 0).
-  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> replicated_ranges_;
   std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
   std::vector<float> message_;                     // [micro_batch·seq, hidden] a received tensor
   std::vector<double> losses_;         // per micro-batch since take_losses
   int first_non_finite_unit_ = -1;     // since zero_grad_shards
+  bool found_inf_ = false;             // since take_found_inf
+  double sq_sum_ = 0;                  // since take_sum_squares
 };
 
 }  // namespace fsdpx

@@ -107,6 +107,4 @@ bool FsdpUnit::finish_reduction() {
   return finite;
 }
 
-void FsdpUnit::zero_grad_shard() { std::fill(grad_acc_.begin(), grad_acc_.end(), 0.0f); }
-
 }  // namespace fsdpx

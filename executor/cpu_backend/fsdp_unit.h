@@ -29,8 +29,8 @@ class FsdpUnit {
   const FlatUnitLayout& flat() const { return life_.flat(); }
   UnitShardState& state() { return state_; }
   const UnitShardState& state() const { return state_; }
-  std::vector<float>& grad_shard() { return grad_acc_; }
-  const std::vector<float>& grad_shard() const { return grad_acc_; }
+  float* grad_shard() { return grad_acc_.data(); }  // [shard_numel]
+  const float* grad_shard() const { return grad_acc_.data(); }
 
   // Parameters: the master shard all-gathered into the unsharded buffer (allocated unless replicated).
   void gather(Communicator& comm);
@@ -59,7 +59,6 @@ class FsdpUnit {
   void all_reduce_reduced(Communicator& comm);  // HSDP: sum of the reduced shard across replicas
   // Adds the reduced shard to the accumulator; false when it holds a NaN or an infinity.
   bool finish_reduction();
-  void zero_grad_shard();
 
  private:
   void done_with_full_grads();

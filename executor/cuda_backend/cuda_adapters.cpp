@@ -47,9 +47,6 @@ void CudaAdaptersT<T>::adamw(const AdamWArgs& a, cudaStream_t stream) {
   adamw_update(a, master_.get(), exp_avg_.get(), exp_avg_sq_.get(), grads_.get(), params16_.get(), numel_, stream);
 }
 
-template <class T>
-void CudaAdaptersT<T>::zero_grads(cudaStream_t stream) { zero_async(grads_, stream); }
-
 template class CudaAdaptersT<bf16>;
 template class CudaAdaptersT<f16>;
 #if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)

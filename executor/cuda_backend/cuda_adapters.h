@@ -30,7 +30,6 @@ class CudaAdaptersT {
   float* grads() { return grads_.get(); }
   // The optimizer step of the adapters only (the base is frozen); writes the T copy.
   void adamw(const AdamWArgs& a, cudaStream_t stream);
-  void zero_grads(cudaStream_t stream);
 
  private:
   std::int64_t numel_ = 0;

@@ -1,12 +1,12 @@
 // executor/cuda_backend/cuda_rank_backend.cpp — the CUDA backend of one rank (see cuda_rank_backend.h):
 // the device half of the rank skeleton (rank_skeleton.h: each unit op on the current op's stream, the
-// reduce-scatters' communicator and the message channels), stream ordering, gradient checks and
-// optimizer; the model ops are in cuda_rank_backend_model.cpp, the LoRA adapters' in
-// cuda_rank_backend_lora.cpp.
+// reduce-scatters' communicator and the message channels), stream ordering, and the kernels of the
+// skeleton's gradient bookkeeping and optimizer; the model ops are in cuda_rank_backend_model.cpp.
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -72,6 +72,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   non_finite_ = DeviceBuffer<int>(std::int64_t(rp.flats.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, rp.flats.size() * sizeof(int)));
   found_inf_ = DeviceBuffer<int>(1);
+  CUDA_CHECK(cudaMemset(found_inf_.get(), 0, sizeof(int)));
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
   host_reduce_ = DeviceBuffer<float>(kHostReduceElems);
@@ -158,6 +159,20 @@ void CudaRankBackendT<T>::load_unit(CudaUnitT<T>& u, const UnitShardState& s) {
 }
 
 template <class T>
+AdapterState CudaRankBackendT<T>::adapter_state() const {
+  if (!adapters_) return {};
+  sync_streams();
+  return adapters_->download(stream(StreamKind::compute));
+}
+
+template <class T>
+void CudaRankBackendT<T>::load_adapter_state(const AdapterState& s) {
+  FSDP_CHECK(adapters_ != nullptr, "CudaRankBackend: adapter state for a plan without LoRA");
+  sync_streams();
+  adapters_->upload(s, stream(StreamKind::compute));
+}
+
+template <class T>
 void CudaRankBackendT<T>::begin_op(int id, const Op& op) {
   if (id == 0) {  // the step starts behind the previous optimizer update on every stream
     use_device();
@@ -192,64 +207,71 @@ void CudaRankBackendT<T>::reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCo
   }
 }
 
-// The copy of a tied table flags its non-finite values under the head's unit, as on the CPU.
-template <class T>
-void CudaRankBackendT<T>::finish_reduction(int unit) {
-  for (CudaUnitT<T>* u : units_.with_copy(unit)) u->finish_reduction(non_finite_.get() + unit, current_);
-}
-
 template <class T>
 int CudaRankBackendT<T>::first_non_finite_unit() {
   use_device();
   std::vector<int> flags(rp_.flats.size());
-  CUDA_CHECK(cudaStreamSynchronize(current_));
-  CUDA_CHECK(cudaMemcpy(flags.data(), non_finite_.get(), flags.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  read_back(flags.data(), non_finite_.get(), flags.size() * sizeof(int));
   const auto it = std::find(flags.begin(), flags.end(), 1);
   return it == flags.end() ? -1 : int(it - flags.begin());
 }
 
-// fp16 loss scaling: every unit's accumulated shard (and a tied table's copy, which steps like its
-// source) unscaled in place, one flag for all, read back.
 template <class T>
-bool CudaRankBackendT<T>::unscale_grads(float inv_scale) {
-  use_device();
-  CUDA_CHECK(cudaMemsetAsync(found_inf_.get(), 0, sizeof(int), current_));
-  for (CudaUnitT<T>* u : units_.all())
-    unscale_check_finite(u->grad_shard(), u->flat().shard_numel, inv_scale, found_inf_.get(), current_);
-  // LoRA adapters: whole on every rank, summed by their all-reduce before this op.
-  if (adapters_) unscale_check_finite(adapters_->grads(), adapters_->numel(), inv_scale, found_inf_.get(), current_);
-  int found = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&found, found_inf_.get(), sizeof(int), cudaMemcpyDeviceToHost, current_));
+void CudaRankBackendT<T>::read_back(void* host, const void* device, std::size_t n) {
+  CUDA_CHECK(cudaMemcpyAsync(host, device, n, cudaMemcpyDeviceToHost, current_));
   CUDA_CHECK(cudaStreamSynchronize(current_));
   world_->throw_if_aborted();
+}
+
+template <class T>
+void CudaRankBackendT<T>::zero_shard(float* g, std::int64_t n) {
+  CUDA_CHECK(cudaMemsetAsync(g, 0, std::size_t(n) * sizeof(float), current_));
+}
+
+// The values an fp16 gradient holds (f16 plans; the float model of the emulated build computes in fp32).
+template <class T>
+void CudaRankBackendT<T>::round_to_fp16(float* g, std::int64_t n) {
+  if constexpr (std::is_same_v<T, f16>) round_through_f16(g, n, current_);
+}
+
+template <class T>
+void CudaRankBackendT<T>::unscale_shard(float* g, std::int64_t n, float inv_scale) {
+  use_device();
+  unscale_check_finite(g, n, inv_scale, found_inf_.get(), current_);
+}
+
+template <class T>
+bool CudaRankBackendT<T>::take_found_inf() {
+  int found = 0;
+  read_back(&found, found_inf_.get(), sizeof(int));
+  CUDA_CHECK(cudaMemsetAsync(found_inf_.get(), 0, sizeof(int), current_));
   return found != 0;
 }
 
-// The copy of a tied table is counted once, on the first stage.
 template <class T>
-double CudaRankBackendT<T>::grad_sq_sum() {
+void CudaRankBackendT<T>::add_sum_squares(const float* g, std::int64_t n) {
   use_device();
-  bool any = false;
-  for (const auto& u : units_.per_plan_unit()) {
-    if (!u) continue;
-    sum_squares_async(u->grad_shard(), u->flat().shard_numel, any);
-    any = true;
-  }
-  return any ? read_sq_sum() : 0.0;
+  sum_squares(g, n, sq_scratch_.get(), sq_sum_.get(), sq_summing_, current_);
+  sq_summing_ = true;
 }
 
 template <class T>
-void CudaRankBackendT<T>::sum_squares_async(const float* x, std::int64_t n, bool accumulate) {
-  sum_squares(x, n, sq_scratch_.get(), sq_sum_.get(), accumulate, current_);
-}
-
-template <class T>
-double CudaRankBackendT<T>::read_sq_sum() {
+double CudaRankBackendT<T>::take_sum_squares() {
+  if (!std::exchange(sq_summing_, false)) return 0.0;
   double sum = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&sum, sq_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost, current_));
-  CUDA_CHECK(cudaStreamSynchronize(current_));
-  world_->throw_if_aborted();
+  read_back(&sum, sq_sum_.get(), sizeof(double));
   return sum;
+}
+
+// A non-finite value sets the unit's flag; an inv_scale of 1 leaves the values alone.
+template <class T>
+void CudaRankBackendT<T>::flag_non_finite(float* g, std::int64_t n, int unit) {
+  unscale_check_finite(g, n, 1.0f, non_finite_.get() + unit, current_);
+}
+
+template <class T>
+void CudaRankBackendT<T>::clear_non_finite() {
+  CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, rp_.flats.size() * sizeof(int), current_));
 }
 
 // A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
@@ -269,24 +291,21 @@ void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup grou
   std::copy(host, host + count, buf);
 }
 
+namespace {
+AdamWArgs adamw_args(const OptimizerSettings& o, const AdamWStep& s) {
+  return {float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t, float(s.grad_scale)};
+}
+}  // namespace
+
 template <class T>
-void CudaRankBackendT<T>::adamw(const OptimizerSettings& o, const AdamWStep& s) {
-  const AdamWArgs a{float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t,
-                    float(s.grad_scale)};
-  if (adapters_) {  // the base is frozen: only the adapters step
-    adapters_->adamw(a, current_);
-    return;
-  }
-  for (CudaUnitT<T>* u : units_.all())
-    adamw_update(a, u->master(), u->exp_avg(), u->exp_avg_sq(), u->grad_shard(), u->master16(),
-                 u->flat().shard_numel, current_);
+void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
+  adamw_update(adamw_args(o, s), u.master(), u.exp_avg(), u.exp_avg_sq(), u.grad_shard(), u.master16(),
+               u.flat().shard_numel, current_);
 }
 
 template <class T>
-void CudaRankBackendT<T>::zero_grad_shards() {
-  for (CudaUnitT<T>* u : units_.all()) u->zero_grad_shard(current_);
-  if (adapters_) adapters_->zero_grads(current_);
-  CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, rp_.flats.size() * sizeof(int), current_));
+void CudaRankBackendT<T>::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {
+  adapters_->adamw(adamw_args(o, s), current_);
 }
 
 template <class T>

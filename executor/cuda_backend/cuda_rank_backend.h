@@ -66,17 +66,8 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   // tp = cp = 1 on CUDA (runtime_program.h): the model issues no tensor- or context-parallel collectives.
   std::vector<IssuedCollective> take_model_collectives() override { return {}; }
 
-  void finish_reduction(int unit) override;
   int first_non_finite_unit() override;
-  bool unscale_grads(float inv_scale) override;
-
-  double grad_sq_sum() override;
   void all_reduce_host(double* buf, int count, MeshGroup group) override;
-  void adamw(const OptimizerSettings& o, const AdamWStep& s) override;
-  void zero_grad_shards() override;
-
-  void all_reduce_adapter_grads(MeshGroup group) override;
-  double adapter_grad_sq_sum() override;
   AdapterState adapter_state() const override;
   void load_adapter_state(const AdapterState& s) override;
 
@@ -98,18 +89,33 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
     return r == UnitReduction::scatter && group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
   }
-  void all_reduce_grad_shard(DeviceCommunicator& c, CudaUnitT<T>& u) override {
-    c.all_reduce(u.grad_shard(), u.grad_shard(), u.flat().shard_numel, DType::fp32, current_, current_op_);
+  // The device kernels of the skeleton's gradient bookkeeping, on the current op's stream.
+  void finish_unit_reduction(CudaUnitT<T>& u, int unit) override {
+    u.finish_reduction(non_finite_.get() + unit, current_);
   }
+  void adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) override;
+  void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;
+  float* adapter_grads() override { return adapters_ ? adapters_->grads() : nullptr; }
+  std::int64_t adapter_numel() const override { return adapters_ ? adapters_->numel() : 0; }
+  void all_reduce_shard(DeviceCommunicator& c, float* g, std::int64_t n) override {
+    c.all_reduce(g, g, n, DType::fp32, current_, current_op_);
+  }
+  void zero_shard(float* g, std::int64_t n) override;
+  void round_to_fp16(float* g, std::int64_t n) override;
+  void unscale_shard(float* g, std::int64_t n, float inv_scale) override;
+  bool take_found_inf() override;
+  void add_sum_squares(const float* g, std::int64_t n) override;
+  double take_sum_squares() override;
+  void flag_non_finite(float* g, std::int64_t n, int unit) override;
+  void clear_non_finite() override;
   void use_device() const;
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
   std::vector<float*> grad_ptrs(int unit) {  // all null under LoRA (a frozen base)
     return units_.unit_grads(rp_, unit, [this](CudaUnitT<T>& u, int k) { return u.module_grads(k, current_); });
   }
   void sync_streams() const;
-  // Σ x² of `n` fp32 device values (accumulate: onto the previous sum_squares) read back to the host.
-  void sum_squares_async(const float* x, std::int64_t n, bool accumulate);
-  double read_sq_sum();
+  // Waits for the current stream and reads `n` bytes of device memory (a peer's abort throws).
+  void read_back(void* host, const void* device, std::size_t n);
   std::unique_ptr<CudaModelT<T>> make_model();
   // Copies the message received for (mb, payload), if any, into the model (`dst` gives where) on the
   // compute stream; returns whether there was one.
@@ -144,6 +150,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   DeviceBuffer<int> non_finite_;     // [units] flags since zero_grad_shards
   DeviceBuffer<int> found_inf_;      // [1] the unscale pass's inf/NaN flag
   DeviceBuffer<double> sq_sum_, sq_scratch_;
+  bool sq_summing_ = false;          // add_sum_squares ran since take_sum_squares
   DeviceBuffer<float> host_reduce_;  // all_reduce_host staging
 };
 

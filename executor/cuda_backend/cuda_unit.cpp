@@ -217,11 +217,6 @@ void CudaUnitT<T>::finish_reduction(int* non_finite, cudaStream_t stream) {
   reduced_ = nullptr;
 }
 
-template <class T>
-void CudaUnitT<T>::zero_grad_shard(cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(grad_acc_.get(), 0, std::size_t(flat().shard_numel) * sizeof(float), stream));
-}
-
 template class CudaUnitT<bf16>;
 template class CudaUnitT<f16>;
 #if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)

@@ -72,7 +72,6 @@ class CudaUnitT {
   T* master16() { return master16_.get(); }
   const float* grad_shard() const { return grad_acc_.get(); }
   float* grad_shard() { return grad_acc_.get(); }  // fp16 loss scaling unscales it in place
-  void zero_grad_shard(cudaStream_t stream);
 
  private:
   void free_full_grads(cudaStream_t stream);

@@ -3,10 +3,13 @@
 // world and the communicator of each program group, its units (rank_units.h) and the unit ops of the step
 // program (all-gather, release with a kept copy, the three gradient reductions, the tied table's
 // all-reduce, loading state, DDP's master copy), each run on the unit and the tied copy riding along with
-// it. A backend (CpuRankBackend, CudaRankBackendT) derives from it with its unit and communicator types
-// and supplies the device half: how a communicator splits and how a unit runs one op on its device
-// (torchtitan's simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model,
-// the optimizer and the pipeline messages (each backend's).
+// it; and the gradient-shard bookkeeping around the optimizer: accumulation's finiteness flags, fp16
+// loss scaling's unscale pass, the gradient norm's Σ g² (tp-replicated tensors counted once), AdamW over
+// the units or, under LoRA, the adapters alone, and the adapters' all-reduce. A backend (CpuRankBackend,
+// CudaRankBackendT) derives from it with its unit and communicator types and supplies the device half:
+// how a communicator splits, how a unit runs one op, and the kernels over fp32 gradient buffers
+// (torchtitan's simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model
+// and the pipeline messages (each backend's).
 #pragma once
 
 #include <memory>
@@ -17,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/runtime/grad_norm_ranges.h"
 #include "executor/runtime/rank_backend.h"
 #include "executor/runtime/rank_units.h"
 #include "executor/runtime/runtime_program.h"
@@ -34,6 +38,9 @@ class RankSkeleton : public RankBackend {
     const PipelinePlace place = pipeline_place(rp, world_->rank());
     role_ = place.role;
     mesh_rank_ = place.mesh_rank;
+    const int unit_shard = rank_shard(rp, world_->rank()).unit_shard;
+    for (const FlatUnitLayout& f : rp.flats)
+      norm_ranges_.push_back(grad_norm_ranges(rp.tp_layouts[std::size_t(par_.tp_rank)], f, unit_shard, par_.tp_rank));
   }
 
   int rank() const final { return world_->rank(); }
@@ -71,7 +78,58 @@ class RankSkeleton : public RankBackend {
   // copy has the embedding unit's layout and shard.
   void all_reduce_tied(int unit) final {
     FSDP_CHECK(pp_ends_comm_ != nullptr, "rank backend: a tied all-reduce without pipeline parallelism");
-    all_reduce_grad_shard(*pp_ends_comm_, units_.tied_grads(rp_, role_, unit));
+    Unit& u = units_.tied_grads(rp_, role_, unit);
+    all_reduce_shard(*pp_ends_comm_, u.grad_shard(), u.flat().shard_numel);
+  }
+
+  // The copy of a tied table flags its non-finite values under the head's unit.
+  void finish_reduction(int unit) final {
+    for (Unit* u : units_.with_copy(unit)) finish_unit_reduction(*u, unit);
+  }
+  // Every accumulated shard (a tied table's copy steps like its source) and the adapters' gradient
+  // (whole on every rank, summed by their all-reduce before this op), one flag for all.
+  bool unscale_grads(float inv_scale) final {
+    for (Unit* u : units_.all()) unscale_shard(u->grad_shard(), u->flat().shard_numel, inv_scale);
+    if (float* g = adapter_grads()) unscale_shard(g, adapter_numel(), inv_scale);
+    return take_found_inf();
+  }
+  // In unit order; the copy of a tied table is counted once, on the first stage.
+  double grad_sq_sum() final {
+    for (std::size_t u = 0; u < rp_.flats.size(); ++u) {
+      if (!units_.owns(int(u))) continue;
+      const float* g = units_.own(int(u)).grad_shard();
+      for (const auto& [begin, end] : norm_ranges_[u]) add_sum_squares(g + begin, end - begin);
+    }
+    return take_sum_squares();
+  }
+  void adamw(const OptimizerSettings& o, const AdamWStep& s) final {
+    if (adapter_grads() != nullptr) {  // LoRA: the base is frozen, only the adapters step
+      adamw_adapters(o, s);
+      return;
+    }
+    for (Unit* u : units_.all()) adamw_unit(*u, o, s);
+  }
+  void zero_grad_shards() final {
+    for (Unit* u : units_.all()) zero_shard(u->grad_shard(), u->flat().shard_numel);
+    if (float* g = adapter_grads()) zero_shard(g, adapter_numel());
+    clear_non_finite();
+  }
+
+  // ar.lora: summed in fp32 over `group`; a non-finite value is reported against the first unit. fp16
+  // plans: the gradients leave their GEMMs as fp16 values, as the base units' do, so an overflowing loss
+  // scale shows here too.
+  void all_reduce_adapter_grads(MeshGroup group) final {
+    float* g = adapter_grads();
+    FSDP_CHECK(g != nullptr, "rank backend: an adapter reduction without LoRA");
+    if (rp_.settings.precision.param == DType::fp16) round_to_fp16(g, adapter_numel());
+    all_reduce_shard(comm(group), g, adapter_numel());
+    flag_non_finite(g, adapter_numel(), 0);
+  }
+  double adapter_grad_sq_sum() final {
+    float* g = adapter_grads();
+    if (g == nullptr) return 0.0;
+    add_sum_squares(g, adapter_numel());
+    return take_sum_squares();
   }
 
   void abort(const std::string& msg) final { world_->abort(msg); }
@@ -87,7 +145,26 @@ class RankSkeleton : public RankBackend {
   virtual void gather_unit(Unit& u, Comm& c, bool from_kept) = 0;
   virtual void release_unit(Unit& u, int keep_ranks, int keep_index) = 0;
   virtual void reduce_unit(Unit& u, UnitReduction r, Comm& c) = 0;
-  virtual void all_reduce_grad_shard(Comm& c, Unit& u) = 0;
+  // Adds the unit's reduced shard to its accumulator, flagging `unit` on a NaN or an infinity.
+  virtual void finish_unit_reduction(Unit& u, int unit) = 0;
+  virtual void adamw_unit(Unit& u, const OptimizerSettings& o, const AdamWStep& s) = 0;
+  virtual void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) = 0;
+  // The adapters' fp32 gradient (null without LoRA) and its element count.
+  virtual float* adapter_grads() = 0;
+  virtual std::int64_t adapter_numel() const = 0;
+  // The kernels over n fp32 gradient values g on the device, in the current op's order:
+  virtual void all_reduce_shard(Comm& c, float* g, std::int64_t n) = 0;  // sum over c
+  virtual void zero_shard(float* g, std::int64_t n) = 0;
+  virtual void round_to_fp16(float* g, std::int64_t n) = 0;  // to the nearest fp16 values
+  // g *= inv_scale, noting a NaN or an infinity in one flag that take_found_inf reads and clears.
+  virtual void unscale_shard(float* g, std::int64_t n, float inv_scale) = 0;
+  virtual bool take_found_inf() = 0;
+  // Σ g² onto a running fp64 sum, in order, that take_sum_squares reads and clears (0 when none).
+  virtual void add_sum_squares(const float* g, std::int64_t n) = 0;
+  virtual double take_sum_squares() = 0;
+  // Notes `unit` as holding a non-finite gradient when g has a NaN or an infinity (first_non_finite_unit).
+  virtual void flag_non_finite(float* g, std::int64_t n, int unit) = 0;
+  virtual void clear_non_finite() = 0;
   // The communicator a reduction runs on (CUDA: the reduce-scatters' own dp_shard communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
@@ -116,6 +193,7 @@ class RankSkeleton : public RankBackend {
   ModelParallel par_;
   MemoryTracker mem_;
   RankUnits<Unit> units_;  // the rank's stages' units and a tied table's copy (the backend makes them)
+  std::vector<ShardRanges> norm_ranges_;  // per plan unit: the shard's elements the gradient norm counts
 
  private:
   void reduce(int unit, UnitReduction r, MeshGroup group) {

@@ -11,8 +11,12 @@
 // for the all-gather or release it depends on, so it may touch a stream-ordered buffer before its
 // allocation or after its free), and so did the FSDP case of test_emulated_trainer.cpp; with only
 // deliver()'s wait for a receive's event deleted, 1F1B still passed (maxdiff 3.0e-7): the consuming op's
-// program dependency on its receive orders the same copy, so that wait is a second guard. Leaves out
-// processes (one address space here).
+// program dependency on its receive orders the same copy, so that wait is a second guard. Again
+// (2026-11-29, after the rank skeleton took over the gradient bookkeeping): the dependency waits deleted,
+// both cases crashed (SIGSEGV, SIGABRT); only begin_op's wait of the other streams for the step start
+// (the previous optimizer update) deleted, the 1F1B case failed on values (maxdiff 0.073 at pp 2, 0.21
+// at pp 4) and FSDP on 1 rank too (0.028): the next step's all-gathers read shards AdamW is still
+// writing. Leaves out processes (one address space here).
 #include <doctest/doctest.h>
 
 #include <string>
