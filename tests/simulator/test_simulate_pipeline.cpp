@@ -61,7 +61,8 @@ std::map<std::string, std::string> phases_from_trace(const std::string& trace) {
     if (e.at("ph") != "X" || e.at("tid") != 0) continue;
     const std::string kind = e.at("args").at("kind");
     if (kind != "forward" && kind != "backward") continue;
-    const std::string token = (kind == "forward" ? "F" : "B") + std::to_string(int(e.at("args").at("micro_batch")));
+    std::string token(1, kind == "forward" ? 'F' : 'B');  // not "F" + to_string(): g++ 12's -Wrestrict false alarm
+    token += std::to_string(int(e.at("args").at("micro_batch")));
     auto& list = passes[e.at("pid")];
     const double ts = e.at("ts").get<double>();
     if (list.empty() || list.back().second != token) list.emplace_back(ts, token);
