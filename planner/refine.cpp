@@ -104,8 +104,9 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
     }
     if (!any || better_fit(f, best)) best = std::move(f), any = true;
   };
-  // Once an option does not fit while none has, the option that holds least (by its bound, the most
-  // recompute) is tried next: if it does not fit either, no option between them does (the premise
+  // Once an option does not fit while none has, and by more than the bounds say the option that holds
+  // least (the most recompute) saves, that option is tried next: if it does not fit either, no option
+  // between them does (the premise
   // fit_partial's bisection rests on too: more recompute never raises the peak), and the shape's
   // non-fitting representative is the one with the least peak, as before. With `least_first` (a
   // configuration tried because nothing fits), that option goes first.
@@ -119,6 +120,10 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
     try_option(*it);
     least_tried |= it == least;
     if (!any || best.c.fits || least_tried) continue;
+    // Only when the simulated excess exceeds what the least option saves by the bounds: otherwise an
+    // option in between likely fits and the least one would be one simulation more.
+    const double saved_bytes = best.option.memory_bound_bytes - least->memory_bound_bytes;
+    if (best.c.metrics.peak_memory_bytes - saved_bytes <= ev_.limit_bytes()) continue;
     try_option(*least);
     least_tried = true;
     if (!best.c.fits) break;
