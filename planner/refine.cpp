@@ -106,10 +106,9 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
   };
   // Once an option does not fit while none has, and by more than the bounds say the option that holds
   // least (the most recompute) saves, that option is tried next: if it does not fit either, no option
-  // between them does (the premise
-  // fit_partial's bisection rests on too: more recompute never raises the peak), and the shape's
-  // non-fitting representative is the one with the least peak, as before. With `least_first` (a
-  // configuration tried because nothing fits), that option goes first.
+  // between them does (fit_partial's bisection rests on this premise too: more recompute never raises
+  // the peak), and the shape's non-fitting representative has the least peak, as before. With
+  // `least_first` (a configuration tried because nothing fits), that option goes first.
   const auto least = least_memory(options);
   bool least_tried = least_first;
   if (least_first && (try_option(*least), !best.c.fits)) return best;
