@@ -11,6 +11,13 @@ namespace {
 // A shape's plans within this fraction of the compute floor cannot gain from another configuration.
 constexpr double kFloorSlack = 5e-4;
 
+// The option with the least memory bound.
+std::vector<RecomputeOption>::const_iterator least_memory(const std::vector<RecomputeOption>& options) {
+  return std::min_element(options.begin(), options.end(), [](const RecomputeOption& x, const RecomputeOption& y) {
+    return x.memory_bound_bytes < y.memory_bound_bytes;
+  });
+}
+
 class ShapeRefiner {
  public:
   ShapeRefiner(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps)
@@ -27,7 +34,7 @@ class ShapeRefiner {
   };
 
   Candidate eval(const Config& cfg, const RecomputeChoice& rc);
-  Fit fit(const Config& cfg, int hint_index);
+  Fit fit(const Config& cfg, int hint_index, bool least_first = false);
   bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
   bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
   bool at_floor(const Fit& f) const;
@@ -83,24 +90,42 @@ bool ShapeRefiner::fit_partial(const Config& cfg, const RecomputeOption& o, int 
 
 // Options in order of their bound; stops once the next bound cannot beat what fits already. Under the
 // memory objective, only the option with the least memory bound.
-ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index) {
+ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool least_first) {
   Fit best;
   bool any = false;
   std::vector<RecomputeOption> options = b_.options;
-  if (r_.objective == Objective::memory)
-    options = {*std::min_element(options.begin(), options.end(), [](const RecomputeOption& x, const RecomputeOption& y) {
-      return x.memory_bound_bytes < y.memory_bound_bytes;
-    })};
-  for (const RecomputeOption& o : options) {
-    const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
-    if (r_.objective == Objective::throughput && (o.tps_bound <= floor_tps || (any && o.tps_bound < best_tps_))) break;
+  if (r_.objective == Objective::memory) options = {*least_memory(options)};
+  auto try_option = [&](const RecomputeOption& o) {
     Fit f;
     if (o.member_index >= 0) {
-      if (!fit_partial(cfg, o, hint_index, f)) continue;
+      if (!fit_partial(cfg, o, hint_index, f)) return;
     } else {
       f = Fit{eval(cfg, o.choice), o, -1};
     }
     if (!any || better_fit(f, best)) best = std::move(f), any = true;
+  };
+  // Once an option does not fit while none has, and by more than the bounds say the option that holds
+  // least (the most recompute) saves, that option is tried next: if it does not fit either, no option
+  // between them does (fit_partial's bisection rests on this premise too: more recompute never raises
+  // the peak), and the shape's non-fitting representative has the least peak, as before. With
+  // `least_first` (a configuration tried because nothing fits), that option goes first.
+  const auto least = least_memory(options);
+  bool least_tried = least_first;
+  if (least_first && (try_option(*least), !best.c.fits)) return best;
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
+    if (r_.objective == Objective::throughput && (it->tps_bound <= floor_tps || (any && it->tps_bound < best_tps_))) break;
+    if (it == least && least_tried) continue;
+    try_option(*it);
+    least_tried |= it == least;
+    if (!any || best.c.fits || least_tried) continue;
+    // Only when the simulated excess exceeds what the least option saves by the bounds: otherwise an
+    // option in between likely fits and the least one would be one simulation more.
+    const double saved_bytes = best.option.memory_bound_bytes - least->memory_bound_bytes;
+    if (best.c.metrics.peak_memory_bytes - saved_bytes <= ev_.limit_bytes()) continue;
+    try_option(*least);
+    least_tried = true;
+    if (!best.c.fits) break;
   }
   return best;
 }
@@ -126,7 +151,7 @@ Candidate ShapeRefiner::run(bool descend) {
     // Nothing fits in the default configuration, whose per-block wrapping holds the least: only fewer
     // all-gathers in flight or a smaller reduce dtype (the unsharded gradient buffers) can lower the peak.
     auto try_lower = [&](Config c) {
-      Fit f = fit(c, best.member_index);
+      Fit f = fit(c, best.member_index, true);
       if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f);
     };
     for (int k : s_.knobs.all_gather_caps)

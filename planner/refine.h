@@ -4,8 +4,10 @@
 // shape's bound in order of their throughput bound, the partial family searched for its fewest fully
 // recomputed blocks that fit (a step predicted from the simulated excess, then bisection). An option or a
 // configuration whose bound, or whose simulation with less recompute, is already below the best fitting
-// plan is skipped: more recompute only adds compute. Deterministic; leaves out joint moves of two
-// configuration dimensions at once.
+// plan is skipped: more recompute only adds compute. Once an option does not fit while none has, the
+// option with the least memory bound is simulated next, and a shape where that does not fit either ends
+// there (more recompute never raises the peak: the bisection's premise too). Deterministic; leaves out
+// joint moves of two configuration dimensions at once.
 #pragma once
 
 #include "planner/candidates.h"
