@@ -166,7 +166,7 @@ nlohmann::json plan_search_json(const PlanResult& res) {
 std::string plan_search_text(const PlanResult& res, int top_k, bool pareto) {
   const SearchCounts& n = res.counts;
   std::string out = fmt::format(
-      "search: {} candidates, {} pruned ({} by the memory bound, {} by the throughput bound), {} shapes refined, "
+      "search: {} candidates, {} pruned ({} by memory, {} by throughput), {} shapes refined, "
       "{} simulated, {} reused\n",
       n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.shapes_refined, n.simulated,
       n.reused);
@@ -176,15 +176,19 @@ std::string plan_search_text(const PlanResult& res, int top_k, bool pareto) {
   out += fmt::format("chosen plan: {}\n", b.label);
   out += fmt::format("  step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n", seconds(m.step_time_s),
                      m.tokens_per_s_per_gpu, 100 * m.mfu, seconds(m.exposed_comm_s));
+  const std::string costs = fmt::format("predicted for the costs of {}{}", framework_name(b.plan.framework),
+                                        b.plan.framework == Framework::fsdpx
+                                            ? "'s executor"
+                                            : (b.plan.compiled ? " under torch.compile" : " in eager mode"));
   if (b.plan.planner)
-    out += fmt::format("  target {}, gradient reduction in {} (bf16 {}), tolerance {:.1f}%\n", b.plan.planner->target,
-                       dtype_name(b.plan.precision.reduce), b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed",
-                       100 * b.plan.planner->throughput_tolerance);
-  out += fmt::format("  predicted for the costs of {}{}\n", framework_name(b.plan.framework),
-                     b.plan.framework == Framework::fsdpx ? "'s executor" : (b.plan.compiled ? " under torch.compile" : " in eager mode"));
-  out += fmt::format("  memory: peak {}, headroom {} of the {} plans may use ({} capacity, {} margin kept free)\n",
-                     gib(m.peak_memory_bytes), headroom_text(res, b), gib(res.memory_limit_bytes),
-                     gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes));
+    out += fmt::format("  target {} (tolerance {:.1f}%), {}; reduction in {} (bf16 {})\n", b.plan.planner->target,
+                       100 * b.plan.planner->throughput_tolerance, costs, dtype_name(b.plan.precision.reduce),
+                       b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed");
+  else
+    out += "  " + costs + "\n";
+  out += fmt::format("  memory: peak {} of {}, headroom {}; plans may use {} ({} margin kept free)\n",
+                     gib(m.peak_memory_bytes), gib(res.memory_capacity_bytes), headroom_text(res, b),
+                     gib(res.memory_limit_bytes), gib(res.memory_margin_bytes));
   if (res.pipeline) out += pipeline_text(res);
   out += "  at the peak (GiB):";
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)

@@ -45,6 +45,11 @@ falls=$(grep "^step" "$tmp/run200.txt" | grep -o "loss [0-9.]*" | awk 'NR==1{a=$
 [ "$falls" = yes ] ; check "run --steps 200 shows the falling loss ($falls)" $?
 alternatives=$(grep -c "^ *lost: " "$tmp/plan-tiny.txt")
 [ "$alternatives" -eq 5 ] ; check "plan shows 5 alternatives, each with why it lost (got $alternatives)" $?
+# Alternatives name what differs from the chosen plan: bf16 reduction is not allowed by default, so every plan
+# reduces in fp32 and no alternative's row repeats it.
+rows=$(grep -E "^ +[2-6] +[0-9]+ +[0-9.]+% " "$tmp/plan-tiny.txt")
+[ "$(echo "$rows" | grep -c .)" -eq 5 ] && ! echo "$rows" | grep -q "reduce fp32"
+check "alternatives show what differs from the chosen plan, not its whole label" $?
 grep -q "^Pareto frontier" "$tmp/plan-tiny.txt" ; [ $? -ne 0 ] ; check "plan leaves the Pareto frontier out by default" $?
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --pareto > "$tmp/pareto.txt" 2>&1
 grep -q "^Pareto frontier (throughput vs peak memory): [1-9]" "$tmp/pareto.txt" ; check "plan --pareto lists it" $?
