@@ -1,8 +1,8 @@
 // tools/cmd_demo.cpp — `fsdpx demo`: the main job on the embedded default, Llama-3.1-8B on one 8xH100
 // node of torchtitan's benchmark hosts (grand-teton-h100) at sequence 8192 and a global batch of 32
 // sequences, planned as torchtitan would run it in eager mode: print the chosen plan with its memory
-// breakdown and the top alternatives, then simulate it and print the per-phase summary. The analytic
-// estimate of the chosen shape comes first as a sanity bound.
+// breakdown and the top alternatives, the analytic bound of the chosen shape (a sanity check), then the
+// simulated step per phase. The full estimate and simulate reports are `fsdpx estimate` and `simulate`.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -57,12 +57,12 @@ void run_demo(OutputFormat format, const std::string& out) {
     emit_main_output(out, j.dump(2) + "\n");
     return;
   }
-  emit_main_output(out, fmt::format("== 1. Plan: {} on {}, seq {}, global batch {} ==\n\n{}\n"
-                                    "== 2. Analytic estimate of the chosen shape ==\n\n{}\n"
-                                    "== 3. Simulated step of the chosen plan ==\n\n{}",
+  emit_main_output(out, fmt::format("== 1. Plan: {} on {}, seq {}, global batch {} ==\n{}\n"
+                                    "== 2. Analytic bound of the chosen shape (recompute {}) ==\n{}\n"
+                                    "== 3. Simulated step of the chosen plan ==\n{}",
                                     request.model.name, request.cluster.name, request.seq, request.global_batch,
-                                    plan_search_text(result, 5), estimate_text(e, plan.model, plan.cluster, shape),
-                                    simulation_text(plan, sim)));
+                                    plan_search_text(result, 5), recompute_name(shape.recompute),
+                                    estimate_bound_text(e, plan.cluster), simulation_brief_text(plan, sim)));
 }
 
 }  // namespace

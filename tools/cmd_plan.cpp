@@ -1,6 +1,6 @@
 // tools/cmd_plan.cpp — `fsdpx plan --model M --cluster C (--nodes N | --world-size N) --seq S
 // --global-batch B [--target fsdpx|torchtitan@V] [--memory-limit GiB] [--memory-margin GiB|P%]
-// [--throughput-tolerance P] [--allow-bf16-reduce] [--fp16] [--objective throughput|memory] [--top K]
+// [--throughput-tolerance P] [--allow-bf16-reduce] [--fp16] [--objective throughput|memory] [--top K] [--pareto]
 // [--tp T] [--cp C] [--pp P] [--pp-schedule S] [--vpp V] [--dp-shard D] [--dp-replicate R]
 // [--sharding fsdp_full_shard|hsdp] [--recompute none|selective|selective_op|full]
 // [-o plan.json] [--format text|json]`: searches plans (planner/planner.h), prints the chosen one with its
@@ -54,6 +54,7 @@ struct PlanOptions {
   std::optional<Framework> framework;
   bool compiled = false;
   int top = 5;
+  bool pareto = false;  // --pareto: the text lists the Pareto frontier too
   OutputFormat format = OutputFormat::text;
   FixedDegrees fixed;
   PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
@@ -245,7 +246,7 @@ void run_plan(const PlanOptions& o) {
     if (hint) j["hint"] = target_hint_json(*hint);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s", plan_search_text(res, o.top).c_str());
+    std::printf("%s", plan_search_text(res, o.top, o.pareto).c_str());
     if (hint) std::printf("%s", target_hint_text(*hint).c_str());
   }
   if (!res.best) throw NoPlanFits(no_fit_message(res, r, o.model, o.cluster));
@@ -289,6 +290,7 @@ void setup_plan(CLI::App& app) {
                   "target's)");
   sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
+  sub->add_flag("--pareto", o->pareto, "Also list the Pareto frontier (throughput vs peak memory; JSON has it)");
   sub->add_option("--pp", o->fixed.pp, "Fix the pipeline-parallel degree (1: no pipeline)")->check(kPositive);
   add_enum_option(sub, "--pp-schedule", o->pp_schedule, kSchedules,
                   "Fix the pipeline schedule: gpipe, 1f1b, interleaved_1f1b or zero_bubble");

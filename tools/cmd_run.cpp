@@ -109,10 +109,18 @@ RankPlacement place(const RunOptions& o, const Plan& plan, const std::string& fi
 
 void write_json_file(const std::string& path, const nlohmann::json& j) { write_output_file(path, j.dump(2) + "\n"); }
 
-// Prints progress on a terminal every step; when piped, about 20 lines per run plus the last step.
-bool show_progress(const StepMetrics& m, const RunRecord& r, bool tty) {
-  const std::int64_t every = std::max<std::int64_t>(1, (r.target_steps - r.start_step) / 20);
-  return tty || m.step == r.target_steps || (m.step - r.start_step) % every == 0 || m.step == r.start_step + 1;
+// About 10 progress lines per run: the first step, every tenth of the run, the last step. On a terminal the
+// steps between them rewrite one line in place (carriage return, erase to the end of the line).
+bool kept_progress_line(const StepMetrics& m, const RunRecord& r) {
+  const std::int64_t every = std::max<std::int64_t>(1, (r.target_steps - r.start_step) / 10);
+  return m.step == r.target_steps || (m.step - r.start_step) % every == 0 || m.step == r.start_step + 1;
+}
+void print_progress(const StepMetrics& m, const RunRecord& r, double elapsed_s, bool tty) {
+  const bool kept = kept_progress_line(m, r);
+  if (!kept && !tty) return;
+  const char* end = !tty ? "\n" : kept ? "\x1b[K\n" : "\x1b[K";  // erase what a longer line left
+  std::printf("%s%s%s", tty ? "\r" : "", progress_line(m, r, elapsed_s).c_str(), end);
+  std::fflush(stdout);
 }
 
 void run_run(RunOptions o) {
@@ -148,9 +156,7 @@ void run_run(RunOptions o) {
   const bool text = o.format == OutputFormat::text, tty = ::isatty(STDOUT_FILENO) != 0;
   if (text) std::printf("%s", run_header_text(plan, session.record()).c_str());
   session.train([&](const StepMetrics& m, double elapsed_s) {
-    if (!text || !show_progress(m, session.record(), tty)) return;
-    std::printf("%s\n", progress_line(m, session.record(), elapsed_s).c_str());
-    std::fflush(stdout);
+    if (text) print_progress(m, session.record(), elapsed_s, tty);
   });
   session.finish();
   const RunRecord& r = session.record();

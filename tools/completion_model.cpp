@@ -1,6 +1,8 @@
 // tools/completion_model.cpp — reads the completion model off the CLI11 app (tools/completion_model.h).
 #include "tools/completion_model.h"
 
+#include <CLI/CLI.hpp>
+
 namespace fsdpx {
 namespace {
 

@@ -9,7 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+// Only the type is named here: the shell writers (completion_*.cpp) do not parse CLI11, whose every
+// including unit pays several seconds of compile time (docs/performance.md).
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace fsdpx {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/memory_metric.h"
-#include "tools/cli_options.h"
+#include "tools/cli_names.h"
 #include "tools/format.h"
 
 namespace fsdpx {
@@ -103,6 +103,17 @@ std::string estimate_text(const Estimate& e, const ModelSpec& m, const ClusterSp
                            {"model FLOPs/token", fmt::format("{:.3e}", e.model_flops_per_token)}});
   out += "Step time (lower bound: communication fully overlapped)\n" + table(rows);
   return wrap_text(out);
+}
+
+std::string estimate_bound_text(const Estimate& e, const ClusterSpec& c) {
+  if (!e.not_modelled.empty()) return wrap_text("  not estimated: " + e.not_modelled + "\n");
+  const auto& mem = e.memory;
+  return wrap_text(fmt::format(
+      "  memory {} of {} per GPU ({}; activations {}); step time >= {} (compute {}, data-parallel communication {}, "
+      "TP/CP {}), so tokens/s/GPU <= {:.0f}, MFU <= {:.1f}%\n",
+      gib(mem.total()), gib(c.gpu.hbm_bytes), mem.total() <= c.gpu.hbm_bytes ? "fits" : "does NOT fit",
+      gib(mem.activations), seconds(e.step_time_lower_bound_s), seconds(e.compute_time_s), seconds(e.dp_comm_time_s),
+      seconds(e.tp_cp_comm_time_s), e.tokens_per_s_per_gpu_upper_bound, 100 * e.mfu_upper_bound));
 }
 
 }  // namespace fsdpx

@@ -1,6 +1,9 @@
 // tools/plan_report.cpp — text and JSON views of a PlanResult (tools/plan_report.h).
 #include "tools/plan_report.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "tools/format.h"
@@ -56,22 +59,62 @@ nlohmann::json pipeline_json(const PlanResult& res) {
   return j;
 }
 
-// The chosen plan and the runners-up, one numbers row each, then the plan's label and why it lost, both
-// wrapped under the label column so that no line passes kTextWidth.
+// The key of one ", "-separated part of a candidate's label (planner/candidates.cpp describe(): family, "mb",
+// wrapping "(N units)", the optional reshard part, "recompute", "prefetch", "ag cap", "reduce").
+std::string label_part_key(const std::string& part, std::size_t index) {
+  if (index == 0) return "family";
+  if (part.find("reshard") != std::string::npos) return "reshard";
+  if (part.find(" units)") != std::string::npos) return "wrapping";
+  return part.substr(0, part.find(' '));
+}
+
+std::vector<std::string> label_parts(const std::string& label) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0; start <= label.size();) {
+    const std::size_t end = std::min(label.find(", ", start), label.size());
+    parts.push_back(label.substr(start, end - start));
+    start = end + 2;
+  }
+  return parts;
+}
+
+// What an alternative's label changes against the chosen plan's: its parts the chosen plan lacks, and a part
+// only the chosen plan has (the reshard part is left out for the default, reshard after forward).
+std::string label_difference(const std::string& chosen, const std::string& alternative) {
+  const std::vector<std::string> a = label_parts(chosen), b = label_parts(alternative);
+  std::vector<std::string> keys_b, diff;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    keys_b.push_back(label_part_key(b[i], i));
+    if (std::find(a.begin(), a.end(), b[i]) == a.end()) diff.push_back(b[i]);
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string key = label_part_key(a[i], i);
+    if (std::find(keys_b.begin(), keys_b.end(), key) != keys_b.end()) continue;
+    diff.push_back(key == "reshard" ? "reshard after forward" : "without " + a[i]);
+  }
+  if (diff.empty()) return alternative + " (differs below the label: --format json)";
+  std::string out;
+  for (const std::string& d : diff) out += (out.empty() ? "" : ", ") + d;
+  return out;
+}
+
+// The chosen plan and the runners-up, one numbers row each with what differs from the chosen plan, then why
+// it lost, both under the label column so that no line passes kTextWidth.
 std::string top_plans_text(const PlanResult& res, int top_k) {
-  const std::string head = fmt::format("  {:>2}  {:>12}  {:>6}  {:>10}  {:>10}  ", "#", "tokens/s/GPU", "MFU", "peak",
-                                       "headroom");
+  const std::string head = fmt::format("  {:>2}  {:>12}  {:>6}  {:>10}  ", "#", "tokens/s/GPU", "MFU", "peak");
   const std::size_t label_column = head.size();
-  std::string out = head + "plan, then why it lost\n";
-  auto row = [&](std::size_t rank, const Candidate& c, const std::string& why) {
-    out += wrap_line(fmt::format("  {:>2}  {:>12.0f}  {:>5.1f}%  {:>10}  {:>10}  {}", rank,
-                                 c.metrics.tokens_per_s_per_gpu, 100 * c.metrics.mfu, gib(c.metrics.peak_memory_bytes),
-                                 headroom_text(res, c), c.label),
+  std::string out = head + "what differs from #1, then why it lost\n";
+  auto row = [&](std::size_t rank, const Candidate& c, const std::string& what) {
+    return wrap_line(fmt::format("  {:>2}  {:>12.0f}  {:>5.1f}%  {:>10}  {}", rank, c.metrics.tokens_per_s_per_gpu,
+                                 100 * c.metrics.mfu, gib(c.metrics.peak_memory_bytes), what),
                      label_column) + "\n";
-    out += wrap_line(std::string(label_column, ' ') + why, label_column) + "\n";
   };
-  row(1, *res.best, "chosen");
-  for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) row(i + 2, res.top[i], "lost: " + res.top[i].lost_because);
+  out += row(1, *res.best, "the chosen plan");
+  for (std::size_t i = 0; i < res.top.size() && int(i) < top_k; ++i) {
+    const Candidate& c = res.top[i];
+    out += row(i + 2, c, label_difference(res.best->label, c.label));
+    out += wrap_line(std::string(label_column, ' ') + "lost: " + c.lost_because, label_column) + "\n";
+  }
   return out;
 }
 
@@ -126,35 +169,40 @@ nlohmann::json plan_search_json(const PlanResult& res) {
   return j;
 }
 
-std::string plan_search_text(const PlanResult& res, int top_k) {
+std::string plan_search_text(const PlanResult& res, int top_k, bool pareto) {
   const SearchCounts& n = res.counts;
   std::string out = fmt::format(
-      "search: {} candidates considered, {} pruned ({} by the memory bound, {} by the throughput bound), {} shapes "
-      "refined, {} simulated, {} reused\n",
+      "search: {} candidates, {} pruned ({} by memory, {} by throughput), {} shapes refined, "
+      "{} simulated, {} reused\n",
       n.considered, n.pruned_memory + n.pruned_bound, n.pruned_memory, n.pruned_bound, n.shapes_refined, n.simulated,
       n.reused);
   if (!res.best) return wrap_text(out);
   const Candidate& b = *res.best;
   const auto& m = b.metrics;
   out += fmt::format("chosen plan: {}\n", b.label);
-  out += fmt::format("  wrapping {}, step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n",
-                     wrap_policy_name(b.wrapping), seconds(m.step_time_s), m.tokens_per_s_per_gpu, 100 * m.mfu,
-                     seconds(m.exposed_comm_s));
+  out += fmt::format("  step {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, exposed communication {}\n", seconds(m.step_time_s),
+                     m.tokens_per_s_per_gpu, 100 * m.mfu, seconds(m.exposed_comm_s));
   out += prediction_range_text(b.plan, m.tokens_per_s_per_gpu, m.step_time_s, m.peak_memory_bytes);
+  const std::string costs = fmt::format("predicted for the costs of {}{}", framework_name(b.plan.framework),
+                                        b.plan.framework == Framework::fsdpx
+                                            ? "'s executor"
+                                            : (b.plan.compiled ? " under torch.compile" : " in eager mode"));
   if (b.plan.planner)
-    out += fmt::format("  target {}, gradient reduction in {} (bf16 {}), tolerance {:.1f}%\n", b.plan.planner->target,
-                       dtype_name(b.plan.precision.reduce), b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed",
-                       100 * b.plan.planner->throughput_tolerance);
-  out += fmt::format("  predicted for the costs of {}{}\n", framework_name(b.plan.framework),
-                     b.plan.framework == Framework::fsdpx ? "'s executor" : (b.plan.compiled ? " under torch.compile" : " in eager mode"));
-  out += fmt::format("  memory: capacity {}, margin {} kept free, so plans may use {}; headroom {} (peak {})\n",
-                     gib(res.memory_capacity_bytes), gib(res.memory_margin_bytes), gib(res.memory_limit_bytes),
-                     headroom_text(res, b), gib(m.peak_memory_bytes));
+    out += fmt::format("  target {} (tolerance {:.1f}%), {}; reduction in {} (bf16 {})\n", b.plan.planner->target,
+                       100 * b.plan.planner->throughput_tolerance, costs, dtype_name(b.plan.precision.reduce),
+                       b.plan.planner->allow_bf16_reduce ? "allowed" : "not allowed");
+  else
+    out += "  " + costs + "\n";
+  out += fmt::format("  memory: peak {} of {}, headroom {}; plans may use {} ({} margin kept free)\n",
+                     gib(m.peak_memory_bytes), gib(res.memory_capacity_bytes), headroom_text(res, b),
+                     gib(res.memory_limit_bytes), gib(res.memory_margin_bytes));
   if (res.pipeline) out += pipeline_text(res);
-  out += "  peak memory by category:";
+  out += "  at the peak (GiB):";
   for (std::size_t i = 0; i < m.peak_memory_by_category_bytes.size(); ++i)
-    out += fmt::format(" {} {}{}", kCategoryNames[i], gib(m.peak_memory_by_category_bytes[i]), i + 1 < 6 ? "," : "\n");
-  out += "top plans (one per family, then other strategies):\n" + top_plans_text(res, top_k);
+    out += fmt::format(" {} {:.2f}{}", kCategoryNames[i], m.peak_memory_by_category_bytes[i] / (1024.0 * 1024.0 * 1024.0),
+                       i + 1 < 6 ? "," : "\n");
+  out += "alternatives (one per family, then other strategies):\n" + top_plans_text(res, top_k);
+  if (!pareto) return wrap_text(out);
   out += fmt::format("Pareto frontier (throughput vs peak memory): {} plans\n", res.pareto.size());
   for (const auto& c : res.pareto)
     out += wrap_line(fmt::format("  {:>10}  {:>8.0f} tokens/s/GPU  {}", gib(c.metrics.peak_memory_bytes),

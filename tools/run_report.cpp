@@ -18,6 +18,17 @@ std::string rate(double per_s) {
 
 std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
 
+// "peak memory (worst rank): 2.48 MiB (activations 1.21 MiB, grads ...)": the total first, then each category.
+template <typename Map>
+std::string peak_memory_line(const Map& peak_bytes) {
+  const auto total = peak_bytes.find("total");
+  std::string line = "peak memory (worst rank)", parts;
+  if (total != peak_bytes.end()) line += ": " + mib(double(total->second));
+  for (const auto& [category, bytes] : peak_bytes)
+    if (category != "total") parts += (parts.empty() ? "" : ", ") + category + " " + mib(double(bytes));
+  return line + (parts.empty() ? "" : " (" + parts + ")") + "\n";
+}
+
 }  // namespace
 
 // fp16 runs show the step's loss scale; a step the scaler skipped says so.
@@ -64,9 +75,7 @@ std::string run_summary_text(const Plan& plan, const RunRecord& r) {
   s += fmt::format("mean{}: {} tok/s, {} tok/s per rank, MFU {:.1f}% of the cluster's {} peak\n",
                    r.steps.size() > 1 ? " after the first step" : "", rate(tokens_per_s), rate(per_gpu), 100 * mfu,
                    dtype_name(plan.precision.param));
-  std::vector<std::vector<std::string>> rows{{"peak memory (worst rank)", "bytes"}};
-  for (const auto& [cat, bytes] : r.peak_memory) rows.push_back({cat, mib(bytes)});
-  s += table(rows);
+  s += peak_memory_line(r.peak_memory);
   for (const auto& d : r.checkpoints) s += fmt::format("checkpoint written: {}\n", d);
   s += fmt::format("parameters hash (FNV-1a 64 of fp32): {}\n", r.params_hash);
   return wrap_text(s);

@@ -55,6 +55,15 @@ nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
 
 namespace {
 
+// compute and exposed communication per phase of the step.
+std::string phases_table(const Simulation& sim) {
+  std::vector<std::vector<std::string>> rows{{"phase", "compute", "exposed comm"}};
+  for (int p = 0; p < 3; ++p)
+    rows.push_back({kPhaseNames[p], seconds(sim.phases[std::size_t(p)].compute_s),
+                    seconds(sim.phases[std::size_t(p)].exposed_comm_s)});
+  return table(rows);
+}
+
 // Per pipeline rank: its compute time, the share of the step its compute stream idles (the bubble and
 // exposed communication) and its peak memory.
 std::string stages_text(const Plan& plan, const Simulation& sim) {
@@ -83,11 +92,7 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
           ? fmt::format("  {} micro-batches simulated, the steady state extrapolated to the rest (--full: all)\n",
                         sim.simulated_micro_batches)
           : "");
-  std::vector<std::vector<std::string>> rows{{"phase", "compute", "exposed comm"}};
-  for (int p = 0; p < 3; ++p)
-    rows.push_back({kPhaseNames[p], seconds(sim.phases[std::size_t(p)].compute_s),
-                    seconds(sim.phases[std::size_t(p)].exposed_comm_s)});
-  out += "Step\n" + table(rows) + "\n";
+  out += "Step\n" + phases_table(sim) + "\n";
   if (par.pp > 1) out += stages_text(plan, sim);
   std::vector<std::vector<std::string>> mem;
   for (int c = 0; c < kMemCategoryCount; ++c)
@@ -103,6 +108,22 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
                               {"HFU", fmt::format("{:.1f} %", 100 * sim.hfu)},
                               {"exposed communication", seconds(sim.exposed_comm_s)}});
   out += prediction_range_text(plan, sim.tokens_per_s_per_gpu, sim.step_time_s, sim.peak_memory_total_bytes);
+  return wrap_text(out);
+}
+
+std::string simulation_brief_text(const Plan& plan, const Simulation& sim) {
+  std::string out = fmt::format("  {} ops per rank, {} micro-batches per step{}\n", sim.ops_per_rank, plan.grad_accum(),
+                                sim.simulated_micro_batches > 0
+                                    ? fmt::format(" ({} simulated, the rest extrapolated)", sim.simulated_micro_batches)
+                                    : "");
+  out += phases_table(sim);
+  if (plan.parallelism.pp > 1) out += fmt::format("  pipeline bubble {:.1f}% of the step\n", 100 * sim.bubble_fraction);
+  out += fmt::format("  step time {}, {:.0f} tokens/s/GPU, MFU {:.1f}%, HFU {:.1f}%, exposed communication {}\n",
+                     seconds(sim.step_time_s), sim.tokens_per_s_per_gpu, 100 * sim.mfu, 100 * sim.hfu,
+                     seconds(sim.exposed_comm_s));
+  out += prediction_range_text(plan, sim.tokens_per_s_per_gpu, sim.step_time_s, sim.peak_memory_total_bytes);
+  out += fmt::format("  peak memory {} of {} (during {})\n", gib(sim.peak_memory_total_bytes),
+                     gib(plan.cluster.gpu.hbm_bytes), sim.peak_memory_op);
   return wrap_text(out);
 }
 

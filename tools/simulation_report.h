@@ -13,5 +13,8 @@ namespace fsdpx {
 
 nlohmann::json simulation_json(const Plan& plan, const Simulation& sim);
 std::string simulation_text(const Plan& plan, const Simulation& sim);
+// The step in a few lines: the per-phase table, the step's rates and its peak memory (the demo, after the
+// plan search has shown the memory by category).
+std::string simulation_brief_text(const Plan& plan, const Simulation& sim);
 
 }  // namespace fsdpx
