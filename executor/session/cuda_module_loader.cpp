@@ -18,13 +18,13 @@ namespace fsdpx {
 
 namespace {
 
+#if defined(FSDPX_CUDA_MODULE_RELDIR)
 std::string exe_dir() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-#if defined(FSDPX_CUDA_MODULE_RELDIR)
 // The first candidate that exists; empty when none does.
 std::string find_module() {
   for (const std::string& p : cuda_module_candidates(exe_dir(), FSDPX_CUDA_MODULE_RELDIR)) {
