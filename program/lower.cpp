@@ -231,7 +231,7 @@ double Lowerer::local_optimizer_params() const {
   double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
-      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += state_params_[u];
+      is_sharded(prog_.units[u].placement.optimizer) ? sharded += state_params_[u] : replicated += params_[u];
   return sharded / plan_.parallelism.dp_shard + replicated;
 }
 
@@ -245,14 +245,25 @@ int Lowerer::unscale_grads(const std::vector<int>& deps) {
 // Sharded state that lives across steps, and fixed overheads: sharded parameters by FSDP2's accounting,
 // replicated ones (DDP, ZeRO-1) by the ZeRO paper's. Each pipeline rank holds its own units.
 void Lowerer::resident_memory() {
-  double total = 0;
+  double total = 0, local = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
-    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += state_params_[u];
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) {
+      total += state_params_[u];
+      local += params_[u];
+    }
   const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
-  const StateBytes state = plan_.lora                     ? lora_resident_state()
-                           : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
-                                                           : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  StateBytes state = plan_.lora                     ? lora_resident_state()
+                     : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
+                                                     : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  if (!plan_.lora && !is_sharded(placement_.params)) {
+    // Replicated parameters (DDP, ZeRO-1, Megatron's distributed optimizer) and their whole gradient
+    // buffer are on every rank: an MoE model's local experts once, not state_params_'s x ep / cp (that
+    // factor is for the division by dp_shard of the sharded optimizer state).
+    const StateBytes whole = model_state_bytes(local, sharding_mode(placement_), shards, policy);
+    state.params = whole.params;
+    state.grads = whole.grads;
+  }
   // Per-axis communicators only: groups spanning several axes are left out as dp_all always was.
   int communicators = 0;
   for (const auto& g : prog_.groups)

@@ -1,7 +1,7 @@
 // tests/program/test_moe_block.cpp — MoE blocks in the step program (program/moe_block.h): the ep
 // group's members on the mesh, an MoE block's kernels (dense MLP out, router and grouped experts in),
 // its dispatch/combine all-to-alls with their group and bytes, the rank's gathered expert parameters, and
-// a whole lowering of a Mixtral-like plan with ep 4 (built in code: plans with MoE models stay refused).
+// a whole lowering of a Mixtral-like plan with ep 4 (built in code).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -172,6 +172,33 @@ TEST_CASE("an MoE block saves its routed rows' tensors: the slowest rank's imbal
   f4.recompute.assign(f4.recompute.size(), RecomputeMode::full);
   CHECK(segment_memory(f4, 1, 1).saved_activation_bytes == doctest::Approx(segment_memory(f1, 1, 1).saved_activation_bytes));
   CHECK(segment_memory(f4, 1, 1).saved_activation_bytes < s1);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// Megatron's distributed optimizer replicates parameters and the gradient buffer over the data-parallel
+// ranks and shards only the optimizer state: at ep 4 a rank holds its local experts whole (a quarter
+// of ep 1's), while the optimizer state stays what ep 1 shards over dp_shard.
+TEST_CASE("replicated expert parameters: local experts whole under the distributed optimizer") {
+  Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  for (Plan* p : {&p1, &p4}) {
+    p->parallelism.data_parallel = DataParallel::distributed_optimizer;
+    for (PlanUnit& u : p->units) u.reshard_after_forward = 0;
+  }
+  auto resident = [](const StepProgram& prog, MemCategory c) {
+    double b = 0;
+    for (const MemEffect& e : prog.roles[0].resident) b += e.category == c ? e.bytes : 0;
+    return b;
+  };
+  const StepProgram l1 = lower(p1), l4 = lower(p4);
+  double local4 = 0;
+  for (double u : unit_params(p4)) local4 += u;
+  CHECK(resident(l4, MemCategory::params) == doctest::Approx(local4 * dtype_bytes(p4.precision.param)));
+  CHECK(resident(l4, MemCategory::grads) == doctest::Approx(local4 * dtype_bytes(p4.precision.reduce)));
+  CHECK(resident(l4, MemCategory::params) < resident(l1, MemCategory::params));
+  CHECK(resident(l4, MemCategory::optimizer) == doctest::Approx(resident(l1, MemCategory::optimizer)));
 }
 
 }  // namespace fsdpx
