@@ -40,6 +40,7 @@ Lowerer::Lowerer(const Plan& plan)
     for (const std::string& m : plan.units[u].modules) blocks += m.rfind("block.", 0) == 0 ? 1 : 0;
     gather_bytes_.push_back(params_[u] * pb_ - blocks * linear * (pb_ - fp8_bytes));
   }
+  for (double e : unit_expert_params(plan)) expert_gather_bytes_.push_back(e * pb_);
 }
 
 int Lowerer::add_group(GroupKind kind, GroupShape shape, int reshard_ranks) {
@@ -73,6 +74,11 @@ void Lowerer::make_groups() {
   if (par.ep > 1) {  // the MoE blocks' all-to-alls (program/moe_block.h)
     const ProcessGroup ep{GroupKind::ep, {}, par.ep};
     g_.ep = add_group(GroupKind::ep, group_shape(prog_.mesh, ep, plan_.cluster.gpus_per_node), par.ep);
+    // torchtitan v0.2.2 torchtitan/distributed/parallel_dims.py build_mesh: the sparse mesh
+    // (pp, dp_replicate, efsdp, ep, etp) with etp = tp, efsdp = dp_shard x cp x tp / (etp x ep).
+    const ProcessGroup efsdp{GroupKind::efsdp, {}, par.ep};
+    if (expert_fsdp_ranks(par) > 1)
+      efsdp_group_ = add_group(GroupKind::efsdp, group_shape(prog_.mesh, efsdp, plan_.cluster.gpus_per_node), par.ep);
   }
   if (par.pp == 1) return;
   const int stride = prog_.mesh.size();

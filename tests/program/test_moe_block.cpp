@@ -202,3 +202,49 @@ TEST_CASE("replicated expert parameters: local experts whole under the distribut
 }
 
 }  // namespace fsdpx
+
+namespace fsdpx {
+
+// torchtitan v0.2.2 parallel_dims.py: efsdp = dp_shard x cp x tp / (etp x ep) with etp = tp, laid out
+// outside ep: every (ep / cp)-th dp_shard coordinate.
+TEST_CASE("experts gather and reduce over their own efsdp group, named and sized; none when ep = dp_shard x cp") {
+  const ProcessGroup efsdp{GroupKind::efsdp, {}, 4};
+  std::vector<int> members;
+  group_members(Mesh{1, 8, 1, 1}, efsdp, 5, members);
+  CHECK(members == std::vector<int>{1, 5});
+  group_members(Mesh{1, 4, 2, 1}, efsdp, 3, members);  // ep 4 = 2 dp_shard x 2 cp: efsdp 2, same cp
+  CHECK(members == std::vector<int>{3, 7});
+  CHECK(group_size(Mesh{1, 8, 1, 1}, efsdp) == 2);
+  CHECK(std::string(group_kind_name(GroupKind::efsdp)) == "efsdp");
+
+  const Plan p = mixtral_plan(2);  // dp_shard 8, ep 2: efsdp 4
+  const StepProgram prog = lower(p);
+  int group = -1;
+  for (std::size_t i = 0; i < prog.groups.size(); ++i)
+    if (prog.groups[i].kind == GroupKind::efsdp) group = int(i);
+  REQUIRE(group >= 0);
+  CHECK(prog.groups[std::size_t(group)].shape.ranks == 4);
+  const double experts = unit_expert_params(p)[1] * dtype_bytes(p.precision.param);
+  CHECK(experts > 0);
+  int gathers = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.unit != 1 || op.kind != OpKind::all_gather || op.micro_batch != 0) continue;
+    const bool expert_op = op.name.find(".experts") != std::string::npos;
+    CHECK((op.group == group) == expert_op);
+    if (expert_op) {
+      ++gathers;
+      CHECK(op.comm_bytes == doctest::Approx(experts));
+    } else {
+      CHECK(op.comm_bytes == doctest::Approx(prog.units[1].param_bytes - experts));
+    }
+  }
+  CHECK(gathers >= 1);
+  Plan hsdp = mixtral_plan(4);  // 2 replicas of dp_shard 4 = ep: each expert whole on one rank of a replica
+  hsdp.parallelism.dp_replicate = 2;
+  hsdp.parallelism.dp_shard = 4;
+  const StepProgram whole = lower(hsdp);
+  for (const auto& g : whole.groups) CHECK(g.kind != GroupKind::efsdp);
+  for (const Op& op : whole.roles[0].ops) CHECK(op.name.find(".experts") == std::string::npos);
+}
+
+}  // namespace fsdpx
