@@ -12,10 +12,19 @@ namespace fsdpx {
 
 std::optional<std::string> unplanned_model_reason(const ModelSpec& m) {
   if (m.is_moe()) return std::string("expert parallelism is not planned yet: issue 30");
+  return unsimulated_model_reason(m);
+}
+
+std::optional<std::string> unsimulated_model_reason(const ModelSpec& m) {
   if (m.is_mla()) return std::string("multi-head latent attention is not planned yet: issue 30");
   if (m.qk_norm) return std::string("per-head query/key RMSNorm (qk_norm) is not planned yet: issue 30");
   if (m.rope_yarn_factor > 0) return std::string("YaRN RoPE scaling is not planned yet: issue 30");
   return std::nullopt;
+}
+
+void refuse_unsimulated_model(const ModelSpec& m, const std::string& file, const std::string& path) {
+  if (const auto why = unsimulated_model_reason(m))
+    throw_config_error(file, path, fmt::format("model {}: {}", m.name, *why));
 }
 
 void refuse_unplanned_model(const ModelSpec& m, const std::string& file, const std::string& path) {

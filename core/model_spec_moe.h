@@ -19,6 +19,11 @@ namespace fsdpx {
 std::optional<std::string> unplanned_model_reason(const ModelSpec& m);
 // ConfigError "<file>: <path>: <reason>" when unplanned_model_reason has one.
 void refuse_unplanned_model(const ModelSpec& m, const std::string& file, const std::string& path);
+// Why a plan of `m` cannot be lowered and simulated (nullopt: it can). Mixture-of-experts blocks can
+// (program/moe_block.h); latent attention, qk_norm and YaRN cannot yet. The planner's search still
+// refuses MoE models through unplanned_model_reason.
+std::optional<std::string> unsimulated_model_reason(const ModelSpec& m);
+void refuse_unsimulated_model(const ModelSpec& m, const std::string& file, const std::string& path);
 
 namespace detail {
 

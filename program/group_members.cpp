@@ -1,6 +1,7 @@
 // program/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
 // varies some coordinates of a rank and keeps the others (torchtitan's DeviceMesh sub-meshes; FSDP2's
-// int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates). Leaves out custom
+// int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates; the experts' efsdp group
+// takes every (ep / cp)-th dp_shard coordinate). Leaves out custom
 // rank orders and the pipeline groups, whose members are the same mesh point of several roles.
 #include "program/group_members.h"
 
@@ -30,7 +31,7 @@ namespace {
 
 // The half-open range [first, last) of each coordinate that members of the group span.
 struct AxisRange {
-  int first = 0, last = 1;
+  int first = 0, last = 1, step = 1;
 };
 struct GroupBox {
   AxisRange rep, shard, cp, tp;
@@ -74,6 +75,13 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.cp = {0, mesh.cp};
       break;
     }
+    case GroupKind::efsdp: {  // the dp_shard coordinates ep / cp apart: one rank of each ep group
+      const int run = group.reshard_ranks / mesh.cp;
+      FSDP_CHECK(run >= 1 && group.reshard_ranks % mesh.cp == 0 && mesh.dp_shard % run == 0,
+                 "efsdp group: cp divides ep, ep / cp divides dp_shard");
+      b.shard = {c.dp_shard % run, mesh.dp_shard, run};
+      break;
+    }
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: FSDP_CHECK(false, "pipeline groups span roles: their ops meet by rendezvous");
@@ -88,7 +96,7 @@ void group_members(const Mesh& mesh, const ProcessGroup& group, int rank, std::v
   const GroupBox b = group_box(mesh, group, mesh_coord(mesh, rank));
   // Nested loops outermost axis first give increasing row-major ranks.
   for (int r = b.rep.first; r < b.rep.last; ++r)
-    for (int s = b.shard.first; s < b.shard.last; ++s)
+    for (int s = b.shard.first; s < b.shard.last; s += b.shard.step)
       for (int c = b.cp.first; c < b.cp.last; ++c)
         for (int t = b.tp.first; t < b.tp.last; ++t) members.push_back(mesh_rank(mesh, {r, s, c, t}));
 }
@@ -105,6 +113,7 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::dp_cp: return mesh.dp_replicate * mesh.dp_shard * mesh.cp;
     case GroupKind::mesh_all: return mesh.size();
     case GroupKind::ep: return group.reshard_ranks;
+    case GroupKind::efsdp: return mesh.dp_shard * mesh.cp / group.reshard_ranks;
     case GroupKind::pp_pair:
     case GroupKind::pp_ends:
     case GroupKind::pp_all: return group.shape.ranks;  // one rank per member role

@@ -40,6 +40,7 @@ Lowerer::Lowerer(const Plan& plan)
     for (const std::string& m : plan.units[u].modules) blocks += m.rfind("block.", 0) == 0 ? 1 : 0;
     gather_bytes_.push_back(params_[u] * pb_ - blocks * linear * (pb_ - fp8_bytes));
   }
+  for (double e : unit_expert_params(plan)) expert_gather_bytes_.push_back(e * pb_);
 }
 
 int Lowerer::add_group(GroupKind kind, GroupShape shape, int reshard_ranks) {
@@ -73,6 +74,11 @@ void Lowerer::make_groups() {
   if (par.ep > 1) {  // the MoE blocks' all-to-alls (program/moe_block.h)
     const ProcessGroup ep{GroupKind::ep, {}, par.ep};
     g_.ep = add_group(GroupKind::ep, group_shape(prog_.mesh, ep, plan_.cluster.gpus_per_node), par.ep);
+    // torchtitan v0.2.2 torchtitan/distributed/parallel_dims.py build_mesh: the sparse mesh
+    // (pp, dp_replicate, efsdp, ep, etp) with etp = tp, efsdp = dp_shard x cp x tp / (etp x ep).
+    const ProcessGroup efsdp{GroupKind::efsdp, {}, par.ep};
+    if (expert_fsdp_ranks(par) > 1)
+      efsdp_group_ = add_group(GroupKind::efsdp, group_shape(prog_.mesh, efsdp, plan_.cluster.gpus_per_node), par.ep);
   }
   if (par.pp == 1) return;
   const int stride = prog_.mesh.size();
@@ -231,7 +237,7 @@ double Lowerer::local_optimizer_params() const {
   double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
-      (is_sharded(prog_.units[u].placement.optimizer) ? sharded : replicated) += state_params_[u];
+      is_sharded(prog_.units[u].placement.optimizer) ? sharded += state_params_[u] : replicated += params_[u];
   return sharded / plan_.parallelism.dp_shard + replicated;
 }
 
@@ -245,14 +251,25 @@ int Lowerer::unscale_grads(const std::vector<int>& deps) {
 // Sharded state that lives across steps, and fixed overheads: sharded parameters by FSDP2's accounting,
 // replicated ones (DDP, ZeRO-1) by the ZeRO paper's. Each pipeline rank holds its own units.
 void Lowerer::resident_memory() {
-  double total = 0;
+  double total = 0, local = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
-    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) total += state_params_[u];
+    if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_) {
+      total += state_params_[u];
+      local += params_[u];
+    }
   const int shards = plan_.parallelism.dp_shard;
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
-  const StateBytes state = plan_.lora                     ? lora_resident_state()
-                           : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
-                                                           : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  StateBytes state = plan_.lora                     ? lora_resident_state()
+                     : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
+                                                     : model_state_bytes(total, sharding_mode(placement_), shards, policy);
+  if (!plan_.lora && !is_sharded(placement_.params)) {
+    // Replicated parameters (DDP, ZeRO-1, Megatron's distributed optimizer) and their whole gradient
+    // buffer are on every rank: an MoE model's local experts once, not state_params_'s x ep / cp (that
+    // factor is for the division by dp_shard of the sharded optimizer state).
+    const StateBytes whole = model_state_bytes(local, sharding_mode(placement_), shards, policy);
+    state.params = whole.params;
+    state.grads = whole.grads;
+  }
   // Per-axis communicators only: groups spanning several axes are left out as dp_all always was.
   int communicators = 0;
   for (const auto& g : prog_.groups)

@@ -99,8 +99,10 @@ int Lowerer::reshard_ranks(int unit) const {
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
-  Op op = collective_op(fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd"), OpKind::all_gather,
-                        Payload::params, unit, mb, gather_bytes_[std::size_t(unit)], shard_group_);
+  const std::string name = fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd");
+  Op op = collective_op(name, OpKind::all_gather, Payload::params, unit, mb, gather_bytes_[std::size_t(unit)],
+                        shard_group_);
+  if (!(backward && g > 1)) split_experts(op, name);
   if (backward && g > 1) {
     if (!reshard_groups_.count(g))
       reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp * plan_.parallelism.cp, g);
@@ -115,6 +117,7 @@ void Lowerer::gather(int unit, int mb, bool backward) {
   const int index = int(gather_free_ops_.size());
   const int capped = index - plan_.prefetch.max_all_gathers_in_flight;
   if (capped >= 0 && gather_free_ops_[std::size_t(capped)] >= 0) op.deps.push_back(gather_free_ops_[std::size_t(capped)]);
+  add_expert_part(op);
   if (sharded_params(unit)) op.alloc_at_start.push_back({MemCategory::transient, gather_bytes_[std::size_t(unit)]});
   us.gather_op = add_op(std::move(op));
   us.gather_index = index;
@@ -275,6 +278,32 @@ void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes)
   units_[std::size_t(unit)].grads_live = false;
 }
 
+// An MoE unit's collective `op` (over dp_shard, or the data-parallel ranks) carries its local routed
+// experts' bytes too: they move out of it into a twin op on the efsdp group (pending_expert_op_, added
+// by add_expert_part), or, when that group has one rank, nowhere. Returns the experts' bytes moved.
+double Lowerer::split_experts(Op& op, const std::string& name) {
+  pending_expert_op_.reset();
+  const double per_param = op.kind == OpKind::all_gather ? pb_ : rb_;
+  const double bytes = expert_gather_bytes_[std::size_t(op.unit)] / pb_ * per_param;
+  if (bytes <= 0) return 0;
+  op.comm_bytes -= bytes;
+  if (efsdp_group_ < 0) return bytes;
+  Op e = collective_op(name + ".experts", op.kind, op.payload, op.unit, op.micro_batch, bytes, efsdp_group_);
+  pending_expert_op_ = std::move(e);
+  return bytes;
+}
+
+// Adds the pending expert twin with `op`'s dependencies, ahead of `op` on the same stream; `op` then
+// waits for it, so whatever waits for `op` has the experts too.
+void Lowerer::add_expert_part(Op& op) {
+  if (!pending_expert_op_) return;
+  pending_expert_op_->deps = op.deps;
+  op.deps.push_back(add_op(std::move(*pending_expert_op_)));
+  pending_expert_op_.reset();
+}
+
+double Lowerer::op_comm_bytes_of(int op) const { return prog_.roles[std::size_t(role_)].ops[std::size_t(op)].comm_bytes; }
+
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
 // ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
 // cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
@@ -285,17 +314,21 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   UnitState& us = units_[std::size_t(unit)];
   const bool cp = plan_.parallelism.cp > 1;
   if (!is_sharded(place.grads)) {
-    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grads, unit, mb,
-                          grad_bytes, cp ? dp_cp_group_ : all_group_);
+    const std::string name = fmt::format("ar.u{}.mb{}", unit, mb);
+    Op ar = collective_op(name, OpKind::all_reduce, Payload::grads, unit, mb, grad_bytes, cp ? dp_cp_group_ : all_group_);
+    split_experts(ar, name);
     ar.deps.push_back(after_op);
+    add_expert_part(ar);
     ar.completes_reduction = true;
     us.reduced_op = add_op(std::move(ar));
     reduce_ops_.push_back(us.reduced_op);
     return;
   }
-  Op op = collective_op(fmt::format("rs.u{}.mb{}", unit, mb), OpKind::reduce_scatter, Payload::grads, unit, mb,
-                        grad_bytes, shard_group_);
+  const std::string name = fmt::format("rs.u{}.mb{}", unit, mb);
+  Op op = collective_op(name, OpKind::reduce_scatter, Payload::grads, unit, mb, grad_bytes, shard_group_);
+  const double expert_shard_bytes = split_experts(op, name) / std::max(1, expert_fsdp_ranks(plan_.parallelism));
   op.deps.push_back(after_op);
+  add_expert_part(op);
   if (is_sharded(place.params)) reduce_scatter_memory(op, unit, mb, grad_bytes);
   const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
   op.completes_reduction = !across_replicas;
@@ -306,8 +339,11 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
     last_rs_ = us.reduced_op;
   }
   if (across_replicas) {
+    // The experts' shard: their efsdp group already spans cp, so only replicas add it.
+    const double shard_bytes = op_comm_bytes_of(us.reduced_op) / plan_.parallelism.dp_shard +
+                               (plan_.parallelism.dp_replicate > 1 ? expert_shard_bytes : 0.0);
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
-                          grad_bytes / plan_.parallelism.dp_shard, cp ? replicate_cp_group_ : replicate_group_);
+                          shard_bytes, cp ? replicate_cp_group_ : replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(us.reduced_op);
     us.reduced_op = add_op(std::move(ar));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -91,6 +92,15 @@ class Lowerer {
   // Bytes of each unit as its all-gather moves it: params_ x pb_, the blocks' linear weights at one
   // byte under fp8 all-gather (core/fp8.h).
   std::vector<double> gather_bytes_;
+  // Of gather_bytes_, the local routed experts' bytes (program/moe_block.h unit_expert_params x pb_):
+  // their all-gather and reduce-scatter run on efsdp_group_ (torchtitan's efsdp mesh) when it has > 1 rank,
+  // and are left out when it has 1 (ep = dp_shard x cp: each expert lives whole on one rank).
+  std::vector<double> expert_gather_bytes_;
+  int efsdp_group_ = -1;
+  std::optional<Op> pending_expert_op_;  // split_experts -> add_expert_part (lower_units.cpp)
+  double split_experts(Op& op, const std::string& name);
+  void add_expert_part(Op& op);
+  double op_comm_bytes_of(int op) const;
   DataPlacement placement_;  // the plan's data-parallel mode; every unit is placed so
   double pb_, rb_;
   // Bytes per parameter of a unit's unsharded gradients during its backward: the param dtype where

@@ -75,18 +75,25 @@ double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Re
   return base + routed_activation_bytes(plan.model, load_of(plan), plan.parallelism.tp, plan.precision.param).saved;
 }
 
-std::vector<double> unit_state_params(const Plan& plan) {
-  std::vector<double> out = unit_params(plan);
+std::vector<double> unit_expert_params(const Plan& plan) {
+  std::vector<double> out(plan.units.size(), 0.0);
   if (!plan.model.is_moe() || plan.parallelism.ep == 1) return out;
   const ModelSpec& m = plan.model;
   const double local = double(local_experts(m, plan.parallelism)) * 3.0 * double(m.hidden) *
                        double(m.moe.expert_ffn_hidden) / plan.parallelism.tp;
-  const double extra = local * (double(plan.parallelism.ep) / plan.parallelism.cp - 1.0);
   const auto names = module_names(m);
   for (std::size_t u = 0; u < plan.units.size(); ++u)
     for (const std::string& mod : plan.units[u].modules)
       for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i] == mod && is_moe_block(plan, int(i))) out[u] += extra;
+        if (names[i] == mod && is_moe_block(plan, int(i))) out[u] += local;
+  return out;
+}
+
+std::vector<double> unit_state_params(const Plan& plan) {
+  std::vector<double> out = unit_params(plan);
+  const std::vector<double> experts = unit_expert_params(plan);
+  const double extra = double(plan.parallelism.ep) / plan.parallelism.cp - 1.0;
+  for (std::size_t u = 0; u < out.size(); ++u) out[u] += experts[u] * extra;
   return out;
 }
 

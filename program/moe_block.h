@@ -1,8 +1,8 @@
 // program/moe_block.h — what a mixture-of-experts block adds to the step program: its kernels (dense MLP
 // replaced by router, permutation, grouped experts, shared experts), its dispatch/combine all-to-alls on
 // the ep group (serial in the block's ops, as torchtitan's and Megatron-Core's dispatchers run them), its
-// experts' gathered and sharded parameters and routed activations. Leaves out DeepEP-style overlap, fp8
-// experts and the experts' own all-gather group.
+// experts' gathered and sharded parameters (gathered over their own efsdp group) and routed activations.
+// Leaves out DeepEP-style overlap and fp8 experts.
 #pragma once
 
 #include <vector>
@@ -30,11 +30,13 @@ std::vector<KernelWork> block_kernels_of(const Plan& plan, int module, const Lay
 void add_moe_all_to_alls(std::vector<SerialCollective>& out, const Plan& plan, int ep_group, int module);
 
 // Parameters of each module (module_names order) one rank gathers for an MoE model, before tp: the
-// counts of cost_models/moe_params.h with each MoE block's routed experts cut to experts / ep. The
-// lowering all-gathers and reduce-scatters a whole unit over dp_shard (the experts' own, smaller group is
-// left out of the collectives' timing; their sharded state is unit_state_params), one reason plans with
-// MoE models stay refused.
+// counts of cost_models/moe_params.h with each MoE block's routed experts cut to experts / ep.
 std::vector<double> moe_module_params(const Plan& plan);
+
+// Per unit, the local routed experts' parameters of its MoE blocks after tp (experts / ep each; 0 for
+// dense models and ep 1): the part of unit_params the lowering all-gathers and reduce-scatters over the
+// experts' own FSDP group (GroupKind::efsdp, dp_shard x cp / ep ranks) rather than dp_shard.
+std::vector<double> unit_expert_params(const Plan& plan);
 
 // Per unit, the parameters whose sharded state a rank holds x dp_shard, after tp: unit_params with each
 // MoE block's local routed experts x ep / cp, so that dividing by dp_shard gives local experts / (dp_shard

@@ -76,6 +76,7 @@ const char* group_kind_name(GroupKind k) {
     case GroupKind::dp_all: return "dp_all";
     case GroupKind::tp: return "tp";
     case GroupKind::cp: return "cp";
+    case GroupKind::efsdp: return "efsdp";
     case GroupKind::reshard: return "reshard";
     case GroupKind::pp_pair: return "pp_pair";
     case GroupKind::pp_ends: return "pp_ends";

@@ -85,13 +85,14 @@ struct MemEffect {
 // holds runs of ep / cp consecutive dp_shard coordinates with every cp coordinate: the MoE blocks'
 // dispatch and combine all-to-alls.
 enum class GroupKind : std::uint8_t {
-  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all, ep
+  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all, ep,
+  efsdp  // the routed experts' FSDP group: dp_shard x cp / ep ranks (core/expert_parallel.h expert_fsdp_ranks)
 };
 const char* group_kind_name(GroupKind k);  // "dp_shard", "reshard", "pp_pair", ...
 struct ProcessGroup {
   GroupKind kind = GroupKind::dp_shard;
   GroupShape shape;
-  int reshard_ranks = 0;  // kind reshard: g; kind ep: ep
+  int reshard_ranks = 0;  // kind reshard: g; kinds ep and efsdp: ep
 };
 
 // A collective issued inside a compute op and waited for at once (Megatron TP, ring-attention CP).

@@ -187,6 +187,26 @@ std::vector<PlanUnit> torchtitan_units(const ModelSpec& m) {
   return units;
 }
 
+// The slowest expert-parallel rank's routed rows over the mean. Megatron-Core with a capacity factor and
+// moe_pad_expert_input_to_capacity pads every expert to capacity = capacity_factor x tokens x top_k /
+// experts rows and drops the rest (megatron/core/transformer/moe/moe_utils.py get_capacity; the MoE runs
+// state token drop with padding), so each rank carries capacity_factor x the mean. Dropless runs get the
+// documented default (core/expert_parallel.h), an assumption the notes state.
+MoeRouting case_moe_routing(const ModelSpec& m, std::vector<std::string>& notes) {
+  MoeRouting r;
+  if (m.moe.capacity_factor >= 1.0) {
+    r.token_imbalance = m.moe.capacity_factor;
+    notes.push_back(fmt::format("routed load padded to capacity factor {:g} (token drop)", m.moe.capacity_factor));
+    return r;
+  }
+  if (m.moe.capacity_factor > 0)
+    notes.push_back(fmt::format("capacity factor {:g} < 1 not modelled: its dropped rows are counted as routed",
+                                m.moe.capacity_factor));
+  notes.push_back(fmt::format("dropless routing: slowest ep rank's routed tokens {:g} x the mean assumed (default)",
+                              r.token_imbalance));
+  return r;
+}
+
 }  // namespace
 
 // The stack a case's framework names. Frameworks not listed are taken as eager PyTorch with FSDP2, as
@@ -241,6 +261,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   if (c.compiled && !out.plan.compiled)
     out.notes.push_back(fmt::format("compiled ignored: {} runs its own kernels", framework_name(out.plan.framework)));
   out.plan.fp8 = c.fp8;
+  if (c.model.is_moe()) out.plan.moe_routing = case_moe_routing(c.model, out.notes);
   if (out.plan.framework == Framework::torchtitan && par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
     out.plan.units = torchtitan_units(c.model);
   validate_plan(out.plan, where);

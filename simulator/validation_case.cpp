@@ -14,6 +14,7 @@
 #include "core/checked_math.h"
 #include "core/config_paths.h"
 #include "core/json_reader.h"
+#include "core/model_spec_moe.h"
 
 namespace fsdpx {
 
@@ -67,16 +68,23 @@ ModelSpec parse_case_model(JsonObject o) {
   m.ffn_kind = from_name(kFfn, o.choice("ffn_kind", {"swiglu", "gelu", "squared_relu"}));
   m.vocab = o.integer_in("vocab", input_range::kVocab);
   m.tied_embeddings = o.boolean("tied_embeddings");
-  o.finish();
-  if (m.hidden % m.heads != 0) o.fail("hidden", "expected a multiple of heads");
-  if (m.heads % m.kv_heads != 0) o.fail("kv_heads", "expected a divisor of heads");
-  m.head_dim = m.hidden / m.heads;
   // Same default as core/model_spec.cpp: GPT biases every linear layer, Llama none (< 0.1% of params).
   m.bias = m.arch == Arch::gpt ? LinearBias::all : LinearBias::none;
+  // Optional, as in fsdpx's model files: head_dim (Qwen3's 128 with hidden / heads = 64), and the MoE,
+  // latent-attention and qk_norm keys of the MoE runs (core/model_spec_moe.h).
+  const std::optional<std::int64_t> head_dim = o.optional_integer_in("head_dim", input_range::kHeadDim);
+  detail::read_own_moe_keys(o, m);
+  o.finish();
+  if (!head_dim && m.hidden % m.heads != 0) o.fail("hidden", "expected a multiple of heads");
+  if (m.heads % m.kv_heads != 0) o.fail("kv_heads", "expected a divisor of heads");
+  m.head_dim = head_dim.value_or(m.hidden / m.heads);
+  const std::string at = o.path() + "/";
+  detail::check_moe_layout(m, o.file(), {at + "moe/experts", at + "moe/top_k", at + "moe/groups",
+                                         at + "moe/dense_layers", at + "moe/shared_ffn_hidden", at + "head_dim"});
   return m;
 }
 
-Parallelism parse_case_parallelism(JsonObject o) {
+Parallelism parse_case_parallelism(JsonObject o, int& expert_tp) {
   Parallelism p;
   p.dp_replicate = degree(o, "dp_replicate");
   p.dp_shard = degree(o, "dp_shard");
@@ -84,6 +92,8 @@ Parallelism parse_case_parallelism(JsonObject o) {
   p.pp = degree(o, "pp");
   p.vpp = degree(o, "vpp");
   p.cp = degree(o, "cp");
+  p.ep = o.has("ep") ? degree(o, "ep") : 1;  // dense cases leave ep and etp out
+  expert_tp = o.has("etp") ? degree(o, "etp") : 1;
   p.sequence_parallel = o.boolean("sequence_parallel");
   p.pp_schedule =
       from_name(kSchedules, o.choice("pp_schedule", {"none", "gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"}));
@@ -124,7 +134,7 @@ ValidationCase parse_case(JsonObject o) {
   c.gpus = degree(o, "gpus");
   c.gpus_per_node = int(o.integer_in("gpus_per_node", input_range::kGpusPerNode));
   c.inter_node_bw_gbit_per_gpu = nullable_in(o, "inter_node_bw_gbit_per_gpu", input_range::kGbitPerS);
-  c.parallelism = parse_case_parallelism(o.object("parallelism"));
+  c.parallelism = parse_case_parallelism(o.object("parallelism"), c.expert_tp);
   c.micro_batch = o.integer_in("micro_batch", input_range::kMicroBatch);
   c.global_batch = o.integer_in("global_batch", input_range::kGlobalBatch);
   c.recompute = from_name(kRecompute, o.choice("recompute", {"none", "selective", "full"}));
@@ -195,9 +205,32 @@ ValidationCaseFile load_validation_cases(const std::string& path) {
   return parse_validation_cases(load_json_file(path), path);
 }
 
+namespace {
+
+// What fsdpx cannot yet model of a mixture-of-experts case (nullopt: nothing). Megatron-Core folds the
+// experts' ep x etp x expert-dp onto tp x cp x dp separately from attention ("parallel folding",
+// megatron/core/parallel_state.py initialize_model_parallel, expert_tensor_parallel_size); fsdpx folds
+// ep onto dp_shard x cp with the experts split over tp (torchtitan's etp = tp, core/expert_parallel.h).
+std::optional<std::string> moe_skip_reason(const ValidationCase& c) {
+  const Parallelism& p = c.parallelism;
+  if (!c.model.is_moe()) return std::nullopt;
+  if (const auto why = unsimulated_model_reason(c.model)) return "model: " + *why;
+  if (c.fp8) return std::string("fp8 mixture-of-experts training (fp8 grouped expert GEMMs and dispatch) is not "
+                                "modelled yet: issue 30");
+  if (c.expert_tp != p.tp)
+    return fmt::format("expert tensor parallelism etp ({}) differs from tp ({}): fsdpx splits the experts over tp "
+                       "(etp = tp, torchtitan's folding)", c.expert_tp, p.tp);
+  if (p.ep % p.cp != 0 || (p.dp_shard * p.cp) % p.ep != 0)
+    return fmt::format("ep ({}) does not fold onto dp_shard x cp ({} x {}) with cp dividing ep: Megatron-Core's "
+                       "folding of ep over the tp ranks is not modelled", p.ep, p.dp_shard, p.cp);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> validation_skip_reason(const ValidationCase& c) {
   if (c.malformed) return "malformed case: " + *c.malformed;
-  return std::nullopt;
+  return moe_skip_reason(c);
 }
 
 std::string cluster_for_gpu(const std::string& gpu, const std::string& file, const std::string& path) {

@@ -34,7 +34,10 @@ struct ValidationCase {
   int gpus = 0;
   int gpus_per_node = 0;
   std::optional<double> inter_node_bw_gbit_per_gpu;  // nullopt: not stated by the source
-  Parallelism parallelism;
+  Parallelism parallelism;  // with ep (1 when absent)
+  // Megatron-Core's expert tensor parallelism (expert_tensor_parallel_size, "etp"; 1 when absent). fsdpx
+  // models the experts split over tp (torchtitan's etp = tp), or unsplit when tp is 1.
+  int expert_tp = 1;
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   RecomputeMode recompute = RecomputeMode::none;

@@ -71,7 +71,8 @@ Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
     case MeshGroup::cp:
     case MeshGroup::pp_pair:
     case MeshGroup::pp_ends:
-    case MeshGroup::ep: out = nullptr; break;  // no backend runs expert parallelism yet (issue 30)
+    case MeshGroup::ep:
+    case MeshGroup::efsdp: out = nullptr; break;  // no backend runs expert parallelism yet (issue 30)
   }
   FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
   return *out;

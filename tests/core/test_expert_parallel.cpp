@@ -117,4 +117,19 @@ TEST_CASE("capabilities: no fsdpx backend runs ep > 1 yet; the gap names /parall
   }
 }
 
+TEST_CASE("capabilities: no fsdpx backend trains an MoE model; the gap names /model, not searched") {
+  const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
+  const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
+  Parallelism par;
+  par.dp_shard = c.world_size();
+  const Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
+  for (const BackendCapabilities& caps : all_backend_capabilities()) {
+    const std::vector<CapabilityGap> gaps = capability_gaps(p, caps);
+    REQUIRE_FALSE(gaps.empty());
+    CHECK(gaps.front().path == "/model");
+    CHECK_FALSE(gaps.front().searched);
+    CHECK(gaps.front().what.find("does not train mixture-of-experts blocks yet") != std::string::npos);
+  }
+}
+
 }  // namespace fsdpx

@@ -204,4 +204,16 @@ TEST_CASE("plans refuse MoE, latent-attention, q/k-norm and YaRN models with the
   CHECK(msg == "plan.json: /model: model mixtral-tiny: expert parallelism is not planned yet: issue 30");
 }
 
+TEST_CASE("simulation takes MoE models and refuses latent attention, q/k-norm and YaRN") {
+  const ModelSpec mx = load_model(kConfigs + "/models/mixtral-tiny.json");
+  CHECK_FALSE(unsimulated_model_reason(mx));
+  CHECK_NOTHROW(refuse_unsimulated_model(mx, "plan.json", "/model"));
+  const ModelSpec ds = load_model(kConfigs + "/models/deepseek-tiny.json");
+  const std::string msg = test::config_error_of([&] { refuse_unsimulated_model(ds, "plan.json", "/model"); });
+  CHECK(msg == "plan.json: /model: model deepseek-tiny: multi-head latent attention is not planned yet: issue 30");
+  ModelSpec qk = mx;
+  qk.qk_norm = true;
+  CHECK(contains(unsimulated_model_reason(qk).value_or(""), "qk_norm"));
+}
+
 }  // namespace fsdpx

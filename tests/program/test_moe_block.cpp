@@ -1,7 +1,7 @@
 // tests/program/test_moe_block.cpp — MoE blocks in the step program (program/moe_block.h): the ep
 // group's members on the mesh, an MoE block's kernels (dense MLP out, router and grouped experts in),
 // its dispatch/combine all-to-alls with their group and bytes, the rank's gathered expert parameters, and
-// a whole lowering of a Mixtral-like plan with ep 4 (built in code: plans with MoE models stay refused).
+// a whole lowering of a Mixtral-like plan with ep 4 (built in code).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -172,6 +172,79 @@ TEST_CASE("an MoE block saves its routed rows' tensors: the slowest rank's imbal
   f4.recompute.assign(f4.recompute.size(), RecomputeMode::full);
   CHECK(segment_memory(f4, 1, 1).saved_activation_bytes == doctest::Approx(segment_memory(f1, 1, 1).saved_activation_bytes));
   CHECK(segment_memory(f4, 1, 1).saved_activation_bytes < s1);
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// Megatron's distributed optimizer replicates parameters and the gradient buffer over the data-parallel
+// ranks and shards only the optimizer state: at ep 4 a rank holds its local experts whole (a quarter
+// of ep 1's), while the optimizer state stays what ep 1 shards over dp_shard.
+TEST_CASE("replicated expert parameters: local experts whole under the distributed optimizer") {
+  Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  for (Plan* p : {&p1, &p4}) {
+    p->parallelism.data_parallel = DataParallel::distributed_optimizer;
+    for (PlanUnit& u : p->units) u.reshard_after_forward = 0;
+  }
+  auto resident = [](const StepProgram& prog, MemCategory c) {
+    double b = 0;
+    for (const MemEffect& e : prog.roles[0].resident) b += e.category == c ? e.bytes : 0;
+    return b;
+  };
+  const StepProgram l1 = lower(p1), l4 = lower(p4);
+  double local4 = 0;
+  for (double u : unit_params(p4)) local4 += u;
+  CHECK(resident(l4, MemCategory::params) == doctest::Approx(local4 * dtype_bytes(p4.precision.param)));
+  CHECK(resident(l4, MemCategory::grads) == doctest::Approx(local4 * dtype_bytes(p4.precision.reduce)));
+  CHECK(resident(l4, MemCategory::params) < resident(l1, MemCategory::params));
+  CHECK(resident(l4, MemCategory::optimizer) == doctest::Approx(resident(l1, MemCategory::optimizer)));
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// torchtitan v0.2.2 parallel_dims.py: efsdp = dp_shard x cp x tp / (etp x ep) with etp = tp, laid out
+// outside ep: every (ep / cp)-th dp_shard coordinate.
+TEST_CASE("experts gather and reduce over their own efsdp group, named and sized; none when ep = dp_shard x cp") {
+  const ProcessGroup efsdp{GroupKind::efsdp, {}, 4};
+  std::vector<int> members;
+  group_members(Mesh{1, 8, 1, 1}, efsdp, 5, members);
+  CHECK(members == std::vector<int>{1, 5});
+  group_members(Mesh{1, 4, 2, 1}, efsdp, 3, members);  // ep 4 = 2 dp_shard x 2 cp: efsdp 2, same cp
+  CHECK(members == std::vector<int>{3, 7});
+  CHECK(group_size(Mesh{1, 8, 1, 1}, efsdp) == 2);
+  CHECK(std::string(group_kind_name(GroupKind::efsdp)) == "efsdp");
+
+  const Plan p = mixtral_plan(2);  // dp_shard 8, ep 2: efsdp 4
+  const StepProgram prog = lower(p);
+  int group = -1;
+  for (std::size_t i = 0; i < prog.groups.size(); ++i)
+    if (prog.groups[i].kind == GroupKind::efsdp) group = int(i);
+  REQUIRE(group >= 0);
+  CHECK(prog.groups[std::size_t(group)].shape.ranks == 4);
+  const double experts = unit_expert_params(p)[1] * dtype_bytes(p.precision.param);
+  CHECK(experts > 0);
+  int gathers = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.unit != 1 || op.kind != OpKind::all_gather || op.micro_batch != 0) continue;
+    const bool expert_op = op.name.find(".experts") != std::string::npos;
+    CHECK((op.group == group) == expert_op);
+    if (expert_op) {
+      ++gathers;
+      CHECK(op.comm_bytes == doctest::Approx(experts));
+    } else {
+      CHECK(op.comm_bytes == doctest::Approx(prog.units[1].param_bytes - experts));
+    }
+  }
+  CHECK(gathers >= 1);
+  Plan hsdp = mixtral_plan(4);  // 2 replicas of dp_shard 4 = ep: each expert whole on one rank of a replica
+  hsdp.parallelism.dp_replicate = 2;
+  hsdp.parallelism.dp_shard = 4;
+  const StepProgram whole = lower(hsdp);
+  for (const auto& g : whole.groups) CHECK(g.kind != GroupKind::efsdp);
+  for (const Op& op : whole.roles[0].ops) CHECK(op.name.find(".experts") == std::string::npos);
 }
 
 }  // namespace fsdpx

@@ -3,7 +3,7 @@
 # cases from at least 2 source repositories, each with a [moe:...] source id, its assumptions, the model's "moe"
 # block (and "mla" for every DeepSeek-V3 case), "ep" and "etp" in its parallelism; every case is on `fsdpx
 # validate`'s report, scored or skipped with a reason; the generator reproduces the file when python3 is present.
-# Leaves out the errors themselves (the simulator has no ep axis yet: docs/validation.md).
+# Leaves out the errors themselves (tests/simulator/test_validation_moe.cpp checks the scored median).
 # Arguments: fsdpx, the folder with moe_runs.json and make_moe_runs.py.
 set -u
 FSDPX="$1"
