@@ -11,7 +11,8 @@
 //    precomputed once per step for all weights (precompute_float8_dynamic_scale_for_fsdp).
 //  - torchao rowwise ("all_axiswise", torchao/float8/config.py): scales per row, so the amax is a row
 //    reduction inside the cast kernel (one pass), but each operand is cast again along its other axis
-//    for the backward GEMM that contracts over it (X and dY for dW, W for dX).
+//    for the backward GEMM that contracts over it (X and dY for dW, W for dX); the backward GEMMs' outputs
+//    are rescaled by a kernel of their own (add_rowwise_rescale).
 //  - Transformer Engine delayed scaling (transformer_engine/pytorch/module/linear.py, cast_transpose):
 //    one cast_transpose kernel per operand writes both layouts and records the amax; the scale comes
 //    from the amax history, so no amax pass. Current scaling (Float8CurrentScaling) adds the amax pass.
@@ -49,12 +50,24 @@ std::string input_group(const std::string& layer) {
   return layer;
 }
 
+// Whether the tensorwise amax of an activation or output gradient is computed by the kernel that produces
+// the tensor: under torch.compile the amax reduction is fused into its pointwise producer (the norm, the
+// SwiGLU product, RoPE's backward, the residual's gradient; Inductor fuses a pointwise producer into a
+// consuming reduction and stores its output from the same kernel), so the amax costs no pass of its own.
+// torchao's own roofline counts it so (pytorch/ao torchao/testing/float8/roofline_utils.py,
+// get_tensor_memory_traffic_ovhd_s: fuse_with_prev for the input and grad_output roles, never for the
+// weight, which arrives from FSDP's all-gather and has no producer in the compiled graph).
+bool amax_in_producer(const LayerShape& s) {
+  return s.fp8_fused_casts && s.fp8->scaling == Fp8Scaling::tensorwise;
+}
+
 // Casting `elems` bf16 elements to fp8 (`layouts` outputs: 2 when the transposed copy is written by the
-// same kernel), with the recipe's amax: a separate reduction pass (tensorwise, current scaling), inside
-// the cast (rowwise, delayed scaling). Eager torchao (float8_utils.py tensor_to_amax, to_fp8_saturated):
-// abs, max, .to(float32) * scale, clamp, .to(float8), each a kernel.
+// same kernel), with the recipe's amax: a separate reduction pass (tensorwise, current scaling) unless
+// `amax_fused` (computed by the producer, above), inside the cast (rowwise, delayed scaling). Eager
+// torchao (float8_utils.py tensor_to_amax, to_fp8_saturated): abs, max, .to(float32) * scale, clamp,
+// .to(float8), each a kernel.
 void add_cast(std::vector<KernelWork>& out, const std::string& name, double elems, int layouts,
-              const LayerShape& s) {
+              const LayerShape& s, bool amax_fused = false) {
   const double e = dtype_bytes(s.act_dtype);
   const Fp8Scaling sc = s.fp8->scaling;
   if (!s.fp8_fused_casts) {
@@ -65,7 +78,7 @@ void add_cast(std::vector<KernelWork>& out, const std::string& name, double elem
     out.push_back(vector_kernel(name + "_cast", elems, elems * kFp32Bytes, elems * kFp8Bytes * layouts));
     return;
   }
-  if (sc == Fp8Scaling::tensorwise || sc == Fp8Scaling::current)
+  if ((sc == Fp8Scaling::tensorwise || sc == Fp8Scaling::current) && !amax_fused)
     out.push_back(vector_kernel(name + "_amax", 2 * elems, elems * e, 0));
   out.push_back(vector_kernel(name + "_cast", 2 * elems, elems * e, elems * kFp8Bytes * layouts));
 }
@@ -89,10 +102,25 @@ bool rowwise(const LayerShape& s) { return s.fp8->scaling == Fp8Scaling::rowwise
 // fused tensorwise casts; rowwise scales differ per axis, so each layout is its own cast.
 int cast_layouts(const LayerShape& s) { return (te(s) || (s.fp8_fused_casts && !rowwise(s))) ? 2 : 1; }
 
+// Whether the input of a GEMM group arrives in fp8 from the norm before it: Transformer Engine's
+// LayerNormLinear passes its input quantizer to the norm (transformer_engine/pytorch/module/
+// layernorm_linear.py, with_quantized_norm), and the norm kernel writes fp8 directly for delayed
+// scaling, while current scaling runs the norm in bf16, then an amax pass and the cast
+// (transformer_engine/pytorch/csrc/extensions/normalization.cpp rmsnorm_fwd, force_unfused_kernel).
+bool norm_writes_fp8(const std::string& group, const LayerShape& s) {
+  return s.stack.te_layernorm_linear && s.fp8->scaling == Fp8Scaling::delayed &&
+         (group == "attn_in" || group == "mlp_in");
+}
+
 void forward_casts(std::vector<KernelWork>& out, const KernelWork& g, bool first_of_group, const LayerShape& s) {
   const double x = g.rows * g.in_features, w = g.out_features * g.in_features;
   const std::string layer = layer_of(g.name);
-  if (first_of_group) add_cast(out, "fp8_cast_" + input_group(layer), x, cast_layouts(s), s);
+  const std::string group = input_group(layer);
+  if (first_of_group && norm_writes_fp8(group, s)) {
+    out.push_back(fp8_transpose("fp8_" + group + "_t", x));  // the column-wise copy for the weight gradient
+  } else if (first_of_group) {
+    add_cast(out, "fp8_cast_" + group, x, cast_layouts(s), s, amax_in_producer(s));
+  }
   if (s.fp8->all_gather) return;  // gathered in fp8 with a precomputed scale
   const double share = te(s) ? s.fp8_weight_casts_per_micro_batch : 1.0;
   std::vector<KernelWork> w_casts;
@@ -107,7 +135,7 @@ void forward_casts(std::vector<KernelWork>& out, const KernelWork& g, bool first
 void input_grad_casts(std::vector<KernelWork>& out, const KernelWork& g, const LayerShape& s) {
   const double dy = g.rows * g.out_features, w = g.out_features * g.in_features;
   const std::string layer = layer_of(g.name);
-  add_cast(out, "fp8_cast_" + layer + "_grad_out", dy, cast_layouts(s), s);
+  add_cast(out, "fp8_cast_" + layer + "_grad_out", dy, cast_layouts(s), s, amax_in_producer(s));
   if (rowwise(s)) {
     add_cast(out, "fp8_cast_" + layer + "_weight_t", w, 1, s);  // scaled along the other axis
   } else if (s.fp8->all_gather || cast_layouts(s) == 1) {
@@ -125,6 +153,16 @@ void weight_grad_casts(std::vector<KernelWork>& out, const KernelWork& g, bool f
     out.push_back(fp8_transpose("fp8_" + layer + "_grad_out_t", dy));
     if (first_of_group) out.push_back(fp8_transpose("fp8_" + input_group(layer) + "_t", x));
   }
+}
+
+// torchao's rowwise recipe runs its backward GEMMs with slow accumulation (Float8LinearConfig's
+// gemm_config_grad_input and gemm_config_grad_weight, use_fast_accum=False), for which PyTorch's rowwise
+// CUTLASS kernel is so slow that torchao calls the tensorwise cuBLAS kernel with unit scales and multiplies
+// the output by the row and column scales afterwards (pytorch/ao torchao/float8/float8_ops.py,
+// addmm_float8_unwrapped, since pytorch/ao#1325); under torch.compile that is an extra kernel per GEMM
+// (pytorch/ao#2184): it reads and writes the bf16 output.
+void add_rowwise_rescale(std::vector<KernelWork>& out, const KernelWork& g, double out_elems, double e) {
+  out.push_back(vector_kernel(g.name + "_fp8_rescale", out_elems, out_elems * e, out_elems * e));
 }
 
 }  // namespace
@@ -159,6 +197,7 @@ std::vector<KernelWork> apply_fp8_recipe(std::vector<KernelWork> ks, const Layer
       case Pass::input_grad: input_grad_casts(out, k, s); out.push_back(fp8_gemm(std::move(k), dy, w, x, e)); break;
       case Pass::weight_grad: weight_grad_casts(out, k, first, s); out.push_back(fp8_gemm(std::move(k), dy, x, w, e)); break;
     }
+    if (rowwise(s) && p != Pass::forward) add_rowwise_rescale(out, out.back(), p == Pass::input_grad ? x : w, e);
   }
   return out;
 }

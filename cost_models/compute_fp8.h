@@ -1,8 +1,9 @@
 // cost_models/compute_fp8.h — a block's kernels under an fp8 recipe (core/fp8.h): its linear GEMMs run
 // with fp8 operands at the fp8 peak in forward, input-gradient and weight-gradient passes, and the
 // recipe's amax, cast and transpose kernels (memory-bound) are added before them. The attention core,
-// norms and everything outside the blocks keep their bf16 kernels. Leaves out the casts Transformer
-// Engine fuses into a preceding norm or activation (counted as separate kernels) and scale bookkeeping.
+// norms and everything outside the blocks keep their bf16 kernels; casts fused into a producer (Inductor's
+// amax, Transformer Engine's fp8-writing norm) cost no pass of their own. Leaves out the norm's smaller
+// fp8 write, Transformer Engine's activation-fused casts and scale bookkeeping.
 #pragma once
 
 #include <vector>

@@ -59,6 +59,9 @@ StackCosts stack_costs(Framework f, bool compiled) {
     case Framework::megatron:
       s.loss = LossImpl::eager_fp32;
       s.te_tp_overlap = true;
+      // Megatron-Core's Transformer Engine layer spec builds linear_qkv and linear_fc1 as
+      // TELayerNormColumnParallelLinear (megatron/core/models/gpt/gpt_layer_specs.py).
+      s.te_layernorm_linear = true;
       return s;
   }
   FSDP_CHECK(false, "unknown framework");

@@ -3,7 +3,8 @@
 // chain of elementwise kernels with fp32 intermediates), whether attention layout copies surround SDPA,
 // how the loss is computed, which FSDP implementation copies parameters and gradients around its
 // collectives, and how the optimizer and gradient clipping walk the state. Sources per stack in
-// stack_costs.cpp. Leaves out host-side costs (kernel launches, Python) and float8.
+// stack_costs.cpp. Leaves out host-side costs (kernel launches, Python); of float8 only which module
+// owns the norm.
 #pragma once
 
 #include "core/framework.h"
@@ -52,6 +53,9 @@ struct StackCosts {
   // Sequence-parallel TP collectives overlap the block's GEMMs through Transformer Engine's userbuffers
   // (tp_overlap.h) instead of running between them.
   bool te_tp_overlap = false;
+  // The attention and MLP input projections are Transformer Engine LayerNormLinear modules: the norm
+  // runs inside them and, under fp8, can write its output in fp8 (compute_fp8.cpp).
+  bool te_layernorm_linear = false;
 };
 
 StackCosts stack_costs(Framework f, bool compiled);

@@ -1,7 +1,8 @@
 // tests/cost_models/test_compute_fp8.cpp — fp8 recipes on a block's kernels: which GEMMs turn fp8 (the
 // linear layers, never attention), their FLOPs unchanged and operand bytes halved, the casts per recipe
-// (tensorwise's amax pass, delayed scaling's none, rowwise's extra backward casts, eager's chains), the
-// fp8 peak in the roofline, and the linear parameter count against the model's closed form.
+// (tensorwise's amax pass or its producer's, delayed scaling's none, rowwise's extra backward casts, eager's
+// chains, Transformer Engine's fp8-writing norm), the fp8 peak in the roofline, and the linear parameter
+// count against the model's closed form.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -124,21 +125,58 @@ TEST_CASE("casts per recipe: tensorwise has amax passes, delayed scaling none, r
   for (const KernelWork& k : cur) cur_amax += k.name.find("_amax") != std::string::npos ? 1 : 0;
   CHECK(tw_amax > 0);
   CHECK(dl_amax == 0);
-  CHECK(cur_amax == tw_amax);
-  // One input cast (amax + cast) per distinct input: the fused qkv and mlp_up GEMMs; with torchtitan's
-  // separate projections wq/wk/wv share one, w1/w3 one.
-  CHECK(count_prefix(tw, "fp8_cast_attn_in") == 2);
-  CHECK(count_prefix(tw, "fp8_cast_mlp_in") == 2);
+  // Compiled tensorwise: the activations' amax is computed by their producer (torchao's roofline,
+  // fuse_with_prev), only the weights keep an amax pass; current scaling keeps one for every tensor.
+  CHECK(cur_amax > tw_amax);
+  CHECK(count_prefix(tw, "fp8_cast_qkv_weight_amax") == 1);
+  // One input cast per distinct input: the fused qkv and mlp_up GEMMs; with torchtitan's separate
+  // projections wq/wk/wv share one, w1/w3 one. Eager, each has its own amax (and more) as well.
+  CHECK(count_prefix(tw, "fp8_cast_attn_in") == 1);
+  CHECK(count_prefix(tw, "fp8_cast_mlp_in") == 1);
+  CHECK(count_prefix(cur, "fp8_cast_attn_in") == 2);
   LayerShape separate = shape(Fp8Settings{});
   separate.stack.separate_projections = true;
   const auto sep = block_kernels(m, separate, Pass::forward);
-  CHECK(count_prefix(sep, "fp8_cast_attn_in") == 2);
-  CHECK(count_prefix(sep, "fp8_cast_mlp_in") == 2);
+  CHECK(count_prefix(sep, "fp8_cast_attn_in") == 1);
+  CHECK(count_prefix(sep, "fp8_cast_mlp_in") == 1);
   CHECK(count_prefix(sep, "fp8_cast_wk_weight") == 2);
+  LayerShape eager = separate;
+  eager.fp8_fused_casts = false;
+  CHECK(count_prefix(block_kernels(m, eager, Pass::forward), "fp8_cast_attn_in_amax") == 1);
+  // The output gradients' amax likewise: in the producer when compiled, a pass of its own with current scaling.
+  const auto tw_dx = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::input_grad);
+  const auto cur_dx = block_kernels(m, shape(Fp8Settings{Fp8Scaling::current, false}), Pass::input_grad);
+  CHECK(count_prefix(tw_dx, "fp8_cast_mlp_down_grad_out_amax") == 0);
+  CHECK(count_prefix(tw_dx, "fp8_cast_mlp_down_grad_out_cast") == 1);
+  CHECK(count_prefix(cur_dx, "fp8_cast_mlp_down_grad_out_amax") == 1);
   const auto tw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::weight_grad);
   const auto rw_dw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::rowwise, false}), Pass::weight_grad);
   CHECK(count_prefix(tw_dw, "fp8_") == 0);  // compiled casts wrote both layouts in forward and input-grad
   CHECK(count_prefix(rw_dw, "fp8_cast") > 0);  // rowwise scales each axis separately
+}
+
+// torchao rowwise: slow-accumulation backward GEMMs run as tensorwise cuBLAS with the scales applied to the
+// output afterwards (torchao/float8/float8_ops.py addmm_float8_unwrapped): one rescale per backward GEMM.
+TEST_CASE("rowwise backward GEMMs rescale their bf16 outputs in a kernel of their own; tensorwise's do not") {
+  const ModelSpec m = test::llama31_8b();
+  const LayerShape rw = shape(Fp8Settings{Fp8Scaling::rowwise, false});
+  const LayerShape tw = shape(Fp8Settings{Fp8Scaling::tensorwise, false});
+  int gemms = 0, rescales = 0;
+  KernelWork down_dx, down_dx_rescale;
+  for (const KernelWork& k : block_kernels(m, rw, Pass::input_grad)) {
+    gemms += is_linear_gemm(k) ? 1 : 0;
+    rescales += k.name.find("_fp8_rescale") != std::string::npos ? 1 : 0;
+    if (k.name == "mlp_down_dx") down_dx = k;
+    if (k.name == "mlp_down_dx_fp8_rescale") down_dx_rescale = k;
+  }
+  CHECK(gemms > 0);
+  CHECK(rescales == gemms);
+  // dX of mlp_down is tokens x ffn_hidden, read and written in bf16.
+  CHECK(down_dx_rescale.bytes == doctest::Approx(2 * 2 * down_dx.rows * down_dx.in_features));
+  for (const auto& ks : {block_kernels(m, rw, Pass::forward), block_kernels(m, tw, Pass::input_grad),
+                         block_kernels(m, tw, Pass::weight_grad)})
+    CHECK(count_prefix(ks, "mlp_down_dx_fp8_rescale") + count_prefix(ks, "mlp_down_dw_fp8_rescale") == 0);
+  CHECK(count_prefix(block_kernels(m, rw, Pass::weight_grad), "mlp_down_dw_fp8_rescale") == 1);
 }
 
 TEST_CASE("fp8 all-gather removes the forward weight casts; eager casts cost more than fused ones") {
@@ -156,6 +194,26 @@ TEST_CASE("fp8 all-gather removes the forward weight casts; eager casts cost mor
     if (k.name.rfind("fp8_", 0) == 0) eager_s += kernel_time_s(k, g, DType::bf16);
   CHECK(fused_s > 0);
   CHECK(eager_s > 2 * fused_s);
+}
+
+// Transformer Engine's LayerNormLinear (Megatron's linear_qkv and linear_fc1): with delayed scaling the
+// norm writes fp8 and only the column-wise copy is made; current scaling casts after a bf16 norm.
+TEST_CASE("Transformer Engine's norm writes the qkv and fc1 inputs in fp8 under delayed scaling only") {
+  const ModelSpec m = test::llama31_8b();
+  LayerShape dl = shape(Fp8Settings{Fp8Scaling::delayed, false});
+  LayerShape cur = shape(Fp8Settings{Fp8Scaling::current, false});
+  const auto dl_plain = block_kernels(m, dl, Pass::forward);
+  dl.stack.te_layernorm_linear = cur.stack.te_layernorm_linear = true;
+  const auto dl_ln = block_kernels(m, dl, Pass::forward);
+  const auto cur_ln = block_kernels(m, cur, Pass::forward);
+  CHECK(count_prefix(dl_plain, "fp8_cast_attn_in") == 1);
+  CHECK(count_prefix(dl_ln, "fp8_cast_attn_in") == 0);
+  CHECK(count_prefix(dl_ln, "fp8_cast_mlp_in") == 0);
+  CHECK(count_prefix(dl_ln, "fp8_attn_in_t") == 1);
+  CHECK(count_prefix(dl_ln, "fp8_cast_mlp_down") > 0);  // fc2's input comes from the activation: cast
+  CHECK(count_prefix(cur_ln, "fp8_cast_attn_in") == 2);  // amax pass and cast
+  const GpuSpec g = h100_fp8();
+  CHECK(kernels_time_s(dl_ln, g, DType::bf16) < kernels_time_s(dl_plain, g, DType::bf16));
 }
 
 TEST_CASE("Transformer Engine casts a weight once per step: a share per micro-batch") {

@@ -64,8 +64,11 @@ TEST_CASE("torchtitan Llama-3.1-8B on 8 H100: predicted float8 speedup within 5%
   const Fp8Attribution a = fp8_attribution(fp8.plan);
   const double ratio = a.no_gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu;
   const double published = 8532.0 / 6667.0;
-  MESSAGE("predicted float8 / bf16 = " << ratio << ", published " << published << ", with fp8 all-gather "
+  MESSAGE("predicted float8 / bf16 = " << ratio << ", published " << published << " (" << 100 * (ratio / published - 1)
+                                       << "%), with fp8 all-gather "
                                        << a.gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu);
+  // doctest's Approx bounds |ratio - published| by epsilon x (1 + max(ratio, published)): about 8.9% of the
+  // published ratio here, not 5% of it (docs/validation.md "fp8 GEMM efficiency" states both readings).
   CHECK(ratio == doctest::Approx(published).epsilon(0.05));
   // fp8 all-gather halves the linear weights' all-gather bytes: never slower, and the share it brings is
   // reported for a plan that has it.
