@@ -133,7 +133,7 @@ net::IoStatus Mesh::write_frame(Peer& p, const Header& h, const void* payload, n
       std::size_t sent = 0;
       net::IoStatus st;
       {
-        std::lock_guard<std::timed_mutex> lock(p.send_mu);
+        std::lock_guard<std::mutex> lock(p.send_mu);
         st = net::send_some(p.fd.get(), parts[k] + done, sizes[k] - done, &sent);
         done += sent;
         p.mid_frame = st == net::IoStatus::ok && (k == 0 || done < sizes[k]);
@@ -245,7 +245,7 @@ void Mesh::beat() {
   for (int j = 0; j < size(); ++j) {
     Peer& p = *peers_[std::size_t(j)];
     if (j == rank_ || !p.fd) continue;
-    std::unique_lock<std::timed_mutex> lock(p.send_mu, std::try_to_lock);  // a frame on its way says as much
+    std::unique_lock<std::mutex> lock(p.send_mu, std::try_to_lock);  // a frame on its way says as much
     if (!lock || p.mid_frame) continue;
     // A peer that does not take 40 bytes within the timeout has stopped reading; the frame may now be cut,
     // so the mesh is failed by the next wait (check_silent_peers) before anything else is sent.
@@ -294,9 +294,11 @@ void Mesh::abort(const std::string& msg_in) {
     if (j == rank_ || !p.fd) continue;
     // Wait (within the deadline) for a heartbeat or a collective's write in progress: an abort skipped here
     // would let the peer read this rank's closed socket first and name the wrong cause. Only a peer with a
-    // frame half written is skipped, since an abort frame inside it would corrupt the stream.
-    std::unique_lock<std::timed_mutex> lock(p.send_mu, d);
-    if (!lock || p.mid_frame) continue;
+    // frame half written is skipped, since an abort frame inside it would corrupt the stream. try_lock in a
+    // loop rather than a timed mutex: g++ 12's ThreadSanitizer does not see timed_mutex's clock lock.
+    std::unique_lock<std::mutex> lock(p.send_mu, std::defer_lock);
+    while (!lock.try_lock() && net::ms_until(d) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!lock.owns_lock() || p.mid_frame) continue;
     if (net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(&h), sizeof h, d) == net::IoStatus::ok)
       net::send_all(p.fd.get(), reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size(), d);
   }

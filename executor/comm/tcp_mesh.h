@@ -87,8 +87,8 @@ class Mesh {
     std::vector<std::uint8_t> bytes;  // received, not yet cut into messages
     std::deque<Message> inbox;
     bool closed = false;
-    std::timed_mutex send_mu;  // abort() and the heartbeat send from other threads
-    bool mid_frame = false;    // a frame is partly written (guarded by send_mu)
+    std::mutex send_mu;      // abort() and the heartbeat send from other threads
+    bool mid_frame = false;  // a frame is partly written (guarded by send_mu)
     std::chrono::steady_clock::time_point last_heard;  // when bytes last arrived (or the connection was made)
   };
   // The heartbeat thread's beat: an empty frame to every peer whose socket is free; a peer that has read
