@@ -1,5 +1,5 @@
-// tools/cmd_calibrate.h — `fsdpx calibrate`'s options as parsed (tools/cli_setup_runs.cpp registers them) and the command
-// itself (tools/cmd_calibrate.cpp). Leaves out CLI11.
+// tools/cmd_calibrate.h — `fsdpx calibrate`'s options as parsed (tools/cli_setup_runs.cpp registers them) and
+// the command itself (tools/cmd_calibrate.cpp). Leaves out CLI11.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// tools/cmd_estimate.h — `fsdpx estimate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and the
-// command itself (tools/cmd_estimate.cpp). Leaves out CLI11: the command's code compiles without it.
+// tools/cmd_estimate.h — `fsdpx estimate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and
+// the command itself (tools/cmd_estimate.cpp). Leaves out CLI11: the command's code compiles without it.
 #pragma once
 
 #include <cstdint>

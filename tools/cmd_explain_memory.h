@@ -1,5 +1,5 @@
-// tools/cmd_explain_memory.h — `fsdpx explain-memory`'s options as parsed (tools/cli_setup_runs.cpp registers them) and
-// the command itself (tools/cmd_explain_memory.cpp). Leaves out CLI11.
+// tools/cmd_explain_memory.h — `fsdpx explain-memory`'s options as parsed (tools/cli_setup_runs.cpp registers
+// them) and the command itself (tools/cmd_explain_memory.cpp). Leaves out CLI11.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// tools/cmd_run.h — `fsdpx run`'s options as parsed (tools/cli_setup_runs.cpp registers them) and the command itself
-// (tools/cmd_run.cpp). Leaves out CLI11: the command's code compiles without it.
+// tools/cmd_run.h — `fsdpx run`'s options as parsed (tools/cli_setup_runs.cpp registers them) and the command
+// itself (tools/cmd_run.cpp). Leaves out CLI11: the command's code compiles without it.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// tools/cmd_simulate.h — `fsdpx simulate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and the
-// command itself (tools/cmd_simulate.cpp). Leaves out CLI11: the command's code compiles without it.
+// tools/cmd_simulate.h — `fsdpx simulate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and
+// the command itself (tools/cmd_simulate.cpp). Leaves out CLI11: the command's code compiles without it.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// tools/cmd_validate.h — `fsdpx validate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and the
-// command itself (tools/cmd_validate.cpp). Leaves out CLI11.
+// tools/cmd_validate.h — `fsdpx validate`'s options as parsed (tools/cli_setup_plans.cpp registers them) and
+// the command itself (tools/cmd_validate.cpp). Leaves out CLI11.
 #pragma once
 
 #include <string>
