@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "core/model_spec.h"
 
 namespace fsdpx {

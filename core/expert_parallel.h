@@ -9,10 +9,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/json_reader.h"
 #include "core/plan_settings.h"
 
 namespace fsdpx {
+
+class JsonObject;  // core/json_reader.h
 
 struct ModelSpec;
 

@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_ranges.h"
+#include "core/json_reader.h"
+
 namespace fsdpx {
 
 std::optional<std::string> unplanned_model_reason(const ModelSpec& m) {

@@ -9,10 +9,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/json_reader.h"
 #include "core/model_spec.h"
 
 namespace fsdpx {
+
+class JsonObject;  // core/json_reader.h
 
 // Why the planner, simulator and executor do not take `m` yet (nullopt: a dense model they model), one
 // line; e.g. "expert parallelism is not planned yet: issue 30".

@@ -41,4 +41,9 @@ CLI::Option* add_enum_option(CLI::App* sub, const std::string& name, Value& valu
       ->check(CLI::IsMember(keys));
 }
 
+// -o FILE of the commands whose main output is their report (tools/main_output.h writes it).
+inline CLI::Option* add_main_output_option(CLI::App* sub, std::string& path) {
+  return sub->add_option("-o,--output", path, "Write the output (text or JSON, as --format) to this file, not stdout");
+}
+
 }  // namespace fsdpx

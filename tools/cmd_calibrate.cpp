@@ -19,8 +19,8 @@
 #include "simulator/calibration.h"
 #include "simulator/calibration_fabric.h"
 #include "simulator/simulate.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_calibrate.h"
 #include "tools/plan_file.h"
 #include "tools/format.h"
 #include "tools/run_report.h"
@@ -29,16 +29,6 @@
 namespace fsdpx {
 
 namespace {
-
-struct CalibrateOptions {
-  std::string profile;
-  std::string trace;
-  std::string plan;
-  std::string output;
-  std::string plan_out;
-  std::string name;
-  OutputFormat format = OutputFormat::text;
-};
 
 struct LoadedProfile {
   Plan plan;
@@ -157,6 +147,8 @@ void run_trace_calibrate(const CalibrateOptions& o) {
   std::printf("calibrated cluster written to %s\n", o.output.c_str());
 }
 
+}  // namespace
+
 void run_calibrate(const CalibrateOptions& o) {
   if (o.profile.empty() == o.trace.empty()) throw ConfigError("--profile, --trace: give exactly one");
   if (!o.trace.empty()) return run_trace_calibrate(o);
@@ -203,21 +195,6 @@ void run_calibrate(const CalibrateOptions& o) {
               100 * err_after);
   std::printf("calibrated cluster written to %s%s\n", o.output.c_str(),
               o.plan_out.empty() ? "" : fmt::format("; calibrated plan to {}", o.plan_out).c_str());
-}
-
-}  // namespace
-
-void setup_calibrate(CLI::App& app) {
-  auto o = std::make_shared<CalibrateOptions>();
-  CLI::App* sub = app.add_subcommand("calibrate", "Turn a run profile into a cluster spec with measured efficiencies");
-  sub->add_option("--profile", o->profile, "Profile written by fsdpx run --profile");
-  sub->add_option("--trace", o->trace, "PyTorch profiler traces of a run of --plan (a file or one per rank in a directory)");
-  sub->add_option("--plan", o->plan, "With --trace: the plan the traced run ran");
-  sub->add_option("-o,--output", o->output, "Write the calibrated cluster JSON here")->required();
-  sub->add_option("--plan-out", o->plan_out, "Also write the profiled plan with the calibrated cluster");
-  sub->add_option("--name", o->name, "Name of the calibrated cluster (default: <cluster>-calibrated)");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  sub->callback([o] { run_calibrate(*o); });
 }
 
 }  // namespace fsdpx

@@ -17,8 +17,8 @@
 #include "kineto/step_breakdown.h"
 #include "core/output_file.h"
 #include "simulator/op_comparison.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_compare.h"
 #include "tools/format.h"
 #include "tools/measured_trace.h"
 #include "tools/report/compare_html.h"
@@ -29,16 +29,6 @@
 namespace fsdpx {
 
 namespace {
-
-struct CompareOptions {
-  std::string plan;
-  std::string profile;
-  std::string trace;  // a PyTorch profiler trace file or directory of them
-  std::string predicted_trace;  // with --plan --trace: write the simulated step in Kineto's layout here
-  std::string html;
-  int top = 20;  // op rows in text; 0: all
-  OutputFormat format = OutputFormat::text;
-};
 
 std::string percent(double error) { return fmt::format("{:+.1f}%", 100 * error); }
 double step_error(const Comparison& c) { return c.measured_step_s > 0 ? c.predicted_step_s / c.measured_step_s - 1 : 0; }
@@ -129,6 +119,8 @@ void run_trace_compare(const CompareOptions& o) {
   std::printf("%s", text(c, OpMeasurement{m.path, {}, m.mean.step_s, m.steps, m.ranks}, title, 0, false).c_str());
 }
 
+}  // namespace
+
 void run_compare(const CompareOptions& o) {
   if (o.profile.empty() == o.trace.empty()) throw ConfigError("--profile, --trace: give exactly one");
   if (!o.predicted_trace.empty() && (o.plan.empty() || o.trace.empty()))
@@ -151,25 +143,6 @@ void run_compare(const CompareOptions& o) {
     std::printf("%s\n", json_of(c, m, path, program_hash(sim.program)).dump(2).c_str());
   else
     std::printf("%s", text(c, m, title, o.top, stages).c_str());
-}
-
-}  // namespace
-
-void setup_compare(CLI::App& app) {
-  auto o = std::make_shared<CompareOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "compare", "Lay a plan's simulated step beside a measured run of it, op by op; or summarise profiler traces");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)");
-  sub->add_option("--profile", o->profile, "The run's trace (fsdpx run --trace) or profile (fsdpx run --profile)");
-  sub->add_option("--trace", o->trace,
-                  "PyTorch profiler traces (.json/.json.gz, a file or a directory with one per rank)");
-  sub->add_option("--predicted-trace", o->predicted_trace,
-                  "With --plan --trace: write the simulated step as PyTorch profiler traces into this directory");
-  sub->add_option("-o,--output", o->html, "Write an HTML view to this file");
-  sub->add_option("--top", o->top, "Op rows in the text output, largest misses first (0: all; default 20)")
-      ->check(CLI::Range(0, 1 << 30));
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  sub->callback([o] { run_compare(*o); });
 }
 
 }  // namespace fsdpx

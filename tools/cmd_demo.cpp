@@ -13,8 +13,8 @@
 #include "cost_models/estimate.h"
 #include "planner/planner.h"
 #include "simulator/simulate.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_demo.h"
 #include "tools/estimate_report.h"
 #include "tools/main_output.h"
 #include "tools/plan_report.h"
@@ -41,6 +41,8 @@ PlanRequest demo_request() {
   return r;
 }
 
+}  // namespace
+
 void run_demo(OutputFormat format, const std::string& out) {
   const PlanRequest request = demo_request();
   const PlanResult result = search_plans(request);
@@ -63,18 +65,6 @@ void run_demo(OutputFormat format, const std::string& out) {
                                     request.model.name, request.cluster.name, request.seq, request.global_batch,
                                     plan_search_text(result, 5), recompute_name(shape.recompute),
                                     estimate_bound_text(e, plan.cluster), simulation_brief_text(plan, sim)));
-}
-
-}  // namespace
-
-void setup_demo(CLI::App& app) {
-  auto format = std::make_shared<OutputFormat>(OutputFormat::text);
-  CLI::App* sub = app.add_subcommand("demo", "The main job on the embedded default: plan, estimate and simulate "
-                                             "Llama-3.1-8B on one 8xH100 node");
-  auto out = std::make_shared<std::string>();
-  add_enum_option(sub, "--format", *format, kOutputFormats, "text or json");
-  add_main_output_option(sub, *out);
-  sub->callback([format, out] { run_demo(*format, *out); });
 }
 
 }  // namespace fsdpx

@@ -13,18 +13,12 @@
 #include "core/json_reader.h"
 #include "core/memory_metric.h"
 #include "simulator/memory_explain.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_explain_memory.h"
 #include "tools/main_output.h"
 
 namespace fsdpx {
 namespace {
-
-struct ExplainMemoryOptions {
-  std::string plan;
-  OutputFormat format = OutputFormat::text;
-  std::string out;
-};
 
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 
@@ -64,22 +58,13 @@ nlohmann::json explanation_json(const MemoryExplanation& e) {
   return j;
 }
 
+}  // namespace
+
 void run_explain_memory(const ExplainMemoryOptions& o) {
   const std::string path = resolve_config("plans", o.plan);
   const Plan plan = load_plan(path);
   const MemoryExplanation e = with_errors_naming(path, "plan", [&] { return explain_memory(plan); });
   emit_main_output(o.out, o.format == OutputFormat::json ? explanation_json(e).dump(2) + "\n" : explanation_text(e));
-}
-
-}  // namespace
-
-void setup_explain_memory(CLI::App& app) {
-  auto o = std::make_shared<ExplainMemoryOptions>();
-  CLI::App* sub = app.add_subcommand("explain-memory", "Where a plan's memory peak is and which changes would fit");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  add_main_output_option(sub, o->out);
-  sub->callback([o] { run_explain_memory(*o); });
 }
 
 }  // namespace fsdpx

@@ -16,20 +16,13 @@
 #include "planner/export_torchtitan.h"
 #include "planner/target.h"
 #include "simulator/steady_state.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_export.h"
 
 namespace fsdpx {
 
 namespace {
 
-enum class ExportFormat { torchtitan };
-const std::map<std::string, ExportFormat> kExportFormats{{"torchtitan", ExportFormat::torchtitan}};
-
-struct ExportOptions {
-  std::string plan, out, target;
-  ExportFormat format = ExportFormat::torchtitan;
-};
 
 void predict(Plan& p) {
   const StepTotals t = simulate_step_totals(p);
@@ -54,6 +47,8 @@ void report_closest(const Plan& plan, const Plan& closest) {
     std::fprintf(stderr, "fsdpx export: the plan itself: %.0f tokens/s/GPU, peak %s\n",
                  plan.predicted->tokens_per_s_per_gpu, gib_text(plan.predicted->peak_memory_bytes).c_str());
 }
+
+}  // namespace
 
 void run_export(const ExportOptions& o) {
   const Target target = o.target.empty() ? default_torchtitan_target() : parse_target(o.target, "command line: --target");
@@ -81,18 +76,6 @@ void run_export(const ExportOptions& o) {
   for (const TorchtitanNote& n : s.notes)
     std::fprintf(stderr, "fsdpx export: not exact: %s: %s\n", n.key.c_str(), n.text.c_str());
   if (!s.notes.empty()) report_closest(plan, closest);
-}
-
-}  // namespace
-
-void setup_export(CLI::App& app) {
-  auto o = std::make_shared<ExportOptions>();
-  CLI::App* sub = app.add_subcommand("export", "Write a plan as another framework's config (torchtitan TOML)");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  sub->add_option("--target", o->target, "torchtitan@0.2.0, torchtitan@0.2.1 or torchtitan@0.2.2 (default)");
-  add_enum_option(sub, "--format", o->format, kExportFormats, "torchtitan (the only format; --target names the release)");
-  sub->add_option("-o,--output", o->out, "Write to this file instead of stdout");
-  sub->callback([o] { run_export(*o); });
 }
 
 }  // namespace fsdpx

@@ -9,16 +9,9 @@
 #include "executor/checkpoint/hf_export.h"
 #include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
-#include "tools/commands.h"
+#include "tools/cmd_export_hf.h"
 
 namespace fsdpx {
-namespace {
-
-struct ExportHfOptions {
-  std::string checkpoint;
-  std::string output;
-};
-
 void run_export_hf(const ExportHfOptions& o) {
   TrainedWeights w = load_trained_weights(o.checkpoint);
   merge_trained_adapters(w);  // a LoRA run exports W + (alpha / r) B A
@@ -27,17 +20,6 @@ void run_export_hf(const ExportHfOptions& o) {
   std::printf("%s (step %lld): %zu tensors as %s, written to %s/config.json and %s/model.safetensors\n",
               w.checkpoint.c_str(), static_cast<long long>(w.step), hf.weights.tensors.size(),
               hf.config["architectures"][0].get<std::string>().c_str(), o.output.c_str(), o.output.c_str());
-}
-
-}  // namespace
-
-void setup_export_hf(CLI::App& app) {
-  auto o = std::make_shared<ExportHfOptions>();
-  CLI::App* sub = app.add_subcommand("export-hf", "Write a checkpoint's weights as a Hugging Face model (safetensors)");
-  sub->add_option("--checkpoint", o->checkpoint, "Checkpoint root of fsdpx run --checkpoint-dir, or one step-NNNNNN")
-      ->required();
-  sub->add_option("-o,--output", o->output, "Output directory (config.json, model.safetensors)")->required();
-  sub->callback([o] { run_export_hf(*o); });
 }
 
 }  // namespace fsdpx

@@ -28,9 +28,9 @@
 #include "planner/planner.h"
 #include "planner/shapes.h"
 #include "planner/space.h"
-#include "tools/cli_options.h"
+#include "tools/cli_names.h"
 #include "tools/cluster_size.h"
-#include "tools/commands.h"
+#include "tools/cmd_plan.h"
 #include "tools/plan_file.h"
 #include "tools/lora_options.h"
 #include "tools/plan_hint.h"
@@ -39,39 +39,6 @@
 namespace fsdpx {
 
 namespace {
-
-struct PlanOptions {
-  std::string model, cluster, out, target = "fsdpx", margin;
-  std::optional<int> nodes, world_size;
-  std::int64_t seq = 0, global_batch = 0;
-  std::optional<double> memory_limit_gib;
-  double tolerance_pct = 100 * kDefaultThroughputTolerance;
-  bool allow_bf16_reduce = false;
-  bool fp16 = false;  // fp16 mixed precision with the default loss scaling
-  std::optional<Fp8Scaling> fp8;  // --fp8 SCALING
-  bool fp8_all_gather = false;
-  Objective objective = Objective::throughput;
-  std::optional<Framework> framework;
-  bool compiled = false;
-  int top = 5;
-  bool pareto = false;  // --pareto: the text lists the Pareto frontier too
-  OutputFormat format = OutputFormat::text;
-  FixedDegrees fixed;
-  PipelineSchedule pp_schedule = PipelineSchedule::none;  // none: searched
-  std::optional<RecomputeMode> recompute;                 // empty: searched (uniform and partial)
-  std::optional<DataParallel> sharding;                   // empty: full shard and HSDP searched
-  LoraOptions lora;
-};
-
-const std::map<std::string, DataParallel> kPlanShardings{{"fsdp_full_shard", DataParallel::fsdp_full_shard},
-                                                         {"hsdp", DataParallel::hsdp}};
-
-const std::map<std::string, PipelineSchedule> kSchedules{{"gpipe", PipelineSchedule::gpipe},
-                                                         {"1f1b", PipelineSchedule::one_f_one_b},
-                                                         {"interleaved_1f1b", PipelineSchedule::interleaved_1f1b},
-                                                         {"zero_bubble", PipelineSchedule::zero_bubble}};
-
-const std::map<std::string, Objective> kObjectives{{"throughput", Objective::throughput}, {"memory", Objective::memory}};
 
 // A bar on stderr, only on a terminal and only once the search has run for a second (display only:
 // the search never reads the clock).
@@ -228,6 +195,8 @@ PlanRequest request_of(const PlanOptions& o) {
   return r;
 }
 
+}  // namespace
+
 void run_plan(const PlanOptions& o) {
   const PlanRequest r = request_of(o);
   PlanResult res;
@@ -254,59 +223,6 @@ void run_plan(const PlanOptions& o) {
     write_plan_file(o.out, res.best->plan);
     if (o.format == OutputFormat::text) std::printf("plan written to %s\n", o.out.c_str());
   }
-}
-
-}  // namespace
-
-void setup_plan(CLI::App& app) {
-  auto o = std::make_shared<PlanOptions>();
-  CLI::App* sub = app.add_subcommand("plan", "Search for the best plan: parallelism, wrapping, recompute, prefetch");
-  sub->add_option("--model", o->model, "Model name under configs/models or a JSON file")->required();
-  sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file")->required();
-  sub->add_option("--nodes", o->nodes, "Number of nodes")->check(kPositive);
-  sub->add_option("--world-size", o->world_size, "Number of GPUs (ranks)")->check(kPositive);
-  sub->add_option("--seq", o->seq, "Sequence length in tokens")->required()->check(kPositive);
-  sub->add_option("--global-batch", o->global_batch, "Sequences per optimizer step")->required()->check(kPositive);
-  sub->add_option("--memory-limit", o->memory_limit_gib, "Memory per GPU in GiB (default: the GPU's HBM)")
-      ->check(kPositive);
-  sub->add_option("--memory-margin", o->margin,
-                  "Memory kept free per GPU: GiB, or a percentage of the capacity (default 10%: allocator "
-                  "fragmentation, NCCL growth, model error; docs/planner.md)");
-  sub->add_option("--throughput-tolerance", o->tolerance_pct,
-                  "Plans within this percentage of the fastest count as equally fast; the one with most headroom "
-                  "wins (default 0.5)");
-  sub->add_flag("--allow-bf16-reduce", o->allow_bf16_reduce, "Allow gradient reduction in bf16 (default: fp32)");
-  sub->add_flag("--fp16", o->fp16,
-                "Compute in fp16 with dynamic loss scaling (the plan's default loss_scale section; fsdpx's CPU "
-                "backend runs it)");
-  add_enum_option(sub, "--fp8", o->fp8, kFp8Scalings,
-                  "Run the blocks' linear GEMMs in fp8 with this scaling: tensorwise or rowwise (torchao), delayed "
-                  "or current (Transformer Engine)");
-  sub->add_flag("--fp8-all-gather", o->fp8_all_gather, "FSDP all-gathers the linear weights in fp8 (--fp8 tensorwise)");
-  sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
-  add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
-  add_enum_option(sub, "--framework", o->framework, kFrameworks,
-                  "training stack whose costs the plans assume: fsdpx, torchtitan, llm-foundry, megatron (default: the "
-                  "target's)");
-  sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
-  sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
-  sub->add_flag("--pareto", o->pareto, "Also list the Pareto frontier (throughput vs peak memory; JSON has it)");
-  sub->add_option("--pp", o->fixed.pp, "Fix the pipeline-parallel degree (1: no pipeline)")->check(kPositive);
-  add_enum_option(sub, "--pp-schedule", o->pp_schedule, kSchedules,
-                  "Fix the pipeline schedule: gpipe, 1f1b, interleaved_1f1b or zero_bubble");
-  sub->add_option("--vpp", o->fixed.vpp, "Fix the model chunks per pipeline rank (interleaved 1F1B)")->check(kPositive);
-  sub->add_option("--tp", o->fixed.tp, "Fix the tensor-parallel degree")->check(kPositive);
-  sub->add_option("--cp", o->fixed.cp, "Fix the context-parallel degree")->check(kPositive);
-  sub->add_option("--dp-shard", o->fixed.dp_shard, "Fix the FSDP shard degree")->check(kPositive);
-  sub->add_option("--dp-replicate", o->fixed.dp_replicate, "Fix the HSDP replica degree")->check(kPositive);
-  add_enum_option(sub, "--sharding", o->sharding, kPlanShardings,
-                  "Fix the data-parallel sharding: fsdp_full_shard or hsdp (replicas across nodes unless --dp-replicate)");
-  add_enum_option(sub, "--recompute", o->recompute, kPlanRecomputeModes,
-                  "Fix the recompute of every block: none, selective, selective_op or full");
-  add_lora_options(sub, o->lora);
-  sub->add_option("-o,--output", o->out, "Write the chosen plan (fsdpx-plan/1 JSON) to this file");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  sub->callback([o] { run_plan(*o); });
 }
 
 }  // namespace fsdpx

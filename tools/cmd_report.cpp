@@ -21,24 +21,15 @@
 #include "core/output_file.h"
 #include "planner/planner.h"
 #include "planner/whatif.h"
-#include "tools/cli_options.h"
+#include "tools/cli_names.h"
 #include "tools/cluster_size.h"
-#include "tools/commands.h"
+#include "tools/cmd_report.h"
 #include "tools/plan_report.h"
 #include "tools/report/report_html.h"
 
 namespace fsdpx {
 
 namespace {
-
-struct ReportOptions {
-  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens;
-  OutputFormat format = OutputFormat::text;
-  std::optional<int> nodes, world_size;
-  std::optional<std::int64_t> seq, global_batch;
-  std::optional<double> memory_limit_gib;
-  std::vector<std::string> vary;
-};
 
 void check_mode(const ReportOptions& o) {
   const bool model_given = !o.model.empty() || !o.cluster.empty() || o.nodes || o.world_size || o.seq || o.global_batch;
@@ -129,6 +120,8 @@ Plan run_sweeps(const ReportOptions& o, ReportPage& page, std::string& input) {
   return base;
 }
 
+}  // namespace
+
 void run_report(const ReportOptions& o) {
   check_mode(o);
   ReportPage page;
@@ -157,32 +150,6 @@ void run_report(const ReportOptions& o) {
   std::printf("%s", report_text(page).c_str());
   if (!o.html.empty()) std::printf("HTML report written to %s\n", o.html.c_str());
   if (!o.csv.empty()) std::printf("CSV written to %s\n", o.csv.c_str());
-}
-
-}  // namespace
-
-void setup_report(CLI::App& app) {
-  auto o = std::make_shared<ReportOptions>();
-  CLI::App* sub = app.add_subcommand("report", "What-if sweeps over nodes, inter-node bandwidth and sequence length");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans): re-simulated per point");
-  sub->add_option("--model", o->model, "Model (re-planned per point; needs --cluster, --seq, --global-batch)");
-  sub->add_option("--cluster", o->cluster, "Cluster name under configs/clusters or a JSON file");
-  sub->add_option("--nodes", o->nodes, "Number of nodes of the base point")->check(kPositive);
-  sub->add_option("--world-size", o->world_size, "Number of GPUs of the base point")->check(kPositive);
-  sub->add_option("--seq", o->seq, "Sequence length of the base point")->check(kPositive);
-  sub->add_option("--global-batch", o->global_batch, "Sequences per step at the base point")->check(kPositive);
-  sub->add_option("--memory-limit", o->memory_limit_gib,
-                  "Memory per GPU in GiB: the capacity rows are marked against (and plans must fit when re-planning)")
-      ->check(kPositive);
-  sub->add_option("--vary", o->vary, "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU) or seq; repeat for a grid");
-  sub->add_option("--scaling", o->scaling,
-                  "What a change of node count keeps: weak (the per-GPU batch, default), strong (the global batch) or both")
-      ->check(CLI::IsMember({"weak", "strong", "both"}));
-  sub->add_option("--train-tokens", o->train_tokens, "Also show the time to train this many tokens (2e12, 15T, 300B)");
-  sub->add_option("-o,--html", o->html, "Write the self-contained HTML report (SVG charts) to this file");
-  sub->add_option("--csv", o->csv, "Write one CSV row per point to this file");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json (stdout)");
-  sub->callback([o] { run_report(*o); });
 }
 
 }  // namespace fsdpx

@@ -30,9 +30,9 @@
 #include "executor/session/cpu_placement.h"
 #include "executor/session/cuda_module_loader.h"
 #include "executor/session/training_session.h"
-#include "tools/cli_options.h"
-#include "tools/cli_numbers.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_run.h"
+#include "tools/exit_with.h"
 #include "tools/run_report.h"
 #include "tools/run_trace.h"
 
@@ -43,23 +43,6 @@ namespace {
 // --comm-timeout: from 0.1 s (tests) to a day.
 constexpr double kMinCommTimeoutS = 0.1;
 constexpr double kMaxCommTimeoutS = 86400.0;
-
-const std::map<std::string, ExecutorDevice> kBackends{{"cpu", ExecutorDevice::cpu}, {"cuda", ExecutorDevice::cuda}};
-const std::map<std::string, std::optional<TokenDType>> kTokenDTypes{{"uint16", TokenDType::u16},
-                                                                    {"uint32", TokenDType::u32}};
-
-struct RunOptions {
-  std::string plan;
-  std::optional<std::uint64_t> seed;
-  std::string profile;            // file for the profile JSON; empty: none
-  RunTraceOptions trace;
-  ExecutorDevice backend = ExecutorDevice::cpu;
-  bool processes = false;       // --backend cpu: one process per rank on this node
-  bool single_process = false;  // --backend cuda: every rank as a thread on GPU 0
-  double comm_timeout_s = kDefaultCommTimeoutS;  // --processes: collective waits and peer silence
-  SessionOptions session;
-  OutputFormat format = OutputFormat::text;
-};
 
 void check_options(const RunOptions& o) {
   const SessionOptions& s = o.session;
@@ -123,6 +106,8 @@ void print_progress(const StepMetrics& m, const RunRecord& r, double elapsed_s, 
   std::fflush(stdout);
 }
 
+}  // namespace
+
 void run_run(RunOptions o) {
   check_options(o);
   SessionOptions& so = o.session;
@@ -167,50 +152,6 @@ void run_run(RunOptions o) {
     std::printf("%s\n", run_json(r).dump(2).c_str());
   else
     std::printf("%s", run_summary_text(plan, r).c_str());
-}
-
-}  // namespace
-
-void setup_run(CLI::App& app) {
-  auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Train a plan with the executor (CPU backend: ranks are threads)");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  add_enum_option(sub, "--backend", o->backend, kBackends, "cpu (reference) or cuda");
-  sub->add_option("--steps", o->session.steps, "Train until this step (default: the plan's optimizer.total_steps)")
-      ->check(kPositive)
-      ->check(cli_range(input_range::kSteps));
-  sub->add_option_function<std::uint64_t>("--seed", [o](std::uint64_t s) { o->seed = s; },
-                                          "Seed for initialisation and data order (default: the plan's)");
-  sub->add_option("--data", o->session.data, "Plain text (byte tokens) or FSDPXTOK token file (default: data/kjv-genesis.txt)");
-  add_enum_option(sub, "--data-dtype", o->session.data_dtype, kTokenDTypes,
-                  "Read --data as a raw little-endian token array of this type");
-  sub->add_option("--checkpoint-dir", o->session.checkpoint_dir, "Save checkpoints here (and at the last step)");
-  sub->add_option("--checkpoint-every", o->session.checkpoint_every, "Save every K steps")
-      ->check(kPositive)
-      ->check(cli_range(input_range::kSteps));
-  sub->add_flag("--resume", o->session.resume, "Continue from the newest good checkpoint in --checkpoint-dir");
-  sub->add_option("--profile", o->profile, "Write per-op and per-kernel wall times (for fsdpx calibrate)");
-  add_run_trace_options(sub, o->trace);
-  sub->add_option("--init-weights", o->session.init_weights, "Start from these full fp32 weights (safetensors), not the seed");
-  sub->add_option("--save-init-weights", o->session.save_init_weights, "Write the full fp32 weights before the first step");
-  sub->add_option("--save-init-adapters", o->session.save_init_adapters,
-                  "LoRA: write the initial adapters (block.<i>.<target>.lora_A/B, fp32 safetensors)");
-  sub->add_option("--save-weights", o->session.save_weights, "Write the full fp32 weights after the last step (safetensors)");
-  sub->add_option("--dump-batches", o->session.dump_batches, "Write the batches used: I32 tokens [steps, global_batch, seq+1]");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  sub->add_flag("--single-process", o->single_process,
-                 "--backend cuda: run every rank as a thread on GPU 0 (in-process communicator) instead of one "
-                 "process per GPU");
-  sub->add_option("--threads", o->session.threads,
-                  "--backend cpu: kernel threads per rank (default: OMP_NUM_THREADS, else the cores this process may "
-                  "use shared by its ranks and the processes on this host)")
-      ->check(CLI::Range(1, 4096));
-  sub->add_flag("--processes", o->processes,
-                 "--backend cpu: run one process per rank on this node (TCP communicator) instead of threads");
-  sub->add_option("--comm-timeout", o->comm_timeout_s,
-                  "Seconds a collective may wait, and a rank may send nothing (not even a heartbeat), before the run "
-                  "is aborted naming it (one process per rank; default 100, torchtitan's)");
-  sub->callback([o] { run_run(*o); });
 }
 
 }  // namespace fsdpx

@@ -14,21 +14,11 @@
 #include "executor/model/sampler.h"
 #include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_sample.h"
 #include "tools/main_output.h"
 
 namespace fsdpx {
-namespace {
-
-struct SampleCliOptions {
-  std::string checkpoint;
-  std::string prompt = "In the beginning";
-  SampleOptions sample;
-  OutputFormat format = OutputFormat::text;
-  std::string out;  // -o
-};
-
 void run_sample(const SampleCliOptions& o) {
   if (o.prompt.empty()) throw ConfigError("command line: --prompt: must not be empty");
   TrainedWeights w = load_trained_weights(o.checkpoint);
@@ -50,23 +40,6 @@ void run_sample(const SampleCliOptions& o) {
     return;
   }
   emit_main_output(o.out, o.prompt + bytes_from_tokens(out) + "\n");
-}
-
-}  // namespace
-
-void setup_sample(CLI::App& app) {
-  auto o = std::make_shared<SampleCliOptions>();
-  CLI::App* sub = app.add_subcommand("sample", "Generate text from a CPU-trained checkpoint (byte tokens)");
-  sub->add_option("--checkpoint", o->checkpoint, "Checkpoint root of fsdpx run --checkpoint-dir, or one step-NNNNNN")
-      ->required();
-  sub->add_option("--prompt", o->prompt, "Text to continue (default \"In the beginning\")");
-  sub->add_option("--tokens", o->sample.tokens, "Bytes to generate (default 200)")->check(kPositive);
-  sub->add_option("--temperature", o->sample.temperature, "0: greedy; else softmax(logits / T) (default 0.8)")
-      ->check(kNonNegative);
-  sub->add_option("--seed", o->sample.seed, "Seed of the sampling generator (default 0)");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json (tokens and text)");
-  add_main_output_option(sub, o->out);
-  sub->callback([o] { run_sample(*o); });
 }
 
 }  // namespace fsdpx

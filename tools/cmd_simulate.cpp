@@ -18,28 +18,14 @@
 #include "simulator/simulate.h"
 #include "simulator/simulate_extrapolated.h"
 #include "simulator/trace.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_simulate.h"
 #include "tools/format.h"
 #include "tools/main_output.h"
 #include "tools/program_listing.h"
 #include "tools/simulation_report.h"
 
 namespace fsdpx {
-
-namespace {
-
-struct SimulateOptions {
-  std::string plan;
-  std::string trace;
-  bool no_overlap = false;
-  bool program = false;  // print the step program instead of the summary
-  bool full = false;     // simulate every micro-batch (a trace or the program listing does too)
-  int role = 0;
-  bool role_given = false;
-  OutputFormat format = OutputFormat::text;
-  std::string out;  // -o
-};
 
 void run_simulate(const SimulateOptions& o) {
   if (o.role_given && !o.program) throw ConfigError("--role picks the pipeline rank of --program; add --program");
@@ -68,26 +54,6 @@ void run_simulate(const SimulateOptions& o) {
     emit_main_output(o.out, simulation_text(plan, sim));
     if (!o.trace.empty()) std::printf("trace written to %s (open in ui.perfetto.dev or chrome://tracing)\n", o.trace.c_str());
   }
-}
-
-}  // namespace
-
-void setup_simulate(CLI::App& app) {
-  auto o = std::make_shared<SimulateOptions>();
-  CLI::App* sub = app.add_subcommand("simulate", "Simulate one training step of a plan");
-  sub->add_option("--plan", o->plan, "Plan JSON file (or a name under configs/plans)")->required();
-  sub->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to this file");
-  sub->add_flag("--no-overlap", o->no_overlap, "Run every op of a rank one after another (analytic check)");
-  sub->add_flag("--full", o->full,
-                "Simulate every micro-batch (default: a probe of a few, the repeating steady state extrapolated)");
-  sub->add_flag("--program", o->program,
-                "Print the step program of one pipeline rank, op by op (stream, kind, unit, micro-batch, group, bytes, "
-                "effects, dependencies, simulated time)");
-  sub->add_option_function<int>("--role", [o](int r) { o->role = r, o->role_given = true; },
-                                "With --program: the pipeline rank to print (default 0)");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  add_main_output_option(sub, o->out);
-  sub->callback([o] { run_simulate(*o); });
 }
 
 }  // namespace fsdpx

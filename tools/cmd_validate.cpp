@@ -15,8 +15,8 @@
 #include "core/output_file.h"
 #include "simulator/interval_file.h"
 #include "simulator/validate.h"
-#include "tools/cli_options.h"
-#include "tools/commands.h"
+#include "tools/cli_names.h"
+#include "tools/cmd_validate.h"
 #include "tools/plan_file.h"
 #include "tools/main_output.h"
 
@@ -24,23 +24,16 @@ namespace fsdpx {
 
 namespace {
 
-struct ValidateOptions {
-  std::string cases;
-  std::string positional;
-  std::string write_plans;  // folder for each simulated case's plan (reproduce one with `fsdpx simulate`)
-  std::string write_interval;  // the 80% band of this file's errors (simulator/interval_file.h)
-  OutputFormat format = OutputFormat::text;
-  std::string out;  // -o
-};
-
 // A case id as a file name inside the folder: letters, digits, '-', '_' and '.' kept, anything else
 // (a '/', "..", a control character) replaced by '_', never starting with '.'.
 std::string case_file_name(const std::string& id) {
   std::string name = id.substr(0, 200);
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
-  if (name.empty() || name.front() == '.') name.insert(0, "_");
-  return name + ".json";
+  // A prefix by concatenation, not name.insert(0, "_"): g++ 12 -O3 warns falsely (-Wrestrict, GCC bug
+  // 105329) on the inlined insert.
+  const std::string prefix = name.empty() || name.front() == '.' ? "_" : "";
+  return prefix + name + ".json";
 }
 
 // Writes only inside `dir`; two ids with the same file name are an error rather than one overwriting the other.
@@ -56,6 +49,8 @@ void write_case_plans(const ValidationCaseFile& cases, const std::string& dir) {
   }
 }
 
+}  // namespace
+
 void run_validate(const ValidateOptions& o) {
   if (o.cases.empty() == o.positional.empty())
     throw ConfigError("validate: give the case file once, as FILE or --cases FILE");
@@ -66,22 +61,6 @@ void run_validate(const ValidateOptions& o) {
     write_output_file(o.write_interval, interval_bands_json(interval_bands_from(report)).dump(2) + "\n");
   emit_main_output(o.out, o.format == OutputFormat::json ? validation_json(report).dump(2) + "\n"
                                                           : validation_text(report));
-}
-
-}  // namespace
-
-void setup_validate(CLI::App& app) {
-  auto o = std::make_shared<ValidateOptions>();
-  CLI::App* sub = app.add_subcommand("validate", "Simulate published training runs and compare with the measurements");
-  sub->add_option("file", o->positional, "Case file (fsdpx-published-runs/1)");
-  sub->add_option("--cases", o->cases, "Case file (fsdpx-published-runs/1)");
-  sub->add_option("--write-plans", o->write_plans, "Write the plan of every simulated case into this existing folder");
-  sub->add_option("--write-interval", o->write_interval,
-                  "Write the 80% band of this file's errors as a prediction-interval file "
-                  "(configs/validation/prediction_interval.json is made from the held-back ground-truth runs)");
-  add_enum_option(sub, "--format", o->format, kOutputFormats, "text or json");
-  add_main_output_option(sub, o->out);
-  sub->callback([o] { run_validate(*o); });
 }
 
 }  // namespace fsdpx

@@ -5,13 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
-namespace fsdpx {
+#include "tools/exit_with.h"
 
-// Thrown by a command that is done and wants fsdpx to exit with `code` (the local launcher passes on the
-// status of its first failing rank); main() returns it without a message.
-struct ExitWith {
-  int code = 0;
-};
+namespace fsdpx {
 
 void setup_estimate(CLI::App& app);
 void setup_demo(CLI::App& app);

@@ -9,16 +9,6 @@
 
 namespace fsdpx {
 
-void add_lora_options(CLI::App* sub, LoraOptions& o) {
-  sub->add_option("--lora-rank", o.rank, "LoRA rank r: fine-tune low-rank adapters on a frozen base")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{65536}));
-  sub->add_option("--lora-alpha", o.alpha, "LoRA alpha (output scale alpha / r; default 2 r)")
-      ->check(CLI::Range(1e-6, 1e6));
-  sub->add_option("--lora-targets", o.targets, "Adapted projections, comma-separated: q,k,v,o,gate,up,down");
-  sub->add_option("--lora-dropout", o.dropout, "Adapter input dropout (simulated; the executors run 0)")
-      ->check(CLI::Range(0.0, 0.999));
-}
-
 std::optional<LoraSettings> lora_settings(const LoraOptions& o, const ModelSpec& m) {
   if (!o.rank) return std::nullopt;
   LoraSettings s;

@@ -7,8 +7,6 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "core/lora.h"
 #include "core/model_spec.h"
 
@@ -21,7 +19,6 @@ struct LoraOptions {
   double dropout = 0;
 };
 
-void add_lora_options(CLI::App* sub, LoraOptions& o);
 // nullopt without --lora-rank; ConfigError "command line: --lora-...: ..." for a bad value.
 std::optional<LoraSettings> lora_settings(const LoraOptions& o, const ModelSpec& m);
 

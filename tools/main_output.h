@@ -7,15 +7,9 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "core/output_file.h"
 
 namespace fsdpx {
-
-inline CLI::Option* add_main_output_option(CLI::App* sub, std::string& path) {
-  return sub->add_option("-o,--output", path, "Write the output (text or JSON, as --format) to this file, not stdout");
-}
 
 // Prints `text` on stdout, or writes it to `path` when -o gave one.
 inline void emit_main_output(const std::string& path, const std::string& text) {

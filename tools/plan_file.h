@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/output_file.h"
 #include "core/plan.h"
 

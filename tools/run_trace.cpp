@@ -11,14 +11,6 @@
 
 namespace fsdpx {
 
-void add_run_trace_options(CLI::App* run, RunTraceOptions& o) {
-  run->add_option("--trace", o.file,
-                  "Write the measured steps as a Chrome/Perfetto trace (the op names of fsdpx simulate --trace; "
-                  "for fsdpx compare)");
-  run->add_option("--trace-ranks", o.ranks, "Ranks to trace, e.g. 0,3 (default: every rank)")->delimiter(',');
-  run->add_option("--trace-steps", o.steps, "Trace the last K steps (default: every step)")->check(CLI::Range(1, 1 << 30));
-}
-
 void check_run_trace_options(const RunTraceOptions& o, const Plan& plan, bool multi_process) {
   if (o.file.empty()) {
     if (!o.ranks.empty() || o.steps > 0)

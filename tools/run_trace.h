@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "core/plan.h"
 #include "executor/session/trainer.h"
 
@@ -19,7 +17,6 @@ struct RunTraceOptions {
   int steps = 0;           // the last `steps` steps; 0: every step
 };
 
-void add_run_trace_options(CLI::App* run, RunTraceOptions& o);
 // ConfigError for ranks outside the plan, or ranks in other processes of a multi-process run
 // (`multi_process`: one process per rank; the trace holds rank 0's process); WriteError for an
 // unwritable file.
