@@ -7,6 +7,9 @@
 // the micro-batch; the weight pass runs the dW GEMMs (and bias sums) from them and adds the norms'.
 // Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
 // holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
+// Tensor parallelism (tp > 1, without sequence parallelism): g all-reduces each row-parallel output
+// before its residual add, f's backward each half's input gradient before its norm's backward, both
+// through executor/model/tp_region.h as the CPU block does.
 // LoRA: each adapted projection's adapter runs right after its base GEMM (forward) and its input-gradient
 // GEMM (backward), timed as "lora" / "lora_bwd" once per target as block.cpp's adapter_forward/_backward.
 #include "executor/cuda_backend/cuda_block.h"
@@ -37,6 +40,12 @@ const T* param(const ModuleLayout& m, const T* base, const char* name) {
 template <class T>
 CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
   return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
+}
+
+// The tensor-parallel region of a half (nothing with tp = 1).
+template <class T>
+TpRegionT<CudaModelComm> region(const CudaBlockContext<T>& ctx) {
+  return {ctx.par, ctx.comm, ctx.dims.n, ctx.dims.n_local, ctx.dims.c};
 }
 
 // LoRA's adapter on one projection's output y [N, width] (nothing without LoRA or when `t` is not adapted).
@@ -149,6 +158,7 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
   { const auto t = timed(ctx, "attn_out");
     matmul_forward(gemm, x_out, GemmOut::operand, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
   adapter_forward(ctx, LoraTarget::o, a.atty.get(), x_out, d.c, a);
+  region(ctx).exit(x_out, x_out);  // g: the row-parallel partial sums (tp > 1)
   { const auto t = timed(ctx, "attn_residual");
     residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
   { const auto t = timed(ctx, "mlp_norm");
@@ -162,6 +172,7 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
   { const auto t = timed(ctx, "mlp_down");
     matmul_forward(gemm, x_out, GemmOut::operand, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
   adapter_forward(ctx, LoraTarget::down, a.fc_act.get(), x_out, d.c, a);
+  region(ctx).exit(x_out, x_out);
   { const auto t = timed(ctx, "mlp_residual");
     residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
 }
@@ -229,6 +240,7 @@ void mlp_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
   for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
     adapter_backward(ctx, t, a.ln2.get(), dfc, d.fu, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, dfc, a.ln2.get(), d.c, d.fu);
+  region(ctx).enter_backward(sc.dln.get());  // f's backward: the column-parallel input gradients summed
   float* dw = keep ? kept_norm(keep, 2, d.c) : g.mlp_norm_w;
   float* db = keep ? (p.mlp_norm_b ? kept_norm(keep, 3, d.c) : nullptr) : g.mlp_norm_b;
   const auto t = timed(ctx, "mlp_norm_bwd");
@@ -259,6 +271,7 @@ void attention_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<
   for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
     adapter_backward(ctx, t, a.ln1.get(), dqkv, d.qkv, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, dqkv, a.ln1.get(), d.c, d.qkv);
+  region(ctx).enter_backward(sc.dln.get());
   float* dw = keep ? kept_norm(keep, 0, d.c) : g.attn_norm_w;
   float* db = keep ? (p.attn_norm_b ? kept_norm(keep, 1, d.c) : nullptr) : g.attn_norm_b;
   const auto t = timed(ctx, "attn_norm_bwd");

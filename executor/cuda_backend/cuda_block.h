@@ -15,9 +15,11 @@
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_lora.h"
+#include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/op_profiler.h"
+#include "executor/model/tp_region.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx::cuda {
@@ -75,6 +77,10 @@ struct CudaBlockContext {
   OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
   int module = -1;                 // ParamLayout index reported with each kernel time
   CudaLoraBlock<T> lora;              // the block's adapters (layout null: no LoRA)
+  // Tensor parallelism (tp > 1): qkv and mlp_up column-parallel, attn_out and mlp_down row-parallel,
+  // each half one region of executor/model/tp_region.h over the model's device collectives.
+  ModelParallel par;
+  CudaModelComm* comm = nullptr;
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

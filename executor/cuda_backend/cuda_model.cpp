@@ -7,6 +7,7 @@
 // context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
 
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "executor/model/rope_table.h"
 #include "executor/cuda/cross_entropy.h"
 #include "executor/cuda/embedding.h"
+#include "executor/cuda/vocab_parallel.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
 #include "executor/cuda_backend/grad_kernels.h"
 
@@ -42,6 +44,20 @@ DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
   return d;
 }
 
+// What the tensor-parallel path runs for now (cuda_model.h CudaModelOptions::parallel); the runtime refuses
+// the other plans first (core/backend_capabilities.cpp).
+template <class T>
+void check_tensor_parallel(const ModelSpec& spec, const CudaModelOptions& o, const BlockDims& d) {
+  const ModelParallel& par = o.parallel;
+  FSDP_CHECK(par.cp == 1 && !par.sp(), "CudaModel: context and sequence parallelism are not run on CUDA yet");
+  if (par.tp == 1) return;
+  FSDP_CHECK(o.comm != nullptr, "CudaModel: tensor parallelism needs a CudaModelComm");
+  FSDP_CHECK((!std::is_same_v<T, f16>), "CudaModel: tensor parallelism sums bf16 activations, not fp16");
+  FSDP_CHECK(spec.bias == LinearBias::none && spec.arch == Arch::llama && !d.grouped_qkv() && !o.lora,
+             "CudaModel: tensor parallelism runs llama blocks without biases, with kv_heads >= tp, without LoRA");
+  FSDP_CHECK(spec.vocab % par.tp == 0, "CudaModel: the vocabulary must split evenly over tp");
+}
+
 }  // namespace
 
 template <class T>
@@ -49,13 +65,15 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
                           GemmContext& gemm)
     : spec_(spec),
       opts_(std::move(opts)),
-      drv_("CudaModel", make_param_layout(spec), opts_.recompute),
-      dims_(make_block_dims(spec, batch, seq)),
+      drv_("CudaModel", make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank}), opts_.recompute),
+      dims_(make_block_dims(spec, batch, seq, opts_.parallel)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq), spec.vocab) {
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
+  check_tensor_parallel<T>(spec, opts_, dims_);
+  v_local_ = spec.vocab / opts_.parallel.tp, v_first_ = opts_.parallel.tp_rank * v_local_;
   if (spec.arch == Arch::llama) {
     const RopeTable<float> rope =
         make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
@@ -92,8 +110,9 @@ void CudaModelT<T>::allocate_activations() {
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
   }
   if (runs(head)) {
-    logits_ = DeviceBuffer<T>(n * spec_.vocab);
+    logits_ = DeviceBuffer<T>(n * v_local_);
     losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
+    if (opts_.parallel.tp > 1) ce_stats_ = DeviceBuffer<float>(opts_.parallel.tp * n * 3);
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
@@ -112,7 +131,8 @@ CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) const {
-  CudaBlockContext<T> c{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module, {}};
+  CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
+                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm};
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -194,7 +214,7 @@ void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream
   if (m == layout().head_index()) {
     const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
     float* dw = spec_.tied_embeddings ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
-    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, spec_.vocab, true, stream);
+    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, v_local_, true, stream);
   } else if (m == layout().final_norm_index()) {
     const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
     accumulate_check_finite(drv_.tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
@@ -252,6 +272,11 @@ T* CudaModelT<T>::output_grad_buffer(int m) {
 template <class T>
 void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
+  if (opts_.parallel.tp > 1) {  // the vocabulary-parallel lookup, summed over tp by g (vocab_parallel.h)
+    vocab_embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"), v_first_, v_local_,
+                            dims_.n, dims_.c, stream);
+    return region().exit(resid_[0].get(), resid_[0].get());
+  }
   embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
                     drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
 }
@@ -259,6 +284,9 @@ void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t
 template <class T>
 void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
+  if (opts_.parallel.tp > 1)
+    return vocab_embedding_backward(drv_.tensor(grads, 0, "tok.weight"), dres_.get(), batch_.tokens(), v_first_,
+                                    v_local_, dims_.n, dims_.c, stream);
   embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
@@ -293,12 +321,13 @@ void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t 
   const int m = layout().head_index();
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
   const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = spec_.vocab;
+  const std::int64_t n = dims_.n, v = v_local_;
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
     matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
   }
   const CudaScopedOp t(opts_.profiler, "loss", m, stream);
+  if (opts_.parallel.tp > 1) return vocab_parallel_loss(stream);
   fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
 }
 
@@ -308,20 +337,36 @@ void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<fl
   const int m = layout().head_index();
   const bool tied = spec_.tied_embeddings;
   const T* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = spec_.vocab;
+  const std::int64_t n = dims_.n, v = v_local_;
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
   // caller's loss output is not written after the forward.
   {
     const CudaScopedOp t(opts_.profiler, "loss_bwd", m, stream);
-    fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
-                     stream);
+    if (opts_.parallel.tp > 1)
+      vocab_ce_backward(logits_.get(), ce_stats_.get(), batch_.targets(), opts_.parallel.tp, n, v, v_first_,
+                        dloss_ / float(n), stream);
+    else
+      fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
+                       stream);
   }
   {
     const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
     matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::operand, logits_.get(), w, n, dims_.c, v, false, stream);
   }
+  region().enter_backward(dlnf_.get());  // f's backward before the vocabulary-parallel head
   // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
   if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
+}
+
+// The mean cross-entropy over the whole vocabulary from every tp rank's statistics of its slice
+// (vocab_parallel.h): one fp32 all-gather of [N, 3] per rank, combined in rank order.
+template <class T>
+void CudaModelT<T>::vocab_parallel_loss(cudaStream_t stream) {
+  const std::int64_t n = dims_.n;
+  float* mine = ce_stats_.get() + std::int64_t(opts_.parallel.tp_rank) * n * 3;
+  vocab_ce_stats(mine, logits_.get(), batch_.targets(), n, v_local_, v_first_, stream);
+  opts_.comm->all_gather_f32(ModelAxis::tp, mine, ce_stats_.get(), n * 3);
+  vocab_ce_loss(loss_out_, ce_stats_.get(), opts_.parallel.tp, n, float(n), stream);
 }
 
 template <class T>
@@ -329,7 +374,7 @@ std::int64_t CudaModelT<T>::saved_bytes(int module) const {
   FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
   if (module == layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
-  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes();
+  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes() + ce_stats_.bytes();
   const auto i = std::size_t(module - 1);
   return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }

@@ -36,6 +36,7 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/batch_staging.h"
 #include "executor/cuda_backend/cuda_block.h"
+#include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/module_driver.h"
@@ -62,6 +63,12 @@ struct CudaModelOptions {
   // LoRA (executor/model/lora_layout.h; must outlive the model): the adapters add to the adapted projections
   // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
   const LoraLayout* lora = nullptr;
+  // Tensor parallelism (Megatron-LM's, as the CPU Transformer runs it: executor/model/tp_region.h,
+  // vocab_parallel.h): this rank's place and its device collectives (needed when tp > 1). Without
+  // sequence parallelism, with bf16 (or the emulated float) activations, no biases, no learned positions
+  // and kv_heads >= tp for now; cp = 1.
+  ModelParallel parallel;
+  CudaModelComm* comm = nullptr;
 };
 
 template <class T>
@@ -124,6 +131,8 @@ class CudaModelT {
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
   CudaBlockContext<T> context(cudaStream_t stream, int module) const;
+  TpRegionT<CudaModelComm> region() const { return {opts_.parallel, opts_.comm, dims_.n, dims_.n_local, dims_.c}; }
+  void vocab_parallel_loss(cudaStream_t stream);
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
@@ -147,9 +156,11 @@ class CudaModelT {
   CudaBlockScratch<T> scratch_;
   DeviceBuffer<T> lnf_;                   // [N, C] final norm output (head input)
   DeviceBuffer<float> lnf_mean_, lnf_rstd_;  // [N] (LayerNorm only, else empty), [N]
-  DeviceBuffer<T> logits_;                // [N, V] logits; dlogits in place during the head's backward
+  DeviceBuffer<T> logits_;                // [N, V_local] logits; dlogits in place during the head's backward
   DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
+  std::int64_t v_local_ = 0, v_first_ = 0;   // the rank's vocabulary slice (tp > 1)
+  DeviceBuffer<float> ce_stats_;             // [tp, N, 3] every tp rank's cross-entropy statistics (tp > 1)
   DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters

@@ -11,6 +11,7 @@
 // serial collectives, and timed for profiles. Leaves out overlapping the collectives with compute.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,9 @@ class ModelComm {
   void reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count);
   template <class Real>
   void all_reduce(ModelAxis axis, Real* buf, std::int64_t count);
+  // A host copy (tp_region.h's g without sequence parallelism when its output is another buffer).
+  template <class Real>
+  void copy(const Real* in, Real* out, std::int64_t count) const { std::copy(in, in + count, out); }
 
   // The collectives issued since the last call, in order.
   std::vector<IssuedCollective> take_issued();
