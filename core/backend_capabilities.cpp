@@ -34,9 +34,9 @@ BackendCapabilities cpu_row() {
 }
 
 // The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, attention on CUDA cores
-// (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128); tensor parallelism without
-// sequence parallelism on bf16 llama blocks with kv_heads >= tp (tested through the emulated runtime,
-// docs/cuda.md), no CP yet. The tensor-core
+// (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128); tensor parallelism, with or
+// without sequence parallelism, on bf16 llama blocks with kv_heads >= tp (tested through the emulated
+// runtime, docs/cuda.md), no CP yet. The tensor-core
 // kernel (executor/cuda/attention_tc.cu, `flash2`: head sizes 64 and 128) joins this row once the block
 // calls it by the plan's kernel and a GPU session has checked it (docs/cuda.md, "Tensor-core attention").
 BackendCapabilities cuda_row() {
@@ -50,7 +50,7 @@ BackendCapabilities cuda_row() {
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
   c.tensor_parallel = true;
-  c.tp_sequence_parallel = c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
+  c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
   return c;
 }
 

@@ -24,7 +24,9 @@
 
 namespace fsdpx::cuda {
 
-// Activations one block keeps from its forward to its backward (llm.c ActivationTensors per layer).
+// Activations one block keeps from its forward to its backward (llm.c ActivationTensors per layer). Under
+// sequence parallelism the norm outputs ln1, ln2 hold all N tokens (gathered for the GEMMs); statistics
+// and x_mid the rank's N_local tokens, as the CPU block's BlockActs.
 template <class T>
 struct CudaBlockActs {
   DeviceBuffer<T> ln1;                  // [N, C] attn_norm output (qkv input)
@@ -50,6 +52,9 @@ struct CudaBlockScratch {
   DeviceBuffer<float> norm;  // [norm_backward_scratch_elems(N, C)] chunked dweight/dbias partial sums
   DeviceBuffer<float> bias;  // [bias_backward_scratch_elems(N, max(QKV, C, FU))]; empty without biases
   DeviceBuffer<T> lora_du;  // [N, r] an adapter's du (LoRA only)
+  // Sequence parallelism: [N, C] a row-parallel GEMM's partial output (forward) and the gathered output
+  // gradient (backward), as the CPU block's BlockScratch::wide; empty otherwise.
+  DeviceBuffer<T> wide;
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
@@ -81,6 +86,7 @@ struct CudaBlockContext {
   // each half one region of executor/model/tp_region.h over the model's device collectives.
   ModelParallel par;
   CudaModelComm* comm = nullptr;
+  CudaBlockScratch<T>* scratch = nullptr;  // the forward's `wide` under sequence parallelism
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

@@ -49,7 +49,7 @@ DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
 template <class T>
 void check_tensor_parallel(const ModelSpec& spec, const CudaModelOptions& o, const BlockDims& d) {
   const ModelParallel& par = o.parallel;
-  FSDP_CHECK(par.cp == 1 && !par.sp(), "CudaModel: context and sequence parallelism are not run on CUDA yet");
+  FSDP_CHECK(par.cp == 1, "CudaModel: context parallelism is not run on CUDA yet");
   if (par.tp == 1) return;
   FSDP_CHECK(o.comm != nullptr, "CudaModel: tensor parallelism needs a CudaModelComm");
   FSDP_CHECK((!std::is_same_v<T, f16>), "CudaModel: tensor parallelism sums bf16 activations, not fp16");
@@ -85,7 +85,7 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
 // Buffers of the modules this model runs: resid_[k] is module k's output and module k+1's input.
 template <class T>
 void CudaModelT<T>::allocate_activations() {
-  const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
+  const std::int64_t n = dims_.n, nc = dims_.n_local * dims_.c, layers = spec_.layers;
   const int fn = layout().final_norm_index(), head = layout().head_index();
   const bool split = opts_.split_backward;
   const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
@@ -106,7 +106,7 @@ void CudaModelT<T>::allocate_activations() {
   if (any_block || runs(fn))
     scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
-    lnf_ = DeviceBuffer<T>(nc), dlnf_ = DeviceBuffer<T>(nc);
+    lnf_ = DeviceBuffer<T>(n * dims_.c), dlnf_ = DeviceBuffer<T>(n * dims_.c);
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
   }
   if (runs(head)) {
@@ -116,6 +116,8 @@ void CudaModelT<T>::allocate_activations() {
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
+  if (opts_.parallel.sp() && runs(0)) emb_ = DeviceBuffer<T>(n * dims_.c);
+  if (opts_.parallel.sp()) replicated_.allocate(layout());
 }
 
 template <class T>
@@ -130,9 +132,9 @@ CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
-CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) const {
+CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm};
+                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_};
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -181,7 +183,13 @@ void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std
                                 cudaStream_t stream) {
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
   drv_.enter_backward(m);
+  // Under sequence parallelism the gradients of the tensors every tp rank holds whole are partial: this
+  // micro-batch's part is summed over tp (cuda_replicated_grads.h).
+  const bool partial = opts_.parallel.sp();
+  const ModuleLayout& ml = layout().modules[std::size_t(m)];
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), stream);
   run_backward(m, params, grads, stream);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), *opts_.comm, stream);
 }
 
 template <class T>
@@ -273,9 +281,10 @@ template <class T>
 void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
   if (opts_.parallel.tp > 1) {  // the vocabulary-parallel lookup, summed over tp by g (vocab_parallel.h)
-    vocab_embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"), v_first_, v_local_,
+    T* partial = opts_.parallel.sp() ? emb_.get() : resid_[0].get();  // [N, C]
+    vocab_embedding_forward(partial, batch_.tokens(), drv_.tensor(params, 0, "tok.weight"), v_first_, v_local_,
                             dims_.n, dims_.c, stream);
-    return region().exit(resid_[0].get(), resid_[0].get());
+    return region().exit(partial, resid_[0].get());
   }
   embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
                     drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
@@ -285,8 +294,9 @@ template <class T>
 void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
   const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
   if (opts_.parallel.tp > 1)
-    return vocab_embedding_backward(drv_.tensor(grads, 0, "tok.weight"), dres_.get(), batch_.tokens(), v_first_,
-                                    v_local_, dims_.n, dims_.c, stream);
+    return vocab_embedding_backward(drv_.tensor(grads, 0, "tok.weight"),
+                                    region().exit_backward(static_cast<const T*>(dres_.get()), emb_.get()),
+                                    batch_.tokens(), v_first_, v_local_, dims_.n, dims_.c, stream);
   embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
                      batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
                      dims_.b, dims_.t, dims_.c, stream);
@@ -296,7 +306,7 @@ template <class T>
 void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
-  norm_forward16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+  norm_forward16(context(stream, m), lnf_.get() + region().local_row() * dims_.c, lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
                     drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
 }
 
@@ -312,7 +322,8 @@ void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::s
               : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
+  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(),
+                  dlnf_.get() + region().local_row() * dims_.c, resid_.back().get(),
                      drv_.tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
@@ -322,6 +333,7 @@ void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t 
   FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
   const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
   const std::int64_t n = dims_.n, v = v_local_;
+  region().enter(lnf_.get());  // f before the vocabulary-parallel head (gathers the tokens under SP)
   {
     const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
     matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
@@ -391,7 +403,8 @@ std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
 
 template <class T>
 std::int64_t CudaModelT<T>::working_bytes() const {
-  return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + recompute_acts_.bytes() +
+  return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + emb_.bytes() + replicated_.bytes() +
+         recompute_acts_.bytes() +
          recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }
 

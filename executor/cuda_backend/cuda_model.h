@@ -37,6 +37,7 @@
 #include "executor/cuda_backend/batch_staging.h"
 #include "executor/cuda_backend/cuda_block.h"
 #include "executor/cuda_backend/cuda_model_comm.h"
+#include "executor/cuda_backend/cuda_replicated_grads.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/module_driver.h"
@@ -64,8 +65,8 @@ struct CudaModelOptions {
   // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
   const LoraLayout* lora = nullptr;
   // Tensor parallelism (Megatron-LM's, as the CPU Transformer runs it: executor/model/tp_region.h,
-  // vocab_parallel.h): this rank's place and its device collectives (needed when tp > 1). Without
-  // sequence parallelism, with bf16 (or the emulated float) activations, no biases, no learned positions
+  // vocab_parallel.h), with or without sequence parallelism: this rank's place and its device collectives
+  // (needed when tp > 1). With bf16 (or the emulated float) activations, no biases, no learned positions
   // and kv_heads >= tp for now; cp = 1.
   ModelParallel parallel;
   CudaModelComm* comm = nullptr;
@@ -104,7 +105,7 @@ class CudaModelT {
   void backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream);
 
   // Pipeline stages (see above); every buffer holds boundary_elems() T values [N, C].
-  std::int64_t boundary_elems() const { return dims_.n * dims_.c; }
+  std::int64_t boundary_elems() const { return dims_.n_local * dims_.c; }
   T* input_buffer(int m);
   const T* output(int m) const;
   T* output_grad_buffer(int m);
@@ -130,7 +131,7 @@ class CudaModelT {
   void head_backward(std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
-  CudaBlockContext<T> context(cudaStream_t stream, int module) const;
+  CudaBlockContext<T> context(cudaStream_t stream, int module);
   TpRegionT<CudaModelComm> region() const { return {opts_.parallel, opts_.comm, dims_.n, dims_.n_local, dims_.c}; }
   void vocab_parallel_loss(cudaStream_t stream);
   bool runs(int module) const;
@@ -161,6 +162,8 @@ class CudaModelT {
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
   std::int64_t v_local_ = 0, v_first_ = 0;   // the rank's vocabulary slice (tp > 1)
   DeviceBuffer<float> ce_stats_;             // [tp, N, 3] every tp rank's cross-entropy statistics (tp > 1)
+  DeviceBuffer<T> emb_;                      // [N, C] the embedding's partial output / gathered gradient (SP)
+  ReplicatedGradSum replicated_;             // SP: the replicated tensors' gradient sums
   DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters

@@ -60,6 +60,12 @@ class CudaModelComm {
     record(axis, Collective::all_gather, double(count) * c.size() * 4.0);
   }
 
+  // fp32 gradients [count] summed over the group (the replicated tensors' under sequence parallelism).
+  void all_reduce_f32(ModelAxis axis, float* buf, std::int64_t count) {
+    group(axis).all_reduce(buf, buf, count, DType::fp32, stream_, op_);
+    record(axis, Collective::all_reduce, double(count) * 4.0);
+  }
+
   // The collectives issued since the last call, in order.
   std::vector<IssuedCollective> take_issued() { return std::exchange(issued_, {}); }
 

@@ -51,19 +51,21 @@ TEST_CASE("emulated CUDA: HSDP 2 x 1 and 2 x 2 follow the CPU backend within 1e-
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 2, 2), "llama HSDP 2 x 2");
 }
 
-// Tensor parallelism without sequence parallelism (what the CUDA row runs: core/backend_capabilities.cpp)
-// over `tp` ranks, FSDP over `dp_shard`: the tiny llama's 4 heads and 2 KV heads split over tp 2.
-Plan tensor_parallel(int tp, int dp_shard) {
+// Tensor parallelism (with or without sequence parallelism) over `tp` ranks, FSDP over `dp_shard`: the
+// tiny llama's 4 heads and 2 KV heads split over tp 2.
+Plan tensor_parallel(int tp, int dp_shard, bool sequence_parallel = true) {
   test::PlanShape s;
-  s.tp = tp, s.dp_shard = dp_shard, s.sequence_parallel = false, s.prefetch = 1;
+  s.tp = tp, s.dp_shard = dp_shard, s.sequence_parallel = sequence_parallel, s.prefetch = 1;
   Plan p = test::tiny_plan(cuda::test::cuda_tiny_llama(), s, 16);
   p.optimizer.total_steps = kSteps;
   return p;
 }
 
 TEST_CASE("emulated CUDA: tp 2 and tp 2 x dp_shard 2 follow the CPU backend within 1e-5") {
-  check_follows_cpu(tensor_parallel(2, 1), "llama tp 2");
-  check_follows_cpu(tensor_parallel(2, 2), "llama tp 2 x dp_shard 2");
+  check_follows_cpu(tensor_parallel(2, 1), "llama tp 2, sequence parallel");
+  check_follows_cpu(tensor_parallel(2, 2), "llama tp 2 x dp_shard 2, sequence parallel");
+  check_follows_cpu(tensor_parallel(2, 1, false), "llama tp 2");
+  check_follows_cpu(tensor_parallel(2, 2, false), "llama tp 2 x dp_shard 2");
 }
 
 // The shipped LoRA example's adapters (configs/plans/llama-tiny-cpu-lora.json: r 8 on every projection)
