@@ -21,6 +21,7 @@
 #include "executor/cuda/activation.h"
 #include "executor/cuda/attention.h"
 #include "executor/cuda/bias.h"
+#include "executor/cuda_backend/cuda_attention_core.h"
 #include "executor/cuda/norm.h"
 #include "executor/cuda/rope.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
@@ -99,12 +100,17 @@ void CudaBlockScratch<T>::allocate(const BlockDims& d, bool has_bias, std::int64
   bias = DeviceBuffer<float>(has_bias ? bias_backward_scratch_elems(n, std::max({d.qkv, d.c, d.fu})) : 0);
   lora_du = DeviceBuffer<T>(n * lora_rank);
   wide = DeviceBuffer<T>(d.n_local != d.n ? n * d.c : 0);
+  if (!d.context_parallel()) return;
+  const std::int64_t kvw = d.kv_width(), cp = d.t_kv / d.t;
+  kv_local = DeviceBuffer<T>(n * kvw), kv_gathered = DeviceBuffer<T>(cp * n * kvw);
+  kv_full = DeviceBuffer<T>(d.b * d.t_kv * kvw), dkv_full = DeviceBuffer<T>(d.b * d.t_kv * kvw);
 }
 
 template <class T>
 std::int64_t CudaBlockScratch<T>::bytes() const {
   return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
-         bias.bytes() + lora_du.bytes() + wide.bytes();
+         bias.bytes() + lora_du.bytes() + wide.bytes() + kv_local.bytes() + kv_gathered.bytes() + kv_full.bytes() +
+         dkv_full.bytes();
 }
 
 template <class T>
@@ -180,8 +186,7 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
     const auto t = timed(ctx, "rope");
     rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
   }
-  { const auto t = timed(ctx, "attn_core");
-    flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s); }
+  block_detail::attention_forward(ctx, a);
   // x_out [N_local, C] serves as the attention branch's output before the residual add (as the CPU block).
   out_projection(ctx, "attn_out", LoraTarget::o, a.atty.get(), p.attn_out_w, p.attn_out_b, d.q, x_out, a);
   { const auto t = timed(ctx, "attn_residual");
@@ -282,10 +287,7 @@ void attention_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<
   adapter_backward(ctx, LoraTarget::o, a.atty.get(), dy, d.c, sc.datty.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dy, a.atty.get(), d.q, d.c);
   T* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
-  { const auto t = timed(ctx, "attn_core_bwd");
-    CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(T), ctx.stream));  // accumulates
-    flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
-                             ctx.stream); }
+  block_detail::attention_backward(ctx, a, sc, dqkv);
   if (ctx.rope_cos) {
     const auto t = timed(ctx, "rope_bwd");
     rope_backward(dqkv, ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);

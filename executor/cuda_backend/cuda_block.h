@@ -55,6 +55,9 @@ struct CudaBlockScratch {
   // Sequence parallelism: [N, C] a row-parallel GEMM's partial output (forward) and the gathered output
   // gradient (backward), as the CPU block's BlockScratch::wide; empty otherwise.
   DeviceBuffer<T> wide;
+  // Context parallelism (cp > 1): the K and V of the rank's tokens [N, KVW] (KVW = 2·KV_local), every cp
+  // rank's [cp·N, KVW] in rank order, and in sequence order [B·T_kv, KVW] with their gradients.
+  DeviceBuffer<T> kv_local, kv_gathered, kv_full, dkv_full;
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
@@ -86,7 +89,10 @@ struct CudaBlockContext {
   // each half one region of executor/model/tp_region.h over the model's device collectives.
   ModelParallel par;
   CudaModelComm* comm = nullptr;
-  CudaBlockScratch<T>* scratch = nullptr;  // the forward's `wide` under sequence parallelism
+  CudaBlockScratch<T>* scratch = nullptr;  // the forward's `wide` and `kv_*` buffers
+  // cp > 1 (device int64): the rank's query positions [T] and, per row of kv_gathered, its row in kv_full.
+  const std::int64_t* q_pos = nullptr;
+  const std::int64_t* cp_rows = nullptr;
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

@@ -2,7 +2,8 @@
 // embedding (token + learned positions for gpt), blocks (cuda_block.h, with optional full recompute),
 // final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
 // executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
-// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry
+// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. The embedding's and the head's
+// kernel calls are in cuda_model_ends.cpp. Profiled kernel groups carry
 // the names and modules of transformer.cpp's ScopedOps. LoRA: the blocks get their adapters through the
 // context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
@@ -14,28 +15,28 @@
 
 #include "core/errors.h"
 #include "executor/model/rope_table.h"
-#include "executor/cuda/cross_entropy.h"
-#include "executor/cuda/embedding.h"
-#include "executor/cuda/vocab_parallel.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/model/context_positions.h"
 #include "executor/cuda_backend/grad_kernels.h"
 
 namespace fsdpx::cuda {
 namespace {
 
-std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq) {
+// The rank's tokens of a micro-batch: all of them, or with cp > 1 its share.
+std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, int cp) {
   FSDP_CHECK(batch > 0 && seq > 0, "CudaModel: batch and seq must be positive");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "CudaModel: seq exceeds max_seq (position table)");
   FSDP_CHECK(spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128,
              fmt::format("CudaModel: flash attention needs head_dim in {{32, 64, 96, 128}}, not {}", spec.head_dim));
   FSDP_CHECK(spec.kv_heads > 0 && spec.heads % spec.kv_heads == 0, "CudaModel: heads must be a multiple of kv_heads");
-  return batch * seq;
+  return batch * seq / cp;
 }
 
 // Blocking upload on a private stream: a plain cudaMemcpy from pageable memory may return before its DMA
 // lands, and nothing would order it before kernels on the caller's (possibly non-blocking) streams.
-DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
-  DeviceBuffer<float> d(std::int64_t(host.size()));
+template <class E>
+DeviceBuffer<E> upload(const std::vector<E>& host) {
+  DeviceBuffer<E> d(std::int64_t(host.size()));
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CUDA_CHECK(cudaMemcpyAsync(d.get(), host.data(), std::size_t(d.bytes()), cudaMemcpyHostToDevice, s));
@@ -44,18 +45,29 @@ DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
   return d;
 }
 
-// What the tensor-parallel path runs for now (cuda_model.h CudaModelOptions::parallel); the runtime refuses
-// the other plans first (core/backend_capabilities.cpp).
+// What the tensor- and context-parallel paths run for now (cuda_model.h CudaModelOptions::parallel); the
+// runtime refuses the other plans first (core/backend_capabilities.cpp).
 template <class T>
-void check_tensor_parallel(const ModelSpec& spec, const CudaModelOptions& o, const BlockDims& d) {
+void check_model_parallel(const ModelSpec& spec, const CudaModelOptions& o, const BlockDims& d) {
   const ModelParallel& par = o.parallel;
-  FSDP_CHECK(par.cp == 1, "CudaModel: context parallelism is not run on CUDA yet");
-  if (par.tp == 1) return;
-  FSDP_CHECK(o.comm != nullptr, "CudaModel: tensor parallelism needs a CudaModelComm");
-  FSDP_CHECK((!std::is_same_v<T, f16>), "CudaModel: tensor parallelism sums bf16 activations, not fp16");
+  if (!par.any()) return;
+  FSDP_CHECK(o.comm != nullptr, "CudaModel: tensor or context parallelism needs a CudaModelComm");
+  FSDP_CHECK((!std::is_same_v<T, f16>), "CudaModel: tensor and context parallelism sum bf16 activations, not fp16");
   FSDP_CHECK(spec.bias == LinearBias::none && spec.arch == Arch::llama && !d.grouped_qkv() && !o.lora,
-             "CudaModel: tensor parallelism runs llama blocks without biases, with kv_heads >= tp, without LoRA");
+             "CudaModel: tp/cp run llama blocks without biases, with kv_heads >= tp, without LoRA");
   FSDP_CHECK(spec.vocab % par.tp == 0, "CudaModel: the vocabulary must split evenly over tp");
+}
+
+// Per row of the cp ranks' all-gathered K/V [cp, B, T] its row in sequence order [B, T_kv]
+// (executor/model/context_parallel.cpp's reorder).
+std::vector<std::int64_t> context_rows(std::int64_t batch, std::int64_t seq, int cp) {
+  std::vector<std::int64_t> rows;
+  for (int r = 0; r < cp; ++r) {
+    const std::vector<std::int64_t> pos = context_positions(seq, cp, r);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t p : pos) rows.push_back(b * seq + p);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -68,17 +80,21 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
       drv_("CudaModel", make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank}), opts_.recompute),
       dims_(make_block_dims(spec, batch, seq, opts_.parallel)),
       gemm_(&gemm),
-      batch_(checked_tokens(spec, batch, seq), spec.vocab) {
+      batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
-  check_tensor_parallel<T>(spec, opts_, dims_);
+  check_model_parallel<T>(spec, opts_, dims_);
+  seq_ = seq;
   v_local_ = spec.vocab / opts_.parallel.tp, v_first_ = opts_.parallel.tp_rank * v_local_;
+  const ModelParallel& par = opts_.parallel;
+  positions_ = context_positions(seq, par.cp, par.cp_rank);  // RoPE's rows, the tokens set_batch picks
   if (spec.arch == Arch::llama) {
     const RopeTable<float> rope =
-        make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
-    rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
+        make_rope_table<float>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+    rope_cos_ = upload(rope.cos), rope_sin_ = upload(rope.sin);
   }
+  if (par.cp > 1) q_pos_ = upload(positions_), cp_rows_ = upload(context_rows(batch, seq, par.cp));
   allocate_activations();
 }
 
@@ -112,7 +128,7 @@ void CudaModelT<T>::allocate_activations() {
   if (runs(head)) {
     logits_ = DeviceBuffer<T>(n * v_local_);
     losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
-    if (opts_.parallel.tp > 1) ce_stats_ = DeviceBuffer<float>(opts_.parallel.tp * n * 3);
+    if (opts_.parallel.any()) ce_stats_ = DeviceBuffer<float>(opts_.parallel.tp * n * 3);
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
@@ -134,7 +150,8 @@ CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_};
+                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
+                        q_pos_.get(),    cp_rows_.get()};
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -144,7 +161,14 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
 
 template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
-  batch_.upload(tokens, targets, stream);
+  if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
+    std::vector<std::int32_t> mine, mine_targets;
+    for (std::int64_t b = 0; b < dims_.b; ++b)
+      for (std::int64_t p : positions_) mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
+    batch_.upload(mine.data(), mine_targets.data(), stream);
+  } else {
+    batch_.upload(tokens, targets, stream);
+  }
   drv_.start_batch();
 }
 
@@ -278,31 +302,6 @@ T* CudaModelT<T>::output_grad_buffer(int m) {
 }
 
 template <class T>
-void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
-  if (opts_.parallel.tp > 1) {  // the vocabulary-parallel lookup, summed over tp by g (vocab_parallel.h)
-    T* partial = opts_.parallel.sp() ? emb_.get() : resid_[0].get();  // [N, C]
-    vocab_embedding_forward(partial, batch_.tokens(), drv_.tensor(params, 0, "tok.weight"), v_first_, v_local_,
-                            dims_.n, dims_.c, stream);
-    return region().exit(partial, resid_[0].get());
-  }
-  embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
-                    drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
-}
-
-template <class T>
-void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
-  const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
-  if (opts_.parallel.tp > 1)
-    return vocab_embedding_backward(drv_.tensor(grads, 0, "tok.weight"),
-                                    region().exit_backward(static_cast<const T*>(dres_.get()), emb_.get()),
-                                    batch_.tokens(), v_first_, v_local_, dims_.n, dims_.c, stream);
-  embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
-                     batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
-                     dims_.b, dims_.t, dims_.c, stream);
-}
-
-template <class T>
 void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
@@ -328,60 +327,6 @@ void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::s
 }
 
 template <class T>
-void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const int m = layout().head_index();
-  FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
-  const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = v_local_;
-  region().enter(lnf_.get());  // f before the vocabulary-parallel head (gathers the tokens under SP)
-  {
-    const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
-    matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
-  }
-  const CudaScopedOp t(opts_.profiler, "loss", m, stream);
-  if (opts_.parallel.tp > 1) return vocab_parallel_loss(stream);
-  fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
-}
-
-template <class T>
-void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<float* const> grads,
-                              cudaStream_t stream) {
-  const int m = layout().head_index();
-  const bool tied = spec_.tied_embeddings;
-  const T* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = v_local_;
-  // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
-  // caller's loss output is not written after the forward.
-  {
-    const CudaScopedOp t(opts_.profiler, "loss_bwd", m, stream);
-    if (opts_.parallel.tp > 1)
-      vocab_ce_backward(logits_.get(), ce_stats_.get(), batch_.targets(), opts_.parallel.tp, n, v, v_first_,
-                        dloss_ / float(n), stream);
-    else
-      fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
-                       stream);
-  }
-  {
-    const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
-    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::operand, logits_.get(), w, n, dims_.c, v, false, stream);
-  }
-  region().enter_backward(dlnf_.get());  // f's backward before the vocabulary-parallel head
-  // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
-  if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
-}
-
-// The mean cross-entropy over the whole vocabulary from every tp rank's statistics of its slice
-// (vocab_parallel.h): one fp32 all-gather of [N, 3] per rank, combined in rank order.
-template <class T>
-void CudaModelT<T>::vocab_parallel_loss(cudaStream_t stream) {
-  const std::int64_t n = dims_.n;
-  float* mine = ce_stats_.get() + std::int64_t(opts_.parallel.tp_rank) * n * 3;
-  vocab_ce_stats(mine, logits_.get(), batch_.targets(), n, v_local_, v_first_, stream);
-  opts_.comm->all_gather_f32(ModelAxis::tp, mine, ce_stats_.get(), n * 3);
-  vocab_ce_loss(loss_out_, ce_stats_.get(), opts_.parallel.tp, n, float(n), stream);
-}
-
-template <class T>
 std::int64_t CudaModelT<T>::saved_bytes(int module) const {
   FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
@@ -403,7 +348,7 @@ std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
 
 template <class T>
 std::int64_t CudaModelT<T>::working_bytes() const {
-  return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + emb_.bytes() + replicated_.bytes() +
+  return rope_cos_.bytes() + rope_sin_.bytes() + q_pos_.bytes() + cp_rows_.bytes() + batch_.device_bytes() + emb_.bytes() + replicated_.bytes() +
          recompute_acts_.bytes() +
          recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }

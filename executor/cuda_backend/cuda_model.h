@@ -67,7 +67,7 @@ struct CudaModelOptions {
   // Tensor parallelism (Megatron-LM's, as the CPU Transformer runs it: executor/model/tp_region.h,
   // vocab_parallel.h), with or without sequence parallelism: this rank's place and its device collectives
   // (needed when tp > 1). With bf16 (or the emulated float) activations, no biases, no learned positions
-  // and kv_heads >= tp for now; cp = 1.
+  // and kv_heads >= tp for now. Context parallelism likewise (llama, bf16): K and V all-gathered over cp.
   ModelParallel parallel;
   CudaModelComm* comm = nullptr;
 };
@@ -84,7 +84,8 @@ class CudaModelT {
   const ParamLayout& layout() const { return drv_.layout(); }
   const ModelSpec& spec() const { return spec_; }
 
-  // tokens, targets: host int32 [B·T] (checked to lie in [0, vocab)). Builds the embedding buckets on
+  // tokens, targets: host int32 [B·T] of the whole sequences (checked to lie in [0, vocab)); with cp > 1
+  // the model takes its rank's tokens. Builds the embedding buckets on
   // the host and copies everything to the device on `stream` through pinned staging (BatchStaging): the
   // host arrays may be reused right after return. The only host wait: for the staging copy of two
   // set_batch calls ago.
@@ -146,7 +147,10 @@ class CudaModelT {
   ModuleDriver<T, float> drv_;               // module order, protocol, pointer lookups
   BlockDims dims_;
   GemmContext* gemm_;
-  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
+  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama) at the rank's positions, empty for gpt
+  DeviceBuffer<std::int64_t> q_pos_, cp_rows_;  // cp > 1: the rank's positions [T]; context_rows [cp·N]
+  std::int64_t seq_ = 0;                     // whole sequence (dims_.t = seq / cp)
+  std::vector<std::int64_t> positions_;      // [T] the rank's tokens' global positions
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
   std::vector<DeviceBuffer<T>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
   std::vector<CudaBlockActs<T>> acts_;          // per block; unallocated for blocks that recompute (or not run)

@@ -16,14 +16,11 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
+#include "executor/model/context_positions.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/model_groups.h"
 
 namespace fsdpx {
-
-// Global positions (0 ≤ p < seq) of the tokens a context-parallel rank holds, in its local order:
-// chunk cp_rank, then chunk 2·cp − 1 − cp_rank, each seq / (2·cp) tokens (all of them when cp = 1).
-std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_rank);
 
 // The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
 // the model keeps a pointer.

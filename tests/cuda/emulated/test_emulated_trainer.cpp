@@ -68,6 +68,20 @@ TEST_CASE("emulated CUDA: tp 2 and tp 2 x dp_shard 2 follow the CPU backend with
   check_follows_cpu(tensor_parallel(2, 2, false), "llama tp 2 x dp_shard 2");
 }
 
+// Context parallelism over `cp` ranks (K and V all-gathered), FSDP over `dp_shard`: seq 16 in 2·cp chunks.
+Plan context_parallel(int cp, int dp_shard) {
+  test::PlanShape s;
+  s.cp = cp, s.dp_shard = dp_shard, s.prefetch = 1;
+  Plan p = test::tiny_plan(cuda::test::cuda_tiny_llama(), s, 16);
+  p.optimizer.total_steps = kSteps;
+  return p;
+}
+
+TEST_CASE("emulated CUDA: cp 2 and cp 2 x dp_shard 2 follow the CPU backend within 1e-5") {
+  check_follows_cpu(context_parallel(2, 1), "llama cp 2");
+  check_follows_cpu(context_parallel(2, 2), "llama cp 2 x dp_shard 2");
+}
+
 // The shipped LoRA example's adapters (configs/plans/llama-tiny-cpu-lora.json: r 8 on every projection)
 // on the tiny llama, FSDP over `ranks`.
 Plan lora(int ranks) {
