@@ -110,17 +110,17 @@ void tensor_parallel_limits(const Plan& plan, const BackendCapabilities& caps, s
   const Parallelism& par = plan.parallelism;
   const ModelSpec& m = plan.model;
   auto lacks = [&](const char* path, const std::string& what, bool searched) {
-    out.push_back({path, fmt::format("the {} runtime's tensor and context parallelism {} yet (tp = {}, cp = {})",
+    out.push_back({path, fmt::format("the {} runtime's tensor and context parallelism {} so far (tp = {}, cp = {})",
                                      caps.name, what, par.tp, par.cp), searched});
   };
   if (par.tp > 1 && par.sequence_parallel && !caps.tp_sequence_parallel)
     lacks("/parallelism/sequence_parallel", "runs without sequence parallelism only", true);
   if (plan.precision.param == DType::fp16 && !caps.tp_fp16)
-    lacks("/precision/param", "sums bf16 activations, not fp16", false);
+    lacks("/mixed_precision/param_dtype", "sums bf16 activations, not fp16", false);
   if ((m.arch == Arch::gpt || m.bias != LinearBias::none) && !caps.tp_gpt)
     lacks("/model", "runs llama blocks without biases or learned positions only", false);
   if (m.kv_heads < par.tp && !caps.tp_grouped_kv)
-    lacks("/parallelism/tp", fmt::format("needs kv_heads ({}) >= tp", m.kv_heads), true);
+    lacks("/parallelism/tp", fmt::format("needs kv_heads ({}) >= tp (no replicated KV heads)", m.kv_heads), true);
 }
 
 void tensor_parallel_gaps(const Plan& plan, std::vector<CapabilityGap>& out) {

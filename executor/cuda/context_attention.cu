@@ -29,6 +29,16 @@ struct Rows {  // the element offsets of one query row's head and one key row's 
   __device__ std::int64_t row(std::int64_t b, std::int64_t h, std::int64_t i) const { return (b * s.nh + h) * s.t_q + i; }
 };
 
+// The (batch, head, query row, kv head) of thread `id` of a per-query-row kernel; false past the end.
+struct QueryRow {
+  std::int64_t b, h, i, g;
+};
+__device__ bool query_row(const ContextAttnDims& s, std::int64_t id, QueryRow* q) {
+  if (id >= s.b * s.nh * s.t_q) return false;
+  q->i = id % s.t_q, q->h = (id / s.t_q) % s.nh, q->b = id / (s.t_q * s.nh), q->g = q->h / (s.nh / s.nkv);
+  return true;
+}
+
 template <class T>
 __device__ float dot(const T* a, const T* b, std::int64_t n) {
   float acc = 0.0f;
@@ -39,9 +49,9 @@ __device__ float dot(const T* a, const T* b, std::int64_t n) {
 template <class T>
 __global__ void forward_kernel(T* out, float* lse, const T* qkv, const T* kv, Rows r, float scale) {
   const ContextAttnDims& s = r.s;
-  const std::int64_t id = std::int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (id >= s.b * s.nh * s.t_q) return;
-  const std::int64_t i = id % s.t_q, h = (id / s.t_q) % s.nh, b = id / (s.t_q * s.nh), g = h / (s.nh / s.nkv);
+  QueryRow qr;
+  if (!query_row(s, std::int64_t(blockIdx.x) * kThreads + threadIdx.x, &qr)) return;
+  const std::int64_t i = qr.i, h = qr.h, b = qr.b, g = qr.g;
   const T* q = qkv + r.q(b, i, h);
   float m = -INFINITY, l = 0.0f, acc[kMaxHd];
   for (int d = 0; d < s.hd; ++d) acc[d] = 0.0f;
@@ -59,19 +69,18 @@ __global__ void forward_kernel(T* out, float* lse, const T* qkv, const T* kv, Ro
 template <class T>
 __global__ void delta_kernel(float* delta, const T* dout, const T* out, Rows r) {
   const ContextAttnDims& s = r.s;
-  const std::int64_t id = std::int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (id >= s.b * s.nh * s.t_q) return;
-  const std::int64_t i = id % s.t_q, h = (id / s.t_q) % s.nh, b = id / (s.t_q * s.nh);
-  delta[r.row(b, h, i)] = dot(dout + r.o(b, i, h), out + r.o(b, i, h), s.hd);
+  QueryRow q;
+  if (!query_row(s, std::int64_t(blockIdx.x) * kThreads + threadIdx.x, &q)) return;
+  delta[r.row(q.b, q.h, q.i)] = dot(dout + r.o(q.b, q.i, q.h), out + r.o(q.b, q.i, q.h), s.hd);
 }
 
 template <class T>
 __global__ void dq_kernel(T* dqkv, const float* delta, const T* dout, const T* qkv, const T* kv, const float* lse,
                           Rows r, float scale) {
   const ContextAttnDims& s = r.s;
-  const std::int64_t id = std::int64_t(blockIdx.x) * kThreads + threadIdx.x;
-  if (id >= s.b * s.nh * s.t_q) return;
-  const std::int64_t i = id % s.t_q, h = (id / s.t_q) % s.nh, b = id / (s.t_q * s.nh), g = h / (s.nh / s.nkv);
+  QueryRow qr;
+  if (!query_row(s, std::int64_t(blockIdx.x) * kThreads + threadIdx.x, &qr)) return;
+  const std::int64_t i = qr.i, h = qr.h, b = qr.b, g = qr.g;
   const T *q = qkv + r.q(b, i, h), *dy = dout + r.o(b, i, h);
   const float row_lse = lse[r.row(b, h, i)], row_delta = delta[r.row(b, h, i)];
   float dq[kMaxHd];
@@ -178,16 +187,7 @@ void copy_columns(T* dst, std::int64_t dst_ld, const T* src, std::int64_t src_ld
   CUDA_CHECK(cudaGetLastError());
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                                       \
-  template void context_attention_forward<T>(T*, float*, const T*, const T*, const ContextAttnDims&, cudaStream_t); \
-  template void context_attention_backward<T>(T*, T*, float*, const T*, const T*, const T*, const T*, const float*, \
-                                              const ContextAttnDims&, cudaStream_t);                               \
-  template void scatter_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);       \
-  template void gather_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);        \
-  template void copy_columns<T>(T*, std::int64_t, const T*, std::int64_t, std::int64_t, std::int64_t, bool,         \
-                                cudaStream_t);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#undef FSDPX_INSTANTIATE
+FSDPX_CONTEXT_ATTENTION_INSTANTIATE(bf16)
+FSDPX_CONTEXT_ATTENTION_INSTANTIATE(f16)
 
 }  // namespace fsdpx::cuda

@@ -42,4 +42,15 @@ template <class T>
 void copy_columns(T* dst, std::int64_t dst_ld, const T* src, std::int64_t src_ld, std::int64_t rows,
                   std::int64_t width, bool accumulate, cudaStream_t stream);
 
+// The explicit instantiations of the launchers above for element type T (context_attention.cu and the
+// emulated runtime's kernels_context.cpp define the same set).
+#define FSDPX_CONTEXT_ATTENTION_INSTANTIATE(T)                                                                     \
+  template void context_attention_forward<T>(T*, float*, const T*, const T*, const ContextAttnDims&, cudaStream_t); \
+  template void context_attention_backward<T>(T*, T*, float*, const T*, const T*, const T*, const T*, const float*, \
+                                              const ContextAttnDims&, cudaStream_t);                               \
+  template void scatter_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);       \
+  template void gather_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);        \
+  template void copy_columns<T>(T*, std::int64_t, const T*, std::int64_t, std::int64_t, std::int64_t, bool,         \
+                                cudaStream_t);
+
 }  // namespace fsdpx::cuda

@@ -122,17 +122,7 @@ void vocab_ce_backward(T* logits_to_dlogits, const float* all_stats, const std::
   CUDA_CHECK(cudaGetLastError());
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                                        \
-  template void vocab_embedding_forward<T>(T*, const std::int32_t*, const T*, std::int64_t, std::int64_t,           \
-                                           std::int64_t, std::int64_t, cudaStream_t);                              \
-  template void vocab_embedding_backward<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t,      \
-                                            std::int64_t, std::int64_t, cudaStream_t);                             \
-  template void vocab_ce_stats<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t, std::int64_t,  \
-                                  cudaStream_t);                                                                    \
-  template void vocab_ce_backward<T>(T*, const float*, const std::int32_t*, int, std::int64_t, std::int64_t,        \
-                                     std::int64_t, float, cudaStream_t);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#undef FSDPX_INSTANTIATE
+FSDPX_VOCAB_PARALLEL_INSTANTIATE(bf16)
+FSDPX_VOCAB_PARALLEL_INSTANTIATE(f16)
 
 }  // namespace fsdpx::cuda

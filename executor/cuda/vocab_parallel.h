@@ -36,4 +36,16 @@ template <class T>
 void vocab_ce_backward(T* logits_to_dlogits, const float* all_stats, const std::int32_t* targets, int ranks,
                        std::int64_t n, std::int64_t v_local, std::int64_t v_first, float scale, cudaStream_t stream);
 
+// The explicit instantiations of the launchers above for element type T (vocab_parallel.cu and the
+// emulated runtime's kernels_vocab.cpp define the same set).
+#define FSDPX_VOCAB_PARALLEL_INSTANTIATE(T)                                                                         \
+  template void vocab_embedding_forward<T>(T*, const std::int32_t*, const T*, std::int64_t, std::int64_t,           \
+                                           std::int64_t, std::int64_t, cudaStream_t);                              \
+  template void vocab_embedding_backward<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t,      \
+                                            std::int64_t, std::int64_t, cudaStream_t);                             \
+  template void vocab_ce_stats<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t, std::int64_t,  \
+                                  cudaStream_t);                                                                    \
+  template void vocab_ce_backward<T>(T*, const float*, const std::int32_t*, int, std::int64_t, std::int64_t,        \
+                                     std::int64_t, float, cudaStream_t);
+
 }  // namespace fsdpx::cuda

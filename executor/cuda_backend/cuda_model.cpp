@@ -164,7 +164,8 @@ void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* ta
   if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
     std::vector<std::int32_t> mine, mine_targets;
     for (std::int64_t b = 0; b < dims_.b; ++b)
-      for (std::int64_t p : positions_) mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
+      for (std::int64_t p : positions_)
+        mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
     batch_.upload(mine.data(), mine_targets.data(), stream);
   } else {
     batch_.upload(tokens, targets, stream);
@@ -305,7 +306,8 @@ template <class T>
 void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
-  norm_forward16(context(stream, m), lnf_.get() + region().local_row() * dims_.c, lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+  norm_forward16(context(stream, m), lnf_.get() + region().local_row() * dims_.c, lnf_mean_.get(), lnf_rstd_.get(),
+                 resid_.back().get(),
                     drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
 }
 
@@ -348,15 +350,11 @@ std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
 
 template <class T>
 std::int64_t CudaModelT<T>::working_bytes() const {
-  return rope_cos_.bytes() + rope_sin_.bytes() + q_pos_.bytes() + cp_rows_.bytes() + batch_.device_bytes() + emb_.bytes() + replicated_.bytes() +
-         recompute_acts_.bytes() +
-         recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
+  return rope_cos_.bytes() + rope_sin_.bytes() + q_pos_.bytes() + cp_rows_.bytes() + batch_.device_bytes() +
+         emb_.bytes() + replicated_.bytes() + recompute_acts_.bytes() + recompute_out_.bytes() + scratch_.bytes() +
+         loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }
 
-template class CudaModelT<bf16>;
-template class CudaModelT<f16>;
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-template class CudaModelT<float>;
-#endif
+FSDPX_CUDA_MODEL_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -178,4 +178,17 @@ class CudaModelT {
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.
 using CudaModel = CudaModelT<bf16>;
 
+// The instantiations each of cuda_model.cpp and cuda_model_ends.cpp makes of the members it defines:
+// bf16, f16 and, in the emulated build (tests/cuda/emulated), float.
+#if defined(FSDPX_CUDA_EMULATED)
+#define FSDPX_CUDA_MODEL_INSTANTIATE \
+  template class CudaModelT<bf16>;   \
+  template class CudaModelT<f16>;    \
+  template class CudaModelT<float>;
+#else
+#define FSDPX_CUDA_MODEL_INSTANTIATE \
+  template class CudaModelT<bf16>;   \
+  template class CudaModelT<f16>;
+#endif
+
 }  // namespace fsdpx::cuda

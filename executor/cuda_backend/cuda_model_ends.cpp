@@ -93,10 +93,6 @@ void CudaModelT<T>::vocab_parallel_loss(cudaStream_t stream) {
   vocab_ce_loss(loss_out_, ce_stats_.get(), opts_.parallel.tp, n, float(dims_.b * seq_), stream);
 }
 
-template class CudaModelT<bf16>;
-template class CudaModelT<f16>;
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-template class CudaModelT<float>;
-#endif
+FSDPX_CUDA_MODEL_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -133,7 +133,8 @@ void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
     s.shard_offset = u->shard_offset();
     s.params.resize(std::size_t(n));  // the moments stay empty: upload zeroes them on the device
     // On the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
-    init_unit_range(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), seed, s.shard_offset, s.shard_offset + n, s.params.data());
+    init_unit_range(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), seed, s.shard_offset,
+                    s.shard_offset + n, s.params.data());
     u->upload(s, stream(StreamKind::compute));
   }
   if (!adapters_) return;

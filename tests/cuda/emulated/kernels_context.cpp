@@ -84,15 +84,6 @@ void copy_columns(T* dst, std::int64_t dst_ld, const T* src, std::int64_t src_ld
   });
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                                       \
-  template void context_attention_forward<T>(T*, float*, const T*, const T*, const ContextAttnDims&, cudaStream_t); \
-  template void context_attention_backward<T>(T*, T*, float*, const T*, const T*, const T*, const T*, const float*, \
-                                              const ContextAttnDims&, cudaStream_t);                               \
-  template void scatter_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);       \
-  template void gather_rows<T>(T*, const T*, const std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);        \
-  template void copy_columns<T>(T*, std::int64_t, const T*, std::int64_t, std::int64_t, std::int64_t, bool,         \
-                                cudaStream_t);
-FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_INSTANTIATE)
-#undef FSDPX_INSTANTIATE
+FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_CONTEXT_ATTENTION_INSTANTIATE)
 
 }  // namespace fsdpx::cuda

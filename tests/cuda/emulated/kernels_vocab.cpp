@@ -63,16 +63,6 @@ void vocab_ce_backward(T* logits_to_dlogits, const float* all_stats, const std::
   });
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                                        \
-  template void vocab_embedding_forward<T>(T*, const std::int32_t*, const T*, std::int64_t, std::int64_t,           \
-                                           std::int64_t, std::int64_t, cudaStream_t);                              \
-  template void vocab_embedding_backward<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t,      \
-                                            std::int64_t, std::int64_t, cudaStream_t);                             \
-  template void vocab_ce_stats<T>(float*, const T*, const std::int32_t*, std::int64_t, std::int64_t, std::int64_t,  \
-                                  cudaStream_t);                                                                    \
-  template void vocab_ce_backward<T>(T*, const float*, const std::int32_t*, int, std::int64_t, std::int64_t,        \
-                                     std::int64_t, float, cudaStream_t);
-FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_INSTANTIATE)
-#undef FSDPX_INSTANTIATE
+FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_VOCAB_PARALLEL_INSTANTIATE)
 
 }  // namespace fsdpx::cuda
