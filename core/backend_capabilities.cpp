@@ -34,7 +34,9 @@ BackendCapabilities cpu_row() {
 }
 
 // The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, attention on CUDA cores
-// (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128), no TP or CP yet. The tensor-core
+// (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128); tensor parallelism, with or
+// without sequence parallelism, on bf16 llama blocks with kv_heads >= tp (tested through the emulated
+// runtime, docs/cuda.md), and context parallelism on the same blocks. The tensor-core
 // kernel (executor/cuda/attention_tc.cu, `flash2`: head sizes 64 and 128) joins this row once the block
 // calls it by the plan's kernel and a GPU session has checked it (docs/cuda.md, "Tensor-core attention").
 BackendCapabilities cuda_row() {
@@ -47,6 +49,8 @@ BackendCapabilities cuda_row() {
   c.attention_note = "runs its CUDA-core attention kernel (executor/cuda/attention.cu)";
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
+  c.tensor_parallel = c.context_parallel = true;
+  c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
   return c;
 }
 
@@ -99,6 +103,26 @@ void axis_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Ca
 // Tensor parallelism splits heads, KV heads (or replicates them, Megatron's kv_heads < tp), the FFN and
 // the vocabulary evenly (no padding); sequence parallelism splits each micro-batch's tokens; the model
 // runs the tp collectives its step program lists, which op-level selective recompute would not match.
+// What a backend's tensor-parallel path leaves out (BackendCapabilities::tp_*): sequence parallelism is
+// the planner's choice; the dtype and the model are the request's.
+// The same limits hold for context parallelism (the fp16 sums, the gpt model).
+void tensor_parallel_limits(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const Parallelism& par = plan.parallelism;
+  const ModelSpec& m = plan.model;
+  auto lacks = [&](const char* path, const std::string& what, bool searched) {
+    out.push_back({path, fmt::format("the {} runtime's tensor and context parallelism {} so far (tp = {}, cp = {})",
+                                     caps.name, what, par.tp, par.cp), searched});
+  };
+  if (par.tp > 1 && par.sequence_parallel && !caps.tp_sequence_parallel)
+    lacks("/parallelism/sequence_parallel", "runs without sequence parallelism only", true);
+  if (plan.precision.param == DType::fp16 && !caps.tp_fp16)
+    lacks("/mixed_precision/param_dtype", "sums bf16 activations, not fp16", false);
+  if ((m.arch == Arch::gpt || m.bias != LinearBias::none) && !caps.tp_gpt)
+    lacks("/model", "runs llama blocks without biases or learned positions only", false);
+  if (m.kv_heads < par.tp && !caps.tp_grouped_kv)
+    lacks("/parallelism/tp", fmt::format("needs kv_heads ({}) >= tp (no replicated KV heads)", m.kv_heads), true);
+}
+
 void tensor_parallel_gaps(const Plan& plan, std::vector<CapabilityGap>& out) {
   const Parallelism& par = plan.parallelism;
   const ModelSpec& m = plan.model;
@@ -227,7 +251,10 @@ std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabi
     out.push_back({"/model", fmt::format("the {} backend does not train mixture-of-experts blocks yet: issue 30",
                                          caps.name), false});
   axis_gaps(plan, caps, out);
-  if (caps.tensor_parallel && plan.parallelism.tp > 1) tensor_parallel_gaps(plan, out);
+  const Parallelism& par = plan.parallelism;
+  if ((caps.tensor_parallel && par.tp > 1) || (caps.context_parallel && par.cp > 1))
+    tensor_parallel_limits(plan, caps, out);
+  if (caps.tensor_parallel && par.tp > 1) tensor_parallel_gaps(plan, out);
   numeric_gaps(plan, caps, out);
   if (plan.model.tied_embeddings) tied_unit_gaps(plan, out);
   return out;

@@ -40,6 +40,10 @@ struct BackendCapabilities {
   // FSDP group. torchtitan >= 0.2 (expert_parallel_degree) and Megatron-Core (expert_model_parallel_size)
   // run it; no fsdpx backend does yet (issue 30).
   bool expert_parallel = false;
+  // Under tp > 1 (or cp > 1: fp16 and gpt), what a backend's tensor- and context-parallel paths also run:
+  // sequence parallelism, fp16 parameters (the activations' sums), linear biases and learned positions
+  // (gpt), kv_heads < tp (Megatron's replicated KV heads). The CPU runs them all; the CUDA paths not yet.
+  bool tp_sequence_parallel = true, tp_fp16 = true, tp_gpt = true, tp_grouped_kv = true;
   bool pipeline_with_model_parallel = false;  // pp > 1 together with tp or cp > 1
   std::vector<PipelineSchedule> pipeline_schedules;
   bool lora = false;

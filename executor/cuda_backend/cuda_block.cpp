@@ -7,6 +7,9 @@
 // the micro-batch; the weight pass runs the dW GEMMs (and bias sums) from them and adds the norms'.
 // Profiling: each kernel group sits in a CudaScopedOp named as its ScopedOp in block.cpp; a scope also
 // holds the zeroing of the buffer its kernel accumulates into, and a linear's bias gradient is in _dw.
+// Tensor parallelism (tp > 1): g sums each row-parallel output before its residual add, f's backward each
+// half's input gradient before its norm's backward, both through executor/model/tp_region.h as the CPU
+// block does; with sequence parallelism the norms and residuals run on the rank's N_local tokens.
 // LoRA: each adapted projection's adapter runs right after its base GEMM (forward) and its input-gradient
 // GEMM (backward), timed as "lora" / "lora_bwd" once per target as block.cpp's adapter_forward/_backward.
 #include "executor/cuda_backend/cuda_block.h"
@@ -18,6 +21,7 @@
 #include "executor/cuda/activation.h"
 #include "executor/cuda/attention.h"
 #include "executor/cuda/bias.h"
+#include "executor/cuda_backend/cuda_attention_core.h"
 #include "executor/cuda/norm.h"
 #include "executor/cuda/rope.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
@@ -37,6 +41,12 @@ const T* param(const ModuleLayout& m, const T* base, const char* name) {
 template <class T>
 CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
   return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
+}
+
+// The tensor-parallel region of a half (nothing with tp = 1).
+template <class T>
+TpRegionT<CudaModelComm> region(const CudaBlockContext<T>& ctx) {
+  return {ctx.par, ctx.comm, ctx.dims.n, ctx.dims.n_local, ctx.dims.c};
 }
 
 // LoRA's adapter on one projection's output y [N, width] (nothing without LoRA or when `t` is not adapted).
@@ -61,13 +71,13 @@ void adapter_backward(const CudaBlockContext<T>& ctx, LoraTarget t, const T* x, 
 
 template <class T>
 void CudaBlockActs<T>::allocate(const BlockDims& d, std::int64_t lora_u_elems) {
-  const std::int64_t n = d.n, mean_n = d.layernorm ? d.n : 0;  // RMSNorm has no mean
-  ln1 = DeviceBuffer<T>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(n);
+  const std::int64_t n = d.n, nl = d.n_local, mean_n = d.layernorm ? nl : 0;  // RMSNorm has no mean
+  ln1 = DeviceBuffer<T>(n * d.c), ln1_mean = DeviceBuffer<float>(mean_n), ln1_rstd = DeviceBuffer<float>(nl);
   qkv = DeviceBuffer<T>(n * d.qkv);
   lse = DeviceBuffer<float>(flash_attention_lse_elems(d.attn));
   atty = DeviceBuffer<T>(n * d.q);
-  x_mid = DeviceBuffer<T>(n * d.c);
-  ln2 = DeviceBuffer<T>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(n);
+  x_mid = DeviceBuffer<T>(nl * d.c);
+  ln2 = DeviceBuffer<T>(n * d.c), ln2_mean = DeviceBuffer<float>(mean_n), ln2_rstd = DeviceBuffer<float>(nl);
   fc = DeviceBuffer<T>(n * d.fu);
   fc_act = DeviceBuffer<T>(n * d.f);
   lora_u = DeviceBuffer<T>(lora_u_elems);
@@ -89,12 +99,18 @@ void CudaBlockScratch<T>::allocate(const BlockDims& d, bool has_bias, std::int64
   norm = DeviceBuffer<float>(norm_backward_scratch_elems(n, d.c));
   bias = DeviceBuffer<float>(has_bias ? bias_backward_scratch_elems(n, std::max({d.qkv, d.c, d.fu})) : 0);
   lora_du = DeviceBuffer<T>(n * lora_rank);
+  wide = DeviceBuffer<T>(d.n_local != d.n ? n * d.c : 0);
+  if (!d.context_parallel()) return;
+  const std::int64_t kvw = d.kv_width(), cp = d.t_kv / d.t;
+  kv_local = DeviceBuffer<T>(n * kvw), kv_gathered = DeviceBuffer<T>(cp * n * kvw);
+  kv_full = DeviceBuffer<T>(d.b * d.t_kv * kvw), dkv_full = DeviceBuffer<T>(d.b * d.t_kv * kvw);
 }
 
 template <class T>
 std::int64_t CudaBlockScratch<T>::bytes() const {
   return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
-         bias.bytes() + lora_du.bytes();
+         bias.bytes() + lora_du.bytes() + wide.bytes() + kv_local.bytes() + kv_gathered.bytes() + kv_full.bytes() +
+         dkv_full.bytes();
 }
 
 template <class T>
@@ -112,8 +128,8 @@ void norm_forward16(const CudaBlockContext<T>& ctx, T* out, float* mean, float* 
                        const T* w, const T* b) {
   const BlockDims& d = ctx.dims;
   const float eps = float(ctx.spec->norm_eps);
-  if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n, d.c, eps, ctx.stream);
-  else rmsnorm_forward(out, rstd, inp, w, d.n, d.c, eps, ctx.stream);
+  if (ctx.spec->arch == Arch::gpt) layernorm_forward(out, mean, rstd, inp, w, b, d.n_local, d.c, eps, ctx.stream);
+  else rmsnorm_forward(out, rstd, inp, w, d.n_local, d.c, eps, ctx.stream);
 }
 
 template <class T>
@@ -121,10 +137,38 @@ void norm_backward16(const CudaBlockContext<T>& ctx, T* dinp, float* dw, float* 
                         const T* dout, const T* inp, const T* w, const float* mean, const float* rstd) {
   const BlockDims& d = ctx.dims;
   if (ctx.spec->arch == Arch::gpt)
-    layernorm_backward(dinp, dw, db, scratch, dout, inp, w, mean, rstd, d.n, d.c, ctx.stream);
+    layernorm_backward(dinp, dw, db, scratch, dout, inp, w, mean, rstd, d.n_local, d.c, ctx.stream);
   else
-    rmsnorm_backward(dinp, dw, scratch, dout, inp, w, rstd, d.n, d.c, ctx.stream);
+    rmsnorm_backward(dinp, dw, scratch, dout, inp, w, rstd, d.n_local, d.c, ctx.stream);
 }
+
+namespace {
+
+// A row-parallel output projection (attn_out, mlp_down) and its adapter: out [N_local, C] = the sum over
+// tp of x [N, k] · Wᵀ (+ bias), through `wide` [N, C] under sequence parallelism (g: tp_region.h).
+template <class T>
+void out_projection(const CudaBlockContext<T>& ctx, std::string_view op, LoraTarget target, const T* x, const T* w,
+                    const T* b, std::int64_t k, T* out, CudaBlockActs<T>& a) {
+  const BlockDims& d = ctx.dims;
+  T* wide = ctx.par.sp() ? ctx.scratch->wide.get() : out;
+  { const auto t = timed(ctx, op);
+    matmul_forward(*ctx.gemm, wide, GemmOut::operand, x, w, b, d.n, k, d.c, false, ctx.stream); }
+  adapter_forward(ctx, target, x, wide, d.c, a);
+  region(ctx).exit(wide, out);
+}
+
+// A norm of the rank's N_local rows into its rows of ln [N, C], gathered over tp under sequence
+// parallelism (f: tp_region.h).
+template <class T>
+void norm_and_enter(const CudaBlockContext<T>& ctx, std::string_view op, T* ln, float* mean, float* rstd, const T* x,
+                    const T* w, const T* b) {
+  const auto tp = region(ctx);
+  { const auto t = timed(ctx, op);
+    norm_forward16(ctx, ln + tp.local_row() * ctx.dims.c, mean, rstd, x, w, b); }
+  tp.enter(ln);
+}
+
+}  // namespace
 
 template <class T>
 void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
@@ -133,8 +177,7 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
   GemmContext& gemm = *ctx.gemm;
   const cudaStream_t s = ctx.stream;
   FSDP_CHECK(x_out != x_in, "cuda_block_forward: x_out aliases x_in");
-  { const auto t = timed(ctx, "attn_norm");
-    norm_forward16(ctx, a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b); }
+  norm_and_enter(ctx, "attn_norm", a.ln1.get(), a.ln1_mean.get(), a.ln1_rstd.get(), x_in, p.attn_norm_w, p.attn_norm_b);
   { const auto t = timed(ctx, "qkv");
     matmul_forward(gemm, a.qkv.get(), GemmOut::operand, a.ln1.get(), p.qkv_w, p.qkv_b, d.n, d.c, d.qkv, false, s); }
   for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
@@ -143,27 +186,21 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
     const auto t = timed(ctx, "rope");
     rope_forward(a.qkv.get(), ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, s);
   }
-  { const auto t = timed(ctx, "attn_core");
-    flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, s); }
-  // x_out [N, C] serves as the attention branch's output before the residual add (as the CPU block).
-  { const auto t = timed(ctx, "attn_out");
-    matmul_forward(gemm, x_out, GemmOut::operand, a.atty.get(), p.attn_out_w, p.attn_out_b, d.n, d.q, d.c, false, s); }
-  adapter_forward(ctx, LoraTarget::o, a.atty.get(), x_out, d.c, a);
+  block_detail::attention_forward(ctx, a);
+  // x_out [N_local, C] serves as the attention branch's output before the residual add (as the CPU block).
+  out_projection(ctx, "attn_out", LoraTarget::o, a.atty.get(), p.attn_out_w, p.attn_out_b, d.q, x_out, a);
   { const auto t = timed(ctx, "attn_residual");
-    residual_forward(a.x_mid.get(), x_in, x_out, d.n * d.c, s); }
-  { const auto t = timed(ctx, "mlp_norm");
-    norm_forward16(ctx, a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
-                      p.mlp_norm_b); }
+    residual_forward(a.x_mid.get(), x_in, x_out, d.n_local * d.c, s); }
+  norm_and_enter(ctx, "mlp_norm", a.ln2.get(), a.ln2_mean.get(), a.ln2_rstd.get(), a.x_mid.get(), p.mlp_norm_w,
+                 p.mlp_norm_b);
   { const auto t = timed(ctx, "mlp_up");
     matmul_forward(gemm, a.fc.get(), GemmOut::operand, a.ln2.get(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu, false, s); }
   for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.get(), a.fc.get(), d.fu, a);
   { const auto t = timed(ctx, "mlp_act");
     mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.get(), a.fc.get(), d.n, d.f, s); }
-  { const auto t = timed(ctx, "mlp_down");
-    matmul_forward(gemm, x_out, GemmOut::operand, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.n, d.f, d.c, false, s); }
-  adapter_forward(ctx, LoraTarget::down, a.fc_act.get(), x_out, d.c, a);
+  out_projection(ctx, "mlp_down", LoraTarget::down, a.fc_act.get(), p.mlp_down_w, p.mlp_down_b, d.f, x_out, a);
   { const auto t = timed(ctx, "mlp_residual");
-    residual_forward(x_out, a.x_mid.get(), x_out, d.n * d.c, s); }
+    residual_forward(x_out, a.x_mid.get(), x_out, d.n_local * d.c, s); }
 }
 
 template <class T>
@@ -218,9 +255,10 @@ void mlp_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
                        CudaBlockWeightGrads<T>* keep) {
   const BlockDims& d = ctx.dims;
   if (keep) copy16(keep->dout.get(), dres, d.n * d.c, ctx.stream);
-  linear_dx(ctx, "mlp_down_dx", sc.dfc_act.get(), dres, p.mlp_down_w, d.f, d.c);
-  adapter_backward(ctx, LoraTarget::down, a.fc_act.get(), dres, d.c, sc.dfc_act.get(), a, sc);
-  if (!keep) linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, dres, a.fc_act.get(), d.f, d.c);
+  const T* dy = region(ctx).exit_backward(static_cast<const T*>(dres), sc.wide.get());  // g's backward
+  linear_dx(ctx, "mlp_down_dx", sc.dfc_act.get(), dy, p.mlp_down_w, d.f, d.c);
+  adapter_backward(ctx, LoraTarget::down, a.fc_act.get(), dy, d.c, sc.dfc_act.get(), a, sc);
+  if (!keep) linear_dw(ctx, sc, "mlp_down_dw", g.mlp_down_w, g.mlp_down_b, dy, a.fc_act.get(), d.f, d.c);
   T* dfc = keep ? keep->dfc.get() : sc.dfc.get();
   { const auto t = timed(ctx, "mlp_act_bwd");
     CUDA_CHECK(cudaMemsetAsync(dfc, 0, std::size_t(d.n * d.fu) * sizeof(T), ctx.stream));  // accumulates
@@ -229,11 +267,12 @@ void mlp_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
   for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
     adapter_backward(ctx, t, a.ln2.get(), dfc, d.fu, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "mlp_up_dw", g.mlp_up_w, g.mlp_up_b, dfc, a.ln2.get(), d.c, d.fu);
+  region(ctx).enter_backward(sc.dln.get());  // f's backward: the column-parallel input gradients summed
   float* dw = keep ? kept_norm(keep, 2, d.c) : g.mlp_norm_w;
   float* db = keep ? (p.mlp_norm_b ? kept_norm(keep, 3, d.c) : nullptr) : g.mlp_norm_b;
   const auto t = timed(ctx, "mlp_norm_bwd");
-  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), a.x_mid.get(), p.mlp_norm_w, a.ln2_mean.get(),
-                     a.ln2_rstd.get());
+  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get() + region(ctx).local_row() * d.c, a.x_mid.get(),
+                  p.mlp_norm_w, a.ln2_mean.get(), a.ln2_rstd.get());
 }
 
 // The attention half: dres is d x_mid on entry and d x_in on exit; `keep` as in the MLP half.
@@ -243,14 +282,12 @@ void attention_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<
                              CudaBlockScratch<T>& sc, CudaBlockWeightGrads<T>* keep) {
   const BlockDims& d = ctx.dims;
   if (keep) copy16(keep->dx_mid.get(), dres, d.n * d.c, ctx.stream);
-  linear_dx(ctx, "attn_out_dx", sc.datty.get(), dres, p.attn_out_w, d.q, d.c);
-  adapter_backward(ctx, LoraTarget::o, a.atty.get(), dres, d.c, sc.datty.get(), a, sc);
-  if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dres, a.atty.get(), d.q, d.c);
+  const T* dy = region(ctx).exit_backward(static_cast<const T*>(dres), sc.wide.get());
+  linear_dx(ctx, "attn_out_dx", sc.datty.get(), dy, p.attn_out_w, d.q, d.c);
+  adapter_backward(ctx, LoraTarget::o, a.atty.get(), dy, d.c, sc.datty.get(), a, sc);
+  if (!keep) linear_dw(ctx, sc, "attn_out_dw", g.attn_out_w, g.attn_out_b, dy, a.atty.get(), d.q, d.c);
   T* dqkv = keep ? keep->dqkv.get() : sc.dqkv.get();
-  { const auto t = timed(ctx, "attn_core_bwd");
-    CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(T), ctx.stream));  // accumulates
-    flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
-                             ctx.stream); }
+  block_detail::attention_backward(ctx, a, sc, dqkv);
   if (ctx.rope_cos) {
     const auto t = timed(ctx, "rope_bwd");
     rope_backward(dqkv, ctx.rope_cos, ctx.rope_sin, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.stream);
@@ -259,11 +296,12 @@ void attention_half_backward(const CudaBlockContext<T>& ctx, const BlockTensors<
   for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
     adapter_backward(ctx, t, a.ln1.get(), dqkv, d.qkv, sc.dln.get(), a, sc);
   if (!keep) linear_dw(ctx, sc, "qkv_dw", g.qkv_w, g.qkv_b, dqkv, a.ln1.get(), d.c, d.qkv);
+  region(ctx).enter_backward(sc.dln.get());
   float* dw = keep ? kept_norm(keep, 0, d.c) : g.attn_norm_w;
   float* db = keep ? (p.attn_norm_b ? kept_norm(keep, 1, d.c) : nullptr) : g.attn_norm_b;
   const auto t = timed(ctx, "attn_norm_bwd");
-  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get(), x_in, p.attn_norm_w, a.ln1_mean.get(),
-                     a.ln1_rstd.get());
+  norm_backward16(ctx, dres, dw, db, sc.norm.get(), sc.dln.get() + region(ctx).local_row() * d.c, x_in,
+                  p.attn_norm_w, a.ln1_mean.get(), a.ln1_rstd.get());
 }
 
 }  // namespace

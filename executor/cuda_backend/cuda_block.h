@@ -15,14 +15,18 @@
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_lora.h"
+#include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/op_profiler.h"
+#include "executor/model/tp_region.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx::cuda {
 
-// Activations one block keeps from its forward to its backward (llm.c ActivationTensors per layer).
+// Activations one block keeps from its forward to its backward (llm.c ActivationTensors per layer). Under
+// sequence parallelism the norm outputs ln1, ln2 hold all N tokens (gathered for the GEMMs); statistics
+// and x_mid the rank's N_local tokens, as the CPU block's BlockActs.
 template <class T>
 struct CudaBlockActs {
   DeviceBuffer<T> ln1;                  // [N, C] attn_norm output (qkv input)
@@ -48,6 +52,12 @@ struct CudaBlockScratch {
   DeviceBuffer<float> norm;  // [norm_backward_scratch_elems(N, C)] chunked dweight/dbias partial sums
   DeviceBuffer<float> bias;  // [bias_backward_scratch_elems(N, max(QKV, C, FU))]; empty without biases
   DeviceBuffer<T> lora_du;  // [N, r] an adapter's du (LoRA only)
+  // Sequence parallelism: [N, C] a row-parallel GEMM's partial output (forward) and the gathered output
+  // gradient (backward), as the CPU block's BlockScratch::wide; empty otherwise.
+  DeviceBuffer<T> wide;
+  // Context parallelism (cp > 1): the K and V of the rank's tokens [N, KVW] (KVW = 2·KV_local), every cp
+  // rank's [cp·N, KVW] in rank order, and in sequence order [B·T_kv, KVW] with their gradients.
+  DeviceBuffer<T> kv_local, kv_gathered, kv_full, dkv_full;
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
@@ -75,6 +85,14 @@ struct CudaBlockContext {
   OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
   int module = -1;                 // ParamLayout index reported with each kernel time
   CudaLoraBlock<T> lora;              // the block's adapters (layout null: no LoRA)
+  // Tensor parallelism (tp > 1): qkv and mlp_up column-parallel, attn_out and mlp_down row-parallel,
+  // each half one region of executor/model/tp_region.h over the model's device collectives.
+  ModelParallel par;
+  CudaModelComm* comm = nullptr;
+  CudaBlockScratch<T>* scratch = nullptr;  // the forward's `wide` and `kv_*` buffers
+  // cp > 1 (device int64): the rank's query positions [T] and, per row of kv_gathered, its row in kv_full.
+  const std::int64_t* q_pos = nullptr;
+  const std::int64_t* cp_rows = nullptr;
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

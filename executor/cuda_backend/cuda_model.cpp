@@ -2,44 +2,72 @@
 // embedding (token + learned positions for gpt), blocks (cuda_block.h, with optional full recompute),
 // final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
 // executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
-// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry
+// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. The embedding's and the head's
+// kernel calls are in cuda_model_ends.cpp. Profiled kernel groups carry
 // the names and modules of transformer.cpp's ScopedOps. LoRA: the blocks get their adapters through the
 // context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
 
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
 #include "executor/model/rope_table.h"
-#include "executor/cuda/cross_entropy.h"
-#include "executor/cuda/embedding.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/model/context_positions.h"
 #include "executor/cuda_backend/grad_kernels.h"
 
 namespace fsdpx::cuda {
 namespace {
 
-std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq) {
+// The rank's tokens of a micro-batch: all of them, or with cp > 1 its share.
+std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, int cp) {
   FSDP_CHECK(batch > 0 && seq > 0, "CudaModel: batch and seq must be positive");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "CudaModel: seq exceeds max_seq (position table)");
   FSDP_CHECK(spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128,
              fmt::format("CudaModel: flash attention needs head_dim in {{32, 64, 96, 128}}, not {}", spec.head_dim));
   FSDP_CHECK(spec.kv_heads > 0 && spec.heads % spec.kv_heads == 0, "CudaModel: heads must be a multiple of kv_heads");
-  return batch * seq;
+  return batch * seq / cp;
 }
 
 // Blocking upload on a private stream: a plain cudaMemcpy from pageable memory may return before its DMA
 // lands, and nothing would order it before kernels on the caller's (possibly non-blocking) streams.
-DeviceBuffer<float> upload_f32(const std::vector<float>& host) {
-  DeviceBuffer<float> d(std::int64_t(host.size()));
+template <class E>
+DeviceBuffer<E> upload(const std::vector<E>& host) {
+  DeviceBuffer<E> d(std::int64_t(host.size()));
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CUDA_CHECK(cudaMemcpyAsync(d.get(), host.data(), std::size_t(d.bytes()), cudaMemcpyHostToDevice, s));
   CUDA_CHECK(cudaStreamSynchronize(s));
   CUDA_CHECK(cudaStreamDestroy(s));
   return d;
+}
+
+// What the tensor- and context-parallel paths run for now (cuda_model.h CudaModelOptions::parallel); the
+// runtime refuses the other plans first (core/backend_capabilities.cpp).
+template <class T>
+void check_model_parallel(const ModelSpec& spec, const CudaModelOptions& o, const BlockDims& d) {
+  const ModelParallel& par = o.parallel;
+  if (!par.any()) return;
+  FSDP_CHECK(o.comm != nullptr, "CudaModel: tensor or context parallelism needs a CudaModelComm");
+  FSDP_CHECK((!std::is_same_v<T, f16>), "CudaModel: tensor and context parallelism sum bf16 activations, not fp16");
+  FSDP_CHECK(spec.bias == LinearBias::none && spec.arch == Arch::llama && !d.grouped_qkv() && !o.lora,
+             "CudaModel: tp/cp run llama blocks without biases, with kv_heads >= tp, without LoRA");
+  FSDP_CHECK(spec.vocab % par.tp == 0, "CudaModel: the vocabulary must split evenly over tp");
+}
+
+// Per row of the cp ranks' all-gathered K/V [cp, B, T] its row in sequence order [B, T_kv]
+// (executor/model/context_parallel.cpp's reorder).
+std::vector<std::int64_t> context_rows(std::int64_t batch, std::int64_t seq, int cp) {
+  std::vector<std::int64_t> rows;
+  for (int r = 0; r < cp; ++r) {
+    const std::vector<std::int64_t> pos = context_positions(seq, cp, r);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t p : pos) rows.push_back(b * seq + p);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -49,25 +77,31 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
                           GemmContext& gemm)
     : spec_(spec),
       opts_(std::move(opts)),
-      drv_("CudaModel", make_param_layout(spec), opts_.recompute),
-      dims_(make_block_dims(spec, batch, seq)),
+      drv_("CudaModel", make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank}), opts_.recompute),
+      dims_(make_block_dims(spec, batch, seq, opts_.parallel)),
       gemm_(&gemm),
-      batch_(checked_tokens(spec, batch, seq), spec.vocab) {
+      batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
+  check_model_parallel<T>(spec, opts_, dims_);
+  seq_ = seq;
+  v_local_ = spec.vocab / opts_.parallel.tp, v_first_ = opts_.parallel.tp_rank * v_local_;
+  const ModelParallel& par = opts_.parallel;
+  positions_ = context_positions(seq, par.cp, par.cp_rank);  // RoPE's rows, the tokens set_batch picks
   if (spec.arch == Arch::llama) {
     const RopeTable<float> rope =
-        make_rope_table<float>(seq, spec.head_dim, spec.rope_theta, spec.rope_scaling);
-    rope_cos_ = upload_f32(rope.cos), rope_sin_ = upload_f32(rope.sin);
+        make_rope_table<float>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+    rope_cos_ = upload(rope.cos), rope_sin_ = upload(rope.sin);
   }
+  if (par.cp > 1) q_pos_ = upload(positions_), cp_rows_ = upload(context_rows(batch, seq, par.cp));
   allocate_activations();
 }
 
 // Buffers of the modules this model runs: resid_[k] is module k's output and module k+1's input.
 template <class T>
 void CudaModelT<T>::allocate_activations() {
-  const std::int64_t n = dims_.n, nc = dims_.n * dims_.c, layers = spec_.layers;
+  const std::int64_t n = dims_.n, nc = dims_.n_local * dims_.c, layers = spec_.layers;
   const int fn = layout().final_norm_index(), head = layout().head_index();
   const bool split = opts_.split_backward;
   const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
@@ -88,15 +122,18 @@ void CudaModelT<T>::allocate_activations() {
   if (any_block || runs(fn))
     scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
-    lnf_ = DeviceBuffer<T>(nc), dlnf_ = DeviceBuffer<T>(nc);
+    lnf_ = DeviceBuffer<T>(n * dims_.c), dlnf_ = DeviceBuffer<T>(n * dims_.c);
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
   }
   if (runs(head)) {
-    logits_ = DeviceBuffer<T>(n * spec_.vocab);
+    logits_ = DeviceBuffer<T>(n * v_local_);
     losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
+    if (opts_.parallel.any()) ce_stats_ = DeviceBuffer<float>(opts_.parallel.tp * n * 3);
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
+  if (opts_.parallel.sp() && runs(0)) emb_ = DeviceBuffer<T>(n * dims_.c);
+  if (opts_.parallel.sp()) replicated_.allocate(layout());
 }
 
 template <class T>
@@ -111,8 +148,10 @@ CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
-CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) const {
-  CudaBlockContext<T> c{&spec_, dims_, rope_cos_.get(), rope_sin_.get(), gemm_, stream, opts_.profiler, module, {}};
+CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
+  CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
+                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
+                        q_pos_.get(),    cp_rows_.get()};
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -122,7 +161,15 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) cons
 
 template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
-  batch_.upload(tokens, targets, stream);
+  if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
+    std::vector<std::int32_t> mine, mine_targets;
+    for (std::int64_t b = 0; b < dims_.b; ++b)
+      for (std::int64_t p : positions_)
+        mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
+    batch_.upload(mine.data(), mine_targets.data(), stream);
+  } else {
+    batch_.upload(tokens, targets, stream);
+  }
   drv_.start_batch();
 }
 
@@ -161,7 +208,13 @@ void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std
                                 cudaStream_t stream) {
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
   drv_.enter_backward(m);
+  // Under sequence parallelism the gradients of the tensors every tp rank holds whole are partial: this
+  // micro-batch's part is summed over tp (cuda_replicated_grads.h).
+  const bool partial = opts_.parallel.sp();
+  const ModuleLayout& ml = layout().modules[std::size_t(m)];
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), stream);
   run_backward(m, params, grads, stream);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), *opts_.comm, stream);
 }
 
 template <class T>
@@ -194,7 +247,7 @@ void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream
   if (m == layout().head_index()) {
     const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
     float* dw = spec_.tied_embeddings ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
-    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, spec_.vocab, true, stream);
+    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, v_local_, true, stream);
   } else if (m == layout().final_norm_index()) {
     const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
     accumulate_check_finite(drv_.tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
@@ -250,25 +303,11 @@ T* CudaModelT<T>::output_grad_buffer(int m) {
 }
 
 template <class T>
-void CudaModelT<T>::embed_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const CudaScopedOp t(opts_.profiler, "embed", ParamLayout::embedding_index(), stream);
-  embedding_forward(resid_[0].get(), batch_.tokens(), drv_.tensor(params, 0, "tok.weight"),
-                    drv_.tensor(params, 0, "pos.weight"), dims_.b, dims_.t, dims_.c, stream);
-}
-
-template <class T>
-void CudaModelT<T>::embed_backward(std::span<float* const> grads, cudaStream_t stream) {
-  const CudaScopedOp t(opts_.profiler, "embed_dw", ParamLayout::embedding_index(), stream);
-  embedding_backward(drv_.tensor(grads, 0, "tok.weight"), drv_.tensor(grads, 0, "pos.weight"), dres_.get(),
-                     batch_.bucket_rows(), batch_.bucket_offsets(), batch_.bucket_positions(), batch_.unique_rows(),
-                     dims_.b, dims_.t, dims_.c, stream);
-}
-
-template <class T>
 void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
   const int m = layout().final_norm_index();
   const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
-  norm_forward16(context(stream, m), lnf_.get(), lnf_mean_.get(), lnf_rstd_.get(), resid_.back().get(),
+  norm_forward16(context(stream, m), lnf_.get() + region().local_row() * dims_.c, lnf_mean_.get(), lnf_rstd_.get(),
+                 resid_.back().get(),
                     drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
 }
 
@@ -284,44 +323,9 @@ void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::s
               : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.bias");
   if (keep) zero_async(lnf_keep_, stream);
   zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(), dlnf_.get(), resid_.back().get(),
+  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(),
+                  dlnf_.get() + region().local_row() * dims_.c, resid_.back().get(),
                      drv_.tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
-}
-
-template <class T>
-void CudaModelT<T>::head_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const int m = layout().head_index();
-  FSDP_CHECK(loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
-  const T* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = spec_.vocab;
-  {
-    const CudaScopedOp t(opts_.profiler, "lm_head", m, stream);
-    matmul_forward(*gemm_, logits_.get(), GemmOut::operand, lnf_.get(), w, nullptr, n, dims_.c, v, false, stream);
-  }
-  const CudaScopedOp t(opts_.profiler, "loss", m, stream);
-  fused_classifier(logits_.get(), losses_.get(), loss_out_, batch_.targets(), n, v, v, 1.0f, false, stream);
-}
-
-template <class T>
-void CudaModelT<T>::head_backward(std::span<const T* const> params, std::span<float* const> grads,
-                              cudaStream_t stream) {
-  const int m = layout().head_index();
-  const bool tied = spec_.tied_embeddings;
-  const T* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  const std::int64_t n = dims_.n, v = spec_.vocab;
-  // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean loss goes to our scratch so that the
-  // caller's loss output is not written after the forward.
-  {
-    const CudaScopedOp t(opts_.profiler, "loss_bwd", m, stream);
-    fused_classifier(logits_.get(), losses_.get(), loss_scratch_.get(), batch_.targets(), n, v, v, dloss_, true,
-                     stream);
-  }
-  {
-    const CudaScopedOp t(opts_.profiler, "lm_head_dx", m, stream);
-    matmul_backward_dx(*gemm_, dlnf_.get(), GemmOut::operand, logits_.get(), w, n, dims_.c, v, false, stream);
-  }
-  // else the dlogits stay in logits_ for the weight pass; a frozen head (LoRA) has no weight gradient
-  if (!grads.empty() && !opts_.lora) weight_pass(m, grads, stream);
 }
 
 template <class T>
@@ -329,7 +333,7 @@ std::int64_t CudaModelT<T>::saved_bytes(int module) const {
   FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
   if (module == layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
-  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes();
+  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes() + ce_stats_.bytes();
   const auto i = std::size_t(module - 1);
   return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }
@@ -346,14 +350,11 @@ std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
 
 template <class T>
 std::int64_t CudaModelT<T>::working_bytes() const {
-  return rope_cos_.bytes() + rope_sin_.bytes() + batch_.device_bytes() + recompute_acts_.bytes() +
-         recompute_out_.bytes() + scratch_.bytes() + loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
+  return rope_cos_.bytes() + rope_sin_.bytes() + q_pos_.bytes() + cp_rows_.bytes() + batch_.device_bytes() +
+         emb_.bytes() + replicated_.bytes() + recompute_acts_.bytes() + recompute_out_.bytes() + scratch_.bytes() +
+         loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }
 
-template class CudaModelT<bf16>;
-template class CudaModelT<f16>;
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-template class CudaModelT<float>;
-#endif
+FSDPX_CUDA_MODEL_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -36,6 +36,8 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/batch_staging.h"
 #include "executor/cuda_backend/cuda_block.h"
+#include "executor/cuda_backend/cuda_model_comm.h"
+#include "executor/cuda_backend/cuda_replicated_grads.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/module_driver.h"
@@ -62,6 +64,12 @@ struct CudaModelOptions {
   // LoRA (executor/model/lora_layout.h; must outlive the model): the adapters add to the adapted projections
   // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
   const LoraLayout* lora = nullptr;
+  // Tensor parallelism (Megatron-LM's, as the CPU Transformer runs it: executor/model/tp_region.h,
+  // vocab_parallel.h), with or without sequence parallelism: this rank's place and its device collectives
+  // (needed when tp > 1). With bf16 (or the emulated float) activations, no biases, no learned positions
+  // and kv_heads >= tp for now. Context parallelism likewise (llama, bf16): K and V all-gathered over cp.
+  ModelParallel parallel;
+  CudaModelComm* comm = nullptr;
 };
 
 template <class T>
@@ -76,7 +84,8 @@ class CudaModelT {
   const ParamLayout& layout() const { return drv_.layout(); }
   const ModelSpec& spec() const { return spec_; }
 
-  // tokens, targets: host int32 [B·T] (checked to lie in [0, vocab)). Builds the embedding buckets on
+  // tokens, targets: host int32 [B·T] of the whole sequences (checked to lie in [0, vocab)); with cp > 1
+  // the model takes its rank's tokens. Builds the embedding buckets on
   // the host and copies everything to the device on `stream` through pinned staging (BatchStaging): the
   // host arrays may be reused right after return. The only host wait: for the staging copy of two
   // set_batch calls ago.
@@ -97,7 +106,7 @@ class CudaModelT {
   void backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream);
 
   // Pipeline stages (see above); every buffer holds boundary_elems() T values [N, C].
-  std::int64_t boundary_elems() const { return dims_.n * dims_.c; }
+  std::int64_t boundary_elems() const { return dims_.n_local * dims_.c; }
   T* input_buffer(int m);
   const T* output(int m) const;
   T* output_grad_buffer(int m);
@@ -123,7 +132,9 @@ class CudaModelT {
   void head_backward(std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
-  CudaBlockContext<T> context(cudaStream_t stream, int module) const;
+  CudaBlockContext<T> context(cudaStream_t stream, int module);
+  TpRegionT<CudaModelComm> region() const { return {opts_.parallel, opts_.comm, dims_.n, dims_.n_local, dims_.c}; }
+  void vocab_parallel_loss(cudaStream_t stream);
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
@@ -136,7 +147,10 @@ class CudaModelT {
   ModuleDriver<T, float> drv_;               // module order, protocol, pointer lookups
   BlockDims dims_;
   GemmContext* gemm_;
-  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama), empty for gpt
+  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama) at the rank's positions, empty for gpt
+  DeviceBuffer<std::int64_t> q_pos_, cp_rows_;  // cp > 1: the rank's positions [T]; context_rows [cp·N]
+  std::int64_t seq_ = 0;                     // whole sequence (dims_.t = seq / cp)
+  std::vector<std::int64_t> positions_;      // [T] the rank's tokens' global positions
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
   std::vector<DeviceBuffer<T>> resid_;    // L+1 × [N, C]: embedding output, then each block's output
   std::vector<CudaBlockActs<T>> acts_;          // per block; unallocated for blocks that recompute (or not run)
@@ -147,9 +161,13 @@ class CudaModelT {
   CudaBlockScratch<T> scratch_;
   DeviceBuffer<T> lnf_;                   // [N, C] final norm output (head input)
   DeviceBuffer<float> lnf_mean_, lnf_rstd_;  // [N] (LayerNorm only, else empty), [N]
-  DeviceBuffer<T> logits_;                // [N, V] logits; dlogits in place during the head's backward
+  DeviceBuffer<T> logits_;                // [N, V_local] logits; dlogits in place during the head's backward
   DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
+  std::int64_t v_local_ = 0, v_first_ = 0;   // the rank's vocabulary slice (tp > 1)
+  DeviceBuffer<float> ce_stats_;             // [tp, N, 3] every tp rank's cross-entropy statistics (tp > 1)
+  DeviceBuffer<T> emb_;                      // [N, C] the embedding's partial output / gathered gradient (SP)
+  ReplicatedGradSum replicated_;             // SP: the replicated tensors' gradient sums
   DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters
@@ -159,5 +177,18 @@ class CudaModelT {
 
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.
 using CudaModel = CudaModelT<bf16>;
+
+// The instantiations each of cuda_model.cpp and cuda_model_ends.cpp makes of the members it defines:
+// bf16, f16 and, in the emulated build (tests/cuda/emulated), float.
+#if defined(FSDPX_CUDA_EMULATED)
+#define FSDPX_CUDA_MODEL_INSTANTIATE \
+  template class CudaModelT<bf16>;   \
+  template class CudaModelT<f16>;    \
+  template class CudaModelT<float>;
+#else
+#define FSDPX_CUDA_MODEL_INSTANTIATE \
+  template class CudaModelT<bf16>;   \
+  template class CudaModelT<f16>;
+#endif
 
 }  // namespace fsdpx::cuda

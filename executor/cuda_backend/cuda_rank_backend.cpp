@@ -48,6 +48,7 @@ template <class T>
 CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<DeviceCommunicator> world, int device,
                                  OpProfiler* kernel_profiler)
     : Base(rp, std::move(world)), device_(device), kernel_profiler_(kernel_profiler),
+      model_comm_(dtype_bytes(rp.settings.precision.param)),
       models_([this] { return make_model(); }) {
   use_device();
   configure_default_mem_pool(device_);  // the units' and messages' cudaMallocAsync memory stays mapped
@@ -63,6 +64,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
     adapters_ = std::make_unique<CudaAdaptersT<T>>(*lora_, &mem_);
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
+  model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
   const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
   units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
     return std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(u)], at.unit_shard, replicated_params(rp, u), reduce,
@@ -106,6 +108,7 @@ template <class T>
 void CudaRankBackendT<T>::connect_device() {
   use_device();
   shard_rs_comm_ = shard_comm_->dup("dp_shard.rs");  // reduce-scatters beside all-gathers
+  model_comm_.set_groups(Base::tp_comm_.get(), Base::cp_comm_.get());
   const int pp = rp_.program.pp;
   for (int r = 0; pp > 1 && r < pp; ++r)
     for (bool activations : {true, false}) {
@@ -130,7 +133,8 @@ void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
     s.shard_offset = u->shard_offset();
     s.params.resize(std::size_t(n));  // the moments stay empty: upload zeroes them on the device
     // On the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
-    init_unit_range(rp_.layout, u->flat(), seed, s.shard_offset, s.shard_offset + n, s.params.data());
+    init_unit_range(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), seed, s.shard_offset,
+                    s.shard_offset + n, s.params.data());
     u->upload(s, stream(StreamKind::compute));
   }
   if (!adapters_) return;
@@ -182,6 +186,7 @@ void CudaRankBackendT<T>::begin_op(int id, const Op& op) {
   }
   current_ = stream(op.stream);
   current_op_ = op.name;
+  model_comm_.set_stream(current_, current_op_);  // the model's tp collectives run in its compute op
   const auto& ops = rp_.program.roles[std::size_t(role_)].ops;
   for (int dep : op.deps)
     if (ops[std::size_t(dep)].stream != op.stream) CUDA_CHECK(cudaStreamWaitEvent(current_, op_done_[std::size_t(dep)], 0));

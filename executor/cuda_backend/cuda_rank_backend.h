@@ -10,8 +10,10 @@
 // parallelism"): the rank's stages' units, a CudaModelT per micro-batch in flight, T messages through
 // staging memory on a two-rank communicator per (sending pipeline rank, payload) channel. LoRA as the CPU
 // backend runs it (docs/lora.md): adapters whole on every rank (cuda_adapters.h), summed by `ar.lora`,
-// stepped alone; the base units are gathered but get no gradients. Leaves out CUDA graphs, fusing
-// adjacent sends and receives into one NCCL group, and tensor and context parallelism.
+// stepped alone; the base units are gathered but get no gradients. Tensor parallelism as the CPU
+// backend runs it (without sequence parallelism for now): the model's collectives go over the skeleton's
+// tp group on the compute op's stream (cuda_model_comm.h). Leaves out CUDA graphs, fusing adjacent sends
+// and receives into one NCCL group, sequence and context parallelism.
 #pragma once
 
 #include <array>
@@ -63,8 +65,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   void send(Payload payload, int segment, int mb, int peer, int tag) override;
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
-  // tp = cp = 1 on CUDA (runtime_program.h): the model issues no tensor- or context-parallel collectives.
-  std::vector<IssuedCollective> take_model_collectives() override { return {}; }
+  std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
 
   int first_non_finite_unit() override;
   void all_reduce_host(double* buf, int count, MeshGroup group) override;
@@ -136,6 +137,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   cudaStream_t current_ = nullptr;    // the stream of the op being issued
   std::string current_op_;            // and its name, for the watchdog
   std::unique_ptr<GemmContext> gemm_;
+  CudaModelComm model_comm_;  // the models' tp collectives (tp > 1); before models_, which keep a pointer
   std::unique_ptr<const LoraLayout> lora_;   // LoRA plans only; before model_options_, which points to it
   std::unique_ptr<CudaAdaptersT<T>> adapters_;   // LoRA plans only
   CudaModelOptions model_options_;

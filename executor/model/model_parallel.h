@@ -11,18 +11,16 @@
 // serial collectives, and timed for profiles. Leaves out overlapping the collectives with compute.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "executor/comm/communicator.h"
+#include "executor/model/context_positions.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/model_groups.h"
 
 namespace fsdpx {
-
-// Global positions (0 ≤ p < seq) of the tokens a context-parallel rank holds, in its local order:
-// chunk cp_rank, then chunk 2·cp − 1 − cp_rank, each seq / (2·cp) tokens (all of them when cp = 1).
-std::vector<std::int64_t> context_positions(std::int64_t seq, int cp, int cp_rank);
 
 // The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
 // the model keeps a pointer.
@@ -41,6 +39,9 @@ class ModelComm {
   void reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count);
   template <class Real>
   void all_reduce(ModelAxis axis, Real* buf, std::int64_t count);
+  // A host copy (tp_region.h's g without sequence parallelism when its output is another buffer).
+  template <class Real>
+  void copy(const Real* in, Real* out, std::int64_t count) const { std::copy(in, in + count, out); }
 
   // The collectives issued since the last call, in order.
   std::vector<IssuedCollective> take_issued();

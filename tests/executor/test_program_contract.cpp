@@ -319,14 +319,23 @@ TEST_CASE("capabilities: every backend has a row, and the CUDA row refuses what 
   REQUIRE(all_backend_capabilities().size() == 2);
   CHECK(backend_capabilities(ExecutorDevice::cpu).device == ExecutorDevice::cpu);
   CHECK(backend_capabilities(ExecutorDevice::cuda).device == ExecutorDevice::cuda);
-  test::PlanShape s;
-  s.tp = 2;
-  const Plan tp = test::tiny_plan(load_model("llama-tiny"), s, 32);
-  const std::vector<CapabilityGap> gaps = capability_gaps(tp, backend_capabilities(ExecutorDevice::cuda));
-  REQUIRE_FALSE(gaps.empty());
-  CHECK(gaps.front().path == "/parallelism/tp");
-  CHECK(gaps.front().searched);
-  CHECK(capability_gaps(tp, backend_capabilities(ExecutorDevice::cpu)).empty());
+  // The CUDA row runs tp with kv_heads >= tp (llama-tiny: 2 KV heads) and refuses Megatron's replicated KV
+  // heads (tp 4), a searched setting; the CPU row runs both.
+  auto tp_gaps = [](int tp, ExecutorDevice device) {
+    test::PlanShape s;
+    s.tp = tp;
+    const Plan p = test::tiny_plan(load_model("llama-tiny"), s, 32);
+    std::vector<CapabilityGap> out;
+    for (const CapabilityGap& g : capability_gaps(p, backend_capabilities(device)))
+      if (g.path == "/parallelism/tp") out.push_back(g);
+    return out;
+  };
+  CHECK(tp_gaps(2, ExecutorDevice::cuda).empty());
+  const std::vector<CapabilityGap> grouped = tp_gaps(4, ExecutorDevice::cuda);
+  REQUIRE(grouped.size() == 1);
+  CHECK(grouped.front().what.find("kv_heads (2) >= tp") != std::string::npos);
+  CHECK(grouped.front().searched);
+  CHECK(tp_gaps(4, ExecutorDevice::cpu).empty());
 }
 
 }  // namespace

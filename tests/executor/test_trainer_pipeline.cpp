@@ -179,7 +179,9 @@ TEST_CASE("pipeline: the CUDA runtime takes pp > 1 with tp = cp = 1 and refuses 
   plan.parallelism.tp = 2;
   plan.parallelism.dp_shard = 1;
   CHECK_THROWS_WITH_AS(make_runtime_program(plan, ExecutorDevice::cuda),
-                       doctest::Contains("plan: /parallelism/tp: the runtime runs tp = 1 only"), ConfigError);
+                       doctest::Contains("plan: /parallelism/pp: the runtime runs pipeline parallelism with tp = cp = 1 "
+                                         "only"),
+                       ConfigError);
 }
 
 }  // namespace fsdpx

@@ -137,15 +137,16 @@ for bad in "--pp 2 --tp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torcht
 done
 
 # The default target's hint (tools/plan_hint.h): Llama-3.1-405B on 2,048 nodes, where fsdpx's executor cannot run
-# TP, names torchtitan's far faster plan and why; a request fsdpx plans as well, a torchtitan target and a CPU
-# cluster get none.
+# TP beside a pipeline (its CUDA row runs tp, and pp only with tp = cp = 1), names torchtitan's far faster plan
+# and why; a request fsdpx plans as well, a torchtitan target and a CPU cluster get none.
 "$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --format json |
 python3 -c '
 import json, sys
 h = json.load(sys.stdin)["hint"]
 assert h["target"].startswith("torchtitan@"), h
 assert h["speedup"] >= 1.2 and 0 < h["mfu"] < 1, h
-assert " tp " in " " + h["layout"] + " " and any("/parallelism/tp" in w for w in h["fsdpx_cannot_run"]), h
+assert " tp " in " " + h["layout"] + " " and any("/parallelism/pp" in w and "tp = cp = 1" in w
+                                                for w in h["fsdpx_cannot_run"]), h
 '
 check "405B on 2,048 nodes: the hint names torchtitan's faster TP plan and why fsdpx cannot run it" $?
 text=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048)

@@ -1,9 +1,12 @@
 // tests/cuda/emulated/test_emulated_trainer.cpp — the CUDA backend (CudaRankBackendT<float>, its units,
 // model, streams, events, stream-ordered allocations and the in-process device communicator) trains
 // through the Trainer on the emulated runtime: FSDP on 1, 2 and 4 ranks (llama and gpt: RMSNorm/RoPE/GQA/
-// SwiGLU and LayerNorm/positions/GELU/biases/tied head), HSDP on 2 and 4 ranks, and LoRA on 1, 2 and 4
-// ranks follow the CPU backend's losses on the same plan within 1e-5 over 10 steps (emulated_runs.h says
-// why the float model). Checked by hand (2026-11-28, this machine): with the two lines of
+// SwiGLU and LayerNorm/positions/GELU/biases/tied head), HSDP on 2 and 4 ranks, LoRA on 1, 2 and 4 ranks,
+// tp 2 (with and without sequence parallelism) and cp 2, alone and with dp_shard 2, follow the CPU backend's
+// losses on the same plan within 1e-5 over 10 steps (emulated_runs.h says why the float model); the runtime
+// also checks every tp/cp collective the model issues against the step program's (group, kind, bytes).
+// Checked by hand (2026-11-29): deleting one of the block's f-backward all-reduces fails the tp case ("the
+// model issued tp.all_reduce.2048B x1, but the step program lists ... x2"). Checked by hand (2026-11-28, this machine): with the two lines of
 // CudaRankBackendT::begin_op that make every other stream wait for `step_start_` (each step's start behind
 // the previous optimizer update on the compute stream) deleted, the FSDP 1-, 2- and 4-rank, gpt and HSDP 2 x 1
 // cases failed (loss maxdiff 2.2e-3 to 7.9e-3: all-gathers read the 16-bit shards before AdamW rewrote
@@ -49,6 +52,29 @@ TEST_CASE("emulated CUDA: FSDP on 1, 2 and 4 ranks follows the CPU backend withi
 TEST_CASE("emulated CUDA: HSDP 2 x 1 and 2 x 2 follow the CPU backend within 1e-5") {
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 1, 2), "llama HSDP 2 x 1");
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 2, 2), "llama HSDP 2 x 2");
+}
+
+// Tensor parallelism (with or without sequence parallelism) over `tp` ranks and context parallelism (K and V
+// all-gathered; seq 16 in 2·cp chunks) over `cp`, FSDP over `dp_shard`: the tiny llama's 4 heads and 2 KV
+// heads split over tp 2.
+Plan model_parallel(int tp, int cp, int dp_shard, bool sequence_parallel = true) {
+  test::PlanShape s;
+  s.tp = tp, s.cp = cp, s.dp_shard = dp_shard, s.sequence_parallel = sequence_parallel, s.prefetch = 1;
+  Plan p = test::tiny_plan(cuda::test::cuda_tiny_llama(), s, 16);
+  p.optimizer.total_steps = kSteps;
+  return p;
+}
+
+TEST_CASE("emulated CUDA: tp 2 and tp 2 x dp_shard 2 follow the CPU backend within 1e-5") {
+  check_follows_cpu(model_parallel(2, 1, 1), "llama tp 2, sequence parallel");
+  check_follows_cpu(model_parallel(2, 1, 2), "llama tp 2 x dp_shard 2, sequence parallel");
+  check_follows_cpu(model_parallel(2, 1, 1, false), "llama tp 2");
+  check_follows_cpu(model_parallel(2, 1, 2, false), "llama tp 2 x dp_shard 2");
+}
+
+TEST_CASE("emulated CUDA: cp 2 and cp 2 x dp_shard 2 follow the CPU backend within 1e-5") {
+  check_follows_cpu(model_parallel(1, 2, 1), "llama cp 2");
+  check_follows_cpu(model_parallel(1, 2, 2), "llama cp 2 x dp_shard 2");
 }
 
 // The shipped LoRA example's adapters (configs/plans/llama-tiny-cpu-lora.json: r 8 on every projection)

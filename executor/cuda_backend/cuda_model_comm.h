@@ -1,0 +1,93 @@
+// executor/cuda_backend/cuda_model_comm.h — the CUDA model's tensor- and context-parallel collectives: the
+// device twin of ModelComm (executor/model/model_parallel.h) with the same calls by ModelAxis, so that the
+// shared tensor-parallel region (executor/model/tp_region.h) runs on either. Every call is enqueued on the
+// stream of the op being issued (set_stream) over the device communicator of its group, and recorded with
+// the step program's bytes (program/parallel_comms.cpp): activations in the plan's parameter dtype (the
+// float model of the emulated build stands in for bf16 and counts 2 bytes), the cross-entropy statistics
+// and gradients in fp32. Activations are summed in their own word (bf16), as Megatron-LM's bf16 runs do.
+// Leaves out profiling the collectives' times (a profiled CUDA run reports its kernels only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/errors.h"
+#include "executor/cuda/cuda_check.h"
+#include "executor/cuda/device_communicator.h"
+#include "executor/runtime/model_groups.h"
+
+namespace fsdpx::cuda {
+
+class CudaModelComm {
+ public:
+  // act_bytes: the program's bytes per activation element (dtype_bytes of the plan's param dtype).
+  explicit CudaModelComm(double act_bytes) : act_bytes_(act_bytes) {}
+  CudaModelComm(const CudaModelComm&) = delete;
+  CudaModelComm& operator=(const CudaModelComm&) = delete;
+
+  void set_groups(DeviceCommunicator* tp, DeviceCommunicator* cp) { tp_ = tp, cp_ = cp; }
+  // The stream and op name of the compute op now being issued.
+  void set_stream(cudaStream_t stream, std::string op) { stream_ = stream, op_ = std::move(op); }
+
+  // Activations [count] per rank, as ModelComm's (tp_region.h's f and g).
+  template <class T>
+  void all_gather(ModelAxis axis, const T* in, T* out, std::int64_t count) {
+    DeviceCommunicator& c = group(axis);
+    c.all_gather(in, out, count, word<T>(), stream_, op_);
+    record(axis, Collective::all_gather, double(count) * c.size() * act_bytes_);
+  }
+  template <class T>
+  void reduce_scatter(ModelAxis axis, const T* in, T* out, std::int64_t count) {
+    DeviceCommunicator& c = group(axis);
+    c.reduce_scatter(in, out, count, word<T>(), stream_, op_);
+    record(axis, Collective::reduce_scatter, double(count) * c.size() * act_bytes_);
+  }
+  template <class T>
+  void all_reduce(ModelAxis axis, T* buf, std::int64_t count) {
+    group(axis).all_reduce(buf, buf, count, word<T>(), stream_, op_);
+    record(axis, Collective::all_reduce, double(count) * act_bytes_);
+  }
+  template <class T>
+  void copy(const T* in, T* out, std::int64_t count) const {
+    CUDA_CHECK(cudaMemcpyAsync(out, in, std::size_t(count) * sizeof(T), cudaMemcpyDeviceToDevice, stream_));
+  }
+  // fp32 statistics [count] per rank (the vocabulary-parallel cross-entropy's).
+  void all_gather_f32(ModelAxis axis, const float* in, float* out, std::int64_t count) {
+    DeviceCommunicator& c = group(axis);
+    c.all_gather(in, out, count, DType::fp32, stream_, op_);
+    record(axis, Collective::all_gather, double(count) * c.size() * 4.0);
+  }
+
+  // fp32 gradients [count] summed over the group (the replicated tensors' under sequence parallelism).
+  void all_reduce_f32(ModelAxis axis, float* buf, std::int64_t count) {
+    group(axis).all_reduce(buf, buf, count, DType::fp32, stream_, op_);
+    record(axis, Collective::all_reduce, double(count) * 4.0);
+  }
+
+  // The collectives issued since the last call, in order.
+  std::vector<IssuedCollective> take_issued() { return std::exchange(issued_, {}); }
+
+ private:
+  // Summed activations travel in their own 16-bit word (bf16) or, for the float model, fp32.
+  template <class T>
+  static DType word() {
+    return sizeof(T) == 4 ? DType::fp32 : DType::bf16;
+  }
+  DeviceCommunicator& group(ModelAxis axis) const {
+    DeviceCommunicator* c = axis == ModelAxis::tp ? tp_ : cp_;
+    FSDP_CHECK(c != nullptr, "CudaModelComm: no communicator for this axis");
+    return *c;
+  }
+  void record(ModelAxis axis, Collective kind, double bytes) { issued_.push_back(IssuedCollective{axis, kind, bytes}); }
+
+  double act_bytes_;
+  DeviceCommunicator* tp_ = nullptr;
+  DeviceCommunicator* cp_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::string op_;
+  std::vector<IssuedCollective> issued_;
+};
+
+}  // namespace fsdpx::cuda
