@@ -46,10 +46,16 @@ class MemoryBoundModel {
   std::vector<std::size_t> unit_slot_;             // per unit: rank * vpp + chunk
   std::vector<double> params_sum_;                 // per rank * vpp + chunk
   std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
+  std::vector<double> last_working_;               // per rank * vpp + chunk: its last block's backward
+                                                   // working bytes (pipelines only)
+  std::vector<double> backward_extra_;             // per rank * vpp + chunk: what a backward pass's first
+                                                   // op adds at least (working bytes, its gradient)
   std::array<SegmentMemory, 4> block_{};           // per RecomputeMode
   std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
   std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
+  std::vector<std::vector<std::vector<int>>> backward_states_;  // per pipeline rank: the same at the start
+                                                                // of its whole backward passes
   std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its
                                                        // forwards, per chunk (saved, then weight-pass)
 };

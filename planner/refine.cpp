@@ -111,7 +111,10 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
   // `least_first` (a configuration tried because nothing fits), that option goes first.
   const auto least = least_memory(options);
   bool least_tried = least_first;
-  if (least_first && (try_option(*least), !best.c.fits)) return best;
+  if (least_first) {
+    try_option(*least);
+    if (!best.c.fits) return best;
+  }
   for (auto it = options.begin(); it != options.end(); ++it) {
     const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
     if (r_.objective == Objective::throughput && (it->tps_bound <= floor_tps || (any && it->tps_bound < best_tps_))) break;
