@@ -56,12 +56,17 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
   return enough + (micro_batches - enough) % d;
 }
 
-// What pipeline rank `rank` holds at each of its forwards and at the start of ZB's B and W passes (or,
-// `at_backward`, at the start of each of its whole backward passes, before it frees anything), walking its passes in schedule order
+// Where forward_states takes its rows.
+enum class Moment { forward, first_backward, later_backward };
+
+// What pipeline rank `rank` holds at each of its forwards and at the start of ZB's B and W passes (or at
+// the start of each chunk's first whole backward pass, or of its later ones, before it frees anything), walking its passes in schedule order
 // (walked_micro_batches of them): per chunk the micro-batches whose activations are saved (a forward adds
 // one, a backward or ZB's B removes it) and, under ZB, those whose B kept what W needs (W removes it). The
 // walk is the lowering's activation category exactly (only compute ops touch it); distinct states once.
-std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp, bool at_backward) {
+std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp, Moment moment) {
+  const bool at_backward = moment != Moment::forward;
+  std::vector<bool> seen(std::size_t(vpp), false);  // per chunk: a whole backward pass ran
   const std::size_t width = std::size_t(2 * vpp);
   std::vector<int> held(width, 0);  // [saved per chunk..., weight-pass per chunk...]
   std::vector<int> rows;            // one state per forward, `width` counts each
@@ -78,7 +83,8 @@ std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& acti
         if (!at_backward) keep();
         break;
       case PipePass::backward:
-        if (at_backward) keep();
+        if (moment == (seen[c] ? Moment::later_backward : Moment::first_backward)) keep();
+        seen[c] = true;
         --held[c];
         break;
       // ZB's passes, at their start: B's micro-batch still saved, and all of W's weight-pass bytes kept
@@ -118,6 +124,14 @@ double held_peak(const ChunkSums& sums, int rank, const std::vector<std::vector<
   return peak;
 }
 
+// The least of a per-chunk figure over pipeline rank `rank`'s chunks (which chunk's pass a row of
+// forward_states is, the walk does not keep).
+double least_over_chunks(const ChunkSums& sums, int rank, const std::vector<double>& per_chunk) {
+  double least = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < sums.vpp; ++c) least = std::min(least, sums.at(per_chunk, rank, c));
+  return least;
+}
+
 // The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
 // (forward_states), each chunk's saved activations and weight-pass bytes times its counts; or at the start
 // of a whole backward pass, whose first op (of the chunk's last module) adds at least `backward_extra`
@@ -128,9 +142,8 @@ double activation_peak(const Plan& plan, const ChunkSums& sums, int rank, const 
   const auto& par = plan.parallelism;
   if (par.pp == 1) return sums.at(sums.saved, rank, 0);
   if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * sums.at(sums.saved, rank, 0);
-  double extra = std::numeric_limits<double>::infinity();
-  for (std::size_t c = 0; c < sums.vpp; ++c) extra = std::min(extra, sums.at(backward_extra, rank, c));
-  const double at_backward = backward.empty() ? 0.0 : held_peak(sums, rank, backward) + extra;
+  const double at_backward =
+      backward.empty() ? 0.0 : held_peak(sums, rank, backward) + least_over_chunks(sums, rank, backward_extra);
   return std::max(held_peak(sums, rank, forward), at_backward);
 }
 
@@ -305,13 +318,22 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
   // A whole backward pass's first op holds its working bytes and its unit's gradient (at least the block's).
   for (std::size_t slot = 0; slot < last.size(); ++slot)
     backward_extra_.push_back(last_working_[slot] + block_params[slot] * autograd_grad_bytes(plan));
+  // A chunk's later backward passes, with gradients reduced once per step, find every unit's gradient
+  // of the chunk alive since the first (accumulated_grads_bound's premise, at every later pass).
+  const bool accumulates = par.pp > 1 && plan.reduce_grads == ReduceGrads::last_micro_batch && !plan.lora &&
+                           is_sharded(data_placement(par).params);
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    later_extra_.push_back(std::max(backward_extra_[slot], accumulates ? params_sum_[slot] * autograd_grad_bytes(plan) +
+                                                                             last_working_[slot]
+                                                                       : 0.0));
   for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, rank, last_gather));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   for (int rank = 0; rank < par.pp; ++rank) {
     const std::vector<PipeAction> actions = pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked);
-    states_.push_back(forward_states(actions, par.vpp, false));
-    backward_states_.push_back(forward_states(actions, par.vpp, true));
+    states_.push_back(forward_states(actions, par.vpp, Moment::forward));
+    backward_states_.push_back(forward_states(actions, par.vpp, Moment::first_backward));
+    later_states_.push_back(forward_states(actions, par.vpp, Moment::later_backward));
   }
 }
 
@@ -340,6 +362,9 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
         std::max(activation_peak(*plan_, sums, rank, states_.empty() ? kNone : states_[std::size_t(rank)],
                                  backward_states_.empty() ? kNone : backward_states_[std::size_t(rank)], backward_extra_),
                  accumulated_grads_bound(*plan_, sums, rank, last_working_));
+    if (!later_states_.empty() && !later_states_[std::size_t(rank)].empty())
+      b.activation_bytes = std::max(b.activation_bytes, held_peak(sums, rank, later_states_[std::size_t(rank)]) +
+                                                            least_over_chunks(sums, rank, later_extra_));
     b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }

@@ -55,7 +55,10 @@ class MemoryBoundModel {
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
   std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
   std::vector<std::vector<std::vector<int>>> backward_states_;  // per pipeline rank: the same at the start
-                                                                // of its whole backward passes
+                                                                // of each chunk's first whole backward pass
+  std::vector<std::vector<std::vector<int>>> later_states_;     // ... and of its later ones
+  std::vector<double> later_extra_;                // per rank * vpp + chunk: what a later backward pass's
+                                                   // first op holds at least (all the chunk's gradients)
   std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its
                                                        // forwards, per chunk (saved, then weight-pass)
 };
