@@ -58,58 +58,55 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
 
 // Where forward_states takes its rows.
 enum class Moment { forward, first_backward, later_backward };
+using States = std::vector<std::vector<int>>;
 
-// What pipeline rank `rank` holds at each of its forwards and at the start of ZB's B and W passes (or at
-// the start of each chunk's first whole backward pass, or of its later ones, before it frees anything), walking its passes in schedule order
-// (walked_micro_batches of them): per chunk the micro-batches whose activations are saved (a forward adds
-// one, a backward or ZB's B removes it) and, under ZB, those whose B kept what W needs (W removes it). The
-// walk is the lowering's activation category exactly (only compute ops touch it); distinct states once.
-std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp, Moment moment) {
-  const bool at_backward = moment != Moment::forward;
-  std::vector<bool> seen(std::size_t(vpp), false);  // per chunk: a whole backward pass ran
-  const std::size_t width = std::size_t(2 * vpp);
-  std::vector<int> held(width, 0);  // [saved per chunk..., weight-pass per chunk...]
-  std::vector<int> rows;            // one state per forward, `width` counts each
-  // The steady phase repeats one state: keep a row only when it differs from the last one kept.
-  auto keep = [&] {
-    if (rows.empty() || !std::equal(held.begin(), held.end(), rows.end() - long(width)))
-      rows.insert(rows.end(), held.begin(), held.end());
-  };
-  for (const PipeAction& a : actions) {
-    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
-    switch (a.pass) {
-      case PipePass::forward:
-        ++held[c];
-        if (!at_backward) keep();
-        break;
-      case PipePass::backward:
-        if (moment == (seen[c] ? Moment::later_backward : Moment::first_backward)) keep();
-        seen[c] = true;
-        --held[c];
-        break;
-      // ZB's passes, at their start: B's micro-batch still saved, and all of W's weight-pass bytes kept
-      // (one micro-batch's W may follow all of its B passes, as with a single micro-batch).
-      case PipePass::backward_input:
-        if (!at_backward) keep();
-        --held[c], ++held[w];
-        break;
-      case PipePass::backward_weight:
-        if (!at_backward) keep();
-        --held[w];
-        break;
-    }
-  }
+// The distinct rows of `rows` (`width` counts each), in lexicographic order.
+States distinct_rows(const std::vector<int>& rows, std::size_t width) {
   std::vector<std::size_t> order(rows.size() / width);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i * width;
   auto row = [&](std::size_t at) { return std::span<const int>(rows.data() + at, width); };
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return std::ranges::lexicographical_compare(row(a), row(b));
   });
-  std::vector<std::vector<int>> states;
+  States states;
   for (std::size_t at : order)
     if (states.empty() || !std::ranges::equal(states.back(), row(at)))
       states.emplace_back(row(at).begin(), row(at).end());
   return states;
+}
+
+// What pipeline rank `rank` holds, per Moment: at each of its forwards and at the start of ZB's B and W
+// passes; at the start of each chunk's first whole backward pass; at the start of its later ones (before
+// a pass frees anything). One walk of its passes in schedule order (walked_micro_batches of them): per
+// chunk the micro-batches whose activations are saved (a forward adds one, a backward or ZB's B removes
+// it) and, under ZB, those whose B kept what W needs (W removes it). The walk is the lowering's activation
+// category exactly (only compute ops touch it); distinct states once.
+std::array<States, 3> forward_states(const std::vector<PipeAction>& actions, int vpp) {
+  std::vector<bool> seen(std::size_t(vpp), false);  // per chunk: a whole backward pass ran
+  const std::size_t width = std::size_t(2 * vpp);
+  std::vector<int> held(width, 0);          // [saved per chunk..., weight-pass per chunk...]
+  std::array<std::vector<int>, 3> rows;     // per Moment, `width` counts each
+  // The steady phase repeats one state: keep a row only when it differs from the last one kept.
+  auto keep = [&](Moment m) {
+    std::vector<int>& r = rows[std::size_t(m)];
+    if (r.empty() || !std::equal(held.begin(), held.end(), r.end() - long(width))) r.insert(r.end(), held.begin(), held.end());
+  };
+  for (const PipeAction& a : actions) {
+    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
+    switch (a.pass) {
+      case PipePass::forward: ++held[c], keep(Moment::forward); break;
+      case PipePass::backward:
+        keep(seen[c] ? Moment::later_backward : Moment::first_backward);
+        seen[c] = true;
+        --held[c];
+        break;
+      // ZB's passes, at their start: B's micro-batch still saved, and all of W's weight-pass bytes kept
+      // (one micro-batch's W may follow all of its B passes, as with a single micro-batch).
+      case PipePass::backward_input: keep(Moment::forward), --held[c], ++held[w]; break;
+      case PipePass::backward_weight: keep(Moment::forward), --held[w]; break;
+    }
+  }
+  return {distinct_rows(rows[0], width), distinct_rows(rows[1], width), distinct_rows(rows[2], width)};
 }
 
 // The most bytes of `states` (rows of forward_states) with each chunk's saved and weight-pass bytes.
@@ -179,10 +176,24 @@ double accumulated_grads_bound(const Plan& plan, const ChunkSums& sums, int rank
 // gathers at least that block for its forward and backward (as the lowering sizes a gather,
 // program/lower.cpp gather_bytes_: the param dtype, a block's linear weights in fp8 under fp8 all-gather),
 // and from its first backward holds at least that block's unsharded gradient (autograd_grad_bytes).
-std::vector<double> last_block_params(const Plan& plan, const std::vector<int>& last) {
+std::vector<double> last_block_params(const Plan& plan, const std::vector<int>& last,
+                                      const std::vector<double>& params_per_unit) {
   std::vector<double> out(last.size(), 0.0);
   const auto& par = plan.parallelism;
   if (par.pp == 1 || !is_sharded(data_placement(par).params) || plan.lora) return out;
+  // A unit of that block alone (the shapes' per-block wrapping) already has the count.
+  std::vector<bool> found(last.size(), false);
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    const auto& modules = plan.units[u].modules;
+    if (modules.size() != 1 || modules.front().rfind("block.", 0) != 0) continue;
+    const int i = module_index(modules.front(), plan.model.layers);
+    for (std::size_t slot = 0; slot < last.size(); ++slot)
+      if (last[slot] == i) out[slot] = params_per_unit[u], found[slot] = true;
+  }
+  bool missing = false;
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    missing |= !found[slot] && last[slot] >= 1 && last[slot] <= plan.model.layers;
+  if (!missing) return out;
   Plan alone = plan;  // one unit per chunk's last block, for unit_params' per-module counts
   alone.units.clear();
   std::vector<std::size_t> slot_of;
@@ -312,7 +323,7 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
   }
   const ChunkSums sums{vpp_, {}, {}, params_sum_};
   const std::vector<int> last = last_modules(plan, unit_slot_, params_sum_.size());
-  const std::vector<double> block_params = last_block_params(plan, last);
+  const std::vector<double> block_params = last_block_params(plan, last, params_);
   const std::vector<double> last_gather = block_gather_bytes(plan, block_params);
   last_working_ = last_block_working_bytes(plan, last);
   // A whole backward pass's first op holds its working bytes and its unit's gradient (at least the block's).
@@ -331,9 +342,10 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   for (int rank = 0; rank < par.pp; ++rank) {
     const std::vector<PipeAction> actions = pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked);
-    states_.push_back(forward_states(actions, par.vpp, Moment::forward));
-    backward_states_.push_back(forward_states(actions, par.vpp, Moment::first_backward));
-    later_states_.push_back(forward_states(actions, par.vpp, Moment::later_backward));
+    std::array<States, 3> states = forward_states(actions, par.vpp);
+    states_.push_back(std::move(states[0]));
+    backward_states_.push_back(std::move(states[1]));
+    later_states_.push_back(std::move(states[2]));
   }
 }
 

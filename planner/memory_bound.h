@@ -2,11 +2,12 @@
 // prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
 // every module saves for one micro-batch + the head's gathered parameters (all alive when the last
 // forward op starts, program/lower.cpp) + allocator headroom on that sum. Under pipeline parallelism the
-// worst pipeline rank's: its units' state and the most activations its schedule keeps in flight (a walk
-// of its passes, program/pipeline_schedule.h), or the unsharded gradients FSDP accumulates over the step
-// with one micro-batch's activations, whichever is more. Leaves out other gathered units, prefetch buffers and
-// backward working memory, which only add to the peak, so the bound never exceeds what the simulator
-// reports (tests/planner checks this).
+// worst pipeline rank's: its units' state, the gathered unit of a chunk's last block, and the most its
+// schedule keeps at once (a walk of its passes, program/pipeline_schedule.h): activations in flight at a
+// forward, or at a backward's start with that op's working bytes and gradient (all the chunk's
+// accumulated gradients at its later backward passes, in the dtype the lowering holds them). Leaves out
+// other gathered units, prefetch buffers and the reductions' buffers, which only add to the peak, so the
+// bound never exceeds what the simulator reports (tests/planner checks this).
 #pragma once
 
 #include <array>
