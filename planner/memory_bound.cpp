@@ -321,6 +321,12 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
     unit_slot_.push_back(std::size_t(stage_rank(stage, par.pp)) * vpp_ + std::size_t(stage_chunk(stage, par.pp)));
     params_sum_[unit_slot_.back()] += params_[u];
   }
+  rank_terms(plan);
+}
+
+// Per pipeline rank its base (rank_base), what a backward pass's first op adds, and its schedule's states.
+void MemoryBoundModel::rank_terms(const Plan& plan) {
+  const auto& par = plan.parallelism;
   const ChunkSums sums{vpp_, {}, {}, params_sum_};
   const std::vector<int> last = last_modules(plan, unit_slot_, params_sum_.size());
   const std::vector<double> block_params = last_block_params(plan, last, params_);

@@ -41,6 +41,8 @@ class MemoryBoundModel {
   MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
 
  private:
+  void rank_terms(const Plan& plan);
+
   const Plan* plan_;
   std::vector<double> params_;                     // per unit
   std::size_t vpp_ = 1;
