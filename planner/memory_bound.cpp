@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <limits>
 #include <span>
 
+#include <fmt/format.h>
+
 #include "core/errors.h"
+#include "cost_models/compute_fp8.h"
 #include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
@@ -52,52 +56,63 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
   return enough + (micro_batches - enough) % d;
 }
 
-// What pipeline rank `rank` holds at each of its forwards, walking its passes in schedule order
-// (walked_micro_batches of them): per chunk the micro-batches whose activations are saved (a forward adds
-// one, a backward or ZB's B removes it) and, under ZB, those whose B kept what W needs (W removes it). The
-// walk is the lowering's activation category exactly (only compute ops touch it); distinct states once.
-std::vector<std::vector<int>> forward_states(const std::vector<PipeAction>& actions, int vpp) {
-  const std::size_t width = std::size_t(2 * vpp);
-  std::vector<int> held(width, 0);  // [saved per chunk..., weight-pass per chunk...]
-  std::vector<int> rows;            // one state per forward, `width` counts each
-  for (const PipeAction& a : actions) {
-    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
-    switch (a.pass) {
-      case PipePass::forward:
-        ++held[c];
-        // The steady phase repeats one state: keep a row only when it differs from the last one kept.
-        if (rows.empty() || !std::equal(held.begin(), held.end(), rows.end() - long(width)))
-          rows.insert(rows.end(), held.begin(), held.end());
-        break;
-      case PipePass::backward: --held[c]; break;
-      case PipePass::backward_input: --held[c], ++held[w]; break;
-      case PipePass::backward_weight: --held[w]; break;
-    }
-  }
+// Where forward_states takes its rows.
+enum class Moment { forward, first_backward, later_backward };
+using States = std::vector<std::vector<int>>;
+
+// The distinct rows of `rows` (`width` counts each), in lexicographic order.
+States distinct_rows(const std::vector<int>& rows, std::size_t width) {
   std::vector<std::size_t> order(rows.size() / width);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i * width;
   auto row = [&](std::size_t at) { return std::span<const int>(rows.data() + at, width); };
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return std::ranges::lexicographical_compare(row(a), row(b));
   });
-  std::vector<std::vector<int>> states;
+  States states;
   for (std::size_t at : order)
     if (states.empty() || !std::ranges::equal(states.back(), row(at)))
       states.emplace_back(row(at).begin(), row(at).end());
   return states;
 }
 
-// The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
-// (forward_states), each chunk's saved activations and weight-pass bytes times its counts. GPipe runs
-// every forward before the first backward: all micro-batches at once. Without pipelining: one
-// micro-batch of every module.
-double activation_peak(const Plan& plan, const ChunkSums& sums, int rank,
-                       const std::vector<std::vector<std::vector<int>>>& states) {
-  const auto& par = plan.parallelism;
-  if (par.pp == 1) return sums.at(sums.saved, rank, 0);
-  if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * sums.at(sums.saved, rank, 0);
+// What pipeline rank `rank` holds, per Moment: at each of its forwards and at the start of ZB's B and W
+// passes; at the start of each chunk's first whole backward pass; at the start of its later ones (before
+// a pass frees anything). One walk of its passes in schedule order (walked_micro_batches of them): per
+// chunk the micro-batches whose activations are saved (a forward adds one, a backward or ZB's B removes
+// it) and, under ZB, those whose B kept what W needs (W removes it). The walk is the lowering's activation
+// category exactly (only compute ops touch it); distinct states once.
+std::array<States, 3> forward_states(const std::vector<PipeAction>& actions, int vpp) {
+  std::vector<bool> seen(std::size_t(vpp), false);  // per chunk: a whole backward pass ran
+  const std::size_t width = std::size_t(2 * vpp);
+  std::vector<int> held(width, 0);          // [saved per chunk..., weight-pass per chunk...]
+  std::array<std::vector<int>, 3> rows;     // per Moment, `width` counts each
+  // The steady phase repeats one state: keep a row only when it differs from the last one kept.
+  auto keep = [&](Moment m) {
+    std::vector<int>& r = rows[std::size_t(m)];
+    if (r.empty() || !std::equal(held.begin(), held.end(), r.end() - long(width))) r.insert(r.end(), held.begin(), held.end());
+  };
+  for (const PipeAction& a : actions) {
+    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
+    switch (a.pass) {
+      case PipePass::forward: ++held[c], keep(Moment::forward); break;
+      case PipePass::backward:
+        keep(seen[c] ? Moment::later_backward : Moment::first_backward);
+        seen[c] = true;
+        --held[c];
+        break;
+      // ZB's passes, at their start: B's micro-batch still saved, and all of W's weight-pass bytes kept
+      // (one micro-batch's W may follow all of its B passes, as with a single micro-batch).
+      case PipePass::backward_input: keep(Moment::forward), --held[c], ++held[w]; break;
+      case PipePass::backward_weight: keep(Moment::forward), --held[w]; break;
+    }
+  }
+  return {distinct_rows(rows[0], width), distinct_rows(rows[1], width), distinct_rows(rows[2], width)};
+}
+
+// The most bytes of `states` (rows of forward_states) with each chunk's saved and weight-pass bytes.
+double held_peak(const ChunkSums& sums, int rank, const std::vector<std::vector<int>>& states) {
   double peak = 0;
-  for (const std::vector<int>& held : states[std::size_t(rank)]) {
+  for (const std::vector<int>& held : states) {
     double live = 0;
     for (std::size_t c = 0; c < sums.vpp; ++c)
       live += held[c] * sums.at(sums.saved, rank, c) + held[sums.vpp + c] * sums.at(sums.weight_pass, rank, c);
@@ -106,24 +121,126 @@ double activation_peak(const Plan& plan, const ChunkSums& sums, int rank,
   return peak;
 }
 
-// Under pipeline parallelism with gradients reduced once per step (torch.distributed.pipelining), FSDP2
-// accumulates every unit's unsharded gradient in the reduce dtype (at least 2 bytes in the planner's
-// space) from the unit's first backward until its reduction after the last micro-batch: at the start of
-// a chunk's last backward all of them are alive, with that micro-batch's saved activations.
-double accumulated_grads_bound(const Plan& plan, const ChunkSums& sums, int rank) {
+// The least of a per-chunk figure over pipeline rank `rank`'s chunks (which chunk's pass a row of
+// forward_states is, the walk does not keep).
+double least_over_chunks(const ChunkSums& sums, int rank, const std::vector<double>& per_chunk) {
+  double least = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < sums.vpp; ++c) least = std::min(least, sums.at(per_chunk, rank, c));
+  return least;
+}
+
+// The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
+// (forward_states), each chunk's saved activations and weight-pass bytes times its counts; or at the start
+// of a whole backward pass, whose first op (of the chunk's last module) adds at least `backward_extra`
+// (the least over the rank's chunks). GPipe runs every forward before the first backward: all
+// micro-batches at once. Without pipelining: one micro-batch of every module.
+double activation_peak(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<std::vector<int>>& forward,
+                       const std::vector<std::vector<int>>& backward, const std::vector<double>& backward_extra) {
   const auto& par = plan.parallelism;
-  if (par.pp == 1 || plan.reduce_grads != ReduceGrads::last_micro_batch || !is_sharded(data_placement(par).params))
+  if (par.pp == 1) return sums.at(sums.saved, rank, 0);
+  if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * sums.at(sums.saved, rank, 0);
+  const double at_backward =
+      backward.empty() ? 0.0 : held_peak(sums, rank, backward) + least_over_chunks(sums, rank, backward_extra);
+  return std::max(held_peak(sums, rank, forward), at_backward);
+}
+
+// Bytes per parameter of a unit's unsharded gradient as the lowering holds it (program/lower.cpp
+// autograd_grad_bytes_): fsdpx's flat units one reduce-dtype buffer, PyTorch FSDP autograd's in the param
+// dtype. The planner bounds a shape with the least reduce dtype of its space (shape_bound.cpp).
+double autograd_grad_bytes(const Plan& plan) {
+  const bool flat = stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat;
+  return dtype_bytes(flat ? plan.precision.reduce : plan.precision.param);
+}
+
+// Under pipeline parallelism with gradients reduced once per step (torch.distributed.pipelining), FSDP2
+// accumulates every unit's unsharded gradient (autograd_grad_bytes) from the unit's first backward until
+// its reduction after the last micro-batch: at the start of a chunk's last backward all of them are
+// alive, with that micro-batch's saved activations; that backward's first op, of the chunk's last
+// module, holds its working bytes (`working`, per chunk).
+double accumulated_grads_bound(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<double>& working) {
+  const auto& par = plan.parallelism;
+  // With one micro-batch a unit's gradient appears at its own backward: they are not all alive at once.
+  if (par.pp == 1 || plan.grad_accum() < 2 || plan.reduce_grads != ReduceGrads::last_micro_batch ||
+      !is_sharded(data_placement(par).params))
     return 0;
-  const double grad_bytes = std::min(2.0, dtype_bytes(plan.precision.reduce));
+  const double grad_bytes = autograd_grad_bytes(plan);
   double most = 0;
   for (std::size_t c = 0; c < std::size_t(par.vpp); ++c)
-    most = std::max(most, sums.at(sums.params, rank, c) * grad_bytes + sums.at(sums.saved, rank, c));
+    most = std::max(most, sums.at(sums.params, rank, c) * grad_bytes + sums.at(sums.saved, rank, c) +
+                              sums.at(working, rank, c));
   return most;
+}
+
+// Per pipeline rank and chunk (flat, [rank * vpp + chunk]): the parameters (after TP) of the chunk's last
+// module when it is a block and parameters are sharded under pipelining, else 0. The unit holding it
+// gathers at least that block for its forward and backward (as the lowering sizes a gather,
+// program/lower.cpp gather_bytes_: the param dtype, a block's linear weights in fp8 under fp8 all-gather),
+// and from its first backward holds at least that block's unsharded gradient (autograd_grad_bytes).
+std::vector<double> last_block_params(const Plan& plan, const std::vector<int>& last,
+                                      const std::vector<double>& params_per_unit) {
+  std::vector<double> out(last.size(), 0.0);
+  const auto& par = plan.parallelism;
+  if (par.pp == 1 || !is_sharded(data_placement(par).params) || plan.lora) return out;
+  // A unit of that block alone (the shapes' per-block wrapping) already has the count.
+  std::vector<bool> found(last.size(), false);
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    const auto& modules = plan.units[u].modules;
+    if (modules.size() != 1 || modules.front().rfind("block.", 0) != 0) continue;
+    const int i = module_index(modules.front(), plan.model.layers);
+    for (std::size_t slot = 0; slot < last.size(); ++slot)
+      if (last[slot] == i) out[slot] = params_per_unit[u], found[slot] = true;
+  }
+  bool missing = false;
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    missing |= !found[slot] && last[slot] >= 1 && last[slot] <= plan.model.layers;
+  if (!missing) return out;
+  Plan alone = plan;  // one unit per chunk's last block, for unit_params' per-module counts
+  alone.units.clear();
+  std::vector<std::size_t> slot_of;
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    if (last[slot] >= 1 && last[slot] <= plan.model.layers) {
+      alone.units.push_back(PlanUnit{{fmt::format("block.{}", last[slot] - 1)}, 1, 0});
+      slot_of.push_back(slot);
+    }
+  const std::vector<double> params = unit_params(alone);
+  for (std::size_t i = 0; i < params.size(); ++i) out[slot_of[i]] = params[i];
+  return out;
+}
+
+// Gather bytes of last_block_params' blocks.
+std::vector<double> block_gather_bytes(const Plan& plan, const std::vector<double>& block_params) {
+  const double pb = dtype_bytes(plan.precision.param);
+  const double linear_bytes = fp8_linear_params_per_block(plan.model) / plan.parallelism.tp *
+                              (pb - fp8_linear_gather_bytes(plan.fp8, pb));
+  std::vector<double> out;
+  for (double p : block_params) out.push_back(p > 0 ? std::max(0.0, p * pb - linear_bytes) : 0.0);
+  return out;
+}
+
+// Per pipeline rank and chunk (flat): the module index of the chunk's last module, -1 for an empty chunk.
+std::vector<int> last_modules(const Plan& plan, const std::vector<std::size_t>& unit_slot, std::size_t slots) {
+  std::vector<int> last(slots, -1);
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    for (const std::string& name : plan.units[u].modules)
+      last[unit_slot[u]] = std::max(last[unit_slot[u]], module_index(name, plan.model.layers));
+  return last;
+}
+
+// Per pipeline rank and chunk (flat): the working bytes of the backward op of the chunk's last module
+// when it is a block (program/lower_units.cpp backward_segment allocates them at the op's start; a
+// segment's are the most of its blocks', program/segment_work.cpp); 0 otherwise. Under pipelining only.
+std::vector<double> last_block_working_bytes(const Plan& plan, const std::vector<int>& last) {
+  std::vector<double> out(last.size(), 0.0);
+  if (plan.parallelism.pp == 1) return out;
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    if (last[slot] >= 1 && last[slot] <= plan.model.layers)
+      out[slot] = segment_memory(plan, last[slot], 1).backward_working_bytes;
+  return out;
 }
 
 // What a rank's bound holds whatever the recompute pattern: its model state, the fixed overheads and the
 // head gathered on the last rank (activations and headroom are added per pattern, MemoryBoundModel::bound).
-MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank) {
+MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<double>& last_gather) {
   MemoryBound b;
   const auto& par = plan.parallelism;
   double total = 0;
@@ -154,6 +271,11 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank) {
     const double head_params = double(plan.model.tied_embeddings ? pc.embedding : pc.head) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
+  // The activation peak (or the accumulated gradients) falls at one of the rank's chunks' last modules,
+  // which one the walk does not keep: the least of them.
+  double least_gather = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < sums.vpp; ++c) least_gather = std::min(least_gather, sums.at(last_gather, rank, c));
+  b.gathered_bytes += least_gather;
   return b;
 }
 
@@ -199,17 +321,44 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
     unit_slot_.push_back(std::size_t(stage_rank(stage, par.pp)) * vpp_ + std::size_t(stage_chunk(stage, par.pp)));
     params_sum_[unit_slot_.back()] += params_[u];
   }
+  rank_terms(plan);
+}
+
+// Per pipeline rank its base (rank_base), what a backward pass's first op adds, and its schedule's states.
+void MemoryBoundModel::rank_terms(const Plan& plan) {
+  const auto& par = plan.parallelism;
   const ChunkSums sums{vpp_, {}, {}, params_sum_};
-  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, rank));
+  const std::vector<int> last = last_modules(plan, unit_slot_, params_sum_.size());
+  const std::vector<double> block_params = last_block_params(plan, last, params_);
+  const std::vector<double> last_gather = block_gather_bytes(plan, block_params);
+  last_working_ = last_block_working_bytes(plan, last);
+  // A whole backward pass's first op holds its working bytes and its unit's gradient (at least the block's).
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    backward_extra_.push_back(last_working_[slot] + block_params[slot] * autograd_grad_bytes(plan));
+  // A chunk's later backward passes, with gradients reduced once per step, find every unit's gradient
+  // of the chunk alive since the first (accumulated_grads_bound's premise, at every later pass).
+  const bool accumulates = par.pp > 1 && plan.reduce_grads == ReduceGrads::last_micro_batch && !plan.lora &&
+                           is_sharded(data_placement(par).params);
+  for (std::size_t slot = 0; slot < last.size(); ++slot)
+    later_extra_.push_back(std::max(backward_extra_[slot], accumulates ? params_sum_[slot] * autograd_grad_bytes(plan) +
+                                                                             last_working_[slot]
+                                                                       : 0.0));
+  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, rank, last_gather));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
-  for (int rank = 0; rank < par.pp; ++rank)
-    states_.push_back(forward_states(pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked), par.vpp));
+  for (int rank = 0; rank < par.pp; ++rank) {
+    const std::vector<PipeAction> actions = pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked);
+    std::array<States, 3> states = forward_states(actions, par.vpp);
+    states_.push_back(std::move(states[0]));
+    backward_states_.push_back(std::move(states[1]));
+    later_states_.push_back(std::move(states[2]));
+  }
 }
 
 // Per unit in unit order, as the lowering sums them: its non-block modules, then its blocks' bytes for
 // their modes; per rank the pattern-independent part (rank_base) with these activations and their headroom.
 MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
+  static const std::vector<std::vector<int>> kNone;
   ChunkSums sums{vpp_, std::vector<double>(params_sum_.size(), 0.0), std::vector<double>(params_sum_.size(), 0.0),
                  params_sum_};
   for (std::size_t u = 0; u < unit_blocks_.size(); ++u) {
@@ -228,7 +377,12 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
   for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
     MemoryBound b = base_[std::size_t(rank)];
     b.activation_bytes =
-        std::max(activation_peak(*plan_, sums, rank, states_), accumulated_grads_bound(*plan_, sums, rank));
+        std::max(activation_peak(*plan_, sums, rank, states_.empty() ? kNone : states_[std::size_t(rank)],
+                                 backward_states_.empty() ? kNone : backward_states_[std::size_t(rank)], backward_extra_),
+                 accumulated_grads_bound(*plan_, sums, rank, last_working_));
+    if (!later_states_.empty() && !later_states_[std::size_t(rank)].empty())
+      b.activation_bytes = std::max(b.activation_bytes, held_peak(sums, rank, later_states_[std::size_t(rank)]) +
+                                                            least_over_chunks(sums, rank, later_extra_));
     b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }

@@ -2,11 +2,12 @@
 // prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
 // every module saves for one micro-batch + the head's gathered parameters (all alive when the last
 // forward op starts, program/lower.cpp) + allocator headroom on that sum. Under pipeline parallelism the
-// worst pipeline rank's: its units' state and the most activations its schedule keeps in flight (a walk
-// of its passes, program/pipeline_schedule.h), or the unsharded gradients FSDP accumulates over the step
-// with one micro-batch's activations, whichever is more. Leaves out other gathered units, prefetch buffers and
-// backward working memory, which only add to the peak, so the bound never exceeds what the simulator
-// reports (tests/planner checks this).
+// worst pipeline rank's: its units' state, the gathered unit of a chunk's last block, and the most its
+// schedule keeps at once (a walk of its passes, program/pipeline_schedule.h): activations in flight at a
+// forward, or at a backward's start with that op's working bytes and gradient (all the chunk's
+// accumulated gradients at its later backward passes, in the dtype the lowering holds them). Leaves out
+// other gathered units, prefetch buffers and the reductions' buffers, which only add to the peak, so the
+// bound never exceeds what the simulator reports (tests/planner checks this).
 #pragma once
 
 #include <array>
@@ -40,16 +41,27 @@ class MemoryBoundModel {
   MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
 
  private:
+  void rank_terms(const Plan& plan);
+
   const Plan* plan_;
   std::vector<double> params_;                     // per unit
   std::size_t vpp_ = 1;
   std::vector<std::size_t> unit_slot_;             // per unit: rank * vpp + chunk
   std::vector<double> params_sum_;                 // per rank * vpp + chunk
   std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
+  std::vector<double> last_working_;               // per rank * vpp + chunk: its last block's backward
+                                                   // working bytes (pipelines only)
+  std::vector<double> backward_extra_;             // per rank * vpp + chunk: what a backward pass's first
+                                                   // op adds at least (working bytes, its gradient)
   std::array<SegmentMemory, 4> block_{};           // per RecomputeMode
   std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
   std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
+  std::vector<std::vector<std::vector<int>>> backward_states_;  // per pipeline rank: the same at the start
+                                                                // of each chunk's first whole backward pass
+  std::vector<std::vector<std::vector<int>>> later_states_;     // ... and of its later ones
+  std::vector<double> later_extra_;                // per rank * vpp + chunk: what a later backward pass's
+                                                   // first op holds at least (all the chunk's gradients)
   std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its
                                                        // forwards, per chunk (saved, then weight-pass)
 };

@@ -11,10 +11,12 @@ namespace {
 // A shape's plans within this fraction of the compute floor cannot gain from another configuration.
 constexpr double kFloorSlack = 5e-4;
 
-// The option with the least memory bound.
+// The option with the least memory bound; on a tie (a bound held by what no recompute changes, such as
+// ZB's weight-pass bytes), the one with the lowest throughput bound, that is the most recompute.
 std::vector<RecomputeOption>::const_iterator least_memory(const std::vector<RecomputeOption>& options) {
   return std::min_element(options.begin(), options.end(), [](const RecomputeOption& x, const RecomputeOption& y) {
-    return x.memory_bound_bytes < y.memory_bound_bytes;
+    if (x.memory_bound_bytes != y.memory_bound_bytes) return x.memory_bound_bytes < y.memory_bound_bytes;
+    return x.tps_bound < y.tps_bound;
   });
 }
 
@@ -111,14 +113,18 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
   // `least_first` (a configuration tried because nothing fits), that option goes first.
   const auto least = least_memory(options);
   bool least_tried = least_first;
-  if (least_first && (try_option(*least), !best.c.fits)) return best;
+  if (least_first) {
+    try_option(*least);
+    if (!best.c.fits) return best;
+  }
   for (auto it = options.begin(); it != options.end(); ++it) {
     const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
     if (r_.objective == Objective::throughput && (it->tps_bound <= floor_tps || (any && it->tps_bound < best_tps_))) break;
     if (it == least && least_tried) continue;
     try_option(*it);
     least_tried |= it == least;
-    if (!any || best.c.fits || least_tried) continue;
+    if (any && !best.c.fits && least_tried) break;  // the option that holds least does not fit: none does
+    if (!any || best.c.fits) continue;
     // Only when the simulated excess exceeds what the least option saves by the bounds: otherwise an
     // option in between likely fits and the least one would be one simulation more.
     const double saved_bytes = best.option.memory_bound_bytes - least->memory_bound_bytes;

@@ -293,7 +293,10 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   const std::int64_t layers = r.model.layers;
   const DType reduce = least_reduce(s);
   b.choices = s.knobs.uniform_recompute.size() + partial_members(layers, s.partial).size();
-  const MemoryBoundModel memory(b.plan, true);
+  // The memory bound holds for every refinement: gradients in the least reduce dtype of the space.
+  Plan least_reduce_plan = b.plan;
+  least_reduce_plan.precision.reduce = reduce;
+  const MemoryBoundModel memory(least_reduce_plan, true);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   const MemoryBound full_bound = memory.bound(full_plan.recompute);
