@@ -1,6 +1,12 @@
-// planner/ep_degrees.cpp — the ep values a shape admits (rules and sources in core/expert_parallel.h).
-// Leaves out etp and pruning.
+// planner/ep_degrees.cpp — the ep values a shape admits (rules and sources in core/expert_parallel.h) and
+// which targets train MoE blocks. Leaves out etp and pruning.
 #include "planner/ep_degrees.h"
+
+#include <fmt/format.h>
+
+#include "core/backend_capabilities.h"
+#include "core/errors.h"
+#include "core/model_spec_moe.h"
 
 namespace fsdpx {
 
@@ -11,6 +17,29 @@ std::vector<int> ep_degrees(const ModelSpec& m, const Parallelism& par, int max_
   for (int ep = 2; ep <= folded && (max_ep <= 0 || ep <= max_ep); ++ep)
     if (folded % ep == 0 && ep % par.cp == 0 && m.moe.experts % ep == 0) out.push_back(ep);
   return out;
+}
+
+bool target_runs_expert_parallel(const Target& t, const ClusterSpec& cluster) {
+  if (t.kind == TargetKind::torchtitan) return true;
+  return backend_capabilities(cluster_device(cluster)).expert_parallel;
+}
+
+std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& par) {
+  if (!r.model.is_moe() || !target_runs_expert_parallel(r.target, r.cluster)) return {1};
+  const int fixed = r.space.fixed.ep;
+  std::vector<int> out = ep_degrees(r.model, par);
+  if (fixed > 0) std::erase_if(out, [&](int ep) { return ep != fixed; });
+  return out;
+}
+
+void refuse_unplanned_request(const PlanRequest& r, const std::string& file, const std::string& path) {
+  refuse_unplanned_model(r.model, file, path);
+  if (!r.model.is_moe() || target_runs_expert_parallel(r.target, r.cluster)) return;
+  throw_config_error(file, path,
+                     fmt::format("model {}: fsdpx's {} backend does not train mixture-of-experts blocks yet (issue "
+                                 "30); plan for --target {} (expert_parallel_degree)",
+                                 r.model.name, backend_capabilities(cluster_device(r.cluster)).name,
+                                 target_name(default_torchtitan_target())));
 }
 
 }  // namespace fsdpx

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/config_paths.h"
-#include "core/model_spec_moe.h"
+#include "planner/ep_degrees.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
@@ -32,7 +32,7 @@ namespace fsdpx {
 namespace {
 
 struct ReportOptions {
-  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens;
+  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens, target = "fsdpx";
   OutputFormat format = OutputFormat::text;
   std::optional<int> nodes, world_size;
   std::optional<std::int64_t> seq, global_batch;
@@ -92,8 +92,9 @@ void set_capacity(std::vector<WhatIfRow>& rows, const std::optional<double>& lim
 PlanRequest base_request(const ReportOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
-  refuse_unplanned_model(r.model, resolve_config("models", o.model), "/");
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
+  r.target = parse_target(o.target, "command line: --target");
+  refuse_unplanned_request(r, resolve_config("models", o.model), "/");
   r.seq = *o.seq;
   r.global_batch = *o.global_batch;
   if (r.seq > r.model.max_seq)
@@ -174,7 +175,9 @@ void setup_report(CLI::App& app) {
   sub->add_option("--memory-limit", o->memory_limit_gib,
                   "Memory per GPU in GiB: the capacity rows are marked against (and plans must fit when re-planning)")
       ->check(kPositive);
-  sub->add_option("--vary", o->vary, "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU) or seq; repeat for a grid");
+  sub->add_option("--target", o->target, "What runs the re-planned plans: fsdpx (default) or torchtitan@<release>");
+  sub->add_option("--vary", o->vary,
+                  "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU), seq or ep (MoE models); repeat for a grid");
   sub->add_option("--scaling", o->scaling,
                   "What a change of node count keeps: weak (the per-GPU batch, default), strong (the global batch) or both")
       ->check(CLI::IsMember({"weak", "strong", "both"}));
