@@ -7,6 +7,7 @@
 #include "core/backend_capabilities.h"
 #include "core/errors.h"
 #include "core/model_spec_moe.h"
+#include "cost_models/moe_params.h"
 
 namespace fsdpx {
 
@@ -40,6 +41,16 @@ void refuse_unplanned_request(const PlanRequest& r, const std::string& file, con
                                  "30); plan for --target {} (expert_parallel_degree)",
                                  r.model.name, backend_capabilities(cluster_device(r.cluster)).name,
                                  target_name(default_torchtitan_target())));
+}
+
+double moe_compute_floor_s(const Plan& p) {
+  const ModelSpec& m = p.model;
+  const double d_qk = m.is_mla() ? double(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim) : double(m.head_dim);
+  const double d_v = m.is_mla() ? double(m.mla.v_head_dim) : double(m.head_dim);
+  const double causal_half = 3.0 * double(m.layers) * double(m.heads) * (d_qk + d_v) * double(p.training.seq);
+  const double per_token = moe_model_flops_per_token(m, p.training.seq) - causal_half;  // 6N + the causal half
+  const double tokens = double(p.training.global_batch) * double(p.training.seq);
+  return tokens * per_token / double(p.parallelism.world_size()) / p.cluster.gpu.peak(p.precision.param);
 }
 
 }  // namespace fsdpx

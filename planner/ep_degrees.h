@@ -31,4 +31,10 @@ std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& pa
 // does not model (core/model_spec_moe.h), or an MoE model on a target that does not train its experts.
 void refuse_unplanned_request(const PlanRequest& r, const std::string& file, const std::string& path);
 
+// A floor on one rank's compute time per step for an MoE plan, for the search's throughput bound
+// (estimate() times dense models only): the causal model FLOPs of its tokens (6 N_active plus
+// 3 L H (d_qk + d_v) T per token, cost_models/moe_params.h with the attention term halved for the causal
+// mask) at the GPU's peak, no communication. A bound, not an estimate: real kernels never reach peak.
+double moe_compute_floor_s(const Plan& p);
+
 }  // namespace fsdpx

@@ -58,7 +58,7 @@ refused "report deepseek-tiny for fsdpx" "does not train mixture-of-experts bloc
 # in well under 10 s, and the TOML job config carries expert_parallel_degree.
 start=$(date +%s.%N)
 "$FSDPX" plan --model "$DATA/hf/deepseek-v3/config.json" --cluster dgx-h100 --nodes 128 --seq 4096 \
-  --global-batch 4096 --target torchtitan@0.2.2 -o "$tmp/v3.json" > "$tmp/v3.txt"
+  --global-batch 4096 --target torchtitan@0.2.2 -o "$tmp/v3.json" > "$tmp/v3.txt" 2>&1
 check "plan DeepSeek-V3 for torchtitan exits 0" $?
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
 awk -v t="$secs" 'BEGIN { exit !(t < 10) }' ; check "plan DeepSeek-V3 in under 10 s ($secs s)" $?
