@@ -98,7 +98,7 @@ struct ModelSpec {
   // RMSNorm of each head's queries and keys before RoPE (Qwen3: q_norm, k_norm of head_dim weights).
   bool qk_norm = false;
   // YaRN RoPE scaling factor (DeepSeek-V3: 40); 0: none. Changes no shape or FLOP count; the executor does
-  // not model it, and plans refuse a model that has it (core/model_spec_moe.h unplanned_model_reason).
+  // not model it; the simulator costs it as RoPE (core/model_spec_moe.h unsimulated_model_reason).
   double rope_yarn_factor = 0.0;
   MoeSpec moe;  // experts == 0: dense MLPs
   MlaSpec mla;  // kv_lora_rank == 0: multi-head (or grouped-query) attention

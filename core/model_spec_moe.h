@@ -1,6 +1,6 @@
 // core/model_spec_moe.h — the mixture-of-experts and latent-attention parts of a ModelSpec (MoeSpec,
-// MlaSpec, qk_norm, YaRN) in fsdpx's own schema, their consistency checks, and the one reason plans refuse
-// such a model. The Hugging Face readers live in core/model_spec_hf_moe.cpp. Leaves out any cost: the
+// MlaSpec, qk_norm, YaRN) in fsdpx's own schema, their consistency checks, and the reasons the simulator
+// still refuses some of them. Whether a target trains MoE blocks is the planner's (planner/ep_degrees.h). The Hugging Face readers live in core/model_spec_hf_moe.cpp. Leaves out any cost: the
 // parameter and FLOP counts are cost_models/moe_params.h.
 #pragma once
 
@@ -15,14 +15,16 @@ namespace fsdpx {
 
 class JsonObject;  // core/json_reader.h
 
-// Why the planner, simulator and executor do not take `m` yet (nullopt: a dense model they model), one
-// line; e.g. "expert parallelism is not planned yet: issue 30".
+// True when `m` has a part beyond fsdpx's dense Llama/GPT blocks (routed experts, latent attention,
+// qk_norm, YaRN): its parameters are counted by cost_models/moe_params.h, not params.h.
+bool has_moe_parts(const ModelSpec& m);
+// Why the planner does not take `m` whatever the target (nullopt: it models it), one line; today the
+// simulator's reasons. A target that does not train MoE blocks is refused in planner/ep_degrees.h.
 std::optional<std::string> unplanned_model_reason(const ModelSpec& m);
 // ConfigError "<file>: <path>: <reason>" when unplanned_model_reason has one.
 void refuse_unplanned_model(const ModelSpec& m, const std::string& file, const std::string& path);
 // Why a plan of `m` cannot be lowered and simulated (nullopt: it can). Mixture-of-experts blocks can
-// (program/moe_block.h); latent attention, qk_norm and YaRN cannot yet. The planner's search still
-// refuses MoE models through unplanned_model_reason.
+// (program/moe_block.h); latent attention, qk_norm and YaRN cannot yet.
 std::optional<std::string> unsimulated_model_reason(const ModelSpec& m);
 void refuse_unsimulated_model(const ModelSpec& m, const std::string& file, const std::string& path);
 

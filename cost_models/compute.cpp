@@ -33,6 +33,8 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   // Megatron replicates KV heads when tp exceeds the number of query groups, so a rank holds one KV
   // head at least (megatron/core/transformer/attention.py, num_query_groups_per_partition).
   d.kv_dim = std::max(static_cast<double>(m.kv_heads) / t, 1.0) * static_cast<double>(m.head_dim);
+  d.v_dim = m.is_mla() ? static_cast<double>(m.heads * m.mla.v_head_dim) / t : d.q_dim;
+  d.v_kv_dim = m.is_mla() ? d.v_dim : d.kv_dim;
   d.ffn = static_cast<double>(m.ffn_hidden) / t;
   d.vocab = static_cast<double>(m.vocab) / t;
   d.act_bytes = dtype_bytes(s.act_dtype);

@@ -32,14 +32,14 @@ double mlp_up_cols(const ModelSpec& m, const RankDims& d) {
   return (m.ffn_kind == FfnKind::swiglu ? 2.0 : 1.0) * d.ffn;
 }
 
-// Flash attention forward FLOPs on one rank: S = QKᵀ and O = PV are 2·queries·keys·q_dim each, over
-// b·s/c local queries and all s keys of their sequences (ring attention passes the K/V chunks
-// around). The causal mask zeroes half of S, which flash kernels skip (Megatron's transformer_flops
+// Flash attention forward FLOPs on one rank: S = QKᵀ is 2·queries·keys·q_dim and O = PV
+// 2·queries·keys·v_dim (v_dim = q_dim but under latent attention), over b·s/c local queries and all s
+// keys of their sequences (ring attention passes the K/V chunks around). The causal mask zeroes half of S, which flash kernels skip (Megatron's transformer_flops
 // counts "q·s/2" for the same reason); with CP we assume load-balanced (zig-zag) chunks so every rank
 // does half of its queries×keys work.
 double attention_forward_flops(const RankDims& d) {
   constexpr double kCausalFraction = 0.5;
-  return 2.0 * 2.0 * d.tokens * d.seq * d.q_dim * kCausalFraction;
+  return 2.0 * d.tokens * d.seq * (d.q_dim + d.v_dim) * kCausalFraction;
 }
 
 // Flash attention forward: reads Q, K, V, writes O and fp32 log-sum-exp per (query, head); the
@@ -50,7 +50,7 @@ KernelWork attention_forward(const RankDims& d) {
   KernelWork w;
   w.name = "attn_core";
   w.flops = attention_forward_flops(d);
-  w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.attention_kv_dim()) * d.act_bytes +
+  w.bytes = (d.tokens * (d.q_dim + d.v_dim) + d.keys * (d.attention_kv_dim() + d.attention_v_dim())) * d.act_bytes +
             d.tokens * d.heads * kLseBytes;
   w.matmul = true;  // flash kernels run both products on tensor cores
   w.attention_seq = d.seq;
@@ -60,15 +60,19 @@ KernelWork attention_forward(const RankDims& d) {
 
 // Flash attention backward: 5 matrix products where the forward has 2 (recompute S = QKᵀ, then
 // dV = PᵀdO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀQ), so 2.5× the forward FLOPs (Dao 2023,
-// FlashAttention-2, §3.1.2 and Algorithm 2). Reads Q, K, V, O, dO and fp32 LSE and D = rowsum(dO∘O);
+// FlashAttention-2, §3.1.2 and Algorithm 2); under latent attention three products are q_dim wide and
+// two v_dim wide, (3 q_dim + 2 v_dim) / (q_dim + v_dim) times the forward. Reads Q, K, V, O, dO and fp32 LSE and D = rowsum(dO∘O);
 // writes dQ, dK, dV.
 KernelWork attention_backward(const RankDims& d) {
   constexpr double kBackwardToForward = 2.5;
   constexpr double kStatBytes = 4;
+  const double ratio =
+      d.v_dim == d.q_dim ? kBackwardToForward : (3 * d.q_dim + 2 * d.v_dim) / (d.q_dim + d.v_dim);
   KernelWork w;
   w.name = "attn_core_bwd";
-  w.flops = kBackwardToForward * attention_forward_flops(d);
-  w.bytes = (4 * d.tokens * d.q_dim + 4 * d.keys * d.attention_kv_dim()) * d.act_bytes +
+  w.flops = ratio * attention_forward_flops(d);
+  w.bytes = (2 * d.tokens * (d.q_dim + d.v_dim) + 2 * d.keys * (d.attention_kv_dim() + d.attention_v_dim())) *
+                d.act_bytes +
             2 * d.tokens * d.heads * kStatBytes;
   w.matmul = true;
   w.attention_seq = d.seq;
@@ -92,8 +96,8 @@ std::vector<KernelWork> unfused_attention_forward(const ModelSpec& m, const Rank
   KernelWork qk = gemm("attn_scores", d.tokens, d.seq, d.q_dim, e);
   qk.bytes = (d.tokens * d.q_dim + d.keys * d.kv_dim + sc) * e;
   qk.min_dim = head_dim;
-  KernelWork pv = gemm("attn_pv", d.tokens, d.q_dim, d.seq, e);
-  pv.bytes = (sc + d.keys * d.kv_dim + d.tokens * d.q_dim) * e;
+  KernelWork pv = gemm("attn_pv", d.tokens, d.v_dim, d.seq, e);
+  pv.bytes = (sc + d.keys * d.v_kv_dim + d.tokens * d.v_dim) * e;
   pv.min_dim = head_dim;
   std::vector<KernelWork> ks{qk, vector_kernel("attn_softmax", 5 * sc, sc * e, sc * e)};
   if (d.attention_dropout) ks.push_back(vector_kernel("attn_dropout", 2 * sc, sc * e, sc * (e + kMaskBytes)));
@@ -107,9 +111,9 @@ std::vector<KernelWork> unfused_attention_forward(const ModelSpec& m, const Rank
 std::vector<KernelWork> unfused_attention_backward(const ModelSpec& m, const RankDims& d) {
   constexpr double kMaskBytes = 1;
   const double e = d.act_bytes, sc = score_elements(d), head_dim = static_cast<double>(m.head_dim);
-  KernelWork pv = gemm("attn_pv_bwd", d.tokens, d.q_dim, d.seq, e);
+  KernelWork pv = gemm("attn_pv_bwd", d.tokens, d.v_dim, d.seq, e);
   pv.flops *= 2;
-  pv.bytes = (2 * sc + 2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * e;  // reads P', dO, V; writes dP', dV
+  pv.bytes = (2 * sc + 2 * d.tokens * d.v_dim + 2 * d.keys * d.v_kv_dim) * e;  // reads P', dO, V; writes dP', dV
   pv.min_dim = head_dim;
   KernelWork qk = gemm("attn_scores_bwd", d.tokens, d.seq, d.q_dim, e);
   qk.flops *= 2;
@@ -129,6 +133,10 @@ std::vector<KernelWork> qkv_gemms(const RankDims& d, const std::string& suffix) 
   if (!d.stack.separate_projections) return {gemm("qkv" + suffix, T, d.q_dim + 2 * d.kv_dim, h, e)};
   return {gemm("wq" + suffix, T, d.q_dim, h, e), gemm("wk" + suffix, T, d.kv_dim, h, e),
           gemm("wv" + suffix, T, d.kv_dim, h, e)};
+}
+
+std::vector<KernelWork> rope_kernels(const ModelSpec& m, const RankDims& d, bool backward) {
+  return m.is_mla() ? compute_detail::mla_rope_kernels(m, d, backward) : stack_rope_kernels(d, backward);
 }
 
 std::vector<KernelWork> up_gemms(const ModelSpec& m, const RankDims& d, const std::string& suffix) {
@@ -153,8 +161,9 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
   const double e = d.act_bytes, h = d.hidden, T = d.tokens;
   std::vector<KernelWork> ks;
   append(ks, stack_norm_kernels("attn_norm", m.arch, d.norm_tokens, d, Pass::forward));
-  append(ks, qkv_gemms(d, ""));
-  if (m.arch == Arch::llama) append(ks, stack_rope_kernels(d, false));
+  append(ks, m.is_mla() ? compute_detail::mla_projection_kernels(m, d, Pass::forward) : qkv_gemms(d, ""));
+  append(ks, compute_detail::qk_norm_kernels(m, d, Pass::forward));
+  if (m.arch == Arch::llama) append(ks, rope_kernels(m, d, false));
   append(ks, attention_copy_kernels(d, false, true));
   if (d.cuda_core_attention) {
     ks.push_back(compute_detail::cuda_core_attention_forward(d));
@@ -164,7 +173,7 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
     append(ks, unfused_attention_forward(m, d));
   }
   append(ks, attention_copy_kernels(d, false, false));
-  ks.push_back(gemm("attn_out", T, h, d.q_dim, e));
+  ks.push_back(gemm("attn_out", T, h, d.v_dim, e));
   ks.push_back(residual_kernel("attn_residual", d.norm_tokens, d));
   append(ks, stack_norm_kernels("mlp_norm", m.arch, d.norm_tokens, d, Pass::forward));
   append(ks, up_gemms(m, d, ""));
@@ -186,7 +195,7 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
   append(ks, grad_sums("mlp_up_dx_sum", up_dx.size(), d));
   append(ks, stack_norm_kernels("mlp_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
   ks.push_back(residual_kernel("mlp_residual_bwd", d.norm_tokens, d));
-  ks.push_back(gemm("attn_out_dx", T, h, d.q_dim, e));
+  ks.push_back(gemm("attn_out_dx", T, h, d.v_dim, e));
   append(ks, attention_copy_kernels(d, true, true));
   if (d.cuda_core_attention) {
     ks.push_back(compute_detail::cuda_core_attention_backward(d));
@@ -196,10 +205,15 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
     append(ks, unfused_attention_backward(m, d));
   }
   append(ks, attention_copy_kernels(d, true, false));
-  if (m.arch == Arch::llama) append(ks, stack_rope_kernels(d, true));
-  const std::vector<KernelWork> qkv_dx = qkv_gemms(d, "_dx");
-  append(ks, qkv_dx);
-  append(ks, grad_sums("qkv_dx_sum", qkv_dx.size(), d));
+  if (m.arch == Arch::llama) append(ks, rope_kernels(m, d, true));
+  append(ks, compute_detail::qk_norm_kernels(m, d, Pass::input_grad));
+  if (m.is_mla()) {
+    append(ks, compute_detail::mla_projection_kernels(m, d, Pass::input_grad));
+  } else {
+    const std::vector<KernelWork> qkv_dx = qkv_gemms(d, "_dx");
+    append(ks, qkv_dx);
+    append(ks, grad_sums("qkv_dx_sum", qkv_dx.size(), d));
+  }
   append(ks, stack_norm_kernels("attn_norm_bwd", m.arch, d.norm_tokens, d, Pass::input_grad));
   ks.push_back(residual_kernel("attn_residual_bwd", d.norm_tokens, d));
   return ks;
@@ -212,8 +226,9 @@ std::vector<KernelWork> weight_grad_kernels(const ModelSpec& m, const RankDims& 
   ks.push_back(gemm("mlp_down_dw", T, h, d.ffn, e));
   append(ks, up_gemms(m, d, "_dw"));
   append(ks, stack_norm_kernels("mlp_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
-  ks.push_back(gemm("attn_out_dw", T, h, d.q_dim, e));
-  append(ks, qkv_gemms(d, "_dw"));
+  ks.push_back(gemm("attn_out_dw", T, h, d.v_dim, e));
+  append(ks, compute_detail::qk_norm_kernels(m, d, Pass::weight_grad));
+  append(ks, m.is_mla() ? compute_detail::mla_projection_kernels(m, d, Pass::weight_grad) : qkv_gemms(d, "_dw"));
   append(ks, stack_norm_kernels("attn_norm_dw", m.arch, d.norm_tokens, d, Pass::weight_grad));
   return ks;
 }

@@ -20,6 +20,10 @@ struct RankDims {
   double hidden = 0;
   double q_dim = 0;        // heads·head_dim / t (Megatron column-parallel Q)
   double kv_dim = 0;       // kv_heads·head_dim / t; one KV head at least (replicated when t > kv_heads)
+  // V and the attention output: q_dim and kv_dim, except under latent attention (DeepSeek-V3), whose value
+  // heads are v_head_dim wide and query/key heads qk_nope + qk_rope (compute_mla.cpp).
+  double v_dim = 0;        // heads·v_head_dim / t: the attention output on this rank
+  double v_kv_dim = 0;     // V's width as the model computes it (kv_dim, or v_dim under latent attention)
   double heads = 0;        // query heads on this rank
   double ffn = 0;          // ffn_hidden / t (column-parallel up/gate, row-parallel down)
   double vocab = 0;        // vocab / t (vocabulary-parallel embedding and LM head)
@@ -31,6 +35,7 @@ struct RankDims {
   StackCosts stack;                // the training stack's elementwise implementations
   // Width of K and V as attention reads them: q_dim when the stack expands them (repeat_kv).
   double attention_kv_dim() const { return stack.attention_copies ? q_dim : kv_dim; }
+  double attention_v_dim() const { return stack.attention_copies ? v_dim : v_kv_dim; }
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);
@@ -65,6 +70,15 @@ std::vector<KernelWork> stack_activation_kernels(const ModelSpec& m, const RankD
 // them and, for repeat_kv, the model has fewer KV heads than query heads); the kernels that run before
 // the attention core of that pass, or after it.
 std::vector<KernelWork> attention_copy_kernels(const RankDims& d, bool backward, bool before_attention);
+
+// The attention input projections of a block (the kernels between the attention norm and RoPE, for
+// `pass`, in execution order) when they differ from fused or separate Q/K/V GEMMs: multi-head latent
+// attention's down and up projections with their latent norms; Qwen3's per-head q/k RMSNorms (qk_norm)
+// follow the Q/K/V GEMMs. Empty when the model has neither (compute_mla.cpp).
+std::vector<KernelWork> mla_projection_kernels(const ModelSpec& m, const RankDims& d, Pass pass);
+std::vector<KernelWork> qk_norm_kernels(const ModelSpec& m, const RankDims& d, Pass pass);
+// RoPE under latent attention: only the qk_rope_head_dim part of each query head and the one shared rope key.
+std::vector<KernelWork> mla_rope_kernels(const ModelSpec& m, const RankDims& d, bool backward);
 
 // Residual add y = x + f(x) over `tokens`×hidden (forward), or the sum of the two gradient streams
 // that meet at the block input (backward): read two tensors, write one.

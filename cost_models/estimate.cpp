@@ -256,7 +256,7 @@ void check_training_shape(const ModelSpec& m, const ClusterSpec& c, const Traini
 
 Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape& s) {
   check_training_shape(m, c, s);
-  if (unplanned_model_reason(m)) return estimate_moe(m, s);
+  if (has_moe_parts(m)) return estimate_moe(m, s);
   Estimate e;
   const ParamCounts pc = count_params(m);
   e.total_params = pc.total();

@@ -7,6 +7,7 @@
 #include "core/checked_math.h"
 #include "core/errors.h"
 #include "core/model_spec_moe.h"
+#include "cost_models/moe_params.h"
 
 namespace fsdpx {
 namespace {
@@ -47,8 +48,24 @@ std::int64_t mlp_params(const ModelSpec& m) {
 
 }  // namespace
 
+namespace {
+
+// A dense model with latent attention or q/k norms, counted by moe_params.h: identical blocks.
+ParamCounts dense_counts_of(const MoeParamCounts& c, std::int64_t layers) {
+  ParamCounts out;
+  out.embedding = c.embedding;
+  out.per_block = c.dense_block;
+  out.final_norm = c.final_norm;
+  out.head = c.head;
+  out.layers = layers;
+  return out;
+}
+
+}  // namespace
+
 ParamCounts count_params(const ModelSpec& m) {
-  FSDP_CHECK(!unplanned_model_reason(m), "count_params: a dense model; MoE/MLA go through count_moe_params");
+  FSDP_CHECK(!m.is_moe(), "count_params: a dense model; MoE models go through count_moe_params");
+  if (has_moe_parts(m)) return dense_counts_of(count_moe_params(m), m.layers);  // latent attention, qk_norm
   FSDP_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 && m.head_dim > 0 &&
                  m.ffn_hidden > 0 && m.vocab > 0,
              "count_params: ModelSpec has a non-positive dimension");
@@ -69,6 +86,7 @@ ParamCounts count_params(const ModelSpec& m) {
 
 double model_flops_per_token(const ModelSpec& m, std::int64_t seq) {
   FSDP_CHECK(seq > 0, "model_flops_per_token: seq must be positive");
+  if (has_moe_parts(m)) return moe_model_flops_per_token(m, seq);  // its attention term knows latent heads
   const ParamCounts c = count_params(m);
   // N = all parameters but the input embedding (token and position tables), as torchtitan's
   // get_nparams_and_flops does; a tied table is the LM head's matrix and is counted once as such.

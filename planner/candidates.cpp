@@ -72,6 +72,7 @@ std::string family_of(const Plan& p) {
                                        : fmt::format("fsdp {}", par.dp_shard);
   if (par.tp > 1) f += fmt::format(" tp {}", par.tp);
   if (par.cp > 1) f += fmt::format(" cp {}", par.cp);
+  if (par.ep > 1) f += fmt::format(" ep {}", par.ep);
   if (par.pp > 1) f += fmt::format(" pp {} {}", par.pp, pipeline_schedule_name(par.pp_schedule));
   if (par.vpp > 1) f += fmt::format(" x{}", par.vpp);
   return f;
@@ -93,6 +94,7 @@ std::string plan_key(const Plan& p) {
   for (const auto& u : p.units) key += fmt::format("{}:{}:{}/", u.modules.size(), u.reshard_after_forward, u.stage);
   key += '|';
   for (RecomputeMode r : p.recompute) key += "nsfo"[int(r)];
+  key += fmt::format("|ep {} {}", par.ep, p.moe_routing.token_imbalance);
   return key;
 }
 

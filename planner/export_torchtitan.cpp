@@ -141,6 +141,7 @@ void write_parallelism(TomlWriter& w, const TorchtitanSettings& s, const Plan& p
   w.raw("parallelism", "enable_async_tensor_parallel", "false");
   w.integer("parallelism", "context_parallel_degree", s.cp);
   w.integer("parallelism", "pipeline_parallel_degree", s.pp);
+  if (p.model.is_moe()) w.integer("parallelism", "expert_parallel_degree", s.ep);
   if (s.pp > 1) {
     w.str("parallelism", "pipeline_parallel_schedule", s.pp_schedule);
     std::string parts = "[";

@@ -33,6 +33,7 @@ struct TorchtitanSettings {
   int dp_replicate = 1;      // data_parallel_replicate_degree
   int dp_shard = 1;          // data_parallel_shard_degree
   int tp = 1, cp = 1, pp = 1;
+  int ep = 1;  // expert_parallel_degree; written for mixture-of-experts models only (etp = tp, its default)
   std::string pp_schedule;         // "GPipe", "1F1B", "Interleaved1F1B", "InterleavedZeroBubble"; empty when pp = 1
   std::vector<std::vector<std::string>> pp_model_parts;  // module_fqns_per_model_part; empty when pp = 1
   std::string reshard_policy;      // fsdp_reshard_after_forward: "default", "always", "never"

@@ -84,7 +84,7 @@ void map_pipeline(const Plan& p, TorchtitanSettings& s) {
 // traffic per step, with gradients sharded as well (less memory than the plan, never more).
 void map_data_parallel(const Plan& p, TorchtitanSettings& s) {
   const Parallelism& par = p.parallelism;
-  s.tp = par.tp, s.cp = par.cp, s.pp = par.pp;
+  s.tp = par.tp, s.cp = par.cp, s.pp = par.pp, s.ep = par.ep;
   s.dp_replicate = par.dp_replicate;
   s.dp_shard = par.dp_shard;
   const DataPlacement placement = data_placement(par);

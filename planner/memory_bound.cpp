@@ -238,6 +238,14 @@ std::vector<double> last_block_working_bytes(const Plan& plan, const std::vector
   return out;
 }
 
+// The head's parameters (the tied table when embeddings are tied). An MoE model is llama-arch with a
+// vocab x hidden table and head (cost_models/moe_params.h); count_params counts dense models.
+double head_table_params(const ModelSpec& m) {
+  if (m.is_moe()) return double(m.vocab) * double(m.hidden);
+  const ParamCounts pc = count_params(m);
+  return double(m.tied_embeddings ? pc.embedding : pc.head);
+}
+
 // What a rank's bound holds whatever the recompute pattern: its model state, the fixed overheads and the
 // head gathered on the last rank (activations and headroom are added per pattern, MemoryBoundModel::bound).
 MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<double>& last_gather) {
@@ -267,8 +275,7 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank, const s
   if (is_sharded(placement.params) && placement.reshard_after_forward && rank == par.pp - 1) {
     // The head (the tied table when embeddings are tied) is gathered while the last forward op runs;
     // divided by tp at most (vocabulary-parallel head), so never more than the lowering allocates.
-    const ParamCounts pc = count_params(plan.model);
-    const double head_params = double(plan.model.tied_embeddings ? pc.embedding : pc.head) / par.tp;
+    const double head_params = head_table_params(plan.model) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
   // The activation peak (or the accumulated gradients) falls at one of the rank's chunks' last modules,

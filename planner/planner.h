@@ -31,7 +31,7 @@ const char* wrap_policy_name(WrapPolicy w);  // "per_block", "fsdp1_size_based",
 
 // Degrees the user fixed (0: searched), `fsdpx plan --pp N --pp-schedule S --tp T ...`.
 struct FixedDegrees {
-  int dp_replicate = 0, dp_shard = 0, tp = 0, cp = 0, pp = 0, vpp = 0;
+  int dp_replicate = 0, dp_shard = 0, tp = 0, cp = 0, pp = 0, vpp = 0, ep = 0;
   std::optional<PipelineSchedule> pp_schedule;
 };
 

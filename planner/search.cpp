@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/model_spec_moe.h"
 #include "planner/candidates.h"
+#include "planner/ep_degrees.h"
 #include "planner/refine.h"
 #include "planner/results.h"
 #include "planner/shape_bound.h"
@@ -112,7 +112,7 @@ Framework request_framework(const PlanRequest& request) {
 }
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
-  refuse_unplanned_model(request.model, "plan request", "/model");
+  refuse_unplanned_request(request, "plan request", "/model");
   const PlanRequest r = resolve_memory(request);
   PlanResult res;
   res.memory_limit_bytes = *r.memory_limit_bytes;

@@ -1,6 +1,8 @@
 // planner/shape_bound.cpp — the memory and throughput bounds of shape_bound.h.
 #include "planner/shape_bound.h"
 
+#include "planner/ep_degrees.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -106,6 +108,7 @@ double pipeline_path_s(const Plan& p, const StagePasses& s) {
 // reduces once per step (torchtitan's defaults), ZeRO-1's traffic. estimate() reads one recompute mode
 // for every block: partial patterns are interpolated by the caller.
 Timing average_timing(const Plan& p, DType reduce, bool no_reshard) {
+  if (p.model.is_moe()) return {moe_compute_floor_s(p), 0.0};  // estimate() has no MoE timing (ep_degrees.h)
   TrainingShape ts = training_shape_of(p);
   ts.precision.reduce = reduce;
   const int pp = p.parallelism.pp;

@@ -3,6 +3,7 @@
 #include "planner/shapes.h"
 
 #include "cost_models/compute.h"
+#include "planner/ep_degrees.h"
 #include "planner/target.h"
 #include "planner/wrapping.h"
 
@@ -84,7 +85,10 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
             par.dp_shard = dp / rep;
             par.sequence_parallel = tp > 1;
             par.data_parallel = rep > 1 ? DataParallel::hsdp : DataParallel::fsdp_full_shard;
-            out.push_back(par);
+            for (int ep : searched_ep_degrees(r, par)) {  // {1} for a dense model (planner/ep_degrees.h)
+              par.ep = ep;
+              out.push_back(par);
+            }
           }
       }
     }

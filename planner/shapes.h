@@ -12,8 +12,9 @@
 
 namespace fsdpx {
 
-// In a fixed order: tp ascending, then cp, then pp (with its schedules), then dp_replicate. Degrees the
-// request fixes (SearchSpace::fixed) are the only ones enumerated.
+// In a fixed order: tp ascending, then cp, then pp (with its schedules), then dp_replicate, then ep (MoE
+// models on a target that runs it: planner/ep_degrees.h). Degrees the request fixes (SearchSpace::fixed)
+// are the only ones enumerated.
 std::vector<Parallelism> parallel_shapes(const PlanRequest& r);
 // Micro-batch sizes dividing global_batch / dp_ranks (none when dp_ranks does not divide the batch); with
 // interleaved 1F1B only those giving a multiple of pp micro-batches (Megatron-LM's groups of pp).

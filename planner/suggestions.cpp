@@ -13,6 +13,7 @@
 
 #include "cost_models/memory.h"
 #include "core/input_ranges.h"
+#include "cost_models/moe_params.h"
 #include "cost_models/params.h"
 #include "planner/memory_bound.h"
 #include "planner/shapes.h"
@@ -59,7 +60,8 @@ constexpr int kNodeCountsTried = 64;
 // The node counts more_gpus tries: from the next one up, or the first whose fully sharded model state
 // (ZeRO's 16P/N with nothing else) fits the limit, to kNodeCountsTried counts later or the largest world.
 std::pair<int, int> node_counts_tried(const PlanRequest& r) {
-  const double state_bytes = fsdp2_state_bytes(double(count_params(r.model).total()), 1, PrecisionPolicy{}).total();
+  const double params = r.model.is_moe() ? double(count_moe_params(r.model).total()) : double(count_params(r.model).total());
+  const double state_bytes = fsdp2_state_bytes(params, 1, PrecisionPolicy{}).total();
   const int per_node = r.cluster.gpus_per_node;
   const int first = std::max(r.cluster.nodes + 1, int(std::ceil(state_bytes / *r.memory_limit_bytes / per_node)));
   return {first, std::min({first + kNodeCountsTried - 1, kMaxWorldSize / per_node, int(input_range::kNodes.max)})};

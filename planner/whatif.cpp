@@ -10,14 +10,18 @@
 
 #include <fmt/format.h>
 
+#include "planner/ep_degrees.h"
+
 #include "core/errors.h"
 
 namespace fsdpx {
 
 namespace {
 
-constexpr std::array<std::pair<WhatIfParam, const char*>, 3> kParamNames{{
-    {WhatIfParam::nodes, "nodes"}, {WhatIfParam::inter_node_gbit, "inter_node_gbit"}, {WhatIfParam::seq, "seq"}}};
+constexpr std::array<std::pair<WhatIfParam, const char*>, 4> kParamNames{{{WhatIfParam::nodes, "nodes"},
+                                                                         {WhatIfParam::inter_node_gbit, "inter_node_gbit"},
+                                                                         {WhatIfParam::seq, "seq"},
+                                                                         {WhatIfParam::ep, "ep"}}};
 
 bool is_integral(WhatIfParam p) { return p != WhatIfParam::inter_node_gbit; }
 
@@ -169,6 +173,9 @@ Plan whatif_plan(const Plan& base, const WhatIfPoint& point, Scaling scaling) {
   p.cluster = whatif_cluster(base.cluster, point);
   if (p.cluster.world_size() != base.cluster.world_size()) resize_data_parallel(p, p.cluster.world_size(), scaling, where);
   p.training.seq = static_cast<std::int64_t>(setting(point, WhatIfParam::seq, double(base.training.seq)));
+  p.parallelism.ep = static_cast<int>(setting(point, WhatIfParam::ep, base.parallelism.ep));  // checked below
+  if (const auto why = expert_shard_reason(p.parallelism, p.parallelism.ep); why && p.model.is_moe())
+    throw ConfigError(fmt::format("{}: {}", where, *why));
   validate_plan(p, where);
   return p;
 }
@@ -178,6 +185,10 @@ PlanRequest whatif_request(const PlanRequest& base, const WhatIfPoint& point, Sc
   PlanRequest r = base;
   r.cluster = whatif_cluster(base.cluster, point);
   r.seq = static_cast<std::int64_t>(setting(point, WhatIfParam::seq, double(base.seq)));
+  r.space.fixed.ep = static_cast<int>(setting(point, WhatIfParam::ep, base.space.fixed.ep));
+  if (r.space.fixed.ep > 1 && !r.model.is_moe())
+    throw ConfigError(fmt::format("{}: ep {} needs a mixture-of-experts model; {} is dense", where, r.space.fixed.ep,
+                                  r.model.name));
   if (r.seq > r.model.max_seq)
     throw ConfigError(fmt::format("{}: seq {} exceeds the model's max_seq {}", where, r.seq, r.model.max_seq));
   if (scaling == Scaling::weak)
@@ -191,6 +202,7 @@ std::string plan_shape_desc(const Plan& p) {
                                            : fmt::format("dp_shard {}", par.dp_shard);
   if (par.tp > 1) shape += fmt::format(", tp {}", par.tp);
   if (par.cp > 1) shape += fmt::format(", cp {}", par.cp);
+  if (par.ep > 1) shape += fmt::format(", ep {}", par.ep);
   std::size_t full = 0, selective = 0, selective_op = 0;
   for (RecomputeMode r : p.recompute) {
     full += r == RecomputeMode::full;

@@ -18,8 +18,9 @@
 namespace fsdpx {
 
 // nodes: node count; inter_node_gbit: achievable inter-node bandwidth per GPU, one direction, in
-// Gbit/s (dgx-h100's 8 x 48 GB/s NICs for 8 GPUs read as 384); seq: tokens per sequence.
-enum class WhatIfParam { nodes, inter_node_gbit, seq };
+// Gbit/s (dgx-h100's 8 x 48 GB/s NICs for 8 GPUs read as 384); seq: tokens per sequence; ep: expert-parallel
+// degree of a mixture-of-experts model (core/expert_parallel.h; a plan's ep replaced, a request's fixed).
+enum class WhatIfParam { nodes, inter_node_gbit, seq, ep };
 const char* whatif_param_name(WhatIfParam p);
 
 // What a change of GPU count keeps: weak scaling the sequences per data-parallel rank, strong scaling
@@ -50,7 +51,7 @@ std::vector<WhatIfPoint> whatif_grid(const std::vector<WhatIfAxis>& axes);
 // fabric but the point needs one.
 ClusterSpec whatif_cluster(ClusterSpec c, const WhatIfPoint& point);
 
-// The plan at a point (validated; `predicted` cleared). With the node count changed, the
+// The plan at a point (validated; `predicted` cleared; ep replaced where the point sets it). With the node count changed, the
 // data-parallel degree becomes world / (tp x cp x pp): dp_shard takes it, except under HSDP where
 // dp_shard stays and dp_replicate takes the rest (HSDP with one replica becomes full shard). Weak: the
 // global batch scales with the data-parallel degree so the per-GPU batch and gradient accumulation

@@ -108,11 +108,15 @@ std::vector<WhatIfRow> sweep_request(const PlanRequest& base, const std::vector<
 std::vector<WhatIfRow> compare_wrappings(const Plan& plan) {
   Plan per_block = plan, fsdp1 = plan, simple = plan;
   per_block.units = wrap_per_block(plan.model, PerBlockWrapping{});
-  fsdp1.units = wrap_fsdp1_size_based(plan.model, kFsdp1DefaultMinParams);
-  // Memory budget 0: SimpleFSDP buckets by its overlap and size rules only (planner/wrapping.h).
-  simple.units = wrap_simplefsdp_auto(plan, 0);
-  const std::vector<std::pair<std::string, Plan*>> variants{
+  if (!plan.model.is_moe()) {
+    fsdp1.units = wrap_fsdp1_size_based(plan.model, kFsdp1DefaultMinParams);
+    // Memory budget 0: SimpleFSDP buckets by its overlap and size rules only (planner/wrapping.h).
+    simple.units = wrap_simplefsdp_auto(plan, 0);
+  }
+  std::vector<std::pair<std::string, Plan*>> variants{
       {"per-block (FSDP2)", &per_block}, {"FSDP1 size-based 1e8", &fsdp1}, {"SimpleFSDP auto", &simple}};
+  // The size-based wrappers weigh identical dense blocks (cost_models/params.h); an MoE model's blocks differ.
+  if (plan.model.is_moe()) variants.resize(1);
   std::vector<WhatIfRow> rows;
   for (const auto& [name, p] : variants) {
     fit_reshard_to_mode(*p);

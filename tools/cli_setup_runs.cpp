@@ -74,7 +74,9 @@ void setup_report(CLI::App& app) {
   sub->add_option("--memory-limit", o->memory_limit_gib,
                   "Memory per GPU in GiB: the capacity rows are marked against (and plans must fit when re-planning)")
       ->check(kPositive);
-  sub->add_option("--vary", o->vary, "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU) or seq; repeat for a grid");
+  sub->add_option("--target", o->target, "What runs the re-planned plans: fsdpx (default) or torchtitan@<release>");
+  sub->add_option("--vary", o->vary,
+                  "NAME=V1,V2,... with NAME nodes, inter_node_gbit (per GPU), seq or ep (MoE models); repeat for a grid");
   sub->add_option("--scaling", o->scaling,
                   "What a change of node count keeps: weak (the per-GPU batch, default), strong (the global batch) or both")
       ->check(CLI::IsMember({"weak", "strong", "both"}));

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
-#include "core/model_spec_moe.h"
+#include "planner/ep_degrees.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
@@ -144,7 +144,6 @@ void apply_sharding(PlanRequest& r, DataParallel sharding) {
 PlanRequest request_of(const PlanOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
-  refuse_unplanned_model(r.model, resolve_config("models", o.model), "/");
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
   r.seq = o.seq;
   r.global_batch = o.global_batch;
@@ -162,6 +161,7 @@ PlanRequest request_of(const PlanOptions& o) {
   r.throughput_tolerance = o.tolerance_pct / 100;
   r.allow_bf16_reduce = o.allow_bf16_reduce;
   r.target = parse_target(o.target, "command line: --target");
+  refuse_unplanned_request(r, resolve_config("models", o.model), "/");
   if (o.top > kMaxTop) bad("--top", fmt::format("expected at most {}, got {}", kMaxTop, o.top));
   r.objective = o.objective;
   r.top_k = o.top;

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/config_paths.h"
-#include "core/model_spec_moe.h"
+#include "planner/ep_degrees.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/output_file.h"
@@ -83,8 +83,9 @@ void set_capacity(std::vector<WhatIfRow>& rows, const std::optional<double>& lim
 PlanRequest base_request(const ReportOptions& o) {
   PlanRequest r;
   r.model = load_model(o.model);
-  refuse_unplanned_model(r.model, resolve_config("models", o.model), "/");
   r.cluster = sized_cluster(load_cluster(o.cluster), o.nodes, o.world_size);
+  r.target = parse_target(o.target, "command line: --target");
+  refuse_unplanned_request(r, resolve_config("models", o.model), "/");
   r.seq = *o.seq;
   r.global_batch = *o.global_batch;
   if (r.seq > r.model.max_seq)

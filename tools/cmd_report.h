@@ -12,7 +12,7 @@
 namespace fsdpx {
 
 struct ReportOptions {
-  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens;
+  std::string plan, model, cluster, html, csv, scaling = "weak", train_tokens, target = "fsdpx";
   OutputFormat format = OutputFormat::text;
   std::optional<int> nodes, world_size;
   std::optional<std::int64_t> seq, global_batch;

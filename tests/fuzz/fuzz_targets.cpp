@@ -99,7 +99,7 @@ void model_on_cluster(const ModelSpec& m, const ClusterSpec& c, const std::strin
   TrainingShape s;
   s.dp_shard = world;
   s.seq = seq;
-  if (unplanned_model_reason(m)) {  // MoE / MLA (issue 30): counted and estimated, refused by plans
+  if (has_moe_parts(m)) {  // MoE / MLA (issue 30): counted and estimated, refused where not simulated
     count_moe_params(m).total();
     moe_model_flops_per_token(m, seq);
     estimate(m, c, s);

@@ -2,8 +2,9 @@
 # CLI test of mixture-of-experts models (issue 30): `fsdpx estimate --format json` gives the exact total and
 # active parameter counts of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 from their config.json as published
 # (tests/cost_models/test_moe_params.cpp derives them by hand), model-state bytes from the total, and names
-# what it leaves out; plan and report refuse these models with the reason (exit 2), simulate takes an MoE plan
-# file and run refuses it.
+# what it leaves out; plan and report refuse them for fsdpx (its backends train no routed experts, exit 2) and
+# plan them with ep > 1 for torchtitan, report varies ep, simulate takes MoE and latent-attention plan files
+# and run refuses an MoE plan.
 set -u
 FSDPX="$1"
 DATA="$2"
@@ -48,12 +49,49 @@ refused() {  # name, expected message part, command...
 }
 refused "estimate --tp 2" "--tp: tensor parallelism of mixture-of-experts" \
   estimate --model mixtral-tiny --cluster cpu --world-size 2 --tp 2 --seq 64
-refused "plan mixtral-tiny" "expert parallelism is not planned yet: issue 30" \
+refused "plan mixtral-tiny for fsdpx" "fsdpx's CPU backend does not train mixture-of-experts blocks yet (issue 30)" \
   plan --model mixtral-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4
-refused "plan DeepSeek-V3" "expert parallelism is not planned yet: issue 30" \
-  plan --model "$DATA/hf/deepseek-v3/config.json" --cluster dgx-h100 --nodes 128 --seq 4096 --global-batch 4096
-refused "report deepseek-tiny" "expert parallelism is not planned yet: issue 30" \
+refused "report deepseek-tiny for fsdpx" "does not train mixture-of-experts blocks yet" \
   report --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 -o "$tmp/r.html"
+
+# torchtitan runs expert parallelism (planner/ep_degrees.h): DeepSeek-V3 on 1024 H100s is planned with ep > 1
+# in well under 10 s, and the TOML job config carries expert_parallel_degree.
+start=$(date +%s.%N)
+"$FSDPX" plan --model "$DATA/hf/deepseek-v3/config.json" --cluster dgx-h100 --nodes 128 --seq 4096 \
+  --global-batch 4096 --target torchtitan@0.2.2 -o "$tmp/v3.json" > "$tmp/v3.txt" 2>&1
+check "plan DeepSeek-V3 for torchtitan exits 0" $?
+secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+awk -v t="$secs" 'BEGIN { exit !(t < 10) }' ; check "plan DeepSeek-V3 in under 10 s ($secs s)" $?
+ep=$(jq .parallelism.ep "$tmp/v3.json")
+[ "$ep" -gt 1 ] ; check "the DeepSeek-V3 plan has ep > 1 (ep $ep)" $?
+"$FSDPX" export --plan "$tmp/v3.json" -o "$tmp/v3.toml" >/dev/null 2>&1
+grep -q "^expert_parallel_degree = $ep$" "$tmp/v3.toml" ; check "the job config says expert_parallel_degree = $ep" $?
+
+# report varies ep: a re-simulated plan (--plan) and a re-planned request (--model) at ep 1 and 4; ep 2 (experts
+# FSDP-sharded over 2 ranks) is refused with the reason: the simulator's accounting of that shard aborts today.
+"$FSDPX" plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --pp 1 \
+  --target torchtitan@0.2.2 -o "$tmp/mx.json" >/dev/null
+check "plan mixtral-tiny for torchtitan exits 0" $?
+for mode in plan model; do
+  if [ $mode = plan ]; then args=(--plan "$tmp/mx.json"); else
+    args=(--model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --target torchtitan@0.2.2); fi
+  "$FSDPX" report "${args[@]}" --vary ep=1,4 --format json > "$tmp/rep_$mode.json"
+  check "report --$mode --vary ep=1,4 exits 0" $?
+  plans=$(jq -r '.sweeps[0].rows[] | "ep=\(.point.ep): \(.plan // .error)"' "$tmp/rep_$mode.json")
+  for ep in 4; do
+    echo "$plans" | grep -q "^ep=$ep: .*, ep $ep " ; check "report --$mode: the point ep=$ep has a plan with ep $ep" $?
+  done
+  echo "$plans" | grep "^ep=1: " | grep -qv ", ep " ; check "report --$mode: the point ep=1 has a plan without ep" $?
+done
+row_error() {  # name, expected message part, report arguments...
+  local name="$1" part="$2"
+  shift 2
+  "$FSDPX" report "$@" --format json > "$tmp/row.json" ; check "$name exits 0" $?
+  jq -r '.sweeps[0].rows[0].error // ""' "$tmp/row.json" | grep -q -- "$part" ; check "$name: its row says '$part'" $?
+}
+row_error "report ep 2 of 4 ranks" "aborts today" --plan "$tmp/mx.json" --vary ep=2
+row_error "report a dense model at ep 2" "needs a mixture-of-experts model" \
+  --model llama-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 --vary ep=2
 
 # A plan file whose model is an MoE model: simulate takes it (program/moe_block.h), run refuses it at /model
 # (no fsdpx backend trains routed experts yet); a latent-attention model is refused by both.
@@ -66,9 +104,11 @@ check "simulate an MoE plan exits 0" $?
 [ "$(jq '.step_time_s > 0' "$tmp/sim.json")" = "true" ] ; check "simulated MoE step time > 0" $?
 refused "run an MoE plan" "/model: the CPU backend does not train mixture-of-experts blocks yet: issue 30" \
   run --plan "$tmp/moe.json" --steps 1
-jq --slurpfile m "$(dirname "$0")/../../configs/models/deepseek-tiny.json" '.model = ($m[0] | del(.source))' \
-  "$tmp/p.json" > "$tmp/mla.json"
-refused "simulate a latent-attention plan" "/model: model deepseek-tiny: multi-head latent attention" \
-  simulate --plan "$tmp/mla.json"
+"$FSDPX" plan --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 --target torchtitan@0.2.2 \
+  -o "$tmp/mla.json" >/dev/null
+check "plan deepseek-tiny (latent attention, MoE) for torchtitan exits 0" $?
+"$FSDPX" simulate --plan "$tmp/mla.json" --format json > "$tmp/mla_sim.json"
+check "simulate a latent-attention plan exits 0 (cost_models/compute_mla.cpp)" $?
+[ "$(jq '.step_time_s > 0' "$tmp/mla_sim.json")" = "true" ] ; check "simulated latent-attention step time > 0" $?
 
 finish

@@ -41,6 +41,7 @@ std::string axis_title(WhatIfParam p, const Plan* base) {
       return base ? fmt::format("node count ({} GPUs per node)", base->cluster.gpus_per_node) : "node count";
     case WhatIfParam::inter_node_gbit: return "inter-node bandwidth per GPU (Gbit/s, one direction)";
     case WhatIfParam::seq: return "sequence length (tokens)";
+    case WhatIfParam::ep: return "expert-parallel degree (ep)";
   }
   return "";
 }
