@@ -6,6 +6,7 @@
 
 #include "core/backend_capabilities.h"
 #include "core/errors.h"
+#include "core/json_reader.h"
 #include "core/model_spec_moe.h"
 #include "cost_models/moe_params.h"
 
