@@ -270,10 +270,10 @@ double shape_speed_limit(const Space& s, const Plan& shape, PipelinePathMemo* me
   const Parallelism& par = shape.parallelism;
   double path_s = 0;
   if (par.pp > 1) {
-    // The path reads the stages' passes (tp, cp, the micro-batch, the units' stages) and the micro-batch
-    // count; the data-parallel degrees change neither.
-    std::string key = fmt::format("{} {} {} {} {} {} {}:", par.tp, par.cp, par.pp, par.vpp, int(par.pp_schedule),
-                                  shape.training.micro_batch, shape.grad_accum());
+    // The path reads the stages' passes (tp, cp, ep, the micro-batch, the units' stages) and the
+    // micro-batch count; the data-parallel degrees change neither.
+    std::string key = fmt::format("{} {} {} {} {} {} {} {}:", par.tp, par.cp, par.ep, par.pp, par.vpp,
+                                  int(par.pp_schedule), shape.training.micro_batch, shape.grad_accum());
     for (const PlanUnit& u : shape.units) key += fmt::format(" {}", u.stage);
     auto it = memo ? memo->find(key) : PipelinePathMemo::iterator{};
     if (memo && it != memo->end()) {
