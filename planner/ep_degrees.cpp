@@ -30,16 +30,8 @@ std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& pa
   if (!r.model.is_moe() || !target_runs_expert_parallel(r.target, r.cluster)) return {1};
   const int fixed = r.space.fixed.ep;
   std::vector<int> out = ep_degrees(r.model, par);
-  std::erase_if(out, [&](int ep) { return (fixed > 0 && ep != fixed) || expert_shard_reason(par, ep); });
+  std::erase_if(out, [&](int ep) { return fixed > 0 && ep != fixed; });
   return out;
-}
-
-std::optional<std::string> expert_shard_reason(const Parallelism& par, int ep) {
-  const int folded = par.dp_shard * par.cp;
-  if (ep <= 1 || ep == folded) return std::nullopt;
-  return fmt::format("ep {} leaves the experts FSDP-sharded over {} ranks (dp_shard x cp / ep): the simulator's "
-                     "memory accounting of that shard aborts today (transient bytes below zero), so only ep 1 and ep "
-                     "= dp_shard x cp = {} are planned: issue 30", ep, folded / ep, folded);
 }
 
 void refuse_unplanned_request(const PlanRequest& r, const std::string& file, const std::string& path) {

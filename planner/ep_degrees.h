@@ -24,13 +24,9 @@ std::vector<int> ep_degrees(const ModelSpec& m, const Parallelism& par, int max_
 // row (core/backend_capabilities.h expert_parallel).
 bool target_runs_expert_parallel(const Target& t, const ClusterSpec& cluster);
 
-// The ep values the search tries for `par`: ep_degrees, narrowed to the request's fixed ep (--ep) and to
-// those expert_shard_reason lets through; {1} for a dense model.
+// The ep values the search tries for `par`: ep_degrees, narrowed to the request's fixed ep (--ep); {1} for
+// a dense model.
 std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& par);
-// Why the planner does not plan `ep` on `par` (nullopt: it does): 1 < ep < dp_shard x cp shards each
-// expert over its own FSDP group, whose transient memory the simulator's lowering frees twice today
-// (engine_ops.cpp aborts: "transient bytes below zero"; on main too). A known bug, not a limit of ep.
-std::optional<std::string> expert_shard_reason(const Parallelism& par, int ep);
 
 // ConfigError "<file>: <path>: model <name>: <why>" when the planner cannot plan `r`: what the simulator
 // does not model (core/model_spec_moe.h), or an MoE model on a target that does not train its experts.

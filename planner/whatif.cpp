@@ -10,8 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "planner/ep_degrees.h"
-
 #include "core/errors.h"
 
 namespace fsdpx {
@@ -174,8 +172,6 @@ Plan whatif_plan(const Plan& base, const WhatIfPoint& point, Scaling scaling) {
   if (p.cluster.world_size() != base.cluster.world_size()) resize_data_parallel(p, p.cluster.world_size(), scaling, where);
   p.training.seq = static_cast<std::int64_t>(setting(point, WhatIfParam::seq, double(base.training.seq)));
   p.parallelism.ep = static_cast<int>(setting(point, WhatIfParam::ep, base.parallelism.ep));  // checked below
-  if (const auto why = expert_shard_reason(p.parallelism, p.parallelism.ep); why && p.model.is_moe())
-    throw ConfigError(fmt::format("{}: {}", where, *why));
   validate_plan(p, where);
   return p;
 }

@@ -6,6 +6,7 @@
 // pipelining, stage.py backward_maybe_with_nosync: set_reshard_after_backward(False) until the last
 // backward), and ZB's weight pass (W) produces the gradients that get reduced.
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -328,8 +329,11 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   Op op = collective_op(name, OpKind::reduce_scatter, Payload::grads, unit, mb, grad_bytes, shard_group_);
   const double expert_shard_bytes = split_experts(op, name) / std::max(1, expert_fsdp_ranks(plan_.parallelism));
   op.deps.push_back(after_op);
-  add_expert_part(op);
   if (is_sharded(place.params)) reduce_scatter_memory(op, unit, mb, grad_bytes);
+  // The experts' twin goes first on the stream: the gradients are copied into the reduce-scatter input as
+  // it starts, and a later backward frees that input (rs_input_pending_bytes_) with no wait on `op`.
+  if (pending_expert_op_) pending_expert_op_->alloc_at_start = std::exchange(op.alloc_at_start, {});
+  add_expert_part(op);
   const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
   op.completes_reduction = !across_replicas;
   us.reduced_op = add_op(std::move(op));
