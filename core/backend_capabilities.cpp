@@ -27,6 +27,7 @@ BackendCapabilities cpu_row() {
   c.attention_note = "materialises the attention probabilities";
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_schedules = kAllSchedules;
+  c.pipeline_with_model_parallel = true;
   c.lora = true;
   // torchao's tensorwise recipe emulated around the blocks' linear GEMMs (executor/model/fp8_linear.h).
   c.fp8_scalings = {Fp8Scaling::tensorwise};
@@ -50,6 +51,7 @@ BackendCapabilities cuda_row() {
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
   c.tensor_parallel = c.context_parallel = true;
+  c.pipeline_with_model_parallel = true;  // 1F1B at pp 2 x tp 2 and pp 2 x cp 2, emulated (docs/cuda.md)
   c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
   return c;
 }
@@ -95,6 +97,19 @@ void axis_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Ca
   if (par.pp > 1 && par.tp * par.cp > 1 && !caps.pipeline_with_model_parallel)
     out.push_back({"/parallelism/pp", fmt::format("the runtime runs pipeline parallelism with tp = cp = 1 only (got pp "
                                                   "{}, tp {}, cp {})", par.pp, par.tp, par.cp), true});
+  // Beside tp, a stage's message is its tp rank's sequence shard; without sequence parallelism it would
+  // take Megatron's scatter-gather (an all-gather after each receive) that the step program leaves out.
+  if (par.pp > 1 && par.tp > 1 && !par.sequence_parallel && caps.pipeline_with_model_parallel)
+    out.push_back({"/parallelism/sequence_parallel", fmt::format("the runtime runs pipeline parallelism beside tp "
+                                                                 "with sequence parallelism only (got pp {}, tp {})",
+                                                                 par.pp, par.tp), true});
+  // Zero bubble's split backward (B, then W) runs on models without tp or cp collectives only.
+  if (par.pp > 1 && par.tp * par.cp > 1 && par.pp_schedule == PipelineSchedule::zero_bubble &&
+      caps.pipeline_with_model_parallel)
+    out.push_back({"/parallelism/pp_schedule", fmt::format("the {} runtime runs {}'s split backward with tp = cp = 1 "
+                                                           "only (got tp {}, cp {})", caps.name,
+                                                           pipeline_schedule_name(par.pp_schedule), par.tp, par.cp),
+                   true});
   if (par.pp > 1 && !contains(caps.pipeline_schedules, par.pp_schedule))
     out.push_back({"/parallelism/pp_schedule", fmt::format("the {} runtime does not run the {} schedule", caps.name,
                                                            pipeline_schedule_name(par.pp_schedule)), true});

@@ -51,8 +51,7 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   });
   for (FsdpUnit* u : units_.all()) u->set_fp16(rp.settings.precision.param == DType::fp16);
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
-  const RunSettings& run = rp.settings;
-  message_.resize(std::size_t(run.training.micro_batch * run.training.seq * run.model.hidden));
+  message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
 
 void CpuRankBackend::init_params(std::uint64_t seed) {

@@ -33,7 +33,7 @@ bool CudaRankBackendT<T>::deliver(int mb, Payload payload, Dst dst) {
   T* to = dst();
   CUDA_CHECK(cudaStreamWaitEvent(current_, in.done, 0));
   CUDA_CHECK(cudaEventDestroy(in.done));  // released once the wait's record completes
-  const std::int64_t n = rp_.settings.training.micro_batch * rp_.settings.training.seq * rp_.settings.model.hidden;
+  const std::int64_t n = pipeline_message_numel(rp_, Base::par_);
   CUDA_CHECK(cudaMemcpyAsync(to, in.staging, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, current_));
   CUDA_CHECK(cudaFreeAsync(in.staging, current_));
   return true;
@@ -150,7 +150,7 @@ void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, i
 // copies it into the micro-batch's model (deliver).
 template <class T>
 void CudaRankBackendT<T>::recv(Payload payload, int, int mb, int peer, int) {
-  const std::int64_t n = rp_.settings.training.micro_batch * rp_.settings.training.seq * rp_.settings.model.hidden;
+  const std::int64_t n = pipeline_message_numel(rp_, Base::par_);
   Inbound in;
   CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&in.staging), std::size_t(n) * sizeof(T), current_));
   channel(payload, false, peer).send_recv({P2PCall{false, in.staging, n, 0}}, copy_dtype<T>(), current_, current_op_);

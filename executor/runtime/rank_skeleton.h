@@ -168,9 +168,9 @@ class RankSkeleton : public RankBackend {
   // The communicator a reduction runs on (CUDA: the reduce-scatters' own dp_shard communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
-  // Under pipeline parallelism the mesh is the stage's (dp_all_comm_: tp = cp = 1 then).
+  // Under pipeline parallelism the mesh is the stage's: its own split beside tp or cp, else dp_all.
   Comm& comm(MeshGroup group) const {
-    Comm* mesh = rp_.program.pp > 1 ? dp_all_comm_.get() : world_.get();
+    Comm* mesh = rp_.program.pp == 1 ? world_.get() : stage_comm_ ? stage_comm_.get() : dp_all_comm_.get();
     const GroupCommunicators<Comm> groups{mesh,          shard_comm_.get(),      replica_comm_.get(),
                                           dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
                                           pp_all_comm_.get()};
@@ -188,6 +188,7 @@ class RankSkeleton : public RankBackend {
   std::unique_ptr<Comm> world_, shard_comm_, replica_comm_;
   std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
   std::unique_ptr<Comm> pp_all_comm_, pp_ends_comm_;                                      // pp > 1
+  std::unique_ptr<Comm> stage_comm_;  // pp > 1 beside tp or cp: the pipeline rank's whole mesh
   std::vector<std::pair<int, std::unique_ptr<Comm>>> reshard_comms_;  // per reshard group size g
   int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
@@ -207,6 +208,15 @@ class RankSkeleton : public RankBackend {
 template <class Model>
 auto outbound_message(const Model& model, const Segment& seg, Payload payload) {
   return payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1) : model.input_grad();
+}
+
+// The elements of one pipeline message, either way: the micro-batch's hidden states [N_local, C] on this
+// rank, N_local = micro_batch · seq / cp tokens, split once more over tp under sequence parallelism (the
+// step program's p2p bytes, program/lower_pipeline.cpp; Megatron-LM's tensor_shape[0] //= tp).
+inline std::int64_t pipeline_message_numel(const RuntimeProgram& rp, const ModelParallel& par) {
+  const RunSettings& run = rp.settings;
+  const std::int64_t tokens = run.training.micro_batch * run.training.seq / par.cp;
+  return tokens / (par.sp() ? par.tp : 1) * run.model.hidden;
 }
 
 // Every rank splits the same groups in the same order (split is collective over the world). A group
@@ -234,6 +244,7 @@ void RankSkeleton<Unit, Comm>::connect() {
   for (const ProcessGroup& g : rp_.program.groups)  // FSDP2's post-forward meshes (reshard_after_forward = g)
     if (g.kind == GroupKind::reshard) reshard_comms_.emplace_back(g.reshard_ranks, split_group(g, "reshard"));
   if (pp > 1) {
+    if (par_.any()) stage_comm_ = split(GroupKind::mesh_all, "mesh_all");
     pp_all_comm_ = split_world(mesh_rank_, role_, "pp_all");
     const bool end = role_ == 0 || role_ == pp - 1;  // the other ranks' group goes unused
     if (rp_.program.tied_copy_source >= 0)

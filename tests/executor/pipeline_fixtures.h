@@ -1,7 +1,7 @@
 // tests/executor/pipeline_fixtures.h — plans and runs shared by the pipeline-parallel Trainer tests:
 // llama-tiny or gpt-tiny with 8 blocks (enough for 4 stages of blocks besides the embedding and the
 // head), seq 32, one sequence per micro-batch, on the shipped text; and the 1-rank plan of the same
-// model, data and seed.
+// model, data and seed; tp and cp beside the pipeline (tp with sequence parallelism).
 #pragma once
 
 #include <optional>
@@ -17,6 +17,8 @@ namespace fsdpx::test {
 struct PipePlan {
   std::string model = "llama-tiny";
   int pp = 1, vpp = 1, dp_shard = 1, dp_replicate = 1;
+  int tp = 1, cp = 1;  // tp > 1 runs sequence parallel
+  bool tie = false;    // tie the head to the embedding (llama-tiny's is untied)
   PipelineSchedule schedule = PipelineSchedule::none;
   std::int64_t global_batch = 8;
   int steps = 30;
@@ -28,14 +30,17 @@ struct PipePlan {
 inline Plan pipe_plan(const PipePlan& s) {
   ModelSpec m = load_model(s.model);
   m.layers = 8;
+  if (s.tie) m.tied_embeddings = true;
   ClusterSpec c = load_cluster("cpu");
-  c.gpus_per_node = s.pp * s.dp_shard * s.dp_replicate;
+  c.gpus_per_node = s.pp * s.dp_shard * s.dp_replicate * s.tp * s.cp;
   c.nodes = 1;
   Parallelism par;
   par.pp = s.pp;
   par.vpp = s.vpp;
   par.dp_shard = s.dp_shard;
   par.dp_replicate = s.dp_replicate;
+  par.tp = s.tp, par.cp = s.cp;
+  par.sequence_parallel = s.tp > 1;
   if (s.dp_replicate > 1) par.data_parallel = DataParallel::hsdp;
   par.pp_schedule = s.schedule;
   Plan p = default_plan(m, c, TrainingSettings{32, 1, s.global_batch, 7}, par, 1, s.recompute);

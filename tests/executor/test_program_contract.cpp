@@ -3,7 +3,7 @@
 // reshard_after_forward is counted in the device's dtype and gathered over the program's reshard group
 // (FSDP2's post-forward mesh), giving the same training as a full reshard; and every collective and
 // message the CPU executor issues for FSDP, HSDP, DDP, ZeRO-1, partial reshard, TP, CP, the four
-// pipeline schedules and LoRA is the program's op: same group (global ranks), bytes (nccl-tests' S,
+// pipeline schedules (also beside tp and cp) and LoRA is the program's op: same group (global ranks), bytes (nccl-tests' S,
 // within the flat units' padding) and order (op by op in issue order).
 #include <doctest/doctest.h>
 
@@ -101,7 +101,10 @@ Expected expected_calls(const RuntimeProgram& rp, const Op& op, int role, int me
                       op.unit == p.head_unit;
     for (int k = 0; k < (copy ? 2 : 1); ++k) e.unit_calls.push_back(int(op.collective));
     e.unit_members = members;
-    e.unit_bytes = op.comm_bytes + tp_replicated_extra_bytes(rp, op.unit);
+    // The tied all-reduce moves the copy's (the embedding unit's) layout alone.
+    const int source = p.tied_copy_source;
+    e.unit_bytes = op.comm_bytes + tp_replicated_extra_bytes(rp, op.payload == Payload::tied_grads ? source : op.unit) +
+                   (copy ? tp_replicated_extra_bytes(rp, source) : 0.0);
   } else {
     e.exact.push_back(Key{int(op.collective), members, op.comm_bytes, -1, -1});
   }
@@ -215,6 +218,22 @@ TEST_CASE("program contract: the CPU executor sends the program's messages, ever
     s.pp = 2, s.vpp = vpp, s.dp_shard = 2, s.schedule = schedule, s.global_batch = 8;
     INFO(pipeline_schedule_name(schedule));
     check_issued(test::pipe_plan(s));
+  }
+}
+
+// llama-tiny untied and tied (the last stage's copy of the table rides with the head's unit). gpt-tiny's
+// tied copy is left out: the executor's copy is the embedding's whole unit, its learned positions
+// included, where the program's ops count the table alone (also at tp = 1).
+TEST_CASE("program contract: the CPU executor issues the program's ops for pp 2 beside tp 2 and beside cp 2") {
+  for (const bool tie : {false, true}) {
+    test::PipePlan s;
+    s.tie = tie;
+    s.pp = 2, s.schedule = PipelineSchedule::one_f_one_b, s.global_batch = 4;
+    for (const auto& [tp, cp] : {std::pair{2, 1}, std::pair{1, 2}}) {
+      s.tp = tp, s.cp = cp;
+      INFO(std::string(tie ? "llama-tiny tied" : "llama-tiny") << " pp 2 x tp " << tp << " x cp " << cp);
+      check_issued(test::pipe_plan(s));
+    }
   }
 }
 

@@ -4,7 +4,8 @@
 // and seed within 1e-5 relative over 30 steps, and its parameters within 1e-4; a tied head (gpt-tiny) across
 // stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too. A
 // failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage;
-// the CUDA runtime takes pipelines (tp = cp = 1).
+// pp 2 beside tp 2 (sequence parallel) and beside cp 2 follow the run of tp 2 (cp 2) alone over 10 steps;
+// the CUDA runtime takes pipelines, also beside tp or cp.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -71,6 +72,59 @@ TEST_CASE("pipeline: every schedule, pp 2 x dp_shard 2 and pp 4, gives the 1-ran
     check_against_one_rank(s, ref);
     s.pp = 4, s.dp_shard = 1;
     check_against_one_rank(s, ref);
+  }
+}
+
+// The model-parallel groups sit inside each stage: the reference is the same tp (cp) degree without the
+// pipeline, the same global batch of one-sequence micro-batches. llama-tiny's untied head and gpt-tiny's
+// tied one (its table's copy on the last stage, vocabulary-parallel on both ends).
+TEST_CASE("pipeline: pp 2 x tp 2 and pp 2 x cp 2 give the losses of tp 2 and cp 2 alone over 10 steps") {
+  struct Shape {
+    std::string model;
+    int tp, cp;
+    PipelineSchedule schedule;
+  };
+  for (const Shape& sh : {Shape{"llama-tiny", 2, 1, PipelineSchedule::one_f_one_b},
+                          Shape{"gpt-tiny", 2, 1, PipelineSchedule::one_f_one_b},
+                          Shape{"llama-tiny", 2, 1, PipelineSchedule::interleaved_1f1b},
+                          Shape{"llama-tiny", 1, 2, PipelineSchedule::one_f_one_b}}) {
+    PipePlan s;
+    s.model = sh.model;
+    s.tp = sh.tp, s.cp = sh.cp, s.steps = 10;
+    const test::Trajectory ref = train(pipe_plan(s), s.steps);
+    s.pp = 2, s.schedule = sh.schedule;
+    s.vpp = sh.schedule == PipelineSchedule::interleaved_1f1b ? 2 : 1;
+    const Plan plan = pipe_plan(s);
+    const test::Trajectory got = train(plan, s.steps);
+    REQUIRE(got.losses.size() == ref.losses.size());
+    const double loss_diff = max_loss_diff(got, ref), param_diff = test::max_rel_diff(got.params, ref.params);
+    MESSAGE(sh.model << " pp 2 x tp " << sh.tp << " x cp " << sh.cp << " "
+                     << std::string(pipeline_schedule_name(sh.schedule)) << ": losses " << ref.losses.front() << " -> "
+                     << ref.losses.back() << ", max rel diff " << loss_diff << ", params " << param_diff);
+    CHECK(ref.losses.back() < ref.losses.front());
+    CHECK(loss_diff <= kTol);
+    CHECK(param_diff <= kParamTol);
+  }
+}
+
+// Megatron's scatter-gather of a message without sequence parallelism, and zero bubble's split backward
+// beside tp or cp, are not run: the plans are refused with their JSON path.
+TEST_CASE("pipeline: beside tp, no sequence parallelism, and ZB-H1 beside tp or cp, are refused with their path") {
+  PipePlan s;
+  s.tp = 2, s.pp = 2, s.schedule = PipelineSchedule::one_f_one_b;
+  Plan plan = pipe_plan(s);
+  CHECK(make_runtime_program(plan).program.pp == 2);
+  plan.parallelism.sequence_parallel = false;
+  CHECK_THROWS_WITH_AS(make_runtime_program(plan),
+                       doctest::Contains("plan: /parallelism/sequence_parallel: the runtime runs pipeline parallelism "
+                                         "beside tp with sequence parallelism only"),
+                       ConfigError);
+  for (const auto& [tp, cp] : {std::pair{2, 1}, std::pair{1, 2}}) {
+    s.tp = tp, s.cp = cp, s.schedule = PipelineSchedule::zero_bubble;
+    CHECK_THROWS_WITH_AS(make_runtime_program(pipe_plan(s)),
+                         doctest::Contains("plan: /parallelism/pp_schedule: the CPU runtime runs zero_bubble's split "
+                                           "backward with tp = cp = 1 only"),
+                         ConfigError);
   }
 }
 
@@ -167,20 +221,23 @@ TEST_CASE("pipeline: a non-finite loss on the last stage stops the run, or skips
   }
 }
 
-TEST_CASE("pipeline: the CUDA runtime takes pp > 1 with tp = cp = 1 and refuses it beside tp") {
+TEST_CASE("pipeline: the CUDA runtime takes pp > 1 alone and beside tp or cp, and refuses ZB-H1 beside tp") {
   test::PipePlan s;
   s.pp = 2, s.dp_shard = 2;
   s.schedule = PipelineSchedule::one_f_one_b;
   Plan plan = test::pipe_plan(s);
   plan.precision.param = DType::bf16;
   plan.attention_kernel = AttentionKernel::cuda_core;
-  plan.model.heads = 2, plan.model.kv_heads = 1, plan.model.head_dim = 32;  // the CUDA kernel's smallest head
+  plan.model.heads = 2, plan.model.kv_heads = 2, plan.model.head_dim = 32;  // the CUDA kernel's smallest head
   CHECK(make_runtime_program(plan, ExecutorDevice::cuda).program.pp == 2);
   plan.parallelism.tp = 2;
+  plan.parallelism.sequence_parallel = true;
   plan.parallelism.dp_shard = 1;
+  CHECK(make_runtime_program(plan, ExecutorDevice::cuda).program.mesh.tp == 2);
+  plan.parallelism.pp_schedule = PipelineSchedule::zero_bubble;
   CHECK_THROWS_WITH_AS(make_runtime_program(plan, ExecutorDevice::cuda),
-                       doctest::Contains("plan: /parallelism/pp: the runtime runs pipeline parallelism with tp = cp = 1 "
-                                         "only"),
+                       doctest::Contains("plan: /parallelism/pp_schedule: the CUDA runtime runs zero_bubble's split "
+                                         "backward with tp = cp = 1 only"),
                        ConfigError);
 }
 

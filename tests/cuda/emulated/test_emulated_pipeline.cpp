@@ -1,10 +1,10 @@
 // tests/cuda/emulated/test_emulated_pipeline.cpp — pipeline parallelism of the CUDA backend on the emulated
-// runtime: 1F1B on 2 and 4 ranks (pp 2, pp 4, pp 2 x dp_shard 2) follows the CPU backend's run of the same
-// plan within 1e-5 over 10 steps, and so does every schedule (GPipe, 1F1B, interleaved 1F1B with vpp 2,
-// ZB-H1) at pp 2 x dp_shard 2, each message staged in stream-ordered memory and sent between two rank
-// threads' streams (emulated_runs.h: the float model). With NCCL's header, every schedule also runs with
-// every rank on the real NcclCommunicator over the emulated NCCL, whose sends complete only when the
-// receiver posts (NCCL's rendezvous): a schedule whose sends and receives do not pair up in order
+// runtime: 1F1B on 2 and 4 ranks (pp 2, pp 4, pp 2 x dp_shard 2, pp 2 x tp 2, pp 2 x cp 2) follows the
+// CPU backend's run of the same plan within 1e-5 over 10 steps, and so does every schedule (GPipe, 1F1B,
+// interleaved 1F1B with vpp 2, ZB-H1) at pp 2 x dp_shard 2, each message staged in stream-ordered memory
+// and sent between two rank threads' streams (emulated_runs.h: the float model). With NCCL's header,
+// every schedule also runs with every rank on the real NcclCommunicator over the emulated NCCL (so does
+// 1F1B beside tp 2 and cp 2), whose sends complete only when the receiver posts (NCCL's rendezvous): a schedule whose sends and receives do not pair up in order
 // deadlocks there (ctest's timeout). Checked by hand (2026-11-28, this machine, after RankUnits took over
 // the backends' unit bookkeeping): with the event waits of CudaRankBackendT::begin_op that order an op
 // behind its dependencies on other streams deleted, the 1F1B case crashed (SIGSEGV: an op no longer waits
@@ -42,15 +42,29 @@ Plan pipeline(PipelineSchedule schedule, int pp, int vpp, int dp_shard) {
   return p;
 }
 
+// The same beside tp (sequence parallel) or cp: 2 heads and 2 KV heads of 32, so each tp rank holds one of
+// each (the CUDA row's tp keeps kv_heads >= tp).
+Plan pipeline_beside(PipelineSchedule schedule, int tp, int cp) {
+  test::PipePlan s;
+  s.schedule = schedule;
+  s.pp = 2, s.tp = tp, s.cp = cp;
+  s.global_batch = 4;
+  s.steps = kSteps;
+  Plan p = test::pipe_plan(s);
+  p.model.heads = 2, p.model.kv_heads = 2, p.model.head_dim = 32;
+  validate_plan(p, "pipeline test plan");
+  return p;
+}
+
 void check_follows_cpu(const Plan& plan, RankBackendFactory cuda_ranks = float_cuda_backends()) {
   const auto data = test::shipped_text(plan);
   const std::vector<double> cpu = losses(plan, data, false);
   const std::vector<double> emu = losses(plan, test::shipped_text(plan), true, std::move(cuda_ranks));
   const double d = max_abs_diff(emu, cpu);
   const Parallelism& par = plan.parallelism;
-  MESSAGE(std::string(pipeline_schedule_name(par.pp_schedule)) << " pp " << par.pp << " vpp " << par.vpp << " dp_shard "
-                                                  << par.dp_shard << ": loss " << cpu.front() << " -> " << cpu.back()
-                                                  << ", maxdiff emulated CUDA vs CPU " << d);
+  MESSAGE(std::string(pipeline_schedule_name(par.pp_schedule))
+          << " pp " << par.pp << " vpp " << par.vpp << " tp " << par.tp << " cp " << par.cp << " dp_shard " << par.dp_shard
+          << ": loss " << cpu.front() << " -> " << cpu.back() << ", maxdiff emulated CUDA vs CPU " << d);
   CHECK(d <= kLossTol);
   CHECK(moved(cpu) > 100 * kLossTol);  // the steps change the loss: two frozen runs would prove nothing
 }
@@ -65,6 +79,11 @@ TEST_CASE("emulated CUDA: GPipe, interleaved 1F1B and ZB-H1 at pp 2 x dp_shard 2
   check_follows_cpu(pipeline(PipelineSchedule::gpipe, 2, 1, 2));
   check_follows_cpu(pipeline(PipelineSchedule::interleaved_1f1b, 2, 2, 2));
   check_follows_cpu(pipeline(PipelineSchedule::zero_bubble, 2, 1, 2));
+}
+
+TEST_CASE("emulated CUDA: 1F1B at pp 2 x tp 2 and pp 2 x cp 2 follows the CPU backend within 1e-5") {
+  check_follows_cpu(pipeline_beside(PipelineSchedule::one_f_one_b, 2, 1));
+  check_follows_cpu(pipeline_beside(PipelineSchedule::one_f_one_b, 1, 2));
 }
 
 #if defined(FSDPX_HAVE_NCCL)
@@ -91,6 +110,13 @@ RankBackendFactory nccl_float_cuda_backends() {
 // Its own case: the pipeline run to start a ThreadSanitizer check with (tests/tools/sanitizers.sh).
 TEST_CASE("emulated CUDA over NCCL's rendezvous sends: 1F1B at pp 2 x dp_shard 2") {
   check_follows_cpu(pipeline(PipelineSchedule::one_f_one_b, 2, 1, 2), nccl_float_cuda_backends());
+}
+
+// The tp and cp groups are NcclCommunicator splits too; a stage's sends pair with its neighbour's
+// receives at the same tp (cp) rank.
+TEST_CASE("emulated CUDA over NCCL's rendezvous sends: 1F1B at pp 2 x tp 2 and pp 2 x cp 2") {
+  check_follows_cpu(pipeline_beside(PipelineSchedule::one_f_one_b, 2, 1), nccl_float_cuda_backends());
+  check_follows_cpu(pipeline_beside(PipelineSchedule::one_f_one_b, 1, 2), nccl_float_cuda_backends());
 }
 
 TEST_CASE("emulated CUDA over NCCL's rendezvous sends: every other schedule at pp 2 x dp_shard 2, all at pp 4") {
