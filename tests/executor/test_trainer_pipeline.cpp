@@ -4,7 +4,8 @@
 // and seed within 1e-5 relative over 30 steps, and its parameters within 1e-4; a tied head (gpt-tiny) across
 // stages, with and without clipping, HSDP inside stages and full recompute under ZB's split do too. A
 // failing rank of either stage ends every rank quickly; a non-finite loss stops or skips on every stage;
-// pp 2 beside tp 2 (sequence parallel) and beside cp 2 follow the run of tp 2 (cp 2) alone over 10 steps;
+// pp 2 beside tp 2 (sequence parallel; also x dp_shard 2) and beside cp 2 follow the run of the same
+// tp, cp and dp_shard without the pipeline over 10 steps;
 // the CUDA runtime takes pipelines, also beside tp or cp.
 #include <doctest/doctest.h>
 
@@ -75,22 +76,23 @@ TEST_CASE("pipeline: every schedule, pp 2 x dp_shard 2 and pp 4, gives the 1-ran
   }
 }
 
-// The model-parallel groups sit inside each stage: the reference is the same tp (cp) degree without the
-// pipeline, the same global batch of one-sequence micro-batches. llama-tiny's untied head and gpt-tiny's
-// tied one (its table's copy on the last stage, vocabulary-parallel on both ends).
-TEST_CASE("pipeline: pp 2 x tp 2 and pp 2 x cp 2 give the losses of tp 2 and cp 2 alone over 10 steps") {
+// The model-parallel groups sit inside each stage: the reference is the same tp, cp and dp_shard degrees
+// without the pipeline, the same global batch of one-sequence micro-batches. llama-tiny's untied head and
+// gpt-tiny's tied one (its table's copy on the last stage, vocabulary-parallel on both ends).
+TEST_CASE("pipeline: pp 2 x tp 2 (x dp_shard 2) and pp 2 x cp 2 give the losses without the pipeline, 10 steps") {
   struct Shape {
     std::string model;
-    int tp, cp;
+    int tp, cp, dp_shard;
     PipelineSchedule schedule;
   };
-  for (const Shape& sh : {Shape{"llama-tiny", 2, 1, PipelineSchedule::one_f_one_b},
-                          Shape{"gpt-tiny", 2, 1, PipelineSchedule::one_f_one_b},
-                          Shape{"llama-tiny", 2, 1, PipelineSchedule::interleaved_1f1b},
-                          Shape{"llama-tiny", 1, 2, PipelineSchedule::one_f_one_b}}) {
+  for (const Shape& sh : {Shape{"llama-tiny", 2, 1, 1, PipelineSchedule::one_f_one_b},
+                          Shape{"gpt-tiny", 2, 1, 1, PipelineSchedule::one_f_one_b},
+                          Shape{"llama-tiny", 2, 1, 1, PipelineSchedule::interleaved_1f1b},
+                          Shape{"llama-tiny", 1, 2, 1, PipelineSchedule::one_f_one_b},
+                          Shape{"llama-tiny", 2, 1, 2, PipelineSchedule::one_f_one_b}}) {
     PipePlan s;
     s.model = sh.model;
-    s.tp = sh.tp, s.cp = sh.cp, s.steps = 10;
+    s.tp = sh.tp, s.cp = sh.cp, s.dp_shard = sh.dp_shard, s.steps = 10;
     const test::Trajectory ref = train(pipe_plan(s), s.steps);
     s.pp = 2, s.schedule = sh.schedule;
     s.vpp = sh.schedule == PipelineSchedule::interleaved_1f1b ? 2 : 1;
@@ -98,7 +100,7 @@ TEST_CASE("pipeline: pp 2 x tp 2 and pp 2 x cp 2 give the losses of tp 2 and cp 
     const test::Trajectory got = train(plan, s.steps);
     REQUIRE(got.losses.size() == ref.losses.size());
     const double loss_diff = max_loss_diff(got, ref), param_diff = test::max_rel_diff(got.params, ref.params);
-    MESSAGE(sh.model << " pp 2 x tp " << sh.tp << " x cp " << sh.cp << " "
+    MESSAGE(sh.model << " pp 2 x tp " << sh.tp << " x cp " << sh.cp << " x dp_shard " << sh.dp_shard << " "
                      << std::string(pipeline_schedule_name(sh.schedule)) << ": losses " << ref.losses.front() << " -> "
                      << ref.losses.back() << ", max rel diff " << loss_diff << ", params " << param_diff);
     CHECK(ref.losses.back() < ref.losses.front());

@@ -136,17 +136,19 @@ for bad in "--pp 2 --tp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torcht
   [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
 done
 
-# The default target's hint (tools/plan_hint.h): Llama-3.1-405B on 2,048 nodes, where fsdpx's executor cannot run
-# TP beside a pipeline (its CUDA row runs tp, and pp only with tp = cp = 1), names torchtitan's far faster plan
-# and why; a request fsdpx plans as well, a torchtitan target and a CPU cluster get none.
+# The default target's hint (tools/plan_hint.h): Llama-3.1-405B on 2,048 nodes, where the fsdpx target plans no
+# TP beside a pipeline (planner/shapes.cpp), names torchtitan's far faster TP plan and why fsdpx's executor cannot
+# run it (its CUDA row runs pp beside tp, but attention on CUDA cores, not flash2); a request fsdpx plans as
+# well, a torchtitan target and a CPU cluster get none.
 "$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --format json |
 python3 -c '
 import json, sys
 h = json.load(sys.stdin)["hint"]
 assert h["target"].startswith("torchtitan@"), h
 assert h["speedup"] >= 1.2 and 0 < h["mfu"] < 1, h
-assert " tp " in " " + h["layout"] + " " and any("/parallelism/pp" in w and "tp = cp = 1" in w
-                                                for w in h["fsdpx_cannot_run"]), h
+assert " tp " in " " + h["layout"] + " " and " pp " in " " + h["layout"] + " ", h
+assert any("/attention_kernel" in w and "cuda_core" in w for w in h["fsdpx_cannot_run"]), h
+assert not any("/parallelism/pp" in w for w in h["fsdpx_cannot_run"]), h
 '
 check "405B on 2,048 nodes: the hint names torchtitan's faster TP plan and why fsdpx cannot run it" $?
 text=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048)
