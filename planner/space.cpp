@@ -1,14 +1,16 @@
 // planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
-// pipelines (with tp = cp = 1: planner/shapes.cpp) on both backends, and tensor and context parallelism
-// on the CPU backend only, whose model runs op-level selective recompute as none (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
-// policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block recompute, and no way to
-// say fsdpx's cp sharding (export_torchtitan_map.cpp).
+// what its backend's row in core/backend_capabilities.h says (tp and cp on both backends; pipelines with
+// tp or cp where the row allows, which the search's capability-gap filter in planner/target.cpp keeps to),
+// and the CPU model runs op-level selective recompute as none; torchtitan's job config has one unit per
+// block, a single reshard policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block
+// recompute, and no way to say fsdpx's cp sharding (export_torchtitan_map.cpp).
 #include "planner/space.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "core/backend_capabilities.h"
 #include "planner/memory_bound.h"
 #include "planner/wrapping.h"
 
@@ -37,7 +39,9 @@ void narrow_for_torchtitan(SearchSpace& k) {
 Space effective_space(const PlanRequest& r) {
   Space s{r.space, PartialRecompute::first_k};
   if (r.target.kind == TargetKind::fsdpx) {
-    if (!r.cluster.host_threads) s.knobs.allow_tp = s.knobs.allow_cp = false;
+    const BackendCapabilities& caps = backend_capabilities(cluster_device(r.cluster));
+    s.knobs.allow_tp = s.knobs.allow_tp && caps.tensor_parallel;
+    s.knobs.allow_cp = s.knobs.allow_cp && caps.context_parallel;
     if (r.cluster.host_threads) std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
   } else {
     narrow_for_torchtitan(s.knobs);

@@ -61,19 +61,23 @@ echo "$err" | grep -q -- "-[0-9]* ranks" ; [ $? -ne 0 ] ; check "no negative ran
 err=$("$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 3 2>&1 >/dev/null)
 echo "$err" | grep -q "nearest global batch with a fitting plan on 256 ranks is" ; check "nearest valid global batch" $?
 # A batch no shape of the target splits: the message names the degrees the target runs here (read from
-# its space, so it follows the executor's capabilities) and what would split it. Fixing pp 1 leaves the
-# fsdpx target only data parallelism on GPUs (it runs no tp or cp there).
-err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --pp 1 2>&1 >/dev/null)
+# its space, so it follows the target's capabilities) and what would split it. Fixing tp 1 and pp 1 leaves
+# torchtitan only data parallelism (its job config cannot say fsdpx's cp sharding); the fsdpx target, whose
+# CUDA row runs cp, splits it. (Before the fsdpx target read its row, it ran no tp or cp on GPU clusters
+# and this case fixed --pp 1 on the fsdpx target; it now plans hsdp x tp x cp there.)
+err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 \
+  --target torchtitan@0.2.2 --tp 1 --pp 1 2>&1 >/dev/null)
 status=$?
 [ "$status" -eq 2 ] ; check "a batch that splits over no shape exits 2 (got $status)" $?
 [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "unsplittable batch: one line" $?
 echo "$err" | grep -q "at most tp 1, cp 1, pp 1 here" ; check "names the degrees the target runs" $?
-echo "$err" | grep -q "runs no tp, cp > 1 on this cluster" ; check "says which degrees the target cannot run" $?
-echo "$err" | grep -q "(fixed: --pp 1)" ; check "names the degree the user fixed" $?
+echo "$err" | grep -q "runs no cp > 1 on this cluster" ; check "says which degrees the target cannot run" $?
+echo "$err" | grep -q "(fixed: --tp 1, --pp 1)" ; check "names the degrees the user fixed" $?
 echo "$err" | grep -q "which leaves data-parallel degree 16384" ; check "names the data-parallel degree left" $?
-echo "$err" | grep -q -- "--target torchtitan@0.2.2 (dp [0-9]* x tp [0-9]* x cp [0-9]* x pp [0-9]*)" ; check "suggests a target that splits it" $?
+echo "$err" | grep -q -- "--target fsdpx (dp [0-9]* x tp [0-9]* x cp [0-9]* x pp [0-9]*)" ; check "suggests a target that splits it" $?
 echo "$err" | grep -q -- "--nodes [0-9]* ([0-9]* ranks)" ; check "suggests a world size that splits it" $?
-# Unconstrained, the fsdpx target runs pipelines on GPU clusters, so the pipeline issue's 405B request plans.
+# Unconstrained, the fsdpx target runs pipelines, tp and cp on GPU clusters, so the pipeline issue's 405B
+# request plans.
 "$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 >/dev/null 2>&1
 check "fsdpx target with pp plans the 405B request" $?
 err=$("$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 3 --tp 1 --cp 1 2>&1 >/dev/null)
