@@ -1,7 +1,7 @@
 // planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
 // what its backend's row in core/backend_capabilities.h says (tp and cp on both backends; pipelines with
 // tp or cp where the row allows, which the search's capability-gap filter in planner/target.cpp keeps to),
-// and the CPU model runs op-level selective recompute as none; torchtitan's job config has one unit per
+// and never op-level selective recompute (both models run it as none); torchtitan's job config has one unit per
 // block, a single reshard policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block
 // recompute, and no way to say fsdpx's cp sharding (export_torchtitan_map.cpp).
 #include "planner/space.h"
@@ -42,7 +42,10 @@ Space effective_space(const PlanRequest& r) {
     const BackendCapabilities& caps = backend_capabilities(cluster_device(r.cluster));
     s.knobs.allow_tp = s.knobs.allow_tp && caps.tensor_parallel;
     s.knobs.allow_cp = s.knobs.allow_cp && caps.context_parallel;
-    if (r.cluster.host_threads) std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
+    // Both backends' models run op-level selective recompute as none (executor/model/transformer.h,
+    // cuda_backend/cuda_model.h) and refuse it with tp > 1 (core/backend_capabilities.cpp), and the space's
+    // recompute choices are the same for every shape, so the fsdpx target never chooses it.
+    std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
   } else {
     narrow_for_torchtitan(s.knobs);
     s.partial = PartialRecompute::every_nth;
