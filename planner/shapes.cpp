@@ -153,7 +153,7 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
     p.units = wrap_per_block(r.model, PerBlockWrapping{});
   }
   p.framework = request_framework(r);
-  p.attention_kernel = target_attention_kernel(r.target, r.cluster);
+  p.attention_kernel = target_attention_kernel(r.target, r.cluster, r.model.head_dim);
   p.compiled = r.compiled;
   p.lora = r.lora;
   if (r.fp16) p.precision.param = DType::fp16, p.loss_scale = LossScaleSettings{};
