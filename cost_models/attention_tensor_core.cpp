@@ -9,7 +9,7 @@
 // register-resident softmax, 7 products in backward where FA2 runs 5) does not beat.
 #include "cost_models/attention_tensor_core.h"
 
-#include <cmath>
+#include "cost_models/attention_cuda_core.h"
 
 namespace fsdpx::compute_detail {
 namespace {
@@ -54,15 +54,9 @@ double tensor_core_backward_shared_bytes_per_warp_tile(double hd) {
   return dq + dkv;
 }
 
-// Per sequence and query head: ⌈s_q/64⌉ query blocks of 4 warps, each visiting the key tiles up to its
-// own; with CP the local queries see half of the keys on average (the planner keeps tensor_core to cp 1:
-// core/backend_capabilities.cpp, so this branch serves only a hand-written plan's costing).
-double tensor_core_warp_tiles(const RankDims& d) {
-  const double sequences = d.keys / d.seq;
-  const double query_tiles = std::ceil(d.tokens / sequences / kBlock), key_tiles = std::ceil(d.seq / kBlock);
-  const double pairs = query_tiles == key_tiles ? key_tiles * (key_tiles + 1) / 2 : query_tiles * key_tiles / 2;
-  return sequences * d.heads * pairs * (kBlock / kRows);
-}
+// Per sequence and query head: ⌈s_q/64⌉ query blocks of 4 warps (causal_tile_pairs; cp > 1 only in a
+// hand-written plan: the row keeps tensor_core to cp 1).
+double tensor_core_warp_tiles(const RankDims& d) { return causal_tile_pairs(d, kBlock) * (kBlock / kRows); }
 
 // FLOPs the WMMA tiles execute: `products` matrix products of 2·hd FLOPs per (row, key) over the 16 x 64
 // (row, key) pairs of every warp tile (the diagonal tile in full, its masked half included).
@@ -71,11 +65,10 @@ static double executed_flops(const RankDims& d, double products) {
 }
 
 KernelWork tensor_core_attention_forward(const RankDims& d) {
-  constexpr double kLseBytes = 4;
   KernelWork w;
   w.name = "attn_core";
   w.flops = executed_flops(d, 2);
-  w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * d.act_bytes + d.tokens * d.heads * kLseBytes;
+  w.bytes = flash_layout_hbm_bytes(d, false);
   w.matmul = true;
   w.attention_seq = d.seq;
   w.shared_memory_wavefronts =
@@ -83,14 +76,13 @@ KernelWork tensor_core_attention_forward(const RankDims& d) {
   return w;
 }
 
-// Backward: 7 products (dQ: S, dP, dS·K; dK/dV: Sᵀ, dPᵀ, Pᵀ·dO, dSᵀ·Q) where FA2's has 5; the delta
-// kernel's read of dO and O, and dQ, dK, dV read and written (+=), as the CUDA-core backward.
+// Backward: 7 products (dQ: S, dP, dS·K; dK/dV: Sᵀ, dPᵀ, Pᵀ·dO, dSᵀ·Q) where FA2's has 5; HBM bytes as
+// the CUDA-core backward's (same layout).
 KernelWork tensor_core_attention_backward(const RankDims& d) {
-  constexpr double kStatBytes = 4;
   KernelWork w;
   w.name = "attn_core_bwd";
   w.flops = executed_flops(d, 7);
-  w.bytes = (6 * d.tokens * d.q_dim + 6 * d.keys * d.kv_dim) * d.act_bytes + 2 * d.tokens * d.heads * kStatBytes;
+  w.bytes = flash_layout_hbm_bytes(d, true);
   w.matmul = true;
   w.attention_seq = d.seq;
   w.attention_backward = true;
