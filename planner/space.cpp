@@ -121,8 +121,9 @@ std::vector<WrapChoice> pipeline_wrap_choices(const Plan& shape, const Space& s)
 
 }  // namespace
 
-std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
-  if (shape.parallelism.pp > 1) return pipeline_wrap_choices(shape, s);
+namespace {
+
+std::vector<WrapChoice> flat_wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
   std::vector<WrapChoice> out;
   const bool tied = r.model.tied_embeddings;
   const int merges = tied || !s.knobs.merge_embedding_head ? 1 : 4;
@@ -139,8 +140,17 @@ std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, co
     const double room = std::max(1.0, *r.memory_limit_bytes - memory_lower_bound(least).total());
     out.push_back({WrapPolicy::simplefsdp_auto, "simplefsdp", wrap_simplefsdp_auto(shape, room)});
   }
-  // The target keeps the shared weight of a tied model in one unit (target.cpp), so drop wrappings that
-  // split it.
+  return out;
+}
+
+}  // namespace
+
+std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
+  std::vector<WrapChoice> out =
+      shape.parallelism.pp > 1 ? pipeline_wrap_choices(shape, s) : flat_wrap_choices(shape, r, s);
+  // The fsdpx target drops what its executor refuses (target.cpp): wrappings that split a tied model's
+  // shared weight, and every wrapping of a shape the row does not run (a pipeline with tp or cp where the
+  // row lacks pipeline_with_model_parallel, cp > 1 with an attention kernel that has no cp variant).
   std::erase_if(out, [&](const WrapChoice& w) {
     Plan p = shape;
     p.units = w.units;
