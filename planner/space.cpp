@@ -42,6 +42,11 @@ Space effective_space(const PlanRequest& r) {
     const BackendCapabilities& caps = backend_capabilities(cluster_device(r.cluster));
     s.knobs.allow_tp = s.knobs.allow_tp && caps.tensor_parallel;
     s.knobs.allow_cp = s.knobs.allow_cp && caps.context_parallel;
+    // The attention kernel the plans record (target.cpp) must have a context-parallel variant too, or no
+    // cp > 1 shape runs (CUDA's tensor_core: capability_gaps' /parallelism/cp).
+    const AttentionKernel kernel = target_attention_kernel(r.target, r.cluster, r.model.head_dim);
+    for (const AttentionKernelSupport& k : caps.attention_kernels)
+      if (k.kernel == kernel && !k.context_parallel) s.knobs.allow_cp = false;
     // Both backends' models run op-level selective recompute as none (executor/model/transformer.h,
     // cuda_backend/cuda_model.h) and refuse it with tp > 1 (core/backend_capabilities.cpp), and the space's
     // recompute choices are the same for every shape, so the fsdpx target never chooses it.
