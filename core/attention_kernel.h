@@ -7,18 +7,20 @@
 // and attention dropout over it, then a batched GEMM with V (Narayanan et al. 2021, SC21, §4.3).
 // `cuda_core` is fsdpx's own CUDA-core tiled kernel (executor/cuda/attention.cu: FA2's loop order in fp32
 // on CUDA cores, no tensor cores); its time comes from its own structure (cost_models/attention_cuda_core.h),
-// not from the FlashAttention-2 curves. Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
+// not from the FlashAttention-2 curves. `tensor_core` is fsdpx's own FA2-style kernel on WMMA tiles
+// (executor/cuda/attention_tc.cu), costed from its structure (cost_models/attention_tensor_core.h;
+// unmeasured). Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
 #pragma once
 
 #include <string_view>
 
 namespace fsdpx {
 
-enum class AttentionKernel { flash2, flash1, unfused, cuda_core };
+enum class AttentionKernel { flash2, flash1, unfused, cuda_core, tensor_core };
 
 // Throughput of a fused (flash) kernel relative to FlashAttention-2 (the GPU specs' attention curves
 // are FlashAttention-2's). `unfused` runs no fused kernel: its GEMMs and softmax are costed as such;
-// `cuda_core` is timed by its shared-memory instruction count instead (the 1 here is unused).
+// `cuda_core` and `tensor_core` are timed by their shared-memory traffic instead (the 1 here is unused).
 constexpr double attention_kernel_relative_speed(AttentionKernel k) {
   return k == AttentionKernel::flash1 ? 0.5 : 1.0;
 }
@@ -32,6 +34,7 @@ constexpr std::string_view attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::flash1: return "flash1";
     case AttentionKernel::unfused: return "unfused";
     case AttentionKernel::cuda_core: return "cuda_core";
+    case AttentionKernel::tensor_core: return "tensor_core";
   }
   return "flash2";
 }

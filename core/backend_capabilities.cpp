@@ -34,20 +34,22 @@ BackendCapabilities cpu_row() {
   return c;
 }
 
-// The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, attention on CUDA cores
+// The CUDA backend (executor/cuda_backend/): CudaModelT<bf16 or f16>, attention
+// on tensor cores (executor/cuda/attention_tc.cu, `tensor_core`: head sizes 64 and 128, first, so the
+// planner records it where it applies; no context-parallel variant yet) or on CUDA cores
 // (executor/cuda/attention.cu, `cuda_core`: head sizes 32, 64, 96, 128); tensor parallelism, with or
 // without sequence parallelism, on bf16 llama blocks with kv_heads >= tp (tested through the emulated
-// runtime, docs/cuda.md), and context parallelism on the same blocks. The tensor-core
-// kernel (executor/cuda/attention_tc.cu, `flash2`: head sizes 64 and 128) joins this row once the block
-// calls it by the plan's kernel and a GPU session has checked it (docs/cuda.md, "Tensor-core attention").
+// runtime, docs/cuda.md), and context parallelism on the same blocks. The tensor-core kernel has not run
+// on a GPU yet (docs/cuda.md, "Tensor-core attention"; issue 29 checks and measures it).
 BackendCapabilities cuda_row() {
   BackendCapabilities c;
   c.device = ExecutorDevice::cuda;
   c.name = "CUDA";
   c.param_dtypes = {DType::bf16, DType::fp16};
   c.reduce_dtypes = {DType::fp32, DType::bf16};
-  c.attention_kernels = {{AttentionKernel::cuda_core, {32, 64, 96, 128}}};
-  c.attention_note = "runs its CUDA-core attention kernel (executor/cuda/attention.cu)";
+  c.attention_kernels = {{AttentionKernel::tensor_core, {64, 128}, false},
+                         {AttentionKernel::cuda_core, {32, 64, 96, 128}, true}};
+  c.attention_note = "runs its tensor-core or CUDA-core attention kernel (executor/cuda/attention_tc.cu, attention.cu)";
   c.pipeline_schedules = kAllSchedules;
   c.lora = true;
   c.tensor_parallel = c.context_parallel = true;
@@ -217,6 +219,16 @@ void attention_gaps(const Plan& plan, const BackendCapabilities& caps, std::vect
                                                   attention_kernel_name(it->kernel),
                                                   or_list(it->head_dims, false, [](std::int64_t h) { return h; }),
                                                   plan.model.head_dim)});
+  if (plan.parallelism.cp > 1 && !it->context_parallel) {
+    std::vector<AttentionKernel> with_cp;
+    for (const AttentionKernelSupport& k : ks)
+      if (k.context_parallel) with_cp.push_back(k.kernel);
+    out.push_back({"/parallelism/cp", fmt::format("the {} attention kernel \"{}\" has no context-parallel variant "
+                                                  "(got cp {}); cp > 1 runs {}", caps.name,
+                                                  attention_kernel_name(it->kernel), plan.parallelism.cp,
+                                                  or_list(with_cp, true, attention_kernel_name)),
+                   true});
+  }
 }
 
 void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {

@@ -18,10 +18,12 @@
 
 namespace fsdpx {
 
-// One attention kernel a backend runs and the head sizes it takes (empty: any).
+// One attention kernel a backend runs, the head sizes it takes (empty: any), and whether it has a
+// context-parallel variant (cp > 1).
 struct AttentionKernelSupport {
   AttentionKernel kernel = AttentionKernel::unfused;
   std::vector<std::int64_t> head_dims;
+  bool context_parallel = true;
 };
 
 struct BackendCapabilities {
@@ -30,9 +32,9 @@ struct BackendCapabilities {
   std::vector<DType> param_dtypes;       // what the plan's param_dtype may say
   const char* param_note = "";           // how it computes them (messages)
   std::vector<DType> reduce_dtypes;      // gradient reduction dtypes
-  // The attention kernels it runs, by the plan's attention_kernel; the first is the one fsdpx's planner
-  // records for this backend (planner/target.h target_attention_kernel), so that its prediction is costed
-  // with the kernel that will run.
+  // The attention kernels it runs, by the plan's attention_kernel; the first that takes the model's head
+  // size is the one fsdpx's planner records for this backend (planner/target.h target_attention_kernel),
+  // so that its prediction is costed with the kernel that will run.
   std::vector<AttentionKernelSupport> attention_kernels;
   const char* attention_note = "";
   bool tensor_parallel = false, context_parallel = false;

@@ -73,7 +73,8 @@ constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode:
                                              RecomputeMode::selective_op};
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
 constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1,
-                                                 AttentionKernel::unfused, AttentionKernel::cuda_core};
+                                                 AttentionKernel::unfused, AttentionKernel::cuda_core,
+                                                 AttentionKernel::tensor_core};
 const char* attention_kernel_cname(AttentionKernel k) { return attention_kernel_name(k).data(); }
 
 ModelSpec parse_model(JsonObject& o) {

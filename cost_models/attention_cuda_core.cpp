@@ -37,14 +37,24 @@ double cuda_core_backward_wavefronts_per_row_tile(double hd) {
   return dq + dkv;
 }
 
-// Per sequence and query head: ⌈s_q/32⌉ query tiles, each visiting the key tiles up to its own (the
-// diagonal tile in full); with CP (zig-zag chunks) the local queries see half of the keys on average.
-double cuda_core_row_tiles(const RankDims& d) {
+double causal_tile_pairs(const RankDims& d, double tile) {
   const double sequences = d.keys / d.seq;
-  const double query_tiles = std::ceil(d.tokens / sequences / kTile), key_tiles = std::ceil(d.seq / kTile);
+  const double query_tiles = std::ceil(d.tokens / sequences / tile), key_tiles = std::ceil(d.seq / tile);
   const double pairs = query_tiles == key_tiles ? key_tiles * (key_tiles + 1) / 2 : query_tiles * key_tiles / 2;
-  return sequences * d.heads * pairs * kTile;
+  return sequences * d.heads * pairs;
 }
+
+// Forward: Q, K, V read, O written, fp32 lse per (query, head). Backward: the delta kernel's read of dO
+// and O, and dQ, dK, dV read and written (+=), plus the lse and delta statistics.
+double flash_layout_hbm_bytes(const RankDims& d, bool backward) {
+  constexpr double kStatBytes = 4;
+  const double io = backward ? 6 : 2;
+  return (io * d.tokens * d.q_dim + io * d.keys * d.kv_dim) * d.act_bytes +
+         (backward ? 2 : 1) * d.tokens * d.heads * kStatBytes;
+}
+
+// Per sequence and query head: ⌈s_q/32⌉ query tiles of 32 rows (causal_tile_pairs).
+double cuda_core_row_tiles(const RankDims& d) { return causal_tile_pairs(d, kTile) * kTile; }
 
 // FLOPs the kernels execute: `products` matrix products of 2·hd FLOPs per (row, key) over 32 keys of
 // every row-tile (the diagonal tile in full).
@@ -55,11 +65,10 @@ static double executed_flops(const RankDims& d, double products) {
 // S = QKᵀ and O = PV on the fp32 vector peak, the shared-memory wavefronts as a second bound, and the
 // HBM bytes of the FlashAttention-2 kernel it mirrors (compute_block.cpp; K/V tile re-reads left to L2).
 KernelWork cuda_core_attention_forward(const RankDims& d) {
-  constexpr double kLseBytes = 4;
   KernelWork w;
   w.name = "attn_core";
   w.flops = executed_flops(d, 2);
-  w.bytes = (2 * d.tokens * d.q_dim + 2 * d.keys * d.kv_dim) * d.act_bytes + d.tokens * d.heads * kLseBytes;
+  w.bytes = flash_layout_hbm_bytes(d, false);
   w.shared_memory_wavefronts = cuda_core_row_tiles(d) * cuda_core_forward_wavefronts_per_row_tile(d.q_dim / d.heads);
   return w;
 }
@@ -68,11 +77,10 @@ KernelWork cuda_core_attention_forward(const RankDims& d) {
 // kernel (dQ: S, dP, dS·K; dK/dV: S, dP, Pᵀ·dO, dSᵀ·Q); the delta kernel's read of dO and O, and dQ, dK,
 // dV read and written (+=).
 KernelWork cuda_core_attention_backward(const RankDims& d) {
-  constexpr double kStatBytes = 4;
   KernelWork w;
   w.name = "attn_core_bwd";
   w.flops = executed_flops(d, 7);
-  w.bytes = (6 * d.tokens * d.q_dim + 6 * d.keys * d.kv_dim) * d.act_bytes + 2 * d.tokens * d.heads * kStatBytes;
+  w.bytes = flash_layout_hbm_bytes(d, true);
   w.shared_memory_wavefronts = cuda_core_row_tiles(d) * cuda_core_backward_wavefronts_per_row_tile(d.q_dim / d.heads);
   return w;
 }

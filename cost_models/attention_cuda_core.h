@@ -18,6 +18,14 @@ double cuda_core_backward_wavefronts_per_row_tile(double hd);
 // and below the diagonal, per sequence and query head.
 double cuda_core_row_tiles(const RankDims& d);
 
+// (query tile, key tile) pairs of `tile` rows each that a causal kernel visits, per rank: per sequence and
+// query head, the key tiles up to each query tile's own (the diagonal in full); with CP (zig-zag chunks)
+// the local queries see half of the keys on average. Shared with attention_tensor_core.h.
+double causal_tile_pairs(const RankDims& d, double tile);
+// HBM bytes of fsdpx's flash kernels (both take qkv and write out, lse; backward reads dO, O and the
+// statistics, and reads and writes dqkv), `backward` or not.
+double flash_layout_hbm_bytes(const RankDims& d, bool backward);
+
 KernelWork cuda_core_attention_forward(const RankDims& d);
 KernelWork cuda_core_attention_backward(const RankDims& d);
 

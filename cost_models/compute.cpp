@@ -41,6 +41,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   d.fused_attention = attention_kernel_is_fused(s.attention_kernel);
   d.cuda_core_attention = s.attention_kernel == AttentionKernel::cuda_core;
+  d.tensor_core_attention = s.attention_kernel == AttentionKernel::tensor_core;
   d.attention_dropout = s.dropout;
   d.stack = s.stack;
   return d;
@@ -181,14 +182,14 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
       const EfficiencyCurve& curve = k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
       const double eff = curve.at(k.attention_seq) * k.attention_relative_speed;
       FSDP_CHECK(eff > 0, "kernel_time_s: attention efficiency must be positive");
-      time_s = k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff);
+      time_s = std::max(time_s, k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff));
     } else if (k.matmul) {
       const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
       const DType dt = k.fp8 ? DType::fp8 : compute_dtype;
       const double eff = gpu.matmul_efficiency.at(executed * matmul_size_scale(gpu, dt, compute_dtype)) *
                          (k.fp8 ? fp8_efficiency_scale(gpu) : 1.0);
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
-      time_s = executed / (gpu.peak(dt) * gpu.clock_factor() * eff);
+      time_s = std::max(time_s, executed / (gpu.peak(dt) * gpu.clock_factor() * eff));
     } else {
       FSDP_CHECK(gpu.vector_flops_per_s > 0, "kernel_time_s: GPU has no vector FLOP/s");
       time_s = std::max(time_s, k.flops / (gpu.vector_flops_per_s * gpu.clock_factor()));

@@ -60,8 +60,8 @@ struct KernelWork {
   // GEMMs: rows (tokens), output features and input features of the layer (the forward's m, n, k).
   double rows = 0, out_features = 0, in_features = 0;
   bool fp8 = false;  // runs at the GPU's fp8 peak (fp8 operands; cost_models/compute_fp8.cpp)
-  // CUDA-core kernels bound by shared memory (cost_models/attention_cuda_core.h): 128-byte wavefronts
-  // issued, one per SM per clock; 0: not modelled.
+  // Kernels bound by shared memory (cost_models/attention_cuda_core.h, attention_tensor_core.h): 128-byte
+  // wavefronts issued, one per SM per clock, a bound beside the FLOP and HBM ones; 0: not modelled.
   double shared_memory_wavefronts = 0;
 };
 
@@ -93,7 +93,7 @@ double gemm_executed_flops(double flops, double min_dim, const GpuSpec& gpu);
 
 // Roofline time: max(flops / (peak · eff_matmul(flops)), bytes / (hbm_bw · eff_mem(bytes))).
 // Matrix work runs at the peak of `compute_dtype` (attention at eff_attention(seq)); vector work at
-// the GPU's vector peak; shared-memory wavefronts at shared_memory_wavefronts_per_s.
+// the GPU's vector peak; shared-memory wavefronts at shared_memory_wavefronts_per_s (the max of all three).
 double shared_memory_wavefronts_per_s(const GpuSpec& gpu);
 double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtype);
 double kernels_time_s(const std::vector<KernelWork>& ks, const GpuSpec& gpu, DType compute_dtype);

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "cost_models/attention_cuda_core.h"
+#include "cost_models/attention_tensor_core.h"
 #include "cost_models/compute.h"
 #include "cost_models/compute_fp8.h"
 #include "cost_models/compute_internal.h"
@@ -167,6 +168,8 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
   append(ks, attention_copy_kernels(d, false, true));
   if (d.cuda_core_attention) {
     ks.push_back(compute_detail::cuda_core_attention_forward(d));
+  } else if (d.tensor_core_attention) {
+    ks.push_back(compute_detail::tensor_core_attention_forward(d));
   } else if (d.fused_attention) {
     ks.push_back(attention_forward(d));
   } else {
@@ -199,6 +202,8 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
   append(ks, attention_copy_kernels(d, true, true));
   if (d.cuda_core_attention) {
     ks.push_back(compute_detail::cuda_core_attention_backward(d));
+  } else if (d.tensor_core_attention) {
+    ks.push_back(compute_detail::tensor_core_attention_backward(d));
   } else if (d.fused_attention) {
     ks.push_back(attention_backward(d));
   } else {

@@ -31,6 +31,7 @@ struct RankDims {
   double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
   bool fused_attention = true;  // false: materialised scores (AttentionKernel::unfused)
   bool cuda_core_attention = false;  // fsdpx's CUDA-core kernel (attention_cuda_core.h)
+  bool tensor_core_attention = false;  // fsdpx's tensor-core kernel (attention_tensor_core.h)
   bool attention_dropout = false;  // dropout on the probabilities (unfused path; fused kernels fuse it)
   StackCosts stack;                // the training stack's elementwise implementations
   // Width of K and V as attention reads them: q_dim when the stack expands them (repeat_kv).

@@ -2,6 +2,7 @@
 // the degrees multiply to the world size; the mesh is (pp, dp_replicate, dp_shard, cp, tp), tp innermost).
 #include "planner/shapes.h"
 
+#include "core/backend_capabilities.h"
 #include "cost_models/compute.h"
 #include "planner/ep_degrees.h"
 #include "planner/target.h"
@@ -66,8 +67,11 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).
         if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers || r.lora))) continue;
         // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split, and runs
-        // pipelines with tp = cp = 1.
-        if (pp > 1 && r.target.kind == TargetKind::fsdpx && (r.model.tied_embeddings || tp * cp > 1)) continue;
+        // pipelines with tp or cp > 1 where its backend's row says so (core/backend_capabilities.h).
+        if (pp > 1 && r.target.kind == TargetKind::fsdpx &&
+            (r.model.tied_embeddings ||
+             (tp * cp > 1 && !backend_capabilities(cluster_device(r.cluster)).pipeline_with_model_parallel)))
+          continue;
         const int stage_world = world / pp;
         if (stage_world > r.cluster.gpus_per_node && stage_world % r.cluster.gpus_per_node != 0) continue;
         const int dp = stage_world / (tp * cp);
@@ -153,7 +157,7 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
     p.units = wrap_per_block(r.model, PerBlockWrapping{});
   }
   p.framework = request_framework(r);
-  p.attention_kernel = target_attention_kernel(r.target, r.cluster);
+  p.attention_kernel = target_attention_kernel(r.target, r.cluster, r.model.head_dim);
   p.compiled = r.compiled;
   p.lora = r.lora;
   if (r.fp16) p.precision.param = DType::fp16, p.loss_scale = LossScaleSettings{};

@@ -1,14 +1,16 @@
 // planner/space.cpp — the dimensions of space.h and how the target narrows them: fsdpx's executor runs
-// pipelines (with tp = cp = 1: planner/shapes.cpp) on both backends, and tensor and context parallelism
-// on the CPU backend only, whose model runs op-level selective recompute as none (planner/target.cpp); torchtitan's job config has one unit per block, a single reshard
-// policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block recompute, and no way to
-// say fsdpx's cp sharding (export_torchtitan_map.cpp).
+// what its backend's row in core/backend_capabilities.h says (tp and cp on both backends; pipelines with
+// tp or cp where the row allows, which the search's capability-gap filter in planner/target.cpp keeps to),
+// and never op-level selective recompute (both models run it as none); torchtitan's job config has one unit per
+// block, a single reshard policy, implicit prefetch, fp32 reduction, op-level or every-n-th-block
+// recompute, and no way to say fsdpx's cp sharding (export_torchtitan_map.cpp).
 #include "planner/space.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "core/backend_capabilities.h"
 #include "planner/memory_bound.h"
 #include "planner/wrapping.h"
 
@@ -37,8 +39,18 @@ void narrow_for_torchtitan(SearchSpace& k) {
 Space effective_space(const PlanRequest& r) {
   Space s{r.space, PartialRecompute::first_k};
   if (r.target.kind == TargetKind::fsdpx) {
-    if (!r.cluster.host_threads) s.knobs.allow_tp = s.knobs.allow_cp = false;
-    if (r.cluster.host_threads) std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
+    const BackendCapabilities& caps = backend_capabilities(cluster_device(r.cluster));
+    s.knobs.allow_tp = s.knobs.allow_tp && caps.tensor_parallel;
+    s.knobs.allow_cp = s.knobs.allow_cp && caps.context_parallel;
+    // The attention kernel the plans record (target.cpp) must have a context-parallel variant too, or no
+    // cp > 1 shape runs (CUDA's tensor_core: capability_gaps' /parallelism/cp).
+    const AttentionKernel kernel = target_attention_kernel(r.target, r.cluster, r.model.head_dim);
+    for (const AttentionKernelSupport& k : caps.attention_kernels)
+      if (k.kernel == kernel && !k.context_parallel) s.knobs.allow_cp = false;
+    // Both backends' models run op-level selective recompute as none (executor/model/transformer.h,
+    // cuda_backend/cuda_model.h) and refuse it with tp > 1 (core/backend_capabilities.cpp), and the space's
+    // recompute choices are the same for every shape, so the fsdpx target never chooses it.
+    std::erase(s.knobs.uniform_recompute, RecomputeMode::selective_op);
   } else {
     narrow_for_torchtitan(s.knobs);
     s.partial = PartialRecompute::every_nth;
@@ -114,8 +126,9 @@ std::vector<WrapChoice> pipeline_wrap_choices(const Plan& shape, const Space& s)
 
 }  // namespace
 
-std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
-  if (shape.parallelism.pp > 1) return pipeline_wrap_choices(shape, s);
+namespace {
+
+std::vector<WrapChoice> flat_wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
   std::vector<WrapChoice> out;
   const bool tied = r.model.tied_embeddings;
   const int merges = tied || !s.knobs.merge_embedding_head ? 1 : 4;
@@ -132,8 +145,17 @@ std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, co
     const double room = std::max(1.0, *r.memory_limit_bytes - memory_lower_bound(least).total());
     out.push_back({WrapPolicy::simplefsdp_auto, "simplefsdp", wrap_simplefsdp_auto(shape, room)});
   }
-  // The target keeps the shared weight of a tied model in one unit (target.cpp), so drop wrappings that
-  // split it.
+  return out;
+}
+
+}  // namespace
+
+std::vector<WrapChoice> wrap_choices(const Plan& shape, const PlanRequest& r, const Space& s) {
+  std::vector<WrapChoice> out =
+      shape.parallelism.pp > 1 ? pipeline_wrap_choices(shape, s) : flat_wrap_choices(shape, r, s);
+  // The fsdpx target drops what its executor refuses (target.cpp): wrappings that split a tied model's
+  // shared weight, and every wrapping of a shape the row does not run (a pipeline with tp or cp where the
+  // row lacks pipeline_with_model_parallel, cp > 1 with an attention kernel that has no cp variant).
   std::erase_if(out, [&](const WrapChoice& w) {
     Plan p = shape;
     p.units = w.units;

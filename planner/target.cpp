@@ -59,10 +59,14 @@ std::string target_name(const Target& t) {
   return t.kind == TargetKind::fsdpx ? std::string("fsdpx") : "torchtitan@" + t.version;
 }
 
-AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster) {
+AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster, std::int64_t head_dim) {
   const ExecutorDevice device = cluster_device(cluster);
   if (t.kind == TargetKind::torchtitan && device == ExecutorDevice::cuda) return AttentionKernel::flash2;
-  return backend_capabilities(device).attention_kernels.front().kernel;
+  const auto& kernels = backend_capabilities(device).attention_kernels;
+  for (const AttentionKernelSupport& k : kernels)
+    if (k.head_dims.empty() || std::find(k.head_dims.begin(), k.head_dims.end(), head_dim) != k.head_dims.end())
+      return k.kernel;
+  return kernels.front().kernel;
 }
 
 void check_fp16_target(const Target& t, std::string_view where) {

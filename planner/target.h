@@ -33,9 +33,10 @@ std::string target_name(const Target& t);
 std::vector<std::string> target_gaps(const Plan& plan, const Target& t);
 
 // The attention kernel a plan for `t` on `cluster` records, and so costs: for fsdpx the first kernel of
-// its backend's row (core/backend_capabilities.h), the one its executor runs by default; torchtitan's
-// SDPA runs FlashAttention-2 (core/attention_kernel.h), the CPU cluster's ranks the unfused reference.
-AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster);
+// its backend's row (core/backend_capabilities.h) that takes the model's `head_dim` (the row's first when
+// none does: the executor's check then names the head size), the one its executor runs; torchtitan's SDPA
+// runs FlashAttention-2 (core/attention_kernel.h), the CPU cluster's ranks the unfused reference.
+AttentionKernel target_attention_kernel(const Target& t, const ClusterSpec& cluster, std::int64_t head_dim);
 
 // fp16 mixed precision with loss scaling (core/loss_scale.h) on `t`: fsdpx runs it on both backends (the CPU
 // one rounds through fp16, the CUDA one computes in fp16; executor/runtime/runtime_program.cpp);

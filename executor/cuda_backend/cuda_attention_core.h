@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "executor/cuda/attention.h"
+#include "executor/cuda/attention_tc.h"
 #include "executor/cuda/context_attention.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda_backend/cuda_block.h"
@@ -33,12 +34,15 @@ ContextAttnDims context_dims(const CudaBlockContext<T>& ctx) {
   return ContextAttnDims{d.b, d.t, d.t_kv, d.attn.nh, d.attn.nkv, d.attn.hd, ctx.q_pos};
 }
 
-// The attention core: flash attention, or with cp > 1 against the whole sequences' K and V.
+// The attention core: flash attention (on tensor cores when the plan says `tensor_core`), or with cp > 1
+// against the whole sequences' K and V.
 template <class T>
 void attention_forward(const CudaBlockContext<T>& ctx, CudaBlockActs<T>& a) {
   const BlockDims& d = ctx.dims;
   if (d.context_parallel()) gather_context_kv(ctx, a.qkv.get(), *ctx.scratch);
   const CudaScopedOp t(ctx.profiler, "attn_core", ctx.module, ctx.stream);
+  if (!d.context_parallel() && ctx.tensor_core_attention)
+    return tc_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, ctx.stream);
   if (!d.context_parallel()) return flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, ctx.stream);
   context_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), ctx.scratch->kv_full.get(), context_dims(ctx),
                             ctx.stream);
@@ -53,6 +57,9 @@ void attention_backward(const CudaBlockContext<T>& ctx, const CudaBlockActs<T>& 
   {
     const CudaScopedOp t(ctx.profiler, "attn_core_bwd", ctx.module, ctx.stream);
     CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(T), ctx.stream));
+    if (!d.context_parallel() && ctx.tensor_core_attention)
+      return tc_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
+                                   ctx.stream);
     if (!d.context_parallel())
       return flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
                                       d.attn, ctx.stream);

@@ -93,6 +93,7 @@ struct CudaBlockContext {
   // cp > 1 (device int64): the rank's query positions [T] and, per row of kv_gathered, its row in kv_full.
   const std::int64_t* q_pos = nullptr;
   const std::int64_t* cp_rows = nullptr;
+  bool tensor_core_attention = false;  // CudaModelOptions::tensor_core_attention
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

@@ -151,7 +151,7 @@ template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
                         stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
-                        q_pos_.get(),    cp_rows_.get()};
+                        q_pos_.get(),    cp_rows_.get(),  opts_.tensor_core_attention};
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);

@@ -70,6 +70,10 @@ struct CudaModelOptions {
   // and kv_heads >= tp for now. Context parallelism likewise (llama, bf16): K and V all-gathered over cp.
   ModelParallel parallel;
   CudaModelComm* comm = nullptr;
+  // The attention core on tensor cores (executor/cuda/attention_tc.h; the plan says `tensor_core`), else on
+  // CUDA cores (attention.h). Context parallelism runs the CUDA-core context kernels either way (the
+  // capabilities row keeps tensor_core plans to cp 1).
+  bool tensor_core_attention = false;
 };
 
 template <class T>

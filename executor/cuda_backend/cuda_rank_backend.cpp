@@ -33,6 +33,7 @@ CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* p
   o.lora = lora;
   o.recompute = rp.program.recompute;
   o.profiler = profiler;
+  o.tensor_core_attention = rp.settings.attention_kernel == AttentionKernel::tensor_core;
   o.modules.assign(std::size_t(rp.layout.num_modules()), false);
   for (std::size_t u = 0; u < rp.flats.size(); ++u)
     if (unit_role(rp, int(u)) == role)

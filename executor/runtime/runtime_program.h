@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/attention_kernel.h"
 #include "core/executor_device.h"
 #include "core/fp8.h"
 #include "core/lora.h"
@@ -35,6 +36,8 @@ struct RunSettings {
   std::optional<LossScaleSettings> loss_scale;  // fp16 loss scaling; absent: none
   std::optional<LoraSettings> lora;             // absent: full training
   std::optional<Fp8Settings> fp8;               // fp8 linear GEMMs (core/fp8.h); absent: none
+  // The plan's attention kernel: the CUDA block runs tensor_core or cuda_core by it (the CPU one, unfused).
+  AttentionKernel attention_kernel = AttentionKernel::unfused;
 };
 
 struct RuntimeProgram {

@@ -38,7 +38,8 @@ RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   check_runnable(plan, device);
   RuntimeProgram rp;
   rp.settings = RunSettings{plan.model,     plan.training,  plan.parallelism, plan.precision,
-                            plan.optimizer, plan.loss_scale, plan.lora,    plan.fp8};
+                            plan.optimizer, plan.loss_scale, plan.lora,    plan.fp8,
+                            plan.attention_kernel};
   rp.program = lower(plan);
   rp.layout = make_param_layout(plan.model);
   // Checkpoints hold one shard count for the run: every unit's optimizer state is placed alike.

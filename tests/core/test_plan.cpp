@@ -296,6 +296,10 @@ TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round
   CHECK(plan_to_json(p)["attention_kernel"] == "cuda_core");
   check_round_trip(p);
   CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::cuda_core);
+  p.attention_kernel = AttentionKernel::tensor_core;  // fsdpx's tensor-core kernel (executor/cuda/attention_tc.cu)
+  CHECK(plan_to_json(p)["attention_kernel"] == "tensor_core");
+  check_round_trip(p);
+  CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::tensor_core);
 }
 
 TEST_CASE("training.dropout: absent is 0 and not written; a probability round-trips") {

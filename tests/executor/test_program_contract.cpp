@@ -315,7 +315,7 @@ TEST_CASE("capabilities: the planner's fsdpx target and the executor agree plan 
             par.pp_schedule = pp > 1 ? PipelineSchedule::one_f_one_b : PipelineSchedule::none;
             Plan p = default_plan(m, c, TrainingSettings{32, 1, 8, 0}, par, 1, RecomputeMode::none);
             p.precision.reduce = reduce;
-            p.attention_kernel = target_attention_kernel(Target{}, c);  // as the planner's plans (shapes.cpp)
+            p.attention_kernel = target_attention_kernel(Target{}, c, p.model.head_dim);  // as the planner's plans (shapes.cpp)
             validate_plan(p, "capabilities");
             const ExecutorDevice device = cluster_device(p.cluster);
             bool executor_runs = true;

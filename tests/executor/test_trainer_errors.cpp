@@ -182,14 +182,27 @@ TEST_CASE("runtime program: the CUDA runtime takes bf16 and fp16 cuda_core plans
   unfused.attention_kernel = AttentionKernel::unfused;
   CHECK_THROWS_WITH_AS(make_runtime_program(unfused, ExecutorDevice::cuda), doctest::Contains("/attention_kernel"),
                        ConfigError);
-  // The tensor-core kernel (executor/cuda/attention_tc.cu) is not called by the block yet: a flash2 plan
-  // would be costed for a kernel that does not run.
+  // A flash2 plan would be costed for a kernel the CUDA block does not run (it runs its own tensor-core
+  // and CUDA-core kernels).
   Plan flash2 = cuda;
   flash2.attention_kernel = AttentionKernel::flash2;
   CHECK_THROWS_WITH_AS(make_runtime_program(flash2, ExecutorDevice::cuda),
-                       doctest::Contains("/attention_kernel: the CUDA runtime runs its CUDA-core attention kernel "
-                                         "(executor/cuda/attention.cu), so the plan must say \"cuda_core\" (got \"flash2\")"),
+                       doctest::Contains("/attention_kernel: the CUDA runtime runs its tensor-core or CUDA-core attention "
+                                         "kernel (executor/cuda/attention_tc.cu, attention.cu), so the plan must say "
+                                         "\"tensor_core\" or \"cuda_core\" (got \"flash2\")"),
                        ConfigError);
+  // The tensor-core kernel takes heads of 64 and 128, and has no context-parallel variant.
+  Plan tc = cuda;
+  tc.attention_kernel = AttentionKernel::tensor_core;
+  CHECK_THROWS_WITH_AS(make_runtime_program(tc, ExecutorDevice::cuda),
+                       doctest::Contains("/model/head_dim: the CUDA attention kernel \"tensor_core\" takes 64 or 128 (got 32)"),
+                       ConfigError);
+  ModelSpec m64 = m;
+  m64.hidden = 128, m64.head_dim = 64;
+  Plan tc64 = test::tiny_plan(m64, s);
+  tc64.precision.param = DType::bf16;
+  tc64.attention_kernel = AttentionKernel::tensor_core;
+  CHECK_NOTHROW(make_runtime_program(tc64, ExecutorDevice::cuda));
   Plan small_heads = test::tiny_plan(test::tiny_llama(), s);  // head_dim 4
   small_heads.precision.param = DType::bf16;
   small_heads.attention_kernel = AttentionKernel::cuda_core;

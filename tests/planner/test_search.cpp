@@ -379,7 +379,7 @@ TEST_CASE("fsdpx target: pipeline parallelism on the CPU and CUDA backends, tp =
     gpu.gpus_per_node = 2;
     Plan g = default_plan(m, gpu, TrainingSettings{32, 1, 4, 0}, par, 1, RecomputeMode::none);
     CHECK(target_gaps(g, Target{}).size() == 1);  // default_plan's flash2: the planner records cuda_core
-    g.attention_kernel = target_attention_kernel(Target{}, gpu);
+    g.attention_kernel = target_attention_kernel(Target{}, gpu, m.head_dim);
     CHECK(target_gaps(g, Target{}).empty());  // the CUDA backend runs pipelines too
     if (!m.tied_embeddings) continue;
     p.units.front().modules.push_back(p.units[1].modules.front());  // the embedding shares its unit
@@ -398,20 +398,30 @@ TEST_CASE("fsdpx target: plans record the attention kernel its executor runs, an
   const PlanResult own = search_plans(r);
   REQUIRE(own.best.has_value());
   const Plan& plan = own.best->plan;
-  CHECK(plan.attention_kernel == AttentionKernel::cuda_core);  // executor/cuda/attention.cu
+  CHECK(plan.attention_kernel == AttentionKernel::tensor_core);  // executor/cuda/attention_tc.cu (head size 128)
   CHECK(capability_gaps(plan, backend_capabilities(ExecutorDevice::cuda)).empty());  // `fsdpx run`'s plan check
-  // The same plan costed with FlashAttention-2's curves predicts more: the CUDA-core kernel is slower.
-  Plan flash = plan;
+  // The prediction follows the recorded kernel: the CUDA-core kernel is far slower, FlashAttention-2's
+  // curves (what the tensor-core kernel does not reach: cost_models/attention_tensor_core.h) faster.
+  Plan core = plan, flash = plan;
+  core.attention_kernel = AttentionKernel::cuda_core;
   flash.attention_kernel = AttentionKernel::flash2;
-  const Simulation core_sim = simulate(plan), flash_sim = simulate(flash);
-  CHECK(flash_sim.mfu > 1.5 * core_sim.mfu);
+  const Simulation tc_sim = simulate(plan), core_sim = simulate(core), flash_sim = simulate(flash);
+  MESSAGE("8B MFU: cuda_core " << core_sim.mfu << ", tensor_core " << tc_sim.mfu << ", flash2 " << flash_sim.mfu);
+  CHECK(tc_sim.mfu > 1.2 * core_sim.mfu);
+  CHECK(flash_sim.mfu > tc_sim.mfu);
   // torchtitan's SDPA runs FlashAttention-2; the CPU cluster's ranks the unfused reference.
   r.target = default_torchtitan_target();
   const PlanResult titan = search_plans(r);
   REQUIRE(titan.best.has_value());
   CHECK(titan.best->plan.attention_kernel == AttentionKernel::flash2);
-  CHECK(target_attention_kernel(Target{}, load_cluster("cpu")) == AttentionKernel::unfused);
-  CHECK(target_attention_kernel(default_torchtitan_target(), load_cluster("cpu")) == AttentionKernel::unfused);
+  CHECK(target_attention_kernel(Target{}, load_cluster("cpu"), 128) == AttentionKernel::unfused);
+  CHECK(target_attention_kernel(default_torchtitan_target(), load_cluster("cpu"), 128) == AttentionKernel::unfused);
+  // The CUDA row's tensor-core kernel where it takes the head size (64, 128), else the CUDA-core one.
+  const ClusterSpec gpu = load_cluster("dgx-h100");
+  CHECK(target_attention_kernel(Target{}, gpu, 128) == AttentionKernel::tensor_core);
+  CHECK(target_attention_kernel(Target{}, gpu, 64) == AttentionKernel::tensor_core);
+  CHECK(target_attention_kernel(Target{}, gpu, 32) == AttentionKernel::cuda_core);
+  CHECK(target_attention_kernel(Target{}, gpu, 96) == AttentionKernel::cuda_core);
 }
 
 }  // namespace

@@ -61,19 +61,24 @@ echo "$err" | grep -q -- "-[0-9]* ranks" ; [ $? -ne 0 ] ; check "no negative ran
 err=$("$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 3 2>&1 >/dev/null)
 echo "$err" | grep -q "nearest global batch with a fitting plan on 256 ranks is" ; check "nearest valid global batch" $?
 # A batch no shape of the target splits: the message names the degrees the target runs here (read from
-# its space, so it follows the executor's capabilities) and what would split it. Fixing pp 1 leaves the
-# fsdpx target only data parallelism on GPUs (it runs no tp or cp there).
-err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --pp 1 2>&1 >/dev/null)
+# its space, so it follows the target's capabilities) and what would split it. Fixing tp 1 and pp 1 leaves
+# the fsdpx target only data parallelism: its plans for llama3.1-405b record the tensor-core attention
+# (heads of 128), which has no context-parallel variant (core/backend_capabilities.cpp), so it runs no cp
+# here; torchtitan's job config cannot say cp either, so no other target is suggested. (Before the fsdpx
+# target read its row this case fixed only --pp 1; it now plans hsdp x tp there.)
+err=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 \
+  --tp 1 --pp 1 2>&1 >/dev/null)
 status=$?
 [ "$status" -eq 2 ] ; check "a batch that splits over no shape exits 2 (got $status)" $?
 [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "unsplittable batch: one line" $?
 echo "$err" | grep -q "at most tp 1, cp 1, pp 1 here" ; check "names the degrees the target runs" $?
-echo "$err" | grep -q "runs no tp, cp > 1 on this cluster" ; check "says which degrees the target cannot run" $?
-echo "$err" | grep -q "(fixed: --pp 1)" ; check "names the degree the user fixed" $?
+echo "$err" | grep -q "target fsdpx runs no cp > 1 on this cluster" ; check "says which degrees the target cannot run" $?
+echo "$err" | grep -q "(fixed: --tp 1, --pp 1)" ; check "names the degrees the user fixed" $?
 echo "$err" | grep -q "which leaves data-parallel degree 16384" ; check "names the data-parallel degree left" $?
-echo "$err" | grep -q -- "--target torchtitan@0.2.2 (dp [0-9]* x tp [0-9]* x cp [0-9]* x pp [0-9]*)" ; check "suggests a target that splits it" $?
+echo "$err" | grep -q -- "--target" ; [ $? -ne 0 ] ; check "suggests no target (none splits it)" $?
 echo "$err" | grep -q -- "--nodes [0-9]* ([0-9]* ranks)" ; check "suggests a world size that splits it" $?
-# Unconstrained, the fsdpx target runs pipelines on GPU clusters, so the pipeline issue's 405B request plans.
+# Unconstrained, the fsdpx target runs pipelines, tp and cp on GPU clusters, so the pipeline issue's 405B
+# request plans.
 "$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 >/dev/null 2>&1
 check "fsdpx target with pp plans the 405B request" $?
 err=$("$FSDPX" plan --model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 3 --tp 1 --cp 1 2>&1 >/dev/null)
@@ -136,33 +141,16 @@ for bad in "--pp 2 --tp 2" "--pp 1 --pp-schedule 1f1b" "--pp 3" "--target torcht
   [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
 done
 
-# The default target's hint (tools/plan_hint.h): Llama-3.1-405B on 2,048 nodes, where the fsdpx target plans no
-# TP beside a pipeline (planner/shapes.cpp), names torchtitan's far faster TP plan and why fsdpx's executor cannot
-# run it (its CUDA row runs pp beside tp, but attention on CUDA cores, not flash2); a request fsdpx plans as
-# well, a torchtitan target and a CPU cluster get none.
-"$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --format json |
-python3 -c '
-import json, sys
-h = json.load(sys.stdin)["hint"]
-assert h["target"].startswith("torchtitan@"), h
-assert h["speedup"] >= 1.2 and 0 < h["mfu"] < 1, h
-assert " tp " in " " + h["layout"] + " " and " pp " in " " + h["layout"] + " ", h
-assert any("/attention_kernel" in w and "cuda_core" in w for w in h["fsdpx_cannot_run"]), h
-assert not any("/parallelism/pp" in w for w in h["fsdpx_cannot_run"]), h
-'
-check "405B on 2,048 nodes: the hint names torchtitan's faster TP plan and why fsdpx cannot run it" $?
-text=$("$FSDPX" plan --model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048)
-echo "$text" | grep -q "^hint: --target torchtitan@.* reaches .* tokens/s per GPU" ; check "the text output gives the hint" $?
-# 70B on 32 nodes: fsdpx's plan runs attention on CUDA cores (cuda_core, issue 27), so torchtitan's FSDP plan on
-# FlashAttention-2 is far faster although fsdpx's executor could run its layout.
-"$FSDPX" plan --model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 1024 --format json |
-python3 -c '
-import json, sys
-h = json.load(sys.stdin)["hint"]
-assert h["target"].startswith("torchtitan@") and h["speedup"] >= 1.2, h
-assert any("/attention_kernel" in w and "cuda_core" in w for w in h["fsdpx_cannot_run"]), h
-'
-check "70B on 32 nodes: the hint names torchtitan's plan on FlashAttention-2 and the kernel fsdpx runs" $?
+# The default target's hint (tools/plan_hint.h) names a torchtitan plan far faster than fsdpx's. Llama-3.1-405B
+# on 2,048 nodes and 70B on 32 nodes got one while the fsdpx target ran no tp on GPUs and costed attention on
+# CUDA cores; with tp from its CUDA row and the tensor-core attention (issue 27) its plans predict as much as
+# torchtitan's (31.1% vs 30.3% MFU, 43.5% vs 43.5%: docs/performance.md), so they get none now, nor do a
+# torchtitan target and a CPU cluster.
+for args in "--model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048" \
+            "--model llama3.1-70b --cluster dgx-h100 --nodes 32 --seq 8192 --global-batch 1024"; do
+  "$FSDPX" plan $args --format json | python3 -c 'import json, sys; sys.exit("hint" in json.load(sys.stdin))'
+  check "no hint for plan $args (fsdpx predicts as much as torchtitan)" $?
+done
 for args in "--model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --global-batch 2048 --target torchtitan@0.2.2" \
             "--model llama-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8"; do
   "$FSDPX" plan $args --format json | python3 -c 'import json, sys; sys.exit("hint" in json.load(sys.stdin))'

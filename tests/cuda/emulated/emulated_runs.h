@@ -20,6 +20,11 @@
 #include "executor/cuda/nccl_communicator.h"
 #endif
 
+namespace fsdpx::cuda::emu {
+// Launches of the tensor-core attention kernels (forward and backward) so far, on every emulated rank.
+std::int64_t tc_attention_launches();
+}  // namespace fsdpx::cuda::emu
+
 namespace fsdpx::emulated_test {
 
 constexpr int kSteps = 10;
@@ -37,27 +42,28 @@ inline RankBackendFactory float_cuda_backends() {
   };
 }
 
-// The plan as each runtime accepts it: the CPU's fp32 and unfused attention; CUDA's flash kernel and a
-// 16-bit parameter dtype (the runtime's check; the float model computes in fp32 regardless).
+// The plan as each runtime accepts it: the CPU's fp32 and unfused attention; CUDA's flash kernel (CUDA-core
+// unless asked) and a 16-bit parameter dtype (the runtime's check; the float model computes in fp32 regardless).
 inline Plan on_cpu(Plan p) {
   p.precision.param = DType::fp32;
   p.attention_kernel = AttentionKernel::unfused;
   return p;
 }
-inline Plan on_cuda(Plan p) {
+inline Plan on_cuda(Plan p, AttentionKernel kernel = AttentionKernel::cuda_core) {
   p.precision.param = DType::bf16;
   p.precision.reduce = DType::fp32;
-  p.attention_kernel = AttentionKernel::cuda_core;
+  p.attention_kernel = kernel;
   return p;
 }
 
 // 10 steps on the CPU backend, or on the CUDA backend's ranks that `cuda_ranks` makes (default: the
 // in-process device communicator's).
 inline std::vector<double> losses(const Plan& plan, std::shared_ptr<DataSource> data, bool cuda,
-                                  RankBackendFactory cuda_ranks = float_cuda_backends()) {
+                                  RankBackendFactory cuda_ranks = float_cuda_backends(),
+                                  AttentionKernel cuda_kernel = AttentionKernel::cuda_core) {
   TrainerOptions o;
   o.cuda = cuda;
-  auto trainer = cuda ? std::make_unique<Trainer>(on_cuda(plan), data, o, std::move(cuda_ranks))
+  auto trainer = cuda ? std::make_unique<Trainer>(on_cuda(plan, cuda_kernel), data, o, std::move(cuda_ranks))
                       : std::make_unique<Trainer>(on_cpu(plan), data, o);
   std::vector<double> out;
   for (int s = 0; s < kSteps; ++s) out.push_back(trainer->step().loss);

@@ -3,7 +3,10 @@
 // (executor/cpu/attention.h, cross_entropy.h) in fp32. Flash attention saves only the row log-sum-exp, so
 // the backward recomputes the forward (as FlashAttention-2 recomputes P) and checks that the `out` and
 // `lse` it is handed are exactly what the forward of this qkv wrote: a stale or unordered forward aborts
-// instead of passing unnoticed. Leaves out the device kernels' tiling and summation orders.
+// instead of passing unnoticed. The tensor-core kernels (attention_tc.h) compute the same math, so their
+// launchers are these, counted (tc_attention_launches) so that a test sees the block dispatch to them.
+// Leaves out the device kernels' tiling and summation orders.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include "executor/cpu/attention.h"
 #include "executor/cpu/cross_entropy.h"
 #include "executor/cuda/attention.h"
+#include "executor/cuda/attention_tc.h"
 #include "executor/cuda/cross_entropy.h"
 #include "tests/cuda/emulated/elem.h"
 #include "tests/cuda/emulated/emu_stream.h"
@@ -99,6 +103,32 @@ void flash_attention_backward(T* dqkv, float*, const T* dout, const T* out, cons
   });
 }
 
+namespace {
+std::atomic<std::int64_t> tc_launches{0};
+}  // namespace
+
+namespace emu {
+std::int64_t tc_attention_launches() { return tc_launches.load(); }
+}  // namespace emu
+
+// The tensor-core kernels' head sizes (attention_tc.cu); their math is flash attention's, above.
+bool tc_attention_supports(const AttnShape& s) { return s.hd == 64 || s.hd == 128; }
+
+template <class T>
+void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
+  if (!tc_attention_supports(s)) std::abort();  // the device launcher's check (attention_tc_common.cuh)
+  ++tc_launches;
+  flash_attention_forward(out, lse, qkv, s, stream);
+}
+
+template <class T>
+void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
+                           const AttnShape& s, cudaStream_t stream) {
+  if (!tc_attention_supports(s)) std::abort();
+  ++tc_launches;
+  flash_attention_backward(dqkv, scratch, dout, out, qkv, lse, s, stream);
+}
+
 // Row by row the CPU forward (its row loss); then, for dlogits, the CPU backward over all rows; the
 // padding columns get dlogits 0. The mean adds the row losses in order in fp32, as the CPU forward does.
 template <class T>
@@ -127,6 +157,9 @@ void fused_classifier(T* logits_to_dlogits, float* losses, float* loss_mean, con
   template void flash_attention_forward<T>(T*, float*, const T*, const AttnShape&, cudaStream_t);                   \
   template void flash_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&, \
                                             cudaStream_t);                                                          \
+  template void tc_attention_forward<T>(T*, float*, const T*, const AttnShape&, cudaStream_t);                      \
+  template void tc_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&,    \
+                                         cudaStream_t);                                                             \
   template void fused_classifier<T>(T*, float*, float*, const std::int32_t*, std::int64_t, std::int64_t,             \
                                     std::int64_t, float, bool, cudaStream_t);
 FSDPX_EMU_INSTANTIATE_16_AND_32(FSDPX_INSTANTIATE)

@@ -54,6 +54,31 @@ TEST_CASE("emulated CUDA: HSDP 2 x 1 and 2 x 2 follow the CPU backend within 1e-
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 2, 2), "llama HSDP 2 x 2");
 }
 
+// The plan's `tensor_core` attention: the block launches the tensor-core kernels (their host twins compute
+// flash attention's math), FSDP 2 x 1 and tp 2 on the tiny llama widened to heads of 64 (the kernels take
+// 64 and 128), and follows the CPU backend as the CUDA-core kernel does.
+TEST_CASE("emulated CUDA: tensor_core attention runs the tensor-core kernels and follows the CPU backend") {
+  ModelSpec m = cuda::test::cuda_tiny_llama();
+  m.head_dim = 64, m.hidden = 128;  // 4 heads and 2 KV heads of 64
+  for (int tp : {1, 2}) {
+    test::PlanShape s;
+    s.dp_shard = 2, s.tp = tp, s.sequence_parallel = tp > 1, s.prefetch = 1;
+    Plan p = test::tiny_plan(m, s, 16);
+    p.optimizer.total_steps = kSteps;
+    const auto data = std::make_shared<test::HashData>(p.model.vocab);
+    const std::vector<double> cpu = losses(p, data, false);
+    const std::int64_t before = cuda::emu::tc_attention_launches();
+    const std::vector<double> emu = losses(p, data, true, float_cuda_backends(), AttentionKernel::tensor_core);
+    const std::int64_t launches = cuda::emu::tc_attention_launches() - before;
+    const double d = max_abs_diff(emu, cpu);
+    MESSAGE("tensor_core, tp " << tp << ": " << launches << " tensor-core launches, maxdiff vs CPU " << d);
+    // Every rank runs each block's forward and backward once per step.
+    CHECK(launches == std::int64_t(2) * kSteps * m.layers * p.parallelism.world_size());
+    CHECK(d <= kLossTol);
+    CHECK(moved(cpu) > 100 * kLossTol);
+  }
+}
+
 // Tensor parallelism (with or without sequence parallelism) over `tp` ranks and context parallelism (K and V
 // all-gathered; seq 16 in 2·cp chunks) over `cp`, FSDP over `dp_shard`: the tiny llama's 4 heads and 2 KV
 // heads split over tp 2.
