@@ -27,6 +27,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.norm_tokens = (s.sequence_parallel && s.tp > 1) ? d.tokens / t : d.tokens;
   d.seq = static_cast<double>(s.seq);
   d.keys = static_cast<double>(s.micro_batch) * d.seq;
+  d.cp = static_cast<double>(s.cp);
   d.hidden = static_cast<double>(m.hidden);
   d.heads = static_cast<double>(m.heads) / t;
   d.q_dim = static_cast<double>(m.q_dim()) / t;

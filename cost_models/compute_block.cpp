@@ -172,6 +172,7 @@ std::vector<KernelWork> forward_kernels(const ModelSpec& m, const RankDims& d) {
     ks.push_back(compute_detail::tensor_core_attention_forward(d));
   } else if (d.fused_attention) {
     ks.push_back(attention_forward(d));
+    append(ks, compute_detail::ring_attention_kernels(d, false));
   } else {
     append(ks, unfused_attention_forward(m, d));
   }
@@ -206,6 +207,7 @@ std::vector<KernelWork> input_grad_kernels(const ModelSpec& m, const RankDims& d
     ks.push_back(compute_detail::tensor_core_attention_backward(d));
   } else if (d.fused_attention) {
     ks.push_back(attention_backward(d));
+    append(ks, compute_detail::ring_attention_kernels(d, true));
   } else {
     append(ks, unfused_attention_backward(m, d));
   }

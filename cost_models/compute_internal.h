@@ -17,6 +17,7 @@ struct RankDims {
   double norm_tokens = 0;  // tokens seen by norms/residuals: tokens/t with sequence parallelism
   double seq = 0;          // s: keys each query attends to (all of its sequence, ring attention)
   double keys = 0;         // b·s: key/value rows this rank reads (its own and the ring's chunks)
+  double cp = 1;           // context-parallel ranks sharing each sequence (ring steps per attention)
   double hidden = 0;
   double q_dim = 0;        // heads·head_dim / t (Megatron column-parallel Q)
   double kv_dim = 0;       // kv_heads·head_dim / t; one KV head at least (replicated when t > kv_heads)
@@ -40,6 +41,11 @@ struct RankDims {
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);
+
+// PyTorch's ring attention around its per-chunk SDPA calls (ring_attention.cpp): the fp32 merge of the
+// partial outputs after the forward's, the fp32 gradient accumulation after the backward's. Empty at
+// cp = 1 or when the stack does not use it.
+std::vector<KernelWork> ring_attention_kernels(const RankDims& d, bool backward);
 
 // C[m×n] = A[m×k]·B[k×n]: 2·m·n·k FLOPs (one multiply and one add per FMA); reads A and B and writes
 // C once at `elem_bytes`. The backward GEMMs of the same layer (dX = dY·Wᵀ, dW = Xᵀ·dY) touch the

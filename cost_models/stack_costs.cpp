@@ -19,6 +19,8 @@ namespace fsdpx {
 //   CUDA errors, turning off for now");
 // - FSDP2 fully_shard per block (parallelisms/parallelize_llama.py apply_fsdp);
 // - AdamW with fused = False, foreach = not fused (torchtitan/optimizer.py, --optimizer.fused default False);
+// - context parallelism through torch.distributed.tensor.experimental.context_parallel (train.py
+//   create_context_parallel_ctx @9dec370, rotate method "allgather" by default; SDPA flash or efficient);
 // - torch.compile per TransformerBlock (apply_compile): Inductor fuses the block's elementwise chains;
 //   repeat_kv's expansion and the contiguous copy of SDPA's output remain materialised copies (SDPA and
 //   the wo mm are extern kernels that read them), the loss, FSDP and the optimizer stay eager.
@@ -46,6 +48,7 @@ StackCosts stack_costs(Framework f, bool compiled) {
       s.loss = LossImpl::eager_fp32;
       s.fsdp = FsdpImpl::fsdp2;
       s.optimizer = OptimizerImpl::foreach;
+      s.torch_ring_attention = true;
       if (!compiled) {
         s.norm = NormImpl::eager_fp32;
         s.rope = RopeImpl::eager_complex;

@@ -56,6 +56,10 @@ struct StackCosts {
   // The attention and MLP input projections are Transformer Engine LayerNormLinear modules: the norm
   // runs inside them and, under fp8, can write its output in fp8 (compute_fp8.cpp).
   bool te_layernorm_linear = false;
+  // Context parallelism through PyTorch's experimental ring attention (torch/distributed/tensor/
+  // experimental/_attention.py): one SDPA per KV chunk, the partial outputs merged in fp32 and the
+  // gradients accumulated in fp32 (cost_models/ring_attention.cpp). Only read when cp > 1.
+  bool torch_ring_attention = false;
 };
 
 StackCosts stack_costs(Framework f, bool compiled);
