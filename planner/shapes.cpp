@@ -66,8 +66,9 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).
         if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers || r.lora))) continue;
         // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split, and runs
-        // pipelines with tp = cp = 1.
-        if (pp > 1 && r.target.kind == TargetKind::fsdpx && (r.model.tied_embeddings || tp * cp > 1)) continue;
+        // pipelines with tp = cp = 1 and without MoE blocks (core/backend_capabilities.cpp moe_gaps).
+        if (pp > 1 && r.target.kind == TargetKind::fsdpx && (r.model.tied_embeddings || tp * cp > 1 || r.model.is_moe()))
+          continue;
         const int stage_world = world / pp;
         if (stage_world > r.cluster.gpus_per_node && stage_world % r.cluster.gpus_per_node != 0) continue;
         const int dp = stage_world / (tp * cp);
