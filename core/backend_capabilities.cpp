@@ -31,6 +31,7 @@ BackendCapabilities cpu_row() {
   c.lora = true;
   // torchao's tensorwise recipe emulated around the blocks' linear GEMMs (executor/model/fp8_linear.h).
   c.fp8_scalings = {Fp8Scaling::tensorwise};
+  c.moe = true;  // executor/model/moe_mlp.h, ep 1
   return c;
 }
 
@@ -257,6 +258,21 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
                                                 "and planner accept it", caps.name, plan.lora->dropout)});
 }
 
+// What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
+// (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
+void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const Parallelism& par = plan.parallelism;
+  for (const auto& [key, degree] : {std::pair{"tp", par.tp}, std::pair{"cp", par.cp}, std::pair{"pp", par.pp}})
+    if (degree > 1)
+      out.push_back({fmt::format("/parallelism/{}", key),
+                     fmt::format("the {} backend runs mixture-of-experts blocks with {} = 1 only (got {})", caps.name,
+                                 key, degree), true});
+  if (plan.lora) out.push_back({"/lora", fmt::format("the {} backend trains no LoRA on mixture-of-experts blocks",
+                                                     caps.name), false});
+  if (plan.fp8) out.push_back({"/fp8", fmt::format("the {} backend trains mixture-of-experts blocks in fp32 only",
+                                                   caps.name), false});
+}
+
 }  // namespace
 
 const std::vector<BackendCapabilities>& all_backend_capabilities() {
@@ -270,13 +286,29 @@ const BackendCapabilities& backend_capabilities(ExecutorDevice d) {
 
 ExecutorDevice cluster_device(const ClusterSpec& c) { return c.host_threads ? ExecutorDevice::cpu : ExecutorDevice::cuda; }
 
+std::optional<std::string> untrained_moe_reason(const ModelSpec& m, const BackendCapabilities& caps) {
+  if (!m.is_moe()) return std::nullopt;
+  if (!caps.moe) return fmt::format("the {} backend does not train mixture-of-experts blocks yet: issue 30", caps.name);
+  const MoeSpec& e = m.moe;
+  const char* beyond = m.is_mla()                                ? "multi-head latent attention"
+                       : m.qk_norm                               ? "q/k norms"
+                       : e.shared_experts > 0                    ? "shared experts"
+                       : e.scoring != RouterScoring::softmax     ? "sigmoid router scoring"
+                       : e.capacity_factor > 0                   ? "a capacity factor (token dropping)"
+                       : e.groups > 1 || e.score_correction_bias ? "group-limited or bias-corrected routing"
+                       : e.routed_scaling != 1.0                 ? "a routed scaling factor"
+                                                                 : nullptr;
+  if (!beyond) return std::nullopt;
+  return fmt::format("the {} backend trains Mixtral-style mixture-of-experts blocks only (softmax router, routed "
+                     "SwiGLU experts): not {} yet (issue 30)", caps.name, beyond);
+}
+
 std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabilities& caps) {
   std::vector<CapabilityGap> out;
-  // Plans of mixture-of-experts models are simulated (program/moe_block.h); no fsdpx backend trains
-  // their routed experts yet. The model is the request's, not a searched setting.
-  if (plan.model.is_moe())
-    out.push_back({"/model", fmt::format("the {} backend does not train mixture-of-experts blocks yet: issue 30",
-                                         caps.name), false});
+  // Plans of mixture-of-experts models are simulated (program/moe_block.h); a backend whose row says moe
+  // trains Mixtral's kind of block. The model is the request's, not a searched setting.
+  if (const auto why = untrained_moe_reason(plan.model, caps)) out.push_back({"/model", *why, false});
+  if (plan.model.is_moe() && caps.moe) moe_gaps(plan, caps, out);
   axis_gaps(plan, caps, out);
   const Parallelism& par = plan.parallelism;
   if ((caps.tensor_parallel && par.tp > 1) || (caps.context_parallel && par.cp > 1))

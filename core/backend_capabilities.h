@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct BackendCapabilities {
   // FSDP group. torchtitan >= 0.2 (expert_parallel_degree) and Megatron-Core (expert_model_parallel_size)
   // run it; no fsdpx backend does yet (issue 30).
   bool expert_parallel = false;
+  // Trains mixture-of-experts blocks (at ep 1 unless expert_parallel): Mixtral's kind, a softmax router
+  // over every expert, top-k (renormalised or not), dropless SwiGLU experts, the load-balancing loss;
+  // without tp, cp, pp, LoRA or fp8 on them. The CPU's (executor/model/moe_mlp.h); not CUDA's yet.
+  bool moe = false;
   // Under tp > 1 (or cp > 1: fp16 and gpt), what a backend's tensor- and context-parallel paths also run:
   // sequence parallelism, fp16 parameters (the activations' sums), linear biases and learned positions
   // (gpt), kv_heads < tp (Megatron's replicated KV heads). The CPU runs them all; the CUDA paths not yet.
@@ -70,6 +75,10 @@ struct CapabilityGap {
   // request's, which only the executor refuses.
   bool searched = false;
 };
+// Why `caps` does not train the mixture-of-experts model `m` (nullopt: it does, or `m` is dense): the
+// backend trains no MoE blocks, or the model's routing or attention goes beyond what its MoE blocks run.
+std::optional<std::string> untrained_moe_reason(const ModelSpec& m, const BackendCapabilities& caps);
+
 // Every gap of `plan` on `caps`, in a fixed order; empty when the backend runs it.
 std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabilities& caps);
 

@@ -36,12 +36,12 @@ std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& pa
 
 void refuse_unplanned_request(const PlanRequest& r, const std::string& file, const std::string& path) {
   refuse_unplanned_model(r.model, file, path);
-  if (!r.model.is_moe() || target_runs_expert_parallel(r.target, r.cluster)) return;
+  if (!r.model.is_moe() || r.target.kind == TargetKind::torchtitan) return;
+  const BackendCapabilities& caps = backend_capabilities(cluster_device(r.cluster));
+  if (caps.moe && !untrained_moe_reason(r.model, caps)) return;  // at ep 1 unless the row runs expert parallelism
   throw_config_error(file, path,
-                     fmt::format("model {}: fsdpx's {} backend does not train mixture-of-experts blocks yet (issue "
-                                 "30); plan for --target {} (expert_parallel_degree)",
-                                 r.model.name, backend_capabilities(cluster_device(r.cluster)).name,
-                                 target_name(default_torchtitan_target())));
+                     fmt::format("model {}: target fsdpx: {}; plan for --target {} (expert_parallel_degree)", r.model.name,
+                                 *untrained_moe_reason(r.model, caps), target_name(default_torchtitan_target())));
 }
 
 double moe_compute_floor_s(const Plan& p) {

@@ -67,9 +67,10 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
         // a stage fills whole nodes or fits in one (pp is the outermost mesh axis).
         if (!allowed(f.pp, pp) || (pp > 1 && (!r.space.allow_pp || pp > r.model.layers || r.lora))) continue;
         // fsdpx's executor keeps a tied weight in one unit (target.cpp), which stages split, and runs
-        // pipelines with tp or cp > 1 where its backend's row says so (core/backend_capabilities.h).
+        // pipelines with tp or cp > 1 where its backend's row says so (core/backend_capabilities.h), and
+        // without MoE blocks (core/backend_capabilities.cpp moe_gaps).
         if (pp > 1 && r.target.kind == TargetKind::fsdpx &&
-            (r.model.tied_embeddings ||
+            (r.model.tied_embeddings || r.model.is_moe() ||
              (tp * cp > 1 && !backend_capabilities(cluster_device(r.cluster)).pipeline_with_model_parallel)))
           continue;
         const int stage_world = world / pp;

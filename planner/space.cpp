@@ -136,10 +136,13 @@ std::vector<WrapChoice> flat_wrap_choices(const Plan& shape, const PlanRequest& 
     for (int merge = 0; merge < merges; ++merge)
       out.push_back({WrapPolicy::per_block, fmt::format("per_block k{}{}{}", k, merge & 1 ? "+emb" : "", merge & 2 ? "+head" : ""),
                      wrap_per_block(r.model, PerBlockWrapping{k, (merge & 1) != 0, (merge & 2) != 0})});
-  for (double min_params : s.knobs.fsdp1_min_params)
+  // FSDP1's size-based policy and SimpleFSDP's auto wrapping count dense blocks (count_params): per-block
+  // wrapping only for MoE models.
+  const bool moe = r.model.is_moe();
+  for (double min_params : moe ? std::vector<double>{} : s.knobs.fsdp1_min_params)
     out.push_back({WrapPolicy::fsdp1_size_based, fmt::format("fsdp1 min {:.0e}", min_params),
                    wrap_fsdp1_size_based(r.model, min_params)});
-  if (s.knobs.try_simplefsdp_auto) {
+  if (s.knobs.try_simplefsdp_auto && !moe) {
     Plan least = shape;
     least.recompute.assign(least.recompute.size(), RecomputeMode::full);
     const double room = std::max(1.0, *r.memory_limit_bytes - memory_lower_bound(least).total());

@@ -3,7 +3,9 @@
 reference trainer against PyTorch (same initial weights and token batches, exchanged as safetensors)
 and to time PyTorch eager vs torch.compile on the same model and batch (--bench). Developer tooling:
 fsdpx and its tests never need PyTorch. Runs the global batch on one device (FSDP sharding does not
-change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does. A plan with a
+change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does. Mixture-of-experts
+models of Mixtral's kind (softmax router, top-k, dropless SwiGLU experts, the load-balancing loss) run as
+transformers' MixtralSparseMoeBlock and load_balancing_loss_func, per micro-batch of the plan. A plan with a
 "lora" section trains LoRA adapters on the frozen base as fsdpx does (docs/lora.md): W x + (alpha/r) B A x
 on the targets, AdamW, clipping and the gradient norm over the adapters only.
 
@@ -75,6 +77,13 @@ def model_spec(j):
     s["bias"] = j.get("bias", "all" if s["arch"] == "gpt" else "none")
     s["rope_theta"] = j.get("rope_theta", 10000.0)  # llama only; gpt has learned positions
     s["norm_eps"] = j.get("norm_eps", 1e-5)
+    moe = j.get("moe")
+    if moe:  # Mixtral's kind only, as fsdpx's CPU backend (core/backend_capabilities.cpp moe_gaps)
+        s["moe"] = dict(experts=moe["experts"], top_k=moe["top_k"], ffn=moe["expert_ffn_hidden"],
+                        norm_topk=moe.get("norm_topk_prob", False), aux_coef=moe.get("aux_loss_coef", 0.0))
+        other = {k: v for k, v in moe.items() if k in ("shared_experts", "dense_layers", "capacity_factor") and v}
+        if other or moe.get("scoring", "softmax") != "softmax" or "mla" in j:
+            sys.exit(f"torch_reference.py: model {s['name']}: this reference runs Mixtral-style MoE only ({other})")
     if "rope_scaling" in j:  # refused: this reference applies plain RoPE (fsdpx models Llama 3.1 scaling)
         sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling, which this reference does not apply")
     return s
@@ -104,6 +113,12 @@ def param_specs(s):
         linear(b + "qkv", q + 2 * kv, c, s["bias"] != "none", "normal")
         linear(b + "attn_out", c, q, s["bias"] == "all", "residual")
         norm(b + "mlp_norm")
+        if "moe" in s:  # router, then every expert's [gate | up] rows and down rows, back to back
+            e, ef = s["moe"]["experts"], s["moe"]["ffn"]
+            linear(b + "router", e, c, False, "normal")
+            linear(b + "experts.mlp_up", e * 2 * ef, c, False, "normal")
+            linear(b + "experts.mlp_down", e * c, ef, False, "residual")
+            continue
         linear(b + "mlp_up", up, c, s["bias"] == "all", "normal")
         linear(b + "mlp_down", c, f, s["bias"] == "all", "residual")
     norm("final_norm")
@@ -244,16 +259,47 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
             h = F.relu(h).square()
         return linear(h, p, b + "mlp_down")
 
+    def moe_mlp(x, p, b, router_out):
+        """transformers' MixtralSparseMoeBlock.forward; router_out collects (probs, selected) per block."""
+        e, k, ef = s["moe"]["experts"], s["moe"]["top_k"], s["moe"]["ffn"]
+        h = norm(x, p, b + "mlp_norm").reshape(-1, x.shape[-1])
+        probs = F.softmax(F.linear(h, p[b + "router.weight"]), dim=-1, dtype=torch.float)
+        weights, selected = torch.topk(probs, k, dim=-1)
+        if s["moe"]["norm_topk"]:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        up = p[b + "experts.mlp_up.weight"].view(e, 2 * ef, -1)
+        down = p[b + "experts.mlp_down.weight"].view(e, x.shape[-1], ef)
+        out = torch.zeros_like(h)
+        for ex in range(e):
+            token, slot = torch.where(selected == ex)
+            if token.numel() == 0:
+                continue
+            gate, u = F.linear(h[token], up[ex]).chunk(2, dim=-1)
+            out = out.index_add(0, token, F.linear(F.silu(gate) * u, down[ex]) * weights[token, slot, None])
+        router_out.append((probs, selected))
+        return out.view(x.shape)
+
+    def aux_loss(router_out):
+        """transformers' load_balancing_loss_func over every block's router outputs concatenated, no mask."""
+        e = s["moe"]["experts"]
+        probs = torch.cat([p for p, _ in router_out])
+        mask = F.one_hot(torch.cat([sel for _, sel in router_out]), e).float()  # [T, k, E]
+        return (mask.mean(dim=0) * probs.mean(dim=0)[None]).sum() * e
+
     def loss_fn(p, tokens, targets):
         x = F.embedding(tokens, p["embedding.tok.weight"])
         if not llama:
             x = x + p["embedding.pos.weight"][: tokens.shape[1]]
+        router_out = []
         for i in range(s["layers"]):
             x = x + attention(x, p, f"block.{i}.")
-            x = x + mlp(x, p, f"block.{i}.")
+            x = x + (moe_mlp(x, p, f"block.{i}.", router_out) if "moe" in s else mlp(x, p, f"block.{i}."))
         head = p["embedding.tok.weight"] if s["tied_embeddings"] else p["head.weight"]
         logits = F.linear(norm(x, p, "final_norm"), head)
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+        if "moe" in s and s["moe"]["aux_coef"]:  # MixtralForCausalLM: loss += router_aux_loss_coef * aux
+            loss = loss + s["moe"]["aux_coef"] * aux_loss(router_out)
+        return loss
 
     # The pieces, for callers that wrap blocks as modules (tools/torch_fsdp2_trace.py shards them with FSDP2).
     loss_fn.norm, loss_fn.attention, loss_fn.mlp = norm, attention, mlp
@@ -324,8 +370,10 @@ def replay(args, plan, s, o):
     if tuple(tokens.shape[1:]) != (gb, seq + 1):
         sys.exit(f"{args.batches}: tokens {list(tokens.shape)}, the plan needs [steps, {gb}, {seq + 1}]")
     loss_fn = make_loss_fn(s, seq, dev, lora, plan.get("fp8"))
-    # fp8's dynamic scales are per tensor, so the activations' amax is per micro-batch: run the plan's.
-    micro = args.micro_batch or (plan["training"]["micro_batch"] if plan.get("fp8") else gb)
+    # fp8's dynamic scales are per tensor, so the activations' amax is per micro-batch, and the MoE aux
+    # loss's means are over one micro-batch's tokens: run the plan's micro-batches.
+    per_micro = plan.get("fp8") or "moe" in s
+    micro = args.micro_batch or (plan["training"]["micro_batch"] if per_micro else gb)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
     model = {**params, **trainable}

@@ -13,6 +13,7 @@
 #include "executor/cpu/norm.h"
 #include "executor/model/block_projections.h"
 #include "executor/model/context_parallel.h"
+#include "executor/model/moe_block_mlp.h"
 #include "executor/model/qkv_groups.h"
 #include "executor/model/tp_region.h"
 
@@ -175,14 +176,18 @@ void block_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*
     norm_forward(arch, a.ln2.data() + tp.local_row() * d.c, a.ln2_mean.data(), a.ln2_rstd.data(), a.x_mid.data(),
                  p.mlp_norm_w, p.mlp_norm_b, d.n_local, d.c, ctx.spec->norm_eps); }
   tp.enter(a.ln2.data());
-  { ScopedOp op(prof, "mlp_up", m);
-    linear_forward(ctx.fp8, a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
-  for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.data(), a.fc.data(), d.fu, a);
-  { ScopedOp op(prof, "mlp_act", m);
-    cpu::mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.data(), a.fc.data(), d.n, d.f); }
-  { ScopedOp op(prof, "mlp_down", m);
-    linear_forward(ctx.fp8, wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
-  adapter_forward(ctx, LoraTarget::down, a.fc_act.data(), wide, d.c, a);
+  if (is_moe_mlp(ctx)) {
+    moe_mlp_forward(ctx, p, a, wide);
+  } else {
+    { ScopedOp op(prof, "mlp_up", m);
+      linear_forward(ctx.fp8, a.fc.data(), a.ln2.data(), p.mlp_up_w, p.mlp_up_b, d.n, d.c, d.fu); }
+    for (LoraTarget t : {LoraTarget::gate, LoraTarget::up}) adapter_forward(ctx, t, a.ln2.data(), a.fc.data(), d.fu, a);
+    { ScopedOp op(prof, "mlp_act", m);
+      cpu::mlp_act_forward(ctx.spec->ffn_kind, a.fc_act.data(), a.fc.data(), d.n, d.f); }
+    { ScopedOp op(prof, "mlp_down", m);
+      linear_forward(ctx.fp8, wide, a.fc_act.data(), p.mlp_down_w, split ? nullptr : p.mlp_down_b, d.n, d.f, d.c); }
+    adapter_forward(ctx, LoraTarget::down, a.fc_act.data(), wide, d.c, a);
+  }
   exit_and_add(ctx, wide, x_out, p.mlp_down_b, a.x_mid.data(), x_out, "mlp_residual");
 }
 
@@ -198,12 +203,14 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
   const TpRegion tp = region(ctx);
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool from_kept = pass == GradPass::weight;
+  const bool moe = is_moe_mlp(ctx);  // the whole backward only (moe_block_mlp.h)
   if (input) zero(s.dfc_act), zero(s.dfc), zero(s.dln);
-  out_projection_backward(ctx, OutProjection<Real>{"mlp_down_dx", "mlp_down_dw", LoraTarget::down, p.mlp_down_w,
+  if (moe) moe_mlp_backward(ctx, p, g, a, dres, s);
+  if (!moe) out_projection_backward(ctx, OutProjection<Real>{"mlp_down_dx", "mlp_down_dw", LoraTarget::down, p.mlp_down_w,
                                                    g.mlp_down_w, g.mlp_down_b, a.fc_act.data(), s.dfc_act.data(), d.f,
                                                    kept ? &kept->d_out : nullptr},
                           a, dres, s, pass);
-  if (input) {
+  if (input && !moe) {
     { ScopedOp op(prof, "mlp_act_bwd", m);
       cpu::mlp_act_backward(ctx.spec->ffn_kind, s.dfc.data(), s.dfc_act.data(), a.fc.data(), d.n, d.f); }
     ScopedOp op(prof, "mlp_up_dx", m);
@@ -211,7 +218,7 @@ void mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>
     for (LoraTarget t : {LoraTarget::gate, LoraTarget::up})
       adapter_backward(ctx, t, a.ln2.data(), s.dfc.data(), d.fu, s.dln.data(), a);
   }
-  if (weight) {
+  if (weight && !moe) {
     ScopedOp op(prof, "mlp_up_dw", m);
     linear_backward_dw(ctx.fp8, g.mlp_up_w, g.mlp_up_b, from_kept ? kept->dfc.data() : s.dfc.data(), a.ln2.data(), d.n,
                             d.c, d.fu);
@@ -289,6 +296,8 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
              "block_backward: the split backward runs without tensor or context parallelism");
   FSDP_CHECK(!ctx.lora.layout || (pass == GradPass::all && ctx.par.tp == 1),
              "block_backward: LoRA runs the whole backward without tensor parallelism");
+  FSDP_CHECK(!is_moe_mlp(ctx) || (pass == GradPass::all && !ctx.lora.layout && !ctx.fp8),
+             "block_backward: an MoE block runs the whole backward, without LoRA or fp8");
   mlp_backward(ctx, p, g, a, dres, s, pass, kept);
   attention_block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
 }

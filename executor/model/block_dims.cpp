@@ -46,7 +46,9 @@ BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
                          tensor_ptr(m, base, "attn_out.weight"),  tensor_ptr(m, base, "attn_out.bias"),
                          tensor_ptr(m, base, "mlp_norm.weight"),  tensor_ptr(m, base, "mlp_norm.bias"),
                          tensor_ptr(m, base, "mlp_up.weight"),    tensor_ptr(m, base, "mlp_up.bias"),
-                         tensor_ptr(m, base, "mlp_down.weight"),  tensor_ptr(m, base, "mlp_down.bias")};
+                         tensor_ptr(m, base, "mlp_down.weight"),  tensor_ptr(m, base, "mlp_down.bias"),
+                         tensor_ptr(m, base, "router.weight"),    tensor_ptr(m, base, "experts.mlp_up.weight"),
+                         tensor_ptr(m, base, "experts.mlp_down.weight")};
 }
 
 template BlockTensors<const float*> block_tensors<const float*>(const ModuleLayout&, const float*);

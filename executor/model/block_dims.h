@@ -41,6 +41,7 @@ template <class P>
 struct BlockTensors {
   P attn_norm_w, attn_norm_b, qkv_w, qkv_b, attn_out_w, attn_out_b;
   P mlp_norm_w, mlp_norm_b, mlp_up_w, mlp_up_b, mlp_down_w, mlp_down_b;
+  P router_w = nullptr, experts_up_w = nullptr, experts_down_w = nullptr;  // an MoE block's MLP (moe_mlp.h)
 };
 template <class P>
 BlockTensors<P> block_tensors(const ModuleLayout& m, P base);

@@ -14,6 +14,7 @@
 #include "executor/cpu/cross_entropy.h"
 #include "executor/cpu/embedding.h"
 #include "executor/cpu/gemm.h"
+#include "executor/model/moe_block_mlp.h"
 #include "executor/model/qkv_groups.h"
 #include "executor/model/tp_region.h"
 #include "executor/model/vocab_parallel.h"
@@ -53,6 +54,11 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
     else acts_[static_cast<std::size_t>(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
+  if (spec.is_moe()) {  // the MoE blocks' routed rows (moe_mlp.h)
+    const MoeDims md = make_moe_dims(spec, dims_.n);
+    for (BlockActs<Real>& a : acts_) a.moe.allocate(md);
+    recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
+  }
   scratch_.allocate(dims_, par_);
   if (par_.tp > 1) emb_.assign(n * c, 0);
   lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
@@ -72,6 +78,7 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
     ctx.lora = LoraBlock<Real>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
   }
   if (opts_.fp8) ctx.fp8 = &fp8_;
+  ctx.moe_aux_dprob = moe_aux_.dprob();
   return ctx;
 }
 
@@ -86,6 +93,7 @@ void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t
       tokens_[static_cast<std::size_t>(b * dims_.t + i)] = tokens[from];
       targets_[static_cast<std::size_t>(b * dims_.t + i)] = targets[from];
     }
+  moe_aux_.reset(spec_);
   drv_.start_batch();
 }
 
@@ -101,13 +109,16 @@ void Transformer<Real>::forward_module(int m, std::span<const Real* const> param
   const auto i = static_cast<std::size_t>(m - 1);
   BlockActs<Real>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
   const auto p = block_tensors(layout().modules[static_cast<std::size_t>(m)], drv_.module_base(params, m));
-  block_forward(block_context(m), p, resid_[i].data(), resid_[i + 1].data(), a);
+  const BlockContext<Real> ctx = block_context(m);
+  block_forward(ctx, p, resid_[i].data(), resid_[i + 1].data(), a);
+  if (is_moe_mlp(ctx)) moe_aux_.add(a.moe, dims_.n);
 }
 
 template <class Real>
 void Transformer<Real>::begin_backward(Real dloss) {
   drv_.begin_backward();
   dloss_ = dloss;
+  moe_aux_.begin_backward(dloss);
 }
 
 template <class Real>
@@ -312,7 +323,7 @@ void Transformer<Real>::head_forward(std::span<const Real* const> params) {
     return;
   }
   ScopedOp op(opts_.profiler, "loss", m);
-  loss_ = cpu::softmax_cross_entropy_forward(probs_.data(), targets_.data(), dims_.n, spec_.vocab);
+  loss_ = cpu::softmax_cross_entropy_forward(probs_.data(), targets_.data(), dims_.n, spec_.vocab) + moe_aux_.loss();
 }
 
 // dlogits (probs_) and the final norm's output stay in the model until its next forward, so the weight

@@ -10,7 +10,7 @@
 // Protocol for one micro-batch:
 //   set_batch(tokens, targets);                          // [B, T] each, int32 (whole sequences)
 //   for m in 0..M-1:  forward_module(m, params);         // params[k]: module k's buffer or null
-//   loss();                                              // Σ over the rank's tokens / (B·T)
+//   loss();                                              // Σ over the rank's tokens / (B·T) (+ MoE aux loss)
 //   begin_backward(dloss);                               // e.g. 1/(grad_accum·dp) for averaged grads
 //   for m in M-1..0:  backward_module(m, params, grads); // grads[k] accumulate (+=): zero them per step
 // Module m reads params[m] only, except the tied head, which reads (and writes the gradient of) the
@@ -35,6 +35,7 @@
 #include "core/plan_settings.h"
 #include "executor/model/block.h"
 #include "executor/model/module_driver.h"
+#include "executor/model/moe_aux_loss.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -141,6 +142,7 @@ class Transformer {
   std::vector<Real> embedding_dout_;               // [N, C]
   const Real* lora_params_ = nullptr;
   Real* lora_grads_ = nullptr;
+  MoeAuxLoss<Real> moe_aux_;                       // MoE models: the load-balancing loss (moe_aux_loss.h)
   Real loss_ = 0, dloss_ = 1;
 };
 

@@ -1,9 +1,10 @@
 // executor/runtime/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
-// mlp_down for a block (biases after their weight, per ModelSpec::bias); token then position table
-// for the embedding. Weights are [out, in] as torch.nn.Linear. Tensor-parallel slices follow
-// Megatron-LM (megatron/core/tensor_parallel/layers.py: ColumnParallelLinear splits the output rows,
-// RowParallelLinear the input columns and adds its bias after the reduction; VocabParallelEmbedding
-// splits the vocabulary rows). Leaves out vocabulary padding.
+// mlp_down for a block (biases after their weight, per ModelSpec::bias; an MoE block: router,
+// experts.mlp_up, experts.mlp_down after the norm); token then position table for the embedding.
+// Weights are [out, in] as torch.nn.Linear. Tensor-parallel slices follow Megatron-LM
+// (megatron/core/tensor_parallel/layers.py: ColumnParallelLinear splits the output rows, RowParallelLinear
+// the input columns and adds its bias after the reduction; VocabParallelEmbedding splits the vocabulary
+// rows). Leaves out vocabulary padding.
 #include "executor/runtime/param_layout.h"
 
 #include <numeric>
@@ -84,6 +85,15 @@ ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp) {
                         split ? qkv_rows_of_rank(s, tp) : std::vector<std::int64_t>{});
   b.add_row_parallel("attn_out", s.hidden, s.q_dim(), all_bias, tp);
   b.add_norm("mlp_norm", s);
+  if (s.is_moe() && i >= s.moe.dense_layers) {  // MixtralSparseMoeBlock: gate, then experts' w1|w3 and w2
+    FSDP_CHECK(!split && s.moe.shared_experts == 0 && !s.is_mla(),
+               "make_param_layout: MoE blocks without tensor parallelism, shared experts or latent attention");
+    const std::int64_t e = s.moe.experts, f = s.moe.expert_ffn_hidden;
+    b.add("router.weight", e, s.hidden, InitKind::normal);
+    b.add("experts.mlp_up.weight", e * 2 * f, s.hidden, InitKind::normal);
+    b.add("experts.mlp_down.weight", e * s.hidden, f, InitKind::normal_residual);
+    return b.m;
+  }
   b.add_column_parallel("mlp_up", up_projection_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias,
                         split ? mlp_up_rows(s, tp) : std::vector<std::int64_t>{});
   b.add_row_parallel("mlp_down", s.hidden, s.ffn_hidden, all_bias, tp);

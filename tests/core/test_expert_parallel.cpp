@@ -117,19 +117,30 @@ TEST_CASE("capabilities: no fsdpx backend runs ep > 1 yet; the gap names /parall
   }
 }
 
-TEST_CASE("capabilities: no fsdpx backend trains an MoE model; the gap names /model, not searched") {
+TEST_CASE("capabilities: the CPU row trains Mixtral's kind at tp = cp = pp = 1; CUDA and latent attention not") {
   const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;
   par.dp_shard = c.world_size();
   const Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
-  for (const BackendCapabilities& caps : all_backend_capabilities()) {
-    const std::vector<CapabilityGap> gaps = capability_gaps(p, caps);
-    REQUIRE_FALSE(gaps.empty());
-    CHECK(gaps.front().path == "/model");
-    CHECK_FALSE(gaps.front().searched);
-    CHECK(gaps.front().what.find("does not train mixture-of-experts blocks yet") != std::string::npos);
-  }
+  CHECK(capability_gaps(p, backend_capabilities(ExecutorDevice::cpu)).empty());
+  const std::vector<CapabilityGap> cuda = capability_gaps(p, backend_capabilities(ExecutorDevice::cuda));
+  REQUIRE_FALSE(cuda.empty());
+  CHECK(cuda.front().path == "/model");
+  CHECK_FALSE(cuda.front().searched);
+  CHECK(cuda.front().what.find("does not train mixture-of-experts blocks yet") != std::string::npos);
+  Plan tp = p;
+  tp.parallelism.tp = 2, tp.parallelism.dp_shard = c.world_size() / 2;
+  bool tp_gap = false;
+  for (const CapabilityGap& g : capability_gaps(tp, backend_capabilities(ExecutorDevice::cpu)))
+    tp_gap = tp_gap || (g.path == "/parallelism/tp" && g.searched && g.what.find("mixture-of-experts") != std::string::npos);
+  CHECK(tp_gap);
+  Plan mla = p;
+  mla.model = load_model(kConfigs + "/models/deepseek-tiny.json");
+  const auto why = untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cpu));
+  REQUIRE(why.has_value());
+  CHECK(why->find("multi-head latent attention") != std::string::npos);
+  CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cpu)).has_value());
 }
 
 }  // namespace fsdpx

@@ -2,9 +2,10 @@
 # CLI test of mixture-of-experts models (issue 30): `fsdpx estimate --format json` gives the exact total and
 # active parameter counts of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 from their config.json as published
 # (tests/cost_models/test_moe_params.cpp derives them by hand), model-state bytes from the total, and names
-# what it leaves out; plan and report refuse them for fsdpx (its backends train no routed experts, exit 2) and
-# plan them with ep > 1 for torchtitan, report varies ep, simulate takes MoE and latent-attention plan files
-# and run refuses an MoE plan.
+# what it leaves out; plan takes Mixtral's kind for fsdpx's CPU backend at ep 1 and tp = cp = pp = 1 (its
+# MoE blocks, executor/model/moe_mlp.h), plan and report refuse latent attention for fsdpx (exit 2) and plan
+# it with ep > 1 for torchtitan, report varies ep, simulate takes MoE and latent-attention plan files, run
+# trains an MoE plan and refuses a latent-attention one.
 set -u
 FSDPX="$1"
 DATA="$2"
@@ -49,9 +50,13 @@ refused() {  # name, expected message part, command...
 }
 refused "estimate --tp 2" "--tp: tensor parallelism of mixture-of-experts" \
   estimate --model mixtral-tiny --cluster cpu --world-size 2 --tp 2 --seq 64
-refused "plan mixtral-tiny for fsdpx" "fsdpx's CPU backend does not train mixture-of-experts blocks yet (issue 30)" \
-  plan --model mixtral-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4
-refused "report deepseek-tiny for fsdpx" "does not train mixture-of-experts blocks yet" \
+"$FSDPX" plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 -o "$tmp/mx.json" >/dev/null
+check "plan mixtral-tiny for fsdpx on the CPU exits 0" $?
+[ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp, (.parallelism.ep // 1)]' "$tmp/mx.json")" = "[1,1,1,1]" ]
+check "the CPU plan of mixtral-tiny keeps tp = cp = pp = ep = 1" $?
+refused "plan deepseek-tiny for fsdpx" "not multi-head latent attention yet (issue 30)" \
+  plan --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4
+refused "report deepseek-tiny for fsdpx" "trains Mixtral-style mixture-of-experts blocks only" \
   report --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 -o "$tmp/r.html"
 
 # torchtitan runs expert parallelism (planner/ep_degrees.h): DeepSeek-V3 on 1024 H100s is planned with ep > 1,
@@ -98,8 +103,8 @@ row_error() {  # name, expected message part, report arguments...
 row_error "report a dense model at ep 2" "needs a mixture-of-experts model" \
   --model llama-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 --vary ep=2
 
-# A plan file whose model is an MoE model: simulate takes it (program/moe_block.h), run refuses it at /model
-# (no fsdpx backend trains routed experts yet); a latent-attention model is refused by both.
+# A plan file whose model is an MoE model: simulate takes it (program/moe_block.h), run trains it; a
+# latent-attention model is simulated and refused by run at /model.
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 -o "$tmp/p.json" >/dev/null
 check "dense plan exits 0" $?
 jq --slurpfile m "$(dirname "$0")/../../configs/models/mixtral-tiny.json" '.model = ($m[0] | del(.source))' \
@@ -107,13 +112,16 @@ jq --slurpfile m "$(dirname "$0")/../../configs/models/mixtral-tiny.json" '.mode
 "$FSDPX" simulate --plan "$tmp/moe.json" --format json > "$tmp/sim.json"
 check "simulate an MoE plan exits 0" $?
 [ "$(jq '.step_time_s > 0' "$tmp/sim.json")" = "true" ] ; check "simulated MoE step time > 0" $?
-refused "run an MoE plan" "/model: the CPU backend does not train mixture-of-experts blocks yet: issue 30" \
-  run --plan "$tmp/moe.json" --steps 1
+"$FSDPX" run --plan "$tmp/moe.json" --steps 2 --format json > "$tmp/moe_run.json"
+check "run an MoE plan exits 0" $?
+[ "$(jq '[.steps[].loss | . > 0 and . < 10] | all' "$tmp/moe_run.json")" = "true" ] ; check "MoE losses finite" $?
 "$FSDPX" plan --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 --target torchtitan@0.2.2 \
   -o "$tmp/mla.json" >/dev/null
 check "plan deepseek-tiny (latent attention, MoE) for torchtitan exits 0" $?
 "$FSDPX" simulate --plan "$tmp/mla.json" --format json > "$tmp/mla_sim.json"
 check "simulate a latent-attention plan exits 0 (cost_models/compute_mla.cpp)" $?
 [ "$(jq '.step_time_s > 0' "$tmp/mla_sim.json")" = "true" ] ; check "simulated latent-attention step time > 0" $?
+refused "run a latent-attention plan" "/model: the CPU backend trains Mixtral-style mixture-of-experts blocks only" \
+  run --plan "$tmp/mla.json" --steps 1
 
 finish
