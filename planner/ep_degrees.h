@@ -3,7 +3,8 @@
 // which targets train mixture-of-experts blocks (torchtitan >= 0.2's expert_parallel_degree; an fsdpx
 // backend whose capability row says expert_parallel), and the refusal of an MoE request on any other
 // target. Its own file so that the search's speed work and this enumeration stay apart. Leaves out expert
-// tensor parallelism (etp = tp, torchtitan's default) and any cost-based pruning (the simulator ranks them).
+// tensor parallelism (etp = tp, torchtitan's default); the search bounds each ep degree's shapes by their
+// compute stream (planner/shape_bound.h) like any other shape.
 #pragma once
 
 #include <optional>
@@ -32,8 +33,8 @@ std::vector<int> searched_ep_degrees(const PlanRequest& r, const Parallelism& pa
 // does not model (core/model_spec_moe.h), or an MoE model on a target that does not train its experts.
 void refuse_unplanned_request(const PlanRequest& r, const std::string& file, const std::string& path);
 
-// A floor on one rank's compute time per step for an MoE plan, for the search's throughput bound
-// (estimate() times dense models only): the causal model FLOPs of its tokens (6 N_active plus
+// A floor on one rank's compute time per step for an MoE plan, for the search's throughput bound beside the
+// compute stream's passes (estimate() times dense models only): the causal model FLOPs of its tokens (6 N_active plus
 // 3 L H (d_qk + d_v) T per token, cost_models/moe_params.h with the attention term halved for the causal
 // mask) at the GPU's peak, no communication. A bound, not an estimate: real kernels never reach peak.
 double moe_compute_floor_s(const Plan& p);

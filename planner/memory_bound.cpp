@@ -14,11 +14,12 @@
 
 #include "core/errors.h"
 #include "cost_models/compute_fp8.h"
-#include "cost_models/lora_memory.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
+#include "planner/rank_state.h"
 #include "program/lower.h"
+#include "program/moe_block.h"
 #include "program/pipeline_schedule.h"
 #include "program/segment_work.h"
 
@@ -248,28 +249,18 @@ double head_table_params(const ModelSpec& m) {
 
 // What a rank's bound holds whatever the recompute pattern: its model state, the fixed overheads and the
 // head gathered on the last rank (activations and headroom are added per pattern, MemoryBoundModel::bound).
-MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<double>& last_gather) {
+MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector<double>& state_sum, int rank,
+                      const std::vector<double>& last_gather) {
   MemoryBound b;
   const auto& par = plan.parallelism;
-  double total = 0;
-  for (std::size_t c = 0; c < sums.vpp; ++c) total += sums.at(sums.params, rank, c);
-  const PrecisionPolicy policy{plan.precision.param, plan.precision.reduce, plan.precision.fp32_master_weights};
+  double local = 0, state = 0;
+  for (std::size_t c = 0; c < sums.vpp; ++c) local += sums.at(sums.params, rank, c), state += sums.at(state_sum, rank, c);
   const DataPlacement placement = data_placement(par);
-  b.state_bytes = plan.lora ? lora_state_bytes(total, lora_params(plan.model, *plan.lora),
-                                                is_sharded(placement.params) ? par.dp_shard : 1, plan.precision.param)
-                                   .total()
-                  : is_sharded(placement.params)
-                      ? fsdp2_state_bytes(total, par.dp_shard, policy).total()
-                      : model_state_bytes(total, sharding_mode(placement), par.dp_shard, policy).total();
-  // FSDP2's sharded gradients appear with the first reduce-scatter (program/lower_units.cpp reduce),
-  // after the last forward op of a one-micro-batch step: left out.
-  if (!plan.lora && is_sharded(placement.params) &&
-      sharded_grads_from_reduction(stack_costs(plan.framework, plan.compiled).fsdp))
-    b.state_bytes -= fsdp2_state_bytes(total, par.dp_shard, policy).grads;
+  b.state_bytes = rank_state_bytes(plan, local, state);
   // Communicators the lowering always creates (reshard groups would only add); pipelines add the
-  // neighbour and first/last-stage groups.
-  const int communicators =
-      (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1) + (par.pp > 1 ? 2 : 0);
+  // neighbour and first/last-stage groups, expert parallelism its ep group and the experts' FSDP group.
+  const int communicators = (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1) +
+                            (par.pp > 1 ? 2 : 0) + (par.ep > 1) + (par.ep > 1 && expert_fsdp_ranks(par) > 1);
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;
   if (is_sharded(placement.params) && placement.reshard_after_forward && rank == par.pp - 1) {
@@ -323,10 +314,13 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
   const auto& par = plan.parallelism;
   vpp_ = std::size_t(par.vpp);
   params_sum_.assign(std::size_t(par.pp) * vpp_, 0.0);
+  state_sum_.assign(params_sum_.size(), 0.0);
+  const std::vector<double> state = unit_state_params(plan);
   for (std::size_t u = 0; u < plan.units.size(); ++u) {
     const int stage = plan.units[u].stage;
     unit_slot_.push_back(std::size_t(stage_rank(stage, par.pp)) * vpp_ + std::size_t(stage_chunk(stage, par.pp)));
     params_sum_[unit_slot_.back()] += params_[u];
+    state_sum_[unit_slot_.back()] += state[u];
   }
   rank_terms(plan);
 }
@@ -350,7 +344,7 @@ void MemoryBoundModel::rank_terms(const Plan& plan) {
     later_extra_.push_back(std::max(backward_extra_[slot], accumulates ? params_sum_[slot] * autograd_grad_bytes(plan) +
                                                                              last_working_[slot]
                                                                        : 0.0));
-  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, rank, last_gather));
+  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, state_sum_, rank, last_gather));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   for (int rank = 0; rank < par.pp; ++rank) {

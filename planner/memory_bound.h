@@ -48,6 +48,8 @@ class MemoryBoundModel {
   std::size_t vpp_ = 1;
   std::vector<std::size_t> unit_slot_;             // per unit: rank * vpp + chunk
   std::vector<double> params_sum_;                 // per rank * vpp + chunk
+  std::vector<double> state_sum_;                  // the same of unit_state_params (an MoE model's experts
+                                                   // x ep / cp: their sharded state, program/moe_block.h)
   std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
   std::vector<double> last_working_;               // per rank * vpp + chunk: its last block's backward
                                                    // working bytes (pipelines only)

@@ -18,6 +18,7 @@
 #include "cost_models/mesh.h"
 #include "cost_models/stack_costs.h"
 #include "planner/shapes.h"
+#include "program/group_members.h"
 #include "program/segment_work.h"
 
 namespace fsdpx {
@@ -36,47 +37,80 @@ struct Timing {
 // Compute-stream time of one micro-batch's passes of each virtual stage, from the segments the lowering
 // builds (program/segment_work.h; identical segments timed once): kernels and the serial TP/CP
 // collectives, timed as the simulator times them (simulator/op_timing.cpp) on the groups the mesh gives
-// them (cost_models/mesh.h). A stack whose Transformer Engine hides TP collectives behind GEMMs counts
-// none of them, and the FSDP copies the simulator adds are left out: both only shorten. b is the whole
-// backward, or ZB's B with w its W.
+// them (cost_models/mesh.h), and an MoE block's dispatch/combine all-to-alls on its ep group as the
+// lowering lays it out (program/lower.cpp make_groups). A stack whose Transformer Engine hides TP
+// collectives behind GEMMs counts none of its TP/CP collectives (its overlap hides only tp exchanges,
+// simulator/op_timing.cpp), and the FSDP copies the simulator adds are left out: both only shorten. b is
+// the whole backward, or ZB's B with w its W.
 struct StagePasses {
   std::vector<double> f, b, w;
 };
 
-StagePasses stage_passes(const Plan& p) {
+// One segment's (f, b, w) for a plan, memoised by segment signature (the work is identical).
+class PassTimer {
+ public:
+  explicit PassTimer(const Plan& p) : p_(p), serial_(!stack_costs(p.framework, p.compiled).te_tp_overlap) {
+    const Parallelism& par = p.parallelism;
+    const int gpn = p.cluster.gpus_per_node;
+    shapes_[0] = mesh_axis_group(par.tp, 1, gpn);
+    shapes_[1] = mesh_axis_group(par.cp, par.tp, gpn);
+    if (par.tp > 1) groups_.tp = 0;
+    if (par.cp > 1) groups_.cp = 1;
+    if (par.ep > 1) {
+      const Mesh mesh{par.dp_replicate, par.dp_shard, par.cp, par.tp};
+      shapes_[2] = group_shape(mesh, ProcessGroup{GroupKind::ep, {}, par.ep}, gpn);
+      groups_.ep = 2;
+    }
+  }
+  // The segment's passes under `plan` (the timer's shape with its own recompute).
+  const std::array<double, 3>& time(const Plan& plan, int first, int count) {
+    const std::string key = segment_signature(plan, first, count);
+    auto it = timed_.find(key);
+    if (it != timed_.end()) return it->second;
+    const bool split = plan.parallelism.pp_schedule == PipelineSchedule::zero_bubble;
+    const std::array<double, 3> t{
+        time_s(segment_forward_work(plan, first, count, groups_)),
+        time_s(segment_backward_work(plan, first, count, groups_, split ? BackwardPart::input : BackwardPart::all)),
+        split ? time_s(segment_backward_work(plan, first, count, groups_, BackwardPart::weight)) : 0.0};
+    return timed_.emplace(key, t).first->second;
+  }
+
+ private:
+  double time_s(const WorkSet& w) const {
+    double t = kernels_time_s(w.kernels, p_.cluster.gpu, p_.precision.param);
+    for (const SerialCollective& sc : w.serial_comms)
+      if (serial_ || sc.group == groups_.ep)
+        t += sc.count * collective_time_s(sc.kind, sc.bytes, shapes_[std::size_t(sc.group)], p_.cluster);
+    return t;
+  }
+  const Plan& p_;
+  bool serial_;
+  std::array<GroupShape, 3> shapes_{};
+  StepGroups groups_;
+  std::map<std::string, std::array<double, 3>> timed_;
+};
+
+StagePasses stage_passes(const Plan& p, PassTimer& timer) {
   const Parallelism& par = p.parallelism;
-  const bool split = par.pp_schedule == PipelineSchedule::zero_bubble;
   const std::vector<double> zero(std::size_t(virtual_stages(par.pp, par.vpp)), 0.0);
   StagePasses out{zero, zero, zero};
-  std::map<std::string, std::array<double, 3>> timed;  // by segment signature
-  const int gpn = p.cluster.gpus_per_node;
-  const GroupShape shapes[] = {mesh_axis_group(par.tp, 1, gpn), mesh_axis_group(par.cp, par.tp, gpn)};
-  StepGroups groups;
-  if (par.tp > 1) groups.tp = 0;
-  if (par.cp > 1) groups.cp = 1;
-  const bool serial = !stack_costs(p.framework, p.compiled).te_tp_overlap;
-  auto time_s = [&](const WorkSet& w) {
-    double t = kernels_time_s(w.kernels, p.cluster.gpu, p.precision.param);
-    for (const SerialCollective& sc : w.serial_comms)
-      if (serial) t += sc.count * collective_time_s(sc.kind, sc.bytes, shapes[sc.group], p.cluster);
-    return t;
-  };
   for (const Segment& seg : plan_segments(p)) {
-    const std::string key = segment_signature(p, seg.first_module, seg.module_count);
-    auto it = timed.find(key);
-    if (it == timed.end()) {
-      const int first = seg.first_module, count = seg.module_count;
-      const std::array<double, 3> t{
-          time_s(segment_forward_work(p, first, count, groups)),
-          time_s(segment_backward_work(p, first, count, groups, split ? BackwardPart::input : BackwardPart::all)),
-          split ? time_s(segment_backward_work(p, first, count, groups, BackwardPart::weight)) : 0.0};
-      it = timed.emplace(key, t).first;
-    }
+    const std::array<double, 3>& t = timer.time(p, seg.first_module, seg.module_count);
     const auto v = std::size_t(p.units[std::size_t(seg.unit)].stage);
-    out.f[v] += it->second[0], out.b[v] += it->second[1], out.w[v] += it->second[2];
+    out.f[v] += t[0], out.b[v] += t[1], out.w[v] += t[2];
   }
   return out;
 }
+
+StagePasses stage_passes(const Plan& p) {
+  PassTimer timer(p);
+  return stage_passes(p, timer);
+}
+
+// Whether a shape's step is bounded by its ranks' compute streams walked pass by pass (pipeline_path_s):
+// under pipelining, and for an MoE model at any pp, whose estimate() has no timing (ep_degrees.h); with
+// pp = 1 the path is the one rank's m x (F + B + W).
+bool walks_passes(const Plan& p) { return p.parallelism.pp > 1 || p.model.is_moe(); }
 
 // A lower bound on a pipelined step's compute stream, for any schedule and unequal stages: pipeline rank
 // r starts when the first micro-batch's forward has passed the virtual stages before its first chunk, then
@@ -140,6 +174,9 @@ struct FamilyEnds {
   StagePasses none_passes, full_passes;  // under PP
   std::vector<int> block_stage;          // per block, its virtual stage
   std::vector<int> blocks;               // per virtual stage
+  // MoE models, whose dense leading blocks and MoE blocks differ: per block, what recomputing it fully
+  // adds to its stage's f, b and w (empty for dense models, whose blocks are identical).
+  std::vector<std::array<double, 3>> full_extra;
 };
 
 // Per uniform recompute mode, its average terms and (under PP) its stages' passes, each computed once per
@@ -147,7 +184,7 @@ struct FamilyEnds {
 class ModeTerms {
  public:
   ModeTerms(const Plan& shape, DType reduce, bool no_reshard)
-      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard) {}
+      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard), timer_(shape) {}
   Plan plan(RecomputeMode m) const {
     return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
   }
@@ -158,14 +195,15 @@ class ModeTerms {
   }
   const StagePasses& passes(RecomputeMode m) {
     auto& s = passes_[std::size_t(m)];
-    if (!s) s = stage_passes(plan(m));
+    if (!s) s = stage_passes(plan(m), timer_);
     return *s;
   }
+  PassTimer& timer() { return timer_; }
   // A uniform mode's step bound: the average terms, and under PP the compute stream also waits at least as
   // pipeline_path_s says.
   double uniform_step_s(RecomputeMode m) {
     const Timing& t = timing(m);
-    const double path_s = shape_.parallelism.pp > 1 ? pipeline_path_s(plan(m), passes(m)) : 0.0;
+    const double path_s = walks_passes(shape_) ? pipeline_path_s(plan(m), passes(m)) : 0.0;
     return std::max({t.compute_s, path_s, t.comm_s});
   }
 
@@ -175,12 +213,13 @@ class ModeTerms {
   bool no_reshard_;
   std::array<std::optional<Timing>, 4> timing_;
   std::array<std::optional<StagePasses>, 4> passes_;
+  PassTimer timer_;
 };
 
 FamilyEnds family_ends(const Plan& none_plan, ModeTerms& terms) {
   FamilyEnds e{terms.timing(RecomputeMode::none), terms.timing(RecomputeMode::full), {}, {},
-               std::vector<int>(std::size_t(none_plan.model.layers), 0), {}};
-  if (none_plan.parallelism.pp == 1) return e;
+               std::vector<int>(std::size_t(none_plan.model.layers), 0), {}, {}};
+  if (!walks_passes(none_plan)) return e;
   e.none_passes = terms.passes(RecomputeMode::none);
   e.full_passes = terms.passes(RecomputeMode::full);
   e.blocks.assign(e.none_passes.f.size(), 0);
@@ -190,6 +229,14 @@ FamilyEnds family_ends(const Plan& none_plan, ModeTerms& terms) {
         e.block_stage[std::size_t(std::stoi(name.substr(6)))] = u.stage;
         ++e.blocks[std::size_t(u.stage)];
       }
+  if (none_plan.model.is_moe()) {
+    const Plan full = terms.plan(RecomputeMode::full);
+    for (int i = 0; i < int(none_plan.model.layers); ++i) {
+      const std::array<double, 3> n = terms.timer().time(none_plan, i + 1, 1);
+      const std::array<double, 3>& f = terms.timer().time(full, i + 1, 1);
+      e.full_extra.push_back({f[0] - n[0], f[1] - n[1], f[2] - n[2]});
+    }
+  }
   return e;
 }
 
@@ -199,12 +246,17 @@ double pattern_step_s(const Plan& plan, const FamilyEnds& e, const std::vector<R
   const double f = double(full_count) / double(pattern.size());
   const double compute_s = e.none.compute_s + f * (e.full.compute_s - e.none.compute_s);
   const double comm_s = e.none.comm_s + f * (e.full.comm_s - e.none.comm_s);
-  if (plan.parallelism.pp == 1) return std::max(compute_s, comm_s);
+  if (!walks_passes(plan)) return std::max(compute_s, comm_s);
   std::vector<int> recomputed(e.blocks.size(), 0);
-  for (std::size_t i = 0; i < pattern.size(); ++i)
-    if (pattern[i] == RecomputeMode::full) ++recomputed[std::size_t(e.block_stage[i])];
   StagePasses s = e.none_passes;
-  for (std::size_t v = 0; v < s.f.size(); ++v) {
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != RecomputeMode::full) continue;
+    const auto v = std::size_t(e.block_stage[i]);
+    ++recomputed[v];
+    if (e.full_extra.empty()) continue;
+    s.f[v] += e.full_extra[i][0], s.b[v] += e.full_extra[i][1], s.w[v] += e.full_extra[i][2];
+  }
+  for (std::size_t v = 0; v < s.f.size() && e.full_extra.empty(); ++v) {
     const double x = e.blocks[v] > 0 ? double(recomputed[v]) / double(e.blocks[v]) : 0.0;
     s.f[v] += x * (e.full_passes.f[v] - e.none_passes.f[v]);
     s.b[v] += x * (e.full_passes.b[v] - e.none_passes.b[v]);
@@ -269,7 +321,7 @@ double shape_speed_limit(const Space& s, const Plan& shape, PipelinePathMemo* me
   const Timing t = average_timing(shape, least_reduce(s), s.knobs.try_no_reshard);
   const Parallelism& par = shape.parallelism;
   double path_s = 0;
-  if (par.pp > 1) {
+  if (walks_passes(shape)) {
     // The path reads the stages' passes (tp, cp, ep, the micro-batch, the units' stages) and the
     // micro-batch count; the data-parallel degrees change neither.
     std::string key = fmt::format("{} {} {} {} {} {} {} {}:", par.tp, par.cp, par.ep, par.pp, par.vpp,

@@ -6,8 +6,12 @@
 // overlap otherwise); partial recompute interpolated between none and full, blocks being identical. Under
 // pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel and serial
 // TP/CP collective time (the first micro-batch's way in, all its passes, the last gradient's way back),
-// per stage for partial recompute. No wrapping, reshard, prefetch or cap can beat them, so a shape whose
-// best bound is below a simulated plan cannot win.
+// per stage for partial recompute. An MoE model (estimate() has no MoE timing) is bounded the same way at
+// every pp, pp = 1 included: its passes carry the grouped expert GEMMs at their per-expert shape efficiency
+// and the dispatch/combine all-to-alls on the ep group as the lowering lays it out, and its partial
+// patterns add each recomputed block's own extra (dense leading blocks differ from MoE ones). No
+// wrapping, reshard, prefetch or cap can beat them, so a shape whose best bound is below a simulated plan
+// cannot win.
 #pragma once
 
 #include <map>

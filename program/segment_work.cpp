@@ -240,6 +240,7 @@ std::string segment_signature(const Plan& plan, int first_module, int module_cou
     const ModuleKind kind = module_kind(plan, i);
     key += "ebnh"[int(kind)];
     if (kind == ModuleKind::block) key += "nsfo"[int(block_recompute(plan, i))];
+    if (is_moe_block(plan, i)) key += 'm';  // an MoE block's kernels and all-to-alls differ from a dense one's
   }
   return key;
 }

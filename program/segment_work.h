@@ -39,7 +39,8 @@ WorkSet segment_forward_work(const Plan& plan, int first_module, int module_coun
 WorkSet segment_backward_work(const Plan& plan, int first_module, int module_count, const StepGroups& g,
                               BackwardPart part = BackwardPart::all);
 SegmentMemory segment_memory(const Plan& plan, int first_module, int module_count);
-// A key equal for segments whose work is identical (same module kinds, same recompute modes).
+// A key equal for segments whose work is identical (same module kinds, same recompute modes; an MoE
+// block apart from a dense one).
 std::string segment_signature(const Plan& plan, int first_module, int module_count);
 
 }  // namespace fsdpx

@@ -132,6 +132,34 @@ TEST_CASE("lowering a Mixtral-like plan with ep 4: an ep group and all-to-alls i
   for (const auto& g : dense_ep.groups) CHECK(g.kind != GroupKind::ep);
 }
 
+// A dense leading block and an MoE block lowered by one role must not share a work set: the lowering
+// caches work by segment_signature, which on main named both "bn", so every MoE block after a dense one
+// ran the dense MLP without all-to-alls.
+TEST_CASE("a role holding a dense leading block and MoE blocks lowers each with its own work") {
+  const ModelSpec m = load_model(kConfigs + "/models/deepseek-tiny.json");  // block 0 dense, 1 and 2 MoE
+  ClusterSpec c = load_cluster("dgx-h100");
+  c.nodes = 1;
+  Parallelism par;
+  par.dp_shard = 8;
+  Plan p = default_plan(m, c, TrainingSettings{128, 2, 16, 0}, par, 1, RecomputeMode::none);
+  p.parallelism.ep = 4;
+  REQUIRE_FALSE(is_moe_block(p, 1));
+  REQUIRE(is_moe_block(p, 2));
+  CHECK(segment_signature(p, 1, 1) != segment_signature(p, 2, 1));
+  CHECK(segment_signature(p, 2, 1) == segment_signature(p, 3, 1));
+  const StepProgram prog = lower(p);
+  int blocks_with_a2a = 0, forwards = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::forward || op.micro_batch != 0) continue;
+    ++forwards;
+    const WorkSet& w = prog.work_sets[std::size_t(op.work_set)];
+    for (const auto& sc : w.serial_comms) blocks_with_a2a += sc.kind == Collective::all_to_all;
+    if (has_kernel(w.kernels, "moe_router")) CHECK(has_kernel(w.kernels, "moe_experts_gate_up"));
+  }
+  CHECK(forwards >= 3);
+  CHECK(blocks_with_a2a == 2);  // the two MoE blocks, never the dense one
+}
+
 }  // namespace fsdpx
 
 namespace fsdpx {
