@@ -22,14 +22,16 @@ std::vector<int> divisors(int n) {
 bool allowed(int fixed, int value) { return fixed == 0 || fixed == value; }
 
 // (schedule, vpp) pairs for pp: none with pp = 1; else the space's schedules, interleaving with each of
-// its chunk counts that leaves every virtual stage a block.
-std::vector<std::pair<PipelineSchedule, int>> pipelines(const PlanRequest& r, int pp) {
+// its chunk counts that leaves every virtual stage a block. fsdpx's runtimes run ZB-H1's split backward
+// with tp = cp = 1 only (core/backend_capabilities.cpp), so its target skips it beside tp or cp.
+std::vector<std::pair<PipelineSchedule, int>> pipelines(const PlanRequest& r, int pp, int tp_cp) {
   const FixedDegrees& f = r.space.fixed;
   if (pp == 1) return {{PipelineSchedule::none, 1}};
   std::vector<PipelineSchedule> schedules = r.space.pp_schedules;
   if (f.pp_schedule) schedules = {*f.pp_schedule};
   std::vector<std::pair<PipelineSchedule, int>> out;
   for (PipelineSchedule s : schedules) {
+    if (s == PipelineSchedule::zero_bubble && tp_cp > 1 && r.target.kind == TargetKind::fsdpx) continue;
     if (s != PipelineSchedule::interleaved_1f1b) {
       if (allowed(f.vpp, 1)) out.emplace_back(s, 1);
       continue;
@@ -76,7 +78,7 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
         const int stage_world = world / pp;
         if (stage_world > r.cluster.gpus_per_node && stage_world % r.cluster.gpus_per_node != 0) continue;
         const int dp = stage_world / (tp * cp);
-        for (auto [schedule, vpp] : pipelines(r, pp))
+        for (auto [schedule, vpp] : pipelines(r, pp, tp * cp))
           for (int rep : divisors(dp)) {
             if ((rep > 1 && !r.space.allow_hsdp) || !allowed(f.dp_replicate, rep) || !allowed(f.dp_shard, dp / rep))
               continue;
