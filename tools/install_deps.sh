@@ -23,9 +23,11 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   # apt's and dpkg's progress (about a thousand lines) goes to a log; on failure its end is shown.
   log=$(mktemp /tmp/fsdpx-install-deps.XXXXXX.log)
-  echo "installing ${#missing[@]} Debian packages (${missing[*]}); log: $log"
+  # One line within 120 columns: the package names head the log instead.
+  echo "installing ${#missing[@]} Debian packages (names and apt output: $log)"
+  echo "missing: ${missing[*]}" >"$log"
   if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-           "${missing[@]}"; } >"$log" 2>&1; then
+           "${missing[@]}"; } >>"$log" 2>&1; then
     tail -n 30 "$log" >&2
     echo "install_deps.sh: apt-get failed; the whole log is $log" >&2
     exit 1
