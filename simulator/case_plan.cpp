@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/pipeline.h"
 #include "core/json_reader.h"
+#include "simulator/op_timing.h"
 #include "simulator/validation_case.h"
 
 namespace fsdpx {
@@ -261,6 +262,12 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   if (c.compiled && !out.plan.compiled)
     out.notes.push_back(fmt::format("compiled ignored: {} runs its own kernels", framework_name(out.plan.framework)));
   out.plan.fp8 = c.fp8;
+  // Apex's DistributedFusedAdam (op_timing.h) all-gathers the updated parameters bucket by bucket inside
+  // step(), after the update and before the next forward (NVIDIA/apex apex/contrib/optimizers/
+  // distributed_fused_adam.py @98661600 step; overlap_param_sync came later): nothing computes meanwhile.
+  // Modelled as the first micro-batch's all-gathers without prefetch, each waiting for the compute before
+  // it: the same exposed time, at the start of the step instead of the end of the previous one.
+  if (apex_distributed_adam(out.plan)) out.plan.prefetch.forward = 0;
   if (c.model.is_moe()) out.plan.moe_routing = case_moe_routing(c.model, out.notes);
   if (out.plan.framework == Framework::torchtitan && par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
     out.plan.units = torchtitan_units(c.model);

@@ -32,6 +32,20 @@ bool te_userbuffers(const Plan& plan) {
          plan.parallelism.sequence_parallel && plan.attention_kernel != AttentionKernel::unfused;
 }
 
+// The distributed optimizer of the pre-2023 Megatron / NeMo stacks (the unfused attention path above
+// marks them) is Apex's DistributedFusedAdam, which NeMo 1.11 builds with its defaults
+// (nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py @v1.11.0 setup_optimization):
+// gradients and parameters are synchronised in buckets of bucket_cap_mb = 100 MB of fp32 gradient
+// (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py @98661600, bucket_size =
+// 1024*1024*bucket_cap_mb / grad dtype size), one NCCL reduce-scatter or all-gather per bucket, each on the
+// process group's one NCCL stream. So a unit's data-parallel collective is params / bucket calls, and every
+// call after the first pays the collective's latency again.
+double apex_bucket_calls(const Op& op, const Plan& plan) {
+  constexpr double kBucketElems = 100.0 * 1024 * 1024 / 4;  // bucket_cap_mb = 100 of fp32 gradient
+  const DType d = op.collective == Collective::all_gather ? plan.precision.param : plan.precision.reduce;
+  return std::max(1.0, op.comm_bytes / dtype_bytes(d) / kBucketElems);
+}
+
 // Time TE's overlap saves on one GEMM `k` and the collective `sc` it hides. Ring-exchange and pipeline
 // GEMMs run in chunks along the tokens on up to three streams at once (TE's _NUM_MAX_UB_STREAMS), so
 // the chunks fill the GPU as the whole GEMM does: each takes the whole GEMM's time over the chunk count.
@@ -131,6 +145,11 @@ void add_fsdp_copies(RoleProgram& role, const StepProgram& program, const Plan& 
 
 }  // namespace
 
+bool apex_distributed_adam(const Plan& plan) {
+  return plan.framework == Framework::megatron && plan.attention_kernel == AttentionKernel::unfused &&
+         plan.parallelism.data_parallel == DataParallel::distributed_optimizer;
+}
+
 void time_program(StepProgram& program, const Plan& plan) {
   const ClusterSpec& cluster = plan.cluster;
   const DType compute_dtype = plan.precision.param;
@@ -151,6 +170,12 @@ void time_program(StepProgram& program, const Plan& plan) {
         op.duration_s = collective_time_s(op.collective, op.comm_bytes, g, cluster);
         op.latency_s = std::min(op.duration_s, op.comm_bytes > 0 && g.ranks > 1
                                                    ? collective_latency_s(op.collective, g, cluster) : 0.0);
+        const bool dp_sync = op.payload == Payload::params || op.payload == Payload::grads;
+        if (dp_sync && apex_distributed_adam(plan) && op.latency_s > 0) {
+          const double extra_s = (apex_bucket_calls(op, plan) - 1) * op.latency_s;
+          op.duration_s += extra_s;
+          op.latency_s += extra_s;
+        }
         set_fabric_loads(op, g, cluster);
         const int sms = cluster.gpu.sm_count;
         op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;

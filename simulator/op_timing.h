@@ -13,4 +13,8 @@ namespace fsdpx {
 // Times `program`, lowered from `plan`, on the plan's cluster for the plan's training stack.
 void time_program(StepProgram& program, const Plan& plan);
 
+// Whether the plan's distributed optimizer is Apex's DistributedFusedAdam of the pre-2023 Megatron / NeMo
+// stacks (op_timing.cpp): data-parallel collectives in 100 MB buckets, parameters gathered in step().
+bool apex_distributed_adam(const Plan& plan);
+
 }  // namespace fsdpx

@@ -376,6 +376,47 @@ TEST_CASE("validation: Megatron with Transformer Engine hides sequence-parallel 
   CHECK(no_sp.duration_s == doctest::Approx(no_sp.serial_s));
 }
 
+namespace {
+
+// The first all-gather of unit 0's parameters in a lowered and timed plan.
+Op first_param_gather(const Plan& plan) {
+  StepProgram program = lower(plan);
+  time_program(program, plan);
+  for (const Op& op : program.roles[0].ops)
+    if (op.kind == OpKind::all_gather && op.payload == Payload::params && op.unit == 0) return op;
+  FAIL("no parameter all-gather");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("validation: the 2022 NeMo distributed optimizer is Apex's, in 100 MB buckets, gathered unprefetched") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  ValidationCase c = f.cases[1];  // GPT 39B, tp 8 x pp 2 x dp 32
+  c.framework = "nemo";
+  c.parallelism.data_parallel = DataParallel::distributed_optimizer;
+  c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
+  const Plan apex = build_case_plan(c, f.file).plan;
+  CHECK(apex_distributed_adam(apex));
+  CHECK(apex.prefetch.forward == 0);  // step()'s parameter all-gather overlaps no compute
+  c.source = "NVIDIA/NeMo docs performance summary (24.07)";  // Megatron-Core's overlapped optimizer
+  const Plan core = build_case_plan(c, f.file).plan;
+  CHECK_FALSE(apex_distributed_adam(core));
+  CHECK(core.prefetch.forward == 1);
+  const Op a = first_param_gather(apex), b = first_param_gather(core);
+  // One NCCL call per 100 MB of fp32 gradient (26,214,400 elements), each after the first paying the
+  // collective's latency again; the bandwidth term is the same bytes either way.
+  const double calls = a.comm_bytes / dtype_bytes(apex.precision.param) / (100.0 * 1024 * 1024 / 4);
+  CHECK(calls > 1);
+  CHECK(a.comm_bytes == b.comm_bytes);
+  CHECK(a.duration_s == doctest::Approx(b.duration_s + (calls - 1) * b.latency_s));
+  CHECK(a.latency_s == doctest::Approx(calls * b.latency_s));
+  // Megatron-LM's 2021 data-parallel path (DDP) is not Apex's optimizer.
+  c.parallelism.data_parallel = DataParallel::ddp;
+  c.source = "Narayanan et al. 2021 (arXiv 2104.04473) Table 1";
+  CHECK_FALSE(apex_distributed_adam(build_case_plan(c, f.file).plan));
+}
+
 TEST_CASE("validation summary: median, mean, shares, overall and per source") {
   const ErrorStats s = error_stats({10.0, -20.0, 5.0, -30.0});
   CHECK(s.count == 4);
