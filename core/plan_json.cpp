@@ -143,8 +143,9 @@ Parallelism parse_parallelism(JsonObject o) {
   return p;
 }
 
-// true -> 1, false -> 0, integer g >= 1 -> g; g == dp_shard means the same as true and is stored as 1.
-int parse_reshard(JsonObject& u, int dp_shard) {
+// true -> 1, false -> 0, integer g >= 1 -> g; g == the shard group's size (dp_shard x cp) means the same
+// as true and is stored as 1.
+int parse_reshard(JsonObject& u, int shard_ranks) {
   if (!u.has("reshard_after_forward")) return 1;
   const nlohmann::json& v = u.raw("reshard_after_forward");
   if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
@@ -154,10 +155,10 @@ int parse_reshard(JsonObject& u, int dp_shard) {
            fmt::format("expected true, false or an integer >= 1 (reshard to that many ranks), got {}",
                        json_type_name(v)));
   const int g = static_cast<int>(v.get<std::int64_t>());
-  return g == dp_shard ? 1 : g;
+  return g == shard_ranks ? 1 : g;
 }
 
-std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
+std::vector<PlanUnit> parse_units(JsonObject& o, int shard_ranks) {
   std::vector<PlanUnit> units;
   const auto elements = o.array("units");
   if (elements.empty()) o.fail("units", "expected at least one unit");
@@ -171,7 +172,7 @@ std::vector<PlanUnit> parse_units(JsonObject& o, int dp_shard) {
         throw_config_error(o.file(), mpath, fmt::format("expected a module name, got {}", json_type_name(*mj)));
       unit.modules.push_back(mj->get<std::string>());
     }
-    unit.reshard_after_forward = parse_reshard(u, dp_shard);
+    unit.reshard_after_forward = parse_reshard(u, shard_ranks);
     unit.stage = optional_int_in(u, "stage", input_range::kStage, 0);
     u.finish();
     units.push_back(std::move(unit));
@@ -358,7 +359,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.cluster = parse_cluster(o);
   p.training = parse_training(o.object("training"));
   p.parallelism = parse_parallelism(o.object("parallelism"));
-  p.units = parse_units(o, p.parallelism.dp_shard);
+  p.units = parse_units(o, p.parallelism.dp_shard * p.parallelism.cp);
   if (auto pf = o.optional_object("prefetch")) p.prefetch = parse_prefetch(*pf);
   p.recompute = parse_recompute(o, p.model.layers);
   if (auto mp = o.optional_object("mixed_precision")) p.precision = parse_precision(*mp);

@@ -237,7 +237,8 @@ void check_stages(const Checker& c) {
 }
 
 // FSDP2 fully_shard(reshard_after_forward=int): reshard to a smaller world size that divides the shard
-// group (torch/distributed/fsdp/_fully_shard/_fully_shard.py docstring; like ZeRO++ hpZ, arXiv 2306.10209).
+// group (torch/distributed/fsdp/_fully_shard/_fully_shard.py docstring; like ZeRO++ hpZ, arXiv 2306.10209),
+// dp_shard x cp (program/group_members.h shard_group_kind).
 void check_reshard(const Checker& c) {
   const Parallelism& par = c.p.parallelism;
   const bool reshards = data_placement(par).reshard_after_forward;
@@ -245,8 +246,9 @@ void check_reshard(const Checker& c) {
     const int g = c.p.units[u].reshard_after_forward;
     const std::string path = unit_path(u) + "/reshard_after_forward";
     c.require(g >= 0, path, fmt::format("expected true, false or an integer >= 1, got {}", g));
-    c.require(g <= 1 || par.dp_shard % g == 0, path,
-              fmt::format("{} must be true, false or a divisor of dp_shard ({}) greater than 1", g, par.dp_shard));
+    c.require(g <= 1 || par.dp_shard * par.cp % g == 0, path,
+              fmt::format("{} must be true, false or a divisor of dp_shard x cp ({}) greater than 1", g,
+                          par.dp_shard * par.cp));
     c.require(reshards || g == 0, path,
               fmt::format("data_parallel \"{}\" keeps parameters unsharded between forward and backward, so "
                           "reshard_after_forward must be false", data_parallel_name(par.data_parallel)));

@@ -60,7 +60,8 @@ Groups mesh_groups(const TrainingShape& s, int gpus_per_node) {
   Groups g;
   g.tp = mesh_axis_group(s.tp, 1, gpus_per_node);
   g.cp = mesh_axis_group(s.cp, s.tp, gpus_per_node);
-  g.shard = mesh_axis_group(s.dp_shard, s.tp * s.cp, gpus_per_node);
+  // FSDP's shard group is dp_shard x cp (torchtitan's dp_shard_cp mesh; program/lower.cpp make_groups).
+  g.shard = mesh_axis_group(s.dp_shard * s.cp, s.tp, gpus_per_node);
   g.replicate = mesh_axis_group(s.dp_replicate, s.tp * s.cp * s.dp_shard, gpus_per_node);
   return g;
 }
@@ -156,7 +157,7 @@ double step_dp_comm_s(const ClusterSpec& c, const TrainingShape& s, const Groups
     case ShardingMode::ddp: time_s = ar; break;
   }
   // Replicas all-reduce their gradient shard once per step (HSDP; the same for other modes).
-  const double shard_bytes = local_params * rb / (s.mode == ShardingMode::ddp ? 1 : s.dp_shard);
+  const double shard_bytes = local_params * rb / (s.mode == ShardingMode::ddp ? 1 : s.dp_shard * s.cp);
   time_s += collective_time_s(Collective::all_reduce, shard_bytes, g.replicate, c);
   return time_s;
 }
@@ -171,9 +172,9 @@ MemoryBreakdown memory_breakdown(const ModelSpec& m, const TrainingShape& s, con
   MemoryBreakdown mem;
   const bool fsdp = s.mode == ShardingMode::zero3 || s.mode == ShardingMode::hsdp;
   const StateBytes state =
-      s.lora ? lora_state_bytes(local_params, lora_params(m, *s.lora), fsdp ? s.dp_shard : 1, s.precision.param)
-      : fsdp ? fsdp2_state_bytes(local_params, s.dp_shard, s.precision)
-             : model_state_bytes(local_params, s.mode, s.dp_shard, s.precision);
+      s.lora ? lora_state_bytes(local_params, lora_params(m, *s.lora), fsdp ? s.dp_shard * s.cp : 1, s.precision.param)
+      : fsdp ? fsdp2_state_bytes(local_params, s.dp_shard * s.cp, s.precision)
+             : model_state_bytes(local_params, s.mode, s.dp_shard * s.cp, s.precision);
   mem.params = state.params;
   mem.grads = state.grads;
   mem.optimizer = state.optimizer;
@@ -274,7 +275,7 @@ Estimate estimate(const ModelSpec& m, const ClusterSpec& c, const TrainingShape&
   const double mb_time_s = micro_batch_compute_s(m, c.gpu, s, &mb_flops);
   const double optimizer_params = s.lora                       ? e.adapter_params
                                   : s.mode == ShardingMode::ddp ? e.params_per_gpu
-                                                                : e.params_per_gpu / s.dp_shard;
+                                                                : e.params_per_gpu / (s.dp_shard * s.cp);
   const KernelWork opt = optimizer_kernel(optimizer_params, s.precision.param, s.precision.reduce);
   // The unscale pass reads and writes the reduced gradients the optimizer reads (program/lower.cpp).
   const std::vector<KernelWork> unscale =

@@ -18,6 +18,7 @@
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
 #include "planner/rank_state.h"
+#include "program/group_members.h"
 #include "program/lower.h"
 #include "program/moe_block.h"
 #include "program/pipeline_schedule.h"
@@ -259,7 +260,7 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector
   b.state_bytes = rank_state_bytes(plan, local, state);
   // Communicators the lowering always creates (reshard groups would only add); pipelines add the
   // neighbour and first/last-stage groups, expert parallelism its ep group and the experts' FSDP group.
-  const int communicators = (par.tp > 1) + (par.cp > 1) + (par.dp_shard > 1) + (par.dp_replicate > 1) +
+  const int communicators = (par.tp > 1) + (par.cp > 1) + (shard_group_ranks(par) > 1) + (par.dp_replicate > 1) +
                             (par.pp > 1 ? 2 : 0) + (par.ep > 1) + (par.ep > 1 && expert_fsdp_ranks(par) > 1);
   const OverheadBytes fixed = overhead_bytes(communicators, 0);
   b.fixed_bytes = fixed.cuda_context + fixed.nccl_buffers;

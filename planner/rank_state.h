@@ -10,8 +10,8 @@ namespace fsdpx {
 
 // Bytes of `plan`'s state on a rank holding `local` parameters (after tp, its units' unit_params) whose
 // sharded state is that of `state` parameters (program/moe_block.h unit_state_params: an MoE model's local
-// experts x ep / cp, so that dividing by dp_shard gives their shard over dp_shard x cp / ep ranks):
-// FSDP2's shards over dp_shard (less the gradient shards when they appear only with the first
+// experts x ep, so that dividing by dp_shard x cp gives their shard over dp_shard x cp / ep ranks):
+// FSDP2's shards over dp_shard x cp (less the gradient shards when they appear only with the first
 // reduce-scatter), or under replicated parameters the `local` ones whole with the optimizer's shards.
 double rank_state_bytes(const Plan& plan, double local, double state);
 

@@ -1,7 +1,7 @@
 // program/group_members.cpp — group membership on the (dp_replicate, dp_shard, cp, tp) mesh: a group
 // varies some coordinates of a rank and keeps the others (torchtitan's DeviceMesh sub-meshes; FSDP2's
-// int reshard_after_forward = g groups runs of g consecutive dp_shard coordinates; the experts' efsdp group
-// takes every (ep / cp)-th dp_shard coordinate). Leaves out custom
+// int reshard_after_forward = g groups runs of g consecutive ranks of the shard group, dp_shard or, when
+// cp > 1, dp_shard_cp; the experts' efsdp group takes every (ep / cp)-th dp_shard coordinate). Leaves out custom
 // rank orders and the pipeline groups, whose members are the same mesh point of several roles.
 #include "program/group_members.h"
 
@@ -47,25 +47,22 @@ GroupBox group_box(const Mesh& mesh, const ProcessGroup& group, const MeshCoord&
       b.rep = {0, mesh.dp_replicate};
       b.shard = {0, mesh.dp_shard};
       break;
-    case GroupKind::tp: b.tp = {0, mesh.tp}; break;
-    case GroupKind::cp: b.cp = {0, mesh.cp}; break;
-    case GroupKind::replicate_cp:
-      b.rep = {0, mesh.dp_replicate};
+    case GroupKind::dp_shard_cp:
+      b.shard = {0, mesh.dp_shard};
       b.cp = {0, mesh.cp};
       break;
+    case GroupKind::tp: b.tp = {0, mesh.tp}; break;
+    case GroupKind::cp: b.cp = {0, mesh.cp}; break;
     case GroupKind::dp_cp:
       b.rep = {0, mesh.dp_replicate};
       b.shard = {0, mesh.dp_shard};
       b.cp = {0, mesh.cp};
       break;
     case GroupKind::mesh_all: b = GroupBox{{0, mesh.dp_replicate}, {0, mesh.dp_shard}, {0, mesh.cp}, {0, mesh.tp}}; break;
-    case GroupKind::reshard: {
-      const int g = group.reshard_ranks;
-      FSDP_CHECK(g >= 1 && mesh.dp_shard % g == 0, "reshard group size must divide dp_shard");
-      const int first = c.dp_shard / g * g;
-      b.shard = {first, first + g};
+    case GroupKind::reshard:  // runs of the shard group: group_members cuts them from its box
+      b.shard = {0, mesh.dp_shard};
+      b.cp = {0, mesh.cp};
       break;
-    }
     case GroupKind::ep: {  // ep / cp consecutive dp_shard coordinates x every cp coordinate
       const int run = group.reshard_ranks / mesh.cp;
       FSDP_CHECK(run >= 1 && group.reshard_ranks % mesh.cp == 0 && mesh.dp_shard % run == 0,
@@ -99,6 +96,15 @@ void group_members(const Mesh& mesh, const ProcessGroup& group, int rank, std::v
     for (int s = b.shard.first; s < b.shard.last; s += b.shard.step)
       for (int c = b.cp.first; c < b.cp.last; ++c)
         for (int t = b.tp.first; t < b.tp.last; ++t) members.push_back(mesh_rank(mesh, {r, s, c, t}));
+  if (group.kind != GroupKind::reshard) return;
+  // FSDP2's post-forward mesh: the run of g consecutive shard-group ranks (dp_shard x cp, in rank order:
+  // the flat index dp_shard · cp + cp) that holds `rank`.
+  const int g = group.reshard_ranks;
+  FSDP_CHECK(g >= 1 && int(members.size()) % g == 0, "reshard group size must divide the shard group");
+  const MeshCoord at = mesh_coord(mesh, rank);
+  const int first = (at.dp_shard * mesh.cp + at.cp) / g * g;
+  members.erase(members.begin() + first + g, members.end());
+  members.erase(members.begin(), members.begin() + first);
 }
 
 int group_size(const Mesh& mesh, const ProcessGroup& group) {
@@ -106,10 +112,10 @@ int group_size(const Mesh& mesh, const ProcessGroup& group) {
     case GroupKind::dp_shard: return mesh.dp_shard;
     case GroupKind::dp_replicate: return mesh.dp_replicate;
     case GroupKind::dp_all: return mesh.dp_replicate * mesh.dp_shard;
+    case GroupKind::dp_shard_cp: return mesh.dp_shard * mesh.cp;
     case GroupKind::tp: return mesh.tp;
     case GroupKind::cp: return mesh.cp;
     case GroupKind::reshard: return group.reshard_ranks;
-    case GroupKind::replicate_cp: return mesh.dp_replicate * mesh.cp;
     case GroupKind::dp_cp: return mesh.dp_replicate * mesh.dp_shard * mesh.cp;
     case GroupKind::mesh_all: return mesh.size();
     case GroupKind::ep: return group.reshard_ranks;

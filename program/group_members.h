@@ -22,6 +22,14 @@ int mesh_rank(const Mesh& mesh, const MeshCoord& c);
 // canonical id of the instance). Writes into `members` (cleared first) to avoid allocation per call.
 void group_members(const Mesh& mesh, const ProcessGroup& group, int rank, std::vector<int>& members);
 
+// The group FSDP shards a unit's parameters, gradients and optimizer state over (its all-gathers and
+// reduce-scatters): dp_shard, or dp_shard_cp when cp > 1 (torchtitan's dp_shard_cp mesh).
+inline GroupKind shard_group_kind(const Mesh& mesh) { return mesh.cp > 1 ? GroupKind::dp_shard_cp : GroupKind::dp_shard; }
+// Its ranks, which a sharded state is cut over: dp_shard x cp, since context-parallel ranks hold the same
+// parameters (torchtitan's dp_shard_cp, v0.2.2's "fsdp" = dp_shard * cp, distributed/parallel_dims.py;
+// Megatron's distributed optimizer over the data x context parallel group).
+inline int shard_group_ranks(const Parallelism& p) { return p.dp_shard * p.cp; }
+
 // Number of members of every instance of `group` on `mesh` (the size of group_members's output).
 int group_size(const Mesh& mesh, const ProcessGroup& group);
 

@@ -59,7 +59,10 @@ void Lowerer::make_groups() {
   prog_.mesh = {par.dp_replicate, par.dp_shard, par.cp, par.tp};
   if (par.tp > 1) g_.tp = add_mesh_group(GroupKind::tp, par.tp, 1);
   if (par.cp > 1) g_.cp = add_mesh_group(GroupKind::cp, par.cp, par.tp);
-  shard_group_ = add_mesh_group(GroupKind::dp_shard, par.dp_shard, par.tp * par.cp);
+  // FSDP shards over dp_shard x cp (adjacent axes, cp inner): torchtitan's dp_shard_cp mesh
+  // (torchtitan v0.2.0 distributed/parallel_dims.py; v0.2.2 calls it "fsdp" = dp_shard * cp) given to
+  // fully_shard, and Megatron's distributed optimizer over the data x context parallel group.
+  shard_group_ = add_mesh_group(shard_group_kind(prog_.mesh), shard_group_ranks(par), par.tp);
   replicate_group_ = add_mesh_group(GroupKind::dp_replicate, par.dp_replicate, par.tp * par.cp * par.dp_shard);
   all_group_ = add_mesh_group(GroupKind::dp_all, par.dp_replicate * par.dp_shard, par.tp * par.cp);
   g_.dp_shard = shard_group_;
@@ -69,7 +72,7 @@ void Lowerer::make_groups() {
   auto spanning = [this](GroupKind kind) {
     return add_group(kind, group_shape(prog_.mesh, ProcessGroup{kind, {}, 0}, plan_.cluster.gpus_per_node));
   };
-  if (par.cp > 1) replicate_cp_group_ = spanning(GroupKind::replicate_cp), dp_cp_group_ = spanning(GroupKind::dp_cp);
+  if (par.cp > 1) dp_cp_group_ = spanning(GroupKind::dp_cp);
   if (par.tp * par.cp > 1) mesh_all_group_ = spanning(GroupKind::mesh_all);
   if (par.ep > 1) {  // the MoE blocks' all-to-alls (program/moe_block.h)
     const ProcessGroup ep{GroupKind::ep, {}, par.ep};
@@ -155,7 +158,7 @@ void Lowerer::tied_all_reduce() {
     for (const auto& m : plan_.units[std::size_t(u)].modules)
       if (m == module) unit = u;
   const double table = double(plan_.model.vocab) * double(plan_.model.hidden) / plan_.parallelism.tp;
-  const double shards = is_sharded(placement_.grads) ? plan_.parallelism.dp_shard : 1;
+  const double shards = is_sharded(placement_.grads) ? shard_group_ranks(plan_.parallelism) : 1;
   Op op;
   op.name = fmt::format("ar.tied.u{}", unit);
   op.kind = OpKind::all_reduce;
@@ -231,14 +234,14 @@ int Lowerer::add_kernel_op(std::string name, OpKind kind, std::vector<KernelWork
 }
 
 // Parameters of this role whose optimizer state (and reduced gradient) this rank holds: sharded units
-// by 1/dp_shard, replicated ones whole; with LoRA the adapters only, whole on every rank.
+// by 1/(dp_shard x cp), replicated ones whole; with LoRA the adapters only, whole on every rank.
 double Lowerer::local_optimizer_params() const {
   if (plan_.lora) return lora_params(plan_.model, *plan_.lora);
   double sharded = 0, replicated = 0;
   for (std::size_t u = 0; u < params_.size(); ++u)
     if (stage_rank(plan_.units[u].stage, plan_.parallelism.pp) == role_)
       is_sharded(prog_.units[u].placement.optimizer) ? sharded += state_params_[u] : replicated += params_[u];
-  return sharded / plan_.parallelism.dp_shard + replicated;
+  return sharded / shard_group_ranks(plan_.parallelism) + replicated;
 }
 
 // fp16 loss scaling: one pass over the rank's reduced gradients (in the reduce dtype) on the compute
@@ -257,15 +260,15 @@ void Lowerer::resident_memory() {
       total += state_params_[u];
       local += params_[u];
     }
-  const int shards = plan_.parallelism.dp_shard;
+  const int shards = shard_group_ranks(plan_.parallelism);
   PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
   StateBytes state = plan_.lora                     ? lora_resident_state()
                      : is_sharded(placement_.params) ? fsdp2_state_bytes(total, shards, policy)
                                                      : model_state_bytes(total, sharding_mode(placement_), shards, policy);
   if (!plan_.lora && !is_sharded(placement_.params)) {
     // Replicated parameters (DDP, ZeRO-1, Megatron's distributed optimizer) and their whole gradient
-    // buffer are on every rank: an MoE model's local experts once, not state_params_'s x ep / cp (that
-    // factor is for the division by dp_shard of the sharded optimizer state).
+    // buffer are on every rank: an MoE model's local experts once, not state_params_'s x ep (that
+    // factor is for the division by dp_shard x cp of the sharded optimizer state).
     const StateBytes whole = model_state_bytes(local, sharding_mode(placement_), shards, policy);
     state.params = whole.params;
     state.grads = whole.grads;
@@ -274,7 +277,7 @@ void Lowerer::resident_memory() {
   int communicators = 0;
   for (const auto& g : prog_.groups)
     communicators += g.shape.ranks > 1 && g.kind != GroupKind::dp_all && g.kind != GroupKind::pp_all &&
-                             g.kind != GroupKind::replicate_cp && g.kind != GroupKind::dp_cp &&
+                             g.kind != GroupKind::dp_cp &&
                              g.kind != GroupKind::mesh_all
                          ? 1
                          : 0;

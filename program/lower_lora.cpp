@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cost_models/lora_memory.h"
+#include "program/group_members.h"
 #include "program/lowering.h"
 
 namespace fsdpx::lowering {
@@ -27,7 +28,7 @@ void Lowerer::adapter_all_reduce() {
 StateBytes Lowerer::lora_resident_state() const {
   double base = 0;
   for (double p : params_) base += p;
-  const int shards = is_sharded(placement_.params) ? plan_.parallelism.dp_shard : 1;
+  const int shards = is_sharded(placement_.params) ? shard_group_ranks(plan_.parallelism) : 1;
   return lora_state_bytes(base, lora_params(plan_.model, *plan_.lora), shards, plan_.precision.param);
 }
 

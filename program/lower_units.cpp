@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "cost_models/stack_costs.h"
+#include "program/group_members.h"
 #include "program/lowering.h"
 
 namespace fsdpx::lowering {
@@ -88,10 +89,11 @@ bool Lowerer::grads_from_reduction() const {
          sharded_grads_from_reduction(stack_costs(plan_.framework, plan_.compiled).fsdp);
 }
 
-// 0: keep unsharded until backward; 1: reshard fully; g: keep a copy sharded over g ranks.
+// 0: keep unsharded until backward; 1: reshard fully; g: keep a copy sharded over g ranks of the shard
+// group (dp_shard x cp; g at least its size reshards fully).
 int Lowerer::reshard_ranks(int unit) const {
   const int r = plan_.units[std::size_t(unit)].reshard_after_forward;
-  return r >= plan_.parallelism.dp_shard ? 1 : r;
+  return r >= shard_group_ranks(plan_.parallelism) ? 1 : r;
 }
 
 // All-gather of a unit before its next use. Prefetch depth d lets it run while the d compute ops before
@@ -106,7 +108,7 @@ void Lowerer::gather(int unit, int mb, bool backward) {
   if (!(backward && g > 1)) split_experts(op, name);
   if (backward && g > 1) {
     if (!reshard_groups_.count(g))
-      reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp * plan_.parallelism.cp, g);
+      reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp, g);  // g ranks of dp_shard x cp
     op.group = reshard_groups_[g];
     op.kept_shard_ranks = g;
     op.free_at_end.push_back({MemCategory::transient, us.kept_bytes});
@@ -265,7 +267,7 @@ void Lowerer::reduce_scatter_memory(Op& op, int unit, int mb, double grad_bytes)
   if (first && grads_from_reduction()) {
     const PrecisionPolicy policy{plan_.precision.param, plan_.precision.reduce, plan_.precision.fp32_master_weights};
     op.alloc_at_start.push_back(
-        {MemCategory::grads, fsdp2_state_bytes(state_params_[std::size_t(unit)], plan_.parallelism.dp_shard, policy).grads});
+        {MemCategory::grads, fsdp2_state_bytes(state_params_[std::size_t(unit)], shard_group_ranks(plan_.parallelism), policy).grads});
   }
   // FSDP2 without pipelining: the widened input outlives the collective until the next unit's
   // post-backward (rs_input_pending_bytes_); the backward's last reduction frees it in the final callback.
@@ -306,8 +308,9 @@ void Lowerer::add_expert_part(Op& op) {
 double Lowerer::op_comm_bytes_of(int op) const { return prog_.roles[std::size_t(role_)].ops[std::size_t(op)].comm_bytes; }
 
 // Gradient reduction of a unit after its backward: reduce-scatter in the shard group (FSDP, HSDP,
-// ZeRO-1), then all-reduce of the shard across replicas; DDP all-reduces the whole gradient. With
-// cp > 1 the cp ranks are replicas too (same parameters, other tokens): the all-reduce spans them.
+// ZeRO-1: dp_shard, or dp_shard x cp when cp > 1, whose ranks hold the same parameters and see other
+// tokens), then all-reduce of the shard across replicas (HSDP); DDP all-reduces the whole gradient over
+// every data-parallel and cp rank.
 void Lowerer::reduce(int unit, int mb, int after_op) {
   if (plan_.lora) return;  // a frozen base has no gradients: the adapters' are reduced once (lower_lora.cpp)
   const DataPlacement& place = prog_.units[std::size_t(unit)].placement;
@@ -334,7 +337,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   // it starts, and a later backward frees that input (rs_input_pending_bytes_) with no wait on `op`.
   if (pending_expert_op_) pending_expert_op_->alloc_at_start = std::exchange(op.alloc_at_start, {});
   add_expert_part(op);
-  const bool across_replicas = place.grads == Placement::sharded_replicated || cp;
+  const bool across_replicas = place.grads == Placement::sharded_replicated;
   op.completes_reduction = !across_replicas;
   us.reduced_op = add_op(std::move(op));
   reduce_ops_.push_back(us.reduced_op);
@@ -343,11 +346,9 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
     last_rs_ = us.reduced_op;
   }
   if (across_replicas) {
-    // The experts' shard: their efsdp group already spans cp, so only replicas add it.
-    const double shard_bytes = op_comm_bytes_of(us.reduced_op) / plan_.parallelism.dp_shard +
-                               (plan_.parallelism.dp_replicate > 1 ? expert_shard_bytes : 0.0);
+    const double shard_bytes = op_comm_bytes_of(us.reduced_op) / shard_group_ranks(plan_.parallelism) + expert_shard_bytes;
     Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
-                          shard_bytes, cp ? replicate_cp_group_ : replicate_group_);
+                          shard_bytes, replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(us.reduced_op);
     us.reduced_op = add_op(std::move(ar));

@@ -86,7 +86,7 @@ class Lowerer {
   std::vector<Segment> segs_;
   std::vector<double> params_;
   // Parameters of each unit whose sharded state (params, reduced gradients, optimizer) a rank holds x
-  // dp_shard: params_ with each MoE block's local experts x ep / cp, since FSDP shards them over
+  // dp_shard x cp: params_ with each MoE block's local experts x ep, since FSDP shards them over
   // dp_shard x cp / ep ranks (program/moe_block.h unit_state_params); params_ for dense models.
   std::vector<double> state_params_;
   // Bytes of each unit as its all-gather moves it: params_ x pb_, the blocks' linear weights at one
@@ -112,7 +112,7 @@ class Lowerer {
   StepGroups g_;
   int shard_group_ = -1, replicate_group_ = -1, all_group_ = -1;
   int pp_pair_group_ = -1, pp_ends_group_ = -1, pp_all_group_ = -1;
-  int replicate_cp_group_ = -1, dp_cp_group_ = -1, mesh_all_group_ = -1;  // -1 unless cp (or tp) > 1
+  int dp_cp_group_ = -1, mesh_all_group_ = -1;  // -1 unless cp (or tp) > 1
   std::map<int, int> reshard_groups_;  // g -> group
   std::map<std::string, int> work_cache_;
   std::vector<int> first_forward_segment_, last_forward_segment_;  // per unit

@@ -92,7 +92,7 @@ std::vector<double> unit_expert_params(const Plan& plan) {
 std::vector<double> unit_state_params(const Plan& plan) {
   std::vector<double> out = unit_params(plan);
   const std::vector<double> experts = unit_expert_params(plan);
-  const double extra = double(plan.parallelism.ep) / plan.parallelism.cp - 1.0;
+  const double extra = double(plan.parallelism.ep) - 1.0;
   for (std::size_t u = 0; u < out.size(); ++u) out[u] += experts[u] * extra;
   return out;
 }

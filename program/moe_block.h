@@ -38,9 +38,10 @@ std::vector<double> moe_module_params(const Plan& plan);
 // experts' own FSDP group (GroupKind::efsdp, dp_shard x cp / ep ranks) rather than dp_shard.
 std::vector<double> unit_expert_params(const Plan& plan);
 
-// Per unit, the parameters whose sharded state a rank holds x dp_shard, after tp: unit_params with each
-// MoE block's local routed experts x ep / cp, so that dividing by dp_shard gives local experts / (dp_shard
-// x cp / ep), torchtitan's expert FSDP group (core/expert_parallel.h). unit_params for dense models.
+// Per unit, the parameters whose sharded state a rank holds x its shard ranks (dp_shard x cp, Parallelism::
+// shard_ranks), after tp: unit_params with each MoE block's local routed experts x ep, so that dividing by
+// dp_shard x cp gives local experts / (dp_shard x cp / ep), torchtitan's expert FSDP group
+// (core/expert_parallel.h). unit_params for dense models.
 std::vector<double> unit_state_params(const Plan& plan);
 
 // Activations an MoE block saves for backward on the slowest ep rank: block_activation_bytes without the

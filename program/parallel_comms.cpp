@@ -22,8 +22,23 @@ struct Sizes {
   double tokens = 0;    // of the rank's context-parallel part of the micro-batch
   double act = 0;       // bytes per activation element
   double exchange = 0;  // one [tokens, hidden] activation: Megatron's f/g collectives
+  // The blocks' sequence-parallel all-gathers (of the attention's and MLP's inputs forward, of their
+  // outputs' gradients backward): `exchange`, or in fp8 under torchao's float8 TP plan.
+  double block_gather = 0;
   bool sp = false;
 };
+
+// torchtitan applies torchao's float8 tensor-parallel plan (Float8ColwiseParallel, Float8RowwiseParallel,
+// PrepareFloat8ModuleInput) only for the tensorwise recipe; rowwise keeps the bf16 plan (torchtitan v0.2.2
+// models/llama3/infra/parallelize.py: enable_float8_tensorwise_tp = float8 and not rowwise). Under it the
+// attention's and the MLP's inputs are cast to e4m3 before their sequence-parallel all-gather, and their
+// outputs' gradients to e5m2 before the backward all-gather (torchao/float8/float8_tensor_parallel.py:
+// _hp_tensor_to_float8_dynamic before redistribute, _NoopFwToFloat8BwDynamic after it): one byte per element.
+// The rowwise layers' reduce-scatters and the inputs' gradients stay in bf16. Leaves out the scalar amax
+// all-reduce of each dynamic scale over the tp group.
+bool float8_tensor_parallel(const Plan& plan) {
+  return plan.fp8 && plan.fp8->scaling == Fp8Scaling::tensorwise;
+}
 
 Sizes sizes(const Plan& plan) {
   Sizes s;
@@ -31,6 +46,7 @@ Sizes sizes(const Plan& plan) {
   s.act = dtype_bytes(plan.precision.param);
   s.exchange = s.tokens * double(plan.model.hidden) * s.act;
   s.sp = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
+  s.block_gather = float8_tensor_parallel(plan) ? s.exchange / s.act : s.exchange;
   return s;
 }
 
@@ -69,7 +85,7 @@ double kv_bytes(const Plan& plan, const Sizes& s) {
 // reduce-scatters, else two all-reduces (forward: g's; backward: f's).
 void add_block_regions(std::vector<SerialCollective>& out, const Sizes& s, int tp) {
   if (s.sp) {
-    add(out, Collective::all_gather, s.exchange, tp, 2);
+    add(out, Collective::all_gather, s.block_gather, tp, 2);
     add(out, Collective::reduce_scatter, s.exchange, tp, 2);
   } else {
     add(out, Collective::all_reduce, s.exchange, tp, 2);

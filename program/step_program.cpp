@@ -77,11 +77,11 @@ const char* group_kind_name(GroupKind k) {
     case GroupKind::tp: return "tp";
     case GroupKind::cp: return "cp";
     case GroupKind::efsdp: return "efsdp";
+    case GroupKind::dp_shard_cp: return "dp_shard_cp";
     case GroupKind::reshard: return "reshard";
     case GroupKind::pp_pair: return "pp_pair";
     case GroupKind::pp_ends: return "pp_ends";
     case GroupKind::pp_all: return "pp_all";
-    case GroupKind::replicate_cp: return "replicate_cp";
     case GroupKind::dp_cp: return "dp_cp";
     case GroupKind::mesh_all: return "mesh_all";
     case GroupKind::ep: return "ep";

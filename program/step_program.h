@@ -79,13 +79,17 @@ struct MemEffect {
 // rank and the rank at the same mesh point on a neighbouring pipeline rank (send/recv), pp_ends the
 // first and last pipeline rank (tied embeddings), pp_all every pipeline rank (the gradient norm).
 // Context-parallel ranks hold the same parameters and see different tokens, so with cp > 1 gradients
-// are also summed over cp: replicate_cp (the replica all-reduce of the gradient shard) and dp_cp
-// (DDP's all-reduce) add the cp axis to dp_replicate and dp_all; mesh_all (every rank of one pipeline
+// are also summed over cp, and FSDP shards over dp_shard x cp: dp_shard_cp (torchtitan's dp_shard_cp
+// mesh, v0.2.2's "fsdp" dimension; Megatron's distributed optimizer over data x context parallel) is the
+// shard group of every sharded state when cp > 1 (all-gathers and reduce-scatters; HSDP's all-reduce of
+// the shard stays on dp_replicate), dp_cp (DDP's all-reduce) adds the cp axis to dp_all; mesh_all (every rank of one pipeline
 // rank's mesh) sums the gradient norm when tp or cp > 1. ep (expert parallelism, core/expert_parallel.h)
 // holds runs of ep / cp consecutive dp_shard coordinates with every cp coordinate: the MoE blocks'
 // dispatch and combine all-to-alls.
 enum class GroupKind : std::uint8_t {
-  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all, replicate_cp, dp_cp, mesh_all, ep,
+  dp_shard, dp_replicate, dp_all, tp, cp, reshard, pp_pair, pp_ends, pp_all,
+  dp_shard_cp,  // FSDP's shard group when cp > 1: every dp_shard and cp coordinate (adjacent mesh axes)
+  dp_cp, mesh_all, ep,
   efsdp  // the routed experts' FSDP group: dp_shard x cp / ep ranks (core/expert_parallel.h expert_fsdp_ranks)
 };
 const char* group_kind_name(GroupKind k);  // "dp_shard", "reshard", "pp_pair", ...
@@ -162,9 +166,10 @@ struct RoleProgram {
 
 // The device mesh of one pipeline rank, outermost axis first: (dp_replicate, dp_shard, cp, tp); rank =
 // row-major index. Pipeline parallelism is the outermost axis: global rank = role x size() + mesh rank.
-// A group of kind dp_shard holds the ranks that differ only in the dp_shard coordinate; dp_all those
-// that differ in dp_replicate and dp_shard; reshard (FSDP2's int reshard_after_forward = g) the runs of
-// g consecutive dp_shard coordinates.
+// A group of kind dp_shard holds the ranks that differ only in the dp_shard coordinate; dp_shard_cp those
+// that differ in dp_shard and cp; dp_all those that differ in dp_replicate and dp_shard; reshard (FSDP2's
+// int reshard_after_forward = g) the runs of g consecutive ranks of the shard group (dp_shard, or
+// dp_shard_cp when cp > 1, in rank order).
 struct Mesh {
   int dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1;
   int size() const { return dp_replicate * dp_shard * cp * tp; }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "program/group_members.h"
 #include "simulator/reserved_memory.h"
 #include "simulator/simulate.h"
 
@@ -71,7 +72,7 @@ void parameter_changes(const Plan& p, std::vector<Candidate>& out) {
     q.parallelism.dp_replicate /= 2;
     q.parallelism.dp_shard *= 2;
     if (q.parallelism.dp_replicate == 1) q.parallelism.data_parallel = DataParallel::fsdp_full_shard;
-    out.emplace_back(fmt::format("shard over {} ranks (dp_replicate {} -> {})", q.parallelism.dp_shard,
+    out.emplace_back(fmt::format("shard over {} ranks (dp_replicate {} -> {})", shard_group_ranks(q.parallelism),
                                  p.parallelism.dp_replicate, q.parallelism.dp_replicate),
                      std::move(q));
   }

@@ -7,6 +7,7 @@
 
 #include "cost_models/memory.h"
 #include "cost_models/stack_costs.h"
+#include "program/group_members.h"
 
 namespace fsdpx {
 namespace {
@@ -35,7 +36,7 @@ void add_fsdp2_pools(const Plan& plan, const StepProgram& program, int role, Str
     const double params = u.param_bytes / dtype_bytes(plan.precision.param);
     // The gradients are freed by zero_grad(set_to_none) after each step and reallocated in the next
     // backward, always on the reduce-scatter stream: its pool keeps them all reserved.
-    pools.reduce_scatter += allocator_block_bytes(fsdp2_state_bytes(params, plan.parallelism.dp_shard, policy).grads);
+    pools.reduce_scatter += allocator_block_bytes(fsdp2_state_bytes(params, shard_group_ranks(plan.parallelism), policy).grads);
   }
   pools.all_gather = fsdp2_all_gather_pool_bytes(gathers);
 }

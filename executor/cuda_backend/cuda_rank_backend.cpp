@@ -101,14 +101,15 @@ CudaRankBackendT<T>::~CudaRankBackendT() {
 template <class T>
 void CudaRankBackendT<T>::use_device() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
-// After the mesh groups (rank_skeleton.h): the reduce-scatters' own dp_shard communicator and, under
+// After the mesh groups (rank_skeleton.h): the reduce-scatters' own shard-group communicator and, under
 // pipeline parallelism, the message channels. Channel r of a payload joins pipeline ranks r and r + 1
 // (mod pp: interleaving wraps around) of a mesh point, its sender first; every other rank gets a group of
 // its own, unused.
 template <class T>
 void CudaRankBackendT<T>::connect_device() {
   use_device();
-  shard_rs_comm_ = shard_comm_->dup("dp_shard.rs");  // reduce-scatters beside all-gathers
+  const MeshGroup shard = Base::shard_group();  // reduce-scatters beside all-gathers
+  shard_rs_comm_ = Base::comm(shard).dup(fmt::format("{}.rs", group_kind_name(shard)));
   model_comm_.set_groups(Base::tp_comm_.get(), Base::cp_comm_.get());
   const int pp = rp_.program.pp;
   for (int r = 0; pp > 1 && r < pp; ++r)

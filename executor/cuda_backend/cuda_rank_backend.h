@@ -40,7 +40,7 @@ namespace fsdpx::cuda {
 template <class T>
 class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunicator> {
   using Base = RankSkeleton<CudaUnitT<T>, DeviceCommunicator>;
-  using Base::rp_, Base::world_, Base::shard_comm_, Base::pp_ends_comm_, Base::role_, Base::mesh_rank_, Base::mem_,
+  using Base::rp_, Base::world_, Base::pp_ends_comm_, Base::role_, Base::mesh_rank_, Base::mem_,
       Base::units_, Base::comm, Base::holds_unit;
 
  public:
@@ -88,7 +88,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   }
   void reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) override;
   DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
-    return r == UnitReduction::scatter && group == MeshGroup::dp_shard ? *shard_rs_comm_ : comm(group);
+    return r == UnitReduction::scatter && group == Base::shard_group() ? *shard_rs_comm_ : comm(group);
   }
   // The device kernels of the skeleton's gradient bookkeeping, on the current op's stream.
   void finish_unit_reduction(CudaUnitT<T>& u, int unit) override {
@@ -127,7 +127,7 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
 
   int device_;
   OpProfiler* kernel_profiler_;
-  std::unique_ptr<DeviceCommunicator> shard_rs_comm_;  // dp_shard's reduce-scatters
+  std::unique_ptr<DeviceCommunicator> shard_rs_comm_;  // the shard group's reduce-scatters
   // pp > 1, the channels of this rank: activations to the next pipeline rank and from the previous one,
   // their gradients to the previous and from the next (rank 0 of each channel sends, rank 1 receives).
   std::unique_ptr<DeviceCommunicator> act_send_, act_recv_, grad_send_, grad_recv_;

@@ -33,10 +33,11 @@ inline constexpr int kMaxHostReduceCount = 8;
 
 // The groups of one rank that ops of the step program name: the program's own vocabulary
 // (program/step_program.h GroupKind, one definition of which mesh axes form each group). A backend is
-// asked for the data-parallel ones, those adding the cp axis, every rank of its pipeline rank's mesh,
+// asked for the data-parallel ones, those adding the cp axis (dp_shard_cp: the units' shard group when
+// cp > 1, program/group_members.h shard_group_kind; dp_cp: DDP's), every rank of its pipeline rank's mesh,
 // under pipeline parallelism the ranks at its mesh point on every pipeline rank (pp_all), and reshard:
-// FSDP2's post-forward mesh of a unit with an int reshard_after_forward = g (g consecutive dp_shard
-// coordinates), which the backend resolves per unit. The model's tp and cp groups are the backend's own;
+// FSDP2's post-forward mesh of a unit with an int reshard_after_forward = g (g consecutive ranks of the
+// shard group), which the backend resolves per unit. The model's tp and cp groups are the backend's own;
 // send/recv (pp_pair) name their peer and the tied all-reduce (pp_ends) is the backend's.
 using MeshGroup = GroupKind;
 
@@ -49,7 +50,7 @@ struct GroupCommunicators {
   Comm* dp_shard = nullptr;
   Comm* dp_replicate = nullptr;
   Comm* dp_all = nullptr;
-  Comm* replicate_cp = nullptr;
+  Comm* dp_shard_cp = nullptr;
   Comm* dp_cp = nullptr;
   Comm* pp_all = nullptr;
 };
@@ -62,7 +63,7 @@ Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
     case MeshGroup::dp_shard: out = c.dp_shard; break;
     case MeshGroup::dp_replicate: out = c.dp_replicate; break;
     case MeshGroup::dp_all: out = c.dp_all ? c.dp_all : c.mesh; break;
-    case MeshGroup::replicate_cp: out = c.replicate_cp; break;
+    case MeshGroup::dp_shard_cp: out = c.dp_shard_cp; break;
     case MeshGroup::dp_cp: out = c.dp_cp; break;
     case MeshGroup::pp_all: out = c.pp_all; break;
     case MeshGroup::mesh_all: break;
@@ -83,7 +84,7 @@ class RankBackend {
   virtual ~RankBackend() = default;
 
   virtual int rank() const = 0;  // global rank
-  // Collective over all ranks: splits the dp_shard and dp_replicate groups off the world.
+  // Collective over all ranks: splits the mesh groups (dp_shard, dp_replicate, ...) off the world.
   virtual void connect() = 0;
   // Initialises this rank's shards from the seed (identical whatever the world size), moments zero.
   virtual void init_params(std::uint64_t seed) = 0;

@@ -233,7 +233,7 @@ void RankRuntime::stop_on_non_finite_gradient() const {
 }
 
 // Global gradient norm: each shard counted once (only its lowest-ranked holder contributes: replica 0
-// under HSDP, rank 0 under DDP, cp rank 0; the backend counts tensors every tp rank holds whole on tp
+// under sharding, whose shard group spans cp; rank 0 and cp rank 0 under DDP; the backend counts tensors every tp rank holds whole on tp
 // rank 0), summed in rank order over every rank of the mesh with a non-finite flag and the loss riding
 // along (tp rank 0's: the tp ranks compute the same loss; cp ranks add their shares), then (pp > 1) over
 // the pipeline ranks at this mesh point, so that every rank agrees on skipping and knows the global loss
@@ -241,7 +241,7 @@ void RankRuntime::stop_on_non_finite_gradient() const {
 void RankRuntime::reduce_norm(GroupKind over) {
   if (over != GroupKind::pp_all) {
     check_losses();
-    const bool owner = (rp_.shard_count == 1 ? dp_rank_ == 0 : replica_index_ == 0) && par_.cp_rank == 0;
+    const bool owner = rp_.shard_count == 1 ? dp_rank_ == 0 && par_.cp_rank == 0 : replica_index_ == 0;
     norm_buf_[0] = owner ? backend_->grad_sq_sum() : 0.0;
     // LoRA adapters: every rank holds them whole, so data-parallel rank 0 counts them.
     if (dp_rank_ == 0 && par_.cp_rank == 0 && par_.tp_rank == 0) norm_buf_[0] += backend_->adapter_grad_sq_sum();

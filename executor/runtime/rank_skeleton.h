@@ -165,17 +165,19 @@ class RankSkeleton : public RankBackend {
   // Notes `unit` as holding a non-finite gradient when g has a NaN or an infinity (first_non_finite_unit).
   virtual void flag_non_finite(float* g, std::int64_t n, int unit) = 0;
   virtual void clear_non_finite() = 0;
-  // The communicator a reduction runs on (CUDA: the reduce-scatters' own dp_shard communicator).
+  // The communicator a reduction runs on (CUDA: the reduce-scatters' own shard-group communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
   // Under pipeline parallelism the mesh is the stage's: its own split beside tp or cp, else dp_all.
   Comm& comm(MeshGroup group) const {
     Comm* mesh = rp_.program.pp == 1 ? world_.get() : stage_comm_ ? stage_comm_.get() : dp_all_comm_.get();
     const GroupCommunicators<Comm> groups{mesh,          shard_comm_.get(),      replica_comm_.get(),
-                                          dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
+                                          dp_all_comm_.get(), shard_cp_comm_.get(), dp_cp_comm_.get(),
                                           pp_all_comm_.get()};
     return group_communicator(group, groups);
   }
+  // The units' shard group (program/group_members.h shard_group_kind): their all-gathers and reduce-scatters.
+  MeshGroup shard_group() const { return shard_group_kind(rp_.program.mesh); }
   Comm& reshard_comm(int unit) const {  // the unit's reshard group (FSDP2's post-forward mesh)
     return reshard_communicator(reshard_comms_, rp_.program.units[std::size_t(unit)].kept_shard_ranks);
   }
@@ -186,7 +188,7 @@ class RankSkeleton : public RankBackend {
 
   const RuntimeProgram& rp_;
   std::unique_ptr<Comm> world_, shard_comm_, replica_comm_;
-  std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
+  std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, shard_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
   std::unique_ptr<Comm> pp_all_comm_, pp_ends_comm_;                                      // pp > 1
   std::unique_ptr<Comm> stage_comm_;  // pp > 1 beside tp or cp: the pipeline rank's whole mesh
   std::vector<std::pair<int, std::unique_ptr<Comm>>> reshard_comms_;  // per reshard group size g
@@ -236,7 +238,7 @@ void RankSkeleton<Unit, Comm>::connect() {
   if (par_.tp > 1) tp_comm_ = split(GroupKind::tp, "tp");
   if (par_.cp > 1) {
     cp_comm_ = split(GroupKind::cp, "cp");
-    replica_cp_comm_ = split(GroupKind::replicate_cp, "replicate_cp");
+    shard_cp_comm_ = split(GroupKind::dp_shard_cp, "dp_shard_cp");  // the units' shard group
     dp_cp_comm_ = split(GroupKind::dp_cp, "dp_cp");
   }
   const int pp = rp_.program.pp;

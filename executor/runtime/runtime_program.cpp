@@ -14,9 +14,16 @@ PipelinePlace pipeline_place(const RuntimeProgram& rp, int rank) {
 
 int global_rank(const RuntimeProgram& rp, int role, int mesh_rank) { return role * rp.program.mesh.size() + mesh_rank; }
 
+// The shard group (dp_shard x cp, program/group_members.h) orders its ranks dp_shard outer, cp inner.
 RankShard rank_shard(const RuntimeProgram& rp, int rank) {
   const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
-  return {at.dp_shard, at.dp_replicate, rp.shard_count > 1 ? at.dp_shard : 0};
+  const int shard = at.dp_shard * rp.program.mesh.cp + at.cp;
+  return {shard, at.dp_replicate, rp.shard_count > 1 ? shard : 0};
+}
+
+int shard_owner_mesh_rank(const RuntimeProgram& rp, int shard, int tp) {
+  const int s = rp.shard_count > 1 ? shard : 0, cp = rp.program.mesh.cp;
+  return mesh_rank(rp.program.mesh, MeshCoord{0, s / cp, s % cp, tp});
 }
 
 bool replicated_params(const RuntimeProgram& rp, int unit) {

@@ -51,7 +51,9 @@ struct RuntimeProgram {
   // ProgramUnit::kept_shard_ranks = g > 1), in the device's storage dtype (fp32 on the CPU, the 16-bit
   // compute dtype on CUDA) over the padded flat unit; 0 when it keeps none.
   std::vector<double> kept_copy_bytes;
-  int shard_count = 1;  // shards of every unit's optimizer state: dp_shard, or 1 when it is replicated (DDP)
+  // Shards of every unit's optimizer state: its shard group's ranks, dp_shard x cp (program/group_members.h
+  // shard_group_kind), or 1 when it is replicated (DDP).
+  int shard_count = 1;
   std::int64_t grad_accum = 1;
   int dp_ranks = 1;
 };
@@ -75,10 +77,13 @@ int data_parallel_index(const RuntimeProgram& rp, int rank);
 // Where global rank `rank` sits on its stage's data-parallel mesh, and which shard of every unit it owns (0 when
 // the optimizer state is replicated).
 struct RankShard {
-  int shard_index = 0, replica_index = 0;  // dp_shard and dp_replicate coordinates
-  int unit_shard = 0;
+  int shard_index = 0;    // its place in the shard group: dp_shard coordinate x cp + cp coordinate
+  int replica_index = 0;  // dp_replicate coordinate
+  int unit_shard = 0;     // shard_index, or 0 when the optimizer state is replicated
 };
 RankShard rank_shard(const RuntimeProgram& rp, int rank);
+// The mesh rank of replica 0 holding shard `shard` (0 when replicated) of tp rank `tp`'s slices.
+int shard_owner_mesh_rank(const RuntimeProgram& rp, int shard, int tp);
 
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);

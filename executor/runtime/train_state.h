@@ -56,7 +56,7 @@ struct TrainerState {
   std::int64_t step = 0;  // optimizer steps done
   DataPosition data;
   std::uint64_t seed = 0;
-  int dp_shard = 1;
+  int dp_shard = 1;      // shards of the run: its shard group's ranks (dp_shard x cp), 1 under DDP
   int dp_replicate = 1;
   std::vector<RankState> ranks;  // replicas hold identical copies; only replica 0 is saved
   AdapterState adapters;         // LoRA

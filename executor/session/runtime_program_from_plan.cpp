@@ -11,6 +11,7 @@
 
 #include "core/backend_capabilities.h"
 #include "core/errors.h"
+#include "program/group_members.h"
 #include "program/lower.h"
 
 namespace fsdpx {
@@ -47,7 +48,7 @@ RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   const Placement optimizer = rp.program.units.front().placement.optimizer;
   for (const ProgramUnit& u : rp.program.units)
     FSDP_CHECK(u.placement.optimizer == optimizer, "runtime: units with different optimizer placements");
-  rp.shard_count = is_sharded(optimizer) ? plan.parallelism.dp_shard : 1;
+  rp.shard_count = is_sharded(optimizer) ? shard_group_ranks(plan.parallelism) : 1;  // dp_shard x cp
   rp.grad_accum = plan.grad_accum();
   rp.dp_ranks = plan.parallelism.data_parallel_ranks();
   for (int t = 0; t < plan.parallelism.tp; ++t) rp.tp_layouts.push_back(make_param_layout(plan.model, TpSlice{plan.parallelism.tp, t}));

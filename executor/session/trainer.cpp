@@ -97,8 +97,8 @@ struct Trainer::Impl {
   // owners is only reachable when they run in this process).
   std::size_t local_index(const RankRuntime& r) const;
   RankRuntime& local_rank(int rank) const;
-  // The rank holding shard `shard` of tp rank `tp`'s slices of `unit` (replica 0, cp rank 0, the
-  // pipeline rank of the unit's stage).
+  // The rank holding shard `shard` (of the dp_shard x cp shard group) of tp rank `tp`'s slices of `unit`
+  // (replica 0, the pipeline rank of the unit's stage).
   RankRuntime& owner(std::size_t unit, int shard, int tp) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
@@ -133,7 +133,7 @@ RankRuntime& Trainer::Impl::local_rank(int rank) const {
 }
 
 RankRuntime& Trainer::Impl::owner(std::size_t unit, int shard, int tp) const {
-  const int at = mesh_rank(rp.program.mesh, MeshCoord{0, rp.shard_count > 1 ? shard : 0, 0, tp});
+  const int at = shard_owner_mesh_rank(rp, shard, tp);
   return local_rank(global_rank(rp, unit_role(rp, int(unit)), at));
 }
 
@@ -243,7 +243,9 @@ TrainerState Trainer::Impl::header() const {
   s.data = position;
   s.seed = rp.settings.training.seed;
   s.dp_shard = rp.shard_count;
-  s.dp_replicate = rp.settings.parallelism.data_parallel_ranks() / rp.shard_count;
+  // Shards over dp_shard x cp (rp.shard_count), replicated over dp_replicate; DDP: every data-parallel rank.
+  const Parallelism& par = rp.settings.parallelism;
+  s.dp_replicate = rp.shard_count > 1 ? par.dp_replicate : par.data_parallel_ranks();
   s.loss_scaler = ranks[0]->loss_scaler();
   return s;
 }

@@ -372,7 +372,7 @@ TEST_CASE("each class of error names the JSON path") {
       {[](J& j) { std::swap(j["units"][1], j["units"][2]); }, "/units/1/modules/0", "expected \"block.0\" here"},
       {[](J& j) { j["recompute"] = {"full"}; }, "/recompute", "one entry per block (2 blocks), got 1"},
       {[](J& j) { j["recompute"] = {"full", "some"}; }, "/recompute/1", "none, selective, full"},
-      {[](J& j) { j["units"][1]["reshard_after_forward"] = 3; }, "/units/1/reshard_after_forward", "divisor of dp_shard (4)"},
+      {[](J& j) { j["units"][1]["reshard_after_forward"] = 3; }, "/units/1/reshard_after_forward", "divisor of dp_shard x cp (4)"},
       {[](J& j) { j["units"][1]["reshard_after_forward"] = 0; }, "/units/1/reshard_after_forward", "integer >= 1"},
       {[](J& j) { j["training"]["global_batch"] = 6; }, "/training/global_batch", "micro_batch (1) x dp_replicate (1) x dp_shard (4) = 4"},
       {[](J& j) { j["training"]["seq"] = 256; }, "/training/seq", "max_seq (128)"},

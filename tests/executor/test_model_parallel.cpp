@@ -76,7 +76,7 @@ void run_rank(const Case& c, const test::TokenBatch& batch, const Reference& ref
           ref.params[std::size_t(full.modules[m].offset + local.modules[m].full_element(e))];
   const double loss = model.forward(p.data(), batch.tokens.data(), batch.targets.data());
   model.backward(p.data(), g.data());
-  if (c.cp > 1) cp->all_reduce(g.data(), std::int64_t(g.size()));  // the cp ranks' tokens add up (the runtime's replicate_cp)
+  if (c.cp > 1) cp->all_reduce(g.data(), std::int64_t(g.size()));  // the cp ranks' tokens add up (the runtime's dp_shard_cp reduce-scatter)
   double diff = 0;
   for (std::size_t m = 0; m < local.modules.size(); ++m)
     for (std::int64_t e = 0; e < local.modules[m].numel; ++e) {

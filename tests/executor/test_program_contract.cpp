@@ -208,6 +208,50 @@ TEST_CASE("program contract: the CPU executor issues the program's collectives, 
   check_issued(test::tiny_plan(m, c, 32));
 }
 
+// FSDP shards over dp_shard x cp (program/group_members.h shard_group_kind): the units' all-gathers and
+// reduce-scatters run on the dp_shard_cp group (cp alone: the cp ranks), HSDP's all-reduce on dp_replicate,
+// ZeRO-1's reduce-scatter on dp_shard_cp, and a kept copy on g consecutive ranks of it.
+TEST_CASE("program contract: the CPU executor issues the program's collectives over dp_shard x cp") {
+  const ModelSpec m = load_model("llama-tiny");
+  test::PlanShape c;
+  c.cp = 2, c.accum = 2;
+  SUBCASE("cp 2 alone") {
+    const Plan plan = test::tiny_plan(m, c, 32);
+    const StepProgram prog = lower(plan);
+    bool on_cp_ranks = false;
+    for (const Op& op : prog.roles[0].ops)
+      if (op.kind == OpKind::all_gather || op.kind == OpKind::reduce_scatter) {
+        const ProcessGroup& g = prog.groups[std::size_t(op.group)];
+        CHECK(g.kind == GroupKind::dp_shard_cp);
+        std::vector<int> members;
+        group_members(prog.mesh, g, 1, members);
+        on_cp_ranks = members == std::vector<int>{0, 1};
+      }
+    CHECK(on_cp_ranks);
+    check_issued(plan);
+  }
+  SUBCASE("HSDP 2 x cp 2") {
+    test::PlanShape s = c;
+    s.dp_replicate = 2;
+    check_issued(test::tiny_plan(m, s, 32));
+  }
+  SUBCASE("ZeRO-1 beside cp 2 x dp_shard 2") {
+    test::PlanShape s = c;
+    s.dp_shard = 2, s.accum = 1;
+    Plan plan = test::tiny_plan(m, s, 32);
+    plan.parallelism.data_parallel = DataParallel::zero1;
+    for (PlanUnit& u : plan.units) u.reshard_after_forward = 0;
+    check_issued(plan);
+  }
+  SUBCASE("partial reshard over 2 of cp 2 x dp_shard 2") {
+    test::PlanShape s = c;
+    s.dp_shard = 2, s.accum = 1;
+    Plan plan = test::tiny_plan(m, s, 32);
+    for (PlanUnit& u : plan.units) u.reshard_after_forward = 2;
+    check_issued(plan);
+  }
+}
+
 TEST_CASE("program contract: the CPU executor sends the program's messages, every pipeline schedule") {
   const std::vector<std::tuple<PipelineSchedule, int>> schedules{{PipelineSchedule::gpipe, 1},
                                                                 {PipelineSchedule::one_f_one_b, 1},

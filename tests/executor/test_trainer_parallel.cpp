@@ -77,7 +77,7 @@ void check_resume(const Plan& saved_plan, const std::vector<Plan>& resume, const
     resumed.load_state(reshard_state(read_checkpoint(ckpt, plan_fingerprint(plan)), resumed.state(), ckpt));
     const double loss = resumed.step().loss;
     const Parallelism& par = plan.parallelism;
-    MESSAGE(tag << " resumed at tp " << par.tp << " x dp_shard " << par.dp_shard << ": step 4 loss " << loss
+    MESSAGE(tag << " resumed at tp " << par.tp << " x cp " << par.cp << " x dp_shard " << par.dp_shard << ": step 4 loss " << loss
                 << " vs " << next << " (rel diff " << std::abs(loss - next) / next << ")");
     CHECK(std::abs(loss - next) <= 1e-6 * std::abs(next));
   }
@@ -91,6 +91,20 @@ TEST_CASE("trainer: a checkpoint saved at tp 2 x dp_shard 2 resumes at 1 rank an
                  name + "-tp2-dp2");
     check_resume(parallel_plan(model, 1, 1, 1), {parallel_plan(model, 2, 1, 2)}, name + "-1rank");
   }
+}
+
+// FSDP shards over dp_shard x cp: a cp 2 x dp_shard 2 checkpoint holds 4 shards, and loads at other layouts.
+TEST_CASE("trainer: a checkpoint saved at cp 2 x dp_shard 2 resumes at 1 rank, dp_shard 4 and cp 2, and back") {
+  const ModelSpec model = load_model("llama-tiny");
+  const Plan cp2dp2 = parallel_plan(model, 1, 2, 2);
+  {
+    Trainer t(cp2dp2, std::make_shared<test::HashData>(model.vocab));
+    CHECK(t.state().dp_shard == 4);  // the shard group's ranks
+    CHECK(t.state().ranks.size() == 4);
+  }
+  check_resume(cp2dp2, {parallel_plan(model, 1, 1, 1), parallel_plan(model, 1, 1, 4), parallel_plan(model, 1, 2, 1)},
+               "llama-tiny-cp2-dp2");
+  check_resume(parallel_plan(model, 1, 1, 1), {cp2dp2, parallel_plan(model, 2, 2, 1)}, "llama-tiny-1rank-cp");
 }
 
 }  // namespace

@@ -64,5 +64,38 @@ TEST_CASE("cp axis between dp_shard and tp") {
   CHECK(out == std::vector<int>{3, 9});
 }
 
+// FSDP's shard group when cp > 1 (torchtitan's dp_shard_cp): every dp_shard and cp coordinate of a
+// (dp_replicate, tp) point, in the flat order dp_shard x cp + cp; reshard runs cut that order.
+TEST_CASE("dp_shard_cp spans dp_shard and cp; reshard groups are runs of it") {
+  const Mesh m{2, 2, 3, 2};  // rank = ((r * 2 + s) * 3 + c) * 2 + t
+  CHECK(shard_group_kind(m) == GroupKind::dp_shard_cp);
+  CHECK(shard_group_kind(Mesh{2, 2, 1, 2}) == GroupKind::dp_shard);
+  ProcessGroup g;
+  g.kind = GroupKind::dp_shard_cp;
+  std::vector<int> out;
+  group_members(m, g, 21, out);  // 21 = ((1 * 2 + 1) * 3 + 1) * 2 + 1: r 1, s 1, c 1, t 1
+  CHECK(out == std::vector<int>{13, 15, 17, 19, 21, 23});
+  CHECK(group_size(m, g) == 6);
+  for (int rank = 0; rank < m.size(); ++rank) {
+    std::vector<int> mine, theirs;
+    group_members(m, g, rank, mine);
+    for (int other : mine) {
+      group_members(m, g, other, theirs);
+      CHECK(theirs == mine);
+    }
+  }
+  // g = 3 of the six: flat indices {3, 4, 5} hold rank 21 (flat 1 * 3 + 1 = 4); g = 2: {4, 5}.
+  g.kind = GroupKind::reshard;
+  g.reshard_ranks = 3;
+  group_members(m, g, 21, out);
+  CHECK(out == std::vector<int>{19, 21, 23});
+  g.reshard_ranks = 2;
+  group_members(m, g, 21, out);
+  CHECK(out == std::vector<int>{21, 23});
+  group_members(m, g, 17, out);  // 17: r 1, s 0, c 2 (flat 2): the run {2, 3} crosses into s 1
+  CHECK(out == std::vector<int>{17, 19});
+  CHECK(group_size(m, g) == 2);
+}
+
 }  // namespace
 }  // namespace fsdpx
