@@ -64,7 +64,10 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   std::unique_ptr<Communicator> split_world(int color, int key, const std::string&) override {
     return world_->split(color, key);
   }
-  void connect_device() override { model_comm_.set_groups(tp_comm_.get(), cp_comm_.get()); }
+  void connect_device() override {
+    model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
+    model_comm_.set_ep_group(ep_comm_.get());
+  }
   void load_unit(FsdpUnit& u, const UnitShardState& s) override { u.state() = s; }
   void copy_master(FsdpUnit& u) override { u.copy_master_to_replica(); }
   void gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) override;

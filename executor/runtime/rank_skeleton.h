@@ -173,7 +173,7 @@ class RankSkeleton : public RankBackend {
     Comm* mesh = rp_.program.pp == 1 ? world_.get() : stage_comm_ ? stage_comm_.get() : dp_all_comm_.get();
     const GroupCommunicators<Comm> groups{mesh,          shard_comm_.get(),      replica_comm_.get(),
                                           dp_all_comm_.get(), replica_cp_comm_.get(), dp_cp_comm_.get(),
-                                          pp_all_comm_.get()};
+                                          pp_all_comm_.get(), ep_comm_.get(), efsdp_comm_.get()};
     return group_communicator(group, groups);
   }
   Comm& reshard_comm(int unit) const {  // the unit's reshard group (FSDP2's post-forward mesh)
@@ -189,6 +189,7 @@ class RankSkeleton : public RankBackend {
   std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, replica_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
   std::unique_ptr<Comm> pp_all_comm_, pp_ends_comm_;                                      // pp > 1
   std::unique_ptr<Comm> stage_comm_;  // pp > 1 beside tp or cp: the pipeline rank's whole mesh
+  std::unique_ptr<Comm> ep_comm_, efsdp_comm_;  // ep > 1: the token exchange's group, the experts' FSDP group
   std::vector<std::pair<int, std::unique_ptr<Comm>>> reshard_comms_;  // per reshard group size g
   int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
@@ -238,6 +239,10 @@ void RankSkeleton<Unit, Comm>::connect() {
     cp_comm_ = split(GroupKind::cp, "cp");
     replica_cp_comm_ = split(GroupKind::replicate_cp, "replicate_cp");
     dp_cp_comm_ = split(GroupKind::dp_cp, "dp_cp");
+  }
+  if (par_.ep > 1) {  // the program's groups, as group_members lists them
+    ep_comm_ = split_group(ProcessGroup{GroupKind::ep, {}, par_.ep}, "ep");
+    efsdp_comm_ = split_group(ProcessGroup{GroupKind::efsdp, {}, par_.ep}, "efsdp");
   }
   const int pp = rp_.program.pp;
   if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all, "dp_all");

@@ -3,7 +3,9 @@
 // every rank's output and input gradient equal the ep 1 computation on its own tokens with all experts, its
 // router gradient equals its own, and each local expert's gradient equals the sum over the ep group's ranks
 // of their ep 1 gradients of that expert (in double, within 1e-12). Each pass issues two all-to-alls on the
-// ep group, each within the step program's bound (program/all_to_all_contract.h).
+// ep group, each within the step program's bound (program/all_to_all_contract.h). The parameter layout
+// of an ep rank holds its local experts' rows, which together cover each experts' tensor once and start
+// from the ep 1 initial values.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,10 +20,12 @@
 #include "executor/comm/tcp_communicator.h"
 #include "executor/comm/thread_communicator.h"
 #include "executor/launch/socket_io.h"
+#include "executor/model/init.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/moe_mlp.h"
 #include "program/all_to_all_contract.h"
 #include "tests/executor/rendezvous_fixtures.h"
+#include "tests/executor/tiny_models.h"
 
 namespace fsdpx {
 namespace {
@@ -142,6 +146,39 @@ TEST_CASE("the variable all-to-all bound: [stated / ranks, stated x ranks]") {
   CHECK_FALSE(variable_all_to_all_within(100, 4, 24.9));
   CHECK_FALSE(variable_all_to_all_within(100, 4, 400.1));
   CHECK_FALSE(variable_all_to_all_within(0, 4, 0));
+}
+
+TEST_CASE("an ep rank's layout: its local experts' rows, each full element once across the group, ep 1's init") {
+  ModelSpec m = test::tiny_llama();
+  m.moe.experts = 4, m.moe.top_k = 2, m.moe.expert_ffn_hidden = 6, m.moe.dense_layers = 1;
+  const ParamLayout full = make_param_layout(m);
+  const std::int64_t per_expert = 3 * m.hidden * m.moe.expert_ffn_hidden;
+  for (int ep : {2, 4}) {
+    CAPTURE(ep);
+    for (int mod = 0; mod < full.num_modules(); ++mod) {
+      const ModuleLayout& fm = full.modules[std::size_t(mod)];
+      const bool moe = mod >= 2 && mod <= int(m.layers);  // block.1 onwards: past the dense leading block
+      std::vector<int> hits(std::size_t(fm.numel), 0);
+      for (int q = 0; q < ep; ++q) {
+        const ParamLayout local = make_param_layout(m, {}, EpSlice{ep, q});
+        const ModuleLayout& lm = local.modules[std::size_t(mod)];
+        CHECK(lm.numel == fm.numel - (moe ? per_expert * (m.moe.experts - m.moe.experts / ep) : 0));
+        for (std::int64_t e = 0; e < lm.numel; ++e) {
+          const std::int64_t f = lm.full_element(e);
+          ++hits[std::size_t(f)];
+          if (init_value(local, 7, mod, e) != init_value(full, 7, mod, f)) FAIL("init differs at element ", e);
+        }
+      }
+      std::int64_t once = 0, every = 0;
+      for (const ModuleLayout* l : {&fm}) {
+        for (const TensorSlot& t : l->tensors)
+          for (std::int64_t e = 0; e < t.numel(); ++e)
+            (hits[std::size_t(t.offset + e)] == (t.expert ? 1 : ep) ? once : every) += 1;
+      }
+      CHECK(once == fm.numel);  // an expert element on one rank, every other element on all ep ranks
+      CHECK(every == 0);
+    }
+  }
 }
 
 }  // namespace fsdpx
