@@ -5,7 +5,8 @@
 // of their ep 1 gradients of that expert (in double, within 1e-12). Each pass issues two all-to-alls on the
 // ep group, each within the step program's bound (program/all_to_all_contract.h). The parameter layout
 // of an ep rank holds its local experts' rows, which together cover each experts' tensor once and start
-// from the ep 1 initial values.
+// from the ep 1 initial values; a whole MoE Transformer at ep 2 and 4 gives every rank ep 1's loss and
+// gradients on its own batch (its local experts' gradients summed over the group).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -23,6 +24,7 @@
 #include "executor/model/init.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/moe_mlp.h"
+#include "executor/model/transformer.h"
 #include "program/all_to_all_contract.h"
 #include "tests/executor/rendezvous_fixtures.h"
 #include "tests/executor/tiny_models.h"
@@ -178,6 +180,74 @@ TEST_CASE("an ep rank's layout: its local experts' rows, each full element once 
       CHECK(once == fm.numel);  // an expert element on one rank, every other element on all ep ranks
       CHECK(every == 0);
     }
+  }
+}
+
+namespace {
+
+ModelSpec tiny_mixtral() {
+  ModelSpec m = test::tiny_llama();
+  m.name = "tiny-mixtral";
+  m.moe.experts = 4, m.moe.top_k = 2, m.moe.expert_ffn_hidden = 6, m.moe.dense_layers = 1;
+  m.moe.norm_topk_prob = true, m.moe.aux_loss_coef = 0.02;
+  return m;
+}
+
+struct ModelResult {
+  double loss = 0;
+  std::vector<double> grads;  // the rank's layout
+};
+
+// Rank r's batch (seeded by r) through the model at (ep, ep_rank), its parameters the full init's elements.
+ModelResult run_model(const ModelSpec& m, int ep, int rank, int batch_seed, ModelComm* comm) {
+  ModelOptions o;
+  o.parallel.ep = ep, o.parallel.ep_rank = ep > 1 ? rank : 0;
+  o.comm = comm;
+  Transformer<double> model(m, 2, 4, o);
+  const ParamLayout full = make_param_layout(m);
+  std::vector<double> all(std::size_t(full.total));
+  init_all(full, 9, all.data());
+  const ParamLayout& local = model.layout();
+  std::vector<double> p(std::size_t(local.total));
+  for (std::size_t k = 0; k < local.modules.size(); ++k)
+    for (std::int64_t e = 0; e < local.modules[k].numel; ++e)
+      p[std::size_t(local.modules[k].offset + e)] = all[std::size_t(full.modules[k].offset + local.modules[k].full_element(e))];
+  const auto batch = test::random_tokens(2, 4, m.vocab, unsigned(batch_seed));
+  ModelResult r;
+  r.grads.assign(p.size(), 0.0);
+  r.loss = model.forward(p.data(), batch.tokens.data(), batch.targets.data());
+  model.backward(p.data(), r.grads.data());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("an MoE Transformer at ep 2 and 4: every rank's loss and gradients are ep 1's") {
+  const ModelSpec m = tiny_mixtral();
+  const ParamLayout full = make_param_layout(m);
+  for (int ep : {2, 4}) {
+    CAPTURE(ep);
+    std::vector<ModelResult> ref;
+    for (int r = 0; r < ep; ++r) ref.push_back(run_model(m, 1, 0, 50 + r, nullptr));
+    CHECK_NOTHROW(run_ranks(ep, [&](Communicator& c) {
+      ModelComm comm(nullptr, nullptr, nullptr);
+      comm.set_ep_group(&c);
+      const ModelResult got = run_model(m, ep, c.rank(), 50 + c.rank(), &comm);
+      if (std::abs(got.loss - ref[std::size_t(c.rank())].loss) > 1e-12)
+        throw std::runtime_error(fmt::format("rank {}: loss {} vs ep 1's {}", c.rank(), got.loss, ref[std::size_t(c.rank())].loss));
+      const ParamLayout local = make_param_layout(m, {}, EpSlice{ep, c.rank()});
+      double maxdiff = 0;
+      for (std::size_t k = 0; k < local.modules.size(); ++k)
+        for (const TensorSlot& t : local.modules[k].tensors)
+          for (std::int64_t e = 0; e < t.numel(); ++e) {
+            const std::int64_t f = full.modules[k].offset + local.modules[k].full_element(t.offset + e);
+            double want = 0;  // an expert's gradient: every rank's tokens routed to it; else the rank's own
+            for (int r = 0; r < ep; ++r)
+              if (t.expert || r == c.rank()) want += ref[std::size_t(r)].grads[std::size_t(f)];
+            maxdiff = std::max(maxdiff, std::abs(got.grads[std::size_t(local.modules[k].offset + t.offset + e)] - want));
+          }
+      if (!(maxdiff <= 1e-12)) throw std::runtime_error(fmt::format("rank {}: gradient maxdiff {:.3e}", c.rank(), maxdiff));
+    }));
   }
 }
 
