@@ -61,7 +61,12 @@ class RankSkeleton : public RankBackend {
   void gather(int unit, MeshGroup group, bool from_kept) final {
     FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "rank backend: a kept copy gathers over its reshard group");
     Comm& c = from_kept ? reshard_comm(unit) : comm(group);
-    for (Unit* u : units_.with_copy(unit)) gather_unit(*u, c, from_kept);
+    for (Unit* u : units_.with_copy(unit)) {
+      if (group == MeshGroup::efsdp)
+        gather_unit_experts(*u, c);  // the experts' twin op (program/lower_units.cpp split_experts)
+      else
+        gather_unit(*u, c, from_kept);
+    }
   }
   // `kept_bytes` > 0: the program keeps a copy (RuntimeProgram::kept_copy_bytes, in the device's dtype).
   void release(int unit, double kept_bytes) final {
@@ -98,6 +103,10 @@ class RankSkeleton : public RankBackend {
     for (std::size_t u = 0; u < rp_.flats.size(); ++u) {
       if (!units_.owns(int(u))) continue;
       const float* g = units_.own(int(u)).grad_shard();
+      if (par_.ep > 1) {  // tp = 1: the whole state (its two parts, expert_shards.h), padding zero
+        add_sum_squares(g, units_.own(int(u)).flat().shard_numel);
+        continue;
+      }
       for (const auto& [begin, end] : norm_ranges_[u]) add_sum_squares(g + begin, end - begin);
     }
     return take_sum_squares();
@@ -165,6 +174,10 @@ class RankSkeleton : public RankBackend {
   // Notes `unit` as holding a non-finite gradient when g has a NaN or an infinity (first_non_finite_unit).
   virtual void flag_non_finite(float* g, std::int64_t n, int unit) = 0;
   virtual void clear_non_finite() = 0;
+  // Expert parallelism: a unit's routed experts gathered and reduce-scattered over their own group
+  // (efsdp), ahead of the rest; a backend without it never gets an efsdp op (its row refuses ep > 1).
+  virtual void gather_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
+  virtual void reduce_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
   // The communicator a reduction runs on (CUDA: the reduce-scatters' own dp_shard communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
@@ -199,6 +212,11 @@ class RankSkeleton : public RankBackend {
 
  private:
   void reduce(int unit, UnitReduction r, MeshGroup group) {
+    if (group == MeshGroup::efsdp) {
+      FSDP_CHECK(r == UnitReduction::scatter, "rank backend: the experts reduce by reduce-scatter only");
+      for (Unit* u : units_.with_copy(unit)) reduce_unit_experts(*u, comm(group));
+      return;
+    }
     Comm& c = reduction_comm(r, group);
     for (Unit* u : units_.with_copy(unit)) reduce_unit(*u, r, c);
   }

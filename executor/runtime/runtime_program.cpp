@@ -21,6 +21,15 @@ RankShard rank_shard(const RuntimeProgram& rp, int rank) {
   return {at.dp_shard, at.dp_replicate, rp.shard_count > 1 ? at.dp_shard : 0};
 }
 
+ExpertGroupPlace expert_group_place(const RuntimeProgram& rp, int rank) {
+  const int ep = rp.settings.parallelism.ep;
+  if (ep == 1) return {};
+  std::vector<int> members;
+  const int me = pipeline_place(rp, rank).mesh_rank;
+  group_members(rp.program.mesh, ProcessGroup{GroupKind::efsdp, {}, ep}, me, members);
+  return {int(members.size()), int(std::find(members.begin(), members.end(), me) - members.begin())};
+}
+
 bool replicated_params(const RuntimeProgram& rp, int unit) {
   return !is_sharded(rp.program.units[std::size_t(unit)].placement.params);
 }
