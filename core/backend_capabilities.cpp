@@ -31,7 +31,10 @@ BackendCapabilities cpu_row() {
   c.lora = true;
   // torchao's tensorwise recipe emulated around the blocks' linear GEMMs (executor/model/fp8_linear.h).
   c.fp8_scalings = {Fp8Scaling::tensorwise};
-  c.moe = true;  // executor/model/moe_mlp.h, ep 1
+  c.moe = true;  // executor/model/moe_mlp.h
+  // Dispatch/combine over the ep group (executor/model/moe_exchange.h), experts sharded over efsdp
+  // (executor/cpu_backend/expert_shards.h); ep_gaps lists what it leaves out.
+  c.expert_parallel = true;
   return c;
 }
 
@@ -258,6 +261,26 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
                                                 "and planner accept it", caps.name, plan.lora->dropout)});
 }
 
+// What the CPU backend's expert parallelism (ep > 1) leaves out: replicas (HSDP, DDP, ZeRO-1), a kept copy
+// (int reshard_after_forward > 1), activation recompute (its forward would exchange the tokens again) and
+// fp16 (untested with the exchange).
+void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const Parallelism& par = plan.parallelism;
+  if (par.ep == 1) return;
+  const auto gap = [&](std::string path, const std::string& what, bool searched) {
+    out.push_back({std::move(path), fmt::format("the {} backend runs expert parallelism {}", caps.name, what), searched});
+  };
+  if (par.dp_replicate > 1) gap("/parallelism/dp_replicate", fmt::format("without replicas (got {})", par.dp_replicate), true);
+  if (par.data_parallel != DataParallel::fsdp_full_shard && par.data_parallel != DataParallel::fsdp_shard_grad_op)
+    gap("/parallelism/data_parallel", "with FSDP's full or grad-op sharding only", true);
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    if (plan.units[u].reshard_after_forward > 1)
+      gap(fmt::format("/units/{}/reshard_after_forward", u), "without a kept copy (0 or 1)", true);
+  if (std::any_of(plan.recompute.begin(), plan.recompute.end(), [](RecomputeMode r) { return r != RecomputeMode::none; }))
+    gap("/recompute", "without activation recompute", true);
+  if (plan.precision.param != DType::fp32) gap("/precision/param", "in fp32 only", false);
+}
+
 // What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
 // (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
 void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
@@ -309,6 +332,7 @@ std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabi
   // trains Mixtral's kind of block. The model is the request's, not a searched setting.
   if (const auto why = untrained_moe_reason(plan.model, caps)) out.push_back({"/model", *why, false});
   if (plan.model.is_moe() && caps.moe) moe_gaps(plan, caps, out);
+  if (plan.model.is_moe() && caps.expert_parallel) ep_gaps(plan, caps, out);
   axis_gaps(plan, caps, out);
   const Parallelism& par = plan.parallelism;
   if ((caps.tensor_parallel && par.tp > 1) || (caps.context_parallel && par.cp > 1))

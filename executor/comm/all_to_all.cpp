@@ -53,11 +53,23 @@ std::vector<std::int64_t> all_to_allv(Communicator& c, const T* in, const std::v
   return recv_counts;
 }
 
+template <class T>
+void all_to_allv(Communicator& c, const T* in, const std::vector<std::int64_t>& send_counts, T* out,
+                 const std::vector<std::int64_t>& recv_counts, int tag) {
+  FSDP_CHECK(std::int64_t(send_counts.size()) == c.size() && std::int64_t(recv_counts.size()) == c.size(),
+             "all_to_allv: one send and one receive count per rank");
+  exchange(c, in, send_counts, out, recv_counts, tag);
+}
+
 template void all_to_all<float>(Communicator&, const float*, float*, std::int64_t, int);
 template void all_to_all<double>(Communicator&, const double*, double*, std::int64_t, int);
 template std::vector<std::int64_t> all_to_allv<float>(Communicator&, const float*, const std::vector<std::int64_t>&,
                                                       std::vector<float>&, int);
 template std::vector<std::int64_t> all_to_allv<double>(Communicator&, const double*, const std::vector<std::int64_t>&,
                                                        std::vector<double>&, int);
+template void all_to_allv<float>(Communicator&, const float*, const std::vector<std::int64_t>&, float*,
+                                 const std::vector<std::int64_t>&, int);
+template void all_to_allv<double>(Communicator&, const double*, const std::vector<std::int64_t>&, double*,
+                                  const std::vector<std::int64_t>&, int);
 
 }  // namespace fsdpx

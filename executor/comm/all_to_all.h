@@ -24,4 +24,12 @@ template <class T>
 std::vector<std::int64_t> all_to_allv(Communicator& c, const T* in, const std::vector<std::int64_t>& send_counts,
                                       std::vector<T>& out, int tag);
 
+// The variable form when both sides know the counts already (expert parallelism exchanges its per-expert
+// row counts first): rank r sends send_counts[p] elements to rank p and receives recv_counts[p] from it
+// into `out` [Σ recv_counts], chunks back to back in rank order. recv_counts[p] must equal rank p's
+// send_counts[r]; a mismatch fails the receive (Communicator::recv checks the count).
+template <class T>
+void all_to_allv(Communicator& c, const T* in, const std::vector<std::int64_t>& send_counts, T* out,
+                 const std::vector<std::int64_t>& recv_counts, int tag);
+
 }  // namespace fsdpx

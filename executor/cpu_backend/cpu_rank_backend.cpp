@@ -45,9 +45,14 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   }
   const RankShard at = rank_shard(rp, world_->rank());
   const int unit_shard = at.unit_shard;
-  const ParamLayout& local = rp.tp_layouts[std::size_t(par_.tp_rank)];
+  const ParamLayout& local = rank_layout(rp, par_);
+  const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
   units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {
-    return std::make_unique<FsdpUnit>(rp.flats[std::size_t(u)], unit_shard, replicated_params(rp, u), &mem_);
+    const FlatUnitLayout& f = rp.flats[std::size_t(u)];
+    if (par_.ep > 1)  // the experts apart, over efsdp (expert_shards.h)
+      return std::make_unique<FsdpUnit>(
+          f, make_expert_shards(local, f, rp.shard_count, unit_shard, experts.efsdp_ranks, experts.efsdp_index), &mem_);
+    return std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, u), &mem_);
   });
   for (FsdpUnit* u : units_.all()) u->set_fp16(rp.settings.precision.param == DType::fp16);
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
@@ -58,8 +63,11 @@ void CpuRankBackend::init_params(std::uint64_t seed) {
   // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
   for (FsdpUnit* u : units_.all()) {
     UnitShardState& s = u->state();
-    init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
-                    s.shard_offset + u->flat().shard_numel, s.params.data());
+    if (const ExpertShards* parts = u->expert_shards())
+      init_expert_shards(rank_layout(rp_, par_), u->flat(), *parts, seed, s.params.data());
+    else
+      init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
+                      s.shard_offset + u->flat().shard_numel, s.params.data());
     std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
     std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
   }

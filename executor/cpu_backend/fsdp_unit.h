@@ -4,13 +4,16 @@
 // its way to the accumulator. The flat layout is the modules back to back, padded to a multiple of the
 // shard count (executor/runtime/param_layout.h, as FSDP's FlatParameter, Zhao et al. 2023, arXiv 2304.11277 §3.2.1). DDP and ZeRO-1 keep the unsharded
 // buffers for the whole run ("replicated"). Leaves out low-precision copies: the CPU computes in fp32; under
-// an fp16 plan the unsharded parameters and gradients are rounded to fp16 values (set_fp16).
+// an fp16 plan the unsharded parameters and gradients are rounded to fp16 values (set_fp16). Under expert
+// parallelism a unit's routed experts are sharded over their own group (expert_shards.h): their gather and
+// reduction are separate ops, ahead of the rest's.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "executor/comm/communicator.h"
+#include "executor/cpu_backend/expert_shards.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
@@ -22,11 +25,16 @@ class FsdpUnit {
  public:
   // `shard_index` of `flat.padded_numel / flat.shard_numel` shards; `replicated`: DDP / ZeRO-1.
   FsdpUnit(FlatUnitLayout flat, int shard_index, bool replicated, MemoryTracker* mem);
+  // Expert parallelism: `flat` (the rank's local experts) in two parts (expert_shards.h); the state is
+  // parts.state_numel() long, dense shard then expert shard.
+  FsdpUnit(FlatUnitLayout flat, ExpertShards parts, MemoryTracker* mem);
   FsdpUnit(const FsdpUnit&) = delete;
   FsdpUnit& operator=(const FsdpUnit&) = delete;
   FsdpUnit(FsdpUnit&&) = default;
 
-  const FlatUnitLayout& flat() const { return life_.flat(); }
+  // The unit's layout; shard_numel is the state's length (both parts under expert parallelism).
+  const FlatUnitLayout& flat() const { return flat_; }
+  const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
   UnitShardState& state() { return state_; }
   const UnitShardState& state() const { return state_; }
   float* grad_shard() { return grad_acc_.data(); }  // [shard_numel]
@@ -34,6 +42,9 @@ class FsdpUnit {
 
   // Parameters: the master shard all-gathered into the unsharded buffer (allocated unless replicated).
   void gather(Communicator& comm);
+  // Expert parallelism: the experts' part over efsdp (the program's twin op, ahead of gather); gather then
+  // places it. Without an efsdp group (one rank) gather takes it from the state.
+  void gather_experts(Communicator& efsdp);
   // Frees the unsharded buffer. keep_ranks = g > 1 (FSDP2's int reshard_after_forward): slice
   // `keep_index` of g of the unsharded parameters stays for backward (kept_bytes()), a shard of the
   // reshard group's world as FSDP2's post-forward mesh holds it.
@@ -55,6 +66,7 @@ class FsdpUnit {
   float* module_grads(int k);
   bool grads_live() const { return life_.grads_live(); }
   void reduce_scatter(Communicator& comm);  // sum over the shard group into the reduced shard
+  void reduce_scatter_experts(Communicator& efsdp);  // the experts' part, ahead of reduce_scatter
   void all_reduce_full(Communicator& comm);  // DDP: sum of the whole unit, which then is the shard
   void all_reduce_reduced(Communicator& comm);  // HSDP: sum of the reduced shard across replicas
   // Adds the reduced shard to the accumulator; false when it holds a NaN or an infinity.
@@ -62,6 +74,12 @@ class FsdpUnit {
 
  private:
   void done_with_full_grads();
+  void allocate_state(std::int64_t shard);
+  void gather_split(Communicator& comm);
+  void reduce_scatter_split(Communicator& comm);
+  FlatUnitLayout flat_;
+  std::vector<ExpertShards> parts_;  // one under expert parallelism, else none
+  std::vector<float> experts_gathered_, experts_reduced_;  // [expert_shard·efsdp], [expert_shard]
   UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   MemoryTracker* mem_;
   UnitShardState state_;

@@ -6,11 +6,12 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/comm/all_to_all.h"
 
 namespace fsdpx {
 
 Communicator& ModelComm::group(ModelAxis axis) const {
-  Communicator* c = axis == ModelAxis::tp ? tp_ : cp_;
+  Communicator* c = axis == ModelAxis::tp ? tp_ : axis == ModelAxis::cp ? cp_ : ep_;
   FSDP_CHECK(c != nullptr, fmt::format("ModelComm: no {} communicator", model_axis_name(axis)));
   return *c;
 }
@@ -51,6 +52,26 @@ void ModelComm::all_reduce(ModelAxis axis, Real* buf, std::int64_t count) {
   record(axis, Collective::all_reduce, double(count) * sizeof(Real), time_s);
 }
 
+namespace {
+constexpr int kExpertTag = 31;  // the ep group's all-to-alls (a group of its own: no other stream shares it)
+}
+
+template <class Real>
+void ModelComm::all_to_allv(ModelAxis axis, const Real* in, const std::vector<std::int64_t>& send_rows, Real* out,
+                            const std::vector<std::int64_t>& recv_rows, std::int64_t width) {
+  Communicator& c = group(axis);
+  std::vector<std::int64_t> send(send_rows), recv(recv_rows);
+  std::int64_t sent = 0, received = 0;
+  for (std::int64_t& k : send) sent += k, k *= width;
+  for (std::int64_t& k : recv) received += k, k *= width;
+  const double time_s = timed_s([&] { fsdpx::all_to_allv(c, in, send, out, recv, kExpertTag); });
+  record(axis, Collective::all_to_all, double(std::max(sent, received) * width) * sizeof(Real), time_s);
+}
+
+void ModelComm::exchange_counts(ModelAxis axis, const double* in, double* out, std::int64_t per_rank) {
+  fsdpx::all_to_all(group(axis), in, out, per_rank, kExpertTag);
+}
+
 std::vector<IssuedCollective> ModelComm::take_issued() {
   std::vector<IssuedCollective> out;
   out.swap(issued_);
@@ -60,7 +81,9 @@ std::vector<IssuedCollective> ModelComm::take_issued() {
 #define FSDPX_INSTANTIATE(Real)                                                                    \
   template void ModelComm::all_gather<Real>(ModelAxis, const Real*, Real*, std::int64_t);         \
   template void ModelComm::reduce_scatter<Real>(ModelAxis, const Real*, Real*, std::int64_t);     \
-  template void ModelComm::all_reduce<Real>(ModelAxis, Real*, std::int64_t);
+  template void ModelComm::all_reduce<Real>(ModelAxis, Real*, std::int64_t);                      \
+  template void ModelComm::all_to_allv<Real>(ModelAxis, const Real*, const std::vector<std::int64_t>&, Real*, \
+                                             const std::vector<std::int64_t>&, std::int64_t);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE

@@ -8,7 +8,9 @@
 // backward an all-gather). Context parallelism splits each sequence into 2·cp chunks, rank r holding
 // chunks r and 2cp−1−r (the load-balanced causal assignment of Megatron-Core and torchtitan). Every
 // collective is recorded (group, kind, bytes) so the runtime can check it against the step program's
-// serial collectives, and timed for profiles. Leaves out overlapping the collectives with compute.
+// serial collectives, and timed for profiles. Expert parallelism's token dispatch and combine are
+// variable-count all-to-alls on the ep group (all_to_all.h), recorded likewise. Leaves out overlapping
+// the collectives with compute.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +33,7 @@ class ModelComm {
   ModelComm& operator=(const ModelComm&) = delete;
   // The groups, once they exist (a backend splits them off its world after constructing the model).
   void set_groups(Communicator* tp, Communicator* cp) { tp_ = tp, cp_ = cp; }
+  void set_ep_group(Communicator* ep) { ep_ = ep; }
 
   // As Communicator's, over the group of `axis`, recorded and timed.
   template <class Real>
@@ -39,6 +42,14 @@ class ModelComm {
   void reduce_scatter(ModelAxis axis, const Real* in, Real* out, std::int64_t count);
   template <class Real>
   void all_reduce(ModelAxis axis, Real* buf, std::int64_t count);
+  // The ep group's variable-count all-to-all (rows of `width` elements; counts in rows, rank order);
+  // recorded with S = the larger of the bytes sent and received.
+  template <class Real>
+  void all_to_allv(ModelAxis axis, const Real* in, const std::vector<std::int64_t>& send_rows, Real* out,
+                   const std::vector<std::int64_t>& recv_rows, std::int64_t width);
+  // The metadata before a variable-count all-to-all: `per_rank` counts to each rank of the axis's group,
+  // in [size·per_rank] -> out [size·per_rank]. Not recorded: the step program's S counts the payload.
+  void exchange_counts(ModelAxis axis, const double* in, double* out, std::int64_t per_rank);
   // A host copy (tp_region.h's g without sequence parallelism when its output is another buffer).
   template <class Real>
   void copy(const Real* in, Real* out, std::int64_t count) const { std::copy(in, in + count, out); }
@@ -52,6 +63,7 @@ class ModelComm {
 
   Communicator* tp_;
   Communicator* cp_;
+  Communicator* ep_ = nullptr;
   OpProfiler* profiler_;
   std::vector<IssuedCollective> issued_;
 };

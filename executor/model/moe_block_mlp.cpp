@@ -15,7 +15,8 @@ MoeTensors<P> moe_tensors(const BlockTensors<P>& t) {
 template <class Real>
 MoeDims dims_of(const BlockContext<Real>& ctx) {
   FSDP_CHECK(ctx.par.tp == 1 && ctx.par.cp == 1, "moe_block_mlp: MoE blocks run without tensor or context parallelism");
-  return make_moe_dims(*ctx.spec, ctx.dims.n);
+  FSDP_CHECK(ctx.par.ep == 1 || ctx.comm != nullptr, "moe_block_mlp: expert parallelism needs the model's ep group");
+  return make_moe_dims(*ctx.spec, ctx.dims.n, ctx.par.ep, ctx.par.ep_rank);
 }
 
 }  // namespace
@@ -23,14 +24,14 @@ MoeDims dims_of(const BlockContext<Real>& ctx) {
 template <class Real>
 void moe_mlp_forward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, BlockActs<Real>& a,
                      Real* out) {
-  moe_forward(dims_of(ctx), moe_tensors(p), a.ln2.data(), out, a.moe, ctx.profiler, ctx.module);
+  moe_forward(dims_of(ctx), moe_tensors(p), a.ln2.data(), out, a.moe, ctx.profiler, ctx.module, ctx.comm);
 }
 
 template <class Real>
 void moe_mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
                       const BlockActs<Real>& a, const Real* dout, BlockScratch<Real>& s) {
   moe_backward(dims_of(ctx), moe_tensors(p), moe_tensors(g), a.ln2.data(), dout, a.moe, ctx.moe_aux_dprob,
-               s.dln.data(), s.moe, ctx.profiler, ctx.module);
+               s.dln.data(), s.moe, ctx.profiler, ctx.module, ctx.comm);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                 \

@@ -1,7 +1,8 @@
 // executor/model/moe_block_mlp.h — a CPU block's MLP half when the block is a mixture-of-experts block:
 // the bridge from the block's context and tensors (block.h) to moe_mlp.h. Leaves out tensor, context and
-// pipeline splits of the MoE MLP (tp = cp = 1, the whole backward; FSDP_CHECKs) and the token exchange of
-// expert parallelism.
+// pipeline splits of the MoE MLP (tp = cp = 1, the whole backward; FSDP_CHECKs). Under expert parallelism
+// (ctx.par.ep > 1) the block's expert tensors are the rank's local experts and the token exchange runs on
+// ctx.comm's ep group (moe_exchange.h).
 #pragma once
 
 #include "executor/model/block.h"

@@ -2,6 +2,8 @@
 // (cost_models/expert_compute.cpp): moe_router, moe_topk, moe_permute, moe_experts_gate_up, moe_swiglu,
 // moe_experts_down. Each expert's routed rows form one GEMM (the grouped GEMM, one group at a time); the
 // outputs are summed per token in expert order, as MixtralSparseMoeBlock's index_add_ loop over experts.
+// Under ep > 1 the experts' GEMMs run on the rows the ep group dispatched (moe_exchange.h), one chunk per
+// (source rank, local expert).
 #include "executor/model/moe_mlp.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include "core/errors.h"
 #include "executor/cpu/activation.h"
 #include "executor/cpu/gemm.h"
+#include "executor/model/moe_exchange.h"
 
 namespace fsdpx {
 namespace {
@@ -72,9 +75,11 @@ void record_balance(const MoeDims& d, MoeActs<Real>& a) {
 
 }  // namespace
 
-MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens) {
+MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep, int ep_rank) {
   FSDP_CHECK(m.is_moe() && m.moe.top_k >= 1 && m.moe.top_k <= m.moe.experts, "make_moe_dims: an MoE model");
-  return MoeDims{tokens, m.hidden, m.moe.experts, m.moe.top_k, m.moe.expert_ffn_hidden, m.moe.norm_topk_prob};
+  FSDP_CHECK(ep >= 1 && m.moe.experts % ep == 0 && ep_rank >= 0 && ep_rank < ep, "make_moe_dims: ep divides experts");
+  return MoeDims{tokens, m.hidden, m.moe.experts, m.moe.top_k, m.moe.expert_ffn_hidden, m.moe.norm_topk_prob,
+                 ep, ep_rank};
 }
 
 template <class Real>
@@ -83,8 +88,8 @@ void MoeActs<Real>::allocate(const MoeDims& d) {
   expert.assign(at(d.rows()), 0), weight.assign(at(d.rows()), 0), row_of.assign(at(d.rows()), 0);
   first_row.assign(at(d.e + 1), 0);
   token_of.assign(at(d.rows()), 0), slot_of.assign(at(d.rows()), 0);
-  xr.assign(at(d.rows() * d.c), 0), h.assign(at(d.rows() * 2 * d.f), 0), act.assign(at(d.rows() * d.f), 0);
-  y.assign(at(d.rows() * d.c), 0);
+  xr.assign(at(d.rows() * d.c), 0), y.assign(at(d.rows() * d.c), 0);
+  h.assign(at(d.rows() * 2 * d.f), 0), act.assign(at(d.rows() * d.f), 0);  // resized per dispatch at ep > 1
   count.assign(at(d.e), 0), prob_sum.assign(at(d.e), 0);
 }
 
@@ -92,12 +97,35 @@ template <class Real>
 void MoeScratch<Real>::allocate(const MoeDims& d) {
   dy.assign(at(d.rows() * d.c), 0), dact.assign(at(d.rows() * d.f), 0), dh.assign(at(d.rows() * 2 * d.f), 0);
   dxr.assign(at(d.rows() * d.c), 0), dprobs.assign(at(d.n * d.e), 0), dlogits.assign(at(d.n * d.e), 0);
+  ex_dy.clear(), ex_dx.clear();  // ep > 1: sized per backward
 }
+
+namespace {
+
+// The experts' forward on their side's rows: per chunk, up (gate | up), SwiGLU, down; in [R, C] -> out [R, C].
+template <class Real>
+void experts_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real* in, Real* out, MoeActs<Real>& a,
+                     OpProfiler* prof, int module) {
+  const std::int64_t c = d.c, f = d.f, rows = a.expert_rows();
+  if (std::int64_t(a.h.size()) < rows * 2 * f) a.h.resize(at(rows * 2 * f)), a.act.resize(at(rows * f));
+  for (const ExpertChunk& k : a.chunks) {
+    { ScopedOp op(prof, "moe_experts_gate_up", module);
+      cpu::matmul_forward(a.h.data() + k.r0 * 2 * f, in + k.r0 * c, p.up_w + k.expert * 2 * f * c,
+                          static_cast<const Real*>(nullptr), k.rows, c, 2 * f); }
+    { ScopedOp op(prof, "moe_swiglu", module);
+      cpu::mlp_act_forward(FfnKind::swiglu, a.act.data() + k.r0 * f, a.h.data() + k.r0 * 2 * f, k.rows, f); }
+    ScopedOp op(prof, "moe_experts_down", module);
+    cpu::matmul_forward(out + k.r0 * c, a.act.data() + k.r0 * f, p.down_w + k.expert * c * f,
+                        static_cast<const Real*>(nullptr), k.rows, f, c);
+  }
+}
+
+}  // namespace
 
 template <class Real>
 void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real* x, Real* out, MoeActs<Real>& a,
-                 OpProfiler* prof, int module) {
-  const std::int64_t c = d.c, f = d.f;
+                 OpProfiler* prof, int module, ModelComm* comm) {
+  const std::int64_t c = d.c;
   { ScopedOp op(prof, "moe_router", module);
     cpu::matmul_forward(a.probs.data(), x, p.router_w, static_cast<const Real*>(nullptr), d.n, c, d.e); }
   { ScopedOp op(prof, "moe_topk", module);
@@ -107,18 +135,11 @@ void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real*
   { ScopedOp op(prof, "moe_permute", module);
     for (std::int64_t r = 0; r < d.rows(); ++r)
       std::copy_n(x + a.token_of[at(r)] * c, c, a.xr.begin() + r * c); }
-  for (std::int64_t ex = 0; ex < d.e; ++ex) {
-    const std::int64_t r0 = a.first_row[at(ex)], ne = a.first_row[at(ex + 1)] - r0;
-    if (ne == 0) continue;
-    { ScopedOp op(prof, "moe_experts_gate_up", module);
-      cpu::matmul_forward(a.h.data() + r0 * 2 * f, a.xr.data() + r0 * c, p.up_w + ex * 2 * f * c,
-                          static_cast<const Real*>(nullptr), ne, c, 2 * f); }
-    { ScopedOp op(prof, "moe_swiglu", module);
-      cpu::mlp_act_forward(FfnKind::swiglu, a.act.data() + r0 * f, a.h.data() + r0 * 2 * f, ne, f); }
-    ScopedOp op(prof, "moe_experts_down", module);
-    cpu::matmul_forward(a.y.data() + r0 * c, a.act.data() + r0 * f, p.down_w + ex * c * f,
-                        static_cast<const Real*>(nullptr), ne, f, c);
-  }
+  moe_dispatch(d, a, comm);
+  const bool ep = d.ep > 1;
+  if (ep) a.ex_y.resize(at(a.expert_rows() * c));
+  experts_forward(d, p, ep ? a.ex_x.data() : a.xr.data(), ep ? a.ex_y.data() : a.y.data(), a, prof, module);
+  if (ep) moe_combine(d, a, comm);
   ScopedOp op(prof, "moe_permute", module);
   std::fill(out, out + d.n * c, Real(0));
   for (std::int64_t r = 0; r < d.rows(); ++r) {  // expert-major: each token's sum in expert order
@@ -130,14 +151,12 @@ void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real*
 
 namespace {
 
-// The experts' part of the backward: dy = weight · dout per routed row, through down, SwiGLU and up, the
-// routed rows' input gradients summed back per token into dx; d weight [N, k] = dout · y per (token, slot).
+// The routed rows' output gradients dy = weight · dout [N·k, C] and d weight [N, k] = dout · y per
+// (token, slot).
 template <class Real>
-void experts_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g,
-                      const Real* dout, const MoeActs<Real>& a, Real* dx, std::vector<Real>& dweight,
-                      MoeScratch<Real>& s, OpProfiler* prof, int module) {
-  const std::int64_t c = d.c, f = d.f;
-  zero(s.dact), zero(s.dh), zero(s.dxr);
+void routed_output_grads(const MoeDims& d, const Real* dout, const MoeActs<Real>& a, std::vector<Real>& dweight,
+                         MoeScratch<Real>& s) {
+  const std::int64_t c = d.c;
   for (std::int64_t r = 0; r < d.rows(); ++r) {
     const std::int64_t i = a.token_of[at(r)], slot = i * d.k + a.slot_of[at(r)];
     Real dot = 0;
@@ -145,23 +164,31 @@ void experts_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const 
       s.dy[at(r * c + j)] = a.weight[at(slot)] * dout[i * c + j], dot += dout[i * c + j] * a.y[at(r * c + j)];
     dweight[at(slot)] = dot;
   }
-  for (std::int64_t ex = 0; ex < d.e; ++ex) {
-    const std::int64_t r0 = a.first_row[at(ex)], ne = a.first_row[at(ex + 1)] - r0;
-    if (ne == 0) continue;
+}
+
+// The experts' backward on their side's rows: per chunk through down, SwiGLU and up; dy [R, C] -> dx [R, C]
+// (overwritten), the local experts' gradients accumulated.
+template <class Real>
+void experts_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g,
+                      const MoeActs<Real>& a, const Real* xin, const Real* dy, Real* dx, MoeScratch<Real>& s,
+                      OpProfiler* prof, int module) {
+  const std::int64_t c = d.c, f = d.f, rows = a.expert_rows();
+  s.dact.assign(at(rows * f), Real(0)), s.dh.assign(at(rows * 2 * f), Real(0));
+  std::fill(dx, dx + rows * c, Real(0));
+  for (const ExpertChunk& k : a.chunks) {
+    const std::int64_t r0 = k.r0, ne = k.rows, ex = k.expert;
     { ScopedOp op(prof, "moe_experts_down_bwd", module);
-      cpu::matmul_backward_dx(s.dact.data() + r0 * f, s.dy.data() + r0 * c, p.down_w + ex * c * f, ne, f, c);
-      cpu::matmul_backward_dw(g.down_w + ex * c * f, static_cast<Real*>(nullptr), s.dy.data() + r0 * c,
+      cpu::matmul_backward_dx(s.dact.data() + r0 * f, dy + r0 * c, p.down_w + ex * c * f, ne, f, c);
+      cpu::matmul_backward_dw(g.down_w + ex * c * f, static_cast<Real*>(nullptr), dy + r0 * c,
                               a.act.data() + r0 * f, ne, f, c); }
     { ScopedOp op(prof, "moe_swiglu_bwd", module);
       cpu::mlp_act_backward(FfnKind::swiglu, s.dh.data() + r0 * 2 * f, s.dact.data() + r0 * f,
                             a.h.data() + r0 * 2 * f, ne, f); }
     ScopedOp op(prof, "moe_experts_gate_up_bwd", module);
-    cpu::matmul_backward_dx(s.dxr.data() + r0 * c, s.dh.data() + r0 * 2 * f, p.up_w + ex * 2 * f * c, ne, c, 2 * f);
+    cpu::matmul_backward_dx(dx + r0 * c, s.dh.data() + r0 * 2 * f, p.up_w + ex * 2 * f * c, ne, c, 2 * f);
     cpu::matmul_backward_dw(g.up_w + ex * 2 * f * c, static_cast<Real*>(nullptr), s.dh.data() + r0 * 2 * f,
-                            a.xr.data() + r0 * c, ne, c, 2 * f);
+                            xin + r0 * c, ne, c, 2 * f);
   }
-  for (std::int64_t r = 0; r < d.rows(); ++r)
-    for (std::int64_t j = 0; j < c; ++j) dx[a.token_of[at(r)] * c + j] += s.dxr[at(r * c + j)];
 }
 
 // d probs [N, E] from d weight [N, k] (through the renormalisation w_s = p_s / Σ_t p_t when norm_topk) plus
@@ -192,9 +219,20 @@ void router_probs_backward(const MoeDims& d, const MoeActs<Real>& a, const std::
 template <class Real>
 void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
                   const Real* dout, const MoeActs<Real>& a, const Real* aux_dprob, Real* dx, MoeScratch<Real>& s,
-                  OpProfiler* prof, int module) {
+                  OpProfiler* prof, int module, ModelComm* comm) {
   std::vector<Real> dweight(at(d.rows()), Real(0));
-  experts_backward(d, p, g, dout, a, dx, dweight, s, prof, module);
+  routed_output_grads(d, dout, a, dweight, s);
+  if (d.ep > 1) {
+    const std::int64_t rows = a.expert_rows();
+    s.ex_dy.resize(at(rows * d.c)), s.ex_dx.resize(at(rows * d.c));
+    moe_dispatch_grads(d, a, s.dy.data(), s.ex_dy.data(), comm);
+    experts_backward(d, p, g, a, a.ex_x.data(), s.ex_dy.data(), s.ex_dx.data(), s, prof, module);
+    moe_combine_grads(d, a, s.ex_dx.data(), s.dxr.data(), comm);
+  } else {
+    experts_backward(d, p, g, a, a.xr.data(), s.dy.data(), s.dxr.data(), s, prof, module);
+  }
+  for (std::int64_t r = 0; r < d.rows(); ++r)
+    for (std::int64_t j = 0; j < d.c; ++j) dx[a.token_of[at(r)] * d.c + j] += s.dxr[at(r * d.c + j)];
   ScopedOp op(prof, "moe_router_bwd", module);
   router_probs_backward(d, a, dweight, aux_dprob, s);
   cpu::matmul_backward_dx(dx, s.dlogits.data(), p.router_w, d.n, d.c, d.e);
@@ -205,10 +243,10 @@ void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeT
   template struct MoeActs<Real>;                                                                                  \
   template struct MoeScratch<Real>;                                                                               \
   template void moe_forward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const Real*, Real*,             \
-                                  MoeActs<Real>&, OpProfiler*, int);                                              \
+                                  MoeActs<Real>&, OpProfiler*, int, ModelComm*);                                  \
   template void moe_backward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const MoeTensors<Real*>&,      \
                                    const Real*, const Real*, const MoeActs<Real>&, const Real*, Real*,            \
-                                   MoeScratch<Real>&, OpProfiler*, int);
+                                   MoeScratch<Real>&, OpProfiler*, int, ModelComm*);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE

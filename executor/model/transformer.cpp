@@ -24,7 +24,8 @@ namespace fsdpx {
 template <class Real>
 Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts)
     : spec_(spec), opts_(std::move(opts)), par_(opts_.parallel),
-      drv_("Transformer", make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank}), opts_.recompute),
+      drv_("Transformer", make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank}, EpSlice{par_.ep, par_.ep_rank}),
+           opts_.recompute),
       dims_(make_block_dims(spec, batch, seq, par_)), seq_(seq) {
   FSDP_CHECK(batch > 0 && seq > 0, "Transformer: batch and seq must be positive");
   FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");

@@ -36,12 +36,14 @@ struct Slice {
 
 struct ModuleBuilder {
   ModuleLayout m;
-  void add(const std::string& name, std::int64_t rows, std::int64_t cols, InitKind init, const Slice& s = {}) {
+  void add(const std::string& name, std::int64_t rows, std::int64_t cols, InitKind init, const Slice& s = {},
+           bool expert = false) {
     TensorSlot t;
+    t.expert = expert;
     t.name = name, t.offset = m.numel, t.rows = rows, t.cols = cols, t.init = init;
     t.full_offset = m.full_numel;
     t.full_cols = cols;
-    t.tp_replicated = s.rows.empty() && s.cols == 0;
+    t.tp_replicated = (s.rows.empty() && s.cols == 0) || expert;  // an ep slice is whole on every tp rank
     if (!s.rows.empty()) t.rows = std::int64_t(s.rows.size()), t.full_rows = s.rows;
     if (s.cols > 0) t.cols = s.cols, t.col_offset = s.col_offset;
     m.tensors.push_back(t);
@@ -75,7 +77,14 @@ std::vector<std::int64_t> mlp_up_rows(const ModelSpec& s, TpSlice tp) {
   return rows;
 }
 
-ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp) {
+// The local experts' rows of a tensor of `rows_per_expert` rows per expert (all of them at ep 1).
+Slice expert_rows(const ModelSpec& s, std::int64_t rows_per_expert, EpSlice ep) {
+  if (ep.ranks == 1) return {};
+  const std::int64_t local = s.moe.experts / ep.ranks;
+  return Slice{row_range(ep.rank * local * rows_per_expert, local * rows_per_expert)};
+}
+
+ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp, EpSlice ep) {
   ModuleBuilder b;
   b.m.name = fmt::format("block.{}", i);
   const bool qkv_bias = s.bias != LinearBias::none, all_bias = s.bias == LinearBias::all;
@@ -90,8 +99,10 @@ ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp) {
                "make_param_layout: MoE blocks without tensor parallelism, shared experts or latent attention");
     const std::int64_t e = s.moe.experts, f = s.moe.expert_ffn_hidden;
     b.add("router.weight", e, s.hidden, InitKind::normal);
-    b.add("experts.mlp_up.weight", e * 2 * f, s.hidden, InitKind::normal);
-    b.add("experts.mlp_down.weight", e * s.hidden, f, InitKind::normal_residual);
+    FSDP_CHECK(ep.ranks >= 1 && e % ep.ranks == 0 && ep.rank >= 0 && ep.rank < ep.ranks,
+               "make_param_layout: ep divides the experts");
+    b.add("experts.mlp_up.weight", e * 2 * f, s.hidden, InitKind::normal, expert_rows(s, 2 * f, ep), true);
+    b.add("experts.mlp_down.weight", e * s.hidden, f, InitKind::normal_residual, expert_rows(s, s.hidden, ep), true);
     return b.m;
   }
   b.add_column_parallel("mlp_up", up_projection_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias,
@@ -159,7 +170,7 @@ std::vector<std::int64_t> qkv_rows_of_rank(const ModelSpec& s, TpSlice tp) {
   return std::vector<std::int64_t>(grouped.begin() + tp.rank * per_rank, grouped.begin() + (tp.rank + 1) * per_rank);
 }
 
-ParamLayout make_param_layout(const ModelSpec& s, TpSlice tp) {
+ParamLayout make_param_layout(const ModelSpec& s, TpSlice tp, EpSlice ep) {
   FSDP_CHECK(s.layers > 0 && s.hidden > 0 && s.heads > 0 && s.kv_heads > 0 && s.head_dim > 0 && s.vocab > 0 &&
                  s.ffn_hidden > 0,
              "make_param_layout: ModelSpec has a non-positive dimension");
@@ -172,7 +183,7 @@ ParamLayout make_param_layout(const ModelSpec& s, TpSlice tp) {
   emb.add("tok.weight", s.vocab, s.hidden, InitKind::normal, split ? Slice{even_rows(s.vocab, tp)} : Slice{});
   if (s.arch == Arch::gpt) emb.add("pos.weight", s.max_seq, s.hidden, InitKind::normal);
   p.modules.push_back(emb.m);
-  for (std::int64_t i = 0; i < s.layers; ++i) p.modules.push_back(block_module(s, i, tp));
+  for (std::int64_t i = 0; i < s.layers; ++i) p.modules.push_back(block_module(s, i, tp, ep));
   ModuleBuilder fn;
   fn.m.name = "final_norm";
   fn.add_norm("final_norm", s);

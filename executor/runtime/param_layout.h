@@ -30,6 +30,9 @@ struct TensorSlot {
   std::int64_t full_offset = 0, full_cols = 1, col_offset = 0;
   std::vector<std::int64_t> full_rows;
   bool tp_replicated = true;  // the whole tensor on every tp rank (norms, positions, row-parallel biases)
+  // A routed experts' tensor (an MoE block's tail): under expert parallelism its rows are the rank's local
+  // experts', and FSDP shards it over the experts' own group (efsdp) rather than dp_shard.
+  bool expert = false;
   std::int64_t numel() const { return rows * cols; }
   // Element of the full module buffer that local element `e` (0 <= e < numel) of this tensor is.
   std::int64_t full_element(std::int64_t e) const;
@@ -65,14 +68,20 @@ struct ParamLayout {
 struct TpSlice {
   int ranks = 1, rank = 0;
 };
+// One rank's place in the expert-parallel group: it holds experts [rank·E/ranks, (rank+1)·E/ranks).
+struct EpSlice {
+  int ranks = 1, rank = 0;
+};
 
 // Layout from the ModelSpec sizes; module sizes equal cost_models count_params (tested). With tp > 1,
 // rank `tp.rank`'s slices: column-parallel qkv (its query heads and KV heads) and mlp_up (gate and up
 // rows), row-parallel attn_out and mlp_down (their input columns), vocab-parallel token table and head
 // (rows); norms, positions and row-parallel biases whole. With kv_heads < tp the qkv rows are split
 // evenly in Megatron's group-interleaved order ([group][its query heads, K, V]; qkv_rows_of_rank).
-// FSDP_CHECKs that tp divides heads, ffn_hidden, vocab and kv_heads or is a multiple of kv_heads.
-ParamLayout make_param_layout(const ModelSpec& m, TpSlice tp = {});
+// FSDP_CHECKs that tp divides heads, ffn_hidden, vocab and kv_heads or is a multiple of kv_heads. With
+// ep > 1, an MoE block's experts' tensors hold rank `ep.rank`'s local experts (their rows, full_rows
+// saying which); FSDP_CHECKs that ep divides the experts.
+ParamLayout make_param_layout(const ModelSpec& m, TpSlice tp = {}, EpSlice ep = {});
 
 // Full rows of the fused qkv weight [Q + 2·KV, C] that tp rank `rank` holds, in its local order.
 std::vector<std::int64_t> qkv_rows_of_rank(const ModelSpec& m, TpSlice tp);

@@ -43,7 +43,8 @@ using MeshGroup = GroupKind;
 
 // The communicators a backend has split off its world, one per group (null: the backend has none, e.g.
 // the cp groups where cp = 1; dp_all null: the data-parallel ranks are the mesh, tp = cp = 1). `mesh`:
-// every rank of this pipeline rank's mesh (the world without pipeline parallelism).
+// every rank of this pipeline rank's mesh (the world without pipeline parallelism). ep and efsdp: expert
+// parallelism's token-exchange group and the experts' own FSDP group (null at ep 1).
 template <class Comm>
 struct GroupCommunicators {
   Comm* mesh = nullptr;
@@ -53,6 +54,8 @@ struct GroupCommunicators {
   Comm* dp_shard_cp = nullptr;
   Comm* dp_cp = nullptr;
   Comm* pp_all = nullptr;
+  Comm* ep = nullptr;
+  Comm* efsdp = nullptr;
 };
 
 // A backend's communicator of `group`; FSDP_CHECK fails for a group it has none of.
@@ -66,14 +69,14 @@ Comm& group_communicator(MeshGroup group, const GroupCommunicators<Comm>& c) {
     case MeshGroup::dp_shard_cp: out = c.dp_shard_cp; break;
     case MeshGroup::dp_cp: out = c.dp_cp; break;
     case MeshGroup::pp_all: out = c.pp_all; break;
+    case MeshGroup::ep: out = c.ep; break;
+    case MeshGroup::efsdp: out = c.efsdp; break;
     case MeshGroup::mesh_all: break;
     case MeshGroup::reshard:  // per unit: the backend's reshard_comm
     case MeshGroup::tp:
     case MeshGroup::cp:
     case MeshGroup::pp_pair:
-    case MeshGroup::pp_ends:
-    case MeshGroup::ep:
-    case MeshGroup::efsdp: out = nullptr; break;  // no backend runs expert parallelism yet (issue 30)
+    case MeshGroup::pp_ends: out = nullptr; break;
   }
   FSDP_CHECK(out != nullptr, "group_communicator: the backend has no communicator of this group");
   return *out;

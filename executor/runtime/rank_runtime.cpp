@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "executor/runtime/adamw.h"
 #include "executor/runtime/lr_schedule.h"
+#include "program/all_to_all_contract.h"
 
 namespace fsdpx {
 
@@ -260,17 +261,28 @@ void RankRuntime::reduce_norm(GroupKind over) {
   if (norm_done_) stop_on_non_finite_gradient();
 }
 
-// The step program lists the tensor- and context-parallel collectives of each compute op (its work
-// set's serial collectives, which the simulator times): the model must have issued exactly those.
+// The step program lists the tensor-, context- and expert-parallel collectives of each compute op (its
+// work set's serial collectives, which the simulator times): the model must have issued exactly those,
+// with the bytes stated; the ep group's variable-count all-to-alls as many as stated, each within the
+// program's bound (program/all_to_all_contract.h), counted under bytes -1.
 void RankRuntime::check_model_collectives(const Op& op) {
   using Key = std::tuple<int, int, std::int64_t>;  // (axis, collective, bytes)
   std::map<Key, int> want, got;
+  double stated_a2a_bytes = 0;
   for (const SerialCollective& sc : rp_.program.work_sets[std::size_t(op.work_set)].serial_comms) {
-    const bool tp = rp_.program.groups[std::size_t(sc.group)].kind == GroupKind::tp;
-    want[Key{int(tp ? ModelAxis::tp : ModelAxis::cp), int(sc.kind), std::int64_t(sc.bytes)}] += sc.count;
+    const GroupKind kind = rp_.program.groups[std::size_t(sc.group)].kind;
+    const ModelAxis axis = kind == GroupKind::tp ? ModelAxis::tp : kind == GroupKind::ep ? ModelAxis::ep : ModelAxis::cp;
+    const bool variable = is_variable_all_to_all(rp_.program, sc);
+    if (variable) stated_a2a_bytes = sc.bytes;
+    want[Key{int(axis), int(sc.kind), variable ? -1 : std::int64_t(sc.bytes)}] += sc.count;
   }
-  for (const IssuedCollective& c : backend_->take_model_collectives())
-    ++got[Key{int(c.axis), int(c.kind), std::int64_t(c.bytes)}];
+  for (const IssuedCollective& c : backend_->take_model_collectives()) {
+    const bool variable = c.axis == ModelAxis::ep && c.kind == Collective::all_to_all;
+    if (variable && !variable_all_to_all_within(stated_a2a_bytes, par_.ep, c.bytes))
+      throw std::runtime_error(fmt::format("{}: the model's ep all-to-all moved {} B, outside the step program's "
+                                           "bound for its {} B on {} ranks", op.name, c.bytes, stated_a2a_bytes, par_.ep));
+    ++got[Key{int(c.axis), int(c.kind), variable ? -1 : std::int64_t(c.bytes)}];
+  }
   if (want == got) return;
   auto describe = [](const std::map<Key, int>& m) {
     std::string out;

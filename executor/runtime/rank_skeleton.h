@@ -61,7 +61,12 @@ class RankSkeleton : public RankBackend {
   void gather(int unit, MeshGroup group, bool from_kept) final {
     FSDP_CHECK(from_kept == (group == MeshGroup::reshard), "rank backend: a kept copy gathers over its reshard group");
     Comm& c = from_kept ? reshard_comm(unit) : comm(group);
-    for (Unit* u : units_.with_copy(unit)) gather_unit(*u, c, from_kept);
+    for (Unit* u : units_.with_copy(unit)) {
+      if (group == MeshGroup::efsdp)
+        gather_unit_experts(*u, c);  // the experts' twin op (program/lower_units.cpp split_experts)
+      else
+        gather_unit(*u, c, from_kept);
+    }
   }
   // `kept_bytes` > 0: the program keeps a copy (RuntimeProgram::kept_copy_bytes, in the device's dtype).
   void release(int unit, double kept_bytes) final {
@@ -98,6 +103,10 @@ class RankSkeleton : public RankBackend {
     for (std::size_t u = 0; u < rp_.flats.size(); ++u) {
       if (!units_.owns(int(u))) continue;
       const float* g = units_.own(int(u)).grad_shard();
+      if (par_.ep > 1) {  // tp = 1: the whole state (its two parts, expert_shards.h), padding zero
+        add_sum_squares(g, units_.own(int(u)).flat().shard_numel);
+        continue;
+      }
       for (const auto& [begin, end] : norm_ranges_[u]) add_sum_squares(g + begin, end - begin);
     }
     return take_sum_squares();
@@ -165,6 +174,10 @@ class RankSkeleton : public RankBackend {
   // Notes `unit` as holding a non-finite gradient when g has a NaN or an infinity (first_non_finite_unit).
   virtual void flag_non_finite(float* g, std::int64_t n, int unit) = 0;
   virtual void clear_non_finite() = 0;
+  // Expert parallelism: a unit's routed experts gathered and reduce-scattered over their own group
+  // (efsdp), ahead of the rest; a backend without it never gets an efsdp op (its row refuses ep > 1).
+  virtual void gather_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
+  virtual void reduce_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
   // The communicator a reduction runs on (CUDA: the reduce-scatters' own shard-group communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
@@ -173,7 +186,7 @@ class RankSkeleton : public RankBackend {
     Comm* mesh = rp_.program.pp == 1 ? world_.get() : stage_comm_ ? stage_comm_.get() : dp_all_comm_.get();
     const GroupCommunicators<Comm> groups{mesh,          shard_comm_.get(),      replica_comm_.get(),
                                           dp_all_comm_.get(), shard_cp_comm_.get(), dp_cp_comm_.get(),
-                                          pp_all_comm_.get()};
+                                          pp_all_comm_.get(), ep_comm_.get(), efsdp_comm_.get()};
     return group_communicator(group, groups);
   }
   // The units' shard group (program/group_members.h shard_group_kind): their all-gathers and reduce-scatters.
@@ -191,6 +204,7 @@ class RankSkeleton : public RankBackend {
   std::unique_ptr<Comm> tp_comm_, cp_comm_, dp_all_comm_, shard_cp_comm_, dp_cp_comm_;  // tp, cp or pp > 1
   std::unique_ptr<Comm> pp_all_comm_, pp_ends_comm_;                                      // pp > 1
   std::unique_ptr<Comm> stage_comm_;  // pp > 1 beside tp or cp: the pipeline rank's whole mesh
+  std::unique_ptr<Comm> ep_comm_, efsdp_comm_;  // ep > 1: the token exchange's group, the experts' FSDP group
   std::vector<std::pair<int, std::unique_ptr<Comm>>> reshard_comms_;  // per reshard group size g
   int role_ = 0, mesh_rank_ = 0;
   ModelParallel par_;
@@ -200,6 +214,11 @@ class RankSkeleton : public RankBackend {
 
  private:
   void reduce(int unit, UnitReduction r, MeshGroup group) {
+    if (group == MeshGroup::efsdp) {
+      FSDP_CHECK(r == UnitReduction::scatter, "rank backend: the experts reduce by reduce-scatter only");
+      for (Unit* u : units_.with_copy(unit)) reduce_unit_experts(*u, comm(group));
+      return;
+    }
     Comm& c = reduction_comm(r, group);
     for (Unit* u : units_.with_copy(unit)) reduce_unit(*u, r, c);
   }
@@ -240,6 +259,10 @@ void RankSkeleton<Unit, Comm>::connect() {
     cp_comm_ = split(GroupKind::cp, "cp");
     shard_cp_comm_ = split(GroupKind::dp_shard_cp, "dp_shard_cp");  // the units' shard group
     dp_cp_comm_ = split(GroupKind::dp_cp, "dp_cp");
+  }
+  if (par_.ep > 1) {  // the program's groups, as group_members lists them
+    ep_comm_ = split_group(ProcessGroup{GroupKind::ep, {}, par_.ep}, "ep");
+    efsdp_comm_ = split_group(ProcessGroup{GroupKind::efsdp, {}, par_.ep}, "efsdp");
   }
   const int pp = rp_.program.pp;
   if (par_.any() || pp > 1) dp_all_comm_ = split(GroupKind::dp_all, "dp_all");

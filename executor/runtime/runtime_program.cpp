@@ -1,6 +1,8 @@
 // executor/runtime/runtime_program.cpp — where a rank sits in the runtime program's mesh (see runtime_program.h).
 #include "executor/runtime/runtime_program.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "program/group_members.h"
 
@@ -26,6 +28,15 @@ int shard_owner_mesh_rank(const RuntimeProgram& rp, int shard, int tp) {
   return mesh_rank(rp.program.mesh, MeshCoord{0, s / cp, s % cp, tp});
 }
 
+ExpertGroupPlace expert_group_place(const RuntimeProgram& rp, int rank) {
+  const int ep = rp.settings.parallelism.ep;
+  if (ep == 1) return {};
+  std::vector<int> members;
+  const int me = pipeline_place(rp, rank).mesh_rank;
+  group_members(rp.program.mesh, ProcessGroup{GroupKind::efsdp, {}, ep}, me, members);
+  return {int(members.size()), int(std::find(members.begin(), members.end(), me) - members.begin())};
+}
+
 bool replicated_params(const RuntimeProgram& rp, int unit) {
   return !is_sharded(rp.program.units[std::size_t(unit)].placement.params);
 }
@@ -37,7 +48,18 @@ bool master_is_replica(const RuntimeProgram& rp, int unit) {
 ModelParallel model_parallel(const RuntimeProgram& rp, int rank) {
   const MeshCoord at = mesh_coord(rp.program.mesh, pipeline_place(rp, rank).mesh_rank);
   const Mesh& mesh = rp.program.mesh;
-  return ModelParallel{mesh.tp, at.tp, mesh.cp, at.cp, rp.settings.parallelism.sequence_parallel};
+  ModelParallel par;
+  par.tp = mesh.tp, par.tp_rank = at.tp, par.cp = mesh.cp, par.cp_rank = at.cp;
+  par.sequence_parallel = rp.settings.parallelism.sequence_parallel;
+  par.ep = rp.settings.parallelism.ep;
+  if (par.ep > 1) {  // the rank's place in the program's ep group (group_members: the one definition)
+    std::vector<int> members;
+    const int me = pipeline_place(rp, rank).mesh_rank;
+    group_members(mesh, ProcessGroup{GroupKind::ep, {}, par.ep}, me, members);
+    par.ep_rank = int(std::find(members.begin(), members.end(), me) - members.begin());
+    FSDP_CHECK(int(members.size()) == par.ep && par.ep_rank < par.ep, "model_parallel: the ep group");
+  }
+  return par;
 }
 
 int data_parallel_index(const RuntimeProgram& rp, int rank) {

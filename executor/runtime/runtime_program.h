@@ -45,6 +45,7 @@ struct RuntimeProgram {
   StepProgram program;
   ParamLayout layout;                      // the full model: checkpoints and weight files address it
   std::vector<ParamLayout> tp_layouts;     // per tp rank, its tensor-parallel slices (tp = 1: layout)
+  std::vector<ParamLayout> ep_layouts;     // ep > 1 (tp = 1): per ep rank, its local experts (EpSlice)
   std::vector<FlatUnitLayout> flats;       // per unit on one rank (its tp slices), padded to shard_count shards
   std::vector<FlatUnitLayout> full_flats;  // per unit of the full model, padded likewise (the state's format)
   // Per unit: the bytes of the copy a release keeps for backward (FSDP2's int reshard_after_forward,
@@ -57,6 +58,11 @@ struct RuntimeProgram {
   std::int64_t grad_accum = 1;
   int dp_ranks = 1;
 };
+
+// The parameter layout of a rank at `par`: its ep rank's under expert parallelism, else its tp rank's.
+inline const ParamLayout& rank_layout(const RuntimeProgram& rp, const ModelParallel& par) {
+  return par.ep > 1 ? rp.ep_layouts[std::size_t(par.ep_rank)] : rp.tp_layouts[std::size_t(par.tp_rank)];
+}
 
 // Where a global rank sits: its pipeline rank (the role it runs) and its point on the role's mesh.
 struct PipelinePlace {
@@ -84,6 +90,13 @@ struct RankShard {
 RankShard rank_shard(const RuntimeProgram& rp, int rank);
 // The mesh rank of replica 0 holding shard `shard` (0 when replicated) of tp rank `tp`'s slices.
 int shard_owner_mesh_rank(const RuntimeProgram& rp, int shard, int tp);
+
+// Expert parallelism: the size of the experts' FSDP group (efsdp, program/group_members.h) and the
+// rank's index in it; 1 and 0 at ep 1.
+struct ExpertGroupPlace {
+  int efsdp_ranks = 1, efsdp_index = 0;
+};
+ExpertGroupPlace expert_group_place(const RuntimeProgram& rp, int rank);
 
 // Unsharded parameters and gradients that live for the whole run (replicated parameters: DDP, ZeRO-1).
 bool replicated_params(const RuntimeProgram& rp, int unit);

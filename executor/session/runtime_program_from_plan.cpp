@@ -52,8 +52,11 @@ RuntimeProgram make_runtime_program(const Plan& plan, ExecutorDevice device) {
   rp.grad_accum = plan.grad_accum();
   rp.dp_ranks = plan.parallelism.data_parallel_ranks();
   for (int t = 0; t < plan.parallelism.tp; ++t) rp.tp_layouts.push_back(make_param_layout(plan.model, TpSlice{plan.parallelism.tp, t}));
+  const int ep = plan.parallelism.ep;
+  for (int e = 0; ep > 1 && e < ep; ++e) rp.ep_layouts.push_back(make_param_layout(plan.model, {}, EpSlice{ep, e}));
+  const ParamLayout& local = ep > 1 ? rp.ep_layouts.front() : rp.tp_layouts.front();
   for (const PlanUnit& u : plan.units) {
-    rp.flats.push_back(make_flat_unit(rp.tp_layouts.front(), u.modules, rp.shard_count));  // the same on every tp rank
+    rp.flats.push_back(make_flat_unit(local, u.modules, rp.shard_count));  // the same on every tp or ep rank
     rp.full_flats.push_back(make_flat_unit(rp.layout, u.modules, rp.shard_count));
   }
   // The kept copy in the device's storage dtype: the CPU holds fp32 values (fp16 plans rounded), CUDA the

@@ -21,6 +21,7 @@
 #include "executor/cpu/simd_level.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
 #include "executor/runtime/rank_runtime.h"
+#include "executor/session/expert_state.h"
 #include "program/group_members.h"
 
 namespace fsdpx {
@@ -106,13 +107,15 @@ struct Trainer::Impl {
   TrainerState header() const;  // step, data position, seed and degrees; no ranks
   TrainerState tp_state() const;  // tp or cp > 1: the full model's shards, from this process's ranks (all of them)
   void load_tp_slices(RankRuntime& rank, const TrainerState& s) const;
+  void add_expert_states(std::size_t u, UnitShardState& whole) const;  // ep > 1 (expert_state.h)
+  void load_expert_states(RankRuntime& rank, const TrainerState& s) const;
   // ConfigError when tp or cp > 1 and some ranks run in other processes (per-process checkpoints).
   void refuse_tp_per_process() const;
   // tp, cp or pp > 1: global ranks 0..S-1 are not the shard owners of every unit (tp ranks hold slices,
   // pipeline ranks their stages' units).
   bool model_parallel() const {
     const Parallelism& par = rp.settings.parallelism;
-    return par.tp > 1 || par.cp > 1 || par.pp > 1;
+    return par.tp > 1 || par.cp > 1 || par.pp > 1 || par.ep > 1;
   }
   // The shard owner whose state `r` holds: its shard index (DDP: owner 0 holds the only shard).
   int owner_of(const RankRuntime& r) const { return rp.shard_count > 1 ? r.shard_index() : 0; }
@@ -253,10 +256,10 @@ TrainerState Trainer::Impl::header() const {
 void Trainer::Impl::refuse_tp_per_process() const {
   const Parallelism& par = rp.settings.parallelism;
   if (model_parallel() && int(ranks.size()) != par.world_size())
-    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {} "
-                                  "are not supported (a tp rank's shard spans other processes' full-model shards; "
-                                  "a pipeline rank holds only its stages' units)",
-                                  par.tp, par.cp, par.pp));
+    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {}, "
+                                  "ep = {} are not supported (a tp or ep rank's shard spans other processes' "
+                                  "full-model shards; a pipeline rank holds only its stages' units)",
+                                  par.tp, par.cp, par.pp, par.ep));
 }
 
 // The full model's units, cut into shard_count shards: every tp rank's slices put back at their
@@ -269,7 +272,8 @@ TrainerState Trainer::Impl::tp_state() const {
     const FlatUnitLayout& full = rp.full_flats[u];
     UnitShardState whole;
     for (auto* v : fields(whole)) v->assign(std::size_t(full.padded_numel), 0.0f);
-    for (int t = 0; t < rp.settings.parallelism.tp; ++t) {
+    if (rp.settings.parallelism.ep > 1) add_expert_states(u, whole);
+    for (int t = 0; rp.settings.parallelism.ep == 1 && t < rp.settings.parallelism.tp; ++t) {
       const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
       for (int r = 0; r < rp.shard_count; ++r) {
         UnitShardState local = owner(u, r, t).backend().unit_state(int(u));
@@ -377,8 +381,41 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
   }
 }
 
+// Expert parallelism: every rank's two-part state (expert_state.h) put back at its place in the full unit
+// (the ep ranks' dense parts are alike).
+void Trainer::Impl::add_expert_states(std::size_t u, UnitShardState& whole) const {
+  for (const auto& rank : ranks) {
+    const std::vector<std::int64_t> to_full = expert_state_full_elements(rp, u, rank->rank());
+    UnitShardState local = rank->backend().unit_state(int(u));
+    const auto from = fields(local), to = fields(whole);
+    for (std::size_t i = 0; i < to_full.size(); ++i)
+      if (to_full[i] >= 0)
+        for (std::size_t f = 0; f < 3; ++f) (*to[f])[std::size_t(to_full[i])] = (*from[f])[i];
+  }
+}
+
+void Trainer::Impl::load_expert_states(RankRuntime& rank, const TrainerState& s) const {
+  for (std::size_t u = 0; u < rp.flats.size(); ++u) {
+    const std::vector<std::int64_t> to_full = expert_state_full_elements(rp, u, rank.rank());
+    const std::int64_t full_shard = rp.full_flats[u].shard_numel;
+    UnitShardState local = rank.backend().unit_state(int(u));
+    const auto to = fields(local);
+    for (std::size_t i = 0; i < to_full.size(); ++i) {
+      const std::int64_t fe = to_full[i];
+      if (fe < 0) {
+        for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = 0.0f;
+        continue;
+      }
+      const auto src = fields(s.ranks[std::size_t(fe / full_shard)].units[u]);
+      for (std::size_t f = 0; f < 3; ++f) (*to[f])[i] = (*src[f])[std::size_t(fe % full_shard)];
+    }
+    rank.backend().load_unit_state(int(u), local);
+  }
+}
+
 // tp rank t of a shard takes its slices from the full model's shards (check_state: all of them, in order).
 void Trainer::Impl::load_tp_slices(RankRuntime& rank, const TrainerState& s) const {
+  if (rp.settings.parallelism.ep > 1) return load_expert_states(rank, s);
   const int t = rank.model_parallel().tp_rank;
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
     if (!rank.backend().holds_unit(int(u))) continue;  // another pipeline rank's

@@ -39,7 +39,7 @@ constexpr std::int64_t kMaxHashedParamsOverProcesses = std::int64_t{1} << 24;
 
 // The per-process state layout (Trainer::local_state) holds data-parallel shards only.
 bool data_parallel_only(const Parallelism& par) {
-  return par.tp == 1 && par.cp == 1 && par.pp == 1;
+  return par.tp == 1 && par.cp == 1 && par.pp == 1 && par.ep == 1;  // each rank's shard a slice of the full units
 }
 
 }  // namespace

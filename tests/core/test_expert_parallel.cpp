@@ -95,14 +95,15 @@ TEST_CASE("plan JSON: dense plans write no ep and no moe; ep and moe on a dense 
 
 namespace fsdpx {
 
-TEST_CASE("capabilities: no fsdpx backend runs ep > 1 yet; the gap names /parallelism/ep and the reason") {
+TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap names /parallelism/ep and the reason") {
   const ModelSpec m = load_model(kConfigs + "/models/llama-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;
   par.dp_shard = c.world_size();
   Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
   for (const BackendCapabilities& caps : all_backend_capabilities()) {
-    CHECK_FALSE(caps.expert_parallel);
+    CAPTURE(caps.name);
+    CHECK(caps.expert_parallel == (caps.device == ExecutorDevice::cpu));
     p.parallelism.ep = 1;
     for (const CapabilityGap& g : capability_gaps(p, caps)) CHECK(g.path != "/parallelism/ep");
     p.parallelism.ep = 2;  // built in code: capability_gaps reads the plan without validating it
@@ -113,7 +114,7 @@ TEST_CASE("capabilities: no fsdpx backend runs ep > 1 yet; the gap names /parall
         CHECK(g.searched);
         CHECK(g.what.find("does not run expert parallelism yet") != std::string::npos);
       }
-    CHECK(gap);
+    CHECK(gap == !caps.expert_parallel);
   }
 }
 

@@ -2,8 +2,9 @@
 # CLI test of mixture-of-experts models (issue 30): `fsdpx estimate --format json` gives the exact total and
 # active parameter counts of Mixtral-8x7B, Qwen3-30B-A3B and DeepSeek-V3 from their config.json as published
 # (tests/cost_models/test_moe_params.cpp derives them by hand), model-state bytes from the total, and names
-# what it leaves out; plan takes Mixtral's kind for fsdpx's CPU backend at ep 1 and tp = cp = pp = 1 (its
-# MoE blocks, executor/model/moe_mlp.h), plan and report refuse latent attention for fsdpx (exit 2) and plan
+# what it leaves out; plan takes Mixtral's kind for fsdpx's CPU backend at tp = cp = pp = 1 with ep > 1 (its
+# MoE blocks, executor/model/moe_mlp.h, exchange tokens over the ep group), run trains it at ep 1, 2 and 4 on
+# threads and processes to the same losses, plan and report refuse latent attention for fsdpx (exit 2) and plan
 # it with ep > 1 for torchtitan, report varies ep, simulate takes MoE and latent-attention plan files, run
 # trains an MoE plan and refuses a latent-attention one.
 set -u
@@ -52,8 +53,29 @@ refused "estimate --tp 2" "--tp: tensor parallelism of mixture-of-experts" \
   estimate --model mixtral-tiny --cluster cpu --world-size 2 --tp 2 --seq 64
 "$FSDPX" plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 -o "$tmp/mx.json" >/dev/null
 check "plan mixtral-tiny for fsdpx on the CPU exits 0" $?
-[ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp, (.parallelism.ep // 1)]' "$tmp/mx.json")" = "[1,1,1,1]" ]
-check "the CPU plan of mixtral-tiny keeps tp = cp = pp = ep = 1" $?
+[ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp]' "$tmp/mx.json")" = "[1,1,1]" ]
+check "the CPU plan of mixtral-tiny keeps tp = cp = pp = 1" $?
+# The fsdpx target plans ep > 1 on the CPU (whether it wins depends on the costs): report's ep points have plans.
+plans=$("$FSDPX" report --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --vary ep=1,2,4 \
+  --format json 2>/dev/null | jq -r '.sweeps[0].rows[] | "ep=\(.point.ep): \(.plan // .error)"')
+for e in 2 4; do
+  echo "$plans" | grep -q "^ep=$e: .*, ep $e " ; check "the CPU target plans mixtral-tiny at ep $e ($plans)" $?
+done
+# The CPU backend trains it at ep 1, 2 and 4, its ranks threads or processes (TCP), to the same losses within
+# 1e-5 over 20 steps (executor/model/moe_exchange.h, executor/cpu_backend/expert_shards.h).
+for e in 1 2 4; do
+  jq ".parallelism.ep = $e" "$tmp/mx.json" > "$tmp/mx_ep$e.json"
+  "$FSDPX" run --plan "$tmp/mx_ep$e.json" --steps 20 --format json 2>/dev/null | jq -c '[.steps[].loss]' > "$tmp/l_t$e.json"
+  check "run mixtral-tiny at ep $e on threads exits 0" "${PIPESTATUS[1]}"
+  "$FSDPX" run --plan "$tmp/mx_ep$e.json" --steps 20 --processes --format json 2>/dev/null | jq -c '[.steps[].loss]' \
+    > "$tmp/l_p$e.json"
+  check "run mixtral-tiny at ep $e in processes exits 0" "${PIPESTATUS[1]}"
+done
+for f in t2 t4 p1 p2 p4; do
+  jq -n --slurpfile a "$tmp/l_t1.json" --slurpfile b "$tmp/l_$f.json" \
+    '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
+  check "mixtral-tiny losses ($f) within 1e-5 of ep 1 on threads over 20 steps" $?
+done
 refused "plan deepseek-tiny for fsdpx" "not multi-head latent attention yet (issue 30)" \
   plan --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4
 refused "report deepseek-tiny for fsdpx" "trains Mixtral-style mixture-of-experts blocks only" \
