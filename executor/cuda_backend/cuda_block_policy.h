@@ -25,18 +25,17 @@
 namespace fsdpx::cuda {
 
 template <class T>
-struct CudaBlockPolicy {
-  using Elem = T;
-  using Grad = float;
-  using Ctx = CudaBlockContext<T>;
-  using Acts = CudaBlockActs<T>;
-  using Scratch = CudaBlockScratch<T>;
-  using Kept = CudaBlockWeightGrads<T>;
+struct CudaBlockPolicy
+    : BlockPolicyTypes<T, float, CudaBlockContext<T>, CudaBlockActs<T>, CudaBlockScratch<T>, CudaBlockWeightGrads<T>> {
+  using Types = typename CudaBlockPolicy::BlockPolicyTypes;
+  using typename Types::Ctx, typename Types::Acts, typename Types::Scratch, typename Types::Kept;
 
   static CudaScopedOp timed(const Ctx& ctx, std::string_view op) {
     return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
   }
   static void zero(const Ctx& ctx, const DeviceBuffer<T>& buf) { zero_async(buf, ctx.stream); }
+  // Nothing: the dx GEMMs write (accumulate = false) and the attention core's backward zeroes dqkv itself.
+  static void clear_dx(const Ctx&, const DeviceBuffer<T>&) {}
   static void copy(const Ctx& ctx, T* dst, const T* src, std::int64_t n) {
     CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream));
   }

@@ -18,16 +18,14 @@
 namespace fsdpx {
 
 template <class Real>
-struct CpuBlockPolicy {
-  using Elem = Real;
-  using Grad = Real;
-  using Ctx = BlockContext<Real>;
-  using Acts = BlockActs<Real>;
-  using Scratch = BlockScratch<Real>;
-  using Kept = BlockWeightInputs<Real>;
+struct CpuBlockPolicy
+    : BlockPolicyTypes<Real, Real, BlockContext<Real>, BlockActs<Real>, BlockScratch<Real>, BlockWeightInputs<Real>> {
+  using Types = typename CpuBlockPolicy::BlockPolicyTypes;
+  using typename Types::Ctx, typename Types::Acts, typename Types::Scratch, typename Types::Kept;
 
   static ScopedOp timed(const Ctx& ctx, std::string_view op) { return ScopedOp(ctx.profiler, op, ctx.module); }
   static void zero(const Ctx&, std::vector<Real>& v) { std::fill(v.begin(), v.end(), Real(0)); }
+  static void clear_dx(const Ctx& ctx, std::vector<Real>& v) { zero(ctx, v); }  // the CPU's GEMMs accumulate
   static void copy(const Ctx&, Real* dst, const Real* src, std::int64_t n) { std::copy(src, src + n, dst); }
 
   static void norm_forward(const Ctx& ctx, Real* out, Real* mean, Real* rstd, const Real* x, const Real* w,

@@ -7,9 +7,9 @@
 // names the kernels. The formulas are block.h's (llm.c's per-layer step, Megatron's f and g). Leaves out
 // the MoE MLP's own steps (a policy call, moe_block_mlp.h) and the attention core's (a policy call).
 //
-// A policy is a struct with member types Elem (activations), Grad (parameter gradients), Ctx, Acts,
-// Scratch, Kept, and static functions: timed (a scope timing one kernel group under the simulator's
-// kernel name), zero, copy, norm_forward, qkv_forward, linear_forward, adapter_forward, has_rope,
+// A policy is a struct with the member types of BlockPolicyTypes and static functions: timed (a scope timing one kernel group under the simulator's
+// kernel name), zero (a buffer a kernel accumulates into), clear_dx (a buffer a dx GEMM or the attention
+// core's backward then fills: zeroed where those accumulate), copy, norm_forward, qkv_forward, linear_forward, adapter_forward, has_rope,
 // rope_forward/backward, attention_forward/backward, mlp_act_forward/backward, residual_forward,
 // add_bias, is_moe, moe_forward/backward, linear_dx (written: dinp zeroed by the sequence first),
 // linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out and norm_backward (one half's norm,
@@ -32,6 +32,18 @@ namespace fsdpx {
 // block's input and keeps the output gradients of its layers; the weight pass W computes the
 // parameter gradients from them and the saved activations, reading no parameters.
 enum class GradPass { all, input, weight };
+
+// The types a device policy names: activation and parameter-gradient elements, the block's context,
+// saved activations, backward scratch and what a split backward keeps from its input pass.
+template <class ElemT, class GradT, class CtxT, class ActsT, class ScratchT, class KeptT>
+struct BlockPolicyTypes {
+  using Elem = ElemT;
+  using Grad = GradT;
+  using Ctx = CtxT;
+  using Acts = ActsT;
+  using Scratch = ScratchT;
+  using Kept = KeptT;
+};
 
 namespace block_sequence {
 
@@ -155,7 +167,7 @@ void mlp_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E*>& p,
   const BlockDims& d = ctx.dims;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
   const bool moe = Dev::is_moe(ctx);  // the whole backward only
-  if (input) Dev::zero(ctx, s.dfc_act), Dev::zero(ctx, s.dfc), Dev::zero(ctx, s.dln);
+  if (input) Dev::clear_dx(ctx, s.dfc_act), Dev::zero(ctx, s.dfc), Dev::clear_dx(ctx, s.dln);
   if (moe) Dev::moe_backward(ctx, p, g, a, dres, s);
   if (!moe)
     out_projection_backward<Dev>(ctx, OutProjection<E, G>{"mlp_down_dx", "mlp_down_dw", LoraTarget::down, p.mlp_down_w,
@@ -188,7 +200,7 @@ void attention_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E
                         typename Dev::Kept* kept) {
   const BlockDims& d = ctx.dims;
   const bool input = pass != GradPass::weight, weight = pass != GradPass::input && !ctx.lora.layout;
-  if (input) Dev::zero(ctx, s.datty), Dev::zero(ctx, s.dqkv), Dev::zero(ctx, s.dln);
+  if (input) Dev::clear_dx(ctx, s.datty), Dev::clear_dx(ctx, s.dqkv), Dev::clear_dx(ctx, s.dln);
   out_projection_backward<Dev>(ctx, OutProjection<E, G>{"attn_out_dx", "attn_out_dw", LoraTarget::o, p.attn_out_w,
                                                         g.attn_out_w, g.attn_out_b, a.atty.data(), s.datty.data(), d.q,
                                                         kept ? kept->d_mid.data() : nullptr},
