@@ -1,12 +1,10 @@
-// executor/cuda_backend/cuda_block.h — one pre-norm transformer block on the device, the 16-bit twin (T =
-// bf16, or f16 for fp16 plans) of executor/model/block.h (same formulas, tensor layout, residual-gradient
-// flow and += parameter gradients): T activations and parameters, fp32 norm statistics, attention log-sum-exp and
-// parameter gradients. Attention is the flash kernel, so a block saves lse [B, NH, T] where the CPU
-// saves probabilities. With a profiler in the context, each kernel group is timed under the CPU block's
-// names (executor/model/block.cpp). With LoRA (CudaBlockContext::lora) the adapters add to the qkv,
-// attn_out, mlp_up and mlp_down outputs (cuda_lora.h) and the frozen base gets no gradient: null gradient
-// pointers skip their dW GEMMs and norm sums. Leaves out dropout, selective recompute and fused
-// residual + norm kernels.
+// executor/cuda_backend/cuda_block.h — one pre-norm transformer block on the device: the CPU block's
+// kernel-call sequence (executor/model/block_sequence.h, run over cuda_block_policy.h) on T activations
+// and parameters (bf16, or f16 for fp16 plans), fp32 norm statistics, attention log-sum-exp and parameter
+// gradients. Attention is the flash kernel, so a block saves lse [B, NH, T] where the CPU saves
+// probabilities. With a profiler in the context, each kernel group is timed under the CPU block's names.
+// With LoRA (CudaBlockContext::lora) the adapters add to the projections' outputs (cuda_lora.h) and the
+// frozen base gets no gradient. Leaves out dropout, selective recompute and fused residual + norm kernels.
 #pragma once
 
 #include <cstdint>
@@ -68,7 +66,7 @@ struct CudaBlockScratch {
 // [attn_norm w, b, mlp_norm w, b] × C (fp32), which the norm kernels compute with their input gradient.
 template <class T>
 struct CudaBlockWeightGrads {
-  DeviceBuffer<T> dout, dx_mid, dfc, dqkv;  // [N, C], [N, C], [N, FU], [N, QKV]
+  DeviceBuffer<T> d_out, d_mid, dfc, dqkv;  // [N, C], [N, C], [N, FU], [N, QKV]
   DeviceBuffer<float> norm;                    // [4·C]
   void allocate(const BlockDims& d);
   std::int64_t bytes() const;  // 0 when not allocated
@@ -122,7 +120,7 @@ void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensor
                                CudaBlockWeightGrads<T>& keep);
 template <class T>
 void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g,
-                                const CudaBlockActs<T>& acts, const CudaBlockWeightGrads<T>& keep,
+                                const CudaBlockActs<T>& acts, CudaBlockWeightGrads<T>& keep,
                                 CudaBlockScratch<T>& scratch);
 
 // The arch's norm (RMSNorm for llama, LayerNorm for gpt), shared with the final norm. mean is unused

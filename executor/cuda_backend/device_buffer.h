@@ -41,6 +41,7 @@ class CudaArray {
   }
 
   T* get() const { return ptr_; }
+  T* data() const { return ptr_; }  // as std::vector's, for code shared with the CPU (block_sequence.h)
   std::int64_t size() const { return count_; }
   std::int64_t bytes() const { return count_ * std::int64_t(sizeof(T)); }
   bool empty() const { return count_ == 0; }

@@ -16,6 +16,7 @@
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
 #include "executor/model/block_dims.h"
+#include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/fp8_linear.h"
 #include "executor/model/lora.h"
 #include "executor/model/model_parallel.h"
@@ -48,12 +49,6 @@ struct BlockActs {
   MoeActs<Real> moe;                          // an MoE block's MLP (allocated by its model; moe_mlp.h)
   void allocate(const BlockDims& d);
 };
-
-// Which part of a backward runs: all of it, or one half of zero-bubble pipelining's split (Qi et al.
-// 2023, "Zero Bubble Pipeline Parallelism", §2): the input pass B computes the gradient w.r.t. the
-// block's input and keeps the output gradients of its layers; the weight pass W computes the
-// parameter gradients from them and the saved activations, reading no parameters.
-enum class GradPass { all, input, weight };
 
 // What a block's input pass keeps for its weight pass: the gradients w.r.t. the outputs of its linear
 // layers and norms (the inputs of their weight gradients are activations the forward saved).
