@@ -3,7 +3,8 @@
 // family, the fewest fully recomputed blocks that could fit), and for each an upper bound on tokens/s per
 // GPU from estimate()'s cost terms: the step is at least the compute stream's work (kernels and the serial
 // TP/CP collectives) and at least the data-parallel traffic of the configuration that moves least (perfect
-// overlap otherwise); partial recompute interpolated between none and full, blocks being identical. Under
+// overlap otherwise; without pipelining, when no configuration may keep the units gathered after forward
+// by the memory bound, the backward all-gathers of all but the largest last unit count too); partial recompute interpolated between none and full, blocks being identical. Under
 // pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel and serial
 // TP/CP collective time (the first micro-batch's way in, all its passes, the last gradient's way back),
 // per stage for partial recompute. An MoE model (estimate() has no MoE timing) is bounded the same way at
