@@ -128,6 +128,15 @@ void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objecti
       res.best_without_pipeline = c;
 }
 
+// An empty result with the request's memory budget (resolve_memory filled it).
+PlanResult budget_result(const PlanRequest& r) {
+  PlanResult res;
+  res.memory_limit_bytes = *r.memory_limit_bytes;
+  res.memory_margin_bytes = *r.memory_margin_bytes;
+  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
+  return res;
+}
+
 }  // namespace
 
 Framework request_framework(const PlanRequest& request) {
@@ -138,10 +147,7 @@ Framework request_framework(const PlanRequest& request) {
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
   refuse_unplanned_request(request, "plan request", "/model");
   const PlanRequest r = resolve_memory(request);
-  PlanResult res;
-  res.memory_limit_bytes = *r.memory_limit_bytes;
-  res.memory_margin_bytes = *r.memory_margin_bytes;
-  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
+  PlanResult res = budget_result(r);
   const Space s = effective_space(r);
   Evaluator ev(res.memory_limit_bytes, res.counts);
   ShapeOrder shapes(r, s, res.counts);
@@ -162,14 +168,11 @@ std::optional<Candidate> search_plan_above(const PlanRequest& request, double fl
   if (request.objective != Objective::throughput) return search_plans(request).best;
   refuse_unplanned_request(request, "plan request", "/model");
   const PlanRequest r = resolve_memory(request);
-  PlanResult res;
-  res.memory_limit_bytes = *r.memory_limit_bytes;
-  res.memory_margin_bytes = *r.memory_margin_bytes;
-  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
-  const Space s = effective_space(r);
+  PlanResult res = budget_result(r);
   Evaluator ev(res.memory_limit_bytes, res.counts);
-  ShapeOrder shapes(r, s, res.counts);
-  search_throughput(shapes, r, s, ev, res.counts, {}, floor_tps);
+  const Space s = effective_space(r);
+  ShapeOrder order(r, s, res.counts);
+  search_throughput(order, r, s, ev, res.counts, {}, floor_tps);
   finish_result(res, ev.all(), r);
   if (!res.best || res.best->metrics.tokens_per_s_per_gpu < floor_tps) return {};
   return res.best;
