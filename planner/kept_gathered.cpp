@@ -47,9 +47,13 @@ double kept_gathered_bytes(const Plan& plan, const std::vector<double>& gather) 
 }
 
 MemoryBound kept_gathered_bound(const Plan& plan, MemoryBound b) {
-  Plan kept = plan;
-  for (PlanUnit& u : kept.units) u.reshard_after_forward = 0;
-  const double bytes = kept_gathered_bytes(kept, unit_gather_bytes(kept));
+  // Every unit kept: kept_gathered_bytes of the plan with reshard_after_forward 0 on all units, that is all
+  // of their gathers (without copying the plan).
+  const auto& par = plan.parallelism;
+  if (par.pp > 1 || plan.model.is_moe() || plan.lora || !is_sharded(data_placement(par).params)) return b;
+  const std::vector<double> gather = unit_gather_bytes(plan);
+  double bytes = 0;
+  for (double g : gather) bytes += g;
   if (bytes <= b.gathered_bytes) return b;
   b.gathered_bytes = bytes;
   b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);

@@ -314,15 +314,16 @@ double regather_share(const PlanRequest& r, const Space& s, const ShapeBound& b)
   if (std::any_of(reshards.begin(), reshards.end(), [](int g) { return g > 1; })) return 0;
   const bool may_keep = std::find(reshards.begin(), reshards.end(), 0) != reshards.end();
   if (may_keep && kept_gathered_bound(shape, b.least_bound).total() <= *r.memory_limit_bytes) return 0;
-  double total = 0, largest_last = 0;
-  for (const WrapChoice& w : wrap_choices(shape, r, s)) {
-    Plan p = shape;
-    p.units = w.units;
-    const std::vector<double> gather = unit_gather_bytes(p);
-    total = std::accumulate(gather.begin(), gather.end(), 0.0);
-    largest_last = std::max(largest_last, gather.back());
-  }
-  return total > 0 ? std::max(0.0, 1 - largest_last / total) : 0.0;
+  // Every wrapping gathers the same modules: the total from the shape's units, each wrapping's last unit
+  // from one plan that lists them (unit_params counts per unit).
+  const std::vector<double> all = unit_gather_bytes(shape);
+  const double total = std::accumulate(all.begin(), all.end(), 0.0);
+  Plan lasts = shape;
+  lasts.units.clear();
+  for (const WrapChoice& w : wrap_choices(shape, r, s)) lasts.units.push_back(w.units.back());
+  if (lasts.units.empty() || total <= 0) return 0;
+  const std::vector<double> last = unit_gather_bytes(lasts);
+  return std::max(0.0, 1 - *std::max_element(last.begin(), last.end()) / total);
 }
 
 DType least_reduce(const Space& s) {
