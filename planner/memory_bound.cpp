@@ -17,6 +17,7 @@
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
+#include "planner/kept_gathered.h"
 #include "planner/rank_state.h"
 #include "program/group_members.h"
 #include "program/lower.h"
@@ -249,9 +250,10 @@ double head_table_params(const ModelSpec& m) {
 }
 
 // What a rank's bound holds whatever the recompute pattern: its model state, the fixed overheads and the
-// head gathered on the last rank (activations and headroom are added per pattern, MemoryBoundModel::bound).
+// head gathered on the last rank, or without pipelining every unit the plan keeps gathered after forward
+// (kept_gathered_bytes; activations and headroom are added per pattern, MemoryBoundModel::bound).
 MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector<double>& state_sum, int rank,
-                      const std::vector<double>& last_gather) {
+                      const std::vector<double>& last_gather, const std::vector<double>& params_per_unit) {
   MemoryBound b;
   const auto& par = plan.parallelism;
   double local = 0, state = 0;
@@ -270,6 +272,8 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector
     const double head_params = head_table_params(plan.model) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
+  const double kept = kept_gathered_bytes(plan, unit_gather_bytes(plan, params_per_unit));
+  if (kept >= 0) b.gathered_bytes = std::max(b.gathered_bytes, kept);
   // The activation peak (or the accumulated gradients) falls at one of the rank's chunks' last modules,
   // which one the walk does not keep: the least of them.
   double least_gather = std::numeric_limits<double>::infinity();
@@ -345,7 +349,7 @@ void MemoryBoundModel::rank_terms(const Plan& plan) {
     later_extra_.push_back(std::max(backward_extra_[slot], accumulates ? params_sum_[slot] * autograd_grad_bytes(plan) +
                                                                              last_working_[slot]
                                                                        : 0.0));
-  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, state_sum_, rank, last_gather));
+  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, state_sum_, rank, last_gather, params_));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   for (int rank = 0; rank < par.pp; ++rank) {

@@ -1,7 +1,8 @@
 // planner/memory_bound.h — an analytic lower bound on the simulator's peak memory for a plan, used to
 // prune before simulating: sharded model state (FSDP2 accounting) + fixed overheads + the activations
 // every module saves for one micro-batch + the head's gathered parameters (all alive when the last
-// forward op starts, program/lower.cpp) + allocator headroom on that sum. Under pipeline parallelism the
+// forward op starts, program/lower.cpp; without pipelining every unit the plan keeps gathered after forward
+// instead, when it keeps any) + allocator headroom on that sum. Under pipeline parallelism the
 // worst pipeline rank's: its units' state, the gathered unit of a chunk's last block, and the most its
 // schedule keeps at once (a walk of its passes, program/pipeline_schedule.h): activations in flight at a
 // forward, or at a backward's start with that op's working bytes and gradient (all the chunk's
@@ -31,6 +32,7 @@ struct MemoryBound {
 // Independent of the units (only their sum of parameters matters) and of prefetch. Identical blocks
 // share one activation figure per recompute mode.
 MemoryBound memory_lower_bound(const Plan& plan);
+
 
 // The same bound for one plan under many recompute patterns (the planner's partial family): what does
 // not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once.

@@ -160,6 +160,13 @@ using ProgressFn = std::function<void(double fraction)>;
 
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress = {});
 
+// Whether any plan of a throughput request reaches `floor_tps` tokens/s per GPU, and its choice if so: the
+// search of search_plans with the floor standing for a plan already found, so that every shape whose bound
+// is at or below it is pruned, without alternatives, families or the no-fit report. Returns the plan the
+// tolerance chooses among those simulated (at least the floor), or none. The plan hint's question
+// (tools/plan_hint.h); a memory-objective request gets search_plans' answer.
+std::optional<Candidate> search_plan_above(const PlanRequest& request, double floor_tps);
+
 // The stack a request's plans assume: its framework, else the target's (fsdpx's executor, or torchtitan).
 Framework request_framework(const PlanRequest& request);
 

@@ -37,9 +37,10 @@ namespace {
 
 // Throughput: refine while the next bound can beat the fastest fitting plan (shapes come in bound order, so
 // the first that cannot ends the search, and the shapes behind it are never fully bounded).
+// `floor_tps` stands for a plan found before the search (search_plan_above), 0 for none.
 void search_throughput(ShapeOrder& shapes, const PlanRequest& r, const Space& s, Evaluator& ev, SearchCounts& counts,
-                       const ProgressFn& progress) {
-  double best_tps = 0;
+                       const ProgressFn& progress, double floor_tps = 0) {
+  double best_tps = floor_tps;
   std::size_t i = 0;
   for (; const ShapeBound* b = shapes.at(i); ++i) {
     if (b->options.empty()) continue;
@@ -64,6 +65,29 @@ void sample_families(ShapeOrder& shapes, const PlanRequest& r, const Space& s, E
     if (b.options.empty() || std::find(seen.begin(), seen.end(), family_of(b.plan)) != seen.end()) continue;
     if (refine_shape(b, r, s, ev, unused_tps, false).fits) seen.push_back(family_of(b.plan));
   }
+}
+
+// A pipelined choice is compared with the best plan without a pipeline (report_pipeline); when the bounds
+// pruned every unpipelined shape, the best-bound ones are simulated in their default configuration until
+// one fits (at most kUnpipelinedSamples shapes), so that the comparison has a plan to show.
+constexpr int kUnpipelinedSamples = 4;
+
+void sample_unpipelined(ShapeOrder& shapes, const PlanRequest& r, const Space& s, Evaluator& ev) {
+  const auto fits_unpipelined = [](const Candidate& c) { return c.fits && c.plan.parallelism.pp == 1; };
+  if (std::any_of(ev.all().begin(), ev.all().end(), fits_unpipelined)) return;
+  double unused_tps = 0;
+  int tried = 0;
+  for (std::size_t i = 0; const ShapeBound* b = shapes.at(i); ++i) {
+    if (b->options.empty() || b->plan.parallelism.pp != 1) continue;
+    if (refine_shape(*b, r, s, ev, unused_tps, false).fits || ++tried == kUnpipelinedSamples) return;
+  }
+}
+
+const Candidate* fastest_fitting(const std::vector<Candidate>& all) {
+  const Candidate* best = nullptr;
+  for (const Candidate& c : all)
+    if (c.fits && (!best || c.metrics.tokens_per_s_per_gpu > best->metrics.tokens_per_s_per_gpu)) best = &c;
+  return best;
 }
 
 // Memory: shapes by least memory bound while it is below the least simulated peak that fits.
@@ -104,6 +128,15 @@ void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objecti
       res.best_without_pipeline = c;
 }
 
+// An empty result with the request's memory budget (resolve_memory filled it).
+PlanResult budget_result(const PlanRequest& r) {
+  PlanResult res;
+  res.memory_limit_bytes = *r.memory_limit_bytes;
+  res.memory_margin_bytes = *r.memory_margin_bytes;
+  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
+  return res;
+}
+
 }  // namespace
 
 Framework request_framework(const PlanRequest& request) {
@@ -114,10 +147,7 @@ Framework request_framework(const PlanRequest& request) {
 PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) {
   refuse_unplanned_request(request, "plan request", "/model");
   const PlanRequest r = resolve_memory(request);
-  PlanResult res;
-  res.memory_limit_bytes = *r.memory_limit_bytes;
-  res.memory_margin_bytes = *r.memory_margin_bytes;
-  res.memory_capacity_bytes = res.memory_limit_bytes + res.memory_margin_bytes;
+  PlanResult res = budget_result(r);
   const Space s = effective_space(r);
   Evaluator ev(res.memory_limit_bytes, res.counts);
   ShapeOrder shapes(r, s, res.counts);
@@ -125,12 +155,27 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   if (r.objective == Objective::throughput) search_throughput(shapes, r, s, ev, res.counts, progress);
   else search_memory(shapes, r, s, ev, res.counts);
   sample_families(shapes, r, s, ev);
+  if (const Candidate* c = fastest_fitting(ev.all()); c && c->plan.parallelism.pp > 1) sample_unpipelined(shapes, r, s, ev);
   res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too
   finish_result(res, ev.all(), r);
   report_pipeline(res, ev.all(), r.objective);
   if (!res.best) explain_no_fit(res, shapes.all(), r, ev);
   if (progress) progress(1.0);
   return res;
+}
+
+std::optional<Candidate> search_plan_above(const PlanRequest& request, double floor_tps) {
+  if (request.objective != Objective::throughput) return search_plans(request).best;
+  refuse_unplanned_request(request, "plan request", "/model");
+  const PlanRequest r = resolve_memory(request);
+  PlanResult res = budget_result(r);
+  Evaluator ev(res.memory_limit_bytes, res.counts);
+  const Space s = effective_space(r);
+  ShapeOrder order(r, s, res.counts);
+  search_throughput(order, r, s, ev, res.counts, {}, floor_tps);
+  finish_result(res, ev.all(), r);
+  if (!res.best || res.best->metrics.tokens_per_s_per_gpu < floor_tps) return {};
+  return res.best;
 }
 
 }  // namespace fsdpx

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,8 @@
 #include "cost_models/estimate.h"
 #include "cost_models/mesh.h"
 #include "cost_models/stack_costs.h"
+#include "planner/kept_gathered.h"
+#include "planner/pipeline_path.h"
 #include "planner/shapes.h"
 #include "program/group_members.h"
 #include "program/segment_work.h"
@@ -42,9 +45,6 @@ struct Timing {
 // collectives behind GEMMs counts none of its TP/CP collectives (its overlap hides only tp exchanges,
 // simulator/op_timing.cpp), and the FSDP copies the simulator adds are left out: both only shorten. b is
 // the whole backward, or ZB's B with w its W.
-struct StagePasses {
-  std::vector<double> f, b, w;
-};
 
 // One segment's (f, b, w) for a plan, memoised by segment signature (the work is identical).
 class PassTimer {
@@ -112,40 +112,21 @@ StagePasses stage_passes(const Plan& p) {
 // pp = 1 the path is the one rank's m x (F + B + W).
 bool walks_passes(const Plan& p) { return p.parallelism.pp > 1 || p.model.is_moe(); }
 
-// A lower bound on a pipelined step's compute stream, for any schedule and unequal stages: pipeline rank
-// r starts when the first micro-batch's forward has passed the virtual stages before its first chunk, then
-// runs all its passes of m micro-batches one after another; outside ZB its last pass is its first chunk's
-// backward, whose gradient must still pass back through those stages (1F1B: (m + p - 1)(F + B) for equal
-// stages, Narayanan et al. 2021 §2.2; interleaved (m v + p - 1) per chunk, §2.2.1). ZB-H1 may end on
-// weight passes (Qi et al. 2023 §3), so no way back is counted there.
-double pipeline_path_s(const Plan& p, const StagePasses& s) {
-  const Parallelism& par = p.parallelism;
-  const double m = double(p.grad_accum());
-  const bool way_back = par.pp_schedule != PipelineSchedule::zero_bubble;
-  double most = 0, before_f = 0, before_b = 0;
-  for (int r = 0; r < par.pp; ++r) {
-    double work = 0;
-    for (int c = 0; c < par.vpp; ++c) {
-      const auto v = std::size_t(chunk_stage(c, r, par.pp));
-      work += m * (s.f[v] + s.b[v] + s.w[v]);
-    }
-    most = std::max(most, before_f + work + (way_back ? before_b : 0.0));
-    before_f += s.f[std::size_t(r)];
-    before_b += s.b[std::size_t(r)];
-  }
-  return most;
-}
-
 // Under pipeline parallelism a stage holds 1/pp of the model and runs on 1/pp of the ranks: estimate()
 // runs on one stage's mesh (a stage fills whole nodes or fits in one, shapes.cpp) and its per-GPU terms
 // divided by pp are the average stage's (the busiest does at least that). FSDP under PP gathers once and
 // reduces once per step (torchtitan's defaults), ZeRO-1's traffic. estimate() reads one recompute mode
 // for every block: partial patterns are interpolated by the caller.
-Timing average_timing(const Plan& p, DType reduce, bool no_reshard) {
+// `regather` (regather_share) is the share of the parameters every configuration gathers again for
+// backward: ZeRO-2's traffic plus that share of the backward all-gathers ZeRO-3 adds (estimate()'s zero3
+// k (2 ag + rs) less zero2's k rs + ag is (2k - 1) ag; a share of one all-gather's bytes takes at most that
+// share of its time, latency included).
+Timing average_timing(const Plan& p, DType reduce, bool no_reshard, double regather = 0) {
   if (p.model.is_moe()) return {moe_compute_floor_s(p), 0.0};  // estimate() has no MoE timing (ep_degrees.h)
   TrainingShape ts = training_shape_of(p);
   ts.precision.reduce = reduce;
   const int pp = p.parallelism.pp;
+  const ShardingMode mode = ts.mode;
   const bool fsdp = ts.mode == ShardingMode::zero3 || ts.mode == ShardingMode::hsdp;
   if (pp > 1 && (fsdp || ts.mode == ShardingMode::zero2)) ts.mode = ShardingMode::zero1;
   else if (no_reshard && fsdp) ts.mode = ShardingMode::zero2;
@@ -153,7 +134,14 @@ Timing average_timing(const Plan& p, DType reduce, bool no_reshard) {
   stage.gpus_per_node = std::min(stage.gpus_per_node, ts.world_size());
   stage.nodes = ts.world_size() / stage.gpus_per_node;
   const Estimate e = estimate(p.model, stage, ts);
-  return {(e.compute_time_s + e.tp_cp_comm_time_s) / pp, e.dp_comm_time_s / pp};
+  Timing t{(e.compute_time_s + e.tp_cp_comm_time_s) / pp, e.dp_comm_time_s / pp};
+  if (regather > 0 && pp == 1 && fsdp && ts.mode == ShardingMode::zero2) {
+    ts.mode = mode;
+    const double k = double(ts.grad_accum);
+    const double ag_s = (estimate(p.model, stage, ts).dp_comm_time_s - e.dp_comm_time_s) / (2 * k - 1);
+    t.comm_s += regather * k * std::max(0.0, ag_s);
+  }
+  return t;
 }
 
 double tps_of(const Plan& p, double step_s) {
@@ -183,14 +171,14 @@ struct FamilyEnds {
 // shape: the uniform options and the partial family's ends share them.
 class ModeTerms {
  public:
-  ModeTerms(const Plan& shape, DType reduce, bool no_reshard)
-      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard), timer_(shape) {}
+  ModeTerms(const Plan& shape, DType reduce, bool no_reshard, double regather)
+      : shape_(shape), reduce_(reduce), no_reshard_(no_reshard), regather_(regather), timer_(shape) {}
   Plan plan(RecomputeMode m) const {
     return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
   }
   const Timing& timing(RecomputeMode m) {
     auto& t = timing_[std::size_t(m)];
-    if (!t) t = average_timing(plan(m), reduce_, no_reshard_);
+    if (!t) t = average_timing(plan(m), reduce_, no_reshard_, regather_);
     return *t;
   }
   const StagePasses& passes(RecomputeMode m) {
@@ -211,6 +199,7 @@ class ModeTerms {
   const Plan& shape_;
   DType reduce_;
   bool no_reshard_;
+  double regather_;
   std::array<std::optional<Timing>, 4> timing_;
   std::array<std::optional<StagePasses>, 4> passes_;
   PassTimer timer_;
@@ -311,6 +300,32 @@ void add_partial(ShapeBound& b, const PlanRequest& r, const Space& s, const Memo
                        bound_bytes(first)});
 }
 
+// Without pipelining, the share of a dense shape's all-gather bytes that every fitting configuration
+// gathers again for backward. When keeping every unit gathered after forward cannot fit by the memory
+// bound (kept_gathered_bound of the recompute choice that holds least) and the space has no reshard to a
+// node's ranks (whose backward gather runs on another fabric), a fitting plan reshards every unit but its
+// last (space.cpp configured_plan), so it gathers again at least all but the largest last unit of the
+// shape's wrappings. 0 when a configuration may keep them, or the gathers are not FSDP's.
+double regather_share(const PlanRequest& r, const Space& s, const ShapeBound& b) {
+  const Plan& shape = b.plan;
+  const auto& par = shape.parallelism;
+  if (par.pp > 1 || par.dp_shard < 2 || shape.model.is_moe() || shape.lora) return 0;
+  const std::vector<int> reshards = reshard_choices(shape, r, s);
+  if (std::any_of(reshards.begin(), reshards.end(), [](int g) { return g > 1; })) return 0;
+  const bool may_keep = std::find(reshards.begin(), reshards.end(), 0) != reshards.end();
+  if (may_keep && kept_gathered_bound(shape, b.least_bound).total() <= *r.memory_limit_bytes) return 0;
+  // Every wrapping gathers the same modules: the total from the shape's units, each wrapping's last unit
+  // from one plan that lists them (unit_params counts per unit).
+  const std::vector<double> all = unit_gather_bytes(shape);
+  const double total = std::accumulate(all.begin(), all.end(), 0.0);
+  Plan lasts = shape;
+  lasts.units.clear();
+  for (const WrapChoice& w : wrap_choices(shape, r, s)) lasts.units.push_back(w.units.back());
+  if (lasts.units.empty() || total <= 0) return 0;
+  const std::vector<double> last = unit_gather_bytes(lasts);
+  return std::max(0.0, 1 - *std::max_element(last.begin(), last.end()) / total);
+}
+
 DType least_reduce(const Space& s) {
   return s.knobs.reduce_dtypes.size() > 1 ? DType::bf16 : s.knobs.reduce_dtypes.front();
 }
@@ -355,17 +370,19 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   const MemoryBound full_bound = memory.bound(full_plan.recompute);
-  ModeTerms terms(b.plan, reduce, s.knobs.try_no_reshard);
   b.saved_per_full_block_bytes = std::max(0.0, (none_bound.total() - full_bound.total()) / double(layers));
   b.least_memory_bound_bytes = none_bound.total() + 1;
+  std::vector<std::pair<RecomputeMode, double>> could_fit;  // uniform modes and their memory bounds
   for (RecomputeMode m : s.knobs.uniform_recompute) {
-    const Plan p = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), m));
-    const MemoryBound mb = memory.bound(p.recompute);
+    const MemoryBound mb = memory.bound(std::vector<RecomputeMode>(std::size_t(layers), m));
     if (mb.total() < b.least_memory_bound_bytes)
       b.least_memory_bound_bytes = mb.total(), b.least_bound = mb, b.least_choice = RecomputeChoice{m, 0};
-    if (mb.total() > *r.memory_limit_bytes) continue;
-    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(p, terms.uniform_step_s(m)), mb.total()});
+    if (mb.total() <= *r.memory_limit_bytes) could_fit.emplace_back(m, mb.total());
   }
+  b.regather_share = regather_share(r, s, b);
+  ModeTerms terms(b.plan, reduce, s.knobs.try_no_reshard, b.regather_share);
+  for (const auto& [m, bytes] : could_fit)
+    b.options.push_back({RecomputeChoice{m, 0}, -1, tps_of(b.plan, terms.uniform_step_s(m)), bytes});
   if (s.partial != PartialRecompute::none) add_partial(b, r, s, memory, full_bound.total(), terms);
   std::stable_sort(b.options.begin(), b.options.end(),
                    [](const RecomputeOption& x, const RecomputeOption& y) { return x.tps_bound > y.tps_bound; });

@@ -3,7 +3,8 @@
 // family, the fewest fully recomputed blocks that could fit), and for each an upper bound on tokens/s per
 // GPU from estimate()'s cost terms: the step is at least the compute stream's work (kernels and the serial
 // TP/CP collectives) and at least the data-parallel traffic of the configuration that moves least (perfect
-// overlap otherwise); partial recompute interpolated between none and full, blocks being identical. Under
+// overlap otherwise; without pipelining, when no configuration may keep the units gathered after forward
+// by the memory bound, the backward all-gathers of all but the largest last unit count too); partial recompute interpolated between none and full, blocks being identical. Under
 // pipeline parallelism the compute stream is bounded per pipeline rank from its stages' kernel and serial
 // TP/CP collective time (the first micro-batch's way in, all its passes, the last gradient's way back),
 // per stage for partial recompute. An MoE model (estimate() has no MoE timing) is bounded the same way at
@@ -39,6 +40,8 @@ struct ShapeBound {
   MemoryBound least_bound;
   RecomputeChoice least_choice;          // the recompute choice with the least bound
   double saved_per_full_block_bytes = 0; // bound saved by one more fully recomputed block
+  double regather_share = 0;             // share of the all-gather bytes every fitting configuration
+                                         // gathers again for backward (no pipeline, no reshard fits)
 };
 
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch);

@@ -106,7 +106,7 @@ void check_fixed(const PlanRequest& r, const PlanOptions& o) {
     bad("--vpp", "interleaved_1f1b needs more than one chunk per rank");
   const Space s = effective_space(resolve_memory(r));
   if (f.tp > 1 && !s.knobs.allow_tp)
-    bad("--tp", fmt::format("target {} runs tp = 1 on this cluster (--target torchtitan@0.2.2 runs TP)", o.target));
+    bad("--tp", fmt::format("target {} runs tp = 1 on this cluster", o.target));
   if (f.cp > 1 && !s.knobs.allow_cp) bad("--cp", fmt::format("target {} runs cp = 1 on this cluster", o.target));
   if (f.pp > 1 && !s.knobs.allow_pp)
     bad("--pp", fmt::format("target {} runs pp = 1 (--target torchtitan@0.2.2 runs pipelines)", o.target));
@@ -120,6 +120,13 @@ void check_fixed(const PlanRequest& r, const PlanOptions& o) {
                                    recompute_mode_name(*o.recompute)));
   PlanRequest narrowed = r;
   narrowed.space = s.knobs;
+  // fsdpx's runtimes run ZB-H1's split backward with tp = cp = 1 only (core/backend_capabilities.cpp, planner/shapes.cpp): name the
+  // schedule rather than the factorisation.
+  const bool model_parallel = f.tp > 1 || f.cp > 1;
+  if (f.pp_schedule == PipelineSchedule::zero_bubble && model_parallel && r.target.kind == TargetKind::fsdpx &&
+      parallel_shapes(narrowed).empty())
+    bad("--pp-schedule", fmt::format("target {} runs zero_bubble (ZB-H1) with tp = cp = 1 only; with --tp {} --cp {} "
+                                     "choose 1f1b or interleaved_1f1b", o.target, std::max(f.tp, 1), std::max(f.cp, 1)));
   if (parallel_shapes(narrowed).empty())
     bad("--pp", fmt::format("the fixed degrees leave no factorisation of the {} ranks (tp within a node and dividing "
                             "the heads, cp with seq divisible by 2 x cp, at most one stage per block)", world));

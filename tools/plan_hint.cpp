@@ -13,23 +13,26 @@ std::optional<TargetHint> target_hint(const PlanRequest& r, const PlanResult& re
   if (r.target.kind != TargetKind::fsdpx || r.framework || r.fp16 || r.lora || r.cluster.host_threads) return {};
   PlanRequest other = r;
   other.target = default_torchtitan_target();
-  PlanResult theirs;
+  const double ours = res.best ? res.best->metrics.tokens_per_s_per_gpu : 0;
+  // Only a plan at least kHintSpeedup x ours is named, and the tolerance chooses within its share of the
+  // fastest: shapes whose bound stays below that floor need no refining (search_plan_above).
+  const double floor_tps = kHintSpeedup * ours * (1 - other.throughput_tolerance);
+  std::optional<Candidate> theirs;
   try {
-    theirs = search_plans(other);
+    theirs = search_plan_above(other, floor_tps);
   } catch (const ConfigError&) {
     return {};  // the request does not map to torchtitan (a fixed degree it does not run, ...)
   }
-  if (!theirs.best) return {};
-  const CandidateMetrics& m = theirs.best->metrics;
-  const double ours = res.best ? res.best->metrics.tokens_per_s_per_gpu : 0;
+  if (!theirs) return {};
+  const CandidateMetrics& m = theirs->metrics;
   if (ours > 0 && m.tokens_per_s_per_gpu < kHintSpeedup * ours) return {};
   TargetHint h;
   h.target = target_name(other.target);
   h.tokens_per_s_per_gpu = m.tokens_per_s_per_gpu;
   h.mfu = m.mfu;
   h.speedup = ours > 0 ? m.tokens_per_s_per_gpu / ours : 0;
-  h.layout = theirs.best->label;
-  h.why = target_gaps(theirs.best->plan, r.target);
+  h.layout = theirs->label;
+  h.why = target_gaps(theirs->plan, r.target);
   return h;
 }
 

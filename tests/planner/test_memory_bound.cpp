@@ -2,13 +2,15 @@
 // (planner/memory_bound.h): the accumulated gradients in the dtype the lowering holds them (a flat unit's
 // reduce dtype, autograd's param dtype), the gathered block and the backward working bytes at a backward's
 // start stay below the simulated peak for every schedule, recompute mode, reshard choice and micro-batch
-// count (one micro-batch included), and a flat unit's fp32 gradients count more than its bf16 ones. The
-// unpipelined bound is checked in test_search.cpp.
+// count (one micro-batch included), and a flat unit's fp32 gradients count more than its bf16 ones; without
+// a pipeline, the units a plan keeps gathered after forward. The unpipelined bound is checked in
+// test_search.cpp too.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "core/config_paths.h"
+#include "planner/kept_gathered.h"
 #include "planner/memory_bound.h"
 #include "planner/planner.h"
 #include "planner/shapes.h"
@@ -60,6 +62,39 @@ TEST_CASE("the pipelined memory bound stays below the simulated peak and near it
   CHECK(checked >= 40);
   MESSAGE("least bound / peak over pipelined plans: " << least_ratio);
   CHECK(least_ratio >= 0.3);  // and is not vacuous
+}
+
+TEST_CASE("without a pipeline, the units kept gathered after forward count, and stay below the simulated peak") {
+  // reshard_after_forward 0 keeps every unit gathered until its backward, an int g a copy over g ranks
+  // (program/lower_units.cpp): all are alive when the last forward op starts.
+  PlanRequest r = pipelined_request("fsdpx");
+  r.space.allow_pp = false;
+  int checked = 0;
+  for (const Parallelism& par : parallel_shapes(r)) {
+    if (par.pp != 1 || par.dp_shard < 2) continue;
+    for (RecomputeMode rc : {RecomputeMode::none, RecomputeMode::full}) {
+      const Plan resharded = shape_plan(r, par, 1, rc);
+      const double base = memory_lower_bound(resharded).total();
+      for (int reshard : {0, 8}) {
+        if (reshard > 1 && par.dp_shard <= reshard) continue;
+        Plan p = resharded;
+        for (PlanUnit& u : p.units) u.reshard_after_forward = reshard;
+        const double bound = memory_lower_bound(p).total();
+        const double peak = simulate_step_totals(p).peak_memory_total_bytes;
+        INFO("dp " << par.dp_replicate << "x" << par.dp_shard << " recompute " << int(rc) << " reshard " << reshard
+                   << ": bound " << bound << " (resharded " << base << ") peak " << peak);
+        CHECK(bound <= peak);
+        CHECK(bound > base);  // the kept gathers count
+        ++checked;
+      }
+      // The bound the planner takes for "every unit kept" (kept_gathered_bound) is the reshard-0 plan's.
+      Plan kept = resharded;
+      for (PlanUnit& u : kept.units) u.reshard_after_forward = 0;
+      CHECK(kept_gathered_bound(resharded, memory_lower_bound(resharded)).total() ==
+            doctest::Approx(memory_lower_bound(kept).total()).epsilon(1e-12));
+    }
+  }
+  CHECK(checked >= 6);
 }
 
 TEST_CASE("the pipelined bound holds a flat unit's gradients in its reduce dtype, and more than with bf16") {

@@ -54,6 +54,10 @@ for bad in "--nodes 1000000000" "--nodes 0" "--world-size 99999999" "--global-ba
   [ "$status" -eq 2 ] ; check "$bad exits 2 (got $status)" $?
   [ "$(echo "$err" | wc -l)" -eq 1 ] ; check "$bad: one line" $?
 done
+# ZB-H1 beside tp: the error names the schedule, not a missing factorisation.
+err=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 2 --seq 4096 --global-batch 32 --pp 2 --tp 2 \
+  --pp-schedule zero_bubble 2>&1 >/dev/null)
+echo "$err" | grep -q -- "--pp-schedule: .*zero_bubble (ZB-H1) with tp = cp = 1 only" ; check "zero_bubble beside tp 2 names the schedule: $err" $?
 err=$("$FSDPX" plan --model llama3.1-8b --cluster dgx-h100 --nodes 1000000000 --seq 4096 --global-batch 16 2>&1)
 echo "$err" | grep -q -- "-[0-9]* ranks" ; [ $? -ne 0 ] ; check "no negative rank count" $?
 
@@ -160,5 +164,13 @@ for args in "--model llama3.1-405b --cluster dgx-h100 --nodes 2048 --seq 8192 --
   "$FSDPX" plan $args --format json | python3 -c 'import json, sys; sys.exit("hint" in json.load(sys.stdin))'
   check "no hint for plan $args" $?
 done
+
+# Where the hint fires (8B on one node at seq 32,768: torchtitan's flash attention and op-level SAC beside
+# tp, which fsdpx's CUDA runtime does not run), it names the plan the torchtitan target itself chooses,
+# although it searched only above 1.2x the fsdpx plan (planner.h search_plan_above).
+args="--model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 32768 --global-batch 8"
+hint=$("$FSDPX" plan $args --format json | python3 -c 'import json, sys; h = json.load(sys.stdin)["hint"]; print(h["layout"], round(h["tokens_per_s_per_gpu"]), h["speedup"] >= 1.2)')
+theirs=$("$FSDPX" plan $args --target torchtitan@0.2.2 --format json | python3 -c 'import json, sys; c = json.load(sys.stdin)["chosen"]; print(c["label"], round(c["tokens_per_s_per_gpu"]), True)')
+[ -n "$hint" ] && [ "$hint" = "$theirs" ] ; check "the hint names torchtitan's own plan ($hint | $theirs)" $?
 
 finish
