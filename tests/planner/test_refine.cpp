@@ -88,9 +88,12 @@ TEST_CASE("a shape where nothing fits is rejected after its first and its least-
       CHECK_FALSE(e.any_fits);
       CHECK(c.metrics.peak_memory_bytes <= e.least_peak_bytes);
       // Never more than every choice in every configuration; with options between the first and the
-      // least, fewer than every choice in the default configuration and one more per lower configuration.
+      // least, at most every choice in the default configuration and one more per lower configuration.
+      // (Every choice when the first option's excess is below what the least saves by the bounds: then an
+      // option in between may fit and is tried, refine.cpp; so with cp 8's state divided over the cp
+      // ranks, torchtitan's hsdp 4x1 cp 8 tries its three options.)
       CHECK(counts.simulated <= all_counts.simulated * configurations);
-      if (b.options.size() > 2) CHECK(counts.simulated < all_counts.simulated + configurations - 1);
+      if (b.options.size() > 2) CHECK(counts.simulated <= all_counts.simulated + configurations - 1);
       // The shortcut at work: the first and the least option only, then the least alone per lower
       // configuration (trying every option costs at least three simulations per configuration).
       shortcut += b.options.size() > 2 && counts.simulated <= 2 * configurations;
