@@ -115,10 +115,7 @@ void run_run(RunOptions o) {
   Plan plan = load_plan(so.plan_file);
   if (o.seed) plan.training.seed = *o.seed;
   RuntimeProgram program = make_session_program(plan, so.plan_file, o.backend);  // the run's one lowering
-  if (o.processes) {  // before the ranks start, so it is said once
-    check_whole_state_options(so);
-    check_per_process_checkpoints(plan, so);
-  }
+  if (o.processes) check_whole_state_options(so);  // before the ranks start, so it is said once
   check_session_outputs(so);  // an unusable output or --checkpoint-dir is said now, not after the steps
   if (!o.profile.empty()) check_output_writable(o.profile);
   check_run_trace_options(o.trace, plan, o.processes || (o.backend == ExecutorDevice::cuda && !o.single_process));

@@ -11,8 +11,7 @@
 
 namespace fsdpx {
 
-std::vector<float> gather_full_params_over_processes(Trainer& trainer) {
-  const TrainerState local = trainer.local_state();  // this process's shard owners of replica 0
+std::vector<float> gather_full_params_over_processes(Trainer& trainer, const TrainerState& local) {
   const TrainerState layout = trainer.load_layout();  // the unit shapes, the same in every process
   const std::vector<UnitShardState>& shape = layout.ranks.front().units;
   const auto owners = std::size_t(local.dp_shard);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -94,23 +95,22 @@ struct Trainer::Impl {
   int profiled_steps = 0;
   std::string failure;  // set once a step failed: the runtime is then unusable
 
-  // The position of `r` in `ranks`, and the local rank of global rank `rank` (the state of the shard
-  // owners is only reachable when they run in this process).
-  std::size_t local_index(const RankRuntime& r) const;
-  RankRuntime& local_rank(int rank) const;
-  // The rank holding shard `shard` (of the dp_shard x cp shard group) of tp rank `tp`'s slices of `unit`
-  // (replica 0, the pipeline rank of the unit's stage).
-  RankRuntime& owner(std::size_t unit, int shard, int tp) const;
+  std::size_t local_index(const RankRuntime& r) const;  // the position of `r` in `ranks`
+  RankRuntime* find_local(int rank) const;  // nullptr when global rank `rank` runs in another process
+  // The global rank holding shard `shard` (of the dp_shard x cp shard group) of tp rank `tp`'s slices of
+  // `unit` (replica 0, the pipeline rank of the unit's stage).
+  int owner_rank(std::size_t unit, int shard, int tp) const;
   // Runs fn on one thread per rank; rethrows the first rank error as "rank r: what".
   void on_ranks(const std::function<void(RankRuntime&)>& fn);
   void check_state(const TrainerState& s) const;
   TrainerState header() const;  // step, data position, seed and degrees; no ranks
-  TrainerState tp_state() const;  // tp or cp > 1: the full model's shards, from this process's ranks (all of them)
+  // Model parallelism: the full model's shards of the owners this process hosts (all with one process); a
+  // collective over the processes when some ranks run elsewhere.
+  TrainerState model_parallel_state();
+  void for_each_holder(std::size_t u, const std::function<void(int, const std::vector<std::int64_t>&)>& fn) const;
+  std::vector<std::uint64_t> sum_words(const std::vector<std::uint64_t>& words);  // Trainer::sum_over_processes
   void load_tp_slices(RankRuntime& rank, const TrainerState& s) const;
-  void add_expert_states(std::size_t u, UnitShardState& whole) const;  // ep > 1 (expert_state.h)
   void load_expert_states(RankRuntime& rank, const TrainerState& s) const;
-  // ConfigError when tp or cp > 1 and some ranks run in other processes (per-process checkpoints).
-  void refuse_tp_per_process() const;
   // tp, cp or pp > 1: global ranks 0..S-1 are not the shard owners of every unit (tp ranks hold slices,
   // pipeline ranks their stages' units).
   bool model_parallel() const {
@@ -128,16 +128,14 @@ std::size_t Trainer::Impl::local_index(const RankRuntime& r) const {
   return 0;
 }
 
-RankRuntime& Trainer::Impl::local_rank(int rank) const {
+RankRuntime* Trainer::Impl::find_local(int rank) const {
   for (const auto& r : ranks)
-    if (r->rank() == rank) return *r;
-  throw std::runtime_error(fmt::format("rank {} runs in another process: the sharded state of a multi-process run "
-                                       "is not reachable from one process (not supported yet)", rank));
+    if (r->rank() == rank) return r.get();
+  return nullptr;
 }
 
-RankRuntime& Trainer::Impl::owner(std::size_t unit, int shard, int tp) const {
-  const int at = shard_owner_mesh_rank(rp, shard, tp);
-  return local_rank(global_rank(rp, unit_role(rp, int(unit)), at));
+int Trainer::Impl::owner_rank(std::size_t unit, int shard, int tp) const {
+  return global_rank(rp, unit_role(rp, int(unit)), shard_owner_mesh_rank(rp, shard, tp));
 }
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
@@ -253,56 +251,75 @@ TrainerState Trainer::Impl::header() const {
   return s;
 }
 
-void Trainer::Impl::refuse_tp_per_process() const {
+// Each element of a full unit is taken from one holder: the first, in (tp rank, shard) order or under
+// expert parallelism in global rank order, whose state holds it (elements every tp rank holds whole are
+// equal on all of them; the ep ranks' dense parts are alike). With ranks in other processes, each process
+// writes the bit patterns of the elements its ranks hold first and the words are summed over the
+// processes: one process adds a nonzero word per element, so the sum is exact.
+TrainerState Trainer::Impl::model_parallel_state() {
   const Parallelism& par = rp.settings.parallelism;
-  if (model_parallel() && int(ranks.size()) != par.world_size())
-    throw ConfigError(fmt::format("checkpoints of a run with one process per rank and tp = {}, cp = {}, pp = {}, "
-                                  "ep = {} are not supported (a tp or ep rank's shard spans other processes' "
-                                  "full-model shards; a pipeline rank holds only its stages' units)",
-                                  par.tp, par.cp, par.pp, par.ep));
-}
-
-// The full model's units, cut into shard_count shards: every tp rank's slices put back at their
-// place (tensors every tp rank holds whole are equal on all of them).
-TrainerState Trainer::Impl::tp_state() const {
+  const bool all_here = int(ranks.size()) == par.world_size();
   TrainerState s = header();
-  s.ranks.resize(std::size_t(rp.shard_count));
-  for (int r = 0; r < rp.shard_count; ++r) s.ranks[std::size_t(r)].rank = r;
+  for (int r = 0; r < rp.shard_count; ++r)
+    if (all_here || find_local(r)) s.ranks.emplace_back().rank = r;  // as without model parallelism
   for (std::size_t u = 0; u < rp.flats.size(); ++u) {
     const FlatUnitLayout& full = rp.full_flats[u];
-    UnitShardState whole;
-    for (auto* v : fields(whole)) v->assign(std::size_t(full.padded_numel), 0.0f);
-    if (rp.settings.parallelism.ep > 1) add_expert_states(u, whole);
-    for (int t = 0; rp.settings.parallelism.ep == 1 && t < rp.settings.parallelism.tp; ++t) {
-      const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
-      for (int r = 0; r < rp.shard_count; ++r) {
-        UnitShardState local = owner(u, r, t).backend().unit_state(int(u));
-        const auto from = fields(local), to = fields(whole);
-        for (std::size_t i = 0; i < local.params.size(); ++i) {
-          const std::int64_t e = local.shard_offset + std::int64_t(i);
-          if (e >= rp.flats[u].numel) break;  // padding
-          for (std::size_t f = 0; f < 3; ++f) (*to[f])[std::size_t(to_full[std::size_t(e)])] = (*from[f])[i];
-        }
+    const auto n = std::size_t(full.padded_numel);
+    std::vector<std::uint64_t> words(3 * n, 0);
+    std::vector<char> taken(n, 0);
+    for_each_holder(u, [&](int global, const std::vector<std::int64_t>& to_full) {
+      RankRuntime* here = find_local(global);
+      UnitShardState local;
+      if (here) local = here->backend().unit_state(int(u));
+      const auto from = fields(local);
+      for (std::size_t i = 0; i < to_full.size(); ++i) {
+        const std::int64_t e = to_full[i];
+        if (e < 0 || taken[std::size_t(e)]) continue;
+        taken[std::size_t(e)] = 1;
+        if (here)
+          for (std::size_t f = 0; f < 3; ++f) words[f * n + std::size_t(e)] = std::bit_cast<std::uint32_t>((*from[f])[i]);
       }
-    }
-    for (int r = 0; r < rp.shard_count; ++r) {
-      UnitShardState shard;
+    });
+    if (!all_here) words = sum_words(words);
+    for (RankState& rs : s.ranks) {
+      UnitShardState& shard = rs.units.emplace_back();
       shard.unit_numel = full.numel;
-      shard.shard_offset = std::int64_t(r) * full.shard_numel;
+      shard.shard_offset = std::int64_t(rs.rank) * full.shard_numel;
       shard.modules = unit_modules(rp, u);
-      const auto from = fields(whole), to = fields(shard);
+      const auto to = fields(shard);
       for (std::size_t f = 0; f < 3; ++f)
-        to[f]->assign(from[f]->begin() + shard.shard_offset, from[f]->begin() + shard.shard_offset + full.shard_numel);
-      s.ranks[std::size_t(r)].units.push_back(std::move(shard));
+        for (std::int64_t i = 0; i < full.shard_numel; ++i)
+          to[f]->push_back(std::bit_cast<float>(std::uint32_t(words[f * n + std::size_t(shard.shard_offset + i)])));
     }
   }
   return s;
 }
 
+// The holders of unit u with the element of the full unit each element of their state is (-1: padding).
+void Trainer::Impl::for_each_holder(std::size_t u,
+                                    const std::function<void(int, const std::vector<std::int64_t>&)>& fn) const {
+  const Parallelism& par = rp.settings.parallelism;
+  if (par.ep > 1) {  // the backend refuses replicas beside ep: every rank holds a part of the state
+    for (int g = 0; g < par.world_size(); ++g) fn(g, expert_state_full_elements(rp, u, g));
+    return;
+  }
+  const FlatUnitLayout& local = rp.flats[u];
+  for (int t = 0; t < par.tp; ++t) {
+    const std::vector<std::int64_t> to_full = unit_full_elements(rp, u, t);
+    for (int r = 0; r < rp.shard_count; ++r) {
+      std::vector<std::int64_t> shard(std::size_t(local.shard_numel), -1);
+      for (std::int64_t i = 0; i < local.shard_numel; ++i) {
+        const std::int64_t e = std::int64_t(r) * local.shard_numel + i;
+        if (e < local.numel) shard[std::size_t(i)] = to_full[std::size_t(e)];
+      }
+      fn(owner_rank(u, r, t), shard);
+    }
+  }
+}
+
 TrainerState Trainer::local_state() const {
-  const Impl& im = *impl_;
-  im.refuse_tp_per_process();
-  if (im.model_parallel()) return im.tp_state();
+  Impl& im = *impl_;  // a collective under model parallelism with ranks in other processes
+  if (im.model_parallel()) return im.model_parallel_state();
   TrainerState s = im.header();
   for (const auto& rank : im.ranks) {
     if (rank->rank() >= im.rp.shard_count) continue;  // the shard owners of replica 0: global ranks 0..S-1
@@ -329,10 +346,10 @@ TrainerState Trainer::state() const {
 
 TrainerState Trainer::load_layout() const {
   const Impl& im = *impl_;
-  im.refuse_tp_per_process();
   TrainerState s = im.header();
   std::set<int> owners;
   for (const auto& rank : im.ranks) owners.insert(im.owner_of(*rank));
+  for (int r = 0; im.model_parallel() && r < im.rp.shard_count; ++r) owners.insert(r);  // slices of every shard
   for (int owner : owners) {
     RankState rs;
     rs.rank = owner;
@@ -378,19 +395,6 @@ void Trainer::Impl::check_state(const TrainerState& s) const {
       if (!us.modules.empty() && us.modules != unit_modules(rp, u))
         bad(fmt::format("/ranks/{}/units/{}/modules", i, u), "another unit grouping; reshard the state first");
     }
-  }
-}
-
-// Expert parallelism: every rank's two-part state (expert_state.h) put back at its place in the full unit
-// (the ep ranks' dense parts are alike).
-void Trainer::Impl::add_expert_states(std::size_t u, UnitShardState& whole) const {
-  for (const auto& rank : ranks) {
-    const std::vector<std::int64_t> to_full = expert_state_full_elements(rp, u, rank->rank());
-    UnitShardState local = rank->backend().unit_state(int(u));
-    const auto from = fields(local), to = fields(whole);
-    for (std::size_t i = 0; i < to_full.size(); ++i)
-      if (to_full[i] >= 0)
-        for (std::size_t f = 0; f < 3; ++f) (*to[f])[std::size_t(to_full[i])] = (*from[f])[i];
   }
 }
 
@@ -459,9 +463,13 @@ void Trainer::load_state(const TrainerState& s) {
 }
 
 std::vector<std::uint64_t> Trainer::sum_over_processes(const std::vector<std::uint64_t>& words) {
-  // Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
-  // contributes, the others add zeros; kMaxHostReduceCount values per call.
-  Impl& im = *impl_;
+  return impl_->sum_words(words);
+}
+
+// Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
+// contributes, the others add zeros; kMaxHostReduceCount values per call.
+std::vector<std::uint64_t> Trainer::Impl::sum_words(const std::vector<std::uint64_t>& words) {
+  Impl& im = *this;
   std::vector<std::vector<double>> limbs(im.ranks.size(), std::vector<double>(4 * words.size(), 0.0));
   for (std::size_t i = 0; i < words.size(); ++i)
     for (int l = 0; l < 4; ++l) limbs[0][4 * i + std::size_t(l)] = double((words[i] >> (16 * l)) & 0xffff);

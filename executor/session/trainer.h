@@ -66,6 +66,8 @@ class Trainer {
   TrainerState state() const;          // a copy of the sharded state, with each unit's module list
   // The shard owners of replica 0 (ranks 0..S-1) that run in this process, with module lists: what this
   // process writes to a checkpoint. Equal to state() when every owner runs here; no ranks when none does.
+  // Under tp, cp, pp or ep the shards are the full model's (a rank's slice spans several): with ranks in
+  // other processes every process must call it at once (a sum over the processes gathers the slices).
   TrainerState local_state() const;
   // Zero-filled shards, in this plan's units and layout, of the owners this process's ranks load from:
   // the layout to reshard a checkpoint into before load_state.

@@ -37,11 +37,6 @@ std::string params_hash(const std::vector<float>& p) {
 // process (process_weights.h): done for models up to this size, or when --save-weights asks for the weights.
 constexpr std::int64_t kMaxHashedParamsOverProcesses = std::int64_t{1} << 24;
 
-// The per-process state layout (Trainer::local_state) holds data-parallel shards only.
-bool data_parallel_only(const Parallelism& par) {
-  return par.tp == 1 && par.cp == 1 && par.pp == 1 && par.ep == 1;  // each rank's shard a slice of the full units
-}
-
 }  // namespace
 
 RuntimeProgram make_session_program(const Plan& plan, const std::string& plan_file, ExecutorDevice device) {
@@ -58,17 +53,6 @@ void check_session_outputs(const SessionOptions& o) {
     if (!out->empty()) check_output_writable(*out);
 }
 
-// Trainer::local_state: a tp rank's shard spans full-model shards that other processes save, and a
-// pipeline rank holds only its stages' units.
-void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o) {
-  const Parallelism& par = plan.parallelism;
-  if ((par.tp > 1 || par.cp > 1 || par.pp > 1) && (!o.checkpoint_dir.empty() || o.resume || !o.save_weights.empty()))
-    rethrow_naming_file(ConfigError(fmt::format("plan: /parallelism: checkpoints and --save-weights of a run with one "
-                                                "process per rank need tp = cp = pp = 1 (got tp {}, cp {}, pp {})",
-                                                par.tp, par.cp, par.pp)),
-                        o.plan_file);
-}
-
 TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, SessionOptions options,
                                  const RankPlacement& placement)
     : options_(std::move(options)),
@@ -77,7 +61,6 @@ TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, Sessi
       job_id_(placement.job_id) {
   if (!options_.save_init_adapters.empty() && !plan.lora)
     throw ConfigError(options_.plan_file + ": --save-init-adapters: the plan has no lora section (no adapters)");
-  if (!whole_state_) check_per_process_checkpoints(plan, options_);
   std::shared_ptr<DataSource> data =
       open_dataset({options_.data, options_.data_dtype, plan.training.seed, plan.model.vocab});
   if (!options_.dump_batches.empty())
@@ -158,14 +141,13 @@ void TrainingSession::finish() {
   if (whole_state_) {
     record_.params_hash = params_hash(trainer_->gather_full_params());
     if (!options_.save_weights.empty()) save_full_weights(*trainer_, options_.save_weights, done);
-  } else if (data_parallel_only(trainer_->program().settings.parallelism) &&
-             (!options_.save_weights.empty() ||
-              make_param_layout(trainer_->program().settings.model).total <= kMaxHashedParamsOverProcesses)) {
-    const std::vector<float> full = gather_full_params_over_processes(*trainer_);  // every process takes part
+  } else if (!options_.save_weights.empty() ||
+             make_param_layout(trainer_->program().settings.model).total <= kMaxHashedParamsOverProcesses) {
+    const TrainerState local = trainer_->local_state();  // every process takes part (a collective)
+    const std::vector<float> full = gather_full_params_over_processes(*trainer_, local);
     record_.params_hash = params_hash(full);
     if (!options_.save_weights.empty() && trainer_->hosts_rank0())
-      save_full_params(trainer_->program().settings, full, trainer_->local_state().adapters.params,
-                       options_.save_weights, done);
+      save_full_params(trainer_->program().settings, full, local.adapters.params, options_.save_weights, done);
   }
   if (recorder_) recorder_->write(options_.dump_batches, std::int64_t(record_.steps.size()));
 }

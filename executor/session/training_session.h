@@ -66,8 +66,6 @@ RuntimeProgram make_session_program(const Plan& plan, const std::string& plan_fi
 // Throws WriteError when checkpoint_dir or an output file of `o` cannot be written, so that it is said
 // before any process starts or any step runs (checkpoint_dir is created when missing).
 void check_session_outputs(const SessionOptions& o);
-// ConfigError when a run with one process per rank would checkpoint a plan with tp or cp > 1.
-void check_per_process_checkpoints(const Plan& plan, const SessionOptions& o);
 
 class TrainingSession {
  public:

@@ -3,8 +3,8 @@
 // sums over processes exactly, exposes only its own shard owners (local_state) and the owners it loads
 // from (load_layout), and saves and resumes checkpoints with checkpoint.h's multi-process protocol: the
 // files equal a single Trainer's, and the resumed losses are bit-identical, also for HSDP where one
-// process hosts no shard owner; with tp > 1 it refuses per-process checkpoints. Leaves out separate OS
-// processes (test_checkpoint_kill.sh).
+// process hosts no shard owner, and under tp, cp, pp and ep, where the slices are gathered over the
+// processes. Leaves out separate OS processes (test_checkpoint_kill.sh, test_run_parallel_cli.sh).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -17,11 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/errors.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/comm/thread_communicator.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
+#include "tests/executor/pipeline_fixtures.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx {
@@ -74,6 +77,20 @@ std::vector<double> steps(Trainer& t, int n) {
   return losses;
 }
 
+// A fresh job of 2 processes (split as split_job) resumes from `dir`: each process reads, reshards into its
+// owners and runs 2 steps; their losses, per process.
+std::vector<std::vector<double>> resume_job(const Plan& plan, const fs::path& dir, bool contiguous) {
+  auto resumed = split_job(plan, 2, contiguous);
+  std::vector<std::vector<double>> got(2);
+  on_processes(resumed, [&](int p, Trainer& t) {
+    const auto loaded = load_latest_checkpoint(dir.string(), "fp", nullptr, group_of(t));
+    REQUIRE(loaded);
+    t.load_state(reshard_state(loaded->state, t.load_layout(), "job"));
+    got[std::size_t(p)] = steps(t, 2);
+  });
+  return got;
+}
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -120,32 +137,60 @@ TEST_CASE("a job split over processes saves the single process's checkpoint and 
     });
     for (const char* f : {"manifest.json", "rank-00000.bin", "rank-00001.bin"})
       CHECK(slurp(d.path / "job" / "step-000002" / f) == slurp(d.path / "whole" / "step-000002" / f));
-    // A fresh job of the same split resumes: each process reads, reshards into its owners and runs on.
-    auto resumed = split_job(plan, 2, hsdp);
-    std::vector<std::vector<double>> got(2);
-    on_processes(resumed, [&](int p, Trainer& t) {
-      const auto loaded = load_latest_checkpoint((d.path / "job").string(), "fp", nullptr, group_of(t));
-      REQUIRE(loaded);
-      t.load_state(reshard_state(loaded->state, t.load_layout(), "job"));
-      got[std::size_t(p)] = steps(t, 2);
-    });
+    const std::vector<std::vector<double>> got = resume_job(plan, d.path / "job", hsdp);
     CHECK(got[0] == want);
     CHECK(got[1] == want);
   }
 }
 
-TEST_CASE("a tp = 2 job split over processes refuses per-process checkpoints with one line") {
-  test::PlanShape shape;
-  shape.tp = 2, shape.dp_shard = 2;
-  const Plan plan = test::tiny_plan(load_model("llama-tiny"), shape);
-  auto job = split_job(plan, 2);
-  on_processes(job, [&](int, Trainer& t) {
-    CHECK_THROWS_WITH_AS(t.local_state(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
-    CHECK_THROWS_WITH_AS(t.load_layout(), doctest::Contains("one process per rank and tp = 2, cp = 1"), ConfigError);
-  });
-  Trainer whole(plan, std::make_shared<test::HashData>(plan.model.vocab));  // one process: the full state
-  CHECK(whole.local_state().ranks.size() == 2u);
-  CHECK(whole.load_layout().ranks.size() == 2u);
+// Model parallelism: a rank's state is a slice spanning several of the full model's shards, which other
+// processes save; local_state gathers the slices with one sum over the processes.
+TEST_CASE("tp, cp, pp and ep jobs split over processes save the single process's checkpoint and resume bit-identically") {
+  auto pipe = [](const char* model, int pp, int tp, int cp, PipelineSchedule schedule) {
+    test::PipePlan s;
+    s.model = model;
+    s.pp = pp, s.tp = tp, s.cp = cp, s.dp_shard = 4 / (pp * tp * cp);
+    s.schedule = schedule;
+    return test::pipe_plan(s);
+  };
+  Plan experts = test::tiny_plan(load_model("mixtral-tiny"), {4});
+  experts.parallelism.ep = 2;
+  const std::vector<std::pair<const char*, Plan>> plans{
+      {"tp 2 x dp_shard 2", pipe("llama-tiny", 1, 2, 1, PipelineSchedule::none)},
+      {"cp 2 x dp_shard 2", pipe("llama-tiny", 1, 1, 2, PipelineSchedule::none)},
+      {"pp 2 x dp_shard 2", pipe("llama-tiny", 2, 1, 1, PipelineSchedule::one_f_one_b)},
+      {"gpt pp 2 x tp 2 (tied head)", pipe("gpt-tiny", 2, 2, 1, PipelineSchedule::one_f_one_b)},
+      {"mixtral ep 2, dp_shard 4", experts}};
+  for (const auto& [name, plan] : plans) {
+    CAPTURE(name);
+    validate_plan(plan, name);
+    TempDir d;
+    Trainer whole(plan, std::make_shared<test::HashData>(plan.model.vocab));
+    steps(whole, 2);
+    const TrainerState full = whole.state();
+    const int shards = full.dp_shard;  // the full model's shards: dp_shard x cp
+    REQUIRE(int(full.ranks.size()) == shards);
+    save_checkpoint((d.path / "whole").string(), full, "fp");
+    const std::vector<double> want = steps(whole, 2);
+    auto job = split_job(plan, 2);  // process p hosts the ranks r with r % 2 == p
+    on_processes(job, [&](int p, Trainer& t) {
+      steps(t, 2);
+      const TrainerState local = t.local_state();  // a collective here
+      std::vector<int> owners, want_owners;
+      for (const RankState& r : local.ranks) owners.push_back(r.rank);
+      for (int r = p; r < shards; r += 2) want_owners.push_back(r);  // the owners whose global rank it hosts
+      CHECK(owners == want_owners);
+      CHECK(int(t.load_layout().ranks.size()) == shards);  // every shard: a slice spans them
+      save_checkpoint((d.path / "job").string(), local, "fp", group_of(t));
+    });
+    std::vector<std::string> files{"manifest.json"};
+    for (int r = 0; r < shards; ++r) files.push_back(fmt::format("rank-{:05d}.bin", r));
+    for (const std::string& f : files)
+      CHECK(slurp(d.path / "job" / "step-000002" / f) == slurp(d.path / "whole" / "step-000002" / f));
+    const std::vector<std::vector<double>> got = resume_job(plan, d.path / "job", false);
+    CHECK(got[0] == want);
+    CHECK(got[1] == want);
+  }
 }
 
 }  // namespace

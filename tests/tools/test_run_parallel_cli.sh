@@ -3,8 +3,9 @@
 # or cp when the global batch has fewer sequences than ranks (4 and 8 ranks), and `fsdpx run` runs the
 # chosen plans; across processes (--processes, TCP communicator) tp 2, tp 2 x dp_shard 2,
 # cp 2 x dp_shard 2 and tp 2 x cp 2 give the 1-rank losses of the same model, data and seed within 1e-5
-# relative over 30 steps (llama-tiny with GQA, gpt-tiny) and the threads runs' losses bit for bit; and `fsdpx
-# calibrate` fits the intra-node fabric to a tp run's profiled collectives.
+# relative over 30 steps (llama-tiny with GQA, gpt-tiny) and the threads runs' losses bit for bit; their
+# checkpoints and saved weights are the threads run's and resume; and `fsdpx calibrate` fits the
+# intra-node fabric to a tp run's profiled collectives.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -64,13 +65,31 @@ PY
   done
 done
 
-# Per-process checkpoints need tp = cp = pp = 1: one line, exit 2, before any step.
-OMP_NUM_THREADS=1 timeout 120 "$FSDPX" run --plan "$tmp/s.json" --steps 2 --processes --checkpoint-dir "$tmp/ck" \
-  >/dev/null 2>"$tmp/ck.err"
-rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/ck.err")" -eq 1 ] && grep -q "need tp = cp = pp = 1" "$tmp/ck.err"
-status=$?  # before the message's command substitution sets $?
-check "tp 2 x cp 2 as processes with --checkpoint-dir exits 2 with one line (rc $rc: $(head -c 300 "$tmp/ck.err"))" $status
+# Per-process checkpoints under tp 2 x cp 2 (gpt-tiny, the last shape above): 4 processes write the threads
+# run's checkpoint and --save-weights files byte for byte and the same parameter hash (Trainer::local_state
+# gathers the slices over the processes), and resumed as processes they give the uninterrupted threads
+# run's losses bit for bit.
+"$FSDPX" run --plan "$tmp/s.json" --steps 3 --format json --checkpoint-dir "$tmp/ckt" \
+  --save-weights "$tmp/wt.safetensors" >"$tmp/ckt.out"
+check "tp 2 x cp 2 threads run with checkpoints" $?
+OMP_NUM_THREADS=1 timeout 240 "$FSDPX" run --plan "$tmp/s.json" --steps 3 --format json --processes \
+  --checkpoint-dir "$tmp/ckp" --save-weights "$tmp/wp.safetensors" >"$tmp/ckp.out"
+check "tp 2 x cp 2 as processes with --checkpoint-dir and --save-weights" $?
+same=0
+for f in "$tmp"/ckt/step-000003/*; do cmp -s "$f" "$tmp/ckp/step-000003/$(basename "$f")" || same=1; done
+[ -f "$tmp/ckt/step-000003/rank-00000.bin" ] && cmp -s "$tmp/wt.safetensors" "$tmp/wp.safetensors" || same=1
+check "the processes' checkpoint and weights equal the threads run's, byte for byte" $same
+hash_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['final_params_hash'])" "$1"; }
+[ "$(hash_of "$tmp/ckt.out")" = "$(hash_of "$tmp/ckp.out")" ]; check "the processes' parameter hash is the threads run's" $?
+"$FSDPX" run --plan "$tmp/s.json" --steps 6 --format json >"$tmp/six.out"
+check "tp 2 x cp 2 threads run, 6 steps" $?
+OMP_NUM_THREADS=1 timeout 240 "$FSDPX" run --plan "$tmp/s.json" --steps 6 --format json --processes \
+  --checkpoint-dir "$tmp/ckp" --resume >"$tmp/res.out"
+check "tp 2 x cp 2 resumed as processes" $?
+tail3() { python3 -c "import json,sys; print([s['loss'] for s in json.load(open(sys.argv[1]))['steps']][-3:])" "$1"; }
+[ "$(tail3 "$tmp/six.out")" = "$(tail3 "$tmp/res.out")" ]
+status=$?
+check "resumed as processes, steps 4-6 are the uninterrupted run's bit for bit ($(tail3 "$tmp/res.out"))" $status
 
 # Calibration from a tp run's profile: the collectives are matched and the fabric fitted.
 "$FSDPX" run --plan "$tmp/chosen4.json" --steps 4 --profile "$tmp/prof.json" >/dev/null
