@@ -1,6 +1,7 @@
 // simulator/op_timing.cpp — op durations from the cost models: compute ops from their kernels (plus
 // the FSDP implementation's copies around the collectives they consume or feed, on the compute stream,
-// and their TP/CP collectives, serial or hidden behind a GEMM by Transformer Engine's userbuffers),
+// Apex's distributed optimizer's gradient copies into its fp32 buckets, and their TP/CP collectives,
+// serial or hidden behind a GEMM by Transformer Engine's userbuffers),
 // collectives from the NCCL model with their fabric loads and the SMs their kernels hold.
 #include "simulator/op_timing.h"
 
@@ -143,6 +144,38 @@ void add_fsdp_copies(RoleProgram& role, const StepProgram& program, const Plan& 
   }
 }
 
+// Apex's DistributedFusedAdam copies every parameter's gradient into its fp32 bucket buffer from a
+// backward hook (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py @98661600 `_grad_copy`:
+// `grad_out.add_(grad_in)`, then `param.grad = None`), on every micro-batch: NeMo 1.11 runs the micro-batches
+// of a pipeline-free model under `no_sync(greedy_grad_copy=True)` (megatron_gpt_model.py @v1.11.0
+// training_step), and its `_validate_config` turns gradient_accumulation_fusion off without pipeline
+// parallelism (megatron_base_model.py @v1.11.0), so no gradient lands in the buffer directly. Each copy reads
+// the fp32 bucket and the low-precision gradient and writes the bucket back; `zero_grad` zeroes the whole
+// buffer once per step (a write of 4 bytes per parameter). Both are memory-bound passes on the compute
+// stream, added to the backward op that produces the unit's gradients (the zeroing to micro-batch 0's).
+// With pipeline parallelism the launcher's yaml keeps gradient_accumulation_fusion on: the linear layers'
+// weight gradients accumulate in place in the buffer (NeMo's MegatronDistributedFusedAdam sets
+// `param.main_grad = grad_buffer_view(param)`, nemo/core/optim/optimizers.py @v1.11.0) and `_grad_copy`
+// skips them; the norms and biases left are not counted.
+void add_apex_grad_copies(RoleProgram& role, const StepProgram& program, const Plan& plan) {
+  if (!apex_distributed_adam(plan) || plan.parallelism.pp > 1) return;
+  constexpr double kBucketBytes = 4;  // the grad buffer's dtype: fp32
+  const double gb = dtype_bytes(plan.precision.param);
+  std::vector<std::vector<char>> charged(program.units.size());
+  for (Op& op : role.ops) {
+    if (op.kind != OpKind::backward || op.unit < 0 || op.micro_batch < 0) continue;
+    const ProgramUnit& u = program.units[std::size_t(op.unit)];
+    if (u.frozen) continue;
+    std::vector<char>& seen = charged[std::size_t(op.unit)];
+    if (seen.size() <= std::size_t(op.micro_batch)) seen.resize(std::size_t(op.micro_batch) + 1, 0);
+    if (seen[std::size_t(op.micro_batch)]) continue;
+    seen[std::size_t(op.micro_batch)] = 1;
+    const double params = u.param_bytes / gb;
+    const double bytes = params * (kBucketBytes + gb + kBucketBytes) + (op.micro_batch == 0 ? params * kBucketBytes : 0);
+    op.duration_s += copy_time_s(bytes, plan.cluster.gpu, plan.precision.param);
+  }
+}
+
 }  // namespace
 
 bool apex_distributed_adam(const Plan& plan) {
@@ -182,6 +215,7 @@ void time_program(StepProgram& program, const Plan& plan) {
       }
     }
     add_fsdp_copies(role, program, plan, stack_costs(plan.framework, plan.compiled));
+    add_apex_grad_copies(role, program, plan);
   }
 }
 

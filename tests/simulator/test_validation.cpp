@@ -417,6 +417,66 @@ TEST_CASE("validation: the 2022 NeMo distributed optimizer is Apex's, in 100 MB 
   CHECK_FALSE(apex_distributed_adam(build_case_plan(c, f.file).plan));
 }
 
+namespace {
+
+// Unit 0's backward op on micro-batches 0 and 1 of a lowered and timed plan, with the time of its
+// kernels and serial collectives alone.
+struct UnitBackward {
+  Op mb0, mb1;
+  double plain_s = 0;  // kernels + serial collectives of the backward work set
+  double params = 0;   // unit 0's parameters on this rank
+};
+UnitBackward unit0_backward(const Plan& plan) {
+  StepProgram program = lower(plan);
+  time_program(program, plan);
+  UnitBackward b;
+  for (const Op& op : program.roles[0].ops)
+    if (op.kind == OpKind::backward && op.unit == 0 && (op.micro_batch == 0 || op.micro_batch == 1))
+      (op.micro_batch == 0 ? b.mb0 : b.mb1) = op;
+  REQUIRE(b.mb1.work_set >= 0);
+  b.plain_s = kernels_time_s(program.work_sets[std::size_t(b.mb1.work_set)].kernels, plan.cluster.gpu,
+                             plan.precision.param) + b.mb1.serial_comm_time_s;
+  b.params = program.units[0].param_bytes / dtype_bytes(plan.precision.param);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("validation: the 2022 NeMo distributed optimizer copies each micro-batch's gradients into its fp32 buckets") {
+  const ValidationCaseFile f = load_validation_cases(kTiny);
+  ValidationCase c = f.cases[1];  // GPT 39B on A100s
+  c.framework = "nemo";
+  c.parallelism.data_parallel = DataParallel::distributed_optimizer;
+  c.parallelism.pp = 1;
+  c.parallelism.pp_schedule = PipelineSchedule::none;
+  c.parallelism.dp_shard = 64;  // tp 8 x dp 64 on the 512 GPUs
+  c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
+  const Plan apex = build_case_plan(c, f.file).plan;
+  REQUIRE(apex_distributed_adam(apex));
+  const UnitBackward a = unit0_backward(apex);
+  // Apex's _grad_copy: read the fp32 bucket and the bf16 gradient, write the bucket (10 bytes per
+  // parameter) on every micro-batch; micro-batch 0 also carries zero_grad's zeroing of the buffer.
+  const double copy_s = a.mb1.duration_s - a.plain_s;
+  const double hbm = apex.cluster.gpu.hbm_bw_bytes_per_s;
+  CHECK(copy_s >= 10 * a.params / hbm);         // no faster than the HBM's peak
+  CHECK(copy_s <= 10 * a.params / (0.3 * hbm));  // the memory-efficiency curve's floor
+  CHECK(a.mb0.duration_s - a.mb1.duration_s >= 4 * a.params / hbm);
+  // With pipeline parallelism the launcher's gradient_accumulation_fusion writes the weight gradients
+  // into the buffer itself, and Megatron-Core's distributed optimizer (2023 on) is not Apex's: no copy.
+  c.parallelism.pp = 2;
+  c.parallelism.pp_schedule = PipelineSchedule::one_f_one_b;
+  c.parallelism.dp_shard = 32;
+  const UnitBackward piped = unit0_backward(build_case_plan(c, f.file).plan);
+  CHECK(piped.mb1.duration_s == doctest::Approx(piped.plain_s));
+  c.parallelism.pp = 1;
+  c.parallelism.pp_schedule = PipelineSchedule::none;
+  c.parallelism.dp_shard = 64;
+  c.source = "NVIDIA/NeMo docs performance summary (24.07)";
+  const UnitBackward core = unit0_backward(build_case_plan(c, f.file).plan);
+  CHECK(core.mb1.duration_s == doctest::Approx(core.plain_s));
+  CHECK(core.mb0.duration_s == doctest::Approx(core.plain_s));
+}
+
 TEST_CASE("validation summary: median, mean, shares, overall and per source") {
   const ErrorStats s = error_stats({10.0, -20.0, 5.0, -30.0});
   CHECK(s.count == 4);
