@@ -2,6 +2,8 @@
 // applies torchao's float8 TP plan (fp8 sequence-parallel all-gathers) for the tensorwise recipe only, so a
 // tensorwise block's two forward and two backward all-gathers carry one byte per element while its
 // reduce-scatters keep the bf16 bytes, and rowwise, Transformer Engine recipes and bf16 keep bf16 throughout.
+// And the context-parallel K/V exchange: PyTorch's ring as torchtitan runs it (K and V repeated to every
+// query head, dK and dV sent to the next rank in fp32 at every step) against fsdpx's own.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -63,6 +65,50 @@ TEST_CASE("parallel comms: tensorwise fp8 all-gathers the blocks' sequence-paral
     CHECK(other.gathers == bf16.gathers);
     CHECK(other.scatters == bf16.scatters);
   }
+}
+
+Plan cp_plan(Framework f) {
+  Plan p = tp_plan(std::nullopt);
+  p.parallelism.tp = 1, p.parallelism.cp = 8, p.parallelism.sequence_parallel = false;
+  p.training.seq = 8 * 8192;
+  p.framework = f;
+  return p;
+}
+
+std::vector<SerialCollective> block_cp_comms(const Plan& p, bool backward) {
+  const StepGroups g{-1, -1, -1, -1, 0};
+  std::vector<SerialCollective> out;
+  if (backward)
+    add_backward_comms(out, p, g, 1);
+  else
+    add_forward_comms(out, p, g, 1);
+  return out;
+}
+
+TEST_CASE("parallel comms: torchtitan's ring exchanges K and V with every query head and sends dK, dV in fp32") {
+  const double local_tokens = 8192, head_dim = 128;
+  const double kv_heads_bytes = 2 * local_tokens * 8 * 8 * head_dim * 2;    // cp x local K, V of 8 KV heads, bf16
+  const double q_heads_bytes = 2 * local_tokens * 8 * 32 * head_dim * 2;    // the same with 32 heads (repeat_kv)
+  const std::vector<SerialCollective> own_fwd = block_cp_comms(cp_plan(Framework::fsdpx), false);
+  REQUIRE(own_fwd.size() == 1);
+  CHECK(own_fwd[0].kind == Collective::all_gather);
+  CHECK(own_fwd[0].bytes == doctest::Approx(kv_heads_bytes));
+  const std::vector<SerialCollective> own_bwd = block_cp_comms(cp_plan(Framework::fsdpx), true);
+  REQUIRE(own_bwd.size() == 2);
+  CHECK(own_bwd[1].kind == Collective::reduce_scatter);
+  CHECK(own_bwd[1].bytes == doctest::Approx(kv_heads_bytes));
+
+  const std::vector<SerialCollective> tt_fwd = block_cp_comms(cp_plan(Framework::torchtitan), false);
+  REQUIRE(tt_fwd.size() == 1);
+  CHECK(tt_fwd[0].kind == Collective::all_gather);
+  CHECK(tt_fwd[0].bytes == doctest::Approx(q_heads_bytes));
+  const std::vector<SerialCollective> tt_bwd = block_cp_comms(cp_plan(Framework::torchtitan), true);
+  REQUIRE(tt_bwd.size() == 2);
+  CHECK(tt_bwd[0].kind == Collective::all_gather);
+  CHECK(tt_bwd[0].bytes == doctest::Approx(q_heads_bytes));
+  CHECK(tt_bwd[1].kind == Collective::send_recv);
+  CHECK(tt_bwd[1].count == 8);                                        // one send per ring step
+  CHECK(tt_bwd[1].bytes == doctest::Approx(q_heads_bytes / 8 * 2));  // the rank's own dK, dV in fp32
 }
 
 }  // namespace
