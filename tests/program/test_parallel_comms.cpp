@@ -75,40 +75,39 @@ Plan cp_plan(Framework f) {
   return p;
 }
 
-std::vector<SerialCollective> block_cp_comms(const Plan& p, bool backward) {
+// Block 1's cp collectives in one pass, against the expected (kind, bytes, count) in order.
+struct Expected {
+  Collective kind;
+  double bytes;
+  int count;
+};
+void check_cp_comms(const Plan& p, bool backward, const std::vector<Expected>& want) {
   const StepGroups g{-1, -1, -1, -1, 0};
-  std::vector<SerialCollective> out;
+  std::vector<SerialCollective> got;
   if (backward)
-    add_backward_comms(out, p, g, 1);
+    add_backward_comms(got, p, g, 1);
   else
-    add_forward_comms(out, p, g, 1);
-  return out;
+    add_forward_comms(got, p, g, 1);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].kind == want[i].kind);
+    CHECK(got[i].bytes == doctest::Approx(want[i].bytes));
+    CHECK(got[i].count == want[i].count);
+  }
 }
 
 TEST_CASE("parallel comms: torchtitan's ring exchanges K and V with every query head and sends dK, dV in fp32") {
-  const double local_tokens = 8192, head_dim = 128;
-  const double kv_heads_bytes = 2 * local_tokens * 8 * 8 * head_dim * 2;    // cp x local K, V of 8 KV heads, bf16
-  const double q_heads_bytes = 2 * local_tokens * 8 * 32 * head_dim * 2;    // the same with 32 heads (repeat_kv)
-  const std::vector<SerialCollective> own_fwd = block_cp_comms(cp_plan(Framework::fsdpx), false);
-  REQUIRE(own_fwd.size() == 1);
-  CHECK(own_fwd[0].kind == Collective::all_gather);
-  CHECK(own_fwd[0].bytes == doctest::Approx(kv_heads_bytes));
-  const std::vector<SerialCollective> own_bwd = block_cp_comms(cp_plan(Framework::fsdpx), true);
-  REQUIRE(own_bwd.size() == 2);
-  CHECK(own_bwd[1].kind == Collective::reduce_scatter);
-  CHECK(own_bwd[1].bytes == doctest::Approx(kv_heads_bytes));
-
-  const std::vector<SerialCollective> tt_fwd = block_cp_comms(cp_plan(Framework::torchtitan), false);
-  REQUIRE(tt_fwd.size() == 1);
-  CHECK(tt_fwd[0].kind == Collective::all_gather);
-  CHECK(tt_fwd[0].bytes == doctest::Approx(q_heads_bytes));
-  const std::vector<SerialCollective> tt_bwd = block_cp_comms(cp_plan(Framework::torchtitan), true);
-  REQUIRE(tt_bwd.size() == 2);
-  CHECK(tt_bwd[0].kind == Collective::all_gather);
-  CHECK(tt_bwd[0].bytes == doctest::Approx(q_heads_bytes));
-  CHECK(tt_bwd[1].kind == Collective::send_recv);
-  CHECK(tt_bwd[1].count == 8);                                        // one send per ring step
-  CHECK(tt_bwd[1].bytes == doctest::Approx(q_heads_bytes / 8 * 2));  // the rank's own dK, dV in fp32
+  const double local_tokens = 8192, head_dim = 128, cp = 8;
+  const double kv_heads_bytes = 2 * local_tokens * cp * 8 * head_dim * 2;  // cp x local K, V of 8 KV heads, bf16
+  const double q_heads_bytes = 2 * local_tokens * cp * 32 * head_dim * 2;  // the same with 32 heads (repeat_kv)
+  const Plan own = cp_plan(Framework::fsdpx), titan = cp_plan(Framework::torchtitan);
+  check_cp_comms(own, false, {{Collective::all_gather, kv_heads_bytes, 1}});
+  check_cp_comms(own, true,
+                 {{Collective::all_gather, kv_heads_bytes, 1}, {Collective::reduce_scatter, kv_heads_bytes, 1}});
+  check_cp_comms(titan, false, {{Collective::all_gather, q_heads_bytes, 1}});
+  // K and V gathered again, then the rank's own dK, dV in fp32 sent on at each of the cp ring steps.
+  check_cp_comms(titan, true,
+                 {{Collective::all_gather, q_heads_bytes, 1}, {Collective::send_recv, q_heads_bytes / cp * 2, 8}});
 }
 
 }  // namespace
