@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "cost_models/stack_costs.h"
 #include "program/moe_block.h"
 
 namespace fsdpx {
@@ -15,6 +16,8 @@ namespace {
 
 // Parameter gradients are fp32 in both backends (the TP all-reduce of replicated tensors' gradients).
 constexpr double kGradBytes = 4;
+// PyTorch's ring attention accumulates the K and V gradients in fp32 (convert_to_f32).
+constexpr double kFp32Bytes = 4;
 // The cross-entropy statistics (max, Σexp, target logit) are fp32 per token.
 constexpr double kStatBytes = 4;
 
@@ -26,6 +29,7 @@ struct Sizes {
   // outputs' gradients backward): `exchange`, or in fp8 under torchao's float8 TP plan.
   double block_gather = 0;
   bool sp = false;
+  StackCosts stack;  // the training stack: how its context parallelism exchanges K and V
 };
 
 // torchtitan applies torchao's float8 tensor-parallel plan (Float8ColwiseParallel, Float8RowwiseParallel,
@@ -47,6 +51,7 @@ Sizes sizes(const Plan& plan) {
   s.exchange = s.tokens * double(plan.model.hidden) * s.act;
   s.sp = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
   s.block_gather = float8_tensor_parallel(plan) ? s.exchange / s.act : s.exchange;
+  s.stack = stack_costs(plan.framework, plan.compiled);
   return s;
 }
 
@@ -74,11 +79,28 @@ double qkv_bytes(const Plan& plan, const Sizes& s) {
   return s.tokens * double(plan.model.q_dim() + 2 * plan.model.kv_dim()) * s.act;
 }
 
-// Context parallelism: the K and V of the rank's KV heads for the whole sequences (all-gather output).
+// Context parallelism: the K and V of the rank's heads for the whole sequences (all-gather output). The
+// heads are the KV heads, or every query head where the stack expands K and V before attention
+// (StackCosts::attention_copies): torchtitan up to v0.2.1 calls repeat_kv before SDPA
+// (torchtitan/models/llama3/model/model.py @v0.2.1, Attention.forward), so the tensors PyTorch's ring
+// exchanges carry n_heads; v0.2.2 passes enable_gqa instead ("GQA without kv repeats", pytorch/torchtitan
+// #2259, 2026-01-27), which fsdpx's stack model, one per framework, does not distinguish yet.
 double kv_bytes(const Plan& plan, const Sizes& s) {
   const ModelSpec& m = plan.model;
-  const double kv_heads = std::max(1.0, double(m.kv_heads) / plan.parallelism.tp);
-  return 2.0 * s.tokens * plan.parallelism.cp * kv_heads * double(m.head_dim) * s.act;
+  const double heads = double(s.stack.attention_copies ? m.heads : m.kv_heads);
+  const double rank_heads = std::max(1.0, heads / plan.parallelism.tp);
+  return 2.0 * s.tokens * plan.parallelism.cp * rank_heads * double(m.head_dim) * s.act;
+}
+
+// PyTorch's ring backward (torch/distributed/tensor/experimental/_attention.py,
+// _templated_ring_attention_backward): K and V all-gathered again (the allgather rotate method), then at
+// each of the cp steps the dK and dV accumulated so far, fp32 under convert_to_f32 (the default), sent
+// whole to the next rank (_AllToAllRotater: permute_tensor, an all-to-all with one peer per rank). A
+// point-to-point send of the rank's own dK and dV in fp32, cp times.
+void add_ring_backward(std::vector<SerialCollective>& out, const Plan& plan, const Sizes& s, int cp_group) {
+  const int cp = plan.parallelism.cp;
+  add(out, Collective::all_gather, kv_bytes(plan, s), cp_group);
+  add(out, Collective::send_recv, kv_bytes(plan, s) / cp * kFp32Bytes / s.act, cp_group, cp);
 }
 
 // Megatron's f and g around the attention and the MLP: with SP two all-gathers and two
@@ -139,8 +161,12 @@ void add_backward_comms(std::vector<SerialCollective>& out, const Plan& plan, co
     case ModuleKind::block:
       add_block_regions(out, s, tp);
       if (grouped_qkv(plan)) add(out, Collective::reduce_scatter, qkv_bytes(plan, s), tp);
-      add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);  // K and V again, then dK and dV back
-      add(out, Collective::reduce_scatter, kv_bytes(plan, s), g.cp);
+      if (s.stack.torch_ring_attention) {
+        add_ring_backward(out, plan, s, g.cp);
+      } else {
+        add(out, Collective::all_gather, kv_bytes(plan, s), g.cp);  // K and V again, then dK and dV back
+        add(out, Collective::reduce_scatter, kv_bytes(plan, s), g.cp);
+      }
       add_moe_all_to_alls(out, plan, g.ep, module);
       break;
     case ModuleKind::final_norm: break;

@@ -3,8 +3,10 @@
 // runtime checks every compute op's collectives against these): Megatron-LM tensor parallelism with
 // or without sequence parallelism, Megatron's all-gather of the qkv outputs when kv_heads < tp,
 // vocabulary-parallel embedding and cross-entropy, the tp all-reduce of the gradients of tensors
-// every tp rank holds whole, and context parallelism by all-gathering K and V. Leaves out overlapping
-// them with compute (they are serial: Op::serial_comm_time_s).
+// every tp rank holds whole, and context parallelism by all-gathering K and V (fsdpx's own: dK and dV
+// reduce-scattered back; PyTorch's ring under torchtitan's stack: K and V as SDPA reads them, dK and dV
+// sent on to the next rank in fp32 at every ring step). Leaves out overlapping them with compute (they are
+// serial: Op::serial_comm_time_s), though PyTorch's ring issues each exchange before the SDPA it waits after.
 #pragma once
 
 #include <string>

@@ -2,6 +2,8 @@
 // applies torchao's float8 TP plan (fp8 sequence-parallel all-gathers) for the tensorwise recipe only, so a
 // tensorwise block's two forward and two backward all-gathers carry one byte per element while its
 // reduce-scatters keep the bf16 bytes, and rowwise, Transformer Engine recipes and bf16 keep bf16 throughout.
+// And the context-parallel K/V exchange: PyTorch's ring as torchtitan runs it (K and V repeated to every
+// query head, dK and dV sent to the next rank in fp32 at every step) against fsdpx's own.
 #include <doctest/doctest.h>
 
 #include <optional>
@@ -63,6 +65,49 @@ TEST_CASE("parallel comms: tensorwise fp8 all-gathers the blocks' sequence-paral
     CHECK(other.gathers == bf16.gathers);
     CHECK(other.scatters == bf16.scatters);
   }
+}
+
+Plan cp_plan(Framework f) {
+  Plan p = tp_plan(std::nullopt);
+  p.parallelism.tp = 1, p.parallelism.cp = 8, p.parallelism.sequence_parallel = false;
+  p.training.seq = 8 * 8192;
+  p.framework = f;
+  return p;
+}
+
+// Block 1's cp collectives in one pass, against the expected (kind, bytes, count) in order.
+struct Expected {
+  Collective kind;
+  double bytes;
+  int count;
+};
+void check_cp_comms(const Plan& p, bool backward, const std::vector<Expected>& want) {
+  const StepGroups g{-1, -1, -1, -1, 0};
+  std::vector<SerialCollective> got;
+  if (backward)
+    add_backward_comms(got, p, g, 1);
+  else
+    add_forward_comms(got, p, g, 1);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].kind == want[i].kind);
+    CHECK(got[i].bytes == doctest::Approx(want[i].bytes));
+    CHECK(got[i].count == want[i].count);
+  }
+}
+
+TEST_CASE("parallel comms: torchtitan's ring exchanges K and V with every query head and sends dK, dV in fp32") {
+  const double local_tokens = 8192, head_dim = 128, cp = 8;
+  const double kv_heads_bytes = 2 * local_tokens * cp * 8 * head_dim * 2;  // cp x local K, V of 8 KV heads, bf16
+  const double q_heads_bytes = 2 * local_tokens * cp * 32 * head_dim * 2;  // the same with 32 heads (repeat_kv)
+  const Plan own = cp_plan(Framework::fsdpx), titan = cp_plan(Framework::torchtitan);
+  check_cp_comms(own, false, {{Collective::all_gather, kv_heads_bytes, 1}});
+  check_cp_comms(own, true,
+                 {{Collective::all_gather, kv_heads_bytes, 1}, {Collective::reduce_scatter, kv_heads_bytes, 1}});
+  check_cp_comms(titan, false, {{Collective::all_gather, q_heads_bytes, 1}});
+  // K and V gathered again, then the rank's own dK, dV in fp32 sent on at each of the cp ring steps.
+  check_cp_comms(titan, true,
+                 {{Collective::all_gather, q_heads_bytes, 1}, {Collective::send_recv, q_heads_bytes / cp * 2, 8}});
 }
 
 }  // namespace
