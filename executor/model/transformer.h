@@ -97,16 +97,10 @@ class Transformer {
   std::vector<Real*> module_ptrs(Real* flat) const;
 
  private:
-  void embedding_forward(std::span<const Real* const> params);
-  void head_forward(std::span<const Real* const> params);
   void run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  void head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  void embedding_backward(std::span<Real* const> grads, GradPass pass);
-  void final_norm_forward(const Real* p);
-  void final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
   void block_module_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
                              GradPass pass);
-  Real vocab_parallel_loss();
+  auto ends(int m, GradPass pass);  // the ends' buffers (ends_sequence.h, model_policy.h)
   void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
   BlockContext<Real> block_context(int module);
 
@@ -129,7 +123,7 @@ class Transformer {
   std::vector<Real> recompute_out_;                // [N_local, C] discarded block output during recompute
   BlockScratch<Real> scratch_;
   Fp8Workspace<Real> fp8_;                         // the rounded GEMM operands (opts_.fp8)
-  std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (tp > 1)
+  std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (SP)
   std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C] (rank's rows at its shard), [N_local] (LayerNorm only), [N_local]
   std::vector<Real> probs_;                        // [N, V_local] probabilities, then dlogits
   std::vector<Real> ce_stats_;                     // [tp, N, 3] vocabulary-parallel cross-entropy statistics
