@@ -198,7 +198,8 @@ template <class T>
 void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cudaStream_t stream) {
   drv_.enter_forward(m);
   if (drv_.part(m) != ModulePart::block) {
-    FSDP_CHECK(m != layout().head_index() || loss_out_ != nullptr, "CudaModel: set_loss_output before the head's forward");
+    FSDP_CHECK(m != layout().head_index() || loss_out_ != nullptr,
+               "CudaModel: set_loss_output before the head's forward");
     auto e = ends();
     return ends_sequence::forward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, params);
   }

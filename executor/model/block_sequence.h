@@ -191,8 +191,9 @@ void mlp_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E*>& p,
   }
   if (input) region(ctx).enter_backward(s.dln.data());  // f's backward: the input gradients summed over tp
   if (pass == GradPass::input) Dev::copy(ctx, kept->dfc.data(), s.dfc.data(), d.n * d.fu);
-  Dev::norm_backward(ctx, "mlp_norm_bwd", pass, Dev::norm_keep(ctx, kept, 1), dres, g.mlp_norm_w, g.mlp_norm_b, s,
-                     s.dln.data(), a.x_mid.data(), p.mlp_norm_w, p.mlp_norm_b, a.ln2_mean.data(), a.ln2_rstd.data());
+  Dev::norm_backward(ctx, pass == GradPass::weight ? "mlp_norm_dw" : "mlp_norm_bwd", pass, Dev::norm_keep(ctx, kept, 1),
+                     dres, g.mlp_norm_w, g.mlp_norm_b, s, s.dln.data(), a.x_mid.data(), p.mlp_norm_w, p.mlp_norm_b,
+                     a.ln2_mean.data(), a.ln2_rstd.data());
 }
 
 // The attention half: dres is d x_mid on entry and d x_in on exit.
@@ -226,8 +227,9 @@ void attention_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E
   }
   if (input) region(ctx).enter_backward(s.dln.data());
   if (pass == GradPass::input) Dev::copy(ctx, kept->dqkv.data(), s.dqkv.data(), d.n * d.qkv);
-  Dev::norm_backward(ctx, "attn_norm_bwd", pass, Dev::norm_keep(ctx, kept, 0), dres, g.attn_norm_w, g.attn_norm_b, s,
-                     s.dln.data(), x_in, p.attn_norm_w, p.attn_norm_b, a.ln1_mean.data(), a.ln1_rstd.data());
+  Dev::norm_backward(ctx, pass == GradPass::weight ? "attn_norm_dw" : "attn_norm_bwd", pass,
+                     Dev::norm_keep(ctx, kept, 0), dres, g.attn_norm_w, g.attn_norm_b, s, s.dln.data(), x_in,
+                     p.attn_norm_w, p.attn_norm_b, a.ln1_mean.data(), a.ln1_rstd.data());
 }
 
 // dres [N_local, C]: gradient w.r.t. x_out on entry, w.r.t. x_in on exit; parameter gradients +=.

@@ -92,8 +92,8 @@ template <class Dev, class E, class G>
 void final_norm_backward(const typename Dev::Ctx& ctx, typename Dev::Ends& e, const E* w, const E* b, G* dw, G* db,
                          GradPass pass) {
   if (pass != GradPass::weight) Dev::zero(ctx, e.dres, ctx.dims.n_local * ctx.dims.c);  // the norm accumulates
-  Dev::norm_backward(ctx, "final_norm_bwd", pass, e.norm_keep, e.dres, dw, db, *e.scratch, e.dlnf, e.x_last, w, b,
-                     e.lnf_mean, e.lnf_rstd);
+  Dev::norm_backward(ctx, pass == GradPass::weight ? "final_norm_dw" : "final_norm_bwd", pass, e.norm_keep, e.dres,
+                     dw, db, *e.scratch, e.dlnf, e.x_last, w, b, e.lnf_mean, e.lnf_rstd);
 }
 
 // logits [N, V_local] = lnf · Wᵀ (f first: the tokens gathered under SP), then the mean cross-entropy.

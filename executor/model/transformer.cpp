@@ -165,7 +165,8 @@ void Transformer<Real>::run_backward(int m, std::span<const Real* const> params,
   FSDP_CHECK(!opts_.lora || pass == GradPass::all, "Transformer: LoRA runs the whole backward");
   if (drv_.part(m) == ModulePart::block) return block_module_backward(m, params, grads, pass);
   auto e = ends(m, pass);  // a frozen base (LoRA): input gradients only outside the blocks
-  ends_sequence::backward<CpuModelPolicy<Real>>(block_context(m), e, drv_, m, params, grads, pass, opts_.lora != nullptr);
+  ends_sequence::backward<CpuModelPolicy<Real>>(block_context(m), e, drv_, m, params, grads, pass,
+                                                opts_.lora != nullptr);
 }
 
 template <class Real>
