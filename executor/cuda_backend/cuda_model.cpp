@@ -221,12 +221,13 @@ void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
   drv_.enter_backward(m);
   // Under sequence parallelism the gradients of the tensors every tp rank holds whole are partial: this
-  // micro-batch's part is summed over tp (cuda_replicated_grads.h).
+  // micro-batch's part is summed over tp (executor/model/replicated_grads.h).
   const bool partial = opts_.parallel.sp();
   const ModuleLayout& ml = layout().modules[std::size_t(m)];
-  if (partial) replicated_.before(ml, drv_.module_base(grads, m), stream);
+  const DeviceGradOps::Ctx ops{opts_.comm, stream};
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), ops);
   run_backward(m, params, grads, stream);
-  if (partial) replicated_.after(ml, drv_.module_base(grads, m), *opts_.comm, stream);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), ops);
 }
 
 template <class T>

@@ -163,7 +163,7 @@ class CudaModelT {
   std::int64_t v_local_ = 0, v_first_ = 0;   // the rank's vocabulary slice (tp > 1)
   DeviceBuffer<float> ce_stats_;             // [tp, N, 3] every tp rank's cross-entropy statistics (tp > 1)
   DeviceBuffer<T> emb_;                      // [N, C] the embedding's partial output / gathered gradient (SP)
-  ReplicatedGradSum replicated_;             // SP: the replicated tensors' gradient sums
+  DeviceReplicatedGradSum replicated_;       // SP: the replicated tensors' gradient sums
   DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters

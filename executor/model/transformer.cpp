@@ -62,6 +62,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   probs_.assign(n * static_cast<std::size_t>(v_local_), 0);
   if (par_.any()) ce_stats_.assign(n * 3 * static_cast<std::size_t>(par_.tp), 0);
   dres_.assign(nl * c, 0), dlnf_.assign(n * c, 0);
+  if (par_.sp()) replicated_.allocate(layout());
 }
 
 template <class Real>
@@ -141,9 +142,10 @@ void Transformer<Real>::backward_module(int m, std::span<const Real* const> para
   // all hold whole are partial: this micro-batch's part is summed over tp (Megatron-LM,
   // megatron/core/distributed/finalize_model_grads.py, _allreduce_layernorm_grads).
   const bool partial = par_.sp();
-  if (partial) sum_replicated_grads(m, grads, false);
+  const ModuleLayout& ml = layout().modules[std::size_t(m)];
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), opts_.comm);
   run_backward(m, params, grads, GradPass::all);
-  if (partial) sum_replicated_grads(m, grads, true);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), opts_.comm);
 }
 
 template <class Real>
@@ -188,29 +190,6 @@ void Transformer<Real>::set_output_grad(int m, const Real* dout) {
   std::copy(dout, dout + dres_.size(), dres_.begin());
 }
 
-// Before a module's backward (after = false): keeps the accumulated gradients of its tp-replicated
-// tensors in replicated_before_ and zeroes them. After it: sums this micro-batch's partial gradients
-// over tp (one all-reduce) and adds back what was accumulated.
-template <class Real>
-void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_grads, bool after) {
-  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
-  if (std::none_of(ml.tensors.begin(), ml.tensors.end(), [](const TensorSlot& t) { return t.tp_replicated; })) return;
-  Real* grads = drv_.module_base(all_grads, m);
-  std::vector<Real> part;  // the replicated tensors back to back
-  for (const TensorSlot& t : ml.tensors)
-    if (t.tp_replicated) part.insert(part.end(), grads + t.offset, grads + t.offset + t.numel());
-  if (after) opts_.comm->all_reduce(ModelAxis::tp, part.data(), std::int64_t(part.size()));
-  std::size_t k = 0;
-  for (const TensorSlot& t : ml.tensors) {
-    if (!t.tp_replicated) continue;
-    for (std::int64_t e = 0; e < t.numel(); ++e, ++k)
-      grads[t.offset + e] = after ? replicated_before_[k] + part[k] : Real(0);
-  }
-  if (!after) replicated_before_ = std::move(part);
-}
-
-// The input pass of a recomputing block re-runs its forward into the shared recompute buffers; what
-// its weight pass reads of them is kept per block.
 template <class Real>
 void Transformer<Real>::block_module_backward(int m, std::span<const Real* const> params,
                                               std::span<Real* const> grads, GradPass pass) {
