@@ -8,7 +8,7 @@
 
 #include "core/errors.h"
 #include "executor/cpu/fp16.h"
-#include "executor/model/init.h"
+#include "executor/model/initial_state.h"
 
 namespace fsdpx {
 
@@ -59,22 +59,20 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
 
+// The shared initial states (model/initial_state.h) through the loading hooks; the copy of a tied table
+// has the embedding unit's layout, so it starts with the same values.
 void CpuRankBackend::init_params(std::uint64_t seed) {
-  // The copy of a tied table has the embedding unit's layout, so it starts with the same values.
   for (FsdpUnit* u : units_.all()) {
     UnitShardState& s = u->state();
-    if (const ExpertShards* parts = u->expert_shards())
+    if (const ExpertShards* parts = u->expert_shards()) {
       init_expert_shards(rank_layout(rp_, par_), u->flat(), *parts, seed, s.params.data());
-    else
-      init_unit_range(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), seed, s.shard_offset,
-                      s.shard_offset + u->flat().shard_numel, s.params.data());
-    std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
-    std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
+      std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
+      std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
+    } else {
+      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), s.shard_offset, seed));
+    }
   }
-  if (!lora_) return;
-  init_lora(*lora_, seed, adapters_.params.data());
-  std::fill(adapters_.exp_avg.begin(), adapters_.exp_avg.end(), 0.0f);
-  std::fill(adapters_.exp_avg_sq.begin(), adapters_.exp_avg_sq.end(), 0.0f);
+  if (lora_) load_adapter_state(initial_adapter_state(*lora_, seed));
 }
 
 void CpuRankBackend::load_adapter_state(const AdapterState& s) {

@@ -128,7 +128,6 @@ template <class T>
 void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
                                const CudaBlockActs<T>& a, T* dres, CudaBlockScratch<T>& scratch,
                                CudaBlockWeightGrads<T>& keep) {
-  zero_async(keep.norm, ctx.stream);  // the norm kernels accumulate their weight gradients
   block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, p, BlockTensors<float*>{}, x_in, a, dres, scratch,
                                                      GradPass::input, &keep);
 }

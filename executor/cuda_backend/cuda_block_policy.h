@@ -34,8 +34,12 @@ struct CudaBlockPolicy
     return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
   }
   static void zero(const Ctx& ctx, const DeviceBuffer<T>& buf) { zero_async(buf, ctx.stream); }
+  static void zero(const Ctx& ctx, T* p, std::int64_t n) {
+    CUDA_CHECK(cudaMemsetAsync(p, 0, std::size_t(n) * sizeof(T), ctx.stream));
+  }
   // Nothing: the dx GEMMs write (accumulate = false) and the attention core's backward zeroes dqkv itself.
   static void clear_dx(const Ctx&, const DeviceBuffer<T>&) {}
+  static void clear_dx(const Ctx&, T*, std::int64_t) {}
   static void copy(const Ctx& ctx, T* dst, const T* src, std::int64_t n) {
     CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(n) * sizeof(T), cudaMemcpyDeviceToDevice, ctx.stream));
   }
@@ -119,23 +123,29 @@ struct CudaBlockPolicy
     return s.dqkv.get();
   }
 
-  // One half's norm backward (half 0: attention, 1: MLP) from s.dln: dinp += into dres, dw, db +=. A split
-  // backward's input pass writes dw, db to the half's slots of kept->norm ([w, b] x C each; zeroed by the
-  // caller), its weight pass adds them to the gradients.
-  static void norm_backward(const Ctx& ctx, std::string_view op, int half, GradPass pass, Kept* kept, T* dres,
-                            float* dw, float* db, Scratch& s, const T* x, const T* w, const T* b, const float* mean,
-                            const float* rstd) {
+  // Where a split backward keeps one half's fp32 norm gradients (half 0: attention, 1: MLP): [w, b] x C.
+  static float* norm_keep(const Ctx& ctx, Kept* kept, int half) {
+    return kept ? kept->norm.get() + 2 * half * ctx.dims.c : nullptr;
+  }
+  // A norm's backward from dln [N, C] (the rank's rows at the region's local row): dinp += into dres, dw,
+  // db +=. A split backward's input pass writes dw, db to `slots` ([w, b] x C, zeroed here), its weight
+  // pass adds them to the gradients.
+  static void norm_backward(const Ctx& ctx, std::string_view op, GradPass pass, float* slots, T* dres, float* dw,
+                            float* db, Scratch& s, const T* dln, const T* x, const T* w, const T* b,
+                            const float* mean, const float* rstd) {
     const BlockDims& d = ctx.dims;
-    float* slots = kept ? kept->norm.get() + 2 * half * d.c : nullptr;
     const auto timer = timed(ctx, op);
     if (pass == GradPass::weight) {
       if (dw) accumulate_check_finite(dw, slots, d.c, nullptr, ctx.stream);
       if (db) accumulate_check_finite(db, slots + d.c, d.c, nullptr, ctx.stream);
       return;
     }
-    if (pass == GradPass::input) dw = slots, db = b ? slots + d.c : nullptr;
-    norm_backward16(ctx, dres, dw, db, s.norm.get(), s.dln.get() + block_sequence::region(ctx).local_row() * d.c, x,
-                    w, mean, rstd);
+    if (pass == GradPass::input) {
+      CUDA_CHECK(cudaMemsetAsync(slots, 0, std::size_t(2 * d.c) * sizeof(float), ctx.stream));  // the kernels add
+      dw = slots, db = b ? slots + d.c : nullptr;
+    }
+    norm_backward16(ctx, dres, dw, db, s.norm.get(), dln + block_sequence::region(ctx).local_row() * d.c, x, w, mean,
+                    rstd);
   }
 };
 

@@ -1,11 +1,10 @@
 // executor/cuda_backend/cuda_model.cpp — module-by-module forward and backward of the device model:
-// embedding (token + learned positions for gpt), blocks (cuda_block.h, with optional full recompute),
-// final norm, LM head + fused softmax cross-entropy (mean over B·T tokens), step for step
-// executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block
-// CudaBlockActs, or one shared CudaBlockActs for the blocks that recompute. The embedding's and the head's
-// kernel calls are in cuda_model_ends.cpp. Profiled kernel groups carry
-// the names and modules of transformer.cpp's ScopedOps. LoRA: the blocks get their adapters through the
-// context, and the frozen base's backward skips every parameter gradient (as transformer.cpp).
+// embedding, final norm, LM head and loss through the shared ends sequence (executor/model/ends_sequence.h
+// over cuda_model_policy.h), blocks (cuda_block.h, with optional full recompute), step for step
+// executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block CudaBlockActs, or
+// one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry the names and
+// modules of the CPU model's. LoRA: the blocks get their adapters through the context, and the frozen
+// base's backward skips every parameter gradient (as transformer.cpp).
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <type_traits>
@@ -15,7 +14,7 @@
 
 #include "core/errors.h"
 #include "executor/model/rope_table.h"
-#include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/cuda_backend/cuda_model_policy.h"
 #include "executor/model/context_positions.h"
 #include "executor/cuda_backend/grad_kernels.h"
 
@@ -159,6 +158,19 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   return c;
 }
 
+// The ends' buffers and batch (executor/model/ends_sequence.h).
+template <class T>
+auto CudaModelT<T>::ends() {
+  typename CudaModelPolicy<T>::Ends e;
+  e.x0 = resid_[0].get(), e.emb = emb_.get(), e.x_last = resid_.back().get();
+  e.lnf = lnf_.get(), e.lnf_mean = lnf_mean_.get(), e.lnf_rstd = lnf_rstd_.get();
+  e.logits = logits_.get(), e.ce_stats = ce_stats_.get(), e.dres = dres_.get(), e.dlnf = dlnf_.get();
+  e.norm_keep = lnf_keep_.get(), e.scratch = &scratch_;
+  e.v_local = v_local_, e.v_first = v_first_, e.batch_tokens = dims_.b * seq_, e.dloss = dloss_;
+  e.batch = CudaEndsBatch{&batch_, losses_.get(), loss_out_, loss_scratch_.get()};
+  return e;
+}
+
 template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
   if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
@@ -185,11 +197,11 @@ void CudaModelT<T>::set_lora_buffers(const T* params, float* grads) {
 template <class T>
 void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cudaStream_t stream) {
   drv_.enter_forward(m);
-  switch (drv_.part(m)) {
-    case ModulePart::embedding: return embed_forward(params, stream);
-    case ModulePart::final_norm: return final_norm_forward(params, stream);
-    case ModulePart::head: return head_forward(params, stream);
-    case ModulePart::block: break;
+  if (drv_.part(m) != ModulePart::block) {
+    FSDP_CHECK(m != layout().head_index() || loss_out_ != nullptr,
+               "CudaModel: set_loss_output before the head's forward");
+    auto e = ends();
+    return ends_sequence::forward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, params);
   }
   const auto i = std::size_t(m - 1);
   CudaBlockActs<T>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
@@ -209,12 +221,13 @@ void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std
   FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
   drv_.enter_backward(m);
   // Under sequence parallelism the gradients of the tensors every tp rank holds whole are partial: this
-  // micro-batch's part is summed over tp (cuda_replicated_grads.h).
+  // micro-batch's part is summed over tp (executor/model/replicated_grads.h).
   const bool partial = opts_.parallel.sp();
   const ModuleLayout& ml = layout().modules[std::size_t(m)];
-  if (partial) replicated_.before(ml, drv_.module_base(grads, m), stream);
+  const DeviceGradOps::Ctx ops{opts_.comm, stream};
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), ops);
   run_backward(m, params, grads, stream);
-  if (partial) replicated_.after(ml, drv_.module_base(grads, m), *opts_.comm, stream);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), ops);
 }
 
 template <class T>
@@ -234,32 +247,22 @@ void CudaModelT<T>::backward_weight_module(int m, std::span<float* const> grads,
 template <class T>
 void CudaModelT<T>::run_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                              cudaStream_t stream) {
-  if (m == layout().head_index()) head_backward(params, grads, stream);
-  else if (m == layout().final_norm_index()) final_norm_backward(params, grads, stream);
-  else if (m == ParamLayout::embedding_index()) {
-    // the table's gradient is all weight pass; a frozen table (LoRA) has none
-    if (!grads.empty() && !opts_.lora) embed_backward(grads, stream);
-  } else block_module_backward(m, params, grads, stream);
+  if (drv_.part(m) == ModulePart::block) return block_module_backward(m, params, grads, stream);
+  auto e = ends();  // a frozen base (LoRA): input gradients only
+  ends_sequence::backward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, params, grads,
+                                              grads.empty() ? GradPass::input : GradPass::all, opts_.lora != nullptr);
 }
 
 template <class T>
 void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
-  if (m == layout().head_index()) {
-    const CudaScopedOp t(opts_.profiler, "lm_head_dw", m, stream);
-    float* dw = spec_.tied_embeddings ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
-    matmul_backward_dw(*gemm_, dw, GemmOut::f32, logits_.get(), lnf_.get(), dims_.n, dims_.c, v_local_, true, stream);
-  } else if (m == layout().final_norm_index()) {
-    const CudaScopedOp t(opts_.profiler, "final_norm_dw", m, stream);
-    accumulate_check_finite(drv_.tensor(grads, m, "final_norm.weight"), lnf_keep_.get(), dims_.c, nullptr, stream);
-    if (float* db = drv_.tensor(grads, m, "final_norm.bias"))
-      accumulate_check_finite(db, lnf_keep_.get() + dims_.c, dims_.c, nullptr, stream);
-  } else if (m == ParamLayout::embedding_index()) {
-    embed_backward(grads, stream);  // from dres_, the gradient w.r.t. the embedding's output
-  } else {
-    const std::int64_t i = m - 1;
-    const auto g = fsdpx::block_tensors(layout().modules[std::size_t(m)], drv_.module_base(grads, m));
-    cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
+  if (drv_.part(m) != ModulePart::block) {
+    auto e = ends();
+    return ends_sequence::backward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, {}, grads, GradPass::weight,
+                                                       false);
   }
+  const std::int64_t i = m - 1;
+  const auto g = fsdpx::block_tensors(layout().modules[std::size_t(i + 1)], drv_.module_base(grads, m));
+  cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
 }
 
 template <class T>
@@ -300,32 +303,6 @@ T* CudaModelT<T>::output_grad_buffer(int m) {
   FSDP_CHECK(runs(m), fmt::format("CudaModel: no stage's backward starts at module {}", m));
   drv_.resume_backward(m);
   return dres_.get();
-}
-
-template <class T>
-void CudaModelT<T>::final_norm_forward(std::span<const T* const> params, cudaStream_t stream) {
-  const int m = layout().final_norm_index();
-  const CudaScopedOp t(opts_.profiler, "final_norm", m, stream);
-  norm_forward16(context(stream, m), lnf_.get() + region().local_row() * dims_.c, lnf_mean_.get(), lnf_rstd_.get(),
-                 resid_.back().get(),
-                    drv_.tensor(params, m, "final_norm.weight"), drv_.tensor(params, m, "final_norm.bias"));
-}
-
-template <class T>
-void CudaModelT<T>::final_norm_backward(std::span<const T* const> params, std::span<float* const> grads,
-                                    cudaStream_t stream) {
-  const int m = layout().final_norm_index();
-  const CudaScopedOp t(opts_.profiler, "final_norm_bwd", m, stream);
-  const bool keep = grads.empty();  // zero bubble's input pass: the gradients go to lnf_keep_
-  const bool frozen = opts_.lora != nullptr;
-  float* dw = keep ? lnf_keep_.get() : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
-  float* db = keep ? (drv_.tensor(params, m, "final_norm.bias") ? lnf_keep_.get() + dims_.c : nullptr)
-              : frozen ? nullptr : drv_.tensor(grads, m, "final_norm.bias");
-  if (keep) zero_async(lnf_keep_, stream);
-  zero_async(dres_, stream);  // the norm backward accumulates into dres
-  norm_backward16(context(stream, m), dres_.get(), dw, db, scratch_.norm.get(),
-                  dlnf_.get() + region().local_row() * dims_.c, resid_.back().get(),
-                     drv_.tensor(params, m, "final_norm.weight"), lnf_mean_.get(), lnf_rstd_.get());
 }
 
 template <class T>

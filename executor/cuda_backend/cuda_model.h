@@ -127,18 +127,10 @@ class CudaModelT {
   std::int64_t working_bytes() const;
 
  private:
-  void embed_forward(std::span<const T* const> params, cudaStream_t stream);
-  void embed_backward(std::span<float* const> grads, cudaStream_t stream);
-  void final_norm_forward(std::span<const T* const> params, cudaStream_t stream);
-  void final_norm_backward(std::span<const T* const> params, std::span<float* const> grads,
-                           cudaStream_t stream);
-  void head_forward(std::span<const T* const> params, cudaStream_t stream);
-  void head_backward(std::span<const T* const> params, std::span<float* const> grads, cudaStream_t stream);
   void block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
                       cudaStream_t stream);
   CudaBlockContext<T> context(cudaStream_t stream, int module);
-  TpRegionT<CudaModelComm> region() const { return {opts_.parallel, opts_.comm, dims_.n, dims_.n_local, dims_.c}; }
-  void vocab_parallel_loss(cudaStream_t stream);
+  auto ends();  // the ends' buffers (executor/model/ends_sequence.h, cuda_model_policy.h)
   bool runs(int module) const;
   void allocate_activations();
   // Block i's activations for its backward: the shared recompute buffers unless a split backward keeps them.
@@ -171,7 +163,7 @@ class CudaModelT {
   std::int64_t v_local_ = 0, v_first_ = 0;   // the rank's vocabulary slice (tp > 1)
   DeviceBuffer<float> ce_stats_;             // [tp, N, 3] every tp rank's cross-entropy statistics (tp > 1)
   DeviceBuffer<T> emb_;                      // [N, C] the embedding's partial output / gathered gradient (SP)
-  ReplicatedGradSum replicated_;             // SP: the replicated tensors' gradient sums
+  DeviceReplicatedGradSum replicated_;       // SP: the replicated tensors' gradient sums
   DeviceBuffer<T> dres_, dlnf_;           // [N, C] residual-stream gradient, final-norm output gradient
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters
@@ -182,8 +174,7 @@ class CudaModelT {
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.
 using CudaModel = CudaModelT<bf16>;
 
-// The instantiations each of cuda_model.cpp and cuda_model_ends.cpp makes of the members it defines:
-// bf16, f16 and, in the emulated build (tests/cuda/emulated), float.
+// The instantiations cuda_model.cpp makes: bf16, f16 and, in the emulated build (tests/cuda/emulated), float.
 #if defined(FSDPX_CUDA_EMULATED)
 #define FSDPX_CUDA_MODEL_INSTANTIATE \
   template class CudaModelT<bf16>;   \

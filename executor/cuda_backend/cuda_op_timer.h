@@ -24,6 +24,10 @@ class CudaScopedOp {
   ~CudaScopedOp();
   CudaScopedOp(const CudaScopedOp&) = delete;
   CudaScopedOp& operator=(const CudaScopedOp&) = delete;
+  // PausableOp's interface (executor/model/ends_sequence.h): events cannot pause, so a collective inside
+  // a scope is timed with it.
+  void pause() {}
+  void resume() {}
 
  private:
   OpProfiler* profiler_;

@@ -17,7 +17,7 @@
 #include "executor/cuda/device.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/cuda_backend/grad_scaler_kernels.h"
-#include "executor/model/init.h"
+#include "executor/model/initial_state.h"
 #include "executor/model/lora_layout.h"
 
 namespace fsdpx::cuda {
@@ -124,26 +124,15 @@ void CudaRankBackendT<T>::connect_device() {
     }
 }
 
-// The copy of a tied table has the embedding unit's layout, so it starts with the same values.
+// The shared initial states (executor/model/initial_state.h, the CPU backend's values) through the loading
+// hooks; the copy of a tied table has the embedding unit's layout, so it starts with the same values. On
+// the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
 template <class T>
 void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
-  use_device();
-  for (CudaUnitT<T>* u : units_.all()) {
-    UnitShardState s;
-    const std::int64_t n = u->flat().shard_numel;
-    s.unit_numel = u->flat().numel;
-    s.shard_offset = u->shard_offset();
-    s.params.resize(std::size_t(n));  // the moments stay empty: upload zeroes them on the device
-    // On the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
-    init_unit_range(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), seed, s.shard_offset,
-                    s.shard_offset + n, s.params.data());
-    u->upload(s, stream(StreamKind::compute));
-  }
-  if (!adapters_) return;
-  const auto n = std::size_t(adapters_->numel());
-  AdapterState a{std::vector<float>(n), {}, {}};  // zero moments: memset on the device
-  init_lora(*lora_, seed, a.params.data());  // the CPU backend's values (executor/model/lora_layout.h)
-  adapters_->upload(a, stream(StreamKind::compute));
+  for (CudaUnitT<T>* u : units_.all())
+    load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), u->shard_offset(),
+                                     seed));
+  if (adapters_) load_adapter_state(initial_adapter_state(*lora_, seed));
 }
 
 template <class T>

@@ -23,9 +23,11 @@ struct CpuBlockPolicy
   using Types = typename CpuBlockPolicy::BlockPolicyTypes;
   using typename Types::Ctx, typename Types::Acts, typename Types::Scratch, typename Types::Kept;
 
-  static ScopedOp timed(const Ctx& ctx, std::string_view op) { return ScopedOp(ctx.profiler, op, ctx.module); }
+  static PausableOp timed(const Ctx& ctx, std::string_view op) { return PausableOp(ctx.profiler, op, ctx.module); }
   static void zero(const Ctx&, std::vector<Real>& v) { std::fill(v.begin(), v.end(), Real(0)); }
+  static void zero(const Ctx&, Real* p, std::int64_t n) { std::fill(p, p + n, Real(0)); }
   static void clear_dx(const Ctx& ctx, std::vector<Real>& v) { zero(ctx, v); }  // the CPU's GEMMs accumulate
+  static void clear_dx(const Ctx& ctx, Real* p, std::int64_t n) { zero(ctx, p, n); }
   static void copy(const Ctx&, Real* dst, const Real* src, std::int64_t n) { std::copy(src, src + n, dst); }
 
   static void norm_forward(const Ctx& ctx, Real* out, Real* mean, Real* rstd, const Real* x, const Real* w,
@@ -102,15 +104,18 @@ struct CpuBlockPolicy
   // d qkv [N, QKV] -> the gradient of the rank's qkv GEMM output [N, QKV_rows] (query-group gather).
   static const Real* qkv_grad_out(const Ctx& ctx, Scratch& s);
 
-  // One half's norm backward (half 0: attention, 1: MLP) from s.dln [N, C]: dinp += into dres, dw, db +=.
-  // A split backward's input pass keeps dln (kept->dln1 / dln2); its weight pass re-runs the norm's
-  // backward from it without dinp.
-  static void norm_backward(const Ctx& ctx, std::string_view op, int half, GradPass pass, Kept* kept, Real* dres,
-                            Real* dw, Real* db, Scratch& s, const Real* x, const Real* w, const Real*,
+  // Where a split backward keeps one half's norm output gradient (half 0: attention, 1: MLP).
+  static std::vector<Real>* norm_keep(const Ctx&, Kept* kept, int half) {
+    return kept ? (half == 0 ? &kept->dln1 : &kept->dln2) : nullptr;
+  }
+  // A norm's backward from dln [N, C] (the rank's rows at the region's local row): dinp += into dres, dw,
+  // db +=. A split backward's input pass copies dln to `keep` (null: dln stays until the weight pass, as
+  // the final norm's); its weight pass re-runs the norm's backward from it without dinp.
+  static void norm_backward(const Ctx& ctx, std::string_view op, GradPass pass, std::vector<Real>* keep, Real* dres,
+                            Real* dw, Real* db, Scratch&, const Real* dln, const Real* x, const Real* w, const Real*,
                             const Real* mean, const Real* rstd) {
-    std::vector<Real>* keep = kept ? (half == 0 ? &kept->dln1 : &kept->dln2) : nullptr;
-    if (pass == GradPass::input) *keep = s.dln;
-    const Real* dln = pass == GradPass::weight ? keep->data() : s.dln.data();
+    if (pass == GradPass::input && keep) keep->assign(dln, dln + ctx.dims.n * ctx.dims.c);
+    if (pass == GradPass::weight && keep) dln = keep->data();
     ScopedOp timer(ctx.profiler, op, ctx.module);
     fsdpx::norm_backward(ctx.spec->arch, pass != GradPass::weight ? dres : nullptr, dw, db,
                          dln + block_sequence::region(ctx).local_row() * ctx.dims.c, x, w, mean, rstd,

@@ -12,8 +12,10 @@
 // core's backward then fills: zeroed where those accumulate), copy, norm_forward, qkv_forward, linear_forward, adapter_forward, has_rope,
 // rope_forward/backward, attention_forward/backward, mlp_act_forward/backward, residual_forward,
 // add_bias, is_moe, moe_forward/backward, linear_dx (written: dinp zeroed by the sequence first),
-// linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out and norm_backward (one half's norm,
-// including what a split backward keeps of it).
+// linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out, norm_keep (where a split backward keeps
+// one half's norm gradient) and norm_backward (one norm's backward from its output gradient, including what
+// a split backward keeps of it; the final norm's too, ends_sequence.h). zero and clear_dx also take a
+// pointer and a count (the ends' buffers).
 #pragma once
 
 #include <cstdint>
@@ -189,8 +191,9 @@ void mlp_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E*>& p,
   }
   if (input) region(ctx).enter_backward(s.dln.data());  // f's backward: the input gradients summed over tp
   if (pass == GradPass::input) Dev::copy(ctx, kept->dfc.data(), s.dfc.data(), d.n * d.fu);
-  Dev::norm_backward(ctx, "mlp_norm_bwd", 1, pass, kept, dres, g.mlp_norm_w, g.mlp_norm_b, s, a.x_mid.data(),
-                     p.mlp_norm_w, p.mlp_norm_b, a.ln2_mean.data(), a.ln2_rstd.data());
+  Dev::norm_backward(ctx, pass == GradPass::weight ? "mlp_norm_dw" : "mlp_norm_bwd", pass, Dev::norm_keep(ctx, kept, 1),
+                     dres, g.mlp_norm_w, g.mlp_norm_b, s, s.dln.data(), a.x_mid.data(), p.mlp_norm_w, p.mlp_norm_b,
+                     a.ln2_mean.data(), a.ln2_rstd.data());
 }
 
 // The attention half: dres is d x_mid on entry and d x_in on exit.
@@ -224,7 +227,8 @@ void attention_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E
   }
   if (input) region(ctx).enter_backward(s.dln.data());
   if (pass == GradPass::input) Dev::copy(ctx, kept->dqkv.data(), s.dqkv.data(), d.n * d.qkv);
-  Dev::norm_backward(ctx, "attn_norm_bwd", 0, pass, kept, dres, g.attn_norm_w, g.attn_norm_b, s, x_in,
+  Dev::norm_backward(ctx, pass == GradPass::weight ? "attn_norm_dw" : "attn_norm_bwd", pass,
+                     Dev::norm_keep(ctx, kept, 0), dres, g.attn_norm_w, g.attn_norm_b, s, s.dln.data(), x_in,
                      p.attn_norm_w, p.attn_norm_b, a.ln1_mean.data(), a.ln1_rstd.data());
 }
 

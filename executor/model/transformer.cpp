@@ -11,13 +11,9 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "executor/cpu/cross_entropy.h"
-#include "executor/cpu/embedding.h"
-#include "executor/cpu/gemm.h"
+#include "executor/model/model_policy.h"
 #include "executor/model/moe_block_mlp.h"
 #include "executor/model/qkv_groups.h"
-#include "executor/model/tp_region.h"
-#include "executor/model/vocab_parallel.h"
 
 namespace fsdpx {
 
@@ -61,11 +57,12 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
     recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
   }
   scratch_.allocate(dims_, par_);
-  if (par_.tp > 1) emb_.assign(n * c, 0);
+  if (par_.sp()) emb_.assign(n * c, 0);
   lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
   probs_.assign(n * static_cast<std::size_t>(v_local_), 0);
   if (par_.any()) ce_stats_.assign(n * 3 * static_cast<std::size_t>(par_.tp), 0);
   dres_.assign(nl * c, 0), dlnf_.assign(n * c, 0);
+  if (par_.sp()) replicated_.allocate(layout());
 }
 
 template <class Real>
@@ -73,6 +70,7 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
   BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
                          opts_.profiler, module, par_,
                          opts_.comm, &scratch_, &group_columns_, &cp_positions_, LoraBlock<Real>{}, nullptr};
+  if (module < 1 || module > spec_.layers) return ctx;  // the ends: no adapters, fp32 GEMMs
   if (opts_.lora) {
     FSDP_CHECK(lora_params_ != nullptr, "Transformer: LoRA without adapter buffers (set_lora_buffers)");
     const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -81,6 +79,23 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
   if (opts_.fp8) ctx.fp8 = &fp8_;
   ctx.moe_aux_dprob = moe_aux_.dprob();
   return ctx;
+}
+
+// The ends' buffers and batch (ends_sequence.h); a split backward keeps the embedding's output gradient
+// apart (allocated by its first input pass).
+template <class Real>
+auto Transformer<Real>::ends(int m, GradPass pass) {
+  if (m == ParamLayout::embedding_index() && pass == GradPass::input && embedding_dout_.empty())
+    embedding_dout_.assign(dres_.size(), Real(0));
+  typename CpuModelPolicy<Real>::Ends e;
+  e.x0 = resid_[0].data(), e.emb = emb_.data(), e.x_last = resid_.back().data();
+  e.lnf = lnf_.data(), e.lnf_mean = lnf_mean_.data(), e.lnf_rstd = lnf_rstd_.data();
+  e.logits = probs_.data(), e.ce_stats = ce_stats_.data(), e.dres = dres_.data(), e.dlnf = dlnf_.data();
+  e.embedding_dout = embedding_dout_.empty() ? nullptr : embedding_dout_.data();
+  e.scratch = &scratch_;
+  e.v_local = v_local_, e.v_first = v_first_, e.batch_tokens = dims_.b * seq_, e.dloss = dloss_;
+  e.batch = CpuEndsBatch<Real>{tokens_.data(), targets_.data(), shard_positions_.data(), &moe_aux_, &loss_};
+  return e;
 }
 
 // The rank's context-parallel part of each sequence (positions_).
@@ -101,11 +116,9 @@ void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t
 template <class Real>
 void Transformer<Real>::forward_module(int m, std::span<const Real* const> params) {
   drv_.enter_forward(m);
-  switch (drv_.part(m)) {
-    case ModulePart::embedding: return embedding_forward(params);
-    case ModulePart::final_norm: return final_norm_forward(drv_.tensor(params, m, "final_norm.weight"));
-    case ModulePart::head: return head_forward(params);
-    case ModulePart::block: break;
+  if (drv_.part(m) != ModulePart::block) {
+    auto e = ends(m, GradPass::all);
+    return ends_sequence::forward<CpuModelPolicy<Real>>(block_context(m), e, drv_, m, params);
   }
   const auto i = static_cast<std::size_t>(m - 1);
   BlockActs<Real>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
@@ -129,9 +142,10 @@ void Transformer<Real>::backward_module(int m, std::span<const Real* const> para
   // all hold whole are partial: this micro-batch's part is summed over tp (Megatron-LM,
   // megatron/core/distributed/finalize_model_grads.py, _allreduce_layernorm_grads).
   const bool partial = par_.sp();
-  if (partial) sum_replicated_grads(m, grads, false);
+  const ModuleLayout& ml = layout().modules[std::size_t(m)];
+  if (partial) replicated_.before(ml, drv_.module_base(grads, m), opts_.comm);
   run_backward(m, params, grads, GradPass::all);
-  if (partial) sum_replicated_grads(m, grads, true);
+  if (partial) replicated_.after(ml, drv_.module_base(grads, m), opts_.comm);
 }
 
 template <class Real>
@@ -150,17 +164,11 @@ void Transformer<Real>::backward_weight_module(int m, std::span<Real* const> gra
 template <class Real>
 void Transformer<Real>::run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
                                      GradPass pass) {
-  if (opts_.lora) {  // frozen base: only input gradients outside the blocks (whose adapters get theirs)
-    FSDP_CHECK(pass == GradPass::all, "Transformer: LoRA runs the whole backward");
-    if (m == layout().head_index()) head_backward(params, grads, GradPass::input);
-    else if (m == layout().final_norm_index()) final_norm_backward(params, grads, GradPass::input);
-    else if (m != ParamLayout::embedding_index()) block_module_backward(m, params, grads, pass);
-    return;
-  }
-  if (m == layout().head_index()) head_backward(params, grads, pass);
-  else if (m == layout().final_norm_index()) final_norm_backward(params, grads, pass);
-  else if (m == ParamLayout::embedding_index()) embedding_backward(grads, pass);
-  else block_module_backward(m, params, grads, pass);
+  FSDP_CHECK(!opts_.lora || pass == GradPass::all, "Transformer: LoRA runs the whole backward");
+  if (drv_.part(m) == ModulePart::block) return block_module_backward(m, params, grads, pass);
+  auto e = ends(m, pass);  // a frozen base (LoRA): input gradients only outside the blocks
+  ends_sequence::backward<CpuModelPolicy<Real>>(block_context(m), e, drv_, m, params, grads, pass,
+                                                opts_.lora != nullptr);
 }
 
 template <class Real>
@@ -182,29 +190,6 @@ void Transformer<Real>::set_output_grad(int m, const Real* dout) {
   std::copy(dout, dout + dres_.size(), dres_.begin());
 }
 
-// Before a module's backward (after = false): keeps the accumulated gradients of its tp-replicated
-// tensors in replicated_before_ and zeroes them. After it: sums this micro-batch's partial gradients
-// over tp (one all-reduce) and adds back what was accumulated.
-template <class Real>
-void Transformer<Real>::sum_replicated_grads(int m, std::span<Real* const> all_grads, bool after) {
-  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
-  if (std::none_of(ml.tensors.begin(), ml.tensors.end(), [](const TensorSlot& t) { return t.tp_replicated; })) return;
-  Real* grads = drv_.module_base(all_grads, m);
-  std::vector<Real> part;  // the replicated tensors back to back
-  for (const TensorSlot& t : ml.tensors)
-    if (t.tp_replicated) part.insert(part.end(), grads + t.offset, grads + t.offset + t.numel());
-  if (after) opts_.comm->all_reduce(ModelAxis::tp, part.data(), std::int64_t(part.size()));
-  std::size_t k = 0;
-  for (const TensorSlot& t : ml.tensors) {
-    if (!t.tp_replicated) continue;
-    for (std::int64_t e = 0; e < t.numel(); ++e, ++k)
-      grads[t.offset + e] = after ? replicated_before_[k] + part[k] : Real(0);
-  }
-  if (!after) replicated_before_ = std::move(part);
-}
-
-// The input pass of a recomputing block re-runs its forward into the shared recompute buffers; what
-// its weight pass reads of them is kept per block.
 template <class Real>
 void Transformer<Real>::block_module_backward(int m, std::span<const Real* const> params,
                                               std::span<Real* const> grads, GradPass pass) {
@@ -228,131 +213,6 @@ void Transformer<Real>::block_module_backward(int m, std::span<const Real* const
   const BlockActs<Real>& a = !rc ? acts_[i] : pass == GradPass::weight ? kept_acts_[i] : recompute_acts_;
   block_backward(block_context(m), p, g, x_in, a, dres_.data(), scratch_, pass,
                  pass == GradPass::all ? nullptr : &kept_[i]);
-}
-
-// Without tensor or context parallelism the fused kernels of cpu/; else the vocabulary-parallel
-// lookup, summed over tp by g, and positions looked up by global index.
-template <class Real>
-void Transformer<Real>::embedding_forward(std::span<const Real* const> params) {
-  const Real* wte = drv_.tensor(params, 0, "tok.weight");
-  const Real* wpe = drv_.tensor(params, 0, "pos.weight");
-  PausableOp op(opts_.profiler, "embed", 0);
-  if (!par_.any()) {
-    cpu::embedding_forward(resid_[0].data(), tokens_.data(), wte, wpe, dims_.b, dims_.t, dims_.c, spec_.vocab);
-    return;
-  }
-  Real* partial = par_.tp > 1 ? emb_.data() : resid_[0].data();
-  vocab_embedding_forward(partial, tokens_.data(), wte, v_first_, v_local_, dims_.n, dims_.c);
-  op.pause();
-  TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.exit(partial, resid_[0].data());
-  op.resume();
-  if (wpe) add_positions(resid_[0].data(), wpe, shard_positions_.data(), dims_.n_local, dims_.c);
-}
-
-// The embedding has no input gradient: its input pass keeps the output's gradient for the weight pass.
-template <class Real>
-void Transformer<Real>::embedding_backward(std::span<Real* const> grads, GradPass pass) {
-  if (pass == GradPass::input) {
-    embedding_dout_ = dres_;
-    return;
-  }
-  Real* dwte = drv_.tensor(grads, 0, "tok.weight");
-  Real* dwpe = drv_.tensor(grads, 0, "pos.weight");
-  if (!par_.any()) {
-    ScopedOp op(opts_.profiler, "embed_dw", 0);
-    cpu::embedding_backward(dwte, dwpe, pass == GradPass::weight ? embedding_dout_.data() : dres_.data(),
-                            tokens_.data(), dims_.b, dims_.t, dims_.c);
-    return;
-  }
-  const Real* dfull = TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.exit_backward(dres_.data(), emb_.data());
-  ScopedOp op(opts_.profiler, "embed_dw", 0);
-  vocab_embedding_backward(dwte, dfull, tokens_.data(), v_first_, v_local_, dims_.n, dims_.c);
-  if (dwpe) positions_backward(dwpe, dres_.data(), shard_positions_.data(), dims_.n_local, dims_.c);
-}
-
-template <class Real>
-void Transformer<Real>::final_norm_forward(const Real* p) {
-  const int m = layout().final_norm_index();
-  ScopedOp op(opts_.profiler, "final_norm", m);
-  const ModuleLayout& ml = layout().modules[static_cast<std::size_t>(m)];
-  const TensorSlot* b = ml.find("final_norm.bias");
-  const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;  // the rank's shard of lnf_
-  norm_forward(spec_.arch, lnf_.data() + row * dims_.c, lnf_mean_.data(), lnf_rstd_.data(), resid_.back().data(), p,
-               b ? p + b->offset : nullptr, dims_.n_local, dims_.c, spec_.norm_eps);
-}
-
-template <class Real>
-void Transformer<Real>::final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads,
-                                            GradPass pass) {
-  const int m = layout().final_norm_index();
-  ScopedOp op(opts_.profiler, "final_norm_bwd", m);
-  const TensorSlot* b = layout().modules[static_cast<std::size_t>(m)].find("final_norm.bias");
-  const Real* p = pass == GradPass::weight ? nullptr : drv_.tensor(params, m, "final_norm.weight");
-  Real* g = pass == GradPass::input ? nullptr : drv_.tensor(grads, m, "final_norm.weight");
-  const std::int64_t row = par_.sp() ? par_.tp_rank * dims_.n_local : 0;
-  if (pass != GradPass::weight) std::fill(dres_.begin(), dres_.end(), Real(0));
-  norm_backward(spec_.arch, pass == GradPass::weight ? nullptr : dres_.data(), g, g && b ? g + b->offset : nullptr,
-                dlnf_.data() + row * dims_.c, resid_.back().data(), p, lnf_mean_.data(), lnf_rstd_.data(),
-                dims_.n_local, dims_.c);
-}
-
-// Σ over the rank's tokens of the cross-entropy over the whole vocabulary, from the tp ranks'
-// statistics of their slices (vocab_parallel.h); probs_ becomes the rank's slice of the probabilities.
-template <class Real>
-Real Transformer<Real>::vocab_parallel_loss() {
-  const std::int64_t n = dims_.n;
-  Real* mine = ce_stats_.data() + std::int64_t(par_.tp_rank) * n * 3;
-  PausableOp op(opts_.profiler, "loss", layout().head_index());
-  vocab_ce_stats(mine, probs_.data(), targets_.data(), n, v_local_, v_first_);
-  op.pause();
-  if (par_.tp > 1) opts_.comm->all_gather(ModelAxis::tp, mine, ce_stats_.data(), n * 3);
-  op.resume();
-  return vocab_ce_probs(probs_.data(), ce_stats_.data(), par_.tp, n, v_local_);
-}
-
-template <class Real>
-void Transformer<Real>::head_forward(std::span<const Real* const> params) {
-  const int m = layout().head_index();
-  const Real* w = spec_.tied_embeddings ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-  TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter(lnf_.data());
-  {
-    ScopedOp op(opts_.profiler, "lm_head", m);
-    cpu::matmul_forward(probs_.data(), lnf_.data(), w, static_cast<const Real*>(nullptr), dims_.n, dims_.c, v_local_);
-  }
-  if (par_.any()) {
-    loss_ = vocab_parallel_loss() / Real(dims_.b * seq_);
-    return;
-  }
-  ScopedOp op(opts_.profiler, "loss", m);
-  loss_ = cpu::softmax_cross_entropy_forward(probs_.data(), targets_.data(), dims_.n, spec_.vocab) + moe_aux_.loss();
-}
-
-// dlogits (probs_) and the final norm's output stay in the model until its next forward, so the weight
-// pass reads them there.
-template <class Real>
-void Transformer<Real>::head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass) {
-  const int m = layout().head_index();
-  const bool tied = spec_.tied_embeddings;
-  if (pass != GradPass::weight) {
-    const Real* w = tied ? drv_.tensor(params, 0, "tok.weight") : drv_.tensor(params, m, "head.weight");
-    {
-      ScopedOp op(opts_.profiler, "loss_bwd", m);
-      if (par_.any())
-        vocab_ce_backward(probs_.data(), targets_.data(), dims_.n, v_local_, v_first_, dloss_ / Real(dims_.b * seq_));
-      else
-        cpu::softmax_cross_entropy_backward(probs_.data(), targets_.data(), dims_.n, spec_.vocab, dloss_);
-    }
-    std::fill(dlnf_.begin(), dlnf_.end(), Real(0));
-    {
-      ScopedOp op(opts_.profiler, "lm_head_dx", m);
-      cpu::matmul_backward_dx(dlnf_.data(), probs_.data(), w, dims_.n, dims_.c, v_local_);
-    }
-    TpRegion{par_, opts_.comm, dims_.n, dims_.n_local, dims_.c}.enter_backward(dlnf_.data());
-  }
-  if (pass == GradPass::input) return;
-  Real* dw = tied ? drv_.tensor(grads, 0, "tok.weight") : drv_.tensor(grads, m, "head.weight");
-  ScopedOp op(opts_.profiler, "lm_head_dw", m);
-  cpu::matmul_backward_dw(dw, static_cast<Real*>(nullptr), probs_.data(), lnf_.data(), dims_.n, dims_.c, v_local_);
 }
 
 template <class Real>

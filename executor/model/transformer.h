@@ -27,6 +27,7 @@
 // without tensor or context parallelism.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "executor/model/module_driver.h"
 #include "executor/model/moe_aux_loss.h"
 #include "executor/model/op_profiler.h"
+#include "executor/model/replicated_grads.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
@@ -59,6 +61,23 @@ struct ModelOptions {
   // fp8 training: the blocks' linear GEMMs with torchao's tensorwise recipe emulated (fp8_linear.h); the
   // output head, attention and norms stay in fp32. tp = 1, no LoRA.
   bool fp8 = false;
+};
+
+// The host's ops for the sum over tp of the replicated tensors' gradients (replicated_grads.h).
+template <class Real>
+struct HostGradOps {
+  using Elem = Real;
+  using Buf = std::vector<Real>;
+  using Ctx = ModelComm*;
+  static void resize(Buf& b, std::int64_t n) { b.assign(std::size_t(n), Real(0)); }
+  static std::int64_t bytes(const Buf& b) { return std::int64_t(b.size() * sizeof(Real)); }
+  static Real* data(Buf& b) { return b.data(); }
+  static void copy(Ctx, Real* dst, const Real* src, std::int64_t n) { std::copy(src, src + n, dst); }
+  static void zero(Ctx, Real* p, std::int64_t n) { std::fill(p, p + n, Real(0)); }
+  static void add(Ctx, Real* dst, const Real* src, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+  static void sum_over_tp(Ctx comm, Real* p, std::int64_t n) { comm->all_reduce(ModelAxis::tp, p, n); }
 };
 
 template <class Real>
@@ -97,17 +116,10 @@ class Transformer {
   std::vector<Real*> module_ptrs(Real* flat) const;
 
  private:
-  void embedding_forward(std::span<const Real* const> params);
-  void head_forward(std::span<const Real* const> params);
   void run_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  void head_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
-  void embedding_backward(std::span<Real* const> grads, GradPass pass);
-  void final_norm_forward(const Real* p);
-  void final_norm_backward(std::span<const Real* const> params, std::span<Real* const> grads, GradPass pass);
   void block_module_backward(int m, std::span<const Real* const> params, std::span<Real* const> grads,
                              GradPass pass);
-  Real vocab_parallel_loss();
-  void sum_replicated_grads(int m, std::span<Real* const> grads, bool after);
+  auto ends(int m, GradPass pass);  // the ends' buffers (ends_sequence.h, model_policy.h)
   BlockContext<Real> block_context(int module);
 
   ModelSpec spec_;
@@ -129,12 +141,12 @@ class Transformer {
   std::vector<Real> recompute_out_;                // [N_local, C] discarded block output during recompute
   BlockScratch<Real> scratch_;
   Fp8Workspace<Real> fp8_;                         // the rounded GEMM operands (opts_.fp8)
-  std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (tp > 1)
+  std::vector<Real> emb_;                          // [N, C] vocabulary-parallel embedding partial (SP)
   std::vector<Real> lnf_, lnf_mean_, lnf_rstd_;    // [N, C] (rank's rows at its shard), [N_local] (LayerNorm only), [N_local]
   std::vector<Real> probs_;                        // [N, V_local] probabilities, then dlogits
   std::vector<Real> ce_stats_;                     // [tp, N, 3] vocabulary-parallel cross-entropy statistics
   std::vector<Real> dres_, dlnf_;                  // [N_local, C] residual-stream gradient, [N, C] final-norm output grad
-  std::vector<Real> replicated_before_;            // sum_replicated_grads: accumulated before the module's backward
+  ReplicatedGradSum<HostGradOps<Real>> replicated_;  // SP: the replicated tensors' gradient sums
   // Split backward: per block what its weight pass needs (and, for a block that recomputes, the
   // activations it re-materialised) and the embedding output's gradient.
   std::vector<BlockWeightInputs<Real>> kept_;

@@ -1,0 +1,24 @@
+// executor/model/initial_state.h — the training state a run starts from, computed once for every backend:
+// a unit shard's fp32 master weights (init.h's pure function of (seed, module, element) in the rank's
+// tensor-parallel layout) and the LoRA adapters' (lora_layout.h), with zero Adam moments. A backend's
+// init_params loads these through the same hooks that load a checkpoint (RankSkeleton::load_unit,
+// load_adapter_state), so the CPU and CUDA backends start from the same values by construction. Leaves
+// out expert-parallel units (the CPU backend's expert_shards.h inits their two parts) and pretrained weights.
+#pragma once
+
+#include <cstdint>
+
+#include "executor/model/lora_layout.h"
+#include "executor/runtime/param_layout.h"
+#include "executor/runtime/train_state.h"
+
+namespace fsdpx {
+
+// Elements [shard_offset, shard_offset + f.shard_numel) of unit f's flat buffer in `layout` (padding 0).
+UnitShardState initial_unit_state(const ParamLayout& layout, const FlatUnitLayout& f, std::int64_t shard_offset,
+                                  std::uint64_t seed);
+
+// The whole adapter buffer [l.total] (A Kaiming-uniform, B zero).
+AdapterState initial_adapter_state(const LoraLayout& l, std::uint64_t seed);
+
+}  // namespace fsdpx
