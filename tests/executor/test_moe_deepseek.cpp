@@ -15,6 +15,7 @@
 #include <set>
 #include <vector>
 
+#include "core/config_paths.h"
 #include "cost_models/moe_params.h"
 #include "executor/model/init.h"
 #include "executor/model/moe_mlp.h"
@@ -246,6 +247,17 @@ TEST_CASE("a DeepSeek-V3 MoE layout holds router, bias, experts and shared exper
   REQUIRE(shared != nullptr);
   CHECK(shared->rows == 2 * 5);
   CHECK(layout.modules[2].find("router.e_score_correction_bias")->numel() == 8);
+}
+
+TEST_CASE("deepseek-tiny's layout (latent attention, a dense block, two MoE blocks) holds count_moe_params' total") {
+  // By hand from configs/models/deepseek-tiny.json: tables 2 x 256 x 64, final norm 64; per block latent
+  // attention 32 (64 + 4 x 24) + 32 + 64 (16 + 8) + 16 + 16 x 4 x 32 + 4 x 16 x 64 = 12,848 and two norms 128;
+  // the dense MLP 3 x 64 x 176; an MoE MLP: router 8 x 64, bias 8, shared 3 x 64 x 32, experts 8 x 3 x 64 x 32.
+  const ModelSpec m = load_model("deepseek-tiny");
+  const std::int64_t common = 12848 + 128, dense = common + 33792, moe = common + 512 + 8 + 6144 + 49152;
+  const ParamLayout layout = make_param_layout(m);
+  CHECK(layout.total == 2 * 256 * 64 + 64 + dense + 2 * moe);
+  CHECK(layout.total == count_moe_params(m).total());
 }
 
 }  // namespace
