@@ -282,15 +282,21 @@ void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Capa
   if (plan.precision.param != DType::fp32) gap("/precision/param", "in fp32 only", false);
 }
 
-// What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
-// (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
-void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+// tp, cp and pp above 1 where the backend runs `what` without them (searched: the planner keeps to 1).
+void model_parallel_gaps(const Plan& plan, const BackendCapabilities& caps, const char* what,
+                         std::vector<CapabilityGap>& out) {
   const Parallelism& par = plan.parallelism;
   for (const auto& [key, degree] : {std::pair{"tp", par.tp}, std::pair{"cp", par.cp}, std::pair{"pp", par.pp}})
     if (degree > 1)
       out.push_back({fmt::format("/parallelism/{}", key),
-                     fmt::format("the {} backend runs mixture-of-experts blocks with {} = 1 only (got {})", caps.name,
-                                 key, degree), true});
+                     fmt::format("the {} backend runs {} with {} = 1 only (got {})", caps.name, what, key, degree),
+                     true});
+}
+
+// What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
+// (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
+void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  model_parallel_gaps(plan, caps, "mixture-of-experts blocks", out);
   if (plan.lora) out.push_back({"/lora", fmt::format("the {} backend trains no LoRA on mixture-of-experts blocks",
                                                      caps.name), false});
   if (plan.fp8) out.push_back({"/fp8", fmt::format("the {} backend trains mixture-of-experts blocks in fp32 only",
@@ -339,12 +345,7 @@ void mla_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Cap
                                          caps.name), false});
     return;
   }
-  const Parallelism& par = plan.parallelism;
-  for (const auto& [key, degree] : {std::pair{"tp", par.tp}, std::pair{"cp", par.cp}, std::pair{"pp", par.pp}})
-    if (degree > 1)
-      out.push_back({fmt::format("/parallelism/{}", key),
-                     fmt::format("the {} backend runs multi-head latent attention with {} = 1 only (got {})", caps.name,
-                                 key, degree), true});
+  model_parallel_gaps(plan, caps, "multi-head latent attention", out);
   if (m.rope_yarn_factor > 0 || m.rope_scaling.kind != RopeScalingKind::none)
     out.push_back({"/model/rope_scaling", fmt::format("the {} backend runs latent attention with plain RoPE only "
                                                       "(no YaRN or other scaling)", caps.name), false});

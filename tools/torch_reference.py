@@ -325,16 +325,11 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
             h = F.relu(h).square()
         return linear(h, p, b + "mlp_down")
 
-    def moe_mlp(x, p, b, router_out):
-        """transformers' MixtralSparseMoeBlock.forward; router_out collects (probs, selected) per block."""
-        e, k, ef = s["moe"]["experts"], s["moe"]["top_k"], s["moe"]["ffn"]
-        h = norm(x, p, b + "mlp_norm").reshape(-1, x.shape[-1])
-        probs = F.softmax(F.linear(h, p[b + "router.weight"]), dim=-1, dtype=torch.float)
-        weights, selected = torch.topk(probs, k, dim=-1)
-        if s["moe"]["norm_topk"]:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+    def routed_experts(h, p, b, selected, weights):
+        """Σ_slot weight · expert(h) per token, summed in expert order (MixtralSparseMoeBlock's index_add_ loop)."""
+        e, ef = s["moe"]["experts"], s["moe"]["ffn"]
         up = p[b + "experts.mlp_up.weight"].view(e, 2 * ef, -1)
-        down = p[b + "experts.mlp_down.weight"].view(e, x.shape[-1], ef)
+        down = p[b + "experts.mlp_down.weight"].view(e, h.shape[-1], ef)
         out = torch.zeros_like(h)
         for ex in range(e):
             token, slot = torch.where(selected == ex)
@@ -342,14 +337,24 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
                 continue
             gate, u = F.linear(h[token], up[ex]).chunk(2, dim=-1)
             out = out.index_add(0, token, F.linear(F.silu(gate) * u, down[ex]) * weights[token, slot, None])
+        return out
+
+    def moe_mlp(x, p, b, router_out):
+        """transformers' MixtralSparseMoeBlock.forward; router_out collects (probs, selected) per block."""
+        k = s["moe"]["top_k"]
+        h = norm(x, p, b + "mlp_norm").reshape(-1, x.shape[-1])
+        probs = F.softmax(F.linear(h, p[b + "router.weight"]), dim=-1, dtype=torch.float)
+        weights, selected = torch.topk(probs, k, dim=-1)
+        if s["moe"]["norm_topk"]:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
         router_out.append((probs, selected))
-        return out.view(x.shape)
+        return routed_experts(h, p, b, selected, weights).view(x.shape)
 
     def deepseek_moe(x, p, b, router_out):
         """transformers' DeepseekV3MoE.forward with DeepseekV3TopkRouter; router_out collects the block's
         sequence-wise balance value (DeepSeek-V3 eq. 17-20, the mean over the micro-batch's sequences)."""
         m = s["moe"]
-        e, k, ef, g = m["experts"], m["top_k"], m["ffn"], m["groups"]
+        e, k, g = m["experts"], m["top_k"], m["groups"]
         bsz, t, c = x.shape
         h = norm(x, p, b + "mlp_norm").reshape(-1, c)
         scores = F.linear(h, p[b + "router.weight"]).sigmoid()
@@ -364,15 +369,7 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
         if m["norm_topk"]:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
         weights = weights * m["scaling"]
-        up = p[b + "experts.mlp_up.weight"].view(e, 2 * ef, -1)
-        down = p[b + "experts.mlp_down.weight"].view(e, c, ef)
-        out = torch.zeros_like(h)
-        for ex in range(e):
-            token, slot = torch.where(selected == ex)
-            if token.numel() == 0:
-                continue
-            gate, u = F.linear(h[token], up[ex]).chunk(2, dim=-1)
-            out = out.index_add(0, token, F.linear(F.silu(gate) * u, down[ex]) * weights[token, slot, None])
+        out = routed_experts(h, p, b, selected, weights)
         if m["shared"]:
             gate, u = F.linear(h, p[b + "shared.mlp_up.weight"]).chunk(2, dim=-1)
             out = out + F.linear(F.silu(gate) * u, p[b + "shared.mlp_down.weight"])

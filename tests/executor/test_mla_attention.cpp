@@ -17,6 +17,7 @@
 #include "executor/model/mla_attention.h"
 #include "executor/model/transformer.h"
 #include "tests/executor/grad_check.h"
+#include "tests/executor/model_grad_fixture.h"
 #include "tests/executor/tiny_models.h"
 
 namespace fsdpx {
@@ -151,37 +152,19 @@ TEST_CASE("MLA forward equals DeepseekV3Attention written step by step (interlea
   }
 }
 
-// Three elements (first, middle, last) of every tensor of every module, as full-model indices.
-std::vector<std::int64_t> sample_all(const ParamLayout& layout) {
-  std::vector<std::int64_t> idx;
-  for (const ModuleLayout& m : layout.modules)
-    for (const TensorSlot& t : m.tensors)
-      for (std::int64_t e : {std::int64_t(0), t.numel() / 2, t.numel() - 1}) idx.push_back(m.offset + t.offset + e);
-  return idx;
-}
-
 void check_model_gradients(const ModelSpec& spec) {
-  const std::int64_t b = 2, t = 5;
-  Transformer<double> model(spec, b, t);
-  const ParamLayout& layout = model.layout();
-  std::vector<double> params(std::size_t(layout.total)), grads(params.size(), 0.0);
-  init_all(layout, 42, params.data());
-  std::mt19937 rng(3);
-  std::normal_distribution<double> noise(0.0, 0.3);
-  for (double& p : params) p += noise(rng);
-  const auto batch = test::random_tokens(b, t, spec.vocab, 11);
-  model.forward(params.data(), batch.tokens.data(), batch.targets.data());
-  model.backward(params.data(), grads.data());
-  auto f = [&] { return model.forward(params.data(), batch.tokens.data(), batch.targets.data()); };
-  FSDPX_CHECK_GRAD(spec.name, test::check_grad(params, grads, f, sample_all(layout)), 1e-6);
+  test::NoisyModel nm(spec);
+  const ParamLayout& layout = nm.model.layout();
+  auto f = [&] { return nm.loss(); };
+  FSDPX_CHECK_GRAD(spec.name, test::check_grad(nm.params, nm.grads, f, test::sample_all(layout)), 1e-6);
   // Every element of the last block's latent tensors.
   const ModuleLayout& blk = layout.modules[std::size_t(layout.block_index(spec.layers - 1))];
   std::vector<std::int64_t> latent;
   for (const TensorSlot& ts : blk.tensors)
     if (ts.name.rfind("attn.", 0) == 0)
-      for (std::int64_t e = 0; e < ts.numel(); ++e) latent.push_back(blk.offset + ts.offset + e);
+      for (std::int64_t i : test::every_element(blk, ts.name)) latent.push_back(i);
   REQUIRE(!latent.empty());
-  FSDPX_CHECK_GRAD(spec.name + " latent tensors", test::check_grad(params, grads, f, latent), 1e-6);
+  FSDPX_CHECK_GRAD(spec.name + " latent tensors", test::check_grad(nm.params, nm.grads, f, latent), 1e-6);
 }
 
 TEST_CASE("an MLA model's gradients match finite differences") {
@@ -193,6 +176,14 @@ TEST_CASE("an MLA model's gradients match finite differences") {
     s.kv_heads = s.heads, s.mla = test::tiny_mla().mla, s.head_dim = 7, s.norm_eps = 1e-6;
     check_model_gradients(s);
   }
+}
+
+TEST_CASE("MLA blocks that recompute give bit-identical loss and gradients") {
+  double l0 = 0, l1 = 0;
+  const auto g0 = test::init_grads(test::tiny_mla(), false, l0);
+  const auto g1 = test::init_grads(test::tiny_mla(), true, l1);
+  CHECK(l0 == l1);
+  CHECK(g0 == g1);
 }
 
 TEST_CASE("an MLA block layout holds the latent projections, as cost_models' mla_params") {

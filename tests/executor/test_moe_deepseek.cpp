@@ -21,6 +21,7 @@
 #include "executor/model/moe_mlp.h"
 #include "executor/model/transformer.h"
 #include "tests/executor/grad_check.h"
+#include "tests/executor/model_grad_fixture.h"
 #include "tests/executor/tiny_models.h"
 
 namespace fsdpx {
@@ -174,51 +175,28 @@ TEST_CASE("the sequence-wise balance value is DeepSeek-V3's eq. 17-20, averaged 
   CHECK(a.seq_balance > 0.5);  // Σ_e f_e = E and Σ_e P_e = 1: 1 when every expert is equally used
 }
 
-// Three elements (first, middle, last) of every tensor of every module, as full-model indices.
-std::vector<std::int64_t> sample_all(const ParamLayout& layout) {
-  std::vector<std::int64_t> idx;
-  for (const ModuleLayout& m : layout.modules)
-    for (const TensorSlot& t : m.tensors)
-      for (std::int64_t e : {std::int64_t(0), t.numel() / 2, t.numel() - 1}) idx.push_back(m.offset + t.offset + e);
-  return idx;
-}
-
 TEST_CASE("a DeepSeek-V3 MoE model's gradients match finite differences (router whole, bias none)") {
   for (double alpha : {0.5, 0.0}) {
     CAPTURE(alpha);
     const ModelSpec spec = test::tiny_deepseek_moe(alpha);
-    const std::int64_t b = 2, t = 5;
-    Transformer<double> model(spec, b, t);
-    const ParamLayout& layout = model.layout();
-    std::vector<double> params(std::size_t(layout.total)), grads(params.size(), 0.0);
-    init_all(layout, 42, params.data());
-    std::mt19937 rng(3);
-    std::normal_distribution<double> noise(0.0, 0.3);
-    for (double& p : params) p += noise(rng);  // away from the tiny init (the bias too): routing far from ties
-    const auto batch = test::random_tokens(b, t, spec.vocab, 11);
-    model.forward(params.data(), batch.tokens.data(), batch.targets.data());
-    model.backward(params.data(), grads.data());
-    auto f = [&] { return model.forward(params.data(), batch.tokens.data(), batch.targets.data()); };
-    FSDPX_CHECK_GRAD(spec.name, test::check_grad(params, grads, f, sample_all(layout)), 1e-6);
+    test::NoisyModel nm(spec);  // the bias moved too: routing far from ties
+    const ParamLayout& layout = nm.model.layout();
+    auto f = [&] { return nm.loss(); };
+    FSDPX_CHECK_GRAD(spec.name, test::check_grad(nm.params, nm.grads, f, test::sample_all(layout)), 1e-6);
     const ModuleLayout& blk = layout.modules[std::size_t(layout.block_index(spec.layers - 1))];
-    auto every = [&](const char* name) {
-      const TensorSlot* tensor = blk.find(name);
-      REQUIRE(tensor != nullptr);
-      std::vector<std::int64_t> all(std::size_t(tensor->numel()));
-      std::iota(all.begin(), all.end(), blk.offset + tensor->offset);
-      return all;
-    };
-    FSDPX_CHECK_GRAD(spec.name + " router", test::check_grad(params, grads, f, every("router.weight")), 1e-6);
+    const auto router = test::every_element(blk, "router.weight");
+    FSDPX_CHECK_GRAD(spec.name + " router", test::check_grad(nm.params, nm.grads, f, router), 1e-6);
     // The bias only selects: the loss does not move under a small change of it, and its gradient is 0 ...
-    const auto bias = every("router.e_score_correction_bias");
-    const test::GradCheck flat = test::check_grad(params, grads, f, bias);
+    const auto bias = test::every_element(blk, "router.e_score_correction_bias");
+    REQUIRE(bias.size() == 8);
+    const test::GradCheck flat = test::check_grad(nm.params, nm.grads, f, bias);
     CHECK(flat.max_abs_ref == 0.0);
     CHECK(flat.max_abs_diff == 0.0);
     // ... but a large one changes which experts run.
     const double before = f();
-    params[std::size_t(bias.front())] += 10.0;
+    nm.params[std::size_t(bias.front())] += 10.0;
     CHECK(std::abs(f() - before) > 1e-6);
-    params[std::size_t(bias.front())] -= 10.0;
+    nm.params[std::size_t(bias.front())] -= 10.0;
   }
 }
 
