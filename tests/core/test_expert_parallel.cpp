@@ -148,6 +148,13 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (l
     mla_tp_gap = mla_tp_gap || (g.path == "/parallelism/tp" && g.searched &&
                                 g.what.find("multi-head latent attention") != std::string::npos);
   CHECK(mla_tp_gap);
+  mla.parallelism.tp = 1, mla.parallelism.dp_shard = c.world_size();
+  CHECK(capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)).empty());
+  mla.model.rope_yarn_factor = 40;  // DeepSeek-V3's YaRN: not in the CPU's latent attention
+  const auto yarn = capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu));
+  REQUIRE(yarn.size() == 1);
+  CHECK(yarn[0].path == "/model/rope_scaling");
+  CHECK_FALSE(yarn[0].searched);
   CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cpu)).has_value());
 }
 
