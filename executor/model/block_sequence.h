@@ -12,8 +12,8 @@
 // kernel name), zero (a buffer a kernel accumulates into), clear_dx (a buffer a dx GEMM or the attention
 // core's backward then fills: zeroed where those accumulate), copy, norm_forward, qkv_forward, linear_forward, adapter_forward, has_rope,
 // rope_forward/backward, attention_forward/backward, mlp_act_forward/backward, residual_forward,
-// add_bias, is_moe, moe_forward/backward, is_mla, mla_forward/backward, linear_dx (written: dinp zeroed by the sequence first),
-// linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out and norm_backward (one half's norm,
+// add_bias, is_moe, moe_forward/backward, is_mla, mla_forward/backward, linear_dx (written: dinp zeroed by
+// the sequence first), linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out and norm_backward (one half's norm,
 // including what a split backward keeps of it).
 #pragma once
 

@@ -1,7 +1,8 @@
 // executor/model/moe_mlp.cpp — the MoE MLP as CPU kernels timed under the simulator's MoE kernel names
 // (cost_models/expert_compute.cpp): moe_router, moe_topk, moe_permute, moe_experts_gate_up, moe_swiglu,
-// moe_experts_down, moe_shared_gate_up, moe_shared_down. Each expert's routed rows form one GEMM (the grouped GEMM, one group at a time); the
-// outputs are summed per token in expert order, as MixtralSparseMoeBlock's index_add_ loop over experts.
+// moe_experts_down, moe_shared_gate_up, moe_shared_down. Each expert's routed rows form one GEMM (the
+// grouped GEMM, one group at a time); the outputs are summed per token in expert order, as
+// MixtralSparseMoeBlock's index_add_ loop over experts.
 // Under ep > 1 the experts' GEMMs run on the rows the ep group dispatched (moe_exchange.h), one chunk per
 // (source rank, local expert).
 #include "executor/model/moe_mlp.h"

@@ -117,8 +117,8 @@ void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real*
                  OpProfiler* prof, int module, ModelComm* comm = nullptr);
 
 // dx [N, C] += the gradient w.r.t. x from dout [N, C] (w.r.t. out) and the load-balancing loss's
-// gradient w.r.t. the probabilities (`aux`). Parameter gradients accumulate (+=); under ep > 1 the local experts' from every row
-// the ep group routed to them (the routed rows' gradients travel as in forward).
+// gradient w.r.t. the probabilities (`aux`). Parameter gradients accumulate (+=); under ep > 1 the local
+// experts' from every row the ep group routed to them (the routed rows' gradients travel as in forward).
 template <class Real>
 void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
                   const Real* dout, const MoeActs<Real>& a, const MoeAuxGrad<Real>& aux, Real* dx, MoeScratch<Real>& s,

@@ -1,7 +1,8 @@
 // executor/runtime/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
 // mlp_down for a block (biases after their weight, per ModelSpec::bias; an MoE block: router,
 // experts.mlp_up, experts.mlp_down after the norm, DeepSeek-V3's router.e_score_correction_bias after the
-// router and its shared expert's shared.mlp_up [gate | up], shared.mlp_down last); token then position table for the embedding.
+// router and its shared expert's shared.mlp_up [gate | up], shared.mlp_down last; latent attention's attn.*
+// projections in place of qkv, mla_attention.h); token then position table for the embedding.
 // Weights are [out, in] as torch.nn.Linear. Tensor-parallel slices follow Megatron-LM
 // (megatron/core/tensor_parallel/layers.py: ColumnParallelLinear splits the output rows, RowParallelLinear
 // the input columns and adds its bias after the reduction; VocabParallelEmbedding splits the vocabulary

@@ -30,7 +30,8 @@ Vec linear(const Vec& x, const Vec& w, std::int64_t rows, std::int64_t in, std::
   Vec y(std::size_t(rows * out), 0.0);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t o = 0; o < out; ++o)
-      y[std::size_t(r * out + o)] = std::inner_product(x.begin() + r * in, x.begin() + (r + 1) * in, w.begin() + o * in, 0.0);
+      y[std::size_t(r * out + o)] =
+          std::inner_product(x.begin() + r * in, x.begin() + (r + 1) * in, w.begin() + o * in, 0.0);
   return y;
 }
 
