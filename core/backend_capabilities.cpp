@@ -32,6 +32,7 @@ BackendCapabilities cpu_row() {
   // torchao's tensorwise recipe emulated around the blocks' linear GEMMs (executor/model/fp8_linear.h).
   c.fp8_scalings = {Fp8Scaling::tensorwise};
   c.moe = true;  // executor/model/moe_mlp.h
+  c.mla = true;  // executor/model/mla_attention.h
   // Dispatch/combine over the ep group (executor/model/moe_exchange.h), experts sharded over efsdp
   // (executor/cpu_backend/expert_shards.h); ep_gaps lists what it leaves out.
   c.expert_parallel = true;
@@ -281,15 +282,21 @@ void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Capa
   if (plan.precision.param != DType::fp32) gap("/precision/param", "in fp32 only", false);
 }
 
-// What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
-// (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
-void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+// tp, cp and pp above 1 where the backend runs `what` without them (searched: the planner keeps to 1).
+void model_parallel_gaps(const Plan& plan, const BackendCapabilities& caps, const char* what,
+                         std::vector<CapabilityGap>& out) {
   const Parallelism& par = plan.parallelism;
   for (const auto& [key, degree] : {std::pair{"tp", par.tp}, std::pair{"cp", par.cp}, std::pair{"pp", par.pp}})
     if (degree > 1)
       out.push_back({fmt::format("/parallelism/{}", key),
-                     fmt::format("the {} backend runs mixture-of-experts blocks with {} = 1 only (got {})", caps.name,
-                                 key, degree), true});
+                     fmt::format("the {} backend runs {} with {} = 1 only (got {})", caps.name, what, key, degree),
+                     true});
+}
+
+// What a backend that trains MoE blocks (BackendCapabilities::moe) leaves out: tp, cp, pp on them
+// (searched, so the planner keeps to tp = cp = pp = 1), LoRA and fp8 (the request's).
+void moe_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  model_parallel_gaps(plan, caps, "mixture-of-experts blocks", out);
   if (plan.lora) out.push_back({"/lora", fmt::format("the {} backend trains no LoRA on mixture-of-experts blocks",
                                                      caps.name), false});
   if (plan.fp8) out.push_back({"/fp8", fmt::format("the {} backend trains mixture-of-experts blocks in fp32 only",
@@ -313,18 +320,42 @@ std::optional<std::string> untrained_moe_reason(const ModelSpec& m, const Backen
   if (!m.is_moe()) return std::nullopt;
   if (!caps.moe) return fmt::format("the {} backend does not train mixture-of-experts blocks yet: issue 30", caps.name);
   const MoeSpec& e = m.moe;
-  const char* beyond = m.is_mla()                                ? "multi-head latent attention"
-                       : m.qk_norm                               ? "q/k norms"
-                       : e.shared_experts > 0                    ? "shared experts"
-                       : e.scoring != RouterScoring::softmax     ? "sigmoid router scoring"
-                       : e.capacity_factor > 0                   ? "a capacity factor (token dropping)"
-                       : e.groups > 1 || e.score_correction_bias ? "group-limited or bias-corrected routing"
-                       : e.routed_scaling != 1.0                 ? "a routed scaling factor"
-                                                                 : nullptr;
+  // Mixtral's block and DeepSeek-V3's (sigmoid scores, correction bias, group-limited top-k, routed scaling,
+  // shared experts, dense leading layers: executor/model/moe_mlp.h); DeepSeek-V3's group ranking needs
+  // the groups to divide the experts.
+  const char* beyond = m.is_mla() && !caps.mla                        ? "multi-head latent attention"
+                       : m.qk_norm                                    ? "q/k norms"
+                       : e.shared_expert_gate                         ? "Qwen2-MoE's shared-expert gate"
+                       : e.capacity_factor > 0                        ? "a capacity factor (token dropping)"
+                       : e.groups > 1 && e.scoring != RouterScoring::sigmoid ? "group-limited softmax routing"
+                                                                      : nullptr;
   if (!beyond) return std::nullopt;
-  return fmt::format("the {} backend trains Mixtral-style mixture-of-experts blocks only (softmax router, routed "
-                     "SwiGLU experts): not {} yet (issue 30)", caps.name, beyond);
+  return fmt::format("the {} backend trains Mixtral- and DeepSeek-V3-style mixture-of-experts blocks only "
+                     "(dropless routed and shared SwiGLU experts): not {} yet (issue 30)", caps.name, beyond);
 }
+
+namespace {
+
+// What a backend that trains latent attention (BackendCapabilities::mla) leaves out: tp, cp, pp
+// (searched), YaRN and other RoPE scaling, LoRA and fp8 (the request's); a backend without it: the model.
+void mla_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
+  const ModelSpec& m = plan.model;
+  if (!caps.mla) {
+    out.push_back({"/model", fmt::format("the {} backend does not train multi-head latent attention yet: issue 30",
+                                         caps.name), false});
+    return;
+  }
+  model_parallel_gaps(plan, caps, "multi-head latent attention", out);
+  if (m.rope_yarn_factor > 0 || m.rope_scaling.kind != RopeScalingKind::none)
+    out.push_back({"/model/rope_scaling", fmt::format("the {} backend runs latent attention with plain RoPE only "
+                                                      "(no YaRN or other scaling)", caps.name), false});
+  if (plan.lora) out.push_back({"/lora", fmt::format("the {} backend trains no LoRA on latent attention", caps.name),
+                                false});
+  if (plan.fp8) out.push_back({"/fp8", fmt::format("the {} backend trains latent attention in fp32 only", caps.name),
+                               false});
+}
+
+}  // namespace
 
 std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabilities& caps) {
   std::vector<CapabilityGap> out;
@@ -333,6 +364,7 @@ std::vector<CapabilityGap> capability_gaps(const Plan& plan, const BackendCapabi
   if (const auto why = untrained_moe_reason(plan.model, caps)) out.push_back({"/model", *why, false});
   if (plan.model.is_moe() && caps.moe) moe_gaps(plan, caps, out);
   if (plan.model.is_moe() && caps.expert_parallel) ep_gaps(plan, caps, out);
+  if (plan.model.is_mla() && !(plan.model.is_moe() && !caps.moe)) mla_gaps(plan, caps, out);
   axis_gaps(plan, caps, out);
   const Parallelism& par = plan.parallelism;
   if ((caps.tensor_parallel && par.tp > 1) || (caps.context_parallel && par.cp > 1))

@@ -43,10 +43,15 @@ struct BackendCapabilities {
   // FSDP group. torchtitan >= 0.2 (expert_parallel_degree) and Megatron-Core (expert_model_parallel_size)
   // run it; no fsdpx backend does yet (issue 30).
   bool expert_parallel = false;
-  // Trains mixture-of-experts blocks (at ep 1 unless expert_parallel): Mixtral's kind, a softmax router
-  // over every expert, top-k (renormalised or not), dropless SwiGLU experts, the load-balancing loss;
-  // without tp, cp, pp, LoRA or fp8 on them. The CPU's (executor/model/moe_mlp.h); not CUDA's yet.
+  // Trains mixture-of-experts blocks (at ep 1 unless expert_parallel): Mixtral's kind (a softmax router
+  // over every expert, top-k renormalised or not, the load-balancing loss) and DeepSeek-V3's (sigmoid
+  // scores, correction bias, group-limited top-k, routed scaling, shared experts, the sequence-wise balance
+  // loss), dropless SwiGLU experts; without tp, cp, pp, LoRA or fp8 on them. The CPU's
+  // (executor/model/moe_mlp.h); not CUDA's yet.
   bool moe = false;
+  // Trains DeepSeek-V3's multi-head latent attention (without YaRN, tp, cp, pp, LoRA or fp8): the CPU's
+  // (executor/model/mla_attention.h); not CUDA's yet.
+  bool mla = false;
   // Under tp > 1 (or cp > 1: fp16 and gpt), what a backend's tensor- and context-parallel paths also run:
   // sequence parallelism, fp16 parameters (the activations' sums), linear biases and learned positions
   // (gpt), kv_heads < tp (Megatron's replicated KV heads). The CPU runs them all; the CUDA paths not yet.
@@ -76,7 +81,8 @@ struct CapabilityGap {
   bool searched = false;
 };
 // Why `caps` does not train the mixture-of-experts model `m` (nullopt: it does, or `m` is dense): the
-// backend trains no MoE blocks, or the model's routing or attention goes beyond what its MoE blocks run.
+// backend trains no MoE blocks, or the model's routing or attention goes beyond what its MoE blocks run
+// (latent attention on a backend whose row has no mla).
 std::optional<std::string> untrained_moe_reason(const ModelSpec& m, const BackendCapabilities& caps);
 
 // Every gap of `plan` on `caps`, in a fixed order; empty when the backend runs it.

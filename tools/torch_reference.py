@@ -5,7 +5,12 @@ and to time PyTorch eager vs torch.compile on the same model and batch (--bench)
 fsdpx and its tests never need PyTorch. Runs the global batch on one device (FSDP sharding does not
 change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does. Mixture-of-experts
 models of Mixtral's kind (softmax router, top-k, dropless SwiGLU experts, the load-balancing loss) run as
-transformers' MixtralSparseMoeBlock and load_balancing_loss_func, per micro-batch of the plan. A plan with a
+transformers' MixtralSparseMoeBlock and load_balancing_loss_func, per micro-batch of the plan; DeepSeek-V3's
+kind (sigmoid router scoring) as transformers' DeepseekV3TopkRouter and DeepseekV3MoE (models/deepseek_v3/
+modeling_deepseek_v3.py: correction bias for selection only, group-limited top-k, renormalised weights x
+routed_scaling_factor, shared experts, dense leading layers) with DeepSeek-V3's sequence-wise balance loss
+(arXiv:2412.19437 §2.1.2, eq. 17-20; its bias update is left out, as fsdpx does), and multi-head latent
+attention as DeepseekV3Attention (rope_interleave, no YaRN). A plan with a
 "lora" section trains LoRA adapters on the frozen base as fsdpx does (docs/lora.md): W x + (alpha/r) B A x
 on the targets, AdamW, clipping and the gradient norm over the adapters only.
 
@@ -78,12 +83,24 @@ def model_spec(j):
     s["rope_theta"] = j.get("rope_theta", 10000.0)  # llama only; gpt has learned positions
     s["norm_eps"] = j.get("norm_eps", 1e-5)
     moe = j.get("moe")
-    if moe:  # Mixtral's kind only, as fsdpx's CPU backend (core/backend_capabilities.cpp moe_gaps)
+    if moe:  # Mixtral's and DeepSeek-V3's kinds, as fsdpx's CPU backend (core/backend_capabilities.cpp)
         s["moe"] = dict(experts=moe["experts"], top_k=moe["top_k"], ffn=moe["expert_ffn_hidden"],
-                        norm_topk=moe.get("norm_topk_prob", False), aux_coef=moe.get("aux_loss_coef", 0.0))
-        other = {k: v for k, v in moe.items() if k in ("shared_experts", "dense_layers", "capacity_factor") and v}
-        if other or moe.get("scoring", "softmax") != "softmax" or "mla" in j:
-            sys.exit(f"torch_reference.py: model {s['name']}: this reference runs Mixtral-style MoE only ({other})")
+                        norm_topk=moe.get("norm_topk_prob", False), aux_coef=moe.get("aux_loss_coef", 0.0),
+                        sigmoid=moe.get("scoring", "softmax") == "sigmoid",
+                        bias=moe.get("score_correction_bias", False), groups=moe.get("groups", 1),
+                        topk_groups=moe.get("topk_groups", 1), scaling=moe.get("routed_scaling", 1.0),
+                        shared=moe.get("shared_experts", 0) * moe.get("shared_ffn_hidden", 0),
+                        dense_layers=moe.get("dense_layers", 0))
+        other = {k: v for k, v in moe.items() if k in ("capacity_factor", "shared_expert_gate") and v}
+        if other or (s["moe"]["groups"] > 1 and not s["moe"]["sigmoid"]):
+            sys.exit(f"torch_reference.py: model {s['name']}: this reference runs Mixtral's and DeepSeek-V3's MoE "
+                     f"only ({other})")
+    if "mla" in j:  # DeepseekV3Attention's sizes
+        a = j["mla"]
+        s["mla"] = dict(q_rank=a.get("q_lora_rank", 0), kv_rank=a["kv_lora_rank"], nope=a["qk_nope_head_dim"],
+                        rope=a["qk_rope_head_dim"], v=a["v_head_dim"])
+    if j.get("qk_norm") or j.get("rope_yarn_factor"):
+        sys.exit(f"torch_reference.py: model {s['name']}: q/k norms and YaRN are not in this reference")
     if "rope_scaling" in j:  # refused: this reference applies plain RoPE (fsdpx models Llama 3.1 scaling)
         sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling, which this reference does not apply")
     return s
@@ -110,14 +127,33 @@ def param_specs(s):
     for i in range(s["layers"]):
         b = f"block.{i}."
         norm(b + "attn_norm")
-        linear(b + "qkv", q + 2 * kv, c, s["bias"] != "none", "normal")
-        linear(b + "attn_out", c, q, s["bias"] == "all", "residual")
+        if "mla" in s:  # DeepseekV3Attention: q_a, q_a_norm, q_b (or q), kv_a, kv_a_norm, kv_b, then o_proj
+            a = s["mla"]
+            qk = a["nope"] + a["rope"]
+            if a["q_rank"]:
+                linear(b + "attn.q_a", a["q_rank"], c, False, "normal")
+                out[b + "attn.q_a_norm.weight"] = ((a["q_rank"],), "ones")
+                linear(b + "attn.q_b", s["heads"] * qk, a["q_rank"], False, "normal")
+            else:
+                linear(b + "attn.q", s["heads"] * qk, c, False, "normal")
+            linear(b + "attn.kv_a", a["kv_rank"] + a["rope"], c, False, "normal")
+            out[b + "attn.kv_a_norm.weight"] = ((a["kv_rank"],), "ones")
+            linear(b + "attn.kv_b", s["heads"] * (a["nope"] + a["v"]), a["kv_rank"], False, "normal")
+            linear(b + "attn_out", c, s["heads"] * a["v"], False, "residual")
+        else:
+            linear(b + "qkv", q + 2 * kv, c, s["bias"] != "none", "normal")
+            linear(b + "attn_out", c, q, s["bias"] == "all", "residual")
         norm(b + "mlp_norm")
-        if "moe" in s:  # router, then every expert's [gate | up] rows and down rows, back to back
+        if "moe" in s and i >= s["moe"]["dense_layers"]:  # router, then every expert's [gate | up] and down rows
             e, ef = s["moe"]["experts"], s["moe"]["ffn"]
             linear(b + "router", e, c, False, "normal")
+            if s["moe"]["bias"]:
+                out[b + "router.e_score_correction_bias"] = ((e,), "zeros")
             linear(b + "experts.mlp_up", e * 2 * ef, c, False, "normal")
             linear(b + "experts.mlp_down", e * c, ef, False, "residual")
+            if s["moe"]["shared"]:
+                linear(b + "shared.mlp_up", 2 * s["moe"]["shared"], c, False, "normal")
+                linear(b + "shared.mlp_down", c, s["moe"]["shared"], False, "residual")
             continue
         linear(b + "mlp_up", up, c, s["bias"] == "all", "normal")
         linear(b + "mlp_down", c, f, s["bias"] == "all", "residual")
@@ -207,7 +243,8 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
     the head stays fp32 (torchtitan's float8 converter skips "output")."""
     nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
-    cos, sin = rope_tables(seq, hd, theta, device) if llama else (None, None)
+    rope_dim = s["mla"]["rope"] if "mla" in s else hd  # latent attention rotates its rope part only
+    cos, sin = rope_tables(seq, rope_dim, theta, device) if llama else (None, None)
     slots = lora_slots(s, lora) if lora else {}
 
     def norm(x, p, name):
@@ -236,7 +273,36 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
         c, sn = cos[: x.shape[1], None, :], sin[: x.shape[1], None, :]
         return torch.cat((x0 * c - x1 * sn, x1 * c + x0 * sn), dim=-1)
 
+    def rope_interleave(x):  # x [B, H, T, D]: transformers' apply_rotary_pos_emb_interleave on one tensor
+        bsz, h, t, d = x.shape
+        x = x.view(bsz, h, t, d // 2, 2).transpose(4, 3).reshape(bsz, h, t, d)
+        x0, x1 = x[..., : d // 2], x[..., d // 2:]
+        c, sn = cos[:t], sin[:t]
+        return torch.cat((x0 * c - x1 * sn, x1 * c + x0 * sn), dim=-1)
+
+    def mla_attention(x, p, b):
+        """transformers' DeepseekV3Attention.forward (rope_interleave, causal, scaled by (nope + rope)^-1/2)."""
+        a = s["mla"]
+        bsz, t, _ = x.shape
+        h = norm(x, p, b + "attn_norm")
+        if a["q_rank"]:
+            q = linear(norm(linear(h, p, b + "attn.q_a"), p, b + "attn.q_a_norm"), p, b + "attn.q_b")
+        else:
+            q = linear(h, p, b + "attn.q")
+        q = q.view(bsz, t, nh, a["nope"] + a["rope"]).transpose(1, 2)
+        q_pass, q_rot = q.split([a["nope"], a["rope"]], dim=-1)
+        k_pass, k_rot = linear(h, p, b + "attn.kv_a").split([a["kv_rank"], a["rope"]], dim=-1)
+        k_pass = linear(norm(k_pass, p, b + "attn.kv_a_norm"), p, b + "attn.kv_b")
+        k_pass = k_pass.view(bsz, t, nh, a["nope"] + a["v"]).transpose(1, 2)
+        k_pass, value = k_pass.split([a["nope"], a["v"]], dim=-1)
+        q_rot, k_rot = rope_interleave(q_rot), rope_interleave(k_rot.view(bsz, 1, t, a["rope"]))
+        key = torch.cat((k_pass, k_rot.expand(*k_pass.shape[:-1], -1)), dim=-1)
+        y = F.scaled_dot_product_attention(torch.cat((q_pass, q_rot), dim=-1), key, value, is_causal=True)
+        return linear(y.transpose(1, 2).reshape(bsz, t, nh * a["v"]), p, b + "attn_out")
+
     def attention(x, p, b):
+        if "mla" in s:
+            return mla_attention(x, p, b)
         bsz, t, _ = x.shape
         qkv = linear(norm(x, p, b + "attn_norm"), p, b + "qkv")  # [B, T, (NH + 2·NKV)·HD]
         q, k, v = qkv.split([nh * hd, nkv * hd, nkv * hd], dim=-1)
@@ -259,16 +325,11 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
             h = F.relu(h).square()
         return linear(h, p, b + "mlp_down")
 
-    def moe_mlp(x, p, b, router_out):
-        """transformers' MixtralSparseMoeBlock.forward; router_out collects (probs, selected) per block."""
-        e, k, ef = s["moe"]["experts"], s["moe"]["top_k"], s["moe"]["ffn"]
-        h = norm(x, p, b + "mlp_norm").reshape(-1, x.shape[-1])
-        probs = F.softmax(F.linear(h, p[b + "router.weight"]), dim=-1, dtype=torch.float)
-        weights, selected = torch.topk(probs, k, dim=-1)
-        if s["moe"]["norm_topk"]:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+    def routed_experts(h, p, b, selected, weights):
+        """Σ_slot weight · expert(h) per token, summed in expert order (MixtralSparseMoeBlock's index_add_ loop)."""
+        e, ef = s["moe"]["experts"], s["moe"]["ffn"]
         up = p[b + "experts.mlp_up.weight"].view(e, 2 * ef, -1)
-        down = p[b + "experts.mlp_down.weight"].view(e, x.shape[-1], ef)
+        down = p[b + "experts.mlp_down.weight"].view(e, h.shape[-1], ef)
         out = torch.zeros_like(h)
         for ex in range(e):
             token, slot = torch.where(selected == ex)
@@ -276,7 +337,45 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
                 continue
             gate, u = F.linear(h[token], up[ex]).chunk(2, dim=-1)
             out = out.index_add(0, token, F.linear(F.silu(gate) * u, down[ex]) * weights[token, slot, None])
+        return out
+
+    def moe_mlp(x, p, b, router_out):
+        """transformers' MixtralSparseMoeBlock.forward; router_out collects (probs, selected) per block."""
+        k = s["moe"]["top_k"]
+        h = norm(x, p, b + "mlp_norm").reshape(-1, x.shape[-1])
+        probs = F.softmax(F.linear(h, p[b + "router.weight"]), dim=-1, dtype=torch.float)
+        weights, selected = torch.topk(probs, k, dim=-1)
+        if s["moe"]["norm_topk"]:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
         router_out.append((probs, selected))
+        return routed_experts(h, p, b, selected, weights).view(x.shape)
+
+    def deepseek_moe(x, p, b, router_out):
+        """transformers' DeepseekV3MoE.forward with DeepseekV3TopkRouter; router_out collects the block's
+        sequence-wise balance value (DeepSeek-V3 eq. 17-20, the mean over the micro-batch's sequences)."""
+        m = s["moe"]
+        e, k, g = m["experts"], m["top_k"], m["groups"]
+        bsz, t, c = x.shape
+        h = norm(x, p, b + "mlp_norm").reshape(-1, c)
+        scores = F.linear(h, p[b + "router.weight"]).sigmoid()
+        with torch.no_grad():  # get_topk_indices: the bias selects, groups ranked by their two best
+            choice = scores + (p[b + "router.e_score_correction_bias"].view(1, e) if m["bias"] else 0.0)
+            group_scores = choice.view(-1, g, e // g).topk(2, dim=-1)[0].sum(dim=-1)
+            group_idx = torch.topk(group_scores, k=m["topk_groups"], dim=-1, sorted=False)[1]
+            group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+            score_mask = group_mask.unsqueeze(-1).expand(-1, g, e // g).reshape(-1, e)
+            selected = torch.topk(choice.masked_fill(~score_mask.bool(), 0.0), k=k, dim=-1, sorted=False)[1]
+        weights = scores.gather(1, selected)
+        if m["norm_topk"]:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+        weights = weights * m["scaling"]
+        out = routed_experts(h, p, b, selected, weights)
+        if m["shared"]:
+            gate, u = F.linear(h, p[b + "shared.mlp_up.weight"]).chunk(2, dim=-1)
+            out = out + F.linear(F.silu(gate) * u, p[b + "shared.mlp_down.weight"])
+        share = (scores / scores.sum(dim=-1, keepdim=True)).view(bsz, t, e).mean(dim=1)  # P [B, E]
+        picks = F.one_hot(selected, e).sum(dim=1).view(bsz, t, e).sum(dim=1).to(scores.dtype)  # [B, E]
+        router_out.append((picks * e / (k * t) * share).sum(dim=-1).mean())
         return out.view(x.shape)
 
     def aux_loss(router_out):
@@ -292,12 +391,18 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
             x = x + p["embedding.pos.weight"][: tokens.shape[1]]
         router_out = []
         for i in range(s["layers"]):
-            x = x + attention(x, p, f"block.{i}.")
-            x = x + (moe_mlp(x, p, f"block.{i}.", router_out) if "moe" in s else mlp(x, p, f"block.{i}."))
+            b = f"block.{i}."
+            x = x + attention(x, p, b)
+            if "moe" not in s or i < s["moe"]["dense_layers"]:
+                x = x + mlp(x, p, b)
+            else:
+                x = x + (deepseek_moe if s["moe"]["sigmoid"] else moe_mlp)(x, p, b, router_out)
         head = p["embedding.tok.weight"] if s["tied_embeddings"] else p["head.weight"]
         logits = F.linear(norm(x, p, "final_norm"), head)
         loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
-        if "moe" in s and s["moe"]["aux_coef"]:  # MixtralForCausalLM: loss += router_aux_loss_coef * aux
+        if "moe" in s and s["moe"]["aux_coef"] and s["moe"]["sigmoid"]:  # alpha x the blocks' balance losses
+            loss = loss + s["moe"]["aux_coef"] * sum(router_out)
+        elif "moe" in s and s["moe"]["aux_coef"]:  # MixtralForCausalLM: loss += router_aux_loss_coef * aux
             loss = loss + s["moe"]["aux_coef"] * aux_loss(router_out)
         return loss
 
@@ -380,7 +485,8 @@ def replay(args, plan, s, o):
     steps, state = [], {}
     for i in range(min(args.steps or len(tokens), len(tokens))):
         loss = train_step(loss_fn, model, tokens[i], micro, args.dtype == "bf16", dev).item()
-        grads = {n: p.grad for n, p in trainable.items()}
+        # The correction bias selects under no_grad: no gradient (zeros, as fsdpx's).
+        grads = {n: p.grad if p.grad is not None else torch.zeros_like(p) for n, p in trainable.items()}
         norm = math.sqrt(sum(g.double().pow(2).sum().item() for g in grads.values()))
         lr = learning_rate(o, i)
         finite = math.isfinite(norm) and math.isfinite(loss)

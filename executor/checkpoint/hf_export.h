@@ -2,7 +2,8 @@
 // and model.safetensors (F32) with transformers' parameter names, for LlamaForCausalLM (llama, no bias or
 // bias everywhere), Qwen2ForCausalLM (llama with q/k/v bias) and GPT2LMHeadModel (gpt). fsdpx's fused
 // tensors are split (qkv -> q/k/v_proj, SwiGLU mlp_up -> gate/up_proj) and GPT-2's Conv1D weights are
-// stored [in, out]. Leaves out tokenizer files (fsdpx trains on bytes: token id = byte) and bf16 output.
+// stored [in, out]. Leaves out tokenizer files (fsdpx trains on bytes: token id = byte), bf16 output and
+// MoE or latent-attention models (refused).
 #pragma once
 
 #include <span>

@@ -88,6 +88,14 @@ struct CudaBlockPolicy
   static void add_bias(const Ctx&, T*, const T* bias, std::int64_t, std::int64_t) {
     FSDP_CHECK(bias == nullptr, "CudaBlockPolicy: tensor parallelism runs blocks without biases on CUDA");
   }
+  static bool is_mla(const Ctx&) { return false; }  // the CUDA row refuses latent attention
+  static void mla_forward(const Ctx&, const BlockTensors<const T*>&, Acts&) {
+    FSDP_CHECK(false, "CudaBlockPolicy: latent attention is not run on CUDA");
+  }
+  static void mla_backward(const Ctx&, const BlockTensors<const T*>&, const BlockTensors<float*>&, const Acts&,
+                           Scratch&) {
+    FSDP_CHECK(false, "CudaBlockPolicy: latent attention is not run on CUDA");
+  }
   static bool is_moe(const Ctx&) { return false; }  // CudaModel refuses MoE models
   static void moe_forward(const Ctx&, const BlockTensors<const T*>&, Acts&, T*) {
     FSDP_CHECK(false, "CudaBlockPolicy: MoE blocks are not run on CUDA");

@@ -83,6 +83,34 @@ void CpuBlockPolicy<Real>::qkv_forward(const Ctx& ctx, const BlockTensors<const 
                        d.qkv_rows);
 }
 
+namespace {
+
+template <class P>
+MlaTensors<P> mla_tensors(const BlockTensors<P>& t) {
+  FSDP_CHECK(t.mla_kv_a && t.mla_kv_a_norm && t.mla_kv_b && (t.mla_q || (t.mla_q_a && t.mla_q_a_norm && t.mla_q_b)),
+             "block: a latent-attention block without its tensors");
+  return MlaTensors<P>{t.mla_q_a, t.mla_q_a_norm, t.mla_q_b, t.mla_q, t.mla_kv_a, t.mla_kv_a_norm, t.mla_kv_b};
+}
+
+}  // namespace
+
+template <class Real>
+void CpuBlockPolicy<Real>::mla_forward(const Ctx& ctx, const BlockTensors<const Real*>& p, Acts& a) {
+  FSDP_CHECK(ctx.rope != nullptr && !ctx.fp8, "block: latent attention needs its RoPE table and runs without fp8");
+  const BlockDims& d = ctx.dims;
+  fsdpx::mla_forward(make_mla_dims(*ctx.spec, d.b, d.t), mla_tensors(p), *ctx.rope, a.ln1.data(), a.atty.data(),
+                     a.qkv.data(), a.att.data(), a.mla, ctx.profiler, ctx.module);
+}
+
+template <class Real>
+void CpuBlockPolicy<Real>::mla_backward(const Ctx& ctx, const BlockTensors<const Real*>& p,
+                                        const BlockTensors<Real*>& g, const Acts& a, Scratch& s) {
+  const BlockDims& d = ctx.dims;
+  fsdpx::mla_backward(make_mla_dims(*ctx.spec, d.b, d.t), mla_tensors(p), mla_tensors(g), *ctx.rope, a.ln1.data(),
+                      s.datty.data(), a.qkv.data(), a.att.data(), a.mla, s.dqkv.data(), s.dln.data(), s.mla,
+                      ctx.profiler, ctx.module);
+}
+
 // The attention core: local, or with cp > 1 against the whole sequences' K and V (context_parallel.h).
 template <class Real>
 void CpuBlockPolicy<Real>::attention_forward(const Ctx& ctx, Acts& a) {

@@ -19,6 +19,7 @@
 #include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/fp8_linear.h"
 #include "executor/model/lora.h"
+#include "executor/model/mla_attention.h"
 #include "executor/model/model_parallel.h"
 #include "executor/model/moe_mlp.h"
 #include "executor/model/op_profiler.h"
@@ -47,6 +48,7 @@ struct BlockActs {
   std::vector<Real> fc_act;                   // [N, F]
   std::vector<std::vector<Real>> lora_u;      // LoRA: per adapted projection x Aᵀ [N, r] (lora.h)
   MoeActs<Real> moe;                          // an MoE block's MLP (allocated by its model; moe_mlp.h)
+  MlaActs<Real> mla;                          // latent attention's chains (allocated by its model)
   void allocate(const BlockDims& d);
 };
 
@@ -71,6 +73,7 @@ struct BlockScratch {
   std::vector<Real> wide, qkv_part, qkv_all;         // empty unless needed
   std::vector<Real> kv_local, kv_gathered, kv_full, dkv_full;
   MoeScratch<Real> moe;                              // MoE blocks (allocated by the model)
+  MlaScratch<Real> mla;                              // latent attention (allocated by the model)
   void allocate(const BlockDims& d, const ModelParallel& par = {});
 };
 
@@ -91,8 +94,8 @@ struct BlockContext {
   LoraBlock<Real> lora;
   // fp8 training (fp8_linear.h): the four projections' GEMMs round their operands; null: fp32 throughout.
   Fp8Workspace<Real>* fp8 = nullptr;
-  // MoE blocks: the load-balancing loss's gradient w.r.t. each expert's router probability (moe_aux_loss.h).
-  const Real* moe_aux_dprob = nullptr;
+  // MoE blocks: the load-balancing loss's gradient reaching the router (moe_aux_loss.h).
+  MoeAuxGrad<Real> moe_aux = {};
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

@@ -35,6 +35,13 @@ BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t s
   d.fu = mlp_up_width(m.ffn_kind, d.f);
   d.layernorm = m.arch == Arch::gpt;
   d.attn = AttnShape{batch, d.t, heads, kv_heads, m.head_dim};
+  if (m.is_mla()) {
+    FSDP_CHECK(par.tp == 1 && par.cp == 1, "make_block_dims: latent attention runs without tp or cp");
+    const std::int64_t qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    d.q = m.heads * m.mla.v_head_dim;
+    d.qkv = d.qkv_rows = 3 * m.heads * qk;
+    d.attn = AttnShape{batch, d.t, m.heads, m.heads, qk};
+  }
   return d;
 }
 
@@ -48,7 +55,17 @@ BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
                          tensor_ptr(m, base, "mlp_up.weight"),    tensor_ptr(m, base, "mlp_up.bias"),
                          tensor_ptr(m, base, "mlp_down.weight"),  tensor_ptr(m, base, "mlp_down.bias"),
                          tensor_ptr(m, base, "router.weight"),    tensor_ptr(m, base, "experts.mlp_up.weight"),
-                         tensor_ptr(m, base, "experts.mlp_down.weight")};
+                         tensor_ptr(m, base, "experts.mlp_down.weight"),
+                         tensor_ptr(m, base, "router.e_score_correction_bias"),
+                         tensor_ptr(m, base, "shared.mlp_up.weight"),
+                         tensor_ptr(m, base, "shared.mlp_down.weight"),
+                         tensor_ptr(m, base, "attn.q_a.weight"),
+                         tensor_ptr(m, base, "attn.q_a_norm.weight"),
+                         tensor_ptr(m, base, "attn.q_b.weight"),
+                         tensor_ptr(m, base, "attn.q.weight"),
+                         tensor_ptr(m, base, "attn.kv_a.weight"),
+                         tensor_ptr(m, base, "attn.kv_a_norm.weight"),
+                         tensor_ptr(m, base, "attn.kv_b.weight")};
 }
 
 template BlockTensors<const float*> block_tensors<const float*>(const ModuleLayout&, const float*);

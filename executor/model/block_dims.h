@@ -18,7 +18,9 @@ namespace fsdpx {
 inline std::int64_t mlp_up_width(FfnKind kind, std::int64_t ffn) { return kind == FfnKind::swiglu ? 2 * ffn : ffn; }
 
 // Sizes of one block on one rank for a micro-batch of B sequences of T tokens (T = seq / cp: the
-// rank's context-parallel part). Widths are the rank's tensor-parallel slices.
+// rank's context-parallel part). Widths are the rank's tensor-parallel slices. Under latent attention
+// (tp = cp = 1) q is attn_out's input H·v_head_dim, qkv the padded multi-head call's 3·H·(nope + rope) and
+// attn its shape (mla_attention.h).
 struct BlockDims {
   std::int64_t b = 0, t = 0, n = 0;  // n = B·T tokens inside the tensor-parallel regions
   std::int64_t t_kv = 0;             // keys per sequence the attention sees: seq (T·cp)
@@ -42,6 +44,10 @@ struct BlockTensors {
   P attn_norm_w, attn_norm_b, qkv_w, qkv_b, attn_out_w, attn_out_b;
   P mlp_norm_w, mlp_norm_b, mlp_up_w, mlp_up_b, mlp_down_w, mlp_down_b;
   P router_w = nullptr, experts_up_w = nullptr, experts_down_w = nullptr;  // an MoE block's MLP (moe_mlp.h)
+  P router_bias = nullptr, shared_up_w = nullptr, shared_down_w = nullptr;  // DeepSeek-V3's (null: none)
+  // Latent attention (mla_attention.h) in place of qkv: q_a, q_a_norm, q_b (or q), kv_a, kv_a_norm, kv_b.
+  P mla_q_a = nullptr, mla_q_a_norm = nullptr, mla_q_b = nullptr, mla_q = nullptr;
+  P mla_kv_a = nullptr, mla_kv_a_norm = nullptr, mla_kv_b = nullptr;
 };
 template <class P>
 BlockTensors<P> block_tensors(const ModuleLayout& m, P base);

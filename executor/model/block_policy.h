@@ -55,6 +55,12 @@ struct CpuBlockPolicy
     const BlockDims& d = ctx.dims;
     cpu::rope_backward(dqkv, *ctx.rope, d.b, d.t, d.attn.nh, d.attn.nkv, d.attn.hd);
   }
+  // Latent attention in place of qkv, RoPE and the core (mla_attention.h): ln1 -> atty, qkv and att kept.
+  static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
+  static void mla_forward(const Ctx& ctx, const BlockTensors<const Real*>& p, Acts& a);
+  // s.dln += the gradient w.r.t. ln1 from s.datty; the latent projections' gradients accumulate into g.
+  static void mla_backward(const Ctx& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
+                           const Acts& a, Scratch& s);
   static void attention_forward(const Ctx& ctx, Acts& a);                   // timed "attn_core"
   static void attention_backward(const Ctx& ctx, const Acts& a, Scratch& s);  // s.dqkv +=, timed "attn_core_bwd"
   static void mlp_act_forward(const Ctx& ctx, Real* out, const Real* in) {

@@ -5,17 +5,18 @@
 // its host implementations). The sequence decides what runs in which order, which buffers it zeroes, when
 // the tensor-parallel region is entered and left (tp_region.h) and what a split backward keeps; the policy
 // names the kernels. The formulas are block.h's (llm.c's per-layer step, Megatron's f and g). Leaves out
-// the MoE MLP's own steps (a policy call, moe_block_mlp.h) and the attention core's (a policy call).
+// the MoE MLP's own steps (a policy call, moe_block_mlp.h), latent attention's (a policy call,
+// mla_attention.h) and the attention core's (a policy call).
 //
 // A policy is a struct with the member types of BlockPolicyTypes and static functions: timed (a scope timing one kernel group under the simulator's
 // kernel name), zero (a buffer a kernel accumulates into), clear_dx (a buffer a dx GEMM or the attention
 // core's backward then fills: zeroed where those accumulate), copy, norm_forward, qkv_forward, linear_forward, adapter_forward, has_rope,
 // rope_forward/backward, attention_forward/backward, mlp_act_forward/backward, residual_forward,
-// add_bias, is_moe, moe_forward/backward, linear_dx (written: dinp zeroed by the sequence first),
-// linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out, norm_keep (where a split backward keeps
-// one half's norm gradient) and norm_backward (one norm's backward from its output gradient, including what
-// a split backward keeps of it; the final norm's too, ends_sequence.h). zero and clear_dx also take a
-// pointer and a count (the ends' buffers).
+// add_bias, is_moe, moe_forward/backward, is_mla, mla_forward/backward, linear_dx (written: dinp zeroed by
+// the sequence first), linear_dw (+=), bias_backward (+=), adapter_backward, qkv_grad_out, norm_keep (where a
+// split backward keeps one half's norm gradient) and norm_backward (one norm's backward from its output
+// gradient, including what a split backward keeps of it; the final norm's too, ends_sequence.h). zero and
+// clear_dx also take a pointer and a count (the ends' buffers).
 #pragma once
 
 #include <cstdint>
@@ -102,14 +103,18 @@ void block_forward(const typename Dev::Ctx& ctx, const BlockTensors<const E*>& p
   E* wide = ctx.par.sp() ? ctx.scratch->wide.data() : x_out;
   norm_and_enter<Dev>(ctx, "attn_norm", a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x_in, p.attn_norm_w,
                       p.attn_norm_b);
-  Dev::qkv_forward(ctx, p, a);
-  for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
-    Dev::adapter_forward(ctx, t, a.ln1.data(), a.qkv.data(), d.qkv, a);
-  if (Dev::has_rope(ctx)) {
-    const auto t = Dev::timed(ctx, "rope");
-    Dev::rope_forward(ctx, a.qkv.data());
+  if (Dev::is_mla(ctx)) {
+    Dev::mla_forward(ctx, p, a);
+  } else {
+    Dev::qkv_forward(ctx, p, a);
+    for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
+      Dev::adapter_forward(ctx, t, a.ln1.data(), a.qkv.data(), d.qkv, a);
+    if (Dev::has_rope(ctx)) {
+      const auto t = Dev::timed(ctx, "rope");
+      Dev::rope_forward(ctx, a.qkv.data());
+    }
+    Dev::attention_forward(ctx, a);
   }
-  Dev::attention_forward(ctx, a);
   { const auto t = Dev::timed(ctx, "attn_out");
     Dev::linear_forward(ctx, wide, a.atty.data(), p.attn_out_w, ctx.par.tp > 1 ? nullptr : p.attn_out_b, d.q, d.c); }
   Dev::adapter_forward(ctx, LoraTarget::o, a.atty.data(), wide, d.c, a);
@@ -209,7 +214,9 @@ void attention_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E
                                                         kept ? kept->d_mid.data() : nullptr},
                                a, dres, s, pass);
   const E* dqkv = pass == GradPass::weight ? kept->dqkv.data() : nullptr;
-  if (input) {
+  const bool mla = Dev::is_mla(ctx);  // the whole backward only
+  if (mla) Dev::mla_backward(ctx, p, g, a, s);
+  if (input && !mla) {
     Dev::attention_backward(ctx, a, s);  // into s.dqkv
     if (Dev::has_rope(ctx)) {
       const auto t = Dev::timed(ctx, "rope_bwd");
@@ -221,7 +228,7 @@ void attention_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E
     for (LoraTarget t : {LoraTarget::q, LoraTarget::k, LoraTarget::v})
       Dev::adapter_backward(ctx, t, a.ln1.data(), dqkv, d.qkv_rows, s.dln.data(), a, s);
   }
-  if (weight) {
+  if (weight && !mla) {
     const auto t = Dev::timed(ctx, "qkv_dw");
     Dev::linear_dw(ctx, s, g.qkv_w, g.qkv_b, dqkv, a.ln1.data(), d.c, d.qkv_rows);
   }
@@ -246,6 +253,8 @@ void block_backward(const typename Dev::Ctx& ctx, const BlockTensors<const E*>& 
              "block_backward: LoRA runs the whole backward without tensor parallelism");
   FSDP_CHECK(!Dev::is_moe(ctx) || (pass == GradPass::all && !ctx.lora.layout),
              "block_backward: an MoE block runs the whole backward, without LoRA");
+  FSDP_CHECK(!Dev::is_mla(ctx) || (pass == GradPass::all && !ctx.lora.layout && ctx.par.tp == 1 && ctx.par.cp == 1),
+             "block_backward: latent attention runs the whole backward, without LoRA, tp or cp");
   mlp_backward<Dev>(ctx, p, g, a, dres, s, pass, kept);
   attention_backward<Dev>(ctx, p, g, x_in, a, dres, s, pass, kept);
 }

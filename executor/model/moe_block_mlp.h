@@ -21,7 +21,7 @@ void moe_mlp_forward(const BlockContext<Real>& ctx, const BlockTensors<const Rea
                      Real* out);
 
 // s.dln [N, C] += the gradient w.r.t. a.ln2 from dout [N, C] (the MLP output's gradient) and the
-// load-balancing loss (ctx.moe_aux_dprob); the experts' and router's gradients accumulate into g.
+// load-balancing loss (ctx.moe_aux); the experts' and router's gradients accumulate into g.
 template <class Real>
 void moe_mlp_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
                       const BlockActs<Real>& a, const Real* dout, BlockScratch<Real>& s);

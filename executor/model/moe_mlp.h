@@ -2,10 +2,17 @@
 // as Hugging Face's MixtralSparseMoeBlock (transformers, models/mixtral/modeling_mixtral.py): router logits
 // x·Wrᵀ, softmax over all experts, the top_k experts per token (weights renormalised to sum to 1 when
 // norm_topk_prob), each routed token through its expert's bias-free SwiGLU (w2(silu(w1 x) * w3 x)), the
-// weighted outputs summed; dropless. Under expert parallelism (ep > 1) the rank holds experts / ep of
-// them and the routed rows travel to their expert's rank and back (moe_exchange.h). Leaves out capacity
-// factors, sigmoid scoring and shared experts; the load-balancing loss's statistics are recorded here and
-// the loss itself is moe_aux_loss.h's.
+// weighted outputs summed; dropless. DeepSeek-V3's block (transformers, models/deepseek_v3/
+// modeling_deepseek_v3.py, DeepseekV3TopkRouter and DeepseekV3MoE) differs only in routing and in a shared
+// expert: sigmoid scores; selection by score + e_score_correction_bias (the bias selects, it never weights),
+// restricted to the topk_groups groups of experts whose two best biased scores sum highest (masked
+// scores set to 0, as get_topk_indices); the selected scores renormalised (+1e-20) when norm_topk, times
+// routed_scaling_factor; the shared experts (one SwiGLU moe_intermediate_size x n_shared_experts wide)
+// added on every token. The bias is an input here: how DeepSeek-V3 updates it (§2.1.2, auxiliary-loss-free
+// balancing) is left out (moe_aux_loss.h). Under expert parallelism (ep > 1) the rank holds experts / ep of
+// them and the routed rows travel to their expert's rank and back (moe_exchange.h); the shared expert is
+// whole on every rank. Leaves out capacity factors and Qwen2-MoE's shared-expert gate; the load-balancing
+// loss's statistics are recorded here and the loss itself is moe_aux_loss.h's.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +29,27 @@ namespace fsdpx {
 
 // One MoE MLP's sizes on one rank: n tokens of width c, e experts of ffn f each, top k per token; under
 // expert parallelism rank ep_rank of ep holds the local experts [ep_rank·e/ep, (ep_rank+1)·e/ep).
+// DeepSeek-V3's routing: sigmoid scoring, the correction bias, g groups of which topk_groups are eligible,
+// the routed scale, a shared expert sf wide (0: none), and the sequence-wise balance loss over sequences
+// of t tokens (n = B·t).
 struct MoeDims {
   std::int64_t n = 0, c = 0, e = 0, k = 0, f = 0;
   bool norm_topk = false;
   int ep = 1, ep_rank = 0;
+  RouterScoring scoring = RouterScoring::softmax;
+  bool score_bias = false;  // MoeTensors::score_bias is read (selection only)
+  std::int64_t groups = 1, topk_groups = 1;
+  double routed_scaling = 1.0;
+  std::int64_t sf = 0;  // shared experts' width: shared_experts x shared_ffn_hidden
+  std::int64_t t = 0;   // tokens per sequence (0: all n are one sequence)
   std::int64_t rows() const { return n * k; }  // routed (token, expert) pairs
   std::int64_t local_experts() const { return e / ep; }
+  std::int64_t seq_len() const { return t > 0 ? t : n; }
+  std::int64_t sequences() const { return n / seq_len(); }
+  bool sigmoid() const { return scoring == RouterScoring::sigmoid; }
 };
-MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep = 1, int ep_rank = 0);
+// seq: tokens per sequence of the micro-batch (0: one sequence of `tokens`).
+MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep = 1, int ep_rank = 0, std::int64_t seq = 0);
 
 // A run of routed rows on the experts' side that one local expert computes: rows [r0, r0 + rows).
 struct ExpertChunk {
@@ -40,18 +60,20 @@ struct ExpertChunk {
 // The MoE block's tensors inside its module buffer (param_layout.cpp): router [E, C]; experts' up
 // projections [E·2F, C] (expert e's rows e·2F.. as [gate | up]); their down projections [E·C, F]. Under
 // expert parallelism up_w and down_w hold the local experts only ([E/ep·2F, C], [E/ep·C, F]).
+// DeepSeek-V3: the correction bias [E] (gets no gradient), the shared expert's up [2·SF, C] and down [C, SF].
 template <class P>
 struct MoeTensors {
   P router_w = nullptr, up_w = nullptr, down_w = nullptr;
+  P score_bias = nullptr, shared_up_w = nullptr, shared_down_w = nullptr;
 };
 
 // What the forward keeps for backward. Routed rows are in expert-major order (expert 0's tokens in token
 // order, then expert 1's, ...), as the grouped GEMMs read them.
 template <class Real>
 struct MoeActs {
-  std::vector<Real> probs;                // [N, E] softmax of the router logits
+  std::vector<Real> probs;                // [N, E] softmax (sigmoid) of the router logits
   std::vector<std::int32_t> expert;       // [N, k] selected experts, by descending probability
-  std::vector<Real> weight;               // [N, k] their combine weights (renormalised when norm_topk)
+  std::vector<Real> weight;               // [N, k] their combine weights (renormalised when norm_topk, scaled)
   std::vector<std::int64_t> row_of;       // [N, k] routed row of (token, slot)
   std::vector<std::int64_t> first_row;    // [E + 1] expert e's rows [first_row[e], first_row[e+1])
   std::vector<std::int64_t> token_of;     // [N·k] token of each routed row
@@ -63,6 +85,9 @@ struct MoeActs {
   std::vector<std::int64_t> send_rows, recv_rows;  // [ep] rows dispatched to / received from each ep rank
   std::vector<Real> ex_x, h, act, ex_y;   // [R, C] inputs, [R, 2F] up outputs, [R, F], [R, C] outputs
   std::vector<Real> count, prob_sum;      // [E] load-balancing statistics: Σ_n,slot [expert = e], Σ_n probs
+  std::vector<Real> seq_count;            // [B, E] sigmoid scoring: picks of e per sequence
+  Real seq_balance = 0;                   // sigmoid scoring: (1/B) Σ_seq Σ_e f_e P_e (moe_aux_loss.h)
+  std::vector<Real> sh_h, sh_act;         // [N, 2·SF], [N, SF] the shared expert's up output and SwiGLU
   std::int64_t expert_rows() const { return chunks.empty() ? 0 : chunks.back().r0 + chunks.back().rows; }
   void allocate(const MoeDims& d);
 };
@@ -72,7 +97,17 @@ template <class Real>
 struct MoeScratch {
   std::vector<Real> dy, dxr, dprobs, dlogits;  // [N·k, C], [N·k, C], [N, E], [N, E]
   std::vector<Real> ex_dy, dact, dh, ex_dx;    // experts' side: [R, C] (ep > 1), [R, F], [R, 2F], [R, C] (ep > 1)
+  std::vector<Real> sh_dact, sh_dh;            // [N, SF], [N, 2·SF] the shared expert's
   void allocate(const MoeDims& d);
+};
+
+// The load-balancing loss's gradient reaching one MoE block's router (moe_aux_loss.h): under softmax
+// scoring d aux / d probs[n, e] = dprob[e] for every token (null: none); under sigmoid scoring the
+// sequence-wise loss's dloss · alpha, the block computing its own per-token gradient from its statistics.
+template <class Real>
+struct MoeAuxGrad {
+  const Real* dprob = nullptr;
+  Real seq_scale = 0;
 };
 
 // out [N, C] = Σ_slot weight · expert(x) for x [N, C]; fills `a`. `comm` carries the ep group's
@@ -81,13 +116,12 @@ template <class Real>
 void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real* x, Real* out, MoeActs<Real>& a,
                  OpProfiler* prof, int module, ModelComm* comm = nullptr);
 
-// dx [N, C] += the gradient w.r.t. x from dout [N, C] (w.r.t. out) and, when aux_dprob is set, the
-// load-balancing loss's gradient w.r.t. the probabilities: d aux / d probs[n, e] = aux_dprob[e] for every n
-// (moe_aux_loss.h). Parameter gradients accumulate (+=); under ep > 1 the local experts' from every row
-// the ep group routed to them (the routed rows' gradients travel as in forward).
+// dx [N, C] += the gradient w.r.t. x from dout [N, C] (w.r.t. out) and the load-balancing loss's
+// gradient w.r.t. the probabilities (`aux`). Parameter gradients accumulate (+=); under ep > 1 the local
+// experts' from every row the ep group routed to them (the routed rows' gradients travel as in forward).
 template <class Real>
 void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
-                  const Real* dout, const MoeActs<Real>& a, const Real* aux_dprob, Real* dx, MoeScratch<Real>& s,
+                  const Real* dout, const MoeActs<Real>& a, const MoeAuxGrad<Real>& aux, Real* dx, MoeScratch<Real>& s,
                   OpProfiler* prof, int module, ModelComm* comm = nullptr);
 
 }  // namespace fsdpx

@@ -39,8 +39,9 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   for (std::int64_t i = 0; i < dims_.n_local; ++i)
     shard_positions_.push_back(positions_[std::size_t((shard_first + i) % dims_.t)]);
   if (dims_.grouped_qkv()) group_columns_ = query_group_columns(spec, par_);
-  if (spec.arch == Arch::llama)
-    rope_ = cpu::make_rope_table<Real>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+  if (spec.arch == Arch::llama)  // latent attention rotates its qk_rope_head_dim part only (mla_attention.h)
+    rope_ = cpu::make_rope_table<Real>(positions_, spec.is_mla() ? spec.mla.qk_rope_head_dim : spec.head_dim,
+                                       spec.rope_theta, spec.rope_scaling);
   const auto n = static_cast<std::size_t>(dims_.n), nl = static_cast<std::size_t>(dims_.n_local);
   const auto c = static_cast<std::size_t>(dims_.c);
   resid_.assign(static_cast<std::size_t>(spec.layers + 1), std::vector<Real>(nl * c));
@@ -52,9 +53,14 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
   if (spec.is_moe()) {  // the MoE blocks' routed rows (moe_mlp.h)
-    const MoeDims md = make_moe_dims(spec, dims_.n);
+    const MoeDims md = make_moe_dims(spec, dims_.n, 1, 0, dims_.t);
     for (BlockActs<Real>& a : acts_) a.moe.allocate(md);
     recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
+  }
+  if (spec.is_mla()) {  // the latent chains (mla_attention.h)
+    const MlaDims ld = make_mla_dims(spec, dims_.b, dims_.t);
+    for (BlockActs<Real>& a : acts_) a.mla.allocate(ld);
+    recompute_acts_.mla.allocate(ld), scratch_.mla.allocate(ld);
   }
   scratch_.allocate(dims_, par_);
   if (par_.sp()) emb_.assign(n * c, 0);
@@ -77,7 +83,7 @@ BlockContext<Real> Transformer<Real>::block_context(int module) {
     ctx.lora = LoraBlock<Real>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
   }
   if (opts_.fp8) ctx.fp8 = &fp8_;
-  ctx.moe_aux_dprob = moe_aux_.dprob();
+  ctx.moe_aux = moe_aux_.grad();
   return ctx;
 }
 

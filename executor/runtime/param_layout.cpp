@@ -1,6 +1,8 @@
 // executor/runtime/param_layout.cpp — tensor order per module: norm, qkv, attn_out, norm, mlp_up,
 // mlp_down for a block (biases after their weight, per ModelSpec::bias; an MoE block: router,
-// experts.mlp_up, experts.mlp_down after the norm); token then position table for the embedding.
+// experts.mlp_up, experts.mlp_down after the norm, DeepSeek-V3's router.e_score_correction_bias after the
+// router and its shared expert's shared.mlp_up [gate | up], shared.mlp_down last; latent attention's attn.*
+// projections in place of qkv, mla_attention.h); token then position table for the embedding.
 // Weights are [out, in] as torch.nn.Linear. Tensor-parallel slices follow Megatron-LM
 // (megatron/core/tensor_parallel/layers.py: ColumnParallelLinear splits the output rows, RowParallelLinear
 // the input columns and adds its bias after the reduction; VocabParallelEmbedding splits the vocabulary
@@ -84,25 +86,54 @@ Slice expert_rows(const ModelSpec& s, std::int64_t rows_per_expert, EpSlice ep) 
   return Slice{row_range(ep.rank * local * rows_per_expert, local * rows_per_expert)};
 }
 
+// DeepseekV3Attention's projections (executor/model/mla_attention.h), then attn_out (o_proj, H·v wide).
+void add_mla(ModuleBuilder& b, const ModelSpec& s, bool split) {
+  FSDP_CHECK(!split && s.bias == LinearBias::none, "make_param_layout: latent attention without tp or biases");
+  const MlaSpec& a = s.mla;
+  const std::int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  if (a.q_lora_rank > 0) {
+    b.add("attn.q_a.weight", a.q_lora_rank, s.hidden, InitKind::normal);
+    b.add("attn.q_a_norm.weight", a.q_lora_rank, 1, InitKind::ones);
+    b.add("attn.q_b.weight", s.heads * qk, a.q_lora_rank, InitKind::normal);
+  } else {
+    b.add("attn.q.weight", s.heads * qk, s.hidden, InitKind::normal);
+  }
+  b.add("attn.kv_a.weight", a.kv_lora_rank + a.qk_rope_head_dim, s.hidden, InitKind::normal);
+  b.add("attn.kv_a_norm.weight", a.kv_lora_rank, 1, InitKind::ones);
+  b.add("attn.kv_b.weight", s.heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, InitKind::normal);
+  b.add("attn_out.weight", s.hidden, s.heads * a.v_head_dim, InitKind::normal_residual);
+}
+
 ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp, EpSlice ep) {
   ModuleBuilder b;
   b.m.name = fmt::format("block.{}", i);
   const bool qkv_bias = s.bias != LinearBias::none, all_bias = s.bias == LinearBias::all;
   const bool split = tp.ranks > 1;
   b.add_norm("attn_norm", s);
-  b.add_column_parallel("qkv", s.q_dim() + 2 * s.kv_dim(), s.hidden, qkv_bias,
-                        split ? qkv_rows_of_rank(s, tp) : std::vector<std::int64_t>{});
-  b.add_row_parallel("attn_out", s.hidden, s.q_dim(), all_bias, tp);
+  if (s.is_mla()) {
+    add_mla(b, s, split);
+  } else {
+    b.add_column_parallel("qkv", s.q_dim() + 2 * s.kv_dim(), s.hidden, qkv_bias,
+                          split ? qkv_rows_of_rank(s, tp) : std::vector<std::int64_t>{});
+    b.add_row_parallel("attn_out", s.hidden, s.q_dim(), all_bias, tp);
+  }
   b.add_norm("mlp_norm", s);
   if (s.is_moe() && i >= s.moe.dense_layers) {  // MixtralSparseMoeBlock: gate, then experts' w1|w3 and w2
-    FSDP_CHECK(!split && s.moe.shared_experts == 0 && !s.is_mla(),
-               "make_param_layout: MoE blocks without tensor parallelism, shared experts or latent attention");
+    FSDP_CHECK(!split && !s.moe.shared_expert_gate,
+               "make_param_layout: MoE blocks without tensor parallelism or shared-expert gates");
     const std::int64_t e = s.moe.experts, f = s.moe.expert_ffn_hidden;
     b.add("router.weight", e, s.hidden, InitKind::normal);
+    // DeepseekV3TopkRouter's buffer: zeros, selection only, never given a gradient (moe_mlp.h).
+    if (s.moe.score_correction_bias) b.add("router.e_score_correction_bias", e, 1, InitKind::zeros);
     FSDP_CHECK(ep.ranks >= 1 && e % ep.ranks == 0 && ep.rank >= 0 && ep.rank < ep.ranks,
                "make_param_layout: ep divides the experts");
     b.add("experts.mlp_up.weight", e * 2 * f, s.hidden, InitKind::normal, expert_rows(s, 2 * f, ep), true);
     b.add("experts.mlp_down.weight", e * s.hidden, f, InitKind::normal_residual, expert_rows(s, s.hidden, ep), true);
+    if (s.moe.shared_experts > 0) {  // DeepseekV3MoE.shared_experts: one MLP of shared_experts x their width
+      const std::int64_t sf = s.moe.shared_experts * s.moe.shared_ffn_hidden;
+      b.add("shared.mlp_up.weight", 2 * sf, s.hidden, InitKind::normal);
+      b.add("shared.mlp_down.weight", s.hidden, sf, InitKind::normal_residual);
+    }
     return b.m;
   }
   b.add_column_parallel("mlp_up", up_projection_width(s.ffn_kind, s.ffn_hidden), s.hidden, all_bias,

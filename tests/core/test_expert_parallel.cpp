@@ -118,7 +118,7 @@ TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap name
   }
 }
 
-TEST_CASE("capabilities: the CPU row trains Mixtral's kind at tp = cp = pp = 1; CUDA and latent attention not") {
+TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (latent attention too) at tp = cp = pp = 1; CUDA not") {
   const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;
@@ -138,9 +138,23 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's kind at tp = cp = pp = 1; 
   CHECK(tp_gap);
   Plan mla = p;
   mla.model = load_model(kConfigs + "/models/deepseek-tiny.json");
-  const auto why = untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cpu));
+  CHECK_FALSE(untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cpu)).has_value());
+  const auto why = untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cuda));
   REQUIRE(why.has_value());
-  CHECK(why->find("multi-head latent attention") != std::string::npos);
+  CHECK(why->find("mixture-of-experts") != std::string::npos);
+  mla.parallelism.tp = 2, mla.parallelism.dp_shard = c.world_size() / 2;
+  bool mla_tp_gap = false;
+  for (const CapabilityGap& g : capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)))
+    mla_tp_gap = mla_tp_gap || (g.path == "/parallelism/tp" && g.searched &&
+                                g.what.find("multi-head latent attention") != std::string::npos);
+  CHECK(mla_tp_gap);
+  mla.parallelism.tp = 1, mla.parallelism.dp_shard = c.world_size();
+  CHECK(capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)).empty());
+  mla.model.rope_yarn_factor = 40;  // DeepSeek-V3's YaRN: not in the CPU's latent attention
+  const auto yarn = capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu));
+  REQUIRE(yarn.size() == 1);
+  CHECK(yarn[0].path == "/model/rope_scaling");
+  CHECK_FALSE(yarn[0].searched);
   CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cpu)).has_value());
 }
 

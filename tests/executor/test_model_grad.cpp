@@ -11,41 +11,24 @@
 #include "executor/model/init.h"
 #include "executor/model/transformer.h"
 #include "tests/executor/grad_check.h"
+#include "tests/executor/model_grad_fixture.h"
 #include "tests/executor/tiny_models.h"
 #include "tests/nan_max.h"
 
 namespace fsdpx {
 namespace {
 
-// Three elements (first, middle, last) of every tensor of module `m`, as full-model indices.
-std::vector<std::int64_t> sample_module(const ParamLayout& layout, int m) {
-  std::vector<std::int64_t> idx;
-  const ModuleLayout& ml = layout.modules[std::size_t(m)];
-  for (const TensorSlot& t : ml.tensors)
-    for (std::int64_t e : {std::int64_t(0), t.numel() / 2, t.numel() - 1}) idx.push_back(ml.offset + t.offset + e);
-  return idx;
-}
-
+// Away from the tiny init so every nonlinearity is exercised (norm scales stay near 1): model_grad_fixture.h.
 void check_model_gradients(const ModelSpec& spec) {
-  const std::int64_t b = 2, t = 5;
-  Transformer<double> model(spec, b, t);
-  const ParamLayout& layout = model.layout();
-  std::vector<double> params(std::size_t(layout.total)), grads(params.size(), 0.0);
-  init_all(layout, 42, params.data());
-  // Move away from the tiny init so every nonlinearity is exercised (norm scales stay near 1).
-  std::mt19937 rng(3);
-  std::normal_distribution<double> noise(0.0, 0.3);
-  for (double& p : params) p += noise(rng);
-  const auto batch = test::random_tokens(b, t, spec.vocab, 11);
-  const double loss = model.forward(params.data(), batch.tokens.data(), batch.targets.data());
-  model.backward(params.data(), grads.data());
-  auto f = [&] { return model.forward(params.data(), batch.tokens.data(), batch.targets.data()); };
+  test::NoisyModel nm(spec);
+  const ParamLayout& layout = nm.model.layout();
+  auto f = [&] { return nm.loss(); };
   for (int m = 0; m < layout.num_modules(); ++m) {
     if (layout.modules[std::size_t(m)].numel == 0) continue;  // tied head
-    const auto r = test::check_grad(params, grads, f, sample_module(layout, m));
+    const auto r = test::check_grad(nm.params, nm.grads, f, test::sample_module(layout, m));
     FSDPX_CHECK_GRAD(spec.name + " " + layout.modules[std::size_t(m)].name, r, 1e-6);
   }
-  CHECK(f() == loss);  // the check restored every parameter
+  CHECK(f() == nm.first_loss);  // the check restored every parameter
 }
 
 TEST_CASE("llama model gradients match finite differences") {

@@ -5,8 +5,9 @@
 // of their ep 1 gradients of that expert (in double, within 1e-12). Each pass issues two all-to-alls on the
 // ep group, each within the step program's bound (program/all_to_all_contract.h). The parameter layout
 // of an ep rank holds its local experts' rows, which together cover each experts' tensor once and start
-// from the ep 1 initial values; a whole MoE Transformer at ep 2 and 4 gives every rank ep 1's loss and
-// gradients on its own batch (its local experts' gradients summed over the group).
+// from the ep 1 initial values; a whole MoE Transformer at ep 2 and 4 (Mixtral's block and DeepSeek-V3's:
+// sigmoid, grouped, biased routing and a shared expert) gives every rank ep 1's loss and gradients on its own
+// batch (its local experts' gradients summed over the group).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -74,7 +75,7 @@ RankResult run_rank(const FullMoe& m, const MoeDims& d, int rank, ModelComm* com
                                     m.down.data() + first * kHidden * kFfn};
   const MoeTensors<double*> g{r.g_router.data(), r.g_up.data(), r.g_down.data()};
   moe_forward(d, p, x.data(), r.out.data(), a, nullptr, 1, comm);
-  moe_backward(d, p, g, x.data(), dout.data(), a, aux.data(), r.dx.data(), s, nullptr, 1, comm);
+  moe_backward(d, p, g, x.data(), dout.data(), a, MoeAuxGrad<double>{aux.data()}, r.dx.data(), s, nullptr, 1, comm);
   return r;
 }
 
@@ -222,11 +223,12 @@ ModelResult run_model(const ModelSpec& m, int ep, int rank, int batch_seed, Mode
 
 }  // namespace
 
-TEST_CASE("an MoE Transformer at ep 2 and 4: every rank's loss and gradients are ep 1's") {
-  const ModelSpec m = tiny_mixtral();
-  const ParamLayout full = make_param_layout(m);
+TEST_CASE("an MoE Transformer at ep 2 and 4: every rank's loss and gradients are ep 1's (Mixtral's and DeepSeek-V3's blocks)") {
+  for (const ModelSpec& m : {tiny_mixtral(), test::tiny_deepseek_moe(0.5)})
   for (int ep : {2, 4}) {
+    CAPTURE(m.name);
     CAPTURE(ep);
+    const ParamLayout full = make_param_layout(m);
     std::vector<ModelResult> ref;
     for (int r = 0; r < ep; ++r) ref.push_back(run_model(m, 1, 0, 50 + r, nullptr));
     CHECK_NOTHROW(run_ranks(ep, [&](Communicator& c) {

@@ -18,6 +18,7 @@
 #include "executor/model/moe_mlp.h"
 #include "executor/model/transformer.h"
 #include "tests/executor/grad_check.h"
+#include "tests/executor/model_grad_fixture.h"
 #include "tests/executor/tiny_models.h"
 
 namespace fsdpx {
@@ -88,36 +89,16 @@ TEST_CASE("MoE MLP forward equals a token-by-token reference; balance statistics
   }
 }
 
-// Three elements (first, middle, last) of every tensor of every module, as full-model indices.
-std::vector<std::int64_t> sample_all(const ParamLayout& layout) {
-  std::vector<std::int64_t> idx;
-  for (const ModuleLayout& m : layout.modules)
-    for (const TensorSlot& t : m.tensors)
-      for (std::int64_t e : {std::int64_t(0), t.numel() / 2, t.numel() - 1}) idx.push_back(m.offset + t.offset + e);
-  return idx;
-}
-
 void check_moe_gradients(const ModelSpec& spec) {
-  const std::int64_t b = 2, t = 5;
-  Transformer<double> model(spec, b, t);
-  const ParamLayout& layout = model.layout();
-  std::vector<double> params(std::size_t(layout.total)), grads(params.size(), 0.0);
-  init_all(layout, 42, params.data());
-  std::mt19937 rng(3);
-  std::normal_distribution<double> noise(0.0, 0.3);
-  for (double& p : params) p += noise(rng);  // away from the tiny init: routing far from ties
-  const auto batch = test::random_tokens(b, t, spec.vocab, 11);
-  model.forward(params.data(), batch.tokens.data(), batch.targets.data());
-  model.backward(params.data(), grads.data());
-  auto f = [&] { return model.forward(params.data(), batch.tokens.data(), batch.targets.data()); };
-  FSDPX_CHECK_GRAD(spec.name, test::check_grad(params, grads, f, sample_all(layout)), 1e-6);
+  test::NoisyModel nm(spec);  // away from the tiny init: routing far from ties
+  const ParamLayout& layout = nm.model.layout();
+  auto f = [&] { return nm.loss(); };
+  FSDPX_CHECK_GRAD(spec.name, test::check_grad(nm.params, nm.grads, f, test::sample_all(layout)), 1e-6);
   // The router's gradient (block 1: no dense leading block there) against every element.
   const ModuleLayout& blk = layout.modules[std::size_t(layout.block_index(spec.layers - 1))];
-  const TensorSlot* router = blk.find("router.weight");
-  REQUIRE(router != nullptr);
-  std::vector<std::int64_t> all_router(std::size_t(router->numel()));
-  std::iota(all_router.begin(), all_router.end(), blk.offset + router->offset);
-  FSDPX_CHECK_GRAD(spec.name + " router", test::check_grad(params, grads, f, all_router), 1e-6);
+  const auto router = test::every_element(blk, "router.weight");
+  REQUIRE(!router.empty());
+  FSDPX_CHECK_GRAD(spec.name + " router", test::check_grad(nm.params, nm.grads, f, router), 1e-6);
 }
 
 TEST_CASE("MoE model gradients match finite differences") {
@@ -131,21 +112,9 @@ TEST_CASE("MoE model gradients match finite differences") {
 }
 
 TEST_CASE("MoE blocks that recompute give bit-identical loss and gradients (aux statistics counted once)") {
-  const ModelSpec spec = tiny_moe(true, 0.5);
-  const auto batch = test::random_tokens(2, 5, spec.vocab, 11);
-  auto run = [&](std::vector<RecomputeMode> rc, double& loss) {
-    ModelOptions o;
-    o.recompute = std::move(rc);
-    Transformer<double> model(spec, 2, 5, o);
-    std::vector<double> params(std::size_t(model.layout().total)), grads(params.size(), 0.0);
-    init_all(model.layout(), 42, params.data());
-    loss = model.forward(params.data(), batch.tokens.data(), batch.targets.data());
-    model.backward(params.data(), grads.data());
-    return grads;
-  };
   double l0 = 0, l1 = 0;
-  const auto g0 = run({}, l0);
-  const auto g1 = run({RecomputeMode::full, RecomputeMode::full}, l1);
+  const auto g0 = test::init_grads(tiny_moe(true, 0.5), false, l0);
+  const auto g1 = test::init_grads(tiny_moe(true, 0.5), true, l1);
   CHECK(l0 == l1);
   CHECK(g0 == g1);
 }

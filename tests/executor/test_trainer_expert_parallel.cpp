@@ -1,5 +1,5 @@
-// tests/executor/test_trainer_expert_parallel.cpp — the CPU backend trains mixtral-tiny with expert
-// parallelism (issue 30): on 4 ranks (FSDP over dp_shard 4), ep 2 and 4 give ep 1's losses within 1e-5
+// tests/executor/test_trainer_expert_parallel.cpp — the CPU backend trains mixtral-tiny and deepseek-tiny with
+// expert parallelism (issue 30): on 4 ranks (FSDP over dp_shard 4), ep 2 and 4 give ep 1's losses within 1e-5
 // over 20 steps, with the program's ep and efsdp groups (dispatch and combine checked against the program
 // by the runtime's contract rule every op); grad-op sharding (reshard_after_forward 0) too. Their full
 // parameters agree; a state saved at ep 2 (the full tensors, cut into dp_shard shards) resumes at ep 1, 2
@@ -19,12 +19,12 @@
 namespace fsdpx {
 namespace {
 
-Plan ep_plan(int ep, bool reshard = true) {
+Plan ep_plan(int ep, bool reshard = true, const char* model = "mixtral-tiny") {
   test::PlanShape shape;
   shape.dp_shard = 4;
   shape.reshard = reshard;
   shape.accum = 2;
-  Plan p = test::tiny_plan(load_model("mixtral-tiny"), shape);
+  Plan p = test::tiny_plan(load_model(model), shape);
   p.optimizer.total_steps = 20;
   p.parallelism.ep = ep;
   validate_plan(p, "test plan");
@@ -64,6 +64,18 @@ TEST_CASE("mixtral-tiny on 4 ranks: ep 2 and 4 train to ep 1's losses within 1e-
       CHECK(maxdiff <= 1e-5);
       CHECK(std::abs(want.back() - want.front()) > 1e-2);  // the steps move the model (hashed tokens: near ln 256)
     }
+  }
+}
+
+TEST_CASE("deepseek-tiny (latent attention, DeepSeek-V3's MoE block) on 4 ranks: ep 2 and 4 train to ep 1's losses") {
+  const std::vector<double> want = losses(ep_plan(1, true, "deepseek-tiny"), 20);
+  for (int ep : {2, 4}) {
+    CAPTURE(ep);
+    const std::vector<double> got = losses(ep_plan(ep, true, "deepseek-tiny"), 20);
+    MESSAGE("deepseek-tiny ep " << ep << ": max |loss - ep 1's| over 20 steps " << max_abs_diff(got, want)
+                                << " (first " << want.front() << ", last " << want.back() << ")");
+    CHECK(max_abs_diff(got, want) <= 1e-5);
+    CHECK(std::abs(want.back() - want.front()) > 1e-2);
   }
 }
 

@@ -36,6 +36,32 @@ inline ModelSpec tiny_gpt() {
   return s;
 }
 
+// tiny_llama's attention with DeepSeek-V3's MoE block (modeling_deepseek_v3.py DeepseekV3MoE): 8 routed
+// experts in 4 groups, top-2 within 2 groups, sigmoid scores with the correction bias, renormalised and
+// scaled 2.5, one shared expert, a leading dense block, the sequence-wise balance loss.
+inline ModelSpec tiny_deepseek_moe(double aux_coef = 0.02) {
+  ModelSpec s = tiny_llama();
+  s.name = "tiny-deepseek-moe";
+  s.moe.experts = 8, s.moe.top_k = 2, s.moe.expert_ffn_hidden = 6;
+  s.moe.shared_experts = 1, s.moe.shared_ffn_hidden = 5, s.moe.dense_layers = 1;
+  s.moe.scoring = RouterScoring::sigmoid, s.moe.norm_topk_prob = true, s.moe.score_correction_bias = true;
+  s.moe.groups = 4, s.moe.topk_groups = 2, s.moe.routed_scaling = 2.5, s.moe.aux_loss_coef = aux_coef;
+  return s;
+}
+
+// tiny_llama with DeepSeek-V3's latent attention (modeling_deepseek_v3.py DeepseekV3Attention): q LoRA rank
+// 6 (0: queries straight from the hidden state), kv LoRA rank 5, per head 3 nope + 4 rope dims, v 2 wide.
+inline ModelSpec tiny_mla(std::int64_t q_lora_rank = 6) {
+  ModelSpec s = tiny_llama();
+  s.name = "tiny-mla";
+  s.kv_heads = s.heads;
+  s.mla.q_lora_rank = q_lora_rank, s.mla.kv_lora_rank = 5;
+  s.mla.qk_nope_head_dim = 3, s.mla.qk_rope_head_dim = 4, s.mla.v_head_dim = 2;
+  s.head_dim = 7;
+  s.norm_eps = 1e-6;
+  return s;
+}
+
 struct TokenBatch {
   std::vector<std::int32_t> tokens, targets;  // [B, T] each
 };

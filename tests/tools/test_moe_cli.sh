@@ -4,9 +4,10 @@
 # (tests/cost_models/test_moe_params.cpp derives them by hand), model-state bytes from the total, and names
 # what it leaves out; plan takes Mixtral's kind for fsdpx's CPU backend at tp = cp = pp = 1 with ep > 1 (its
 # MoE blocks, executor/model/moe_mlp.h, exchange tokens over the ep group), run trains it at ep 1, 2 and 4 on
-# threads and processes to the same losses, plan and report refuse latent attention for fsdpx (exit 2) and plan
-# it with ep > 1 for torchtitan, report varies ep, simulate takes MoE and latent-attention plan files, run
-# trains an MoE plan and refuses a latent-attention one.
+# threads and processes to the same losses, and DeepSeek-V3's kind (deepseek-tiny: latent attention, sigmoid
+# grouped routing, a shared expert, a dense leading block; executor/model/mla_attention.h) likewise at ep 1, 2
+# and 4, refusing it under tp at /parallelism/tp (exit 2); plan takes latent attention with ep > 1 for
+# torchtitan, report varies ep, simulate takes MoE and latent-attention plan files, run trains an MoE plan.
 set -u
 FSDPX="$1"
 DATA="$2"
@@ -76,10 +77,25 @@ for f in t2 t4 p1 p2 p4; do
     '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
   check "mixtral-tiny losses ($f) within 1e-5 of ep 1 on threads over 20 steps" $?
 done
-refused "plan deepseek-tiny for fsdpx" "not multi-head latent attention yet (issue 30)" \
-  plan --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4
-refused "report deepseek-tiny for fsdpx" "trains Mixtral-style mixture-of-experts blocks only" \
-  report --model deepseek-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 -o "$tmp/r.html"
+"$FSDPX" plan --model deepseek-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 -o "$tmp/ds.json" >/dev/null
+check "plan deepseek-tiny for fsdpx on the CPU exits 0" $?
+[ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp]' "$tmp/ds.json")" = "[1,1,1]" ]
+check "the CPU plan of deepseek-tiny keeps tp = cp = pp = 1" $?
+for e in 1 2 4; do
+  jq ".parallelism.ep = $e" "$tmp/ds.json" > "$tmp/ds_ep$e.json"
+  "$FSDPX" run --plan "$tmp/ds_ep$e.json" --steps 20 --format json 2>/dev/null | jq -c '[.steps[].loss]' > "$tmp/d_t$e.json"
+  check "run deepseek-tiny at ep $e on threads exits 0" "${PIPESTATUS[1]}"
+done
+"$FSDPX" run --plan "$tmp/ds_ep2.json" --steps 20 --processes --format json 2>/dev/null | jq -c '[.steps[].loss]' \
+  > "$tmp/d_p2.json"
+check "run deepseek-tiny at ep 2 in processes exits 0" "${PIPESTATUS[1]}"
+for f in t2 t4 p2; do
+  jq -n --slurpfile a "$tmp/d_t1.json" --slurpfile b "$tmp/d_$f.json" \
+    '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
+  check "deepseek-tiny losses ($f) within 1e-5 of ep 1 on threads over 20 steps" $?
+done
+jq '.parallelism.tp = 2 | .parallelism.dp_shard = 2' "$tmp/ds.json" > "$tmp/ds_tp2.json"
+refused "run deepseek-tiny at tp 2" "/parallelism/tp" run --plan "$tmp/ds_tp2.json" --steps 1
 
 # torchtitan runs expert parallelism (planner/ep_degrees.h): DeepSeek-V3 on 1024 H100s is planned with ep > 1,
 # and the TOML job config carries expert_parallel_degree. The pipeline and tp degrees are fixed to keep the test
@@ -126,7 +142,7 @@ row_error "report a dense model at ep 2" "needs a mixture-of-experts model" \
   --model llama-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 --vary ep=2
 
 # A plan file whose model is an MoE model: simulate takes it (program/moe_block.h), run trains it; a
-# latent-attention model is simulated and refused by run at /model.
+# latent-attention model planned for torchtitan is simulated.
 "$FSDPX" plan --model llama-tiny --cluster cpu --world-size 2 --seq 64 --global-batch 4 -o "$tmp/p.json" >/dev/null
 check "dense plan exits 0" $?
 jq --slurpfile m "$(dirname "$0")/../../configs/models/mixtral-tiny.json" '.model = ($m[0] | del(.source))' \
@@ -143,7 +159,5 @@ check "plan deepseek-tiny (latent attention, MoE) for torchtitan exits 0" $?
 "$FSDPX" simulate --plan "$tmp/mla.json" --format json > "$tmp/mla_sim.json"
 check "simulate a latent-attention plan exits 0 (cost_models/compute_mla.cpp)" $?
 [ "$(jq '.step_time_s > 0' "$tmp/mla_sim.json")" = "true" ] ; check "simulated latent-attention step time > 0" $?
-refused "run a latent-attention plan" "/model: the CPU backend trains Mixtral-style mixture-of-experts blocks only" \
-  run --plan "$tmp/mla.json" --steps 1
 
 finish
