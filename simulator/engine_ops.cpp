@@ -83,13 +83,25 @@ double Engine::rate_of(const Instance& in, int stream) const {
   return std::max(0.0, 1.0 - in.comm_sm_share);
 }
 
+// The rates of all of an instance's collectives come from one progressive filling: next_event_time
+// computes it once per instance and event (rates_epoch_), not once per collective.
+double Engine::collective_rate(const Instance& in, int stream) const {
+  const std::size_t i = std::size_t(&in - inst_.data());
+  if (rates_epoch_[i] != epoch_) {
+    rates_[i] = collective_rates(in);
+    rates_epoch_[i] = epoch_;
+  }
+  FSDP_CHECK(rates_[i][std::size_t(stream)] > 0, "collective in its bandwidth phase got no bandwidth");
+  return std::min(1.0, rates_[i][std::size_t(stream)]);
+}
+
 // Max-min fair sharing of the rank's two fabrics (progressive filling, Bertsekas & Gallager, Data
 // Networks §6.5.2): every collective in its bandwidth phase speeds up together until one fabric is
 // full or it reaches its alone rate of 1; those stop, the others go on. A collective loads each fabric
 // by its share when alone, so k equal collectives on one fabric each get 1/k, and a multi-node ring
 // that only half-fills NVLink leaves the other half to an intra-node collective. The loads vary
 // continuously with link bandwidths, so does every rate (no fabric switch at a bottleneck change).
-double Engine::collective_rate(const Instance& in, int stream) const {
+std::array<double, kStreamCount> Engine::collective_rates(const Instance& in) const {
   constexpr double kEps = 1e-12;
   std::array<double, kStreamCount> rate{};
   std::array<bool, kStreamCount> active{};
@@ -98,7 +110,6 @@ double Engine::collective_rate(const Instance& in, int stream) const {
     const Slot& s = in.slots[k];
     active[k] = s.phase == Phase::work && data_of(in, s.op).cls == OpClass::collective;
   }
-  FSDP_CHECK(active[stream], "collective rate asked for a slot not in its bandwidth phase");
   while (std::find(active.begin(), active.end(), true) != active.end()) {
     double step = 1.0;
     for (int f = 0; f < 2; ++f) {
@@ -121,8 +132,7 @@ double Engine::collective_rate(const Instance& in, int stream) const {
       if (full || rate[k] >= 1.0 - kEps) active[k] = false;
     }
   }
-  FSDP_CHECK(rate[stream] > 0, "collective in its bandwidth phase got no bandwidth");
-  return std::min(1.0, rate[stream]);
+  return rate;
 }
 
 void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {
