@@ -104,33 +104,40 @@ double Engine::collective_rate(const Instance& in, int stream) const {
 std::array<double, kStreamCount> Engine::collective_rates(const Instance& in) const {
   constexpr double kEps = 1e-12;
   std::array<double, kStreamCount> rate{};
-  std::array<bool, kStreamCount> active{};
-  std::array<double, 2> capacity{1.0, 1.0};
+  // The collectives still filling, in stream order, with their loads (the sums below add them in that
+  // order whatever their count).
+  std::array<int, kStreamCount> active{};
+  std::array<std::array<double, 2>, kStreamCount> load{};
+  int n = 0;
   for (int k = 0; k < kStreamCount; ++k) {
     const Slot& s = in.slots[k];
-    active[k] = s.phase == Phase::work && data_of(in, s.op).cls == OpClass::collective;
+    if (s.phase != Phase::work || data_of(in, s.op).cls != OpClass::collective) continue;
+    active[std::size_t(n)] = k;
+    load[std::size_t(n++)] = data_of(in, s.op).load;
   }
-  while (std::find(active.begin(), active.end(), true) != active.end()) {
+  std::array<double, 2> capacity{1.0, 1.0};
+  while (n > 0) {
     double step = 1.0;
     for (int f = 0; f < 2; ++f) {
       double demand = 0;
-      for (int k = 0; k < kStreamCount; ++k)
-        if (active[k]) demand += data_of(in, in.slots[k].op).load[f];
-      if (demand > kEps) step = std::min(step, capacity[f] / demand);
+      for (int j = 0; j < n; ++j) demand += load[std::size_t(j)][std::size_t(f)];
+      if (demand > kEps) step = std::min(step, capacity[std::size_t(f)] / demand);
     }
-    for (int k = 0; k < kStreamCount; ++k)
-      if (active[k]) step = std::min(step, 1.0 - rate[k]);
-    for (int k = 0; k < kStreamCount; ++k) {
-      if (!active[k]) continue;
-      rate[k] += step;
-      for (int f = 0; f < 2; ++f) capacity[f] -= step * data_of(in, in.slots[k].op).load[f];
+    for (int j = 0; j < n; ++j) step = std::min(step, 1.0 - rate[std::size_t(active[std::size_t(j)])]);
+    for (int j = 0; j < n; ++j) {
+      rate[std::size_t(active[std::size_t(j)])] += step;
+      for (int f = 0; f < 2; ++f) capacity[std::size_t(f)] -= step * load[std::size_t(j)][std::size_t(f)];
     }
-    for (int k = 0; k < kStreamCount; ++k) {
-      if (!active[k]) continue;
-      const auto& load = data_of(in, in.slots[k].op).load;
-      const bool full = (load[0] > kEps && capacity[0] <= kEps) || (load[1] > kEps && capacity[1] <= kEps);
-      if (full || rate[k] >= 1.0 - kEps) active[k] = false;
+    // Those on a full fabric or at their alone rate stop; the others go on.
+    int kept = 0;
+    for (int j = 0; j < n; ++j) {
+      const auto& l = load[std::size_t(j)];
+      const bool full = (l[0] > kEps && capacity[0] <= kEps) || (l[1] > kEps && capacity[1] <= kEps);
+      if (full || rate[std::size_t(active[std::size_t(j)])] >= 1.0 - kEps) continue;
+      active[std::size_t(kept)] = active[std::size_t(j)];
+      load[std::size_t(kept++)] = l;
     }
+    n = kept;
   }
   return rate;
 }
