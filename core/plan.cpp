@@ -18,6 +18,7 @@
 #include <array>
 #include <utility>
 
+#include <fmt/compile.h>  // FMT_COMPILE: op and module names, formatted per op
 #include <fmt/format.h>
 
 #include "core/data_placement.h"
@@ -69,7 +70,7 @@ std::vector<std::string> module_names(const ModelSpec& m) {
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(m.layers) + 3);
   names.emplace_back("embedding");
-  for (std::int64_t i = 0; i < m.layers; ++i) names.push_back(fmt::format("block.{}", i));
+  for (std::int64_t i = 0; i < m.layers; ++i) names.push_back(fmt::format(FMT_COMPILE("block.{}"), i));
   names.emplace_back("final_norm");
   names.emplace_back("head");
   return names;
@@ -83,7 +84,7 @@ void add_block_units(std::vector<PlanUnit>& units, std::int64_t first, std::int6
   for (std::int64_t b = first; b < first + count; b += blocks_per_unit) {
     PlanUnit u{{}, reshard, stage};
     for (std::int64_t k = b; k < std::min<std::int64_t>(b + blocks_per_unit, first + count); ++k)
-      u.modules.push_back(fmt::format("block.{}", k));
+      u.modules.push_back(fmt::format(FMT_COMPILE("block.{}"), k));
     units.push_back(std::move(u));
   }
 }

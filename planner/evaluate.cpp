@@ -1,7 +1,9 @@
 // planner/evaluate.cpp — one candidate through the simulator: step time, throughput, MFU, exposed
 // communication (step time minus the compute stream's busy time), peak memory by category, and whether
 // it fits the memory limit. Simulates the steady state once and extrapolates the repeated micro-batches
-// (simulator/steady_state.h), so its cost does not grow with gradient accumulation.
+// (simulator/steady_state.h), so its cost does not grow with gradient accumulation. A pipelined plan
+// simulated whole records no per-op times: the search reads no stage's bubble (report_pipeline
+// simulates the chosen plan again with them).
 #include <fmt/format.h>
 
 #include "planner/planner.h"
@@ -10,7 +12,7 @@
 namespace fsdpx {
 
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label) {
-  const StepTotals sim = simulate_step_totals(plan);
+  const StepTotals sim = simulate_step_totals(plan, {}, StageBubbles::skipped);
   Candidate c;
   c.wrapping = wrapping;
   c.label = std::move(label);

@@ -40,6 +40,9 @@ class ShapeRefiner {
   bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
   bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
   bool at_floor(const Fit& f) const;
+  // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and the
+  // in-flight cap only move that one all-gather, so they are left at their defaults.
+  bool gathers_once(const Config& cfg) const { return b_.plan.parallelism.pp > 1 && cfg.reshard == 0; }
   void note(const Candidate& c) {
     if (c.fits) best_tps_ = std::max(best_tps_, c.metrics.tokens_per_s_per_gpu);
   }
@@ -160,8 +163,11 @@ Candidate ShapeRefiner::run(bool descend) {
       Fit f = fit(c, best.member_index, true);
       if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f);
     };
-    for (int k : s_.knobs.all_gather_caps)
-      if (k < cur.cap) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
+    // A pipelined stage that keeps its parameters gathers each unit once per step (see the descent
+    // below): fewer all-gathers in flight do not lower what it holds, so only the reduce dtype is tried.
+    if (!gathers_once(cur))
+      for (int k : s_.knobs.all_gather_caps)
+        if (k < cur.cap) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
     for (DType t : s_.knobs.reduce_dtypes)
       if (dtype_bytes(t) < dtype_bytes(cur.reduce)) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, cur.cap, t});
     return best.c;
@@ -178,10 +184,7 @@ Candidate ShapeRefiner::run(bool descend) {
     };
     for (std::size_t w = 0; w < wraps_.size(); ++w) if (w != from.wrap) { Config c = from; c.wrap = w; try_config(c); }
     for (int g : reshards) if (g != from.reshard) { Config c = from; c.reshard = g; try_config(c); }
-    // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and
-    // the in-flight cap only move that one all-gather, so they are left at their defaults.
-    const bool gathers_once = b_.plan.parallelism.pp > 1 && from.reshard == 0;
-    if (!gathers_once) {
+    if (!gathers_once(from)) {
       for (int d : s_.knobs.prefetch_depths) if (d != from.prefetch) { Config c = from; c.prefetch = d; try_config(c); }
       for (int k : s_.knobs.all_gather_caps) if (k != from.cap) { Config c = from; c.cap = k; try_config(c); }
     }

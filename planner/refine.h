@@ -6,7 +6,9 @@
 // configuration whose bound, or whose simulation with less recompute, is already below the best fitting
 // plan is skipped: more recompute only adds compute. Once an option does not fit while none has, the
 // option with the least memory bound is simulated next, and a shape where that does not fit either ends
-// there (more recompute never raises the peak: the bisection's premise too). Deterministic; leaves out
+// there (more recompute never raises the peak: the bisection's premise too); the configurations it then
+// tries are those that lower memory (fewer all-gathers in flight, except for a pipelined stage that keeps
+// its units gathered and gathers each once per step; a smaller reduce dtype). Deterministic; leaves out
 // joint moves of two configuration dimensions at once.
 #pragma once
 

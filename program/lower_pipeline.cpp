@@ -6,6 +6,7 @@
 // get_fwd_send_ops / get_bwd_recv_ops). Sends are asynchronous: a send waits for its data, never for
 // the receiver's progress beyond posting the receive. Leaves out Megatron's scatter-gather all-gather
 // on NVLink after a receive without sequence parallelism (Narayanan et al. 2021 §4.1).
+#include <fmt/compile.h>  // FMT_COMPILE: op and module names, formatted per op
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -60,7 +61,7 @@ Op Lowerer::p2p_op(OpKind kind, int direction, int stage, int mb) const {
   const std::vector<int>& segs = stage_segments_[std::size_t(stage)];
   const auto& t = plan_.training;
   Op op;
-  op.name = fmt::format("{}.{}.v{}.mb{}", sending ? "send" : "recv", activations ? "act" : "grad", stage, mb);
+  op.name = fmt::format(FMT_COMPILE("{}.{}.v{}.mb{}"), sending ? "send" : "recv", activations ? "act" : "grad", stage, mb);
   op.kind = kind;
   op.stream = sending ? (activations ? StreamKind::send_activations : StreamKind::send_grads)
                       : (activations ? StreamKind::recv_activations : StreamKind::recv_grads);

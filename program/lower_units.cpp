@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <utility>
 
+#include <fmt/compile.h>  // FMT_COMPILE: op and module names, formatted per op
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -43,7 +44,7 @@ Op collective_op(std::string name, OpKind kind, Payload payload, int unit, int m
 // A compute op of segment `s` for micro-batch `mb`.
 Op compute_op(const char* prefix, OpKind kind, int s, int unit, int mb, int stage, int work_set) {
   Op op;
-  op.name = fmt::format("{}.s{}.mb{}", prefix, s, mb);
+  op.name = fmt::format(FMT_COMPILE("{}.s{}.mb{}"), prefix, s, mb);
   op.kind = kind;
   op.unit = unit;
   op.segment = s;
@@ -102,7 +103,7 @@ int Lowerer::reshard_ranks(int unit) const {
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
-  const std::string name = fmt::format("ag.u{}.mb{}.{}", unit, mb, backward ? "bwd" : "fwd");
+  const std::string name = fmt::format(FMT_COMPILE("ag.u{}.mb{}.{}"), unit, mb, backward ? "bwd" : "fwd");
   Op op = collective_op(name, OpKind::all_gather, Payload::params, unit, mb, gather_bytes_[std::size_t(unit)],
                         shard_group_);
   if (!(backward && g > 1)) split_experts(op, name);
@@ -156,7 +157,7 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
     gather_free_ops_[std::size_t(us.gather_index)] = id;
   } else if (last_use && g > 1) {
     Op fr;  // keep a copy sharded over g ranks, free the full one (FSDP2's int reshard_after_forward)
-    fr.name = fmt::format("free.u{}.mb{}", seg.unit, mb);
+    fr.name = fmt::format(FMT_COMPILE("free.u{}.mb{}"), seg.unit, mb);
     fr.kind = OpKind::free;
     fr.unit = seg.unit;
     fr.micro_batch = mb;
@@ -318,7 +319,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   UnitState& us = units_[std::size_t(unit)];
   const bool cp = plan_.parallelism.cp > 1;
   if (!is_sharded(place.grads)) {
-    const std::string name = fmt::format("ar.u{}.mb{}", unit, mb);
+    const std::string name = fmt::format(FMT_COMPILE("ar.u{}.mb{}"), unit, mb);
     Op ar = collective_op(name, OpKind::all_reduce, Payload::grads, unit, mb, grad_bytes, cp ? dp_cp_group_ : all_group_);
     split_experts(ar, name);
     ar.deps.push_back(after_op);
@@ -328,7 +329,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
     reduce_ops_.push_back(us.reduced_op);
     return;
   }
-  const std::string name = fmt::format("rs.u{}.mb{}", unit, mb);
+  const std::string name = fmt::format(FMT_COMPILE("rs.u{}.mb{}"), unit, mb);
   Op op = collective_op(name, OpKind::reduce_scatter, Payload::grads, unit, mb, grad_bytes, shard_group_);
   const double expert_shard_bytes = split_experts(op, name) / std::max(1, expert_fsdp_ranks(plan_.parallelism));
   op.deps.push_back(after_op);
@@ -347,7 +348,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   }
   if (across_replicas) {
     const double shard_bytes = op_comm_bytes_of(us.reduced_op) / shard_group_ranks(plan_.parallelism) + expert_shard_bytes;
-    Op ar = collective_op(fmt::format("ar.u{}.mb{}", unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
+    Op ar = collective_op(fmt::format(FMT_COMPILE("ar.u{}.mb{}"), unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
                           shard_bytes, replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(us.reduced_op);

@@ -47,6 +47,8 @@ void Engine::init_instances() {
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
   running_pos_.assign(inst_.size() * kStreamCount, -1);
   is_dirty_.assign(inst_.size(), 0);
+  rates_epoch_.assign(inst_.size(), 0);
+  rates_.resize(inst_.size());
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -76,6 +78,7 @@ EngineResult Engine::run() {
 
 // Rates change only at events, so each running phase's finish time is fixed until the next one.
 TimeNs Engine::next_event_time() {
+  ++epoch_;  // the slots changed since the last event: every instance's collective rates are stale
   TimeNs next = std::numeric_limits<TimeNs>::max();
   for (int id : running_) {
     Slot& s = slot(id);

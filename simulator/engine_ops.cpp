@@ -83,46 +83,63 @@ double Engine::rate_of(const Instance& in, int stream) const {
   return std::max(0.0, 1.0 - in.comm_sm_share);
 }
 
+// The rates of all of an instance's collectives come from one progressive filling: next_event_time
+// computes it once per instance and event (rates_epoch_), not once per collective.
+double Engine::collective_rate(const Instance& in, int stream) const {
+  const std::size_t i = std::size_t(&in - inst_.data());
+  if (rates_epoch_[i] != epoch_) {
+    rates_[i] = collective_rates(in);
+    rates_epoch_[i] = epoch_;
+  }
+  FSDP_CHECK(rates_[i][std::size_t(stream)] > 0, "collective in its bandwidth phase got no bandwidth");
+  return std::min(1.0, rates_[i][std::size_t(stream)]);
+}
+
 // Max-min fair sharing of the rank's two fabrics (progressive filling, Bertsekas & Gallager, Data
 // Networks §6.5.2): every collective in its bandwidth phase speeds up together until one fabric is
 // full or it reaches its alone rate of 1; those stop, the others go on. A collective loads each fabric
 // by its share when alone, so k equal collectives on one fabric each get 1/k, and a multi-node ring
 // that only half-fills NVLink leaves the other half to an intra-node collective. The loads vary
 // continuously with link bandwidths, so does every rate (no fabric switch at a bottleneck change).
-double Engine::collective_rate(const Instance& in, int stream) const {
+std::array<double, kStreamCount> Engine::collective_rates(const Instance& in) const {
   constexpr double kEps = 1e-12;
   std::array<double, kStreamCount> rate{};
-  std::array<bool, kStreamCount> active{};
-  std::array<double, 2> capacity{1.0, 1.0};
+  // The collectives still filling, in stream order, with their loads (the sums below add them in that
+  // order whatever their count).
+  std::array<int, kStreamCount> active{};
+  std::array<std::array<double, 2>, kStreamCount> load{};
+  int n = 0;
   for (int k = 0; k < kStreamCount; ++k) {
     const Slot& s = in.slots[k];
-    active[k] = s.phase == Phase::work && data_of(in, s.op).cls == OpClass::collective;
+    if (s.phase != Phase::work || data_of(in, s.op).cls != OpClass::collective) continue;
+    active[std::size_t(n)] = k;
+    load[std::size_t(n++)] = data_of(in, s.op).load;
   }
-  FSDP_CHECK(active[stream], "collective rate asked for a slot not in its bandwidth phase");
-  while (std::find(active.begin(), active.end(), true) != active.end()) {
+  std::array<double, 2> capacity{1.0, 1.0};
+  while (n > 0) {
     double step = 1.0;
     for (int f = 0; f < 2; ++f) {
       double demand = 0;
-      for (int k = 0; k < kStreamCount; ++k)
-        if (active[k]) demand += data_of(in, in.slots[k].op).load[f];
-      if (demand > kEps) step = std::min(step, capacity[f] / demand);
+      for (int j = 0; j < n; ++j) demand += load[std::size_t(j)][std::size_t(f)];
+      if (demand > kEps) step = std::min(step, capacity[std::size_t(f)] / demand);
     }
-    for (int k = 0; k < kStreamCount; ++k)
-      if (active[k]) step = std::min(step, 1.0 - rate[k]);
-    for (int k = 0; k < kStreamCount; ++k) {
-      if (!active[k]) continue;
-      rate[k] += step;
-      for (int f = 0; f < 2; ++f) capacity[f] -= step * data_of(in, in.slots[k].op).load[f];
+    for (int j = 0; j < n; ++j) step = std::min(step, 1.0 - rate[std::size_t(active[std::size_t(j)])]);
+    for (int j = 0; j < n; ++j) {
+      rate[std::size_t(active[std::size_t(j)])] += step;
+      for (int f = 0; f < 2; ++f) capacity[std::size_t(f)] -= step * load[std::size_t(j)][std::size_t(f)];
     }
-    for (int k = 0; k < kStreamCount; ++k) {
-      if (!active[k]) continue;
-      const auto& load = data_of(in, in.slots[k].op).load;
-      const bool full = (load[0] > kEps && capacity[0] <= kEps) || (load[1] > kEps && capacity[1] <= kEps);
-      if (full || rate[k] >= 1.0 - kEps) active[k] = false;
+    // Those on a full fabric or at their alone rate stop; the others go on.
+    int kept = 0;
+    for (int j = 0; j < n; ++j) {
+      const auto& l = load[std::size_t(j)];
+      const bool full = (l[0] > kEps && capacity[0] <= kEps) || (l[1] > kEps && capacity[1] <= kEps);
+      if (full || rate[std::size_t(active[std::size_t(j)])] >= 1.0 - kEps) continue;
+      active[std::size_t(kept)] = active[std::size_t(j)];
+      load[std::size_t(kept++)] = l;
     }
+    n = kept;
   }
-  FSDP_CHECK(rate[stream] > 0, "collective in its bandwidth phase got no bandwidth");
-  return std::min(1.0, rate[stream]);
+  return rate;
 }
 
 void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {

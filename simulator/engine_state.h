@@ -102,6 +102,8 @@ class Engine {
   void complete_op(int i, int stream);
   double rate_of(const Instance& in, int stream) const;
   double collective_rate(const Instance& in, int stream) const;
+  // Max-min fair rates of every collective of `in` in its bandwidth phase (0 for other streams).
+  std::array<double, kStreamCount> collective_rates(const Instance& in) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
   // Frees `effects`, then `released_bytes` of transient memory (the unit parameters an op releases).
   void apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes);
@@ -130,6 +132,10 @@ class Engine {
   std::vector<char> is_dirty_;
   std::vector<int> members_;
   TimeNs now_ = 0;
+  // collective_rates per instance, valid while rates_epoch_[i] == epoch_ (one epoch per event).
+  std::uint64_t epoch_ = 0;
+  mutable std::vector<std::uint64_t> rates_epoch_;
+  mutable std::vector<std::array<double, kStreamCount>> rates_;
   EngineResult result_;
 };
 

@@ -191,7 +191,7 @@ std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineO
   return std::nullopt;
 }
 
-StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) {
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, StageBubbles bubbles) {
   const std::int64_t micro_batches = plan.grad_accum();
   if (plan.parallelism.pp > 1) {
     if (auto t = pipeline_step_totals(plan, options)) return *t;
@@ -212,7 +212,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options) 
     return t;
   }
   EngineOptions full = options;
-  full.record_ops = plan.parallelism.pp > 1;  // a pipeline's bubble needs the timeline
+  full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
   return probe_totals(simulate(plan, full), plan, micro_batches);
 }
 

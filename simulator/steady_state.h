@@ -38,6 +38,11 @@ struct StepTotals {
 // Smallest probe: the warm-up micro-batch, three identical ones (two periods to compare) and the last one.
 inline constexpr std::int64_t kSteadyStateProbeMicroBatches = 5;
 
-StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {});
+// Whether a pipelined plan simulated whole (no periodic probe) gets its stages' bubble, which needs every
+// op's start and end recorded; the planner's evaluations read only the totals and the peak.
+enum class StageBubbles { computed, skipped };
+
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {},
+                                StageBubbles bubbles = StageBubbles::computed);
 
 }  // namespace fsdpx

@@ -135,3 +135,30 @@ TEST_CASE("interleaved plans with long transients extrapolate exactly from long 
 }
 
 }  // namespace fsdpx
+
+namespace fsdpx {
+
+// The planner's evaluations skip the stages' bubble (StageBubbles::skipped): a pipelined plan simulated
+// whole then records no per-op times, and its totals and peaks must be those of the recorded run.
+TEST_CASE("skipping the bubble of a pipelined plan simulated whole leaves its totals and peaks unchanged") {
+  for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::interleaved_1f1b}) {
+    CAPTURE(pipeline_schedule_name(s));
+    // Four micro-batches on 4 stages: no probe shorter than the step, so both simulate it whole.
+    const Plan p = pipelined("llama3.1-8b", "dgx-h100", shape(4, 2, 1), s, s == PipelineSchedule::gpipe ? 1 : 2, 8192,
+                             4, RecomputeMode::full);
+    const StepTotals with = simulate_step_totals(p);
+    const StepTotals without = simulate_step_totals(p, {}, StageBubbles::skipped);
+    REQUIRE(with.simulated_micro_batches == with.micro_batches);
+    CHECK(with.bubble_fraction > 0);
+    CHECK(without.bubble_fraction == 0);
+    CHECK(without.step_time_s == with.step_time_s);
+    CHECK(without.tokens_per_s_per_gpu == with.tokens_per_s_per_gpu);
+    CHECK(without.mfu == with.mfu);
+    CHECK(without.compute_busy_s == with.compute_busy_s);
+    CHECK(without.compute_floor_s == with.compute_floor_s);
+    CHECK(without.peak_memory_total_bytes == with.peak_memory_total_bytes);
+    CHECK(without.peak_memory_bytes == with.peak_memory_bytes);
+  }
+}
+
+}  // namespace fsdpx
