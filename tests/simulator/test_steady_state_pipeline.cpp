@@ -117,6 +117,7 @@ TEST_CASE("the extrapolated pipelined step equals the full simulation, for every
 // micro-batches before the window recurs (probes of 256 and 512 micro-batches). The extrapolation from such
 // a probe still equals the full simulation of a step twice as long.
 TEST_CASE("interleaved plans with long transients extrapolate exactly from long probes") {
+  int long_probes = 0;
   for (int vpp : {2, 4}) {
     CAPTURE(vpp);
     Plan p = pipelined("llama3.1-8b", "dgx-h100", shape(4, 1, 2), PipelineSchedule::interleaved_1f1b, vpp, 8192,
@@ -128,10 +129,14 @@ TEST_CASE("interleaved plans with long transients extrapolate exactly from long 
     validate_plan(p, "test");
     const StepTotals t = simulate_step_totals(p);
     INFO("probe " << t.simulated_micro_batches << " of " << t.micro_batches);
-    CHECK(t.simulated_micro_batches >= 256);  // the long transient this case is about
+    MESSAGE("vpp " << vpp << ": probe " << t.simulated_micro_batches << " of " << t.micro_batches);
+    long_probes += t.simulated_micro_batches >= 256;
     CHECK(t.simulated_micro_batches < t.micro_batches);
     check_equal(p, t, simulate(p));
   }
+  // The long transient this case is about (at least one of the two: with H100's causal attention backward,
+  // branch val7-h100, vpp 4's window recurs after 128 micro-batches, vpp 2's still after 256 or more).
+  CHECK(long_probes >= 1);
 }
 
 }  // namespace fsdpx

@@ -6,8 +6,9 @@
 # MoE blocks, executor/model/moe_mlp.h, exchange tokens over the ep group), run trains it at ep 1, 2 and 4 on
 # threads and processes to the same losses, and DeepSeek-V3's kind (deepseek-tiny: latent attention, sigmoid
 # grouped routing, a shared expert, a dense leading block; executor/model/mla_attention.h) likewise at ep 1, 2
-# and 4, refusing it under tp at /parallelism/tp (exit 2); plan takes latent attention with ep > 1 for
-# torchtitan, report varies ep, simulate takes MoE and latent-attention plan files, run trains an MoE plan.
+# and 4 (an ep 2 checkpoint of processes resumes at ep 4), refusing it under tp at /parallelism/tp (exit 2);
+# plan takes latent attention with ep > 1 for torchtitan, report varies ep, simulate takes MoE and
+# latent-attention plan files, run trains an MoE plan.
 set -u
 FSDPX="$1"
 DATA="$2"
@@ -86,10 +87,22 @@ for e in 1 2 4; do
   "$FSDPX" run --plan "$tmp/ds_ep$e.json" --steps 20 --format json 2>/dev/null | jq -c '[.steps[].loss]' > "$tmp/d_t$e.json"
   check "run deepseek-tiny at ep $e on threads exits 0" "${PIPESTATUS[1]}"
 done
-"$FSDPX" run --plan "$tmp/ds_ep2.json" --steps 20 --processes --format json 2>/dev/null | jq -c '[.steps[].loss]' \
-  > "$tmp/d_p2.json"
-check "run deepseek-tiny at ep 2 in processes exits 0" "${PIPESTATUS[1]}"
-for f in t2 t4 p2; do
+for e in 2 4; do
+  "$FSDPX" run --plan "$tmp/ds_ep$e.json" --steps 20 --processes --format json 2>/dev/null | jq -c '[.steps[].loss]' \
+    > "$tmp/d_p$e.json"
+  check "run deepseek-tiny at ep $e in processes exits 0" "${PIPESTATUS[1]}"
+done
+# Checkpoints across ep with every rank a process: saved at ep 2 after 10 steps (Trainer::local_state gathers
+# the expert slices over the processes), resumed at ep 4, steps 11-20 are the uninterrupted run's.
+"$FSDPX" run --plan "$tmp/ds_ep2.json" --steps 10 --processes --checkpoint-dir "$tmp/ds_ck" >/dev/null 2>&1
+check "deepseek-tiny at ep 2 in processes saves a checkpoint" $?
+"$FSDPX" run --plan "$tmp/ds_ep4.json" --steps 20 --processes --checkpoint-dir "$tmp/ds_ck" --resume --format json \
+  2>/dev/null | jq -c '[.steps[].loss]' > "$tmp/d_r4.json"
+check "deepseek-tiny at ep 4 in processes resumes the ep 2 checkpoint" "${PIPESTATUS[0]}"
+jq -n --slurpfile a "$tmp/d_t1.json" --slurpfile b "$tmp/d_r4.json" \
+  '($b[0] | length) == 10 and ([range(10)] | all(. as $i | (($a[0][$i + 10] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
+check "resumed at ep 4: steps 11-20 within 1e-5 of the uninterrupted ep 1 run ($(cat "$tmp/d_r4.json"))" $?
+for f in t2 t4 p2 p4; do
   jq -n --slurpfile a "$tmp/d_t1.json" --slurpfile b "$tmp/d_$f.json" \
     '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
   check "deepseek-tiny losses ($f) within 1e-5 of ep 1 on threads over 20 steps" $?
