@@ -30,7 +30,7 @@ ModelOptions model_options(const StepProgram& program, OpProfiler* profiler, con
 
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
-    : RankSkeleton(rp, std::move(world)), model_comm_(nullptr, nullptr, kernel_profiler),
+    : ModelSkeleton(rp, std::move(world)), model_comm_(nullptr, nullptr, kernel_profiler),
       lora_(rp.settings.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora))
                              : nullptr),
       models_(rp.settings.model, rp.settings.training.micro_batch, rp.settings.training.seq,
@@ -97,69 +97,11 @@ void CpuRankBackend::reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) 
   }
 }
 
-void CpuRankBackend::set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) {
-  models_.at(mb).set_batch(tokens, targets);
-}
-
-void CpuRankBackend::forward(int segment, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  Transformer<float>& model = models_.at(mb);
-  if (lora_) model.set_lora_buffers(adapters_.params.data(), adapter_grads_.data());
-  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
-  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) model.forward_module(m, p);
-  models_.forward_done(mb);
-  mem_.alloc(MemCategory::activations, segment_bytes_[std::size_t(segment)].saved);
-  if (seg.first_module + seg.module_count - 1 == rp_.layout.head_index()) losses_.push_back(double(model.loss()));
-}
-
-void CpuRankBackend::backward(int segment, int unit, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
-  mem_.alloc(MemCategory::transient, bytes.working);
-  Transformer<float>& model = models_.at(mb);
-  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
-  const std::vector<float*> g = grad_ptrs(unit);
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_module(m, p, g);
-  models_.backward_done(mb);
-  mem_.free(MemCategory::transient, bytes.working);
-  mem_.free(MemCategory::activations, bytes.saved);
-}
-
-// Zero bubble's B: the activations W reads stay in the model, so they are counted until W.
-void CpuRankBackend::backward_input(int segment, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
-  mem_.alloc(MemCategory::transient, bytes.working);
-  Transformer<float>& model = models_.at(mb);
-  const std::vector<const float*> p = units_.live_params(rp_.layout.num_modules());
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_input_module(m, p);
-  mem_.free(MemCategory::transient, bytes.working);
-  mem_.alloc(MemCategory::activations, bytes.weight_pass);
-}
-
-void CpuRankBackend::backward_weight(int segment, int unit, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const SegmentBufferBytes& bytes = segment_bytes_[std::size_t(segment)];
-  Transformer<float>& model = models_.at(mb);
-  const std::vector<float*> g = grad_ptrs(unit);
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) model.backward_weight_module(m, g);
-  models_.backward_done(mb);
-  mem_.free(MemCategory::activations, bytes.saved + bytes.weight_pass);
-}
-
-// Activations leave after the segment's last module and enter before its first; their gradient leaves
-// w.r.t. the segment's input and enters w.r.t. its output. A finished micro-batch's model stays readable
-// for the send of its input gradient (micro_batch_models.h).
-void CpuRankBackend::send(Payload payload, int segment, int mb, int peer, int tag) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const float* data = outbound_message(models_.get(mb), seg, payload);
-  world_->post_send(data, std::int64_t(message_.size()), peer, tag);
-}
-
+// Activations enter before the segment's first module, their gradient w.r.t. its last module's output.
 void CpuRankBackend::recv(Payload payload, int segment, int mb, int peer, int tag) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+  const Segment& seg = segment_at(segment);
   world_->recv(message_.data(), std::int64_t(message_.size()), peer, tag);
-  Transformer<float>& model = models_.at(mb);
+  Model& model = models_.at(mb);
   if (payload == Payload::activations)
     model.set_input(seg.first_module, message_.data());
   else

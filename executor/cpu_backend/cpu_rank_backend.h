@@ -23,13 +23,15 @@
 #include "executor/model/op_profiler.h"
 #include "executor/cpu_backend/fsdp_unit.h"
 #include "executor/cpu_backend/micro_batch_models.h"
-#include "executor/runtime/rank_skeleton.h"
+#include "executor/runtime/model_skeleton.h"
 
 namespace fsdpx {
 
-// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions) over host
-// communicators and FsdpUnits; the rest below.
-class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
+// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions; model_skeleton.h:
+// the segments' passes and sends) over host communicators, FsdpUnits and fp32 Transformers; the rest below.
+class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transformer<float>, float> {
+  using Model = Transformer<float>;
+
  public:
   // `world`: this rank's communicator over all ranks; `kernel_profiler` may be null.
   CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world, OpProfiler* kernel_profiler);
@@ -41,13 +43,9 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
 
-  void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
-  void forward(int segment, int mb) override;
-  void begin_backward(int mb, double dloss) override { models_.at(mb).begin_backward(float(dloss)); }
-  void backward(int segment, int unit, int mb) override;
-  void backward_input(int segment, int mb) override;
-  void backward_weight(int segment, int unit, int mb) override;
-  void send(Payload payload, int segment, int mb, int peer, int tag) override;
+  void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override {
+    models_.at(mb).set_batch(tokens, targets);
+  }
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   void finish_sends() override { world_->wait_sends(); }
   std::vector<double> take_losses() override;
@@ -94,8 +92,24 @@ class CpuRankBackend final : public RankSkeleton<FsdpUnit, Communicator> {
   void note_non_finite(int unit) {
     if (first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
   }
-  std::vector<float*> grad_ptrs(int unit) {
+  // The model half (model_skeleton.h): host passes, the bytes the model's buffers hold per segment.
+  MicroBatchPool<Model>& models() override { return models_; }
+  SegmentBufferBytes segment_bytes(const Model&, int segment) const override {
+    return segment_bytes_[std::size_t(segment)];
+  }
+  void forward_module(Model& model, int m, const Params& p) override { model.forward_module(m, p); }
+  void backward_module(Model& model, int m, const Params& p, const Grads& g) override {
+    model.backward_module(m, p, g);
+  }
+  void backward_input_module(Model& model, int m, const Params& p) override { model.backward_input_module(m, p); }
+  void backward_weight_module(Model& model, int m, const Grads& g) override { model.backward_weight_module(m, g); }
+  void keep_loss(Model& model) override { losses_.push_back(double(model.loss())); }
+  const float* adapter_params() override { return adapters_.params.data(); }
+  Grads grad_ptrs(int unit) override {
     return units_.unit_grads(rp_, unit, [](FsdpUnit& u, int k) { return u.module_grads(k); });
+  }
+  void post_send(const float* data, Payload, int peer, int tag) override {
+    world_->post_send(data, std::int64_t(message_.size()), peer, tag);
   }
 
   ModelComm model_comm_;  // before models_, which keep a pointer

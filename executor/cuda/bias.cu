@@ -11,10 +11,6 @@ namespace fsdpx::cuda {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr std::int64_t kMaxRowChunks = 64;  // fixed: the sum order does not depend on the GPU
-
-std::int64_t row_chunks(std::int64_t n) { return n < kMaxRowChunks ? n : kMaxRowChunks; }
-
 template <class T>
 __global__ void column_partial_kernel(float* scratch, const T* dout, std::int64_t n, int oc, std::int64_t chunks) {
   const int j = blockIdx.x * kBlock + threadIdx.x;
@@ -58,8 +54,6 @@ void bias_add_columns(void* c, bool c_f32, const T* bias, std::int64_t m, std::i
     bias_add_columns_kernel<T, T><<<blocks, kBlock, 0, stream>>>(static_cast<T*>(c), bias, m, n, ldc);
   CUDA_CHECK(cudaGetLastError());
 }
-
-std::int64_t bias_backward_scratch_elems(std::int64_t n, std::int64_t oc) { return row_chunks(n) * oc; }
 
 template <class T>
 void bias_backward(float* dbias, float* scratch, const T* dout, std::int64_t n, std::int64_t oc,

@@ -7,12 +7,10 @@
 
 #include <cstdint>
 
+#include "executor/cuda/row_chunks.h"  // bias_backward_scratch_elems
 #include "executor/cuda/types.h"
 
 namespace fsdpx::cuda {
-
-// fp32 elements of scratch that bias_backward needs.
-std::int64_t bias_backward_scratch_elems(std::int64_t n, std::int64_t oc);
 
 // dbias [OC] (fp32) += Σ_n dout [N, OC] (T = bf16 or f16); scratch [bias_backward_scratch_elems].
 template <class T>

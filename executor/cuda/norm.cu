@@ -10,10 +10,6 @@ namespace fsdpx::cuda {
 namespace {
 
 constexpr int kBlock = 256;                 // threads; 8 rows (warps) per block in the row kernels
-constexpr std::int64_t kMaxRowChunks = 64;  // fixed chunk count: the sum order does not depend on the GPU
-
-std::int64_t row_chunks(std::int64_t n) { return n < kMaxRowChunks ? n : kMaxRowChunks; }
-
 template <bool kLayer, class T>
 __global__ void norm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,
                                     std::int64_t n, int c, float eps) {
@@ -119,7 +115,6 @@ void norm_backward(T* dinp, float* dweight, float* dbias, float* scratch, const 
 
 }  // namespace
 
-std::int64_t norm_backward_scratch_elems(std::int64_t n, std::int64_t c) { return 2 * row_chunks(n) * c; }
 
 template <class T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias,

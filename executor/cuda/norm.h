@@ -7,12 +7,10 @@
 
 #include <cstdint>
 
+#include "executor/cuda/row_chunks.h"  // norm_backward_scratch_elems
 #include "executor/cuda/types.h"
 
 namespace fsdpx::cuda {
-
-// fp32 elements of the scratch buffer that norm backward needs for n rows of width c.
-std::int64_t norm_backward_scratch_elems(std::int64_t n, std::int64_t c);
 
 // out [N, C] = (inp − mean)·rstd·weight + bias; mean [N], rstd [N] fp32 saved.
 template <class T>

@@ -31,17 +31,20 @@
 #include "executor/cuda_backend/cuda_model.h"
 #include "executor/cuda_backend/cuda_unit.h"
 #include "executor/runtime/micro_batch_pool.h"
-#include "executor/runtime/rank_skeleton.h"
+#include "executor/runtime/model_skeleton.h"
 
 namespace fsdpx::cuda {
 
-// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions) over device
-// communicators and CudaUnitTs, each unit op enqueued on the current op's stream; the rest below.
+// The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions; model_skeleton.h:
+// the segments' passes and sends) over device communicators, CudaUnitTs and CudaModelTs, each unit op and
+// model pass enqueued on the current op's stream; the rest below.
 template <class T>
-class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunicator> {
-  using Base = RankSkeleton<CudaUnitT<T>, DeviceCommunicator>;
+class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunicator, CudaModelT<T>, T> {
+  using Base = ModelSkeleton<CudaUnitT<T>, DeviceCommunicator, CudaModelT<T>, T>;
   using Base::rp_, Base::world_, Base::pp_ends_comm_, Base::role_, Base::mesh_rank_, Base::mem_,
       Base::units_, Base::comm, Base::holds_unit;
+  using typename Base::Params, typename Base::Grads;
+  using Model = CudaModelT<T>;
 
  public:
   // `world`: this rank's communicator over every rank (global ranks); all work on CUDA device `device`.
@@ -57,12 +60,6 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   void end_op(int id, const Op& op) override;
 
   void set_micro_batch(int mb, const std::int32_t* tokens, const std::int32_t* targets) override;
-  void forward(int segment, int mb) override;
-  void begin_backward(int mb, double dloss) override { models_.at(mb).begin_backward(float(dloss)); }
-  void backward(int segment, int unit, int mb) override;
-  void backward_input(int segment, int mb) override;
-  void backward_weight(int segment, int unit, int mb) override;
-  void send(Payload payload, int segment, int mb, int peer, int tag) override;
   void recv(Payload payload, int segment, int mb, int peer, int tag) override;
   std::vector<double> take_losses() override;
   std::vector<IssuedCollective> take_model_collectives() override { return model_comm_.take_issued(); }
@@ -111,9 +108,28 @@ class CudaRankBackendT final : public RankSkeleton<CudaUnitT<T>, DeviceCommunica
   void clear_non_finite() override;
   void use_device() const;
   cudaStream_t stream(StreamKind s) const { return streams_[std::size_t(s)]; }
-  std::vector<float*> grad_ptrs(int unit) {  // all null under LoRA (a frozen base)
+  // The model half (model_skeleton.h): every pass on the current op's stream; the tracker counts a
+  // model's scratch when the pool makes it (make_model), so a segment's backward works in no more.
+  MicroBatchPool<Model>& models() override { return models_; }
+  SegmentBufferBytes segment_bytes(const Model& model, int segment) const override;
+  void forward_module(Model& model, int m, const Params& p) override { model.forward_module(m, p, current_); }
+  void backward_module(Model& model, int m, const Params& p, const Grads& g) override {
+    model.backward_module(m, p, g, current_);
+  }
+  void backward_input_module(Model& model, int m, const Params& p) override {
+    model.backward_input_module(m, p, current_);
+  }
+  void backward_weight_module(Model& model, int m, const Grads& g) override {
+    model.backward_weight_module(m, g, current_);
+  }
+  void enter_forward(Model& model, const Segment& seg, int mb, bool head) override;
+  void enter_backward(Model& model, const Segment& seg, int mb) override;
+  void keep_loss(Model&) override { ++losses_written_; }
+  const T* adapter_params() override { return adapters_->params16(); }
+  Grads grad_ptrs(int unit) override {  // all null under LoRA (a frozen base)
     return units_.unit_grads(rp_, unit, [this](CudaUnitT<T>& u, int k) { return u.module_grads(k, current_); });
   }
+  void post_send(const T* data, Payload payload, int peer, int tag) override;
   void sync_streams() const;
   // Waits for the current stream and reads `n` bytes of device memory (a peer's abort throws).
   void read_back(void* host, const void* device, std::size_t n);

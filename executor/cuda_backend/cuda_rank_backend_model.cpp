@@ -1,8 +1,8 @@
-// executor/cuda_backend/cuda_rank_backend_model.cpp — the model ops of the CUDA rank backend (see
-// cuda_rank_backend.h): per micro-batch in flight a CudaModel from the pool, forward and backward of a
-// segment's modules (zero bubble's input and weight passes apart), the pipeline's sends and receives of
-// 16-bit (T) activations and activation gradients through staging memory, and the losses. Mirrors
-// cpu_rank_backend.cpp's model ops; the staging buffers ([N, C] T per message in flight) are not
+// executor/cuda_backend/cuda_rank_backend_model.cpp — the device half of the CUDA rank backend's model
+// ops (see cuda_rank_backend.h; the passes themselves are model_skeleton.h's): per micro-batch in flight a
+// CudaModel from the pool, what starts a pass (a received message delivered, the loss's slot), a
+// segment's bytes, the pipeline's sends and receives of 16-bit (T) activations and activation gradients
+// through staging memory, and the losses. The staging buffers ([N, C] T per message in flight) are not
 // counted in the memory tracker.
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 namespace fsdpx::cuda {
 
 // Every model of the pool allocates its activations and scratch once; the tracker counts the scratch
-// (working bytes) per model as transient, the activations per module as they are saved.
+// (working bytes) per model as transient, the activations per segment as they are saved (segment_bytes).
 template <class T>
 std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model() {
   use_device();
@@ -46,72 +46,37 @@ void CudaRankBackendT<T>::set_micro_batch(int mb, const std::int32_t* tokens, co
   models_.at(mb).set_batch(tokens, targets, stream(StreamKind::compute));
 }
 
+// The received activations (the forward) or their gradient (the backward) go into the model on the
+// current stream; the head's loss goes to the step's next slot.
 template <class T>
-void CudaRankBackendT<T>::forward(int segment, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const int last = seg.first_module + seg.module_count - 1;
-  CudaModelT<T>& model = models_.at(mb);
+void CudaRankBackendT<T>::enter_forward(Model& model, const Segment& seg, int mb, bool head) {
   deliver(mb, Payload::activations, [&] { return model.input_buffer(seg.first_module); });
-  if (last == rp_.layout.head_index()) {
-    FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
-    model.set_loss_output(losses_.get() + losses_written_);
-  }
-  if (adapters_) model.set_lora_buffers(adapters_->params16(), adapters_->grads());
-  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
-  for (int m = seg.first_module; m <= last; ++m) {
-    model.forward_module(m, p, current_);
-    mem_.alloc(MemCategory::activations, double(model.saved_bytes(m)));
-  }
-  models_.forward_done(mb);
-  if (last == rp_.layout.head_index()) ++losses_written_;
+  if (!head) return;
+  FSDP_CHECK(losses_written_ < losses_.size(), "CudaRankBackend: more micro-batches than grad_accum");
+  model.set_loss_output(losses_.get() + losses_written_);
 }
 
 template <class T>
-void CudaRankBackendT<T>::backward(int segment, int unit, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
+void CudaRankBackendT<T>::enter_backward(Model& model, const Segment& seg, int mb) {
   const int last = seg.first_module + seg.module_count - 1;
-  CudaModelT<T>& model = models_.at(mb);
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
-  const std::vector<float*> g = grad_ptrs(unit);
-  for (int m = last; m >= seg.first_module; --m) {
-    model.backward_module(m, p, g, current_);
-    mem_.free(MemCategory::activations, double(model.saved_bytes(m)));
-  }
-  models_.backward_done(mb);
 }
 
-// Zero bubble's B: what W reads stays in the model, so it is counted until W.
+// What the model's modules keep, summed over the segment (the pool's models are alike).
 template <class T>
-void CudaRankBackendT<T>::backward_input(int segment, int mb) {
+SegmentBufferBytes CudaRankBackendT<T>::segment_bytes(const Model& model, int segment) const {
   const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const int last = seg.first_module + seg.module_count - 1;
-  CudaModelT<T>& model = models_.at(mb);
-  deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-  const std::vector<const T*> p = units_.live_params(rp_.layout.num_modules());
-  for (int m = last; m >= seg.first_module; --m) {
-    model.backward_input_module(m, p, current_);
-    mem_.alloc(MemCategory::activations, double(model.weight_pass_bytes(m)));
+  SegmentBufferBytes bytes;
+  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) {
+    bytes.saved += double(model.saved_bytes(m));
+    bytes.weight_pass += double(model.weight_pass_bytes(m));
   }
+  return bytes;
 }
 
-template <class T>
-void CudaRankBackendT<T>::backward_weight(int segment, int unit, int mb) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  CudaModelT<T>& model = models_.at(mb);
-  const std::vector<float*> g = grad_ptrs(unit);
-  for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) {
-    model.backward_weight_module(m, g, current_);
-    mem_.free(MemCategory::activations, double(model.saved_bytes(m) + model.weight_pass_bytes(m)));
-  }
-  models_.backward_done(mb);
-}
-
-// Activations leave after the segment's last module and enter before its first; their gradient leaves
-// w.r.t. the segment's input and enters w.r.t. its output. Messages pair in issue order on their
-// channel (NCCL has no tags; the lowering issues a channel's sends and receives in the same order,
-// tests/executor/test_pipeline_message_order.cpp), so `tag` is not needed; `peer` is the channel's other
-// rank, checked.
+// Messages pair in issue order on their channel (NCCL has no tags; the lowering issues a channel's sends
+// and receives in the same order, tests/executor/test_pipeline_message_order.cpp), so `tag` is not
+// needed; `peer` is the channel's other rank, checked.
 template <class T>
 DeviceCommunicator& CudaRankBackendT<T>::channel(Payload payload, bool sending, int peer) const {
   const int pp = rp_.program.pp;
@@ -128,11 +93,8 @@ DeviceCommunicator& CudaRankBackendT<T>::channel(Payload payload, bool sending, 
 // The message is copied on the compute stream, right behind the op that made it, into stream-ordered
 // staging memory that the send reads and frees on its own stream.
 template <class T>
-void CudaRankBackendT<T>::send(Payload payload, int segment, int mb, int peer, int) {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  const CudaModelT<T>& model = models_.get(mb);
-  const T* data = outbound_message(model, seg, payload);
-  const std::int64_t n = model.boundary_elems();
+void CudaRankBackendT<T>::post_send(const T* data, Payload payload, int peer, int) {
+  const std::int64_t n = pipeline_message_numel(rp_, Base::par_);
   const cudaStream_t compute = stream(StreamKind::compute);
   void* staging = nullptr;
   CUDA_CHECK(cudaMallocAsync(&staging, std::size_t(n) * sizeof(T), compute));
@@ -176,12 +138,11 @@ std::vector<double> CudaRankBackendT<T>::take_losses() {
 #define FSDPX_INSTANTIATE(T)                                                                                     \
   template std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model();                                    \
   template void CudaRankBackendT<T>::set_micro_batch(int, const std::int32_t*, const std::int32_t*);            \
-  template void CudaRankBackendT<T>::forward(int, int);                                                         \
-  template void CudaRankBackendT<T>::backward(int, int, int);                                                   \
-  template void CudaRankBackendT<T>::backward_input(int, int);                                                  \
-  template void CudaRankBackendT<T>::backward_weight(int, int, int);                                            \
+  template void CudaRankBackendT<T>::enter_forward(CudaModelT<T>&, const Segment&, int, bool);                  \
+  template void CudaRankBackendT<T>::enter_backward(CudaModelT<T>&, const Segment&, int);                       \
+  template SegmentBufferBytes CudaRankBackendT<T>::segment_bytes(const CudaModelT<T>&, int) const;              \
   template DeviceCommunicator& CudaRankBackendT<T>::channel(Payload, bool, int) const;                          \
-  template void CudaRankBackendT<T>::send(Payload, int, int, int, int);                                         \
+  template void CudaRankBackendT<T>::post_send(const T*, Payload, int, int);                                    \
   template void CudaRankBackendT<T>::recv(Payload, int, int, int, int);                                         \
   template std::vector<double> CudaRankBackendT<T>::take_losses();
 FSDPX_INSTANTIATE(bf16)

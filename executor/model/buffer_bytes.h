@@ -10,14 +10,9 @@
 #include "executor/model/model_parallel.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/runtime_program.h"
+#include "executor/runtime/segment_bytes.h"
 
 namespace fsdpx {
-
-struct SegmentBufferBytes {
-  double saved = 0;        // kept from the segment's forward to its backward
-  double working = 0;      // alive during its backward only
-  double weight_pass = 0;  // zero-bubble split: kept by the input pass for the weight pass
-};
 
 // Per segment of the program (program order), for the run's model, micro-batch and seq and the program's
 // recompute. `layout` and `par`: the rank's tensor-parallel slices and place (sizes of its buffers).

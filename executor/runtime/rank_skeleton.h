@@ -9,7 +9,7 @@
 // CudaRankBackendT) derives from it with its unit and communicator types and supplies the device half:
 // how a communicator splits, how a unit runs one op, and the kernels over fp32 gradient buffers
 // (torchtitan's simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model
-// and the pipeline messages (each backend's).
+// ops and the pipeline messages (model_skeleton.h).
 #pragma once
 
 #include <memory>
@@ -223,13 +223,6 @@ class RankSkeleton : public RankBackend {
     for (Unit* u : units_.with_copy(unit)) reduce_unit(*u, r, c);
   }
 };
-
-// What a pipeline send of `payload` carries from a micro-batch's model (either backend's): activations
-// leave after the segment's last module, their gradient w.r.t. the segment's input.
-template <class Model>
-auto outbound_message(const Model& model, const Segment& seg, Payload payload) {
-  return payload == Payload::activations ? model.output(seg.first_module + seg.module_count - 1) : model.input_grad();
-}
 
 // The elements of one pipeline message, either way: the micro-batch's hidden states [N_local, C] on this
 // rank, N_local = micro_batch · seq / cp tokens, split once more over tp under sequence parallelism (the

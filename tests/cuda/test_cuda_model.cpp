@@ -296,8 +296,11 @@ TEST_CASE("CudaModel kernel profile: the CPU model's ops and modules, each timed
       cpu_options.recompute = recompute;
       cpu_options.profiler = &cpu_prof;
       run_cpu(spec, params, batch, 1.0f, cpu_options);
-      const Result plain = run_gpu(spec, CudaModelOptions{recompute, nullptr, {}, false}, params, batch, 1.0f);
-      const Result timed = run_gpu(spec, CudaModelOptions{recompute, &gpu_prof, {}, false}, params, batch, 1.0f);
+      CudaModelOptions plain_options, timed_options;
+      plain_options.recompute = timed_options.recompute = recompute;
+      timed_options.profiler = &gpu_prof;
+      const Result plain = run_gpu(spec, plain_options, params, batch, 1.0f);
+      const Result timed = run_gpu(spec, timed_options, params, batch, 1.0f);
       REQUIRE(!cpu_prof.times_s.empty());
       CHECK(gpu_prof.calls() == cpu_prof.calls());
       for (const auto& entry : cpu_prof.times_s)

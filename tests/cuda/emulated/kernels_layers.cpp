@@ -23,8 +23,6 @@ using emu::load;
 using emu::or_null;
 using emu::store;
 
-std::int64_t norm_backward_scratch_elems(std::int64_t, std::int64_t c) { return 2 * c; }  // unused here
-
 template <class T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, std::int64_t n,
                        std::int64_t c, float eps, cudaStream_t stream) {

@@ -83,8 +83,6 @@ void zero_tail_f32(float* buf, std::int64_t valid, std::int64_t padded, cudaStre
   });
 }
 
-std::int64_t bias_backward_scratch_elems(std::int64_t, std::int64_t oc) { return oc; }  // unused here
-
 // Rows in order per column, as cpu::matmul_backward_dw's bias sum.
 template <class T>
 void bias_backward(float* dbias, float*, const T* dout, std::int64_t n, std::int64_t oc, cudaStream_t stream) {

@@ -1,0 +1,122 @@
+// executor/runtime/model_skeleton.h — the model ops of the rank skeleton, written once for every backend:
+// per micro-batch in flight a model from the backend's pool (micro_batch_pool.h), a segment's forward,
+// backward and zero bubble's input and weight passes over its modules with the units' live parameters
+// and gradients, the memory tracker's bytes of each pass (what the forward saves, the backward's working
+// buffers, what an input pass keeps for the weight pass), the head's loss, LoRA's adapter buffers and
+// what a pipeline send carries. A backend (CpuRankBackend, CudaRankBackendT) supplies the device half:
+// its model pool, how one module runs (CUDA: on the current op's stream), a segment's bytes, what starts
+// a pass (CUDA: a received message delivered, the loss's device slot) and how a message reaches its
+// peer. Leaves out receives (the CPU hands a message to the model at once, CUDA at the op that reads it).
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "executor/runtime/micro_batch_pool.h"
+#include "executor/runtime/rank_skeleton.h"
+#include "executor/runtime/segment_bytes.h"
+
+namespace fsdpx {
+
+// Model: one micro-batch's activations (Transformer, CudaModelT); Param: its parameters' element type.
+template <class Unit, class Comm, class Model, class Param>
+class ModelSkeleton : public RankSkeleton<Unit, Comm> {
+  using Base = RankSkeleton<Unit, Comm>;
+
+ public:
+  using Params = std::vector<const Param*>;  // per module: its unit's live parameters or null
+  using Grads = std::vector<float*>;         // per module: its unit's fp32 gradients or null
+
+  ModelSkeleton(const RuntimeProgram& rp, std::unique_ptr<Comm> world) : Base(rp, std::move(world)) {}
+
+  void forward(int segment, int mb) final {
+    const Segment& seg = segment_at(segment);
+    const int last = seg.first_module + seg.module_count - 1;
+    const bool head = last == this->rp_.layout.head_index();
+    Model& model = models().at(mb);
+    enter_forward(model, seg, mb, head);
+    if (float* g = this->adapter_grads()) model.set_lora_buffers(adapter_params(), g);
+    const Params p = live_params();
+    for (int m = seg.first_module; m <= last; ++m) forward_module(model, m, p);
+    models().forward_done(mb);
+    this->mem_.alloc(MemCategory::activations, segment_bytes(model, segment).saved);
+    if (head) keep_loss(model);
+  }
+  void begin_backward(int mb, double dloss) final { models().at(mb).begin_backward(float(dloss)); }
+  void backward(int segment, int unit, int mb) final {
+    const Segment& seg = segment_at(segment);
+    Model& model = models().at(mb);
+    const SegmentBufferBytes bytes = start_backward(model, segment, mb);
+    const Params p = live_params();
+    const Grads g = grad_ptrs(unit);
+    for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) backward_module(model, m, p, g);
+    models().backward_done(mb);
+    this->mem_.free(MemCategory::transient, bytes.working);
+    this->mem_.free(MemCategory::activations, bytes.saved);
+  }
+  // Zero bubble's B: the activations W reads stay in the model, so they are counted until W.
+  void backward_input(int segment, int mb) final {
+    const Segment& seg = segment_at(segment);
+    Model& model = models().at(mb);
+    const SegmentBufferBytes bytes = start_backward(model, segment, mb);
+    const Params p = live_params();
+    for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
+      backward_input_module(model, m, p);
+    this->mem_.free(MemCategory::transient, bytes.working);
+    this->mem_.alloc(MemCategory::activations, bytes.weight_pass);
+  }
+  void backward_weight(int segment, int unit, int mb) final {
+    const Segment& seg = segment_at(segment);
+    Model& model = models().at(mb);
+    const Grads g = grad_ptrs(unit);
+    for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
+      backward_weight_module(model, m, g);
+    models().backward_done(mb);
+    const SegmentBufferBytes bytes = segment_bytes(model, segment);
+    this->mem_.free(MemCategory::activations, bytes.saved + bytes.weight_pass);
+  }
+  // Activations leave after the segment's last module, their gradient w.r.t. its input. A finished
+  // micro-batch's model stays readable for the send of its input gradient (micro_batch_pool.h).
+  void send(Payload payload, int segment, int mb, int peer, int tag) final {
+    const Segment& seg = segment_at(segment);
+    const Model& model = models().get(mb);
+    const int last = seg.first_module + seg.module_count - 1;
+    post_send(payload == Payload::activations ? model.output(last) : model.input_grad(), payload, peer, tag);
+  }
+
+ protected:
+  virtual MicroBatchPool<Model>& models() = 0;
+  // The bytes segment `segment` holds in `model` (every model of the pool has the same).
+  virtual SegmentBufferBytes segment_bytes(const Model& model, int segment) const = 0;
+  // One module's pass on the device, in order.
+  virtual void forward_module(Model& model, int m, const Params& p) = 0;
+  virtual void backward_module(Model& model, int m, const Params& p, const Grads& g) = 0;
+  virtual void backward_input_module(Model& model, int m, const Params& p) = 0;
+  virtual void backward_weight_module(Model& model, int m, const Grads& g) = 0;
+  // Before a segment's forward (`head`: it ends with the LM head) or backward (or input pass).
+  virtual void enter_forward(Model&, const Segment&, int /*mb*/, bool /*head*/) {}
+  virtual void enter_backward(Model&, const Segment&, int /*mb*/) {}
+  // After the head's forward: the micro-batch's loss is the next one take_losses returns.
+  virtual void keep_loss(Model& model) = 0;
+  // The adapters' parameters the model reads (LoRA only: adapter_grads() is not null).
+  virtual const Param* adapter_params() = 0;
+  // The gradients of `unit`'s modules (all null where the unit has none, e.g. a frozen base under LoRA).
+  virtual Grads grad_ptrs(int unit) = 0;
+  // Sends the message at `data` (pipeline_message_numel values) to global rank `peer`.
+  virtual void post_send(const Param* data, Payload payload, int peer, int tag) = 0;
+
+  const Segment& segment_at(int segment) const { return this->rp_.program.segments[std::size_t(segment)]; }
+  Params live_params() const { return this->units_.live_params(this->rp_.layout.num_modules()); }
+
+ private:
+  // Before a backward or input pass: a received gradient delivered, the working buffers counted.
+  SegmentBufferBytes start_backward(Model& model, int segment, int mb) {
+    enter_backward(model, segment_at(segment), mb);
+    const SegmentBufferBytes bytes = segment_bytes(model, segment);
+    this->mem_.alloc(MemCategory::transient, bytes.working);
+    return bytes;
+  }
+};
+
+}  // namespace fsdpx
