@@ -90,22 +90,14 @@ struct CudaBlockPolicy
   static void add_bias(const Ctx&, T*, const T* bias, std::int64_t, std::int64_t) {
     FSDP_CHECK(bias == nullptr, "CudaBlockPolicy: tensor parallelism runs blocks without biases on CUDA");
   }
-  // Latent attention, host-staged around the shared MLA code (cuda_mla_attention.h): a.atty and s.dln written.
+  // Latent attention and the MoE MLP, host-staged around the shared model code (cuda_mla_attention.h,
+  // cuda_moe_mlp.h): a.atty, the MLP's output and s.dln written.
   static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
-  static void mla_forward(const Ctx& ctx, const BlockTensors<const T*>& p, Acts& a) { cuda_mla_forward(ctx, p, a); }
-  static void mla_backward(const Ctx& ctx, const BlockTensors<const T*>& p, const BlockTensors<float*>& g,
-                           const Acts& a, Scratch& s) {
-    cuda_mla_backward(ctx, p, g, a, s);
-  }
-  // The MoE MLP, host-staged around the shared MoE code (cuda_moe_mlp.h): out and s.dln written.
-  static bool is_moe(const Ctx& ctx) { return is_moe_block(ctx); }
-  static void moe_forward(const Ctx& ctx, const BlockTensors<const T*>& p, Acts& a, T* out) {
-    cuda_moe_forward(ctx, p, a, out);
-  }
-  static void moe_backward(const Ctx& ctx, const BlockTensors<const T*>& p, const BlockTensors<float*>& g,
-                           const Acts& a, const T* dout, Scratch& s) {
-    cuda_moe_backward(ctx, p, g, a, dout, s);
-  }
+  static constexpr auto mla_forward = cuda_mla_forward<T>;
+  static constexpr auto mla_backward = cuda_mla_backward<T>;
+  static constexpr auto is_moe = is_moe_block<T>;
+  static constexpr auto moe_forward = cuda_moe_forward<T>;
+  static constexpr auto moe_backward = cuda_moe_backward<T>;
 
   // dinp [N, c] = dout [N, oc] · W (written: accumulate = false).
   static void linear_dx(const Ctx& ctx, T* dinp, const T* dout, const T* w, std::int64_t c, std::int64_t oc) {

@@ -72,11 +72,7 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
   template void cuda_mla_forward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&, CudaBlockActs<T>&); \
   template void cuda_mla_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                     \
                                      const BlockTensors<float*>&, const CudaBlockActs<T>&, CudaBlockScratch<T>&);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_HOST_STAGED_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -78,11 +78,7 @@ void add_to_device_scalar(float* loss_device, float add, cudaStream_t stream) {
   template void cuda_moe_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                  \
                                      const BlockTensors<float*>&, const CudaBlockActs<T>&, const T*,             \
                                      CudaBlockScratch<T>&);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_HOST_STAGED_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -10,6 +10,14 @@
 
 #include "executor/cuda/cuda_check.h"
 
+// M(T) for each activation type the CUDA blocks run: bf16, f16 and, in the emulated build, float (what
+// the host-staged files instantiate).
+#if defined(FSDPX_CUDA_EMULATED)
+#define FSDPX_HOST_STAGED_TYPES(M) M(bf16) M(f16) M(float)
+#else
+#define FSDPX_HOST_STAGED_TYPES(M) M(bf16) M(f16)
+#endif
+
 namespace fsdpx::cuda {
 
 // host [n] (fp32) = device src [n] (T); empty-valued (zeros) when src is null.
