@@ -60,6 +60,9 @@ BackendCapabilities cuda_row() {
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_with_model_parallel = true;  // 1F1B at pp 2 x tp 2 and pp 2 x cp 2, emulated (docs/cuda.md)
   c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
+  // Mixtral- and DeepSeek-V3-style MoE blocks and latent attention at ep 1, host-staged around the shared
+  // model code (executor/cuda_backend/cuda_moe_mlp.h, cuda_mla_attention.h); no expert parallelism yet.
+  c.moe = c.mla = true;
   return c;
 }
 
@@ -219,7 +222,10 @@ void attention_gaps(const Plan& plan, const BackendCapabilities& caps, std::vect
                    true});  // the planner records its target's kernel (planner/target.cpp)
     return;
   }
-  if (!it->head_dims.empty() && !contains(it->head_dims, plan.model.head_dim))
+  // Latent attention on a row that trains it runs its own core (CUDA's: the CPU's, host-staged,
+  // executor/cuda_backend/cuda_mla_attention.h), not the kernel's head sizes.
+  const bool own_core = plan.model.is_mla() && caps.mla;
+  if (!it->head_dims.empty() && !own_core && !contains(it->head_dims, plan.model.head_dim))
     out.push_back({"/model/head_dim", fmt::format("the {} attention kernel \"{}\" takes {} (got {})", caps.name,
                                                   attention_kernel_name(it->kernel),
                                                   or_list(it->head_dims, false, [](std::int64_t h) { return h; }),

@@ -13,18 +13,9 @@
 #include "executor/cuda/norm.h"
 #include "executor/cuda_backend/cuda_block_policy.h"
 #include "executor/model/block_sequence.h"
+#include "executor/model/block_tensor_names.h"
 
 namespace fsdpx::cuda {
-namespace {
-
-template <class T>
-const T* param(const ModuleLayout& m, const T* base, const char* name) {
-  const TensorSlot* t = m.find(name);
-  return t ? base + t->offset : nullptr;
-}
-
-}  // namespace
-
 template <class T>
 void CudaBlockActs<T>::allocate(const BlockDims& d, std::int64_t lora_u_elems) {
   const std::int64_t n = d.n, nl = d.n_local, mean_n = d.layernorm ? nl : 0;  // RMSNorm has no mean
@@ -71,12 +62,7 @@ std::int64_t CudaBlockScratch<T>::bytes() const {
 
 template <class T>
 BlockTensors<const T*> block_params16(const ModuleLayout& m, const T* base) {
-  FSDP_CHECK(base != nullptr, "block_params16: null buffer for " + m.name);
-  return BlockTensors<const T*>{
-      param(m, base, "attn_norm.weight"), param(m, base, "attn_norm.bias"), param(m, base, "qkv.weight"),
-      param(m, base, "qkv.bias"),         param(m, base, "attn_out.weight"), param(m, base, "attn_out.bias"),
-      param(m, base, "mlp_norm.weight"),  param(m, base, "mlp_norm.bias"),  param(m, base, "mlp_up.weight"),
-      param(m, base, "mlp_up.bias"),      param(m, base, "mlp_down.weight"), param(m, base, "mlp_down.bias")};
+  return block_tensors_at(m, base);
 }
 
 template <class T>

@@ -16,6 +16,9 @@
 #include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
+#include "executor/model/mla_attention.h"
+#include "executor/model/moe_mlp.h"
+#include "executor/model/rope_table.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/tp_region.h"
 #include "executor/runtime/param_layout.h"
@@ -38,6 +41,11 @@ struct CudaBlockActs {
   DeviceBuffer<T> fc;                   // [N, FU] mlp_up output (pre-activation)
   DeviceBuffer<T> fc_act;               // [N, F] activation output (mlp_down input)
   DeviceBuffer<T> lora_u;               // [adapters, N, r] u = x Aᵀ per adapter (LoRA only)
+  MoeActs<float> moe;  // an MoE block's MLP, on the host (allocated by its model; cuda_moe_mlp.h)
+  // Latent attention, on the host (cuda_mla_attention.h): its chains (allocated by the model), the padded
+  // multi-head qkv [N, 3·H·D] and the attention core's saved probabilities (sized by each forward).
+  MlaActs<float> mla;
+  std::vector<float> mla_qkv, mla_att;
   void allocate(const BlockDims& d, std::int64_t lora_u_elems = 0);  // lora_saved_elems
   std::int64_t bytes() const;  // 0 when not allocated
 };
@@ -56,6 +64,8 @@ struct CudaBlockScratch {
   // Context parallelism (cp > 1): the K and V of the rank's tokens [N, KVW] (KVW = 2·KV_local), every cp
   // rank's [cp·N, KVW] in rank order, and in sequence order [B·T_kv, KVW] with their gradients.
   DeviceBuffer<T> kv_local, kv_gathered, kv_full, dkv_full;
+  MoeScratch<float> moe;  // MoE blocks, on the host (allocated by the model; cuda_moe_mlp.h)
+  MlaScratch<float> mla;  // latent attention, on the host (allocated by the model; cuda_mla_attention.h)
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
@@ -92,6 +102,8 @@ struct CudaBlockContext {
   const std::int64_t* q_pos = nullptr;
   const std::int64_t* cp_rows = nullptr;
   bool tensor_core_attention = false;  // CudaModelOptions::tensor_core_attention
+  MoeAuxGrad<float> moe_aux = {};      // MoE blocks: the load-balancing loss's gradient (moe_aux_loss.h)
+  const RopeTable<float>* mla_rope = nullptr;  // latent attention: host RoPE rows, qk_rope_head_dim wide
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

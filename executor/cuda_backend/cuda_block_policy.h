@@ -3,9 +3,9 @@
 // bf16 or f16; float in the emulated build), cuBLAS(Lt) GEMMs writing dx and accumulating fp32 dW, the
 // flash (or tensor-core, or context-parallel) attention core of cuda_attention_core.h, fp32 norm
 // statistics and gradients. A split backward keeps each half's fp32 norm gradients from its input pass
-// (CudaBlockWeightGrads::norm) and adds them in its weight pass. Internal to cuda_block.cpp; leaves out
-// the MoE MLP, the query-group gather of kv_heads < tp and biases under tp (backend_capabilities refuses
-// those plans; the calls FSDP_CHECK).
+// (CudaBlockWeightGrads::norm) and adds them in its weight pass. The MoE MLP and latent attention run
+// host-staged (cuda_moe_mlp.h, cuda_mla_attention.h). Internal to cuda_block.cpp; leaves out the query-group gather of
+// kv_heads < tp and biases under tp (backend_capabilities refuses those plans; the calls FSDP_CHECK).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,8 @@
 #include "executor/cuda/rope.h"
 #include "executor/cuda_backend/cuda_attention_core.h"
 #include "executor/cuda_backend/cuda_block.h"
+#include "executor/cuda_backend/cuda_mla_attention.h"
+#include "executor/cuda_backend/cuda_moe_mlp.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/model/block_sequence.h"
@@ -88,22 +90,14 @@ struct CudaBlockPolicy
   static void add_bias(const Ctx&, T*, const T* bias, std::int64_t, std::int64_t) {
     FSDP_CHECK(bias == nullptr, "CudaBlockPolicy: tensor parallelism runs blocks without biases on CUDA");
   }
-  static bool is_mla(const Ctx&) { return false; }  // the CUDA row refuses latent attention
-  static void mla_forward(const Ctx&, const BlockTensors<const T*>&, Acts&) {
-    FSDP_CHECK(false, "CudaBlockPolicy: latent attention is not run on CUDA");
-  }
-  static void mla_backward(const Ctx&, const BlockTensors<const T*>&, const BlockTensors<float*>&, const Acts&,
-                           Scratch&) {
-    FSDP_CHECK(false, "CudaBlockPolicy: latent attention is not run on CUDA");
-  }
-  static bool is_moe(const Ctx&) { return false; }  // CudaModel refuses MoE models
-  static void moe_forward(const Ctx&, const BlockTensors<const T*>&, Acts&, T*) {
-    FSDP_CHECK(false, "CudaBlockPolicy: MoE blocks are not run on CUDA");
-  }
-  static void moe_backward(const Ctx&, const BlockTensors<const T*>&, const BlockTensors<float*>&, const Acts&,
-                           const T*, Scratch&) {
-    FSDP_CHECK(false, "CudaBlockPolicy: MoE blocks are not run on CUDA");
-  }
+  // Latent attention and the MoE MLP, host-staged around the shared model code (cuda_mla_attention.h,
+  // cuda_moe_mlp.h): a.atty, the MLP's output and s.dln written.
+  static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
+  static constexpr auto mla_forward = cuda_mla_forward<T>;
+  static constexpr auto mla_backward = cuda_mla_backward<T>;
+  static constexpr auto is_moe = is_moe_block<T>;
+  static constexpr auto moe_forward = cuda_moe_forward<T>;
+  static constexpr auto moe_backward = cuda_moe_backward<T>;
 
   // dinp [N, c] = dout [N, oc] · W (written: accumulate = false).
   static void linear_dx(const Ctx& ctx, T* dinp, const T* dout, const T* w, std::int64_t c, std::int64_t oc) {

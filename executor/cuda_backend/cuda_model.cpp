@@ -17,6 +17,7 @@
 #include "executor/cuda_backend/cuda_model_policy.h"
 #include "executor/model/context_positions.h"
 #include "executor/cuda_backend/grad_kernels.h"
+#include "executor/cuda_backend/cuda_moe_mlp.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -25,7 +26,7 @@ namespace {
 std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, int cp) {
   FSDP_CHECK(batch > 0 && seq > 0, "CudaModel: batch and seq must be positive");
   FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "CudaModel: seq exceeds max_seq (position table)");
-  FSDP_CHECK(spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128,
+  FSDP_CHECK(spec.is_mla() || (spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128),
              fmt::format("CudaModel: flash attention needs head_dim in {{32, 64, 96, 128}}, not {}", spec.head_dim));
   FSDP_CHECK(spec.kv_heads > 0 && spec.heads % spec.kv_heads == 0, "CudaModel: heads must be a multiple of kv_heads");
   return batch * seq / cp;
@@ -88,7 +89,9 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
   v_local_ = spec.vocab / opts_.parallel.tp, v_first_ = opts_.parallel.tp_rank * v_local_;
   const ModelParallel& par = opts_.parallel;
   positions_ = context_positions(seq, par.cp, par.cp_rank);  // RoPE's rows, the tokens set_batch picks
-  if (spec.arch == Arch::llama) {
+  if (spec.is_mla())  // latent attention rotates its qk_rope_head_dim part, on the host (cuda_mla_attention.h)
+    mla_rope_ = make_rope_table<float>(positions_, spec.mla.qk_rope_head_dim, spec.rope_theta, spec.rope_scaling);
+  if (spec.arch == Arch::llama && !spec.is_mla()) {
     const RopeTable<float> rope =
         make_rope_table<float>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
     rope_cos_ = upload(rope.cos), rope_sin_ = upload(rope.sin);
@@ -118,6 +121,16 @@ void CudaModelT<T>::allocate_activations() {
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
+  if (spec_.is_moe() && any_block) {  // the MoE blocks' routed rows, on the host (cuda_moe_mlp.h)
+    const MoeDims md = make_moe_dims(spec_, n, 1, 0, dims_.t);
+    for (CudaBlockActs<T>& a : acts_) a.moe.allocate(md);
+    recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
+  }
+  if (spec_.is_mla() && any_block) {  // the latent chains, on the host (cuda_mla_attention.h)
+    const MlaDims ld = make_mla_dims(spec_, dims_.b, dims_.t);
+    for (CudaBlockActs<T>& a : acts_) a.mla.allocate(ld);
+    recompute_acts_.mla.allocate(ld), scratch_.mla.allocate(ld);
+  }
   if (any_block || runs(fn))
     scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
@@ -151,6 +164,8 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
                         stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
                         q_pos_.get(),    cp_rows_.get(),  opts_.tensor_core_attention};
+  c.moe_aux = moe_aux_.grad();
+  if (spec_.is_mla()) c.mla_rope = &mla_rope_;
   if (!opts_.lora || module < 1 || module > spec_.layers) return c;
   FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
   const std::int64_t at = opts_.lora->block_offset(module - 1);
@@ -167,7 +182,7 @@ auto CudaModelT<T>::ends() {
   e.logits = logits_.get(), e.ce_stats = ce_stats_.get(), e.dres = dres_.get(), e.dlnf = dlnf_.get();
   e.norm_keep = lnf_keep_.get(), e.scratch = &scratch_;
   e.v_local = v_local_, e.v_first = v_first_, e.batch_tokens = dims_.b * seq_, e.dloss = dloss_;
-  e.batch = CudaEndsBatch{&batch_, losses_.get(), loss_out_, loss_scratch_.get()};
+  e.batch = CudaEndsBatch{&batch_, losses_.get(), loss_out_, loss_scratch_.get(), &moe_aux_};
   return e;
 }
 
@@ -182,6 +197,7 @@ void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* ta
   } else {
     batch_.upload(tokens, targets, stream);
   }
+  moe_aux_.reset(spec_);
   drv_.start_batch();
 }
 
@@ -206,13 +222,16 @@ void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cuda
   const auto i = std::size_t(m - 1);
   CudaBlockActs<T>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
   const auto p = block_params16(layout().modules[std::size_t(m)], drv_.module_base(params, m));
-  cuda_block_forward(context(stream, m), p, resid_[i].get(), resid_[i + 1].get(), a);
+  const CudaBlockContext<T> ctx = context(stream, m);
+  cuda_block_forward(ctx, p, resid_[i].get(), resid_[i + 1].get(), a);
+  if (is_moe_block(ctx)) moe_aux_.add(a.moe, dims_.n);
 }
 
 template <class T>
 void CudaModelT<T>::begin_backward(float dloss) {
   drv_.begin_backward();
   dloss_ = dloss;
+  moe_aux_.begin_backward(dloss);
 }
 
 template <class T>

@@ -41,6 +41,7 @@
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/module_driver.h"
+#include "executor/model/moe_aux_loss.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
@@ -169,6 +170,8 @@ class CudaModelT {
   const T* lora_params_ = nullptr;        // LoRA: [lora->total] T adapters
   float* lora_grads_ = nullptr;              // and their fp32 gradient
   float dloss_ = 1.0f;
+  RopeTable<float> mla_rope_;  // latent attention: host RoPE rows (cuda_mla_attention.h)
+  MoeAuxLoss<float> moe_aux_;  // MoE models: the load-balancing loss, from the blocks' host statistics
 };
 
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.

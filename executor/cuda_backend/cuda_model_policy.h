@@ -25,6 +25,7 @@ struct CudaEndsBatch {
   float* losses = nullptr;              // [N] per-token cross-entropy
   float* loss_out = nullptr;            // the caller's fp32 device scalar: the micro-batch's mean loss
   float* loss_scratch = nullptr;        // [1] the mean the backward's classifier call rewrites
+  const MoeAuxLoss<float>* moe_aux = nullptr;  // MoE models: added to the loss (tp = cp = pp = 1)
 };
 
 template <class T>
@@ -57,11 +58,14 @@ struct CudaModelPolicy : CudaBlockPolicy<T> {
     FSDP_CHECK(false, "CudaModelPolicy: learned positions under tp or cp are not run on CUDA");
   }
 
-  // logits -> the per-token losses and their mean into the caller's scalar (the logits stay).
+  // logits -> the per-token losses and their mean into the caller's scalar (the logits stay), plus an MoE
+  // model's load-balancing loss (moe_aux_loss.h) as the CPU's loss_forward adds it.
   static void loss_forward(const Ctx& ctx, Ends& e) {
     const std::int64_t v = e.v_local;
     fused_classifier(e.logits, e.batch.losses, e.batch.loss_out, e.batch.batch->targets(), ctx.dims.n, v, v, 1.0f,
                      false, ctx.stream);
+    if (e.batch.moe_aux && e.batch.moe_aux->loss() != 0.0f)
+      add_to_device_scalar(e.batch.loss_out, e.batch.moe_aux->loss(), ctx.stream);
   }
   // logits -> dlogits = (softmax − onehot)·dloss/N in place; the mean goes to the scratch so that the
   // caller's loss output is not written after the forward.

@@ -5,18 +5,9 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "executor/model/block_tensor_names.h"
 
 namespace fsdpx {
-namespace {
-
-template <class P>
-P tensor_ptr(const ModuleLayout& m, P base, const char* name) {
-  const TensorSlot* t = m.find(name);
-  return t ? base + t->offset : nullptr;
-}
-
-}  // namespace
-
 BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq, const ModelParallel& par) {
   FSDP_CHECK(seq % par.cp == 0, "make_block_dims: cp must divide seq");
   BlockDims d;
@@ -47,25 +38,7 @@ BlockDims make_block_dims(const ModelSpec& m, std::int64_t batch, std::int64_t s
 
 template <class P>
 BlockTensors<P> block_tensors(const ModuleLayout& m, P base) {
-  FSDP_CHECK(base != nullptr, "block_tensors: null buffer for " + m.name);
-  return BlockTensors<P>{tensor_ptr(m, base, "attn_norm.weight"), tensor_ptr(m, base, "attn_norm.bias"),
-                         tensor_ptr(m, base, "qkv.weight"),       tensor_ptr(m, base, "qkv.bias"),
-                         tensor_ptr(m, base, "attn_out.weight"),  tensor_ptr(m, base, "attn_out.bias"),
-                         tensor_ptr(m, base, "mlp_norm.weight"),  tensor_ptr(m, base, "mlp_norm.bias"),
-                         tensor_ptr(m, base, "mlp_up.weight"),    tensor_ptr(m, base, "mlp_up.bias"),
-                         tensor_ptr(m, base, "mlp_down.weight"),  tensor_ptr(m, base, "mlp_down.bias"),
-                         tensor_ptr(m, base, "router.weight"),    tensor_ptr(m, base, "experts.mlp_up.weight"),
-                         tensor_ptr(m, base, "experts.mlp_down.weight"),
-                         tensor_ptr(m, base, "router.e_score_correction_bias"),
-                         tensor_ptr(m, base, "shared.mlp_up.weight"),
-                         tensor_ptr(m, base, "shared.mlp_down.weight"),
-                         tensor_ptr(m, base, "attn.q_a.weight"),
-                         tensor_ptr(m, base, "attn.q_a_norm.weight"),
-                         tensor_ptr(m, base, "attn.q_b.weight"),
-                         tensor_ptr(m, base, "attn.q.weight"),
-                         tensor_ptr(m, base, "attn.kv_a.weight"),
-                         tensor_ptr(m, base, "attn.kv_a_norm.weight"),
-                         tensor_ptr(m, base, "attn.kv_b.weight")};
+  return block_tensors_at(m, base);
 }
 
 template BlockTensors<const float*> block_tensors<const float*>(const ModuleLayout&, const float*);

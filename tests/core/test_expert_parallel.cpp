@@ -118,18 +118,20 @@ TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap name
   }
 }
 
-TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (latent attention too) at tp = cp = pp = 1; CUDA not") {
+TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (latent attention too) at tp = cp = pp = 1; CUDA both at ep 1") {
   const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;
   par.dp_shard = c.world_size();
   const Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
   CHECK(capability_gaps(p, backend_capabilities(ExecutorDevice::cpu)).empty());
-  const std::vector<CapabilityGap> cuda = capability_gaps(p, backend_capabilities(ExecutorDevice::cuda));
-  REQUIRE_FALSE(cuda.empty());
-  CHECK(cuda.front().path == "/model");
-  CHECK_FALSE(cuda.front().searched);
-  CHECK(cuda.front().what.find("does not train mixture-of-experts blocks yet") != std::string::npos);
+  // CUDA: the MoE blocks host-staged (executor/cuda_backend/cuda_moe_mlp.h); only the CPU's param dtype and
+  // attention kernel, which the CUDA row never takes, stand in the way of the CPU plan.
+  for (const CapabilityGap& g : capability_gaps(p, backend_capabilities(ExecutorDevice::cuda))) {
+    CAPTURE(g.what);
+    CHECK(g.path != "/model");
+  }
+  CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cuda)).has_value());
   Plan tp = p;
   tp.parallelism.tp = 2, tp.parallelism.dp_shard = c.world_size() / 2;
   bool tp_gap = false;
@@ -139,9 +141,7 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (l
   Plan mla = p;
   mla.model = load_model(kConfigs + "/models/deepseek-tiny.json");
   CHECK_FALSE(untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cpu)).has_value());
-  const auto why = untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cuda));
-  REQUIRE(why.has_value());
-  CHECK(why->find("mixture-of-experts") != std::string::npos);
+  CHECK_FALSE(untrained_moe_reason(mla.model, backend_capabilities(ExecutorDevice::cuda)).has_value());
   mla.parallelism.tp = 2, mla.parallelism.dp_shard = c.world_size() / 2;
   bool mla_tp_gap = false;
   for (const CapabilityGap& g : capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)))

@@ -19,21 +19,11 @@
 #include "core/config_paths.h"
 #include "tests/cuda/cuda_tiny_models.h"
 #include "tests/cuda/emulated/emulated_runs.h"
+#include "tests/cuda/emulated/follows_cpu.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx::emulated_test {
 namespace {
-
-// 10 steps of `plan` on both backends from the same seed and hash tokens.
-void check_follows_cpu(const Plan& plan, const std::string& what) {
-  const auto data = std::make_shared<test::HashData>(plan.model.vocab);
-  const std::vector<double> cpu = losses(plan, data, false);
-  const std::vector<double> emu = losses(plan, data, true);
-  const double d = max_abs_diff(emu, cpu);
-  MESSAGE(what << ": loss " << cpu.front() << " -> " << cpu.back() << ", maxdiff emulated CUDA vs CPU " << d);
-  CHECK(d <= kLossTol);
-  CHECK(moved(cpu) > 100 * kLossTol);  // the steps change the loss: two frozen runs would prove nothing
-}
 
 Plan fsdp(const ModelSpec& m, int dp_shard, int dp_replicate = 1, std::int64_t accum = 1) {
   test::PlanShape s;
