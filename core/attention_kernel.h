@@ -9,18 +9,21 @@
 // on CUDA cores, no tensor cores); its time comes from its own structure (cost_models/attention_cuda_core.h),
 // not from the FlashAttention-2 curves. `tensor_core` is fsdpx's own FA2-style kernel on WMMA tiles
 // (executor/cuda/attention_tc.cu), costed from its structure (cost_models/attention_tensor_core.h;
-// unmeasured). Leaves out cuDNN and FlashAttention-3 (no curves shipped yet).
+// unmeasured). `cudnn` is cuDNN's fused flash attention, which Transformer Engine's DotProductAttention
+// selects over flash-attn on Hopper and later (`get_attention_backend`); it runs at the GPU file's own
+// cuDNN curves (cudnn_attention_efficiency). Leaves out FlashAttention-3 (no curves shipped yet).
 #pragma once
 
 #include <string_view>
 
 namespace fsdpx {
 
-enum class AttentionKernel { flash2, flash1, unfused, cuda_core, tensor_core };
+enum class AttentionKernel { flash2, flash1, unfused, cuda_core, tensor_core, cudnn };
 
 // Throughput of a fused (flash) kernel relative to FlashAttention-2 (the GPU specs' attention curves
 // are FlashAttention-2's). `unfused` runs no fused kernel: its GEMMs and softmax are costed as such;
-// `cuda_core` and `tensor_core` are timed by their shared-memory traffic instead (the 1 here is unused).
+// `cuda_core` and `tensor_core` are timed by their shared-memory traffic instead, `cudnn` by its own
+// curves (the 1 here is unused).
 constexpr double attention_kernel_relative_speed(AttentionKernel k) {
   return k == AttentionKernel::flash1 ? 0.5 : 1.0;
 }
@@ -35,6 +38,7 @@ constexpr std::string_view attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::unfused: return "unfused";
     case AttentionKernel::cuda_core: return "cuda_core";
     case AttentionKernel::tensor_core: return "tensor_core";
+    case AttentionKernel::cudnn: return "cudnn";
   }
   return "flash2";
 }

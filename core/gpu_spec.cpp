@@ -28,6 +28,8 @@ constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops"
                                             "matmul_efficiency", "memory_efficiency",
                                             "attention_efficiency", "attention_backward_efficiency",
                                             "matmul_half_efficiency_dim", "fp8_matmul_max_efficiency",
+                                            "matmul_sustained_efficiency", "fp8_matmul_sustained_efficiency",
+                                            "cudnn_attention_efficiency", "cudnn_attention_backward_efficiency",
                                             "rated_power_w", "power_limit_w"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
@@ -112,6 +114,28 @@ double GpuSpec::peak(DType t) const {
   return it->second;
 }
 
+namespace {
+
+// The sustained GEMM rates: each at most the burst maximum it scales (MSMF <= MAMF by definition), the
+// fp8 one only with an fp8 peak.
+void parse_sustained(JsonObject& o, GpuSpec& g) {
+  const double burst = g.matmul_efficiency.points.back().second;
+  g.matmul_sustained_efficiency =
+      o.optional_number_in("matmul_sustained_efficiency", input_range::kEfficiency).value_or(0);
+  if (g.matmul_sustained_efficiency > burst)
+    o.fail("matmul_sustained_efficiency",
+           fmt::format("a sustained rate above the burst maximum (matmul_efficiency's top, {})", burst));
+  g.fp8_matmul_sustained_efficiency =
+      o.optional_number_in("fp8_matmul_sustained_efficiency", input_range::kEfficiency).value_or(0);
+  if (g.fp8_matmul_sustained_efficiency > 0 && !g.peak_flops_per_s.count(DType::fp8))
+    o.fail("fp8_matmul_sustained_efficiency", "an fp8 matmul efficiency needs an fp8 peak in peak_tflops");
+  const double fp8_burst = g.fp8_matmul_max_efficiency > 0 ? g.fp8_matmul_max_efficiency : burst;
+  if (g.fp8_matmul_sustained_efficiency > fp8_burst)
+    o.fail("fp8_matmul_sustained_efficiency", fmt::format("a sustained rate above the burst maximum ({})", fp8_burst));
+}
+
+}  // namespace
+
 GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
   JsonObject o(j, file);
   GpuSpec g;
@@ -131,6 +155,11 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
       o.optional_number_in("fp8_matmul_max_efficiency", input_range::kEfficiency).value_or(0);
   if (g.fp8_matmul_max_efficiency > 0 && !g.peak_flops_per_s.count(DType::fp8))
     o.fail("fp8_matmul_max_efficiency", "an fp8 matmul efficiency needs an fp8 peak in peak_tflops");
+  parse_sustained(o, g);
+  if (o.has("cudnn_attention_efficiency") || o.has("cudnn_attention_backward_efficiency")) {
+    g.cudnn_attention_efficiency = parse_curve(o, "cudnn_attention_efficiency", 1.0);
+    g.cudnn_attention_backward_efficiency = parse_curve(o, "cudnn_attention_backward_efficiency", 1.0);
+  }
   g.rated_power_w = o.optional_number_in("rated_power_w", input_range::kPowerW).value_or(0);
   g.power_limit_w = o.optional_number_in("power_limit_w", input_range::kPowerW).value_or(0);
   if (g.power_limit_w > 0 && g.rated_power_w <= 0)
@@ -170,6 +199,8 @@ void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
       g.*c.curve = parse_curve(o, c.key, c.size_scale);
       g.sources[std::string(c.key)] = note;
     }
+  // A measured GEMM curve is the rate of the GPU as it ran: no sustained scaling on top of it.
+  if (o.has("matmul_efficiency")) g.matmul_sustained_efficiency = 0, g.fp8_matmul_sustained_efficiency = 0;
 }
 
 nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
@@ -188,6 +219,13 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
                    {"attention_backward_efficiency", curve_to_json(g.attention_backward_efficiency, 1.0)},
                    {"matmul_half_efficiency_dim", g.matmul_half_efficiency_dim}};
   if (g.fp8_matmul_max_efficiency > 0) j["fp8_matmul_max_efficiency"] = g.fp8_matmul_max_efficiency;
+  if (g.matmul_sustained_efficiency > 0) j["matmul_sustained_efficiency"] = g.matmul_sustained_efficiency;
+  if (g.fp8_matmul_sustained_efficiency > 0)
+    j["fp8_matmul_sustained_efficiency"] = g.fp8_matmul_sustained_efficiency;
+  if (!g.cudnn_attention_efficiency.points.empty()) {
+    j["cudnn_attention_efficiency"] = curve_to_json(g.cudnn_attention_efficiency, 1.0);
+    j["cudnn_attention_backward_efficiency"] = curve_to_json(g.cudnn_attention_backward_efficiency, 1.0);
+  }
   if (g.rated_power_w > 0) j["rated_power_w"] = g.rated_power_w;
   if (g.power_limit_w > 0) j["power_limit_w"] = g.power_limit_w;
   if (!g.sources.empty()) j["sources"] = g.sources;

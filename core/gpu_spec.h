@@ -1,7 +1,8 @@
 // core/gpu_spec.h — one accelerator: dense peak FLOP/s per dtype, HBM size and bandwidth, NVLink
 // bandwidth per GPU, SM count, achievable-efficiency curves for matrix and memory-bound work, and the
-// board power the peaks are rated at with the limit the GPU runs under. Leaves out clocks other than
-// through the power limit, thermal throttling and sparsity.
+// board power the peaks are rated at with the limit the GPU runs under, and the GEMM rate sustained at
+// that power. Leaves out clocks other than through the power limit and the sustained GEMM rate, thermal
+// throttling and sparsity.
 #pragma once
 
 #include <map>
@@ -34,6 +35,10 @@ struct GpuSpec {
   EfficiencyCurve memory_efficiency;  // by bytes moved per kernel
   EfficiencyCurve attention_efficiency;           // fused (flash) attention forward, by sequence length
   EfficiencyCurve attention_backward_efficiency;  // its backward kernel
+  // cuDNN's fused attention (Transformer Engine's FusedAttention on Hopper), forward and backward by
+  // sequence length; empty where no figure is shipped (the stacks then run FlashAttention-2's curves).
+  EfficiencyCurve cudnn_attention_efficiency;
+  EfficiencyCurve cudnn_attention_backward_efficiency;
   // The smallest GEMM dimension at which a GEMM reaches half its size-limited efficiency (tile edge
   // effects; cost_models/compute.h gemm_shape_factor).
   double matmul_half_efficiency_dim = 0;
@@ -41,6 +46,12 @@ struct GpuSpec {
   // GEMMs take matmul_efficiency scaled by this over its top (the bf16 MAMF fraction). 0: not measured,
   // the bf16 fractions apply to fp8 unchanged.
   double fp8_matmul_max_efficiency = 0;
+  // Maximum Sustainable Matmul FLOPS over the peak, bf16 and fp8: the best GEMM once the GPU draws its
+  // rated power and the SM clock has settled below the boost clock (ml-engineering's MSMF). GEMMs take
+  // matmul_efficiency scaled by this over its top (the boost-clock MAMF fraction). 0: not measured, the
+  // burst fractions apply. Without an fp8 figure fp8 GEMMs take the bf16 ratio on top of their own.
+  double matmul_sustained_efficiency = 0;
+  double fp8_matmul_sustained_efficiency = 0;
   double rated_power_w = 0;  // board power the peaks are rated at (0: not known, limits are ignored)
   double power_limit_w = 0;  // limit the GPU runs under (0: the rated power)
   std::map<std::string, std::string> sources;  // figure name -> where it comes from

@@ -74,7 +74,7 @@ constexpr RecomputeMode kRecomputeModes[] = {RecomputeMode::none, RecomputeMode:
 constexpr ReduceGrads kReduceGrads[] = {ReduceGrads::every_micro_batch, ReduceGrads::last_micro_batch};
 constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::flash2, AttentionKernel::flash1,
                                                  AttentionKernel::unfused, AttentionKernel::cuda_core,
-                                                 AttentionKernel::tensor_core};
+                                                 AttentionKernel::tensor_core, AttentionKernel::cudnn};
 const char* attention_kernel_cname(AttentionKernel k) { return attention_kernel_name(k).data(); }
 
 ModelSpec parse_model(JsonObject& o) {

@@ -294,6 +294,14 @@ void check_framework(const Checker& c) {
                         "llm-foundry", framework_name(c.p.framework)));
 }
 
+// cuDNN's fused attention is timed by the GPU file's own cuDNN curves; a GPU without them cannot run it.
+void check_attention_kernel(const Checker& c) {
+  c.require(c.p.attention_kernel != AttentionKernel::cudnn || !c.p.cluster.gpu.cudnn_attention_efficiency.points.empty(),
+            "/attention_kernel",
+            fmt::format("GPU {} has no cuDNN attention curve (cudnn_attention_efficiency); use flash2",
+                        c.p.cluster.gpu.name));
+}
+
 }  // namespace
 
 void validate_plan(const Plan& p, const std::string& file) {
@@ -317,6 +325,7 @@ void validate_plan(const Plan& p, const std::string& file) {
   check_loss_scale(p, file);
   check_fp8(p, file);
   check_framework(c);
+  check_attention_kernel(c);
   validate_lora(p, file);
 }
 

@@ -41,6 +41,7 @@ RankDims rank_dims(const ModelSpec& m, const LayerShape& s) {
   d.act_bytes = dtype_bytes(s.act_dtype);
   d.attention_speed = attention_kernel_relative_speed(s.attention_kernel);
   d.fused_attention = attention_kernel_is_fused(s.attention_kernel);
+  d.cudnn_attention = s.attention_kernel == AttentionKernel::cudnn;
   d.cuda_core_attention = s.attention_kernel == AttentionKernel::cuda_core;
   d.tensor_core_attention = s.attention_kernel == AttentionKernel::tensor_core;
   d.attention_dropout = s.dropout;
@@ -150,15 +151,40 @@ double matmul_size_scale(const GpuSpec& gpu, DType gemm_dtype, DType compute_dty
   return gpu.peak(compute_dtype) / gpu.peak(gemm_dtype);
 }
 
+// GEMMs at the sustained, power-saturated rate rather than the boost burst. The Maximum Achievable Matmul
+// FLOPS (MAMF) of matmul_efficiency's top is a short burst that draws far below the rated power, so the SM
+// clock holds its boost; a training step keeps the tensor cores busy at the rated power and the clock
+// settles lower. ml-engineering's Maximum Sustainable Matmul FLOPS (MSMF) is that rate, "the number that
+// matches sustained training throughput" (stas00/ml-engineering branch fast-mamf @082816f,
+// compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table": H200 SXM bf16 708.5
+// TFLOP/s at ~693 W and 1,465 MHz against a MAMF burst of 841.9 at 1,980 MHz). The size curve keeps its
+// shape, scaled to the sustained maximum; GPUs without a measured MSMF keep the burst curve.
+double sustained_scale(const GpuSpec& gpu) {
+  if (gpu.matmul_sustained_efficiency <= 0 || gpu.matmul_efficiency.points.empty()) return 1.0;
+  return gpu.matmul_sustained_efficiency / gpu.matmul_efficiency.points.back().second;
+}
+
 // FP8 GEMMs reach a smaller share of their doubled peak than bf16 GEMMs of theirs: the Maximum Achievable
 // Matmul FLOPS table (stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS
 // comparison table", BF16 and FP8 float8_e4m3fn rows) gives H100 SXM 80.3% vs 70.9%, B200 77.6% vs 76.3%.
-// The size curve keeps its shape and is scaled to the fp8 maximum; without a measured fp8 maximum the bf16
-// fractions apply (the assumption of issue 33). The shipped GPU files leave it unset: docs/validation.md
-// "fp8 GEMM efficiency" has what the measured values do to each validation file and why.
+// The size curve keeps its shape and is scaled to the fp8 maximum, the sustained one where it is measured
+// (MSMF, above), else the burst one times the bf16 sustained ratio (the clock is the same); without a
+// measured fp8 maximum the bf16 fractions apply (the assumption of issue 33).
 double fp8_efficiency_scale(const GpuSpec& gpu) {
-  if (gpu.fp8_matmul_max_efficiency <= 0 || gpu.matmul_efficiency.points.empty()) return 1.0;
-  return gpu.fp8_matmul_max_efficiency / gpu.matmul_efficiency.points.back().second;
+  if (gpu.matmul_efficiency.points.empty()) return 1.0;
+  const double top = gpu.matmul_efficiency.points.back().second;
+  if (gpu.fp8_matmul_sustained_efficiency > 0) return gpu.fp8_matmul_sustained_efficiency / top;
+  const double burst = gpu.fp8_matmul_max_efficiency > 0 ? gpu.fp8_matmul_max_efficiency / top : 1.0;
+  return burst * sustained_scale(gpu);
+}
+
+// The curve a fused attention kernel runs at: cuDNN's own where the plan runs cuDNN and the GPU file has it.
+const EfficiencyCurve& attention_curve(const KernelWork& k, const GpuSpec& gpu) {
+  if (k.attention_cudnn) {
+    FSDP_CHECK(!gpu.cudnn_attention_efficiency.points.empty(), "kernel_time_s: the GPU has no cuDNN attention curve");
+    return k.attention_backward ? gpu.cudnn_attention_backward_efficiency : gpu.cudnn_attention_efficiency;
+  }
+  return k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
 }
 
 }  // namespace
@@ -180,15 +206,14 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
   }
   if (k.flops > 0) {
     if (k.matmul && k.attention_seq > 0) {
-      const EfficiencyCurve& curve = k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
-      const double eff = curve.at(k.attention_seq) * k.attention_relative_speed;
+      const double eff = attention_curve(k, gpu).at(k.attention_seq) * k.attention_relative_speed;
       FSDP_CHECK(eff > 0, "kernel_time_s: attention efficiency must be positive");
       time_s = std::max(time_s, k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff));
     } else if (k.matmul) {
       const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
       const DType dt = k.fp8 ? DType::fp8 : compute_dtype;
       const double eff = gpu.matmul_efficiency.at(executed * matmul_size_scale(gpu, dt, compute_dtype)) *
-                         (k.fp8 ? fp8_efficiency_scale(gpu) : 1.0);
+                         (k.fp8 ? fp8_efficiency_scale(gpu) : sustained_scale(gpu));
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
       time_s = std::max(time_s, executed / (gpu.peak(dt) * gpu.clock_factor() * eff));
     } else {

@@ -54,6 +54,7 @@ struct KernelWork {
   double attention_seq = 0;
   bool attention_backward = false;  // uses GpuSpec::attention_backward_efficiency
   double attention_relative_speed = 1;  // kernel family vs FlashAttention-2 (core/attention_kernel.h)
+  bool attention_cudnn = false;  // cuDNN's fused attention: GpuSpec::cudnn_attention_* curves
   // GEMMs: the smallest of m, n, k. Small dimensions fill tensor-core tiles and the K-loop pipeline
   // poorly, so efficiency also depends on it (GpuSpec::matmul_half_efficiency_dim).
   double min_dim = 0;

@@ -56,6 +56,7 @@ KernelWork attention_forward(const RankDims& d) {
   w.matmul = true;  // flash kernels run both products on tensor cores
   w.attention_seq = d.seq;
   w.attention_relative_speed = d.attention_speed;
+  w.attention_cudnn = d.cudnn_attention;
   return w;
 }
 
@@ -79,6 +80,7 @@ KernelWork attention_backward(const RankDims& d) {
   w.attention_seq = d.seq;
   w.attention_backward = true;
   w.attention_relative_speed = d.attention_speed;
+  w.attention_cudnn = d.cudnn_attention;
   return w;
 }
 

@@ -31,6 +31,7 @@ struct RankDims {
   double act_bytes = 0;    // bytes per activation element
   double attention_speed = 1;  // attention kernel family relative to FlashAttention-2
   bool fused_attention = true;  // false: materialised scores (AttentionKernel::unfused)
+  bool cudnn_attention = false;  // cuDNN's fused attention (its own GPU curves)
   bool cuda_core_attention = false;  // fsdpx's CUDA-core kernel (attention_cuda_core.h)
   bool tensor_core_attention = false;  // fsdpx's tensor-core kernel (attention_tensor_core.h)
   bool attention_dropout = false;  // dropout on the probabilities (unfused path; fused kernels fuse it)

@@ -101,6 +101,7 @@ GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
   const double flop_scale = std::max({1.0, max_eff(m.matmul, m.attn_fwd), max_eff(m.attn_bwd)});
   for (auto& [dt, peak] : g.peak_flops_per_s) peak *= flop_scale;
   g.matmul_efficiency = make_curve(m.matmul, flop_scale, base.matmul_efficiency);
+  if (!m.matmul.empty()) g.matmul_sustained_efficiency = 0, g.fp8_matmul_sustained_efficiency = 0;  // rate as it ran
   g.attention_efficiency = make_curve(m.attn_fwd, flop_scale, base.attention_efficiency);
   g.attention_backward_efficiency = make_curve(m.attn_bwd, flop_scale, base.attention_backward_efficiency);
   const double bw_scale = std::max(1.0, max_eff(m.memory));

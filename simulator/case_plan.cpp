@@ -47,17 +47,36 @@ std::optional<int> source_year(const std::string& source) {
   return std::nullopt;
 }
 
+namespace {
+
+bool megatron_stack(const std::string& framework) {
+  return framework == "megatron" || framework == "nemo" || framework == "megatron-bridge";
+}
+
 // Megatron-LM's attention before flash kernels: the 2021 paper's runs used materialised scores with a
 // fused scale-mask-softmax (Narayanan et al. 2021 §4.3); flash attention entered Megatron-LM with
 // --use-flash-attn in 2023 (flash-attn 2, Transformer Engine fused attention since). NeMo's GPT ran the
 // same Megatron attention until flash attention entered it in NVIDIA/NeMo PR #6666 (2023-06-12, "GPT
 // extrapolatable position embedding ... and Flash Attention"). Megatron and NeMo runs cited from before
 // 2023 therefore get the unfused path; later and undated ones the framework default.
-AttentionKernel case_attention_kernel(const ValidationCase& c) {
+bool megatron_unfused_era(const ValidationCase& c) {
   constexpr int kMegatronFlashYear = 2023;
   const std::optional<int> year = source_year(c.source);
-  const bool megatron_attention = c.framework == "megatron" || c.framework == "nemo";
-  if (megatron_attention && year && *year < kMegatronFlashYear) return AttentionKernel::unfused;
+  return megatron_stack(c.framework) && year && *year < kMegatronFlashYear;
+}
+
+}  // namespace
+
+// After it, Megatron-Core's attention is Transformer Engine's DotProductAttention, which prefers cuDNN's
+// fused attention over flash-attn on Hopper: "Select FusedAttention on sm90 and FlashAttention on others"
+// since TE v1.2 (2023-12, NVIDIA/TransformerEngine transformer_engine/pytorch/attention.py), "Disabling
+// FlashAttention to give FusedAttention preference on Hopper+" since TE v1.8 (`get_attention_backend`, now
+// transformer_engine/pytorch/attention/dot_product_attention/utils.py). Such runs get cuDNN where the GPU
+// file has its curves (Hopper); elsewhere (A100: TE keeps flash-attn; Blackwell: no cuDNN figure shipped)
+// the framework default. Megatron-Bridge is Megatron-Core's stack.
+AttentionKernel case_attention_kernel(const ValidationCase& c, const GpuSpec& gpu) {
+  if (megatron_unfused_era(c)) return AttentionKernel::unfused;
+  if (megatron_stack(c.framework) && !gpu.cudnn_attention_efficiency.points.empty()) return AttentionKernel::cudnn;
   return framework_attention_kernel(c.framework);
 }
 
@@ -66,7 +85,7 @@ AttentionKernel case_attention_kernel(const ValidationCase& c) {
 // et al. 2022 §4.1 itemise; the later stacks' Llama/GPT runs train without dropout.
 double case_dropout(const ValidationCase& c) {
   constexpr double kMegatronDropout = 0.1;
-  return case_attention_kernel(c) == AttentionKernel::unfused ? kMegatronDropout : 0.0;
+  return megatron_unfused_era(c) ? kMegatronDropout : 0.0;
 }
 
 // torchtitan's "selective" in the published Llama runs is op-level SAC: its Llama 3 train configs set
@@ -255,7 +274,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.precision.param = DType::bf16;
   out.plan.precision.reduce = framework_reduce_dtype(c.framework);
   out.plan.reduce_grads = framework_reduce_grads(c);
-  out.plan.attention_kernel = case_attention_kernel(c);
+  out.plan.attention_kernel = case_attention_kernel(c, cl.gpu);
   out.plan.training.dropout = case_dropout(c);
   out.plan.framework = case_framework(c, out.notes);
   out.plan.compiled = c.compiled && framework_can_compile(out.plan.framework);

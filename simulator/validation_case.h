@@ -77,7 +77,8 @@ DType framework_reduce_dtype(const std::string& framework);
 AttentionKernel framework_attention_kernel(const std::string& framework);
 // The framework's kernel in the software era the source cites (first year in `source`).
 std::optional<int> source_year(const std::string& source);
-AttentionKernel case_attention_kernel(const ValidationCase& c);
+// Transformer Engine's cuDNN attention on GPUs whose file has its curves (Hopper), for Megatron-era stacks.
+AttentionKernel case_attention_kernel(const ValidationCase& c, const GpuSpec& gpu);
 // Dropout probability of the case's stack: 0.1 for Megatron-LM runs of the unfused era (its GPT defaults), else 0.
 double case_dropout(const ValidationCase& c);
 // The recompute mode a framework runs for the case format's "selective" (other values map as named).

@@ -152,6 +152,45 @@ TEST_CASE("fp8_matmul_max_efficiency: optional, a fraction, and only on a GPU wi
   CHECK(contains(error_of([&] { parse_gpu_spec(a, "g.json"); }), "g.json: /fp8_matmul_max_efficiency:"));
 }
 
+TEST_CASE("matmul_sustained_efficiency and the cuDNN attention curves: optional, sourced, never above the burst") {
+  // Shipped files may carry them (docs/validation.md "GEMMs at the sustained clock"): each below the burst
+  // maximum it scales, cited, the two cuDNN curves together.
+  for (const auto& entry : std::filesystem::directory_iterator(kConfigs + "/gpus")) {
+    const GpuSpec g = load_gpu(entry.path().string());
+    INFO(g.name);
+    CHECK(g.matmul_sustained_efficiency < g.matmul_efficiency.points.back().second);
+    if (g.fp8_matmul_max_efficiency > 0) CHECK(g.fp8_matmul_sustained_efficiency <= g.fp8_matmul_max_efficiency);
+    if (g.matmul_sustained_efficiency > 0) CHECK(g.sources.count("matmul_sustained_efficiency") == 1);
+    CHECK(g.cudnn_attention_efficiency.points.empty() == g.cudnn_attention_backward_efficiency.points.empty());
+  }
+  // The H200's MSMF over the peak, bf16 708.5 of 989 and fp8 1288.7 of 1979 TFLOP/s (stas00/ml-engineering
+  // fast-mamf @082816f), and cuDNN's causal forward from the FlashAttention-3 paper's Fig. 5 (484 TFLOP/s at 2k).
+  auto j = load_json_file(kConfigs + "/gpus/h100-sxm-80gb.json");
+  j["matmul_sustained_efficiency"] = 708.5 / 989;
+  j["fp8_matmul_sustained_efficiency"] = 1288.7 / 1979;
+  j["cudnn_attention_efficiency"] = nlohmann::json::parse("[[512, 0.3184], [2048, 0.4892], [16384, 0.5448]]");
+  j["cudnn_attention_backward_efficiency"] = nlohmann::json::parse("[[512, 0.2218], [2048, 0.4102], [16384, 0.5215]]");
+  const GpuSpec h100 = parse_gpu_spec(j, "h100.json");
+  CHECK(h100.matmul_sustained_efficiency * h100.peak(DType::bf16) == doctest::Approx(708.5e12).epsilon(1e-3));
+  CHECK(h100.fp8_matmul_sustained_efficiency * h100.peak(DType::fp8) == doctest::Approx(1288.7e12).epsilon(1e-3));
+  CHECK(h100.cudnn_attention_efficiency.at(2048) * 989.4 == doctest::Approx(484).epsilon(1e-3));
+  const GpuSpec back = parse_gpu_spec(gpu_spec_to_json(h100), "roundtrip");
+  CHECK(back.matmul_sustained_efficiency == doctest::Approx(h100.matmul_sustained_efficiency));
+  CHECK(back.fp8_matmul_sustained_efficiency == doctest::Approx(h100.fp8_matmul_sustained_efficiency));
+  CHECK(back.cudnn_attention_backward_efficiency.at(4096) == doctest::Approx(h100.cudnn_attention_backward_efficiency.at(4096)));
+  j["matmul_sustained_efficiency"] = 0.9;  // above the burst top (0.803): not a sustained rate
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /matmul_sustained_efficiency:"));
+  j["matmul_sustained_efficiency"] = 0.7164;
+  j["fp8_matmul_sustained_efficiency"] = 0.75;  // above the fp8 MAMF (0.7087)
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /fp8_matmul_sustained_efficiency:"));
+  j["fp8_matmul_sustained_efficiency"] = 0.6512;
+  j.erase("cudnn_attention_backward_efficiency");  // the two cuDNN curves come together
+  CHECK(contains(error_of([&] { parse_gpu_spec(j, "g.json"); }), "g.json: /cudnn_attention_backward_efficiency"));
+  auto a = load_json_file(kConfigs + "/gpus/a100-sxm-80gb.json");
+  a["fp8_matmul_sustained_efficiency"] = 0.6;  // A100 has no fp8 tensor cores
+  CHECK(contains(error_of([&] { parse_gpu_spec(a, "g.json"); }), "g.json: /fp8_matmul_sustained_efficiency:"));
+}
+
 TEST_CASE("GPU errors name the file and the path inside it") {
   const std::map<std::string, std::string> cases{{"gpu_bad_efficiency.json", "/matmul_efficiency/1/1"},
                                                  {"gpu_bad_source.json", "/sources/hbm_size"}};

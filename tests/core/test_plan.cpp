@@ -300,6 +300,15 @@ TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round
   CHECK(plan_to_json(p)["attention_kernel"] == "tensor_core");
   check_round_trip(p);
   CHECK(parse_plan(plan_to_json(p), "u.json").attention_kernel == AttentionKernel::tensor_core);
+  // cuDNN's fused attention (Transformer Engine on Hopper) runs at the GPU file's cuDNN curves: refused without them.
+  p.attention_kernel = AttentionKernel::cudnn;
+  p.cluster.gpu.cudnn_attention_efficiency.points.clear();
+  p.cluster.gpu.cudnn_attention_backward_efficiency.points.clear();
+  CHECK(error_of([&] { parse_plan(plan_to_json(p), "u.json"); }).find("u.json: /attention_kernel:") != std::string::npos);
+  p.cluster.gpu.cudnn_attention_efficiency.points = {{512, 0.3184}, {16384, 0.5448}};
+  p.cluster.gpu.cudnn_attention_backward_efficiency.points = {{512, 0.2218}, {16384, 0.5215}};
+  CHECK(plan_to_json(p)["attention_kernel"] == "cudnn");
+  check_round_trip(p);
 }
 
 TEST_CASE("training.dropout: absent is 0 and not written; a probability round-trips") {

@@ -113,6 +113,34 @@ TEST_CASE("a measured fp8 matmul maximum scales the fp8 GEMMs' efficiency, never
   CHECK(kernel_time_s(b, g, DType::bf16) == doctest::Approx(small_before * 0.95 / 0.709));
 }
 
+TEST_CASE("sustained GEMM rates scale bf16 and fp8 GEMMs by their own ratio, never attention") {
+  const ModelSpec m = test::llama31_8b();
+  KernelWork a, b, attn;
+  for (const KernelWork& k : block_kernels(m, shape(std::nullopt), Pass::forward)) {
+    if (k.name == "mlp_down") a = k;
+    if (k.name == "attn_core") attn = k;
+  }
+  for (const KernelWork& k : block_kernels(m, shape(Fp8Settings{}), Pass::forward)) if (k.name == "mlp_down") b = k;
+  REQUIRE(b.fp8);
+  a.bytes = b.bytes = attn.bytes = 0;  // compute-bound
+  GpuSpec g = h100_fp8();
+  g.fp8_matmul_max_efficiency = 0.709;
+  const double bf16_burst = kernel_time_s(a, g, DType::bf16), fp8_burst = kernel_time_s(b, g, DType::bf16);
+  const double attn_burst = kernel_time_s(attn, g, DType::bf16);
+  g.matmul_sustained_efficiency = 0.7164;  // against the curve's top, 0.95 here
+  CHECK(kernel_time_s(a, g, DType::bf16) == doctest::Approx(bf16_burst * 0.95 / 0.7164));
+  // No fp8 figure: the bf16 ratio on top of the fp8 burst (the same settled clock).
+  CHECK(kernel_time_s(b, g, DType::bf16) == doctest::Approx(fp8_burst * 0.95 / 0.7164));
+  g.fp8_matmul_sustained_efficiency = 0.6512;  // its own figure replaces the burst maximum
+  CHECK(kernel_time_s(b, g, DType::bf16) == doctest::Approx(fp8_burst * 0.709 / 0.6512));
+  CHECK(kernel_time_s(attn, g, DType::bf16) == doctest::Approx(attn_burst));
+  // cuDNN's attention runs at its own curve; the GEMMs do not care which attention runs.
+  g.cudnn_attention_efficiency.points = {{512, 0.624}, {8192, 0.748}};  // twice FlashAttention-2's
+  g.cudnn_attention_backward_efficiency.points = {{512, 0.432}, {8192, 0.642}};
+  attn.attention_cudnn = true;
+  CHECK(kernel_time_s(attn, g, DType::bf16) == doctest::Approx(attn_burst / 2));
+}
+
 TEST_CASE("casts per recipe: tensorwise has amax passes, delayed scaling none, rowwise recasts in backward") {
   const ModelSpec m = test::llama31_8b();
   const auto tw = block_kernels(m, shape(Fp8Settings{Fp8Scaling::tensorwise, false}), Pass::forward);

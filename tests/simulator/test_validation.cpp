@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_paths.h"
 #include "core/errors.h"
 #include "core/json_reader.h"
 #include "core/pipeline.h"
@@ -199,11 +200,19 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   CHECK(source_year("pytorch/torchtitan docs/performance.md @eaea6f6a (Dec-2024)") == 2024);
   CHECK_FALSE(source_year("NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)").has_value());
   ValidationCase c = f.cases[1];
+  // Transformer Engine's cuDNN attention needs the GPU file's cuDNN curves (Hopper's, when shipped).
+  const GpuSpec a100 = load_gpu("a100-sxm-80gb"), b200 = load_gpu("b200-180gb");
+  GpuSpec h100 = load_gpu("h100-sxm-80gb");
+  h100.cudnn_attention_efficiency.points = {{512, 0.3184}, {16384, 0.5448}};
+  h100.cudnn_attention_backward_efficiency.points = {{512, 0.2218}, {16384, 0.5215}};
   c.source = "Narayanan et al. 2021 (arXiv 2104.04473) Table 1";
-  CHECK(case_attention_kernel(c) == AttentionKernel::unfused);
+  CHECK(case_attention_kernel(c, a100) == AttentionKernel::unfused);
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::unfused);
   CHECK(case_dropout(c) == 0.1);  // Megatron-LM 2021's GPT default
   c.source = "NVIDIA/Megatron-LM README (Megatron-Core r0.8.0, @f2e5db402c)";
-  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+  // Transformer Engine prefers cuDNN's fused attention on Hopper, keeps flash-attn on the A100.
+  CHECK(case_attention_kernel(c, a100) == AttentionKernel::flash2);
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::cudnn);
   CHECK(case_dropout(c) == 0);
   // fms-fsdp's selective_checkpointing spreads full checkpointing over a share of the blocks
   // (fms_fsdp/policies/ac_handler.py docstring: p = 1/2 -> [ac, no-ac, ...], 1/3 -> [no-ac, ac, no-ac, ...]).
@@ -221,13 +230,19 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   // NeMo's GPT ran Megatron's attention until flash attention entered it (NVIDIA/NeMo PR #6666, 2023-06).
   c.framework = "nemo";
   c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
-  CHECK(case_attention_kernel(c) == AttentionKernel::unfused);
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::unfused);
   CHECK(case_dropout(c) == 0.1);
   c.source = "NVIDIA/NeMo docs performance summary (24.07)";
-  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+  CHECK(case_attention_kernel(c, a100) == AttentionKernel::flash2);
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::cudnn);
+  c.framework = "megatron-bridge";
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::cudnn);
+  CHECK(case_attention_kernel(c, b200) == (b200.cudnn_attention_efficiency.points.empty() ? AttentionKernel::flash2
+                                                                                         : AttentionKernel::cudnn));
+  // The PyTorch stacks run SDPA's FlashAttention-2 on Hopper too.
   c.framework = "torchtitan";
   c.source = "pytorch/torchtitan 2021";
-  CHECK(case_attention_kernel(c) == AttentionKernel::flash2);
+  CHECK(case_attention_kernel(c, h100) == AttentionKernel::flash2);
 }
 
 TEST_CASE("validation: shard_grad_op keeps every unit unsharded after forward") {
