@@ -100,14 +100,19 @@ int Lowerer::reshard_ranks(int unit) const {
 // All-gather of a unit before its next use. Prefetch depth d lets it run while the d compute ops before
 // its consumer run: it waits for the compute op d+1 places earlier (d = 0 serialises). The in-flight cap
 // c (FSDP1's rate limiter) makes it wait until the buffer of the c-th previous all-gather is freed.
+// While a kept copy is alive (FSDP2's int reshard_after_forward: one post-forward copy per module), the
+// unit is gathered from it over the reshard group and the copy is freed, in backward and in a forward
+// that an interleaved schedule runs before the backward of the copy's micro-batch (FSDP2's unshard
+// from the post-forward mesh, torch/distributed/fsdp/_fully_shard/_fsdp_param.py, to_unsharded).
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
   const std::string name = fmt::format(FMT_COMPILE("ag.u{}.mb{}.{}"), unit, mb, backward ? "bwd" : "fwd");
   Op op = collective_op(name, OpKind::all_gather, Payload::params, unit, mb, gather_bytes_[std::size_t(unit)],
                         shard_group_);
-  if (!(backward && g > 1)) split_experts(op, name);
-  if (backward && g > 1) {
+  const bool from_kept = g > 1 && (backward || us.kept_bytes > 0);
+  if (!from_kept) split_experts(op, name);
+  if (from_kept) {
     if (!reshard_groups_.count(g))
       reshard_groups_[g] = add_mesh_group(GroupKind::reshard, g, plan_.parallelism.tp, g);  // g ranks of dp_shard x cp
     op.group = reshard_groups_[g];

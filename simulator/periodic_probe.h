@@ -29,8 +29,11 @@ struct PeriodicProbe {
 };
 
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
-// nothing when no probe smaller than the step repeats (the caller simulates the whole step).
-std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options);
-std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options);
+// nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)
+// repeats: the caller simulates the whole step.
+std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options,
+                                                 std::int64_t probe_limit = 0);
+std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
+                                                     std::int64_t probe_limit = 0);
 
 }  // namespace fsdpx

@@ -20,16 +20,20 @@ namespace fsdpx {
 
 namespace {
 
-// An op's identity: kind, stream, payload, stage, segment, unit, micro-batch and its ordinal among ops
-// equal in all of these (a unit all-gathered in forward and again in backward), packed in 64 bits; 0
-// where a field does not fit (no shift is found for such ops, so no window containing them recurs).
+// An op's identity: kind, stream, payload, whether it gathers from a kept copy (FSDP2's int
+// reshard_after_forward: a warm-up micro-batch may gather a unit in forward as well, which later ones
+// take from the copy), stage, segment, unit, micro-batch and its ordinal among ops equal in all of these
+// (a unit all-gathered in forward and again in backward), packed in 64 bits; 0 where a field does not
+// fit (no shift is found for such ops, so no window containing them recurs).
 std::uint64_t key_of(const Op& op, int micro_batch, int ordinal) {
-  const std::uint64_t fields[] = {std::uint64_t(op.kind), std::uint64_t(op.stream), std::uint64_t(op.payload),
-                                  std::uint64_t(ordinal), std::uint64_t(op.stage + 1), std::uint64_t(op.segment + 1),
-                                  std::uint64_t(op.unit + 1), std::uint64_t(micro_batch)};
-  const int bits[] = {4, 4, 4, 4, 12, 12, 12, 12};
+  const std::uint64_t fields[] = {std::uint64_t(op.kind),        std::uint64_t(op.stream),
+                                  std::uint64_t(op.payload),     std::uint64_t(op.kept_shard_ranks > 0),
+                                  std::uint64_t(ordinal),        std::uint64_t(op.stage + 1),
+                                  std::uint64_t(op.segment + 1), std::uint64_t(op.unit + 1),
+                                  std::uint64_t(micro_batch)};
+  const int bits[] = {4, 4, 4, 1, 4, 11, 12, 12, 12};
   std::uint64_t key = 0;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 9; ++i) {
     if (fields[i] >= (std::uint64_t(1) << bits[i])) return 0;
     key = key << bits[i] | fields[i];
   }
@@ -256,13 +260,15 @@ std::int64_t first_probe(const Plan& plan, int d) {
 
 }  // namespace
 
-std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options) {
+std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
+                                                     std::int64_t probe_limit) {
   if (options.expand_ranks || plan.parallelism.pp == 1) return std::nullopt;
   const std::int64_t micro_batches = plan.grad_accum();
-  const int d = plan.parallelism.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.parallelism.pp : 1;
+  const std::int64_t limit = probe_limit > 0 ? std::min(probe_limit, micro_batches) : micro_batches;
+  const int d = period_micro_batches(plan);
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
-  for (std::int64_t probe = first_probe(plan, d); probe < micro_batches && (micro_batches - probe) % d == 0;
+  for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;
        probe *= 2) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
@@ -279,8 +285,13 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   return std::nullopt;
 }
 
-std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options) {
-  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options);
+int period_micro_batches(const Plan& plan) {
+  return plan.parallelism.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.parallelism.pp : 1;
+}
+
+std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
+                                               std::int64_t probe_limit) {
+  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit);
   if (!pr) return std::nullopt;
   StepTotals t = extrapolate(*pr);
   const std::int64_t probe = pr->probe_micro_batches;

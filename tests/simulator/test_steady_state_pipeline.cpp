@@ -13,6 +13,7 @@
 #include "core/config_paths.h"
 #include "simulator/simulate.h"
 #include "simulator/steady_state.h"
+#include "program/lower.h"
 #include "tests/support/pipelined_plan.h"
 
 namespace fsdpx {
@@ -164,6 +165,63 @@ TEST_CASE("skipping the bubble of a pipelined plan simulated whole leaves its to
     CHECK(without.peak_memory_total_bytes == with.peak_memory_total_bytes);
     CHECK(without.peak_memory_bytes == with.peak_memory_bytes);
   }
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// FSDP2's int reshard_after_forward keeps one post-forward copy per module: under interleaved 1F1B a
+// unit's backward all-gather serves a group of micro-batches and the next forward reuses its parameters,
+// so a forward may release the unit while a copy is already kept. The lowering gathers from that copy
+// (and frees it) whenever one is alive: never two copies of one unit, a peak that does not grow with the
+// micro-batches (it grew by one copy per group before), and a window that recurs exactly.
+TEST_CASE("a unit resharded to g ranks under interleaved 1F1B keeps one copy, and its step extrapolates") {
+  auto plan = [](std::int64_t accum) {
+    Plan p = pipelined("llama3.1-8b", "dgx-h100", shape(2, 4, 1), PipelineSchedule::interleaved_1f1b, 4, 8192,
+                       accum, RecomputeMode::full);
+    for (auto& u : p.units) u.reshard_after_forward = 2;
+    validate_plan(p, "test");
+    return p;
+  };
+  const Plan p = plan(64);
+  const Simulation full = simulate(p);
+  for (const RoleProgram& role : full.program.roles) {
+    std::vector<int> kept(full.program.units.size(), 0);
+    int most = 0;
+    for (const Op& op : role.ops) {
+      if (op.unit < 0 || op.kept_shard_ranks <= 1) continue;
+      kept[std::size_t(op.unit)] += op.kind == OpKind::free ? 1 : op.kind == OpKind::all_gather ? -1 : 0;
+      CHECK(kept[std::size_t(op.unit)] >= 0);
+      most = std::max(most, kept[std::size_t(op.unit)]);
+    }
+    CHECK(most == 1);
+  }
+  CHECK(simulate(plan(16)).peak_memory_total_bytes == doctest::Approx(full.peak_memory_total_bytes).epsilon(1e-9));
+  const StepTotals t = simulate_step_totals(p);
+  INFO("probe " << t.simulated_micro_batches << " of " << t.micro_batches);
+  CHECK(t.simulated_micro_batches < t.micro_batches);
+  check_equal(p, t, full);
+}
+
+// More micro-batches than lowering takes (kMaxLoweredMicroBatches): a schedule whose probes never repeat
+// exactly (GPipe, whose stages drift apart) is extrapolated linearly from whole steps of 256 and 512
+// micro-batches instead of refused; against the whole step of half the micro-batches, simulated op by op,
+// its throughput agrees to 0.1% and its first stage holds twice the activations (every micro-batch's).
+TEST_CASE("a step beyond what lowering takes is extrapolated linearly where no probe repeats") {
+  const Plan half = pipelined("llama-tiny", "cpu", shape(2, 1, 1), PipelineSchedule::gpipe, 1, 64,
+                              kMaxLoweredMicroBatches, RecomputeMode::none);
+  const Plan p = pipelined("llama-tiny", "cpu", shape(2, 1, 1), PipelineSchedule::gpipe, 1, 64,
+                           2 * kMaxLoweredMicroBatches, RecomputeMode::none);
+  const StepTotals t = simulate_step_totals(p, {}, StageBubbles::skipped);
+  const StepTotals h = simulate_step_totals(half, {}, StageBubbles::skipped);
+  CHECK(h.simulated_micro_batches == kMaxLoweredMicroBatches);
+  CHECK(t.micro_batches == 2 * kMaxLoweredMicroBatches);
+  CHECK(t.simulated_micro_batches == 512);
+  CHECK(t.tokens_per_s_per_gpu == doctest::Approx(h.tokens_per_s_per_gpu).epsilon(1e-3));
+  CHECK(t.step_time_s == doctest::Approx(2 * h.step_time_s).epsilon(2e-3));
+  const auto activations = std::size_t(MemCategory::activations);
+  CHECK(t.peak_memory_bytes[activations] == doctest::Approx(2 * h.peak_memory_bytes[activations]).epsilon(1e-3));
 }
 
 }  // namespace fsdpx

@@ -3,7 +3,8 @@
 # dp_shard 2 (tests/data/plans/llama-tiny8-pp2-dp2-<schedule>.json, written by default_plan), for every
 # schedule as 4 threads and as 4 processes (--processes, TCP communicator): processes print the threads
 # run's losses bit for bit, and both stay within 1e-5 (relative) of the 1-rank run's over 30 steps; a
-# tied head across 2 stages (gpt-tiny) likewise; a pp 2 checkpoint resumes on 1 rank.
+# tied head across 2 stages (gpt-tiny) likewise; a pp 2 checkpoint resumes on 1 rank; interleaved 1F1B
+# with units resharded to 2 ranks trains as the fully resharded plan does.
 set -u
 FSDPX="$1"
 PLANS="$2"
@@ -68,5 +69,27 @@ print(f"resumed on 1 rank: steps 4-6 max rel diff {d:.2e}")
 sys.exit(0 if len(r) == 3 and d <= 1e-5 else 1)
 EOF
 check "resumed steps 4-6 match the uninterrupted 1-rank run" $?
+
+# Interleaved 1F1B with every unit resharded to 2 of dp_shard 4's ranks (FSDP2's int
+# reshard_after_forward): a forward the schedule runs before its micro-batch's backward gathers from the
+# unit's one kept copy (the program had a second copy there, which the CPU unit refused: "a kept copy from
+# an earlier release"); 5 steps give the fully resharded run's losses bit for bit.
+for g in 2 true; do
+  python3 - "$PLANS/llama-tiny8-pp2-dp2-interleaved_1f1b.json" "$tmp/kept-$g.plan.json" "$g" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j['parallelism']['dp_shard'] = 4
+j['cluster']['gpus_per_node'] = 8
+j['training']['global_batch'] = 64
+j['training'].pop('micro_batches', None)
+for u in j['units']:
+    u['reshard_after_forward'] = json.loads(sys.argv[3])
+json.dump(j, open(sys.argv[2], 'w'))
+EOF
+  "$FSDPX" run --plan "$tmp/kept-$g.plan.json" --steps 5 --format json >"$tmp/kept-$g.json"
+  check "interleaved pp 2 x dp_shard 4, reshard_after_forward $g" $?
+done
+[ "$(losses "$tmp/kept-2.json")" = "$(losses "$tmp/kept-true.json")" ]
+check "reshard to 2 under interleaved 1F1B: the fully resharded run's losses bit for bit" $?
 
 finish
