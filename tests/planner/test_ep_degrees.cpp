@@ -2,7 +2,7 @@
 // the degrees the plan checks accept (core/expert_parallel.h), for DeepSeek-V3's 256 experts and
 // Mixtral's 8 on several dp_shard x cp shapes; a dense model gets ep 1 only. On the CPU target every plan of
 // an MoE request's space is one its backend runs (no searched capability gap), ep > 1 with full recompute
-// among them.
+// among them; when no plan fits, the suggestions name only plans that backend runs.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -13,6 +13,7 @@
 #include "core/expert_parallel.h"
 #include "planner/ep_degrees.h"
 #include "planner/exhaustive.h"
+#include "planner/shapes.h"
 
 namespace fsdpx {
 namespace {
@@ -79,6 +80,32 @@ TEST_CASE("the CPU target's space for an MoE model holds only plans its backend 
     CHECK(plans > 0);
     CHECK(ep_full > 0);
   }
+}
+
+// mixtral-tiny on 4 CPU ranks at global batch 6: no shape the CPU row runs (dp_shard 4 at tp = cp = pp = 1)
+// splits 6 sequences, so nothing fits; the search once offered "fsdp 1 cp 4" at batch 7 (cp with MoE
+// blocks, which the row refuses) and the least memory of such a shape.
+TEST_CASE("no-fit suggestions for an MoE model on the CPU target name only shapes its row runs") {
+  PlanRequest r;
+  r.model = load_model(kConfigs + "/models/mixtral-tiny.json");
+  r.cluster = load_cluster("cpu");
+  r.cluster.gpus_per_node = 4;
+  r.seq = 64;
+  r.global_batch = 6;
+  for (const Parallelism& par : parallel_shapes(r)) {
+    CHECK(par.tp * par.cp * par.pp == 1);
+    CHECK((par.ep == 1 || par.dp_replicate == 1));
+  }
+  const PlanResult res = search_plans(r);
+  CHECK(!res.best);
+  CHECK(res.least_memory_needed_bytes == 0);  // no shape of the row: the batch split is what stands in the way
+  std::string all;
+  for (const std::string& s : res.suggestions) all += s + "\n";
+  INFO(all);
+  CHECK(all.find("nearest global batch") != std::string::npos);
+  CHECK(all.find(" cp ") == std::string::npos);
+  CHECK(all.find(" tp ") == std::string::npos);
+  CHECK(all.find("fsdp 4") != std::string::npos);
 }
 
 }  // namespace fsdpx
