@@ -187,12 +187,8 @@ TEST_CASE("latent attention keeps its latent tensors and V's storage; tp splits 
   m.mla = MlaSpec{32, 16, 8, 16, 24};
   ModelSpec dense = m;
   dense.mla = MlaSpec{};
-  ActivationShape sh;
-  sh.micro_batch = 2;
-  sh.seq = 64;
-  sh.act_bytes = 2;
-  sh.flash_attention = true;
-  sh.dropout = false;
+  ActivationShape sh = korthikanti(1, false, 2);  // then flash, no dropout, 64 tokens per sequence
+  sh.seq = 64, sh.flash_attention = true, sh.dropout = false;
   const double tokens = 2.0 * 64, heads = 4;
   // Per token over the dense accounting: V's storage (nope + v) and the output (v) in place of head_dim
   // each; the latent tensors; two fp32 rstd.

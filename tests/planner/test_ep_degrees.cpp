@@ -31,6 +31,15 @@ bool accepted(const ModelSpec& m, Parallelism p, int ep) {
   return true;
 }
 
+// A tiny model of configs/models on 4 CPU ranks, seq 64, for the fsdpx target.
+PlanRequest cpu_request(const char* model, std::int64_t global_batch) {
+  PlanRequest r;
+  r.model = load_model(kConfigs + "/models/" + model + ".json");
+  r.cluster = load_cluster("cpu");
+  r.cluster.gpus_per_node = 4, r.seq = 64, r.global_batch = global_batch;
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("ep candidates are exactly the accepted degrees") {
@@ -58,12 +67,7 @@ TEST_CASE("ep candidates are exactly the accepted degrees") {
 
 TEST_CASE("the CPU target's space for an MoE model holds only plans its backend runs, ep > 1 with full recompute too") {
   for (const char* model : {"mixtral-tiny", "deepseek-tiny"}) {
-    PlanRequest r;
-    r.model = load_model(kConfigs + "/models/" + model + ".json");
-    r.cluster = load_cluster("cpu");
-    r.cluster.gpus_per_node = 4;
-    r.seq = 64;
-    r.global_batch = 8;
+    const PlanRequest r = cpu_request(model, 8);
     int plans = 0, ep_full = 0;
     for_each_plan(r, [&](const SpacePlan& sp) {
       const Plan& p = sp.plan;
@@ -86,12 +90,7 @@ TEST_CASE("the CPU target's space for an MoE model holds only plans its backend 
 // splits 6 sequences, so nothing fits; the search once offered "fsdp 1 cp 4" at batch 7 (cp with MoE
 // blocks, which the row refuses) and the least memory of such a shape.
 TEST_CASE("no-fit suggestions for an MoE model on the CPU target name only shapes its row runs") {
-  PlanRequest r;
-  r.model = load_model(kConfigs + "/models/mixtral-tiny.json");
-  r.cluster = load_cluster("cpu");
-  r.cluster.gpus_per_node = 4;
-  r.seq = 64;
-  r.global_batch = 6;
+  const PlanRequest r = cpu_request("mixtral-tiny", 6);
   for (const Parallelism& par : parallel_shapes(r)) {
     CHECK(par.tp * par.cp * par.pp == 1);
     CHECK((par.ep == 1 || par.dp_replicate == 1));

@@ -57,6 +57,14 @@ refused "estimate --tp 2" "--tp: tensor parallelism of mixture-of-experts" \
 check "plan mixtral-tiny for fsdpx on the CPU exits 0" $?
 [ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp]' "$tmp/mx.json")" = "[1,1,1]" ]
 check "the CPU plan of mixtral-tiny keeps tp = cp = pp = 1" $?
+# The CPU row runs MoE blocks at tp = cp = pp = 1 (moe_gaps): a fixed --tp 2 names itself, and a batch no
+# shape of the row splits gets the batch-split line, whose suggested plan keeps to the row (it once
+# suggested "fsdp 1 cp 4" at global batch 7, the least memory of a plan the CPU refuses).
+refused "plan mixtral-tiny at --tp 2 for fsdpx on the CPU" "--tp: target fsdpx does not run model mixtral-tiny" \
+  plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --tp 2
+err=$("$FSDPX" plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 6 2>&1 >/dev/null)
+echo "$err" | grep -q "cannot be split evenly" && ! echo "$err" | grep -q " cp [0-9]"
+check "mixtral-tiny at global batch 6 on 4 CPU ranks: the batch split, no cp plan suggested ($err)" $?
 # The fsdpx target plans ep > 1 on the CPU (whether it wins depends on the costs): report's ep points have plans.
 plans=$("$FSDPX" report --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --vary ep=1,2,4 \
   --format json 2>/dev/null | jq -r '.sweeps[0].rows[] | "ep=\(.point.ep): \(.plan // .error)"')
