@@ -269,8 +269,10 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
 }
 
 // What the CPU backend's expert parallelism (ep > 1) leaves out: replicas (HSDP, DDP, ZeRO-1), a kept copy
-// (int reshard_after_forward > 1), activation recompute (its forward would exchange the tokens again) and
-// fp16 (untested with the exchange).
+// (int reshard_after_forward > 1) and fp16 (untested with the exchange). Full recompute runs: the block's
+// forward, re-run in backward, exchanges the tokens again (dispatch and combine), as torchtitan's full AC
+// wraps the whole block, all-to-alls included (torchtitan/distributed/activation_checkpoint.py
+// _apply_full_ac), and the step program lists them (program/segment_work.cpp add_block_recompute).
 void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
   const Parallelism& par = plan.parallelism;
   if (par.ep == 1) return;
@@ -283,8 +285,6 @@ void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Capa
   for (std::size_t u = 0; u < plan.units.size(); ++u)
     if (plan.units[u].reshard_after_forward > 1)
       gap(fmt::format("/units/{}/reshard_after_forward", u), "without a kept copy (0 or 1)", true);
-  if (std::any_of(plan.recompute.begin(), plan.recompute.end(), [](RecomputeMode r) { return r != RecomputeMode::none; }))
-    gap("/recompute", "without activation recompute", true);
   if (plan.precision.param != DType::fp32) gap("/precision/param", "in fp32 only", false);
 }
 

@@ -1,7 +1,7 @@
 // cost_models/activations.cpp — activation bytes one rank keeps for backward: the tensors a block
 // saves, itemised as in Korthikanti et al. 2022 (arXiv:2205.05198) §4.1 and generalised to any ffn
 // size, SwiGLU, GQA, norm statistics, dropout or none, FlashAttention or materialised scores, TP/SP/CP, the three recompute modes and torchtitan's
-// op-level selective AC; plus the embedding/head tensors, the logits and what a separate weight-gradient
+// op-level selective AC, DeepSeek-V3's latent attention; plus the embedding/head tensors, the logits and what a separate weight-gradient
 // pass keeps (zero-bubble pipelines). Leaves out allocator rounding, pipeline in-flight micro-batch counts
 // (the step program's memory effects give them) and framework temporaries outside a block's backward.
 #include <vector>
@@ -29,8 +29,27 @@ struct Dims {
   double tokens = 0;  // (s / cp) · b on this rank, before SP
   double seq_full = 0;
   double h = 0, q = 0, kv = 0, ffn = 0, heads = 0;
+  double v_kept = 0, out = 0;  // the V storage SDPA's saved V keeps alive, and the attention output's width
+  double latent = 0;  // latent attention: its latent tensors' elements per token (mla_latent_elems)
   double tp = 1, norm_div = 1, e = 2;
 };
+
+// DeepSeek-V3's latent attention as torchtitan runs it (torchtitan/models/deepseek_v3/model/model.py,
+// Attention.forward), what autograd keeps per token beyond Q, K, V and the output: wq_a's output (q_norm's
+// input) and q_norm's output (wq_b's input), q_lora_rank each; wkv_a's output, kv_lora_rank +
+// qk_rope_head_dim, kept whole because kv_norm's input is a view of it; kv_norm's output (wkv_b's input),
+// kv_lora_rank. Unsplit by tp: torchtitan's DeepSeek-V3 tensor-parallel plan leaves wq_a, q_norm, wkv_a and
+// kv_norm unsharded (NoParallel) on the replicated attention input. The norms' fp32 statistics are
+// mla_latent_stat_bytes.
+double mla_latent_elems(const ModelSpec& m) {
+  if (!m.is_mla()) return 0;
+  const double rq = double(m.mla.q_lora_rank), rkv = double(m.mla.kv_lora_rank);
+  return 2 * rq + (rkv + double(m.mla.qk_rope_head_dim)) + rkv;
+}
+double mla_latent_stat_bytes(const ModelSpec& m) {
+  if (!m.is_mla()) return 0;
+  return (m.mla.q_lora_rank > 0 ? 2 : 1) * 4.0;  // q_norm's and kv_norm's reciprocal RMS, fp32
+}
 
 Dims dims(const ModelSpec& m, const ActivationShape& s) {
   FSDP_CHECK(s.tp >= 1 && s.cp >= 1 && s.micro_batch >= 1 && s.seq >= 1, "bad activation shape");
@@ -42,6 +61,11 @@ Dims dims(const ModelSpec& m, const ActivationShape& s) {
   d.kv = static_cast<double>(m.kv_dim());
   d.ffn = static_cast<double>(m.ffn_hidden);
   d.heads = static_cast<double>(m.heads);
+  // Latent attention: V is a view of wkv_b's output, H x (qk_nope_head_dim + v_head_dim) per token, which SDPA
+  // keeps whole by saving V; the output is H x v_head_dim wide (model.py: k_nope, v = torch.split(kv, ...)).
+  d.v_kept = m.is_mla() ? d.heads * double(m.mla.qk_nope_head_dim + m.mla.v_head_dim) : d.kv;
+  d.out = m.is_mla() ? d.heads * double(m.mla.v_head_dim) : d.q;
+  d.latent = mla_latent_elems(m);
   d.tp = s.tp;
   d.norm_div = s.sequence_parallel ? s.tp : 1;
   d.e = s.act_bytes;
@@ -54,7 +78,7 @@ Dims dims(const ModelSpec& m, const ActivationShape& s) {
 double norm_region_bytes(const ModelSpec& m, const Dims& d, const ActivationShape& s) {
   double b = 2 * d.h * d.e + d.h * d.e + d.h * d.e + 2 * norm_stat_bytes(m);
   if (s.dropout) b += 2 * d.h * kMaskBytes;
-  return b / d.norm_div;
+  return b / d.norm_div + mla_latent_stat_bytes(m);
 }
 
 // MLP tensors inside the TP region, bytes per token. GELU / squared-ReLU: the activation's input
@@ -71,11 +95,12 @@ double mlp_inner_bytes(const ModelSpec& m, const Dims& d, const ActivationShape&
 // Attention tensors inside the TP region that are linear in s, bytes per token: Q and K (QK^T
 // inputs, 4sbh), V (2sbh), out-proj input = attention output (2sbh); K and V are kv_dim wide (GQA).
 // FlashAttention also keeps the fp32 log-sum-exp per head (4·a·s·b bytes); its output O is the
-// out-proj input, counted once.
+// out-proj input, counted once. Latent attention: V's kept storage and the output's width (Dims), and
+// the latent tensors outside the TP region.
 double attention_linear_bytes(const Dims& d, const ActivationShape& s) {
-  double b = (d.q + 2 * d.kv + d.q) * d.e;
+  double b = (d.q + d.kv + d.v_kept + d.out) * d.e;
   if (s.flash_attention) b += kFp32Bytes * d.heads;
-  return b / d.tp;
+  return b / d.tp + d.latent * d.e;
 }
 
 // The s×s tensors per token (Korthikanti's 5as²b at 16 bits with dropout): softmax output (2),
@@ -116,7 +141,7 @@ double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const Activatio
 double eager_extra_bytes_per_token(const Dims& d, const ActivationShape& s) {
   double b = 0;
   if (s.eager_norm_fp32) b += 2 * 4 * d.h / d.norm_div;
-  if (s.attention_copies) b += (2 * (d.q - d.kv) + d.q) * d.e / d.tp;
+  if (s.attention_copies) b += (2 * (d.q - d.kv) + d.out) * d.e / d.tp;
   return b;
 }
 

@@ -44,6 +44,22 @@ std::vector<std::pair<PipelineSchedule, int>> pipelines(const PlanRequest& r, in
   return out;
 }
 
+// fsdpx's executor and an MoE or latent-attention model: whether the backend's row refuses the shape's
+// parallel degrees (searched gaps at /parallelism: core/backend_capabilities.cpp moe_gaps, mla_gaps and
+// ep_gaps, e.g. tp or cp > 1 with MoE blocks, replicas beside ep > 1), read from the row on the shape's
+// plan with one micro-batch per data-parallel rank (splitting the batch is micro_batch_choices' question).
+// Dropping them here keeps the search, its no-fit suggestions and the batch-split message to shapes the
+// backend runs (the wrappings' filter, space.cpp wrap_choices, reads the same row for every other gap).
+bool row_refuses_shape(const PlanRequest& r, const Parallelism& par) {
+  if (r.target.kind != TargetKind::fsdpx || !(r.model.is_moe() || r.model.is_mla())) return false;
+  PlanRequest probe = r;
+  probe.global_batch = par.data_parallel_ranks() * (par.pp_schedule == PipelineSchedule::interleaved_1f1b ? par.pp : 1);
+  const Plan p = shape_plan(probe, par, 1, RecomputeMode::none);
+  for (const CapabilityGap& g : capability_gaps(p, backend_capabilities(cluster_device(r.cluster))))
+    if (g.searched && g.path.rfind("/parallelism/", 0) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
@@ -94,7 +110,7 @@ std::vector<Parallelism> parallel_shapes(const PlanRequest& r) {
             par.data_parallel = rep > 1 ? DataParallel::hsdp : DataParallel::fsdp_full_shard;
             for (int ep : searched_ep_degrees(r, par)) {  // {1} for a dense model (planner/ep_degrees.h)
               par.ep = ep;
-              out.push_back(par);
+              if (!row_refuses_shape(r, par)) out.push_back(par);
             }
           }
       }

@@ -17,6 +17,7 @@
 #include "cost_models/params.h"
 #include "planner/memory_bound.h"
 #include "planner/shapes.h"
+#include "planner/target.h"
 
 namespace fsdpx {
 
@@ -25,7 +26,8 @@ namespace {
 std::string gib_text(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
 // The least-memory plan of each shape (smallest micro-batch, full recompute where the space has it),
-// least bound first.
+// least bound first; for fsdpx's executor only plans its backend's row runs (target.h target_gaps), so that
+// no suggestion names a plan the target refuses.
 std::vector<std::pair<double, Plan>> least_plans(const PlanRequest& r, const Space& s) {
   std::vector<std::pair<double, Plan>> out;
   PlanRequest narrowed = r;
@@ -37,6 +39,7 @@ std::vector<std::pair<double, Plan>> least_plans(const PlanRequest& r, const Spa
     const std::vector<std::int64_t> mbs = micro_batch_choices(narrowed, par);
     if (mbs.empty()) continue;
     Plan p = shape_plan(r, par, mbs.front(), least);
+    if (r.target.kind == TargetKind::fsdpx && !target_gaps(p, r.target).empty()) continue;
     out.emplace_back(memory_lower_bound(p).total(), std::move(p));
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -150,8 +150,12 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
                      work_set(s, WorkKind::forward));
   if (us.gather_op >= 0 && gathers) op.deps.push_back(us.gather_op);
   if (input_op >= 0) op.deps.push_back(input_op);
-  op.alloc_at_start.push_back(
-      {MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).saved_activation_bytes});
+  const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
+  op.alloc_at_start.push_back({MemCategory::activations, mem.saved_activation_bytes});
+  if (mem.forward_working_bytes > 0) {  // an MoE block's exchange buffers (program/moe_block.h)
+    op.alloc_at_start.push_back({MemCategory::transient, mem.forward_working_bytes});
+    op.free_at_end.push_back({MemCategory::transient, mem.forward_working_bytes});
+  }
   const bool last_use = s == last_forward_segment_[std::size_t(seg.unit)];
   const int g = reshard_ranks(seg.unit);
   op.release_params = sharded && last_use && g == 1;

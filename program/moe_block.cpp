@@ -75,6 +75,11 @@ double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Re
   return base + routed_activation_bytes(plan.model, load_of(plan), plan.parallelism.tp, plan.precision.param).saved;
 }
 
+double moe_dispatch_buffer_bytes(const Plan& plan) {
+  if (plan.parallelism.ep == 1) return 0;
+  return routed_activation_bytes(plan.model, load_of(plan), plan.parallelism.tp, plan.precision.param).dispatch_buffers;
+}
+
 std::vector<double> unit_expert_params(const Plan& plan) {
   std::vector<double> out(plan.units.size(), 0.0);
   if (!plan.model.is_moe() || plan.parallelism.ep == 1) return out;

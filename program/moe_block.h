@@ -49,4 +49,13 @@ std::vector<double> unit_state_params(const Plan& plan);
 // (cost_models/expert_memory.h) unless the block recomputes fully (then only its input is kept).
 double moe_block_activation_bytes(const Plan& plan, const ActivationShape& a, Recompute r);
 
+// Transient bytes of one MoE block's token exchange on the slowest ep rank, 0 at ep 1 (nothing moves): the
+// permuted send buffer of the rank's routed rows and the rows it receives (cost_models/expert_memory.h
+// dispatch_buffers), alive in forward from the dispatch until the received rows are copied into
+// expert-major order (torchtitan/distributed/expert_parallel.py ExpertParallel._token_dispatch: the
+// all_to_all_single_autograd output, then _permute's copy, which the grouped GEMM saves); the backward's
+// two exchanges move the gradients through buffers of the same sizes (Megatron-Core's
+// MoEAlltoAllTokenDispatcher likewise: permute, all-to-all, sort_chunks_by_idxs).
+double moe_dispatch_buffer_bytes(const Plan& plan);
+
 }  // namespace fsdpx

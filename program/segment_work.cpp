@@ -206,6 +206,7 @@ WorkSet segment_backward_work(const Plan& plan, int first_module, int module_cou
 SegmentMemory segment_memory(const Plan& plan, int first_module, int module_count) {
   SegmentMemory mem;
   const ActivationShape a = activation_shape(plan);
+  double exchange = 0;
   for (int i = first_module; i < first_module + module_count; ++i) {
     switch (module_kind(plan, i)) {
       case ModuleKind::embedding:
@@ -220,7 +221,12 @@ SegmentMemory segment_memory(const Plan& plan, int first_module, int module_coun
         if (plan.lora && block_recompute(plan, i) != RecomputeMode::full)
           mem.saved_activation_bytes += double(a.micro_batch) * double(a.seq) / a.cp * double(plan.lora->rank) *
                                         double(plan.lora->targets.size()) * a.act_bytes;
-        mem.backward_working_bytes = std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a));
+        // An MoE block's token exchange adds its send and receive buffers while it runs, in forward and
+        // again (the gradients) in backward; blocks run one at a time, so the segment's largest counts.
+        exchange = is_moe_block(plan, i) ? moe_dispatch_buffer_bytes(plan) : 0.0;
+        mem.forward_working_bytes = std::max(mem.forward_working_bytes, exchange);
+        mem.backward_working_bytes =
+            std::max(mem.backward_working_bytes, block_backward_working_bytes(plan.model, a) + exchange);
         mem.weight_pass_bytes += block_weight_grad_bytes(plan.model, a);
         break;
       case ModuleKind::final_norm: mem.saved_activation_bytes += final_norm_activation_bytes(plan.model, a); break;

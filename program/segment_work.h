@@ -25,6 +25,7 @@ std::vector<double> unit_params(const Plan& plan);
 
 struct SegmentMemory {
   double saved_activation_bytes = 0;  // kept from forward to backward
+  double forward_working_bytes = 0;   // alive during the forward op only (an MoE block's exchange buffers)
   double backward_working_bytes = 0;  // alive during the backward op only
   // The loss backward's tensors (the head's segment only): alive at the op's start, before autograd
   // reaches any weight of the segment, and freed before its weight gradients exist.

@@ -127,6 +127,17 @@ void check_fixed(const PlanRequest& r, const PlanOptions& o) {
       parallel_shapes(narrowed).empty())
     bad("--pp-schedule", fmt::format("target {} runs zero_bubble (ZB-H1) with tp = cp = 1 only; with --tp {} --cp {} "
                                      "choose 1f1b or interleaved_1f1b", o.target, std::max(f.tp, 1), std::max(f.cp, 1)));
+  // An MoE or latent-attention model: the row runs its blocks on fewer axes (planner/shapes.cpp drops the
+  // shapes its capability gaps refuse), so name the fixed degree rather than the factorisation.
+  PlanRequest unfixed = narrowed;
+  unfixed.space.fixed = FixedDegrees{};
+  if (r.target.kind == TargetKind::fsdpx && (r.model.is_moe() || r.model.is_mla()) && parallel_shapes(narrowed).empty() &&
+      !parallel_shapes(unfixed).empty())
+    for (auto [degree, name] : {std::pair{f.tp, "--tp"}, {f.cp, "--cp"}, {f.pp, "--pp"}, {f.dp_replicate, "--dp-replicate"}})
+      if (degree > 1)
+        bad(name, fmt::format("target {} does not run model {}'s mixture-of-experts or latent-attention blocks with {} "
+                              "{} on this cluster (its backend's capability row, core/backend_capabilities.cpp)",
+                              o.target, r.model.name, name, degree));
   if (parallel_shapes(narrowed).empty())
     bad("--pp", fmt::format("the fixed degrees leave no factorisation of the {} ranks (tp within a node and dividing "
                             "the heads, cp with seq divisible by 2 x cp, at most one stage per block)", world));

@@ -175,6 +175,34 @@ TEST_CASE("SwiGLU and GQA: MLP keeps gate, up and product; K and V are kv_dim wi
   CHECK(block_activation_bytes(m, cp, Recompute::full) == doctest::Approx(tokens / 2 * 2 * h));
 }
 
+// DeepSeek-V3's latent attention as torchtitan runs it (model.py Attention.forward): beside Q and K
+// (H x (nope + rope)) SDPA's V keeps wkv_b's whole output (H x (nope + v)), the output is H x v, and the
+// latent tensors (wq_a's output and q_norm's, 2 x q_lora_rank; wkv_a's output, kv_lora_rank + rope;
+// kv_norm's, kv_lora_rank) with the two norms' fp32 statistics stay unsplit by tp. v 24 != nope + 2 rope -
+// v, so V and the output differ from the dense head_dim accounting.
+TEST_CASE("latent attention keeps its latent tensors and V's storage; tp splits the heads only") {
+  ModelSpec m = test::llama31_8b();
+  m.heads = m.kv_heads = 4;
+  m.head_dim = 24;  // qk_nope 16 + qk_rope 8
+  m.mla = MlaSpec{32, 16, 8, 16, 24};
+  ModelSpec dense = m;
+  dense.mla = MlaSpec{};
+  ActivationShape sh = korthikanti(1, false, 2);  // then flash, no dropout, 64 tokens per sequence
+  sh.seq = 64, sh.flash_attention = true, sh.dropout = false;
+  const double tokens = 2.0 * 64, heads = 4;
+  // Per token over the dense accounting: V's storage (nope + v) and the output (v) in place of head_dim
+  // each; the latent tensors; two fp32 rstd.
+  const double heads_part = 2 * heads * ((16 + 24) - 24) + 2 * heads * (24 - 24);
+  const double latent = 2 * (2 * 32 + (16 + 8) + 16) + 2 * 4;
+  const double extra = block_activation_bytes(m, sh, Recompute::none) - block_activation_bytes(dense, sh, Recompute::none);
+  CHECK(extra == doctest::Approx(tokens * (heads_part + latent)));
+  ActivationShape tp = sh;
+  tp.tp = 2;
+  const double extra_tp = block_activation_bytes(m, tp, Recompute::none) - block_activation_bytes(dense, tp, Recompute::none);
+  CHECK(extra_tp == doctest::Approx(tokens * (heads_part / 2 + latent)));
+  CHECK(block_activation_bytes(m, sh, Recompute::full) == doctest::Approx(block_activation_bytes(dense, sh, Recompute::full)));
+}
+
 TEST_CASE("backward working set covers one re-materialised block plus gradients") {
   const ModelSpec m = test::llama31_8b();
   ActivationShape sh;

@@ -1,7 +1,8 @@
 // tests/executor/test_trainer_expert_parallel.cpp — the CPU backend trains mixtral-tiny and deepseek-tiny with
 // expert parallelism (issue 30): on 4 ranks (FSDP over dp_shard 4), ep 2 and 4 give ep 1's losses within 1e-5
 // over 20 steps, with the program's ep and efsdp groups (dispatch and combine checked against the program
-// by the runtime's contract rule every op); grad-op sharding (reshard_after_forward 0) too. Their full
+// by the runtime's contract rule every op); grad-op sharding (reshard_after_forward 0) too; full recompute at
+// ep 2 gives the losses without it within 1e-6 (the re-run forward exchanges the tokens again). Their full
 // parameters agree; a state saved at ep 2 (the full tensors, cut into dp_shard shards) resumes at ep 1, 2
 // and 4 with the loss curve of the uninterrupted run.
 #include <doctest/doctest.h>
@@ -14,16 +15,19 @@
 #include "core/config_paths.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/session/trainer.h"
+#include "program/lower.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx {
 namespace {
 
-Plan ep_plan(int ep, bool reshard = true, const char* model = "mixtral-tiny") {
+Plan ep_plan(int ep, bool reshard = true, const char* model = "mixtral-tiny",
+             RecomputeMode recompute = RecomputeMode::none) {
   test::PlanShape shape;
   shape.dp_shard = 4;
   shape.reshard = reshard;
   shape.accum = 2;
+  shape.recompute = recompute;
   Plan p = test::tiny_plan(load_model(model), shape);
   p.optimizer.total_steps = 20;
   p.parallelism.ep = ep;
@@ -46,6 +50,18 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   double d = 0;
   for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
   return d;
+}
+
+// The all-to-alls the backward ops of role 0 run on the ep group (their count summed).
+int backward_all_to_alls(const Plan& plan) {
+  const StepProgram prog = lower(plan);
+  int n = 0;
+  for (const Op& op : prog.roles.front().ops) {
+    if (op.kind != OpKind::backward) continue;
+    for (const SerialCollective& sc : prog.work_sets[std::size_t(op.work_set)].serial_comms)
+      if (sc.kind == Collective::all_to_all) n += sc.count;
+  }
+  return n;
 }
 
 }  // namespace
@@ -98,13 +114,35 @@ TEST_CASE("a state saved at ep 2 resumes at ep 1, 2 and 4 on the uninterrupted l
   CHECK(max_abs_diff(steps(fresh, 6), first) <= 1e-5);
 }
 
+// Full recompute re-runs each block's forward in backward, the MoE block's dispatch and combine
+// all-to-alls included (torchtitan's full AC wraps the whole block); the runtime's contract rule checks
+// the re-run exchange against the backward op's serial collectives, which list the forward's again.
+TEST_CASE("full recompute at ep 2: mixtral-tiny and deepseek-tiny train to the losses without recompute within 1e-6") {
+  for (const char* model : {"mixtral-tiny", "deepseek-tiny"}) {
+    CAPTURE(model);
+    const std::vector<double> want = losses(ep_plan(2, true, model), 20);
+    const Plan recomputed = ep_plan(2, true, model, RecomputeMode::full);
+    CHECK(capability_gaps(recomputed, backend_capabilities(ExecutorDevice::cpu)).empty());
+    // The program states the re-run exchange: each backward op lists its forward's two all-to-alls again.
+    CHECK(backward_all_to_alls(recomputed) == 2 * backward_all_to_alls(ep_plan(2, true, model)));
+    CHECK(backward_all_to_alls(recomputed) > 0);
+    const std::vector<double> got = losses(recomputed, 20);
+    MESSAGE(std::string(model) << " ep 2: max |loss(full recompute) - loss(none)| over 20 steps " << max_abs_diff(got, want)
+                  << " (first " << want.front() << ", last " << want.back() << ")");
+    CHECK(max_abs_diff(got, want) <= 1e-6);
+    CHECK(std::abs(want.back() - want.front()) > 1e-2);
+  }
+}
+
 TEST_CASE("the CPU row plans expert parallelism, and names what it leaves out") {
   Plan p = ep_plan(2);
   CHECK(capability_gaps(p, backend_capabilities(ExecutorDevice::cpu)).empty());
   p.recompute.assign(p.recompute.size(), RecomputeMode::full);
+  CHECK(capability_gaps(p, backend_capabilities(ExecutorDevice::cpu)).empty());  // full recompute runs at ep > 1
+  p.units.front().reshard_after_forward = 2;
   const auto gaps = capability_gaps(p, backend_capabilities(ExecutorDevice::cpu));
   REQUIRE(gaps.size() == 1);
-  CHECK(gaps[0].path == "/recompute");
+  CHECK(gaps[0].path == "/units/0/reshard_after_forward");
 }
 
 }  // namespace fsdpx

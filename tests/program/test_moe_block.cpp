@@ -206,6 +206,37 @@ TEST_CASE("an MoE block saves its routed rows' tensors: the slowest rank's imbal
 
 namespace fsdpx {
 
+// The token exchange's send and receive buffers (torchtitan's ExpertParallel._token_dispatch): at ep > 1 an
+// MoE segment's forward op holds (mean + slowest rows) x hidden x the dispatch dtype while it runs, and its
+// backward the same beside a dense block's working set; at ep 1 nothing moves and neither op has them.
+TEST_CASE("an MoE block's exchange buffers: transient in its forward and backward ops at ep > 1 only") {
+  const Plan p1 = mixtral_plan(1), p4 = mixtral_plan(4);
+  const RoutedLoad l = routed_load(p4.model, p4.training.micro_batch, p4.training.seq, p4.parallelism, p4.moe_routing);
+  const double buffers = (l.mean_rows + l.slowest_rows) * double(p4.model.hidden) * dtype_bytes(p4.precision.param);
+  CHECK(l.slowest_rows > l.mean_rows);
+  CHECK(moe_dispatch_buffer_bytes(p4) == doctest::Approx(buffers));
+  CHECK(moe_dispatch_buffer_bytes(p1) == 0);
+  CHECK(segment_memory(p4, 1, 1).forward_working_bytes == doctest::Approx(buffers));
+  CHECK(segment_memory(p1, 1, 1).forward_working_bytes == 0);
+  CHECK(segment_memory(p4, 1, 1).backward_working_bytes - segment_memory(p1, 1, 1).backward_working_bytes ==
+        doctest::Approx(buffers));
+  // The lowering: every forward op of a block segment allocates them at its start and frees them at its end.
+  const StepProgram prog = lower(p4);
+  int forwards = 0;
+  for (const Op& op : prog.roles[0].ops) {
+    if (op.kind != OpKind::forward || prog.segments[std::size_t(op.segment)].first_module < 1 ||
+        prog.segments[std::size_t(op.segment)].first_module > p4.model.layers)
+      continue;
+    double at_start = 0, at_end = 0;
+    for (const MemEffect& e : op.alloc_at_start) at_start += e.category == MemCategory::transient ? e.bytes : 0;
+    for (const MemEffect& e : op.free_at_end) at_end += e.category == MemCategory::transient ? e.bytes : 0;
+    CHECK(at_start == doctest::Approx(buffers));
+    CHECK(at_end == doctest::Approx(buffers));
+    ++forwards;
+  }
+  CHECK(forwards == p4.model.layers * int(p4.training.global_batch / (p4.training.micro_batch * 8)));
+}
+
 // Megatron's distributed optimizer replicates parameters and the gradient buffer over the data-parallel
 // ranks and shards only the optimizer state: at ep 4 a rank holds its local experts whole (a quarter
 // of ep 1's), while the optimizer state stays what ep 1 shards over dp_shard.

@@ -4,7 +4,7 @@
 # (tests/cost_models/test_moe_params.cpp derives them by hand), model-state bytes from the total, and names
 # what it leaves out; plan takes Mixtral's kind for fsdpx's CPU backend at tp = cp = pp = 1 with ep > 1 (its
 # MoE blocks, executor/model/moe_mlp.h, exchange tokens over the ep group), run trains it at ep 1, 2 and 4 on
-# threads and processes to the same losses, and DeepSeek-V3's kind (deepseek-tiny: latent attention, sigmoid
+# threads and processes to the same losses (at ep 2 with full recompute too), and DeepSeek-V3's kind (deepseek-tiny: latent attention, sigmoid
 # grouped routing, a shared expert, a dense leading block; executor/model/mla_attention.h) likewise at ep 1, 2
 # and 4 (an ep 2 checkpoint of processes resumes at ep 4), refusing it under tp at /parallelism/tp (exit 2);
 # plan takes latent attention with ep > 1 for torchtitan, report varies ep, simulate takes MoE and
@@ -57,6 +57,14 @@ refused "estimate --tp 2" "--tp: tensor parallelism of mixture-of-experts" \
 check "plan mixtral-tiny for fsdpx on the CPU exits 0" $?
 [ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp]' "$tmp/mx.json")" = "[1,1,1]" ]
 check "the CPU plan of mixtral-tiny keeps tp = cp = pp = 1" $?
+# The CPU row runs MoE blocks at tp = cp = pp = 1 (moe_gaps): a fixed --tp 2 names itself, and a batch no
+# shape of the row splits gets the batch-split line, whose suggested plan keeps to the row (it once
+# suggested "fsdp 1 cp 4" at global batch 7, the least memory of a plan the CPU refuses).
+refused "plan mixtral-tiny at --tp 2 for fsdpx on the CPU" "--tp: target fsdpx does not run model mixtral-tiny" \
+  plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --tp 2
+err=$("$FSDPX" plan --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 6 2>&1 >/dev/null)
+echo "$err" | grep -q "cannot be split evenly" && ! echo "$err" | grep -q -E " cp [2-9]"
+check "mixtral-tiny at global batch 6 on 4 CPU ranks: the batch split, no cp plan suggested ($err)" $?
 # The fsdpx target plans ep > 1 on the CPU (whether it wins depends on the costs): report's ep points have plans.
 plans=$("$FSDPX" report --model mixtral-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 --vary ep=1,2,4 \
   --format json 2>/dev/null | jq -r '.sweeps[0].rows[] | "ep=\(.point.ep): \(.plan // .error)"')
@@ -78,6 +86,15 @@ for f in t2 t4 p1 p2 p4; do
     '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
   check "mixtral-tiny losses ($f) within 1e-5 of ep 1 on threads over 20 steps" $?
 done
+# Full recompute at ep 2 in processes: each block's backward re-runs its forward's dispatch and combine over TCP,
+# as the step program lists them (torchtitan's full AC), to the same losses.
+jq '.recompute = "full"' "$tmp/mx_ep2.json" > "$tmp/mx_ep2_full.json"
+"$FSDPX" run --plan "$tmp/mx_ep2_full.json" --steps 20 --processes --format json 2>/dev/null | jq -c '[.steps[].loss]' \
+  > "$tmp/l_p2full.json"
+check "run mixtral-tiny at ep 2 with full recompute in processes exits 0" "${PIPESTATUS[1]}"
+jq -n --slurpfile a "$tmp/l_t1.json" --slurpfile b "$tmp/l_p2full.json" \
+  '($a[0] | length) == 20 and ([range(20)] | all(. as $i | (($a[0][$i] - $b[0][$i]) | fabs) <= 1e-5))' | grep -q true
+check "mixtral-tiny losses at ep 2 with full recompute in processes within 1e-5 of ep 1 on threads" $?
 "$FSDPX" plan --model deepseek-tiny --cluster cpu --world-size 4 --seq 64 --global-batch 8 -o "$tmp/ds.json" >/dev/null
 check "plan deepseek-tiny for fsdpx on the CPU exits 0" $?
 [ "$(jq -c '[.parallelism.tp, .parallelism.cp, .parallelism.pp]' "$tmp/ds.json")" = "[1,1,1]" ]
