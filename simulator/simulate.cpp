@@ -25,8 +25,12 @@ int phase_of(OpKind k) {
   }
 }
 
-// Walks the compute-stream ops of `role`, instance 0, in start order; counts the gaps before those that
-// start in [from, to) (the whole step by default).
+// Walks the compute-stream ops of `role`, instance 0, in start order; counts the idle time in [from, to)
+// (the whole step by default), each gap charged to the op that ends it, and the compute of the ops that
+// start in [from, to). A gap is clipped to [from, to), so windows that tile the step split its idle time
+// exactly: a gap that straddles a window's start depends on the op before the window (issue 36's
+// steady-state windows, simulator/steady_state_pipeline.cpp, check only the ops in or running into a
+// window; a gap counted whole from the op before the window read the transient's last op into the window).
 StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
   const RoleProgram& rp = program.roles[std::size_t(role)];
   std::vector<TimeNs> end_ns(rp.ops.size(), 0);
@@ -44,18 +48,20 @@ StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int
   TimeNs cursor = 0;
   for (const OpTiming* t : compute) {
     const Op& op = rp.ops[std::size_t(t->op)];
-    if (t->start_ns < from || t->start_ns >= to) {
+    const TimeNs gap_ns = std::max<TimeNs>(0, std::min(t->start_ns, to) - std::max(cursor, from));
+    const bool starts_in = t->start_ns >= from && t->start_ns < to;
+    if (gap_ns == 0 && !starts_in) {
       cursor = std::max(cursor, t->end_ns);
       continue;
     }
     const int ph = phase_of(op.kind);
-    const double gap_s = double(std::max<TimeNs>(0, t->start_ns - cursor)) * 1e-9;
+    const double gap_s = double(gap_ns) * 1e-9;
     int last_dep = -1;
     for (int d : op.deps)
       if (last_dep < 0 || end_ns[std::size_t(d)] > end_ns[std::size_t(last_dep)]) last_dep = d;
     const bool pipeline_wait = last_dep >= 0 && rp.ops[std::size_t(last_dep)].rendezvous >= 0;
     (pipeline_wait ? out.bubble_s : out.phases[std::size_t(ph)].exposed_comm_s) += gap_s;
-    out.phases[std::size_t(ph)].compute_s += double(t->end_ns - t->start_ns) * 1e-9;
+    if (starts_in) out.phases[std::size_t(ph)].compute_s += double(t->end_ns - t->start_ns) * 1e-9;
     cursor = std::max(cursor, t->end_ns);
   }
   if (to > engine.step_time_ns) out.phases[2].exposed_comm_s += double(std::max<TimeNs>(0, engine.step_time_ns - cursor)) * 1e-9;

@@ -62,7 +62,7 @@ Simulation simulate(const Plan& plan, const EngineOptions& options = {});
 // Bytes at a peak that the step allocates and frees (activations and transients), on which the caching
 // allocator's reserve grows (cost_models/memory.h allocator_headroom_bytes).
 double churn_bytes(const MemoryPeak& peak);
-// The bubble part of `role`'s compute-stream idle time before the ops that start in [from, to).
+// The bubble part of `role`'s compute-stream idle time in [from, to) (gaps clipped to it).
 double stage_bubble_s(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to);
 // All of it (the whole step by default: then the step's tail counts as exposed optimizer communication).
 StageIdle stage_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from = 0,
