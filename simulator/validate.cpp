@@ -14,6 +14,7 @@
 #include "cost_models/memory.h"
 #include "simulator/reserved_memory.h"
 #include "simulator/simulate.h"
+#include "simulator/source_mfu.h"
 
 namespace fsdpx {
 
@@ -100,7 +101,7 @@ CaseResult validate_case(const ValidationCase& c, const std::string& file) {
   if (cp.plan.fp8) r.notes.push_back(fp8_attribution_note(cp.plan, fp8_attribution(cp.plan)));
   PredictedRun p;
   p.tokens_per_s_per_gpu = sim.tokens_per_s_per_gpu;
-  p.mfu_pct = sim.mfu * 100.0;
+  p.mfu_pct = source_mfu(sim.mfu, c.framework, cp.plan) * 100.0;
   p.peak_memory_gib = reported_peak_bytes(cp.plan, sim, cp.memory_metric) / kGiB;
   p.peak_memory_metric = cp.memory_metric == MemoryMetric::allocator_reserved ? "reserved" : "device";
   p.step_time_s = sim.step_time_s;

@@ -16,7 +16,9 @@ namespace fsdpx {
 
 struct PredictedRun {
   double tokens_per_s_per_gpu = 0;
-  double mfu_pct = 0;  // PaLM model FLOPs (6N + 12·L·H·Q·T per token) over the dense bf16 peak
+  // PaLM model FLOPs (6N + 12·L·H·Q·T per token) over the dense peak the case's framework divides by
+  // (simulator/source_mfu.h: bf16, or fp8 for llm-foundry's amp_fp8 runs).
+  double mfu_pct = 0;
   double peak_memory_gib = 0;
   // What peak_memory_gib predicts, the metric the case's source reports (validation_case.h MemoryMetric):
   // "reserved" (the caching allocator's peak reserved bytes) or "device" (nvidia-smi's device total).

@@ -131,7 +131,8 @@ std::string validation_text(const ValidationReport& r) {
     srows.push_back({g.name, std::to_string(g.cases), std::to_string(g.skipped), stats_cell(g.tokens), stats_cell(g.mfu),
                      stats_cell(g.memory)});
   out += "\nsummary (absolute % error: median / mean / share within 10% / share within 20%):\n" + pad_table(srows);
-  out += "MFU: PaLM definition (6N + 12*L*H*Q*T per token) over dense bf16 peak; sources define it differently.\n";
+  out += "MFU: PaLM definition (6N + 12*L*H*Q*T per token) over the dense peak the source divides by (bf16; fp8 for\n"
+         "llm-foundry fp8 runs); other sources may define it differently.\n";
   return out + interval_text(leave_one_source_out(r.cases));
 }
 

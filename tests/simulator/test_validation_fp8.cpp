@@ -8,7 +8,9 @@
 #include <string>
 
 #include "simulator/validate.h"
+#include "simulator/source_mfu.h"
 #include "simulator/validate_fp8.h"
+#include "cost_models/params.h"
 
 namespace fsdpx {
 
@@ -83,6 +85,32 @@ TEST_CASE("torchtitan Llama-3.1-8B on 8 H100: predicted float8 run and speedup a
   CHECK(b.all_gather_share >= 0);
   CHECK(b.all_gather_share < 1);
   CHECK(fp8_attribution_note(with_ag, b).find("of the speedup") != std::string::npos);
+}
+
+TEST_CASE("MFU of an fp8 run over the peak its framework divides by") {
+  // llm-foundry's amp_fp8 runs report MFU over the fp8 peak (Composer's GPU_AVAILABLE_FLOPS), torchtitan's
+  // over the bf16 peak whatever the recipe: the same simulated run restates its MFU per framework.
+  const ValidationCaseFile f = load_validation_cases(kFile);
+  const ValidationCase& tt = find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8");
+  const CasePlan cp = build_case_plan(tt, f.file);
+  REQUIRE(cp.plan.fp8.has_value());
+  const GpuSpec& gpu = cp.plan.cluster.gpu;
+  CHECK(source_mfu_peak_dtype("torchtitan", cp.plan) == DType::bf16);
+  CHECK(source_mfu_peak_dtype("llm-foundry", cp.plan) == DType::fp8);
+  CHECK(source_mfu(0.5, "torchtitan", cp.plan) == doctest::Approx(0.5));
+  CHECK(source_mfu(0.5, "llm-foundry", cp.plan) ==
+        doctest::Approx(0.5 * gpu.peak(DType::bf16) / gpu.peak(DType::fp8)).epsilon(1e-12));
+  CHECK(source_mfu(0.5, "llm-foundry", cp.plan) < 0.3);  // H100: fp8 peak is twice bf16's
+
+  Plan bf16 = cp.plan;
+  bf16.fp8.reset();
+  CHECK(source_mfu_peak_dtype("llm-foundry", bf16) == DType::bf16);
+
+  const CaseResult r = validate_case(tt, f.file);
+  REQUIRE(r.predicted.has_value());
+  const double expected_pct = r.predicted->tokens_per_s_per_gpu * model_flops_per_token(cp.plan.model, cp.plan.training.seq) /
+                              gpu.peak(DType::bf16) * 100.0;
+  CHECK(r.predicted->mfu_pct == doctest::Approx(expected_pct).epsilon(1e-6));
 }
 
 }  // namespace fsdpx
