@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
-#include "executor/cpu_backend/expert_shards.h"
+#include "executor/model/expert_shards.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
