@@ -19,6 +19,7 @@
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/initial_state.h"
 #include "executor/model/lora_layout.h"
+#include "executor/model/optimizer_ranges.h"
 
 namespace fsdpx::cuda {
 
@@ -77,6 +78,12 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
           reduce, &mem_);
     return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, &mem_);
   });
+  for (CudaUnitT<T>* u : units_.all()) {  // buffers stay out of AdamW (executor/model/optimizer_ranges.h)
+    const ExpertShards* parts = u->expert_shards();
+    const ParamLayout& local = rank_layout(rp, Base::par_);
+    u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
+                         : stepped_ranges(local, u->flat(), u->shard_offset(), u->flat().shard_numel));
+  }
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(rp.flats.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, rp.flats.size() * sizeof(int)));
@@ -310,8 +317,9 @@ AdamWArgs adamw_args(const OptimizerSettings& o, const AdamWStep& s) {
 
 template <class T>
 void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
-  adamw_update(adamw_args(o, s), u.master(), u.exp_avg(), u.exp_avg_sq(), u.grad_shard(), u.master16(),
-               u.flat().shard_numel, current_);
+  for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
+    adamw_update(adamw_args(o, s), u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b,
+                 u.master16() + b, e - b, current_);
 }
 
 template <class T>

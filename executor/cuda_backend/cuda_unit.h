@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -23,6 +24,7 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/expert_shards.h"
+#include "executor/runtime/grad_norm_ranges.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
@@ -52,6 +54,9 @@ class CudaUnitT {
   // The unit's layout; shard_numel is the state's length (both parts under expert parallelism).
   const FlatUnitLayout& flat() const { return flat_; }
   const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
+  // The state's ranges AdamW steps (executor/model/optimizer_ranges.h: all but buffers), set by the backend.
+  const ShardRanges& stepped() const { return stepped_; }
+  void set_stepped(ShardRanges r) { stepped_ = std::move(r); }
   std::int64_t shard_offset() const { return shard_offset_; }
   // Host <-> device state (synchronous on `stream`): masters, moments; the T shard follows.
   void upload(const UnitShardState& s, cudaStream_t stream);
@@ -101,6 +106,7 @@ class CudaUnitT {
   FlatUnitLayout flat_;
   std::vector<ExpertShards> parts_;            // one under expert parallelism, else none
   std::vector<PartRun> dense_runs_, expert_runs_;
+  ShardRanges stepped_;
   T* experts_gathered_ = nullptr;              // [expert_shard · expert_ranks], stream-ordered
   void* experts_reduced_ = nullptr;            // [expert_shard] of reduce_type_, stream-ordered
   UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes

@@ -8,7 +8,7 @@
 // and 0.0021 (deepseek-tiny). Under expert parallelism (ep 2 and 4) the routed rows cross the ep group in
 // the device communicator's all-to-all and the experts are sharded over efsdp (cuda_unit.h), with the
 // runtime's contract rule checking each exchange against the step program; a CPU state saved at ep 2
-// resumes on CUDA at ep 2 and ep 1 on the CPU's loss curve.
+// resumes on CUDA at ep 2 and ep 1 on the CPU's loss curve; a loaded correction bias is left out of AdamW.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -21,6 +21,7 @@
 #include "tests/cuda/cuda_tiny_models.h"
 #include "tests/cuda/emulated/emulated_runs.h"
 #include "tests/cuda/emulated/follows_cpu.h"
+#include "tests/executor/buffer_fixtures.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx::emulated_test {
@@ -86,6 +87,28 @@ TEST_CASE("emulated CUDA: a CPU state saved at mixtral-tiny ep 2 resumes on CUDA
     const double d = max_abs_diff(got, rest);
     MESSAGE("CUDA ep " << ep << " from the CPU's ep 2 state: maxdiff over 6 steps " << d);
     CHECK(d <= kLossTol);
+  }
+}
+
+// DeepSeek-V3's correction bias is a buffer (executor/model/optimizer_ranges.h): loaded as 0.5, it stays 0.5
+// through 3 AdamW steps with weight decay 0.1 on CUDA too, at ep 1 and 2, while the parameters move.
+TEST_CASE("emulated CUDA: deepseek-tiny's loaded correction bias stays as loaded through AdamW (ep 1 and 2)") {
+  Plan plan = moe_fsdp(load_model("deepseek-tiny"), 2);
+  plan.optimizer.weight_decay = 0.1;
+  const auto data = std::make_shared<test::HashData>(plan.model.vocab);
+  TrainerState state = Trainer(on_cpu(plan), data, TrainerOptions{}).state();
+  CHECK(test::set_buffers(state, plan.model, 0.5f) > 0);
+  for (int ep : {1, 2}) {
+    CAPTURE(ep);
+    TrainerOptions o;
+    o.cuda = true;
+    Trainer cuda(on_cuda(ep == 1 ? plan : moe_ep(plan.model, 2, 2)), data, o, float_cuda_backends());
+    cuda.load_state(reshard_state(state, cuda.load_layout(), "biased state"));
+    const std::vector<float> before = cuda.gather_full_params();
+    for (int s = 0; s < 3; ++s) cuda.step();
+    const std::vector<float> after = cuda.gather_full_params();
+    for (float b : test::buffer_values(after, plan.model)) CHECK(b == 0.5f);
+    CHECK(test::max_rel_diff(after, before) > 1e-4);
   }
 }
 
