@@ -34,7 +34,7 @@ BackendCapabilities cpu_row() {
   c.moe = true;  // executor/model/moe_mlp.h
   c.mla = true;  // executor/model/mla_attention.h
   // Dispatch/combine over the ep group (executor/model/moe_exchange.h), experts sharded over efsdp
-  // (executor/cpu_backend/expert_shards.h); ep_gaps lists what it leaves out.
+  // (executor/model/expert_shards.h); ep_gaps lists what it leaves out.
   c.expert_parallel = true;
   return c;
 }
@@ -60,9 +60,11 @@ BackendCapabilities cuda_row() {
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_with_model_parallel = true;  // 1F1B at pp 2 x tp 2 and pp 2 x cp 2, emulated (docs/cuda.md)
   c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
-  // Mixtral- and DeepSeek-V3-style MoE blocks and latent attention at ep 1, host-staged around the shared
-  // model code (executor/cuda_backend/cuda_moe_mlp.h, cuda_mla_attention.h); no expert parallelism yet.
+  // Mixtral- and DeepSeek-V3-style MoE blocks and latent attention, host-staged around the shared model
+  // code (executor/cuda_backend/cuda_moe_mlp.h, cuda_mla_attention.h); expert parallelism as the CPU's:
+  // the exchange over the ep group's device communicator, experts sharded over efsdp (cuda_unit.h).
   c.moe = c.mla = true;
+  c.expert_parallel = true;
   return c;
 }
 
@@ -268,8 +270,9 @@ void numeric_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector
                                                 "and planner accept it", caps.name, plan.lora->dropout)});
 }
 
-// What the CPU backend's expert parallelism (ep > 1) leaves out: replicas (HSDP, DDP, ZeRO-1), a kept copy
-// (int reshard_after_forward > 1) and fp16 (untested with the exchange). Full recompute runs: the block's
+// What the backends' expert parallelism (ep > 1) leaves out: replicas (HSDP, DDP, ZeRO-1), a kept copy
+// (int reshard_after_forward > 1) and parameter dtypes other than the CPU's fp32 and CUDA's bf16 (fp16 is
+// untested with the exchange). Full recompute runs: the block's
 // forward, re-run in backward, exchanges the tokens again (dispatch and combine), as torchtitan's full AC
 // wraps the whole block, all-to-alls included (torchtitan/distributed/activation_checkpoint.py
 // _apply_full_ac), and the step program lists them (program/segment_work.cpp add_block_recompute).
@@ -285,7 +288,8 @@ void ep_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<Capa
   for (std::size_t u = 0; u < plan.units.size(); ++u)
     if (plan.units[u].reshard_after_forward > 1)
       gap(fmt::format("/units/{}/reshard_after_forward", u), "without a kept copy (0 or 1)", true);
-  if (plan.precision.param != DType::fp32) gap("/precision/param", "in fp32 only", false);
+  const DType dtype = caps.device == ExecutorDevice::cuda ? DType::bf16 : DType::fp32;
+  if (plan.precision.param != dtype) gap("/precision/param", fmt::format("in {} only", dtype_name(dtype)), false);
 }
 
 // tp, cp and pp above 1 where the backend runs `what` without them (searched: the planner keeps to 1).

@@ -41,13 +41,13 @@ struct BackendCapabilities {
   bool tensor_parallel = false, context_parallel = false;
   // ep > 1 (core/expert_parallel.h): the dispatch/combine all-to-alls and experts sharded over their own
   // FSDP group. torchtitan >= 0.2 (expert_parallel_degree) and Megatron-Core (expert_model_parallel_size)
-  // run it; no fsdpx backend does yet (issue 30).
+  // run it; so do fsdpx's CPU and CUDA backends (issue 30).
   bool expert_parallel = false;
   // Trains mixture-of-experts blocks (at ep 1 unless expert_parallel): Mixtral's kind (a softmax router
   // over every expert, top-k renormalised or not, the load-balancing loss) and DeepSeek-V3's (sigmoid
   // scores, correction bias, group-limited top-k, routed scaling, shared experts, the sequence-wise balance
   // loss), dropless SwiGLU experts; without tp, cp, pp, LoRA or fp8 on them. The CPU's
-  // (executor/model/moe_mlp.h), and CUDA's at ep 1 (host-staged: executor/cuda_backend/cuda_moe_mlp.h).
+  // (executor/model/moe_mlp.h), and CUDA's (host-staged: executor/cuda_backend/cuda_moe_mlp.h).
   bool moe = false;
   // Trains DeepSeek-V3's multi-head latent attention (without YaRN, tp, cp, pp, LoRA or fp8): the CPU's
   // (executor/model/mla_attention.h), and CUDA's (host-staged: executor/cuda_backend/cuda_mla_attention.h).

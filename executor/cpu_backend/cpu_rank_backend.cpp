@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "executor/cpu/fp16.h"
 #include "executor/model/initial_state.h"
+#include "executor/model/optimizer_ranges.h"
 
 namespace fsdpx {
 
@@ -54,7 +55,12 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
           f, make_expert_shards(local, f, rp.shard_count, unit_shard, experts.efsdp_ranks, experts.efsdp_index), &mem_);
     return std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, u), &mem_);
   });
-  for (FsdpUnit* u : units_.all()) u->set_fp16(rp.settings.precision.param == DType::fp16);
+  for (FsdpUnit* u : units_.all()) {
+    u->set_fp16(rp.settings.precision.param == DType::fp16);
+    const ExpertShards* parts = u->expert_shards();
+    u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
+                         : stepped_ranges(local, u->flat(), u->state().shard_offset, u->flat().shard_numel));
+  }
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
@@ -116,8 +122,9 @@ std::vector<double> CpuRankBackend::take_losses() {
 
 void CpuRankBackend::adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) {
   UnitShardState& st = u.state();
-  adamw_update(o, s, st.params.data(), st.exp_avg.data(), st.exp_avg_sq.data(), u.grad_shard(),
-               std::int64_t(st.params.size()));
+  for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
+    adamw_update(o, s, st.params.data() + b, st.exp_avg.data() + b, st.exp_avg_sq.data() + b, u.grad_shard() + b,
+                 e - b);
 }
 
 void CpuRankBackend::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {

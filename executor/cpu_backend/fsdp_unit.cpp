@@ -23,26 +23,11 @@ FsdpUnit::FsdpUnit(FlatUnitLayout layout, int shard_index, bool replicated, Memo
   }
 }
 
-namespace {
-// The lifecycle's view of a unit in two parts: the dense part's shards over dp_shard (its checks of the
-// group size and its byte counts; the experts' bytes are counted beside it).
-FlatUnitLayout dense_view(FlatUnitLayout f, const ExpertShards& p) {
-  f.shard_numel = p.dense_shard;
-  f.padded_numel = p.dense_shard * p.dense_ranks;
-  return f;
-}
-FlatUnitLayout state_view(FlatUnitLayout f, const ExpertShards& p) {
-  f.shard_numel = p.state_numel();
-  f.padded_numel = f.numel;  // the unsharded buffer: no padding (each part pads its own staging)
-  return f;
-}
-}  // namespace
-
 FsdpUnit::FsdpUnit(FlatUnitLayout layout, ExpertShards parts, MemoryTracker* mem)
-    : flat_(state_view(layout, parts)), parts_{parts}, life_("FsdpUnit", dense_view(layout, parts), false, kF32, mem),
-      mem_(mem) {
+    : flat_(expert_state_view(layout, parts)), parts_{parts},
+      life_("FsdpUnit", expert_dense_view(layout, parts), false, kF32, mem), mem_(mem) {
   allocate_state(parts.state_numel());
-  state_.shard_offset = -1;  // two parts: no single offset (checkpoints of ep > 1 runs are refused)
+  state_.shard_offset = -1;  // two parts: no single offset (the trainer maps each element: session/expert_state.h)
 }
 
 void FsdpUnit::allocate_state(std::int64_t shard_numel) {

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "executor/comm/communicator.h"
-#include "executor/cpu_backend/expert_shards.h"
+#include "executor/model/expert_shards.h"
+#include "executor/runtime/grad_norm_ranges.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
@@ -35,6 +37,9 @@ class FsdpUnit {
   // The unit's layout; shard_numel is the state's length (both parts under expert parallelism).
   const FlatUnitLayout& flat() const { return flat_; }
   const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
+  // The state's ranges AdamW steps (executor/model/optimizer_ranges.h: all but buffers), set by the backend.
+  const ShardRanges& stepped() const { return stepped_; }
+  void set_stepped(ShardRanges r) { stepped_ = std::move(r); }
   UnitShardState& state() { return state_; }
   const UnitShardState& state() const { return state_; }
   float* grad_shard() { return grad_acc_.data(); }  // [shard_numel]
@@ -79,6 +84,7 @@ class FsdpUnit {
   void reduce_scatter_split(Communicator& comm);
   FlatUnitLayout flat_;
   std::vector<ExpertShards> parts_;  // one under expert parallelism, else none
+  ShardRanges stepped_;
   std::vector<float> experts_gathered_, experts_reduced_;  // [expert_shard·efsdp], [expert_shard]
   UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   MemoryTracker* mem_;

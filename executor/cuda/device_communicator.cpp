@@ -3,6 +3,7 @@
 #include "executor/cuda/device_communicator.h"
 
 #include "core/errors.h"
+#include "executor/cuda/cuda_check.h"
 
 namespace fsdpx::cuda {
 
@@ -15,6 +16,27 @@ void DeviceCommunicator::send_recv(const std::vector<P2PCall>& calls, DType t, c
     FSDP_CHECK(c.count == 0 || c.buf != nullptr, "send_recv: null device buffer");
   }
   enqueue_p2p(calls, t, stream, op);
+}
+
+void DeviceCommunicator::all_to_allv(const void* in, const std::vector<std::int64_t>& send_counts, void* out,
+                                     const std::vector<std::int64_t>& recv_counts, DType t, cudaStream_t stream,
+                                     std::string_view op) {
+  const auto n = std::size_t(size()), me = std::size_t(rank());
+  FSDP_CHECK(send_counts.size() == n && recv_counts.size() == n, "all_to_allv: one send and one receive count per rank");
+  FSDP_CHECK(send_counts[me] == recv_counts[me], "all_to_allv: own chunk size mismatch");
+  const std::size_t word = word_bytes(t);
+  std::vector<P2PCall> calls;
+  std::int64_t send_at = 0, recv_at = 0;  // elements
+  for (std::size_t p = 0; p < n; ++p) {
+    auto* src = static_cast<char*>(const_cast<void*>(in)) + std::size_t(send_at) * word;
+    auto* dst = static_cast<char*>(out) + std::size_t(recv_at) * word;
+    if (p == me && send_counts[p] > 0)
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, std::size_t(send_counts[p]) * word, cudaMemcpyDeviceToDevice, stream));
+    if (p != me && send_counts[p] > 0) calls.push_back({true, src, send_counts[p], int(p)});
+    if (p != me && recv_counts[p] > 0) calls.push_back({false, dst, recv_counts[p], int(p)});
+    send_at += send_counts[p], recv_at += recv_counts[p];
+  }
+  if (!calls.empty()) send_recv(calls, t, stream, op);
 }
 
 void DeviceCommunicator::submit(const CollectiveCall& c) {

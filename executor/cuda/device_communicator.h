@@ -1,7 +1,8 @@
 // executor/cuda/device_communicator.h — the collectives of the CUDA backend on device buffers (bf16 and
 // fp32), enqueued on the caller's CUDA stream: all-gather, reduce-scatter (sum), all-reduce (sum),
 // broadcast, split into sub-groups (dp_shard, dp_replicate, tp), a duplicate for all-gather /
-// reduce-scatter overlap, and batches of point-to-point sends and receives (pipeline stages).
+// reduce-scatter overlap, batches of point-to-point sends and receives (pipeline stages), and a
+// variable-count all-to-all built on them (expert parallelism).
 // Implementations: nccl_communicator.h (one process per rank, NCCL) and device_thread_communicator.h (N
 // ranks as threads on one GPU, for tests). Leaves out NCCL groups of collectives (an
 // FSDP unit is one flat buffer: one collective), averaging (the caller scales), fp16/fp8 and CUDA-graph
@@ -107,6 +108,15 @@ class DeviceCommunicator {
   // cannot deadlock. A send pairs with the peer's receive of the same count in issue order per peer on
   // this communicator (NCCL has no tags): keep one order per peer, or a communicator per direction.
   void send_recv(const std::vector<P2PCall>& calls, DType t, cudaStream_t stream, std::string_view op = {});
+  // Variable-count all-to-all (expert parallelism's dispatch and combine), as NCCL builds one (nccl-tests
+  // src/alltoall.cu: ncclSend/ncclRecv to every peer in one group): send_counts[p] elements of `in` to
+  // rank p and recv_counts[p] from it into `out`, chunks back to back in rank order; this rank's own chunk
+  // is a device copy on `stream`. One send_recv batch, so it shares send_recv's pairing rule: every rank
+  // issues its all-to-alls on this communicator in the same order. recv_counts[p] must be rank p's
+  // send_counts[rank()]; empty chunks are neither sent nor received.
+  void all_to_allv(const void* in, const std::vector<std::int64_t>& send_counts, void* out,
+                   const std::vector<std::int64_t>& recv_counts, DType t, cudaStream_t stream,
+                   std::string_view op = {});
 
   // Sums: NCCL reduces in its algorithm's order and in the data type (bf16 rounds at every step), so
   // results depend on the topology; the thread communicator sums in rank order 0..n-1 in fp32 and

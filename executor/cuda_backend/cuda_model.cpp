@@ -77,7 +77,10 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
                           GemmContext& gemm)
     : spec_(spec),
       opts_(std::move(opts)),
-      drv_("CudaModel", make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank}), opts_.recompute),
+      drv_("CudaModel",
+           make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank},
+                             EpSlice{opts_.parallel.ep, opts_.parallel.ep_rank}),
+           opts_.recompute),
       dims_(make_block_dims(spec, batch, seq, opts_.parallel)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {

@@ -5,9 +5,13 @@
 // the step program's bytes (program/parallel_comms.cpp): activations in the plan's parameter dtype (the
 // float model of the emulated build stands in for bf16 and counts 2 bytes), the cross-entropy statistics
 // and gradients in fp32. Activations are summed in their own word (bf16), as Megatron-LM's bf16 runs do.
+// Expert parallelism's dispatch and combine are variable-count all-to-alls of routed rows on the ep group
+// (DeviceCommunicator::all_to_allv), recorded as the CPU's ModelComm records them (the larger of the
+// bytes sent and received, in the activation dtype); the row counts before them are not recorded.
 // Leaves out profiling the collectives' times (a profiled CUDA run reports its kernels only).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +32,7 @@ class CudaModelComm {
   CudaModelComm& operator=(const CudaModelComm&) = delete;
 
   void set_groups(DeviceCommunicator* tp, DeviceCommunicator* cp) { tp_ = tp, cp_ = cp; }
+  void set_ep_group(DeviceCommunicator* ep) { ep_ = ep; }
   // The stream and op name of the compute op now being issued.
   void set_stream(cudaStream_t stream, std::string op) { stream_ = stream, op_ = std::move(op); }
 
@@ -66,6 +71,25 @@ class CudaModelComm {
     record(axis, Collective::all_reduce, double(count) * 4.0);
   }
 
+  // The ep group's all-to-all of rows `width` elements wide (device buffers; counts in rows, rank order).
+  template <class T>
+  void all_to_allv_rows(const T* in, const std::vector<std::int64_t>& send_rows, T* out,
+                        const std::vector<std::int64_t>& recv_rows, std::int64_t width) {
+    std::vector<std::int64_t> send(send_rows), recv(recv_rows);
+    std::int64_t sent = 0, received = 0;
+    for (std::int64_t& n : send) sent += n, n *= width;
+    for (std::int64_t& n : recv) received += n, n *= width;
+    group(ModelAxis::ep).all_to_allv(in, send, out, recv, word<T>(), stream_, op_);
+    record(ModelAxis::ep, Collective::all_to_all, double(std::max(sent, received) * width) * act_bytes_);
+  }
+  // fp32 counts [ep·per_rank] -> [ep·per_rank] (the metadata before all_to_allv_rows; not recorded).
+  void exchange_counts_f32(const float* in, float* out, std::int64_t per_rank) {
+    DeviceCommunicator& c = group(ModelAxis::ep);
+    const std::vector<std::int64_t> counts(std::size_t(c.size()), per_rank);
+    c.all_to_allv(in, counts, out, counts, DType::fp32, stream_, op_);
+  }
+  cudaStream_t stream() const { return stream_; }
+
   // The collectives issued since the last call, in order.
   std::vector<IssuedCollective> take_issued() { return std::exchange(issued_, {}); }
 
@@ -76,7 +100,7 @@ class CudaModelComm {
     return sizeof(T) == 4 ? DType::fp32 : DType::bf16;
   }
   DeviceCommunicator& group(ModelAxis axis) const {
-    DeviceCommunicator* c = axis == ModelAxis::tp ? tp_ : cp_;
+    DeviceCommunicator* c = axis == ModelAxis::tp ? tp_ : axis == ModelAxis::cp ? cp_ : ep_;
     FSDP_CHECK(c != nullptr, "CudaModelComm: no communicator for this axis");
     return *c;
   }
@@ -85,6 +109,7 @@ class CudaModelComm {
   double act_bytes_;
   DeviceCommunicator* tp_ = nullptr;
   DeviceCommunicator* cp_ = nullptr;
+  DeviceCommunicator* ep_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::string op_;
   std::vector<IssuedCollective> issued_;

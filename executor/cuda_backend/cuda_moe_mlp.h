@@ -5,10 +5,12 @@
 // or the input gradient and the accumulated fp32 parameter gradients (backward) go back to the device.
 // There is one copy of the MoE math, the CPU backend's; what this file adds is the staging. It is
 // correct on a GPU and on the emulated runtime (tests/cuda/emulated/), and slow on a GPU: every MoE
-// block synchronises its stream twice per pass. Leaves out device kernels for routing, gather and scatter
-// and grouped expert GEMMs on the device (issue 30), expert parallelism (ep > 1: the runtime's
-// capabilities row refuses it on CUDA), tp, cp, pp and LoRA on MoE blocks, and zero bubble's split
-// backward (the block sequence runs an MoE block's whole backward).
+// block synchronises its stream twice per pass. Under expert parallelism (ep > 1) the block's expert
+// tensors are the rank's local experts and the routed rows cross the ep group as T rows in a device
+// all-to-all (cuda_model_comm.h), staged up from and back down to the host math. Leaves out device
+// kernels for routing, gather and scatter and grouped expert GEMMs on the device (issue 30), tp, cp, pp
+// and LoRA on MoE blocks, and zero bubble's split backward (the block sequence runs an MoE block's whole
+// backward).
 #pragma once
 
 #include "executor/cuda_backend/cuda_block.h"

@@ -19,6 +19,7 @@
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/initial_state.h"
 #include "executor/model/lora_layout.h"
+#include "executor/model/optimizer_ranges.h"
 
 namespace fsdpx::cuda {
 
@@ -67,10 +68,22 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
   const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
+  const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
   units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
-    return std::make_unique<CudaUnitT<T>>(rp.flats[std::size_t(u)], at.unit_shard, replicated_params(rp, u), reduce,
-                                          &mem_);
+    const FlatUnitLayout& f = rp.flats[std::size_t(u)];
+    if (Base::par_.ep > 1)  // the experts apart, over efsdp (executor/model/expert_shards.h), as the CPU's
+      return std::make_unique<CudaUnitT<T>>(
+          f, make_expert_shards(rank_layout(rp, Base::par_), f, rp.shard_count, at.unit_shard, experts.efsdp_ranks,
+                                experts.efsdp_index),
+          reduce, &mem_);
+    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, &mem_);
   });
+  for (CudaUnitT<T>* u : units_.all()) {  // buffers stay out of AdamW (executor/model/optimizer_ranges.h)
+    const ExpertShards* parts = u->expert_shards();
+    const ParamLayout& local = rank_layout(rp, Base::par_);
+    u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
+                         : stepped_ranges(local, u->flat(), u->shard_offset(), u->flat().shard_numel));
+  }
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(rp.flats.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, rp.flats.size() * sizeof(int)));
@@ -111,6 +124,7 @@ void CudaRankBackendT<T>::connect_device() {
   const MeshGroup shard = Base::shard_group();  // reduce-scatters beside all-gathers
   shard_rs_comm_ = Base::comm(shard).dup(fmt::format("{}.rs", group_kind_name(shard)));
   model_comm_.set_groups(Base::tp_comm_.get(), Base::cp_comm_.get());
+  model_comm_.set_ep_group(Base::ep_comm_.get());
   const int pp = rp_.program.pp;
   for (int r = 0; pp > 1 && r < pp; ++r)
     for (bool activations : {true, false}) {
@@ -129,9 +143,17 @@ void CudaRankBackendT<T>::connect_device() {
 // the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
 template <class T>
 void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
-  for (CudaUnitT<T>* u : units_.all())
+  for (CudaUnitT<T>* u : units_.all()) {
+    if (const ExpertShards* parts = u->expert_shards()) {  // the CPU's values, element for element
+      UnitShardState st;
+      st.params.resize(std::size_t(parts->state_numel()));
+      init_expert_shards(rank_layout(rp_, Base::par_), u->flat(), *parts, seed, st.params.data());
+      load_unit(*u, st);  // moments zero
+      continue;
+    }
     load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), u->shard_offset(),
                                      seed));
+  }
   if (adapters_) load_adapter_state(initial_adapter_state(*lora_, seed));
 }
 
@@ -295,8 +317,9 @@ AdamWArgs adamw_args(const OptimizerSettings& o, const AdamWStep& s) {
 
 template <class T>
 void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
-  adamw_update(adamw_args(o, s), u.master(), u.exp_avg(), u.exp_avg_sq(), u.grad_shard(), u.master16(),
-               u.flat().shard_numel, current_);
+  for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
+    adamw_update(adamw_args(o, s), u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b,
+                 u.master16() + b, e - b, current_);
 }
 
 template <class T>

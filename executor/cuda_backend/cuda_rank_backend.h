@@ -12,7 +12,8 @@
 // backend runs it (docs/lora.md): adapters whole on every rank (cuda_adapters.h), summed by `ar.lora`,
 // stepped alone; the base units are gathered but get no gradients. Tensor parallelism as the CPU
 // backend runs it (without sequence parallelism for now): the model's collectives go over the skeleton's
-// tp group on the compute op's stream (cuda_model_comm.h). Leaves out CUDA graphs, fusing adjacent sends
+// tp group on the compute op's stream (cuda_model_comm.h). Expert parallelism as the CPU backend runs it:
+// units in two parts (cuda_unit.h), the MoE blocks' token exchange on the ep group. Leaves out CUDA graphs, fusing adjacent sends
 // and receives into one NCCL group, sequence and context parallelism.
 #pragma once
 
@@ -84,6 +85,12 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
     u.release(keep_ranks, keep_index, current_);
   }
   void reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) override;
+  void gather_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override {
+    u.gather_experts(c, current_, current_op_);
+  }
+  void reduce_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override {
+    u.reduce_scatter_experts(c, current_, current_op_);
+  }
   DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
     return r == UnitReduction::scatter && group == Base::shard_group() ? *shard_rs_comm_ : comm(group);
   }

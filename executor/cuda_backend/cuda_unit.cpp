@@ -4,6 +4,7 @@
 // gradients can be freed.
 #include "executor/cuda_backend/cuda_unit.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include <cuda_runtime.h>  // the typed cudaMalloc(T**) template; nccl.h brought it only where NCCL is found
@@ -29,10 +30,33 @@ T* alloc_async(std::int64_t n, cudaStream_t stream) {
 
 template <class T>
 CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
-    : life_("CudaUnit", std::move(layout), replicated, sizeof(T), mem), reduce_type_(reduce_type), mem_(mem) {
+    : flat_(layout), life_("CudaUnit", std::move(layout), replicated, sizeof(T), mem), reduce_type_(reduce_type),
+      mem_(mem) {
   FSDP_CHECK(reduce_type == DType::fp32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
-  const std::int64_t shard = flat().shard_numel, padded = flat().padded_numel;
-  shard_offset_ = std::int64_t(shard_index) * shard;
+  const std::int64_t padded = flat().padded_numel;
+  allocate_state(flat().shard_numel);
+  shard_offset_ = std::int64_t(shard_index) * flat().shard_numel;
+  if (replicated) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
+    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(padded) * sizeof(T)));
+    CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(padded) * sizeof(float)));
+    CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(padded) * sizeof(float)));
+  }
+}
+
+template <class T>
+CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, ExpertShards parts, DType reduce_type, MemoryTracker* mem)
+    : flat_(expert_state_view(layout, parts)), parts_{parts}, dense_runs_(part_runs(parts.dense)),
+      expert_runs_(part_runs(parts.expert)),
+      life_("CudaUnit", expert_dense_view(std::move(layout), parts), false, sizeof(T), mem), reduce_type_(reduce_type),
+      mem_(mem) {
+  FSDP_CHECK(reduce_type == DType::fp32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
+  allocate_state(parts.state_numel());
+  shard_offset_ = -1;  // two parts: no single offset (the trainer maps each element: session/expert_state.h)
+}
+
+// The resident state [shard]: fp32 master, moments and gradient accumulator, and the T master.
+template <class T>
+void CudaUnitT<T>::allocate_state(std::int64_t shard) {
   master_ = DeviceBuffer<float>(shard);
   exp_avg_ = DeviceBuffer<float>(shard);
   exp_avg_sq_ = DeviceBuffer<float>(shard);
@@ -42,11 +66,6 @@ CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated,
   mem_->alloc(MemCategory::params, double(shard) * (kF32 + double(sizeof(T))));
   mem_->alloc(MemCategory::optimizer, 2.0 * double(shard) * kF32);
   mem_->alloc(MemCategory::grads, double(shard) * kF32);
-  if (replicated) {  // DDP / ZeRO-1: unsharded parameters and gradients live for the whole run
-    CUDA_CHECK(cudaMalloc(&full_params_, std::size_t(padded) * sizeof(T)));
-    CUDA_CHECK(cudaMalloc(&full_grads_, std::size_t(padded) * sizeof(float)));
-    CUDA_CHECK(cudaMemset(full_grads_, 0, std::size_t(padded) * sizeof(float)));
-  }
 }
 
 template <class T>
@@ -56,6 +75,8 @@ CudaUnitT<T>::~CudaUnitT() {
   if (full_grads_) cudaFree(full_grads_);
   if (reduced_) cudaFree(reduced_);
   if (kept_) cudaFree(kept_);  // a run stopped between a partial reshard and its backward
+  if (experts_gathered_) cudaFree(experts_gathered_);
+  if (experts_reduced_) cudaFree(experts_reduced_);
 }
 
 template <class T>
@@ -80,6 +101,7 @@ UnitShardState CudaUnitT<T>::download(cudaStream_t stream) const {
 
 template <class T>
 void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  if (!parts_.empty()) return gather_split(comm, stream, op);
   if (life_.gather(comm.size())) full_params_ = alloc_async<T>(flat().padded_numel, stream);
   comm.all_gather(master16_.get(), full_params_, flat().shard_numel, copy_dtype<T>(), stream, op);
 }
@@ -87,6 +109,8 @@ void CudaUnitT<T>::gather(DeviceCommunicator& comm, cudaStream_t stream, std::st
 template <class T>
 void CudaUnitT<T>::release(int keep_ranks, int keep_index, cudaStream_t stream) {
   if (life_.replicated()) return;
+  FSDP_CHECK(parts_.empty() || keep_ranks <= 1, "CudaUnit: no kept copy with expert parallelism");
+  if (!parts_.empty() && life_.params_live()) count_experts(MemCategory::transient, double(sizeof(T)), false);
   if (const std::int64_t n = life_.release(keep_ranks, keep_index)) {
     kept_ = alloc_async<T>(n, stream);
     CUDA_CHECK(cudaMemcpyAsync(kept_, full_params_ + keep_index * n, std::size_t(n) * sizeof(T),
@@ -121,6 +145,7 @@ void CudaUnitT<T>::copy_master_to_replica(cudaStream_t stream) {
 template <class T>
 float* CudaUnitT<T>::module_grads(int k, cudaStream_t stream) {
   if (life_.touch_grads()) {
+    if (!parts_.empty()) count_experts(MemCategory::transient, kF32, true);
     full_grads_ = alloc_async<float>(flat().padded_numel, stream);
     CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat().padded_numel) * sizeof(float), stream));
   }
@@ -133,6 +158,7 @@ void CudaUnitT<T>::free_full_grads(cudaStream_t stream) {
     CUDA_CHECK(cudaMemsetAsync(full_grads_, 0, std::size_t(flat().padded_numel) * sizeof(float), stream));
     return;
   }
+  if (!parts_.empty()) count_experts(MemCategory::transient, kF32, false);
   CUDA_CHECK(cudaFreeAsync(full_grads_, stream));
   full_grads_ = nullptr;
 }
@@ -167,6 +193,7 @@ bf16* CudaUnitT<T>::bf16_grads_copy(cudaStream_t stream) {
 
 template <class T>
 void CudaUnitT<T>::reduce_scatter(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  if (!parts_.empty()) return reduce_scatter_split(comm, stream, op);
   life_.check_reduce_scatter(comm.size());
   bf16* copy = bf16_grads_copy(stream);
   reduced_ = alloc_reduce(flat().shard_numel, stream);
@@ -215,6 +242,104 @@ void CudaUnitT<T>::finish_reduction(int* non_finite, cudaStream_t stream) {
   }
   free_reduce(reduced_, n, stream);
   reduced_ = nullptr;
+}
+
+// Expert parallelism (expert_shards.h): the parts move as runs of consecutive unit elements.
+namespace {
+// to_unit: dst[unit_at + i] = src[part_at + i] (unpack), else dst[part_at + i] = src[unit_at + i] (pack).
+template <class E>
+void copy_runs(const std::vector<PartRun>& runs, const E* src, E* dst, bool to_unit, cudaStream_t stream) {
+  for (const PartRun& r : runs) {
+    const std::int64_t from = to_unit ? r.part_at : r.unit_at, to = to_unit ? r.unit_at : r.part_at;
+    CUDA_CHECK(cudaMemcpyAsync(dst + to, src + from, std::size_t(r.count) * sizeof(E), cudaMemcpyDeviceToDevice,
+                               stream));
+  }
+}
+}  // namespace
+
+template <class T>
+void CudaUnitT<T>::count_experts(MemCategory c, double bytes_per_element, bool alloc) {
+  const double bytes = double(parts_.front().expert.size()) * bytes_per_element;
+  if (alloc)
+    mem_->alloc(c, bytes);
+  else
+    mem_->free(c, bytes);
+}
+
+template <class T>
+void CudaUnitT<T>::gather_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op) {
+  const ExpertShards& p = parts_.at(0);
+  FSDP_CHECK(efsdp.size() == p.expert_ranks && experts_gathered_ == nullptr, "CudaUnit: the experts' all-gather");
+  experts_gathered_ = alloc_async<T>(std::max<std::int64_t>(1, p.expert_shard * p.expert_ranks), stream);
+  efsdp.all_gather(master16_.get() + p.dense_shard, experts_gathered_, p.expert_shard, copy_dtype<T>(), stream, op);
+}
+
+// The dense part over dp_shard into its staging, then both parts to their places in the unit.
+template <class T>
+void CudaUnitT<T>::gather_split(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  const ExpertShards& p = parts_.front();
+  life_.gather(comm.size());
+  count_experts(MemCategory::transient, double(sizeof(T)), true);
+  full_params_ = alloc_async<T>(flat().padded_numel, stream);
+  T* dense = alloc_async<T>(std::max<std::int64_t>(1, p.dense_shard * p.dense_ranks), stream);
+  comm.all_gather(master16_.get(), dense, p.dense_shard, copy_dtype<T>(), stream, op);
+  copy_runs(dense_runs_, static_cast<const T*>(dense), full_params_, true, stream);
+  CUDA_CHECK(cudaFreeAsync(dense, stream));
+  const bool own = p.expert_ranks == 1;  // no efsdp op: the state holds every local expert
+  FSDP_CHECK(own || p.expert.empty() || experts_gathered_ != nullptr, "CudaUnit: the dense all-gather before the experts'");
+  copy_runs(expert_runs_, own ? master16_.get() + p.dense_shard : experts_gathered_, full_params_, true, stream);
+  if (experts_gathered_) CUDA_CHECK(cudaFreeAsync(experts_gathered_, stream));
+  experts_gathered_ = nullptr;
+}
+
+// A part's gradients [padded] packed from the unsharded fp32 gradients (padding zero), in the reduce dtype.
+template <class T>
+void* CudaUnitT<T>::packed_grads(const std::vector<PartRun>& runs, std::int64_t padded, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, f16>) round_through_f16(full_grads_, flat().padded_numel, stream);  // fp16 values
+  float* packed = alloc_async<float>(padded, stream);
+  CUDA_CHECK(cudaMemsetAsync(packed, 0, std::size_t(padded) * sizeof(float), stream));
+  copy_runs(runs, static_cast<const float*>(full_grads_), packed, false, stream);
+  if (reduce_type_ != DType::bf16) return packed;
+  void* copy = alloc_async<bf16>(padded, stream);
+  cast_f32_to_bf16(static_cast<bf16*>(copy), packed, padded, stream);
+  CUDA_CHECK(cudaFreeAsync(packed, stream));
+  return copy;
+}
+
+template <class T>
+void CudaUnitT<T>::reduce_scatter_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op) {
+  const ExpertShards& p = parts_.at(0);
+  FSDP_CHECK(life_.grads_live() && efsdp.size() == p.expert_ranks && experts_reduced_ == nullptr,
+             "CudaUnit: the experts' reduce-scatter");
+  const std::int64_t padded = std::max<std::int64_t>(1, p.expert_shard * p.expert_ranks);
+  void* packed = packed_grads(expert_runs_, padded, stream);
+  experts_reduced_ = alloc_reduce(std::max<std::int64_t>(1, p.expert_shard), stream);
+  efsdp.reduce_scatter(packed, experts_reduced_, p.expert_shard, reduce_type_, stream, op);
+  CUDA_CHECK(cudaFreeAsync(packed, stream));
+}
+
+// The dense part over dp_shard; the experts' reduced shard joins it (reduced by their twin op, or, with a
+// one-rank efsdp group, this rank's own: the ep group's tokens all reached its experts).
+template <class T>
+void CudaUnitT<T>::reduce_scatter_split(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
+  const ExpertShards& p = parts_.front();
+  life_.check_reduce_scatter(comm.size());
+  const std::size_t word = word_bytes(reduce_type_);
+  void* packed = packed_grads(dense_runs_, std::max<std::int64_t>(1, p.dense_shard * p.dense_ranks), stream);
+  reduced_ = alloc_reduce(flat().shard_numel, stream);
+  comm.reduce_scatter(packed, reduced_, p.dense_shard, reduce_type_, stream, op);
+  CUDA_CHECK(cudaFreeAsync(packed, stream));
+  const std::int64_t own_padded = std::max<std::int64_t>(1, p.expert_shard);
+  void* experts = p.expert_ranks == 1 ? packed_grads(expert_runs_, own_padded, stream) : experts_reduced_;
+  FSDP_CHECK(p.expert_shard == 0 || experts != nullptr, "CudaUnit: the dense reduce-scatter before the experts'");
+  CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(reduced_) + std::size_t(p.dense_shard) * word, experts,
+                             std::size_t(p.expert_shard) * word, cudaMemcpyDeviceToDevice, stream));
+  if (p.expert_ranks == 1)
+    CUDA_CHECK(cudaFreeAsync(experts, stream));
+  else if (experts_reduced_)
+    free_reduce(experts_reduced_, own_padded, stream);
+  experts_reduced_ = nullptr;
+  free_full_grads(stream);
 }
 
 template class CudaUnitT<bf16>;

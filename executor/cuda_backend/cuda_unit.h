@@ -6,18 +6,25 @@
 // both stream-ordered allocations (cudaMallocAsync/cudaFreeAsync) on the stream of the op that
 // creates or ends them. Gradients are reduced in the plan's reduce dtype (fp32, or a bf16 copy as
 // FSDP's MixedPrecisionPolicy.reduce_dtype) and accumulated in fp32; under fp16 the unsharded gradients are
-// first rounded through fp16, the values an fp16 gradient would hold (as FsdpUnit). Leaves out rate limiting (the
-// step program's dependencies bound how many units are unsharded at once).
+// first rounded through fp16, the values an fp16 gradient would hold (as FsdpUnit). Under expert
+// parallelism the unit is in two parts (executor/model/expert_shards.h, the CPU unit's): the dense part
+// over dp_shard, the routed experts over efsdp, gathered and reduced by their twin ops; the state is the
+// dense shard then the expert shard. Leaves out rate limiting (the step program's dependencies bound how
+// many units are unsharded at once).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "executor/cuda/device_communicator.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/device_buffer.h"
+#include "executor/model/expert_shards.h"
+#include "executor/runtime/grad_norm_ranges.h"
 #include "executor/runtime/param_layout.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/train_state.h"
@@ -38,11 +45,18 @@ class CudaUnitT {
   // `shard_index` of padded_numel / shard_numel shards; `replicated`: DDP / ZeRO-1 (unsharded buffers
   // live all run). `mem` counts this unit's device bytes by category.
   CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem);
+  // Expert parallelism: `flat` (the rank's local experts) in two parts; its state parts.state_numel() long.
+  CudaUnitT(FlatUnitLayout flat, ExpertShards parts, DType reduce_type, MemoryTracker* mem);
   ~CudaUnitT();
   CudaUnitT(const CudaUnitT&) = delete;
   CudaUnitT& operator=(const CudaUnitT&) = delete;
 
-  const FlatUnitLayout& flat() const { return life_.flat(); }
+  // The unit's layout; shard_numel is the state's length (both parts under expert parallelism).
+  const FlatUnitLayout& flat() const { return flat_; }
+  const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
+  // The state's ranges AdamW steps (executor/model/optimizer_ranges.h: all but buffers), set by the backend.
+  const ShardRanges& stepped() const { return stepped_; }
+  void set_stepped(ShardRanges r) { stepped_ = std::move(r); }
   std::int64_t shard_offset() const { return shard_offset_; }
   // Host <-> device state (synchronous on `stream`): masters, moments; the T shard follows.
   void upload(const UnitShardState& s, cudaStream_t stream);
@@ -50,6 +64,11 @@ class CudaUnitT {
 
   // Collectives are enqueued on `stream`; `op` names the step-program op in watchdog messages.
   void gather(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  // Expert parallelism: the experts' part over efsdp (the program's twin op, ahead of gather, which places
+  // it; without an efsdp op, one rank, gather takes it from the state), and its reduce-scatter ahead of
+  // reduce_scatter's dense part.
+  void gather_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op);
+  void reduce_scatter_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op);
   // keep_ranks = g > 1 (FSDP2's int reshard_after_forward): slice keep_index of g of the unsharded
   // parameters stays for backward, which gather_kept all-gathers over the reshard group and frees.
   void release(int keep_ranks, int keep_index, cudaStream_t stream);
@@ -78,6 +97,18 @@ class CudaUnitT {
   void* alloc_reduce(std::int64_t n, cudaStream_t stream);  // n elements of reduce_type_, counted
   void free_reduce(void* p, std::int64_t n, cudaStream_t stream);
   bf16* bf16_grads_copy(cudaStream_t stream);
+  void allocate_state(std::int64_t shard);
+  // Expert parallelism: the two parts' gather and reduce-scatter, and the unsharded experts' bytes.
+  void gather_split(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  void reduce_scatter_split(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op);
+  void* packed_grads(const std::vector<PartRun>& runs, std::int64_t padded, cudaStream_t stream);  // reduce type
+  void count_experts(MemCategory c, double bytes_per_element, bool alloc);
+  FlatUnitLayout flat_;
+  std::vector<ExpertShards> parts_;            // one under expert parallelism, else none
+  std::vector<PartRun> dense_runs_, expert_runs_;
+  ShardRanges stepped_;
+  T* experts_gathered_ = nullptr;              // [expert_shard · expert_ranks], stream-ordered
+  void* experts_reduced_ = nullptr;            // [expert_shard] of reduce_type_, stream-ordered
   UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   std::int64_t shard_offset_ = 0;
   DType reduce_type_;

@@ -19,6 +19,7 @@
 
 #include "executor/comm/communicator.h"
 #include "executor/model/context_positions.h"
+#include "executor/model/expert_exchange.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/model_groups.h"
 
@@ -26,7 +27,7 @@ namespace fsdpx {
 
 // The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
 // the model keeps a pointer.
-class ModelComm {
+class ModelComm final : public ExpertExchange {
  public:
   ModelComm(Communicator* tp, Communicator* cp, OpProfiler* profiler) : tp_(tp), cp_(cp), profiler_(profiler) {}
   ModelComm(const ModelComm&) = delete;
@@ -50,6 +51,18 @@ class ModelComm {
   // The metadata before a variable-count all-to-all: `per_rank` counts to each rank of the axis's group,
   // in [size·per_rank] -> out [size·per_rank]. Not recorded: the step program's S counts the payload.
   void exchange_counts(ModelAxis axis, const double* in, double* out, std::int64_t per_rank);
+  // The MoE MLP's exchange (expert_exchange.h): the calls above on the ep group.
+  void exchange_counts(const double* in, double* out, std::int64_t per_rank) override {
+    exchange_counts(ModelAxis::ep, in, out, per_rank);
+  }
+  void all_to_allv(const float* in, const std::vector<std::int64_t>& send_rows, float* out,
+                   const std::vector<std::int64_t>& recv_rows, std::int64_t width) override {
+    all_to_allv(ModelAxis::ep, in, send_rows, out, recv_rows, width);
+  }
+  void all_to_allv(const double* in, const std::vector<std::int64_t>& send_rows, double* out,
+                   const std::vector<std::int64_t>& recv_rows, std::int64_t width) override {
+    all_to_allv(ModelAxis::ep, in, send_rows, out, recv_rows, width);
+  }
   // A host copy (tp_region.h's g without sequence parallelism when its output is another buffer).
   template <class Real>
   void copy(const Real* in, Real* out, std::int64_t count) const { std::copy(in, in + count, out); }

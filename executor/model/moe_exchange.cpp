@@ -3,7 +3,6 @@
 #include "executor/model/moe_exchange.h"
 
 #include "core/errors.h"
-#include "executor/model/model_parallel.h"
 
 namespace fsdpx {
 namespace {
@@ -25,11 +24,11 @@ void local_chunks(const MoeDims& d, MoeActs<Real>& a) {
 // to each rank's local experts travel first; the received rows are source 0's (by local expert), then
 // source 1's, ...
 template <class Real>
-void exchanged_chunks(const MoeDims& d, MoeActs<Real>& a, ModelComm& comm) {
+void exchanged_chunks(const MoeDims& d, MoeActs<Real>& a, ExpertExchange& comm) {
   const std::int64_t local = d.local_experts();
   std::vector<double> mine(at(d.e)), theirs(at(d.e));
   for (std::int64_t ex = 0; ex < d.e; ++ex) mine[at(ex)] = double(a.first_row[at(ex + 1)] - a.first_row[at(ex)]);
-  comm.exchange_counts(ModelAxis::ep, mine.data(), theirs.data(), local);
+  comm.exchange_counts(mine.data(), theirs.data(), local);
   a.send_rows.assign(at(d.ep), 0), a.recv_rows.assign(at(d.ep), 0), a.chunks.clear();
   std::int64_t r0 = 0;
   for (int q = 0; q < d.ep; ++q)
@@ -45,37 +44,37 @@ void exchanged_chunks(const MoeDims& d, MoeActs<Real>& a, ModelComm& comm) {
 }  // namespace
 
 template <class Real>
-void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ModelComm* comm) {
+void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
   if (d.ep == 1) return local_chunks(d, a);
   FSDP_CHECK(comm != nullptr && d.e % d.ep == 0, "moe_dispatch: expert parallelism needs the ep group");
   exchanged_chunks(d, a, *comm);
   a.ex_x.resize(at(a.expert_rows() * d.c));
-  comm->all_to_allv(ModelAxis::ep, a.xr.data(), a.send_rows, a.ex_x.data(), a.recv_rows, d.c);
+  comm->all_to_allv(a.xr.data(), a.send_rows, a.ex_x.data(), a.recv_rows, d.c);
 }
 
 template <class Real>
-void moe_combine(const MoeDims& d, MoeActs<Real>& a, ModelComm* comm) {
+void moe_combine(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
   FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_combine: only under expert parallelism");
-  comm->all_to_allv(ModelAxis::ep, a.ex_y.data(), a.recv_rows, a.y.data(), a.send_rows, d.c);
+  comm->all_to_allv(a.ex_y.data(), a.recv_rows, a.y.data(), a.send_rows, d.c);
 }
 
 template <class Real>
-void moe_dispatch_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* dy, Real* ex_dy, ModelComm* comm) {
+void moe_dispatch_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* dy, Real* ex_dy, ExpertExchange* comm) {
   FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_dispatch_grads: only under expert parallelism");
-  comm->all_to_allv(ModelAxis::ep, dy, a.send_rows, ex_dy, a.recv_rows, d.c);
+  comm->all_to_allv(dy, a.send_rows, ex_dy, a.recv_rows, d.c);
 }
 
 template <class Real>
-void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_dx, Real* dxr, ModelComm* comm) {
+void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_dx, Real* dxr, ExpertExchange* comm) {
   FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_combine_grads: only under expert parallelism");
-  comm->all_to_allv(ModelAxis::ep, ex_dx, a.recv_rows, dxr, a.send_rows, d.c);
+  comm->all_to_allv(ex_dx, a.recv_rows, dxr, a.send_rows, d.c);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                          \
-  template void moe_dispatch<Real>(const MoeDims&, MoeActs<Real>&, ModelComm*);                          \
-  template void moe_combine<Real>(const MoeDims&, MoeActs<Real>&, ModelComm*);                           \
-  template void moe_dispatch_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ModelComm*); \
-  template void moe_combine_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ModelComm*);
+  template void moe_dispatch<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                          \
+  template void moe_combine<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                           \
+  template void moe_dispatch_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ExpertExchange*); \
+  template void moe_combine_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ExpertExchange*);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE

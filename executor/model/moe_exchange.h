@@ -1,5 +1,6 @@
-// executor/model/moe_exchange.h — expert parallelism's token exchange around the experts of a CPU MoE MLP
-// (moe_mlp.h): the routed rows, in expert-major order, go to the ep rank holding their expert (dispatch)
+// executor/model/moe_exchange.h — expert parallelism's token exchange around the experts of an MoE MLP
+// (moe_mlp.h: the CPU's, and the CUDA backend's host-staged one) over a backend's ExpertExchange
+// (expert_exchange.h): the routed rows, in expert-major order, go to the ep rank holding their expert (dispatch)
 // and the experts' outputs come back to the token's rank in the order they left (combine); in backward
 // the combine's gradient dispatches and the dispatch's gradient combines, as torchtitan's
 // all_to_all_single pair (torchtitan/distributed/expert_parallel.py) and Megatron-Core's
@@ -16,17 +17,17 @@ namespace fsdpx {
 // counts and moves a.xr [N·k, C] to the experts' side a.ex_x [R, C] (sized here), received rows grouped by
 // source rank, then by local expert.
 template <class Real>
-void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ModelComm* comm);
+void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm);
 
 // ep > 1: the experts' outputs a.ex_y [R, C] back to their tokens' ranks, as a.y [N·k, C].
 template <class Real>
-void moe_combine(const MoeDims& d, MoeActs<Real>& a, ModelComm* comm);
+void moe_combine(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm);
 
 // Backward, ep > 1: the routed rows' output gradients dy [N·k, C] to the experts' side ex_dy [R, C] (the
 // forward dispatch's counts), and the experts' input gradients ex_dx [R, C] back as dxr [N·k, C].
 template <class Real>
-void moe_dispatch_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* dy, Real* ex_dy, ModelComm* comm);
+void moe_dispatch_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* dy, Real* ex_dy, ExpertExchange* comm);
 template <class Real>
-void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_dx, Real* dxr, ModelComm* comm);
+void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_dx, Real* dxr, ExpertExchange* comm);
 
 }  // namespace fsdpx

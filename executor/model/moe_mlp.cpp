@@ -204,7 +204,7 @@ void shared_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Re
 
 template <class Real>
 void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real* x, Real* out, MoeActs<Real>& a,
-                 OpProfiler* prof, int module, ModelComm* comm) {
+                 OpProfiler* prof, int module, ExpertExchange* comm) {
   const std::int64_t c = d.c;
   { ScopedOp op(prof, "moe_router", module);
     cpu::matmul_forward(a.probs.data(), x, p.router_w, static_cast<const Real*>(nullptr), d.n, c, d.e); }
@@ -338,7 +338,7 @@ void shared_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const M
 template <class Real>
 void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
                   const Real* dout, const MoeActs<Real>& a, const MoeAuxGrad<Real>& aux, Real* dx, MoeScratch<Real>& s,
-                  OpProfiler* prof, int module, ModelComm* comm) {
+                  OpProfiler* prof, int module, ExpertExchange* comm) {
   std::vector<Real> dweight(at(d.rows()), Real(0));
   routed_output_grads(d, dout, a, dweight, s);
   if (d.ep > 1) {
@@ -363,10 +363,10 @@ void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeT
   template struct MoeActs<Real>;                                                                                  \
   template struct MoeScratch<Real>;                                                                               \
   template void moe_forward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const Real*, Real*,             \
-                                  MoeActs<Real>&, OpProfiler*, int, ModelComm*);                                  \
+                                  MoeActs<Real>&, OpProfiler*, int, ExpertExchange*);                                  \
   template void moe_backward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const MoeTensors<Real*>&,      \
                                    const Real*, const Real*, const MoeActs<Real>&, const MoeAuxGrad<Real>&, Real*, \
-                                   MoeScratch<Real>&, OpProfiler*, int, ModelComm*);
+                                   MoeScratch<Real>&, OpProfiler*, int, ExpertExchange*);
 FSDPX_INSTANTIATE(float)
 FSDPX_INSTANTIATE(double)
 #undef FSDPX_INSTANTIATE

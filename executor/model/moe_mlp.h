@@ -19,11 +19,8 @@
 #include <vector>
 
 #include "core/model_spec.h"
+#include "executor/model/expert_exchange.h"
 #include "executor/model/op_profiler.h"
-
-namespace fsdpx {
-class ModelComm;
-}
 
 namespace fsdpx {
 
@@ -114,7 +111,7 @@ struct MoeAuxGrad {
 // dispatch and combine (null at ep 1).
 template <class Real>
 void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real* x, Real* out, MoeActs<Real>& a,
-                 OpProfiler* prof, int module, ModelComm* comm = nullptr);
+                 OpProfiler* prof, int module, ExpertExchange* comm = nullptr);
 
 // dx [N, C] += the gradient w.r.t. x from dout [N, C] (w.r.t. out) and the load-balancing loss's
 // gradient w.r.t. the probabilities (`aux`). Parameter gradients accumulate (+=); under ep > 1 the local
@@ -122,6 +119,6 @@ void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real*
 template <class Real>
 void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
                   const Real* dout, const MoeActs<Real>& a, const MoeAuxGrad<Real>& aux, Real* dx, MoeScratch<Real>& s,
-                  OpProfiler* prof, int module, ModelComm* comm = nullptr);
+                  OpProfiler* prof, int module, ExpertExchange* comm = nullptr);
 
 }  // namespace fsdpx

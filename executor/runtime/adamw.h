@@ -2,7 +2,8 @@
 // the master weights it owns, Rajbhandari et al. 2020, ZeRO §5.1): bias-corrected moments and decoupled weight decay
 // as torch.optim.AdamW (Loshchilov & Hutter 2019), applied to every element as torchtitan does
 // (padding elements stay 0: zero weight, zero gradient). Gradients are scaled by the clip factor first.
-// Leaves out per-tensor decay masks (llm.c decays 2-D tensors only) and stochastic rounding.
+// The backends call it on the ranges a unit's state steps (executor/model/optimizer_ranges.h: buffers left
+// out). Leaves out per-tensor decay masks (llm.c decays 2-D tensors only) and stochastic rounding.
 #pragma once
 
 #include <cstdint>

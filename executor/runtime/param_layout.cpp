@@ -124,7 +124,10 @@ ModuleLayout block_module(const ModelSpec& s, std::int64_t i, TpSlice tp, EpSlic
     const std::int64_t e = s.moe.experts, f = s.moe.expert_ffn_hidden;
     b.add("router.weight", e, s.hidden, InitKind::normal);
     // DeepseekV3TopkRouter's buffer: zeros, selection only, never given a gradient (moe_mlp.h).
-    if (s.moe.score_correction_bias) b.add("router.e_score_correction_bias", e, 1, InitKind::zeros);
+    if (s.moe.score_correction_bias) {
+      b.add("router.e_score_correction_bias", e, 1, InitKind::zeros);
+      b.m.tensors.back().buffer = true;  // outside the optimizer (TensorSlot::buffer)
+    }
     FSDP_CHECK(ep.ranks >= 1 && e % ep.ranks == 0 && ep.rank >= 0 && ep.rank < ep.ranks,
                "make_param_layout: ep divides the experts");
     b.add("experts.mlp_up.weight", e * 2 * f, s.hidden, InitKind::normal, expert_rows(s, 2 * f, ep), true);

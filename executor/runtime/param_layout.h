@@ -33,6 +33,10 @@ struct TensorSlot {
   // A routed experts' tensor (an MoE block's tail): under expert parallelism its rows are the rank's local
   // experts', and FSDP shards it over the experts' own group (efsdp) rather than dp_shard.
   bool expert = false;
+  // A buffer, not a parameter (DeepSeek-V3's router.e_score_correction_bias, a registered buffer in
+  // transformers' DeepseekV3TopkRouter): in the state and checkpoints, but the optimizer never steps it,
+  // so weight decay leaves a loaded value as it is (executor/model/optimizer_ranges.h).
+  bool buffer = false;
   std::int64_t numel() const { return rows * cols; }
   // Element of the full module buffer that local element `e` (0 <= e < numel) of this tensor is.
   std::int64_t full_element(std::int64_t e) const;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
-#include "executor/cpu_backend/expert_shards.h"
+#include "executor/model/expert_shards.h"
 
 namespace fsdpx {
 namespace {

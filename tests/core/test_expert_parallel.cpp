@@ -95,7 +95,7 @@ TEST_CASE("plan JSON: dense plans write no ep and no moe; ep and moe on a dense 
 
 namespace fsdpx {
 
-TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap names /parallelism/ep and the reason") {
+TEST_CASE("capabilities: the CPU and CUDA backends run ep > 1; a row without it names /parallelism/ep and the reason") {
   const ModelSpec m = load_model(kConfigs + "/models/llama-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;
@@ -103,7 +103,7 @@ TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap name
   Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
   for (const BackendCapabilities& caps : all_backend_capabilities()) {
     CAPTURE(caps.name);
-    CHECK(caps.expert_parallel == (caps.device == ExecutorDevice::cpu));
+    CHECK(caps.expert_parallel);  // both rows (CUDA: executor/cuda_backend/cuda_unit.h, cuda_moe_mlp.h)
     p.parallelism.ep = 1;
     for (const CapabilityGap& g : capability_gaps(p, caps)) CHECK(g.path != "/parallelism/ep");
     p.parallelism.ep = 2;  // built in code: capability_gaps reads the plan without validating it
@@ -116,9 +116,16 @@ TEST_CASE("capabilities: the CPU backend runs ep > 1, CUDA not yet; its gap name
       }
     CHECK(gap == !caps.expert_parallel);
   }
+  BackendCapabilities without = backend_capabilities(ExecutorDevice::cuda);
+  without.expert_parallel = false;  // a row without it: the gap and its reason
+  bool gap = false;
+  for (const CapabilityGap& g : capability_gaps(p, without))
+    gap = gap || (g.path == "/parallelism/ep" && g.searched &&
+                  g.what.find("does not run expert parallelism yet") != std::string::npos);
+  CHECK(gap);
 }
 
-TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (latent attention too) at tp = cp = pp = 1; CUDA both at ep 1") {
+TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (latent attention too) at tp = cp = pp = 1; CUDA both") {
   const ModelSpec m = load_model(kConfigs + "/models/mixtral-tiny.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
   Parallelism par;

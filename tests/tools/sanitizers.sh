@@ -55,7 +55,7 @@ export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 if [[ $which == tsan || $which == all ]]; then
   emulated_tests='emulated CUDA: FSDP*,emulated CUDA: HSDP*,emulated CUDA: LoRA*'
   emulated_tests+=',emulated CUDA: tp 2*,emulated CUDA: cp 2*,emulated CUDA: 1F1B on*'  # tp, cp, 1F1B
-  emulated_tests+=',emulated CUDA: mixtral-tiny*,emulated CUDA: deepseek-tiny*'  # host-staged MoE and MLA
+  emulated_tests+=',emulated CUDA: mixtral-tiny*,emulated CUDA: deepseek-tiny*'  # host-staged MoE and MLA, ep 1, 2, 4
   build_and_run tsan -DFSDPX_TSAN=ON -DFSDPX_USE_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON
 fi
 if [[ $which == asan || $which == all ]]; then

@@ -144,6 +144,13 @@ ep=$(jq .parallelism.ep "$tmp/v3.json")
 [ "$ep" -gt 1 ] ; check "the DeepSeek-V3 plan has ep > 1 (ep $ep)" $?
 "$FSDPX" export --plan "$tmp/v3.json" -o "$tmp/v3.toml" >/dev/null 2>&1
 grep -q "^expert_parallel_degree = $ep$" "$tmp/v3.toml" ; check "the job config says expert_parallel_degree = $ep" $?
+# The default target (fsdpx's executor, CUDA) plans it too now that the CUDA row runs ep > 1 (issue 30's literal
+# request, unconstrained: 3.7 s on this 2-core VM, 2026-11-30).
+"$FSDPX" plan --model "$DATA/hf/deepseek-v3/config.json" --cluster dgx-h100 --nodes 128 --seq 4096 \
+  --global-batch 4096 -o "$tmp/v3_fsdpx.json" > /dev/null 2>&1
+check "plan DeepSeek-V3 for the fsdpx target exits 0" $?
+ep=$(jq .parallelism.ep "$tmp/v3_fsdpx.json")
+[ "$ep" -gt 1 ] ; check "the fsdpx target's DeepSeek-V3 plan has ep > 1 (ep $ep)" $?
 
 # report varies ep: a re-simulated plan (--plan) and a re-planned request (--model) at ep 1, 2 and 4. At ep 2 each
 # expert is FSDP-sharded over its own group of 2 ranks (GroupKind efsdp): its reduce-scatter input is allocated

@@ -1,4 +1,6 @@
-// executor/cpu_backend/expert_shards.h — an FSDP unit's two shardings under expert parallelism: the
+// executor/model/expert_shards.h — an FSDP unit's two shardings under expert parallelism, device-neutral
+// (the CPU unit, executor/cpu_backend/fsdp_unit.h, and the CUDA unit, executor/cuda_backend/cuda_unit.h,
+// share them, so both backends hold the same elements and checkpoints move between them): the
 // routed experts' elements (TensorSlot::expert, the rank's local experts at each MoE block's tail) are
 // sharded over the experts' own FSDP group (efsdp: dp_shard x cp / ep ranks), the rest over dp_shard, as
 // the step program's twin ops gather and reduce them (program/lower_units.cpp split_experts; torchtitan
@@ -22,6 +24,13 @@ struct ExpertShards {
   std::int64_t state_numel() const { return dense_shard + expert_shard; }
 };
 
+// The unit as its FSDP lifecycle (runtime/unit_lifecycle.h) sees it: the dense part's shards over
+// dp_shard (its group-size checks and byte counts; a backend counts the experts' bytes beside them).
+FlatUnitLayout expert_dense_view(FlatUnitLayout f, const ExpertShards& p);
+// The unit as the rank's state sees it: shard_numel the state's length (both parts), padded_numel the
+// unsharded buffer's (no padding: each part pads its own staging).
+FlatUnitLayout expert_state_view(FlatUnitLayout f, const ExpertShards& p);
+
 // The parts of flat unit `f` (laid out by `local`, the rank's layout).
 ExpertShards make_expert_shards(const ParamLayout& local, const FlatUnitLayout& f, int dense_ranks, int dense_index,
                                 int expert_ranks, int expert_index);
@@ -29,6 +38,13 @@ ExpertShards make_expert_shards(const ParamLayout& local, const FlatUnitLayout& 
 // out [shard·ranks] = unit[part[i]] (zero padding); unit[part[i]] = in[i] for the unpadded elements.
 void pack_part(const std::vector<std::int64_t>& part, const float* unit, float* out, std::int64_t padded);
 void unpack_part(const std::vector<std::int64_t>& part, const float* in, float* unit);
+
+// A part as runs of consecutive unit elements (each tensor is one run, and neighbouring tensors merge),
+// for devices that copy ranges: element part_at + i of the part is unit element unit_at + i, i < count.
+struct PartRun {
+  std::int64_t part_at = 0, unit_at = 0, count = 0;
+};
+std::vector<PartRun> part_runs(const std::vector<std::int64_t>& part);
 
 // The rank's initial state [state_numel()]: each element's init value (executor/model/init.h) by its
 // element of the rank's layout, so every ep degree starts from the same model.

@@ -1,5 +1,5 @@
-// executor/cpu_backend/expert_shards.cpp — the dense and expert parts of an FSDP unit (see expert_shards.h).
-#include "executor/cpu_backend/expert_shards.h"
+// executor/model/expert_shards.cpp — the dense and expert parts of an FSDP unit (see expert_shards.h).
+#include "executor/model/expert_shards.h"
 
 #include <algorithm>
 
@@ -24,6 +24,18 @@ ExpertShards make_expert_shards(const ParamLayout& local, const FlatUnitLayout& 
   return s;
 }
 
+FlatUnitLayout expert_dense_view(FlatUnitLayout f, const ExpertShards& p) {
+  f.shard_numel = p.dense_shard;
+  f.padded_numel = p.dense_shard * p.dense_ranks;
+  return f;
+}
+
+FlatUnitLayout expert_state_view(FlatUnitLayout f, const ExpertShards& p) {
+  f.shard_numel = p.state_numel();
+  f.padded_numel = f.numel;
+  return f;
+}
+
 void pack_part(const std::vector<std::int64_t>& part, const float* unit, float* out, std::int64_t padded) {
   std::fill(out, out + padded, 0.0f);
   for (std::size_t i = 0; i < part.size(); ++i) out[i] = unit[part[i]];
@@ -31,6 +43,18 @@ void pack_part(const std::vector<std::int64_t>& part, const float* unit, float* 
 
 void unpack_part(const std::vector<std::int64_t>& part, const float* in, float* unit) {
   for (std::size_t i = 0; i < part.size(); ++i) unit[part[i]] = in[i];
+}
+
+std::vector<PartRun> part_runs(const std::vector<std::int64_t>& part) {
+  std::vector<PartRun> runs;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    if (!runs.empty() && runs.back().unit_at + runs.back().count == part[i]) {
+      ++runs.back().count;
+      continue;
+    }
+    runs.push_back({std::int64_t(i), part[i], 1});
+  }
+  return runs;
 }
 
 namespace {
