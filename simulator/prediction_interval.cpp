@@ -24,14 +24,21 @@ ErrorBand error_band(const std::vector<double>& errors_pct) {
           int(errors_pct.size())};
 }
 
+bool covers(const ErrorBand& band, double low_error_pct, double high_error_pct) {
+  return high_error_pct >= band.low_pct && low_error_pct <= band.high_pct;
+}
+
 IntervalCoverage leave_one_source_out(const std::vector<CaseResult>& results) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> by_source;
+  // Each run's error range: its error, or the lowest and highest over an unsure input's readings.
+  std::map<std::string, std::vector<std::pair<double, double>>> ranges;
   std::vector<double> all;
   for (const CaseResult& r : results) {
     if (!r.tokens_error_pct) continue;
     if (!by_source.count(r.source_key)) order.push_back(r.source_key);
     by_source[r.source_key].push_back(*r.tokens_error_pct);
+    ranges[r.source_key].push_back(r.tokens_error_range_pct.value_or(std::pair{*r.tokens_error_pct, *r.tokens_error_pct}));
     all.push_back(*r.tokens_error_pct);
   }
   IntervalCoverage out;
@@ -42,7 +49,7 @@ IntervalCoverage leave_one_source_out(const std::vector<CaseResult>& results) {
       if (name != s) others.insert(others.end(), errors.begin(), errors.end());
     if (others.empty()) continue;
     SourceCoverage c{s, error_band(others), int(by_source[s].size()), 0};
-    for (double e : by_source[s]) c.covered += e >= c.band.low_pct && e <= c.band.high_pct;
+    for (const auto& [low, high] : ranges[s]) c.covered += covers(c.band, low, high);
     out.runs += c.runs;
     out.covered += c.covered;
     out.sources.push_back(c);

@@ -2,7 +2,9 @@
 // models' signed errors on published runs, and its leave-one-source-out coverage: each source's runs are
 // checked against the interval drawn from every other source's errors, so a source the models were not
 // developed on is scored as a new one would be (issue 37). Nothing is fitted to the models; the interval
-// only states how far off they have been. Leaves out run-to-run variability of the measurements.
+// only states how far off they have been. A run whose source leaves an input unsure (case_uncertainty.h) is
+// covered when the band around any of its readings' predictions holds the measurement. Leaves out
+// run-to-run variability of the measurements.
 #pragma once
 
 #include <string>
@@ -25,6 +27,11 @@ inline constexpr double kIntervalLowQuantile = 0.10, kIntervalHighQuantile = 0.9
 // definition 7, R's and NumPy's default); throws std::invalid_argument when empty.
 double quantile(std::vector<double> values, double q);
 ErrorBand error_band(const std::vector<double>& errors_pct);
+
+// Whether a prediction whose error may lie anywhere in [low_error_pct, high_error_pct] (one value, or the
+// range over an input the source leaves unsure: validate.h) is covered: the measurement lies in the union
+// of the bands around the predictions, i.e. the error range meets the band.
+bool covers(const ErrorBand& band, double low_error_pct, double high_error_pct);
 
 struct SourceCoverage {
   std::string source;

@@ -55,6 +55,28 @@ SummaryGroup summarise_group(const std::string& name, const std::vector<const Ca
   return g;
 }
 
+// The case simulated again at both ends of its unsure inter-node bandwidth (case_uncertainty.h): the
+// prediction becomes a range, and so does its error.
+void add_bandwidth_range(const ValidationCase& c, const std::string& file, CaseResult& r) {
+  double low = *r.tokens_error_pct, high = low;
+  std::vector<double> tokens;
+  for (double bw : {c.inter_node_bw_range->low_gbit_per_gpu, c.inter_node_bw_range->high_gbit_per_gpu}) {
+    ValidationCase reading = c;
+    reading.inter_node_bw_gbit_per_gpu = bw;
+    EngineOptions eo;
+    eo.record_ops = false;
+    const Simulation sim = simulate(build_case_plan(reading, file).plan, eo);
+    tokens.push_back(sim.tokens_per_s_per_gpu);
+    const double e = *error_pct(sim.tokens_per_s_per_gpu, c.measured.tokens_per_s_per_gpu);
+    low = std::min(low, e);
+    high = std::max(high, e);
+  }
+  r.tokens_error_range_pct = std::pair{low, high};
+  r.notes.push_back(fmt::format("inter-node bandwidth unsure, {:g} to {:g} Gb/s per GPU: {:.0f} to {:.0f} tokens/s/GPU",
+                                c.inter_node_bw_range->low_gbit_per_gpu, c.inter_node_bw_range->high_gbit_per_gpu,
+                                tokens[0], tokens[1]));
+}
+
 }  // namespace
 
 ErrorStats error_stats(const std::vector<double>& errors_pct) {
@@ -109,6 +131,7 @@ CaseResult validate_case(const ValidationCase& c, const std::string& file) {
   r.tokens_error_pct = error_pct(p.tokens_per_s_per_gpu, c.measured.tokens_per_s_per_gpu);
   r.mfu_error_pct = error_pct(p.mfu_pct, c.measured.mfu_pct);
   r.memory_error_pct = error_pct(p.peak_memory_gib, c.measured.peak_memory_gib);
+  if (c.inter_node_bw_range && r.tokens_error_pct) add_bandwidth_range(c, file, r);
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -35,6 +36,9 @@ struct CaseResult {
   std::vector<std::string> notes;  // assumptions made for this case
   // (predicted - measured) / measured x 100, where both exist.
   std::optional<double> tokens_error_pct, mfu_error_pct, memory_error_pct;
+  // Lowest and highest tokens/s/GPU error over the readings of an input the source leaves unsure
+  // (ValidationCase::inter_node_bw_range), the case's own reading included; nullopt when none is unsure.
+  std::optional<std::pair<double, double>> tokens_error_range_pct;
 };
 
 // Statistics of absolute % errors.

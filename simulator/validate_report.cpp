@@ -38,6 +38,8 @@ nlohmann::json case_json(const CaseResult& r) {
                    {"peak_memory_gib", opt(r.measured.peak_memory_gib)}, {"step_time_s", opt(r.measured.step_time_s)}};
   j["error_pct"] = {{"tokens_per_s_per_gpu", opt(r.tokens_error_pct)}, {"mfu", opt(r.mfu_error_pct)},
                     {"peak_memory_gib", opt(r.memory_error_pct)}};
+  if (r.tokens_error_range_pct)
+    j["error_range_pct"] = {{"tokens_per_s_per_gpu", {r.tokens_error_range_pct->first, r.tokens_error_range_pct->second}}};
   j["skipped"] = r.skipped ? nlohmann::json(*r.skipped) : nlohmann::json(nullptr);
   j["notes"] = r.notes;
   return j;

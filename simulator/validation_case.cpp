@@ -150,6 +150,13 @@ ValidationCase parse_case(JsonObject o) {
   for (const auto& [v, path] : o.array("uncertain")) {
     if (!v->is_string()) throw_config_error(o.file(), path, "expected a string");
     c.uncertain.push_back(v->get<std::string>());
+    if (auto range = parse_bandwidth_range(c.uncertain.back(), o.file(), path)) {
+      if (c.inter_node_bw_range) throw_config_error(o.file(), path, "a second inter-node bandwidth range");
+      if (!c.inter_node_bw_gbit_per_gpu || *c.inter_node_bw_gbit_per_gpu < range->low_gbit_per_gpu ||
+          *c.inter_node_bw_gbit_per_gpu > range->high_gbit_per_gpu)
+        throw_config_error(o.file(), path, "the range must contain the case's inter_node_bw_gbit_per_gpu");
+      c.inter_node_bw_range = range;
+    }
   }
   o.finish();
   if (fp8) c.fp8 = case_fp8_settings(c.framework, c.uncertain);

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/plan.h"
+#include "simulator/case_uncertainty.h"
 
 namespace fsdpx {
 
@@ -49,6 +50,9 @@ struct ValidationCase {
   std::optional<Fp8Settings> fp8;
   MeasuredRun measured;
   std::vector<std::string> uncertain;
+  // The readings of inter_node_bw_gbit_per_gpu the source leaves open, from an `uncertain` entry
+  // (case_uncertainty.h); the case is also simulated at both ends. nullopt when the figure is not in doubt.
+  std::optional<BandwidthRange> inter_node_bw_range;
   // Set when the case could not be read: the one-line error naming the file and JSON path. Only id
   // (or "cases[i]"), source and framework are then filled, as far as they could be read.
   std::optional<std::string> malformed;

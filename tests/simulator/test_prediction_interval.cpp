@@ -52,5 +52,25 @@ TEST_CASE("leave one source out: each source against the other sources' band") {
   CHECK(alone.band.runs == 2);
 }
 
+TEST_CASE("leave one source out: a run with an unsure input is covered when its error range meets the band") {
+  std::vector<CaseResult> rs;
+  for (double e : {-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0}) rs.push_back(result("a", e));  // band -1..7
+  CaseResult wide = result("b", 20.0);
+  wide.tokens_error_range_pct = std::pair{6.5, 30.0};  // a reading's prediction lands inside the band
+  CaseResult narrow = result("b", 20.0);
+  narrow.tokens_error_range_pct = std::pair{15.0, 25.0};  // no reading does
+  rs.push_back(wide);
+  rs.push_back(narrow);
+  const IntervalCoverage c = leave_one_source_out(rs);
+  REQUIRE(c.sources.size() == 2);
+  CHECK(c.sources[1].band.low_pct == doctest::Approx(-1.0));
+  CHECK(c.sources[1].band.high_pct == doctest::Approx(7.0));
+  CHECK(c.sources[1].covered == 1);
+  // The band itself is drawn from the runs' own errors, not from their ranges.
+  CHECK(c.band.runs == 13);
+  CHECK(covers(ErrorBand{-1, 7, 1}, -3, -1));
+  CHECK_FALSE(covers(ErrorBand{-1, 7, 1}, -3, -1.01));
+}
+
 }  // namespace
 }  // namespace fsdpx

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
@@ -79,6 +80,46 @@ TEST_CASE("validation cases: strict reading with file and JSON path") {
   bad = tiny_json();
   bad["format"] = "fsdpx-published-runs/2";
   CHECK_THROWS_AS(parse_validation_cases(bad, "cases.json"), ConfigError);
+}
+
+TEST_CASE("validation cases: an unsure inter-node bandwidth is read from `uncertain`, strictly") {
+  nlohmann::json j = tiny_json();
+  auto& unsure = j["cases"][0]["uncertain"];
+  unsure.push_back("inter-node bandwidth between 25 and 400 Gb/s per GPU: the source prints one figure per cluster");
+  ValidationCaseFile f = parse_validation_cases(j, "cases.json");
+  REQUIRE(f.cases[0].inter_node_bw_range.has_value());
+  CHECK(f.cases[0].inter_node_bw_range->low_gbit_per_gpu == 25);
+  CHECK(f.cases[0].inter_node_bw_range->high_gbit_per_gpu == 400);
+  CHECK_FALSE(f.cases[1].inter_node_bw_range.has_value());
+  const std::string at = fmt::format("/cases/0/uncertain/{}", unsure.size() - 1);
+  for (const char* wrong : {"inter-node bandwidth between 250 and 400 Gb/s per GPU",  // misses the stated 200
+                            "inter-node bandwidth between 400 and 25 Gb/s per GPU",   // LO above HI
+                            "inter-node bandwidth between 25 and 400 Gb/s per node",  // not per GPU
+                            "inter-node bandwidth between 0 and 400 Gb/s per GPU",    // outside the range
+                            "inter-node bandwidth between some and more"}) {
+    unsure.back() = wrong;
+    CHECK(config_error_of(j).find("cases.json: " + at) != std::string::npos);
+  }
+  unsure.back() = "inter-node bandwidth between 25 and 400 Gb/s per GPU";
+  unsure.push_back("inter-node bandwidth between 25 and 300 Gb/s per GPU");
+  CHECK(config_error_of(j).find("a second inter-node bandwidth range") != std::string::npos);
+  j = tiny_json();
+  j["cases"][2]["uncertain"].push_back("inter-node bandwidth between 25 and 400 Gb/s per GPU");  // states none
+  CHECK(config_error_of(j).find("/cases/2/uncertain/") != std::string::npos);
+}
+
+TEST_CASE("validation: a case with an unsure bandwidth is simulated at both ends, its error becomes a range") {
+  nlohmann::json j = tiny_json();
+  j["cases"][0]["uncertain"].push_back("inter-node bandwidth between 25 and 400 Gb/s per GPU: test");
+  const ValidationCaseFile f = parse_validation_cases(j, "cases.json");
+  const CaseResult r = validate_case(f.cases[0], f.file);
+  REQUIRE(r.tokens_error_pct.has_value());
+  REQUIRE(r.tokens_error_range_pct.has_value());
+  CHECK(r.tokens_error_range_pct->first <= *r.tokens_error_pct);
+  CHECK(r.tokens_error_range_pct->second >= *r.tokens_error_pct);
+  // 16 GPUs over two nodes: an eighth of the stated bandwidth slows the step.
+  CHECK(r.tokens_error_range_pct->first < *r.tokens_error_pct - 0.1);
+  CHECK_FALSE(validate_case(f.cases[1], f.file).tokens_error_range_pct.has_value());
 }
 
 TEST_CASE("validation: a malformed case in a file of good ones is reported on its row, the others scored") {

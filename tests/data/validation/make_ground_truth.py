@@ -116,7 +116,14 @@ def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2,
     hsdp = strategy == "HSDP"
     table = "compile" if compiled else ("eager-2024-02" if commit == "6dc80d2" else "eager")
     cid = f"fms-fsdp-{table}-{size}-{gpu.split('-')[0]}-{gpus}gpu"
+    # The other readings of the figure: both directions of a node's links (half per direction), or a per-GPU
+    # figure, at most the line rate of one NIC per GPU of the cluster the GPU comes in (HDR 200G on DGX A100,
+    # NDR 400G on DGX H100: 800 Gb/s exceeds a ConnectX-7 port).
+    nic_line_gbit = 200 if a100 else 400
     unc = [f"README states {node_gbit} Gbps for the cluster; read as per node, so {node_gbit // 8} Gb/s per GPU",
+           f"inter-node bandwidth between {node_gbit // 16} and {min(node_gbit, nic_line_gbit)} Gb/s per GPU: the "
+           f"README's {node_gbit} Gbps does not say per node or per GPU, one direction or both ({node_gbit} / 8 / 2 "
+           f"if a node's two directions are counted; per GPU at most one {nic_line_gbit}G NIC's line rate)",
            "seq_len 4096 and vocab 32000 from fms_fsdp/config/training.py defaults, not in the table",
            f"global_batch = batch size {batch} x gpus (fms-fsdp has no gradient accumulation)",
            "FSDP here is PyTorch FSDP1 (FullyShardedDataParallel), not FSDP2",
