@@ -10,8 +10,11 @@
 #include <string>
 
 #include "core/config_paths.h"
+#include "core/errors.h"
+#include "program/lower.h"
 #include "simulator/simulate.h"
 #include "simulator/simulate_extrapolated.h"
+#include "simulator/steady_state.h"
 #include "tests/support/pipelined_plan.h"
 
 namespace fsdpx {
@@ -93,6 +96,42 @@ TEST_CASE("a plan whose steady state is not found is simulated whole") {
   CHECK(fast.engine.step_time_ns == simulate(gpipe).engine.step_time_ns);
   const Plan few = plan_of("llama-tiny", "cpu", shape(1, 4, 1), 64, 3, RecomputeMode::none);
   CHECK_FALSE(simulate_extrapolated(few).has_value());
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// Beyond what lowering takes (kMaxLoweredMicroBatches), a plan whose probes never repeat (GPipe) is
+// summarised by the linear extrapolation the planner's evaluation uses (issue 36: `fsdpx simulate` refused
+// the 8,192-micro-batch plan the planner proposed): the same step time, throughput and peak as
+// simulate_step_totals to the bit, marked linear, and within 0.1% of the whole step of half the
+// micro-batches in throughput.
+TEST_CASE("beyond what lowering takes, the summary is the planner's linear extrapolation") {
+  const Plan p = plan_of("llama-tiny", "cpu", shape(2, 1, 1, PipelineSchedule::gpipe), 64, 2 * kMaxLoweredMicroBatches,
+                         RecomputeMode::none);
+  const Plan half = plan_of("llama-tiny", "cpu", shape(2, 1, 1, PipelineSchedule::gpipe), 64, kMaxLoweredMicroBatches,
+                            RecomputeMode::none);
+  const Simulation fast = simulate_fast(p);
+  const StepTotals planner = simulate_step_totals(p);
+  CHECK(fast.linear_extrapolation);
+  CHECK(fast.simulated_micro_batches == 512);
+  CHECK(fast.step_time_s == planner.step_time_s);
+  CHECK(fast.tokens_per_s_per_gpu == planner.tokens_per_s_per_gpu);
+  CHECK(fast.mfu == planner.mfu);
+  CHECK(fast.peak_memory_total_bytes == planner.peak_memory_total_bytes);
+  CHECK(fast.bubble_fraction == planner.bubble_fraction);
+  REQUIRE(fast.stages.size() == planner.stages.size());
+  for (std::size_t r = 0; r < fast.stages.size(); ++r) {
+    CHECK(fast.stages[r].compute_s == planner.stages[r].compute_s);
+    CHECK(fast.stages[r].peak_memory_bytes == planner.stages[r].peak_memory_bytes);
+  }
+  const Simulation whole = simulate(half);
+  CHECK(fast.tokens_per_s_per_gpu == doctest::Approx(whole.tokens_per_s_per_gpu).epsilon(1e-3));
+  CHECK(fast.ops_per_rank == doctest::Approx(2.0 * double(whole.ops_per_rank)).epsilon(1e-3));
+  CHECK(fast.hfu == doctest::Approx(whole.hfu).epsilon(1e-3));
+  CHECK(fast.phases[1].compute_s == doctest::Approx(2 * whole.phases[1].compute_s).epsilon(2e-3));
+  CHECK_THROWS_AS(simulate(p), ConfigError);  // the whole step stays refused
 }
 
 }  // namespace fsdpx
