@@ -12,12 +12,19 @@ std::int64_t periodic_probe_limit(const Plan& plan) {
   return plan.grad_accum() > kMaxLoweredMicroBatches ? 2 * kLinearProbeMicroBatches : 0;
 }
 
-LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options) {
+LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse) {
   const std::int64_t d = period_micro_batches(plan);
   const std::int64_t n = (kLinearProbeMicroBatches + d - 1) / d * d;
   LinearSteps s;
   s.n = n;
-  s.at_n = simulate(with_micro_batches(plan, n), options);
+  if (reuse && reuse->micro_batches == n) {
+    // The probe recorded every op; a run that does not record them summarises without (no bubble split).
+    if (!options.record_ops) reuse->engine.ops.clear(), reuse->engine.memory_samples.clear();
+    s.at_n = summarise(std::move(reuse->program), std::move(reuse->engine));
+    reuse->micro_batches = 0;
+  } else {
+    s.at_n = simulate(with_micro_batches(plan, n), options);
+  }
   s.at_2n = simulate(with_micro_batches(plan, 2 * n), options);
   s.periods = double(plan.grad_accum() - 2 * n) / double(n);
   return s;

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/plan.h"
+#include "simulator/periodic_probe.h"
 #include "simulator/simulate.h"
 
 namespace fsdpx {
@@ -36,7 +37,9 @@ struct LinearSteps {
 // A figure of the step from the same figure of the two whole steps.
 inline double linear_grow(double at_2n, double at_n, double periods) { return at_2n + periods * (at_2n - at_n); }
 
-LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options);
+// `reuse`, where it holds a whole step of n micro-batches (the last periodic probe tried, periodic_probe.h),
+// stands for the smaller step instead of simulating it again (the same program, the same engine run).
+LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse = nullptr);
 
 // The summary simulate() would give for the whole step, grown from the two (step time, throughput, MFU
 // and HFU, exposed communication and phases, peaks, per-stage compute, bubble and peak, op count);

@@ -198,8 +198,8 @@ namespace {
 
 // linear_extrapolation.h's summary as totals; the busy time and floor (read from the larger step's engine
 // and program) grown the same way.
-StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options) {
-  LinearSteps s = simulate_linear_steps(plan, options);
+StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse) {
+  LinearSteps s = simulate_linear_steps(plan, options, reuse);
   const StepTotals a = probe_totals(s.at_n, plan, s.n);
   const double periods = s.periods;
   const Simulation sim = linear_simulation(plan, std::move(s));
@@ -216,8 +216,9 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, 
   // Beyond what lowering takes, probes stop below the linear extrapolation's larger step.
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;
   const std::int64_t probe_limit = periodic_probe_limit(plan);
+  UnrepeatedProbe last;  // a pipelined plan's last probe, for the linear extrapolation
   if (plan.parallelism.pp > 1) {
-    if (auto t = pipeline_step_totals(plan, options, probe_limit)) return *t;
+    if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {
     const double extra = double(pr->periods);
@@ -236,7 +237,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, 
   }
   EngineOptions full = options;
   full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
-  if (too_long) return linear_step_totals(plan, full);
+  if (too_long) return linear_step_totals(plan, full, &last);
   return probe_totals(simulate(plan, full), plan, micro_batches);
 }
 
