@@ -147,14 +147,6 @@ double activation_peak(const Plan& plan, const ChunkSums& sums, int rank, const 
   return std::max(held_peak(sums, rank, forward), at_backward);
 }
 
-// Bytes per parameter of a unit's unsharded gradient as the lowering holds it (program/lower.cpp
-// autograd_grad_bytes_): fsdpx's flat units one reduce-dtype buffer, PyTorch FSDP autograd's in the param
-// dtype. The planner bounds a shape with the least reduce dtype of its space (shape_bound.cpp).
-double autograd_grad_bytes(const Plan& plan) {
-  const bool flat = stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat;
-  return dtype_bytes(flat ? plan.precision.reduce : plan.precision.param);
-}
-
 // Under pipeline parallelism with gradients reduced once per step (torch.distributed.pipelining), FSDP2
 // accumulates every unit's unsharded gradient (autograd_grad_bytes) from the unit's first backward until
 // its reduction after the last micro-batch: at the start of a chunk's last backward all of them are
@@ -283,6 +275,11 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector
 }
 
 }  // namespace
+
+double autograd_grad_bytes(const Plan& plan) {
+  const bool flat = stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat;
+  return dtype_bytes(flat ? plan.precision.reduce : plan.precision.param);
+}
 
 // What does not depend on the recompute pattern: every unit's modules and parameters, the per-block
 // memory of each recompute mode (identical blocks), the non-block modules' bytes per unit, and each

@@ -33,6 +33,11 @@ struct MemoryBound {
 // share one activation figure per recompute mode.
 MemoryBound memory_lower_bound(const Plan& plan);
 
+// Bytes per parameter of a unit's unsharded gradient as the lowering holds it (program/lower.cpp
+// autograd_grad_bytes_): fsdpx's flat units one reduce-dtype buffer, PyTorch FSDP autograd's in the param
+// dtype. The planner bounds a shape with the least reduce dtype of its space (shape_bound.cpp).
+double autograd_grad_bytes(const Plan& plan);
+
 
 // The same bound for one plan under many recompute patterns (the planner's partial family): what does
 // not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once.

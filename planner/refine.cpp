@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/backward_gather_bound.h"
+
 namespace fsdpx {
 
 namespace {
@@ -39,6 +41,7 @@ class ShapeRefiner {
   Fit fit(const Config& cfg, int hint_index, bool least_first = false);
   bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
   bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
+  bool cannot_fit(const Config& cfg) const;
   bool at_floor(const Fit& f) const;
   // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and the
   // in-flight cap only move that one all-gather, so they are left at their defaults.
@@ -139,6 +142,30 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
   return best;
 }
 
+// No recompute pattern fit() could simulate under `cfg` (the shape's options, each partial one from its
+// first member on) fits by the configured plan's memory bound (backward_gather_bound.h: the wrapping's
+// gathered unit and its gradient at its first backward, the units a reshard keeps): every such simulation
+// would exceed the limit, and in the descent, where the shape has a fitting plan, a plan that does not fit
+// never replaces it. Without pipelining only (where tests/planner/test_memory_bound.cpp checks the bound over
+// every wrapping).
+bool ShapeRefiner::cannot_fit(const Config& cfg) const {
+  if (b_.plan.parallelism.pp > 1) return false;
+  const Plan p = configured_plan(b_.plan, wraps_, cfg, b_.plan.recompute);
+  const ConfiguredMemoryBound bound(p);
+  const std::int64_t layers = r_.model.layers;
+  for (const RecomputeOption& o : b_.options) {
+    if (o.member_index < 0) {
+      if (bound.total(recompute_pattern(o.choice, layers, s_.partial)) <= ev_.limit_bytes()) return false;
+      continue;
+    }
+    for (std::size_t i = std::size_t(o.member_index); i < members_.size(); ++i)
+      if (bound.total(recompute_pattern(RecomputeChoice{RecomputeMode::none, members_[i]}, layers, s_.partial)) <=
+          ev_.limit_bytes())
+        return false;
+  }
+  return true;
+}
+
 // The plan runs at the compute floor and with the recompute the bound allows at best: no configuration
 // can make it faster.
 bool ShapeRefiner::at_floor(const Fit& f) const {
@@ -179,6 +206,7 @@ Candidate ShapeRefiner::run(bool descend) {
     bool improved = false;
     const Config from = cur;
     auto try_config = [&](const Config& cfg) {
+      if (cannot_fit(cfg)) return;
       Fit f = fit(cfg, best.member_index);
       if (!f.c.label.empty() && better_fit(f, best)) best = std::move(f), cur = cfg, improved = true;
     };

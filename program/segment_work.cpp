@@ -1,6 +1,8 @@
 // program/segment_work.cpp — kernels, serial collectives and activation bytes of a segment.
 #include "program/segment_work.h"
 
+#include "core/errors.h"
+
 #include <algorithm>
 #include <map>
 
@@ -77,29 +79,46 @@ void add_op_sac_recompute_tp(std::vector<SerialCollective>& out, const Plan& pla
   }
 }
 
-// Dense models: count_params per module; a tied table is counted once, as the embedding.
-void dense_module_params(const Plan& plan, std::map<std::string, double>& per_module) {
+// Dense models: count_params per module, in module_names() order; a tied table is counted once, as the
+// embedding.
+std::vector<double> dense_module_params(const Plan& plan) {
   const ParamCounts pc = count_params(plan.model);
-  const auto names = module_names(plan.model);
-  const int layers = int(plan.model.layers);
-  per_module["embedding"] = double(pc.embedding);
-  for (int i = 0; i < layers; ++i) per_module[names[std::size_t(i + 1)]] = double(pc.per_block);
-  per_module["final_norm"] = double(pc.final_norm);
-  per_module["head"] = double(pc.head);
+  const auto layers = std::size_t(plan.model.layers);
+  std::vector<double> per_module(layers + 3, double(pc.per_block));
+  per_module[0] = double(pc.embedding);
+  per_module[layers + 1] = double(pc.final_norm);
+  per_module[layers + 2] = double(pc.head);
   // A tied table is counted once, as the embedding; the last pipeline stage keeps a copy for the head.
-  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module["head"] += double(plan.model.vocab * plan.model.hidden);
+  if (plan.model.tied_embeddings && plan.parallelism.pp > 1) per_module[layers + 2] += double(plan.model.vocab * plan.model.hidden);
+  return per_module;
+}
+
+// Position of a module name in module_names(): embedding 0, block.i 1 + i, final_norm L + 1, head L + 2;
+// past the end for any other name (so that at() refuses it).
+std::size_t module_position(const std::string& name, std::size_t layers) {
+  if (name == "embedding") return 0;
+  if (name == "final_norm") return layers + 1;
+  if (name == "head") return layers + 2;
+  if (name.rfind("block.", 0) != 0) return layers + 3;
+  std::size_t i = 0;
+  for (std::size_t k = 6; k < name.size(); ++k) {
+    if (name[k] < '0' || name[k] > '9') return layers + 3;
+    i = i * 10 + std::size_t(name[k] - '0');
+  }
+  return name.size() > 6 && i < layers ? 1 + i : layers + 3;
 }
 
 }  // namespace
 
 std::vector<Segment> plan_segments(const Plan& plan) {
-  const auto names = module_names(plan.model);
-  std::map<std::string, int> unit_of;
+  const auto layers = std::size_t(plan.model.layers);
+  std::vector<int> unit_of(layers + 3, -1);  // per module, in module_names() order
   for (std::size_t u = 0; u < plan.units.size(); ++u)
-    for (const auto& m : plan.units[u].modules) unit_of[m] = int(u);
+    for (const auto& m : plan.units[u].modules) unit_of.at(module_position(m, layers)) = int(u);
   std::vector<Segment> segs;
-  for (int i = 0; i < int(names.size()); ++i) {
-    const int u = unit_of.at(names[std::size_t(i)]);
+  for (int i = 0; i < int(unit_of.size()); ++i) {
+    const int u = unit_of[std::size_t(i)];
+    FSDP_CHECK(u >= 0, "plan_segments: a module in no unit");
     if (!segs.empty() && segs.back().unit == u) {
       ++segs.back().module_count;
     } else {
@@ -111,19 +130,15 @@ std::vector<Segment> plan_segments(const Plan& plan) {
 }
 
 std::vector<double> unit_params(const Plan& plan) {
-  const auto names = module_names(plan.model);
-  std::map<std::string, double> per_module;
-  if (plan.model.is_moe()) {  // routed experts cut to experts / ep (program/moe_block.h)
-    const std::vector<double> counts = moe_module_params(plan);
-    for (std::size_t i = 0; i < names.size(); ++i) per_module[names[i]] = counts[i];
-  } else {
-    dense_module_params(plan, per_module);
-  }
+  // Routed experts cut to experts / ep (program/moe_block.h); both in module_names() order.
+  const std::vector<double> per_module = plan.model.is_moe() ? moe_module_params(plan) : dense_module_params(plan);
+  const auto layers = std::size_t(plan.model.layers);
   std::vector<double> out;
+  out.reserve(plan.units.size());
   // TP splits every weight matrix and the vocabulary; norms are replicated (< 0.1% of a block).
   for (const auto& unit : plan.units) {
     double p = 0;
-    for (const auto& m : unit.modules) p += per_module.at(m);
+    for (const auto& m : unit.modules) p += per_module.at(module_position(m, layers));
     out.push_back(p / plan.parallelism.tp);
   }
   return out;

@@ -28,12 +28,21 @@ struct PeriodicProbe {
   std::vector<int> ops;         // per role, one period
 };
 
+// The last probe simulated when none repeats: a whole step of `micro_batches`, which the linear
+// extrapolation (linear_extrapolation.h) takes instead of simulating it again.
+struct UnrepeatedProbe {
+  StepProgram program;
+  EngineResult engine;  // with per-op records and memory samples
+  std::int64_t micro_batches = 0;  // 0: none
+};
+
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
 // nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)
-// repeats: the caller simulates the whole step.
+// repeats: the caller simulates the whole step. A pipelined plan's last unrepeated probe goes to `last`
+// where given.
 std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options,
                                                  std::int64_t probe_limit = 0);
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit = 0);
+                                                     std::int64_t probe_limit = 0, UnrepeatedProbe* last = nullptr);
 
 }  // namespace fsdpx

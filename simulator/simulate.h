@@ -49,6 +49,9 @@ struct Simulation {
   double bubble_fraction = 0;
   std::int64_t ops_per_rank = 0;             // role 0's ops in the step
   std::int64_t simulated_micro_batches = 0;  // of a probe the step was extrapolated from; 0: every one simulated
+  // Grown linearly from whole steps of simulated_micro_batches / 2 and simulated_micro_batches
+  // (linear_extrapolation.h: an approximation) rather than from a probe that repeats exactly.
+  bool linear_extrapolation = false;
 };
 
 // The idle time of one stage's compute stream before the ops that start in [from, to): the bubble and

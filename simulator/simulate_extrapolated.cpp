@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "program/lower.h"
+#include "simulator/linear_extrapolation.h"
 #include "simulator/periodic_probe.h"
 
 namespace fsdpx {
@@ -83,9 +85,14 @@ Simulation extrapolate(const Plan& plan, PeriodicProbe pr) {
 
 }  // namespace
 
-std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOptions& options) {
-  std::optional<PeriodicProbe> pr =
-      plan.parallelism.pp > 1 ? pipeline_periodic_probe(plan, options) : flat_periodic_probe(plan, options);
+namespace {
+
+std::optional<Simulation> extrapolated(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* last) {
+  // Beyond what lowering takes, as the planner's totals (steady_state.cpp simulate_step_totals): probes
+  // below the linear extrapolation's larger step only.
+  const std::int64_t limit = periodic_probe_limit(plan);
+  std::optional<PeriodicProbe> pr = plan.parallelism.pp > 1 ? pipeline_periodic_probe(plan, options, limit, last)
+                                                            : flat_periodic_probe(plan, options, limit);
   if (!pr) return std::nullopt;
   const std::int64_t probe = pr->probe_micro_batches;
   Simulation sim = extrapolate(plan, std::move(*pr));
@@ -93,8 +100,17 @@ std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOp
   return sim;
 }
 
+}  // namespace
+
+std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOptions& options) {
+  return extrapolated(plan, options, nullptr);
+}
+
 Simulation simulate_fast(const Plan& plan, const EngineOptions& options) {
-  if (auto sim = simulate_extrapolated(plan, options)) return std::move(*sim);
+  UnrepeatedProbe last;
+  if (auto sim = extrapolated(plan, options, &last)) return std::move(*sim);
+  if (plan.grad_accum() > kMaxLoweredMicroBatches)
+    return linear_simulation(plan, simulate_linear_steps(plan, options, &last));
   return simulate(plan, options);
 }
 

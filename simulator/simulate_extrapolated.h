@@ -4,7 +4,7 @@
 // is the probe with the missing periods inserted: step time, throughput, MFU/HFU, per-stage compute,
 // bubble and idle, and the busiest stage's phases (compute and exposed communication) grow by one window
 // per period; the peak memory is the probe's. Leaves out per-op records of the whole step (traces and
-// program listings simulate it whole: `fsdpx simulate --full`).
+// program listings simulate it whole: `fsdpx simulate --full`, up to what lowering takes).
 #pragma once
 
 #include <optional>
@@ -17,7 +17,10 @@ namespace fsdpx {
 // The extrapolated summary; nothing when no probe smaller than the step repeats.
 std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOptions& options = {});
 
-// simulate_extrapolated where it applies, else simulate() of every micro-batch.
+// The extrapolated summary where a probe repeats (beyond what lowering takes, a probe of at most
+// 2 x kLinearProbeMicroBatches, as the planner's), else beyond what lowering takes the linear
+// extrapolation the planner uses (linear_extrapolation.h: the same figures), else simulate() of every
+// micro-batch.
 Simulation simulate_fast(const Plan& plan, const EngineOptions& options = {});
 
 }  // namespace fsdpx

@@ -5,6 +5,7 @@
 #include "simulator/steady_state.h"
 #include "simulator/steady_state_pipeline.h"
 #include "simulator/periodic_probe.h"
+#include "simulator/linear_extrapolation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -195,40 +196,16 @@ std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineO
 
 namespace {
 
-// A step of more micro-batches than lowering takes (program/lower.h) whose probes up to 2 x
-// kLinearProbeMicroBatches never repeat exactly (stages whose relative timing drifts by some ns per
-// micro-batch, so no window recurs to the nanosecond): its totals grow linearly between whole steps of n
-// and 2n micro-batches and are extrapolated from them, the peaks too (flat where the micro-batches in
-// flight are bounded, as under 1F1B; GPipe's first stage holds every micro-batch's activations). An
-// approximation, unlike the periodic probe; used only where the whole step cannot be simulated at all.
-constexpr std::int64_t kLinearProbeMicroBatches = 256;
-
-StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options) {
-  const std::int64_t d = period_micro_batches(plan);
-  const std::int64_t n = (kLinearProbeMicroBatches + d - 1) / d * d;
-  const StepTotals a = probe_totals(simulate(with_micro_batches(plan, n), options), plan, n);
-  StepTotals t = probe_totals(simulate(with_micro_batches(plan, 2 * n), options), plan, 2 * n);
-  const double k = double(plan.grad_accum() - 2 * n) / double(n);  // periods of n micro-batches added
-  auto grow = [k](double at_2n, double at_n) { return at_2n + k * (at_2n - at_n); };
-  const double probe_tps = t.tokens_per_s_per_gpu, probe_mfu = t.mfu;
-  t.step_time_s = grow(t.step_time_s, a.step_time_s);
-  t.compute_busy_s = grow(t.compute_busy_s, a.compute_busy_s);
-  t.compute_floor_s = grow(t.compute_floor_s, a.compute_floor_s);
-  for (std::size_t c = 0; c < t.peak_memory_bytes.size(); ++c)
-    t.peak_memory_bytes[c] = grow(t.peak_memory_bytes[c], a.peak_memory_bytes[c]);
-  t.peak_memory_total_bytes = grow(t.peak_memory_total_bytes, a.peak_memory_total_bytes);
-  t.bubble_fraction = 0;
-  for (std::size_t r = 0; r < t.stages.size(); ++r) {
-    StageSummary& st = t.stages[r];
-    st.compute_s = grow(st.compute_s, a.stages[r].compute_s);
-    st.bubble_s = grow(st.bubble_s, a.stages[r].bubble_s);
-    st.peak_memory_bytes = grow(st.peak_memory_bytes, a.stages[r].peak_memory_bytes);
-    st.idle_fraction = 1.0 - st.compute_s / t.step_time_s;
-    t.bubble_fraction += st.bubble_s / double(t.stages.size()) / t.step_time_s;
-  }
-  t.tokens_per_s_per_gpu = double(plan.training.global_batch) * double(plan.training.seq) / t.step_time_s /
-                           double(plan.parallelism.world_size());
-  t.mfu = probe_mfu * t.tokens_per_s_per_gpu / probe_tps;
+// linear_extrapolation.h's summary as totals; the busy time and floor (read from the larger step's engine
+// and program) grown the same way.
+StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse) {
+  LinearSteps s = simulate_linear_steps(plan, options, reuse);
+  const StepTotals a = probe_totals(s.at_n, plan, s.n);
+  const double periods = s.periods;
+  const Simulation sim = linear_simulation(plan, std::move(s));
+  StepTotals t = probe_totals(sim, plan, sim.simulated_micro_batches);
+  t.compute_busy_s = linear_grow(t.compute_busy_s, a.compute_busy_s, periods);
+  t.compute_floor_s = linear_grow(t.compute_floor_s, a.compute_floor_s, periods);
   return t;
 }
 
@@ -238,9 +215,10 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, 
   const std::int64_t micro_batches = plan.grad_accum();
   // Beyond what lowering takes, probes stop below the linear extrapolation's larger step.
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;
-  const std::int64_t probe_limit = too_long ? 2 * kLinearProbeMicroBatches : 0;
+  const std::int64_t probe_limit = periodic_probe_limit(plan);
+  UnrepeatedProbe last;  // a pipelined plan's last probe, for the linear extrapolation
   if (plan.parallelism.pp > 1) {
-    if (auto t = pipeline_step_totals(plan, options, probe_limit)) return *t;
+    if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {
     const double extra = double(pr->periods);
@@ -259,7 +237,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, 
   }
   EngineOptions full = options;
   full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
-  if (too_long) return linear_step_totals(plan, full);
+  if (too_long) return linear_step_totals(plan, full, &last);
   return probe_totals(simulate(plan, full), plan, micro_batches);
 }
 

@@ -261,7 +261,7 @@ std::int64_t first_probe(const Plan& plan, int d) {
 }  // namespace
 
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit) {
+                                                     std::int64_t probe_limit, UnrepeatedProbe* last) {
   if (options.expand_ranks || plan.parallelism.pp == 1) return std::nullopt;
   const std::int64_t micro_batches = plan.grad_accum();
   const std::int64_t limit = probe_limit > 0 ? std::min(probe_limit, micro_batches) : micro_batches;
@@ -278,7 +278,10 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
       const Probe pr = make_probe(program, engine, d);
       window = period_window(pr, probe);
     }
-    if (!window) continue;
+    if (!window) {
+      if (last) *last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
+      continue;
+    }
     return PeriodicProbe{std::move(program), std::move(engine), probe,  (micro_batches - probe) / d,
                          window->start_ns,   window->period_ns,  window->busy_ns, window->floor_s, window->ops};
   }
@@ -290,8 +293,8 @@ int period_micro_batches(const Plan& plan) {
 }
 
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
-                                               std::int64_t probe_limit) {
-  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit);
+                                               std::int64_t probe_limit, UnrepeatedProbe* last) {
+  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit, last);
   if (!pr) return std::nullopt;
   StepTotals t = extrapolate(*pr);
   const std::int64_t probe = pr->probe_micro_batches;

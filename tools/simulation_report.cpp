@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "program/lower.h"
 #include "tools/format.h"
 #include "tools/prediction_range.h"
 
@@ -10,6 +11,25 @@ namespace fsdpx {
 
 namespace {
 constexpr const char* kPhaseNames[3] = {"forward", "backward", "optimizer"};
+
+// How the step's figures were obtained: every micro-batch simulated, a repeating probe extended, or a line
+// through two whole steps (simulator/linear_extrapolation.h).
+const char* extrapolation_name(const Simulation& sim) {
+  if (sim.linear_extrapolation) return "linear";
+  return sim.simulated_micro_batches > 0 ? "periodic" : "none";
+}
+
+// The line saying which micro-batches were simulated, empty when all were.
+std::string simulated_text(const Simulation& sim) {
+  if (sim.linear_extrapolation)
+    return fmt::format("  whole steps of {} and {} micro-batches simulated, the step extrapolated linearly from "
+                       "them (no probe repeats exactly: an approximation; lowering takes at most {})\n",
+                       sim.simulated_micro_batches / 2, sim.simulated_micro_batches, kMaxLoweredMicroBatches);
+  if (sim.simulated_micro_batches > 0)
+    return fmt::format("  {} micro-batches simulated, the steady state extrapolated to the rest (--full: all)\n",
+                       sim.simulated_micro_batches);
+  return "";
+}
 }
 
 nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
@@ -37,6 +57,7 @@ nlohmann::json simulation_json(const Plan& plan, const Simulation& sim) {
   j["ops_per_rank"] = sim.ops_per_rank;
   // A step extrapolated from a probe (simulator/simulate_extrapolated.h) says how many it simulated.
   j["simulated_micro_batches"] = sim.simulated_micro_batches > 0 ? sim.simulated_micro_batches : plan.grad_accum();
+  j["extrapolation"] = extrapolation_name(sim);
   if (plan.parallelism.pp > 1) {
     j["pp"] = plan.parallelism.pp;
     j["vpp"] = plan.parallelism.vpp;
@@ -87,11 +108,7 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
       "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n{}\n",
       plan.model.name, plan.cluster.name, par.world_size(), par.pp > 1 ? fmt::format("pp {} x ", par.pp) : "",
       par.dp_replicate, par.dp_shard, par.cp, par.tp, data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
-      plan.grad_accum(), sim.ops_per_rank,
-      sim.simulated_micro_batches > 0
-          ? fmt::format("  {} micro-batches simulated, the steady state extrapolated to the rest (--full: all)\n",
-                        sim.simulated_micro_batches)
-          : "");
+      plan.grad_accum(), sim.ops_per_rank, simulated_text(sim));
   out += "Step\n" + phases_table(sim) + "\n";
   if (par.pp > 1) out += stages_text(plan, sim);
   std::vector<std::vector<std::string>> mem;
@@ -113,7 +130,10 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
 
 std::string simulation_brief_text(const Plan& plan, const Simulation& sim) {
   std::string out = fmt::format("  {} ops per rank, {} micro-batches per step{}\n", sim.ops_per_rank, plan.grad_accum(),
-                                sim.simulated_micro_batches > 0
+                                sim.linear_extrapolation ? fmt::format(" (extrapolated linearly from {} and {})",
+                                                                       sim.simulated_micro_batches / 2,
+                                                                       sim.simulated_micro_batches)
+                                : sim.simulated_micro_batches > 0
                                     ? fmt::format(" ({} simulated, the rest extrapolated)", sim.simulated_micro_batches)
                                     : "");
   out += phases_table(sim);

@@ -8,10 +8,14 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/config_paths.h"
+#include "core/errors.h"
+#include "program/lower.h"
 #include "simulator/simulate.h"
 #include "simulator/simulate_extrapolated.h"
+#include "simulator/steady_state.h"
 #include "tests/support/pipelined_plan.h"
 
 namespace fsdpx {
@@ -93,6 +97,40 @@ TEST_CASE("a plan whose steady state is not found is simulated whole") {
   CHECK(fast.engine.step_time_ns == simulate(gpipe).engine.step_time_ns);
   const Plan few = plan_of("llama-tiny", "cpu", shape(1, 4, 1), 64, 3, RecomputeMode::none);
   CHECK_FALSE(simulate_extrapolated(few).has_value());
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// Beyond what lowering takes (kMaxLoweredMicroBatches), a plan whose probes never repeat (GPipe) is
+// summarised by the linear extrapolation the planner's evaluation uses (issue 36: `fsdpx simulate` refused
+// the 8,192-micro-batch plan the planner proposed): the same step time, throughput and peak as
+// simulate_step_totals to the bit, marked linear, and within 0.1% of the whole step of half the
+// micro-batches in throughput.
+TEST_CASE("beyond what lowering takes, the summary is the planner's linear extrapolation") {
+  const Plan p = plan_of("llama-tiny", "cpu", shape(2, 1, 1, PipelineSchedule::gpipe), 64, 2 * kMaxLoweredMicroBatches,
+                         RecomputeMode::none);
+  const Plan half = plan_of("llama-tiny", "cpu", shape(2, 1, 1, PipelineSchedule::gpipe), 64, kMaxLoweredMicroBatches,
+                            RecomputeMode::none);
+  const Simulation fast = simulate_fast(p);
+  const StepTotals planner = simulate_step_totals(p);
+  CHECK(fast.linear_extrapolation);
+  CHECK(fast.simulated_micro_batches == 512);
+  // Step, throughput, MFU, peak and bubble, then per stage its compute and peak: equal to the bit.
+  const auto figures = [](const auto& x) {
+    std::vector<double> v{x.step_time_s, x.tokens_per_s_per_gpu, x.mfu, x.peak_memory_total_bytes, x.bubble_fraction};
+    for (const StageSummary& st : x.stages) v.insert(v.end(), {st.compute_s, st.peak_memory_bytes});
+    return v;
+  };
+  CHECK(figures(fast) == figures(planner));
+  CHECK(fast.stages.size() == 2);
+  const Simulation whole = simulate(half);
+  CHECK(fast.tokens_per_s_per_gpu == doctest::Approx(whole.tokens_per_s_per_gpu).epsilon(1e-3));
+  CHECK(fast.ops_per_rank == doctest::Approx(2.0 * double(whole.ops_per_rank)).epsilon(1e-3));
+  CHECK(fast.hfu == doctest::Approx(whole.hfu).epsilon(1e-3));
+  CHECK(fast.phases[1].compute_s == doctest::Approx(2 * whole.phases[1].compute_s).epsilon(2e-3));
+  CHECK_THROWS_AS(simulate(p), ConfigError);  // the whole step stays refused
 }
 
 }  // namespace fsdpx
