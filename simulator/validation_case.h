@@ -106,7 +106,8 @@ Framework case_framework(const ValidationCase& c, std::vector<std::string>& note
 // for Megatron-Bridge and llm-foundry) with what the case states in `uncertain` (the file's README: a
 // torchtitan case says where it ran rowwise and where the FSDP float8 all-gather was on; a
 // Megatron-Bridge case prints "FP8-CS" for current scaling).
-Fp8Settings case_fp8_settings(const std::string& framework, const std::vector<std::string>& uncertain);
+Fp8Settings case_fp8_settings(const std::string& framework, const std::string& source,
+                              const std::vector<std::string>& uncertain, int dp_shard);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);
