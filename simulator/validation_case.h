@@ -101,6 +101,9 @@ MemoryMetric framework_memory_metric(const std::string& framework);
 
 // The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
 Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
+// The version of that stack the case's source names (a cited release, or "pre-0.1.0" for torchtitan
+// sources dated before 2025); empty when not stated or the stack has no versions (core/framework.h).
+std::string case_framework_version(const ValidationCase& c, Framework f);
 
 // The fp8 recipe of an fp8 case: its framework's (torchao tensorwise for torchtitan, Transformer Engine
 // for Megatron-Bridge and llm-foundry) with what the case states in `uncertain` (the file's README: a

@@ -46,6 +46,23 @@ TEST_CASE("fp8 cases: the recipe from the framework and what the case states") {
   REQUIRE(mb.plan.fp8.has_value());
 }
 
+TEST_CASE("the torchtitan version a case's source names: a cited release, else pre-0.1.0 before 2025") {
+  ValidationCase c;
+  c.framework = "torchtitan";
+  c.source = "pytorch/torchtitan docs/performance.md @eaea6f6a (Dec-2024; = arXiv 2410.06511 tables) Table 1";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "pre-0.1.0");
+  c.source = "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md";
+  CHECK(case_framework_version(c, Framework::torchtitan).empty());
+  c.source = "a run with torchtitan v0.2.2 (2026-03)";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "0.2.2");
+  c.source = "torchtitan @v0.2.1";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "0.2.1");
+  CHECK(case_framework_version(c, Framework::megatron).empty());
+  const ValidationCaseFile f = load_validation_cases(kFile);
+  const CasePlan tt = build_case_plan(find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8"), f.file);
+  CHECK(tt.plan.framework_version == "pre-0.1.0");
+}
+
 TEST_CASE("fp8 cases: every case scored, with the fp8 attribution in its notes") {
   const ValidationReport r = run_validation(load_validation_cases(kFile));
   REQUIRE(r.cases.size() == 5);
