@@ -62,6 +62,9 @@ struct Plan {
   // The stack whose costs the prediction assumes (core/framework.h) and whether it runs under
   // torch.compile (PyTorch stacks only).
   Framework framework = Framework::fsdpx;
+  // The stack's version where its code differs in what fsdpx costs (core/framework.h
+  // framework_versions); empty: not stated.
+  std::string framework_version;
   bool compiled = false;
   // LoRA fine-tuning (core/lora.h): the base weights frozen, adapters trained; absent = full training.
   std::optional<LoraSettings> lora;

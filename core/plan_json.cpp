@@ -265,6 +265,22 @@ Framework parse_framework(JsonObject& o) {
                                   v.is_string() ? "\"" + v.get<std::string>() + "\"" : json_type_name(v)));
 }
 
+// Strict: one of the framework's versions (core/framework.h), absent when not stated.
+std::string parse_framework_version(JsonObject& o, Framework f) {
+  if (!o.has("framework_version")) return {};
+  const nlohmann::json& v = o.raw("framework_version");
+  const std::vector<std::string>& known = framework_versions(f);
+  if (v.is_string() && std::find(known.begin(), known.end(), v.get<std::string>()) != known.end())
+    return v.get<std::string>();
+  const std::string got = v.is_string() ? "\"" + v.get<std::string>() + "\"" : std::string(json_type_name(v));
+  if (known.empty())
+    o.fail("framework_version", fmt::format("{} has no versions fsdpx distinguishes, got {}",
+                                            framework_name(f), got));
+  std::string accepted;
+  for (const std::string& k : known) accepted += (accepted.empty() ? "" : ", ") + k;
+  o.fail("framework_version", fmt::format("expected one of {} for {}, got {}", accepted, framework_name(f), got));
+}
+
 PredictedMetrics parse_predicted(JsonObject o) {
   PredictedMetrics m;
   auto get = [&o](std::string_view key) { return o.has(key) ? o.non_negative_number(key) : 0.0; };
@@ -370,6 +386,7 @@ Plan parse_plan(const nlohmann::json& j, const std::string& file) {
   p.attention_kernel =
       enum_of(o, "attention_kernel", kAttentionKernels, attention_kernel_cname, AttentionKernel::flash2);
   p.framework = parse_framework(o);
+  p.framework_version = parse_framework_version(o, p.framework);
   p.compiled = o.optional_boolean("compiled").value_or(false);
   if (auto l = o.optional_object("lora")) p.lora = parse_lora(*l, p.model);
   if (auto mr = o.optional_object("moe")) {
@@ -412,6 +429,7 @@ nlohmann::json plan_to_json(const Plan& p) {
       {"attention_kernel", attention_kernel_cname(p.attention_kernel)},
       {"framework", std::string(framework_name(p.framework))},
       {"compiled", p.compiled}};
+  if (!p.framework_version.empty()) j["framework_version"] = p.framework_version;
   if (p.predicted)
     j["predicted"] = {{"step_time_s", p.predicted->step_time_s},
                       {"tokens_per_s_per_gpu", p.predicted->tokens_per_s_per_gpu},

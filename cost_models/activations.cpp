@@ -137,11 +137,13 @@ double op_sac_bytes_per_token(const ModelSpec& m, const Dims& d, const Activatio
 // torchtitan's RMSNorm (x.float(), pow, mean, rsqrt, mul, type_as, * weight): pow and the rstd product
 // save the fp32 copy of x (4h) and the weight product its bf16 input (2h), where a fused norm saves x
 // (2h): +4h per norm, two norms. SDPA saves the K and V it was given, expanded to every query head by
-// repeat_kv (+2·(q - kv) per token), and its output besides the contiguous copy wo saves (+q).
+// repeat_kv where the stack has it (+2·(q - kv) per token), and its output besides the contiguous copy
+// wo saves (+q).
 double eager_extra_bytes_per_token(const Dims& d, const ActivationShape& s) {
   double b = 0;
   if (s.eager_norm_fp32) b += 2 * 4 * d.h / d.norm_div;
-  if (s.attention_copies) b += (2 * (d.q - d.kv) + d.out) * d.e / d.tp;
+  if (s.repeat_kv) b += 2 * (d.q - d.kv) * d.e / d.tp;
+  if (s.attention_copies) b += d.out * d.e / d.tp;
   return b;
 }
 

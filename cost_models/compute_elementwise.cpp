@@ -118,14 +118,15 @@ std::vector<KernelWork> stack_activation_kernels(const ModelSpec& m, const RankD
   return {fused_activation(m, d, backward)};
 }
 
-// repeat_kv (unsqueeze, expand, reshape: a copy when n_rep > 1) for K and V before SDPA, and
-// output.transpose(1, 2).contiguous() of SDPA's output after it (torchtitan models/llama/model.py).
+// repeat_kv (unsqueeze, expand, reshape: a copy when n_rep > 1) for K and V before SDPA where the stack
+// has it (StackCosts::repeat_kv), and output.transpose(1, 2).contiguous() of SDPA's output after it
+// (torchtitan models/llama/model.py).
 // Backward, in execution order: the contiguous copy's gradient is copied back before SDPA's backward;
 // after it, expand's gradient sums n_rep heads into one for dK and dV.
 std::vector<KernelWork> attention_copy_kernels(const RankDims& d, bool backward, bool before_attention) {
   if (!d.stack.attention_copies) return {};
   const double e = d.act_bytes, q = d.tokens * d.q_dim, kv = d.tokens * d.kv_dim;
-  const bool repeats = d.kv_dim < d.q_dim;
+  const bool repeats = d.stack.repeat_kv && d.kv_dim < d.q_dim;
   std::vector<KernelWork> ks;
   if (backward == before_attention) {  // forward's output copy, or backward's copy of its gradient
     ks.push_back(pass(backward ? "attn_out_copy_bwd" : "attn_out_copy", q, e, e));

@@ -37,8 +37,8 @@ struct RankDims {
   bool attention_dropout = false;  // dropout on the probabilities (unfused path; fused kernels fuse it)
   StackCosts stack;                // the training stack's elementwise implementations
   // Width of K and V as attention reads them: q_dim when the stack expands them (repeat_kv).
-  double attention_kv_dim() const { return stack.attention_copies ? q_dim : kv_dim; }
-  double attention_v_dim() const { return stack.attention_copies ? v_dim : v_kv_dim; }
+  double attention_kv_dim() const { return stack.repeat_kv ? q_dim : kv_dim; }
+  double attention_v_dim() const { return stack.repeat_kv ? v_dim : v_kv_dim; }
 };
 
 RankDims rank_dims(const ModelSpec& m, const LayerShape& s);

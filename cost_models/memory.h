@@ -65,7 +65,8 @@ struct ActivationShape {
   bool dropout = false;          // GPT-3-style dropout masks and outputs (Korthikanti's setting)
   bool fused_loss = false;       // one-pass cross-entropy (stack_costs.h LossImpl::fused)
   bool eager_norm_fp32 = false;  // torchtitan's eager RMSNorm: saves an fp32 copy of its input
-  bool attention_copies = false; // repeat_kv's expanded K, V and SDPA's output beside its contiguous copy
+  bool attention_copies = false; // SDPA's output beside its contiguous copy
+  bool repeat_kv = false;        // SDPA saves K and V expanded to every query head (repeat_kv)
   bool compiled = false;         // torch.compile: only what the backward graph reads is saved
   bool eager_swiglu = false;     // silu(w1 x) * w3 x as eager ops: silu's output is saved as well
 };

@@ -15,6 +15,8 @@ namespace fsdpx {
 // - Attention projects with separate nn.Linear wq, wk, wv and FeedForward with w1, w3 (not fused);
 // - FeedForward: w2(F.silu(w1(x)) * w3(x)); repeat_kv via expand + reshape (a copy when n_rep > 1) and
 //   output.transpose(1, 2).contiguous() around F.scaled_dot_product_attention (models/llama/model.py);
+//   from v0.2.2 SDPA takes the K and V heads as they are with enable_gqa (torchtitan_repeats_kv,
+//   core/framework.h), the output copy stays (models/llama3/model/model.py @v0.2.2);
 // - loss: cross_entropy(pred.flatten(0, 1).float(), labels) (train.py; "compiling loss function causes
 //   CUDA errors, turning off for now");
 // - FSDP2 fully_shard per block (parallelisms/parallelize_llama.py apply_fsdp);
@@ -38,12 +40,13 @@ namespace fsdpx {
 // gpt3_175b_hydra.yaml, nemotron4-15b-synth.yaml; false in nemotron4-340b-synth.yaml).
 // fsdpx's executor: fused norm, RoPE and activation kernels, llm.c's fused classifier, flat FSDP units
 // (executor/cuda_backend/cuda_unit.h) and one fused AdamW kernel (executor/cuda/adamw.h).
-StackCosts stack_costs(Framework f, bool compiled) {
+StackCosts stack_costs(Framework f, bool compiled, std::string_view version) {
   StackCosts s;
   switch (f) {
     case Framework::fsdpx: return s;
     case Framework::torchtitan:
       s.attention_copies = true;
+      s.repeat_kv = torchtitan_repeats_kv(version);
       s.separate_projections = true;
       s.loss = LossImpl::eager_fp32;
       s.fsdp = FsdpImpl::fsdp2;

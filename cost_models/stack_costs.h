@@ -7,6 +7,8 @@
 // owns the norm.
 #pragma once
 
+#include <string_view>
+
 #include "core/framework.h"
 
 namespace fsdpx {
@@ -45,8 +47,8 @@ struct StackCosts {
   bool unfused_swiglu = false;    // silu(w1 x) and its product with w3 x as two kernels
   bool separate_projections = false;  // wq, wk, wv (and w1, w3) as separate GEMMs, not one fused GEMM;
                                       // backward sums their input gradients
-  bool attention_copies = false;  // repeat_kv expands K and V to every query head; SDPA's output is
-                                  // made contiguous with transpose(1, 2).contiguous()
+  bool attention_copies = false;  // SDPA's output is made contiguous with transpose(1, 2).contiguous()
+  bool repeat_kv = false;         // repeat_kv expands K and V to every query head before SDPA
   LossImpl loss = LossImpl::fused;
   FsdpImpl fsdp = FsdpImpl::flat;
   OptimizerImpl optimizer = OptimizerImpl::fused;
@@ -62,7 +64,9 @@ struct StackCosts {
   bool torch_ring_attention = false;
 };
 
-StackCosts stack_costs(Framework f, bool compiled);
+// `version`: the stack's version where its code differs (core/framework.h framework_versions); empty
+// when not stated.
+StackCosts stack_costs(Framework f, bool compiled, std::string_view version = {});
 
 // HBM bytes per parameter of the local shard for one AdamW step (fp32 master, m, v; the gradient in
 // `grad_bytes` per element) and for gradient-norm clipping.

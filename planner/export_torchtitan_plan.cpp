@@ -58,6 +58,7 @@ Plan torchtitan_closest_plan(const Plan& plan, const TorchtitanSettings& s) {
   p.prefetch = Prefetch{1, 1, kTorchtitanAllGathersInFlight};
   if (p.optimizer.grad_clip_norm <= 0) p.optimizer.grad_clip_norm = 1e30;
   p.framework = Framework::torchtitan;
+  p.framework_version = s.version;
   p.compiled = s.compile;
   p.fp8 = s.fp8;
   p.predicted.reset();

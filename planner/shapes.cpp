@@ -176,6 +176,9 @@ Plan shape_plan(const PlanRequest& r, const Parallelism& par, std::int64_t micro
     p.units = wrap_per_block(r.model, PerBlockWrapping{});
   }
   p.framework = request_framework(r);
+  // The release the plan is for, whose code its costs follow (core/framework.h framework_versions).
+  if (p.framework == Framework::torchtitan && r.target.kind == TargetKind::torchtitan)
+    p.framework_version = r.target.version;
   p.attention_kernel = target_attention_kernel(r.target, r.cluster, r.model.head_dim);
   p.compiled = r.compiled;
   p.lora = r.lora;

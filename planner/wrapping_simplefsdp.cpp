@@ -62,7 +62,7 @@ BucketingInputs module_costs(const Plan& p) {
   s.cp = par.cp;
   s.sequence_parallel = par.sequence_parallel;
   s.act_dtype = p.precision.param;
-  s.stack = stack_costs(p.framework, p.compiled);
+  s.stack = stack_costs(p.framework, p.compiled, p.framework_version);
   const GpuSpec& gpu = p.cluster.gpu;
   const DType dt = p.precision.param;
   BucketingInputs in;

@@ -51,7 +51,7 @@ Sizes sizes(const Plan& plan) {
   s.exchange = s.tokens * double(plan.model.hidden) * s.act;
   s.sp = plan.parallelism.sequence_parallel && plan.parallelism.tp > 1;
   s.block_gather = float8_tensor_parallel(plan) ? s.exchange / s.act : s.exchange;
-  s.stack = stack_costs(plan.framework, plan.compiled);
+  s.stack = stack_costs(plan.framework, plan.compiled, plan.framework_version);
   return s;
 }
 
@@ -81,13 +81,13 @@ double qkv_bytes(const Plan& plan, const Sizes& s) {
 
 // Context parallelism: the K and V of the rank's heads for the whole sequences (all-gather output). The
 // heads are the KV heads, or every query head where the stack expands K and V before attention
-// (StackCosts::attention_copies): torchtitan up to v0.2.1 calls repeat_kv before SDPA
+// (StackCosts::repeat_kv): torchtitan up to v0.2.1 calls repeat_kv before SDPA
 // (torchtitan/models/llama3/model/model.py @v0.2.1, Attention.forward), so the tensors PyTorch's ring
 // exchanges carry n_heads; v0.2.2 passes enable_gqa instead ("GQA without kv repeats", pytorch/torchtitan
-// #2259, 2026-01-27), which fsdpx's stack model, one per framework, does not distinguish yet.
+// #2259, 2026-01-27): a plan's framework_version says which (core/framework.h).
 double kv_bytes(const Plan& plan, const Sizes& s) {
   const ModelSpec& m = plan.model;
-  const double heads = double(s.stack.attention_copies ? m.heads : m.kv_heads);
+  const double heads = double(s.stack.repeat_kv ? m.heads : m.kv_heads);
   const double rank_heads = std::max(1.0, heads / plan.parallelism.tp);
   return 2.0 * s.tokens * plan.parallelism.cp * rank_heads * double(m.head_dim) * s.act;
 }

@@ -30,7 +30,7 @@ LayerShape layer_shape(const Plan& plan) {
   s.act_dtype = plan.precision.param;
   s.attention_kernel = plan.attention_kernel;
   s.dropout = plan.training.dropout > 0;
-  s.stack = stack_costs(plan.framework, plan.compiled);
+  s.stack = stack_costs(plan.framework, plan.compiled, plan.framework_version);
   s.fp8 = plan.fp8;
   // torchao's casts are fused only under torch.compile; Transformer Engine's are always its own kernels.
   s.fp8_fused_casts = !plan.fp8 || !fp8_is_torchao(plan.fp8->scaling) || plan.compiled;
@@ -54,6 +54,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.fused_loss = l.stack.loss == LossImpl::fused;
   a.eager_norm_fp32 = l.stack.norm == NormImpl::eager_fp32 && plan.model.arch == Arch::llama;
   a.attention_copies = l.stack.attention_copies;
+  a.repeat_kv = l.stack.repeat_kv;
   a.eager_swiglu = l.stack.unfused_swiglu;
   a.compiled = plan.compiled;
   return a;

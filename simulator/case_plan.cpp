@@ -241,6 +241,21 @@ Framework case_framework(const ValidationCase& c, std::vector<std::string>& note
   return Framework::torchtitan;
 }
 
+// The stack version a case's source names, where the stack has versions that cost differently
+// (core/framework.h framework_versions): a release it cites ("v0.2.2", "@v0.2.1", "torchtitan 0.2.2"),
+// else "pre-0.1.0" for a torchtitan source dated before 2025 (the commits before its first release,
+// v0.1.0 of 2025-06-17); otherwise not stated (empty).
+std::string case_framework_version(const ValidationCase& c, Framework f) {
+  const std::vector<std::string>& known = framework_versions(f);
+  for (auto it = known.rbegin(); it != known.rend(); ++it)
+    for (const char* prefix : {"v", "@v", "torchtitan "})
+      if (c.source.find(std::string(prefix) + *it) != std::string::npos) return *it;
+  constexpr int kFirstReleaseYear = 2025;
+  const std::optional<int> year = source_year(c.source);
+  if (f == Framework::torchtitan && year && *year < kFirstReleaseYear) return "pre-0.1.0";
+  return {};
+}
+
 // fms-fsdp's selective_checkpointing p: full checkpointing on p of the blocks, evenly spaced, block i (1-based)
 // checkpointed when i * p reaches the next half-integer cut-off (fms_fsdp/policies/ac_handler.py,
 // apply_fsdp_checkpointing: p = 1/2 -> [ac, no-ac, ...], p = 1/3 -> [no-ac, ac, no-ac, ...]).
@@ -277,6 +292,7 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   out.plan.attention_kernel = case_attention_kernel(c, cl.gpu);
   out.plan.training.dropout = case_dropout(c);
   out.plan.framework = case_framework(c, out.notes);
+  out.plan.framework_version = case_framework_version(c, out.plan.framework);
   out.plan.compiled = c.compiled && framework_can_compile(out.plan.framework);
   if (c.compiled && !out.plan.compiled)
     out.notes.push_back(fmt::format("compiled ignored: {} runs its own kernels", framework_name(out.plan.framework)));

@@ -159,7 +159,7 @@ ValidationCase parse_case(JsonObject o) {
     }
   }
   o.finish();
-  if (fp8) c.fp8 = case_fp8_settings(c.framework, c.uncertain);
+  if (fp8) c.fp8 = case_fp8_settings(c.framework, c.source, c.uncertain, c.parallelism.dp_shard);
   const Parallelism& p = c.parallelism;
   const auto world = try_product({p.dp_replicate, p.dp_shard, p.tp, p.pp, p.cp});
   if (world != c.gpus)

@@ -105,12 +105,16 @@ MemoryMetric framework_memory_metric(const std::string& framework);
 
 // The training stack of the case's framework; unknown frameworks get torchtitan's (noted).
 Framework case_framework(const ValidationCase& c, std::vector<std::string>& notes);
+// The version of that stack the case's source names (a cited release, or "pre-0.1.0" for torchtitan
+// sources dated before 2025); empty when not stated or the stack has no versions (core/framework.h).
+std::string case_framework_version(const ValidationCase& c, Framework f);
 
 // The fp8 recipe of an fp8 case: its framework's (torchao tensorwise for torchtitan, Transformer Engine
 // for Megatron-Bridge and llm-foundry) with what the case states in `uncertain` (the file's README: a
 // torchtitan case says where it ran rowwise and where the FSDP float8 all-gather was on; a
 // Megatron-Bridge case prints "FP8-CS" for current scaling).
-Fp8Settings case_fp8_settings(const std::string& framework, const std::vector<std::string>& uncertain);
+Fp8Settings case_fp8_settings(const std::string& framework, const std::string& source,
+                              const std::vector<std::string>& uncertain, int dp_shard);
 
 // Summary group of a case: the framework ("llm-foundry", "nemo", ...).
 std::string validation_source_key(const ValidationCase& c);

@@ -282,12 +282,17 @@ TEST_CASE("recompute selective_op (torchtitan's op-level SAC) parses, round-trip
   check_error(error_of([&] { parse_plan(j, "op.json"); }), "op.json", "/recompute", "selective_op");
 }
 
-TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round-trips") {
+// Llama-3.1-8B on one DGX H100 node, FSDP 8, full recompute: the plan the key round-trip tests edit.
+Plan llama8b_fsdp8_plan() {
   const ModelSpec m = load_model(kConfigs + "/models/llama3.1-8b.json");
   const ClusterSpec c = load_cluster(kConfigs + "/clusters/dgx-h100.json");
   Parallelism par;
   par.dp_shard = 8;
-  Plan p = default_plan(m, c, TrainingSettings{4096, 1, 8, 0}, par, 1, RecomputeMode::full);
+  return default_plan(m, c, TrainingSettings{4096, 1, 8, 0}, par, 1, RecomputeMode::full);
+}
+
+TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round-trips") {
+  Plan p = llama8b_fsdp8_plan();
   p.attention_kernel = AttentionKernel::unfused;
   CHECK(plan_to_json(p)["attention_kernel"] == "unfused");
   check_round_trip(p);
@@ -309,6 +314,26 @@ TEST_CASE("attention_kernel unfused (Megatron-LM 2021 materialised scores) round
   p.cluster.gpu.cudnn_attention_backward_efficiency.points = {{512, 0.2218}, {16384, 0.5215}};
   CHECK(plan_to_json(p)["attention_kernel"] == "cudnn");
   check_round_trip(p);
+}
+
+TEST_CASE("framework_version: a torchtitan release round-trips; absent is unstated; unknown values name the path") {
+  Plan p = llama8b_fsdp8_plan();
+  p.framework = Framework::torchtitan;
+  CHECK_FALSE(plan_to_json(p).contains("framework_version"));
+  CHECK(parse_plan(plan_to_json(p), "v.json").framework_version.empty());
+  for (const std::string& v : framework_versions(Framework::torchtitan)) {
+    p.framework_version = v;
+    CHECK(plan_to_json(p)["framework_version"] == v);
+    check_round_trip(p);
+  }
+  nlohmann::json j = plan_to_json(p);
+  j["framework_version"] = "0.3.0";
+  check_error(error_of([&] { parse_plan(j, "v.json"); }), "v.json", "/framework_version", "pre-0.1.0, 0.1.0");
+  j["framework_version"] = 2;
+  check_error(error_of([&] { parse_plan(j, "v.json"); }), "v.json", "/framework_version", "got the number 2");
+  j["framework_version"] = "0.2.2";
+  j["framework"] = "megatron";
+  check_error(error_of([&] { parse_plan(j, "v.json"); }), "v.json", "/framework_version", "megatron has no versions");
 }
 
 TEST_CASE("training.dropout: absent is 0 and not written; a probability round-trips") {

@@ -86,5 +86,27 @@ TEST_CASE("on Llama-3.1-8B at cp 8 the ring's copies add a few percent to the at
   }
 }
 
+// torchtitan up to v0.2.1 expands K and V to every query head (repeat_kv) before SDPA; v0.2.2 passes
+// enable_gqa (core/framework.h): the copies go, attention reads the KV heads as they are, and the
+// ring's K/V concatenations shrink by n_heads / n_kv_heads (4 on Llama-3.1-8B); SDPA's output copy stays.
+TEST_CASE("torchtitan 0.2.2's enable_gqa drops repeat_kv's copies and shrinks the ring's K/V traffic") {
+  const ModelSpec m = test::llama31_8b();
+  CHECK(stack_costs(Framework::torchtitan, true).repeat_kv);
+  CHECK(stack_costs(Framework::torchtitan, true, "0.2.1").repeat_kv);
+  CHECK(stack_costs(Framework::torchtitan, true, "pre-0.1.0").repeat_kv);
+  CHECK_FALSE(stack_costs(Framework::torchtitan, true, "0.2.2").repeat_kv);
+  CHECK(stack_costs(Framework::torchtitan, true, "0.2.2").attention_copies);
+  LayerShape gqa = shape(4);
+  gqa.stack = stack_costs(Framework::torchtitan, true, "0.2.2");
+  const auto bytes_of = [&](const LayerShape& s, const std::string& prefix) {
+    return ring_bytes(block_kernels(m, s, Pass::forward), prefix);
+  };
+  CHECK(bytes_of(shape(4), "repeat_") > 0);
+  CHECK(bytes_of(gqa, "repeat_") == 0);
+  CHECK(bytes_of(gqa, "attn_out_copy") == bytes_of(shape(4), "attn_out_copy"));
+  const double ratio = double(m.heads) / double(m.kv_heads);
+  CHECK(bytes_of(shape(4), "ring_kv_cat") == doctest::Approx(ratio * bytes_of(gqa, "ring_kv_cat")).epsilon(1e-12));
+}
+
 }  // namespace
 }  // namespace fsdpx

@@ -32,7 +32,13 @@ TEST_CASE("fp8 cases: the recipe from the framework and what the case states") {
   const ValidationCase& tt = find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8");
   REQUIRE(tt.fp8.has_value());
   CHECK(tt.fp8->scaling == Fp8Scaling::tensorwise);
-  CHECK_FALSE(tt.fp8->all_gather);
+  // The torchtitan team's own runs follow docs/float8.md's launch command: fp8 all-gather on, but only where
+  // FSDP shards over dp_shard (torchtitan/float8.py @9dec370: dp_shard_enabled); the contributed benchmarks
+  // keep the later default (off) unless they state it.
+  CHECK(tt.fp8->all_gather);
+  CHECK_FALSE(case_fp8_settings(tt.framework, tt.source, tt.uncertain, 1).all_gather);
+  const ValidationCase& tensorwise_tp = find_case(f, "torchtitan-asynctp-8b-64gpu-float8-rowwise-vanilla-tp");
+  CHECK_FALSE(case_fp8_settings(tensorwise_tp.framework, tensorwise_tp.source, {}, 8).all_gather);
   CHECK(find_case(f, "torchtitan-asynctp-8b-64gpu-float8-rowwise-vanilla-tp").fp8->scaling == Fp8Scaling::rowwise);
   CHECK(find_case(f, "torchtitan-h200-8b-32gpu-fp8").fp8->all_gather);
   CHECK(find_case(f, "mbridge-25p11-dgx-h100-llama3-8b-fp8").fp8->scaling == Fp8Scaling::current);  // "FP8-CS"
@@ -40,6 +46,23 @@ TEST_CASE("fp8 cases: the recipe from the framework and what the case states") {
   const CasePlan mb = build_case_plan(find_case(f, "mbridge-25p11-dgx-h100-llama3-8b-fp8"), f.file);
   CHECK(mb.plan.framework == Framework::megatron);
   REQUIRE(mb.plan.fp8.has_value());
+}
+
+TEST_CASE("the torchtitan version a case's source names: a cited release, else pre-0.1.0 before 2025") {
+  ValidationCase c;
+  c.framework = "torchtitan";
+  c.source = "pytorch/torchtitan docs/performance.md @eaea6f6a (Dec-2024; = arXiv 2410.06511 tables) Table 1";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "pre-0.1.0");
+  c.source = "pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md";
+  CHECK(case_framework_version(c, Framework::torchtitan).empty());
+  c.source = "a run with torchtitan v0.2.2 (2026-03)";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "0.2.2");
+  c.source = "torchtitan @v0.2.1";
+  CHECK(case_framework_version(c, Framework::torchtitan) == "0.2.1");
+  CHECK(case_framework_version(c, Framework::megatron).empty());
+  const ValidationCaseFile f = load_validation_cases(kFile);
+  const CasePlan tt = build_case_plan(find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8"), f.file);
+  CHECK(tt.plan.framework_version == "pre-0.1.0");
 }
 
 TEST_CASE("fp8 cases: every case scored, with the fp8 attribution in its notes") {
@@ -56,7 +79,8 @@ TEST_CASE("fp8 cases: every case scored, with the fp8 attribution in its notes")
 }
 
 // torchtitan docs/performance.md (Dec 2024; arXiv 2410.06511 Table 1): Llama-3.1-8B on 8 H100,
-// FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532: the float8 run within 5%, the speedup within 8.9%.
+// FSDP + torch.compile 6,667 tokens/s/GPU, + Float8 8,532: the float8 run and the speedup each within 5%
+// (issue 33), with the recipe the case maps to (fp8 all-gather on, docs/float8.md @9dec370).
 TEST_CASE("torchtitan Llama-3.1-8B on 8 H100: predicted float8 run and speedup against the published ones") {
   const ValidationCaseFile f = load_validation_cases(kFile);
   const CasePlan fp8 = build_case_plan(find_case(f, "torchtitan-8b-8gpu-fsdp-compile-float8"), f.file);
@@ -64,27 +88,22 @@ TEST_CASE("torchtitan Llama-3.1-8B on 8 H100: predicted float8 run and speedup a
   Plan same = fp8.plan;
   same.fp8.reset();
   CHECK(same.training.global_batch == bf16.plan.training.global_batch);  // same plan otherwise
+  REQUIRE(fp8.plan.fp8->all_gather);
   const Fp8Attribution a = fp8_attribution(fp8.plan);
-  const double ratio = a.no_gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu;
+  const double ratio = a.gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu;
   const double published = 8532.0 / 6667.0;
   MESSAGE("predicted float8 / bf16 = " << ratio << ", published " << published << " (" << 100 * (ratio / published - 1)
-                                       << "%), with fp8 all-gather "
-                                       << a.gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu);
-  // The issue asks for 5%; with the sourced fp8 GEMM efficiency the ratio is -5.2%, because the bf16 run is
-  // predicted +7.3% too fast while the float8 run is +1.7% (docs/validation.md). So the float8 run itself is held
-  // to 5%, and the ratio to the 8.9% that this test's former doctest::Approx(published).epsilon(0.05) allowed
-  // (epsilon x (1 + max) = 0.114 here), now written out as a relative bound.
-  CHECK(std::abs(ratio / published - 1) < 0.089);
-  CHECK(std::abs(a.no_gather_tokens_per_s_per_gpu / 8532.0 - 1) < 0.05);
+                                       << "%); without fp8 all-gather "
+                                       << a.no_gather_tokens_per_s_per_gpu / a.bf16_tokens_per_s_per_gpu
+                                       << "; the all-gather's share of the speedup " << a.all_gather_share);
+  CHECK(std::abs(ratio / published - 1) < 0.05);
+  CHECK(std::abs(a.gather_tokens_per_s_per_gpu / 8532.0 - 1) < 0.05);
   // fp8 all-gather halves the linear weights' all-gather bytes: never slower, and the share it brings is
   // reported for a plan that has it.
   CHECK(a.gather_tokens_per_s_per_gpu >= a.no_gather_tokens_per_s_per_gpu);
-  Plan with_ag = fp8.plan;
-  with_ag.fp8->all_gather = true;
-  const Fp8Attribution b = fp8_attribution(with_ag);
-  CHECK(b.all_gather_share >= 0);
-  CHECK(b.all_gather_share < 1);
-  CHECK(fp8_attribution_note(with_ag, b).find("of the speedup") != std::string::npos);
+  CHECK(a.all_gather_share > 0);
+  CHECK(a.all_gather_share < 1);
+  CHECK(fp8_attribution_note(fp8.plan, a).find("of the speedup") != std::string::npos);
 }
 
 TEST_CASE("MFU of an fp8 run over the peak its framework divides by") {
