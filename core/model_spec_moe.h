@@ -24,13 +24,13 @@ std::optional<std::string> unplanned_model_reason(const ModelSpec& m);
 // ConfigError "<file>: <path>: <reason>" when unplanned_model_reason has one.
 void refuse_unplanned_model(const ModelSpec& m, const std::string& file, const std::string& path);
 // Why a plan of `m` cannot be lowered and simulated (nullopt: it can). Mixture-of-experts blocks can
-// (program/moe_block.h); latent attention, qk_norm and YaRN cannot yet.
+// (program/moe_block.h), and so can latent attention, qk_norm and YaRN: nothing is refused today.
 std::optional<std::string> unsimulated_model_reason(const ModelSpec& m);
 void refuse_unsimulated_model(const ModelSpec& m, const std::string& file, const std::string& path);
 
 namespace detail {
 
-// fsdpx schema: the optional keys "moe", "mla", "qk_norm" and "rope_yarn_factor" of a model file.
+// fsdpx schema: the optional keys "moe", "mla", and "qk_norm" of a model file.
 void read_own_moe_keys(JsonObject& o, ModelSpec& m);
 void moe_keys_to_json(const ModelSpec& m, nlohmann::json& j);
 
