@@ -48,8 +48,9 @@ TEST_CASE("YaRN's frequencies, cos/sin scale and softmax factor match transforme
       const double w = want[std::size_t(i)].get<double>();
       const double got = rope_inv_freq(i, dim, theta, s);
       const double plain = std::pow(theta, -2.0 * double(i) / double(dim));
-      // transformers computes in fp32: relative 1e-6 is a few fp32 ulps.
-      CHECK(got == doctest::Approx(w).epsilon(1e-6));
+      // transformers computes in fp32 (its pow of theta included): measured 5.3e-7 relative at most; a
+      // misplaced ramp end moves a blended pair by 1/(high - low) of its (factor - 1)/factor span.
+      CHECK(got == doctest::Approx(w).epsilon(2e-6));
       maxdiff = std::max(maxdiff, std::abs(got - w) / w);
       const double interpolated = (plain - w) / (plain - plain / s.factor);  // 0 kept, 1 divided by factor
       some_pair_blended = some_pair_blended || (interpolated > 0.1 && interpolated < 0.9);
