@@ -172,46 +172,37 @@ TEST_CASE("Llama 3.1 rope_scaling is read and round-trips through fsdpx's schema
   CHECK(contains(error_of(gj), "c.json: /rope_scaling: only arch llama has RoPE"));
 }
 
+// YaRN with transformers' defaults for the optional keys (beta 32 / 1, truncate, mscales and the attention
+// factor unset).
+RopeScaling yarn(double factor, std::int64_t original) {
+  RopeScaling s;
+  s.kind = RopeScalingKind::yarn, s.factor = factor, s.original_max_seq = original;
+  return s;
+}
+
 TEST_CASE("YaRN rope_scaling keeps every key, takes transformers' defaults where absent, and round-trips") {
   // DeepSeek-V3 as published: yarn, factor 40, original 4096, beta 32 / 1, mscale 1, mscale_all_dim 1.
   const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
-  const RopeScaling& y = v3.rope_scaling;
-  CHECK(y.kind == RopeScalingKind::yarn);
-  CHECK(y.factor == 40.0);
-  CHECK(y.original_max_seq == 4096);
-  CHECK(y.beta_fast == 32.0);
-  CHECK(y.beta_slow == 1.0);
-  CHECK(y.mscale == 1.0);
-  CHECK(y.mscale_all_dim == 1.0);
-  CHECK(y.attention_factor == 0.0);  // computed (executor/model/rope_table.h rope_attention_factor)
-  CHECK(y.truncate);
+  RopeScaling want = yarn(40.0, 4096);
+  want.mscale = 1.0, want.mscale_all_dim = 1.0;
+  CHECK(v3.rope_scaling == want);
   const nlohmann::json own = model_spec_to_json(v3);
   CHECK(own["rope_scaling"]["type"] == "yarn");
-  CHECK(parse_model_spec(own, "own.json").rope_scaling == y);
+  CHECK(parse_model_spec(own, "own.json").rope_scaling == want);
 
-  // transformers' defaults (_compute_yarn_parameters, standardize_rope_params): beta_fast 32, beta_slow 1,
-  // truncate true, original_max_position_embeddings = max_position_embeddings, mscales absent.
+  // transformers' defaults (_compute_yarn_parameters, standardize_rope_params): beta_fast 32 (null too),
+  // beta_slow 1, truncate true, original_max_position_embeddings = max_position_embeddings, mscales unset.
   auto j = hf("deepseek-v3");
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", nullptr}};
-  const RopeScaling d = parse_model_spec(j, "c.json").rope_scaling;
-  CHECK(d.factor == 4.0);
-  CHECK(d.original_max_seq == 163840);
-  CHECK(d.beta_fast == 32.0);
-  CHECK(d.beta_slow == 1.0);
-  CHECK(d.mscale == 0.0);
-  CHECK(d.mscale_all_dim == 0.0);
-  CHECK(d.truncate);
+  CHECK(parse_model_spec(j, "c.json").rope_scaling == yarn(4.0, 163840));
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8},      {"original_max_position_embeddings", 2048},
                        {"beta_fast", 16},     {"beta_slow", 2},   {"mscale", 0.707}, {"mscale_all_dim", 0.5},
                        {"attention_factor", 1.25}, {"truncate", false}};
   const RopeScaling all = parse_model_spec(j, "c.json").rope_scaling;
-  CHECK(all.beta_fast == 16.0);
-  CHECK(all.beta_slow == 2.0);
-  CHECK(all.mscale == 0.707);
-  CHECK(all.mscale_all_dim == 0.5);
-  CHECK(all.attention_factor == 1.25);
-  CHECK_FALSE(all.truncate);
-  CHECK(all.original_max_seq == 2048);
+  want = yarn(8.0, 2048);
+  want.beta_fast = 16.0, want.beta_slow = 2.0, want.mscale = 0.707, want.mscale_all_dim = 0.5;
+  want.attention_factor = 1.25, want.truncate = false;
+  CHECK(all == want);
   ModelSpec back = v3;
   back.rope_scaling = all;
   CHECK(parse_model_spec(model_spec_to_json(back), "own.json").rope_scaling == all);
@@ -219,9 +210,7 @@ TEST_CASE("YaRN rope_scaling keeps every key, takes transformers' defaults where
   // The Llama family reads YaRN too (Qwen2.5's long-context recipe: yarn, factor 4, original 32768).
   auto q = hf("qwen2.5-7b");
   q["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
-  const ModelSpec qm = parse_model_spec(q, "q.json");
-  CHECK(qm.rope_scaling.kind == RopeScalingKind::yarn);
-  CHECK(qm.rope_scaling.original_max_seq == 32768);
+  CHECK(parse_model_spec(q, "q.json").rope_scaling == yarn(4.0, 32768));
 
   // Strict: unknown keys and values out of range name the JSON path.
   struct Bad {
