@@ -347,18 +347,15 @@ std::optional<std::string> untrained_moe_reason(const ModelSpec& m, const Backen
 namespace {
 
 // What a backend that trains latent attention (BackendCapabilities::mla) leaves out: tp, cp, pp
-// (searched), YaRN and other RoPE scaling, LoRA and fp8 (the request's); a backend without it: the model.
+// (searched), LoRA and fp8 (the request's); a backend without it: the model. RoPE scaling (YaRN, llama3) is
+// in the shared rope table and the softmax scale (executor/model/rope_table.h), so both backends run it.
 void mla_gaps(const Plan& plan, const BackendCapabilities& caps, std::vector<CapabilityGap>& out) {
-  const ModelSpec& m = plan.model;
   if (!caps.mla) {
     out.push_back({"/model", fmt::format("the {} backend does not train multi-head latent attention yet: issue 30",
                                          caps.name), false});
     return;
   }
   model_parallel_gaps(plan, caps, "multi-head latent attention", out);
-  if (m.rope_yarn_factor > 0 || m.rope_scaling.kind != RopeScalingKind::none)
-    out.push_back({"/model/rope_scaling", fmt::format("the {} backend runs latent attention with plain RoPE only "
-                                                      "(no YaRN or other scaling)", caps.name), false});
   if (plan.lora) out.push_back({"/lora", fmt::format("the {} backend trains no LoRA on latent attention", caps.name),
                                 false});
   if (plan.fp8) out.push_back({"/fp8", fmt::format("the {} backend trains latent attention in fp32 only", caps.name),

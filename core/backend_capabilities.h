@@ -49,7 +49,7 @@ struct BackendCapabilities {
   // loss), dropless SwiGLU experts; without tp, cp, pp, LoRA or fp8 on them. The CPU's
   // (executor/model/moe_mlp.h), and CUDA's (host-staged: executor/cuda_backend/cuda_moe_mlp.h).
   bool moe = false;
-  // Trains DeepSeek-V3's multi-head latent attention (without YaRN, tp, cp, pp, LoRA or fp8): the CPU's
+  // Trains DeepSeek-V3's multi-head latent attention, YaRN included (without tp, cp, pp, LoRA or fp8): the CPU's
   // (executor/model/mla_attention.h), and CUDA's (host-staged: executor/cuda_backend/cuda_mla_attention.h).
   bool mla = false;
   // Under tp > 1 (or cp > 1: fp16 and gpt), what a backend's tensor- and context-parallel paths also run:

@@ -31,6 +31,12 @@ inline constexpr IntRange kVocab{1, 16777216};
 inline constexpr IntRange kMaxSeq{1, 134217728};
 inline constexpr NumberRange kRopeTheta{1.0, 1e12};
 inline constexpr NumberRange kNormEps{1e-12, 0.5};
+// YaRN (core/model_spec.h RopeScaling): the context factor (DeepSeek-V3 40), the ramp's turn counts (32 and
+// 1 in the paper and every published config) and the attention-scale coefficients (DeepSeek 0.707 .. 1).
+inline constexpr NumberRange kYarnFactor{1.0, 1e6};
+inline constexpr NumberRange kYarnBeta{1e-3, 1e6};
+inline constexpr NumberRange kYarnMscale{0.0, 100.0};
+inline constexpr NumberRange kYarnAttentionFactor{1e-3, 100.0};
 // Mixture-of-experts: routed experts per layer (DeepSeek-V3 256, Qwen3 128; 64x headroom) and the latent
 // ranks of multi-head latent attention (DeepSeek-V3 q 1536, kv 512).
 inline constexpr IntRange kExperts{1, 16384};

@@ -2,9 +2,10 @@
 // (LayerNorm, GELU MLP, learned positions). Loads fsdpx's own JSON and Hugging Face config.json files
 // (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel; mixture-of-experts:
 // MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM with its latent
-// attention), detected by content. Models Llama 3.1's RoPE frequency scaling (rope_type "llama3"). Leaves out
-// sliding-window attention (a model whose window is in use gets max_seq = the window, where full causal
-// attention is exact), multimodal towers and the other RoPE scaling types (linear, dynamic NTK, YaRN).
+// attention), detected by content. Models Llama 3.1's RoPE frequency scaling (rope_type "llama3") and YaRN
+// ("yarn", DeepSeek-V3). Leaves out sliding-window attention (a model whose window is in use gets max_seq =
+// the window, where full causal attention is exact), multimodal towers and the other RoPE scaling types
+// (linear, dynamic NTK, LongRoPE).
 #pragma once
 
 #include <cstdint>
@@ -24,18 +25,32 @@ enum class LinearBias { none, qkv, all };
 // high_freq_factor are kept, and those between are interpolated (meta-llama/llama-models
 // models/llama3/reference_impl/model.py apply_scaling; transformers modeling_rope_utils.py
 // _compute_llama3_parameters). Llama 3.1: factor 8, low 1, high 4, original 8192; Llama 3.2: factor 32.
-enum class RopeScalingKind { none, llama3 };
+// YaRN (rope_type "yarn"; Peng et al. 2023, arXiv:2309.00071 §3.2-3.4; transformers modeling_rope_utils.py
+// _compute_yarn_parameters): inverse frequencies slowed by `factor`, except those that turn more than
+// beta_slow times over original_max_seq, blended by a linear ramp up to beta_fast turns and kept beyond;
+// cos/sin scaled by an attention factor (given, or 0.1·ln(factor)·mscale + 1 over the same with
+// mscale_all_dim). DeepSeek-V3: factor 40, original 4096, beta 32 / 1, mscale 1, mscale_all_dim 1.
+enum class RopeScalingKind { none, llama3, yarn };
 struct RopeScaling {
   RopeScalingKind kind = RopeScalingKind::none;
   double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 1.0;
+  double low_freq_factor = 1.0;       // llama3 only
+  double high_freq_factor = 1.0;      // llama3 only
   std::int64_t original_max_seq = 0;  // tokens: the context length before scaling
+  double beta_fast = 32.0;            // yarn: turns over original_max_seq above which a frequency is kept
+  double beta_slow = 1.0;             // yarn: turns below which it is divided by factor
+  double mscale = 0.0;                // yarn: 0 when absent (transformers treats 0 and absent alike)
+  double mscale_all_dim = 0.0;        // yarn: 0 when absent; DeepSeek's softmax scale reads it too
+  double attention_factor = 0.0;      // yarn: the cos/sin scale as given; 0: computed from factor and mscales
+  bool truncate = true;               // yarn: the ramp's ends rounded out to whole dims (floor, ceil)
 };
 // Written out (no defaulted comparison): CUDA sources include this header as C++17.
 inline bool operator==(const RopeScaling& a, const RopeScaling& b) {
   return a.kind == b.kind && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
-         a.high_freq_factor == b.high_freq_factor && a.original_max_seq == b.original_max_seq;
+         a.high_freq_factor == b.high_freq_factor && a.original_max_seq == b.original_max_seq &&
+         a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow && a.mscale == b.mscale &&
+         a.mscale_all_dim == b.mscale_all_dim && a.attention_factor == b.attention_factor &&
+         a.truncate == b.truncate;
 }
 inline bool operator!=(const RopeScaling& a, const RopeScaling& b) { return !(a == b); }
 
@@ -92,14 +107,11 @@ struct ModelSpec {
   // RoPE base (llama only; gpt has learned positions): angle t·theta^(-2i/head_dim). 10000 is RoFormer's
   // and Llama 2's base (Su et al. 2021, arXiv:2104.09864); Llama 3 uses 500000, Qwen2 1000000.
   double rope_theta = 10000.0;
-  RopeScaling rope_scaling;  // llama only
+  RopeScaling rope_scaling;  // llama only (DeepSeek-V3's YaRN included)
   // Epsilon inside RMSNorm (llama) or LayerNorm (gpt): 1e-5 for GPT-2, Llama 2/3 and Mistral; 1e-6 Qwen2.
   double norm_eps = 1e-5;
   // RMSNorm of each head's queries and keys before RoPE (Qwen3: q_norm, k_norm of head_dim weights).
   bool qk_norm = false;
-  // YaRN RoPE scaling factor (DeepSeek-V3: 40); 0: none. Changes no shape or FLOP count; the executor does
-  // not model it; the simulator costs it as RoPE (core/model_spec_moe.h unsimulated_model_reason).
-  double rope_yarn_factor = 0.0;
   MoeSpec moe;  // experts == 0: dense MLPs
   MlaSpec mla;  // kv_lora_rank == 0: multi-head (or grouped-query) attention
 

@@ -113,13 +113,13 @@ struct HfRope {
   RopeScaling scaling;
 };
 
-HfRope hf_rope(JsonObject& o) {
+HfRope hf_rope(JsonObject& o, std::int64_t max_position_embeddings) {
   std::optional<double> top_theta, nested_theta;
   std::optional<RopeScaling> top_scaling, nested_scaling;
   if (present(o, "rope_theta")) top_theta = detail::read_rope_theta(o, "rope_theta");
   if (present(o, "rope_scaling")) {
     JsonObject scaling = o.object("rope_scaling");
-    top_scaling = detail::read_hf_rope_scaling(scaling);
+    top_scaling = detail::read_hf_rope_scaling(scaling, max_position_embeddings);
     scaling.finish();
   }
   if (present(o, "rope_parameters")) {
@@ -127,7 +127,8 @@ HfRope hf_rope(JsonObject& o) {
     if (params.has("rope_theta")) nested_theta = detail::read_rope_theta(params, "rope_theta");
     if (params.has("partial_rotary_factor") && params.number("partial_rotary_factor") != 1.0)
       params.fail("partial_rotary_factor", "RoPE on part of each head is not modelled");
-    if (params.has("rope_type") || params.has("type")) nested_scaling = detail::read_hf_rope_scaling(params);
+    if (params.has("rope_type") || params.has("type"))
+      nested_scaling = detail::read_hf_rope_scaling(params, max_position_embeddings);
     params.finish();
   }
   if (top_theta && nested_theta && *top_theta != *nested_theta)
@@ -182,7 +183,7 @@ ModelSpec parse_llama_family(JsonObject& o, HfFamily family) {
   if (o.has("hidden_act")) o.choice("hidden_act", {"silu"});                      // class default "silu"
   m.ffn_kind = FfnKind::swiglu;  // LlamaMLP: down(act(gate(x)) * up(x)); with SiLU that is SwiGLU
   m.bias = llama_bias(o, family);
-  const HfRope rope = hf_rope(o);
+  const HfRope rope = hf_rope(o, m.max_seq);
   m.rope_theta = rope.theta;
   m.rope_scaling = rope.scaling;
   m.norm_eps = hf_norm_eps(o, "rms_norm_eps", kHfRmsNormEps);

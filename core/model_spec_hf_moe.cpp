@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model_spec_moe.h"
+#include "core/rope_scaling_json.h"
 
 namespace fsdpx::detail {
 
@@ -133,8 +134,9 @@ void read_deepseek_moe(JsonObject& o, ModelSpec& m) {
   e.aux_loss_coef = o.optional_number_in("aux_loss_alpha", input_range::kMoeCoefficient).value_or(0.0);
 }
 
-// rope_theta, and YaRN's factor from rope_scaling (type "yarn": its other keys shape the frequencies and
-// the softmax scale, neither a shape nor a FLOP).
+// rope_theta and rope_scaling (DeepSeek-V3: type "yarn"), read as for the Llama family
+// (core/rope_scaling_json.h): the frequencies and cos/sin scale (executor/model/rope_table.h) and, with
+// mscale_all_dim, the softmax scale (DeepseekV3Attention, yarn_apply_mscale).
 void read_deepseek_rope(JsonObject& o, ModelSpec& m) {
   m.rope_theta = present(o, "rope_theta") ? read_rope_theta(o, "rope_theta") : 10000.0;
   if (!present(o, "rope_scaling")) {
@@ -142,10 +144,7 @@ void read_deepseek_rope(JsonObject& o, ModelSpec& m) {
     return;
   }
   JsonObject r = o.object("rope_scaling");
-  r.choice(r.has("type") ? "type" : "rope_type", {"yarn"});
-  m.rope_yarn_factor = r.number_in("factor", NumberRange{1.0, 1e6});
-  for (const char* k : {"beta_fast", "beta_slow", "mscale", "mscale_all_dim", "original_max_position_embeddings"})
-    if (r.has(k)) r.ignore(k);
+  m.rope_scaling = read_hf_rope_scaling(r, m.max_seq);
   r.finish();
 }
 

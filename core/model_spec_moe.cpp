@@ -1,6 +1,7 @@
 // core/model_spec_moe.cpp — fsdpx's own schema for mixture-of-experts MLPs ("moe"), multi-head latent
-// attention ("mla"), per-head query/key norms ("qk_norm") and YaRN ("rope_yarn_factor"); the layout rules
-// both readers share; and the reasons the simulator still refuses some of these parts (issue 30).
+// attention ("mla") and per-head query/key norms ("qk_norm"); the layout rules both readers share; and the
+// reasons the simulator still refuses some of these parts (issue 30). YaRN is RoPE scaling
+// (core/rope_scaling_json.h).
 // Leaves out the Hugging Face keys (core/model_spec_hf_moe.cpp).
 #include "core/model_spec_moe.h"
 
@@ -13,12 +14,12 @@
 
 namespace fsdpx {
 
-bool has_moe_parts(const ModelSpec& m) { return m.is_moe() || m.is_mla() || m.qk_norm || m.rope_yarn_factor > 0; }
+bool has_moe_parts(const ModelSpec& m) { return m.is_moe() || m.is_mla() || m.qk_norm; }
 
 std::optional<std::string> unplanned_model_reason(const ModelSpec& m) { return unsimulated_model_reason(m); }
 
-// Latent attention and qk_norm are costed (cost_models/compute_mla.cpp); YaRN changes RoPE's frequencies
-// and the softmax scale, computed once, not the per-token work. Nothing is refused today; the hook stays
+// Latent attention and qk_norm are costed (cost_models/compute_mla.cpp); YaRN (RopeScaling) changes RoPE's
+// frequencies and the softmax scale, computed once, not the per-token work. Nothing is refused today; the hook stays
 // for the next part that is read before it is modelled.
 std::optional<std::string> unsimulated_model_reason(const ModelSpec&) { return std::nullopt; }
 
@@ -98,8 +99,7 @@ void read_own_moe_keys(JsonObject& o, ModelSpec& m) {
   if (o.has("moe")) m.moe = read_own_moe(o.object("moe"));
   if (o.has("mla")) m.mla = read_own_mla(o.object("mla"));
   m.qk_norm = o.optional_boolean("qk_norm").value_or(false);
-  m.rope_yarn_factor = o.optional_number_in("rope_yarn_factor", NumberRange{1.0, 1e6}).value_or(0.0);
-  for (const char* key : {"moe", "mla", "qk_norm", "rope_yarn_factor"}) {
+  for (const char* key : {"moe", "mla", "qk_norm"}) {
     if (!o.has(key) || !has_moe_parts(m)) continue;
     if (m.arch != Arch::llama || m.ffn_kind != FfnKind::swiglu)
       o.fail(key, "modelled for arch llama with swiglu MLPs only");
@@ -116,7 +116,6 @@ void moe_keys_to_json(const ModelSpec& m, nlohmann::json& j) {
                 {"v_head_dim", m.mla.v_head_dim}};
   if (m.is_mla() && m.mla.q_lora_rank == 0) j["mla"].erase("q_lora_rank");
   if (m.qk_norm) j["qk_norm"] = true;
-  if (m.rope_yarn_factor > 0) j["rope_yarn_factor"] = m.rope_yarn_factor;
 }
 
 void check_moe_layout(const ModelSpec& m, const std::string& file, const MoeKeyPaths& paths) {

@@ -21,8 +21,8 @@ struct ParamCounts {
   std::int64_t total() const { return checked_add(checked_add(embedding, blocks()), checked_add(final_norm, head)); }
 };
 
-// A dense model (core/model_spec_moe.h has_moe_parts is false); mixture-of-experts, latent-attention,
-// qk_norm and YaRN models are counted by cost_models/moe_params.h.
+// A dense model (core/model_spec_moe.h has_moe_parts is false; RoPE scaling, YaRN included, changes no
+// count); mixture-of-experts, latent-attention and qk_norm models are counted by cost_models/moe_params.h.
 ParamCounts count_params(const ModelSpec& m);
 // One block's multi-head (or grouped-query) attention: W_q, W_k, W_v, W_o and their biases per m.bias.
 std::int64_t attention_params(const ModelSpec& m);

@@ -3,14 +3,15 @@
 reference trainer against PyTorch (same initial weights and token batches, exchanged as safetensors)
 and to time PyTorch eager vs torch.compile on the same model and batch (--bench). Developer tooling:
 fsdpx and its tests never need PyTorch. Runs the global batch on one device (FSDP sharding does not
-change the math); leaves out dropout, ignore-index tokens and RoPE scaling, as fsdpx does. Mixture-of-experts
-models of Mixtral's kind (softmax router, top-k, dropless SwiGLU experts, the load-balancing loss) run as
-transformers' MixtralSparseMoeBlock and load_balancing_loss_func, per micro-batch of the plan; DeepSeek-V3's
+change the math); leaves out dropout and ignore-index tokens, as fsdpx does, and refuses Llama 3.1's RoPE
+scaling (YaRN is applied). Mixture-of-experts models of Mixtral's kind (softmax router, top-k, dropless
+SwiGLU experts, the load-balancing loss) run as transformers' MixtralSparseMoeBlock and load_balancing_loss_func, per micro-batch of the plan; DeepSeek-V3's
 kind (sigmoid router scoring) as transformers' DeepseekV3TopkRouter and DeepseekV3MoE (models/deepseek_v3/
 modeling_deepseek_v3.py: correction bias for selection only, group-limited top-k, renormalised weights x
 routed_scaling_factor, shared experts, dense leading layers) with DeepSeek-V3's sequence-wise balance loss
 (arXiv:2412.19437 §2.1.2, eq. 17-20; its bias update is left out, as fsdpx does), and multi-head latent
-attention as DeepseekV3Attention (rope_interleave, no YaRN). A plan with a
+attention as DeepseekV3Attention (rope_interleave; YaRN's frequencies and cos/sin scale as transformers'
+modeling_rope_utils.py _compute_yarn_parameters, its softmax factor as yarn_apply_mscale). A plan with a
 "lora" section trains LoRA adapters on the frozen base as fsdpx does (docs/lora.md): W x + (alpha/r) B A x
 on the targets, AdamW, clipping and the gradient norm over the adapters only.
 
@@ -99,10 +100,17 @@ def model_spec(j):
         a = j["mla"]
         s["mla"] = dict(q_rank=a.get("q_lora_rank", 0), kv_rank=a["kv_lora_rank"], nope=a["qk_nope_head_dim"],
                         rope=a["qk_rope_head_dim"], v=a["v_head_dim"])
-    if j.get("qk_norm") or j.get("rope_yarn_factor"):
-        sys.exit(f"torch_reference.py: model {s['name']}: q/k norms and YaRN are not in this reference")
-    if "rope_scaling" in j:  # refused: this reference applies plain RoPE (fsdpx models Llama 3.1 scaling)
-        sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling, which this reference does not apply")
+    if j.get("qk_norm"):
+        sys.exit(f"torch_reference.py: model {s['name']}: q/k norms are not in this reference")
+    r = j.get("rope_scaling")
+    if r and r.get("type") != "yarn":  # refused: this reference applies plain RoPE or YaRN
+        sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling {r.get('type')}, which this reference "
+                 "does not apply")
+    if r:  # fsdpx's schema (core/rope_scaling_json.h), transformers' defaults where a key is absent
+        s["yarn"] = dict(factor=r["factor"], original=r["original_max_seq"], beta_fast=r.get("beta_fast", 32.0),
+                         beta_slow=r.get("beta_slow", 1.0), mscale=r.get("mscale", 0.0),
+                         mscale_all_dim=r.get("mscale_all_dim", 0.0), attention_factor=r.get("attention_factor", 0.0),
+                         truncate=r.get("truncate", True))
     return s
 
 
@@ -200,11 +208,42 @@ def model_flops_per_token(s, seq):
     return 6.0 * n + 12.0 * s["layers"] * s["heads"] * s["head_dim"] * seq
 
 
-def rope_tables(seq, head_dim, theta, device):
-    """cos, sin [T, head_dim/2], angle t·theta^(-2i/d) in float64 as executor/cpu/rope.cpp."""
+def yarn_get_mscale(factor, mscale):
+    """modeling_deepseek_v3.py yarn_get_mscale / _compute_yarn_parameters get_mscale."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def yarn_inv_freq(head_dim, theta, y):
+    """transformers' _compute_yarn_parameters in float64 (Peng et al. 2023, arXiv:2309.00071 §3.2): the
+    frequencies blended with themselves / factor by a ramp over the pairs between beta_fast and beta_slow
+    turns in the original context; returns (inv_freq [head_dim/2], the cos/sin scale)."""
+    def correction_dim(turns):  # find_correction_dim
+        return head_dim * math.log(y["original"] / (turns * 2 * math.pi)) / (2 * math.log(theta))
+    low, high = correction_dim(y["beta_fast"]), correction_dim(y["beta_slow"])
+    if y["truncate"]:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    plain = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    inv_freq = plain / y["factor"] * ramp + plain * (1 - ramp)
+    if y["attention_factor"]:
+        scale = y["attention_factor"]
+    elif y["mscale"] and y["mscale_all_dim"]:
+        scale = yarn_get_mscale(y["factor"], y["mscale"]) / yarn_get_mscale(y["factor"], y["mscale_all_dim"])
+    else:
+        scale = yarn_get_mscale(y["factor"], 1.0)
+    return inv_freq, scale
+
+
+def rope_tables(seq, head_dim, theta, device, yarn=None):
+    """cos, sin [T, head_dim/2], angle t·theta^(-2i/d) (YaRN's frequencies, and its scale on both, with
+    `yarn`) in float64 as executor/model/rope_table.cpp."""
     i = torch.arange(head_dim // 2, dtype=torch.float64)
-    angle = torch.arange(seq, dtype=torch.float64)[:, None] * theta ** (-2.0 * i / head_dim)
-    return angle.cos().float().to(device), angle.sin().float().to(device)
+    inv_freq, scale = yarn_inv_freq(head_dim, theta, yarn) if yarn else (theta ** (-2.0 * i / head_dim), 1.0)
+    angle = torch.arange(seq, dtype=torch.float64)[:, None] * inv_freq
+    return (scale * angle.cos()).float().to(device), (scale * angle.sin()).float().to(device)
 
 
 def fp8_round(x, dtype):
@@ -244,7 +283,10 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
     nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
     rope_dim = s["mla"]["rope"] if "mla" in s else hd  # latent attention rotates its rope part only
-    cos, sin = rope_tables(seq, rope_dim, theta, device) if llama else (None, None)
+    cos, sin = rope_tables(seq, rope_dim, theta, device, s.get("yarn")) if llama else (None, None)
+    # DeepseekV3Attention: softmax scale (nope + rope)^-1/2 times yarn_apply_mscale's mscale^2.
+    y = s.get("yarn")
+    softmax_factor = yarn_get_mscale(y["factor"], y["mscale_all_dim"]) ** 2 if y and y["mscale_all_dim"] else 1.0
     slots = lora_slots(s, lora) if lora else {}
 
     def norm(x, p, name):
@@ -281,7 +323,8 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
         return torch.cat((x0 * c - x1 * sn, x1 * c + x0 * sn), dim=-1)
 
     def mla_attention(x, p, b):
-        """transformers' DeepseekV3Attention.forward (rope_interleave, causal, scaled by (nope + rope)^-1/2)."""
+        """transformers' DeepseekV3Attention.forward (rope_interleave, causal, scaled by (nope + rope)^-1/2 and
+        YaRN's softmax factor)."""
         a = s["mla"]
         bsz, t, _ = x.shape
         h = norm(x, p, b + "attn_norm")
@@ -297,7 +340,8 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
         k_pass, value = k_pass.split([a["nope"], a["v"]], dim=-1)
         q_rot, k_rot = rope_interleave(q_rot), rope_interleave(k_rot.view(bsz, 1, t, a["rope"]))
         key = torch.cat((k_pass, k_rot.expand(*k_pass.shape[:-1], -1)), dim=-1)
-        y = F.scaled_dot_product_attention(torch.cat((q_pass, q_rot), dim=-1), key, value, is_causal=True)
+        y = F.scaled_dot_product_attention(torch.cat((q_pass, q_rot), dim=-1), key, value, is_causal=True,
+                                           scale=softmax_factor / math.sqrt(a["nope"] + a["rope"]))
         return linear(y.transpose(1, 2).reshape(bsz, t, nh * a["v"]), p, b + "attn_out")
 
     def attention(x, p, b):

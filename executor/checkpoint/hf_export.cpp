@@ -58,6 +58,19 @@ class Writer {
   throw ConfigError(fmt::format("export-hf: model {}: {}", m.name, why));
 }
 
+// transformers' yarn keys (modeling_rope_utils.py _validate_yarn_rope_parameters); the optional ones only
+// where the model sets them, so transformers computes the same attention factor.
+nlohmann::json hf_yarn(const RopeScaling& s) {
+  nlohmann::json j{{"rope_type", "yarn"},          {"factor", s.factor},
+                   {"original_max_position_embeddings", s.original_max_seq},
+                   {"beta_fast", s.beta_fast},     {"beta_slow", s.beta_slow},
+                   {"truncate", s.truncate}};
+  if (s.mscale > 0) j["mscale"] = s.mscale;
+  if (s.mscale_all_dim > 0) j["mscale_all_dim"] = s.mscale_all_dim;
+  if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
+  return j;
+}
+
 nlohmann::json llama_config(const ModelSpec& m) {
   const bool qwen2 = m.bias == LinearBias::qkv;
   nlohmann::json c{{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
@@ -88,6 +101,7 @@ nlohmann::json llama_config(const ModelSpec& m) {
                          {"low_freq_factor", m.rope_scaling.low_freq_factor},
                          {"high_freq_factor", m.rope_scaling.high_freq_factor},
                          {"original_max_position_embeddings", m.rope_scaling.original_max_seq}};
+  if (m.rope_scaling.kind == RopeScalingKind::yarn) c["rope_scaling"] = hf_yarn(m.rope_scaling);
   return c;
 }
 

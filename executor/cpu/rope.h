@@ -1,8 +1,9 @@
 // executor/cpu/rope.h — rotary position embedding (Su et al. 2021, RoFormer) on the Q and K parts of
 // the fused qkv activation, in place, with the "rotate_half" pairing of Hugging Face's Llama (dim i
 // pairs with i + head_dim/2), by the angles of the device-neutral tables (executor/model/rope_table.h:
-// Llama 3.1's frequency scaling when the model has it). Backward rotates the gradient by the opposite
-// angle. Leaves out the other RoPE scaling types (linear, dynamic NTK, YaRN).
+// Llama 3.1's frequency scaling, or YaRN's frequencies and cos/sin scale, when the model has them).
+// Backward rotates the gradient by the opposite angle (times the same scale: the transpose). Leaves out
+// the other RoPE scaling types (linear, dynamic NTK, LongRoPE).
 #pragma once
 
 #include <cstdint>

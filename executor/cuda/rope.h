@@ -1,8 +1,9 @@
 // executor/cuda/rope.h — rotary position embedding on the Q and K heads of the fused 16-bit qkv
 // activation, in place, with the rotate_half pairing of executor/cpu/rope.h (dim i with i + HD/2).
 // The cos/sin tables are fp32 [T, HD/2] on the device (make_rope_table<float> of
-// executor/model/rope_table.h, uploaded); rotation is done in fp32. Backward rotates by the opposite
-// angle. Leaves out RoPE scaling variants.
+// executor/model/rope_table.h, uploaded: any RoPE scaling, YaRN's cos/sin scale included, is in the
+// table); rotation is done in fp32. Backward rotates by the opposite angle. Leaves out nothing of the
+// scaling: the kernel only reads the table.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // executor/model/mla_attention.cpp — multi-head latent attention on the CPU (see mla_attention.h), timed
 // under the simulator's kernel names (cost_models/compute_mla.cpp): wq_a, q_a_norm, wq_b (or wq), wkv_a,
 // kv_a_norm, wkv_b, rope, attn_core; backward the same with _dx/_dw and _bwd. Forward runs the query
-// chain, the key/value chain, RoPE, then assembles the padded multi-head qkv; backward runs the reverse.
+// chain, the key/value chain, RoPE, then assembles the padded multi-head qkv (queries times YaRN's softmax
+// factor, so the core's 1/sqrt(D) becomes DeepSeek's softmax_scale); backward runs the reverse.
 #include "executor/model/mla_attention.h"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ MlaDims make_mla_dims(const ModelSpec& m, std::int64_t batch, std::int64_t seq) 
   d.q_rank = m.mla.q_lora_rank, d.kv_rank = m.mla.kv_lora_rank;
   d.nope = m.mla.qk_nope_head_dim, d.rope = m.mla.qk_rope_head_dim, d.v = m.mla.v_head_dim;
   d.eps = m.norm_eps;
+  d.softmax_scale_factor = yarn_softmax_scale_factor(m.rope_scaling);
   FSDP_CHECK(d.v <= d.qk(), "make_mla_dims: v_head_dim above the query/key head dim");
   return d;
 }
@@ -88,6 +90,7 @@ void mla_forward(const MlaDims& d, const MlaTensors<const Real*>& p, const RopeT
   { ScopedOp op(prof, "wkv_b", module);
     cpu::matmul_forward(a.kvb.data(), a.kv_n.data(), p.kv_b, kNoBias<Real>, d.n, d.kv_rank, d.kv_b_width()); }
   ScopedOp op(prof, "rope", module);  // and the assembly of the padded multi-head qkv
+  const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
   for (std::int64_t i = 0; i < d.n; ++i) {
     const std::int64_t pos_row = i % d.t;
     Real* r = qkv + i * row;
@@ -97,6 +100,8 @@ void mla_forward(const MlaDims& d, const MlaTensors<const Real*>& p, const RopeT
       Real* qh = r + h * D;
       std::copy_n(qd.begin() + i * d.q_width() + h * D, D, qh);
       rotate_interleaved(qh + d.nope, rope, pos_row, Real(1));
+      if (q_scale != Real(1))  // YaRN's softmax factor: (f·q)·k / sqrt(D) = f · q·k / sqrt(D)
+        for (std::int64_t j = 0; j < D; ++j) qh[j] *= q_scale;
       const Real* kv_h = a.kvb.data() + i * d.kv_b_width() + h * kvb_row;  // [k_nope | v]
       Real* kh = r + (H + h) * D;
       std::copy_n(kv_h, d.nope, kh);
@@ -126,6 +131,7 @@ void mla_backward(const MlaDims& d, const MlaTensors<const Real*>& p, const MlaT
   { ScopedOp op(prof, "attn_core_bwd", module);
     cpu::attention_backward(dqkv, s.dout_pad.data(), qkv, att, d.attn()); }
   { ScopedOp op(prof, "rope_bwd", module);  // and the split of dqkv into the chains' output gradients
+    const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
     std::fill(s.dkva.begin(), s.dkva.end(), Real(0));
     for (std::int64_t i = 0; i < d.n; ++i) {
       const std::int64_t pos_row = i % d.t;
@@ -134,6 +140,8 @@ void mla_backward(const MlaDims& d, const MlaTensors<const Real*>& p, const MlaT
       for (std::int64_t h = 0; h < H; ++h) {
         Real* dq = s.dq.data() + i * d.q_width() + h * D;
         std::copy_n(r + h * D, D, dq);
+        if (q_scale != Real(1))
+          for (std::int64_t j = 0; j < D; ++j) dq[j] *= q_scale;
         rotate_interleaved(dq + d.nope, rope, pos_row, Real(-1));
         const Real* dk = r + (H + h) * D;
         Real* dkv_h = s.dkvb.data() + i * d.kv_b_width() + h * kvb_row;

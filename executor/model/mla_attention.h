@@ -4,13 +4,15 @@
 // q LoRA rank), H heads of qk_nope + qk_rope; x·W_kv_a gives the latent c_kv (kv_lora_rank) and one shared
 // rope key k_pe (qk_rope_head_dim); c_kv -> RMSNorm -> ·W_kv_b gives each head's k_nope and v (v_head_dim);
 // RoPE on the queries' rope part and on k_pe; key = [k_nope | k_pe], query = [q_nope | q_pe]; causal softmax
-// attention scaled by (qk_nope + qk_rope)^-1/2; the heads' v-wide outputs go to attn_out. RoPE rotates
-// interleaved pairs (x_2i, x_2i+1), DeepSeek's own form (rope_interleave, the config's default):
+// attention scaled by (qk_nope + qk_rope)^-1/2, times YaRN's mscale^2 where the model's rope_scaling sets
+// mscale_all_dim (yarn_apply_mscale; executor/model/rope_table.h); the heads' v-wide outputs go to
+// attn_out. RoPE rotates interleaved pairs (x_2i, x_2i+1), DeepSeek's own form (rope_interleave, the config's default):
 // transformers' apply_rotary_pos_emb_interleave de-interleaves q and k alike before rotating, which leaves
 // every score q·k the same. The attention core is executor/cpu/attention.h's, fed an equivalent multi-head
 // qkv [N, 3·H·D] (D = qk_nope + qk_rope): V padded with zeros to D, the padded output columns dropped (the
-// same result; D/v_head_dim times the P·V work). Leaves out YaRN (rope_scaling: refused before a plan
-// runs), attention biases, tensor and context parallelism, LoRA and fp8 (refused by the capability row).
+// same result; D/v_head_dim times the P·V work). The RoPE table carries any RoPE scaling (YaRN's
+// frequencies and cos/sin scale). Leaves out attention biases, tensor and context parallelism, LoRA and fp8
+// (refused by the capability row).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@ struct MlaDims {
   std::int64_t q_rank = 0, kv_rank = 0;     // q_lora_rank (0: queries straight from x), kv_lora_rank
   std::int64_t nope = 0, rope = 0, v = 0;   // qk_nope_head_dim, qk_rope_head_dim, v_head_dim
   double eps = 1e-6;                        // the latent RMSNorms' (rms_norm_eps)
+  double softmax_scale_factor = 1.0;        // YaRN's mscale^2 on the (nope + rope)^-1/2 softmax scale
   std::int64_t qk() const { return nope + rope; }
   std::int64_t q_width() const { return heads * qk(); }
   std::int64_t kv_a_width() const { return kv_rank + rope; }

@@ -157,11 +157,12 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (l
   CHECK(mla_tp_gap);
   mla.parallelism.tp = 1, mla.parallelism.dp_shard = c.world_size();
   CHECK(capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)).empty());
-  mla.model.rope_yarn_factor = 40;  // DeepSeek-V3's YaRN: not in the CPU's latent attention
-  const auto yarn = capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu));
-  REQUIRE(yarn.size() == 1);
-  CHECK(yarn[0].path == "/model/rope_scaling");
-  CHECK_FALSE(yarn[0].searched);
+  // DeepSeek-V3's YaRN: the shared RoPE table and MLA's softmax factor (executor/model/rope_table.h), both rows.
+  mla.model.rope_scaling = load_model(kData + "/hf/deepseek-v3/config.json").rope_scaling;
+  REQUIRE(mla.model.rope_scaling.kind == RopeScalingKind::yarn);
+  CHECK(capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)).empty());
+  for (const CapabilityGap& g : capability_gaps(mla, backend_capabilities(ExecutorDevice::cuda)))
+    CHECK(g.path.rfind("/model", 0) != 0);
   CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cpu)).has_value());
 }
 

@@ -96,7 +96,7 @@ TEST_CASE("keys that would change the math are refused, naming the key and why")
       {"llama-3.1-8b", "/partial_rotary_factor", 0.5, "/partial_rotary_factor: RoPE on part of each head"},
       {"qwen2.5-7b", "/layer_types", {"full_attention", "sliding_attention"},
        "/layer_types/1: layer type \"sliding_attention\" is not modelled"},
-      {"llama-3.1-8b", "/rope_scaling/rope_type", "yarn", "/rope_scaling/rope_type: RoPE scaling \"yarn\""},
+      {"llama-3.1-8b", "/rope_scaling/rope_type", "longrope", "/rope_scaling/rope_type: RoPE scaling \"longrope\""},
       {"llama-3.1-8b", "/rope_scaling/high_freq_factor", 1.0, "/rope_scaling/high_freq_factor: must exceed"},
       {"llama-3.1-8b", "/rope_scaling/factor", 0.5, "/rope_scaling/factor: expected a factor >= 1"},
       {"llama-3.1-8b", "/rope_scaling/beta_fast", 32, "/rope_scaling/beta_fast: unknown key"},
@@ -159,8 +159,10 @@ TEST_CASE("Llama 3.1 rope_scaling is read and round-trips through fsdpx's schema
   CHECK(!model_spec_to_json(load_model(kData + "/hf/mistral-7b-v0.1/config.json")).contains("rope_scaling"));
 
   auto bad = own;
-  bad["rope_scaling"]["type"] = "yarn";
+  bad["rope_scaling"]["type"] = "dynamic";
   CHECK(contains(error_of(bad), "c.json: /rope_scaling/type:"));
+  bad["rope_scaling"]["type"] = "yarn";  // llama3's band keys are not YaRN's
+  CHECK(contains(error_of(bad), "c.json: /rope_scaling/high_freq_factor: unknown key"));
   bad = own;
   bad["rope_scaling"]["original_max_seq"] = 0;
   CHECK(contains(error_of(bad), "c.json: /rope_scaling/original_max_seq:"));
@@ -168,6 +170,76 @@ TEST_CASE("Llama 3.1 rope_scaling is read and round-trips through fsdpx's schema
   auto gj = model_spec_to_json(g);
   gj["rope_scaling"] = own["rope_scaling"];
   CHECK(contains(error_of(gj), "c.json: /rope_scaling: only arch llama has RoPE"));
+}
+
+// YaRN with transformers' defaults for the optional keys (beta 32 / 1, truncate, mscales and the attention
+// factor unset).
+RopeScaling yarn(double factor, std::int64_t original) {
+  RopeScaling s;
+  s.kind = RopeScalingKind::yarn, s.factor = factor, s.original_max_seq = original;
+  return s;
+}
+
+TEST_CASE("YaRN rope_scaling keeps every key, takes transformers' defaults where absent, and round-trips") {
+  // DeepSeek-V3 as published: yarn, factor 40, original 4096, beta 32 / 1, mscale 1, mscale_all_dim 1.
+  const ModelSpec v3 = load_model(kData + "/hf/deepseek-v3/config.json");
+  RopeScaling want = yarn(40.0, 4096);
+  want.mscale = 1.0, want.mscale_all_dim = 1.0;
+  CHECK(v3.rope_scaling == want);
+  const nlohmann::json own = model_spec_to_json(v3);
+  CHECK(own["rope_scaling"]["type"] == "yarn");
+  CHECK(parse_model_spec(own, "own.json").rope_scaling == want);
+
+  // transformers' defaults (_compute_yarn_parameters, standardize_rope_params): beta_fast 32 (null too),
+  // beta_slow 1, truncate true, original_max_position_embeddings = max_position_embeddings, mscales unset.
+  auto j = hf("deepseek-v3");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", nullptr}};
+  CHECK(parse_model_spec(j, "c.json").rope_scaling == yarn(4.0, 163840));
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 8},      {"original_max_position_embeddings", 2048},
+                       {"beta_fast", 16},     {"beta_slow", 2},   {"mscale", 0.707}, {"mscale_all_dim", 0.5},
+                       {"attention_factor", 1.25}, {"truncate", false}};
+  const RopeScaling all = parse_model_spec(j, "c.json").rope_scaling;
+  want = yarn(8.0, 2048);
+  want.beta_fast = 16.0, want.beta_slow = 2.0, want.mscale = 0.707, want.mscale_all_dim = 0.5;
+  want.attention_factor = 1.25, want.truncate = false;
+  CHECK(all == want);
+  ModelSpec back = v3;
+  back.rope_scaling = all;
+  CHECK(parse_model_spec(model_spec_to_json(back), "own.json").rope_scaling == all);
+
+  // The Llama family reads YaRN too (Qwen2.5's long-context recipe: yarn, factor 4, original 32768).
+  auto q = hf("qwen2.5-7b");
+  q["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  CHECK(parse_model_spec(q, "q.json").rope_scaling == yarn(4.0, 32768));
+
+  // Strict: unknown keys and values out of range name the JSON path.
+  struct Bad {
+    const char* key;
+    nlohmann::json value;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {"beta_fastt", 32, "/rope_scaling/beta_fastt: unknown key"},
+      {"low_freq_factor", 1.0, "/rope_scaling/low_freq_factor: unknown key"},
+      {"factor", 0.5, "/rope_scaling/factor:"},
+      {"beta_fast", 0.5, "/rope_scaling/beta_fast: must be at least beta_slow"},
+      {"beta_slow", 0, "/rope_scaling/beta_slow:"},
+      {"mscale", -1.0, "/rope_scaling/mscale:"},
+      {"mscale_all_dim", "1", "/rope_scaling/mscale_all_dim:"},
+      {"attention_factor", 0.0, "/rope_scaling/attention_factor:"},
+      {"truncate", 1, "/rope_scaling/truncate:"},
+      {"original_max_position_embeddings", 0, "/rope_scaling/original_max_position_embeddings:"},
+  };
+  for (const Bad& b : bad) {
+    auto k = hf("deepseek-v3");
+    k["rope_scaling"][b.key] = b.value;
+    const std::string msg = error_of(k);
+    INFO(b.key << " -> " << msg);
+    CHECK(contains(msg, std::string("c.json: ") + b.message));
+  }
+  auto missing = own;
+  missing["rope_scaling"].erase("original_max_seq");  // fsdpx's schema states it
+  CHECK(contains(error_of(missing), "c.json: /rope_scaling/original_max_seq: missing"));
 }
 
 }  // namespace

@@ -100,7 +100,10 @@ TEST_CASE("DeepSeek-V3 as published: latent attention, 3 dense layers, 1 shared 
   CHECK(m.moe.topk_groups == 4);
   CHECK(m.moe.routed_scaling == 2.5);
   CHECK(m.moe.aux_loss_coef == 0.001);
-  CHECK(m.rope_yarn_factor == 40.0);
+  CHECK(m.rope_scaling.kind == RopeScalingKind::yarn);  // every YaRN key kept (test_hf_config_keys.cpp)
+  CHECK(m.rope_scaling.factor == 40.0);
+  CHECK(m.rope_scaling.original_max_seq == 4096);
+  CHECK(m.rope_scaling.mscale_all_dim == 1.0);
   CHECK(m.norm_eps == 1e-6);
   check_round_trip(m);
 }
@@ -203,8 +206,9 @@ TEST_CASE("MoE, latent-attention, q/k-norm and YaRN models are planned and simul
   CHECK(has_moe_parts(qk));
   CHECK_FALSE(unsimulated_model_reason(qk));
   qk.qk_norm = false;
-  qk.rope_yarn_factor = 40;
-  CHECK(has_moe_parts(qk));
+  qk.rope_scaling = load_model(kData + "/hf/deepseek-v3/config.json").rope_scaling;  // YaRN: RoPE, no new part
+  CHECK(qk.rope_scaling.kind == RopeScalingKind::yarn);
+  CHECK_FALSE(has_moe_parts(qk));
   CHECK_NOTHROW(refuse_unplanned_model(qk, "plan.json", "/model"));
   CHECK_NOTHROW(refuse_unsimulated_model(load_model(kConfigs + "/models/deepseek-tiny.json"), "plan.json", "/model"));
 }

@@ -89,6 +89,17 @@ TEST_CASE("llama export: q/k/v and gate/up split out of the fused tensors; confi
   CHECK(q.weights.find("model.layers.0.self_attn.v_proj.bias")->shape == std::vector<std::int64_t>{8});
   CHECK(q.weights.find("model.layers.0.self_attn.o_proj.bias") == nullptr);
   same_model(parse_model_spec(q.config, "config.json"), m);
+
+  // YaRN (core/model_spec.h): every key written as transformers names it, and read back the same.
+  m.rope_scaling = RopeScaling{};
+  m.rope_scaling.kind = RopeScalingKind::yarn, m.rope_scaling.factor = 4.0, m.rope_scaling.original_max_seq = 1024;
+  m.rope_scaling.beta_fast = 16.0, m.rope_scaling.mscale = 0.707, m.rope_scaling.mscale_all_dim = 0.5;
+  m.rope_scaling.truncate = false;
+  const HfCheckpoint y = to_hugging_face(m, counting(m));
+  CHECK(y.config["rope_scaling"]["rope_type"] == "yarn");
+  CHECK(y.config["rope_scaling"]["original_max_position_embeddings"] == 1024);
+  CHECK_FALSE(y.config["rope_scaling"].contains("attention_factor"));  // computed by transformers, as by fsdpx
+  same_model(parse_model_spec(y.config, "config.json"), m);
 }
 
 TEST_CASE("gpt export: Conv1D weights transposed, tied head left to wte; config reads back") {

@@ -2,14 +2,16 @@
 // its forward against a reference written from transformers' DeepseekV3Attention step by step (the latent
 // chains, apply_rotary_pos_emb_interleave's de-interleave then rotate_half, key = [k_nope | k_pe] shared by
 // the heads, causal softmax scaled by (nope + rope)^-1/2, v_head_dim-wide outputs), with and without a q
-// LoRA rank; the whole model's gradients against central differences in double (a dense MLP, and DeepSeek-V3's
-// MoE block under it); and the block layout against cost_models' mla_params.
+// LoRA rank, and with YaRN (cos/sin times its attention factor, the softmax scale times yarn_apply_mscale's
+// mscale^2); the whole model's gradients against central differences in double (a dense MLP, DeepSeek-V3's
+// MoE block under it, YaRN); and the block layout against cost_models' mla_params.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cost_models/moe_params.h"
@@ -49,14 +51,21 @@ Vec rmsnorm(const Vec& x, const Vec& w, std::int64_t rows, std::int64_t width, d
 
 // apply_rotary_pos_emb_interleave on one rope-wide vector at position `pos`: de-interleave
 // ([x0, x2, ..., x1, x3, ...]), then x·cos + rotate_half(x)·sin with cos, sin = cat(freqs, freqs).
-Vec rope_hf_interleave(const double* x, std::int64_t d, std::int64_t pos, double theta) {
+// YaRN (rope_scaling): the frequencies of rope_inv_freq (checked against transformers in test_rope_yarn.cpp)
+// and cos/sin times `cs_scale`.
+struct RefRope {
+  double theta = 10000.0;
+  RopeScaling scaling;
+  double cs_scale = 1.0;
+};
+Vec rope_hf_interleave(const double* x, std::int64_t d, std::int64_t pos, const RefRope& r) {
   const std::int64_t half = d / 2;
   Vec v(static_cast<std::size_t>(d)), out(static_cast<std::size_t>(d));
   for (std::int64_t i = 0; i < half; ++i) v[std::size_t(i)] = x[2 * i], v[std::size_t(half + i)] = x[2 * i + 1];
   for (std::int64_t i = 0; i < d; ++i) {
-    const double f = double(pos) / std::pow(theta, double(2 * (i % half)) / double(d));
+    const double f = double(pos) * rope_inv_freq(i % half, d, r.theta, r.scaling);
     const double rot = i < half ? -v[std::size_t(i + half)] : v[std::size_t(i - half)];
-    out[std::size_t(i)] = v[std::size_t(i)] * std::cos(f) + rot * std::sin(f);
+    out[std::size_t(i)] = (v[std::size_t(i)] * std::cos(f) + rot * std::sin(f)) * r.cs_scale;
   }
   return out;
 }
@@ -69,8 +78,8 @@ struct Weights {
   }
 };
 
-// DeepseekV3Attention.forward up to o_proj's input: [N, H·v].
-Vec reference(const MlaDims& d, const Weights& w, const Vec& x, double theta) {
+// DeepseekV3Attention.forward up to o_proj's input: [N, H·v]; scores times `softmax_factor` (YaRN).
+Vec reference(const MlaDims& d, const Weights& w, const Vec& x, const RefRope& theta, double softmax_factor = 1.0) {
   const std::int64_t D = d.qk(), H = d.heads;
   const Vec q = d.q_rank > 0 ? linear(rmsnorm(linear(x, w.q_a, d.n, d.c, d.q_rank), w.q_a_norm, d.n, d.q_rank, d.eps),
                                       w.q_b, d.n, d.q_rank, d.q_width())
@@ -96,7 +105,7 @@ Vec reference(const MlaDims& d, const Weights& w, const Vec& x, double theta) {
     }
   }
   Vec out(std::size_t(d.n * d.out_width()), 0.0);
-  const double scale = 1.0 / std::sqrt(double(D));
+  const double scale = softmax_factor / std::sqrt(double(D));
   for (std::int64_t b = 0; b < d.b; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t t = 0; t < d.t; ++t) {
@@ -117,10 +126,30 @@ Vec reference(const MlaDims& d, const Weights& w, const Vec& x, double theta) {
   return out;
 }
 
+// factor 4 over an original context of 2 (the 5 positions pass it), mscale 1, mscale_all_dim 0.707.
+RopeScaling tiny_yarn() {
+  RopeScaling s;
+  s.kind = RopeScalingKind::yarn, s.factor = 4.0, s.original_max_seq = 2, s.mscale = 1.0, s.mscale_all_dim = 0.707;
+  return s;
+}
+
 TEST_CASE("MLA forward equals DeepseekV3Attention written step by step (interleaved RoPE, shared rope key)") {
-  for (std::int64_t q_rank : {6, 0}) {
+  for (const std::pair<std::int64_t, bool>& c : {std::pair<std::int64_t, bool>{6, false}, {0, false}, {6, true}}) {
+    const std::int64_t q_rank = c.first;
+    const bool yarn = c.second;
     CAPTURE(q_rank);
-    const ModelSpec spec = test::tiny_mla(q_rank);
+    CAPTURE(yarn);
+    ModelSpec spec = test::tiny_mla(q_rank);
+    RefRope ref{spec.rope_theta, {}, 1.0};
+    double softmax_factor = 1.0;
+    if (yarn) {
+      spec.rope_scaling = ref.scaling = tiny_yarn();
+      // get_mscale(4, m) = 0.1 m ln 4 + 1: cos/sin times get_mscale(4, 1) / get_mscale(4, 0.707), scores times
+      // get_mscale(4, 0.707)^2 (transformers _compute_yarn_parameters, yarn_apply_mscale).
+      const double all_dim = 0.0707 * std::log(4.0) + 1.0;
+      ref.cs_scale = (0.1 * std::log(4.0) + 1.0) / all_dim;
+      softmax_factor = all_dim * all_dim;
+    }
     const MlaDims d = make_mla_dims(spec, 2, 5);
     std::mt19937 rng(7);
     Weights w;
@@ -137,13 +166,13 @@ TEST_CASE("MLA forward equals DeepseekV3Attention written step by step (interlea
     const Vec x = test::random_vector(std::size_t(d.n * d.c), rng);
     std::vector<std::int64_t> positions(std::size_t(d.t));
     std::iota(positions.begin(), positions.end(), 0);
-    const RopeTable<double> rope = make_rope_table<double>(positions, d.rope, spec.rope_theta);
+    const RopeTable<double> rope = make_rope_table<double>(positions, d.rope, spec.rope_theta, spec.rope_scaling);
     MlaActs<double> a;
     a.allocate(d);
     Vec out(std::size_t(d.n * d.out_width())), qkv(std::size_t(d.n * 3 * d.q_width()));
     Vec att(std::size_t(d.b * d.heads * d.t * d.t));
     mla_forward(d, w.p(), rope, x.data(), out.data(), qkv.data(), att.data(), a, nullptr, 0);
-    const Vec want = reference(d, w, x, spec.rope_theta);
+    const Vec want = reference(d, w, x, ref, softmax_factor);
     double maxdiff = 0, scale = 0;
     for (std::size_t i = 0; i < out.size(); ++i)
       maxdiff = std::max(maxdiff, std::abs(out[i] - want[i])), scale = std::max(scale, std::abs(want[i]));
@@ -175,6 +204,11 @@ TEST_CASE("an MLA model's gradients match finite differences") {
     ModelSpec s = test::tiny_deepseek_moe(0.5);
     s.name = "tiny-deepseek";
     s.kv_heads = s.heads, s.mla = test::tiny_mla().mla, s.head_dim = 7, s.norm_eps = 1e-6;
+    check_model_gradients(s);
+  }
+  SUBCASE("YaRN: cos/sin and the softmax scaled") {
+    ModelSpec s = test::tiny_mla(6);
+    s.rope_scaling = tiny_yarn();
     check_model_gradients(s);
   }
 }
