@@ -1,6 +1,7 @@
 // tests/cuda/emulated/follows_cpu.h — the emulated-runtime tests' one check: 10 steps of a plan on the CPU
 // backend and on the CUDA backend's float ranks (emulated_runs.h) from the same seed and hash tokens give
-// losses within kLossTol, and the loss moves (two frozen runs would prove nothing). Leaves out bf16.
+// losses within kLossTol, and the loss moves (two frozen runs would prove nothing); the tiny FSDP plan
+// those checks run. Leaves out bf16.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -13,6 +14,15 @@
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx::emulated_test {
+
+// A tiny plan under FSDP over dp_shard ranks (prefetch 1, 16 tokens), trained kSteps steps.
+inline Plan tiny_fsdp(const ModelSpec& m, int dp_shard) {
+  test::PlanShape s;
+  s.dp_shard = dp_shard, s.prefetch = 1;
+  Plan p = test::tiny_plan(m, s, 16);
+  p.optimizer.total_steps = kSteps;
+  return p;
+}
 
 inline void check_follows_cpu(const Plan& plan, const std::string& what) {
   const auto data = std::make_shared<test::HashData>(plan.model.vocab);

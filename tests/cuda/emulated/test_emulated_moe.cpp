@@ -27,16 +27,8 @@
 namespace fsdpx::emulated_test {
 namespace {
 
-Plan moe_fsdp(const ModelSpec& m, int dp_shard) {
-  test::PlanShape s;
-  s.dp_shard = dp_shard, s.prefetch = 1;
-  Plan p = test::tiny_plan(m, s, 16);
-  p.optimizer.total_steps = kSteps;
-  return p;
-}
-
 Plan moe_ep(const ModelSpec& m, int dp_shard, int ep) {
-  Plan p = moe_fsdp(m, dp_shard);
+  Plan p = tiny_fsdp(m, dp_shard);
   p.parallelism.ep = ep;
   validate_plan(p, "test plan");
   return p;
@@ -46,12 +38,12 @@ Plan moe_ep(const ModelSpec& m, int dp_shard, int ep) {
 
 TEST_CASE("emulated CUDA: mixtral-tiny under FSDP on 1, 2 and 4 ranks (ep 1) follows the CPU backend within 1e-5") {
   for (int ranks : {1, 2, 4})
-    check_follows_cpu(moe_fsdp(cuda::test::cuda_tiny_mixtral(), ranks), "mixtral-tiny FSDP " + std::to_string(ranks));
+    check_follows_cpu(tiny_fsdp(cuda::test::cuda_tiny_mixtral(), ranks), "mixtral-tiny FSDP " + std::to_string(ranks));
 }
 
 TEST_CASE("emulated CUDA: deepseek-tiny under FSDP on 1 and 2 ranks (ep 1) follows the CPU backend within 1e-5") {
   for (int ranks : {1, 2})
-    check_follows_cpu(moe_fsdp(load_model("deepseek-tiny"), ranks), "deepseek-tiny FSDP " + std::to_string(ranks));
+    check_follows_cpu(tiny_fsdp(load_model("deepseek-tiny"), ranks), "deepseek-tiny FSDP " + std::to_string(ranks));
 }
 
 TEST_CASE("emulated CUDA: mixtral-tiny at ep 2 (2 and 4 ranks) and ep 4 (4 ranks) follows the CPU backend within 1e-5") {
@@ -79,7 +71,7 @@ TEST_CASE("emulated CUDA: a CPU state saved at mixtral-tiny ep 2 resumes on CUDA
   for (int ep : {2, 1}) {
     TrainerOptions o;
     o.cuda = true;
-    Trainer cuda(on_cuda(ep == 1 ? moe_fsdp(cuda::test::cuda_tiny_mixtral(), 2) : saved_plan), data, o,
+    Trainer cuda(on_cuda(ep == 1 ? tiny_fsdp(cuda::test::cuda_tiny_mixtral(), 2) : saved_plan), data, o,
                  float_cuda_backends());
     cuda.load_state(reshard_state(state, cuda.load_layout(), "CPU ep 2 state"));
     std::vector<double> got;
@@ -93,7 +85,7 @@ TEST_CASE("emulated CUDA: a CPU state saved at mixtral-tiny ep 2 resumes on CUDA
 // DeepSeek-V3's correction bias is a buffer (executor/model/optimizer_ranges.h): loaded as 0.5, it stays 0.5
 // through 3 AdamW steps with weight decay 0.1 on CUDA too, at ep 1 and 2, while the parameters move.
 TEST_CASE("emulated CUDA: deepseek-tiny's loaded correction bias stays as loaded through AdamW (ep 1 and 2)") {
-  Plan plan = moe_fsdp(load_model("deepseek-tiny"), 2);
+  Plan plan = tiny_fsdp(load_model("deepseek-tiny"), 2);
   plan.optimizer.weight_decay = 0.1;
   const auto data = std::make_shared<test::HashData>(plan.model.vocab);
   TrainerState state = Trainer(on_cpu(plan), data, TrainerOptions{}).state();
@@ -113,7 +105,7 @@ TEST_CASE("emulated CUDA: deepseek-tiny's loaded correction bias stays as loaded
 }
 
 TEST_CASE("emulated CUDA: the CUDA row trains both MoE kinds with expert parallelism in bf16 only") {
-  Plan p = on_cuda(moe_fsdp(cuda::test::cuda_tiny_mixtral(), 2));
+  Plan p = on_cuda(tiny_fsdp(cuda::test::cuda_tiny_mixtral(), 2));
   const BackendCapabilities& caps = backend_capabilities(ExecutorDevice::cuda);
   CHECK(capability_gaps(p, caps).empty());
   p.parallelism.ep = 2;

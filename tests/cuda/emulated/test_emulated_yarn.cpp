@@ -20,14 +20,6 @@
 namespace fsdpx::emulated_test {
 namespace {
 
-Plan fsdp(const ModelSpec& m, int dp_shard) {
-  test::PlanShape s;
-  s.dp_shard = dp_shard, s.prefetch = 1;
-  Plan p = test::tiny_plan(m, s, 16);
-  p.optimizer.total_steps = kSteps;
-  return p;
-}
-
 // factor 4 over an original context of 4 tokens (the 16 positions pass it), DeepSeek's mscales.
 RopeScaling tiny_yarn() {
   RopeScaling y;
@@ -49,15 +41,15 @@ void check_yarn_moves_losses(Plan yarn) {
 TEST_CASE("emulated CUDA: a tiny Llama with YaRN under FSDP on 2 ranks follows the CPU backend within 1e-5") {
   ModelSpec m = cuda::test::cuda_tiny_llama();
   m.rope_scaling = tiny_yarn();
-  check_follows_cpu(fsdp(m, 2), "tiny llama YaRN FSDP 2");
-  check_yarn_moves_losses(fsdp(m, 2));
+  check_follows_cpu(tiny_fsdp(m, 2), "tiny llama YaRN FSDP 2");
+  check_yarn_moves_losses(tiny_fsdp(m, 2));
 }
 
 TEST_CASE("emulated CUDA: deepseek-tiny with YaRN under FSDP on 1 rank follows the CPU backend within 1e-5") {
   ModelSpec m = load_model("deepseek-tiny");
   m.rope_scaling = tiny_yarn();
-  check_follows_cpu(fsdp(m, 1), "deepseek-tiny YaRN FSDP 1");
-  check_yarn_moves_losses(fsdp(m, 1));
+  check_follows_cpu(tiny_fsdp(m, 1), "deepseek-tiny YaRN FSDP 1");
+  check_yarn_moves_losses(tiny_fsdp(m, 1));
 }
 
 }  // namespace fsdpx::emulated_test
