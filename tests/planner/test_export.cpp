@@ -262,7 +262,10 @@ TEST_CASE("disabled clipping never writes max_norm 0 (torch would zero the gradi
 namespace fsdpx {
 
 TEST_CASE("the closest expressible plan: the plan itself when exact, otherwise a plan with no notes") {
-  const Plan exact = llama8b_fsdp8();
+  Plan exact = llama8b_fsdp8();
+  const Plan unstated = torchtitan_closest_plan(exact, torchtitan_settings(exact, kVersion));
+  CHECK(unstated.framework_version == kVersion);  // the plan torchtitan runs is that release's
+  exact.framework_version = kVersion;
   const Plan same = torchtitan_closest_plan(exact, torchtitan_settings(exact, kVersion));
   CHECK(plan_to_json(same).dump() == plan_to_json(exact).dump());
   const Plan mixed = llama70b_hsdp_mixed();
@@ -291,6 +294,7 @@ TEST_CASE("pipelines: degree, schedule and the plan's stages as module_fqns_per_
   par.pp = 4, par.pp_schedule = PipelineSchedule::one_f_one_b, par.dp_shard = 8;
   Plan p = default_plan(load_model("llama3.1-70b"), c, t, par, 1, RecomputeMode::none);
   p.framework = Framework::torchtitan;
+  p.framework_version = kVersion;
   validate_plan(p, "test");
   const TorchtitanSettings s = torchtitan_settings(p, kVersion);
   CHECK(s.notes.empty());
