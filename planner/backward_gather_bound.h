@@ -14,6 +14,7 @@
 // prefetched gather and the reductions' buffers, which only add.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/plan.h"

@@ -3,7 +3,8 @@
 // themselves, a variable-count all-to-all over the ep group (torchtitan's all_to_all_single pair,
 // torchtitan/distributed/expert_parallel.py). The CPU's is ModelComm (model_parallel.h: host
 // communicators); the CUDA backend's moves the rows over its device communicator
-// (executor/cuda_backend/cuda_expert_exchange.h). Each records its all-to-alls for the contract check.
+// (DeviceExpertExchange in executor/cuda_backend/cuda_moe_mlp.cpp). Each records its all-to-alls for the
+// contract check.
 // Leaves out overlapping the exchange with compute.
 #pragma once
 
