@@ -272,13 +272,12 @@ std::string parse_framework_version(JsonObject& o, Framework f) {
   const std::vector<std::string>& known = framework_versions(f);
   if (v.is_string() && std::find(known.begin(), known.end(), v.get<std::string>()) != known.end())
     return v.get<std::string>();
-  const std::string got = v.is_string() ? "\"" + v.get<std::string>() + "\"" : std::string(json_type_name(v));
+  const std::string got = v.is_string() ? fmt::format("\"{}\"", v.get<std::string>()) : std::string(json_type_name(v));
   if (known.empty())
     o.fail("framework_version", fmt::format("{} has no versions fsdpx distinguishes, got {}",
                                             framework_name(f), got));
-  std::string accepted;
-  for (const std::string& k : known) accepted += (accepted.empty() ? "" : ", ") + k;
-  o.fail("framework_version", fmt::format("expected one of {} for {}, got {}", accepted, framework_name(f), got));
+  o.fail("framework_version",
+         fmt::format("expected one of {} for {}, got {}", fmt::join(known, ", "), framework_name(f), got));
 }
 
 PredictedMetrics parse_predicted(JsonObject o) {
