@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/config_paths.h"
+#include "core/gpu_spec.h"
 #include "core/json_reader.h"
 #include "core/plan.h"
 
@@ -160,6 +161,17 @@ TEST_CASE("shipped plans load, are written canonically and round-trip exactly") 
     CHECK(p.parallelism.world_size() == p.cluster.world_size());
     CHECK(plan_to_json(p) == load_json_file(path));  // the file is what plan_to_json writes
     check_round_trip(p);
+  }
+}
+
+// A plan embeds its GPU's curves; an example whose GPU ships in configs/gpus/ must carry that file's values,
+// or its predictions drift from the same plan made today (the H100 examples kept pre-2026-11 attention curves).
+TEST_CASE("shipped plans embed the GPU file of the same name as it is now") {
+  for (const std::string& path : shipped_plans()) {
+    INFO("plan: " << path);
+    const Plan p = load_plan(path);
+    if (p.cluster.gpu.name == "cpu-host") continue;  // the CPU examples carry this machine's measured peak
+    CHECK(gpu_spec_to_json(p.cluster.gpu) == gpu_spec_to_json(load_gpu(p.cluster.gpu.name)));
   }
 }
 
