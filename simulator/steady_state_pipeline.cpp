@@ -274,12 +274,14 @@ struct FoundWindow {
   int d = 1;  // micro-batches it spans
 };
 
-// The window of the shortest multiple of d that recurs in the probe and whose periods fill the step.
-std::optional<FoundWindow> probe_window(const StepProgram& program, const EngineResult& engine, std::int64_t probe,
-                                        std::int64_t micro_batches, int d) {
+// The window of the shortest multiple of d that recurs in the probe and whose periods fill the step; a
+// window of n periods is looked for in probes n times the first one's size or longer (the shortest hold
+// no two such windows past the warm-up).
+std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& program, const EngineResult& engine,
+                                        std::int64_t probe, std::int64_t micro_batches, int d) {
   for (const int periods : kWindowPeriods) {
     const int span = periods * d;
-    if ((micro_batches - probe) % span != 0) continue;
+    if ((micro_batches - probe) % span != 0 || probe < periods * first_probe(plan, d)) continue;
     const Probe pr = make_probe(program, engine, span);
     if (auto w = period_window(pr, probe)) return FoundWindow{*w, span};
   }
@@ -333,7 +335,7 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
-    if (auto w = probe_window(program, engine, probe, micro_batches, d))
+    if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
       return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,
                            w->window.start_ns, w->window.period_ns, w->window.busy_ns, w->window.floor_s,
                            w->window.ops};
