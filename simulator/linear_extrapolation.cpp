@@ -12,21 +12,40 @@ std::int64_t periodic_probe_limit(const Plan& plan) {
   return plan.grad_accum() > kMaxLoweredMicroBatches ? 2 * kLinearProbeMicroBatches : 0;
 }
 
-LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse) {
-  const std::int64_t d = period_micro_batches(plan);
-  const std::int64_t n = (kLinearProbeMicroBatches + d - 1) / d * d;
+bool collinear_steps(std::int64_t n1, TimeNs t1_ns, std::int64_t n2, TimeNs t2_ns, std::int64_t n3, TimeNs t3_ns) {
+  if (!(n1 < n2 && n2 < n3)) return false;
+  const double slope_ns = double(t3_ns - t2_ns) / double(n3 - n2);
+  const double on_line_ns = double(t2_ns) - double(n2 - n1) * slope_ns;
+  return std::abs(double(t1_ns) - on_line_ns) <= 1e-6 * double(t3_ns);
+}
+
+namespace {
+
+// A probe's whole step as a summary; a run that does not record every op summarises without them (no
+// bubble split), as a step simulated with those options would.
+Simulation summarise_probe(UnrepeatedProbe& probe, const EngineOptions& options) {
+  if (!options.record_ops) probe.engine.ops.clear(), probe.engine.memory_samples.clear();
+  Simulation sim = summarise(std::move(probe.program), std::move(probe.engine));
+  probe.micro_batches = 0;
+  return sim;
+}
+
+}  // namespace
+
+LinearSteps simulate_linear_steps(const Plan& plan, const EngineOptions& options, UnrepeatedProbes* reuse) {
   LinearSteps s;
-  s.n = n;
-  if (reuse && reuse->micro_batches == n) {
-    // The probe recorded every op; a run that does not record them summarises without (no bubble split).
-    if (!options.record_ops) reuse->engine.ops.clear(), reuse->engine.memory_samples.clear();
-    s.at_n = summarise(std::move(reuse->program), std::move(reuse->engine));
-    reuse->micro_batches = 0;
+  if (reuse && reuse->from_probes) {
+    s.n = reuse->previous.micro_batches;
+    s.at_n = summarise_probe(reuse->previous, options);
+    s.at_2n = summarise_probe(reuse->last, options);
   } else {
-    s.at_n = simulate(with_micro_batches(plan, n), options);
+    const std::int64_t d = period_micro_batches(plan);
+    s.n = (kLinearProbeMicroBatches + d - 1) / d * d;
+    s.at_n = reuse && reuse->last.micro_batches == s.n ? summarise_probe(reuse->last, options)
+                                                       : simulate(with_micro_batches(plan, s.n), options);
+    s.at_2n = simulate(with_micro_batches(plan, 2 * s.n), options);
   }
-  s.at_2n = simulate(with_micro_batches(plan, 2 * n), options);
-  s.periods = double(plan.grad_accum() - 2 * n) / double(n);
+  s.periods = double(plan.grad_accum() - 2 * s.n) / double(s.n);
   return s;
 }
 

@@ -28,21 +28,30 @@ struct PeriodicProbe {
   std::vector<int> ops;         // per role, one period
 };
 
-// The last probe simulated when none repeats: a whole step of `micro_batches`, which the linear
-// extrapolation (linear_extrapolation.h) takes instead of simulating it again.
+// The last probes simulated when none repeats: whole steps of `micro_batches`, which the linear
+// extrapolation (linear_extrapolation.h) takes instead of simulating them again.
 struct UnrepeatedProbe {
   StepProgram program;
   EngineResult engine;  // with per-op records and memory samples
   std::int64_t micro_batches = 0;  // 0: none
 };
 
+struct UnrepeatedProbes {
+  UnrepeatedProbe last;
+  UnrepeatedProbe previous;  // the probe before `last`
+  // Beyond what lowering takes, the probes stopped early: the lock-in (lock_in.h) lies past the probes'
+  // limit and the last three step times are collinear (linear_extrapolation.h collinear_steps), so the
+  // step grows from `previous` and `last` (twice `previous`'s micro-batches).
+  bool from_probes = false;
+};
+
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
 // nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)
-// repeats: the caller simulates the whole step. A pipelined plan's last unrepeated probe goes to `last`
-// where given.
+// repeats: the caller simulates the whole step. A pipelined plan's last two unrepeated probes go to
+// `last` where given.
 std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options,
                                                  std::int64_t probe_limit = 0);
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit = 0, UnrepeatedProbe* last = nullptr);
+                                                     std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
 
 }  // namespace fsdpx

@@ -87,7 +87,7 @@ Simulation extrapolate(const Plan& plan, PeriodicProbe pr) {
 
 namespace {
 
-std::optional<Simulation> extrapolated(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* last) {
+std::optional<Simulation> extrapolated(const Plan& plan, const EngineOptions& options, UnrepeatedProbes* last) {
   // Beyond what lowering takes, as the planner's totals (steady_state.cpp simulate_step_totals): probes
   // below the linear extrapolation's larger step only.
   const std::int64_t limit = periodic_probe_limit(plan);
@@ -107,7 +107,7 @@ std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOp
 }
 
 Simulation simulate_fast(const Plan& plan, const EngineOptions& options) {
-  UnrepeatedProbe last;
+  UnrepeatedProbes last;
   if (auto sim = extrapolated(plan, options, &last)) return std::move(*sim);
   if (plan.grad_accum() > kMaxLoweredMicroBatches)
     return linear_simulation(plan, simulate_linear_steps(plan, options, &last));

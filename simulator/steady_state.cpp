@@ -198,7 +198,7 @@ namespace {
 
 // linear_extrapolation.h's summary as totals; the busy time and floor (read from the larger step's engine
 // and program) grown the same way.
-StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, UnrepeatedProbe* reuse) {
+StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, UnrepeatedProbes* reuse) {
   LinearSteps s = simulate_linear_steps(plan, options, reuse);
   const StepTotals a = probe_totals(s.at_n, plan, s.n);
   const double periods = s.periods;
@@ -216,7 +216,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, 
   // Beyond what lowering takes, probes stop below the linear extrapolation's larger step.
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;
   const std::int64_t probe_limit = periodic_probe_limit(plan);
-  UnrepeatedProbe last;  // a pipelined plan's last probe, for the linear extrapolation
+  UnrepeatedProbes last;  // a pipelined plan's last probes, for the linear extrapolation
   if (plan.parallelism.pp > 1) {
     if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }

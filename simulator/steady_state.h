@@ -6,8 +6,9 @@
 // the probe's (every micro-batch pattern is in it). Where the probe is not periodic (a queue that grows,
 // such as reduce-scatters falling behind compute) the probe doubles, up to the whole step; a step of more
 // micro-batches than lowering takes (program/lower.h kMaxLoweredMicroBatches) is instead extrapolated
-// linearly from whole steps of 256 and 512 micro-batches (linear_extrapolation.h; an approximation: stages whose timing drifts by
-// nanoseconds per micro-batch never repeat exactly). Pipelined plans (pp > 1) extrapolate over all stages
+// linearly from whole steps of 256 and 512 micro-batches, or from the last two pipelined probes where a
+// lock-in lies beyond them and their step times line up (linear_extrapolation.h; an approximation: stages
+// whose timing drifts by nanoseconds per micro-batch never repeat exactly). Pipelined plans (pp > 1) extrapolate over all stages
 // at once (steady_state_pipeline.h).
 // Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records and the per-phase split:
 // simulate() gives the trace of a whole step.

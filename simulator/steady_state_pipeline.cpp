@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "program/lower.h"
+#include "simulator/linear_extrapolation.h"
+#include "simulator/lock_in.h"
 #include "simulator/periodic_probe.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
@@ -258,33 +262,98 @@ std::int64_t first_probe(const Plan& plan, int d) {
   return (m + d - 1) / d * d;
 }
 
+// Multiples of the schedule's period a window may span. After a long transient a pipeline can settle into
+// a cycle of two periods, which no one-period window matches: 70B pp 4 tp 4 1F1B with the first 3 blocks
+// recomputed locks in near micro-batch 90, and then stages 2 and 3 alternate 547,702,870 and 547,381,302
+// ns per micro-batch around stage 0's 547,542,086 (a 2,048-micro-batch step was simulated whole before).
+// Both are the exact check: the state repeats after 2d micro-batches, so every later pair repeats too.
+constexpr int kWindowPeriods[] = {1, 2};
+
+struct FoundWindow {
+  Window window;
+  int d = 1;  // micro-batches it spans
+};
+
+// The window of the shortest multiple of d that recurs in the probe and whose periods fill the step; a
+// window of n periods is looked for in probes n times the first one's size or longer (the shortest hold
+// no two such windows past the warm-up).
+std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& program, const EngineResult& engine,
+                                        std::int64_t probe, std::int64_t micro_batches, int d) {
+  for (const int periods : kWindowPeriods) {
+    const int span = periods * d;
+    if ((micro_batches - probe) % span != 0 || probe < periods * first_probe(plan, d)) continue;
+    const Probe pr = make_probe(program, engine, span);
+    if (auto w = period_window(pr, probe)) return FoundWindow{*w, span};
+  }
+  return std::nullopt;
+}
+
+struct NextProbe {
+  std::int64_t micro_batches = 0;
+  bool predicted = false;  // from a lock-in prediction (else doubled)
+};
+
+// The next probe after one that did not repeat: past the lock-in the probe predicts (lock_in.h), with
+// room for the warm-up, the two windows of the longest span compared after it and the cool-down, in step
+// with the step's micro-batches for that span; otherwise twice the probe. A prediction at or below the
+// probe (it locked in, yet nothing repeats) or under an interleaved schedule doubles.
+NextProbe next_probe(const StepProgram& program, const EngineResult& engine, std::int64_t probe,
+                     std::int64_t micro_batches, int d) {
+  const NextProbe doubled{2 * probe, false};
+  if (d != 1) return doubled;
+  const auto lock_in = predict_lock_in(program, engine, probe);
+  if (!lock_in) return doubled;
+  const std::int64_t pp = std::int64_t(program.roles.size());
+  const std::int64_t span = kWindowPeriods[std::size(kWindowPeriods) - 1];
+  std::int64_t next = *lock_in + 3 * pp + 2 * span + 2;
+  next += (micro_batches - next) % span == 0 ? 0 : 1;
+  return next > probe ? NextProbe{next, true} : doubled;
+}
+
+// The last two probes are twice apart and the one before them lies on their line (linear_extrapolation.h).
+bool lines_up(const std::vector<std::pair<std::int64_t, TimeNs>>& steps) {
+  if (steps.size() < 3) return false;
+  const auto& [n1, t1] = steps[steps.size() - 3];
+  const auto& [n2, t2] = steps[steps.size() - 2];
+  const auto& [n3, t3] = steps[steps.size() - 1];
+  return n3 == 2 * n2 && collinear_steps(n1, t1, n2, t2, n3, t3);
+}
+
 }  // namespace
 
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit, UnrepeatedProbe* last) {
+                                                     std::int64_t probe_limit, UnrepeatedProbes* last) {
   if (options.expand_ranks || plan.parallelism.pp == 1) return std::nullopt;
   const std::int64_t micro_batches = plan.grad_accum();
   const std::int64_t limit = probe_limit > 0 ? std::min(probe_limit, micro_batches) : micro_batches;
   const int d = period_micro_batches(plan);
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
-  for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;
-       probe *= 2) {
+  UnrepeatedProbes kept;
+  std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
+  for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
-    std::optional<Window> window;
-    {
-      const Probe pr = make_probe(program, engine, d);
-      window = period_window(pr, probe);
+    if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
+      return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,
+                           w->window.start_ns, w->window.period_ns, w->window.busy_ns, w->window.floor_s,
+                           w->window.ops};
+    const NextProbe next = next_probe(program, engine, probe, micro_batches, d);
+    steps.emplace_back(probe, engine.step_time_ns);
+    kept.previous = std::move(kept.last);
+    kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
+    // Beyond what lowering takes, a lock-in past the limit ends the probes where their step times line
+    // up (the linear extrapolation grows from the last two); until they do, the probes double (up to the
+    // limit, then whole steps of 256 and 512 micro-batches).
+    if (micro_batches > kMaxLoweredMicroBatches && next.predicted && next.micro_batches >= limit) {
+      if ((kept.from_probes = lines_up(steps))) break;
+      probe *= 2;
+    } else {
+      probe = next.micro_batches;
     }
-    if (!window) {
-      if (last) *last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
-      continue;
-    }
-    return PeriodicProbe{std::move(program), std::move(engine), probe,  (micro_batches - probe) / d,
-                         window->start_ns,   window->period_ns,  window->busy_ns, window->floor_s, window->ops};
   }
+  if (last) *last = std::move(kept);
   return std::nullopt;
 }
 
@@ -293,7 +362,7 @@ int period_micro_batches(const Plan& plan) {
 }
 
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
-                                               std::int64_t probe_limit, UnrepeatedProbe* last) {
+                                               std::int64_t probe_limit, UnrepeatedProbes* last) {
   std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit, last);
   if (!pr) return std::nullopt;
   StepTotals t = extrapolate(*pr);

@@ -6,9 +6,12 @@
 // it recurs one period later as the same op d micro-batches on (same work, memory effects, dependencies
 // and partners shifted too), the stages' live memory recurs, and the window holds all the ops a period
 // adds. The engine works on time differences only, so the inserted periods repeat exactly: step, busy
-// time, floor and bubble grow by the window's per period; the peak is the probe's. GPipe, which repeats
-// in two phases and whose stages drift apart when the later ones are slower, is left to whole
-// simulation. Leaves out per-op records (simulate() gives the trace of a whole step) and expanded ranks.
+// time, floor and bubble grow by the window's per period; the peak is the probe's. A window of two
+// periods is checked too (a pipeline that locks in after a long transient may alternate two periods).
+// A probe that does not repeat doubles, or (1F1B, ZB-H1) jumps past the lock-in its stages' gaps predict
+// (lock_in.h). GPipe, which repeats in two phases and whose stages drift apart when the later ones are
+// slower, is left to whole simulation. Leaves out per-op records (simulate() gives the trace of a whole
+// step) and expanded ranks.
 #pragma once
 
 #include <optional>
@@ -22,7 +25,7 @@ namespace fsdpx {
 // Step totals of a pipelined plan from a probe, or nothing when no probe smaller than the step is
 // periodic (the caller then simulates the whole step).
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
-                                               std::int64_t probe_limit = 0, UnrepeatedProbe* last = nullptr);
+                                               std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
 // Micro-batches one period of the schedule spans: pp for interleaved 1F1B, else 1.
 int period_micro_batches(const Plan& plan);
 
