@@ -69,14 +69,15 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
   const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
   const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
+  const double param_bytes = dtype_bytes(rp.settings.precision.param);  // the program's (cuda_unit.h)
   units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
     const FlatUnitLayout& f = rp.flats[std::size_t(u)];
     if (Base::par_.ep > 1)  // the experts apart, over efsdp (executor/model/expert_shards.h), as the CPU's
       return std::make_unique<CudaUnitT<T>>(
           f, make_expert_shards(rank_layout(rp, Base::par_), f, rp.shard_count, at.unit_shard, experts.efsdp_ranks,
                                 experts.efsdp_index),
-          reduce, &mem_);
-    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, &mem_);
+          reduce, param_bytes, &mem_);
+    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, param_bytes, &mem_);
   });
   for (CudaUnitT<T>* u : units_.all()) {  // buffers stay out of AdamW (executor/model/optimizer_ranges.h)
     const ExpertShards* parts = u->expert_shards();

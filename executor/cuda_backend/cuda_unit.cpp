@@ -29,9 +29,10 @@ T* alloc_async(std::int64_t n, cudaStream_t stream) {
 }  // namespace
 
 template <class T>
-CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem)
-    : flat_(layout), life_("CudaUnit", std::move(layout), replicated, sizeof(T), mem), reduce_type_(reduce_type),
-      mem_(mem) {
+CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated, DType reduce_type, double param_bytes,
+                        MemoryTracker* mem)
+    : flat_(layout), life_("CudaUnit", std::move(layout), replicated, param_bytes, mem), reduce_type_(reduce_type),
+      param_bytes_(param_bytes), mem_(mem) {
   FSDP_CHECK(reduce_type == DType::fp32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
   const std::int64_t padded = flat().padded_numel;
   allocate_state(flat().shard_numel);
@@ -44,11 +45,12 @@ CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, int shard_index, bool replicated,
 }
 
 template <class T>
-CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, ExpertShards parts, DType reduce_type, MemoryTracker* mem)
+CudaUnitT<T>::CudaUnitT(FlatUnitLayout layout, ExpertShards parts, DType reduce_type, double param_bytes,
+                        MemoryTracker* mem)
     : flat_(expert_state_view(layout, parts)), parts_{parts}, dense_runs_(part_runs(parts.dense)),
       expert_runs_(part_runs(parts.expert)),
-      life_("CudaUnit", expert_dense_view(std::move(layout), parts), false, sizeof(T), mem), reduce_type_(reduce_type),
-      mem_(mem) {
+      life_("CudaUnit", expert_dense_view(std::move(layout), parts), false, param_bytes, mem),
+      reduce_type_(reduce_type), param_bytes_(param_bytes), mem_(mem) {
   FSDP_CHECK(reduce_type == DType::fp32 || reduce_type == DType::bf16, "CudaUnit: gradients reduce in f32 or bf16");
   allocate_state(parts.state_numel());
   shard_offset_ = -1;  // two parts: no single offset (the trainer maps each element: session/expert_state.h)
@@ -63,7 +65,7 @@ void CudaUnitT<T>::allocate_state(std::int64_t shard) {
   grad_acc_ = DeviceBuffer<float>(shard);
   master16_ = DeviceBuffer<T>(shard);
   CUDA_CHECK(cudaMemset(grad_acc_.get(), 0, std::size_t(shard) * sizeof(float)));
-  mem_->alloc(MemCategory::params, double(shard) * (kF32 + double(sizeof(T))));
+  mem_->alloc(MemCategory::params, double(shard) * (kF32 + param_bytes_));
   mem_->alloc(MemCategory::optimizer, 2.0 * double(shard) * kF32);
   mem_->alloc(MemCategory::grads, double(shard) * kF32);
 }
@@ -77,6 +79,7 @@ CudaUnitT<T>::~CudaUnitT() {
   if (kept_) cudaFree(kept_);  // a run stopped between a partial reshard and its backward
   if (experts_gathered_) cudaFree(experts_gathered_);
   if (experts_reduced_) cudaFree(experts_reduced_);
+  if (kept_ready_) cudaEventDestroy(kept_ready_);
 }
 
 template <class T>
@@ -110,11 +113,13 @@ template <class T>
 void CudaUnitT<T>::release(int keep_ranks, int keep_index, cudaStream_t stream) {
   if (life_.replicated()) return;
   FSDP_CHECK(parts_.empty() || keep_ranks <= 1, "CudaUnit: no kept copy with expert parallelism");
-  if (!parts_.empty() && life_.params_live()) count_experts(MemCategory::transient, double(sizeof(T)), false);
+  if (!parts_.empty() && life_.params_live()) count_experts(MemCategory::transient, param_bytes_, false);
   if (const std::int64_t n = life_.release(keep_ranks, keep_index)) {
     kept_ = alloc_async<T>(n, stream);
     CUDA_CHECK(cudaMemcpyAsync(kept_, full_params_ + keep_index * n, std::size_t(n) * sizeof(T),
                                cudaMemcpyDeviceToDevice, stream));
+    if (!kept_ready_) CUDA_CHECK(cudaEventCreateWithFlags(&kept_ready_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventRecord(kept_ready_, stream));
   }
   CUDA_CHECK(cudaFreeAsync(full_params_, stream));
   full_params_ = nullptr;
@@ -124,6 +129,7 @@ template <class T>
 void CudaUnitT<T>::gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op) {
   const std::int64_t n = life_.gather_kept(reshard.size());
   full_params_ = alloc_async<T>(flat().padded_numel, stream);
+  CUDA_CHECK(cudaStreamWaitEvent(stream, kept_ready_, 0));  // the copy written on release's stream
   reshard.all_gather(kept_, full_params_, n, copy_dtype<T>(), stream, op);  // the words of gather
   CUDA_CHECK(cudaFreeAsync(kept_, stream));
   kept_ = nullptr;
@@ -279,7 +285,7 @@ template <class T>
 void CudaUnitT<T>::gather_split(DeviceCommunicator& comm, cudaStream_t stream, std::string_view op) {
   const ExpertShards& p = parts_.front();
   life_.gather(comm.size());
-  count_experts(MemCategory::transient, double(sizeof(T)), true);
+  count_experts(MemCategory::transient, param_bytes_, true);
   full_params_ = alloc_async<T>(flat().padded_numel, stream);
   T* dense = alloc_async<T>(std::max<std::int64_t>(1, p.dense_shard * p.dense_ranks), stream);
   comm.all_gather(master16_.get(), dense, p.dense_shard, copy_dtype<T>(), stream, op);

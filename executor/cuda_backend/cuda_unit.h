@@ -43,10 +43,13 @@ template <class T>
 class CudaUnitT {
  public:
   // `shard_index` of padded_numel / shard_numel shards; `replicated`: DDP / ZeRO-1 (unsharded buffers
-  // live all run). `mem` counts this unit's device bytes by category.
-  CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, MemoryTracker* mem);
+  // live all run). `mem` counts this unit's device bytes by category, `param_bytes` per parameter element:
+  // the plan's parameter dtype (the program's kept-copy bytes), sizeof(T) on a GPU; the emulated build's
+  // float model counts a bf16 plan's 2, as CudaModelComm counts its words.
+  CudaUnitT(FlatUnitLayout flat, int shard_index, bool replicated, DType reduce_type, double param_bytes,
+            MemoryTracker* mem);
   // Expert parallelism: `flat` (the rank's local experts) in two parts; its state parts.state_numel() long.
-  CudaUnitT(FlatUnitLayout flat, ExpertShards parts, DType reduce_type, MemoryTracker* mem);
+  CudaUnitT(FlatUnitLayout flat, ExpertShards parts, DType reduce_type, double param_bytes, MemoryTracker* mem);
   ~CudaUnitT();
   CudaUnitT(const CudaUnitT&) = delete;
   CudaUnitT& operator=(const CudaUnitT&) = delete;
@@ -70,7 +73,9 @@ class CudaUnitT {
   void gather_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op);
   void reduce_scatter_experts(DeviceCommunicator& efsdp, cudaStream_t stream, std::string_view op);
   // keep_ranks = g > 1 (FSDP2's int reshard_after_forward): slice keep_index of g of the unsharded
-  // parameters stays for backward, which gather_kept all-gathers over the reshard group and frees.
+  // parameters stays for backward, which gather_kept all-gathers over the reshard group and frees. The
+  // all-gather's stream waits for the copy: the step program orders it after a compute op that may come
+  // before the release (its prefetch), not after the release.
   void release(int keep_ranks, int keep_index, cudaStream_t stream);
   void gather_kept(DeviceCommunicator& reshard, cudaStream_t stream, std::string_view op);
   double kept_bytes() const { return life_.kept_bytes(); }
@@ -112,6 +117,7 @@ class CudaUnitT {
   UnitLifecycle life_;  // which unsharded buffers are alive, and their bytes
   std::int64_t shard_offset_ = 0;
   DType reduce_type_;
+  double param_bytes_;  // counted per parameter element
   MemoryTracker* mem_;
   DeviceBuffer<float> master_, exp_avg_, exp_avg_sq_, grad_acc_;  // [shard_numel]
   DeviceBuffer<T> master16_;                                       // [shard_numel]
@@ -119,6 +125,7 @@ class CudaUnitT {
   float* full_grads_ = nullptr;   // [padded_numel], stream-ordered
   void* reduced_ = nullptr;       // [shard_numel] of reduce_type_, stream-ordered
   T* kept_ = nullptr;             // [life_.kept_numel()]: the copy kept between forward and backward, stream-ordered
+  cudaEvent_t kept_ready_ = nullptr;  // recorded after the kept copy is written (release's stream)
 };
 
 using CudaUnit = CudaUnitT<bf16>;
