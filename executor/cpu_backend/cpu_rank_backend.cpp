@@ -48,18 +48,19 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   const int unit_shard = at.unit_shard;
   const ParamLayout& local = rank_layout(rp, par_);
   const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
-  units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {
+  const HostUnitDevice host{rp.settings.precision.param == DType::fp16};
+  units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {  // gradients reduce in fp32 here
     const FlatUnitLayout& f = rp.flats[std::size_t(u)];
     if (par_.ep > 1)  // the experts apart, over efsdp (expert_shards.h)
       return std::make_unique<FsdpUnit>(
-          f, make_expert_shards(local, f, rp.shard_count, unit_shard, experts.efsdp_ranks, experts.efsdp_index), &mem_);
-    return std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, u), &mem_);
+          f, make_expert_shards(local, f, rp.shard_count, unit_shard, experts.efsdp_ranks, experts.efsdp_index),
+          DType::fp32, &mem_, host);
+    return std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, u), DType::fp32, &mem_, host);
   });
   for (FsdpUnit* u : units_.all()) {
-    u->set_fp16(rp.settings.precision.param == DType::fp16);
     const ExpertShards* parts = u->expert_shards();
     u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
-                         : stepped_ranges(local, u->flat(), u->state().shard_offset, u->flat().shard_numel));
+                         : stepped_ranges(local, u->flat(), u->shard_offset(), u->flat().shard_numel));
   }
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
@@ -69,13 +70,13 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
 // has the embedding unit's layout, so it starts with the same values.
 void CpuRankBackend::init_params(std::uint64_t seed) {
   for (FsdpUnit* u : units_.all()) {
-    UnitShardState& s = u->state();
     if (const ExpertShards* parts = u->expert_shards()) {
+      UnitShardState s;
+      s.params.resize(std::size_t(parts->state_numel()));
       init_expert_shards(rank_layout(rp_, par_), u->flat(), *parts, seed, s.params.data());
-      std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
-      std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
+      load_unit(*u, s);  // moments zero
     } else {
-      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), s.shard_offset, seed));
+      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), u->shard_offset(), seed));
     }
   }
   if (lora_) load_adapter_state(initial_adapter_state(*lora_, seed));
@@ -121,10 +122,8 @@ std::vector<double> CpuRankBackend::take_losses() {
 }
 
 void CpuRankBackend::adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) {
-  UnitShardState& st = u.state();
   for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
-    adamw_update(o, s, st.params.data() + b, st.exp_avg.data() + b, st.exp_avg_sq.data() + b, u.grad_shard() + b,
-                 e - b);
+    adamw_update(o, s, u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b, e - b);
 }
 
 void CpuRankBackend::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {
