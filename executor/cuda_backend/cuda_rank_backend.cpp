@@ -67,17 +67,18 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
-  const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
+  const auto reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? fsdpx::DType::bf16 : fsdpx::DType::fp32;
+  // Every unit call on the current op's stream; bytes counted in the plan's parameter dtype (cuda_unit.h).
+  const CudaUnitDevice<T> unit_device{&current_, &current_op_, dtype_bytes(rp.settings.precision.param)};
   const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
-  const double param_bytes = dtype_bytes(rp.settings.precision.param);  // the program's (cuda_unit.h)
   units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
     const FlatUnitLayout& f = rp.flats[std::size_t(u)];
     if (Base::par_.ep > 1)  // the experts apart, over efsdp (executor/model/expert_shards.h), as the CPU's
       return std::make_unique<CudaUnitT<T>>(
           f, make_expert_shards(rank_layout(rp, Base::par_), f, rp.shard_count, at.unit_shard, experts.efsdp_ranks,
                                 experts.efsdp_index),
-          reduce, param_bytes, &mem_);
-    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, param_bytes, &mem_);
+          reduce, &mem_, unit_device);
+    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, &mem_, unit_device);
   });
   for (CudaUnitT<T>* u : units_.all()) {  // buffers stay out of AdamW (executor/model/optimizer_ranges.h)
     const ExpertShards* parts = u->expert_shards();
@@ -167,13 +168,13 @@ void CudaRankBackendT<T>::sync_streams() const {
 template <class T>
 UnitShardState CudaRankBackendT<T>::unit_state(int unit) const {
   sync_streams();
-  return units_.state_of(unit).download(stream(StreamKind::compute));
+  return units_.state_of(unit).download();  // on the current stream, idle now
 }
 
 template <class T>
 void CudaRankBackendT<T>::load_unit(CudaUnitT<T>& u, const UnitShardState& s) {
   sync_streams();
-  u.upload(s, stream(StreamKind::compute));
+  u.upload(s);  // on the current stream, idle now
 }
 
 template <class T>
@@ -212,17 +213,17 @@ void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord
 template <class T>
 void CudaRankBackendT<T>::gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) {
   if (from_kept)
-    u.gather_kept(c, current_, current_op_);
+    u.gather_kept(c);
   else
-    u.gather(c, current_, current_op_);
+    u.gather(c);
 }
 
 template <class T>
 void CudaRankBackendT<T>::reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) {
   switch (r) {
-    case UnitReduction::scatter: u.reduce_scatter(c, current_, current_op_); break;
-    case UnitReduction::reduced: u.all_reduce_reduced(c, current_, current_op_); break;
-    case UnitReduction::full: u.all_reduce_full(c, current_, current_op_); break;
+    case UnitReduction::scatter: u.reduce_scatter(c); break;
+    case UnitReduction::reduced: u.all_reduce_reduced(c); break;
+    case UnitReduction::full: u.all_reduce_full(c); break;
   }
 }
 
@@ -320,7 +321,7 @@ template <class T>
 void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
   for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
     adamw_update(adamw_args(o, s), u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b,
-                 u.master16() + b, e - b, current_);
+                 u.param_copy() + b, e - b, current_);
 }
 
 template <class T>

@@ -185,9 +185,8 @@ class FsdpUnitT {
       }
     }
     dev_.all_reduce(comm, full_grads_.data(), n);
-    reduced_ = dev_.template alloc<float>(n);
+    reduced_ = alloc_counted<float>(n);
     dev_.copy(reduced_.data(), full_grads_.data(), n);
-    mem_->alloc(MemCategory::transient, double(n) * kF32);
     done_with_full_grads();
   }
   // HSDP: the sum of the reduced shard across replicas.
@@ -205,8 +204,7 @@ class FsdpUnitT {
     const std::int64_t n = flat_.shard_numel;
     if constexpr (Device::kReduceBf16) {
       if (reduce_bf16_) {  // the accumulator and the finiteness check are fp32
-        reduced_ = dev_.template alloc<float>(n);
-        mem_->alloc(MemCategory::transient, double(n) * kF32);
+        reduced_ = alloc_counted<float>(n);
         dev_.widen_bf16(reduced_.data(), reduced16_.data(), n);
         free_counted(reduced16_, n);
       }
@@ -250,24 +248,23 @@ class FsdpUnitT {
     alloc ? mem_->alloc(MemCategory::transient, bytes) : mem_->free(MemCategory::transient, bytes);
   }
   template <class E>
+  Array<E> alloc_counted(std::int64_t n) {
+    mem_->alloc(MemCategory::transient, double(n) * double(sizeof(E)));
+    return dev_.template alloc<E>(n);
+  }
+  template <class E>
   void free_counted(Array<E>& a, std::int64_t n) {
     dev_.free(a);
     mem_->free(MemCategory::transient, double(n) * double(sizeof(E)));
   }
   template <class E>
-  Array<E>& reduced_as() {
-    if constexpr (std::is_same_v<E, float>) return reduced_;
-    else return reduced16_;
-  }
-  template <class E>
-  Array<E>& experts_reduced_as() {
-    if constexpr (std::is_same_v<E, float>) return experts_reduced_;
-    else return experts_reduced16_;
+  static Array<E>& words(Array<float>& f32, Array<Bf16>& b16) {  // the reduction's buffer of words E
+    if constexpr (std::is_same_v<E, float>) return f32;
+    else return b16;
   }
   // A counted bf16 copy of n fp32 gradients.
   Array<Bf16> bf16_copy(const float* g, std::int64_t n) {
-    Array<Bf16> copy = dev_.template alloc<Bf16>(n);
-    mem_->alloc(MemCategory::transient, double(n) * double(sizeof(Bf16)));
+    Array<Bf16> copy = alloc_counted<Bf16>(n);
     if constexpr (Device::kReduceBf16) dev_.cast_bf16(copy.data(), g, n);
     return copy;
   }
@@ -284,17 +281,15 @@ class FsdpUnitT {
     life_.check_reduce_scatter(comm.size());
     const std::int64_t n = flat_.shard_numel, padded = flat_.padded_numel;
     dev_.round_fp16(full_grads_.data(), padded);  // fp16 plans: a gradient beyond fp16's range is an infinity
-    Array<E>& out = reduced_as<E>();
+    Array<E>& out = words<E>(reduced_, reduced16_);
     if constexpr (std::is_same_v<E, float>) {
-      out = dev_.template alloc<float>(n);
-      mem_->alloc(MemCategory::transient, double(n) * kF32);
+      out = alloc_counted<float>(n);
       dev_.reduce_scatter(comm, full_grads_.data(), out.data(), n);
       done_with_full_grads();
     } else {
       Array<Bf16> copy = bf16_copy(full_grads_.data(), padded);
       done_with_full_grads();
-      out = dev_.template alloc<Bf16>(n);
-      mem_->alloc(MemCategory::transient, double(n) * double(sizeof(Bf16)));
+      out = alloc_counted<Bf16>(n);
       dev_.reduce_scatter(comm, copy.data(), out.data(), n);
       free_counted(copy, padded);
     }
@@ -347,7 +342,7 @@ class FsdpUnitT {
     FSDP_CHECK(life_.grads_live() && efsdp.size() == p.expert_ranks && !experts_reduced_live_,
                who() + ": the experts' reduce-scatter");
     Array<E> packed = packed_grads<E>(expert_runs_, p.expert_shard * p.expert_ranks);
-    Array<E>& out = experts_reduced_as<E>();
+    Array<E>& out = words<E>(experts_reduced_, experts_reduced16_);
     out = dev_.template alloc<E>(p.expert_shard);
     experts_reduced_live_ = true;
     dev_.reduce_scatter(efsdp, packed.data(), out.data(), p.expert_shard);
@@ -360,12 +355,11 @@ class FsdpUnitT {
     const ExpertShards& p = parts_.front();
     life_.check_reduce_scatter(comm.size());
     Array<E> packed = packed_grads<E>(dense_runs_, p.dense_shard * p.dense_ranks);
-    Array<E>& out = reduced_as<E>();
-    out = dev_.template alloc<E>(flat_.shard_numel);
-    mem_->alloc(MemCategory::transient, double(flat_.shard_numel) * double(sizeof(E)));
+    Array<E>& out = words<E>(reduced_, reduced16_);
+    out = alloc_counted<E>(flat_.shard_numel);
     dev_.reduce_scatter(comm, packed.data(), out.data(), p.dense_shard);
     dev_.free(packed);
-    Array<E>& experts = experts_reduced_as<E>();
+    Array<E>& experts = words<E>(experts_reduced_, experts_reduced16_);
     if (p.expert_ranks == 1) {
       experts = packed_grads<E>(expert_runs_, p.expert_shard);
       experts_reduced_live_ = true;
