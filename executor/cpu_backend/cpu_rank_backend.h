@@ -70,12 +70,6 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
     model_comm_.set_ep_group(ep_comm_.get());
   }
   void load_unit(FsdpUnit& u, const UnitShardState& s) override { u.upload(s); }
-  void copy_master(FsdpUnit& u) override { u.copy_master_to_replica(); }
-  void gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) override;
-  void gather_unit_experts(FsdpUnit& u, Communicator& c) override { u.gather_experts(c); }
-  void reduce_unit_experts(FsdpUnit& u, Communicator& c) override { u.reduce_scatter_experts(c); }
-  void release_unit(FsdpUnit& u, int keep_ranks, int keep_index) override { u.release(keep_ranks, keep_index); }
-  void reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) override;
   void finish_unit_reduction(FsdpUnit& u, int unit) override {
     int non_finite = 0;
     u.finish_reduction(&non_finite);

@@ -81,12 +81,6 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   }
   void connect_device() override;
   void load_unit(CudaUnitT<T>& u, const UnitShardState& s) override;
-  void copy_master(CudaUnitT<T>& u) override { u.copy_master_to_replica(); }
-  void gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) override;
-  void release_unit(CudaUnitT<T>& u, int keep_ranks, int keep_index) override { u.release(keep_ranks, keep_index); }
-  void reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) override;
-  void gather_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override { u.gather_experts(c); }
-  void reduce_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override { u.reduce_scatter_experts(c); }
   DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
     return r == UnitReduction::scatter && group == Base::shard_group() ? *shard_rs_comm_ : comm(group);
   }
