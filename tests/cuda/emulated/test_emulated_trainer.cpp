@@ -113,8 +113,10 @@ TEST_CASE("emulated CUDA: LoRA on 1, 2 and 4 ranks follows the CPU backend withi
 // The data-parallel modes whose unsharded buffers live all run (the unit's replicated buffers; DDP also
 // copies the updated master into them) on 2 ranks, and FSDP2's int reshard_after_forward = 2 at dp_shard 4
 // (a kept copy between forward and backward, all-gathered over the reshard group of 2). Found by this case
-// (2026-11-30): without the all-gather stream's wait for the kept copy (cuda_unit.h), rank 1 read the copy
-// before release's stream wrote it ("step 1, unit 0: non-finite gradient"; emulated memory starts as NaN).
+// (2026-11-30): without the all-gather stream's wait for the kept copy (gather_kept's dev_.wait in
+// executor/model/fsdp_unit.h, the CUDA policy's event), rank 1 read the copy before release's stream wrote it
+// ("step 1, unit 0: non-finite gradient"; emulated memory starts as NaN); with that line deleted again the
+// case failed 3 runs of 3 (aborts and a segfault, the copy's stream-ordered memory used before its allocation).
 TEST_CASE("emulated CUDA: DDP, ZeRO-1 and a partial reshard follow the CPU backend within 1e-5") {
   for (DataParallel dp : {DataParallel::ddp, DataParallel::zero1}) {
     Plan p = fsdp(cuda::test::cuda_tiny_llama(), 2);
