@@ -67,7 +67,7 @@ class FsdpUnitT {
   // The unit's layout; shard_numel is the state's length (both parts under expert parallelism).
   const FlatUnitLayout& flat() const { return flat_; }
   const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
-  // The state's ranges AdamW steps (model/optimizer_ranges.h: all but buffers), set by the backend.
+  // The state's ranges AdamW steps (model/optimizer_ranges.h: all but buffers; rank_fsdp_units.h sets them).
   const ShardRanges& stepped() const { return stepped_; }
   void set_stepped(ShardRanges r) { stepped_ = std::move(r); }
   std::int64_t shard_offset() const { return shard_offset_; }
