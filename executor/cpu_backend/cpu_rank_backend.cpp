@@ -9,7 +9,7 @@
 #include "core/errors.h"
 #include "executor/cpu/fp16.h"
 #include "executor/model/initial_state.h"
-#include "executor/model/optimizer_ranges.h"
+#include "executor/model/rank_fsdp_units.h"
 
 namespace fsdpx {
 
@@ -44,23 +44,9 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
     mem_.alloc(MemCategory::grads, double(n) * 4);
     mem_.alloc(MemCategory::optimizer, double(n) * 8);
   }
-  const RankShard at = rank_shard(rp, world_->rank());
-  const int unit_shard = at.unit_shard;
   const ParamLayout& local = rank_layout(rp, par_);
-  const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
-  units_ = RankUnits<FsdpUnit>(rp, role_, [&](int u) {
-    const FlatUnitLayout& f = rp.flats[std::size_t(u)];
-    if (par_.ep > 1)  // the experts apart, over efsdp (expert_shards.h)
-      return std::make_unique<FsdpUnit>(
-          f, make_expert_shards(local, f, rp.shard_count, unit_shard, experts.efsdp_ranks, experts.efsdp_index), &mem_);
-    return std::make_unique<FsdpUnit>(f, unit_shard, replicated_params(rp, u), &mem_);
-  });
-  for (FsdpUnit* u : units_.all()) {
-    u->set_fp16(rp.settings.precision.param == DType::fp16);
-    const ExpertShards* parts = u->expert_shards();
-    u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
-                         : stepped_ranges(local, u->flat(), u->state().shard_offset, u->flat().shard_numel));
-  }
+  const HostUnitDevice host{rp.settings.precision.param == DType::fp16};
+  units_ = make_rank_units(rp, world_->rank(), role_, par_, DType::fp32, &mem_, host);  // fp32 reductions here
   segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
@@ -69,13 +55,13 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
 // has the embedding unit's layout, so it starts with the same values.
 void CpuRankBackend::init_params(std::uint64_t seed) {
   for (FsdpUnit* u : units_.all()) {
-    UnitShardState& s = u->state();
     if (const ExpertShards* parts = u->expert_shards()) {
+      UnitShardState s;
+      s.params.resize(std::size_t(parts->state_numel()));
       init_expert_shards(rank_layout(rp_, par_), u->flat(), *parts, seed, s.params.data());
-      std::fill(s.exp_avg.begin(), s.exp_avg.end(), 0.0f);
-      std::fill(s.exp_avg_sq.begin(), s.exp_avg_sq.end(), 0.0f);
+      load_unit(*u, s);  // moments zero
     } else {
-      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), s.shard_offset, seed));
+      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), u->shard_offset(), seed));
     }
   }
   if (lora_) load_adapter_state(initial_adapter_state(*lora_, seed));
@@ -86,21 +72,6 @@ void CpuRankBackend::load_adapter_state(const AdapterState& s) {
                  s.exp_avg_sq.size() == s.params.size(),
              "CpuRankBackend: adapter state of another layout");
   adapters_ = s;
-}
-
-void CpuRankBackend::gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) {
-  if (from_kept)
-    u.gather_kept(c);
-  else
-    u.gather(c);
-}
-
-void CpuRankBackend::reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) {
-  switch (r) {
-    case UnitReduction::scatter: u.reduce_scatter(c); break;
-    case UnitReduction::reduced: u.all_reduce_reduced(c); break;
-    case UnitReduction::full: u.all_reduce_full(c); break;
-  }
 }
 
 // Activations enter before the segment's first module, their gradient w.r.t. its last module's output.
@@ -121,10 +92,8 @@ std::vector<double> CpuRankBackend::take_losses() {
 }
 
 void CpuRankBackend::adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) {
-  UnitShardState& st = u.state();
   for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
-    adamw_update(o, s, st.params.data() + b, st.exp_avg.data() + b, st.exp_avg_sq.data() + b, u.grad_shard() + b,
-                 e - b);
+    adamw_update(o, s, u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b, e - b);
 }
 
 void CpuRankBackend::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {

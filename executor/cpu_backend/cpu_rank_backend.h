@@ -1,6 +1,6 @@
 // executor/cpu_backend/cpu_rank_backend.h — the CPU reference RankBackend: the fp32 model of
 // executor/model with its hand-written backward (one model per micro-batch in flight,
-// micro_batch_models.h), one FsdpUnit per plan unit of the rank's pipeline stages (fp32 masters,
+// micro_batch_models.h), one FsdpUnit (model/fsdp_unit.h over host_unit_device.h) per plan unit of the rank's pipeline stages (fp32 masters,
 // moments, accumulators and unsharded buffers on the host) and host communicators (the world's and the
 // groups split from it: dp_shard, dp_replicate, under tensor or context parallelism the model's tp and
 // cp groups and the data-parallel groups spanning cp, under pipeline parallelism the stage's dp_all and
@@ -10,7 +10,7 @@
 // every method has finished when it returns (but a send, which finish_sends awaits), so begin_op/end_op
 // and synchronize do nothing. Leaves out
 // low precision: the CPU computes and communicates in fp32 (an fp16 plan rounds the units' unsharded
-// parameters and gradients to fp16 values, fsdp_unit.h).
+// parameters and gradients to fp16 values, host_unit_device.h).
 #pragma once
 
 #include <algorithm>
@@ -20,12 +20,15 @@
 
 #include "executor/comm/communicator.h"
 #include "executor/model/buffer_bytes.h"
+#include "executor/model/fsdp_unit.h"
 #include "executor/model/op_profiler.h"
-#include "executor/cpu_backend/fsdp_unit.h"
+#include "executor/cpu_backend/host_unit_device.h"
 #include "executor/cpu_backend/micro_batch_models.h"
 #include "executor/runtime/model_skeleton.h"
 
 namespace fsdpx {
+
+using FsdpUnit = FsdpUnitT<HostUnitDevice>;
 
 // The rank skeleton (rank_skeleton.h: groups, units, their all-gathers and reductions; model_skeleton.h:
 // the segments' passes and sends) over host communicators, FsdpUnits and fp32 Transformers; the rest below.
@@ -38,7 +41,7 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
 
   void init_params(std::uint64_t seed) override;
   // The last stage reads the shape of a tied table's unit from its copy (load_state).
-  UnitShardState unit_state(int unit) const override { return units_.state_of(unit).state(); }
+  UnitShardState unit_state(int unit) const override { return units_.state_of(unit).download(); }
 
   void begin_op(int, const Op&) override {}
   void end_op(int, const Op&) override {}
@@ -66,15 +69,11 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
     model_comm_.set_groups(tp_comm_.get(), cp_comm_.get());
     model_comm_.set_ep_group(ep_comm_.get());
   }
-  void load_unit(FsdpUnit& u, const UnitShardState& s) override { u.state() = s; }
-  void copy_master(FsdpUnit& u) override { u.copy_master_to_replica(); }
-  void gather_unit(FsdpUnit& u, Communicator& c, bool from_kept) override;
-  void gather_unit_experts(FsdpUnit& u, Communicator& c) override { u.gather_experts(c); }
-  void reduce_unit_experts(FsdpUnit& u, Communicator& c) override { u.reduce_scatter_experts(c); }
-  void release_unit(FsdpUnit& u, int keep_ranks, int keep_index) override { u.release_params(keep_ranks, keep_index); }
-  void reduce_unit(FsdpUnit& u, UnitReduction r, Communicator& c) override;
+  void load_unit(FsdpUnit& u, const UnitShardState& s) override { u.upload(s); }
   void finish_unit_reduction(FsdpUnit& u, int unit) override {
-    if (!u.finish_reduction()) note_non_finite(unit);
+    int non_finite = 0;
+    u.finish_reduction(&non_finite);
+    if (non_finite) note_non_finite(unit);
   }
   void adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) override;
   void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;

@@ -19,7 +19,7 @@
 #include "executor/cuda_backend/grad_scaler_kernels.h"
 #include "executor/model/initial_state.h"
 #include "executor/model/lora_layout.h"
-#include "executor/model/optimizer_ranges.h"
+#include "executor/model/rank_fsdp_units.h"
 
 namespace fsdpx::cuda {
 
@@ -54,7 +54,6 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
       models_([this] { return make_model(); }) {
   use_device();
   configure_default_mem_pool(device_);  // the units' and messages' cudaMallocAsync memory stays mapped
-  const RankShard at = rank_shard(rp, world_->rank());
   for (cudaStream_t& s : streams_) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   op_done_.resize(rp.program.roles[std::size_t(role_)].ops.size());
   for (cudaEvent_t& e : op_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -67,23 +66,10 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   }
   model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
   model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
-  const DType reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? DType::bf16 : DType::fp32;
-  const ExpertGroupPlace experts = expert_group_place(rp, world_->rank());
-  units_ = RankUnits<CudaUnitT<T>>(rp, role_, [&](int u) {
-    const FlatUnitLayout& f = rp.flats[std::size_t(u)];
-    if (Base::par_.ep > 1)  // the experts apart, over efsdp (executor/model/expert_shards.h), as the CPU's
-      return std::make_unique<CudaUnitT<T>>(
-          f, make_expert_shards(rank_layout(rp, Base::par_), f, rp.shard_count, at.unit_shard, experts.efsdp_ranks,
-                                experts.efsdp_index),
-          reduce, &mem_);
-    return std::make_unique<CudaUnitT<T>>(f, at.unit_shard, replicated_params(rp, u), reduce, &mem_);
-  });
-  for (CudaUnitT<T>* u : units_.all()) {  // buffers stay out of AdamW (executor/model/optimizer_ranges.h)
-    const ExpertShards* parts = u->expert_shards();
-    const ParamLayout& local = rank_layout(rp, Base::par_);
-    u->set_stepped(parts ? stepped_ranges(local, u->flat(), *parts)
-                         : stepped_ranges(local, u->flat(), u->shard_offset(), u->flat().shard_numel));
-  }
+  const auto reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? fsdpx::DType::bf16 : fsdpx::DType::fp32;
+  // Every unit call on the current op's stream; bytes counted in the plan's parameter dtype (cuda_unit.h).
+  const CudaUnitDevice<T> unit_device{&current_, &current_op_, dtype_bytes(rp.settings.precision.param)};
+  units_ = make_rank_units(rp, world_->rank(), role_, Base::par_, reduce, &mem_, unit_device);
   losses_ = DeviceBuffer<float>(std::max<std::int64_t>(1, rp.grad_accum));
   non_finite_ = DeviceBuffer<int>(std::int64_t(rp.flats.size()));
   CUDA_CHECK(cudaMemset(non_finite_.get(), 0, rp.flats.size() * sizeof(int)));
@@ -166,13 +152,13 @@ void CudaRankBackendT<T>::sync_streams() const {
 template <class T>
 UnitShardState CudaRankBackendT<T>::unit_state(int unit) const {
   sync_streams();
-  return units_.state_of(unit).download(stream(StreamKind::compute));
+  return units_.state_of(unit).download();  // on the current stream, idle now
 }
 
 template <class T>
 void CudaRankBackendT<T>::load_unit(CudaUnitT<T>& u, const UnitShardState& s) {
   sync_streams();
-  u.upload(s, stream(StreamKind::compute));
+  u.upload(s);  // on the current stream, idle now
 }
 
 template <class T>
@@ -207,23 +193,6 @@ void CudaRankBackendT<T>::begin_op(int id, const Op& op) {
 
 template <class T>
 void CudaRankBackendT<T>::end_op(int id, const Op&) { CUDA_CHECK(cudaEventRecord(op_done_[std::size_t(id)], current_)); }
-
-template <class T>
-void CudaRankBackendT<T>::gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) {
-  if (from_kept)
-    u.gather_kept(c, current_, current_op_);
-  else
-    u.gather(c, current_, current_op_);
-}
-
-template <class T>
-void CudaRankBackendT<T>::reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) {
-  switch (r) {
-    case UnitReduction::scatter: u.reduce_scatter(c, current_, current_op_); break;
-    case UnitReduction::reduced: u.all_reduce_reduced(c, current_, current_op_); break;
-    case UnitReduction::full: u.all_reduce_full(c, current_, current_op_); break;
-  }
-}
 
 template <class T>
 int CudaRankBackendT<T>::first_non_finite_unit() {
@@ -319,7 +288,7 @@ template <class T>
 void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
   for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
     adamw_update(adamw_args(o, s), u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b,
-                 u.master16() + b, e - b, current_);
+                 u.param_copy() + b, e - b, current_);
 }
 
 template <class T>

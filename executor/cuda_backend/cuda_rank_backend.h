@@ -13,8 +13,10 @@
 // stepped alone; the base units are gathered but get no gradients. Tensor parallelism as the CPU
 // backend runs it (without sequence parallelism for now): the model's collectives go over the skeleton's
 // tp group on the compute op's stream (cuda_model_comm.h). Expert parallelism as the CPU backend runs it:
-// units in two parts (cuda_unit.h), the MoE blocks' token exchange on the ep group. Leaves out CUDA graphs, fusing adjacent sends
-// and receives into one NCCL group, sequence and context parallelism.
+// units in two parts (executor/model/fsdp_unit.h), the MoE blocks' token exchange on the ep group. The units
+// are the CPU's FsdpUnitT over the GPU policy (cuda_unit.h), which issues on the current op's stream.
+// Leaves out CUDA graphs, fusing adjacent sends and receives into one NCCL group, sequence and context
+// parallelism.
 #pragma once
 
 #include <array>
@@ -79,25 +81,11 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   }
   void connect_device() override;
   void load_unit(CudaUnitT<T>& u, const UnitShardState& s) override;
-  void copy_master(CudaUnitT<T>& u) override { u.copy_master_to_replica(current_); }
-  void gather_unit(CudaUnitT<T>& u, DeviceCommunicator& c, bool from_kept) override;
-  void release_unit(CudaUnitT<T>& u, int keep_ranks, int keep_index) override {
-    u.release(keep_ranks, keep_index, current_);
-  }
-  void reduce_unit(CudaUnitT<T>& u, UnitReduction r, DeviceCommunicator& c) override;
-  void gather_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override {
-    u.gather_experts(c, current_, current_op_);
-  }
-  void reduce_unit_experts(CudaUnitT<T>& u, DeviceCommunicator& c) override {
-    u.reduce_scatter_experts(c, current_, current_op_);
-  }
   DeviceCommunicator& reduction_comm(UnitReduction r, MeshGroup group) override {  // reduce-scatters beside all-gathers
     return r == UnitReduction::scatter && group == Base::shard_group() ? *shard_rs_comm_ : comm(group);
   }
   // The device kernels of the skeleton's gradient bookkeeping, on the current op's stream.
-  void finish_unit_reduction(CudaUnitT<T>& u, int unit) override {
-    u.finish_reduction(non_finite_.get() + unit, current_);
-  }
+  void finish_unit_reduction(CudaUnitT<T>& u, int unit) override { u.finish_reduction(non_finite_.get() + unit); }
   void adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) override;
   void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;
   float* adapter_grads() override { return adapters_ ? adapters_->grads() : nullptr; }
@@ -134,7 +122,7 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   void keep_loss(Model&) override { ++losses_written_; }
   const T* adapter_params() override { return adapters_->params16(); }
   Grads grad_ptrs(int unit) override {  // all null under LoRA (a frozen base)
-    return units_.unit_grads(rp_, unit, [this](CudaUnitT<T>& u, int k) { return u.module_grads(k, current_); });
+    return units_.unit_grads(rp_, unit, [](CudaUnitT<T>& u, int k) { return u.module_grads(k); });
   }
   void post_send(const T* data, Payload payload, int peer, int tag) override;
   void sync_streams() const;
@@ -157,7 +145,7 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   std::array<cudaStream_t, kStreamCount> streams_{};
   std::vector<cudaEvent_t> op_done_;  // per op id of the step program
   cudaEvent_t step_start_ = nullptr;
-  cudaStream_t current_ = nullptr;    // the stream of the op being issued
+  cudaStream_t current_ = nullptr;    // the stream of the op being issued (the units' policy reads it)
   std::string current_op_;            // and its name, for the watchdog
   std::unique_ptr<GemmContext> gemm_;
   CudaModelComm model_comm_;  // the models' tp collectives (tp > 1); before models_, which keep a pointer

@@ -36,15 +36,6 @@ FlatUnitLayout expert_state_view(FlatUnitLayout f, const ExpertShards& p) {
   return f;
 }
 
-void pack_part(const std::vector<std::int64_t>& part, const float* unit, float* out, std::int64_t padded) {
-  std::fill(out, out + padded, 0.0f);
-  for (std::size_t i = 0; i < part.size(); ++i) out[i] = unit[part[i]];
-}
-
-void unpack_part(const std::vector<std::int64_t>& part, const float* in, float* unit) {
-  for (std::size_t i = 0; i < part.size(); ++i) unit[part[i]] = in[i];
-}
-
 std::vector<PartRun> part_runs(const std::vector<std::int64_t>& part) {
   std::vector<PartRun> runs;
   for (std::size_t i = 0; i < part.size(); ++i) {

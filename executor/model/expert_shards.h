@@ -1,6 +1,6 @@
 // executor/model/expert_shards.h — an FSDP unit's two shardings under expert parallelism, device-neutral
-// (the CPU unit, executor/cpu_backend/fsdp_unit.h, and the CUDA unit, executor/cuda_backend/cuda_unit.h,
-// share them, so both backends hold the same elements and checkpoints move between them): the
+// (the one FSDP unit of both backends, executor/model/fsdp_unit.h, holds them, so both backends hold the
+// same elements and checkpoints move between them): the
 // routed experts' elements (TensorSlot::expert, the rank's local experts at each MoE block's tail) are
 // sharded over the experts' own FSDP group (efsdp: dp_shard x cp / ep ranks), the rest over dp_shard, as
 // the step program's twin ops gather and reduce them (program/lower_units.cpp split_experts; torchtitan
@@ -35,12 +35,8 @@ FlatUnitLayout expert_state_view(FlatUnitLayout f, const ExpertShards& p);
 ExpertShards make_expert_shards(const ParamLayout& local, const FlatUnitLayout& f, int dense_ranks, int dense_index,
                                 int expert_ranks, int expert_index);
 
-// out [shard·ranks] = unit[part[i]] (zero padding); unit[part[i]] = in[i] for the unpadded elements.
-void pack_part(const std::vector<std::int64_t>& part, const float* unit, float* out, std::int64_t padded);
-void unpack_part(const std::vector<std::int64_t>& part, const float* in, float* unit);
-
 // A part as runs of consecutive unit elements (each tensor is one run, and neighbouring tensors merge),
-// for devices that copy ranges: element part_at + i of the part is unit element unit_at + i, i < count.
+// which the unit copies as ranges: element part_at + i of the part is unit element unit_at + i, i < count.
 struct PartRun {
   std::int64_t part_at = 0, unit_at = 0, count = 0;
 };

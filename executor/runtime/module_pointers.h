@@ -1,8 +1,8 @@
 // executor/runtime/module_pointers.h — the per-module pointer tables the models take (forward_module
 // reads params[m], backward_module adds to grads[m]), filled from a backend's FSDP units, whose flat
 // buffers hold their modules at FlatUnitLayout::module_offsets. For any unit type with flat(),
-// params_live() and module_params(k) (the CPU FsdpUnit, the CUDA CudaUnit), held by value or by
-// unique_ptr (null: a unit of another pipeline rank). Leaves out tensor-parallel shards of a module.
+// params_live() and module_params(k) (model/fsdp_unit.h's, the CPU FsdpUnit and the CUDA CudaUnit), held
+// by value or by unique_ptr (null: a unit of another pipeline rank). Leaves out tensor-parallel shards of a module.
 #pragma once
 
 #include <cstddef>

@@ -6,9 +6,10 @@
 // it; and the gradient-shard bookkeeping around the optimizer: accumulation's finiteness flags, fp16
 // loss scaling's unscale pass, the gradient norm's Σ g² (tp-replicated tensors counted once), AdamW over
 // the units or, under LoRA, the adapters alone, and the adapters' all-reduce. A backend (CpuRankBackend,
-// CudaRankBackendT) derives from it with its unit and communicator types and supplies the device half:
-// how a communicator splits, how a unit runs one op, and the kernels over fp32 gradient buffers
-// (torchtitan's simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model
+// CudaRankBackendT) derives from it with its unit (model/fsdp_unit.h over the backend's device policy,
+// which runs each unit op) and communicator types and supplies the rest of the device half: how a
+// communicator splits, loading a unit's state, and the kernels over fp32 gradient buffers (torchtitan's
+// simple_fsdp: DDP, FSDP and HSDP are placements of one mechanism). Leaves out the model
 // ops and the pipeline messages (model_skeleton.h).
 #pragma once
 
@@ -53,7 +54,7 @@ class RankSkeleton : public RankBackend {
   }
   void copy_masters_to_replicas() final {
     for (const auto& [source, u] : units_.indexed())
-      if (master_is_replica(rp_, source)) copy_master(*u);
+      if (master_is_replica(rp_, source)) u->copy_master_to_replica();
   }
 
   // From the kept copy over the unit's reshard group (FSDP2's int reshard_after_forward), else from the
@@ -63,16 +64,18 @@ class RankSkeleton : public RankBackend {
     Comm& c = from_kept ? reshard_comm(unit) : comm(group);
     for (Unit* u : units_.with_copy(unit)) {
       if (group == MeshGroup::efsdp)
-        gather_unit_experts(*u, c);  // the experts' twin op (program/lower_units.cpp split_experts)
+        u->gather_experts(c);  // the experts' twin op (program/lower_units.cpp split_experts)
+      else if (from_kept)
+        u->gather_kept(c);
       else
-        gather_unit(*u, c, from_kept);
+        u->gather(c);
     }
   }
   // `kept_bytes` > 0: the program keeps a copy (RuntimeProgram::kept_copy_bytes, in the device's dtype).
   void release(int unit, double kept_bytes) final {
     const int g = kept_bytes > 0 ? rp_.program.units[std::size_t(unit)].kept_shard_ranks : 0;
     const int at = g > 1 ? reshard_comm(unit).rank() : 0;
-    for (Unit* u : units_.with_copy(unit)) release_unit(*u, g, at);
+    for (Unit* u : units_.with_copy(unit)) u->release(g, at);
     FSDP_CHECK(units_.own(unit).kept_bytes() == kept_bytes,
                "rank backend: a kept copy of other bytes than the program's");
   }
@@ -150,10 +153,6 @@ class RankSkeleton : public RankBackend {
   virtual std::unique_ptr<Comm> split_world(int color, int key, const std::string& name) = 0;
   virtual void connect_device() {}
   virtual void load_unit(Unit& u, const UnitShardState& s) = 0;
-  virtual void copy_master(Unit& u) = 0;
-  virtual void gather_unit(Unit& u, Comm& c, bool from_kept) = 0;
-  virtual void release_unit(Unit& u, int keep_ranks, int keep_index) = 0;
-  virtual void reduce_unit(Unit& u, UnitReduction r, Comm& c) = 0;
   // Adds the unit's reduced shard to its accumulator, flagging `unit` on a NaN or an infinity.
   virtual void finish_unit_reduction(Unit& u, int unit) = 0;
   virtual void adamw_unit(Unit& u, const OptimizerSettings& o, const AdamWStep& s) = 0;
@@ -174,10 +173,6 @@ class RankSkeleton : public RankBackend {
   // Notes `unit` as holding a non-finite gradient when g has a NaN or an infinity (first_non_finite_unit).
   virtual void flag_non_finite(float* g, std::int64_t n, int unit) = 0;
   virtual void clear_non_finite() = 0;
-  // Expert parallelism: a unit's routed experts gathered and reduce-scattered over their own group
-  // (efsdp), ahead of the rest; a backend without it never gets an efsdp op (its row refuses ep > 1).
-  virtual void gather_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
-  virtual void reduce_unit_experts(Unit&, Comm&) { FSDP_CHECK(false, "rank backend: no expert parallelism"); }
   // The communicator a reduction runs on (CUDA: the reduce-scatters' own shard-group communicator).
   virtual Comm& reduction_comm(UnitReduction, MeshGroup group) { return comm(group); }
 
@@ -216,11 +211,17 @@ class RankSkeleton : public RankBackend {
   void reduce(int unit, UnitReduction r, MeshGroup group) {
     if (group == MeshGroup::efsdp) {
       FSDP_CHECK(r == UnitReduction::scatter, "rank backend: the experts reduce by reduce-scatter only");
-      for (Unit* u : units_.with_copy(unit)) reduce_unit_experts(*u, comm(group));
+      for (Unit* u : units_.with_copy(unit)) u->reduce_scatter_experts(comm(group));  // ahead of the rest
       return;
     }
     Comm& c = reduction_comm(r, group);
-    for (Unit* u : units_.with_copy(unit)) reduce_unit(*u, r, c);
+    for (Unit* u : units_.with_copy(unit)) {
+      switch (r) {
+        case UnitReduction::scatter: u->reduce_scatter(c); break;
+        case UnitReduction::reduced: u->all_reduce_reduced(c); break;
+        case UnitReduction::full: u->all_reduce_full(c); break;
+      }
+    }
   }
 };
 

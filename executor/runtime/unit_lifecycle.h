@@ -1,9 +1,9 @@
-// executor/runtime/unit_lifecycle.h — the device-neutral half of one FSDP unit on one rank, written once
-// for the CPU unit (cpu_backend/fsdp_unit.h) and the CUDA unit (cuda_backend/cuda_unit.h): when the
+// executor/runtime/unit_lifecycle.h — the buffer lifecycle of one FSDP unit on one rank (a member of the
+// unit both backends run, model/fsdp_unit.h): when the
 // unsharded parameters, the kept copy of a partial reshard (FSDP2's int reshard_after_forward) and the
 // unsharded gradients are alive, the checks that guard each transition, and their bytes in the rank's
-// MemoryTracker. Each backend allocates, copies and communicates its own buffers around these calls.
-// Leaves out the reduced shard and the resident state, whose dtypes differ between the backends.
+// MemoryTracker; the unit allocates, copies and communicates the buffers around these calls. Leaves out
+// the reduced shard and the resident state (the unit counts them).
 #pragma once
 
 #include <cstdint>

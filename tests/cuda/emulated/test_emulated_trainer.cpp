@@ -2,9 +2,11 @@
 // model, streams, events, stream-ordered allocations and the in-process device communicator) trains
 // through the Trainer on the emulated runtime: FSDP on 1, 2 and 4 ranks (llama and gpt: RMSNorm/RoPE/GQA/
 // SwiGLU and LayerNorm/positions/GELU/biases/tied head), HSDP on 2 and 4 ranks, LoRA on 1, 2 and 4 ranks,
-// tp 2 (with and without sequence parallelism) and cp 2, alone and with dp_shard 2, follow the CPU backend's
+// tp 2 (with and without sequence parallelism) and cp 2, alone and with dp_shard 2, DDP and ZeRO-1 on 2 ranks
+// and reshard_after_forward 2 at dp_shard 4 follow the CPU backend's
 // losses on the same plan within 1e-5 over 10 steps (emulated_runs.h says why the float model); the runtime
-// also checks every tp/cp collective the model issues against the step program's (group, kind, bytes).
+// also checks every tp/cp collective the model issues against the step program's (group, kind, bytes). A bf16
+// gradient reduction trains near the fp32 one (the CPU backend reduces in fp32 only).
 // Checked by hand (2026-11-29): deleting one of the block's f-backward all-reduces fails the tp case ("the
 // model issued tp.all_reduce.2048B x1, but the step program lists ... x2"). Checked by hand (2026-11-28, this machine): with the two lines of
 // CudaRankBackendT::begin_op that make every other stream wait for `step_start_` (each step's start behind
@@ -15,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config_paths.h"
 #include "tests/cuda/cuda_tiny_models.h"
@@ -105,6 +108,53 @@ Plan lora(int ranks) {
 
 TEST_CASE("emulated CUDA: LoRA on 1, 2 and 4 ranks follows the CPU backend within 1e-5") {
   for (int ranks : {1, 2, 4}) check_follows_cpu(lora(ranks), "llama LoRA " + std::to_string(ranks) + " ranks");
+}
+
+// The data-parallel modes whose unsharded buffers live all run (the unit's replicated buffers; DDP also
+// copies the updated master into them) on 2 ranks, and FSDP2's int reshard_after_forward = 2 at dp_shard 4
+// (a kept copy between forward and backward, all-gathered over the reshard group of 2). Found by this case
+// (2026-11-30): without the all-gather stream's wait for the kept copy (gather_kept's dev_.wait in
+// executor/model/fsdp_unit.h, the CUDA policy's event), rank 1 read the copy before release's stream wrote it
+// ("step 1, unit 0: non-finite gradient"; emulated memory starts as NaN); with that line deleted again the
+// case failed 3 runs of 3 (aborts and a segfault, the copy's stream-ordered memory used before its allocation).
+TEST_CASE("emulated CUDA: DDP, ZeRO-1 and a partial reshard follow the CPU backend within 1e-5") {
+  for (DataParallel dp : {DataParallel::ddp, DataParallel::zero1}) {
+    Plan p = fsdp(cuda::test::cuda_tiny_llama(), 2);
+    p.parallelism.data_parallel = dp;
+    check_follows_cpu(p, dp == DataParallel::ddp ? "llama DDP 2 ranks" : "llama ZeRO-1 2 ranks");
+  }
+  Plan partial = fsdp(cuda::test::cuda_tiny_llama(), 4);
+  for (PlanUnit& u : partial.units) u.reshard_after_forward = 2;
+  check_follows_cpu(partial, "llama FSDP 4 ranks, reshard_after_forward 2");
+}
+
+// The plan's reduce dtype bf16 (FSDP's MixedPrecisionPolicy.reduce_dtype): the unit reduces a bf16 copy of
+// its fp32 gradients and widens the reduced shard before accumulating. The CPU backend reduces in fp32 only,
+// so the reference is the same CUDA run with an fp32 reduction: bf16's rounding of the gradients (8 bits of
+// mantissa, relative 2^-9) moved the losses of 10 AdamW steps by 9.2e-4 (2 ranks) and 4.0e-4 (4 ranks) on
+// 2026-11-30, so 5e-3 bounds it; and by more than 0: a reduction that ignored the dtype would give the fp32 run.
+TEST_CASE("emulated CUDA: a bf16 gradient reduction trains near the fp32 one") {
+  for (int ranks : {2, 4}) {
+    const Plan p = fsdp(cuda::test::cuda_tiny_llama(), ranks);
+    const auto data = std::make_shared<test::HashData>(p.model.vocab);
+    auto run = [&](DType reduce) {
+      Plan q = on_cuda(p);
+      q.precision.reduce = reduce;
+      TrainerOptions o;
+      o.cuda = true;
+      Trainer trainer(q, data, o, float_cuda_backends());
+      std::vector<double> out;
+      for (int s = 0; s < kSteps; ++s) out.push_back(trainer.step().loss);
+      return out;
+    };
+    const std::vector<double> f32 = run(DType::fp32), b16 = run(DType::bf16);
+    const double d = max_abs_diff(b16, f32);
+    MESSAGE("bf16 reduction, " << ranks << " ranks: loss " << b16.front() << " -> " << b16.back()
+                               << ", maxdiff vs fp32 reduction " << d);
+    CHECK(d <= 5e-3);
+    CHECK(d > 0.0);
+    CHECK(moved(b16) > 100 * kLossTol);
+  }
 }
 
 }  // namespace
