@@ -1,10 +1,9 @@
-// executor/cuda_backend/cuda_model.cpp — module-by-module forward and backward of the device model:
-// embedding, final norm, LM head and loss through the shared ends sequence (executor/model/ends_sequence.h
-// over cuda_model_policy.h), blocks (cuda_block.h, with optional full recompute), step for step
-// executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block CudaBlockActs, or
-// one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry the names and
-// modules of the CPU model's. LoRA: the blocks get their adapters through the context, and the frozen
-// base's backward skips every parameter gradient (as transformer.cpp).
+// executor/cuda_backend/cuda_model.cpp — the device half of the CUDA model: its buffers (only for the
+// modules it runs; the split backward's keeps), RoPE tables and cp row maps uploaded once, the blocks'
+// contexts (LoRA's adapters, the attention kernel), the ends' batch and loss slot, and the bytes each
+// module keeps. The modules run through the shared driver (executor/model/model_driver.h) over
+// cuda_model_policy.h, step for step as the CPU Transformer; profiled kernel groups carry the CPU
+// model's names and modules.
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <type_traits>
@@ -165,20 +164,17 @@ CudaBlockWeightGrads<T>* CudaModelT<T>::weight_inputs(std::int64_t block, GradPa
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
-                        q_pos_.get(),    cp_rows_.get(),  opts_.tensor_core_attention};
+                        stream,          opts_.profiler, module, this->template lora_block<CudaLoraBlock<T>>(module),
+                        opts_.parallel,  opts_.comm,     &scratch_, q_pos_.get(), cp_rows_.get(),
+                        opts_.tensor_core_attention};
   c.moe_aux = moe_aux_.grad();
   if (spec_.is_mla()) c.mla_rope = &mla_rope_;
-  if (!opts_.lora || module < 1 || module > spec_.layers) return c;
-  FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
-  const std::int64_t at = opts_.lora->block_offset(module - 1);
-  c.lora = CudaLoraBlock<T>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
   return c;
 }
 
 // The ends' buffers and batch (executor/model/ends_sequence.h).
 template <class T>
-auto CudaModelT<T>::ends(int m, GradPass pass) {
+typename CudaModelPolicy<T>::Ends CudaModelT<T>::ends(int m, GradPass pass) {
   FSDP_CHECK(m != this->layout().head_index() || loss_out_ != nullptr,
              "CudaModel: set_loss_output before the head's forward");
   FSDP_CHECK(pass == GradPass::all || opts_.split_backward,
@@ -191,27 +187,16 @@ auto CudaModelT<T>::ends(int m, GradPass pass) {
 
 template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
-  if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
-    std::vector<std::int32_t> mine, mine_targets;
-    for (std::int64_t b = 0; b < dims_.b; ++b)
-      for (std::int64_t p : positions_)
-        mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
-    batch_.upload(mine.data(), mine_targets.data(), stream);
-  } else {
+  if (opts_.parallel.cp > 1)  // the rank's tokens at their positions, as the CPU Transformer picks them
+    batch_.upload(this->rank_tokens(tokens).data(), this->rank_tokens(targets).data(), stream);
+  else
     batch_.upload(tokens, targets, stream);
-  }
-  moe_aux_.reset(spec_);
-  drv_.start_batch();
+  this->start_batch();
 }
 
 template <class T>
 void CudaModelT<T>::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
 
-template <class T>
-void CudaModelT<T>::set_lora_buffers(const T* params, float* grads) {
-  FSDP_CHECK(opts_.lora != nullptr, "CudaModel: adapter buffers for a model without LoRA");
-  lora_params_ = params, lora_grads_ = grads;
-}
 
 template <class T>
 std::int64_t CudaModelT<T>::saved_bytes(int module) const {

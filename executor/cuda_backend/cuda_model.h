@@ -1,29 +1,20 @@
-// executor/cuda_backend/cuda_model.h — the device twin of the CPU reference Transformer
-// (executor/model/transformer.h): the same protocol, module order, parameter layout and += gradients,
+// executor/cuda_backend/cuda_model.h — the device's model: the CPU reference Transformer's driver
+// (executor/model/model_driver.h) over the CUDA policy, so the same protocol, module order, parameter
+// layout and += gradients,
 // on 16-bit (T = bf16, or f16 for fp16 plans) parameters and activations with fp32 statistics, loss and
 // parameter gradients. The model owns only activations and scratch, allocated once in the constructor; parameters and gradients are the
 // caller's per-module device buffers (an FSDP unit's unsharded buffer at ParamLayout offsets).
 // Leaves out dropout, ignore-index targets, vocabulary padding, selective recompute and sharing scratch
 // between the models of a pipeline rank's micro-batches in flight.
 //
-// Protocol for one micro-batch (every call enqueues on `stream` and returns; see CudaModel::set_batch
-// for the one bounded host wait, and CudaModelOptions::profiler for the waits of a profiled run):
-//   set_batch(tokens, targets, stream);                  // host int32 [B, T] each
-//   set_loss_output(loss_device);                        // before the head's forward
-//   for m in 0..M-1:  forward_module(m, params, stream); // params[k]: module k's T buffer or null
-//   begin_backward(dloss);
-//   for m in M-1..0:  backward_module(m, params, grads, stream);  // fp32 grads[k] accumulate (+=)
-// A pipeline stage runs a range of modules, as the CPU Transformer: input_buffer(m) is where the previous
-// stage's activations for module m are received (the forward resumes at m), output(m) what module m hands
-// on; output_grad_buffer(m) is where the next stage's gradient w.r.t. module m's output is received (the
-// backward resumes at m), input_grad() the gradient w.r.t. the input of the last module run backward.
-// Zero bubble splits each module's backward into backward_input_module (in backward order) and, later,
-// backward_weight_module, which writes the parameter gradients without reading parameters.
-// All calls of one micro-batch must be ordered on the device (one stream, or the caller's events): the
-// activation and scratch buffers are shared between modules. The tied head reads params[0] and writes
-// grads[0] (the token table), which must then be set during the head's forward and backward.
-// LoRA (CudaModelOptions::lora): set_lora_buffers before the forward (the buffers stay set); the base is frozen,
-// so the backward takes null gradient pointers and computes input and adapter gradients only.
+// The protocol of one micro-batch, the pipeline's resume points and zero bubble's split passes are the
+// shared driver's (executor/model/model_driver.h); every call enqueues on its `stream` and returns (see
+// set_batch for the one bounded host wait, and CudaModelOptions::profiler for a profiled run's waits).
+// Here: set_batch(tokens, targets, stream) and set_loss_output(loss_device) before the head's forward;
+// a pipeline's receives land in input_buffer(m) / output_grad_buffer(m). All calls of one micro-batch
+// must be ordered on the device (one stream, or the caller's events): the activation and scratch
+// buffers are shared between modules. LoRA: set_lora_buffers before the forward; the backward's
+// gradient pointers are then null (a frozen base).
 #pragma once
 
 #include <cstdint>
@@ -102,9 +93,6 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream);
   // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
   void set_loss_output(float* loss_device);
-  // LoRA: the whole model's adapters, T [lora->total] (read in forward and backward) and their fp32
-  // gradient (accumulated in backward), in the flat layout of executor/model/lora_layout.h.
-  void set_lora_buffers(const T* params, float* grads);
 
   // Device bytes kept from module m's forward to its backward: its output (embedding, blocks), a
   // block's CudaBlockActs<T> unless it recomputes, the final norm's output and statistics, the head's
@@ -124,7 +112,7 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
 
   // ModelDriver's hooks (executor/model/model_driver.h).
   CudaBlockContext<T> context(cudaStream_t stream, int module);
-  auto ends(int m, GradPass pass);
+  typename CudaModelPolicy<T>::Ends ends(int m, GradPass pass);
   CudaBlockActs<T>& backward_acts(std::int64_t block, GradPass pass);
   void keep_recomputed(std::int64_t) {}  // a split backward recomputes into the block's own activations
   CudaBlockWeightGrads<T>* weight_inputs(std::int64_t block, GradPass pass);

@@ -9,6 +9,16 @@
 // CpuModelPolicy, cuda_backend/cuda_model_policy.h's CudaModelPolicy), which names the kernels, the
 // block entry points and the types. Leaves out allocation, the batch upload and where the loss goes.
 //
+// Protocol for one micro-batch (the backend's set_batch first; `stream` only on a device):
+//   for m in 0..M-1:  forward_module(m, params, stream);           // params[k]: module k's buffer or null
+//   begin_backward(dloss);                                         // e.g. 1/(grad_accum·dp) for averaged grads
+//   for m in M-1..0:  backward_module(m, params, grads, stream);   // grads[k] accumulate (+=)
+// Module m reads params[m] only, except the tied head (params[0], grads[0]: the token table). A pipeline
+// stage runs a contiguous range of modules (one model per micro-batch in flight) and resumes at its
+// first module's input_buffer (forward) and its last module's output_grad_buffer (backward). Zero
+// bubble splits each backward into backward_input_module (in backward order), which keeps what
+// backward_weight_module later reads to write the parameter gradients without reading parameters.
+//
 // Design note — the two drivers side by side (model/transformer.cpp and cuda_backend/cuda_model.cpp at
 // main 4f3c36c), function by function:
 //   forward_module          identical up to device calls: context, ends, Dev::block_params,
@@ -147,6 +157,13 @@ class ModelDriver {
   }
   const E* input_grad() const { return dres_.data(); }
 
+  // LoRA: the whole model's adapters [lora->total] (read in forward and backward) and their gradient
+  // (accumulated in backward), in the flat layout of lora_layout.h; they stay set.
+  void set_lora_buffers(const E* params, G* grads) {
+    FSDP_CHECK(lora_ != nullptr, drv_.who() + ": adapter buffers for a model without LoRA");
+    lora_params_ = params, lora_grads_ = grads;
+  }
+
  protected:
   using Ctx = typename Dev::Ctx;
   using Acts = typename Dev::Acts;
@@ -163,6 +180,24 @@ class ModelDriver {
              std::move(recompute)),
         dims_(checked_dims(drv_.who(), spec, batch, seq, par)), seq_(seq), v_local_(spec.vocab / par.tp),
         v_first_(par.tp_rank * v_local_), positions_(context_positions(seq, par.cp, par.cp_rank)) {}
+
+  // A micro-batch starts (after its tokens are in place).
+  void start_batch() { moe_aux_.reset(spec_), drv_.start_batch(); }
+  // The rank's context-parallel part [B, T] of whole sequences [B, seq] (positions_).
+  std::vector<std::int32_t> rank_tokens(const std::int32_t* whole) const {
+    std::vector<std::int32_t> mine;
+    for (std::int64_t b = 0; b < dims_.b; ++b)
+      for (std::int64_t p : positions_) mine.push_back(whole[b * seq_ + p]);
+    return mine;
+  }
+  // Block module m's adapters (L: the backend's LoraBlock; empty without LoRA and for the ends).
+  template <class L>
+  L lora_block(int m) const {
+    if (!lora_ || m < 1 || m > spec_.layers) return L{};
+    FSDP_CHECK(lora_params_ != nullptr, drv_.who() + ": LoRA without adapter buffers (set_lora_buffers)");
+    const std::int64_t at = lora_->block_offset(m - 1);
+    return L{lora_, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
+  }
 
   // The ends' buffers every backend fills alike (ends_sequence.h); the backend adds its batch and keeps.
   typename Dev::Ends ends_buffers() {

@@ -1,9 +1,8 @@
-// executor/model/transformer.cpp — module-by-module forward and backward of the CPU reference model:
-// embedding (token + learned positions for gpt), blocks (with optional full recompute), final norm,
-// LM head + softmax cross-entropy (mean over B·T tokens). Activation memory: L+1 residual streams plus
-// per-block BlockActs, or one shared BlockActs for the blocks that recompute. Under tensor or context
-// parallelism the embedding and the loss take the vocabulary-parallel path (vocab_parallel.h) and the
-// gradients of tensors every tp rank holds whole are summed over tp after each module's backward.
+// executor/model/transformer.cpp — the host half of the CPU reference model: its buffers (L+1 residual
+// streams plus per-block BlockActs, or one shared BlockActs for the blocks that recompute), the blocks'
+// contexts (RoPE, tp and cp places, LoRA, fp8), the ends' batch and loss, what a split backward keeps,
+// and the whole-model helpers. The modules run through the shared driver (model_driver.h) over
+// model_policy.h: embedding, blocks, final norm, LM head + softmax cross-entropy (mean over B·T tokens).
 #include "executor/model/transformer.h"
 
 #include <algorithm>
@@ -67,13 +66,9 @@ template <class Real>
 BlockContext<Real> Transformer<Real>::context(HostStream, int module) {
   BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
                          opts_.profiler, module, par_,
-                         opts_.comm, &scratch_, &group_columns_, &cp_positions_, LoraBlock<Real>{}, nullptr};
+                         opts_.comm, &scratch_, &group_columns_, &cp_positions_,
+                         this->template lora_block<LoraBlock<Real>>(module), nullptr};
   if (module < 1 || module > spec_.layers) return ctx;  // the ends: no adapters, fp32 GEMMs
-  if (opts_.lora) {
-    FSDP_CHECK(lora_params_ != nullptr, "Transformer: LoRA without adapter buffers (set_lora_buffers)");
-    const std::int64_t at = opts_.lora->block_offset(module - 1);
-    ctx.lora = LoraBlock<Real>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
-  }
   if (opts_.fp8) ctx.fp8 = &fp8_;
   ctx.moe_aux = moe_aux_.grad();
   return ctx;
@@ -82,7 +77,7 @@ BlockContext<Real> Transformer<Real>::context(HostStream, int module) {
 // The ends' buffers and batch (ends_sequence.h); a split backward keeps the embedding's output gradient
 // apart (allocated by its first input pass).
 template <class Real>
-auto Transformer<Real>::ends(int m, GradPass pass) {
+typename CpuModelPolicy<Real>::Ends Transformer<Real>::ends(int m, GradPass pass) {
   if (m == ParamLayout::embedding_index() && pass == GradPass::input && embedding_dout_.empty())
     embedding_dout_.assign(dres_.size(), Real(0));
   typename CpuModelPolicy<Real>::Ends e = this->ends_buffers();
@@ -94,16 +89,8 @@ auto Transformer<Real>::ends(int m, GradPass pass) {
 // The rank's context-parallel part of each sequence (positions_).
 template <class Real>
 void Transformer<Real>::set_batch(const std::int32_t* tokens, const std::int32_t* targets) {
-  tokens_.resize(static_cast<std::size_t>(dims_.n));
-  targets_.resize(tokens_.size());
-  for (std::int64_t b = 0; b < dims_.b; ++b)
-    for (std::int64_t i = 0; i < dims_.t; ++i) {
-      const std::int64_t from = b * seq_ + positions_[static_cast<std::size_t>(i)];
-      tokens_[static_cast<std::size_t>(b * dims_.t + i)] = tokens[from];
-      targets_[static_cast<std::size_t>(b * dims_.t + i)] = targets[from];
-    }
-  moe_aux_.reset(spec_);
-  drv_.start_batch();
+  tokens_ = this->rank_tokens(tokens), targets_ = this->rank_tokens(targets);
+  this->start_batch();
 }
 
 // Where a block's backward reads its activations: its own, or a recomputing block's shared ones

@@ -7,24 +7,13 @@
 // model_parallel.h (Megatron-LM TP with sequence parallelism; vocabulary-parallel embedding and
 // cross-entropy). Leaves out dropout, ignore-index tokens and KV caches.
 //
-// Protocol for one micro-batch:
-//   set_batch(tokens, targets);                          // [B, T] each, int32 (whole sequences)
-//   for m in 0..M-1:  forward_module(m, params);         // params[k]: module k's buffer or null
-//   loss();                                              // Σ over the rank's tokens / (B·T) (+ MoE aux loss)
-//   begin_backward(dloss);                               // e.g. 1/(grad_accum·dp) for averaged grads
-//   for m in M-1..0:  backward_module(m, params, grads); // grads[k] accumulate (+=): zero them per step
-// Module m reads params[m] only, except the tied head, which reads (and writes the gradient of) the
+// The protocol of one micro-batch, the pipeline's resume points and zero bubble's split passes are the
+// shared driver's (model_driver.h); here: set_batch(tokens, targets) with host [B, T] int32 arrays,
+// loss() a host scalar (Σ over the rank's tokens / (B·T), plus the MoE aux loss), set_input and
+// set_output_grad copy a received message in. The tied head reads (and writes the gradient of) the
 // embedding's token table: params[0]/grads[0] must then be set too (default_plan puts them in one unit;
-// a pipeline's last stage points them at its copy of the table).
-//
-// Pipeline stages run a contiguous range of modules of one micro-batch (one model per micro-batch in
-// flight): set_input(m, x) resumes the forward at module m from the previous stage's output x, and
-// output(m) is what module m hands to the next stage; set_output_grad(m, d) resumes the backward at
-// module m from the next stage's gradient, and input_grad() is the gradient w.r.t. the input of the last
-// module run backward. Zero-bubble schedules split each module's backward: backward_input_module (in
-// backward order) computes the input gradient and keeps what backward_weight_module needs, which
-// later writes the parameter gradients without reading parameters (Qi et al. 2023); the split runs
-// without tensor or context parallelism.
+// a pipeline's last stage points them at its copy of the table). The split runs without tensor or
+// context parallelism.
 #pragma once
 
 #include <algorithm>
@@ -80,8 +69,6 @@ class Transformer : public ModelDriver<Transformer<Real>, CpuModelPolicy<Real>> 
   // Next-token probabilities [B·T, V] (softmax of the logits) after the head's forward, until
   // begin_backward turns them into logit gradients.
   std::span<const Real> probabilities() const { return logits_; }
-  // LoRA: the adapter buffer [lora->total] and its gradient (+=), read and written by later calls.
-  void set_lora_buffers(const Real* params, Real* grads) { lora_params_ = params, lora_grads_ = grads; }
 
   // Pipeline stages (see above): copy the received x, dout [N_local, C] in.
   void set_input(int m, const Real* x);
@@ -101,7 +88,7 @@ class Transformer : public ModelDriver<Transformer<Real>, CpuModelPolicy<Real>> 
 
   // ModelDriver's hooks (model_driver.h).
   BlockContext<Real> context(HostStream, int module);
-  auto ends(int m, GradPass pass);
+  typename CpuModelPolicy<Real>::Ends ends(int m, GradPass pass);
   BlockActs<Real>& backward_acts(std::int64_t block, GradPass pass);
   void keep_recomputed(std::int64_t block);
   BlockWeightInputs<Real>* weight_inputs(std::int64_t block, GradPass pass);
