@@ -38,7 +38,10 @@
 //   constructor             identical sizes, vocabulary slice, positions, checks        -> here;
 //                           allocation is device-specific (CUDA allocates only the modules it runs,
 //                           uploads RoPE tables and cp row maps)                        -> backends
-//   block context, set_batch, loss, saved/working bytes, LoRA buffers: device-specific -> backends
+//   set_batch               identical token picking under cp (rank_tokens) and start (start_batch);
+//                           the copy (host vectors, or pinned staging to the device) -> here + backends
+//   LoRA                    identical buffers and block slices (lora_block)             -> here
+//   block context, loss, saved/working bytes, whole-model helpers: device-specific     -> backends
 //
 // Hooks a Model supplies (private, ModelDriver a friend): Ctx context(Stream, int module);
 // Ends ends(int module, GradPass) (starting from ends_buffers()); Acts& backward_acts(block, GradPass);
