@@ -107,7 +107,6 @@ template <class T>
 void cuda_block_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
                          const BlockTensors<float*>& g, const T* x_in, const CudaBlockActs<T>& a, T* dres,
                          CudaBlockScratch<T>& scratch, GradPass pass, CudaBlockWeightGrads<T>* keep) {
-  FSDP_CHECK(pass == GradPass::all || keep != nullptr, "cuda_block_backward: a split backward needs its keep");
   block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, p, g, x_in, a, dres, scratch, pass, keep);
 }
 

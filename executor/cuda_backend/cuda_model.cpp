@@ -114,16 +114,7 @@ void CudaModelT<T>::allocate_activations() {
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
-  if (spec_.is_moe() && any_block) {  // the MoE blocks' routed rows, on the host (cuda_moe_mlp.h)
-    const MoeDims md = make_moe_dims(spec_, n, 1, 0, dims_.t);
-    for (CudaBlockActs<T>& a : acts_) a.moe.allocate(md);
-    recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
-  }
-  if (spec_.is_mla() && any_block) {  // the latent chains, on the host (cuda_mla_attention.h)
-    const MlaDims ld = make_mla_dims(spec_, dims_.b, dims_.t);
-    for (CudaBlockActs<T>& a : acts_) a.mla.allocate(ld);
-    recompute_acts_.mla.allocate(ld), scratch_.mla.allocate(ld);
-  }
+  if (any_block) this->allocate_host_block_parts();
   if (any_block || runs(fn))
     scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {

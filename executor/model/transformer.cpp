@@ -43,16 +43,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
     else acts_[static_cast<std::size_t>(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
-  if (spec.is_moe()) {  // the MoE blocks' routed rows (moe_mlp.h)
-    const MoeDims md = make_moe_dims(spec, dims_.n, 1, 0, dims_.t);
-    for (BlockActs<Real>& a : acts_) a.moe.allocate(md);
-    recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
-  }
-  if (spec.is_mla()) {  // the latent chains (mla_attention.h)
-    const MlaDims ld = make_mla_dims(spec, dims_.b, dims_.t);
-    for (BlockActs<Real>& a : acts_) a.mla.allocate(ld);
-    recompute_acts_.mla.allocate(ld), scratch_.mla.allocate(ld);
-  }
+  this->allocate_host_block_parts();
   scratch_.allocate(dims_, par_);
   if (par_.sp()) emb_.assign(n * c, 0);
   lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
