@@ -106,23 +106,8 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
 template <class T>
 void cuda_block_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
                          const BlockTensors<float*>& g, const T* x_in, const CudaBlockActs<T>& a, T* dres,
-                         CudaBlockScratch<T>& scratch) {
-  block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, p, g, x_in, a, dres, scratch, GradPass::all, nullptr);
-}
-
-template <class T>
-void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
-                               const CudaBlockActs<T>& a, T* dres, CudaBlockScratch<T>& scratch,
-                               CudaBlockWeightGrads<T>& keep) {
-  block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, p, BlockTensors<float*>{}, x_in, a, dres, scratch,
-                                                     GradPass::input, &keep);
-}
-
-template <class T>
-void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g, const CudaBlockActs<T>& a,
-                                CudaBlockWeightGrads<T>& keep, CudaBlockScratch<T>& scratch) {
-  block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, BlockTensors<const T*>{}, g, static_cast<const T*>(nullptr), a,
-                                                     static_cast<T*>(nullptr), scratch, GradPass::weight, &keep);
+                         CudaBlockScratch<T>& scratch, GradPass pass, CudaBlockWeightGrads<T>* keep) {
+  block_sequence::block_backward<CudaBlockPolicy<T>>(ctx, p, g, x_in, a, dres, scratch, pass, keep);
 }
 
 #define FSDPX_INSTANTIATE(T)                                                                                     \
@@ -134,13 +119,7 @@ void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTenso
                                       CudaBlockActs<T>&);                                                        \
   template void cuda_block_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                 \
                                        const BlockTensors<float*>&, const T*, const CudaBlockActs<T>&, T*,        \
-                                       CudaBlockScratch<T>&);                                                     \
-  template void cuda_block_backward_input<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&, const T*, \
-                                             const CudaBlockActs<T>&, T*, CudaBlockScratch<T>&,                   \
-                                             CudaBlockWeightGrads<T>&);                                          \
-  template void cuda_block_backward_weight<T>(const CudaBlockContext<T>&, const BlockTensors<float*>&,           \
-                                              const CudaBlockActs<T>&, CudaBlockWeightGrads<T>&,                  \
-                                              CudaBlockScratch<T>&);                                              \
+                                       CudaBlockScratch<T>&, GradPass, CudaBlockWeightGrads<T>*);                 \
   template void norm_forward16<T>(const CudaBlockContext<T>&, T*, float*, float*, const T*, const T*, const T*);  \
   template void norm_backward16<T>(const CudaBlockContext<T>&, T*, float*, float*, float*, const T*, const T*,    \
                                    const T*, const float*, const float*);

@@ -16,6 +16,7 @@
 #include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
+#include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/mla_attention.h"
 #include "executor/model/moe_mlp.h"
 #include "executor/model/rope_table.h"
@@ -117,23 +118,15 @@ void cuda_block_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const
                         T* x_out, CudaBlockActs<T>& acts);
 
 // dres [N, C] (T): gradient w.r.t. x_out on entry, w.r.t. x_in on exit. Parameter gradients (fp32)
-// accumulate (+=); a null gradient pointer (LoRA's frozen base) skips that tensor's gradient.
+// accumulate (+=); a null gradient pointer (LoRA's frozen base) skips that tensor's gradient. Zero
+// bubble's split, as the CPU's block_backward: GradPass::input updates dres and fills `keep` (no
+// parameter gradient); GradPass::weight, later, writes the parameter gradients from `acts` and `keep`
+// (reads no parameters, x_in or dres).
 template <class T>
 void cuda_block_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p,
                          const BlockTensors<float*>& g, const T* x_in, const CudaBlockActs<T>& acts, T* dres,
-                         CudaBlockScratch<T>& scratch);
-
-// Zero bubble's split of cuda_block_backward: the input pass (dres as above; no parameter gradient,
-// `keep` filled), then, later, the weight pass (parameter gradients +=, from `acts` and `keep`; reads no
-// parameters).
-template <class T>
-void cuda_block_backward_input(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const T* x_in,
-                               const CudaBlockActs<T>& acts, T* dres, CudaBlockScratch<T>& scratch,
-                               CudaBlockWeightGrads<T>& keep);
-template <class T>
-void cuda_block_backward_weight(const CudaBlockContext<T>& ctx, const BlockTensors<float*>& g,
-                                const CudaBlockActs<T>& acts, CudaBlockWeightGrads<T>& keep,
-                                CudaBlockScratch<T>& scratch);
+                         CudaBlockScratch<T>& scratch, GradPass pass = GradPass::all,
+                         CudaBlockWeightGrads<T>* keep = nullptr);
 
 // The arch's norm (RMSNorm for llama, LayerNorm for gpt), shared with the final norm. mean is unused
 // (may be null) for RMSNorm; bias and dbias are null for RMSNorm. Backward: dinp (T) +=, dw, db +=.

@@ -1,10 +1,9 @@
-// executor/cuda_backend/cuda_model.cpp — module-by-module forward and backward of the device model:
-// embedding, final norm, LM head and loss through the shared ends sequence (executor/model/ends_sequence.h
-// over cuda_model_policy.h), blocks (cuda_block.h, with optional full recompute), step for step
-// executor/model/transformer.cpp. Activation memory: L+1 residual streams plus per-block CudaBlockActs, or
-// one shared CudaBlockActs for the blocks that recompute. Profiled kernel groups carry the names and
-// modules of the CPU model's. LoRA: the blocks get their adapters through the context, and the frozen
-// base's backward skips every parameter gradient (as transformer.cpp).
+// executor/cuda_backend/cuda_model.cpp — the device half of the CUDA model: its buffers (only for the
+// modules it runs; the split backward's keeps), RoPE tables and cp row maps uploaded once, the blocks'
+// contexts (LoRA's adapters, the attention kernel), the ends' batch and loss slot, and the bytes each
+// module keeps. The modules run through the shared driver (executor/model/model_driver.h) over
+// cuda_model_policy.h, step for step as the CPU Transformer; profiled kernel groups carry the CPU
+// model's names and modules.
 #include "executor/cuda_backend/cuda_model.h"
 
 #include <type_traits>
@@ -22,10 +21,9 @@
 namespace fsdpx::cuda {
 namespace {
 
-// The rank's tokens of a micro-batch: all of them, or with cp > 1 its share.
+// The rank's tokens of a micro-batch: all of them, or with cp > 1 its share (batch and seq checked by
+// the driver).
 std::int64_t checked_tokens(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, int cp) {
-  FSDP_CHECK(batch > 0 && seq > 0, "CudaModel: batch and seq must be positive");
-  FSDP_CHECK(spec.arch != Arch::gpt || seq <= spec.max_seq, "CudaModel: seq exceeds max_seq (position table)");
   FSDP_CHECK(spec.is_mla() || (spec.head_dim % 32 == 0 && spec.head_dim >= 32 && spec.head_dim <= 128),
              fmt::format("CudaModel: flash attention needs head_dim in {{32, 64, 96, 128}}, not {}", spec.head_dim));
   FSDP_CHECK(spec.kv_heads > 0 && spec.heads % spec.kv_heads == 0, "CudaModel: heads must be a multiple of kv_heads");
@@ -75,23 +73,15 @@ std::vector<std::int64_t> context_rows(std::int64_t batch, std::int64_t seq, int
 template <class T>
 CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
                           GemmContext& gemm)
-    : spec_(spec),
+    : Base("CudaModel", spec, batch, seq, opts.parallel, opts.recompute, opts.lora),
       opts_(std::move(opts)),
-      drv_("CudaModel",
-           make_param_layout(spec, TpSlice{opts_.parallel.tp, opts_.parallel.tp_rank},
-                             EpSlice{opts_.parallel.ep, opts_.parallel.ep_rank}),
-           opts_.recompute),
-      dims_(make_block_dims(spec, batch, seq, opts_.parallel)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {
-  FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == layout().num_modules(),
+  FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == this->layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
   check_model_parallel<T>(spec, opts_, dims_);
-  seq_ = seq;
-  v_local_ = spec.vocab / opts_.parallel.tp, v_first_ = opts_.parallel.tp_rank * v_local_;
   const ModelParallel& par = opts_.parallel;
-  positions_ = context_positions(seq, par.cp, par.cp_rank);  // RoPE's rows, the tokens set_batch picks
   if (spec.is_mla())  // latent attention rotates its qk_rope_head_dim part, on the host (cuda_mla_attention.h)
     mla_rope_ = make_rope_table<float>(positions_, spec.mla.qk_rope_head_dim, spec.rope_theta, spec.rope_scaling);
   if (spec.arch == Arch::llama && !spec.is_mla()) {
@@ -107,7 +97,7 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
 template <class T>
 void CudaModelT<T>::allocate_activations() {
   const std::int64_t n = dims_.n, nc = dims_.n_local * dims_.c, layers = spec_.layers;
-  const int fn = layout().final_norm_index(), head = layout().head_index();
+  const int fn = this->layout().final_norm_index(), head = this->layout().head_index();
   const bool split = opts_.split_backward;
   const std::int64_t lora_u = lora_saved_elems(opts_.lora, n);
   resid_.resize(std::size_t(layers + 1));
@@ -124,16 +114,7 @@ void CudaModelT<T>::allocate_activations() {
     if (split) keep_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
-  if (spec_.is_moe() && any_block) {  // the MoE blocks' routed rows, on the host (cuda_moe_mlp.h)
-    const MoeDims md = make_moe_dims(spec_, n, 1, 0, dims_.t);
-    for (CudaBlockActs<T>& a : acts_) a.moe.allocate(md);
-    recompute_acts_.moe.allocate(md), scratch_.moe.allocate(md);
-  }
-  if (spec_.is_mla() && any_block) {  // the latent chains, on the host (cuda_mla_attention.h)
-    const MlaDims ld = make_mla_dims(spec_, dims_.b, dims_.t);
-    for (CudaBlockActs<T>& a : acts_) a.mla.allocate(ld);
-    recompute_acts_.mla.allocate(ld), scratch_.mla.allocate(ld);
-  }
+  if (any_block) this->allocate_host_block_parts();
   if (any_block || runs(fn))
     scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
@@ -141,208 +122,89 @@ void CudaModelT<T>::allocate_activations() {
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
   }
   if (runs(head)) {
-    logits_ = DeviceBuffer<T>(n * v_local_);
+    logits_ = DeviceBuffer<T>(n * this->v_local_);
     losses_ = DeviceBuffer<float>(n), loss_scratch_ = DeviceBuffer<float>(1);
     if (opts_.parallel.any()) ce_stats_ = DeviceBuffer<float>(opts_.parallel.tp * n * 3);
   }
   if (split && runs(fn)) lnf_keep_ = DeviceBuffer<float>(2 * dims_.c);
   dres_ = DeviceBuffer<T>(nc);
   if (opts_.parallel.sp() && runs(0)) emb_ = DeviceBuffer<T>(n * dims_.c);
-  if (opts_.parallel.sp()) replicated_.allocate(layout());
+  if (opts_.parallel.sp()) replicated_.allocate(this->layout());
 }
 
 template <class T>
 bool CudaModelT<T>::runs(int module) const {
-  return module >= 0 && module < layout().num_modules() && (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
+  return module >= 0 && module < this->layout().num_modules() &&
+         (opts_.modules.empty() || opts_.modules[std::size_t(module)]);
+}
+
+// A block's activations for its backward: the shared recompute buffers unless a split backward keeps them.
+template <class T>
+CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block, GradPass) {
+  return drv_.recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
 }
 
 template <class T>
-CudaBlockActs<T>& CudaModelT<T>::backward_acts(std::int64_t block) {
-  return drv_.recomputes(block) && !opts_.split_backward ? recompute_acts_ : acts_[std::size_t(block)];
+CudaBlockWeightGrads<T>* CudaModelT<T>::weight_inputs(std::int64_t block, GradPass pass) {
+  FSDP_CHECK(pass == GradPass::all || opts_.split_backward,
+             "CudaModel: an input pass needs CudaModelOptions::split_backward");
+  return pass == GradPass::all ? nullptr : &keep_[std::size_t(block)];
 }
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
   CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, {}, opts_.parallel, opts_.comm, &scratch_,
-                        q_pos_.get(),    cp_rows_.get(),  opts_.tensor_core_attention};
+                        stream,          opts_.profiler, module, this->template lora_block<CudaLoraBlock<T>>(module),
+                        opts_.parallel,  opts_.comm,     &scratch_, q_pos_.get(), cp_rows_.get(),
+                        opts_.tensor_core_attention};
   c.moe_aux = moe_aux_.grad();
   if (spec_.is_mla()) c.mla_rope = &mla_rope_;
-  if (!opts_.lora || module < 1 || module > spec_.layers) return c;
-  FSDP_CHECK(lora_params_ != nullptr, "CudaModel: set_lora_buffers before running a LoRA model");
-  const std::int64_t at = opts_.lora->block_offset(module - 1);
-  c.lora = CudaLoraBlock<T>{opts_.lora, lora_params_ + at, lora_grads_ ? lora_grads_ + at : nullptr};
   return c;
 }
 
 // The ends' buffers and batch (executor/model/ends_sequence.h).
 template <class T>
-auto CudaModelT<T>::ends() {
-  typename CudaModelPolicy<T>::Ends e;
-  e.x0 = resid_[0].get(), e.emb = emb_.get(), e.x_last = resid_.back().get();
-  e.lnf = lnf_.get(), e.lnf_mean = lnf_mean_.get(), e.lnf_rstd = lnf_rstd_.get();
-  e.logits = logits_.get(), e.ce_stats = ce_stats_.get(), e.dres = dres_.get(), e.dlnf = dlnf_.get();
-  e.norm_keep = lnf_keep_.get(), e.scratch = &scratch_;
-  e.v_local = v_local_, e.v_first = v_first_, e.batch_tokens = dims_.b * seq_, e.dloss = dloss_;
+typename CudaModelPolicy<T>::Ends CudaModelT<T>::ends(int m, GradPass pass) {
+  FSDP_CHECK(m != this->layout().head_index() || loss_out_ != nullptr,
+             "CudaModel: set_loss_output before the head's forward");
+  FSDP_CHECK(pass == GradPass::all || opts_.split_backward,
+             "CudaModel: an input pass needs CudaModelOptions::split_backward");
+  typename CudaModelPolicy<T>::Ends e = this->ends_buffers();
+  e.norm_keep = lnf_keep_.get();
   e.batch = CudaEndsBatch{&batch_, losses_.get(), loss_out_, loss_scratch_.get(), &moe_aux_};
   return e;
 }
 
 template <class T>
 void CudaModelT<T>::set_batch(const std::int32_t* tokens, const std::int32_t* targets, cudaStream_t stream) {
-  if (opts_.parallel.cp > 1) {  // the rank's tokens at their positions, as the CPU Transformer picks them
-    std::vector<std::int32_t> mine, mine_targets;
-    for (std::int64_t b = 0; b < dims_.b; ++b)
-      for (std::int64_t p : positions_)
-        mine.push_back(tokens[b * seq_ + p]), mine_targets.push_back(targets[b * seq_ + p]);
-    batch_.upload(mine.data(), mine_targets.data(), stream);
-  } else {
+  if (opts_.parallel.cp > 1)  // the rank's tokens at their positions, as the CPU Transformer picks them
+    batch_.upload(this->rank_tokens(tokens).data(), this->rank_tokens(targets).data(), stream);
+  else
     batch_.upload(tokens, targets, stream);
-  }
-  moe_aux_.reset(spec_);
-  drv_.start_batch();
+  this->start_batch();
 }
 
 template <class T>
 void CudaModelT<T>::set_loss_output(float* loss_device) { loss_out_ = loss_device; }
 
-template <class T>
-void CudaModelT<T>::set_lora_buffers(const T* params, float* grads) {
-  FSDP_CHECK(opts_.lora != nullptr, "CudaModel: adapter buffers for a model without LoRA");
-  lora_params_ = params, lora_grads_ = grads;
-}
-
-template <class T>
-void CudaModelT<T>::forward_module(int m, std::span<const T* const> params, cudaStream_t stream) {
-  drv_.enter_forward(m);
-  if (drv_.part(m) != ModulePart::block) {
-    FSDP_CHECK(m != layout().head_index() || loss_out_ != nullptr,
-               "CudaModel: set_loss_output before the head's forward");
-    auto e = ends();
-    return ends_sequence::forward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, params);
-  }
-  const auto i = std::size_t(m - 1);
-  CudaBlockActs<T>& a = drv_.recomputes(std::int64_t(i)) ? recompute_acts_ : acts_[i];
-  const auto p = block_params16(layout().modules[std::size_t(m)], drv_.module_base(params, m));
-  const CudaBlockContext<T> ctx = context(stream, m);
-  cuda_block_forward(ctx, p, resid_[i].get(), resid_[i + 1].get(), a);
-  if (is_moe_block(ctx)) moe_aux_.add(a.moe, dims_.n);
-}
-
-template <class T>
-void CudaModelT<T>::begin_backward(float dloss) {
-  drv_.begin_backward();
-  dloss_ = dloss;
-  moe_aux_.begin_backward(dloss);
-}
-
-template <class T>
-void CudaModelT<T>::backward_module(int m, std::span<const T* const> params, std::span<float* const> grads,
-                                cudaStream_t stream) {
-  FSDP_CHECK(!grads.empty(), "CudaModel: backward_module needs the gradient buffers");
-  drv_.enter_backward(m);
-  // Under sequence parallelism the gradients of the tensors every tp rank holds whole are partial: this
-  // micro-batch's part is summed over tp (executor/model/replicated_grads.h).
-  const bool partial = opts_.parallel.sp();
-  const ModuleLayout& ml = layout().modules[std::size_t(m)];
-  const DeviceGradOps::Ctx ops{opts_.comm, stream};
-  if (partial) replicated_.before(ml, drv_.module_base(grads, m), ops);
-  run_backward(m, params, grads, stream);
-  if (partial) replicated_.after(ml, drv_.module_base(grads, m), ops);
-}
-
-template <class T>
-void CudaModelT<T>::backward_input_module(int m, std::span<const T* const> params, cudaStream_t stream) {
-  FSDP_CHECK(opts_.split_backward, "CudaModel: an input pass needs CudaModelOptions::split_backward");
-  drv_.enter_input_pass(m);
-  run_backward(m, params, {}, stream);
-}
-
-template <class T>
-void CudaModelT<T>::backward_weight_module(int m, std::span<float* const> grads, cudaStream_t stream) {
-  drv_.enter_weight_pass(m);
-  weight_pass(m, grads, stream);
-}
-
-// Empty `grads`: zero bubble's input pass (no parameter gradient; what the weight pass needs is kept).
-template <class T>
-void CudaModelT<T>::run_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
-                             cudaStream_t stream) {
-  if (drv_.part(m) == ModulePart::block) return block_module_backward(m, params, grads, stream);
-  auto e = ends();  // a frozen base (LoRA): input gradients only
-  ends_sequence::backward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, params, grads,
-                                              grads.empty() ? GradPass::input : GradPass::all, opts_.lora != nullptr);
-}
-
-template <class T>
-void CudaModelT<T>::weight_pass(int m, std::span<float* const> grads, cudaStream_t stream) {
-  if (drv_.part(m) != ModulePart::block) {
-    auto e = ends();
-    return ends_sequence::backward<CudaModelPolicy<T>>(context(stream, m), e, drv_, m, {}, grads, GradPass::weight,
-                                                       false);
-  }
-  const std::int64_t i = m - 1;
-  const auto g = fsdpx::block_tensors(layout().modules[std::size_t(i + 1)], drv_.module_base(grads, m));
-  cuda_block_backward_weight(context(stream, m), g, backward_acts(i), keep_[std::size_t(i)], scratch_);
-}
-
-template <class T>
-void CudaModelT<T>::block_module_backward(int m, std::span<const T* const> params, std::span<float* const> grads,
-                                      cudaStream_t stream) {
-  const std::int64_t i = m - 1;
-  const ModuleLayout& ml = layout().modules[std::size_t(m)];
-  const auto p = block_params16(ml, drv_.module_base(params, m));
-  const T* x_in = resid_[std::size_t(i)].get();
-  const CudaBlockContext<T> ctx = context(stream, m);
-  CudaBlockActs<T>& a = backward_acts(i);
-  if (drv_.recomputes(i)) cuda_block_forward(ctx, p, x_in, recompute_out_.get(), a);
-  if (grads.empty()) {
-    cuda_block_backward_input(ctx, p, x_in, a, dres_.get(), scratch_, keep_[std::size_t(i)]);
-    return;
-  }
-  // fp32 gradient pointers; all null for LoRA's frozen base
-  const auto g = opts_.lora ? BlockTensors<float*>{} : fsdpx::block_tensors(ml, drv_.module_base(grads, m));
-  cuda_block_backward(ctx, p, g, x_in, a, dres_.get(), scratch_);
-}
-
-template <class T>
-T* CudaModelT<T>::input_buffer(int m) {
-  FSDP_CHECK(runs(m), fmt::format("CudaModel: no stage of this model starts at module {}", m));
-  drv_.resume_forward(m);
-  return resid_[std::size_t(m - 1)].get();
-}
-
-template <class T>
-const T* CudaModelT<T>::output(int m) const {
-  drv_.check_output(m);
-  FSDP_CHECK(runs(m), fmt::format("CudaModel: module {} has no output to hand on", m));
-  return resid_[std::size_t(m)].get();
-}
-
-template <class T>
-T* CudaModelT<T>::output_grad_buffer(int m) {
-  FSDP_CHECK(runs(m), fmt::format("CudaModel: no stage's backward starts at module {}", m));
-  drv_.resume_backward(m);
-  return dres_.get();
-}
 
 template <class T>
 std::int64_t CudaModelT<T>::saved_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
+  FSDP_CHECK(module >= 0 && module < this->layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
-  if (module == layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
-  if (module == layout().head_index()) return logits_.bytes() + losses_.bytes() + ce_stats_.bytes();
+  if (module == this->layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
+  if (module == this->layout().head_index()) return logits_.bytes() + losses_.bytes() + ce_stats_.bytes();
   const auto i = std::size_t(module - 1);
   return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
 }
 
 template <class T>
 std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < layout().num_modules(), fmt::format("CudaModel: no module {}", module));
+  FSDP_CHECK(module >= 0 && module < this->layout().num_modules(), fmt::format("CudaModel: no module {}", module));
   if (!opts_.split_backward) return 0;
-  if (module == layout().final_norm_index()) return lnf_keep_.bytes();
-  if (module == ParamLayout::embedding_index() || module == layout().head_index()) return 0;
+  if (module == this->layout().final_norm_index()) return lnf_keep_.bytes();
+  if (module == ParamLayout::embedding_index() || module == this->layout().head_index()) return 0;
   const auto i = std::size_t(module - 1);  // a recomputing block keeps its re-materialised activations
   return keep_[i].bytes() + (drv_.recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
 }
@@ -354,6 +216,12 @@ std::int64_t CudaModelT<T>::working_bytes() const {
          loss_scratch_.bytes() + dres_.bytes() + dlnf_.bytes();
 }
 
-FSDPX_CUDA_MODEL_INSTANTIATE
-
 }  // namespace fsdpx::cuda
+
+namespace fsdpx {
+#define FSDPX_CUDA_MODEL_DEFINE(T)                                         \
+  template class ModelDriver<cuda::CudaModelT<T>, cuda::CudaModelPolicy<T>>; \
+  template class cuda::CudaModelT<T>;
+FSDPX_CUDA_MODEL_INSTANTIATE(FSDPX_CUDA_MODEL_DEFINE)
+#undef FSDPX_CUDA_MODEL_DEFINE
+}  // namespace fsdpx

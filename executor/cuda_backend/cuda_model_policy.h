@@ -3,8 +3,10 @@
 // executor/cuda/ for the embedding (bucketed backward), the fused softmax cross-entropy (per-token losses,
 // the mean written to the caller's device scalar) and the vocabulary-parallel lookup and loss, on the
 // context's stream. A split backward keeps the final norm's fp32 gradients ([w, b] x C) and reads the
-// embedding's output gradient where it stays (dres). Internal to cuda_model.cpp; leaves out learned
-// positions under tp or cp (the capabilities row refuses them; the calls FSDP_CHECK).
+// embedding's output gradient where it stays (dres). For the model driver (executor/model/model_driver.h)
+// it also names the device buffers, the block's entry points (cuda_block.h), the replicated-gradient ops
+// and the stream each call enqueues on. Internal to cuda_model.*; leaves out learned positions under tp
+// or cp (the capabilities row refuses them; the calls FSDP_CHECK).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,10 @@
 #include "executor/cuda/vocab_parallel.h"
 #include "executor/cuda_backend/batch_staging.h"
 #include "executor/cuda_backend/cuda_block_policy.h"
+#include "executor/cuda_backend/cuda_replicated_grads.h"
+#include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/ends_sequence.h"
+#include "executor/model/moe_aux_loss.h"
 
 namespace fsdpx::cuda {
 
@@ -32,6 +37,23 @@ template <class T>
 struct CudaModelPolicy : CudaBlockPolicy<T> {
   using Ctx = typename CudaBlockPolicy<T>::Ctx;
   using Ends = EndsBuffers<T, float, CudaBlockScratch<T>, float*, CudaEndsBatch>;
+  using Stream = cudaStream_t;
+  template <class X>
+  using Buffer = DeviceBuffer<X>;
+  using GradOps = DeviceGradOps;
+
+  // The block module (cuda_block.h) and the replicated-gradient ops' context, on the context's stream.
+  static BlockTensors<const T*> block_params(const ModuleLayout& m, const T* base) { return block_params16(m, base); }
+  static void block_forward(const Ctx& ctx, const BlockTensors<const T*>& p, const T* x_in, T* x_out,
+                            CudaBlockActs<T>& a) {
+    cuda_block_forward(ctx, p, x_in, x_out, a);
+  }
+  static void block_backward(const Ctx& ctx, const BlockTensors<const T*>& p, const BlockTensors<float*>& g,
+                             const T* x_in, const CudaBlockActs<T>& a, T* dres, CudaBlockScratch<T>& s,
+                             GradPass pass, CudaBlockWeightGrads<T>* keep) {
+    cuda_block_backward(ctx, p, g, x_in, a, dres, s, pass, keep);
+  }
+  static DeviceGradOps::Ctx grad_ops(const Ctx& ctx) { return {ctx.comm, ctx.stream}; }
 
   static void embedding_forward(const Ctx& ctx, Ends& e, const T* wte, const T* wpe) {
     const BlockDims& d = ctx.dims;

@@ -3,19 +3,43 @@
 // the learned positions and the cross-entropy loss; the loss is a host scalar (plus an MoE model's
 // load-balancing loss, moe_aux_loss.h), the logits turn into probabilities in place. A split backward
 // keeps the embedding's output gradient in a buffer of its own (CpuEndsBatch has none of it: the model
-// sets EndsBuffers::embedding_dout). Internal to transformer.cpp; leaves out every device concern.
+// sets EndsBuffers::embedding_dout). For the model driver (model_driver.h) it also names the host's
+// buffers, the block's entry points (block.h) and the replicated-gradient ops; there is no stream.
+// Internal to transformer.*; leaves out every device concern.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "executor/cpu/cross_entropy.h"
 #include "executor/cpu/embedding.h"
 #include "executor/model/block_policy.h"
 #include "executor/model/ends_sequence.h"
 #include "executor/model/moe_aux_loss.h"
+#include "executor/model/replicated_grads.h"
 #include "executor/model/vocab_parallel.h"
 
 namespace fsdpx {
+
+// The host's ops for the sum over tp of the replicated tensors' gradients (replicated_grads.h).
+template <class Real>
+struct HostGradOps {
+  using Elem = Real;
+  using Buf = std::vector<Real>;
+  using Ctx = ModelComm*;
+  static void resize(Buf& b, std::int64_t n) { b.assign(std::size_t(n), Real(0)); }
+  static std::int64_t bytes(const Buf& b) { return std::int64_t(b.size() * sizeof(Real)); }
+  static Real* data(Buf& b) { return b.data(); }
+  static void copy(Ctx, Real* dst, const Real* src, std::int64_t n) { std::copy(src, src + n, dst); }
+  static void zero(Ctx, Real* p, std::int64_t n) { std::fill(p, p + n, Real(0)); }
+  static void add(Ctx, Real* dst, const Real* src, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  }
+  static void sum_over_tp(Ctx comm, Real* p, std::int64_t n) { comm->all_reduce(ModelAxis::tp, p, n); }
+};
+
+struct HostStream {};  // the host runs each call to its end: no stream
 
 // What the CPU's end kernels read of a micro-batch and where the loss goes.
 template <class Real>
@@ -31,6 +55,25 @@ template <class Real>
 struct CpuModelPolicy : CpuBlockPolicy<Real> {
   using Ctx = typename CpuBlockPolicy<Real>::Ctx;
   using Ends = EndsBuffers<Real, Real, BlockScratch<Real>, std::vector<Real>*, CpuEndsBatch<Real>>;
+  using Stream = HostStream;
+  template <class X>
+  using Buffer = std::vector<X>;
+  using GradOps = HostGradOps<Real>;
+
+  // The block module (block.h) and the replicated-gradient ops' context.
+  static BlockTensors<const Real*> block_params(const ModuleLayout& m, const Real* base) {
+    return block_tensors(m, base);
+  }
+  static void block_forward(const Ctx& ctx, const BlockTensors<const Real*>& p, const Real* x_in, Real* x_out,
+                            BlockActs<Real>& a) {
+    fsdpx::block_forward(ctx, p, x_in, x_out, a);
+  }
+  static void block_backward(const Ctx& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
+                             const Real* x_in, const BlockActs<Real>& a, Real* dres, BlockScratch<Real>& s,
+                             GradPass pass, BlockWeightInputs<Real>* kept) {
+    fsdpx::block_backward(ctx, p, g, x_in, a, dres, s, pass, kept);
+  }
+  static ModelComm* grad_ops(const Ctx& ctx) { return ctx.comm; }
 
   static void embedding_forward(const Ctx& ctx, Ends& e, const Real* wte, const Real* wpe) {
     const BlockDims& d = ctx.dims;

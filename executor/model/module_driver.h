@@ -39,6 +39,7 @@ class ModuleDriver {
   }
 
   const ParamLayout& layout() const { return layout_; }
+  const std::string& who() const { return who_; }
   int num_modules() const { return layout_.num_modules(); }
   ModulePart part(int m) const {
     if (m == ParamLayout::embedding_index()) return ModulePart::embedding;
