@@ -1,14 +1,13 @@
 // tests/simulator/test_certain_order.cpp — simulator/certain_order.h against the engine's own timeline: on
 // seeded random plans (plan_generator.h: FSDP, HSDP, ZeRO, DDP, tp, prefetch depths 0-2, in-flight caps
 // 1-3, gradient accumulation) every pair of ops the order calls ended-before or started-by is so in the
-// simulated run; on a two-unit-per-step llama the next unit's backward all-gather is certainly live at a
-// unit's backward with prefetch 1 and a cap of 2, and not with prefetch 0 or a cap of 1 (it then waits for
-// that backward).
+// simulated run; on Llama-3.1-8B with one block per unit the next unit's backward all-gather is certainly
+// live at a unit's backward with prefetch 1 and a cap of 2, and not with prefetch 0 or a cap of 1 (it then
+// waits for that backward).
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "core/config_paths.h"
 #include "program/lower.h"
 #include "simulator/certain_order.h"
 #include "simulator/engine.h"
@@ -19,15 +18,7 @@ namespace fsdpx {
 namespace {
 
 Plan llama8b_fsdp16(int prefetch, int cap) {
-  ClusterSpec c = load_cluster("dgx-h100");
-  c.nodes = 2;
-  TrainingSettings t;
-  t.seq = 4096;
-  t.micro_batch = 1;
-  t.global_batch = 16;
-  Parallelism par;
-  par.dp_shard = 16;
-  Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::none);
+  Plan p = test::two_node_llama8b();
   p.prefetch.backward = prefetch;
   p.prefetch.max_all_gathers_in_flight = cap;
   validate_plan(p, "test plan");
@@ -41,12 +32,11 @@ int find_op(const RoleProgram& role, OpKind kind, int unit) {
   return -1;
 }
 
-// The backward all-gather of `unit` (issued after the forward's, which the unit's release freed).
-int backward_gather(const RoleProgram& role, int unit) {
-  int last = -1;
-  for (int id = 0; id < int(role.ops.size()); ++id)
-    if (role.ops[std::size_t(id)].kind == OpKind::all_gather && role.ops[std::size_t(id)].unit == unit) last = id;
-  return last;
+// The first all-gather of `unit` issued after op `after` (in micro-batch 0's backward, the unit's backward one).
+int gather_after(const RoleProgram& role, int unit, int after) {
+  for (int id = after + 1; id < int(role.ops.size()); ++id)
+    if (role.ops[std::size_t(id)].kind == OpKind::all_gather && role.ops[std::size_t(id)].unit == unit) return id;
+  return -1;
 }
 
 }  // namespace
@@ -94,9 +84,9 @@ TEST_CASE("certain order: the next unit's prefetched all-gather is live at a bac
     REQUIRE(order.valid());
     const int u = 10;  // a block unit (unit 0 holds the embedding)
     const int bwd = find_op(role, OpKind::backward, u);
-    const int next_gather = backward_gather(role, u - 1);
     REQUIRE(bwd >= 0);
-    REQUIRE(next_gather > bwd);  // issued after it, in program order
+    const int next_gather = gather_after(role, u - 1, bwd);
+    REQUIRE(next_gather > bwd);
     INFO("prefetch " << prefetch << " cap " << cap);
     CHECK(order.started_by(next_gather, bwd) == live);
     CHECK_FALSE(order.ended_before(next_gather, bwd));
