@@ -9,7 +9,10 @@
 #include "core/data_placement.h"
 #include "cost_models/memory.h"
 #include "planner/kept_gathered.h"
+#include "program/lower.h"
 #include "program/segment_work.h"
+#include "simulator/certain_order.h"
+#include "simulator/steady_state_pipeline.h"
 
 namespace fsdpx {
 
@@ -46,17 +49,42 @@ ConfiguredMemoryBound::ConfiguredMemoryBound(const Plan& plan) : plan_(&plan), s
     if (!blocks_only) continue;
     last_block_.push_back(last);
     held_bytes_.push_back(gather[u] + params[u] * grad_bytes);
+    unit_.push_back(int(u));
+    double kept = u > 0 ? gather[u - 1] : 0.0;  // the unit backwarded next, prefetched
+    for (std::size_t j = 0; j + 1 < u; ++j)
+      if (plan.units[j].reshard_after_forward == 0) kept += gather[j];
+    guessed_other_bytes_.push_back(kept);
   }
+  other_gathered_bytes_.assign(unit_.size(), 0.0);
 }
 
-double ConfiguredMemoryBound::backward_gather_bytes(const std::vector<RecomputeMode>& recompute) const {
+void ConfiguredMemoryBound::count_certain_gathers() {
+  if (!applies_ || unit_.empty()) return;
+  const StepProgram program = lower(with_micro_batches(*plan_, std::min<std::int64_t>(plan_->grad_accum(), 2)));
+  const std::vector<Op>& ops = program.roles.front().ops;
+  std::vector<int> first_backward(plan_->units.size(), -1);
+  for (int id = 0; id < int(ops.size()); ++id) {
+    const Op& op = ops[std::size_t(id)];
+    if (op.kind == OpKind::backward && op.micro_batch == 0 && op.unit >= 0 && first_backward[std::size_t(op.unit)] < 0)
+      first_backward[std::size_t(op.unit)] = id;
+  }
+  std::vector<int> at;
+  for (int u : unit_) {
+    if (first_backward[std::size_t(u)] < 0) return;  // not the op graph this bound reads: no facts
+    at.push_back(first_backward[std::size_t(u)]);
+  }
+  other_gathered_bytes_ = certain_other_gathers_bytes(program, 0, at, CertainOrder(program.roles.front()));
+}
+
+double ConfiguredMemoryBound::backward_gather_bytes(const std::vector<RecomputeMode>& recompute,
+                                                    const std::vector<double>& other) const {
   std::vector<double> saved_through(recompute.size() + 1, embedding_saved_bytes_);  // [i]: modules before block i
   for (std::size_t i = 0; i < recompute.size(); ++i)
     saved_through[i + 1] = saved_through[i] + block_[std::size_t(recompute[i])].saved_activation_bytes;
   double most = 0;
   for (std::size_t k = 0; k < last_block_.size(); ++k) {
     const auto last = std::size_t(last_block_[k]);
-    const double step_bytes = saved_through[last + 1] + held_bytes_[k] +
+    const double step_bytes = saved_through[last + 1] + held_bytes_[k] + other[k] +
                               block_[std::size_t(recompute[last])].backward_working_bytes;
     most = std::max(most, resident_bytes_ + step_bytes + allocator_headroom_bytes(step_bytes));
   }
@@ -65,7 +93,12 @@ double ConfiguredMemoryBound::backward_gather_bytes(const std::vector<RecomputeM
 
 double ConfiguredMemoryBound::total(const std::vector<RecomputeMode>& recompute) const {
   const double shape = shape_.bound(recompute).total();
-  return applies_ ? std::max(shape, backward_gather_bytes(recompute)) : shape;
+  return applies_ ? std::max(shape, backward_gather_bytes(recompute, other_gathered_bytes_)) : shape;
+}
+
+double ConfiguredMemoryBound::guessed_total(const std::vector<RecomputeMode>& recompute) const {
+  const double shape = shape_.bound(recompute).total();
+  return applies_ ? std::max(shape, backward_gather_bytes(recompute, guessed_other_bytes_)) : shape;
 }
 
 }  // namespace fsdpx

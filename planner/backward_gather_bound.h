@@ -10,8 +10,11 @@
 // unit (per_block k2, k4, SimpleFSDP's buckets) holds k times that and more: this bound prunes such
 // configurations before simulation (planner/refine.cpp). Units holding a non-block module (embedding,
 // head, final norm: the tied table may be gathered elsewhere) are left out, as are pipelines, MoE models,
-// LoRA and unsharded parameters (the bound is then memory_bound.h's alone). Leaves out the next unit's
-// prefetched gather and the reductions' buffers, which only add.
+// LoRA and unsharded parameters (the bound is then memory_bound.h's alone). count_certain_gathers() adds
+// the other units' gathered parameters the engine certainly holds at that op (simulator/certain_order.h,
+// on the lowered plan): the next unit's prefetched all-gather once its dependencies and the all-gather
+// stream are done before U's backward (prefetch depth 1 or more, a cap of 2 or more), and every unit kept
+// gathered since forward. Leaves out the reductions' buffers, which depend on timing and only add.
 #pragma once
 
 #include <array>
@@ -30,9 +33,17 @@ class ConfiguredMemoryBound {
   // The larger of memory_bound.h's bound and the backward-gather bound above, for `recompute` (one mode
   // per block).
   double total(const std::vector<RecomputeMode>& recompute) const;
+  // Lowers the plan (two micro-batches at most: the first one's backward is the same op graph as in the
+  // whole step) and adds, per checked unit, the other units' gathers certainly live at its first backward
+  // op. The op graph does not depend on recompute, so the facts hold for every pattern total() is given.
+  void count_certain_gathers();
+  // What total() would be if count_certain_gathers() found what the lowering's rules give at most (the
+  // unit backwarded next, prefetched, and the units kept gathered since forward), without lowering: a
+  // filter for when lowering can change an answer, never a bound.
+  double guessed_total(const std::vector<RecomputeMode>& recompute) const;
 
  private:
-  double backward_gather_bytes(const std::vector<RecomputeMode>& recompute) const;
+  double backward_gather_bytes(const std::vector<RecomputeMode>& recompute, const std::vector<double>& other) const;
 
   const Plan* plan_;
   MemoryBoundModel shape_;
@@ -42,6 +53,9 @@ class ConfiguredMemoryBound {
   std::array<SegmentMemory, 4> block_{};         // per RecomputeMode, one block's bytes
   std::vector<int> last_block_;                  // per checked unit: its last block (0-based)
   std::vector<double> held_bytes_;               // per checked unit: gathered + unsharded gradient bytes
+  std::vector<int> unit_;                        // per checked unit: its index in the plan
+  std::vector<double> other_gathered_bytes_;     // per checked unit: count_certain_gathers()'s bytes
+  std::vector<double> guessed_other_bytes_;      // per checked unit: guessed_total()'s
 };
 
 }  // namespace fsdpx

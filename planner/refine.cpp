@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "planner/backward_gather_bound.h"
 
@@ -42,6 +43,8 @@ class ShapeRefiner {
   bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
   bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
   bool cannot_fit(const Config& cfg) const;
+  // Some recompute pattern fit() could simulate fits by `bound_bytes`.
+  bool any_fits(const std::function<double(const std::vector<RecomputeMode>&)>& bound_bytes) const;
   bool at_floor(const Fit& f) const;
   // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and the
   // in-flight cap only move that one all-gather, so they are left at their defaults.
@@ -144,26 +147,37 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
 
 // No recompute pattern fit() could simulate under `cfg` (the shape's options, each partial one from its
 // first member on) fits by the configured plan's memory bound (backward_gather_bound.h: the wrapping's
-// gathered unit and its gradient at its first backward, the units a reshard keeps): every such simulation
-// would exceed the limit, and in the descent, where the shape has a fitting plan, a plan that does not fit
-// never replaces it. Without pipelining only (where tests/planner/test_memory_bound.cpp checks the bound over
-// every wrapping).
+// gathered unit and its gradient at its first backward, the units a reshard keeps, and where that leaves
+// a pattern fitting but the other units' gathers could rule it out, those certainly live then): every
+// such simulation would exceed the limit, and in the descent, where the shape has a fitting plan, a plan
+// that does not fit never replaces it. Without pipelining only (where tests/planner/test_memory_bound.cpp
+// checks the bound over every wrapping, prefetch depth and cap).
 bool ShapeRefiner::cannot_fit(const Config& cfg) const {
   if (b_.plan.parallelism.pp > 1) return false;
   const Plan p = configured_plan(b_.plan, wraps_, cfg, b_.plan.recompute);
-  const ConfiguredMemoryBound bound(p);
+  ConfiguredMemoryBound bound(p);
+  auto total = [&](const std::vector<RecomputeMode>& pattern) { return bound.total(pattern); };
+  if (!any_fits(total)) return true;
+  // The lowering the certain gathers need costs a third of a simulation: only where what they can add
+  // at most would leave no pattern fitting.
+  if (any_fits([&](const std::vector<RecomputeMode>& pattern) { return bound.guessed_total(pattern); })) return false;
+  bound.count_certain_gathers();
+  return !any_fits(total);
+}
+
+bool ShapeRefiner::any_fits(const std::function<double(const std::vector<RecomputeMode>&)>& bound_bytes) const {
   const std::int64_t layers = r_.model.layers;
   for (const RecomputeOption& o : b_.options) {
     if (o.member_index < 0) {
-      if (bound.total(recompute_pattern(o.choice, layers, s_.partial)) <= ev_.limit_bytes()) return false;
+      if (bound_bytes(recompute_pattern(o.choice, layers, s_.partial)) <= ev_.limit_bytes()) return true;
       continue;
     }
     for (std::size_t i = std::size_t(o.member_index); i < members_.size(); ++i)
-      if (bound.total(recompute_pattern(RecomputeChoice{RecomputeMode::none, members_[i]}, layers, s_.partial)) <=
+      if (bound_bytes(recompute_pattern(RecomputeChoice{RecomputeMode::none, members_[i]}, layers, s_.partial)) <=
           ev_.limit_bytes())
-        return false;
+        return true;
   }
-  return true;
+  return false;
 }
 
 // The plan runs at the compute floor and with the recompute the bound allows at best: no configuration

@@ -3,7 +3,8 @@
 // reduce dtype, autograd's param dtype), the gathered block and the backward working bytes at a backward's
 // start stay below the simulated peak for every schedule, recompute mode, reshard choice and micro-batch
 // count (one micro-batch included), and a flat unit's fp32 gradients count more than its bf16 ones; without
-// a pipeline, the units a plan keeps gathered after forward. The unpipelined bound is checked in
+// a pipeline, the units a plan keeps gathered after forward, and a configured plan's gathered unit with the
+// other units' gathers certainly live at its backward. The unpipelined bound is checked in
 // test_search.cpp too.
 #include <doctest/doctest.h>
 
@@ -123,10 +124,13 @@ TEST_CASE("the pipelined bound holds a flat unit's gradients in its reduce dtype
 // gradient at its first backward op, the activations saved up to it) stays below the simulated peak for
 // every wrapping the target offers (per_block k1 to k4, with the embedding and head folded in, FSDP1's
 // size-based and SimpleFSDP's), reshard choice, recompute mode and a partial pattern, on both targets
-// (fsdpx's flat reduce-dtype gradients, PyTorch autograd's); and it is not vacuous: for a wrapping of several
-// blocks per unit it exceeds the shape's bound (memory_bound.h) by at least one such unit's gather.
+// (fsdpx's flat reduce-dtype gradients, PyTorch autograd's), and every prefetch depth and all-gather cap
+// of the space (the other units' gathers certainly live, simulator/certain_order.h, depend on them); and it
+// is not vacuous: for a wrapping of several blocks per unit it exceeds the shape's bound (memory_bound.h) by
+// at least one such unit's gather, and the certain gathers raise it further on many plans.
 TEST_CASE("the configured bound counts a wrapping's gathered unit and gradient, and stays below the simulated peak") {
-  int checked = 0, raised = 0;
+  int checked = 0, raised = 0, with_gathers = 0;
+  double least_gap_bytes = 1e30;
   for (const char* target : {"fsdpx", "torchtitan@0.2.2"}) {
     PlanRequest q = pipelined_request(target);
     q.space.allow_pp = false;
@@ -144,30 +148,52 @@ TEST_CASE("the configured bound counts a wrapping's gathered unit and gradient, 
       if (!members.empty())
         patterns.push_back(recompute_pattern(RecomputeChoice{RecomputeMode::none, members[members.size() / 2]},
                                              r.model.layers, s.partial));
+      auto check = [&](const Config& cfg, const std::vector<RecomputeMode>& pattern) {
+        const Plan p = configured_plan(shape, wraps, cfg, pattern);
+        ConfiguredMemoryBound configured(p);
+        const double gather_bound = configured.total(p.recompute);
+        configured.count_certain_gathers();
+        const double bound = configured.total(p.recompute);
+        const double shape_bound = memory_lower_bound(p).total();
+        const double peak = simulate_step_totals(p).peak_memory_total_bytes;
+        INFO(target << " dp " << par.dp_replicate << "x" << par.dp_shard << " tp " << par.tp << " "
+                    << wraps[cfg.wrap].label << " reshard " << cfg.reshard << " prefetch " << cfg.prefetch << " cap "
+                    << cfg.cap << " full blocks " << std::count(p.recompute.begin(), p.recompute.end(), RecomputeMode::full)
+                    << ": bound " << bound << " (shape " << shape_bound << ", without other gathers " << gather_bound
+                    << ") peak " << peak);
+        CHECK(bound <= peak);
+        CHECK(bound >= gather_bound);
+        CHECK(gather_bound >= shape_bound);
+        // The refiner lowers only where the guess could prune (planner/refine.cpp cannot_fit): a guess below
+        // what the lowering finds would lose prunings, never soundness.
+        CHECK(configured.guessed_total(p.recompute) >= bound);
+        raised += bound > shape_bound && p.units.size() < std::size_t(r.model.layers);
+        with_gathers += bound > gather_bound;
+        least_gap_bytes = std::min(least_gap_bytes, peak - bound);
+        ++checked;
+      };
+      // Every pattern in the default prefetch depth and cap, the first two (none, full) in the others.
       for (std::size_t w = 0; w < wraps.size(); ++w)
         for (int reshard : reshard_choices(shape, r, s))
-          for (const std::vector<RecomputeMode>& pattern : patterns) {
-            Config cfg = default_config(shape, r, s);
-            cfg.wrap = w;
-            cfg.reshard = reshard;
-            const Plan p = configured_plan(shape, wraps, cfg, pattern);
-            const double bound = ConfiguredMemoryBound(p).total(p.recompute);
-            const double shape_bound = memory_lower_bound(p).total();
-            const double peak = simulate_step_totals(p).peak_memory_total_bytes;
-            INFO(target << " dp " << par.dp_replicate << "x" << par.dp_shard << " tp " << par.tp << " "
-                        << wraps[w].label << " reshard " << reshard << " full blocks "
-                        << std::count(p.recompute.begin(), p.recompute.end(), RecomputeMode::full) << ": bound "
-                        << bound << " (shape " << shape_bound << ") peak " << peak);
-            CHECK(bound <= peak);
-            CHECK(bound >= shape_bound);
-            raised += bound > shape_bound && p.units.size() < std::size_t(r.model.layers);
-            ++checked;
-          }
+          for (int prefetch : s.knobs.prefetch_depths)
+            for (int cap : s.knobs.all_gather_caps) {
+              Config cfg = default_config(shape, r, s);
+              const bool default_knobs = prefetch == cfg.prefetch && cap == cfg.cap;
+              cfg.wrap = w;
+              cfg.reshard = reshard;
+              cfg.prefetch = prefetch;
+              cfg.cap = cap;
+              for (std::size_t i = 0; i < patterns.size(); ++i)
+                if (default_knobs || i < 2) check(cfg, patterns[i]);
+            }
     }
   }
-  MESSAGE(checked << " configured plans, " << raised << " raised above the shape's bound with several blocks per unit");
+  MESSAGE(checked << " configured plans, " << raised << " raised above the shape's bound with several blocks per unit, "
+                  << with_gathers << " raised by other units' certain gathers; least peak - bound " << least_gap_bytes
+                  << " bytes");
   CHECK(checked >= 100);
   CHECK(raised >= 10);
+  CHECK(with_gathers >= 100);
 }
 
 }  // namespace fsdpx

@@ -1,7 +1,7 @@
 // tests/simulator/plan_generator.h — seeded random plans for the simulator's property tests: small
 // llama or gpt models on one of the shipped GPU clusters (1 to 4 nodes, or part of one node), FSDP,
 // HSDP, ZeRO-2, DDP or ZeRO-1 with optional TP, micro-batches, gradient accumulation, recompute,
-// prefetch depths, in-flight caps and reshard settings. Every plan passes validate_plan. Leaves out
+// prefetch depths, in-flight caps and reshard settings; and one fixed plan. Every plan passes validate_plan. Leaves out
 // pipeline parallelism (the simulator rejects it) and context parallelism.
 #pragma once
 
@@ -14,6 +14,22 @@
 #include "core/plan.h"
 
 namespace fsdpx::test {
+
+// Llama-3.1-8B on two DGX-H100 nodes, FSDP over 16 ranks, seq 8192, two micro-batches of 1: the fixed
+// plan the property and certain-order tests start from.
+inline Plan two_node_llama8b() {
+  ClusterSpec c = load_cluster("dgx-h100");
+  c.nodes = 2;
+  TrainingSettings t;
+  t.seq = 8192;
+  t.micro_batch = 1;
+  t.global_batch = 32;
+  Parallelism par;
+  par.dp_shard = 16;
+  Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::none);
+  validate_plan(p, "test plan");
+  return p;
+}
 
 class PlanGenerator {
  public:

@@ -24,22 +24,8 @@ ClusterSpec with_inter_node_gbit(ClusterSpec c, double gbit) {
   return c;
 }
 
-Plan two_node_llama8b() {
-  ClusterSpec c = load_cluster("dgx-h100");
-  c.nodes = 2;
-  TrainingSettings t;
-  t.seq = 8192;
-  t.micro_batch = 1;
-  t.global_batch = 32;
-  Parallelism par;
-  par.dp_shard = 16;
-  Plan p = default_plan(load_model("llama3.1-8b"), c, t, par, 1, RecomputeMode::none);
-  validate_plan(p, "test plan");
-  return p;
-}
-
 TEST_CASE("inversion: more inter-node bandwidth never slows the 2-node Llama-3.1-8B step") {
-  Plan plan = two_node_llama8b();
+  Plan plan = test::two_node_llama8b();
   const ClusterSpec base = plan.cluster;
   double previous_s = 0;
   for (const double gbit : {100.0, 200.0, 300.0, 400.0, 800.0}) {
