@@ -1,8 +1,10 @@
 // simulator/engine.cpp — the event loop of the discrete-event engine (engine.h). Virtual time is
 // integer ns (ns-3, SimGrid); at each event time the loop (1) ends the phases that finish then, in
 // (instance, stream) order, (2) starts every op that became ready, scanning instances in (role, rank)
-// order and streams in StreamKind order until nothing changes, (3) recomputes every running op's rate
-// and finish time. Only running ops (at most one per stream per instance) are visited per event.
+// order and streams in StreamKind order until nothing changes, (3) recomputes the rates and finish times
+// of the instances whose running ops changed (rates depend only on an instance's own running ops), and
+// takes the next event from a min-heap of finish times (ns-3's scheduler, lazy deletion). Per event the
+// work is that of the instances it touches, not of every running op.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -45,10 +47,8 @@ void Engine::init_instances() {
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
-  running_pos_.assign(inst_.size() * kStreamCount, -1);
   is_dirty_.assign(inst_.size(), 0);
-  rates_epoch_.assign(inst_.size(), 0);
-  rates_.resize(inst_.size());
+  is_rates_dirty_.assign(inst_.size(), 0);
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -64,7 +64,7 @@ EngineResult Engine::run() {
   // instance, so the loop is bounded; the check guards the invariant.
   const std::size_t max_iterations = 2 * deps_left_.size() + 1;
   std::size_t iterations = 0;
-  while (!running_.empty()) {
+  while (running_count_ > 0) {
     FSDP_CHECK(++iterations <= max_iterations, "engine made no progress");
     const TimeNs t = next_event_time();
     FSDP_CHECK(t >= now_, "event in the past");
@@ -76,36 +76,32 @@ EngineResult Engine::run() {
   return collect_result();
 }
 
-// Rates change only at events, so each running phase's finish time is fixed until the next one.
+// Rates change only when an instance's running ops do, so each running phase's finish time holds until
+// then; the earliest live heap entry is the next event.
 TimeNs Engine::next_event_time() {
-  ++epoch_;  // the slots changed since the last event: every instance's collective rates are stale
-  TimeNs next = std::numeric_limits<TimeNs>::max();
-  for (int id : running_) {
-    Slot& s = slot(id);
-    const Instance& in = inst_[id / kStreamCount];
-    if (s.phase == Phase::latency) {
-      s.finish_ns = s.latency_end_ns;
-    } else {
-      s.rate = rate_of(in, id % kStreamCount);
-      // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
-      s.finish_ns = s.rate > 0 ? now_ + ceil_ns(s.remaining_ns / s.rate) : std::numeric_limits<TimeNs>::max();
-    }
-    next = std::min(next, s.finish_ns);
+  refresh_rates();
+  while (!finish_heap_.empty() && !live(finish_heap_.front())) {
+    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), finishes_later);
+    finish_heap_.pop_back();
   }
-  return next;
+  FSDP_CHECK(!finish_heap_.empty(), "running ops without a finish time");
+  return finish_heap_.front().at_ns;
 }
 
+// Ends every phase that finishes at t. The others' remaining work is brought up to date only when their
+// instance's rates change (refresh_instance).
 void Engine::advance_to(TimeNs t) {
-  const double dt_ns = static_cast<double>(t - now_);
   ended_.clear();
-  for (int id : running_) {
-    Slot& s = slot(id);
-    if (s.finish_ns == t) {
-      ended_.push_back(id);
-      s.remaining_ns = 0;
-    } else if (s.phase == Phase::work) {
-      s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * dt_ns);
-    }
+  while (!finish_heap_.empty() && finish_heap_.front().at_ns == t) {
+    const FinishEntry e = finish_heap_.front();
+    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), finishes_later);
+    finish_heap_.pop_back();
+    if (!live(e)) continue;
+    Slot& s = slot(e.slot);
+    s.queued = false;
+    s.remaining_ns = 0;
+    s.ref_ns = t;
+    ended_.push_back(e.slot);
   }
   now_ = t;
   std::sort(ended_.begin(), ended_.end());  // (instance, stream) order
