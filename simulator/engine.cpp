@@ -3,8 +3,8 @@
 // (instance, stream) order, (2) starts every op that became ready, scanning instances in (role, rank)
 // order and streams in StreamKind order until nothing changes, (3) recomputes the rates and finish times
 // of the instances whose running ops changed (rates depend only on an instance's own running ops), and
-// takes the next event from a min-heap of finish times (ns-3's scheduler, lazy deletion). Per event the
-// work is that of the instances it touches, not of every running op.
+// takes the next event as the earliest of the instances' earliest finish times. Per event the rate work
+// is that of the instances it touches, not of every running op.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -49,6 +49,7 @@ void Engine::init_instances() {
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
   is_dirty_.assign(inst_.size(), 0);
   is_rates_dirty_.assign(inst_.size(), 0);
+  next_end_ns_.assign(inst_.size(), std::numeric_limits<TimeNs>::max());
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -76,35 +77,30 @@ EngineResult Engine::run() {
   return collect_result();
 }
 
-// Rates change only when an instance's running ops do, so each running phase's finish time holds until
-// then; the earliest live heap entry is the next event.
+// Rates change only when an instance's running ops do, so each running phase's end holds until then;
+// the next event is the earliest of the instances' earliest ends (one integer per instance).
 TimeNs Engine::next_event_time() {
   refresh_rates();
-  while (!finish_heap_.empty() && !live(finish_heap_.front())) {
-    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), finishes_later);
-    finish_heap_.pop_back();
-  }
-  FSDP_CHECK(!finish_heap_.empty(), "running ops without a finish time");
-  return finish_heap_.front().at_ns;
+  return *std::min_element(next_end_ns_.begin(), next_end_ns_.end());
 }
 
-// Ends every phase that finishes at t. The others' remaining work is brought up to date only when their
-// instance's rates change (refresh_instance).
+// Ends every phase that finishes at t, in (instance, stream) order. The others' remaining work is brought
+// up to date only when their instance's rates change (refresh_instance); every instance with an ended
+// phase is refreshed before the next event (handle_ended marks it).
 void Engine::advance_to(TimeNs t) {
   ended_.clear();
-  while (!finish_heap_.empty() && finish_heap_.front().at_ns == t) {
-    const FinishEntry e = finish_heap_.front();
-    std::pop_heap(finish_heap_.begin(), finish_heap_.end(), finishes_later);
-    finish_heap_.pop_back();
-    if (!live(e)) continue;
-    Slot& s = slot(e.slot);
-    s.queued = false;
-    s.remaining_ns = 0;
-    s.ref_ns = t;
-    ended_.push_back(e.slot);
+  for (std::size_t i = 0; i < inst_.size(); ++i) {
+    if (next_end_ns_[i] != t) continue;
+    for (int k = 0; k < kStreamCount; ++k) {
+      Slot& s = inst_[i].slots[std::size_t(k)];
+      if (!s.running || s.finish_ns != t) continue;
+      s.timed = false;
+      s.remaining_ns = 0;
+      s.ref_ns = t;
+      ended_.push_back(int(i) * kStreamCount + k);
+    }
   }
   now_ = t;
-  std::sort(ended_.begin(), ended_.end());  // (instance, stream) order
 }
 
 void Engine::handle_ended() {

@@ -180,7 +180,7 @@ void Engine::remove_running(int slot_id) {
   Slot& s = slot(slot_id);
   if (!s.running) return;
   s.running = false;
-  s.queued = false;  // its heap entries, if any, are stale
+  s.timed = false;
   --running_count_;
 }
 
@@ -205,38 +205,26 @@ void Engine::refresh_rates() {
 void Engine::refresh_instance(int i) {
   Instance& in = inst_[i];
   const std::array<double, kStreamCount> collective = collective_rates(in);
+  TimeNs next = std::numeric_limits<TimeNs>::max();
   for (int k = 0; k < kStreamCount; ++k) {
     Slot& s = in.slots[k];
     if (!s.running) continue;
-    const int id = i * kStreamCount + k;
     if (s.phase == Phase::latency) {
-      if (!s.queued) {
-        s.finish_ns = s.latency_end_ns;
-        push_finish(id);
+      s.finish_ns = s.latency_end_ns;
+    } else {
+      const double rate = rate_of(in, k, collective);
+      if (!s.timed || rate != s.rate) {
+        s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * static_cast<double>(now_ - s.ref_ns));
+        s.ref_ns = now_;
+        s.rate = rate;
+        // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
+        s.finish_ns = rate > 0 ? now_ + ceil_ns(s.remaining_ns / rate) : std::numeric_limits<TimeNs>::max();
       }
-      continue;
     }
-    const double rate = rate_of(in, k, collective);
-    if (s.queued && rate == s.rate) continue;
-    s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * static_cast<double>(now_ - s.ref_ns));
-    s.ref_ns = now_;
-    s.rate = rate;
-    // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
-    s.finish_ns = rate > 0 ? now_ + ceil_ns(s.remaining_ns / rate) : std::numeric_limits<TimeNs>::max();
-    push_finish(id);
+    s.timed = true;
+    next = std::min(next, s.finish_ns);
   }
-}
-
-void Engine::push_finish(int slot_id) {
-  Slot& s = slot(slot_id);
-  s.queued = true;
-  finish_heap_.push_back({s.finish_ns, slot_id, ++s.version});
-  std::push_heap(finish_heap_.begin(), finish_heap_.end(), finishes_later);
-}
-
-bool Engine::live(const FinishEntry& e) const {
-  const Slot& s = inst_[std::size_t(e.slot / kStreamCount)].slots[std::size_t(e.slot % kStreamCount)];
-  return s.queued && s.version == e.version;
+  next_end_ns_[std::size_t(i)] = next;
 }
 
 void Engine::mark_dirty(int i) {

@@ -44,8 +44,8 @@ struct RoleData {
 struct Slot {
   int op = -1;
   Phase phase = Phase::idle;
-  bool running = false;  // in a timed phase (latency or work): its end is in the finish heap
-  bool queued = false;   // the heap holds an entry for finish_ns at version
+  bool running = false;  // in a timed phase (latency or work)
+  bool timed = false;    // finish_ns holds the current phase's end (set by refresh_instance)
   int next_pos = 0;      // next position in the role's stream order
   TimeNs start_ns = 0;
   TimeNs latency_end_ns = 0;
@@ -54,18 +54,8 @@ struct Slot {
   TimeNs ref_ns = 0;
   double remaining_ns = 0;
   double rate = 1;
-  TimeNs finish_ns = 0;       // end of the current phase at the current rate
-  std::uint32_t version = 0;  // bumped at every push: the heap's older entries for this slot are stale
+  TimeNs finish_ns = 0;  // end of the current phase at the current rate
 };
-
-// A phase end in the finish heap (lazy deletion: an entry whose version is not its slot's is skipped).
-struct FinishEntry {
-  TimeNs at_ns = 0;
-  int slot = 0;  // instance * kStreamCount + stream
-  std::uint32_t version = 0;
-};
-// The finish heap's "less than": std::push_heap puts first an entry no other is less than, so the earliest.
-inline bool finishes_later(const FinishEntry& a, const FinishEntry& b) { return a.at_ns > b.at_ns; }
 
 struct Instance {
   int role = 0;
@@ -130,8 +120,6 @@ class Engine {
   void mark_rates_dirty(int i);
   void refresh_rates();
   void refresh_instance(int i);
-  void push_finish(int slot_id);
-  bool live(const FinishEntry& e) const;
 
   Slot& slot(int slot_id) { return inst_[slot_id / kStreamCount].slots[slot_id % kStreamCount]; }
   const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }
@@ -147,7 +135,8 @@ class Engine {
   std::vector<int> rendezvous_arrivals_;  // per (rendezvous, instance index within a role)
   int instances_per_role_ = 1;
   int running_count_ = 0;          // slots in a timed phase
-  std::vector<FinishEntry> finish_heap_;  // min-heap on at_ns of running slots' phase ends
+  // Per instance: the earliest end of its running phases (max when none), kept by refresh_instance.
+  std::vector<TimeNs> next_end_ns_;
   std::vector<int> ended_;
   std::vector<int> dirty_, dirty_round_;
   std::vector<char> is_dirty_;
