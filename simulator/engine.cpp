@@ -1,8 +1,10 @@
 // simulator/engine.cpp — the event loop of the discrete-event engine (engine.h). Virtual time is
 // integer ns (ns-3, SimGrid); at each event time the loop (1) ends the phases that finish then, in
 // (instance, stream) order, (2) starts every op that became ready, scanning instances in (role, rank)
-// order and streams in StreamKind order until nothing changes, (3) recomputes every running op's rate
-// and finish time. Only running ops (at most one per stream per instance) are visited per event.
+// order and streams in StreamKind order until nothing changes, (3) recomputes the rates and finish times
+// of the instances whose running ops changed (rates depend only on an instance's own running ops), and
+// takes the next event as the earliest of the instances' earliest finish times. Per event the rate work
+// is that of the instances it touches, not of every running op.
 #include <algorithm>
 #include <limits>
 #include <tuple>
@@ -45,10 +47,9 @@ void Engine::init_instances() {
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
-  running_pos_.assign(inst_.size() * kStreamCount, -1);
   is_dirty_.assign(inst_.size(), 0);
-  rates_epoch_.assign(inst_.size(), 0);
-  rates_.resize(inst_.size());
+  is_rates_dirty_.assign(inst_.size(), 0);
+  next_end_ns_.assign(inst_.size(), std::numeric_limits<TimeNs>::max());
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -64,7 +65,7 @@ EngineResult Engine::run() {
   // instance, so the loop is bounded; the check guards the invariant.
   const std::size_t max_iterations = 2 * deps_left_.size() + 1;
   std::size_t iterations = 0;
-  while (!running_.empty()) {
+  while (running_count_ > 0) {
     FSDP_CHECK(++iterations <= max_iterations, "engine made no progress");
     const TimeNs t = next_event_time();
     FSDP_CHECK(t >= now_, "event in the past");
@@ -76,39 +77,30 @@ EngineResult Engine::run() {
   return collect_result();
 }
 
-// Rates change only at events, so each running phase's finish time is fixed until the next one.
+// Rates change only when an instance's running ops do, so each running phase's end holds until then;
+// the next event is the earliest of the instances' earliest ends (one integer per instance).
 TimeNs Engine::next_event_time() {
-  ++epoch_;  // the slots changed since the last event: every instance's collective rates are stale
-  TimeNs next = std::numeric_limits<TimeNs>::max();
-  for (int id : running_) {
-    Slot& s = slot(id);
-    const Instance& in = inst_[id / kStreamCount];
-    if (s.phase == Phase::latency) {
-      s.finish_ns = s.latency_end_ns;
-    } else {
-      s.rate = rate_of(in, id % kStreamCount);
-      // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
-      s.finish_ns = s.rate > 0 ? now_ + ceil_ns(s.remaining_ns / s.rate) : std::numeric_limits<TimeNs>::max();
-    }
-    next = std::min(next, s.finish_ns);
-  }
-  return next;
+  refresh_rates();
+  return *std::min_element(next_end_ns_.begin(), next_end_ns_.end());
 }
 
+// Ends every phase that finishes at t, in (instance, stream) order. The others' remaining work is brought
+// up to date only when their instance's rates change (refresh_instance); every instance with an ended
+// phase is refreshed before the next event (handle_ended marks it).
 void Engine::advance_to(TimeNs t) {
-  const double dt_ns = static_cast<double>(t - now_);
   ended_.clear();
-  for (int id : running_) {
-    Slot& s = slot(id);
-    if (s.finish_ns == t) {
-      ended_.push_back(id);
+  for (std::size_t i = 0; i < inst_.size(); ++i) {
+    if (next_end_ns_[i] != t) continue;
+    for (int k = 0; k < kStreamCount; ++k) {
+      Slot& s = inst_[i].slots[std::size_t(k)];
+      if (!s.running || s.finish_ns != t) continue;
+      s.timed = false;
       s.remaining_ns = 0;
-    } else if (s.phase == Phase::work) {
-      s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * dt_ns);
+      s.ref_ns = t;
+      ended_.push_back(int(i) * kStreamCount + k);
     }
   }
   now_ = t;
-  std::sort(ended_.begin(), ended_.end());  // (instance, stream) order
 }
 
 void Engine::handle_ended() {

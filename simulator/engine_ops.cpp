@@ -1,8 +1,10 @@
 // simulator/engine_ops.cpp — the life of one op on one instance: start (allocate, enter the latency or
 // work phase), the switch to a collective's bandwidth phase, completion (free, record, release
-// dependants); the fluid rates of running phases; live memory and its peak. Leaves out stream
+// dependants); the fluid rates of running phases and their finish times, recomputed per instance when
+// its running ops change; live memory and its peak. Leaves out stream
 // priorities: concurrent collectives on a fabric share it equally.
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@ void Engine::begin_op(int i, int stream) {
   Slot& s = in.slots[stream];
   const OpData& od = data_of(in, s.op);
   s.start_ns = now_;
+  mark_rates_dirty(i);
   apply_alloc(in, op_of(in, s.op).alloc_at_start, s.op);
   if (od.cls == OpClass::collective) {
     in.comm_sm_share += od.sm_share;
@@ -39,6 +42,8 @@ void Engine::enter_work_phase(int i, int stream) {
   const OpData& od = data_of(in, s.op);
   s.phase = Phase::work;
   s.remaining_ns = od.work_ns;
+  s.ref_ns = now_;
+  mark_rates_dirty(i);
   if (od.work_ns <= 0) {
     complete_op(i, stream);
     return;
@@ -69,6 +74,7 @@ void Engine::complete_op(int i, int stream) {
   --in.active;
   if (od.async) --in.active_async;
   ++in.done;
+  mark_rates_dirty(i);
   result_.step_time_ns = std::max(result_.step_time_ns, now_);
   remove_running(i * kStreamCount + stream);
   mark_dirty(i);
@@ -77,22 +83,11 @@ void Engine::complete_op(int i, int stream) {
 // Compute runs on the SMs that the resident collective kernels leave free: NCCL launches one CTA per
 // channel and each holds its SM until the collective ends (cost-model-facts.md §5: a GEMM losing SMs
 // to NCCL CTAs slows by their share). A faster fabric shortens the collective and so its interference.
-double Engine::rate_of(const Instance& in, int stream) const {
+double Engine::rate_of(const Instance& in, int stream, const std::array<double, kStreamCount>& collective) const {
   const Slot& s = in.slots[stream];
-  if (data_of(in, s.op).cls == OpClass::collective) return collective_rate(in, stream);
-  return std::max(0.0, 1.0 - in.comm_sm_share);
-}
-
-// The rates of all of an instance's collectives come from one progressive filling: next_event_time
-// computes it once per instance and event (rates_epoch_), not once per collective.
-double Engine::collective_rate(const Instance& in, int stream) const {
-  const std::size_t i = std::size_t(&in - inst_.data());
-  if (rates_epoch_[i] != epoch_) {
-    rates_[i] = collective_rates(in);
-    rates_epoch_[i] = epoch_;
-  }
-  FSDP_CHECK(rates_[i][std::size_t(stream)] > 0, "collective in its bandwidth phase got no bandwidth");
-  return std::min(1.0, rates_[i][std::size_t(stream)]);
+  if (data_of(in, s.op).cls != OpClass::collective) return std::max(0.0, 1.0 - in.comm_sm_share);
+  FSDP_CHECK(collective[std::size_t(stream)] > 0, "collective in its bandwidth phase got no bandwidth");
+  return std::min(1.0, collective[std::size_t(stream)]);
 }
 
 // Max-min fair sharing of the rank's two fabrics (progressive filling, Bertsekas & Gallager, Data
@@ -175,21 +170,61 @@ void Engine::record_sample(const Instance& in) {
 }
 
 void Engine::add_running(int slot_id) {
-  if (running_pos_[slot_id] >= 0) return;
-  running_pos_[slot_id] = static_cast<int>(running_.size());
-  running_.push_back(slot_id);
+  Slot& s = slot(slot_id);
+  if (s.running) return;
+  s.running = true;
+  ++running_count_;
 }
 
-// Swap-and-pop: running_'s order is arbitrary but deterministic; nothing depends on it except the
-// order of ended phases, which advance_to sorts.
 void Engine::remove_running(int slot_id) {
-  const int pos = running_pos_[slot_id];
-  if (pos < 0) return;
-  const int last = running_.back();
-  running_[pos] = last;
-  running_pos_[last] = pos;
-  running_.pop_back();
-  running_pos_[slot_id] = -1;
+  Slot& s = slot(slot_id);
+  if (!s.running) return;
+  s.running = false;
+  s.timed = false;
+  --running_count_;
+}
+
+void Engine::mark_rates_dirty(int i) {
+  if (is_rates_dirty_[i]) return;
+  is_rates_dirty_[i] = 1;
+  rates_dirty_.push_back(i);
+}
+
+// Instances are independent here (an instance's rates depend on its own running ops only), so their
+// order does not matter.
+void Engine::refresh_rates() {
+  for (int i : rates_dirty_) {
+    is_rates_dirty_[i] = 0;
+    refresh_instance(i);
+  }
+  rates_dirty_.clear();
+}
+
+// A phase whose rate is unchanged keeps its finish time: between its instance's changes an op runs at a
+// constant rate, so ref + ceil(remaining / rate) is the end that a recomputation at every event gives.
+void Engine::refresh_instance(int i) {
+  Instance& in = inst_[i];
+  const std::array<double, kStreamCount> collective = collective_rates(in);
+  TimeNs next = std::numeric_limits<TimeNs>::max();
+  for (int k = 0; k < kStreamCount; ++k) {
+    Slot& s = in.slots[k];
+    if (!s.running) continue;
+    if (s.phase == Phase::latency) {
+      s.finish_ns = s.latency_end_ns;
+    } else {
+      const double rate = rate_of(in, k, collective);
+      if (!s.timed || rate != s.rate) {
+        s.remaining_ns = std::max(0.0, s.remaining_ns - s.rate * static_cast<double>(now_ - s.ref_ns));
+        s.ref_ns = now_;
+        s.rate = rate;
+        // Rate 0: the collectives hold every SM; compute resumes when one of them ends.
+        s.finish_ns = rate > 0 ? now_ + ceil_ns(s.remaining_ns / rate) : std::numeric_limits<TimeNs>::max();
+      }
+    }
+    s.timed = true;
+    next = std::min(next, s.finish_ns);
+  }
+  next_end_ns_[std::size_t(i)] = next;
 }
 
 void Engine::mark_dirty(int i) {

@@ -44,12 +44,17 @@ struct RoleData {
 struct Slot {
   int op = -1;
   Phase phase = Phase::idle;
-  int next_pos = 0;  // next position in the role's stream order
+  bool running = false;  // in a timed phase (latency or work)
+  bool timed = false;    // finish_ns holds the current phase's end (set by refresh_instance)
+  int next_pos = 0;      // next position in the role's stream order
   TimeNs start_ns = 0;
   TimeNs latency_end_ns = 0;
-  double remaining_ns = 0;  // work phase: work left at full rate
-  double rate = 1;          // set at every event
-  TimeNs finish_ns = 0;     // end of the current phase at the current rate
+  // Work phase: remaining_ns of work at full rate were left at ref_ns; since then it falls at `rate`,
+  // which changes only when its own instance's running set does (refresh_rates).
+  TimeNs ref_ns = 0;
+  double remaining_ns = 0;
+  double rate = 1;
+  TimeNs finish_ns = 0;  // end of the current phase at the current rate
 };
 
 struct Instance {
@@ -100,8 +105,8 @@ class Engine {
   void begin_op(int i, int stream);
   void enter_work_phase(int i, int stream);
   void complete_op(int i, int stream);
-  double rate_of(const Instance& in, int stream) const;
-  double collective_rate(const Instance& in, int stream) const;
+  // The rate of the op on `stream`, given the instance's max-min collective rates.
+  double rate_of(const Instance& in, int stream, const std::array<double, kStreamCount>& collective) const;
   // Max-min fair rates of every collective of `in` in its bandwidth phase (0 for other streams).
   std::array<double, kStreamCount> collective_rates(const Instance& in) const;
   void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
@@ -111,6 +116,10 @@ class Engine {
   void add_running(int slot_id);
   void remove_running(int slot_id);
   void mark_dirty(int i);
+  // Rates and finish times: recomputed only for instances whose running set changed (engine_ops.cpp).
+  void mark_rates_dirty(int i);
+  void refresh_rates();
+  void refresh_instance(int i);
 
   Slot& slot(int slot_id) { return inst_[slot_id / kStreamCount].slots[slot_id % kStreamCount]; }
   const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }
@@ -125,17 +134,16 @@ class Engine {
   std::vector<int> group_sizes_;  // expanded mode, per group: members per instance
   std::vector<int> rendezvous_arrivals_;  // per (rendezvous, instance index within a role)
   int instances_per_role_ = 1;
-  std::vector<int> running_;      // slot ids (instance * kStreamCount + stream) with a timed phase
-  std::vector<int> running_pos_;  // slot id -> index in running_, or -1
+  int running_count_ = 0;          // slots in a timed phase
+  // Per instance: the earliest end of its running phases (max when none), kept by refresh_instance.
+  std::vector<TimeNs> next_end_ns_;
   std::vector<int> ended_;
   std::vector<int> dirty_, dirty_round_;
   std::vector<char> is_dirty_;
+  std::vector<int> rates_dirty_;  // instances whose running set changed since their last refresh
+  std::vector<char> is_rates_dirty_;
   std::vector<int> members_;
   TimeNs now_ = 0;
-  // collective_rates per instance, valid while rates_epoch_[i] == epoch_ (one epoch per event).
-  std::uint64_t epoch_ = 0;
-  mutable std::vector<std::uint64_t> rates_epoch_;
-  mutable std::vector<std::array<double, kStreamCount>> rates_;
   EngineResult result_;
 };
 

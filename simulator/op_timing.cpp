@@ -2,11 +2,15 @@
 // the FSDP implementation's copies around the collectives they consume or feed, on the compute stream,
 // Apex's distributed optimizer's gradient copies into its fp32 buckets, and their TP/CP collectives,
 // serial or hidden behind a GEMM by Transformer Engine's userbuffers),
-// collectives from the NCCL model with their fabric loads and the SMs their kernels hold.
+// collectives from the NCCL model with their fabric loads and the SMs their kernels hold, each distinct
+// (collective, bytes, group) timed once per program.
 #include "simulator/op_timing.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "cost_models/communication.h"
@@ -93,16 +97,14 @@ double te_overlap_saving_s(const WorkSet& w, const StepProgram& p, const Plan& p
 
 // Share of each fabric a collective of group g uses alone (communication.h's ring rule): inside a node
 // all of NVLink; across nodes the ring runs at min(NVLink, NIC share) and so loads each by that rate
-// over its capacity. A group with one rank per node sends straight to its NIC.
-void set_fabric_loads(Op& op, const GroupShape& g, const ClusterSpec& cluster) {
-  op.nvlink_load = 1;
-  op.nic_load = 0;
-  if (g.nodes() == 1) return;
+// over its capacity. A group with one rank per node sends straight to its NIC. {NVLink, NIC}.
+std::array<double, 2> fabric_loads(const GroupShape& g, const ClusterSpec& cluster) {
+  if (g.nodes() == 1) return {1.0, 0.0};
   const double ring_bw = group_bus_bw_bytes_per_s(g, cluster);
   const double nic_bw = cluster.inter.nics_per_node * cluster.inter.nic_bw_bytes_per_s / cluster.gpus_per_node *
                         g.fewest_ranks_per_node();
-  op.nvlink_load = g.ranks_per_node > 1 ? std::min(1.0, ring_bw / cluster.intra.bus_bw_bytes_per_s) : 0.0;
-  op.nic_load = std::min(1.0, ring_bw / nic_bw);
+  return {g.ranks_per_node > 1 ? std::min(1.0, ring_bw / cluster.intra.bus_bw_bytes_per_s) : 0.0,
+          std::min(1.0, ring_bw / nic_bw)};
 }
 
 // One memory-bound copy pass of `bytes` of HBM traffic.
@@ -176,6 +178,26 @@ void add_apex_grad_copies(RoleProgram& role, const StepProgram& program, const P
   }
 }
 
+// A collective's time, latency, fabric loads and SM share: pure functions of (collective, bytes, group)
+// on one cluster. A program repeats the same collective per micro-batch, unit and stage, so time_program
+// computes each distinct one once (the same values: a memo of the same calls).
+struct CollectiveTiming {
+  double duration_s = 0, latency_s = 0, nvlink_load = 1, nic_load = 0, sm_share = 0;
+};
+
+CollectiveTiming collective_timing(const Op& op, const GroupShape& g, const ClusterSpec& cluster) {
+  CollectiveTiming t;
+  t.duration_s = collective_time_s(op.collective, op.comm_bytes, g, cluster);
+  t.latency_s = std::min(t.duration_s, op.comm_bytes > 0 && g.ranks > 1
+                                           ? collective_latency_s(op.collective, g, cluster) : 0.0);
+  const std::array<double, 2> loads = fabric_loads(g, cluster);
+  t.nvlink_load = loads[0];
+  t.nic_load = loads[1];
+  const int sms = cluster.gpu.sm_count;
+  t.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
+  return t;
+}
+
 }  // namespace
 
 bool apex_distributed_adam(const Plan& plan) {
@@ -193,25 +215,29 @@ void time_program(StepProgram& program, const Plan& plan) {
     if (te_userbuffers(plan))
       comm_s[i] = std::max(0.0, comm_s[i] - te_overlap_saving_s(program.work_sets[i], program, plan));
   }
+  std::map<std::tuple<Collective, double, int>, CollectiveTiming> collectives;
   for (auto& role : program.roles) {
     for (auto& op : role.ops) {
       if (op.work_set >= 0) {
         op.serial_comm_time_s = comm_s[std::size_t(op.work_set)];
         op.duration_s = kernel_s[std::size_t(op.work_set)] + op.serial_comm_time_s;
       } else if (op.group >= 0) {
-        const GroupShape& g = program.groups[std::size_t(op.group)].shape;
-        op.duration_s = collective_time_s(op.collective, op.comm_bytes, g, cluster);
-        op.latency_s = std::min(op.duration_s, op.comm_bytes > 0 && g.ranks > 1
-                                                   ? collective_latency_s(op.collective, g, cluster) : 0.0);
+        const auto key = std::make_tuple(op.collective, op.comm_bytes, op.group);
+        auto it = collectives.find(key);
+        if (it == collectives.end())
+          it = collectives.emplace(key, collective_timing(op, program.groups[std::size_t(op.group)].shape, cluster)).first;
+        const CollectiveTiming& t = it->second;
+        op.duration_s = t.duration_s;
+        op.latency_s = t.latency_s;
         const bool dp_sync = op.payload == Payload::params || op.payload == Payload::grads;
         if (dp_sync && apex_distributed_adam(plan) && op.latency_s > 0) {
           const double extra_s = (apex_bucket_calls(op, plan) - 1) * op.latency_s;
           op.duration_s += extra_s;
           op.latency_s += extra_s;
         }
-        set_fabric_loads(op, g, cluster);
-        const int sms = cluster.gpu.sm_count;
-        op.sm_share = sms > 0 ? std::min(1.0, collective_channels(op.collective, op.comm_bytes, g, cluster) / double(sms)) : 0.0;
+        op.nvlink_load = t.nvlink_load;
+        op.nic_load = t.nic_load;
+        op.sm_share = t.sm_share;
       }
     }
     add_fsdp_copies(role, program, plan, stack_costs(plan.framework, plan.compiled));
