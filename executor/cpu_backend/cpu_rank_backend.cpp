@@ -13,29 +13,13 @@
 
 namespace fsdpx {
 
-namespace {
-
-ModelOptions model_options(const StepProgram& program, OpProfiler* profiler, const ModelParallel& par, ModelComm* comm,
-                           const LoraLayout* lora, bool fp8) {
-  ModelOptions o;
-  o.lora = lora;
-  o.fp8 = fp8;
-  o.recompute = program.recompute;
-  o.profiler = profiler;
-  o.parallel = par;
-  o.comm = comm;
-  return o;
-}
-
-}  // namespace
-
 CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communicator> world,
                                OpProfiler* kernel_profiler)
     : ModelSkeleton(rp, std::move(world)), model_comm_(nullptr, nullptr, kernel_profiler),
       lora_(rp.settings.lora ? std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora))
                              : nullptr),
       models_(rp.settings.model, rp.settings.training.micro_batch, rp.settings.training.seq,
-              model_options(rp.program, kernel_profiler, par_, &model_comm_, lora_.get(), rp.settings.fp8.has_value())) {
+              model_options(rp, role_, par_, &model_comm_, kernel_profiler, lora_.get())) {
   if (lora_) {
     const auto n = std::size_t(lora_->total);
     adapters_ = AdapterState{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};

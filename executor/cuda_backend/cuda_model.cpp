@@ -80,6 +80,7 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == this->layout().num_modules(),
              "CudaModel: need one flag per module");
   FSDP_CHECK(!opts_.lora || !opts_.split_backward, "CudaModel: LoRA runs without zero bubble's split backward");
+  FSDP_CHECK(!opts_.fp8, "CudaModel: fp8 training runs on the CPU backend only");
   check_model_parallel<T>(spec, opts_, dims_);
   const ModelParallel& par = opts_.parallel;
   if (spec.is_mla())  // latent attention rotates its qk_rope_head_dim part, on the host (cuda_mla_attention.h)

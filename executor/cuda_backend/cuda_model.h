@@ -33,40 +33,14 @@
 #include "executor/model/block_dims.h"
 #include "executor/cuda_backend/cuda_model_policy.h"
 #include "executor/model/model_driver.h"
+#include "executor/model/model_options.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx::cuda {
 
-// Run-time choices only, as ModelOptions (executor/model/transformer.h): the RoPE base and norm epsilon
-// come from the ModelSpec.
-struct CudaModelOptions {
-  // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
-  // forward in backward; selective (and selective_op) is treated as none.
-  std::vector<RecomputeMode> recompute;
-  // Null: nothing is timed. Otherwise every kernel group reports its GPU time (a CUDA event pair) under
-  // the CPU model's op names, and each call waits for its kernels (cuda_op_timer.h).
-  OpProfiler* profiler = nullptr;
-  // The modules this model runs (empty = all): a pipeline rank allocates activations for its stages'
-  // modules only.
-  std::vector<bool> modules;
-  // Zero bubble: keep what each module's weight pass needs (CudaBlockWeightGrads<T> per block; a
-  // recomputing block keeps its re-materialised activations from the input pass to the weight pass).
-  bool split_backward = false;
-  // LoRA (executor/model/lora_layout.h; must outlive the model): the adapters add to the adapted projections
-  // (cuda_lora.h), and the base gets no gradient: no dW GEMMs, no norm, embedding or head gradients.
-  const LoraLayout* lora = nullptr;
-  // Tensor parallelism (Megatron-LM's, as the CPU Transformer runs it: executor/model/tp_region.h,
-  // vocab_parallel.h), with or without sequence parallelism: this rank's place and its device collectives
-  // (needed when tp > 1). With bf16 (or the emulated float) activations, no biases, no learned positions
-  // and kv_heads >= tp for now. Context parallelism likewise (llama, bf16): K and V all-gathered over cp.
-  ModelParallel parallel;
-  CudaModelComm* comm = nullptr;
-  // The attention core on tensor cores (executor/cuda/attention_tc.h; the plan says `tensor_core`), else on
-  // CUDA cores (attention.h). Context parallelism runs the CUDA-core context kernels either way (the
-  // capabilities row keeps tensor_core plans to cp 1).
-  bool tensor_core_attention = false;
-};
+// The device model's options (executor/model/model_options.h) over its device collectives; fp8 is refused.
+using CudaModelOptions = ModelOptionsT<CudaModelComm>;
 
 // The device's model over the shared driver (executor/model/model_driver.h): its device buffers (only
 // for the modules it runs), RoPE tables, batch staging, loss slot and the split backward's keeps;

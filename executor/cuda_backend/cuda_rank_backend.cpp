@@ -24,26 +24,7 @@
 namespace fsdpx::cuda {
 
 namespace {
-
 constexpr int kHostReduceElems = kMaxHostReduceCount;
-
-// The model of a pipeline rank runs the modules of its stages' units (every module without pipelining),
-// and splits its backward where the program has zero bubble's input passes.
-CudaModelOptions model_options(const RuntimeProgram& rp, int role, OpProfiler* profiler, const LoraLayout* lora) {
-  CudaModelOptions o;
-  o.lora = lora;
-  o.recompute = rp.program.recompute;
-  o.profiler = profiler;
-  o.tensor_core_attention = rp.settings.attention_kernel == AttentionKernel::tensor_core;
-  o.modules.assign(std::size_t(rp.layout.num_modules()), false);
-  for (std::size_t u = 0; u < rp.flats.size(); ++u)
-    if (unit_role(rp, int(u)) == role)
-      for (int m : rp.flats[u].modules) o.modules[std::size_t(m)] = true;
-  for (const Op& op : rp.program.roles[std::size_t(role)].ops)
-    if (op.kind == OpKind::backward_input) o.split_backward = true;
-  return o;
-}
-
 }  // namespace
 
 template <class T>
@@ -64,8 +45,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
     lora_ = std::make_unique<const LoraLayout>(make_lora_layout(rp.settings.model, *rp.settings.lora));
     adapters_ = std::make_unique<CudaAdaptersT<T>>(*lora_, &mem_);
   }
-  model_options_ = model_options(rp, role_, kernel_profiler, lora_.get());
-  model_options_.parallel = Base::par_, model_options_.comm = &model_comm_;
+  model_options_ = model_options(rp, role_, Base::par_, &model_comm_, kernel_profiler, lora_.get());
   const auto reduce = rp.settings.precision.reduce == fsdpx::DType::bf16 ? fsdpx::DType::bf16 : fsdpx::DType::fp32;
   // Every unit call on the current op's stream; bytes counted in the plan's parameter dtype (cuda_unit.h).
   const CudaUnitDevice<T> unit_device{&current_, &current_op_, dtype_bytes(rp.settings.precision.param)};

@@ -48,7 +48,7 @@ class ModuleDriver {
     return ModulePart::block;
   }
   // Full recompute keeps only the block input and re-runs its forward in backward; selective is treated
-  // as none by both backends (see ModelOptions::recompute and CudaModelOptions::recompute).
+  // as none by both backends (see ModelOptionsT::recompute, model_options.h).
   bool recomputes(std::int64_t block) const {
     return !recompute_.empty() && recompute_[std::size_t(block)] == RecomputeMode::full;
   }

@@ -25,31 +25,16 @@
 #include "core/plan_settings.h"
 #include "executor/model/block.h"
 #include "executor/model/model_driver.h"
+#include "executor/model/model_options.h"
+#include "executor/model/model_parallel.h"
 #include "executor/model/model_policy.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/param_layout.h"
 
 namespace fsdpx {
 
-// Run-time choices only: the RoPE base and norm epsilon belong to the model (ModelSpec::rope_theta,
-// ModelSpec::norm_eps).
-struct ModelOptions {
-  // One per block (empty = none everywhere). full keeps only the block input and re-runs the block's
-  // forward in backward; selective is treated as none on CPU (the GPU recomputes attention scores,
-  // which this reference keeps), so all three give bit-identical gradients.
-  std::vector<RecomputeMode> recompute;
-  OpProfiler* profiler = nullptr;
-  // Tensor / context parallelism: this rank's place and its tp and cp communicators (needed when a
-  // degree is > 1). With cp > 1 loss() is the rank's share of the micro-batch mean: the cp ranks' sum.
-  ModelParallel parallel;
-  ModelComm* comm = nullptr;
-  // LoRA (lora.h): base weights frozen (backward writes no gradient into `grads`, which may be null),
-  // adapters in the buffers given to set_lora_buffers. tp = 1 and the whole backward only.
-  const LoraLayout* lora = nullptr;
-  // fp8 training: the blocks' linear GEMMs with torchao's tensorwise recipe emulated (fp8_linear.h); the
-  // output head, attention and norms stay in fp32. tp = 1, no LoRA.
-  bool fp8 = false;
-};
+// The CPU model's options (model_options.h) over its host collectives.
+using ModelOptions = ModelOptionsT<ModelComm>;
 
 // The CPU's model over the shared driver (model_driver.h): its host buffers, RoPE table, batch, loss
 // and the split backward's keeps; ModelDriver runs the modules.
