@@ -35,19 +35,9 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
 
-// The shared initial states (model/initial_state.h) through the loading hooks; the copy of a tied table
-// has the embedding unit's layout, so it starts with the same values.
+// The shared initial states (model/rank_fsdp_units.h) through the loading hooks.
 void CpuRankBackend::init_params(std::uint64_t seed) {
-  for (FsdpUnit* u : units_.all()) {
-    if (const ExpertShards* parts = u->expert_shards()) {
-      UnitShardState s;
-      s.params.resize(std::size_t(parts->state_numel()));
-      init_expert_shards(rank_layout(rp_, par_), u->flat(), *parts, seed, s.params.data());
-      load_unit(*u, s);  // moments zero
-    } else {
-      load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(par_.tp_rank)], u->flat(), u->shard_offset(), seed));
-    }
-  }
+  load_initial_states(rp_, par_, units_, seed, [&](FsdpUnit& u, const UnitShardState& s) { load_unit(u, s); });
   if (lora_) load_adapter_state(initial_adapter_state(*lora_, seed));
 }
 
@@ -73,11 +63,6 @@ std::vector<double> CpuRankBackend::take_losses() {
   std::vector<double> out;
   out.swap(losses_);
   return out;
-}
-
-void CpuRankBackend::adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) {
-  for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
-    adamw_update(o, s, u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b, e - b);
 }
 
 void CpuRankBackend::adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) {

@@ -75,7 +75,6 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
     u.finish_reduction(&non_finite);
     if (non_finite) note_non_finite(unit);
   }
-  void adamw_unit(FsdpUnit& u, const OptimizerSettings& o, const AdamWStep& s) override;
   void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;
   float* adapter_grads() override { return lora_ ? adapter_grads_.data() : nullptr; }
   std::int64_t adapter_numel() const override { return std::int64_t(adapter_grads_.size()); }
@@ -96,17 +95,9 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
   SegmentBufferBytes segment_bytes(const Model&, int segment) const override {
     return segment_bytes_[std::size_t(segment)];
   }
-  void forward_module(Model& model, int m, const Params& p) override { model.forward_module(m, p); }
-  void backward_module(Model& model, int m, const Params& p, const Grads& g) override {
-    model.backward_module(m, p, g);
-  }
-  void backward_input_module(Model& model, int m, const Params& p) override { model.backward_input_module(m, p); }
-  void backward_weight_module(Model& model, int m, const Grads& g) override { model.backward_weight_module(m, g); }
+  HostStream pass_stream() const override { return {}; }
   void keep_loss(Model& model) override { losses_.push_back(double(model.loss())); }
   const float* adapter_params() override { return adapters_.params.data(); }
-  Grads grad_ptrs(int unit) override {
-    return units_.unit_grads(rp_, unit, [](FsdpUnit& u, int k) { return u.module_grads(k); });
-  }
   void post_send(const float* data, Payload, int peer, int tag) override {
     world_->post_send(data, std::int64_t(message_.size()), peer, tag);
   }

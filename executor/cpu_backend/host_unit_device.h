@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "executor/comm/communicator.h"
 #include "executor/cpu/fp16.h"
+#include "executor/runtime/adamw.h"
 #include "executor/runtime/train_state.h"
 
 namespace fsdpx {
@@ -55,6 +56,11 @@ struct HostUnitDevice {
       acc[i] += add[i];
     }
     if (!finite) *non_finite = 1;
+  }
+  // fp32 AdamW (runtime/adamw.h); no parameter copy to write.
+  void adamw(const OptimizerSettings& o, const AdamWStep& s, float* master, float* exp_avg, float* exp_avg_sq,
+             const float* grad, Param*, std::int64_t n) const {
+    adamw_update(o, s, master, exp_avg, exp_avg_sq, grad, n);
   }
 
   // The host state in and out (an empty moment loads as zeros, a fresh start); no parameter copy here.

@@ -104,22 +104,12 @@ void CudaRankBackendT<T>::connect_device() {
     }
 }
 
-// The shared initial states (executor/model/initial_state.h, the CPU backend's values) through the loading
-// hooks; the copy of a tied table has the embedding unit's layout, so it starts with the same values. On
-// the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
+// The shared initial states (executor/model/rank_fsdp_units.h, the CPU backend's values) through the
+// loading hooks. On the rank's kernel pool (the trainer gives CUDA ranks one too): llama3.2-1b in seconds.
 template <class T>
 void CudaRankBackendT<T>::init_params(std::uint64_t seed) {
-  for (CudaUnitT<T>* u : units_.all()) {
-    if (const ExpertShards* parts = u->expert_shards()) {  // the CPU's values, element for element
-      UnitShardState st;
-      st.params.resize(std::size_t(parts->state_numel()));
-      init_expert_shards(rank_layout(rp_, Base::par_), u->flat(), *parts, seed, st.params.data());
-      load_unit(*u, st);  // moments zero
-      continue;
-    }
-    load_unit(*u, initial_unit_state(rp_.tp_layouts[std::size_t(Base::par_.tp_rank)], u->flat(), u->shard_offset(),
-                                     seed));
-  }
+  load_initial_states(rp_, Base::par_, units_, seed,
+                      [&](CudaUnitT<T>& u, const UnitShardState& s) { load_unit(u, s); });
   if (adapters_) load_adapter_state(initial_adapter_state(*lora_, seed));
 }
 
@@ -256,19 +246,6 @@ void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup grou
   CUDA_CHECK(cudaStreamSynchronize(current_));
   world_->throw_if_aborted();
   std::copy(host, host + count, buf);
-}
-
-namespace {
-AdamWArgs adamw_args(const OptimizerSettings& o, const AdamWStep& s) {
-  return {float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t, float(s.grad_scale)};
-}
-}  // namespace
-
-template <class T>
-void CudaRankBackendT<T>::adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) {
-  for (const auto& [b, e] : u.stepped())  // buffers stay as they are (optimizer_ranges.h)
-    adamw_update(adamw_args(o, s), u.master() + b, u.exp_avg() + b, u.exp_avg_sq() + b, u.grad_shard() + b,
-                 u.param_copy() + b, e - b, current_);
 }
 
 template <class T>

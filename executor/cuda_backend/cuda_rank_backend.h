@@ -46,7 +46,6 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   using Base = ModelSkeleton<CudaUnitT<T>, DeviceCommunicator, CudaModelT<T>, T>;
   using Base::rp_, Base::world_, Base::pp_ends_comm_, Base::role_, Base::mesh_rank_, Base::mem_,
       Base::units_, Base::comm, Base::holds_unit;
-  using typename Base::Params, typename Base::Grads;
   using Model = CudaModelT<T>;
 
  public:
@@ -86,7 +85,6 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   }
   // The device kernels of the skeleton's gradient bookkeeping, on the current op's stream.
   void finish_unit_reduction(CudaUnitT<T>& u, int unit) override { u.finish_reduction(non_finite_.get() + unit); }
-  void adamw_unit(CudaUnitT<T>& u, const OptimizerSettings& o, const AdamWStep& s) override;
   void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) override;
   float* adapter_grads() override { return adapters_ ? adapters_->grads() : nullptr; }
   std::int64_t adapter_numel() const override { return adapters_ ? adapters_->numel() : 0; }
@@ -107,23 +105,11 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   // model's scratch when the pool makes it (make_model), so a segment's backward works in no more.
   MicroBatchPool<Model>& models() override { return models_; }
   SegmentBufferBytes segment_bytes(const Model& model, int segment) const override;
-  void forward_module(Model& model, int m, const Params& p) override { model.forward_module(m, p, current_); }
-  void backward_module(Model& model, int m, const Params& p, const Grads& g) override {
-    model.backward_module(m, p, g, current_);
-  }
-  void backward_input_module(Model& model, int m, const Params& p) override {
-    model.backward_input_module(m, p, current_);
-  }
-  void backward_weight_module(Model& model, int m, const Grads& g) override {
-    model.backward_weight_module(m, g, current_);
-  }
+  cudaStream_t pass_stream() const override { return current_; }
   void enter_forward(Model& model, const Segment& seg, int mb, bool head) override;
   void enter_backward(Model& model, const Segment& seg, int mb) override;
   void keep_loss(Model&) override { ++losses_written_; }
   const T* adapter_params() override { return adapters_->params16(); }
-  Grads grad_ptrs(int unit) override {  // all null under LoRA (a frozen base)
-    return units_.unit_grads(rp_, unit, [](CudaUnitT<T>& u, int k) { return u.module_grads(k); });
-  }
   void post_send(const T* data, Payload payload, int peer, int tag) override;
   void sync_streams() const;
   // Waits for the current stream and reads `n` bytes of device memory (a peer's abort throws).

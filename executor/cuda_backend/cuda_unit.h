@@ -4,8 +4,8 @@
 // plans; float in the emulated build) of the master shard as the all-gather input, gradients reduced in
 // fp32 or a bf16 copy (FSDP2's MixedPrecisionPolicy.reduce_dtype), fp16 gradients rounded through fp16
 // first. Every call runs on the backend's current op's stream, named in watchdog messages. In-place
-// conventions as NCCL's (NCCL user guide, "In-place Operations"). Leaves out the AdamW kernel (the
-// backend's adamw_unit writes the 16-bit copy) and rate limiting (the step program bounds live units).
+// conventions as NCCL's (NCCL user guide, "In-place Operations"); AdamW writes the 16-bit copy with the
+// master. Leaves out rate limiting (the step program bounds live units).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "executor/cuda/adamw.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/device_communicator.h"
@@ -76,6 +77,11 @@ class StreamEvent {
   cudaEvent_t e_ = nullptr;
 };
 
+// The AdamW kernel's arguments of one optimizer step (the units' and the adapters').
+inline AdamWArgs adamw_args(const OptimizerSettings& o, const AdamWStep& s) {
+  return {float(s.lr), float(o.beta1), float(o.beta2), float(o.eps), float(o.weight_decay), s.t, float(s.grad_scale)};
+}
+
 template <class T>
 struct CudaUnitDevice {
   using Param = T;
@@ -128,6 +134,10 @@ struct CudaUnitDevice {
   void widen_bf16(float* out, const bf16* in, std::int64_t n) const { cast_bf16_to_f32(out, in, n, false, *stream); }
   void accumulate_check_finite(float* acc, const float* add, std::int64_t n, int* non_finite) const {
     cuda::accumulate_check_finite(acc, add, n, non_finite, *stream);
+  }
+  void adamw(const OptimizerSettings& o, const AdamWStep& s, float* master, float* exp_avg, float* exp_avg_sq,
+             const float* grad, T* copy, std::int64_t n) const {
+    adamw_update(adamw_args(o, s), master, exp_avg, exp_avg_sq, grad, copy, n, *stream);
   }
   // Host <-> device state, synchronous on the stream: masters and moments; the T copy is cast from the master.
   void upload(const UnitShardState& s, float* master, float* exp_avg, float* exp_avg_sq, T* copy, std::int64_t n) const;

@@ -10,8 +10,8 @@
 // and accumulate in fp32. Under expert parallelism the unit is in two parts (model/expert_shards.h):
 // the dense part over dp_shard, the routed experts over efsdp, gathered and reduced by their twin ops;
 // the state is the dense shard then the expert shard. The policy allocates, copies, casts and
-// communicates; its calls run in order (CUDA: on the backend's current op's stream). Leaves out AdamW
-// (the backends' adamw_unit) and rate limiting (the step program's dependencies bound the live units).
+// communicates and runs the AdamW kernel; its calls run in order (CUDA: on the backend's current op's
+// stream). Leaves out rate limiting (the step program's dependencies bound the live units).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/errors.h"
 #include "executor/model/expert_shards.h"
+#include "executor/runtime/adamw.h"
 #include "executor/runtime/grad_norm_ranges.h"
 #include "executor/runtime/memory_tracker.h"
 #include "executor/runtime/param_layout.h"
@@ -68,7 +69,6 @@ class FsdpUnitT {
   const FlatUnitLayout& flat() const { return flat_; }
   const ExpertShards* expert_shards() const { return parts_.empty() ? nullptr : &parts_.front(); }
   // The state's ranges AdamW steps (model/optimizer_ranges.h: all but buffers; rank_fsdp_units.h sets them).
-  const ShardRanges& stepped() const { return stepped_; }
   void set_stepped(ShardRanges r) { stepped_ = std::move(r); }
   std::int64_t shard_offset() const { return shard_offset_; }
   // Host state in and out (the device's copies are done when these return); the parameter copy follows.
@@ -92,6 +92,13 @@ class FsdpUnitT {
   Param* param_copy() { return Device::kParamCopy ? param_copy_.data() : nullptr; }  // AdamW writes it
   float* grad_shard() { return grad_acc_.data(); }  // fp16 loss scaling unscales it in place
   const float* grad_shard() const { return grad_acc_.data(); }
+  // AdamW on the stepped ranges (buffers stay as they are), the parameter copy written alongside.
+  void adamw(const OptimizerSettings& o, const AdamWStep& s) {
+    Param* copy = param_copy();
+    for (const auto& [b, e] : stepped_)
+      dev_.adamw(o, s, master() + b, exp_avg() + b, exp_avg_sq() + b, grad_shard() + b, copy ? copy + b : nullptr,
+                 e - b);
+  }
 
   // Parameters: the shard all-gathered into the unsharded buffer (allocated unless replicated).
   void gather(Comm& comm) {

@@ -1,9 +1,10 @@
 // executor/model/initial_state.h — the training state a run starts from, computed once for every backend:
 // a unit shard's fp32 master weights (init.h's pure function of (seed, module, element) in the rank's
 // tensor-parallel layout) and the LoRA adapters' (lora_layout.h), with zero Adam moments. A backend's
-// init_params loads these through the same hooks that load a checkpoint (RankSkeleton::load_unit,
-// load_adapter_state), so the CPU and CUDA backends start from the same values by construction. Leaves
-// out expert-parallel units (the CPU backend's expert_shards.h inits their two parts) and pretrained weights.
+// init_params loads these through the same hooks that load a checkpoint (rank_fsdp_units.h's
+// load_initial_states over RankSkeleton::load_unit; load_adapter_state), so the CPU and CUDA backends
+// start from the same values by construction. Leaves out expert-parallel units (expert_shards.h inits
+// their two parts) and pretrained weights.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // executor/model/rank_fsdp_units.h — the FSDP units one rank holds (runtime/rank_units.h), made alike on
 // every backend over its device policy (fsdp_unit.h): sharded over the rank's shard group, replicated
 // under DDP and ZeRO-1, or in two parts under expert parallelism (expert_shards.h), with the ranges AdamW
-// steps (optimizer_ranges.h: all but buffers). Leaves out loading their state (the backend's).
+// steps (optimizer_ranges.h: all but buffers), and their initial state. Leaves out how a state loads
+// (the backend's hook).
 #pragma once
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "core/dtype.h"
 #include "executor/model/expert_shards.h"
 #include "executor/model/fsdp_unit.h"
+#include "executor/model/initial_state.h"
 #include "executor/model/optimizer_ranges.h"
 #include "executor/runtime/rank_units.h"
 #include "executor/runtime/runtime_program.h"
@@ -36,6 +38,24 @@ RankUnits<FsdpUnitT<Device>> make_rank_units(const RuntimeProgram& rp, int rank,
                          : stepped_ranges(local, u->flat(), u->shard_offset(), u->flat().shard_numel));
   }
   return units;
+}
+
+// The shared initial states (initial_state.h, expert_shards.h: the same values on every backend) of the
+// rank's units, each loaded through `load` (the backend's hook that loads a checkpoint) with zero
+// moments; the copy of a tied table has the embedding unit's layout, so it starts with the same values.
+template <class Unit, class Load>
+void load_initial_states(const RuntimeProgram& rp, const ModelParallel& par, const RankUnits<Unit>& units,
+                         std::uint64_t seed, Load load) {
+  for (Unit* u : units.all()) {
+    if (const ExpertShards* parts = u->expert_shards()) {
+      UnitShardState s;
+      s.params.resize(std::size_t(parts->state_numel()));
+      init_expert_shards(rank_layout(rp, par), u->flat(), *parts, seed, s.params.data());
+      load(*u, s);
+    } else {
+      load(*u, initial_unit_state(rp.tp_layouts[std::size_t(par.tp_rank)], u->flat(), u->shard_offset(), seed));
+    }
+  }
 }
 
 }  // namespace fsdpx

@@ -4,7 +4,7 @@
 // and gradients, the memory tracker's bytes of each pass (what the forward saves, the backward's working
 // buffers, what an input pass keeps for the weight pass), the head's loss, LoRA's adapter buffers and
 // what a pipeline send carries. A backend (CpuRankBackend, CudaRankBackendT) supplies the device half:
-// its model pool, how one module runs (CUDA: on the current op's stream), a segment's bytes, what starts
+// its model pool, the stream its passes run on (CUDA: the current op's), a segment's bytes, what starts
 // a pass (CUDA: a received message delivered, the loss's device slot) and how a message reaches its
 // peer. Leaves out receives (the CPU hands a message to the model at once, CUDA at the op that reads it).
 #pragma once
@@ -27,6 +27,7 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
  public:
   using Params = std::vector<const Param*>;  // per module: its unit's live parameters or null
   using Grads = std::vector<float*>;         // per module: its unit's fp32 gradients or null
+  using Stream = typename Model::Stream;     // the model's (ModelDriver::Stream; the CPU's is empty)
 
   ModelSkeleton(const RuntimeProgram& rp, std::unique_ptr<Comm> world) : Base(rp, std::move(world)) {}
 
@@ -38,7 +39,7 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
     enter_forward(model, seg, mb, head);
     if (float* g = this->adapter_grads()) model.set_lora_buffers(adapter_params(), g);
     const Params p = live_params();
-    for (int m = seg.first_module; m <= last; ++m) forward_module(model, m, p);
+    for (int m = seg.first_module; m <= last; ++m) model.forward_module(m, p, pass_stream());
     models().forward_done(mb);
     this->mem_.alloc(MemCategory::activations, segment_bytes(model, segment).saved);
     if (head) keep_loss(model);
@@ -50,7 +51,8 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
     const SegmentBufferBytes bytes = start_backward(model, segment, mb);
     const Params p = live_params();
     const Grads g = grad_ptrs(unit);
-    for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m) backward_module(model, m, p, g);
+    for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
+      model.backward_module(m, p, g, pass_stream());
     models().backward_done(mb);
     this->mem_.free(MemCategory::transient, bytes.working);
     this->mem_.free(MemCategory::activations, bytes.saved);
@@ -62,7 +64,7 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
     const SegmentBufferBytes bytes = start_backward(model, segment, mb);
     const Params p = live_params();
     for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
-      backward_input_module(model, m, p);
+      model.backward_input_module(m, p, pass_stream());
     this->mem_.free(MemCategory::transient, bytes.working);
     this->mem_.alloc(MemCategory::activations, bytes.weight_pass);
   }
@@ -71,7 +73,7 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
     Model& model = models().at(mb);
     const Grads g = grad_ptrs(unit);
     for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
-      backward_weight_module(model, m, g);
+      model.backward_weight_module(m, g, pass_stream());
     models().backward_done(mb);
     const SegmentBufferBytes bytes = segment_bytes(model, segment);
     this->mem_.free(MemCategory::activations, bytes.saved + bytes.weight_pass);
@@ -89,11 +91,8 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
   virtual MicroBatchPool<Model>& models() = 0;
   // The bytes segment `segment` holds in `model` (every model of the pool has the same).
   virtual SegmentBufferBytes segment_bytes(const Model& model, int segment) const = 0;
-  // One module's pass on the device, in order.
-  virtual void forward_module(Model& model, int m, const Params& p) = 0;
-  virtual void backward_module(Model& model, int m, const Params& p, const Grads& g) = 0;
-  virtual void backward_input_module(Model& model, int m, const Params& p) = 0;
-  virtual void backward_weight_module(Model& model, int m, const Grads& g) = 0;
+  // The stream the model's module passes run on, in order (CUDA: the current op's).
+  virtual Stream pass_stream() const = 0;
   // Before a segment's forward (`head`: it ends with the LM head) or backward (or input pass).
   virtual void enter_forward(Model&, const Segment&, int /*mb*/, bool /*head*/) {}
   virtual void enter_backward(Model&, const Segment&, int /*mb*/) {}
@@ -101,13 +100,15 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
   virtual void keep_loss(Model& model) = 0;
   // The adapters' parameters the model reads (LoRA only: adapter_grads() is not null).
   virtual const Param* adapter_params() = 0;
-  // The gradients of `unit`'s modules (all null where the unit has none, e.g. a frozen base under LoRA).
-  virtual Grads grad_ptrs(int unit) = 0;
   // Sends the message at `data` (pipeline_message_numel values) to global rank `peer`.
   virtual void post_send(const Param* data, Payload payload, int peer, int tag) = 0;
 
   const Segment& segment_at(int segment) const { return this->rp_.program.segments[std::size_t(segment)]; }
   Params live_params() const { return this->units_.live_params(this->rp_.layout.num_modules()); }
+  // The gradients of `unit`'s modules (all null where the unit has none, e.g. a frozen base under LoRA).
+  Grads grad_ptrs(int unit) const {
+    return this->units_.unit_grads(this->rp_, unit, [](Unit& u, int k) { return u.module_grads(k); });
+  }
 
  private:
   // Before a backward or input pass: a received gradient delivered, the working buffers counted.

@@ -119,7 +119,7 @@ class RankSkeleton : public RankBackend {
       adamw_adapters(o, s);
       return;
     }
-    for (Unit* u : units_.all()) adamw_unit(*u, o, s);
+    for (Unit* u : units_.all()) u->adamw(o, s);  // the unit's device policy runs the kernel
   }
   void zero_grad_shards() final {
     for (Unit* u : units_.all()) zero_shard(u->grad_shard(), u->flat().shard_numel);
@@ -155,7 +155,6 @@ class RankSkeleton : public RankBackend {
   virtual void load_unit(Unit& u, const UnitShardState& s) = 0;
   // Adds the unit's reduced shard to its accumulator, flagging `unit` on a NaN or an infinity.
   virtual void finish_unit_reduction(Unit& u, int unit) = 0;
-  virtual void adamw_unit(Unit& u, const OptimizerSettings& o, const AdamWStep& s) = 0;
   virtual void adamw_adapters(const OptimizerSettings& o, const AdamWStep& s) = 0;
   // The adapters' fp32 gradient (null without LoRA) and its element count.
   virtual float* adapter_grads() = 0;
