@@ -8,31 +8,25 @@
 // Expert parallelism's dispatch and combine are variable-count all-to-alls of routed rows on the ep group
 // (DeviceCommunicator::all_to_allv), recorded as the CPU's ModelComm records them (the larger of the
 // bytes sent and received, in the activation dtype); the row counts before them are not recorded.
-// Leaves out profiling the collectives' times (a profiled CUDA run reports its kernels only).
+// The groups and the record are executor/model/model_comm_base.h's, shared with ModelComm. Leaves out
+// profiling the collectives' times (a profiled CUDA run reports its kernels only).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/errors.h"
 #include "executor/cuda/cuda_check.h"
 #include "executor/cuda/device_communicator.h"
-#include "executor/runtime/model_groups.h"
+#include "executor/model/model_comm_base.h"
 
 namespace fsdpx::cuda {
 
-class CudaModelComm {
+class CudaModelComm final : public ModelCommBase<DeviceCommunicator> {
  public:
   // act_bytes: the program's bytes per activation element (dtype_bytes of the plan's param dtype).
-  explicit CudaModelComm(double act_bytes) : act_bytes_(act_bytes) {}
-  CudaModelComm(const CudaModelComm&) = delete;
-  CudaModelComm& operator=(const CudaModelComm&) = delete;
-
-  void set_groups(DeviceCommunicator* tp, DeviceCommunicator* cp) { tp_ = tp, cp_ = cp; }
-  void set_ep_group(DeviceCommunicator* ep) { ep_ = ep; }
+  explicit CudaModelComm(double act_bytes) : ModelCommBase("CudaModelComm"), act_bytes_(act_bytes) {}
   // The stream and op name of the compute op now being issued.
   void set_stream(cudaStream_t stream, std::string op) { stream_ = stream, op_ = std::move(op); }
 
@@ -76,11 +70,9 @@ class CudaModelComm {
   void all_to_allv_rows(const T* in, const std::vector<std::int64_t>& send_rows, T* out,
                         const std::vector<std::int64_t>& recv_rows, std::int64_t width) {
     std::vector<std::int64_t> send(send_rows), recv(recv_rows);
-    std::int64_t sent = 0, received = 0;
-    for (std::int64_t& n : send) sent += n, n *= width;
-    for (std::int64_t& n : recv) received += n, n *= width;
+    const std::int64_t elems = rows_to_elems(send, recv, width);
     group(ModelAxis::ep).all_to_allv(in, send, out, recv, word<T>(), stream_, op_);
-    record(ModelAxis::ep, Collective::all_to_all, double(std::max(sent, received) * width) * act_bytes_);
+    record(ModelAxis::ep, Collective::all_to_all, double(elems) * act_bytes_);
   }
   // fp32 counts [ep·per_rank] -> [ep·per_rank] (the metadata before all_to_allv_rows; not recorded).
   void exchange_counts_f32(const float* in, float* out, std::int64_t per_rank) {
@@ -90,29 +82,15 @@ class CudaModelComm {
   }
   cudaStream_t stream() const { return stream_; }
 
-  // The collectives issued since the last call, in order.
-  std::vector<IssuedCollective> take_issued() { return std::exchange(issued_, {}); }
-
  private:
   // Summed activations travel in their own 16-bit word (bf16) or, for the float model, fp32.
   template <class T>
   static DType word() {
     return sizeof(T) == 4 ? DType::fp32 : DType::bf16;
   }
-  DeviceCommunicator& group(ModelAxis axis) const {
-    DeviceCommunicator* c = axis == ModelAxis::tp ? tp_ : axis == ModelAxis::cp ? cp_ : ep_;
-    FSDP_CHECK(c != nullptr, "CudaModelComm: no communicator for this axis");
-    return *c;
-  }
-  void record(ModelAxis axis, Collective kind, double bytes) { issued_.push_back(IssuedCollective{axis, kind, bytes}); }
-
   double act_bytes_;
-  DeviceCommunicator* tp_ = nullptr;
-  DeviceCommunicator* cp_ = nullptr;
-  DeviceCommunicator* ep_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::string op_;
-  std::vector<IssuedCollective> issued_;
 };
 
 }  // namespace fsdpx::cuda

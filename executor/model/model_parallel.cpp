@@ -3,21 +3,12 @@
 
 #include <chrono>
 
-#include <fmt/format.h>
-
-#include "core/errors.h"
 #include "executor/comm/all_to_all.h"
 
 namespace fsdpx {
 
-Communicator& ModelComm::group(ModelAxis axis) const {
-  Communicator* c = axis == ModelAxis::tp ? tp_ : axis == ModelAxis::cp ? cp_ : ep_;
-  FSDP_CHECK(c != nullptr, fmt::format("ModelComm: no {} communicator", model_axis_name(axis)));
-  return *c;
-}
-
 void ModelComm::record(ModelAxis axis, Collective kind, double bytes, double time_s) {
-  issued_.push_back(IssuedCollective{axis, kind, bytes});
+  ModelCommBase::record(axis, kind, bytes);
   if (profiler_) profiler_->record_collective(collective_profile_name(axis, kind, bytes), time_s);
 }
 
@@ -61,21 +52,13 @@ void ModelComm::all_to_allv(ModelAxis axis, const Real* in, const std::vector<st
                             const std::vector<std::int64_t>& recv_rows, std::int64_t width) {
   Communicator& c = group(axis);
   std::vector<std::int64_t> send(send_rows), recv(recv_rows);
-  std::int64_t sent = 0, received = 0;
-  for (std::int64_t& k : send) sent += k, k *= width;
-  for (std::int64_t& k : recv) received += k, k *= width;
+  const std::int64_t elems = rows_to_elems(send, recv, width);
   const double time_s = timed_s([&] { fsdpx::all_to_allv(c, in, send, out, recv, kExpertTag); });
-  record(axis, Collective::all_to_all, double(std::max(sent, received) * width) * sizeof(Real), time_s);
+  record(axis, Collective::all_to_all, double(elems) * sizeof(Real), time_s);
 }
 
 void ModelComm::exchange_counts(ModelAxis axis, const double* in, double* out, std::int64_t per_rank) {
   fsdpx::all_to_all(group(axis), in, out, per_rank, kExpertTag);
-}
-
-std::vector<IssuedCollective> ModelComm::take_issued() {
-  std::vector<IssuedCollective> out;
-  out.swap(issued_);
-  return out;
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                    \

@@ -9,8 +9,9 @@
 // chunks r and 2cp−1−r (the load-balanced causal assignment of Megatron-Core and torchtitan). Every
 // collective is recorded (group, kind, bytes) so the runtime can check it against the step program's
 // serial collectives, and timed for profiles. Expert parallelism's token dispatch and combine are
-// variable-count all-to-alls on the ep group (all_to_all.h), recorded likewise. Leaves out overlapping
-// the collectives with compute.
+// variable-count all-to-alls on the ep group (all_to_all.h), recorded likewise. The groups and the
+// record are model_comm_base.h's, shared with the CUDA model's. Leaves out overlapping the collectives
+// with compute.
 #pragma once
 
 #include <algorithm>
@@ -20,21 +21,19 @@
 #include "executor/comm/communicator.h"
 #include "executor/model/context_positions.h"
 #include "executor/model/expert_exchange.h"
+#include "executor/model/model_comm_base.h"
 #include "executor/model/op_profiler.h"
 #include "executor/runtime/model_groups.h"
 
 namespace fsdpx {
 
-// The model's tensor- and context-parallel communicators (null when that degree is 1). Not copyable:
-// the model keeps a pointer.
-class ModelComm final : public ExpertExchange {
+// The model's tensor- and context-parallel communicators (null when that degree is 1).
+class ModelComm final : public ExpertExchange, public ModelCommBase<Communicator> {
  public:
-  ModelComm(Communicator* tp, Communicator* cp, OpProfiler* profiler) : tp_(tp), cp_(cp), profiler_(profiler) {}
-  ModelComm(const ModelComm&) = delete;
-  ModelComm& operator=(const ModelComm&) = delete;
-  // The groups, once they exist (a backend splits them off its world after constructing the model).
-  void set_groups(Communicator* tp, Communicator* cp) { tp_ = tp, cp_ = cp; }
-  void set_ep_group(Communicator* ep) { ep_ = ep; }
+  ModelComm(Communicator* tp, Communicator* cp, OpProfiler* profiler)
+      : ModelCommBase("ModelComm"), profiler_(profiler) {
+    set_groups(tp, cp);
+  }
 
   // As Communicator's, over the group of `axis`, recorded and timed.
   template <class Real>
@@ -67,18 +66,10 @@ class ModelComm final : public ExpertExchange {
   template <class Real>
   void copy(const Real* in, Real* out, std::int64_t count) const { std::copy(in, in + count, out); }
 
-  // The collectives issued since the last call, in order.
-  std::vector<IssuedCollective> take_issued();
-
  private:
-  Communicator& group(ModelAxis axis) const;
-  void record(ModelAxis axis, Collective kind, double bytes, double time_s);
+  void record(ModelAxis axis, Collective kind, double bytes, double time_s);  // and timed
 
-  Communicator* tp_;
-  Communicator* cp_;
-  Communicator* ep_ = nullptr;
   OpProfiler* profiler_;
-  std::vector<IssuedCollective> issued_;
 };
 
 }  // namespace fsdpx
