@@ -8,7 +8,6 @@
 #include <array>
 #include <optional>
 #include <limits>
-#include <span>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "cost_models/params.h"
 #include "cost_models/stack_costs.h"
 #include "planner/kept_gathered.h"
+#include "planner/pass_states.h"
 #include "planner/rank_state.h"
 #include "program/group_members.h"
 #include "program/lower.h"
@@ -59,61 +59,8 @@ std::int64_t walked_micro_batches(const Parallelism& par, std::int64_t micro_bat
   return enough + (micro_batches - enough) % d;
 }
 
-// Where forward_states takes its rows.
-enum class Moment { forward, first_backward, later_backward };
-using States = std::vector<std::vector<int>>;
-
-// The distinct rows of `rows` (`width` counts each), in lexicographic order.
-States distinct_rows(const std::vector<int>& rows, std::size_t width) {
-  std::vector<std::size_t> order(rows.size() / width);
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i * width;
-  auto row = [&](std::size_t at) { return std::span<const int>(rows.data() + at, width); };
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return std::ranges::lexicographical_compare(row(a), row(b));
-  });
-  States states;
-  for (std::size_t at : order)
-    if (states.empty() || !std::ranges::equal(states.back(), row(at)))
-      states.emplace_back(row(at).begin(), row(at).end());
-  return states;
-}
-
-// What pipeline rank `rank` holds, per Moment: at each of its forwards and at the start of ZB's B and W
-// passes; at the start of each chunk's first whole backward pass; at the start of its later ones (before
-// a pass frees anything). One walk of its passes in schedule order (walked_micro_batches of them): per
-// chunk the micro-batches whose activations are saved (a forward adds one, a backward or ZB's B removes
-// it) and, under ZB, those whose B kept what W needs (W removes it). The walk is the lowering's activation
-// category exactly (only compute ops touch it); distinct states once.
-std::array<States, 3> forward_states(const std::vector<PipeAction>& actions, int vpp) {
-  std::vector<bool> seen(std::size_t(vpp), false);  // per chunk: a whole backward pass ran
-  const std::size_t width = std::size_t(2 * vpp);
-  std::vector<int> held(width, 0);          // [saved per chunk..., weight-pass per chunk...]
-  std::array<std::vector<int>, 3> rows;     // per Moment, `width` counts each
-  // The steady phase repeats one state: keep a row only when it differs from the last one kept.
-  auto keep = [&](Moment m) {
-    std::vector<int>& r = rows[std::size_t(m)];
-    if (r.empty() || !std::equal(held.begin(), held.end(), r.end() - long(width))) r.insert(r.end(), held.begin(), held.end());
-  };
-  for (const PipeAction& a : actions) {
-    const auto c = std::size_t(a.chunk), w = std::size_t(vpp) + c;
-    switch (a.pass) {
-      case PipePass::forward: ++held[c], keep(Moment::forward); break;
-      case PipePass::backward:
-        keep(seen[c] ? Moment::later_backward : Moment::first_backward);
-        seen[c] = true;
-        --held[c];
-        break;
-      // ZB's passes, at their start: B's micro-batch still saved, and all of W's weight-pass bytes kept
-      // (one micro-batch's W may follow all of its B passes, as with a single micro-batch).
-      case PipePass::backward_input: keep(Moment::forward), --held[c], ++held[w]; break;
-      case PipePass::backward_weight: keep(Moment::forward), --held[w]; break;
-    }
-  }
-  return {distinct_rows(rows[0], width), distinct_rows(rows[1], width), distinct_rows(rows[2], width)};
-}
-
-// The most bytes of `states` (rows of forward_states) with each chunk's saved and weight-pass bytes.
-double held_peak(const ChunkSums& sums, int rank, const std::vector<std::vector<int>>& states) {
+// The most bytes of `states` (held rows, pass_states.h) with each chunk's saved and weight-pass bytes.
+double held_peak(const ChunkSums& sums, int rank, const HeldRows& states) {
   double peak = 0;
   for (const std::vector<int>& held : states) {
     double live = 0;
@@ -124,8 +71,8 @@ double held_peak(const ChunkSums& sums, int rank, const std::vector<std::vector<
   return peak;
 }
 
-// The least of a per-chunk figure over pipeline rank `rank`'s chunks (which chunk's pass a row of
-// forward_states is, the walk does not keep).
+// The least of a per-chunk figure over pipeline rank `rank`'s chunks (which chunk's pass a held row is,
+// the walk does not keep).
 double least_over_chunks(const ChunkSums& sums, int rank, const std::vector<double>& per_chunk) {
   double least = std::numeric_limits<double>::infinity();
   for (std::size_t c = 0; c < sums.vpp; ++c) least = std::min(least, sums.at(per_chunk, rank, c));
@@ -133,12 +80,12 @@ double least_over_chunks(const ChunkSums& sums, int rank, const std::vector<doub
 }
 
 // The most activation bytes pipeline rank `rank` holds at once: the largest of its forward states
-// (forward_states), each chunk's saved activations and weight-pass bytes times its counts; or at the start
+// (pass_states.h), each chunk's saved activations and weight-pass bytes times its counts; or at the start
 // of a whole backward pass, whose first op (of the chunk's last module) adds at least `backward_extra`
 // (the least over the rank's chunks). GPipe runs every forward before the first backward: all
 // micro-batches at once. Without pipelining: one micro-batch of every module.
-double activation_peak(const Plan& plan, const ChunkSums& sums, int rank, const std::vector<std::vector<int>>& forward,
-                       const std::vector<std::vector<int>>& backward, const std::vector<double>& backward_extra) {
+double activation_peak(const Plan& plan, const ChunkSums& sums, int rank, const HeldRows& forward,
+                       const HeldRows& backward, const std::vector<double>& backward_extra) {
   const auto& par = plan.parallelism;
   if (par.pp == 1) return sums.at(sums.saved, rank, 0);
   if (par.pp_schedule == PipelineSchedule::gpipe) return double(plan.grad_accum()) * sums.at(sums.saved, rank, 0);
@@ -349,19 +296,13 @@ void MemoryBoundModel::rank_terms(const Plan& plan) {
   for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, state_sum_, rank, last_gather, params_));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
-  for (int rank = 0; rank < par.pp; ++rank) {
-    const std::vector<PipeAction> actions = pipeline_actions(par.pp_schedule, par.pp, par.vpp, rank, walked);
-    std::array<States, 3> states = forward_states(actions, par.vpp);
-    states_.push_back(std::move(states[0]));
-    backward_states_.push_back(std::move(states[1]));
-    later_states_.push_back(std::move(states[2]));
-  }
+  pass_states_ = pipeline_pass_states(par.pp_schedule, par.pp, par.vpp, walked);
 }
 
 // Per unit in unit order, as the lowering sums them: its non-block modules, then its blocks' bytes for
 // their modes; per rank the pattern-independent part (rank_base) with these activations and their headroom.
 MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
-  static const std::vector<std::vector<int>> kNone;
+  static const HeldRows kNone;
   ChunkSums sums{vpp_, std::vector<double>(params_sum_.size(), 0.0), std::vector<double>(params_sum_.size(), 0.0),
                  params_sum_};
   for (std::size_t u = 0; u < unit_blocks_.size(); ++u) {
@@ -376,16 +317,20 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
     sums.saved[unit_slot_[u]] += saved;
     sums.weight_pass[unit_slot_[u]] += weight;
   }
+  // held_peak may keep only the maximal rows (pass_states.cpp) because these bytes are never negative.
+  FSDP_CHECK(std::ranges::all_of(sums.saved, [](double x) { return x >= 0; }) &&
+                 std::ranges::all_of(sums.weight_pass, [](double x) { return x >= 0; }),
+             "MemoryBoundModel: negative activation bytes");
   MemoryBound worst;
   for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
     MemoryBound b = base_[std::size_t(rank)];
-    b.activation_bytes =
-        std::max(activation_peak(*plan_, sums, rank, states_.empty() ? kNone : states_[std::size_t(rank)],
-                                 backward_states_.empty() ? kNone : backward_states_[std::size_t(rank)], backward_extra_),
-                 accumulated_grads_bound(*plan_, sums, rank, last_working_));
-    if (!later_states_.empty() && !later_states_[std::size_t(rank)].empty())
-      b.activation_bytes = std::max(b.activation_bytes, held_peak(sums, rank, later_states_[std::size_t(rank)]) +
-                                                            least_over_chunks(sums, rank, later_extra_));
+    const std::array<HeldRows, 3>* rows = pass_states_ ? &(*pass_states_)[std::size_t(rank)] : nullptr;
+    b.activation_bytes = std::max(activation_peak(*plan_, sums, rank, rows ? (*rows)[0] : kNone,
+                                                  rows ? (*rows)[1] : kNone, backward_extra_),
+                                  accumulated_grads_bound(*plan_, sums, rank, last_working_));
+    if (rows && !(*rows)[2].empty())
+      b.activation_bytes = std::max(b.activation_bytes,
+                                    held_peak(sums, rank, (*rows)[2]) + least_over_chunks(sums, rank, later_extra_));
     b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }

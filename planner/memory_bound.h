@@ -12,9 +12,11 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "core/plan.h"
+#include "planner/pass_states.h"
 #include "program/segment_work.h"
 
 namespace fsdpx {
@@ -66,13 +68,12 @@ class MemoryBoundModel {
   std::array<bool, 4> known_{};                    // block_ holds that mode's bytes
   std::vector<std::vector<int>> unit_blocks_;      // per unit: its blocks (0-based)
   std::vector<SegmentMemory> unit_rest_;           // per unit: its non-block modules' bytes
-  std::vector<std::vector<std::vector<int>>> backward_states_;  // per pipeline rank: the same at the start
-                                                                // of each chunk's first whole backward pass
-  std::vector<std::vector<std::vector<int>>> later_states_;     // ... and of its later ones
   std::vector<double> later_extra_;                // per rank * vpp + chunk: what a later backward pass's
                                                    // first op holds at least (all the chunk's gradients)
-  std::vector<std::vector<std::vector<int>>> states_;  // per pipeline rank: micro-batches held at its
-                                                       // forwards, per chunk (saved, then weight-pass)
+  std::shared_ptr<const PassStates> pass_states_;  // per pipeline rank: micro-batches held per chunk (saved,
+                                                   // then weight-pass) at its forwards, at the start of each
+                                                   // chunk's first whole backward pass and of its later ones
+                                                   // (pass_states.h; null without a walked schedule)
 };
 
 }  // namespace fsdpx

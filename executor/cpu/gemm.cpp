@@ -1,19 +1,16 @@
-// executor/cpu/gemm.cpp — GEMMs of the linear layer. cblas when FSDPX_HAVE_CBLAS (OpenBLAS, kept at one
-// thread: the tiles below are the parallelism), else plain loops. Why tiles: OpenBLAS's threaded driver
+// executor/cpu/gemm.cpp — GEMMs of the linear layer. OpenBLAS's cblas when this build found it and it
+// loads (blas_loader.h: dlopened on the first GEMM, kept at one thread: the tiles below are the
+// parallelism), else plain loops. Why tiles: OpenBLAS's threaded driver
 // cuts K into blocks differently from its serial one when GEMM_Q < K < 2·GEMM_Q (OpenBLAS
 // driver/level3/level3_thread.c halves K, level3.c rounds the half to GEMM_UNROLL_M), so its sums,
 // and the training run, change with OPENBLAS_NUM_THREADS; a tiling fixed by the shapes, each tile one
 // serial call, cannot. Tiles are at least kMinTileExtent wide because each re-packs the other operand
 // (measured on the 2-core VM: 512-wide tiles cost 2-5% of one thread's GEMM time, 256-wide 5-12%).
 #include "executor/cpu/gemm.h"
+#include "executor/cpu/blas_loader.h"
 #include "executor/cpu/kernel_pool.h"
 
 #include <algorithm>
-#include <mutex>
-
-#ifdef FSDPX_HAVE_CBLAS
-#include <cblas.h>
-#endif
 
 namespace fsdpx::cpu {
 namespace {
@@ -21,27 +18,26 @@ namespace {
 constexpr std::int64_t kMinTileExtent = 512;  // rows (or columns) of C per tile, at least
 constexpr std::int64_t kMaxTiles = 64;
 
-#ifdef FSDPX_HAVE_CBLAS
-void blas_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-               std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+void blas_gemm(const BlasGemms& g, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+               std::int64_t ldc) {
+  g.sgemm(kCblasRowMajor, ta ? kCblasTrans : kCblasNoTrans, tb ? kCblasTrans : kCblasNoTrans, int(m), int(n), int(k),
+          alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-void blas_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
-               std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+void blas_gemm(const BlasGemms& g, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+               const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
+               std::int64_t ldc) {
+  g.dgemm(kCblasRowMajor, ta ? kCblasTrans : kCblasNoTrans, tb ? kCblasTrans : kCblasNoTrans, int(m), int(n), int(k),
+          alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
-// OpenBLAS's own threads stay idle: every call runs on the thread that makes it.
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-#else
+}  // namespace
+
+bool gemm_uses_blas() { return blas_gemms().loaded(); }
+
 // Row i of C: c_i = beta·c_i + alpha·Σ_p a(i, p)·b(p, :), summed over p in order.
 template <class Real>
-void loops_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha, const Real* a,
+void gemm_loops(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha, const Real* a,
                 std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c, std::int64_t ldc) {
   for (std::int64_t i = 0; i < m; ++i) {
     Real* ci = c + i * ldc;  // [N]
@@ -55,28 +51,15 @@ void loops_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     }
   }
 }
-#endif
-
-}  // namespace
-
-bool gemm_uses_blas() {
-#ifdef FSDPX_HAVE_CBLAS
-  return true;
-#else
-  return false;
-#endif
-}
 
 template <class Real>
 void gemm_serial(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha, const Real* a,
                  std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c, std::int64_t ldc) {
   if (m == 0 || n == 0) return;
-#ifdef FSDPX_HAVE_CBLAS
-  blas_single_threaded();
-  blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-#else
-  loops_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-#endif
+  if (const BlasGemms& g = blas_gemms(); g.loaded())
+    blas_gemm(g, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // 1, 2 or a multiple of 4 tiles (so that 2 and 4 threads share them evenly), each >= kMinTileExtent.
@@ -134,6 +117,8 @@ void matmul_backward_dw(Real* dweight, Real* dbias, const Real* dout, const Real
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                              \
+  template void gemm_loops<Real>(bool, bool, std::int64_t, std::int64_t, std::int64_t, Real, const Real*,      \
+                                 std::int64_t, const Real*, std::int64_t, Real, Real*, std::int64_t);         \
   template void gemm_serial<Real>(bool, bool, std::int64_t, std::int64_t, std::int64_t, Real, const Real*,     \
                                   std::int64_t, const Real*, std::int64_t, Real, Real*, std::int64_t);        \
   template void gemm_parallel<Real>(bool, bool, std::int64_t, std::int64_t, std::int64_t, Real, const Real*,   \

@@ -1,9 +1,10 @@
 // executor/cpu/gemm.h — the linear layer of the CPU reference: out = inp · Wᵀ + b and its two backward
 // GEMMs (dinp and dW/db), in llm.c's layout (train_gpt2.c matmul_forward/backward: weights [OC, C],
-// row-major), and the GEMM under them. Uses cblas_{s,d}gemm when built with OpenBLAS, plain loops
-// otherwise. Every output element is computed by one single-threaded GEMM call on a tile of the output
-// whose bounds depend only on the shapes, so results do not depend on the thread count. Backward
-// kernels accumulate (+=) so gradient accumulation works; callers zero. Leaves out fused epilogues.
+// row-major), and the GEMM under them. Uses cblas_{s,d}gemm when built with OpenBLAS and it loads
+// (dlopened on the first GEMM, blas_loader.h), plain loops otherwise. Every output element is computed by
+// one single-threaded GEMM call on a tile of the output whose bounds depend only on the shapes, so results
+// do not depend on the thread count. Backward kernels accumulate (+=) so gradient accumulation works;
+// callers zero. Leaves out fused epilogues.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,12 @@ template <class Real>
 void gemm_serial(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha,
                  const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c,
                  std::int64_t ldc);
+
+// The plain loops gemm_serial runs without OpenBLAS (row by row, k summed in order); for tests.
+template <class Real>
+void gemm_loops(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, Real alpha,
+                const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real beta, Real* c,
+                std::int64_t ldc);
 
 // The same GEMM with its output cut into tiles (gemm_tile_count) that the calling rank's OpenMP threads
 // share; bit-identical to the serial call on the same tiles for any thread count.
@@ -43,7 +50,7 @@ template <class Real>
 void matmul_backward_dw(Real* dweight, Real* dbias, const Real* dout, const Real* inp, std::int64_t n,
                         std::int64_t c, std::int64_t oc);
 
-// True when the GEMMs go through cblas (reported by tools and tests).
+// True when the GEMMs go through cblas (reported by tools and tests); loads OpenBLAS on the first call.
 bool gemm_uses_blas();
 
 }  // namespace fsdpx::cpu

@@ -18,6 +18,7 @@
 
 #include "core/errors.h"
 #include "executor/comm/thread_communicator.h"
+#include "executor/cpu/blas_loader.h"
 #include "executor/cpu/kernel_pool.h"
 #include "executor/cpu/simd_level.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
@@ -202,6 +203,9 @@ Trainer::Trainer(RuntimeProgram program, std::shared_ptr<DataSource> data, Train
                "Trainer: rank backends must have distinct ranks of the mesh");
     impl_->ranks.push_back(std::make_unique<RankRuntime>(impl_->rp, std::move(b), options));
   }
+  // OpenBLAS is loaded here, before any rank or kernel thread runs: the load edits the environment
+  // (cpu/blas_loader.h), which other threads must not read meanwhile.
+  cpu::blas_gemms();
   impl_->budget = cpu::decide_thread_budget({options.threads, int(impl_->ranks.size()), options.processes_on_host});
   // CUDA ranks get a pool too: their host loops (the seeded initialisation, executor/model/init.cpp) use it.
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
