@@ -17,8 +17,8 @@
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
-#include "executor/model/mla_attention.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/mla_dims.h"
+#include "executor/model/moe_dims.h"
 #include "executor/model/rope_table.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/tp_region.h"

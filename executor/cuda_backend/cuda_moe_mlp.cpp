@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "executor/cuda_backend/host_staging.h"
+#include "executor/model/moe_mlp.h"
 
 namespace fsdpx::cuda {
 namespace {

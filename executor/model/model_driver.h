@@ -67,10 +67,10 @@
 #include "executor/model/context_positions.h"
 #include "executor/model/ends_sequence.h"
 #include "executor/model/lora_layout.h"
-#include "executor/model/mla_attention.h"
+#include "executor/model/mla_dims.h"
 #include "executor/model/module_driver.h"
 #include "executor/model/moe_aux_loss.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/moe_dims.h"
 #include "executor/model/replicated_grads.h"
 #include "executor/runtime/param_layout.h"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/moe_dims.h"
 
 namespace fsdpx {
 
