@@ -26,15 +26,20 @@ MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep, int ep_ra
 }
 
 template <class Real>
-void MoeActs<Real>::allocate(const MoeDims& d) {
+void MoeRoutes<Real>::allocate(const MoeDims& d) {
   probs.assign(at(d.n * d.e), 0);
   expert.assign(at(d.rows()), 0), weight.assign(at(d.rows()), 0), row_of.assign(at(d.rows()), 0);
   first_row.assign(at(d.e + 1), 0);
   token_of.assign(at(d.rows()), 0), slot_of.assign(at(d.rows()), 0);
-  xr.assign(at(d.rows() * d.c), 0), y.assign(at(d.rows() * d.c), 0);
-  h.assign(at(d.rows() * 2 * d.f), 0), act.assign(at(d.rows() * d.f), 0);  // resized per dispatch at ep > 1
   count.assign(at(d.e), 0), prob_sum.assign(at(d.e), 0);
   seq_count.assign(d.sigmoid() ? at(d.sequences() * d.e) : 0, 0);
+}
+
+template <class Real>
+void MoeActs<Real>::allocate(const MoeDims& d) {
+  MoeRoutes<Real>::allocate(d);
+  xr.assign(at(d.rows() * d.c), 0), y.assign(at(d.rows() * d.c), 0);
+  h.assign(at(d.rows() * 2 * d.f), 0), act.assign(at(d.rows() * d.f), 0);  // resized per dispatch at ep > 1
   sh_h.assign(at(d.n * 2 * d.sf), 0), sh_act.assign(at(d.n * d.sf), 0);
 }
 
@@ -46,6 +51,8 @@ void MoeScratch<Real>::allocate(const MoeDims& d) {
   sh_dact.assign(at(d.n * d.sf), 0), sh_dh.assign(at(d.n * 2 * d.sf), 0);
 }
 
+template struct MoeRoutes<float>;
+template struct MoeRoutes<double>;
 template struct MoeActs<float>;
 template struct MoeActs<double>;
 template struct MoeScratch<float>;

@@ -52,10 +52,11 @@ struct MoeTensors {
   P score_bias = nullptr, shared_up_w = nullptr, shared_down_w = nullptr;
 };
 
-// What the forward keeps for backward. Routed rows are in expert-major order (expert 0's tokens in token
+// The routing of one forward, which every backend computes on the host (moe_routing.h) and keeps for
+// backward and the load-balancing loss. Routed rows are in expert-major order (expert 0's tokens in token
 // order, then expert 1's, ...), as the grouped GEMMs read them.
 template <class Real>
-struct MoeActs {
+struct MoeRoutes {
   std::vector<Real> probs;                // [N, E] softmax (sigmoid) of the router logits
   std::vector<std::int32_t> expert;       // [N, k] selected experts, by descending probability
   std::vector<Real> weight;               // [N, k] their combine weights (renormalised when norm_topk, scaled)
@@ -63,17 +64,24 @@ struct MoeActs {
   std::vector<std::int64_t> first_row;    // [E + 1] expert e's rows [first_row[e], first_row[e+1])
   std::vector<std::int64_t> token_of;     // [N·k] token of each routed row
   std::vector<std::int64_t> slot_of;      // [N·k] its slot among the token's k
-  std::vector<Real> xr, y;                // [N·k, C] routed inputs and their experts' outputs
   // The experts' side: R rows (the rank's own N·k at ep 1; those the ep group dispatched to its experts
-  // otherwise, moe_exchange.h), in `chunks`. ex_x and ex_y are empty at ep 1 (xr and y serve).
+  // otherwise, moe_exchange.h), in `chunks`.
   std::vector<ExpertChunk> chunks;
   std::vector<std::int64_t> send_rows, recv_rows;  // [ep] rows dispatched to / received from each ep rank
-  std::vector<Real> ex_x, h, act, ex_y;   // [R, C] inputs, [R, 2F] up outputs, [R, F], [R, C] outputs
   std::vector<Real> count, prob_sum;      // [E] load-balancing statistics: Σ_n,slot [expert = e], Σ_n probs
   std::vector<Real> seq_count;            // [B, E] sigmoid scoring: picks of e per sequence
   Real seq_balance = 0;                   // sigmoid scoring: (1/B) Σ_seq Σ_e f_e P_e (moe_aux_loss.h)
-  std::vector<Real> sh_h, sh_act;         // [N, 2·SF], [N, SF] the shared expert's up output and SwiGLU
   std::int64_t expert_rows() const { return chunks.empty() ? 0 : chunks.back().r0 + chunks.back().rows; }
+  void allocate(const MoeDims& d);
+};
+
+// What the CPU's forward keeps for backward: the routing and the rows on the host. (The CUDA backend keeps
+// its rows on the device: cuda_backend/cuda_moe_buffers.h.)
+template <class Real>
+struct MoeActs : MoeRoutes<Real> {
+  std::vector<Real> xr, y;                // [N·k, C] routed inputs and their experts' outputs
+  std::vector<Real> ex_x, h, act, ex_y;   // [R, C] inputs, [R, 2F] up outputs, [R, F], [R, C] outputs (ex_*: ep > 1)
+  std::vector<Real> sh_h, sh_act;         // [N, 2·SF], [N, SF] the shared expert's up output and SwiGLU
   void allocate(const MoeDims& d);
 };
 
