@@ -129,7 +129,6 @@ void backward(Real* dq_base, Real* dkv_base, const Real* dout, const Real* q_bas
 
 }  // namespace
 
-std::int64_t attention_saved_elems(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
 std::int64_t context_attention_saved_elems(const ContextAttnShape& s) { return s.b * s.nh * s.t_q * s.t_kv; }
 
 template <class Real>

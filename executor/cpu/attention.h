@@ -16,9 +16,7 @@
 namespace fsdpx::cpu {
 
 using fsdpx::AttnShape;  // executor/model/attn_shape.h, shared with the CUDA kernels
-
-// Elements of the state attention_forward saves for attention_backward.
-std::int64_t attention_saved_elems(const AttnShape& s);
+using fsdpx::attention_saved_elems;  // the state attention_forward saves for attention_backward
 
 // qkv [B, T, (NH + 2·NKV)·HD] (Q heads, then K heads, then V heads) -> out [B, T, NH·HD];
 // saved [attention_saved_elems]. Scores scaled by 1/sqrt(HD) (Vaswani et al. 2017, eq. 1).

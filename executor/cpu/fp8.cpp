@@ -16,14 +16,11 @@ struct Fp8Layout {
 };
 
 Fp8Layout layout(Fp8Format f) {
-  // E4M3: bias 7, the all-ones exponent holds values up to 1.75 x 2^8 = 448 (only S.1111.111 is NaN).
-  // E5M2: bias 15, IEEE-like, max 1.75 x 2^15 = 57344 (arXiv:2209.05433 Table 1).
-  return f == Fp8Format::e4m3 ? Fp8Layout{3, -6, 448.0f} : Fp8Layout{2, -14, 57344.0f};
+  // E4M3: bias 7; E5M2: bias 15 (arXiv:2209.05433 Table 1); the maxima are model/fp8_format.h's.
+  return f == Fp8Format::e4m3 ? Fp8Layout{3, -6, fp8_max(f)} : Fp8Layout{2, -14, fp8_max(f)};
 }
 
 }  // namespace
-
-float fp8_max(Fp8Format f) { return layout(f).max; }
 
 float round_to_fp8(float x, Fp8Format f) {
   if (std::isnan(x) || x == 0.0f) return x;

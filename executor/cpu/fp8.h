@@ -8,12 +8,12 @@
 
 #include <cstdint>
 
+#include "executor/model/fp8_format.h"
+
 namespace fsdpx::cpu {
 
-enum class Fp8Format { e4m3, e5m2 };
-
-// The largest finite value of the format (448 for E4M3, 57344 for E5M2).
-float fp8_max(Fp8Format f);
+using fsdpx::Fp8Format;  // model/fp8_format.h, with the largest finite value
+using fsdpx::fp8_max;
 // The nearest fp8 value (ties to even), saturated to +-fp8_max; NaN stays NaN, +-0 stays.
 float round_to_fp8(float x, Fp8Format f);
 // fp8_max / max(amax(|x|), 1e-12), in fp32.

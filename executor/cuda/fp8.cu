@@ -69,7 +69,7 @@ template void fp8_amax<float>(float*, const float*, std::int64_t, cudaStream_t);
 template void fp8_amax<bf16>(float*, const bf16*, std::int64_t, cudaStream_t);
 
 void fp8_scale_from_amax(float* scale, float* inv_scale, const float* amax, Fp8Format f, cudaStream_t stream) {
-  scale_kernel<<<1, 1, 0, stream>>>(scale, inv_scale, amax, cpu::fp8_max(f));
+  scale_kernel<<<1, 1, 0, stream>>>(scale, inv_scale, amax, fp8_max(f));
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -8,12 +8,10 @@
 
 #include <cstdint>
 
-#include "executor/cpu/fp8.h"
 #include "executor/cuda/types.h"
+#include "executor/model/fp8_format.h"
 
 namespace fsdpx::cuda {
-
-using cpu::Fp8Format;
 
 // amax [1] = max_i |x [n]| (zeroed first, on `stream`); T = float or bf16.
 template <class T>

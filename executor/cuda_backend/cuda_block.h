@@ -14,11 +14,12 @@
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_lora.h"
 #include "executor/cuda_backend/cuda_model_comm.h"
+#include "executor/cuda_backend/cuda_moe_buffers.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
-#include "executor/model/mla_attention.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/mla_dims.h"
+#include "executor/model/moe_dims.h"
 #include "executor/model/rope_table.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/tp_region.h"
@@ -42,7 +43,7 @@ struct CudaBlockActs {
   DeviceBuffer<T> fc;                   // [N, FU] mlp_up output (pre-activation)
   DeviceBuffer<T> fc_act;               // [N, F] activation output (mlp_down input)
   DeviceBuffer<T> lora_u;               // [adapters, N, r] u = x Aᵀ per adapter (LoRA only)
-  MoeActs<float> moe;  // an MoE block's MLP, on the host (allocated by its model; cuda_moe_mlp.h)
+  CudaMoeActs<T> moe;  // an MoE block's MLP: host routing, device rows (allocated by its model; cuda_moe_mlp.h)
   // Latent attention, on the host (cuda_mla_attention.h): its chains (allocated by the model), the padded
   // multi-head qkv [N, 3·H·D] and the attention core's saved probabilities (sized by each forward).
   MlaActs<float> mla;
@@ -65,7 +66,7 @@ struct CudaBlockScratch {
   // Context parallelism (cp > 1): the K and V of the rank's tokens [N, KVW] (KVW = 2·KV_local), every cp
   // rank's [cp·N, KVW] in rank order, and in sequence order [B·T_kv, KVW] with their gradients.
   DeviceBuffer<T> kv_local, kv_gathered, kv_full, dkv_full;
-  MoeScratch<float> moe;  // MoE blocks, on the host (allocated by the model; cuda_moe_mlp.h)
+  CudaMoeScratch<T> moe;  // MoE blocks (allocated by the model; cuda_moe_mlp.h)
   MlaScratch<float> mla;  // latent attention, on the host (allocated by the model; cuda_mla_attention.h)
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;

@@ -3,9 +3,9 @@
 // bf16 or f16; float in the emulated build), cuBLAS(Lt) GEMMs writing dx and accumulating fp32 dW, the
 // flash (or tensor-core, or context-parallel) attention core of cuda_attention_core.h, fp32 norm
 // statistics and gradients. A split backward keeps each half's fp32 norm gradients from its input pass
-// (CudaBlockWeightGrads::norm) and adds them in its weight pass. The MoE MLP and latent attention run
-// host-staged (cuda_moe_mlp.h, cuda_mla_attention.h). Internal to cuda_block.cpp; leaves out the query-group gather of
-// kv_heads < tp and biases under tp (backend_capabilities refuses those plans; the calls FSDP_CHECK).
+// (CudaBlockWeightGrads::norm) and adds them in its weight pass. The MoE MLP runs on the device with host
+// routing (cuda_moe_mlp.h), the latent attention host-staged (cuda_mla_attention.h). Internal to
+// cuda_block.cpp; leaves out the query-group gather of kv_heads < tp and biases under tp (backend_capabilities refuses those plans; the calls FSDP_CHECK).
 #pragma once
 
 #include <cstdint>
@@ -90,8 +90,8 @@ struct CudaBlockPolicy
   static void add_bias(const Ctx&, T*, const T* bias, std::int64_t, std::int64_t) {
     FSDP_CHECK(bias == nullptr, "CudaBlockPolicy: tensor parallelism runs blocks without biases on CUDA");
   }
-  // Latent attention and the MoE MLP, host-staged around the shared model code (cuda_mla_attention.h,
-  // cuda_moe_mlp.h): a.atty, the MLP's output and s.dln written.
+  // Latent attention (host-staged around the shared model code, cuda_mla_attention.h) and the MoE MLP
+  // (cuda_moe_mlp.h): a.atty, the MLP's output and s.dln written.
   static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
   static constexpr auto mla_forward = cuda_mla_forward<T>;
   static constexpr auto mla_backward = cuda_mla_backward<T>;

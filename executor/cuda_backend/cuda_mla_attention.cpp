@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "executor/cpu/attention.h"
 #include "executor/cuda_backend/host_staging.h"
+#include "executor/model/mla_attention.h"
 
 namespace fsdpx::cuda {
 namespace {
@@ -45,7 +45,7 @@ void cuda_mla_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T
   const std::vector<float> x = download(a.ln1.get(), d.n * d.c, ctx.stream);
   std::vector<float> out(std::size_t(d.n * d.out_width()));
   a.mla_qkv.assign(std::size_t(d.n * 3 * d.q_width()), 0.0f);
-  a.mla_att.assign(std::size_t(cpu::attention_saved_elems(d.attn())), 0.0f);
+  a.mla_att.assign(std::size_t(attention_saved_elems(d.attn())), 0.0f);
   mla_forward(d, wh, *ctx.mla_rope, x.data(), out.data(), a.mla_qkv.data(), a.mla_att.data(), a.mla, ctx.profiler,
               ctx.module);
   upload(a.atty.get(), out, ctx.stream);

@@ -1,16 +1,16 @@
 // executor/cuda_backend/cuda_moe_mlp.h — a CUDA block's MLP half when the block is a mixture-of-experts
-// block, run host-staged: the block's mlp_norm output and its MoE tensors are copied to the host as
-// fp32, the shared MoE model code (executor/model/moe_mlp.h: router, top-k, permute, per-expert SwiGLU
-// GEMMs, combine, load-balancing statistics, and their backward) runs on them, and the output (forward)
-// or the input gradient and the accumulated fp32 parameter gradients (backward) go back to the device.
-// There is one copy of the MoE math, the CPU backend's; what this file adds is the staging. It is
-// correct on a GPU and on the emulated runtime (tests/cuda/emulated/), and slow on a GPU: every MoE
-// block synchronises its stream twice per pass. Under expert parallelism (ep > 1) the block's expert
-// tensors are the rank's local experts and the routed rows cross the ep group as T rows in a device
-// all-to-all (cuda_model_comm.h), staged up from and back down to the host math. Leaves out device
-// kernels for routing, gather and scatter and grouped expert GEMMs on the device (issue 30), tp, cp, pp
-// and LoRA on MoE blocks, and zero bubble's split backward (the block sequence runs an MoE block's whole
-// backward).
+// block, on the device with the routing on the host: the router GEMM runs on the device and only its fp32
+// logits [N, E] go down; the shared host routing (executor/model/moe_routing.h: scores, top-k, combine
+// weights, expert-major rows, balance statistics; the CPU's own code, so both backends pick the same
+// experts) and the dispatch plan (moe_exchange.h) run there; the row indices go up; the gather, the
+// per-expert SwiGLU GEMMs (one GEMM per chunk of rows, host-known counts), the weighted combine and the
+// shared expert run on the block's stream (executor/cuda/moe.h). Backward likewise: the routed gradients
+// and the experts' on the device, the combine weights' gradient [N, k] down and the router logits'
+// gradient [N, E] up (the host router backward). Under expert parallelism (ep > 1) the rows cross the ep
+// group on the device (CudaModelComm::all_to_allv_rows) after the per-expert counts. Each pass syncs its
+// stream a few times (logits, indices, counts; dweight and dlogits). Leaves out device routing, grouped
+// GEMMs in one launch (issue 30), tp, cp, pp and LoRA on MoE blocks, and zero bubble's split backward (the
+// block sequence runs an MoE block's whole backward).
 #pragma once
 
 #include "executor/cuda_backend/cuda_block.h"
@@ -23,7 +23,8 @@ bool is_moe_block(const CudaBlockContext<T>& ctx) {
   return ctx.spec->is_moe() && ctx.module - 1 >= ctx.spec->moe.dense_layers;
 }
 
-// out [N, C] (T, written) = the MoE MLP of a.ln2; fills a.moe (host) for the backward and the aux loss.
+// out [N, C] (T, written) = the MoE MLP of a.ln2; fills a.moe (host routing, device rows) for the backward
+// and the aux loss.
 template <class T>
 void cuda_moe_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, CudaBlockActs<T>& a, T* out);
 

@@ -1,6 +1,7 @@
 // executor/cuda_backend/host_staging.h — copies between device T buffers (bf16, f16, or the emulated
 // build's float) and host fp32 vectors, for the blocks that run shared host code on staged tensors
-// (cuda_moe_mlp.h, cuda_mla_attention.h). Each call waits for its stream: what the kernels before it
+// (cuda_mla_attention.h) or on small device results (cuda_moe_mlp.h: router logits, the combine weights'
+// and the logits' gradients, the loss scalar). Each call waits for its stream: what the kernels before it
 // wrote is there, and the host vector may be freed on return. Leaves out pinned memory and overlap.
 #pragma once
 

@@ -16,4 +16,8 @@ struct AttnShape {
   std::int64_t qkv_row() const { return (nh + 2 * nkv) * hd; }
 };
 
+// Elements of the softmax probabilities [B, NH, T, T] that the plain attention (executor/cpu/attention.h)
+// saves for backward; the host-staged latent attention sizes its saved state with it too.
+inline std::int64_t attention_saved_elems(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
+
 }  // namespace fsdpx

@@ -67,10 +67,10 @@
 #include "executor/model/context_positions.h"
 #include "executor/model/ends_sequence.h"
 #include "executor/model/lora_layout.h"
-#include "executor/model/mla_attention.h"
+#include "executor/model/mla_dims.h"
 #include "executor/model/module_driver.h"
 #include "executor/model/moe_aux_loss.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/moe_dims.h"
 #include "executor/model/replicated_grads.h"
 #include "executor/runtime/param_layout.h"
 
@@ -186,8 +186,9 @@ class ModelDriver {
         dims_(checked_dims(drv_.who(), spec, batch, seq, par)), seq_(seq), v_local_(spec.vocab / par.tp),
         v_first_(par.tp_rank * v_local_), positions_(context_positions(seq, par.cp, par.cp_rank)) {}
 
-  // The MoE blocks' routed rows and the latent attention chains: host buffers on both backends (CUDA
-  // stages through them: cuda_moe_mlp.h, cuda_mla_attention.h), for every block's activations.
+  // The MoE blocks' routing and rows (the CPU's on the host; CUDA's rows on the device: cuda_moe_buffers.h)
+  // and the latent attention chains (host buffers on both backends; CUDA stages through them:
+  // cuda_mla_attention.h), for every block's activations.
   void allocate_host_block_parts() {
     if (spec_.is_moe()) {  // moe_mlp.h
       const MoeDims md = make_moe_dims(spec_, dims_.n, 1, 0, dims_.t);

@@ -17,7 +17,7 @@ void MoeAuxLoss<Real>::reset(const ModelSpec& m) {
 }
 
 template <class Real>
-void MoeAuxLoss<Real>::add(const MoeActs<Real>& a, std::int64_t tokens) {
+void MoeAuxLoss<Real>::add(const MoeRoutes<Real>& a, std::int64_t tokens) {
   rows_ += tokens;
   seq_sum_ += double(a.seq_balance);
   for (std::size_t e = 0; e < count_.size(); ++e) count_[e] += double(a.count[e]), prob_sum_[e] += double(a.prob_sum[e]);

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
-#include "executor/model/moe_mlp.h"
+#include "executor/model/moe_dims.h"
 
 namespace fsdpx {
 
@@ -32,7 +32,7 @@ class MoeAuxLoss {
   void reset(const ModelSpec& m);
   // After an MoE block's forward (not its recompute): adds its counts and probability sums (sigmoid
   // scoring: its sequence-wise balance value).
-  void add(const MoeActs<Real>& a, std::int64_t tokens);
+  void add(const MoeRoutes<Real>& a, std::int64_t tokens);
   // coef · aux of the blocks added so far.
   Real loss() const;
   // d (dloss · coef · aux) / d probs[n, e] of every block: dloss · coef · E · count_e / T², the same for every

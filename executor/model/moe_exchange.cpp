@@ -11,7 +11,7 @@ std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
 // ep 1: one chunk per expert with rows, over the rank's own expert-major rows.
 template <class Real>
-void local_chunks(const MoeDims& d, MoeActs<Real>& a) {
+void local_chunks(const MoeDims& d, MoeRoutes<Real>& a) {
   a.chunks.clear();
   for (std::int64_t ex = 0; ex < d.e; ++ex) {
     const std::int64_t r0 = a.first_row[at(ex)], n = a.first_row[at(ex + 1)] - r0;
@@ -24,7 +24,7 @@ void local_chunks(const MoeDims& d, MoeActs<Real>& a) {
 // to each rank's local experts travel first; the received rows are source 0's (by local expert), then
 // source 1's, ...
 template <class Real>
-void exchanged_chunks(const MoeDims& d, MoeActs<Real>& a, ExpertExchange& comm) {
+void exchanged_chunks(const MoeDims& d, MoeRoutes<Real>& a, ExpertExchange& comm) {
   const std::int64_t local = d.local_experts();
   std::vector<double> mine(at(d.e)), theirs(at(d.e));
   for (std::int64_t ex = 0; ex < d.e; ++ex) mine[at(ex)] = double(a.first_row[at(ex + 1)] - a.first_row[at(ex)]);
@@ -44,10 +44,16 @@ void exchanged_chunks(const MoeDims& d, MoeActs<Real>& a, ExpertExchange& comm) 
 }  // namespace
 
 template <class Real>
-void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
-  if (d.ep == 1) return local_chunks(d, a);
+void moe_plan_dispatch(const MoeDims& d, MoeRoutes<Real>& r, ExpertExchange* comm) {
+  if (d.ep == 1) return local_chunks(d, r);
   FSDP_CHECK(comm != nullptr && d.e % d.ep == 0, "moe_dispatch: expert parallelism needs the ep group");
-  exchanged_chunks(d, a, *comm);
+  exchanged_chunks(d, r, *comm);
+}
+
+template <class Real>
+void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
+  moe_plan_dispatch(d, a, comm);
+  if (d.ep == 1) return;
   a.ex_x.resize(at(a.expert_rows() * d.c));
   comm->all_to_allv(a.xr.data(), a.send_rows, a.ex_x.data(), a.recv_rows, d.c);
 }
@@ -71,6 +77,7 @@ void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                          \
+  template void moe_plan_dispatch<Real>(const MoeDims&, MoeRoutes<Real>&, ExpertExchange*);                  \
   template void moe_dispatch<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                          \
   template void moe_combine<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                           \
   template void moe_dispatch_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ExpertExchange*); \

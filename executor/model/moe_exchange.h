@@ -1,7 +1,8 @@
 // executor/model/moe_exchange.h — expert parallelism's token exchange around the experts of an MoE MLP
-// (moe_mlp.h: the CPU's, and the CUDA backend's host-staged one) over a backend's ExpertExchange
-// (expert_exchange.h): the routed rows, in expert-major order, go to the ep rank holding their expert (dispatch)
-// and the experts' outputs come back to the token's rank in the order they left (combine); in backward
+// over a backend's ExpertExchange (expert_exchange.h): the CPU's (moe_mlp.h) moves host rows here; the
+// CUDA backend plans here (moe_plan_dispatch) and moves its rows on the device. The routed rows, in
+// expert-major order, go to the ep rank holding their expert (dispatch) and the experts' outputs come back
+// to the token's rank in the order they left (combine); in backward
 // the combine's gradient dispatches and the dispatch's gradient combines, as torchtitan's
 // all_to_all_single pair (torchtitan/distributed/expert_parallel.py) and Megatron-Core's
 // MoEAlltoAllTokenDispatcher. Each is a variable-count all-to-all on the ep group after an exchange of
@@ -9,13 +10,18 @@
 // capacity (dropless) and overlapping the exchange with compute.
 #pragma once
 
-#include "executor/model/moe_mlp.h"
+#include "executor/model/expert_exchange.h"
+#include "executor/model/moe_dims.h"
 
 namespace fsdpx {
 
-// Fills a.send_rows, a.recv_rows and a.chunks from the routing (a.first_row) and, at ep > 1, exchanges the
-// counts and moves a.xr [N·k, C] to the experts' side a.ex_x [R, C] (sized here), received rows grouped by
-// source rank, then by local expert.
+// Fills r.send_rows, r.recv_rows and r.chunks from the routing (r.first_row), at ep > 1 after exchanging
+// the per-expert row counts over the ep group: the dispatch's plan, which every backend shares.
+template <class Real>
+void moe_plan_dispatch(const MoeDims& d, MoeRoutes<Real>& r, ExpertExchange* comm);
+
+// moe_plan_dispatch, then at ep > 1 moves a.xr [N·k, C] to the experts' side a.ex_x [R, C] (sized here),
+// received rows grouped by source rank, then by local expert.
 template <class Real>
 void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm);
 

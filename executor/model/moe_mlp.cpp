@@ -4,169 +4,22 @@
 // grouped GEMM, one group at a time); the outputs are summed per token in expert order, as
 // MixtralSparseMoeBlock's index_add_ loop over experts.
 // Under ep > 1 the experts' GEMMs run on the rows the ep group dispatched (moe_exchange.h), one chunk per
-// (source rank, local expert).
+// (source rank, local expert). The routing (scores, top-k, row order, statistics and their backward) is
+// moe_routing.h's, shared with the CUDA backend.
 #include "executor/model/moe_mlp.h"
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 
 #include "core/errors.h"
 #include "executor/cpu/activation.h"
 #include "executor/cpu/gemm.h"
 #include "executor/model/moe_exchange.h"
+#include "executor/model/moe_routing.h"
 
 namespace fsdpx {
 namespace {
 
-template <class Real>
-void zero(std::vector<Real>& v) {
-  std::fill(v.begin(), v.end(), Real(0));
-}
-
 std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
-
-// probs [N, E]: softmax of the logits in place (max subtracted).
-template <class Real>
-void softmax_rows(Real* p, std::int64_t n, std::int64_t e) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    Real* row = p + i * e;
-    const Real mx = *std::max_element(row, row + e);
-    Real sum = 0;
-    for (std::int64_t j = 0; j < e; ++j) row[j] = std::exp(row[j] - mx), sum += row[j];
-    for (std::int64_t j = 0; j < e; ++j) row[j] /= sum;
-  }
-}
-
-// Router scores in place: softmax over the experts (Mixtral) or each logit's sigmoid (DeepSeek-V3).
-template <class Real>
-void score_rows(const MoeDims& d, Real* p) {
-  if (!d.sigmoid()) return softmax_rows(p, d.n, d.e);
-  for (std::int64_t i = 0; i < d.n * d.e; ++i) p[i] = Real(1) / (Real(1) + std::exp(-p[i]));
-}
-
-// What one token's selection ranks (get_topk_indices): the scores themselves under softmax; under
-// sigmoid scores + bias, set to 0 outside the topk_groups groups whose two best biased scores sum highest.
-template <class Real>
-void choice_scores(const MoeDims& d, const Real* p, const Real* bias, std::vector<Real>& choice) {
-  for (std::int64_t j = 0; j < d.e; ++j) choice[at(j)] = p[j] + (d.score_bias && bias ? bias[j] : Real(0));
-  if (!d.sigmoid() || d.groups == 1) return;
-  const std::int64_t per = d.e / d.groups;
-  std::vector<Real> group_score(at(d.groups));
-  std::vector<std::int64_t> groups(at(d.groups));
-  for (std::int64_t g = 0; g < d.groups; ++g) {
-    std::vector<Real> in(choice.begin() + g * per, choice.begin() + (g + 1) * per);
-    std::sort(in.begin(), in.end(), std::greater<Real>());
-    group_score[at(g)] = in[0] + (per > 1 ? in[1] : Real(0));
-    groups[at(g)] = g;
-  }
-  std::stable_sort(groups.begin(), groups.end(),
-                   [&](std::int64_t x, std::int64_t y) { return group_score[at(x)] > group_score[at(y)]; });
-  for (std::int64_t r = d.topk_groups; r < d.groups; ++r)
-    std::fill_n(choice.begin() + groups[at(r)] * per, per, Real(0));
-}
-
-// The top k experts of each token by choice score (ties: the lower index), their combine weights (the
-// unbiased scores, renormalised when norm_topk, times routed_scaling), and the expert-major row order of
-// the (token, slot) pairs.
-template <class Real>
-void route(const MoeDims& d, const Real* bias, MoeActs<Real>& a) {
-  std::vector<std::int32_t> order(at(d.e));
-  std::vector<Real> choice(at(d.e));
-  std::fill(a.first_row.begin(), a.first_row.end(), 0);
-  const Real scale = Real(d.routed_scaling);
-  for (std::int64_t i = 0; i < d.n; ++i) {
-    const Real* p = a.probs.data() + i * d.e;
-    choice_scores(d, p, bias, choice);
-    for (std::int64_t j = 0; j < d.e; ++j) order[at(j)] = static_cast<std::int32_t>(j);
-    std::stable_sort(order.begin(), order.end(),
-                     [&choice](std::int32_t x, std::int32_t y) { return choice[at(x)] > choice[at(y)]; });
-    Real sum = 0;
-    for (std::int64_t s = 0; s < d.k; ++s) sum += p[order[at(s)]];
-    if (d.sigmoid()) sum += Real(1e-20);  // DeepseekV3TopkRouter's denominator
-    for (std::int64_t s = 0; s < d.k; ++s) {
-      const std::int32_t ex = order[at(s)];
-      a.expert[at(i * d.k + s)] = ex;
-      a.weight[at(i * d.k + s)] = (d.norm_topk ? p[ex] / sum : p[ex]) * scale;
-      a.first_row[at(ex + 1)] += 1;
-    }
-  }
-  for (std::int64_t ex = 0; ex < d.e; ++ex) a.first_row[at(ex + 1)] += a.first_row[at(ex)];
-  std::vector<std::int64_t> next(a.first_row.begin(), a.first_row.end() - 1);
-  for (std::int64_t i = 0; i < d.n; ++i)
-    for (std::int64_t s = 0; s < d.k; ++s) {
-      const std::int64_t r = next[at(a.expert[at(i * d.k + s)])]++;
-      a.row_of[at(i * d.k + s)] = r, a.token_of[at(r)] = i, a.slot_of[at(r)] = s;
-    }
-}
-
-// Load-balancing statistics of this micro-batch (load_balancing_loss_func's two means, before dividing).
-template <class Real>
-void record_balance(const MoeDims& d, MoeActs<Real>& a) {
-  zero(a.count), zero(a.prob_sum);
-  for (std::int64_t ex = 0; ex < d.e; ++ex) a.count[at(ex)] = Real(a.first_row[at(ex + 1)] - a.first_row[at(ex)]);
-  for (std::int64_t i = 0; i < d.n; ++i)
-    for (std::int64_t ex = 0; ex < d.e; ++ex) a.prob_sum[at(ex)] += a.probs[at(i * d.e + ex)];
-  if (!d.sigmoid()) return;
-  // DeepSeek-V3's sequence-wise balance (§2.1.2, eq. 17-20): per sequence of T tokens,
-  // f_e = E / (k T) · picks of e, P_e = (1/T) Σ_t s_e,t / Σ_j s_j,t; the mean over sequences of Σ_e f_e P_e.
-  const std::int64_t t = d.seq_len(), b = d.sequences();
-  zero(a.seq_count);
-  for (std::int64_t i = 0; i < d.n; ++i)
-    for (std::int64_t s = 0; s < d.k; ++s) a.seq_count[at((i / t) * d.e + a.expert[at(i * d.k + s)])] += 1;
-  Real total = 0;
-  const Real f_unit = Real(d.e) / Real(d.k * t);
-  for (std::int64_t q = 0; q < b; ++q) {
-    std::vector<Real> p_mean(at(d.e), Real(0));
-    for (std::int64_t i = q * t; i < (q + 1) * t; ++i) {
-      const Real* p = a.probs.data() + i * d.e;
-      Real sum = 0;
-      for (std::int64_t ex = 0; ex < d.e; ++ex) sum += p[ex];
-      for (std::int64_t ex = 0; ex < d.e; ++ex) p_mean[at(ex)] += p[ex] / sum / Real(t);
-    }
-    for (std::int64_t ex = 0; ex < d.e; ++ex) total += f_unit * a.seq_count[at(q * d.e + ex)] * p_mean[at(ex)];
-  }
-  a.seq_balance = total / Real(b);
-}
-
-}  // namespace
-
-MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep, int ep_rank, std::int64_t seq) {
-  const MoeSpec& e = m.moe;
-  FSDP_CHECK(m.is_moe() && e.top_k >= 1 && e.top_k <= e.experts, "make_moe_dims: an MoE model");
-  FSDP_CHECK(ep >= 1 && e.experts % ep == 0 && ep_rank >= 0 && ep_rank < ep, "make_moe_dims: ep divides experts");
-  FSDP_CHECK(e.groups >= 1 && e.experts % e.groups == 0 && e.topk_groups >= 1 && e.topk_groups <= e.groups,
-             "make_moe_dims: groups divide the experts");
-  FSDP_CHECK(seq >= 0 && (seq == 0 || tokens % seq == 0), "make_moe_dims: whole sequences");
-  MoeDims d{tokens, m.hidden, e.experts, e.top_k, e.expert_ffn_hidden, e.norm_topk_prob, ep, ep_rank};
-  d.scoring = e.scoring, d.score_bias = e.score_correction_bias;
-  d.groups = e.groups, d.topk_groups = e.topk_groups, d.routed_scaling = e.routed_scaling;
-  d.sf = e.shared_experts * e.shared_ffn_hidden, d.t = seq;
-  return d;
-}
-
-template <class Real>
-void MoeActs<Real>::allocate(const MoeDims& d) {
-  probs.assign(at(d.n * d.e), 0);
-  expert.assign(at(d.rows()), 0), weight.assign(at(d.rows()), 0), row_of.assign(at(d.rows()), 0);
-  first_row.assign(at(d.e + 1), 0);
-  token_of.assign(at(d.rows()), 0), slot_of.assign(at(d.rows()), 0);
-  xr.assign(at(d.rows() * d.c), 0), y.assign(at(d.rows() * d.c), 0);
-  h.assign(at(d.rows() * 2 * d.f), 0), act.assign(at(d.rows() * d.f), 0);  // resized per dispatch at ep > 1
-  count.assign(at(d.e), 0), prob_sum.assign(at(d.e), 0);
-  seq_count.assign(d.sigmoid() ? at(d.sequences() * d.e) : 0, 0);
-  sh_h.assign(at(d.n * 2 * d.sf), 0), sh_act.assign(at(d.n * d.sf), 0);
-}
-
-template <class Real>
-void MoeScratch<Real>::allocate(const MoeDims& d) {
-  dy.assign(at(d.rows() * d.c), 0), dact.assign(at(d.rows() * d.f), 0), dh.assign(at(d.rows() * 2 * d.f), 0);
-  dxr.assign(at(d.rows() * d.c), 0), dprobs.assign(at(d.n * d.e), 0), dlogits.assign(at(d.n * d.e), 0);
-  ex_dy.clear(), ex_dx.clear();  // ep > 1: sized per backward
-  sh_dact.assign(at(d.n * d.sf), 0), sh_dh.assign(at(d.n * 2 * d.sf), 0);
-}
-
-namespace {
 
 // The experts' forward on their side's rows: per chunk, up (gate | up), SwiGLU, down; in [R, C] -> out [R, C].
 template <class Real>
@@ -209,9 +62,7 @@ void moe_forward(const MoeDims& d, const MoeTensors<const Real*>& p, const Real*
   { ScopedOp op(prof, "moe_router", module);
     cpu::matmul_forward(a.probs.data(), x, p.router_w, static_cast<const Real*>(nullptr), d.n, c, d.e); }
   { ScopedOp op(prof, "moe_topk", module);
-    score_rows(d, a.probs.data());
-    route(d, p.score_bias, a);
-    record_balance(d, a); }
+    moe_route(d, p.score_bias, a); }
   { ScopedOp op(prof, "moe_permute", module);
     for (std::int64_t r = 0; r < d.rows(); ++r)
       std::copy_n(x + a.token_of[at(r)] * c, c, a.xr.begin() + r * c); }
@@ -272,52 +123,6 @@ void experts_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const 
   }
 }
 
-// The sequence-wise balance loss's gradient (record_balance) w.r.t. token i's scores, added to dp [E]:
-// d/d s_j = scale / (B T S) · (f_j − Σ_e f_e s_e / S), S = Σ_e s_e, scale = dloss · alpha.
-template <class Real>
-void seq_balance_backward(const MoeDims& d, const MoeActs<Real>& a, std::int64_t i, Real scale, Real* dp) {
-  const std::int64_t t = d.seq_len();
-  const Real* p = a.probs.data() + i * d.e;
-  const Real* count = a.seq_count.data() + (i / t) * d.e;
-  const Real f_unit = Real(d.e) / Real(d.k * t);
-  Real sum = 0, fs = 0;
-  for (std::int64_t ex = 0; ex < d.e; ++ex) sum += p[ex], fs += f_unit * count[ex] * p[ex];
-  const Real c = scale / (Real(d.sequences()) * Real(t) * sum);
-  for (std::int64_t ex = 0; ex < d.e; ++ex) dp[ex] += c * (f_unit * count[ex] - fs / sum);
-}
-
-// d probs [N, E] from d weight [N, k] (w_s = rs · p_s / D, D = Σ_t p_t (+1e-20 under sigmoid), when
-// norm_topk; rs · p_s otherwise) plus the load-balancing loss's; then d logits through the scoring:
-// p ⊙ (dp − Σ_j p_j dp_j) for the softmax, dp ⊙ p (1 − p) for the sigmoid. The correction bias only
-// selects, so it gets no gradient (get_topk_indices runs under no_grad).
-template <class Real>
-void router_probs_backward(const MoeDims& d, const MoeActs<Real>& a, const std::vector<Real>& dweight,
-                           const MoeAuxGrad<Real>& aux, MoeScratch<Real>& s) {
-  zero(s.dprobs);
-  const Real scale = Real(d.routed_scaling);
-  for (std::int64_t i = 0; i < d.n; ++i) {
-    const Real* p = a.probs.data() + i * d.e;
-    Real* dp = s.dprobs.data() + i * d.e;
-    const std::int64_t k0 = i * d.k;
-    Real sum = d.sigmoid() ? Real(1e-20) : Real(0), wdw = 0;
-    for (std::int64_t t = 0; t < d.k; ++t)
-      sum += p[a.expert[at(k0 + t)]], wdw += a.weight[at(k0 + t)] * dweight[at(k0 + t)];
-    for (std::int64_t t = 0; t < d.k; ++t)
-      dp[a.expert[at(k0 + t)]] += d.norm_topk ? (scale * dweight[at(k0 + t)] - wdw) / sum : scale * dweight[at(k0 + t)];
-    if (aux.dprob)
-      for (std::int64_t ex = 0; ex < d.e; ++ex) dp[ex] += aux.dprob[ex];
-    if (d.sigmoid() && aux.seq_scale != Real(0)) seq_balance_backward(d, a, i, aux.seq_scale, dp);
-    Real* dl = s.dlogits.data() + i * d.e;
-    if (d.sigmoid()) {
-      for (std::int64_t ex = 0; ex < d.e; ++ex) dl[ex] = dp[ex] * p[ex] * (Real(1) - p[ex]);
-      continue;
-    }
-    Real pdp = 0;
-    for (std::int64_t ex = 0; ex < d.e; ++ex) pdp += p[ex] * dp[ex];
-    for (std::int64_t ex = 0; ex < d.e; ++ex) dl[ex] = p[ex] * (dp[ex] - pdp);
-  }
-}
-
 // The shared experts' backward: dx [N, C] += their input gradient from dout [N, C]; their gradients +=.
 template <class Real>
 void shared_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeTensors<Real*>& g, const Real* x,
@@ -354,14 +159,12 @@ void moe_backward(const MoeDims& d, const MoeTensors<const Real*>& p, const MoeT
     for (std::int64_t j = 0; j < d.c; ++j) dx[a.token_of[at(r)] * d.c + j] += s.dxr[at(r * d.c + j)];
   if (d.sf > 0) shared_backward(d, p, g, x, dout, a, dx, s, prof, module);
   ScopedOp op(prof, "moe_router_bwd", module);
-  router_probs_backward(d, a, dweight, aux, s);
+  moe_router_backward(d, a, dweight.data(), aux, s.dprobs.data(), s.dlogits.data());
   cpu::matmul_backward_dx(dx, s.dlogits.data(), p.router_w, d.n, d.c, d.e);
   cpu::matmul_backward_dw(g.router_w, static_cast<Real*>(nullptr), s.dlogits.data(), x, d.n, d.c, d.e);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \
-  template struct MoeActs<Real>;                                                                                  \
-  template struct MoeScratch<Real>;                                                                               \
   template void moe_forward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const Real*, Real*,             \
                                   MoeActs<Real>&, OpProfiler*, int, ExpertExchange*);                                  \
   template void moe_backward<Real>(const MoeDims&, const MoeTensors<const Real*>&, const MoeTensors<Real*>&,      \

@@ -132,7 +132,7 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (l
   par.dp_shard = c.world_size();
   const Plan p = default_plan(m, c, TrainingSettings{64, 1, 8, 0}, par, 1, RecomputeMode::none);
   CHECK(capability_gaps(p, backend_capabilities(ExecutorDevice::cpu)).empty());
-  // CUDA: the MoE blocks host-staged (executor/cuda_backend/cuda_moe_mlp.h); only the CPU's param dtype and
+  // CUDA: the MoE blocks on the device (executor/cuda_backend/cuda_moe_mlp.h); only the CPU's param dtype and
   // attention kernel, which the CUDA row never takes, stand in the way of the CPU plan.
   for (const CapabilityGap& g : capability_gaps(p, backend_capabilities(ExecutorDevice::cuda))) {
     CAPTURE(g.what);

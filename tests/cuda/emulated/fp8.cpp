@@ -50,7 +50,7 @@ template void fp8_amax<bf16>(float*, const bf16*, std::int64_t, cudaStream_t);
 
 void fp8_scale_from_amax(float* scale, float* inv_scale, const float* amax, Fp8Format f, cudaStream_t stream) {
   enqueue(stream, [=] {
-    scale[0] = cpu::fp8_max(f) / std::max(amax[0], 1e-12f);
+    scale[0] = fp8_max(f) / std::max(amax[0], 1e-12f);
     inv_scale[0] = 1.0f / scale[0];
   });
 }
