@@ -331,10 +331,13 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   probe_options.record_ops = true;
   UnrepeatedProbes kept;
   std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
-  for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;) {
+  std::int64_t probed = 0;  // micro-batches of the probes simulated so far
+  for (std::int64_t probe = first_probe(plan, d);
+       probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
+    probed += probe;
     if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
       return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,
                            w->window.start_ns, w->window.period_ns, w->window.busy_ns, w->window.floor_s,
