@@ -1,4 +1,4 @@
-// planner/pipelined_kept_bound.cpp — PipelinedKeptBound (pipelined_kept_bound.h), from the lowering's own
+// planner/pipelined_kept_bound.cpp — pipelined_kept_bound (pipelined_kept_bound.h), from the lowering's own
 // cost-model calls (segment_work.h unit_params and segment_memory, kept_gathered.h unit_gather_bytes,
 // rank_state.h) and its schedule (pipeline_schedule.h); tests/planner/test_memory_bound.cpp checks it
 // below the simulated peak.
@@ -47,8 +47,9 @@ std::vector<int> in_flight_at_last_first_backward(const Plan& plan, int rank) {
 
 }  // namespace
 
-PipelinedKeptBound::PipelinedKeptBound(const Plan& plan) {
-  if (!applies(plan)) return;
+PipelinedKeptBound pipelined_kept_bound(const Plan& plan) {
+  PipelinedKeptBound b;
+  if (!applies(plan)) return b;
   const auto& par = plan.parallelism;
   const std::vector<double> params = unit_params(plan);
   const std::vector<double> gather = unit_gather_bytes(plan, params);
@@ -56,37 +57,38 @@ PipelinedKeptBound::PipelinedKeptBound(const Plan& plan) {
   const OverheadBytes fixed = overhead_bytes(2, 0);
   const auto ranks = std::size_t(par.pp);
   std::vector<double> local(ranks, 0.0);
-  held_bytes_.assign(ranks, fixed.cuda_context + fixed.nccl_buffers);
-  in_flight_.assign(ranks, std::vector<int>(std::size_t(plan.model.layers), 0));
+  b.held_bytes.assign(ranks, fixed.cuda_context + fixed.nccl_buffers);
+  b.in_flight.assign(ranks, std::vector<int>(std::size_t(plan.model.layers), 0));
   std::vector<std::vector<int>> chunk_held;
   for (int r = 0; r < par.pp; ++r) chunk_held.push_back(in_flight_at_last_first_backward(plan, r));
   for (std::size_t u = 0; u < plan.units.size(); ++u) {
     const int stage = plan.units[u].stage;
     const auto rank = std::size_t(stage_rank(stage, par.pp));
     local[rank] += params[u];
-    held_bytes_[rank] += gather[u];
+    b.held_bytes[rank] += gather[u];
     bool blocks_only = !plan.units[u].modules.empty();
     for (const std::string& name : plan.units[u].modules) {
       const int i = block_index(name);
       blocks_only &= i >= 0;
-      if (i >= 0) in_flight_[rank][std::size_t(i)] = chunk_held[rank][std::size_t(stage_chunk(stage, par.pp))];
+      if (i >= 0) b.in_flight[rank][std::size_t(i)] = chunk_held[rank][std::size_t(stage_chunk(stage, par.pp))];
     }
-    if (blocks_only) held_bytes_[rank] += params[u] * grad_bytes;
+    if (blocks_only) b.held_bytes[rank] += params[u] * grad_bytes;
   }
-  for (std::size_t r = 0; r < ranks; ++r) held_bytes_[r] += rank_state_bytes(plan, local[r], local[r]);
+  for (std::size_t r = 0; r < ranks; ++r) b.held_bytes[r] += rank_state_bytes(plan, local[r], local[r]);
   Plan uniform = plan;
   for (int m = 0; m < 4; ++m) {
     uniform.recompute.assign(plan.recompute.size(), RecomputeMode(m));
-    saved_bytes_.push_back(segment_memory(uniform, 1, 1).saved_activation_bytes);
+    b.saved_bytes.push_back(segment_memory(uniform, 1, 1).saved_activation_bytes);
   }
+  return b;
 }
 
-double PipelinedKeptBound::total(const std::vector<RecomputeMode>& recompute) const {
+double pipelined_kept_bytes(const PipelinedKeptBound& b, const std::vector<RecomputeMode>& recompute) {
   double most = 0;
-  for (std::size_t r = 0; r < held_bytes_.size(); ++r) {
-    double bytes = held_bytes_[r];
+  for (std::size_t r = 0; r < b.held_bytes.size(); ++r) {
+    double bytes = b.held_bytes[r];
     for (std::size_t i = 0; i < recompute.size(); ++i)
-      bytes += double(in_flight_[r][i]) * saved_bytes_[std::size_t(recompute[i])];
+      bytes += double(b.in_flight[r][i]) * b.saved_bytes[std::size_t(recompute[i])];
     most = std::max(most, bytes);
   }
   return most;

@@ -21,16 +21,17 @@
 
 namespace fsdpx {
 
-class PipelinedKeptBound {
- public:
-  explicit PipelinedKeptBound(const Plan& plan);
-  // Bytes for `recompute` (one mode per block); 0 where the bound does not apply.
-  double total(const std::vector<RecomputeMode>& recompute) const;
-
- private:
-  std::vector<double> held_bytes_;               // per pipeline rank: state, overheads, gathers, gradients
-  std::vector<std::vector<int>> in_flight_;      // per rank, per block: its micro-batches held (0: not on it)
-  std::vector<double> saved_bytes_;              // per RecomputeMode: one block's saved activations
+// Per pipeline rank what the bound holds; empty where it does not apply. Built once per configured plan
+// (backward_gather_bound.h holds one), read per recompute pattern.
+struct PipelinedKeptBound {
+  std::vector<double> held_bytes;           // per rank: state, overheads, gathers, gradients
+  std::vector<std::vector<int>> in_flight;  // per rank, per block: its micro-batches held (0: not on it)
+  std::vector<double> saved_bytes;          // per RecomputeMode: one block's saved activations
 };
+
+PipelinedKeptBound pipelined_kept_bound(const Plan& plan);
+
+// The bound's bytes for `recompute` (one mode per block): the worst rank's; 0 where it does not apply.
+double pipelined_kept_bytes(const PipelinedKeptBound& b, const std::vector<RecomputeMode>& recompute);
 
 }  // namespace fsdpx
