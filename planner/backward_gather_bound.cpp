@@ -23,7 +23,7 @@ int block_of(const std::string& name) { return name.rfind("block.", 0) == 0 ? st
 
 }  // namespace
 
-ConfiguredMemoryBound::ConfiguredMemoryBound(const Plan& plan) : plan_(&plan), shape_(plan, true) {
+ConfiguredMemoryBound::ConfiguredMemoryBound(const Plan& plan) : plan_(&plan), shape_(plan, true), kept_(pipelined_kept_bound(plan)) {
   const auto& par = plan.parallelism;
   applies_ = par.pp == 1 && !plan.model.is_moe() && !plan.lora && is_sharded(data_placement(par).params);
   if (!applies_) return;
@@ -92,12 +92,12 @@ double ConfiguredMemoryBound::backward_gather_bytes(const std::vector<RecomputeM
 }
 
 double ConfiguredMemoryBound::total(const std::vector<RecomputeMode>& recompute) const {
-  const double shape = shape_.bound(recompute).total();
+  const double shape = std::max(shape_.bound(recompute).total(), pipelined_kept_bytes(kept_, recompute));
   return applies_ ? std::max(shape, backward_gather_bytes(recompute, other_gathered_bytes_)) : shape;
 }
 
 double ConfiguredMemoryBound::guessed_total(const std::vector<RecomputeMode>& recompute) const {
-  const double shape = shape_.bound(recompute).total();
+  const double shape = std::max(shape_.bound(recompute).total(), pipelined_kept_bytes(kept_, recompute));
   return applies_ ? std::max(shape, backward_gather_bytes(recompute, guessed_other_bytes_)) : shape;
 }
 

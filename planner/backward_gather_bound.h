@@ -22,6 +22,7 @@
 
 #include "core/plan.h"
 #include "planner/memory_bound.h"
+#include "planner/pipelined_kept_bound.h"
 
 namespace fsdpx {
 
@@ -47,6 +48,7 @@ class ConfiguredMemoryBound {
 
   const Plan* plan_;
   MemoryBoundModel shape_;
+  PipelinedKeptBound kept_;                      // a pipelined plan keeping its units gathered
   bool applies_ = false;
   double resident_bytes_ = 0;                    // state and fixed overheads
   double embedding_saved_bytes_ = 0;             // module 0's saved activations

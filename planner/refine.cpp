@@ -29,7 +29,7 @@ class ShapeRefiner {
       : b_(b), r_(r), s_(s), ev_(ev), best_tps_(best_tps), wraps_(wrap_choices(b.plan, r, s)),
         members_(partial_members(r.model.layers, s.partial)) {}
 
-  Candidate run(bool descend);
+  Candidate run(bool descend, bool fitting_only);
 
  private:
   struct Fit {
@@ -43,6 +43,9 @@ class ShapeRefiner {
   bool fit_partial(const Config& cfg, const RecomputeOption& o, int hint_index, Fit& out);
   bool better_fit(const Fit& a, const Fit& b) const { return better(a.c, b.c, r_.objective); }
   bool cannot_fit(const Config& cfg) const;
+  // The configurations tried when nothing fits in `cur`: fewer all-gathers in flight (not for a stage
+  // that gathers once), a smaller reduce dtype.
+  std::vector<Config> lower_configs(const Config& cur) const;
   // Some recompute pattern fit() could simulate fits by `bound_bytes`.
   bool any_fits(const std::function<double(const std::vector<RecomputeMode>&)>& bound_bytes) const;
   bool at_floor(const Fit& f) const;
@@ -150,10 +153,10 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
 // gathered unit and its gradient at its first backward, the units a reshard keeps, and where that leaves
 // a pattern fitting but the other units' gathers could rule it out, those certainly live then): every
 // such simulation would exceed the limit, and in the descent, where the shape has a fitting plan, a plan
-// that does not fit never replaces it. Without pipelining only (where tests/planner/test_memory_bound.cpp
-// checks the bound over every wrapping, prefetch depth and cap).
+// that does not fit never replaces it. tests/planner/test_memory_bound.cpp checks the bound over every
+// wrapping, prefetch depth and cap without pipelining, and with pipelining over every schedule, reshard
+// choice and, for a stage keeping its units gathered, reduce dtype.
 bool ShapeRefiner::cannot_fit(const Config& cfg) const {
-  if (b_.plan.parallelism.pp > 1) return false;
   const Plan p = configured_plan(b_.plan, wraps_, cfg, b_.plan.recompute);
   ConfiguredMemoryBound bound(p);
   auto total = [&](const std::vector<RecomputeMode>& pattern) { return bound.total(pattern); };
@@ -163,6 +166,16 @@ bool ShapeRefiner::cannot_fit(const Config& cfg) const {
   if (any_fits([&](const std::vector<RecomputeMode>& pattern) { return bound.guessed_total(pattern); })) return false;
   bound.count_certain_gathers();
   return !any_fits(total);
+}
+
+std::vector<Config> ShapeRefiner::lower_configs(const Config& cur) const {
+  std::vector<Config> out;
+  if (!gathers_once(cur))
+    for (int k : s_.knobs.all_gather_caps)
+      if (k < cur.cap) out.push_back(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
+  for (DType t : s_.knobs.reduce_dtypes)
+    if (dtype_bytes(t) < dtype_bytes(cur.reduce)) out.push_back(Config{cur.wrap, cur.reshard, cur.prefetch, cur.cap, t});
+  return out;
 }
 
 bool ShapeRefiner::any_fits(const std::function<double(const std::vector<RecomputeMode>&)>& bound_bytes) const {
@@ -190,11 +203,19 @@ bool ShapeRefiner::at_floor(const Fit& f) const {
   return least_recompute && f.c.metrics.step_time_s <= f.c.metrics.compute_floor_s * (1 + kFloorSlack);
 }
 
-Candidate ShapeRefiner::run(bool descend) {
+Candidate ShapeRefiner::run(bool descend, bool fitting_only) {
   // Every wrapping left the target's row (wrap_choices): the shape itself has a gap no wrapping mends,
   // such as fp8 with tp > 1 on the CPU backend.
   if (wraps_.empty()) return Candidate{};
   Config cur = default_config(b_.plan, r_, s_);
+  // A pipelined shape where neither the default configuration nor any it would lower to when nothing
+  // fits there can fit by the configured bound (a stage keeping its units gathered: every unit gathered
+  // and every gradient unsharded at once) gives no fitting plan: where only fitting plans matter, none of
+  // its plans is simulated.
+  if (fitting_only && b_.plan.parallelism.pp > 1 && cannot_fit(cur)) {
+    const std::vector<Config> lower = lower_configs(cur);
+    if (std::all_of(lower.begin(), lower.end(), [&](const Config& c) { return cannot_fit(c); })) return Candidate{};
+  }
   Fit best = fit(cur, -1);
   if (!descend || best.c.label.empty() || at_floor(best)) return best.c;
   if (!best.c.fits) {
@@ -206,11 +227,7 @@ Candidate ShapeRefiner::run(bool descend) {
     };
     // A pipelined stage that keeps its parameters gathers each unit once per step (see the descent
     // below): fewer all-gathers in flight do not lower what it holds, so only the reduce dtype is tried.
-    if (!gathers_once(cur))
-      for (int k : s_.knobs.all_gather_caps)
-        if (k < cur.cap) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, k, cur.reduce});
-    for (DType t : s_.knobs.reduce_dtypes)
-      if (dtype_bytes(t) < dtype_bytes(cur.reduce)) try_lower(Config{cur.wrap, cur.reshard, cur.prefetch, cur.cap, t});
+    for (const Config& c : lower_configs(cur)) try_lower(c);
     return best.c;
   }
   const std::vector<int> reshards = reshard_choices(b_.plan, r_, s_);
@@ -239,9 +256,9 @@ Candidate ShapeRefiner::run(bool descend) {
 }  // namespace
 
 Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
-                       bool descend) {
+                       bool descend, bool fitting_only) {
   if (b.options.empty()) return Candidate{};
-  return ShapeRefiner(b, r, s, ev, best_tps).run(descend);
+  return ShapeRefiner(b, r, s, ev, best_tps).run(descend, fitting_only);
 }
 
 }  // namespace fsdpx

@@ -19,8 +19,11 @@ namespace fsdpx {
 
 // Returns the shape's best candidate; every simulated plan is recorded in `ev`. `best_tps` is the fastest
 // fitting plan of the whole search so far (updated). Without `descend`, only the default configuration
-// with its cheapest fitting recompute (a representative of the shape for the alternatives list).
+// with its cheapest fitting recompute (a representative of the shape for the alternatives list). With
+// `fitting_only` (a fitting plan is known, so the answer is one), a pipelined shape that no configuration
+// refine would try in its default or lowered configurations can fit by the configured memory bound
+// (backward_gather_bound.h) is not simulated: an empty candidate.
 Candidate refine_shape(const ShapeBound& b, const PlanRequest& r, const Space& s, Evaluator& ev, double& best_tps,
-                       bool descend = true);
+                       bool descend = true, bool fitting_only = false);
 
 }  // namespace fsdpx

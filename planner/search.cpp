@@ -46,7 +46,7 @@ void search_throughput(ShapeOrder& shapes, const PlanRequest& r, const Space& s,
     if (b->options.empty()) continue;
     if (b->tps_bound <= best_tps) break;
     ++counts.shapes_refined;
-    refine_shape(*b, r, s, ev, best_tps);
+    refine_shape(*b, r, s, ev, best_tps, true, best_tps > 0);
     if (progress) progress(std::min(0.95, 0.05 + 0.9 * double(i + 1) / double(shapes.bounded() + 1)));
   }
   shapes.count_pruned(i, counts);
@@ -59,11 +59,12 @@ void sample_families(ShapeOrder& shapes, const PlanRequest& r, const Space& s, E
   for (const Candidate& c : ev.all())
     if (c.fits && std::find(seen.begin(), seen.end(), family_of(c.plan)) == seen.end()) seen.push_back(family_of(c.plan));
   double unused_tps = 0;
+  const bool fitting_only = !seen.empty();  // a plan fits: a family's sample counts only if it fits
   for (std::size_t i = 0; const ShapeBound* shape = shapes.at(i); ++i) {
     const ShapeBound& b = *shape;
     if (int(seen.size()) > r.top_k) return;
     if (b.options.empty() || std::find(seen.begin(), seen.end(), family_of(b.plan)) != seen.end()) continue;
-    if (refine_shape(b, r, s, ev, unused_tps, false).fits) seen.push_back(family_of(b.plan));
+    if (refine_shape(b, r, s, ev, unused_tps, false, fitting_only).fits) seen.push_back(family_of(b.plan));
   }
 }
 

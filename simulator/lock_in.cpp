@@ -11,25 +11,33 @@ namespace fsdpx {
 
 namespace {
 
-// Per role and micro-batch: first start and last end of its compute ops of one direction (-1: none).
+// Per virtual stage and micro-batch: first start and last end of its compute ops of one direction (-1:
+// none). Without interleaving a virtual stage is a pipeline rank.
 struct Spans {
   std::vector<std::vector<TimeNs>> start, end;
 };
 
+std::size_t virtual_stages(const StepProgram& p) {
+  int most = 0;
+  for (const RoleProgram& role : p.roles)
+    for (const Op& op : role.ops) most = std::max(most, op.stage + 1);
+  return std::size_t(most);
+}
+
 Spans spans(const StepProgram& p, const EngineResult& e, std::int64_t micro_batches, bool forward) {
-  const std::size_t roles = p.roles.size(), mbs = std::size_t(micro_batches);
-  Spans s{std::vector<std::vector<TimeNs>>(roles, std::vector<TimeNs>(mbs, -1)),
-          std::vector<std::vector<TimeNs>>(roles, std::vector<TimeNs>(mbs, -1))};
+  const std::size_t stages = virtual_stages(p), mbs = std::size_t(micro_batches);
+  Spans s{std::vector<std::vector<TimeNs>>(stages, std::vector<TimeNs>(mbs, -1)),
+          std::vector<std::vector<TimeNs>>(stages, std::vector<TimeNs>(mbs, -1))};
   for (const OpTiming& o : e.ops) {
     if (o.rank != 0) continue;
     const Op& op = p.roles[std::size_t(o.role)].ops[std::size_t(o.op)];
     const bool is_forward = op.kind == OpKind::forward;
     const bool is_backward = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
     if (op.stream != StreamKind::compute || op.micro_batch < 0 || std::size_t(op.micro_batch) >= mbs ||
-        !(forward ? is_forward : is_backward))
+        op.stage < 0 || !(forward ? is_forward : is_backward))
       continue;
-    TimeNs& first = s.start[std::size_t(o.role)][std::size_t(op.micro_batch)];
-    TimeNs& last = s.end[std::size_t(o.role)][std::size_t(op.micro_batch)];
+    TimeNs& first = s.start[std::size_t(op.stage)][std::size_t(op.micro_batch)];
+    TimeNs& last = s.end[std::size_t(op.stage)][std::size_t(op.micro_batch)];
     if (first < 0 || o.start_ns < first) first = o.start_ns;
     last = std::max(last, o.end_ns);
   }
@@ -45,43 +53,44 @@ std::vector<TimeNs> gaps(const Spans& s, std::size_t from, std::size_t to) {
   return g;
 }
 
-// A gap that shrinks by the same amount (to 2 ns plus 0.1%: durations round to whole ns) over the
-// micro-batches [first, last], extrapolated to `floor_ns`: the micro-batch where it gets there.
+// A gap that shrinks by the same amount per period of d micro-batches (to 2 ns plus 0.1%: durations round
+// to whole ns) over the micro-batches first, first + d, ..., last, extrapolated to `floor_ns`: the
+// micro-batch where it gets there.
 std::optional<std::int64_t> reaches_floor(const std::vector<TimeNs>& g, std::int64_t first, std::int64_t last,
-                                          TimeNs floor_ns) {
+                                          std::int64_t d, TimeNs floor_ns) {
   TimeNs least = std::numeric_limits<TimeNs>::max(), most = 0;
-  for (std::int64_t k = first + 1; k <= last; ++k) {
-    if (g[std::size_t(k - 1)] < 0 || g[std::size_t(k)] < 0) return std::nullopt;
-    const TimeNs fall = g[std::size_t(k - 1)] - g[std::size_t(k)];
+  for (std::int64_t k = first + d; k <= last; k += d) {
+    if (g[std::size_t(k - d)] < 0 || g[std::size_t(k)] < 0) return std::nullopt;
+    const TimeNs fall = g[std::size_t(k - d)] - g[std::size_t(k)];
     least = std::min(least, fall), most = std::max(most, fall);
   }
   if (least <= 0 || double(most - least) > 2.0 + 1e-3 * double(least)) return std::nullopt;
   const TimeNs left_ns = g[std::size_t(last)] - floor_ns;
   if (left_ns <= 0) return std::nullopt;
-  const double fall_ns = double(g[std::size_t(first)] - g[std::size_t(last)]) / double(last - first);
-  return last + std::int64_t(std::ceil(double(left_ns) / fall_ns));
+  const double fall_ns = double(g[std::size_t(first)] - g[std::size_t(last)]) / double((last - first) / d);
+  return last + d * std::int64_t(std::ceil(double(left_ns) / fall_ns));
 }
 
 }  // namespace
 
 std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const EngineResult& engine,
-                                            std::int64_t micro_batches) {
+                                            std::int64_t micro_batches, std::int64_t d) {
   const std::int64_t pp = std::int64_t(program.roles.size());
-  // Four micro-batches past the warm-up (pp) and clear of the cool-down (the last 2 pp).
-  const std::int64_t last = micro_batches - 2 * pp - 1, first = last - 3;
-  if (pp < 2 || first < pp) return std::nullopt;
+  // Four periods past the warm-up (pp) and clear of the cool-down (the last 2 pp).
+  const std::int64_t last = micro_batches - 2 * pp - 1, first = last - 3 * d;
+  if (pp < 2 || d < 1 || first < pp) return std::nullopt;
   std::optional<std::int64_t> lock_in;
   for (const bool forward : {true, false}) {
     const Spans s = spans(program, engine, micro_batches, forward);
     std::vector<std::vector<TimeNs>> all;
-    for (std::size_t r = 0; r + 1 < program.roles.size(); ++r)
-      all.push_back(forward ? gaps(s, r, r + 1) : gaps(s, r + 1, r));
+    for (std::size_t v = 0; v + 1 < s.start.size(); ++v)
+      all.push_back(forward ? gaps(s, v, v + 1) : gaps(s, v + 1, v));
     TimeNs floor_ns = std::numeric_limits<TimeNs>::max();  // the transfer alone: the smallest gap seen
     for (const auto& g : all)
       for (const TimeNs x : g)
         if (x >= 0) floor_ns = std::min(floor_ns, x);
     for (const auto& g : all)
-      if (const auto k = reaches_floor(g, first, last, floor_ns)) lock_in = std::max(lock_in.value_or(0), *k);
+      if (const auto k = reaches_floor(g, first, last, d, floor_ns)) lock_in = std::max(lock_in.value_or(0), *k);
   }
   return lock_in;
 }

@@ -5,9 +5,12 @@
 // per micro-batch, the difference of the two periods) until it waits for the transfer; only then does the
 // whole pipeline run at one period and a window can recur (70B pp 4 tp 4 1F1B with the first 3 blocks
 // recomputed: the stage 1 -> 2 gap falls by 274,569 ns a micro-batch from 24.3 ms to the 0.72 ms transfer,
-// lock-in near micro-batch 90). Only chooses the next probe's size (steady_state_pipeline.cpp); acceptance
-// stays the exact window check. Leaves out gaps that grow or vary; not for interleaved schedules (a
-// micro-batch visits a stage several times, so its first start and last end bound no single transfer).
+// lock-in near micro-batch 90). Under interleaved 1F1B the gaps are between adjacent virtual stages
+// (a chunk's last op of a micro-batch on one rank, the next chunk's first on the next), compared one period
+// (pp micro-batches, the schedule's groups) apart: 405B pp 8 interleaved x4 on 32 nodes has stages whose
+// period of 8 micro-batches is 25.3120 s against the first stage's 25.3313 s until they lock in one after
+// another. Only chooses the next probe's size (steady_state_pipeline.cpp); acceptance stays the exact
+// window check. Leaves out gaps that grow or vary.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +21,12 @@
 
 namespace fsdpx {
 
-// The micro-batch index at which the last shrinking gap between adjacent stages (forward: next stage's
-// first forward start minus this stage's last forward end; backward likewise) reaches the smallest gap
-// of its direction in the probe (the transfer alone), extrapolated from the last four micro-batches the
-// probe's warm-up and cool-down leave alone; nothing when no gap shrinks at a constant rate there.
+// The micro-batch index at which the last shrinking gap between adjacent virtual stages (forward: next
+// stage's first forward start minus this stage's last forward end; backward likewise) reaches the smallest
+// gap of its direction in the probe (the transfer alone), extrapolated from the last four periods of d
+// micro-batches (1, or pp under interleaved 1F1B) the probe's warm-up and cool-down leave alone; nothing
+// when no gap shrinks at a constant rate there.
 std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const EngineResult& engine,
-                                            std::int64_t micro_batches);
+                                            std::int64_t micro_batches, std::int64_t d = 1);
 
 }  // namespace fsdpx

@@ -294,19 +294,19 @@ struct NextProbe {
 };
 
 // The next probe after one that did not repeat: past the lock-in the probe predicts (lock_in.h), with
-// room for the warm-up, the two windows of the longest span compared after it and the cool-down, in step
-// with the step's micro-batches for that span; otherwise twice the probe. A prediction at or below the
-// probe (it locked in, yet nothing repeats) or under an interleaved schedule doubles.
-NextProbe next_probe(const StepProgram& program, const EngineResult& engine, std::int64_t probe,
+// room for the warm-up, the two windows of the longest span compared after it and the cool-down (under
+// interleaved 1F1B the first probe's 8 pp), in step with the step's micro-batches for that span; otherwise
+// twice the probe. A prediction at or below the probe (it locked in, yet nothing repeats) doubles.
+NextProbe next_probe(const Plan& plan, const StepProgram& program, const EngineResult& engine, std::int64_t probe,
                      std::int64_t micro_batches, int d) {
   const NextProbe doubled{2 * probe, false};
-  if (d != 1) return doubled;
-  const auto lock_in = predict_lock_in(program, engine, probe);
+  const auto lock_in = predict_lock_in(program, engine, probe, d);
   if (!lock_in) return doubled;
   const std::int64_t pp = std::int64_t(program.roles.size());
-  const std::int64_t span = kWindowPeriods[std::size(kWindowPeriods) - 1];
-  std::int64_t next = *lock_in + 3 * pp + 2 * span + 2;
-  next += (micro_batches - next) % span == 0 ? 0 : 1;
+  const std::int64_t span = d * kWindowPeriods[std::size(kWindowPeriods) - 1];
+  std::int64_t next = d == 1 ? *lock_in + 3 * pp + 2 * span + 2 : *lock_in + first_probe(plan, d);
+  next = (next + d - 1) / d * d;
+  next += (micro_batches - next) % span == 0 ? 0 : d;
   return next > probe ? NextProbe{next, true} : doubled;
 }
 
@@ -331,15 +331,18 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   probe_options.record_ops = true;
   UnrepeatedProbes kept;
   std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
-  for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;) {
+  std::int64_t probed = 0;  // micro-batches of the probes simulated so far
+  for (std::int64_t probe = first_probe(plan, d);
+       probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
     StepProgram program = lower(with_micro_batches(plan, probe));
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
+    probed += probe;
     if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
       return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,
                            w->window.start_ns, w->window.period_ns, w->window.busy_ns, w->window.floor_s,
                            w->window.ops};
-    const NextProbe next = next_probe(program, engine, probe, micro_batches, d);
+    const NextProbe next = next_probe(plan, program, engine, probe, micro_batches, d);
     steps.emplace_back(probe, engine.step_time_ns);
     kept.previous = std::move(kept.last);
     kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
