@@ -117,7 +117,9 @@ struct WorkSet {
 };
 
 struct Op {
-  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"
+  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"; empty when lowered without
+  // names (program/lower.h LowerOptions): messages read op_label.
+  std::string name;
   OpKind kind = OpKind::forward;
   StreamKind stream = StreamKind::compute;
   int unit = -1;        // FSDP unit index, -1 when not tied to one
@@ -224,6 +226,10 @@ struct StepProgram {
   double model_flops_per_token = 0;
   double peak_flops_per_s = 0;  // of the compute dtype, for MFU
 };
+
+// How messages name op `id` of a role: its name, or "#<id> (<kind>)" in a program lowered without names,
+// so that "op {}" reads "op fwd.s4.mb1" or "op #12 (forward)".
+std::string op_label(const Op& op, int id);
 
 // Transient bytes the op frees at its end besides free_at_end: its unit's unsharded parameters when it
 // releases them. Both interpreters read releases through Op::release_params (the engine through this).

@@ -332,7 +332,7 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   UnrepeatedProbes kept;
   std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
   for (std::int64_t probe = first_probe(plan, d); probe < limit && (micro_batches - probe) % d == 0;) {
-    StepProgram program = lower(with_micro_batches(plan, probe));
+    StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
     if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
