@@ -5,6 +5,7 @@
 // that every time fits the engine's integer clock (ConfigError: sizes and rates decide durations).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -91,7 +92,7 @@ OpData op_data(const Op& op, int id, const EngineOptions& options) {
 
 // `where()` names the list's owner in the message, formatted only when the check fails.
 template <typename Where>
-void check_memory_effects(const std::vector<MemEffect>& effects, const Where& where) {
+void check_memory_effects(std::span<const MemEffect> effects, const Where& where) {
   for (const MemEffect& e : effects)
     FSDP_CHECK(std::isfinite(e.bytes) && e.bytes >= 0,
                fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where()));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "cost_models/memory.h"
@@ -34,7 +35,7 @@ std::vector<int> micro_batch_starts(const RoleProgram& role) {
   return starts;
 }
 
-bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
 }

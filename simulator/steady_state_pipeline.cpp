@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -90,7 +91,7 @@ Probe make_probe(const StepProgram& p, const EngineResult& e, int d) {
   return pr;
 }
 
-bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
 }

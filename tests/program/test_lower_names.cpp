@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@
 namespace fsdpx {
 namespace {
 
-bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].category != b[i].category || a[i].bytes != b[i].bytes) return false;
