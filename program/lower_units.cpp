@@ -103,7 +103,10 @@ int Lowerer::reshard_ranks(int unit) const {
 // While a kept copy is alive (FSDP2's int reshard_after_forward: one post-forward copy per module), the
 // unit is gathered from it over the reshard group and the copy is freed, in backward and in a forward
 // that an interleaved schedule runs before the backward of the copy's micro-batch (FSDP2's unshard
-// from the post-forward mesh, torch/distributed/fsdp/_fully_shard/_fsdp_param.py, to_unsharded).
+// from the post-forward mesh, torch/distributed/fsdp/_fully_shard/_fsdp_param.py, to_unsharded). Such a
+// gather depends on the release op that wrote the copy (issue 26: the executor's CUDA unit copies the
+// slice on the compute stream, the gather reads it on its own stream; the prefetch wait alone does not
+// order them when the depth reaches back past that release).
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
@@ -118,7 +121,9 @@ void Lowerer::gather(int unit, int mb, bool backward) {
     op.group = reshard_groups_[g];
     op.kept_shard_ranks = g;
     op.free_at_end.push_back({MemCategory::transient, us.kept_bytes});
+    if (us.kept_op >= 0) op.deps.push_back(us.kept_op);
     us.kept_bytes = 0;
+    us.kept_op = -1;
   }
   const int depth = backward ? plan_.prefetch.backward : plan_.prefetch.forward;
   const int wait_pos = int(compute_ops_.size()) - depth - 1;
@@ -175,7 +180,8 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
     fr.alloc_at_start.push_back({MemCategory::transient, us.kept_bytes});
     fr.release_params = true;
     fr.kept_shard_ranks = g;
-    gather_free_ops_[std::size_t(us.gather_index)] = add_op(std::move(fr));
+    us.kept_op = add_op(std::move(fr));
+    gather_free_ops_[std::size_t(us.gather_index)] = us.kept_op;
     us.live = false;
   }
   return id;

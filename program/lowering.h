@@ -46,6 +46,7 @@ class Lowerer {
     int gather_op = -1;     // latest all-gather of the unit
     int gather_index = -1;  // its index in all-gather order
     double kept_bytes = 0;  // the partial copy kept after forward (reshard to g ranks)
+    int kept_op = -1;       // the release op that wrote that copy (-1: none kept)
     bool grads_live = false;
     int reduced_op = -1;    // the op after which the unit's gradient is fully reduced
   };
