@@ -60,7 +60,8 @@ ConfiguredMemoryBound::ConfiguredMemoryBound(const Plan& plan) : plan_(&plan), s
 
 void ConfiguredMemoryBound::count_certain_gathers() {
   if (!applies_ || unit_.empty()) return;
-  const StepProgram program = lower(with_micro_batches(*plan_, std::min<std::int64_t>(plan_->grad_accum(), 2)));
+  const StepProgram program =
+      lower(with_micro_batches(*plan_, std::min<std::int64_t>(plan_->grad_accum(), 2)), LowerOptions{.op_names = false});
   const std::vector<Op>& ops = program.roles.front().ops;
   std::vector<int> first_backward(plan_->units.size(), -1);
   for (int id = 0; id < int(ops.size()); ++id) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -25,8 +26,8 @@
 namespace fsdpx {
 namespace lowering {
 
-Lowerer::Lowerer(const Plan& plan)
-    : plan_(plan), segs_(plan_segments(plan)), params_(unit_params(plan)), state_params_(unit_state_params(plan)),
+Lowerer::Lowerer(const Plan& plan, const LowerOptions& options)
+    : plan_(plan), names_(options.op_names), segs_(plan_segments(plan)), params_(unit_params(plan)), state_params_(unit_state_params(plan)),
       placement_(data_placement(plan.parallelism)),
       pb_(dtype_bytes(plan.precision.param)), rb_(dtype_bytes(plan.precision.reduce)),
       autograd_grad_bytes_(stack_costs(plan.framework, plan.compiled).fsdp == FsdpImpl::flat ? rb_ : pb_),
@@ -160,7 +161,7 @@ void Lowerer::tied_all_reduce() {
   const double table = double(plan_.model.vocab) * double(plan_.model.hidden) / plan_.parallelism.tp;
   const double shards = is_sharded(placement_.grads) ? shard_group_ranks(plan_.parallelism) : 1;
   Op op;
-  op.name = fmt::format("ar.tied.u{}", unit);
+  op.name = op_name(FMT_COMPILE("ar.tied.u{}"), unit);
   op.kind = OpKind::all_reduce;
   op.stream = StreamKind::all_reduce;
   op.collective = Collective::all_reduce;
@@ -188,7 +189,7 @@ void Lowerer::optimizer_step() {
   if (plan_.loss_scale) deps = {unscale_grads(deps)};
   auto scalar_all_reduce = [&](const char* name, int group) {
     Op op;
-    op.name = name;
+    op.name = op_name(name);
     op.kind = OpKind::all_reduce;
     op.stream = StreamKind::all_reduce;
     op.collective = Collective::all_reduce;
@@ -217,7 +218,7 @@ void Lowerer::optimizer_step() {
                                 double(count_params(plan_.model).total());
     kernels.push_back(fp8_weight_amax_kernel(local_optimizer_params() * linear_share));
   }
-  add_kernel_op("opt", OpKind::optimizer, std::move(kernels), deps);
+  add_kernel_op(op_name("opt"), OpKind::optimizer, std::move(kernels), deps);
 }
 
 // A compute-stream op of the step's end (no unit, no micro-batch) running `kernels`.
@@ -247,7 +248,7 @@ double Lowerer::local_optimizer_params() const {
 // fp16 loss scaling: one pass over the rank's reduced gradients (in the reduce dtype) on the compute
 // stream after every reduction, before the norm (GradScaler.unscale_ runs before clip_grad_norm_).
 int Lowerer::unscale_grads(const std::vector<int>& deps) {
-  return add_kernel_op("unscale", OpKind::unscale, grad_unscale_kernels(local_optimizer_params(), plan_.precision.reduce),
+  return add_kernel_op(op_name("unscale"), OpKind::unscale, grad_unscale_kernels(local_optimizer_params(), plan_.precision.reduce),
                        deps);
 }
 
@@ -334,9 +335,9 @@ namespace {
 std::atomic<std::int64_t> g_lower_calls{0};  // a diagnostic count, read by tests only
 }  // namespace
 
-StepProgram lower(const Plan& plan) {
+StepProgram lower(const Plan& plan, const LowerOptions& options) {
   g_lower_calls.fetch_add(1, std::memory_order_relaxed);
-  return lowering::Lowerer(plan).build();
+  return lowering::Lowerer(plan, options).build();
 }
 
 std::int64_t lower_call_count() { return g_lower_calls.load(std::memory_order_relaxed); }

@@ -22,10 +22,18 @@ namespace fsdpx {
 // many micro-batches per step (docs/input-ranges.md) lowering refuses rather than running for minutes.
 inline constexpr std::int64_t kMaxLoweredMicroBatches = 4096;
 
+// What lowering writes besides the ops' structure. op_names = false leaves every Op::name empty: the
+// planner's evaluations (simulator/steady_state.h simulate_step_totals, planner/backward_gather_bound.cpp)
+// read no name, and formatting one per op was about 6% of a search's instructions (docs/performance.md,
+// names11). Readers that may meet such a program label its ops with op_label (step_program.h).
+struct LowerOptions {
+  bool op_names = true;
+};
+
 // Builds the program of one step (untimed: durations are filled by time_program). The plan must be
 // valid (validate_plan): stage assignments and micro-batch counts are trusted. Throws ConfigError
 // "plan: /training/global_batch: ..." beyond kMaxLoweredMicroBatches.
-StepProgram lower(const Plan& plan);
+StepProgram lower(const Plan& plan, const LowerOptions& options = {});
 
 // How many times lower ran in this process (every thread): a diagnostic for the tests that check that
 // a run lowers its plan once (`fsdpx run`: the session's program is the one every rank and tool reads).

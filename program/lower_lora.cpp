@@ -14,7 +14,7 @@ namespace fsdpx::lowering {
 void Lowerer::adapter_all_reduce() {
   if (!plan_.lora) return;
   Op op;
-  op.name = "ar.lora";
+  op.name = op_name("ar.lora");
   op.kind = OpKind::all_reduce;
   op.stream = StreamKind::all_reduce;
   op.collective = Collective::all_reduce;

@@ -61,7 +61,7 @@ Op Lowerer::p2p_op(OpKind kind, int direction, int stage, int mb) const {
   const std::vector<int>& segs = stage_segments_[std::size_t(stage)];
   const auto& t = plan_.training;
   Op op;
-  op.name = fmt::format(FMT_COMPILE("{}.{}.v{}.mb{}"), sending ? "send" : "recv", activations ? "act" : "grad", stage, mb);
+  op.name = op_name(FMT_COMPILE("{}.{}.v{}.mb{}"), sending ? "send" : "recv", activations ? "act" : "grad", stage, mb);
   op.kind = kind;
   op.stream = sending ? (activations ? StreamKind::send_activations : StreamKind::send_grads)
                       : (activations ? StreamKind::recv_activations : StreamKind::recv_grads);

@@ -41,10 +41,10 @@ Op collective_op(std::string name, OpKind kind, Payload payload, int unit, int m
   return op;
 }
 
-// A compute op of segment `s` for micro-batch `mb`.
-Op compute_op(const char* prefix, OpKind kind, int s, int unit, int mb, int stage, int work_set) {
+// A compute op of segment `s` for micro-batch `mb`, named "<prefix>.s<s>.mb<mb>" when `named`.
+Op compute_op(const char* prefix, bool named, OpKind kind, int s, int unit, int mb, int stage, int work_set) {
   Op op;
-  op.name = fmt::format(FMT_COMPILE("{}.s{}.mb{}"), prefix, s, mb);
+  if (named) op.name = fmt::format(FMT_COMPILE("{}.s{}.mb{}"), prefix, s, mb);
   op.kind = kind;
   op.unit = unit;
   op.segment = s;
@@ -103,11 +103,14 @@ int Lowerer::reshard_ranks(int unit) const {
 // While a kept copy is alive (FSDP2's int reshard_after_forward: one post-forward copy per module), the
 // unit is gathered from it over the reshard group and the copy is freed, in backward and in a forward
 // that an interleaved schedule runs before the backward of the copy's micro-batch (FSDP2's unshard
-// from the post-forward mesh, torch/distributed/fsdp/_fully_shard/_fsdp_param.py, to_unsharded).
+// from the post-forward mesh, torch/distributed/fsdp/_fully_shard/_fsdp_param.py, to_unsharded). Such a
+// gather depends on the release op that wrote the copy (issue 26: the executor's CUDA unit copies the
+// slice on the compute stream, the gather reads it on its own stream; the prefetch wait alone does not
+// order them when the depth reaches back past that release).
 void Lowerer::gather(int unit, int mb, bool backward) {
   UnitState& us = units_[std::size_t(unit)];
   const int g = reshard_ranks(unit);
-  const std::string name = fmt::format(FMT_COMPILE("ag.u{}.mb{}.{}"), unit, mb, backward ? "bwd" : "fwd");
+  const std::string name = op_name(FMT_COMPILE("ag.u{}.mb{}.{}"), unit, mb, backward ? "bwd" : "fwd");
   Op op = collective_op(name, OpKind::all_gather, Payload::params, unit, mb, gather_bytes_[std::size_t(unit)],
                         shard_group_);
   const bool from_kept = g > 1 && (backward || us.kept_bytes > 0);
@@ -118,7 +121,9 @@ void Lowerer::gather(int unit, int mb, bool backward) {
     op.group = reshard_groups_[g];
     op.kept_shard_ranks = g;
     op.free_at_end.push_back({MemCategory::transient, us.kept_bytes});
+    if (us.kept_op >= 0) op.deps.push_back(us.kept_op);
     us.kept_bytes = 0;
+    us.kept_op = -1;
   }
   const int depth = backward ? plan_.prefetch.backward : plan_.prefetch.forward;
   const int wait_pos = int(compute_ops_.size()) - depth - 1;
@@ -146,7 +151,7 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
   // all-gathers of micro-batch 0 without new memory.
   const bool gathers = sharded || (mb == 0 && is_sharded(place.optimizer));
   if (gathers && !us.live) gather(seg.unit, mb, false);
-  Op op = compute_op("fwd", OpKind::forward, s, seg.unit, mb, plan_.units[std::size_t(seg.unit)].stage,
+  Op op = compute_op("fwd", names_, OpKind::forward, s, seg.unit, mb, plan_.units[std::size_t(seg.unit)].stage,
                      work_set(s, WorkKind::forward));
   if (us.gather_op >= 0 && gathers) op.deps.push_back(us.gather_op);
   if (input_op >= 0) op.deps.push_back(input_op);
@@ -166,7 +171,7 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
     gather_free_ops_[std::size_t(us.gather_index)] = id;
   } else if (last_use && g > 1) {
     Op fr;  // keep a copy sharded over g ranks, free the full one (FSDP2's int reshard_after_forward)
-    fr.name = fmt::format(FMT_COMPILE("free.u{}.mb{}"), seg.unit, mb);
+    fr.name = op_name(FMT_COMPILE("free.u{}.mb{}"), seg.unit, mb);
     fr.kind = OpKind::free;
     fr.unit = seg.unit;
     fr.micro_batch = mb;
@@ -175,7 +180,8 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
     fr.alloc_at_start.push_back({MemCategory::transient, us.kept_bytes});
     fr.release_params = true;
     fr.kept_shard_ranks = g;
-    gather_free_ops_[std::size_t(us.gather_index)] = add_op(std::move(fr));
+    us.kept_op = add_op(std::move(fr));
+    gather_free_ops_[std::size_t(us.gather_index)] = us.kept_op;
     us.live = false;
   }
   return id;
@@ -196,7 +202,7 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
   const bool first_use = s == last_forward_segment_[std::size_t(u)];
   if (sharded && first_use && !us.live) gather(u, mb, true);
   const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
-  Op op = compute_op(split ? "bwdi" : "bwd", split ? OpKind::backward_input : OpKind::backward, s, u, mb,
+  Op op = compute_op(split ? "bwdi" : "bwd", names_, split ? OpKind::backward_input : OpKind::backward, s, u, mb,
                      plan_.units[std::size_t(u)].stage, work_set(s, split ? WorkKind::backward_input : WorkKind::backward));
   if (sharded && us.gather_op >= 0) op.deps.push_back(us.gather_op);
   if (input_op >= 0) op.deps.push_back(input_op);
@@ -245,7 +251,7 @@ void Lowerer::weight_segment(int s, int mb) {
   UnitState& us = units_[std::size_t(u)];
   const auto b = input_grad_ops_.find({s, mb});
   FSDP_CHECK(b != input_grad_ops_.end(), "a weight pass before its input-gradient pass");
-  Op op = compute_op("bwdw", OpKind::backward_weight, s, u, mb, plan_.units[std::size_t(u)].stage,
+  Op op = compute_op("bwdw", names_, OpKind::backward_weight, s, u, mb, plan_.units[std::size_t(u)].stage,
                      work_set(s, WorkKind::backward_weight));
   op.deps.push_back(b->second);
   input_grad_ops_.erase(b);
@@ -301,7 +307,7 @@ double Lowerer::split_experts(Op& op, const std::string& name) {
   if (bytes <= 0) return 0;
   op.comm_bytes -= bytes;
   if (efsdp_group_ < 0) return bytes;
-  Op e = collective_op(name + ".experts", op.kind, op.payload, op.unit, op.micro_batch, bytes, efsdp_group_);
+  Op e = collective_op(names_ ? name + ".experts" : std::string(), op.kind, op.payload, op.unit, op.micro_batch, bytes, efsdp_group_);
   pending_expert_op_ = std::move(e);
   return bytes;
 }
@@ -328,7 +334,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   UnitState& us = units_[std::size_t(unit)];
   const bool cp = plan_.parallelism.cp > 1;
   if (!is_sharded(place.grads)) {
-    const std::string name = fmt::format(FMT_COMPILE("ar.u{}.mb{}"), unit, mb);
+    const std::string name = op_name(FMT_COMPILE("ar.u{}.mb{}"), unit, mb);
     Op ar = collective_op(name, OpKind::all_reduce, Payload::grads, unit, mb, grad_bytes, cp ? dp_cp_group_ : all_group_);
     split_experts(ar, name);
     ar.deps.push_back(after_op);
@@ -338,7 +344,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
     reduce_ops_.push_back(us.reduced_op);
     return;
   }
-  const std::string name = fmt::format(FMT_COMPILE("rs.u{}.mb{}"), unit, mb);
+  const std::string name = op_name(FMT_COMPILE("rs.u{}.mb{}"), unit, mb);
   Op op = collective_op(name, OpKind::reduce_scatter, Payload::grads, unit, mb, grad_bytes, shard_group_);
   const double expert_shard_bytes = split_experts(op, name) / std::max(1, expert_fsdp_ranks(plan_.parallelism));
   op.deps.push_back(after_op);
@@ -357,7 +363,7 @@ void Lowerer::reduce(int unit, int mb, int after_op) {
   }
   if (across_replicas) {
     const double shard_bytes = op_comm_bytes_of(us.reduced_op) / shard_group_ranks(plan_.parallelism) + expert_shard_bytes;
-    Op ar = collective_op(fmt::format(FMT_COMPILE("ar.u{}.mb{}"), unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
+    Op ar = collective_op(op_name(FMT_COMPILE("ar.u{}.mb{}"), unit, mb), OpKind::all_reduce, Payload::grad_shard, unit, mb,
                           shard_bytes, replicate_group_);
     ar.completes_reduction = true;
     ar.deps.push_back(us.reduced_op);

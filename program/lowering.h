@@ -12,9 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/data_placement.h"
 #include "core/plan.h"
 #include "cost_models/memory.h"
+#include "program/lower.h"
 #include "program/pipeline_schedule.h"
 #include "program/segment_work.h"
 #include "program/step_program.h"
@@ -26,15 +29,24 @@ enum class WorkKind : std::uint8_t { forward, backward, backward_input, backward
 
 class Lowerer {
  public:
-  explicit Lowerer(const Plan& plan);
+  Lowerer(const Plan& plan, const LowerOptions& options);
   StepProgram build();
 
  private:
+  // An op's name, formatted only when the program keeps names (LowerOptions::op_names); empty otherwise.
+  // `format` is an FMT_COMPILE string (the names are formatted per op).
+  template <typename S, typename... T>
+  std::string op_name(const S& format, const T&... args) const {
+    return names_ ? fmt::format(format, args...) : std::string();
+  }
+  std::string op_name(const char* fixed) const { return names_ ? std::string(fixed) : std::string(); }
+
   struct UnitState {
     bool live = false;      // unsharded parameters allocated
     int gather_op = -1;     // latest all-gather of the unit
     int gather_index = -1;  // its index in all-gather order
     double kept_bytes = 0;  // the partial copy kept after forward (reshard to g ranks)
+    int kept_op = -1;       // the release op that wrote that copy (-1: none kept)
     bool grads_live = false;
     int reduced_op = -1;    // the op after which the unit's gradient is fully reduced
   };
@@ -83,6 +95,7 @@ class Lowerer {
   Op p2p_op(OpKind kind, int direction, int stage, int mb) const;
 
   const Plan& plan_;
+  const bool names_;  // LowerOptions::op_names
   std::vector<Segment> segs_;
   std::vector<double> params_;
   // Parameters of each unit whose sharded state (params, reduced gradients, optimizer) a rank holds x

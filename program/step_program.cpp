@@ -1,6 +1,9 @@
 // program/step_program.cpp — display names of the step program's enums (trace, summaries; the switches
-// have no default so that -Wswitch flags a new enumerator without a name) and the bytes a release frees.
+// have no default so that -Wswitch flags a new enumerator without a name), an op's label in messages and
+// the bytes a release frees.
 #include "program/step_program.h"
+
+#include <fmt/format.h>
 
 #include "core/errors.h"
 
@@ -38,6 +41,10 @@ const char* op_kind_name(OpKind k) {
   }
   FSDP_CHECK(false, "unknown OpKind");
   return "";
+}
+
+std::string op_label(const Op& op, int id) {
+  return op.name.empty() ? fmt::format("#{} ({})", id, op_kind_name(op.kind)) : op.name;
 }
 
 const char* payload_name(Payload p) {

@@ -18,6 +18,7 @@
 #include "core/plan_settings.h"
 #include "cost_models/communication.h"
 #include "cost_models/compute.h"
+#include "program/small_vec.h"
 
 namespace fsdpx {
 
@@ -74,6 +75,10 @@ struct MemEffect {
   MemCategory category = MemCategory::transient;
   double bytes = 0;
 };
+// An op's memory effects: at most three per list in any lowered program, two without a heap block.
+using MemEffects = SmallVec<MemEffect, 2>;
+// An op's dependencies: most ops have one to three, four without a heap block.
+using OpDeps = SmallVec<int, 4>;
 
 // Process groups of the mesh; a collective names one. The pipeline kinds span roles: pp_pair is a
 // rank and the rank at the same mesh point on a neighbouring pipeline rank (send/recv), pp_ends the
@@ -117,7 +122,9 @@ struct WorkSet {
 };
 
 struct Op {
-  std::string name;  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"
+  // "ag.u3.mb0", "fwd.s4.mb1", "bwd.s4.mb1", "rs.u3", "opt", "send.act.v1.mb0"; empty when lowered without
+  // names (program/lower.h LowerOptions): messages read op_label.
+  std::string name;
   OpKind kind = OpKind::forward;
   StreamKind stream = StreamKind::compute;
   int unit = -1;        // FSDP unit index, -1 when not tied to one
@@ -143,9 +150,9 @@ struct Op {
   // alone (1 on its bottleneck fabric, less on the other, 0 where it does not pass).
   double nvlink_load = 1, nic_load = 0;
   double sm_share = 0;      // collectives: share of the GPU's SMs their kernel holds while it runs
-  std::vector<int> deps;          // ops (same role) that must finish before this one starts
-  std::vector<MemEffect> alloc_at_start;
-  std::vector<MemEffect> free_at_end;  // besides the released parameters (release_params)
+  OpDeps deps;              // ops (same role) that must finish before this one starts
+  MemEffects alloc_at_start;
+  MemEffects free_at_end;  // besides the released parameters (release_params)
   // Effects on the unit's training state:
   Payload payload = Payload::none;
   // The unit's unsharded parameters are released at the end of the op (FSDP's reshard): the executor
@@ -224,6 +231,10 @@ struct StepProgram {
   double model_flops_per_token = 0;
   double peak_flops_per_s = 0;  // of the compute dtype, for MFU
 };
+
+// How messages name op `id` of a role: its name, or "#<id> (<kind>)" in a program lowered without names,
+// so that "op {}" reads "op fwd.s4.mb1" or "op #12 (forward)".
+std::string op_label(const Op& op, int id);
 
 // Transient bytes the op frees at its end besides free_at_end: its unit's unsharded parameters when it
 // releases them. Both interpreters read releases through Op::release_params (the engine through this).

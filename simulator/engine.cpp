@@ -169,7 +169,7 @@ void Engine::arrive_at_group(int i, int op) {
   Instance& in = inst_[i];
   const OpData& od = data_of(in, op);
   FSDP_CHECK(od.group >= 0 && od.group < static_cast<int>(program_.groups.size()),
-             fmt::format("collective {} names no process group", op_of(in, op).name));
+             fmt::format("collective {} names no process group", op_label(op_of(in, op), op)));
   in.slots[od.stream].phase = Phase::waiting_group;
   const RoleData& rd = roles_[in.role];
   group_members(program_.mesh, program_.groups[od.group], in.rank, members_);
@@ -213,7 +213,7 @@ void Engine::check_all_done() const {
     FSDP_CHECK(false, fmt::format("role {} rank {}: deadlock, {} of {} ops done; op {} never started "
                                   "(dependency cycle or a stream order against the dependencies)",
                                   in.role, in.rank, in.done, role.ops.size(),
-                                  stuck >= 0 ? role.ops[stuck].name : "?"));
+                                  stuck >= 0 ? op_label(role.ops[stuck], stuck) : "?"));
   }
 }
 

@@ -29,6 +29,10 @@ struct EngineOptions {
   // while their kernels are resident (latency and bandwidth phases). false: compute ignores them.
   bool interference = true;
   bool record_ops = true;          // keep per-op start/end times (trace, summaries)
+  // Not read by the engine: the functions that lower a plan and then run it (simulate.h simulate, the
+  // periodic probes) lower with op names (program/lower.h LowerOptions); steady_state.h's totals turn
+  // them off.
+  bool op_names = true;
 };
 
 struct OpTiming {

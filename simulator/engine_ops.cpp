@@ -5,6 +5,7 @@
 // priorities: concurrent collectives on a fabric share it equally.
 #include <algorithm>
 #include <limits>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -137,7 +138,7 @@ std::array<double, kStreamCount> Engine::collective_rates(const Instance& in) co
   return rate;
 }
 
-void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op) {
+void Engine::apply_alloc(Instance& in, std::span<const MemEffect> effects, int op) {
   if (effects.empty() && op >= 0) return;
   for (const MemEffect& e : effects) {
     in.live_bytes[static_cast<int>(e.category)] += e.bytes;
@@ -149,7 +150,7 @@ void Engine::apply_alloc(Instance& in, const std::vector<MemEffect>& effects, in
   record_sample(in);
 }
 
-void Engine::apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes) {
+void Engine::apply_free(Instance& in, std::span<const MemEffect> effects, double released_bytes) {
   if (effects.empty() && released_bytes == 0) return;
   auto free = [&](MemCategory category, double bytes) {
     double& live = in.live_bytes[static_cast<int>(category)];

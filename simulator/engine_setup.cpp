@@ -5,6 +5,7 @@
 // that every time fits the engine's integer clock (ConfigError: sizes and rates decide durations).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -32,10 +33,10 @@ constexpr double kMaxStepNs = 0x1p61;
                                 what));
 }
 
-// An op's time in ns; NaN and infinity fail the range check too.
-double op_ns(const Op& op, double time_s) {
+// Op `id`'s time in ns; NaN and infinity fail the range check too.
+double op_ns(const Op& op, int id, double time_s) {
   const double ns = time_s * kNsPerS;
-  if (!(ns <= kMaxStepNs)) step_too_long(fmt::format("op {} takes {:.3g} s", op.name, time_s));
+  if (!(ns <= kMaxStepNs)) step_too_long(fmt::format("op {} takes {:.3g} s", op_label(op, id), time_s));
   return ns;
 }
 
@@ -60,39 +61,41 @@ OpClass op_class(OpKind k) {
 
 // Timing of one op under the options. Op::serial_comm_time_s (TP/CP collectives inside a compute op)
 // is timed as compute: it neither shares a fabric nor slows other compute (a simplification).
-OpData op_data(const Op& op, const EngineOptions& options) {
+OpData op_data(const Op& op, int id, const EngineOptions& options) {
   // Negative times are a lowering bug; NaN and infinity come from rates at the end of their range and
   // are reported by op_ns.
   FSDP_CHECK(!(op.duration_s < 0) && !(op.latency_s < 0) && !(op.serial_comm_time_s < 0),
-             fmt::format("op {}: negative time", op.name));
+             fmt::format("op {}: negative time", op_label(op, id)));
   OpData d;
   d.cls = op_class(op.kind);
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
   FSDP_CHECK(op.nvlink_load >= 0 && op.nvlink_load <= 1 && op.nic_load >= 0 && op.nic_load <= 1,
-             fmt::format("op {}: fabric loads outside [0, 1]", op.name));
+             fmt::format("op {}: fabric loads outside [0, 1]", op_label(op, id)));
   d.load = {op.nvlink_load, op.nic_load};
-  FSDP_CHECK(op.sm_share >= 0 && op.sm_share <= 1, fmt::format("op {}: sm_share outside [0, 1]", op.name));
+  FSDP_CHECK(op.sm_share >= 0 && op.sm_share <= 1, fmt::format("op {}: sm_share outside [0, 1]", op_label(op, id)));
   if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.rendezvous = op.rendezvous;
   d.async = op.kind == OpKind::send;
   d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
-    const TimeNs total_ns = ceil_ns(op_ns(op, op.duration_s));
-    d.latency_ns = std::min(ceil_ns(op_ns(op, op.latency_s)), total_ns);
+    const TimeNs total_ns = ceil_ns(op_ns(op, id, op.duration_s));
+    d.latency_ns = std::min(ceil_ns(op_ns(op, id, op.latency_s)), total_ns);
     d.work_ns = static_cast<double>(total_ns - d.latency_ns);
   } else if (d.cls == OpClass::compute) {
     const double time_s =
         options.infinite_bandwidth ? std::max(0.0, op.duration_s - op.serial_comm_time_s) : op.duration_s;
-    d.work_ns = static_cast<double>(ceil_ns(op_ns(op, time_s)));
+    d.work_ns = static_cast<double>(ceil_ns(op_ns(op, id, time_s)));
   }
   return d;
 }
 
-void check_memory_effects(const std::vector<MemEffect>& effects, const std::string& where) {
+// `where()` names the list's owner in the message, formatted only when the check fails.
+template <typename Where>
+void check_memory_effects(std::span<const MemEffect> effects, const Where& where) {
   for (const MemEffect& e : effects)
     FSDP_CHECK(std::isfinite(e.bytes) && e.bytes >= 0,
-               fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where));
+               fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where()));
 }
 
 // Every op is listed exactly once, in the stream list of its own stream.
@@ -106,30 +109,31 @@ void check_streams(const RoleProgram& role, int role_index) {
                  fmt::format("role {}: stream {} lists op {} out of range", role_index, s, id));
       FSDP_CHECK(static_cast<std::size_t>(role.ops[id].stream) == s,
                  fmt::format("role {}: op {} listed on stream {} but runs on {}", role_index,
-                             role.ops[id].name, s, stream_name(role.ops[id].stream)));
+                             op_label(role.ops[id], id), s, stream_name(role.ops[id].stream)));
       ++seen[id];
     }
   for (std::size_t i = 0; i < role.ops.size(); ++i)
     FSDP_CHECK(seen[i] == 1, fmt::format("role {}: op {} is listed {} times in the streams", role_index,
-                                         role.ops[i].name, seen[i]));
+                                         op_label(role.ops[i], int(i)), seen[i]));
 }
 
 RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions& options) {
   check_streams(role, role_index);
-  check_memory_effects(role.resident, fmt::format("role {} resident", role_index));
+  check_memory_effects(role.resident, [&] { return fmt::format("role {} resident", role_index); });
   const int n = static_cast<int>(role.ops.size());
   RoleData rd;
   rd.ops.reserve(role.ops.size());
   std::vector<int> succ_count(role.ops.size() + 1, 0);
   for (int i = 0; i < n; ++i) {
     const Op& op = role.ops[i];
-    check_memory_effects(op.alloc_at_start, op.name);
-    check_memory_effects(op.free_at_end, op.name);
+    const auto label = [&] { return fmt::format("op {}", op_label(op, i)); };
+    check_memory_effects(op.alloc_at_start, label);
+    check_memory_effects(op.free_at_end, label);
     for (int d : op.deps) {
-      FSDP_CHECK(d >= 0 && d < n && d != i, fmt::format("op {}: dependency {} out of range", op.name, d));
+      FSDP_CHECK(d >= 0 && d < n && d != i, fmt::format("op {}: dependency {} out of range", op_label(op, i), d));
       ++succ_count[d];
     }
-    rd.ops.push_back(op_data(op, options));
+    rd.ops.push_back(op_data(op, i, options));
   }
   // Successor lists in CSR form, each in increasing op order.
   int offset = 0;
@@ -168,7 +172,7 @@ void check_rendezvous(const StepProgram& program) {
                  fmt::format("rendezvous {} names an op out of range", r));
       FSDP_CHECK(program.roles[m.role].ops[m.op].rendezvous == static_cast<int>(r),
                  fmt::format("op {} of role {} is in rendezvous {} but does not name it",
-                             program.roles[m.role].ops[m.op].name, m.role, r));
+                             op_label(program.roles[m.role].ops[m.op], m.op), m.role, r));
       for (std::size_t j = 0; j < k; ++j)
         FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
     }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "simulator/engine.h"
@@ -109,9 +110,9 @@ class Engine {
   double rate_of(const Instance& in, int stream, const std::array<double, kStreamCount>& collective) const;
   // Max-min fair rates of every collective of `in` in its bandwidth phase (0 for other streams).
   std::array<double, kStreamCount> collective_rates(const Instance& in) const;
-  void apply_alloc(Instance& in, const std::vector<MemEffect>& effects, int op);
+  void apply_alloc(Instance& in, std::span<const MemEffect> effects, int op);
   // Frees `effects`, then `released_bytes` of transient memory (the unit parameters an op releases).
-  void apply_free(Instance& in, const std::vector<MemEffect>& effects, double released_bytes);
+  void apply_free(Instance& in, std::span<const MemEffect> effects, double released_bytes);
   void record_sample(const Instance& in);
   void add_running(int slot_id);
   void remove_running(int slot_id);

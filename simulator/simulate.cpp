@@ -143,13 +143,13 @@ Simulation summarise(StepProgram program, EngineResult engine) {
   const double headroom = allocator_headroom_bytes(churn_bytes(peak));
   sim.peak_memory_bytes[std::size_t(MemCategory::other)] += headroom;
   sim.peak_memory_total_bytes = peak.total_bytes + headroom;
-  sim.peak_memory_op =
-      peak.op >= 0 ? p.roles[std::size_t(sim.peak_memory_stage)].ops[std::size_t(peak.op)].name : "resident state";
+  sim.peak_memory_op = peak.op >= 0 ? op_label(p.roles[std::size_t(sim.peak_memory_stage)].ops[std::size_t(peak.op)], peak.op)
+                                     : "resident state";
   return sim;
 }
 
 Simulation simulate(const Plan& plan, const EngineOptions& options) {
-  StepProgram program = lower(plan);
+  StepProgram program = lower(plan, LowerOptions{.op_names = options.op_names});
   time_program(program, plan);
   EngineResult engine = run_engine(program, options);
   return summarise(std::move(program), std::move(engine));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "cost_models/memory.h"
@@ -34,7 +35,7 @@ std::vector<int> micro_batch_starts(const RoleProgram& role) {
   return starts;
 }
 
-bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
 }
@@ -183,7 +184,7 @@ std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineO
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
   for (std::int64_t probe = kSteadyStateProbeMicroBatches; probe < limit; probe *= 2) {
-    StepProgram program = lower(with_micro_batches(plan, probe));
+    StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
     const Period period = find_period(program, engine);
@@ -211,7 +212,9 @@ StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, Un
 
 }  // namespace
 
-StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options, StageBubbles bubbles) {
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested, StageBubbles bubbles) {
+  EngineOptions options = requested;
+  options.op_names = false;  // totals name no op
   const std::int64_t micro_batches = plan.grad_accum();
   // Beyond what lowering takes, probes stop below the linear extrapolation's larger step.
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;

@@ -10,8 +10,9 @@
 // lock-in lies beyond them and their step times line up (linear_extrapolation.h; an approximation: stages
 // whose timing drifts by nanoseconds per micro-batch never repeat exactly). Pipelined plans (pp > 1) extrapolate over all stages
 // at once (steady_state_pipeline.h).
-// Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records and the per-phase split:
-// simulate() gives the trace of a whole step.
+// Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records, the per-phase split and
+// the ops' names (its programs are lowered without them, program/lower.h LowerOptions): simulate() gives
+// the trace of a whole step.
 #pragma once
 
 #include <array>

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -90,7 +91,7 @@ Probe make_probe(const StepProgram& p, const EngineResult& e, int d) {
   return pr;
 }
 
-bool same_effects(const std::vector<MemEffect>& a, const std::vector<MemEffect>& b) {
+bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
 }
@@ -334,7 +335,7 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   std::int64_t probed = 0;  // micro-batches of the probes simulated so far
   for (std::int64_t probe = first_probe(plan, d);
        probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
-    StepProgram program = lower(with_micro_batches(plan, probe));
+    StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
     probed += probe;

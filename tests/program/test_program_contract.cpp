@@ -2,9 +2,11 @@
 // its ops (issue 26, "the program is the contract"): per unit its modules, the pipeline rank that holds
 // it, LoRA's frozen base and FSDP2's kept copy (int reshard_after_forward); the tied copy and the head's
 // unit; recompute per block; the segments that read the batch and compute the loss; one rendezvous per
-// pipeline message that its send and receive share; and a count of lowerings.
+// pipeline message that its send and receive share; an all-gather from the kept copy depends on the
+// release that wrote it; and a count of lowerings.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -87,6 +89,73 @@ TEST_CASE("program contract: an int reshard_after_forward states the ranks that 
       CHECK(prog.groups[std::size_t(op.group)].reshard_ranks == 2);
     }
   }
+}
+
+// FSDP2's int reshard_after_forward: an all-gather from the kept copy reads what a release op wrote (the
+// executor's CUDA unit copies the slice on the compute stream and the gather runs on its own stream), so
+// it names that op among its dependencies: the unit's latest release that kept a copy, which no other
+// gather has consumed. Every schedule, both pipeline sizes, shard groups of 4 and 8, g = 2 and 4, and
+// prefetch depths up to beyond the step's compute ops (which leave the gather with no earlier wait).
+TEST_CASE("program contract: an all-gather from the kept copy depends on the release that wrote it") {
+  struct Shape {
+    int pp;
+    PipelineSchedule schedule;
+    int vpp;
+  };
+  const Shape shapes[] = {{1, PipelineSchedule::none, 1},
+                          {2, PipelineSchedule::gpipe, 1},
+                          {2, PipelineSchedule::one_f_one_b, 1},
+                          {2, PipelineSchedule::interleaved_1f1b, 2},
+                          {2, PipelineSchedule::zero_bubble, 1}};
+  int plans = 0, kept_gathers = 0;
+  for (const Shape& sh : shapes)
+    for (int dp_shard : {4, 8})
+      for (int g : {2, 4})
+        for (int prefetch : {0, 1, 2, 64})
+          for (std::int64_t accum : {2, 4}) {
+            if (g >= dp_shard) continue;  // g = the shard group reshards fully
+            ModelSpec m = load_model(kConfigs + "/models/llama-tiny.json");
+            m.layers = 8;
+            ClusterSpec c = load_cluster(kConfigs + "/clusters/cpu.json");
+            c.gpus_per_node = sh.pp * dp_shard;
+            Parallelism par;
+            par.pp = sh.pp;
+            par.vpp = sh.vpp;
+            par.dp_shard = dp_shard;
+            par.pp_schedule = sh.schedule;
+            const TrainingSettings t{16, 1, dp_shard * accum, 0};
+            Plan plan = default_plan(m, c, t, par, 1, RecomputeMode::none);
+            for (PlanUnit& u : plan.units) u.reshard_after_forward = g;
+            plan.prefetch.forward = plan.prefetch.backward = prefetch;
+            validate_plan(plan, "kept copy");
+            ++plans;
+            INFO("pp " << sh.pp << " schedule " << int(sh.schedule) << " dp_shard " << dp_shard << " g " << g
+                       << " prefetch " << prefetch << " micro-batches " << accum);
+            const StepProgram prog = lower(plan);
+            for (const RoleProgram& role : prog.roles) {
+              std::vector<int> kept_by(prog.units.size(), -1);  // per unit: the release holding its copy
+              for (int id = 0; id < int(role.ops.size()); ++id) {
+                const Op& op = role.ops[std::size_t(id)];
+                if (op.kept_shard_ranks <= 1) continue;
+                if (op.kind == OpKind::free) {
+                  CHECK(op.release_params);
+                  kept_by[std::size_t(op.unit)] = id;
+                  continue;
+                }
+                REQUIRE(op.kind == OpKind::all_gather);
+                ++kept_gathers;
+                const int writer = kept_by[std::size_t(op.unit)];
+                REQUIRE(writer >= 0);  // a copy is there to gather from
+                CHECK(std::find(op.deps.begin(), op.deps.end(), writer) != op.deps.end());
+                // and it frees that copy's bytes
+                CHECK(op.free_at_end.size() == 1);
+                CHECK(op.free_at_end.front().bytes == role.ops[std::size_t(writer)].alloc_at_start.front().bytes);
+                kept_by[std::size_t(op.unit)] = -1;
+              }
+            }
+          }
+  CHECK(plans >= 100);
+  CHECK(kept_gathers > 1000);
 }
 
 TEST_CASE("program contract: a pipeline message's send and receive share one rendezvous of their own") {

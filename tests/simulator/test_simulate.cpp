@@ -1,7 +1,8 @@
 // tests/simulator/test_simulate.cpp — the simulator on lowered plans: with overlap off the step time is
 // the sum of op times; with infinite bandwidth it is the compute time; prefetch 0 serialises
 // all-gathers and compute; runs are deterministic to the trace byte; 16 ranks simulated one by one
-// equal the symmetric run; the peak memory of a small plan equals its hand-computed value; golden
+// equal the symmetric run; the peak memory of a small plan equals its hand-computed value, and its op is
+// named (by a program lowered without names, labelled) with the same step; golden
 // traces pin 2 small plans (regenerate with FSDPX_UPDATE_GOLDEN=1 after checking the diff).
 #include <doctest/doctest.h>
 
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/config_paths.h"
 #include "cost_models/memory.h"
 #include "cost_models/params.h"
@@ -17,6 +20,8 @@
 #include "simulator/op_timing.h"
 #include "program/segment_work.h"
 #include "simulator/simulate.h"
+#include "simulator/simulate_extrapolated.h"
+#include "simulator/steady_state.h"
 #include "simulator/trace.h"
 
 namespace fsdpx {
@@ -175,6 +180,33 @@ TEST_CASE("peak memory of a small plan equals its hand-computed value") {
   CHECK(churn == doctest::Approx(churn_bytes(peak)));
   CHECK(s.peak_memory_total_bytes == doctest::Approx(expected + 0.10 * churn));
   CHECK(s.peak_memory_total_bytes < expected + 0.10 * expected);
+}
+
+// `fsdpx simulate` (simulate_fast: a periodic probe; simulate with --full) names the op at the peak; the
+// planner's totals (steady_state.h) lower without names and move no number.
+TEST_CASE("op names: simulate names the peak op; a program lowered without names labels it, same step") {
+  const Plan plan = small_plan("gpt2-124m", 1, 1, 8, 128);  // 16 micro-batches: the probe extrapolates
+  const Simulation full = simulate(plan);
+  const Simulation fast = simulate_fast(plan);
+  CHECK(fast.simulated_micro_batches > 0);
+  const int stage = full.peak_memory_stage;
+  const int peak = full.engine.peak_by_role[std::size_t(stage)].op;
+  REQUIRE(peak >= 0);
+  const Op& op = full.program.roles[std::size_t(stage)].ops[std::size_t(peak)];
+  const std::string& name = op.name;
+  CHECK(name.rfind(op.kind == OpKind::all_gather ? "ag.u" : "bwd.s", 0) == 0);
+  CHECK(full.peak_memory_op == name);
+  CHECK(fast.peak_memory_op == name);
+  EngineOptions bare;
+  bare.op_names = false;
+  const Simulation unnamed = simulate(plan, bare);
+  CHECK(unnamed.engine.step_time_ns == full.engine.step_time_ns);
+  CHECK(unnamed.peak_memory_total_bytes == full.peak_memory_total_bytes);
+  CHECK(unnamed.engine.peak_by_role[std::size_t(stage)].op == peak);
+  CHECK(unnamed.peak_memory_op == fmt::format("#{} ({})", peak, op_kind_name(op.kind)));
+  const StepTotals totals = simulate_step_totals(plan);
+  CHECK(std::llround(totals.step_time_s * 1e9) == full.engine.step_time_ns);
+  CHECK(totals.peak_memory_total_bytes == doctest::Approx(full.peak_memory_total_bytes).epsilon(1e-12));
 }
 
 // Golden traces: the whole path (lowering, timing, engine, trace) pinned for two small plans.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI test of `fsdpx simulate --program`: one role's step program in issue order with its columns; an
 # int reshard_after_forward's backward all-gather goes over the reshard group and its release keeps a
-# copy; a pipelined plan's roles pair their sends and receives by rendezvous; bad --role is one line, exit 2.
+# copy, and the gather from that copy depends on the release; the summary names the peak op; a pipelined
+# plan's roles pair their sends and receives by rendezvous; bad --role is one line, exit 2.
 set -u
 FSDPX="$1"
 pass=0
@@ -32,6 +33,16 @@ grep -q "ag.u1.mb0.bwd .* reshard\[2\] .*kept/2" "$tmp/partial.txt"
 check "backward all-gather over the reshard group, from the kept copy" $?
 grep -q "free.u1.mb0 .*release,kept/2" "$tmp/partial.txt"
 check "the release keeps a copy over 2 ranks" $?
+# The all-gather from the kept copy lists the release that wrote it among its dependencies (issue 26).
+release=$(awk '$4 == "free.u1.mb0" { print $1 }' "$tmp/partial.txt")
+gather_deps=$(awk '$4 == "ag.u1.mb0.bwd" { print $(NF - 1) }' "$tmp/partial.txt")
+echo ",$gather_deps," | grep -q ",$release," ; check "the kept gather depends on op $release (deps $gather_deps)" $?
+
+# `fsdpx simulate` names the op at the peak (the planner's evaluations lower without names; names11).
+"$FSDPX" simulate --plan "$tmp/partial.json" | grep -Eq "^Memory at the peak \(during (ag|fwd|bwd|free|rs)\.u?[0-9a-z.]+\)"
+check "simulate names the peak op" $?
+"$FSDPX" simulate --plan "$tmp/partial.json" --full --format json | grep -Eq '"peak_memory_op": "(ag|fwd|bwd|free|rs)\.'
+check "simulate --full --format json names the peak op" $?
 
 "$FSDPX" simulate --plan llama-tiny-cpu-fsdp4 --program --role 3 2> "$tmp/err" >/dev/null
 [ $? -eq 2 ] ; check "--role outside the pipeline ranks exits 2" $?
