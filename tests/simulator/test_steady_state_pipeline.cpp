@@ -375,23 +375,24 @@ TEST_CASE("beyond what lowering takes, a transient past the probes grows from th
 
 // The probes together simulate at most the step's micro-batches (issue 36, branch deep11): a probe that
 // would take them past it is not run and the step is simulated whole, its exact figure. The 70B plan's
-// probes of 8 and 16 predict the lock-in near 90 and ask for 108: at 132 micro-batches 8 + 16 + 108 fit
-// and the probe of 108 extrapolates; at 120 they do not, so no third probe runs and the whole step is
-// simulated. Before the budget the 405B pp 64 1F1B plan of 1,024 micro-batches (the torchtitan target's
+// probes of 8, 16 and 32 predict the lock-in and ask for 112 (since the kept copy's all-gather waits for
+// the release that wrote it, branch names11, the probes of 8 and 16 no longer predict it): at 168
+// micro-batches 8 + 16 + 32 + 112 fit and the probe of 112 extrapolates; at 164 they do not, so no fourth
+// probe runs and the whole step is simulated. Before the budget the 405B pp 64 1F1B plan of 1,024 micro-batches (the torchtitan target's
 // choice on 32 nodes) ran probes of 68, 136, 272, 440, 880 and 958 (2,754 micro-batches) and then the
 // whole step.
 TEST_CASE("the probes of a pipelined step never simulate more micro-batches than the step") {
-  const Plan fits = plan_70b(132);
+  const Plan fits = plan_70b(168);
   const auto pr = pipeline_periodic_probe(fits, {}, 0, nullptr);
   REQUIRE(pr.has_value());
-  CHECK(pr->probe_micro_batches == 108);
-  const Plan over = plan_70b(120);
+  CHECK(pr->probe_micro_batches == 112);
+  const Plan over = plan_70b(164);
   UnrepeatedProbes last;
   CHECK_FALSE(pipeline_periodic_probe(over, {}, 0, &last).has_value());
-  CHECK(last.last.micro_batches == 16);
-  CHECK(last.previous.micro_batches == 8);
+  CHECK(last.last.micro_batches == 32);
+  CHECK(last.previous.micro_batches == 16);
   const StepTotals t = simulate_step_totals(over);
-  CHECK(t.simulated_micro_batches == 120);
+  CHECK(t.simulated_micro_batches == 164);
   check_equal(over, t, simulate(over));
 }
 
