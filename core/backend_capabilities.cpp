@@ -60,8 +60,9 @@ BackendCapabilities cuda_row() {
   c.tensor_parallel = c.context_parallel = true;
   c.pipeline_with_model_parallel = true;  // 1F1B at pp 2 x tp 2 and pp 2 x cp 2, emulated (docs/cuda.md)
   c.tp_fp16 = c.tp_gpt = c.tp_grouped_kv = false;
-  // Mixtral- and DeepSeek-V3-style MoE blocks and latent attention, host-staged around the shared model
-  // code (executor/cuda_backend/cuda_moe_mlp.h, cuda_mla_attention.h); expert parallelism as the CPU's:
+  // Mixtral- and DeepSeek-V3-style MoE blocks (routing on the host, executor/cuda_backend/cuda_moe_mlp.h) and
+  // latent attention (heads padded for the flash kernel, cuda_mla_attention.h) on the device; expert
+  // parallelism as the CPU's:
   // the exchange over the ep group's device communicator, experts sharded over efsdp (cuda_unit.h).
   c.moe = c.mla = true;
   c.expert_parallel = true;
@@ -224,9 +225,18 @@ void attention_gaps(const Plan& plan, const BackendCapabilities& caps, std::vect
                    true});  // the planner records its target's kernel (planner/target.cpp)
     return;
   }
-  // Latent attention on a row that trains it runs its own core (CUDA's: the CPU's, host-staged,
-  // executor/cuda_backend/cuda_mla_attention.h), not the kernel's head sizes.
+  // Latent attention on a row that trains it pads its heads (qk_nope + qk_rope) with zeros to the kernel's
+  // next size (CUDA: executor/cuda/mla.h; deepseek-tiny's 24 to 32), so only the largest size bounds it.
+  // DeepSeek-V3's 192 waits for a kernel instantiation checked on a GPU (docs/cuda.md, issue 29).
   const bool own_core = plan.model.is_mla() && caps.mla;
+  const std::int64_t latent_head = plan.model.mla.qk_nope_head_dim + plan.model.mla.qk_rope_head_dim;
+  const auto& sizes = it->head_dims;
+  const std::int64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  if (own_core && largest > 0 && latent_head > largest)
+    out.push_back({"/model/mla", fmt::format("the {} attention kernel \"{}\" takes latent heads (qk_nope_head_dim + "
+                                             "qk_rope_head_dim, padded) up to {} (got {})", caps.name,
+                                             attention_kernel_name(it->kernel), largest, latent_head),
+                   false});
   if (!it->head_dims.empty() && !own_core && !contains(it->head_dims, plan.model.head_dim))
     out.push_back({"/model/head_dim", fmt::format("the {} attention kernel \"{}\" takes {} (got {})", caps.name,
                                                   attention_kernel_name(it->kernel),

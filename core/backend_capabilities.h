@@ -47,10 +47,10 @@ struct BackendCapabilities {
   // over every expert, top-k renormalised or not, the load-balancing loss) and DeepSeek-V3's (sigmoid
   // scores, correction bias, group-limited top-k, routed scaling, shared experts, the sequence-wise balance
   // loss), dropless SwiGLU experts; without tp, cp, pp, LoRA or fp8 on them. The CPU's
-  // (executor/model/moe_mlp.h), and CUDA's (host-staged: executor/cuda_backend/cuda_moe_mlp.h).
+  // (executor/model/moe_mlp.h), and CUDA's (on the device: executor/cuda_backend/cuda_moe_mlp.h).
   bool moe = false;
   // Trains DeepSeek-V3's multi-head latent attention, YaRN included (without tp, cp, pp, LoRA or fp8): the CPU's
-  // (executor/model/mla_attention.h), and CUDA's (host-staged: executor/cuda_backend/cuda_mla_attention.h).
+  // (executor/model/mla_attention.h), and CUDA's (on the device: executor/cuda_backend/cuda_mla_attention.h).
   bool mla = false;
   // Under tp > 1 (or cp > 1: fp16 and gpt), what a backend's tensor- and context-parallel paths also run:
   // sequence parallelism, fp16 parameters (the activations' sums), linear biases and learned positions

@@ -34,7 +34,7 @@ template <class T>
 std::int64_t CudaBlockActs<T>::bytes() const {
   return ln1.bytes() + ln1_mean.bytes() + ln1_rstd.bytes() + qkv.bytes() + lse.bytes() + atty.bytes() +
          x_mid.bytes() + ln2.bytes() + ln2_mean.bytes() + ln2_rstd.bytes() + fc.bytes() + fc_act.bytes() +
-         lora_u.bytes() + moe.bytes();
+         lora_u.bytes() + moe.bytes() + mla.bytes();
 }
 
 template <class T>
@@ -57,7 +57,7 @@ template <class T>
 std::int64_t CudaBlockScratch<T>::bytes() const {
   return dln.bytes() + datty.bytes() + dqkv.bytes() + dfc.bytes() + dfc_act.bytes() + attn.bytes() + norm.bytes() +
          bias.bytes() + lora_du.bytes() + wide.bytes() + kv_local.bytes() + kv_gathered.bytes() + kv_full.bytes() +
-         dkv_full.bytes() + moe.bytes();
+         dkv_full.bytes() + moe.bytes() + mla.bytes();
 }
 
 template <class T>

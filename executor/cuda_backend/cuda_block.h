@@ -13,14 +13,13 @@
 #include "executor/cuda/gemm.h"
 #include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_lora.h"
+#include "executor/cuda_backend/cuda_mla_buffers.h"
 #include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/cuda_moe_buffers.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
-#include "executor/model/mla_dims.h"
 #include "executor/model/moe_dims.h"
-#include "executor/model/rope_table.h"
 #include "executor/model/op_profiler.h"
 #include "executor/model/tp_region.h"
 #include "executor/runtime/param_layout.h"
@@ -44,10 +43,7 @@ struct CudaBlockActs {
   DeviceBuffer<T> fc_act;               // [N, F] activation output (mlp_down input)
   DeviceBuffer<T> lora_u;               // [adapters, N, r] u = x Aᵀ per adapter (LoRA only)
   CudaMoeActs<T> moe;  // an MoE block's MLP: host routing, device rows (allocated by its model; cuda_moe_mlp.h)
-  // Latent attention, on the host (cuda_mla_attention.h): its chains (allocated by the model), the padded
-  // multi-head qkv [N, 3·H·D] and the attention core's saved probabilities (sized by each forward).
-  MlaActs<float> mla;
-  std::vector<float> mla_qkv, mla_att;
+  CudaMlaActs<T> mla;  // latent attention's chains and padded qkv (allocated by its model; cuda_mla_attention.h)
   void allocate(const BlockDims& d, std::int64_t lora_u_elems = 0);  // lora_saved_elems
   std::int64_t bytes() const;  // 0 when not allocated
 };
@@ -67,7 +63,7 @@ struct CudaBlockScratch {
   // rank's [cp·N, KVW] in rank order, and in sequence order [B·T_kv, KVW] with their gradients.
   DeviceBuffer<T> kv_local, kv_gathered, kv_full, dkv_full;
   CudaMoeScratch<T> moe;  // MoE blocks (allocated by the model; cuda_moe_mlp.h)
-  MlaScratch<float> mla;  // latent attention, on the host (allocated by the model; cuda_mla_attention.h)
+  CudaMlaScratch<T> mla;  // latent attention (allocated by the model; cuda_mla_attention.h)
   void allocate(const BlockDims& d, bool has_bias, std::int64_t lora_rank = 0);
   std::int64_t bytes() const;
 };
@@ -88,8 +84,8 @@ template <class T>
 struct CudaBlockContext {
   const ModelSpec* spec = nullptr;
   BlockDims dims;
-  const float* rope_cos = nullptr;  // [T, HD/2] fp32; both null for gpt (no RoPE)
-  const float* rope_sin = nullptr;  // both from spec->rope_theta; the norms use spec->norm_eps
+  const float* rope_cos = nullptr;  // [T, HD/2] fp32 (latent attention: [T, qk_rope_head_dim/2]); both null
+  const float* rope_sin = nullptr;  // for gpt (no RoPE); both from spec->rope_theta; the norms use spec->norm_eps
   GemmContext* gemm = nullptr;
   cudaStream_t stream = nullptr;
   OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
@@ -105,7 +101,6 @@ struct CudaBlockContext {
   const std::int64_t* cp_rows = nullptr;
   bool tensor_core_attention = false;  // CudaModelOptions::tensor_core_attention
   MoeAuxGrad<float> moe_aux = {};      // MoE blocks: the load-balancing loss's gradient (moe_aux_loss.h)
-  const RopeTable<float>* mla_rope = nullptr;  // latent attention: host RoPE rows, qk_rope_head_dim wide
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

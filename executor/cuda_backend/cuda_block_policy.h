@@ -4,7 +4,7 @@
 // flash (or tensor-core, or context-parallel) attention core of cuda_attention_core.h, fp32 norm
 // statistics and gradients. A split backward keeps each half's fp32 norm gradients from its input pass
 // (CudaBlockWeightGrads::norm) and adds them in its weight pass. The MoE MLP runs on the device with host
-// routing (cuda_moe_mlp.h), the latent attention host-staged (cuda_mla_attention.h). Internal to
+// routing (cuda_moe_mlp.h), the latent attention on the device (cuda_mla_attention.h). Internal to
 // cuda_block.cpp; leaves out the query-group gather of kv_heads < tp and biases under tp (backend_capabilities refuses those plans; the calls FSDP_CHECK).
 #pragma once
 
@@ -90,7 +90,7 @@ struct CudaBlockPolicy
   static void add_bias(const Ctx&, T*, const T* bias, std::int64_t, std::int64_t) {
     FSDP_CHECK(bias == nullptr, "CudaBlockPolicy: tensor parallelism runs blocks without biases on CUDA");
   }
-  // Latent attention (host-staged around the shared model code, cuda_mla_attention.h) and the MoE MLP
+  // Latent attention (on the device, step for step the CPU's, cuda_mla_attention.h) and the MoE MLP
   // (cuda_moe_mlp.h): a.atty, the MLP's output and s.dln written.
   static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
   static constexpr auto mla_forward = cuda_mla_forward<T>;

@@ -1,19 +1,19 @@
-// executor/cuda_backend/cuda_mla_attention.h — a CUDA block's multi-head latent attention (DeepSeek-V3),
-// run host-staged as the MoE MLP is (cuda_moe_mlp.h): the block's attn_norm output and its latent
-// projections are copied to the host as fp32, the shared MLA code (executor/model/mla_attention.h: the
-// q and kv LoRA chains, their RMSNorms, RoPE on the rope parts, the CPU attention core over the padded
-// multi-head qkv, and the backward of all of them) runs on them, and the attention output (forward) or
-// the input gradient and the accumulated fp32 gradients (backward) go back. One copy of the MLA math; the
-// attention core is the CPU's (materialised probabilities, kept on the host), not the plan's device
-// kernel. Correct on a GPU and the emulated runtime, slow on a GPU. Leaves out device kernels for MLA,
-// YaRN, tp, cp, LoRA, fp8 and zero bubble's split (the capabilities row refuses them).
+// executor/cuda_backend/cuda_mla_attention.h — a CUDA block's multi-head latent attention (DeepSeek-V3
+// technical report, arXiv:2412.19437 §2.1.1) on the device, step for step the CPU's executor/model/
+// mla_attention.h: the q and kv LoRA chains as GEMMs (cuda/gemm.h) and RMSNorms (cuda/norm.h; the latent is
+// kv_a's first Rkv columns, copied out), RoPE on the rope parts while assembling the padded multi-head qkv
+// (cuda/mla.h), the flash kernel (or the tensor-core one, as the plan says, where it takes the padded head),
+// and the heads' v columns sliced back; backward the reverse, the fp32 weight gradients accumulating.
+// Heads pad from qk_nope + qk_rope to the flash kernel's next head size (deepseek-tiny's 24 to 32;
+// DeepSeek-V3's 192 is refused until a kernel instantiation for it has run on a GPU, docs/cuda.md). Leaves
+// out tp, cp, LoRA, fp8 and zero bubble's split (the capabilities row refuses them).
 #pragma once
 
 #include "executor/cuda_backend/cuda_block.h"
 
 namespace fsdpx::cuda {
 
-// a.atty [N, H·v] (T, written) from a.ln1; fills the host state a.mla, a.mla_qkv and a.mla_att.
+// a.atty [N, H·v] (T, written) from a.ln1; fills a.mla and a.lse.
 template <class T>
 void cuda_mla_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, CudaBlockActs<T>& a);
 

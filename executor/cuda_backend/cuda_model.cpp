@@ -83,11 +83,9 @@ CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_
   FSDP_CHECK(!opts_.fp8, "CudaModel: fp8 training runs on the CPU backend only");
   check_model_parallel<T>(spec, opts_, dims_);
   const ModelParallel& par = opts_.parallel;
-  if (spec.is_mla())  // latent attention rotates its qk_rope_head_dim part, on the host (cuda_mla_attention.h)
-    mla_rope_ = make_rope_table<float>(positions_, spec.mla.qk_rope_head_dim, spec.rope_theta, spec.rope_scaling);
-  if (spec.arch == Arch::llama && !spec.is_mla()) {
-    const RopeTable<float> rope =
-        make_rope_table<float>(positions_, spec.head_dim, spec.rope_theta, spec.rope_scaling);
+  if (spec.arch == Arch::llama) {  // latent attention rotates its qk_rope_head_dim part (cuda_mla_attention.h)
+    const std::int64_t width = spec.is_mla() ? spec.mla.qk_rope_head_dim : spec.head_dim;
+    const RopeTable<float> rope = make_rope_table<float>(positions_, width, spec.rope_theta, spec.rope_scaling);
     rope_cos_ = upload(rope.cos), rope_sin_ = upload(rope.sin);
   }
   if (par.cp > 1) q_pos_ = upload(positions_), cp_rows_ = upload(context_rows(batch, seq, par.cp));
@@ -160,7 +158,6 @@ CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
                         opts_.parallel,  opts_.comm,     &scratch_, q_pos_.get(), cp_rows_.get(),
                         opts_.tensor_core_attention};
   c.moe_aux = moe_aux_.grad();
-  if (spec_.is_mla()) c.mla_rope = &mla_rope_;
   return c;
 }
 

@@ -95,7 +95,7 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
 
   CudaModelOptions opts_;
   GemmContext* gemm_;
-  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] each (llama) at the rank's positions, empty for gpt
+  DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] (llama; MLA: rope/2) at the rank's positions; empty for gpt
   DeviceBuffer<std::int64_t> q_pos_, cp_rows_;  // cp > 1: the rank's positions [T]; context_rows [cp·N]
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
   std::vector<CudaBlockWeightGrads<T>> keep_;   // per block, split backward only
@@ -103,7 +103,6 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
   float* loss_out_ = nullptr;                // caller's fp32 device scalar
-  RopeTable<float> mla_rope_;  // latent attention: host RoPE rows (cuda_mla_attention.h)
 };
 
 // The bf16 model of bf16 plans (the default); CudaModelT<f16> computes fp16 plans.

@@ -16,12 +16,34 @@
 #include "executor/cuda/context_attention.h"
 #include "executor/cuda/moe.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
-#include "executor/cuda_backend/host_staging.h"
 #include "executor/model/moe_exchange.h"
 #include "executor/model/moe_routing.h"
 
 namespace fsdpx::cuda {
 namespace {
+
+// host [n] (fp32) = device src [n] (T); zeros when src is null. Waits for the stream: what the kernels before
+// it wrote is there.
+template <class T>
+std::vector<float> download(const T* src, std::int64_t n, cudaStream_t stream) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  if (n == 0 || src == nullptr) return out;
+  std::vector<T> raw(out.size());
+  CUDA_CHECK(cudaMemcpyAsync(raw.data(), src, raw.size() * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (std::size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(raw[i]);
+  return out;
+}
+
+// device dst [n] (T) = host src [n] (fp32, rounded to T); returns once the copy has landed.
+template <class T>
+void upload(T* dst, const std::vector<float>& src, cudaStream_t stream) {
+  if (src.empty() || dst == nullptr) return;
+  std::vector<T> raw(src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) raw[i] = T(src[i]);
+  CUDA_CHECK(cudaMemcpyAsync(dst, raw.data(), raw.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 template <class T>
 MoeDims dims_of(const CudaBlockContext<T>& ctx) {
@@ -307,7 +329,11 @@ void add_to_device_scalar(float* loss_device, float add, cudaStream_t stream) {
   template void cuda_moe_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                  \
                                      const BlockTensors<float*>&, const CudaBlockActs<T>&, const T*,             \
                                      CudaBlockScratch<T>&);
-FSDPX_HOST_STAGED_TYPES(FSDPX_INSTANTIATE)
+FSDPX_INSTANTIATE(bf16)
+FSDPX_INSTANTIATE(f16)
+#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
+FSDPX_INSTANTIATE(float)
+#endif
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -17,7 +17,7 @@ struct AttnShape {
 };
 
 // Elements of the softmax probabilities [B, NH, T, T] that the plain attention (executor/cpu/attention.h)
-// saves for backward; the host-staged latent attention sizes its saved state with it too.
+// saves for backward; the CPU's latent attention sizes its saved state with it too.
 inline std::int64_t attention_saved_elems(const AttnShape& s) { return s.b * s.nh * s.t * s.t; }
 
 }  // namespace fsdpx

@@ -187,8 +187,8 @@ class ModelDriver {
         v_first_(par.tp_rank * v_local_), positions_(context_positions(seq, par.cp, par.cp_rank)) {}
 
   // The MoE blocks' routing and rows (the CPU's on the host; CUDA's rows on the device: cuda_moe_buffers.h)
-  // and the latent attention chains (host buffers on both backends; CUDA stages through them:
-  // cuda_mla_attention.h), for every block's activations.
+  // and the latent attention's chains (the CPU's host vectors: mla_dims.h; CUDA's device buffers:
+  // cuda_mla_buffers.h), for every block's activations.
   void allocate_host_block_parts() {
     if (spec_.is_moe()) {  // moe_mlp.h
       const MoeDims md = make_moe_dims(spec_, dims_.n, 1, 0, dims_.t);

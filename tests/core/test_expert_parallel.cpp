@@ -163,6 +163,19 @@ TEST_CASE("capabilities: the CPU row trains Mixtral's and DeepSeek-V3's kinds (l
   CHECK(capability_gaps(mla, backend_capabilities(ExecutorDevice::cpu)).empty());
   for (const CapabilityGap& g : capability_gaps(mla, backend_capabilities(ExecutorDevice::cuda)))
     CHECK(g.path.rfind("/model", 0) != 0);
+  // CUDA pads latent heads with zeros to its flash kernel's sizes (executor/cuda/mla.h): deepseek-tiny's 24
+  // runs (as 32); DeepSeek-V3's 192 waits for a kernel instantiation checked on a GPU (a gap, not searched).
+  Plan head = mla;
+  head.attention_kernel = AttentionKernel::cuda_core;
+  const auto latent_gap = [](const Plan& q) {
+    bool gap = false;
+    for (const CapabilityGap& g : capability_gaps(q, backend_capabilities(ExecutorDevice::cuda)))
+      gap = gap || (g.path == "/model/mla" && !g.searched && g.what.find("up to 128 (got 192)") != std::string::npos);
+    return gap;
+  };
+  CHECK_FALSE(latent_gap(head));
+  head.model.mla.qk_nope_head_dim = 128, head.model.mla.qk_rope_head_dim = 64;
+  CHECK(latent_gap(head));
   CHECK_FALSE(untrained_moe_reason(m, backend_capabilities(ExecutorDevice::cpu)).has_value());
 }
 

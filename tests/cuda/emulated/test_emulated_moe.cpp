@@ -3,7 +3,7 @@
 // attention, sigmoid group-limited routing, a shared expert, a dense leading layer) under FSDP at ep 1
 // follow the CPU backend's losses within 1e-5 over 10 steps. Their MoE blocks run on the device with the
 // CPU's routing code on the host (executor/cuda_backend/cuda_moe_mlp.h, executor/model/moe_routing.h), the
-// latent attention the shared model code host-staged (cuda_mla_attention.h), and the
+// latent attention on the device (cuda_mla_attention.h, cuda/mla.h), and the
 // loss includes the load-balancing loss. Checked by hand (2026-11-29, this machine): with the aux loss
 // left out of the CUDA loss (CudaModelPolicy::loss_forward) both cases fail, maxdiff 0.041 (mixtral-tiny)
 // and 0.0021 (deepseek-tiny). Under expert parallelism (ep 2 and 4) the routed rows cross the ep group in
