@@ -6,10 +6,14 @@
 // latent attention on the device (cuda_mla_attention.h, cuda/mla.h), and the
 // loss includes the load-balancing loss. Checked by hand (2026-11-29, this machine): with the aux loss
 // left out of the CUDA loss (CudaModelPolicy::loss_forward) both cases fail, maxdiff 0.041 (mixtral-tiny)
-// and 0.0021 (deepseek-tiny). Under expert parallelism (ep 2 and 4) the routed rows cross the ep group in
-// the device communicator's all-to-all and the experts are sharded over efsdp (cuda_unit.h), with the
-// runtime's contract rule checking each exchange against the step program; a CPU state saved at ep 2
-// resumes on CUDA at ep 2 and ep 1 on the CPU's loss curve; a loaded correction bias is left out of AdamW.
+// and 0.0021 (deepseek-tiny). Checked by hand for the latent attention on the device (2026-11-30, this
+// machine): a flipped sign in the emulated RoPE (kernels_mla.cpp rotate_pairs, x0·c + x1·s) fails the four
+// deepseek-tiny runs here, maxdiff 1.2e-3 to 2.0e-3; dropping sqrt(Dp/D) from the padded heads' query factor
+// (cuda_mla_attention.cpp rows_of) fails FSDP 1 and 2, maxdiff 4.2e-4 and 1.8e-3. Under expert parallelism
+// (ep 2 and 4) the routed rows cross the ep group in the device communicator's all-to-all and the experts
+// are sharded over efsdp (cuda_unit.h), with the runtime's contract rule checking each exchange against the
+// step program; a CPU state saved at ep 2 resumes on CUDA at ep 2 and ep 1 on the CPU's loss curve; a loaded
+// correction bias is left out of AdamW.
 #include <doctest/doctest.h>
 
 #include <memory>

@@ -1,8 +1,9 @@
 // tests/cuda/emulated/test_emulated_yarn.cpp — YaRN RoPE scaling on the CUDA backend (emulated runtime):
 // the CUDA rope kernel reads the device copy of the shared table (executor/model/rope_table.h: YaRN's
-// frequencies and cos/sin scale), and latent attention's host-staged path the same table and softmax
-// factor, so a tiny Llama and deepseek-tiny, each with YaRN (factor 4 over 4 tokens), under FSDP follow
-// the CPU backend's losses within 1e-5 over 10 steps (measured 2.4e-7 and 4.8e-7); and YaRN moves those
+// frequencies and cos/sin scale), and latent attention's RoPE kernel (executor/cuda/mla.h) a device copy of
+// the same table with the same softmax factor, so a tiny Llama and deepseek-tiny, each with YaRN (factor 4
+// over 4 tokens), under FSDP follow the CPU backend's losses within 1e-5 over 10 steps (measured 2.4e-7 and
+// 9.5e-7; a flipped sign in the emulated latent RoPE fails the second, maxdiff 7.2e-4); and YaRN moves those
 // losses away from plain RoPE's by more than 10x that tolerance (a table that ignored the scaling on both
 // backends would not be caught by the first check alone).
 #include <doctest/doctest.h>
