@@ -62,28 +62,38 @@ void mla_assemble_qkv(T* qkv, const T* q, const T* kvb, const T* k_pe, std::int6
   });
 }
 
+namespace {
+
+// The shared rope key's gradient of one token: its heads' rope columns summed in head order, rotated back.
+template <class T>
+void shared_key_grad(T* dk_pe, const T* row, const MlaRows& r, const float* cos_table, const float* sin_table,
+                     std::int64_t pos) {
+  std::vector<float> pe(static_cast<std::size_t>(r.rope), 0.0f);
+  for (std::int64_t h = 0; h < r.heads; ++h)
+    for (std::int64_t j = 0; j < r.rope; ++j) pe[std::size_t(j)] += to_f32(row[(r.heads + h) * r.dp + r.nope + j]);
+  rotate_pairs(pe.data(), cos_table, sin_table, pos, r.rope / 2, -1.0f);
+  for (std::int64_t j = 0; j < r.rope; ++j) dk_pe[j] = from_f32<T>(pe[std::size_t(j)]);
+}
+
+}  // namespace
+
 template <class T>
 void mla_split_dqkv(T* dq, T* dkvb, T* dk_pe, std::int64_t pe_ld, const T* dqkv, const float* cos_table,
                     const float* sin_table, const MlaRows& r, cudaStream_t stream) {
   enqueue(stream, [=] {
-    const std::int64_t H = r.heads, D = r.nope + r.rope, dp = r.dp, kvb_w = r.nope + r.v;
-    std::vector<float> pe(static_cast<std::size_t>(r.rope)), head(static_cast<std::size_t>(D));
+    const std::int64_t H = r.heads, D = r.nope + r.rope, kvb_w = r.nope + r.v;
+    std::vector<float> dq_h(static_cast<std::size_t>(D));
     for (std::int64_t i = 0; i < r.n; ++i) {
-      const std::int64_t pos = i % r.t;
-      const T* row = dqkv + i * 3 * H * dp;
-      std::fill(pe.begin(), pe.end(), 0.0f);
-      for (std::int64_t h = 0; h < H; ++h) {
-        for (std::int64_t j = 0; j < D; ++j) head[std::size_t(j)] = to_f32(row[h * dp + j]) * r.q_scale;
-        rotate_pairs(head.data() + r.nope, cos_table, sin_table, pos, r.rope / 2, -1.0f);
-        for (std::int64_t j = 0; j < D; ++j) dq[i * H * D + h * D + j] = from_f32<T>(head[std::size_t(j)]);
-        const T* dk = row + (H + h) * dp;
-        T* dkv_h = dkvb + i * H * kvb_w + h * kvb_w;
-        for (std::int64_t j = 0; j < r.nope; ++j) dkv_h[j] = dk[j];
-        for (std::int64_t j = 0; j < r.rope; ++j) pe[std::size_t(j)] += to_f32(dk[r.nope + j]);
-        for (std::int64_t j = 0; j < r.v; ++j) dkv_h[r.nope + j] = row[(2 * H + h) * dp + j];
+      const T* row = dqkv + i * 3 * H * r.dp;
+      for (std::int64_t h = 0; h < H; ++h) {  // the query: scaled, then rotated back
+        for (std::int64_t j = 0; j < D; ++j) dq_h[std::size_t(j)] = to_f32(row[h * r.dp + j]) * r.q_scale;
+        rotate_pairs(dq_h.data() + r.nope, cos_table, sin_table, i % r.t, r.rope / 2, -1.0f);
+        for (std::int64_t j = 0; j < D; ++j) dq[i * H * D + h * D + j] = from_f32<T>(dq_h[std::size_t(j)]);
+        T* dkv_h = dkvb + i * H * kvb_w + h * kvb_w;  // [k_nope | v] from the key's and the value's columns
+        for (std::int64_t j = 0; j < r.nope; ++j) dkv_h[j] = row[(H + h) * r.dp + j];
+        for (std::int64_t j = 0; j < r.v; ++j) dkv_h[r.nope + j] = row[(2 * H + h) * r.dp + j];
       }
-      rotate_pairs(pe.data(), cos_table, sin_table, pos, r.rope / 2, -1.0f);
-      for (std::int64_t j = 0; j < r.rope; ++j) dk_pe[i * pe_ld + j] = from_f32<T>(pe[std::size_t(j)]);
+      shared_key_grad(dk_pe + i * pe_ld, row, r, cos_table, sin_table, i % r.t);
     }
   });
 }
