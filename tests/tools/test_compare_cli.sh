@@ -109,7 +109,8 @@ refused() {  # name, expected message part, command...
   "$@" >/dev/null 2>"$tmp/err"
   local status=$?
   [ "$status" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$want" "$tmp/err"
-  check "$name (status $status: $(head -c 300 "$tmp/err"))" $?
+  local refused_ok=$?  # taken before the message's $(head ...) would reset $?
+  check "$name (status $status: $(head -c 300 "$tmp/err"))" $refused_ok
 }
 refused "another plan's run is refused" "run.json: /otherData/program_hash: .*another plan" \
   "$FSDPX" compare --plan "$tmp/p2.json" --profile "$tmp/run.json"

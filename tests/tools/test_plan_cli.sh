@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of `fsdpx plan`: the CPU request plans and its -o file loads in `fsdpx simulate`; JSON has the
 # plan, alternatives and search counts; an impossible request exits 2 naming the least memory needed;
-# the same request writes the same plan bytes twice.
+# the same request writes the same plan bytes twice; a shipped plan's `predicted` block is what `simulate` predicts.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -172,5 +172,20 @@ args="--model llama3.1-8b --cluster dgx-h100 --nodes 1 --seq 32768 --global-batc
 hint=$("$FSDPX" plan $args --format json | python3 -c 'import json, sys; h = json.load(sys.stdin)["hint"]; print(h["layout"], round(h["tokens_per_s_per_gpu"]), h["speedup"] >= 1.2)')
 theirs=$("$FSDPX" plan $args --target torchtitan@0.2.2 --format json | python3 -c 'import json, sys; c = json.load(sys.stdin)["chosen"]; print(c["label"], round(c["tokens_per_s_per_gpu"]), True)')
 [ -n "$hint" ] && [ "$hint" = "$theirs" ] ; check "the hint names torchtitan's own plan ($hint | $theirs)" $?
+
+# A shipped plan's `predicted` block is informative on load (docs/plan-format.md), so nothing else notices when a model
+# change leaves it behind: it must agree with what `fsdpx simulate` predicts for the plan today (within 0.1%).
+for shipped in "$(dirname "$0")"/../../configs/plans/*.json; do
+  grep -q '"predicted"' "$shipped" || continue
+  "$FSDPX" simulate --plan "$shipped" --format json >"$tmp/shipped.json" 2>&1
+  python3 - "$shipped" "$tmp/shipped.json" <<'PY'
+import json, sys
+stored = json.load(open(sys.argv[1]))["predicted"]; now = json.load(open(sys.argv[2]))
+bad = [k for k in ("step_time_s", "tokens_per_s_per_gpu", "mfu", "exposed_comm_s", "peak_memory_bytes")
+       if k in stored and abs(stored[k] - now[k]) > 1e-3 * max(abs(now[k]), 1e-12)]
+sys.exit(f"{sys.argv[1]}: predicted {bad} differ from simulate: {[(stored[k], now[k]) for k in bad]}" if bad else 0)
+PY
+  rc=$?; check "$(basename "$shipped")'s predicted block is what simulate predicts" $rc
+done
 
 finish
