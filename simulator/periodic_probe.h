@@ -45,6 +45,19 @@ struct UnrepeatedProbes {
   bool from_probes = false;
 };
 
+// Where a pipelined step's probes start (issue 36): from what the probes of a like plan found, the same
+// configured plan with another recompute pattern (the planner's evaluator, planner/candidates.h). A window
+// found at probe P there starts the probes at P; none found within the step's budget simulates the step
+// whole at once, up to what lowering takes (beyond it the start is ignored: the linear extrapolation grows
+// from the probes themselves). Exact up to "extrapolated == whole": a probe that repeats gives the whole
+// step's figures (test_steady_state_pipeline holds them to the nanosecond), so where a like plan's outcome
+// does not carry over, the figures are the same and only the cost differs. The default: the schedule's
+// smallest probe.
+struct ProbeStart {
+  std::int64_t first_micro_batches = 0;  // the first probe; 0: the schedule's smallest
+  bool whole_step = false;               // no probe: the step is simulated whole
+};
+
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
 // nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)
 // repeats: the caller simulates the whole step. A pipelined plan's last two unrepeated probes go to
@@ -52,6 +65,7 @@ struct UnrepeatedProbes {
 std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options,
                                                  std::int64_t probe_limit = 0);
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
+                                                     std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr,
+                                                     const ProbeStart& start = {});
 
 }  // namespace fsdpx
