@@ -25,8 +25,8 @@ std::string describe(const Plan& plan, const std::string& wrapping);
 // `with_recompute`, all of it but the recompute pattern (the configured plan).
 std::string plan_key(const Plan& plan, bool with_recompute = true);
 
-// evaluate_plan (planner.h) with a pipelined plan's probes started at `start` (simulator/periodic_probe.h);
-// `like_plan_start` gets where those of a like plan (another recompute pattern) start.
+// evaluate_plan (planner.h) with a pipelined plan's probes run or not by `start` (simulator/periodic_probe.h);
+// `like_plan_start` gets whether those of a like plan (another recompute pattern) run.
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
                         const ProbeStart& start, ProbeStart& like_plan_start);
 
@@ -34,12 +34,12 @@ class Evaluator {
  public:
   Evaluator(double memory_limit_bytes, SearchCounts& counts) : limit_bytes_(memory_limit_bytes), counts_(counts) {}
   // Simulates `plan` unless an identical plan was simulated before. `wrapping_label` names the
-  // wrapping in the description ("per_block k2", "fsdp1 1e8", "simplefsdp"). A pipelined plan's probes
-  // start where those of the last like plan simulated (the same configured plan with another recompute
-  // pattern) found their window, or it is simulated whole at once where they found none: the refinement
-  // simulates a family of such plans (issue 36: five members of the 405B pp 32 interleaved x2 shape
-  // at 32 nodes each probed 256 and 512 micro-batches of 1,024 in vain). Per Evaluator, never shared:
-  // one plan's outcome is no fact about another shape or micro-batch count.
+  // wrapping in the description ("per_block k2", "fsdp1 1e8", "simplefsdp"). A pipelined plan is
+  // simulated whole at once where none of the probes of the last like plan simulated (the same configured
+  // plan with another recompute pattern) repeated within the step: the refinement simulates families of
+  // such plans (issue 36: five members of the 405B pp 32 interleaved x2 shape at 32 nodes each probed
+  // 256, and three of them 512, of 1,024 micro-batches in vain). Per Evaluator, never shared: one plan's
+  // outcome is no fact about another shape or micro-batch count.
   Candidate run(Plan plan, WrapPolicy wrapping, const std::string& wrapping_label);
   const std::vector<Candidate>& all() const { return done_; }
   double limit_bytes() const { return limit_bytes_; }

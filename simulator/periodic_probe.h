@@ -45,17 +45,17 @@ struct UnrepeatedProbes {
   bool from_probes = false;
 };
 
-// Where a pipelined step's probes start (issue 36): from what the probes of a like plan found, the same
-// configured plan with another recompute pattern (the planner's evaluator, planner/candidates.h). A window
-// found at probe P there starts the probes at P; none found within the step's budget simulates the step
-// whole at once, up to what lowering takes (beyond it the start is ignored: the linear extrapolation grows
-// from the probes themselves). Exact up to "extrapolated == whole": a probe that repeats gives the whole
-// step's figures (test_steady_state_pipeline holds them to the nanosecond), so where a like plan's outcome
-// does not carry over, the figures are the same and only the cost differs. The default: the schedule's
-// smallest probe.
+// Whether a pipelined step's probes run (issue 36), from what the probes of a like plan found: the same
+// configured plan with another recompute pattern (the planner's evaluator, planner/candidates.h). Where
+// none of that plan's probes repeated within the step's budget, the step is simulated whole at once, up to
+// what lowering takes (beyond it the probes run: the linear extrapolation grows from them). Exact up to
+// "extrapolated == whole": a probe that repeats gives the whole step's figures (test_steady_state_pipeline
+// holds them to the nanosecond), so where the outcome does not carry over, the figures are the same and
+// only the cost differs. A window's probe is not carried over: a like plan with less recompute locks in
+// sooner (70B pp 4 1F1B x8,192: windows at 8 or 16 micro-batches with one or two blocks recomputed, at
+// 112 with three), so starting it at another plan's window cost more than its own probes (measured).
 struct ProbeStart {
-  std::int64_t first_micro_batches = 0;  // the first probe; 0: the schedule's smallest
-  bool whole_step = false;               // no probe: the step is simulated whole
+  bool whole_step = false;  // no probe: the step is simulated whole
 };
 
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
@@ -65,7 +65,6 @@ struct ProbeStart {
 std::optional<PeriodicProbe> flat_periodic_probe(const Plan& plan, const EngineOptions& options,
                                                  std::int64_t probe_limit = 0);
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr,
-                                                     const ProbeStart& start = {});
+                                                     std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
 
 }  // namespace fsdpx

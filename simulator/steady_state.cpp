@@ -222,13 +222,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   const std::int64_t probe_limit = periodic_probe_limit(plan);
   UnrepeatedProbes last;  // a pipelined plan's last probes, for the linear extrapolation
   if (plan.parallelism.pp > 1 && !(start.whole_step && !too_long)) {
-    if (auto t = pipeline_step_totals(plan, options, probe_limit, &last, start)) return *t;
-    // Beyond what lowering takes, the step grows from the probes that did not repeat: those from the
-    // schedule's smallest probe on, so that a start never changes which probes those are.
-    if (too_long && start.first_micro_batches > 0) {
-      last = UnrepeatedProbes{};
-      if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
-    }
+    if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {
     const double extra = double(pr->periods);

@@ -39,8 +39,8 @@ struct StepTotals {
   double bubble_fraction = 0;        // simulate.h's Simulation::bubble_fraction
   std::int64_t micro_batches = 0;            // of the step
   std::int64_t simulated_micro_batches = 0;  // of the probe (equal when not extrapolated)
-  // A pipelined step's probes: where a like plan's start (periodic_probe.h), the probe whose window was
-  // found or, where none was within the step, the whole step; the default where the step grew linearly.
+  // A pipelined step simulated whole because none of its probes repeated within the step: a like plan's
+  // start (periodic_probe.h).
   ProbeStart like_plan_start;
 };
 
@@ -51,7 +51,7 @@ inline constexpr std::int64_t kSteadyStateProbeMicroBatches = 5;
 // op's start and end recorded; the planner's evaluations read only the totals and the peak.
 enum class StageBubbles { computed, skipped };
 
-// `start`: where a pipelined step's probes start (periodic_probe.h ProbeStart).
+// `start`: whether a pipelined step's probes run (periodic_probe.h ProbeStart).
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {},
                                 StageBubbles bubbles = StageBubbles::computed, const ProbeStart& start = {});
 

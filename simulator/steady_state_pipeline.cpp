@@ -323,8 +323,7 @@ bool lines_up(const std::vector<std::pair<std::int64_t, TimeNs>>& steps) {
 }  // namespace
 
 std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const EngineOptions& options,
-                                                     std::int64_t probe_limit, UnrepeatedProbes* last,
-                                                     const ProbeStart& start) {
+                                                     std::int64_t probe_limit, UnrepeatedProbes* last) {
   if (options.expand_ranks || plan.parallelism.pp == 1) return std::nullopt;
   const std::int64_t micro_batches = plan.grad_accum();
   const std::int64_t limit = probe_limit > 0 ? std::min(probe_limit, micro_batches) : micro_batches;
@@ -334,7 +333,7 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   UnrepeatedProbes kept;
   std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
   std::int64_t probed = 0;  // micro-batches of the probes simulated so far
-  for (std::int64_t probe = std::max(first_probe(plan, d), start.first_micro_batches);
+  for (std::int64_t probe = first_probe(plan, d);
        probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
     StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
@@ -367,9 +366,8 @@ int period_micro_batches(const Plan& plan) {
 }
 
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
-                                               std::int64_t probe_limit, UnrepeatedProbes* last,
-                                               const ProbeStart& start) {
-  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit, last, start);
+                                               std::int64_t probe_limit, UnrepeatedProbes* last) {
+  std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit, last);
   if (!pr) return std::nullopt;
   StepTotals t = extrapolate(*pr);
   const std::int64_t probe = pr->probe_micro_batches;
@@ -388,7 +386,6 @@ std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOpt
   t.mfu = p.mfu * t.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu;
   t.micro_batches = plan.grad_accum();
   t.simulated_micro_batches = probe;
-  t.like_plan_start = ProbeStart{probe, false};
   return t;
 }
 

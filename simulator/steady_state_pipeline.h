@@ -27,8 +27,7 @@ namespace fsdpx {
 // Step totals of a pipelined plan from a probe, or nothing when no probe smaller than the step is
 // periodic (the caller then simulates the whole step).
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
-                                               std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr,
-                                               const ProbeStart& start = {});
+                                               std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
 // Micro-batches one period of the schedule spans: pp for interleaved 1F1B, else 1.
 int period_micro_batches(const Plan& plan);
 

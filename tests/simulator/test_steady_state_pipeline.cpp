@@ -7,7 +7,7 @@
 // sustained GEMM rate; a window's idle time is the idle time inside it; a long transient's lock-in is
 // predicted, its two-micro-batch cycle extrapolated exactly, and beyond what lowering takes a transient
 // past the probes grown from the probes' own line (within 0.1%), or not where they straddle a lock-in;
-// probes started where a like plan's found their window (or none) give the same figures.
+// a step simulated whole at once where a like plan's probes did not repeat gives the same figures.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -401,21 +401,16 @@ TEST_CASE("the probes of a pipelined step never simulate more micro-batches than
 
 namespace fsdpx {
 
-// A start from a like plan's probes (periodic_probe.h ProbeStart, issue 36): the 70B plan's probes of 8,
-// 16 and 32 predict the lock-in and the probe of 112 repeats (168 micro-batches), which a like plan's probes
-// then start at; at 164 no probe repeats within the step, so a like plan is simulated whole at once. Both
-// give the figures of the probes from the smallest on (the whole step's, check_equal). Beyond what lowering
-// takes the whole-step start is ignored: the step grows from the probes, as without it.
-TEST_CASE("probes started where a like plan's found their window, or none, give the same figures") {
+// A like plan's outcome (periodic_probe.h ProbeStart, issue 36): at 164 micro-batches the 70B plan's probes
+// of 8, 16 and 32 do not repeat and the probe of 112 would take them past the step, so the step is
+// simulated whole, and a like plan is then simulated whole at once, with the same figures
+// (check_equal). At 168 the probe of 112 repeats: nothing carries over. Beyond what lowering takes the
+// start is ignored: the step grows from the probes, as without it.
+TEST_CASE("a step simulated whole at once where a like plan's probes did not repeat gives the same figures") {
   const Plan fits = plan_70b(168);
-  const StepTotals from_smallest = simulate_step_totals(fits, {}, StageBubbles::skipped);
-  CHECK(from_smallest.like_plan_start.first_micro_batches == 112);
-  CHECK_FALSE(from_smallest.like_plan_start.whole_step);
-  const StepTotals started = simulate_step_totals(fits, {}, StageBubbles::skipped, from_smallest.like_plan_start);
-  CHECK(started.simulated_micro_batches == 112);
-  CHECK(started.step_time_s == from_smallest.step_time_s);
-  CHECK(started.peak_memory_total_bytes == from_smallest.peak_memory_total_bytes);
-  CHECK(started.like_plan_start.first_micro_batches == 112);
+  const StepTotals windowed = simulate_step_totals(fits, {}, StageBubbles::skipped);
+  CHECK(windowed.simulated_micro_batches == 112);
+  CHECK_FALSE(windowed.like_plan_start.whole_step);
 
   const Plan over = plan_70b(164);
   const StepTotals whole = simulate_step_totals(over, {}, StageBubbles::skipped);
@@ -429,7 +424,7 @@ TEST_CASE("probes started where a like plan's found their window, or none, give 
 
   const Plan beyond = plan_70b(2 * kMaxLoweredMicroBatches);
   const StepTotals probed = simulate_step_totals(beyond, {}, StageBubbles::skipped);
-  const StepTotals ignored = simulate_step_totals(beyond, {}, StageBubbles::skipped, ProbeStart{0, true});
+  const StepTotals ignored = simulate_step_totals(beyond, {}, StageBubbles::skipped, ProbeStart{true});
   CHECK(probed.simulated_micro_batches < 256);
   CHECK(ignored.simulated_micro_batches == probed.simulated_micro_batches);
   CHECK(ignored.step_time_s == probed.step_time_s);
