@@ -84,7 +84,7 @@ std::string describe(const Plan& p, const std::string& wrapping) {
                      p.prefetch.forward, p.prefetch.max_all_gathers_in_flight, dtype_name(p.precision.reduce));
 }
 
-std::string plan_key(const Plan& p) {
+std::string plan_key(const Plan& p, bool with_recompute) {
   const auto& par = p.parallelism;
   std::string key = fmt::format("{} {} {} {} {} {} {} {} {} {}|{} {} {}|{} {}|", par.dp_replicate, par.dp_shard, par.tp,
                                 par.cp, par.pp, par.vpp, int(par.pp_schedule), par.sequence_parallel,
@@ -93,7 +93,8 @@ std::string plan_key(const Plan& p) {
                                 int(p.precision.param), int(p.precision.reduce));
   for (const auto& u : p.units) key += fmt::format("{}:{}:{}/", u.modules.size(), u.reshard_after_forward, u.stage);
   key += '|';
-  for (RecomputeMode r : p.recompute) key += "nsfo"[int(r)];
+  if (with_recompute)
+    for (RecomputeMode r : p.recompute) key += "nsfo"[int(r)];
   key += fmt::format("|ep {} {}", par.ep, p.moe_routing.token_imbalance);
   return key;
 }
@@ -106,7 +107,14 @@ Candidate Evaluator::run(Plan plan, WrapPolicy wrapping, const std::string& wrap
   }
   ++counts_.simulated;
   std::string label = describe(plan, wrapping_label);
-  done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label)));
+  if (plan.parallelism.pp == 1) {
+    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label)));
+  } else {
+    ProbeStart& start = probe_starts_[plan_key(plan, false)];
+    ProbeStart learnt;
+    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), start, learnt));
+    start = learnt;
+  }
   index_.emplace(key, done_.size() - 1);
   return done_.back();
 }

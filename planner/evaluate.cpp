@@ -6,13 +6,21 @@
 // simulates the chosen plan again with them).
 #include <fmt/format.h>
 
+#include "planner/candidates.h"
 #include "planner/planner.h"
 #include "simulator/steady_state.h"
 
 namespace fsdpx {
 
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label) {
-  const StepTotals sim = simulate_step_totals(plan, {}, StageBubbles::skipped);
+  ProbeStart unused;
+  return evaluate_plan(std::move(plan), memory_limit_bytes, wrapping, std::move(label), {}, unused);
+}
+
+Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
+                        const ProbeStart& start, ProbeStart& like_plan_start) {
+  const StepTotals sim = simulate_step_totals(plan, {}, StageBubbles::skipped, start);
+  like_plan_start = sim.like_plan_start;
   Candidate c;
   c.wrapping = wrapping;
   c.label = std::move(label);

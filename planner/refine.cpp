@@ -49,6 +49,16 @@ class ShapeRefiner {
   // Some recompute pattern fit() could simulate fits by `bound_bytes`.
   bool any_fits(const std::function<double(const std::vector<RecomputeMode>&)>& bound_bytes) const;
   bool at_floor(const Fit& f) const;
+  // Uniform full recompute once a member of the partial family fits (issue 36, C4b). Full recomputes
+  // every block the member recomputes and the rest too, so on the premise that fit_partial's break and
+  // shape_bound.cpp's add_partial already rest on, "more recomputed blocks never shorten a step", it
+  // cannot be faster; its simulation (a whole step of the 405B pp 32 interleaved x2 shape's 1,024
+  // micro-batches at 32 nodes) would only add a slower plan. Such a plan, slower but holding less, no
+  // longer reaches the Pareto list (which lists simulated plans). Under the memory objective it is
+  // kept: it holds less.
+  bool full_after_fitting_member(const RecomputeOption& o, const Fit& best) const {
+    return o.member_index < 0 && o.choice.uniform == RecomputeMode::full && best.c.fits && best.member_index >= 0;
+  }
   // A pipelined stage that keeps its parameters gathers each unit once per step: prefetch depth and the
   // in-flight cap only move that one all-gather, so they are left at their defaults.
   bool gathers_once(const Config& cfg) const { return b_.plan.parallelism.pp > 1 && cfg.reshard == 0; }
@@ -133,6 +143,7 @@ ShapeRefiner::Fit ShapeRefiner::fit(const Config& cfg, int hint_index, bool leas
     const double floor_tps = any && best.c.fits ? best.c.metrics.tokens_per_s_per_gpu : 0;
     if (r_.objective == Objective::throughput && (it->tps_bound <= floor_tps || (any && it->tps_bound < best_tps_))) break;
     if (it == least && least_tried) continue;
+    if (r_.objective == Objective::throughput && full_after_fitting_member(*it, best)) continue;
     try_option(*it);
     least_tried |= it == least;
     if (any && !best.c.fits && least_tried) break;  // the option that holds least does not fit: none does

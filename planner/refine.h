@@ -4,7 +4,8 @@
 // shape's bound in order of their throughput bound, the partial family searched for its fewest fully
 // recomputed blocks that fit (a step predicted from the simulated excess, then bisection). An option or a
 // configuration whose bound, or whose simulation with less recompute, is already below the best fitting
-// plan is skipped: more recompute only adds compute. Once an option does not fit while none has, the
+// plan is skipped: more recompute only adds compute; so is uniform full recompute once a member of the
+// partial family fits (throughput objective). Once an option does not fit while none has, the
 // option with the least memory bound is simulated next, and a shape where that does not fit either ends
 // there (more recompute never raises the peak: the bisection's premise too); the configurations it then
 // tries are those that lower memory (fewer all-gathers in flight, except for a pipelined stage that keeps

@@ -45,6 +45,19 @@ struct UnrepeatedProbes {
   bool from_probes = false;
 };
 
+// Whether a pipelined step's probes run (issue 36), from what the probes of a like plan found: the same
+// configured plan with another recompute pattern (the planner's evaluator, planner/candidates.h). Where
+// none of that plan's probes repeated within the step's budget, the step is simulated whole at once, up to
+// what lowering takes (beyond it the probes run: the linear extrapolation grows from them). Exact up to
+// "extrapolated == whole": a probe that repeats gives the whole step's figures (test_steady_state_pipeline
+// holds them to the nanosecond), so where the outcome does not carry over, the figures are the same and
+// only the cost differs. A window's probe is not carried over: a like plan with less recompute locks in
+// sooner (70B pp 4 1F1B x8,192: windows at 8 or 16 micro-batches with one or two blocks recomputed, at
+// 112 with three), so starting it at another plan's window cost more than its own probes (measured).
+struct ProbeStart {
+  bool whole_step = false;  // no probe: the step is simulated whole
+};
+
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
 // nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)
 // repeats: the caller simulates the whole step. A pipelined plan's last two unrepeated probes go to

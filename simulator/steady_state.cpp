@@ -212,7 +212,8 @@ StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, Un
 
 }  // namespace
 
-StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested, StageBubbles bubbles) {
+StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested, StageBubbles bubbles,
+                                const ProbeStart& start) {
   EngineOptions options = requested;
   options.op_names = false;  // totals name no op
   const std::int64_t micro_batches = plan.grad_accum();
@@ -220,7 +221,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;
   const std::int64_t probe_limit = periodic_probe_limit(plan);
   UnrepeatedProbes last;  // a pipelined plan's last probes, for the linear extrapolation
-  if (plan.parallelism.pp > 1) {
+  if (plan.parallelism.pp > 1 && !(start.whole_step && !too_long)) {
     if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {
@@ -241,7 +242,9 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   EngineOptions full = options;
   full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
   if (too_long) return linear_step_totals(plan, full, &last);
-  return probe_totals(simulate(plan, full), plan, micro_batches);
+  StepTotals t = probe_totals(simulate(plan, full), plan, micro_batches);
+  if (plan.parallelism.pp > 1) t.like_plan_start.whole_step = true;  // no probe repeated within the step
+  return t;
 }
 
 }  // namespace fsdpx

@@ -21,6 +21,7 @@
 
 #include "core/plan.h"
 #include "simulator/engine.h"
+#include "simulator/periodic_probe.h"
 #include "simulator/simulate.h"
 #include "program/step_program.h"
 
@@ -38,6 +39,9 @@ struct StepTotals {
   double bubble_fraction = 0;        // simulate.h's Simulation::bubble_fraction
   std::int64_t micro_batches = 0;            // of the step
   std::int64_t simulated_micro_batches = 0;  // of the probe (equal when not extrapolated)
+  // A pipelined step simulated whole because none of its probes repeated within the step: a like plan's
+  // start (periodic_probe.h).
+  ProbeStart like_plan_start;
 };
 
 // Smallest probe: the warm-up micro-batch, three identical ones (two periods to compare) and the last one.
@@ -47,7 +51,8 @@ inline constexpr std::int64_t kSteadyStateProbeMicroBatches = 5;
 // op's start and end recorded; the planner's evaluations read only the totals and the peak.
 enum class StageBubbles { computed, skipped };
 
+// `start`: whether a pipelined step's probes run (periodic_probe.h ProbeStart).
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {},
-                                StageBubbles bubbles = StageBubbles::computed);
+                                StageBubbles bubbles = StageBubbles::computed, const ProbeStart& start = {});
 
 }  // namespace fsdpx

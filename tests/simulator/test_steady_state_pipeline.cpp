@@ -6,7 +6,8 @@
 // apart, is simulated whole), also after the long transients of unequal interleaved stages and under the
 // sustained GEMM rate; a window's idle time is the idle time inside it; a long transient's lock-in is
 // predicted, its two-micro-batch cycle extrapolated exactly, and beyond what lowering takes a transient
-// past the probes grown from the probes' own line (within 0.1%), or not where they straddle a lock-in.
+// past the probes grown from the probes' own line (within 0.1%), or not where they straddle a lock-in;
+// a step simulated whole at once where a like plan's probes did not repeat gives the same figures.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -394,6 +395,39 @@ TEST_CASE("the probes of a pipelined step never simulate more micro-batches than
   const StepTotals t = simulate_step_totals(over);
   CHECK(t.simulated_micro_batches == 164);
   check_equal(over, t, simulate(over));
+}
+
+}  // namespace fsdpx
+
+namespace fsdpx {
+
+// A like plan's outcome (periodic_probe.h ProbeStart, issue 36): at 164 micro-batches the 70B plan's probes
+// of 8, 16 and 32 do not repeat and the probe of 112 would take them past the step, so the step is
+// simulated whole, and a like plan is then simulated whole at once, with the same figures
+// (check_equal). At 168 the probe of 112 repeats: nothing carries over. Beyond what lowering takes the
+// start is ignored: the step grows from the probes, as without it.
+TEST_CASE("a step simulated whole at once where a like plan's probes did not repeat gives the same figures") {
+  const Plan fits = plan_70b(168);
+  const StepTotals windowed = simulate_step_totals(fits, {}, StageBubbles::skipped);
+  CHECK(windowed.simulated_micro_batches == 112);
+  CHECK_FALSE(windowed.like_plan_start.whole_step);
+
+  const Plan over = plan_70b(164);
+  const StepTotals whole = simulate_step_totals(over, {}, StageBubbles::skipped);
+  CHECK(whole.simulated_micro_batches == 164);
+  CHECK(whole.like_plan_start.whole_step);
+  const std::int64_t lowered = lower_call_count();
+  const StepTotals at_once = simulate_step_totals(over, {}, StageBubbles::computed, whole.like_plan_start);
+  CHECK(lower_call_count() - lowered == 1);  // no probe: the whole step alone
+  CHECK(at_once.like_plan_start.whole_step);
+  check_equal(over, at_once, simulate(over));
+
+  const Plan beyond = plan_70b(2 * kMaxLoweredMicroBatches);
+  const StepTotals probed = simulate_step_totals(beyond, {}, StageBubbles::skipped);
+  const StepTotals ignored = simulate_step_totals(beyond, {}, StageBubbles::skipped, ProbeStart{true});
+  CHECK(probed.simulated_micro_batches < 256);
+  CHECK(ignored.simulated_micro_batches == probed.simulated_micro_batches);
+  CHECK(ignored.step_time_s == probed.step_time_s);
 }
 
 }  // namespace fsdpx
