@@ -106,7 +106,7 @@ Candidate Evaluator::run(Plan plan, WrapPolicy wrapping, const std::string& wrap
   }
   ++counts_.simulated;
   std::string label = describe(plan, wrapping_label);
-  done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label)));
+  done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_));
   index_.emplace(key, done_.size() - 1);
   return done_.back();
 }

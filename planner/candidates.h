@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/planner.h"
+#include "simulator/steady_state.h"
 
 namespace fsdpx {
 
@@ -23,18 +24,29 @@ std::string describe(const Plan& plan, const std::string& wrapping);
 // Everything the simulator reads except the model and cluster (fixed for one search).
 std::string plan_key(const Plan& plan);
 
+// evaluate_plan (planner.h); with StageBubbles::computed a pipelined plan keeps its stages' figures
+// (Candidate::pipeline), at the cost of per-op records where it is simulated whole.
+Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
+                        StageBubbles bubbles);
+// What pipelining does in a simulated pipelined plan: bubble, stage peaks and idle fractions.
+PipelineReport pipeline_report(const StepTotals& sim);
+
 class Evaluator {
  public:
   Evaluator(double memory_limit_bytes, SearchCounts& counts) : limit_bytes_(memory_limit_bytes), counts_(counts) {}
   // Simulates `plan` unless an identical plan was simulated before. `wrapping_label` names the
   // wrapping in the description ("per_block k2", "fsdp1 1e8", "simplefsdp").
   Candidate run(Plan plan, WrapPolicy wrapping, const std::string& wrapping_label);
+  // Whether plans simulated from now on keep their pipeline figures (evaluate_plan); a plan found in the
+  // cache keeps what its first evaluation gave.
+  void set_stage_bubbles(StageBubbles bubbles) { bubbles_ = bubbles; }
   const std::vector<Candidate>& all() const { return done_; }
   double limit_bytes() const { return limit_bytes_; }
 
  private:
   double limit_bytes_;
   SearchCounts& counts_;
+  StageBubbles bubbles_ = StageBubbles::skipped;
   std::map<std::string, std::size_t> index_;
   std::vector<Candidate> done_;
 };
