@@ -379,6 +379,11 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
       b.least_memory_bound_bytes = mb.total(), b.least_bound = mb, b.least_choice = RecomputeChoice{m, 0};
     if (mb.total() <= *r.memory_limit_bytes) could_fit.emplace_back(m, mb.total());
   }
+  // Nothing could fit: no uniform mode, and no partial member (one saves at most what every block fully
+  // recomputed saves, add_partial). The shape gets no options, and what follows only prices options
+  // (regather_share, the throughput terms): returned without them, as the memory-pruned shape it is.
+  if (could_fit.empty() && (s.partial == PartialRecompute::none || full_bound.total() > *r.memory_limit_bytes))
+    return b;
   b.regather_share = regather_share(r, s, b);
   ModeTerms terms(b.plan, reduce, s.knobs.try_no_reshard, b.regather_share);
   for (const auto& [m, bytes] : could_fit)
