@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "planner/planner.h"
-#include "simulator/periodic_probe.h"
+#include "simulator/steady_state.h"
 
 namespace fsdpx {
 
@@ -26,9 +26,13 @@ std::string describe(const Plan& plan, const std::string& wrapping);
 std::string plan_key(const Plan& plan, bool with_recompute = true);
 
 // evaluate_plan (planner.h) with a pipelined plan's probes run or not by `start` (simulator/periodic_probe.h);
-// `like_plan_start` gets whether those of a like plan (another recompute pattern) run.
+// `like_plan_start` gets whether those of a like plan (another recompute pattern) run. With
+// StageBubbles::computed a pipelined plan keeps its stages' figures (Candidate::pipeline), at the cost of
+// per-op records where it is simulated whole.
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
-                        const ProbeStart& start, ProbeStart& like_plan_start);
+                        StageBubbles bubbles, const ProbeStart& start, ProbeStart& like_plan_start);
+// What pipelining does in a simulated pipelined plan: bubble, stage peaks and idle fractions.
+PipelineReport pipeline_report(const StepTotals& sim);
 
 class Evaluator {
  public:
@@ -41,12 +45,16 @@ class Evaluator {
   // 256, and three of them 512, of 1,024 micro-batches in vain). Per Evaluator, never shared: one plan's
   // outcome is no fact about another shape or micro-batch count.
   Candidate run(Plan plan, WrapPolicy wrapping, const std::string& wrapping_label);
+  // Whether plans simulated from now on keep their pipeline figures (evaluate_plan); a plan found in the
+  // cache keeps what its first evaluation gave.
+  void set_stage_bubbles(StageBubbles bubbles) { bubbles_ = bubbles; }
   const std::vector<Candidate>& all() const { return done_; }
   double limit_bytes() const { return limit_bytes_; }
 
  private:
   double limit_bytes_;
   SearchCounts& counts_;
+  StageBubbles bubbles_ = StageBubbles::skipped;
   std::map<std::string, std::size_t> index_;
   std::vector<Candidate> done_;
   std::map<std::string, ProbeStart> probe_starts_;  // by plan_key without the recompute pattern

@@ -129,6 +129,9 @@ struct Candidate {
   CandidateMetrics metrics;
   bool fits = false;  // peak within capacity minus margin
   std::string lost_because;  // empty for the chosen plan
+  // A pipelined plan evaluated by the search proper: its stages' figures from that simulation (with records
+  // where it ran whole), which the pipeline report reads instead of simulating the chosen plan again.
+  std::optional<PipelineReport> pipeline;
 };
 
 struct SearchCounts {

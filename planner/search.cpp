@@ -112,17 +112,12 @@ void search_memory(ShapeOrder& order, const PlanRequest& r, const Space& s, Eval
 }
 
 // What pipelining does in the chosen plan: its stages' bubble, idle time and peaks (the steady state
-// extrapolated, simulator/steady_state.h), and the best plan the search simulated without a pipeline.
+// extrapolated, simulator/steady_state.h), and the best plan the search simulated without a pipeline. The
+// figures are those of the chosen plan's own evaluation when the search proper simulated it (the same
+// call, so the same figures); a sample chosen within the tolerance is simulated again with them.
 void report_pipeline(PlanResult& res, const std::vector<Candidate>& all, Objective objective) {
   if (!res.best || res.best->plan.parallelism.pp == 1) return;
-  const StepTotals sim = simulate_step_totals(res.best->plan);
-  PipelineReport p;
-  p.bubble_fraction = sim.bubble_fraction;
-  for (const StageSummary& st : sim.stages) {
-    p.stage_peak_memory_bytes.push_back(st.peak_memory_bytes);
-    p.stage_idle_fraction.push_back(st.idle_fraction);
-  }
-  res.pipeline = p;
+  res.pipeline = res.best->pipeline ? *res.best->pipeline : pipeline_report(simulate_step_totals(res.best->plan));
   for (const Candidate& c : all)
     if (c.plan.parallelism.pp == 1 && c.fits &&
         (!res.best_without_pipeline || better(c, *res.best_without_pipeline, objective)))
@@ -153,8 +148,12 @@ PlanResult search_plans(const PlanRequest& request, const ProgressFn& progress) 
   Evaluator ev(res.memory_limit_bytes, res.counts);
   ShapeOrder shapes(r, s, res.counts);
   if (progress) progress(0.05);
+  // The choice comes from the search proper (a sample only where it is within the tolerance with more
+  // headroom): only its pipelined plans pay for the records their pipeline report needs.
+  ev.set_stage_bubbles(StageBubbles::computed);
   if (r.objective == Objective::throughput) search_throughput(shapes, r, s, ev, res.counts, progress);
   else search_memory(shapes, r, s, ev, res.counts);
+  ev.set_stage_bubbles(StageBubbles::skipped);
   sample_families(shapes, r, s, ev);
   if (const Candidate* c = fastest_fitting(ev.all()); c && c->plan.parallelism.pp > 1) sample_unpipelined(shapes, r, s, ev);
   res.counts.considered += res.counts.simulated + res.counts.reused;  // refinement variants are considered too

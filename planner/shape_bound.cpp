@@ -173,8 +173,11 @@ class ModeTerms {
  public:
   ModeTerms(const Plan& shape, DType reduce, bool no_reshard, double regather)
       : shape_(shape), reduce_(reduce), no_reshard_(no_reshard), regather_(regather), timer_(shape) {}
-  Plan plan(RecomputeMode m) const {
-    return with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
+  // The shape with mode m on every block, copied once per mode.
+  const Plan& plan(RecomputeMode m) {
+    auto& p = plans_[std::size_t(m)];
+    if (!p) p = with(shape_, std::vector<RecomputeMode>(std::size_t(shape_.model.layers), m));
+    return *p;
   }
   const Timing& timing(RecomputeMode m) {
     auto& t = timing_[std::size_t(m)];
@@ -191,7 +194,8 @@ class ModeTerms {
   // pipeline_path_s says.
   double uniform_step_s(RecomputeMode m) {
     const Timing& t = timing(m);
-    const double path_s = walks_passes(shape_) ? pipeline_path_s(plan(m), passes(m)) : 0.0;
+    // The path reads the shape's parallelism and micro-batch count, which the mode does not change.
+    const double path_s = walks_passes(shape_) ? pipeline_path_s(shape_, passes(m)) : 0.0;
     return std::max({t.compute_s, path_s, t.comm_s});
   }
 
@@ -200,6 +204,7 @@ class ModeTerms {
   DType reduce_;
   bool no_reshard_;
   double regather_;
+  std::array<std::optional<Plan>, 4> plans_;
   std::array<std::optional<Timing>, 4> timing_;
   std::array<std::optional<StagePasses>, 4> passes_;
   PassTimer timer_;
@@ -219,7 +224,7 @@ FamilyEnds family_ends(const Plan& none_plan, ModeTerms& terms) {
         ++e.blocks[std::size_t(u.stage)];
       }
   if (none_plan.model.is_moe()) {
-    const Plan full = terms.plan(RecomputeMode::full);
+    const Plan& full = terms.plan(RecomputeMode::full);
     for (int i = 0; i < int(none_plan.model.layers); ++i) {
       const std::array<double, 3> n = terms.timer().time(none_plan, i + 1, 1);
       const std::array<double, 3>& f = terms.timer().time(full, i + 1, 1);
@@ -368,8 +373,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   least_reduce_plan.precision.reduce = reduce;
   const MemoryBoundModel memory(least_reduce_plan, true);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
-  const Plan full_plan = with(b.plan, std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
-  const MemoryBound full_bound = memory.bound(full_plan.recompute);
+  const MemoryBound full_bound = memory.bound(std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   b.saved_per_full_block_bytes = std::max(0.0, (none_bound.total() - full_bound.total()) / double(layers));
   b.least_memory_bound_bytes = none_bound.total() + 1;
   std::vector<std::pair<RecomputeMode, double>> could_fit;  // uniform modes and their memory bounds
@@ -379,6 +383,11 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
       b.least_memory_bound_bytes = mb.total(), b.least_bound = mb, b.least_choice = RecomputeChoice{m, 0};
     if (mb.total() <= *r.memory_limit_bytes) could_fit.emplace_back(m, mb.total());
   }
+  // Nothing could fit: no uniform mode, and no partial member (one saves at most what every block fully
+  // recomputed saves, add_partial). The shape gets no options, and what follows only prices options
+  // (regather_share, the throughput terms): returned without them, as the memory-pruned shape it is.
+  if (could_fit.empty() && (s.partial == PartialRecompute::none || full_bound.total() > *r.memory_limit_bytes))
+    return b;
   b.regather_share = regather_share(r, s, b);
   ModeTerms terms(b.plan, reduce, s.knobs.try_no_reshard, b.regather_share);
   for (const auto& [m, bytes] : could_fit)

@@ -41,7 +41,8 @@ struct ShapeBound {
   RecomputeChoice least_choice;          // the recompute choice with the least bound
   double saved_per_full_block_bytes = 0; // bound saved by one more fully recomputed block
   double regather_share = 0;             // share of the all-gather bytes every fitting configuration
-                                         // gathers again for backward (no pipeline, no reshard fits)
+                                         // gathers again for backward (no pipeline, no reshard fits);
+                                         // 0 for a shape without options (not computed)
 };
 
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch);

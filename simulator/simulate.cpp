@@ -31,12 +31,14 @@ int phase_of(OpKind k) {
 // exactly: a gap that straddles a window's start depends on the op before the window (issue 36's
 // steady-state windows, simulator/steady_state_pipeline.cpp, check only the ops in or running into a
 // window; a gap counted whole from the op before the window read the transient's last op into the window).
-StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
+// `records` are the role's instance-0 records in the engine's order.
+StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int role,
+                     const std::vector<const OpTiming*>& records, TimeNs from, TimeNs to) {
   const RoleProgram& rp = program.roles[std::size_t(role)];
   std::vector<TimeNs> end_ns(rp.ops.size(), 0);
   std::vector<const OpTiming*> compute;
-  for (const auto& t : engine.ops) {
-    if (t.role != role || t.rank != 0) continue;
+  for (const OpTiming* record : records) {
+    const OpTiming& t = *record;
     end_ns[std::size_t(t.op)] = t.end_ns;
     const Op& op = rp.ops[std::size_t(t.op)];
     if (op.stream == StreamKind::compute && op.kind != OpKind::free) compute.push_back(&t);
@@ -68,6 +70,22 @@ StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int
   return out;
 }
 
+// Instance 0's records of every role, each role's in the engine's order: one pass over the records instead
+// of one per role (a pipeline of 64 stages walked them 64 times).
+std::vector<std::vector<const OpTiming*>> records_by_role(const EngineResult& engine, std::size_t roles) {
+  std::vector<std::vector<const OpTiming*>> out(roles);
+  for (const OpTiming& t : engine.ops)
+    if (t.rank == 0) out[std::size_t(t.role)].push_back(&t);
+  return out;
+}
+
+StageIdle split_idle(const StepProgram& program, const EngineResult& engine, int role, TimeNs from, TimeNs to) {
+  std::vector<const OpTiming*> records;
+  for (const OpTiming& t : engine.ops)
+    if (t.role == role && t.rank == 0) records.push_back(&t);
+  return split_idle(program, engine, role, records, from, to);
+}
+
 // Per stage: compute time, idle fraction and peak memory; the phases and exposed communication of
 // the busiest stage (the critical one); the mean bubble over stages.
 void summarise_stages(Simulation& sim) {
@@ -84,8 +102,10 @@ void summarise_stages(Simulation& sim) {
   }
   if (sim.engine.ops.empty()) return;
   double bubble_s = 0;
+  const std::vector<std::vector<const OpTiming*>> records = records_by_role(sim.engine, p.roles.size());
   for (int r = 0; r < int(p.roles.size()); ++r) {
-    const StageIdle split = split_idle(p, sim.engine, r, 0, std::numeric_limits<TimeNs>::max());
+    const StageIdle split =
+        split_idle(p, sim.engine, r, records[std::size_t(r)], 0, std::numeric_limits<TimeNs>::max());
     bubble_s += split.bubble_s;
     sim.stages[std::size_t(r)].bubble_s = split.bubble_s;
     if (r == busiest) sim.phases = split.phases;

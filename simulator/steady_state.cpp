@@ -8,6 +8,7 @@
 #include "simulator/linear_extrapolation.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -210,10 +211,15 @@ StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, Un
   return t;
 }
 
+std::atomic<std::int64_t> g_step_totals_calls{0};  // a diagnostic count, read by tests only
+
 }  // namespace
+
+std::int64_t step_totals_call_count() { return g_step_totals_calls.load(std::memory_order_relaxed); }
 
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested, StageBubbles bubbles,
                                 const ProbeStart& start) {
+  g_step_totals_calls.fetch_add(1, std::memory_order_relaxed);
   EngineOptions options = requested;
   options.op_names = false;  // totals name no op
   const std::int64_t micro_batches = plan.grad_accum();

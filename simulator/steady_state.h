@@ -55,4 +55,8 @@ enum class StageBubbles { computed, skipped };
 StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& options = {},
                                 StageBubbles bubbles = StageBubbles::computed, const ProbeStart& start = {});
 
+// Calls of simulate_step_totals so far in this process: a diagnostic count, read by tests only (the
+// planner's pipeline report reuses its search's simulation, tests/planner/test_search.cpp).
+std::int64_t step_totals_call_count();
+
 }  // namespace fsdpx

@@ -250,6 +250,30 @@ TEST_CASE("an impossible request reports the least memory any plan needs and wha
   CHECK(res.suggestions.front().find("more GPUs") != std::string::npos);
 }
 
+// The pipeline report of a pipelined choice comes from the search's own evaluation of it (evaluate_plan with
+// StageBubbles::computed): one simulate_step_totals call per simulated plan, none more for the report, and
+// the figures a fresh simulation of the chosen plan gives, bubble included, for a step simulated whole.
+TEST_CASE("a pipelined choice's report reuses its search's simulation: no simulation more, the same figures") {
+  PlanRequest r = request("llama3.1-8b", "dgx-h100", 16, 8192, 16);
+  r.space.fixed.pp = 4;
+  const std::int64_t before = step_totals_call_count();
+  const PlanResult res = search_plans(r);
+  const std::int64_t calls = step_totals_call_count() - before;
+  REQUIRE(res.best.has_value());
+  REQUIRE(res.pipeline.has_value());
+  CHECK(calls == res.counts.simulated);
+  const StepTotals again = simulate_step_totals(res.best->plan);
+  CHECK(again.simulated_micro_batches == again.micro_batches);  // whole: the bubble needed the records
+  CHECK(again.bubble_fraction > 0);
+  CHECK(res.pipeline->bubble_fraction == again.bubble_fraction);
+  REQUIRE(res.pipeline->stage_peak_memory_bytes.size() == again.stages.size());
+  REQUIRE(res.pipeline->stage_idle_fraction.size() == again.stages.size());
+  for (std::size_t i = 0; i < again.stages.size(); ++i) {
+    CHECK(res.pipeline->stage_peak_memory_bytes[i] == again.stages[i].peak_memory_bytes);
+    CHECK(res.pipeline->stage_idle_fraction[i] == again.stages[i].idle_fraction);
+  }
+}
+
 TEST_CASE("plans round-trip through JSON, validate, and the search is deterministic") {
   PlanRequest r = request("llama3.1-8b", "dgx-h100", 8, 4096, 16);
   const PlanResult a = search_plans(r);
