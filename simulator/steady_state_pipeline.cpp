@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <iterator>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "program/lower.h"
 #include "simulator/linear_extrapolation.h"
 #include "simulator/lock_in.h"
+#include "simulator/op_shift.h"
 #include "simulator/periodic_probe.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
@@ -25,70 +25,39 @@ namespace fsdpx {
 
 namespace {
 
-// An op's identity: kind, stream, payload, whether it gathers from a kept copy (FSDP2's int
-// reshard_after_forward: a warm-up micro-batch may gather a unit in forward as well, which later ones
-// take from the copy), stage, segment, unit, micro-batch and its ordinal among ops equal in all of these
-// (a unit all-gathered in forward and again in backward), packed in 64 bits; 0 where a field does not
-// fit (no shift is found for such ops, so no window containing them recurs).
-std::uint64_t key_of(const Op& op, int micro_batch, int ordinal) {
-  const std::uint64_t fields[] = {std::uint64_t(op.kind),        std::uint64_t(op.stream),
-                                  std::uint64_t(op.payload),     std::uint64_t(op.kept_shard_ranks > 0),
-                                  std::uint64_t(ordinal),        std::uint64_t(op.stage + 1),
-                                  std::uint64_t(op.segment + 1), std::uint64_t(op.unit + 1),
-                                  std::uint64_t(micro_batch)};
-  const int bits[] = {4, 4, 4, 1, 4, 11, 12, 12, 12};
-  std::uint64_t key = 0;
-  for (int i = 0; i < 9; ++i) {
-    if (fields[i] >= (std::uint64_t(1) << bits[i])) return 0;
-    key = key << bits[i] | fields[i];
-  }
-  return key;
-}
-
-// Per op of `role`: the id of the same op d micro-batches later, -1 where there is none.
-std::vector<int> shift_map(const RoleProgram& role, int d) {
-  std::unordered_map<std::uint64_t, int> ids, ordinals;
-  ids.reserve(role.ops.size());
-  std::vector<int> ordinal(role.ops.size(), 0);
-  for (std::size_t i = 0; i < role.ops.size(); ++i) {
-    const Op& op = role.ops[i];
-    if (op.micro_batch < 0) continue;
-    ordinal[i] = ordinals[key_of(op, op.micro_batch, 0)]++;
-    if (const std::uint64_t key = key_of(op, op.micro_batch, ordinal[i])) ids[key] = int(i);
-  }
-  std::vector<int> shift(role.ops.size(), -1);
-  for (std::size_t i = 0; i < role.ops.size(); ++i) {
-    const Op& op = role.ops[i];
-    if (op.micro_batch < 0) continue;
-    const std::uint64_t later = key_of(op, op.micro_batch + d, ordinal[i]);
-    const auto it = later ? ids.find(later) : ids.end();
-    if (it != ids.end()) shift[i] = it->second;
-  }
-  return shift;
-}
-
+// A probe's timeline (rank 0) and its ops' identities, built once; `shift` is set per window span.
 struct Probe {
   const StepProgram& program;
   const EngineResult& engine;
   int d = 1;
-  std::vector<std::vector<int>> shift;                      // per role
+  std::vector<OpShiftTable> tables;                         // per role
+  std::vector<std::vector<int>> shift;                      // per role, for span d
   std::vector<std::vector<TimeNs>> start, end;              // per role, per op (instance 0)
   std::vector<std::vector<const MemorySample*>> samples;    // per role (instance 0), in time order
 };
 
-Probe make_probe(const StepProgram& p, const EngineResult& e, int d) {
-  Probe pr{p, e, d, {}, {}, {}, {}};
+Probe make_probe(const StepProgram& p, const EngineResult& e) {
+  Probe pr{p, e, 1, {}, {}, {}, {}, {}};
   for (const RoleProgram& role : p.roles) {
-    pr.shift.push_back(shift_map(role, d));
+    pr.tables.emplace_back(role);
     pr.start.emplace_back(role.ops.size(), -1);
     pr.end.emplace_back(role.ops.size(), -1);
   }
   pr.samples.resize(p.roles.size());
-  for (const OpTiming& o : e.ops)
-    if (o.rank == 0) pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns, pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
+  for (const OpTiming& o : e.ops) {
+    if (o.rank != 0) continue;
+    pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns;
+    pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
+  }
   for (const MemorySample& s : e.memory_samples)
     if (s.rank == 0) pr.samples[std::size_t(s.role)].push_back(&s);
   return pr;
+}
+
+void set_span(Probe& pr, int d) {
+  pr.d = d;
+  pr.shift.clear();
+  for (const OpShiftTable& t : pr.tables) pr.shift.push_back(t.shift(d));
 }
 
 bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
@@ -280,11 +249,13 @@ struct FoundWindow {
 // no two such windows past the warm-up).
 std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& program, const EngineResult& engine,
                                         std::int64_t probe, std::int64_t micro_batches, int d) {
+  std::optional<Probe> pr;  // built for the first span that fits, shared by the others
   for (const int periods : kWindowPeriods) {
     const int span = periods * d;
     if ((micro_batches - probe) % span != 0 || probe < periods * first_probe(plan, d)) continue;
-    const Probe pr = make_probe(program, engine, span);
-    if (auto w = period_window(pr, probe)) return FoundWindow{*w, span};
+    if (!pr) pr.emplace(make_probe(program, engine));
+    set_span(*pr, span);
+    if (auto w = period_window(*pr, probe)) return FoundWindow{*w, span};
   }
   return std::nullopt;
 }
