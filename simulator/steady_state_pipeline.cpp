@@ -260,9 +260,14 @@ std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& pro
   return std::nullopt;
 }
 
+// A stage's own pace may differ from the line's by this much (relative) for the line to hold: a lock-in
+// ahead changes the step's pace by at most the difference.
+constexpr double kLinePaceTolerance = 1e-4;
+
 struct NextProbe {
   std::int64_t micro_batches = 0;
-  bool predicted = false;  // from a lock-in prediction (else doubled)
+  bool predicted = false;        // from a lock-in prediction (else doubled)
+  std::int64_t lock_in = -1;     // the micro-batch the probe predicts its stages lock in by, -1 where none
 };
 
 // The next probe after one that did not repeat: past the lock-in the probe predicts (lock_in.h), with
@@ -271,24 +276,26 @@ struct NextProbe {
 // twice the probe. A prediction at or below the probe (it locked in, yet nothing repeats) doubles.
 NextProbe next_probe(const Plan& plan, const StepProgram& program, const EngineResult& engine, std::int64_t probe,
                      std::int64_t micro_batches, int d) {
-  const NextProbe doubled{2 * probe, false};
   const auto lock_in = predict_lock_in(program, engine, probe, d);
+  const NextProbe doubled{2 * probe, false, lock_in.value_or(-1)};
   if (!lock_in) return doubled;
   const std::int64_t pp = std::int64_t(program.roles.size());
   const std::int64_t span = d * kWindowPeriods[std::size(kWindowPeriods) - 1];
   std::int64_t next = d == 1 ? *lock_in + 3 * pp + 2 * span + 2 : *lock_in + first_probe(plan, d);
   next = (next + d - 1) / d * d;
   next += (micro_batches - next) % span == 0 ? 0 : d;
-  return next > probe ? NextProbe{next, true} : doubled;
+  return next > probe ? NextProbe{next, true, *lock_in} : doubled;
 }
 
-// The last two probes are twice apart and the one before them lies on their line (linear_extrapolation.h).
-bool lines_up(const std::vector<std::pair<std::int64_t, TimeNs>>& steps) {
-  if (steps.size() < 3) return false;
-  const auto& [n1, t1] = steps[steps.size() - 3];
+// Where the probes line up, the lock-in their line must not cross: the predicted one, or, where a stage's
+// own pace in the last probe is off the line's by more than kLinePaceTolerance, one somewhere ahead.
+std::int64_t lock_in_ahead(const NextProbe& next, const std::vector<ProbeStep>& steps, const StepProgram& program,
+                           const EngineResult& engine, std::int64_t micro_batches, int d) {
+  if (next.lock_in >= 0 || !probes_line_up(steps)) return next.lock_in;
   const auto& [n2, t2] = steps[steps.size() - 2];
   const auto& [n3, t3] = steps[steps.size() - 1];
-  return n3 == 2 * n2 && collinear_steps(n1, t1, n2, t2, n3, t3);
+  const double spread = pace_spread(program, engine, n3, double(t3 - t2) / double(n3 - n2), d);
+  return spread <= kLinePaceTolerance ? -1 : micro_batches - 1;
 }
 
 }  // namespace
@@ -302,7 +309,7 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
   UnrepeatedProbes kept;
-  std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
+  std::vector<ProbeStep> steps;  // of every probe
   std::int64_t probed = 0;  // micro-batches of the probes simulated so far
   for (std::int64_t probe = first_probe(plan, d);
        probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
@@ -320,10 +327,15 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
     kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
     // Beyond what lowering takes, a lock-in past the limit ends the probes where their step times line
     // up (the linear extrapolation grows from the last two); until they do, the probes double (up to the
-    // limit, then whole steps of 256 and 512 micro-batches).
+    // limit, then whole steps of 256 and 512 micro-batches). At any step size, probes on a line with no
+    // lock-in predicted between the middle one and the step's end end there too (linear_extrapolation.h
+    // line_ends_probes; issue 36: the 405B pp 12 and pp 13 1F1B steps of 2,048 micro-batches, probed to
+    // 1,024 and 544 and then simulated whole before, grow from 32 and 64, 34 and 68).
     if (micro_batches > kMaxLoweredMicroBatches && next.predicted && next.micro_batches >= limit) {
-      if ((kept.from_probes = lines_up(steps))) break;
+      if ((kept.from_probes = probes_line_up(steps))) break;
       probe *= 2;
+    } else if ((kept.from_probes = line_ends_probes(steps, lock_in_ahead(next, steps, kept.last.program, kept.last.engine, micro_batches, d), micro_batches))) {
+      break;
     } else {
       probe = next.micro_batches;
     }
