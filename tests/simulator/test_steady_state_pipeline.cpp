@@ -486,19 +486,25 @@ TEST_CASE("the probes' line ends the probes only where they line up and no lock-
 
 // A plan whose probes straddle a lock-in leaves the line, and its step is the exact one. ZB-H1 70B pp 4 with the
 // first 2 blocks recomputed: probes of 8, 16 and 32 micro-batches, 8 off the line through 16 and 32 by
-// 5.7e-6 of the step; the probe of 46 past the predicted lock-in repeats.
-TEST_CASE("probes off the line are not extrapolated along it") {
-  Plan p = plan_70b(200);
+// 5.7e-6 of the step; the probe of 46 past the predicted lock-in repeats. Once off the line, the probes
+// together simulate at most half the step (probe12 C5): 56 + 46 fit in half of 204, not of 200, whose step
+// is then simulated whole (the window C5 gives up).
+TEST_CASE("probes off the line are not extrapolated along it, and probe at most half the step") {
+  Plan p = plan_70b(204);
   p.parallelism.pp_schedule = PipelineSchedule::zero_bubble;
   for (std::size_t b = 0; b < p.recompute.size(); ++b) p.recompute[b] = b < 2 ? RecomputeMode::full : RecomputeMode::none;
   validate_plan(p, "test");
   const TimeNs t8 = whole_step_ns(p, 8), t16 = whole_step_ns(p, 16), t32 = whole_step_ns(p, 32);
   CHECK_FALSE(collinear_steps(8, t8, 16, t16, 32, t32));
-  CHECK_FALSE(line_ends_probes({{8, t8}, {16, t16}, {32, t32}}, -1, 200));
+  CHECK_FALSE(line_ends_probes({{8, t8}, {16, t16}, {32, t32}}, -1, 204));
   const StepTotals t = simulate_step_totals(p);
   CHECK_FALSE(t.linear_extrapolation);
   CHECK(t.simulated_micro_batches == 46);
   check_equal(p, t, simulate(p));
+  const Plan shorter = with_micro_batches(p, 200);
+  const StepTotals whole = simulate_step_totals(shorter);
+  CHECK(whole.simulated_micro_batches == 200);
+  check_equal(shorter, whole, simulate(shorter));
 }
 
 }  // namespace fsdpx
