@@ -507,10 +507,6 @@ TEST_CASE("probes off the line are not extrapolated along it, and probe at most 
   check_equal(shorter, whole, simulate(shorter));
 }
 
-}  // namespace fsdpx
-
-namespace fsdpx {
-
 // Probes on a line inside a transient that nothing predicts the end of: the 70B plan with every unit
 // resharded. Its probes of 8, 16 and 32 micro-batches lie on a line to the ns, and the probe of 32 predicts
 // no lock-in (a gap that shrinks by 539, 445 and 370 us a micro-batch, not at a constant rate yet), but
