@@ -9,8 +9,8 @@
 // linearly from whole steps of 256 and 512 micro-batches, or from the last two pipelined probes where a
 // lock-in lies beyond them and their step times line up (linear_extrapolation.h; an approximation: stages
 // whose timing drifts by nanoseconds per micro-batch never repeat exactly); at any size, pipelined probes
-// that line up with every stage at their pace end there too (steady_state_pipeline.h). Pipelined plans (pp > 1) extrapolate over all stages
-// at once (steady_state_pipeline.h).
+// that line up with every stage at their pace end there too (steady_state_pipeline.h). Pipelined plans
+// (pp > 1) extrapolate over all stages at once (steady_state_pipeline.h).
 // Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records, the per-phase split and
 // the ops' names (its programs are lowered without them, program/lower.h LowerOptions): simulate() gives
 // the trace of a whole step.

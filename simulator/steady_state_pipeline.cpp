@@ -342,7 +342,9 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
     if (micro_batches > kMaxLoweredMicroBatches && next.predicted && next.micro_batches >= limit) {
       if ((kept.from_probes = probes_line_up(steps))) break;
       probe *= 2;
-    } else if ((kept.from_probes = line_ends_probes(steps, lock_in_ahead(next, steps, kept.last.program, kept.last.engine, micro_batches, d), micro_batches))) {
+    } else if ((kept.from_probes = line_ends_probes(
+                    steps, lock_in_ahead(next, steps, kept.last.program, kept.last.engine, micro_batches, d),
+                    micro_batches))) {
       break;
     } else {
       probe = next.micro_batches;
