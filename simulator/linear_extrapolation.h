@@ -1,21 +1,28 @@
-// simulator/linear_extrapolation.h — a step of more micro-batches than lowering takes (program/lower.h
-// kMaxLoweredMicroBatches) whose periodic probes (periodic_probe.h) up to 2 x kLinearProbeMicroBatches never
-// repeat exactly: stages whose relative timing drifts by some nanoseconds per micro-batch, so no window recurs
-// to the nanosecond (GPipe; some interleaved reshard-to-g plans). Its figures grow linearly between whole
-// steps of n and 2n micro-batches and are extrapolated from them, the peaks too (flat where the
-// micro-batches in flight are bounded, as under 1F1B; GPipe's first stage holds every micro-batch's
-// activations). Where the probes' lock-in (lock_in.h) lies beyond them and their step times line up, the
-// two steps are the last two probes (as few as 16 and 32 micro-batches): the step then keeps the
-// transient's pace throughout, an error of the stages' period difference (+0.05% on the 70B plan of
-// test_steady_state_pipeline probed to 100 micro-batches; less where the lock-in lies further out, as the
-// gap closes by that difference per micro-batch). An approximation, unlike the periodic probe; used only
-// where the whole step cannot be simulated at all. One source for both users: the planner's totals
+// simulator/linear_extrapolation.h — a pipelined step whose periodic probes (periodic_probe.h) never repeat
+// exactly: stages whose relative timing drifts by some nanoseconds per micro-batch, so no window recurs to
+// the nanosecond (GPipe; some interleaved reshard-to-g plans; deep 1F1B pipelines such as 405B pp 12 and
+// pp 13). Its figures grow linearly between whole steps of n and 2n micro-batches and are extrapolated from
+// them, the peaks too (per stage, the step's the largest: flat where the micro-batches in flight are
+// bounded, as under 1F1B; GPipe's stages hold every micro-batch's activations). At any step size (issue 36,
+// branch probe12) the two steps are the last two probes where the last three line up and no lock-in
+// (lock_in.h) lies ahead: measured against whole steps, +1.1e-6 (405B pp 12 x2,048, from 32 and 64),
+// +1.3e-6 (pp 13 x2,048, from 34 and 68) and -6.5e-7 (pp 32 x512, from 72 and 144), peaks equal; the
+// analysis at line_ends_probes bounds a lock-in inside the last probe at about 8e-6, and the stages' own
+// paces (steady_state_pipeline.cpp) keep out a transient whose end nothing predicts (70B pp 4 with every
+// unit resharded: -0.064% at 2,048 micro-batches without them). Beyond what lowering takes (program/lower.h
+// kMaxLoweredMicroBatches) the two steps are whole steps of 256 and 512 micro-batches, or the last two
+// probes where their lock-in lies beyond the probes' limit and their step times line up: the step then keeps
+// the transient's pace throughout, an error of the stages' period difference (+0.05% on the 70B plan of
+// test_steady_state_pipeline probed to 100 micro-batches). An approximation, unlike the periodic probe;
+// `fsdpx simulate --full` simulates every micro-batch. One source for both users: the planner's totals
 // (steady_state.h simulate_step_totals) and `fsdpx simulate`'s summary (simulate_extrapolated.h
 // simulate_fast) read the same two simulations and grow them with the same formula, so the two print the
 // same figure. Leaves out per-op records of the step (the larger step's program and engine result are kept).
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/plan.h"
 #include "simulator/periodic_probe.h"
@@ -45,6 +52,24 @@ struct LinearSteps {
 // (70B pp 4 tp 4 1F1B, the first 3 blocks recomputed: 8, 16, 32 and 64 micro-batches on it to the ns; 32,
 // 64 and 128 off it by 7e-5). Only used beyond what lowering takes, where the lock-in lies past the probes.
 bool collinear_steps(std::int64_t n1, TimeNs t1_ns, std::int64_t n2, TimeNs t2_ns, std::int64_t n3, TimeNs t3_ns);
+
+// A probe's micro-batches and step time.
+using ProbeStep = std::pair<std::int64_t, TimeNs>;
+
+// The last two probes are twice apart and the one before them lies on their line (collinear_steps).
+bool probes_line_up(const std::vector<ProbeStep>& steps);
+
+// A step of any size (issue 36) grows from the probes' line where they line up and the last probe's
+// predicted lock-in (lock_in.h; -1: none) lies at or after the step's end, or in the last probe's first
+// three quarters. A lock-in between the last probe and the step's end would change the pace the line keeps,
+// unseen: the 70B plan of test_steady_state_pipeline has 8, 16 and 32 micro-batches on a line to 1e-7 with
+// its lock-in at 93, and its step of 164 grown from 16 and 32 would be 0.02% short. A lock-in at L inside
+// the last probe n3 = 2 n2 = 4 n1 that changes the pace by x per micro-batch puts n1 off the line by
+// x (n3 - L) / 2, which the line test bounds by 1e-6 of the step; the step of M then errs by at most
+// x (M - n3) (1 - (n3 - L) / n2): with n3 - L >= n3 / 4, about 8e-6 of it (none where L <= n2). Where none
+// is predicted but a stage's own pace is off the line's, the caller puts one ahead (steady_state_pipeline.cpp
+// lock_in_ahead: a transient whose gaps shrink at a varying rate).
+bool line_ends_probes(const std::vector<ProbeStep>& steps, std::int64_t lock_in, std::int64_t micro_batches);
 
 // A figure of the step from the same figure of the two whole steps.
 inline double linear_grow(double at_2n, double at_n, double periods) { return at_2n + periods * (at_2n - at_n); }

@@ -71,6 +71,15 @@ std::optional<std::int64_t> reaches_floor(const std::vector<TimeNs>& g, std::int
   return last + d * std::int64_t(std::ceil(double(left_ns) / fall_ns));
 }
 
+// Every gap between adjacent virtual stages in one direction, per micro-batch.
+std::vector<std::vector<TimeNs>> all_gaps(const StepProgram& program, const EngineResult& engine,
+                                          std::int64_t micro_batches, bool forward) {
+  const Spans s = spans(program, engine, micro_batches, forward);
+  std::vector<std::vector<TimeNs>> all;
+  for (std::size_t v = 0; v + 1 < s.start.size(); ++v) all.push_back(forward ? gaps(s, v, v + 1) : gaps(s, v + 1, v));
+  return all;
+}
+
 }  // namespace
 
 std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const EngineResult& engine,
@@ -81,10 +90,7 @@ std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const En
   if (pp < 2 || d < 1 || first < pp) return std::nullopt;
   std::optional<std::int64_t> lock_in;
   for (const bool forward : {true, false}) {
-    const Spans s = spans(program, engine, micro_batches, forward);
-    std::vector<std::vector<TimeNs>> all;
-    for (std::size_t v = 0; v + 1 < s.start.size(); ++v)
-      all.push_back(forward ? gaps(s, v, v + 1) : gaps(s, v + 1, v));
+    const std::vector<std::vector<TimeNs>> all = all_gaps(program, engine, micro_batches, forward);
     TimeNs floor_ns = std::numeric_limits<TimeNs>::max();  // the transfer alone: the smallest gap seen
     for (const auto& g : all)
       for (const TimeNs x : g)
@@ -93,6 +99,26 @@ std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const En
       if (const auto k = reaches_floor(g, first, last, d, floor_ns)) lock_in = std::max(lock_in.value_or(0), *k);
   }
   return lock_in;
+}
+
+double pace_spread(const StepProgram& program, const EngineResult& engine, std::int64_t micro_batches,
+                   double pace_ns, std::int64_t d) {
+  const std::int64_t pp = std::int64_t(program.roles.size());
+  const std::int64_t last = micro_batches - 2 * pp - 1;
+  std::int64_t first = pp;
+  first += (last - first) % d;  // a whole number of periods
+  if (pp < 2 || d < 1 || last - first < 3 * d || pace_ns <= 0) return std::numeric_limits<double>::infinity();
+  double most = 0;
+  for (const bool forward : {true, false}) {
+    const Spans s = spans(program, engine, micro_batches, forward);
+    for (const auto& start : s.start) {
+      const TimeNs a = start[std::size_t(first)], b = start[std::size_t(last)];
+      if (a < 0 || b < 0) return std::numeric_limits<double>::infinity();
+      const double own_ns = double(b - a) / double(last - first);  // per micro-batch
+      most = std::max(most, std::abs(own_ns - pace_ns) / pace_ns);
+    }
+  }
+  return most;
 }
 
 }  // namespace fsdpx

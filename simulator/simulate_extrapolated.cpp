@@ -109,7 +109,7 @@ std::optional<Simulation> simulate_extrapolated(const Plan& plan, const EngineOp
 Simulation simulate_fast(const Plan& plan, const EngineOptions& options) {
   UnrepeatedProbes last;
   if (auto sim = extrapolated(plan, options, &last)) return std::move(*sim);
-  if (plan.grad_accum() > kMaxLoweredMicroBatches)
+  if (plan.grad_accum() > kMaxLoweredMicroBatches || last.from_probes)
     return linear_simulation(plan, simulate_linear_steps(plan, options, &last));
   return simulate(plan, options);
 }

@@ -174,6 +174,7 @@ StepTotals probe_totals(const Simulation& sim, const Plan& plan, std::int64_t si
   t.bubble_fraction = sim.bubble_fraction;
   t.micro_batches = plan.grad_accum();
   t.simulated_micro_batches = simulated;
+  t.linear_extrapolation = sim.linear_extrapolation;
   return t;
 }
 
@@ -247,9 +248,10 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   }
   EngineOptions full = options;
   full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
-  if (too_long) return linear_step_totals(plan, full, &last);
+  if (too_long || last.from_probes) return linear_step_totals(plan, full, &last);
   StepTotals t = probe_totals(simulate(plan, full), plan, micro_batches);
-  if (plan.parallelism.pp > 1) t.like_plan_start.whole_step = true;  // no probe repeated within the step
+  // No probe repeated within the step and none lined up (steady_state_pipeline.h): a like plan's start.
+  if (plan.parallelism.pp > 1) t.like_plan_start.whole_step = true;
   return t;
 }
 

@@ -8,8 +8,9 @@
 // micro-batches than lowering takes (program/lower.h kMaxLoweredMicroBatches) is instead extrapolated
 // linearly from whole steps of 256 and 512 micro-batches, or from the last two pipelined probes where a
 // lock-in lies beyond them and their step times line up (linear_extrapolation.h; an approximation: stages
-// whose timing drifts by nanoseconds per micro-batch never repeat exactly). Pipelined plans (pp > 1) extrapolate over all stages
-// at once (steady_state_pipeline.h).
+// whose timing drifts by nanoseconds per micro-batch never repeat exactly); at any size, pipelined probes
+// that line up with every stage at their pace end there too (steady_state_pipeline.h). Pipelined plans
+// (pp > 1) extrapolate over all stages at once (steady_state_pipeline.h).
 // Per stage: busy time, idle and bubble, peak memory. Leaves out per-op records, the per-phase split and
 // the ops' names (its programs are lowered without them, program/lower.h LowerOptions): simulate() gives
 // the trace of a whole step.
@@ -39,6 +40,7 @@ struct StepTotals {
   double bubble_fraction = 0;        // simulate.h's Simulation::bubble_fraction
   std::int64_t micro_batches = 0;            // of the step
   std::int64_t simulated_micro_batches = 0;  // of the probe (equal when not extrapolated)
+  bool linear_extrapolation = false;         // grown from two whole steps (linear_extrapolation.h)
   // A pipelined step simulated whole because none of its probes repeated within the step: a like plan's
   // start (periodic_probe.h).
   ProbeStart like_plan_start;

@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <iterator>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "program/lower.h"
 #include "simulator/linear_extrapolation.h"
 #include "simulator/lock_in.h"
+#include "simulator/op_shift.h"
 #include "simulator/periodic_probe.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
@@ -25,70 +25,39 @@ namespace fsdpx {
 
 namespace {
 
-// An op's identity: kind, stream, payload, whether it gathers from a kept copy (FSDP2's int
-// reshard_after_forward: a warm-up micro-batch may gather a unit in forward as well, which later ones
-// take from the copy), stage, segment, unit, micro-batch and its ordinal among ops equal in all of these
-// (a unit all-gathered in forward and again in backward), packed in 64 bits; 0 where a field does not
-// fit (no shift is found for such ops, so no window containing them recurs).
-std::uint64_t key_of(const Op& op, int micro_batch, int ordinal) {
-  const std::uint64_t fields[] = {std::uint64_t(op.kind),        std::uint64_t(op.stream),
-                                  std::uint64_t(op.payload),     std::uint64_t(op.kept_shard_ranks > 0),
-                                  std::uint64_t(ordinal),        std::uint64_t(op.stage + 1),
-                                  std::uint64_t(op.segment + 1), std::uint64_t(op.unit + 1),
-                                  std::uint64_t(micro_batch)};
-  const int bits[] = {4, 4, 4, 1, 4, 11, 12, 12, 12};
-  std::uint64_t key = 0;
-  for (int i = 0; i < 9; ++i) {
-    if (fields[i] >= (std::uint64_t(1) << bits[i])) return 0;
-    key = key << bits[i] | fields[i];
-  }
-  return key;
-}
-
-// Per op of `role`: the id of the same op d micro-batches later, -1 where there is none.
-std::vector<int> shift_map(const RoleProgram& role, int d) {
-  std::unordered_map<std::uint64_t, int> ids, ordinals;
-  ids.reserve(role.ops.size());
-  std::vector<int> ordinal(role.ops.size(), 0);
-  for (std::size_t i = 0; i < role.ops.size(); ++i) {
-    const Op& op = role.ops[i];
-    if (op.micro_batch < 0) continue;
-    ordinal[i] = ordinals[key_of(op, op.micro_batch, 0)]++;
-    if (const std::uint64_t key = key_of(op, op.micro_batch, ordinal[i])) ids[key] = int(i);
-  }
-  std::vector<int> shift(role.ops.size(), -1);
-  for (std::size_t i = 0; i < role.ops.size(); ++i) {
-    const Op& op = role.ops[i];
-    if (op.micro_batch < 0) continue;
-    const std::uint64_t later = key_of(op, op.micro_batch + d, ordinal[i]);
-    const auto it = later ? ids.find(later) : ids.end();
-    if (it != ids.end()) shift[i] = it->second;
-  }
-  return shift;
-}
-
+// A probe's timeline (rank 0) and its ops' identities, built once; `shift` is set per window span.
 struct Probe {
   const StepProgram& program;
   const EngineResult& engine;
   int d = 1;
-  std::vector<std::vector<int>> shift;                      // per role
+  std::vector<OpShiftTable> tables;                         // per role
+  std::vector<std::vector<int>> shift;                      // per role, for span d
   std::vector<std::vector<TimeNs>> start, end;              // per role, per op (instance 0)
   std::vector<std::vector<const MemorySample*>> samples;    // per role (instance 0), in time order
 };
 
-Probe make_probe(const StepProgram& p, const EngineResult& e, int d) {
-  Probe pr{p, e, d, {}, {}, {}, {}};
+Probe make_probe(const StepProgram& p, const EngineResult& e) {
+  Probe pr{p, e, 1, {}, {}, {}, {}, {}};
   for (const RoleProgram& role : p.roles) {
-    pr.shift.push_back(shift_map(role, d));
+    pr.tables.emplace_back(role);
     pr.start.emplace_back(role.ops.size(), -1);
     pr.end.emplace_back(role.ops.size(), -1);
   }
   pr.samples.resize(p.roles.size());
-  for (const OpTiming& o : e.ops)
-    if (o.rank == 0) pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns, pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
+  for (const OpTiming& o : e.ops) {
+    if (o.rank != 0) continue;
+    pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns;
+    pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
+  }
   for (const MemorySample& s : e.memory_samples)
     if (s.rank == 0) pr.samples[std::size_t(s.role)].push_back(&s);
   return pr;
+}
+
+void set_span(Probe& pr, int d) {
+  pr.d = d;
+  pr.shift.clear();
+  for (const OpShiftTable& t : pr.tables) pr.shift.push_back(t.shift(d));
 }
 
 bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
@@ -280,18 +249,25 @@ struct FoundWindow {
 // no two such windows past the warm-up).
 std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& program, const EngineResult& engine,
                                         std::int64_t probe, std::int64_t micro_batches, int d) {
+  std::optional<Probe> pr;  // built for the first span that fits, shared by the others
   for (const int periods : kWindowPeriods) {
     const int span = periods * d;
     if ((micro_batches - probe) % span != 0 || probe < periods * first_probe(plan, d)) continue;
-    const Probe pr = make_probe(program, engine, span);
-    if (auto w = period_window(pr, probe)) return FoundWindow{*w, span};
+    if (!pr) pr.emplace(make_probe(program, engine));
+    set_span(*pr, span);
+    if (auto w = period_window(*pr, probe)) return FoundWindow{*w, span};
   }
   return std::nullopt;
 }
 
+// A stage's own pace may differ from the line's by this much (relative) for the line to hold: a lock-in
+// ahead changes the step's pace by at most the difference.
+constexpr double kLinePaceTolerance = 1e-4;
+
 struct NextProbe {
   std::int64_t micro_batches = 0;
-  bool predicted = false;  // from a lock-in prediction (else doubled)
+  bool predicted = false;        // from a lock-in prediction (else doubled)
+  std::int64_t lock_in = -1;     // the micro-batch the probe predicts its stages lock in by, -1 where none
 };
 
 // The next probe after one that did not repeat: past the lock-in the probe predicts (lock_in.h), with
@@ -300,24 +276,34 @@ struct NextProbe {
 // twice the probe. A prediction at or below the probe (it locked in, yet nothing repeats) doubles.
 NextProbe next_probe(const Plan& plan, const StepProgram& program, const EngineResult& engine, std::int64_t probe,
                      std::int64_t micro_batches, int d) {
-  const NextProbe doubled{2 * probe, false};
   const auto lock_in = predict_lock_in(program, engine, probe, d);
+  const NextProbe doubled{2 * probe, false, lock_in.value_or(-1)};
   if (!lock_in) return doubled;
   const std::int64_t pp = std::int64_t(program.roles.size());
   const std::int64_t span = d * kWindowPeriods[std::size(kWindowPeriods) - 1];
   std::int64_t next = d == 1 ? *lock_in + 3 * pp + 2 * span + 2 : *lock_in + first_probe(plan, d);
   next = (next + d - 1) / d * d;
   next += (micro_batches - next) % span == 0 ? 0 : d;
-  return next > probe ? NextProbe{next, true} : doubled;
+  return next > probe ? NextProbe{next, true, *lock_in} : doubled;
 }
 
-// The last two probes are twice apart and the one before them lies on their line (linear_extrapolation.h).
-bool lines_up(const std::vector<std::pair<std::int64_t, TimeNs>>& steps) {
-  if (steps.size() < 3) return false;
-  const auto& [n1, t1] = steps[steps.size() - 3];
+// Where the probes line up, the lock-in their line must not cross: the predicted one, or, where a stage's
+// own pace in the last probe is off the line's by more than kLinePaceTolerance, one somewhere ahead.
+std::int64_t lock_in_ahead(const NextProbe& next, const std::vector<ProbeStep>& steps, const StepProgram& program,
+                           const EngineResult& engine, std::int64_t micro_batches, int d) {
+  if (next.lock_in >= 0 || !probes_line_up(steps)) return next.lock_in;
   const auto& [n2, t2] = steps[steps.size() - 2];
   const auto& [n3, t3] = steps[steps.size() - 1];
-  return n3 == 2 * n2 && collinear_steps(n1, t1, n2, t2, n3, t3);
+  const double spread = pace_spread(program, engine, n3, double(t3 - t2) / double(n3 - n2), d);
+  return spread <= kLinePaceTolerance ? -1 : micro_batches - 1;
+}
+
+// The micro-batches the probes may simulate in all: the step's, or half of it once three probes have left
+// the line (issue 36, probe12 C5): a plan whose probes never repeat then costs at most 1.5 steps, not 2.
+// Probes still on a line keep the whole step (a lock-in ahead: the 70B plan of test_steady_state_pipeline
+// finds its window in a probe of 112 after 8, 16 and 32 on a line, 168 in all of a step of 168).
+std::int64_t probe_budget(const std::vector<ProbeStep>& steps, std::int64_t micro_batches) {
+  return steps.size() >= 3 && !probes_line_up(steps) ? micro_batches / 2 : micro_batches;
 }
 
 }  // namespace
@@ -331,10 +317,10 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
   EngineOptions probe_options = options;
   probe_options.record_ops = true;
   UnrepeatedProbes kept;
-  std::vector<std::pair<std::int64_t, TimeNs>> steps;  // micro-batches and step time of every probe
+  std::vector<ProbeStep> steps;  // of every probe
   std::int64_t probed = 0;  // micro-batches of the probes simulated so far
   for (std::int64_t probe = first_probe(plan, d);
-       probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= micro_batches;) {
+       probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= probe_budget(steps, micro_batches);) {
     StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
     EngineResult engine = run_engine(program, probe_options);
@@ -349,10 +335,17 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
     kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
     // Beyond what lowering takes, a lock-in past the limit ends the probes where their step times line
     // up (the linear extrapolation grows from the last two); until they do, the probes double (up to the
-    // limit, then whole steps of 256 and 512 micro-batches).
+    // limit, then whole steps of 256 and 512 micro-batches). At any step size, probes on a line with no
+    // lock-in predicted between the middle one and the step's end end there too (linear_extrapolation.h
+    // line_ends_probes; issue 36: the 405B pp 12 and pp 13 1F1B steps of 2,048 micro-batches, probed to
+    // 1,024 and 544 and then simulated whole before, grow from 32 and 64, 34 and 68).
     if (micro_batches > kMaxLoweredMicroBatches && next.predicted && next.micro_batches >= limit) {
-      if ((kept.from_probes = lines_up(steps))) break;
+      if ((kept.from_probes = probes_line_up(steps))) break;
       probe *= 2;
+    } else if ((kept.from_probes = line_ends_probes(
+                    steps, lock_in_ahead(next, steps, kept.last.program, kept.last.engine, micro_batches, d),
+                    micro_batches))) {
+      break;
     } else {
       probe = next.micro_batches;
     }

@@ -9,10 +9,14 @@
 // time, floor and bubble grow by the window's per period; the peak is the probe's. A window of two
 // periods is checked too (a pipeline that locks in after a long transient may alternate two periods).
 // A probe that does not repeat doubles, or jumps past the lock-in its (virtual) stages' gaps predict
-// (lock_in.h); the probes together simulate at most the step's micro-batches (a probe that would take
-// them past it is not run: the step is simulated whole, so a plan whose probes never repeat costs at most
-// two steps; the 405B pp 64 1F1B plan of 1,024 micro-batches ran 2,754 in probes before). GPipe, which repeats in two phases and whose stages drift apart when the later ones are
-// slower, is left to whole simulation. Leaves out per-op records (simulate() gives the trace of a whole
+// (lock_in.h); the probes together simulate at most the step's micro-batches, and at most half of them once
+// three probes have left the line (a probe that would take them past it is not run: the step is simulated
+// whole, so a plan whose probes never repeat costs at most two steps, 1.5 off the line; the 405B pp 64 1F1B
+// plan of 1,024 micro-batches ran 2,754 in probes before, then 916, now 476). Probes whose
+// step times line up, with every stage at the line's pace and no lock-in ahead, end the probes: the step
+// grows from the last two (linear_extrapolation.h, an approximation measured within 2e-6). GPipe, which
+// repeats in two phases and whose stages drift apart when the later ones are slower (each at its own
+// pace), is left to whole simulation. Leaves out per-op records (simulate() gives the trace of a whole
 // step) and expanded ranks.
 #pragma once
 

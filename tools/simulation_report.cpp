@@ -20,11 +20,14 @@ const char* extrapolation_name(const Simulation& sim) {
 }
 
 // The line saying which micro-batches were simulated, empty when all were.
-std::string simulated_text(const Simulation& sim) {
+std::string simulated_text(const Simulation& sim, std::int64_t micro_batches) {
   if (sim.linear_extrapolation)
     return fmt::format("  whole steps of {} and {} micro-batches simulated, the step extrapolated linearly from "
-                       "them (no probe repeats exactly: an approximation; lowering takes at most {})\n",
-                       sim.simulated_micro_batches / 2, sim.simulated_micro_batches, kMaxLoweredMicroBatches);
+                       "them (no probe repeats exactly: an approximation; {})\n",
+                       sim.simulated_micro_batches / 2, sim.simulated_micro_batches,
+                       micro_batches > kMaxLoweredMicroBatches
+                           ? fmt::format("lowering takes at most {}", kMaxLoweredMicroBatches)
+                           : std::string("--full: all"));
   if (sim.simulated_micro_batches > 0)
     return fmt::format("  {} micro-batches simulated, the steady state extrapolated to the rest (--full: all)\n",
                        sim.simulated_micro_batches);
@@ -108,7 +111,7 @@ std::string simulation_text(const Plan& plan, const Simulation& sim) {
       "  {} units, micro-batch {} x seq {}, {} micro-batches per step, {} ops per rank\n{}\n",
       plan.model.name, plan.cluster.name, par.world_size(), par.pp > 1 ? fmt::format("pp {} x ", par.pp) : "",
       par.dp_replicate, par.dp_shard, par.cp, par.tp, data_parallel_name(par.data_parallel), plan.units.size(), plan.training.micro_batch, plan.training.seq,
-      plan.grad_accum(), sim.ops_per_rank, simulated_text(sim));
+      plan.grad_accum(), sim.ops_per_rank, simulated_text(sim, plan.grad_accum()));
   out += "Step\n" + phases_table(sim) + "\n";
   if (par.pp > 1) out += stages_text(plan, sim);
   std::vector<std::vector<std::string>> mem;
