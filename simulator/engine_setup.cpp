@@ -68,6 +68,7 @@ OpData op_data(const Op& op, int id, const EngineOptions& options) {
              fmt::format("op {}: negative time", op_label(op, id)));
   OpData d;
   d.cls = op_class(op.kind);
+  d.kind = op.kind;
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
   FSDP_CHECK(op.nvlink_load >= 0 && op.nvlink_load <= 1 && op.nic_load >= 0 && op.nic_load <= 1,
@@ -117,12 +118,14 @@ void check_streams(const RoleProgram& role, int role_index) {
                                          op_label(role.ops[i], int(i)), seen[i]));
 }
 
-RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions& options) {
+RoleData role_data(const StepProgram& program, int role_index, const EngineOptions& options) {
+  const RoleProgram& role = program.roles[std::size_t(role_index)];
   check_streams(role, role_index);
   check_memory_effects(role.resident, [&] { return fmt::format("role {} resident", role_index); });
   const int n = static_cast<int>(role.ops.size());
   RoleData rd;
   rd.ops.reserve(role.ops.size());
+  rd.effects.reserve(role.ops.size() * 2);
   std::vector<int> succ_count(role.ops.size() + 1, 0);
   for (int i = 0; i < n; ++i) {
     const Op& op = role.ops[i];
@@ -134,6 +137,13 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
       ++succ_count[d];
     }
     rd.ops.push_back(op_data(op, i, options));
+    OpData& od = rd.ops.back();
+    od.alloc_begin = int(rd.effects.size());
+    rd.effects.insert(rd.effects.end(), op.alloc_at_start.begin(), op.alloc_at_start.end());
+    od.free_begin = int(rd.effects.size());
+    rd.effects.insert(rd.effects.end(), op.free_at_end.begin(), op.free_at_end.end());
+    od.free_end = int(rd.effects.size());
+    od.released_bytes = released_param_bytes(program, op);
   }
   // Successor lists in CSR form, each in increasing op order.
   int offset = 0;
@@ -192,7 +202,7 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
     FSDP_CHECK(!options.expand_ranks || role.role_ranks == program.mesh.size(),
                fmt::format("role {}: expanded mode needs role_ranks ({}) == mesh size ({})", r,
                            role.role_ranks, program.mesh.size()));
-    RoleData rd = role_data(role, static_cast<int>(r), options);
+    RoleData rd = role_data(program, static_cast<int>(r), options);
     rd.first_instance = first_instance;
     rd.instances = options.expand_ranks ? role.role_ranks : 1;
     rd.first_rank = first_rank;

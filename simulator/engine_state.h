@@ -18,19 +18,25 @@ enum class OpClass : std::uint8_t { compute, collective, free };
 // collective, or in its work phase (shared bandwidth of a collective, or compute).
 enum class Phase : std::uint8_t { idle, waiting_group, latency, work };
 
-// Per op of a role, computed once per run from the program and the options.
+// Per op of a role, computed once per run from the program and the options: everything the event loop
+// reads of an op, so that it never reads the program's ops (larger, and spread over every role).
 struct OpData {
   TimeNs latency_ns = 0;  // collectives: fixed latency phase
   double work_ns = 0;     // integral ns of work at full rate: bandwidth phase, or the compute op
   int succ_begin = 0, succ_end = 0;  // successors (ops that depend on this one) in RoleData::succ
+  // Memory effects in RoleData::effects: [alloc_begin, free_begin) at the start, [free_begin, free_end)
+  // at the end (Op::alloc_at_start, Op::free_at_end).
+  int alloc_begin = 0, free_begin = 0, free_end = 0;
   int dep_count = 0;
   int group = -1;
   int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
+  OpKind kind = OpKind::forward;
   std::uint8_t stream = 0;
+  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
   std::array<double, 2> load{};  // collective: share of NVLink [0] and NIC [1] bandwidth when alone
   double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
-  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
+  double released_bytes = 0;  // transient bytes freed at the end besides its effects (released_param_bytes)
 };
 
 struct RoleData {
@@ -39,6 +45,7 @@ struct RoleData {
   int first_rank = 0;  // global rank of the role's rank 0 (sum of earlier roles' role_ranks)
   std::vector<OpData> ops;
   std::vector<int> succ;  // CSR successor lists
+  std::vector<MemEffect> effects;  // every op's memory effects, in op order (OpData's ranges)
 };
 
 // One stream of one instance.
@@ -123,8 +130,14 @@ class Engine {
   void refresh_instance(int i);
 
   Slot& slot(int slot_id) { return inst_[slot_id / kStreamCount].slots[slot_id % kStreamCount]; }
-  const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }
+  const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }  // messages
   const OpData& data_of(const Instance& in, int op) const { return roles_[in.role].ops[op]; }
+  std::span<const MemEffect> allocs_of(const Instance& in, const OpData& od) const {
+    return {roles_[in.role].effects.data() + od.alloc_begin, std::size_t(od.free_begin - od.alloc_begin)};
+  }
+  std::span<const MemEffect> frees_of(const Instance& in, const OpData& od) const {
+    return {roles_[in.role].effects.data() + od.free_begin, std::size_t(od.free_end - od.free_begin)};
+  }
 
   const StepProgram& program_;
   EngineOptions options_;
