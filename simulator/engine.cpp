@@ -137,7 +137,11 @@ void Engine::scan_instance(int i) {
       try_start(i, in.next_issue++);
     return;
   }
+  // Only streams marked ready can start an op; the mask is read again after each stream, since an op that
+  // ends at once (a free) marks others, as the scan of every stream found them.
   for (int s = 0; s < static_cast<int>(role.streams.size()); ++s) {
+    if (!(in.ready_streams >> s & 1u)) continue;
+    in.ready_streams &= ~(1u << s);
     const std::vector<int>& order = role.streams[s];
     Slot& sl = in.slots[s];
     while (sl.phase == Phase::idle && sl.next_pos < static_cast<int>(order.size()) &&

@@ -69,7 +69,9 @@ void Engine::complete_op(int i, int stream) {
     in.compute_busy_ns_by_kind[static_cast<int>(od.kind)] += now_ - s.start_ns;
   }
   const RoleData& rd = roles_[in.role];
-  for (int k = od.succ_begin; k < od.succ_end; ++k) --deps_left_[in.op_base + rd.succ[k]];
+  for (int k = od.succ_begin; k < od.succ_end; ++k)
+    if (--deps_left_[in.op_base + rd.succ[k]] == 0) in.ready_streams |= 1u << rd.succ_stream[k];
+  in.ready_streams |= 1u << stream;
   s.phase = Phase::idle;
   s.op = -1;
   --in.active;

@@ -152,8 +152,12 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
     offset += succ_count[i];
   }
   rd.succ.resize(offset);
+  rd.succ_stream.resize(offset);
   for (int i = 0; i < n; ++i)
-    for (int d : role.ops[i].deps) rd.succ[rd.ops[d].succ_end++] = i;
+    for (int d : role.ops[i].deps) {
+      rd.succ_stream[rd.ops[d].succ_end] = rd.ops[i].stream;
+      rd.succ[rd.ops[d].succ_end++] = i;
+    }
   return rd;
 }
 

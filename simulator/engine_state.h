@@ -45,6 +45,7 @@ struct RoleData {
   int first_rank = 0;  // global rank of the role's rank 0 (sum of earlier roles' role_ranks)
   std::vector<OpData> ops;
   std::vector<int> succ;  // CSR successor lists
+  std::vector<std::uint8_t> succ_stream;  // per entry of succ: that successor's stream
   std::vector<MemEffect> effects;  // every op's memory effects, in op order (OpData's ranges)
 };
 
@@ -73,6 +74,9 @@ struct Instance {
   int active = 0;      // slots not idle
   int active_async = 0;  // of which pipeline sends
   int done = 0;        // completed ops
+  // Streams that may start an op (bit per stream): its slot became idle, or one of its ops lost its last
+  // dependency, since the stream was last scanned. Other streams cannot start one (scan_instance).
+  std::uint32_t ready_streams = (1u << kStreamCount) - 1;
   double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
   int resident_collectives = 0;
   std::array<Slot, kStreamCount> slots{};
