@@ -47,6 +47,13 @@ void Engine::init_instances() {
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
+  rendezvous_begin_.reserve(program_.rendezvous.size() + 1);
+  for (const auto& members : program_.rendezvous) {
+    rendezvous_begin_.push_back(int(rendezvous_members_.size()));
+    for (const OpRef& m : members)
+      rendezvous_members_.push_back({m.role, m.op, roles_[std::size_t(m.role)].ops[std::size_t(m.op)].stream});
+  }
+  rendezvous_begin_.push_back(int(rendezvous_members_.size()));
   is_dirty_.assign(inst_.size(), 0);
   is_rates_dirty_.assign(inst_.size(), 0);
   next_end_ns_.assign(inst_.size(), std::numeric_limits<TimeNs>::max());
@@ -78,10 +85,21 @@ EngineResult Engine::run() {
 }
 
 // Rates change only when an instance's running ops do, so each running phase's end holds until then;
-// the next event is the earliest of the instances' earliest ends (one integer per instance).
+// the next event is the earliest of the instances' earliest ends (one integer per instance). The
+// instances that reach it are listed in increasing order for advance_to.
 TimeNs Engine::next_event_time() {
   refresh_rates();
-  return *std::min_element(next_end_ns_.begin(), next_end_ns_.end());
+  TimeNs next = std::numeric_limits<TimeNs>::max();
+  at_next_event_.clear();
+  for (std::size_t i = 0; i < next_end_ns_.size(); ++i) {
+    if (next_end_ns_[i] > next) continue;
+    if (next_end_ns_[i] < next) {
+      next = next_end_ns_[i];
+      at_next_event_.clear();
+    }
+    at_next_event_.push_back(int(i));
+  }
+  return next;
 }
 
 // Ends every phase that finishes at t, in (instance, stream) order. The others' remaining work is brought
@@ -89,8 +107,7 @@ TimeNs Engine::next_event_time() {
 // phase is refreshed before the next event (handle_ended marks it).
 void Engine::advance_to(TimeNs t) {
   ended_.clear();
-  for (std::size_t i = 0; i < inst_.size(); ++i) {
-    if (next_end_ns_[i] != t) continue;
+  for (int i : at_next_event_) {
     for (int k = 0; k < kStreamCount; ++k) {
       Slot& s = inst_[i].slots[std::size_t(k)];
       if (!s.running || s.finish_ns != t) continue;
@@ -193,14 +210,14 @@ void Engine::arrive_at_rendezvous(int i, int op) {
   Instance& in = inst_[i];
   const OpData& od = data_of(in, op);
   in.slots[od.stream].phase = Phase::waiting_group;
-  const auto& members = program_.rendezvous[od.rendezvous];
+  const int first = rendezvous_begin_[std::size_t(od.rendezvous)], end = rendezvous_begin_[std::size_t(od.rendezvous) + 1];
   int& arrived = rendezvous_arrivals_[std::size_t(od.rendezvous) * std::size_t(instances_per_role_) + in.rank];
-  if (++arrived < static_cast<int>(members.size())) return;
-  for (const OpRef& m : members) {
+  if (++arrived < end - first) return;
+  for (int j = first; j < end; ++j) {
+    const RendezvousMember& m = rendezvous_members_[std::size_t(j)];
     const int k = roles_[m.role].first_instance + in.rank;
-    const int stream = data_of(inst_[k], m.op).stream;
-    FSDP_CHECK(inst_[k].slots[stream].op == m.op, "rendezvous member is not waiting on its op");
-    begin_op(k, stream);
+    FSDP_CHECK(inst_[k].slots[m.stream].op == m.op, "rendezvous member is not waiting on its op");
+    begin_op(k, m.stream);
     mark_dirty(k);
   }
 }

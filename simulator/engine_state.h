@@ -161,6 +161,14 @@ class Engine {
   std::vector<int> rates_dirty_;  // instances whose running set changed since their last refresh
   std::vector<char> is_rates_dirty_;
   std::vector<int> members_;
+  // program_.rendezvous flattened: rendezvous r's members are rendezvous_members_[rendezvous_begin_[r] ..
+  // rendezvous_begin_[r + 1]), each with its op's stream.
+  struct RendezvousMember {
+    int role = 0, op = 0, stream = 0;
+  };
+  std::vector<int> rendezvous_begin_;
+  std::vector<RendezvousMember> rendezvous_members_;
+  std::vector<int> at_next_event_;  // instances whose earliest end is the next event (next_event_time)
   TimeNs now_ = 0;
   EngineResult result_;
 };
