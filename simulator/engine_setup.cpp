@@ -99,8 +99,9 @@ void check_memory_effects(std::span<const MemEffect> effects, const Where& where
                fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where()));
 }
 
-// Every op is listed exactly once, in the stream list of its own stream.
-void check_streams(const RoleProgram& role, int role_index) {
+// Every op is listed exactly once, in the stream list of its own stream (read from `ops`, the role's
+// engine data: smaller than the program's ops).
+void check_streams(const RoleProgram& role, int role_index, const std::vector<OpData>& ops) {
   FSDP_CHECK(role.streams.size() <= static_cast<std::size_t>(kStreamCount),
              fmt::format("role {}: more stream lists than streams", role_index));
   std::vector<int> seen(role.ops.size(), 0);
@@ -108,7 +109,7 @@ void check_streams(const RoleProgram& role, int role_index) {
     for (int id : role.streams[s]) {
       FSDP_CHECK(id >= 0 && id < static_cast<int>(role.ops.size()),
                  fmt::format("role {}: stream {} lists op {} out of range", role_index, s, id));
-      FSDP_CHECK(static_cast<std::size_t>(role.ops[id].stream) == s,
+      FSDP_CHECK(ops[std::size_t(id)].stream == s,
                  fmt::format("role {}: op {} listed on stream {} but runs on {}", role_index,
                              op_label(role.ops[id], id), s, stream_name(role.ops[id].stream)));
       ++seen[id];
@@ -120,13 +121,17 @@ void check_streams(const RoleProgram& role, int role_index) {
 
 RoleData role_data(const StepProgram& program, int role_index, const EngineOptions& options) {
   const RoleProgram& role = program.roles[std::size_t(role_index)];
-  check_streams(role, role_index);
   check_memory_effects(role.resident, [&] { return fmt::format("role {} resident", role_index); });
   const int n = static_cast<int>(role.ops.size());
   RoleData rd;
   rd.ops.reserve(role.ops.size());
   rd.effects.reserve(role.ops.size() * 2);
   std::vector<int> succ_count(role.ops.size() + 1, 0);
+  // Every op's dependencies, flat (deps_begin[i] .. deps_begin[i + 1]): the successor lists are built
+  // from them without a second pass over the program's ops.
+  std::vector<int> deps, deps_begin;
+  deps.reserve(role.ops.size() * 2);
+  deps_begin.reserve(role.ops.size() + 1);
   for (int i = 0; i < n; ++i) {
     const Op& op = role.ops[i];
     const auto label = [&] { return fmt::format("op {}", op_label(op, i)); };
@@ -136,6 +141,8 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
       FSDP_CHECK(d >= 0 && d < n && d != i, fmt::format("op {}: dependency {} out of range", op_label(op, i), d));
       ++succ_count[d];
     }
+    deps_begin.push_back(int(deps.size()));
+    deps.insert(deps.end(), op.deps.begin(), op.deps.end());
     rd.ops.push_back(op_data(op, i, options));
     OpData& od = rd.ops.back();
     od.alloc_begin = int(rd.effects.size());
@@ -145,6 +152,8 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
     od.free_end = int(rd.effects.size());
     od.released_bytes = released_param_bytes(program, op);
   }
+  deps_begin.push_back(int(deps.size()));
+  check_streams(role, role_index, rd.ops);
   // Successor lists in CSR form, each in increasing op order.
   int offset = 0;
   for (int i = 0; i < n; ++i) {
@@ -154,7 +163,8 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
   rd.succ.resize(offset);
   rd.succ_stream.resize(offset);
   for (int i = 0; i < n; ++i)
-    for (int d : role.ops[i].deps) {
+    for (int k = deps_begin[std::size_t(i)]; k < deps_begin[std::size_t(i) + 1]; ++k) {
+      const int d = deps[std::size_t(k)];
       rd.succ_stream[rd.ops[d].succ_end] = rd.ops[i].stream;
       rd.succ[rd.ops[d].succ_end++] = i;
     }
