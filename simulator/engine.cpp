@@ -56,7 +56,7 @@ void Engine::init_instances() {
   rendezvous_begin_.push_back(int(rendezvous_members_.size()));
   is_dirty_.assign(inst_.size(), 0);
   is_rates_dirty_.assign(inst_.size(), 0);
-  next_end_ns_.assign(inst_.size(), std::numeric_limits<TimeNs>::max());
+  next_end_ns_ = EarliestTree(int(inst_.size()));
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -85,21 +85,12 @@ EngineResult Engine::run() {
 }
 
 // Rates change only when an instance's running ops do, so each running phase's end holds until then;
-// the next event is the earliest of the instances' earliest ends (one integer per instance). The
-// instances that reach it are listed in increasing order for advance_to.
+// the next event is the earliest of the instances' earliest ends (one integer per instance, in a min-tree).
+// The instances that reach it are listed in increasing order for advance_to.
 TimeNs Engine::next_event_time() {
   refresh_rates();
-  TimeNs next = std::numeric_limits<TimeNs>::max();
-  at_next_event_.clear();
-  for (std::size_t i = 0; i < next_end_ns_.size(); ++i) {
-    if (next_end_ns_[i] > next) continue;
-    if (next_end_ns_[i] < next) {
-      next = next_end_ns_[i];
-      at_next_event_.clear();
-    }
-    at_next_event_.push_back(int(i));
-  }
-  return next;
+  next_end_ns_.earliest_instances(at_next_event_);
+  return next_end_ns_.earliest();
 }
 
 // Ends every phase that finishes at t, in (instance, stream) order. The others' remaining work is brought

@@ -227,7 +227,7 @@ void Engine::refresh_instance(int i) {
     s.timed = true;
     next = std::min(next, s.finish_ns);
   }
-  next_end_ns_[std::size_t(i)] = next;
+  next_end_ns_.set(i, next);
 }
 
 void Engine::mark_dirty(int i) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "simulator/earliest_tree.h"
 #include "simulator/engine.h"
 
 namespace fsdpx::engine_detail {
@@ -154,7 +155,7 @@ class Engine {
   int instances_per_role_ = 1;
   int running_count_ = 0;          // slots in a timed phase
   // Per instance: the earliest end of its running phases (max when none), kept by refresh_instance.
-  std::vector<TimeNs> next_end_ns_;
+  EarliestTree next_end_ns_;
   std::vector<int> ended_;
   std::vector<int> dirty_, dirty_round_;
   std::vector<char> is_dirty_;
