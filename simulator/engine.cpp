@@ -6,7 +6,6 @@
 // takes the next event as the earliest of the instances' earliest finish times. Per event the rate work
 // is that of the instances it touches, not of every running op.
 #include <algorithm>
-#include <limits>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -31,6 +30,9 @@ Engine::Engine(const StepProgram& program, const EngineOptions& options)
 }
 
 void Engine::init_instances() {
+  std::size_t ops = 0;
+  for (const RoleData& rd : roles_) ops += rd.ops.size() * std::size_t(rd.instances);
+  deps_left_.reserve(ops);
   int op_base = 0;
   for (std::size_t r = 0; r < roles_.size(); ++r) {
     const RoleProgram& role = program_.roles[r];

@@ -14,12 +14,6 @@
 
 namespace fsdpx::engine_detail {
 
-TimeNs ceil_ns(double ns) {
-  FSDP_CHECK(std::isfinite(ns), "non-finite duration");
-  if (ns <= 0) return 0;
-  return static_cast<TimeNs>(std::ceil(ns - 1e-3));
-}
-
 namespace {
 
 constexpr double kNsPerS = 1e9;

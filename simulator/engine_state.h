@@ -5,10 +5,12 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "core/errors.h"
 #include "simulator/earliest_tree.h"
 #include "simulator/engine.h"
 
@@ -90,7 +92,12 @@ struct Instance {
 
 // Seconds-derived nanoseconds rounded up; 1e-3 ns of slack absorbs floating-point noise so that
 // 1.5e-6 s gives 1500 ns, not 1501.
-TimeNs ceil_ns(double ns);
+// Inline: the event loop calls it whenever a phase's rate changes.
+inline TimeNs ceil_ns(double ns) {
+  FSDP_CHECK(std::isfinite(ns), "non-finite duration");
+  if (ns <= 0) return 0;
+  return static_cast<TimeNs>(std::ceil(ns - 1e-3));
+}
 
 // Validates the program (streams list every op once, on its own stream; deps in range; memory
 // effects non-negative) and precomputes OpData. engine_setup.cpp.
