@@ -157,6 +157,15 @@ void Engine::scan_instance(int i) {
     while (sl.phase == Phase::idle && sl.next_pos < static_cast<int>(order.size()) &&
            deps_left_[in.op_base + order[sl.next_pos]] == 0)
       try_start(i, order[sl.next_pos++]);
+    // The stream's next op is read when this one ends: fetch its data now (a whole step's ops do not fit
+    // in the cache, and the roles' ops are visited in turn). A hint only.
+    if (sl.next_pos < static_cast<int>(order.size())) {
+      const int next = order[sl.next_pos];
+      const char* data = reinterpret_cast<const char*>(&data_of(in, next));
+      __builtin_prefetch(data);
+      __builtin_prefetch(data + sizeof(OpData) - 1);  // it may span two cache lines
+      __builtin_prefetch(&deps_left_[in.op_base + next]);
+    }
   }
 }
 
