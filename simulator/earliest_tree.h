@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -37,21 +38,24 @@ class EarliestTree {
   Time get(int instance) const { return node_[std::size_t(leaves_ + instance)]; }
   Time earliest() const { return node_[1]; }
 
-  // Replaces `out` with the instances whose time is earliest(), in increasing order.
-  void earliest_instances(std::vector<int>& out) {
+  // Replaces `out` with the instances whose time is earliest(), in increasing order: down the left child
+  // that holds the time, else the right; a right child that holds it too waits on a stack (popped after
+  // the left subtree, so leaves come out in increasing order; depth < 64 levels).
+  void earliest_instances(std::vector<int>& out) const {
     out.clear();
     const Time t = node_[1];
-    stack_.assign(1, 1);
-    while (!stack_.empty()) {
-      const std::size_t k = stack_.back();
-      stack_.pop_back();
-      if (node_[k] != t) continue;
-      if (k >= std::size_t(leaves_)) {
-        if (k - std::size_t(leaves_) < std::size_t(count_)) out.push_back(int(k - std::size_t(leaves_)));
-        continue;
+    const std::size_t leaves = std::size_t(leaves_);
+    std::array<std::size_t, 64> stack;
+    int top = 0;
+    stack[std::size_t(top++)] = 1;
+    while (top > 0) {
+      std::size_t k = stack[std::size_t(--top)];
+      while (k < leaves) {  // every node on the way holds t, so one of its children does
+        const bool left = node_[2 * k] == t;
+        if (left && node_[2 * k + 1] == t) stack[std::size_t(top++)] = 2 * k + 1;
+        k = left ? 2 * k : 2 * k + 1;
       }
-      stack_.push_back(2 * k + 1);  // right after left: leaves come out in increasing order
-      stack_.push_back(2 * k);
+      if (k - leaves < std::size_t(count_)) out.push_back(int(k - leaves));
     }
   }
 
@@ -59,7 +63,6 @@ class EarliestTree {
   int count_ = 0;
   int leaves_ = 1;
   std::vector<Time> node_;  // node_[1] is the root; node k's children are 2k and 2k + 1
-  std::vector<std::size_t> stack_;
 };
 
 }  // namespace fsdpx::engine_detail
