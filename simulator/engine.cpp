@@ -42,7 +42,7 @@ void Engine::init_instances() {
       in.rank = k;
       in.op_base = op_base;
       op_base += static_cast<int>(role.ops.size());
-      for (const OpData& od : roles_[r].ops) deps_left_.push_back(od.dep_count);
+      deps_left_.insert(deps_left_.end(), roles_[r].dep_counts.begin(), roles_[r].dep_counts.end());
       inst_.push_back(in);
     }
   }
@@ -50,10 +50,14 @@ void Engine::init_instances() {
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
   rendezvous_begin_.reserve(program_.rendezvous.size() + 1);
-  for (const auto& members : program_.rendezvous) {
+  for (std::size_t r = 0; r < program_.rendezvous.size(); ++r) {
     rendezvous_begin_.push_back(int(rendezvous_members_.size()));
-    for (const OpRef& m : members)
+    const auto& members = program_.rendezvous[r];
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      check_rendezvous_member(program_, roles_, r, k);
+      const OpRef& m = members[k];
       rendezvous_members_.push_back({m.role, m.op, roles_[std::size_t(m.role)].ops[std::size_t(m.op)].stream});
+    }
   }
   rendezvous_begin_.push_back(int(rendezvous_members_.size()));
   is_dirty_.assign(inst_.size(), 0);

@@ -72,7 +72,6 @@ OpData op_data(const Op& op, int id, const EngineOptions& options) {
   if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.rendezvous = op.rendezvous;
   d.async = op.kind == OpKind::send;
-  d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
     const TimeNs total_ns = ceil_ns(op_ns(op, id, op.duration_s));
     d.latency_ns = std::min(ceil_ns(op_ns(op, id, op.latency_s)), total_ns);
@@ -120,6 +119,7 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
   RoleData rd;
   rd.ops.reserve(role.ops.size());
   rd.effects.reserve(role.ops.size() * 2);
+  rd.dep_counts.reserve(role.ops.size());
   std::vector<int> succ_count(role.ops.size() + 1, 0);
   // Every op's dependencies, flat (deps_begin[i] .. deps_begin[i + 1]): the successor lists are built
   // from them without a second pass over the program's ops.
@@ -137,6 +137,7 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
     }
     deps_begin.push_back(int(deps.size()));
     deps.insert(deps.end(), op.deps.begin(), op.deps.end());
+    rd.dep_counts.push_back(int(op.deps.size()));
     rd.ops.push_back(op_data(op, i, options));
     OpData& od = rd.ops.back();
     od.alloc_begin = int(rd.effects.size());
@@ -168,40 +169,33 @@ RoleData role_data(const StepProgram& program, int role_index, const EngineOptio
 // Until the step ends some phase is running at least at 1/kStreamCount: a started collective shares its
 // fabric with at most kStreamCount others, and compute slows only while collectives are resident (which then
 // progress). So the step lasts at most (all instances' work) x kStreamCount; that bound must fit the clock.
-void check_step_fits(const std::vector<RoleData>& roles) {
-  double work_ns = 0;
-  for (const RoleData& rd : roles)
-    for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
+// `work_ns` sums every op's work, role after role (build_roles adds each role while its data is fresh).
+void check_step_fits(double work_ns) {
   const double slowest_rate = 1.0 / kStreamCount;
   if (!(work_ns / slowest_rate <= kMaxStepNs))
     step_too_long(fmt::format("the step's ops take up to {:.3g} s in all", work_ns / slowest_rate / kNsPerS));
 }
 
-// Every rendezvous names existing ops of distinct roles that name it back, all on one stream kind
-// (a send and its receive sit on matching streams; checked by the lowering's pairing).
-void check_rendezvous(const StepProgram& program) {
-  for (std::size_t r = 0; r < program.rendezvous.size(); ++r) {
-    const auto& members = program.rendezvous[r];
-    FSDP_CHECK(members.size() >= 2, fmt::format("rendezvous {} has fewer than two members", r));
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      const OpRef& m = members[k];
-      FSDP_CHECK(m.role >= 0 && m.role < static_cast<int>(program.roles.size()) && m.op >= 0 &&
-                     m.op < static_cast<int>(program.roles[m.role].ops.size()),
-                 fmt::format("rendezvous {} names an op out of range", r));
-      FSDP_CHECK(program.roles[m.role].ops[m.op].rendezvous == static_cast<int>(r),
-                 fmt::format("op {} of role {} is in rendezvous {} but does not name it",
-                             op_label(program.roles[m.role].ops[m.op], m.op), m.role, r));
-      for (std::size_t j = 0; j < k; ++j)
-        FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
-    }
-  }
-}
-
 }  // namespace
 
+void check_rendezvous_member(const StepProgram& program, const std::vector<RoleData>& roles, std::size_t r,
+                             std::size_t k) {
+  const auto& members = program.rendezvous[r];
+  FSDP_CHECK(members.size() >= 2, fmt::format("rendezvous {} has fewer than two members", r));
+  const OpRef& m = members[k];
+  FSDP_CHECK(m.role >= 0 && m.role < static_cast<int>(roles.size()) && m.op >= 0 &&
+                 m.op < static_cast<int>(roles[std::size_t(m.role)].ops.size()),
+             fmt::format("rendezvous {} names an op out of range", r));
+  FSDP_CHECK(roles[std::size_t(m.role)].ops[std::size_t(m.op)].rendezvous == static_cast<int>(r),
+             fmt::format("op {} of role {} is in rendezvous {} but does not name it",
+                         op_label(program.roles[m.role].ops[m.op], m.op), m.role, r));
+  for (std::size_t j = 0; j < k; ++j)
+    FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
+}
+
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
-  check_rendezvous(program);
   std::vector<RoleData> roles;
+  double work_ns = 0;
   int first_instance = 0, first_rank = 0;
   for (std::size_t r = 0; r < program.roles.size(); ++r) {
     const RoleProgram& role = program.roles[r];
@@ -216,9 +210,10 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
     rd.first_rank = first_rank;
     first_instance += rd.instances;
     first_rank += role.role_ranks;
+    for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
     roles.push_back(std::move(rd));
   }
-  check_step_fits(roles);
+  check_step_fits(work_ns);
   return roles;
 }
 

@@ -30,7 +30,6 @@ struct OpData {
   // Memory effects in RoleData::effects: [alloc_begin, free_begin) at the start, [free_begin, free_end)
   // at the end (Op::alloc_at_start, Op::free_at_end).
   int alloc_begin = 0, free_begin = 0, free_end = 0;
-  int dep_count = 0;
   int group = -1;
   int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
@@ -50,6 +49,7 @@ struct RoleData {
   std::vector<int> succ;  // CSR successor lists
   std::vector<std::uint8_t> succ_stream;  // per entry of succ: that successor's stream
   std::vector<MemEffect> effects;  // every op's memory effects, in op order (OpData's ranges)
+  std::vector<int> dep_counts;     // per op: its dependencies (each instance's counters start there)
 };
 
 // One stream of one instance.
@@ -102,6 +102,12 @@ inline TimeNs ceil_ns(double ns) {
 // Validates the program (streams list every op once, on its own stream; deps in range; memory
 // effects non-negative) and precomputes OpData. engine_setup.cpp.
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options);
+
+// Member k of rendezvous r names an op in range of a role that no earlier member has, and that op names
+// r back (all on one stream kind: a send and its receive sit on matching streams, checked by the
+// lowering's pairing). engine_setup.cpp; the engine checks each member as it flattens the lists.
+void check_rendezvous_member(const StepProgram& program, const std::vector<RoleData>& roles, std::size_t r,
+                             std::size_t k);
 
 class Engine {
  public:
