@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -300,12 +301,13 @@ void Lowerer::resident_memory() {
 
 // Every send meets its receive; the cross-stage all-reduces meet across all their roles.
 void Lowerer::join_rendezvous() {
-  auto join = [this](const std::vector<OpRef>& members) {
+  auto join = [this](std::vector<OpRef> members) {
     const int id = int(prog_.rendezvous.size());
     for (const OpRef& m : members) prog_.roles[std::size_t(m.role)].ops[std::size_t(m.op)].rendezvous = id;
-    prog_.rendezvous.push_back(members);
+    prog_.rendezvous.push_back(std::move(members));
   };
   FSDP_CHECK(send_count_ == recv_count_, "pipeline sends and receives do not pair up");
+  prog_.rendezvous.reserve(std::size_t(send_count_) + 2);
   for (std::size_t k = 0; k < sends_.size(); ++k) {
     if (sends_[k].role < 0) continue;
     FSDP_CHECK(recvs_[k].role >= 0, "a pipeline send has no receive");
