@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -107,6 +108,8 @@ void Lowerer::place_units() {
   }
   prog_.recompute = plan_.recompute;
   prog_.segments = segs_;
+  work_of_segment_.assign(segs_.size() * 4, -1);
+  for (const Segment& seg : segs_) seg_memory_.push_back(segment_memory(plan_, seg.first_module, seg.module_count));
   stage_segments_.assign(std::size_t(stages_), {});
   for (int s = 0; s < int(segs_.size()); ++s) {
     const int stage = plan_.units[std::size_t(segs_[std::size_t(s)].unit)].stage;
@@ -134,6 +137,12 @@ void Lowerer::lower_role(int role) {
   RoleProgram& rp = prog_.roles[std::size_t(role)];
   rp.role_ranks = prog_.mesh.size();
   rp.streams.resize(kStreamCount);
+  if (role > 0) {  // pipeline ranks run about as many ops as the one before: grow each list once at most
+    const RoleProgram& before = prog_.roles[std::size_t(role - 1)];
+    auto room = [](std::size_t n) { return n + n / 8 + 16; };
+    rp.ops.reserve(room(before.ops.size()));
+    for (int k = 0; k < kStreamCount; ++k) rp.streams[std::size_t(k)].reserve(room(before.streams[std::size_t(k)].size()));
+  }
   resident_memory();
   const auto& par = plan_.parallelism;
   for (const PipeAction& a : pipeline_actions(par.pp_schedule, par.pp, par.vpp, role, micro_batches_)) run_pass(a);
@@ -292,16 +301,17 @@ void Lowerer::resident_memory() {
 
 // Every send meets its receive; the cross-stage all-reduces meet across all their roles.
 void Lowerer::join_rendezvous() {
-  auto join = [this](const std::vector<OpRef>& members) {
+  auto join = [this](std::vector<OpRef> members) {
     const int id = int(prog_.rendezvous.size());
     for (const OpRef& m : members) prog_.roles[std::size_t(m.role)].ops[std::size_t(m.op)].rendezvous = id;
-    prog_.rendezvous.push_back(members);
+    prog_.rendezvous.push_back(std::move(members));
   };
-  FSDP_CHECK(sends_.size() == recvs_.size(), "pipeline sends and receives do not pair up");
-  for (const auto& [key, send] : sends_) {
-    const auto it = recvs_.find(key);
-    FSDP_CHECK(it != recvs_.end(), "a pipeline send has no receive");
-    join({send, it->second});
+  FSDP_CHECK(send_count_ == recv_count_, "pipeline sends and receives do not pair up");
+  prog_.rendezvous.reserve(std::size_t(send_count_) + 2);
+  for (std::size_t k = 0; k < sends_.size(); ++k) {
+    if (sends_[k].role < 0) continue;
+    FSDP_CHECK(recvs_[k].role >= 0, "a pipeline send has no receive");
+    join({sends_[k], recvs_[k]});
   }
   if (!tied_ops_.empty()) join(tied_ops_);
   if (!norm_ops_.empty()) join(norm_ops_);

@@ -77,10 +77,23 @@ Op Lowerer::p2p_op(OpKind kind, int direction, int stage, int mb) const {
   return op;
 }
 
+bool Lowerer::record_link(std::vector<OpRef>& links, int& count, const LinkKey& key, OpRef ref) {
+  FSDP_CHECK(key.direction >= 0 && key.direction < 2 && key.sender >= 0 && key.sender < stages_ &&
+                 key.micro_batch >= 0 && key.micro_batch < micro_batches_,
+             "a pipeline message outside the step's stages or micro-batches");
+  if (links.empty()) links.assign(std::size_t(2) * std::size_t(stages_) * std::size_t(micro_batches_), OpRef{-1, -1});
+  OpRef& slot = links[(std::size_t(key.direction) * std::size_t(stages_) + std::size_t(key.sender)) *
+                          std::size_t(micro_batches_) + std::size_t(key.micro_batch)];
+  if (slot.role >= 0) return false;
+  slot = ref;
+  ++count;
+  return true;
+}
+
 int Lowerer::recv(int direction, int stage, int mb) {
   const int id = add_op(p2p_op(OpKind::recv, direction, stage, mb));
   const int sender = direction == 0 ? stage - 1 : stage + 1;
-  const bool fresh = recvs_.emplace(LinkKey{direction, sender, mb}, OpRef{role_, id}).second;
+  const bool fresh = record_link(recvs_, recv_count_, LinkKey{direction, sender, mb}, OpRef{role_, id});
   FSDP_CHECK(fresh, "a pipeline message received twice");
   return id;
 }
@@ -89,7 +102,7 @@ void Lowerer::send(int direction, int stage, int mb, int after_op) {
   Op op = p2p_op(OpKind::send, direction, stage, mb);
   op.deps.push_back(after_op);
   const int id = add_op(std::move(op));
-  const bool fresh = sends_.emplace(LinkKey{direction, stage, mb}, OpRef{role_, id}).second;
+  const bool fresh = record_link(sends_, send_count_, LinkKey{direction, stage, mb}, OpRef{role_, id});
   FSDP_CHECK(fresh, "a pipeline message sent twice");
 }
 

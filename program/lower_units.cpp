@@ -69,12 +69,15 @@ int Lowerer::add_op(Op op) {
   return id;
 }
 
+// Segments with the same signature share a work set; each (segment, kind) looks its signature up once.
 int Lowerer::work_set(int seg, WorkKind kind) {
+  int& known = work_of_segment_[std::size_t(seg) * 4 + std::size_t(kind)];
+  if (known >= 0) return known;
   const Segment& s = segs_[std::size_t(seg)];
   std::string key(1, "fbiw"[int(kind)]);
   key += segment_signature(plan_, s.first_module, s.module_count);
   auto it = work_cache_.find(key);
-  if (it != work_cache_.end()) return it->second;
+  if (it != work_cache_.end()) return known = it->second;
   static constexpr BackwardPart kParts[] = {BackwardPart::all, BackwardPart::all, BackwardPart::input,
                                             BackwardPart::weight};
   prog_.work_sets.push_back(kind == WorkKind::forward
@@ -82,7 +85,7 @@ int Lowerer::work_set(int seg, WorkKind kind) {
                                 : segment_backward_work(plan_, s.first_module, s.module_count, g_, kParts[int(kind)]));
   const int id = int(prog_.work_sets.size()) - 1;
   work_cache_[key] = id;
-  return id;
+  return known = id;
 }
 
 bool Lowerer::grads_from_reduction() const {
@@ -155,7 +158,7 @@ int Lowerer::forward_segment(int s, int mb, int input_op) {
                      work_set(s, WorkKind::forward));
   if (us.gather_op >= 0 && gathers) op.deps.push_back(us.gather_op);
   if (input_op >= 0) op.deps.push_back(input_op);
-  const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
+  const SegmentMemory& mem = memory_of(s);
   op.alloc_at_start.push_back({MemCategory::activations, mem.saved_activation_bytes});
   if (mem.forward_working_bytes > 0) {  // an MoE block's exchange buffers (program/moe_block.h)
     op.alloc_at_start.push_back({MemCategory::transient, mem.forward_working_bytes});
@@ -201,7 +204,7 @@ int Lowerer::backward_segment(int s, int mb, int input_op, bool split) {
   const bool sharded = sharded_params(u);
   const bool first_use = s == last_forward_segment_[std::size_t(u)];
   if (sharded && first_use && !us.live) gather(u, mb, true);
-  const SegmentMemory mem = segment_memory(plan_, seg.first_module, seg.module_count);
+  const SegmentMemory& mem = memory_of(s);
   Op op = compute_op(split ? "bwdi" : "bwd", names_, split ? OpKind::backward_input : OpKind::backward, s, u, mb,
                      plan_.units[std::size_t(u)].stage, work_set(s, split ? WorkKind::backward_input : WorkKind::backward));
   if (sharded && us.gather_op >= 0) op.deps.push_back(us.gather_op);
@@ -259,7 +262,7 @@ void Lowerer::weight_segment(int s, int mb) {
     op.alloc_at_start.push_back({MemCategory::transient, params_[std::size_t(u)] * autograd_grad_bytes_});
     us.grads_live = true;
   }
-  op.free_at_end.push_back({MemCategory::activations, segment_memory(plan_, seg.first_module, seg.module_count).weight_pass_bytes});
+  op.free_at_end.push_back({MemCategory::activations, memory_of(s).weight_pass_bytes});
   const int id = add_op(std::move(op));
   if (s == first_forward_segment_[std::size_t(u)] && reduce_now) reduce(u, mb, id);
 }

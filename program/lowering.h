@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,8 +49,10 @@ class Lowerer {
     bool grads_live = false;
     int reduced_op = -1;    // the op after which the unit's gradient is fully reduced
   };
-  // A send or receive by (0 activations / 1 gradients, sending virtual stage, micro-batch).
-  using LinkKey = std::tuple<int, int, int>;
+  // A pipeline message: (0 activations / 1 gradients, sending virtual stage, micro-batch).
+  struct LinkKey {
+    int direction = 0, sender = 0, micro_batch = 0;
+  };
 
   // lower.cpp
   int add_group(GroupKind kind, GroupShape shape, int reshard_ranks = 0);
@@ -72,6 +73,7 @@ class Lowerer {
   // lower_units.cpp
   int add_op(Op op);
   int work_set(int seg, WorkKind kind);
+  const SegmentMemory& memory_of(int seg) const { return seg_memory_[std::size_t(seg)]; }
   int reshard_ranks(int unit) const;
   // FSDP2 (cost_models/stack_costs.h sharded_grads_from_reduction): the sharded gradients are no
   // resident state but appear with each unit's first reduce-scatter of the step.
@@ -92,6 +94,8 @@ class Lowerer {
   void weight_chunk(int stage, int mb);
   int recv(int direction, int stage, int mb);
   void send(int direction, int stage, int mb, int after_op);
+  // Records op `ref` as the send (or receive) of message `key`; false when it already has one.
+  bool record_link(std::vector<OpRef>& links, int& count, const LinkKey& key, OpRef ref);
   Op p2p_op(OpKind kind, int direction, int stage, int mb) const;
 
   const Plan& plan_;
@@ -127,10 +131,15 @@ class Lowerer {
   int pp_pair_group_ = -1, pp_ends_group_ = -1, pp_all_group_ = -1;
   int dp_cp_group_ = -1, mesh_all_group_ = -1;  // -1 unless cp (or tp) > 1
   std::map<int, int> reshard_groups_;  // g -> group
-  std::map<std::string, int> work_cache_;
+  std::map<std::string, int> work_cache_;     // segment signature and work kind -> work set
+  std::vector<int> work_of_segment_;          // (segment, WorkKind) -> work set, -1 until asked
+  std::vector<SegmentMemory> seg_memory_;     // per segment: segment_memory (a pure function of it)
   std::vector<int> first_forward_segment_, last_forward_segment_;  // per unit
   std::vector<std::vector<int>> stage_segments_;                   // per virtual stage, forward order
-  std::map<LinkKey, OpRef> sends_, recvs_;
+  // Per message (direction, sending stage, micro-batch), in that order: its send and its receive (role
+  // -1: none yet). Dense arrays in key order, so rendezvous are numbered as a map over the key would.
+  std::vector<OpRef> sends_, recvs_;
+  int send_count_ = 0, recv_count_ = 0;
   std::vector<OpRef> tied_ops_, norm_ops_;  // cross-stage all-reduces, one per role
   // State of the role being lowered (reset by lower_role).
   int role_ = 0;

@@ -6,7 +6,6 @@
 // takes the next event as the earliest of the instances' earliest finish times. Per event the rate work
 // is that of the instances it touches, not of every running op.
 #include <algorithm>
-#include <limits>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -31,6 +30,9 @@ Engine::Engine(const StepProgram& program, const EngineOptions& options)
 }
 
 void Engine::init_instances() {
+  std::size_t ops = 0;
+  for (const RoleData& rd : roles_) ops += rd.ops.size() * std::size_t(rd.instances);
+  deps_left_.reserve(ops);
   int op_base = 0;
   for (std::size_t r = 0; r < roles_.size(); ++r) {
     const RoleProgram& role = program_.roles[r];
@@ -40,16 +42,27 @@ void Engine::init_instances() {
       in.rank = k;
       in.op_base = op_base;
       op_base += static_cast<int>(role.ops.size());
-      for (const OpData& od : roles_[r].ops) deps_left_.push_back(od.dep_count);
+      deps_left_.insert(deps_left_.end(), roles_[r].dep_counts.begin(), roles_[r].dep_counts.end());
       inst_.push_back(in);
     }
   }
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
+  rendezvous_begin_.reserve(program_.rendezvous.size() + 1);
+  for (std::size_t r = 0; r < program_.rendezvous.size(); ++r) {
+    rendezvous_begin_.push_back(int(rendezvous_members_.size()));
+    const auto& members = program_.rendezvous[r];
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      check_rendezvous_member(program_, roles_, r, k);
+      const OpRef& m = members[k];
+      rendezvous_members_.push_back({m.role, m.op, roles_[std::size_t(m.role)].ops[std::size_t(m.op)].stream});
+    }
+  }
+  rendezvous_begin_.push_back(int(rendezvous_members_.size()));
   is_dirty_.assign(inst_.size(), 0);
   is_rates_dirty_.assign(inst_.size(), 0);
-  next_end_ns_.assign(inst_.size(), std::numeric_limits<TimeNs>::max());
+  next_end_ns_ = EarliestTree(int(inst_.size()));
   result_.step_time_ns = 0;
   // Resident state (sharded parameters, optimizer state, overheads) is live at t = 0.
   for (std::size_t i = 0; i < inst_.size(); ++i) {
@@ -78,10 +91,12 @@ EngineResult Engine::run() {
 }
 
 // Rates change only when an instance's running ops do, so each running phase's end holds until then;
-// the next event is the earliest of the instances' earliest ends (one integer per instance).
+// the next event is the earliest of the instances' earliest ends (one integer per instance, in a min-tree).
+// The instances that reach it are listed in increasing order for advance_to.
 TimeNs Engine::next_event_time() {
   refresh_rates();
-  return *std::min_element(next_end_ns_.begin(), next_end_ns_.end());
+  next_end_ns_.earliest_instances(at_next_event_);
+  return next_end_ns_.earliest();
 }
 
 // Ends every phase that finishes at t, in (instance, stream) order. The others' remaining work is brought
@@ -89,8 +104,7 @@ TimeNs Engine::next_event_time() {
 // phase is refreshed before the next event (handle_ended marks it).
 void Engine::advance_to(TimeNs t) {
   ended_.clear();
-  for (std::size_t i = 0; i < inst_.size(); ++i) {
-    if (next_end_ns_[i] != t) continue;
+  for (int i : at_next_event_) {
     for (int k = 0; k < kStreamCount; ++k) {
       Slot& s = inst_[i].slots[std::size_t(k)];
       if (!s.running || s.finish_ns != t) continue;
@@ -137,12 +151,25 @@ void Engine::scan_instance(int i) {
       try_start(i, in.next_issue++);
     return;
   }
+  // Only streams marked ready can start an op; the mask is read again after each stream, since an op that
+  // ends at once (a free) marks others, as the scan of every stream found them.
   for (int s = 0; s < static_cast<int>(role.streams.size()); ++s) {
+    if (!(in.ready_streams >> s & 1u)) continue;
+    in.ready_streams &= ~(1u << s);
     const std::vector<int>& order = role.streams[s];
     Slot& sl = in.slots[s];
     while (sl.phase == Phase::idle && sl.next_pos < static_cast<int>(order.size()) &&
            deps_left_[in.op_base + order[sl.next_pos]] == 0)
       try_start(i, order[sl.next_pos++]);
+    // The stream's next op is read when this one ends: fetch its data now (a whole step's ops do not fit
+    // in the cache, and the roles' ops are visited in turn). A hint only.
+    if (sl.next_pos < static_cast<int>(order.size())) {
+      const int next = order[sl.next_pos];
+      const char* data = reinterpret_cast<const char*>(&data_of(in, next));
+      __builtin_prefetch(data);
+      __builtin_prefetch(data + sizeof(OpData) - 1);  // it may span two cache lines
+      __builtin_prefetch(&deps_left_[in.op_base + next]);
+    }
   }
 }
 
@@ -189,14 +216,14 @@ void Engine::arrive_at_rendezvous(int i, int op) {
   Instance& in = inst_[i];
   const OpData& od = data_of(in, op);
   in.slots[od.stream].phase = Phase::waiting_group;
-  const auto& members = program_.rendezvous[od.rendezvous];
+  const int first = rendezvous_begin_[std::size_t(od.rendezvous)], end = rendezvous_begin_[std::size_t(od.rendezvous) + 1];
   int& arrived = rendezvous_arrivals_[std::size_t(od.rendezvous) * std::size_t(instances_per_role_) + in.rank];
-  if (++arrived < static_cast<int>(members.size())) return;
-  for (const OpRef& m : members) {
+  if (++arrived < end - first) return;
+  for (int j = first; j < end; ++j) {
+    const RendezvousMember& m = rendezvous_members_[std::size_t(j)];
     const int k = roles_[m.role].first_instance + in.rank;
-    const int stream = data_of(inst_[k], m.op).stream;
-    FSDP_CHECK(inst_[k].slots[stream].op == m.op, "rendezvous member is not waiting on its op");
-    begin_op(k, stream);
+    FSDP_CHECK(inst_[k].slots[m.stream].op == m.op, "rendezvous member is not waiting on its op");
+    begin_op(k, m.stream);
     mark_dirty(k);
   }
 }

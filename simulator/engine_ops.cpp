@@ -20,7 +20,7 @@ void Engine::begin_op(int i, int stream) {
   const OpData& od = data_of(in, s.op);
   s.start_ns = now_;
   mark_rates_dirty(i);
-  apply_alloc(in, op_of(in, s.op).alloc_at_start, s.op);
+  apply_alloc(in, allocs_of(in, od), s.op);
   if (od.cls == OpClass::collective) {
     in.comm_sm_share += od.sm_share;
     ++in.resident_collectives;
@@ -57,19 +57,21 @@ void Engine::complete_op(int i, int stream) {
   Slot& s = in.slots[stream];
   const int op = s.op;
   const OpData& od = data_of(in, op);
-  const Op& program_op = op_of(in, op);
+
   if (od.cls == OpClass::collective) {
     // Reset at zero so that rounding in the running sum never leaves a phantom share behind.
     in.comm_sm_share = --in.resident_collectives == 0 ? 0.0 : in.comm_sm_share - od.sm_share;
   }
-  apply_free(in, program_op.free_at_end, released_param_bytes(program_, program_op));
+  apply_free(in, frees_of(in, od), od.released_bytes);
   if (options_.record_ops) result_.ops.push_back({in.role, in.rank, op, s.start_ns, now_});
-  if (program_op.stream == StreamKind::compute) {
+  if (od.stream == static_cast<std::uint8_t>(StreamKind::compute)) {
     in.compute_busy_ns += now_ - s.start_ns;
-    in.compute_busy_ns_by_kind[static_cast<int>(program_op.kind)] += now_ - s.start_ns;
+    in.compute_busy_ns_by_kind[static_cast<int>(od.kind)] += now_ - s.start_ns;
   }
   const RoleData& rd = roles_[in.role];
-  for (int k = od.succ_begin; k < od.succ_end; ++k) --deps_left_[in.op_base + rd.succ[k]];
+  for (int k = od.succ_begin; k < od.succ_end; ++k)
+    if (--deps_left_[in.op_base + rd.succ[k]] == 0) in.ready_streams |= 1u << rd.succ_stream[k];
+  in.ready_streams |= 1u << stream;
   s.phase = Phase::idle;
   s.op = -1;
   --in.active;
@@ -225,7 +227,7 @@ void Engine::refresh_instance(int i) {
     s.timed = true;
     next = std::min(next, s.finish_ns);
   }
-  next_end_ns_[std::size_t(i)] = next;
+  next_end_ns_.set(i, next);
 }
 
 void Engine::mark_dirty(int i) {

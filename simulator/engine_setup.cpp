@@ -14,12 +14,6 @@
 
 namespace fsdpx::engine_detail {
 
-TimeNs ceil_ns(double ns) {
-  FSDP_CHECK(std::isfinite(ns), "non-finite duration");
-  if (ns <= 0) return 0;
-  return static_cast<TimeNs>(std::ceil(ns - 1e-3));
-}
-
 namespace {
 
 constexpr double kNsPerS = 1e9;
@@ -68,6 +62,7 @@ OpData op_data(const Op& op, int id, const EngineOptions& options) {
              fmt::format("op {}: negative time", op_label(op, id)));
   OpData d;
   d.cls = op_class(op.kind);
+  d.kind = op.kind;
   d.stream = static_cast<std::uint8_t>(op.stream);
   d.group = op.group;
   FSDP_CHECK(op.nvlink_load >= 0 && op.nvlink_load <= 1 && op.nic_load >= 0 && op.nic_load <= 1,
@@ -77,7 +72,6 @@ OpData op_data(const Op& op, int id, const EngineOptions& options) {
   if (d.cls == OpClass::collective && options.interference) d.sm_share = op.sm_share;
   d.rendezvous = op.rendezvous;
   d.async = op.kind == OpKind::send;
-  d.dep_count = static_cast<int>(op.deps.size());
   if (d.cls == OpClass::collective && !options.infinite_bandwidth) {
     const TimeNs total_ns = ceil_ns(op_ns(op, id, op.duration_s));
     d.latency_ns = std::min(ceil_ns(op_ns(op, id, op.latency_s)), total_ns);
@@ -98,8 +92,9 @@ void check_memory_effects(std::span<const MemEffect> effects, const Where& where
                fmt::format("{}: memory effects hold non-negative bytes (the list gives the sign)", where()));
 }
 
-// Every op is listed exactly once, in the stream list of its own stream.
-void check_streams(const RoleProgram& role, int role_index) {
+// Every op is listed exactly once, in the stream list of its own stream (read from `ops`, the role's
+// engine data: smaller than the program's ops).
+void check_streams(const RoleProgram& role, int role_index, const std::vector<OpData>& ops) {
   FSDP_CHECK(role.streams.size() <= static_cast<std::size_t>(kStreamCount),
              fmt::format("role {}: more stream lists than streams", role_index));
   std::vector<int> seen(role.ops.size(), 0);
@@ -107,7 +102,7 @@ void check_streams(const RoleProgram& role, int role_index) {
     for (int id : role.streams[s]) {
       FSDP_CHECK(id >= 0 && id < static_cast<int>(role.ops.size()),
                  fmt::format("role {}: stream {} lists op {} out of range", role_index, s, id));
-      FSDP_CHECK(static_cast<std::size_t>(role.ops[id].stream) == s,
+      FSDP_CHECK(ops[std::size_t(id)].stream == s,
                  fmt::format("role {}: op {} listed on stream {} but runs on {}", role_index,
                              op_label(role.ops[id], id), s, stream_name(role.ops[id].stream)));
       ++seen[id];
@@ -117,13 +112,20 @@ void check_streams(const RoleProgram& role, int role_index) {
                                          op_label(role.ops[i], int(i)), seen[i]));
 }
 
-RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions& options) {
-  check_streams(role, role_index);
+RoleData role_data(const StepProgram& program, int role_index, const EngineOptions& options) {
+  const RoleProgram& role = program.roles[std::size_t(role_index)];
   check_memory_effects(role.resident, [&] { return fmt::format("role {} resident", role_index); });
   const int n = static_cast<int>(role.ops.size());
   RoleData rd;
   rd.ops.reserve(role.ops.size());
+  rd.effects.reserve(role.ops.size() * 2);
+  rd.dep_counts.reserve(role.ops.size());
   std::vector<int> succ_count(role.ops.size() + 1, 0);
+  // Every op's dependencies, flat (deps_begin[i] .. deps_begin[i + 1]): the successor lists are built
+  // from them without a second pass over the program's ops.
+  std::vector<int> deps, deps_begin;
+  deps.reserve(role.ops.size() * 2);
+  deps_begin.reserve(role.ops.size() + 1);
   for (int i = 0; i < n; ++i) {
     const Op& op = role.ops[i];
     const auto label = [&] { return fmt::format("op {}", op_label(op, i)); };
@@ -133,8 +135,20 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
       FSDP_CHECK(d >= 0 && d < n && d != i, fmt::format("op {}: dependency {} out of range", op_label(op, i), d));
       ++succ_count[d];
     }
+    deps_begin.push_back(int(deps.size()));
+    deps.insert(deps.end(), op.deps.begin(), op.deps.end());
+    rd.dep_counts.push_back(int(op.deps.size()));
     rd.ops.push_back(op_data(op, i, options));
+    OpData& od = rd.ops.back();
+    od.alloc_begin = int(rd.effects.size());
+    rd.effects.insert(rd.effects.end(), op.alloc_at_start.begin(), op.alloc_at_start.end());
+    od.free_begin = int(rd.effects.size());
+    rd.effects.insert(rd.effects.end(), op.free_at_end.begin(), op.free_at_end.end());
+    od.free_end = int(rd.effects.size());
+    od.released_bytes = released_param_bytes(program, op);
   }
+  deps_begin.push_back(int(deps.size()));
+  check_streams(role, role_index, rd.ops);
   // Successor lists in CSR form, each in increasing op order.
   int offset = 0;
   for (int i = 0; i < n; ++i) {
@@ -142,48 +156,46 @@ RoleData role_data(const RoleProgram& role, int role_index, const EngineOptions&
     offset += succ_count[i];
   }
   rd.succ.resize(offset);
+  rd.succ_stream.resize(offset);
   for (int i = 0; i < n; ++i)
-    for (int d : role.ops[i].deps) rd.succ[rd.ops[d].succ_end++] = i;
+    for (int k = deps_begin[std::size_t(i)]; k < deps_begin[std::size_t(i) + 1]; ++k) {
+      const int d = deps[std::size_t(k)];
+      rd.succ_stream[rd.ops[d].succ_end] = rd.ops[i].stream;
+      rd.succ[rd.ops[d].succ_end++] = i;
+    }
   return rd;
 }
 
 // Until the step ends some phase is running at least at 1/kStreamCount: a started collective shares its
 // fabric with at most kStreamCount others, and compute slows only while collectives are resident (which then
 // progress). So the step lasts at most (all instances' work) x kStreamCount; that bound must fit the clock.
-void check_step_fits(const std::vector<RoleData>& roles) {
-  double work_ns = 0;
-  for (const RoleData& rd : roles)
-    for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
+// `work_ns` sums every op's work, role after role (build_roles adds each role while its data is fresh).
+void check_step_fits(double work_ns) {
   const double slowest_rate = 1.0 / kStreamCount;
   if (!(work_ns / slowest_rate <= kMaxStepNs))
     step_too_long(fmt::format("the step's ops take up to {:.3g} s in all", work_ns / slowest_rate / kNsPerS));
 }
 
-// Every rendezvous names existing ops of distinct roles that name it back, all on one stream kind
-// (a send and its receive sit on matching streams; checked by the lowering's pairing).
-void check_rendezvous(const StepProgram& program) {
-  for (std::size_t r = 0; r < program.rendezvous.size(); ++r) {
-    const auto& members = program.rendezvous[r];
-    FSDP_CHECK(members.size() >= 2, fmt::format("rendezvous {} has fewer than two members", r));
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      const OpRef& m = members[k];
-      FSDP_CHECK(m.role >= 0 && m.role < static_cast<int>(program.roles.size()) && m.op >= 0 &&
-                     m.op < static_cast<int>(program.roles[m.role].ops.size()),
-                 fmt::format("rendezvous {} names an op out of range", r));
-      FSDP_CHECK(program.roles[m.role].ops[m.op].rendezvous == static_cast<int>(r),
-                 fmt::format("op {} of role {} is in rendezvous {} but does not name it",
-                             op_label(program.roles[m.role].ops[m.op], m.op), m.role, r));
-      for (std::size_t j = 0; j < k; ++j)
-        FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
-    }
-  }
-}
-
 }  // namespace
 
+void check_rendezvous_member(const StepProgram& program, const std::vector<RoleData>& roles, std::size_t r,
+                             std::size_t k) {
+  const auto& members = program.rendezvous[r];
+  FSDP_CHECK(members.size() >= 2, fmt::format("rendezvous {} has fewer than two members", r));
+  const OpRef& m = members[k];
+  FSDP_CHECK(m.role >= 0 && m.role < static_cast<int>(roles.size()) && m.op >= 0 &&
+                 m.op < static_cast<int>(roles[std::size_t(m.role)].ops.size()),
+             fmt::format("rendezvous {} names an op out of range", r));
+  FSDP_CHECK(roles[std::size_t(m.role)].ops[std::size_t(m.op)].rendezvous == static_cast<int>(r),
+             fmt::format("op {} of role {} is in rendezvous {} but does not name it",
+                         op_label(program.roles[m.role].ops[m.op], m.op), m.role, r));
+  for (std::size_t j = 0; j < k; ++j)
+    FSDP_CHECK(members[j].role != m.role, fmt::format("rendezvous {} has two ops of role {}", r, m.role));
+}
+
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options) {
-  check_rendezvous(program);
   std::vector<RoleData> roles;
+  double work_ns = 0;
   int first_instance = 0, first_rank = 0;
   for (std::size_t r = 0; r < program.roles.size(); ++r) {
     const RoleProgram& role = program.roles[r];
@@ -192,15 +204,16 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
     FSDP_CHECK(!options.expand_ranks || role.role_ranks == program.mesh.size(),
                fmt::format("role {}: expanded mode needs role_ranks ({}) == mesh size ({})", r,
                            role.role_ranks, program.mesh.size()));
-    RoleData rd = role_data(role, static_cast<int>(r), options);
+    RoleData rd = role_data(program, static_cast<int>(r), options);
     rd.first_instance = first_instance;
     rd.instances = options.expand_ranks ? role.role_ranks : 1;
     rd.first_rank = first_rank;
     first_instance += rd.instances;
     first_rank += role.role_ranks;
+    for (const OpData& od : rd.ops) work_ns += (double(od.latency_ns) + od.work_ns) * rd.instances;
     roles.push_back(std::move(rd));
   }
-  check_step_fits(roles);
+  check_step_fits(work_ns);
   return roles;
 }
 

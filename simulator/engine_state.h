@@ -5,10 +5,13 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "core/errors.h"
+#include "simulator/earliest_tree.h"
 #include "simulator/engine.h"
 
 namespace fsdpx::engine_detail {
@@ -18,19 +21,24 @@ enum class OpClass : std::uint8_t { compute, collective, free };
 // collective, or in its work phase (shared bandwidth of a collective, or compute).
 enum class Phase : std::uint8_t { idle, waiting_group, latency, work };
 
-// Per op of a role, computed once per run from the program and the options.
+// Per op of a role, computed once per run from the program and the options: everything the event loop
+// reads of an op, so that it never reads the program's ops (larger, and spread over every role).
 struct OpData {
   TimeNs latency_ns = 0;  // collectives: fixed latency phase
   double work_ns = 0;     // integral ns of work at full rate: bandwidth phase, or the compute op
   int succ_begin = 0, succ_end = 0;  // successors (ops that depend on this one) in RoleData::succ
-  int dep_count = 0;
+  // Memory effects in RoleData::effects: [alloc_begin, free_begin) at the start, [free_begin, free_end)
+  // at the end (Op::alloc_at_start, Op::free_at_end).
+  int alloc_begin = 0, free_begin = 0, free_end = 0;
   int group = -1;
   int rendezvous = -1;  // index into StepProgram::rendezvous
   OpClass cls = OpClass::compute;
+  OpKind kind = OpKind::forward;
   std::uint8_t stream = 0;
+  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
   std::array<double, 2> load{};  // collective: share of NVLink [0] and NIC [1] bandwidth when alone
   double sm_share = 0;  // collective: SMs its kernel holds (0 when interference is off)
-  bool async = false;   // a pipeline send: does not hold back later ops when overlap is off
+  double released_bytes = 0;  // transient bytes freed at the end besides its effects (released_param_bytes)
 };
 
 struct RoleData {
@@ -39,6 +47,9 @@ struct RoleData {
   int first_rank = 0;  // global rank of the role's rank 0 (sum of earlier roles' role_ranks)
   std::vector<OpData> ops;
   std::vector<int> succ;  // CSR successor lists
+  std::vector<std::uint8_t> succ_stream;  // per entry of succ: that successor's stream
+  std::vector<MemEffect> effects;  // every op's memory effects, in op order (OpData's ranges)
+  std::vector<int> dep_counts;     // per op: its dependencies (each instance's counters start there)
 };
 
 // One stream of one instance.
@@ -66,6 +77,9 @@ struct Instance {
   int active = 0;      // slots not idle
   int active_async = 0;  // of which pipeline sends
   int done = 0;        // completed ops
+  // Streams that may start an op (bit per stream): its slot became idle, or one of its ops lost its last
+  // dependency, since the stream was last scanned. Other streams cannot start one (scan_instance).
+  std::uint32_t ready_streams = (1u << kStreamCount) - 1;
   double comm_sm_share = 0;       // SMs held by resident collective kernels (latency or work phase)
   int resident_collectives = 0;
   std::array<Slot, kStreamCount> slots{};
@@ -78,11 +92,22 @@ struct Instance {
 
 // Seconds-derived nanoseconds rounded up; 1e-3 ns of slack absorbs floating-point noise so that
 // 1.5e-6 s gives 1500 ns, not 1501.
-TimeNs ceil_ns(double ns);
+// Inline: the event loop calls it whenever a phase's rate changes.
+inline TimeNs ceil_ns(double ns) {
+  FSDP_CHECK(std::isfinite(ns), "non-finite duration");
+  if (ns <= 0) return 0;
+  return static_cast<TimeNs>(std::ceil(ns - 1e-3));
+}
 
 // Validates the program (streams list every op once, on its own stream; deps in range; memory
 // effects non-negative) and precomputes OpData. engine_setup.cpp.
 std::vector<RoleData> build_roles(const StepProgram& program, const EngineOptions& options);
+
+// Member k of rendezvous r names an op in range of a role that no earlier member has, and that op names
+// r back (all on one stream kind: a send and its receive sit on matching streams, checked by the
+// lowering's pairing). engine_setup.cpp; the engine checks each member as it flattens the lists.
+void check_rendezvous_member(const StepProgram& program, const std::vector<RoleData>& roles, std::size_t r,
+                             std::size_t k);
 
 class Engine {
  public:
@@ -123,8 +148,14 @@ class Engine {
   void refresh_instance(int i);
 
   Slot& slot(int slot_id) { return inst_[slot_id / kStreamCount].slots[slot_id % kStreamCount]; }
-  const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }
+  const Op& op_of(const Instance& in, int op) const { return program_.roles[in.role].ops[op]; }  // messages
   const OpData& data_of(const Instance& in, int op) const { return roles_[in.role].ops[op]; }
+  std::span<const MemEffect> allocs_of(const Instance& in, const OpData& od) const {
+    return {roles_[in.role].effects.data() + od.alloc_begin, std::size_t(od.free_begin - od.alloc_begin)};
+  }
+  std::span<const MemEffect> frees_of(const Instance& in, const OpData& od) const {
+    return {roles_[in.role].effects.data() + od.free_begin, std::size_t(od.free_end - od.free_begin)};
+  }
 
   const StepProgram& program_;
   EngineOptions options_;
@@ -137,13 +168,21 @@ class Engine {
   int instances_per_role_ = 1;
   int running_count_ = 0;          // slots in a timed phase
   // Per instance: the earliest end of its running phases (max when none), kept by refresh_instance.
-  std::vector<TimeNs> next_end_ns_;
+  EarliestTree next_end_ns_;
   std::vector<int> ended_;
   std::vector<int> dirty_, dirty_round_;
   std::vector<char> is_dirty_;
   std::vector<int> rates_dirty_;  // instances whose running set changed since their last refresh
   std::vector<char> is_rates_dirty_;
   std::vector<int> members_;
+  // program_.rendezvous flattened: rendezvous r's members are rendezvous_members_[rendezvous_begin_[r] ..
+  // rendezvous_begin_[r + 1]), each with its op's stream.
+  struct RendezvousMember {
+    int role = 0, op = 0, stream = 0;
+  };
+  std::vector<int> rendezvous_begin_;
+  std::vector<RendezvousMember> rendezvous_members_;
+  std::vector<int> at_next_event_;  // instances whose earliest end is the next event (next_event_time)
   TimeNs now_ = 0;
   EngineResult result_;
 };

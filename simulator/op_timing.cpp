@@ -215,7 +215,11 @@ void time_program(StepProgram& program, const Plan& plan) {
     if (te_userbuffers(plan))
       comm_s[i] = std::max(0.0, comm_s[i] - te_overlap_saving_s(program.work_sets[i], program, plan));
   }
-  std::map<std::tuple<Collective, double, int>, CollectiveTiming> collectives;
+  using CollectiveKey = std::tuple<Collective, double, int>;
+  std::map<CollectiveKey, CollectiveTiming> collectives;
+  // Neighbouring ops often repeat a collective (a pipeline send and the next one): the last one looked up.
+  const CollectiveTiming* last = nullptr;
+  CollectiveKey last_key;
   for (auto& role : program.roles) {
     for (auto& op : role.ops) {
       if (op.work_set >= 0) {
@@ -223,10 +227,14 @@ void time_program(StepProgram& program, const Plan& plan) {
         op.duration_s = kernel_s[std::size_t(op.work_set)] + op.serial_comm_time_s;
       } else if (op.group >= 0) {
         const auto key = std::make_tuple(op.collective, op.comm_bytes, op.group);
-        auto it = collectives.find(key);
-        if (it == collectives.end())
-          it = collectives.emplace(key, collective_timing(op, program.groups[std::size_t(op.group)].shape, cluster)).first;
-        const CollectiveTiming& t = it->second;
+        if (last == nullptr || key != last_key) {
+          auto it = collectives.find(key);
+          if (it == collectives.end())
+            it = collectives.emplace(key, collective_timing(op, program.groups[std::size_t(op.group)].shape, cluster)).first;
+          last = &it->second;  // std::map keeps its elements in place
+          last_key = key;
+        }
+        const CollectiveTiming& t = *last;
         op.duration_s = t.duration_s;
         op.latency_s = t.latency_s;
         const bool dp_sync = op.payload == Payload::params || op.payload == Payload::grads;

@@ -114,12 +114,15 @@ void summarise_stages(Simulation& sim) {
 }
 
 // Fraction of executed FLOPs that recompute forward work, over every stage (stages have equal ranks).
+// Each work set's FLOPs are counted once, then added per op in op order (the same sums).
 double recompute_share(const StepProgram& p) {
+  std::vector<double> set_flops(p.work_sets.size());
+  for (std::size_t w = 0; w < p.work_sets.size(); ++w) set_flops[w] = p.work_sets[w].flops();
   double flops = 0, recompute = 0;
   for (const auto& role : p.roles)
     for (const auto& op : role.ops)
       if (op.work_set >= 0) {
-        flops += p.work_sets[std::size_t(op.work_set)].flops();
+        flops += set_flops[std::size_t(op.work_set)];
         recompute += p.work_sets[std::size_t(op.work_set)].recompute_flops;
       }
   return flops > 0 ? recompute / flops : 0.0;
