@@ -6,11 +6,15 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
+#include "core/data_placement.h"
 #include "core/errors.h"
 #include "cost_models/compute_fp8.h"
 #include "cost_models/memory.h"
@@ -192,7 +196,7 @@ double head_table_params(const ModelSpec& m) {
 // head gathered on the last rank, or without pipelining every unit the plan keeps gathered after forward
 // (kept_gathered_bytes; activations and headroom are added per pattern, MemoryBoundModel::bound).
 MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector<double>& state_sum, int rank,
-                      const std::vector<double>& last_gather, const std::vector<double>& params_per_unit) {
+                      const std::vector<double>& last_gather, const std::vector<double>& gather_per_unit) {
   MemoryBound b;
   const auto& par = plan.parallelism;
   double local = 0, state = 0;
@@ -211,7 +215,7 @@ MemoryBound rank_base(const Plan& plan, const ChunkSums& sums, const std::vector
     const double head_params = head_table_params(plan.model) / par.tp;
     b.gathered_bytes = head_params * dtype_bytes(plan.precision.param);
   }
-  const double kept = kept_gathered_bytes(plan, unit_gather_bytes(plan, params_per_unit));
+  const double kept = kept_gathered_bytes(plan, gather_per_unit);
   if (kept >= 0) b.gathered_bytes = std::max(b.gathered_bytes, kept);
   // The activation peak (or the accumulated gradients) falls at one of the rank's chunks' last modules,
   // which one the walk does not keep: the least of them.
@@ -231,7 +235,7 @@ double autograd_grad_bytes(const Plan& plan) {
 // What does not depend on the recompute pattern: every unit's modules and parameters, the per-block
 // memory of each recompute mode (identical blocks), the non-block modules' bytes per unit, and each
 // pipeline rank's forward states.
-MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&plan), params_(unit_params(plan)) {
+MemoryBoundPart::MemoryBoundPart(const Plan& plan, bool every_mode) : params_(unit_params(plan)) {
   const std::int64_t layers = plan.model.layers;
   // A block's bytes depend on its own mode only: those of the plan's modes from the plan itself, the
   // others from one copy of it (only when asked for every mode).
@@ -274,13 +278,13 @@ MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode) : plan_(&p
   rank_terms(plan);
 }
 
-// Per pipeline rank its base (rank_base), what a backward pass's first op adds, and its schedule's states.
-void MemoryBoundModel::rank_terms(const Plan& plan) {
+// What a backward pass's first op adds, the chunks' last gathers, and the schedule's states.
+void MemoryBoundPart::rank_terms(const Plan& plan) {
   const auto& par = plan.parallelism;
-  const ChunkSums sums{vpp_, {}, {}, params_sum_};
   const std::vector<int> last = last_modules(plan, unit_slot_, params_sum_.size());
   const std::vector<double> block_params = last_block_params(plan, last, params_);
-  const std::vector<double> last_gather = block_gather_bytes(plan, block_params);
+  last_gather_ = block_gather_bytes(plan, block_params);
+  unit_gather_ = unit_gather_bytes(plan, params_);
   last_working_ = last_block_working_bytes(plan, last);
   // A whole backward pass's first op holds its working bytes and its unit's gradient (at least the block's).
   for (std::size_t slot = 0; slot < last.size(); ++slot)
@@ -293,15 +297,17 @@ void MemoryBoundModel::rank_terms(const Plan& plan) {
     later_extra_.push_back(std::max(backward_extra_[slot], accumulates ? params_sum_[slot] * autograd_grad_bytes(plan) +
                                                                              last_working_[slot]
                                                                        : 0.0));
-  for (int rank = 0; rank < par.pp; ++rank) base_.push_back(rank_base(plan, sums, state_sum_, rank, last_gather, params_));
   if (par.pp == 1 || par.pp_schedule == PipelineSchedule::gpipe) return;
   const int walked = int(walked_micro_batches(par, plan.grad_accum()));
   pass_states_ = pipeline_pass_states(par.pp_schedule, par.pp, par.vpp, walked);
 }
 
 // Per unit in unit order, as the lowering sums them: its non-block modules, then its blocks' bytes for
-// their modes; per rank the pattern-independent part (rank_base) with these activations and their headroom.
-MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
+// their modes; per rank the activation peak (or the accumulated gradients) of these sums.
+const std::vector<double>& MemoryBoundPart::activations(const Plan& plan,
+                                                        const std::vector<RecomputeMode>& recompute) const {
+  const auto found = activations_.find(recompute);
+  if (found != activations_.end()) return found->second;
   static const HeldRows kNone;
   ChunkSums sums{vpp_, std::vector<double>(params_sum_.size(), 0.0), std::vector<double>(params_sum_.size(), 0.0),
                  params_sum_};
@@ -321,16 +327,63 @@ MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute)
   FSDP_CHECK(std::ranges::all_of(sums.saved, [](double x) { return x >= 0; }) &&
                  std::ranges::all_of(sums.weight_pass, [](double x) { return x >= 0; }),
              "MemoryBoundModel: negative activation bytes");
+  std::vector<double> out;
+  for (int rank = 0; rank < plan.parallelism.pp; ++rank) {
+    const std::array<HeldRows, 3>* rows = pass_states_ ? &(*pass_states_)[std::size_t(rank)] : nullptr;
+    double bytes = std::max(activation_peak(plan, sums, rank, rows ? (*rows)[0] : kNone, rows ? (*rows)[1] : kNone,
+                                            backward_extra_),
+                            accumulated_grads_bound(plan, sums, rank, last_working_));
+    if (rows && !(*rows)[2].empty())
+      bytes = std::max(bytes, held_peak(sums, rank, (*rows)[2]) + least_over_chunks(sums, rank, later_extra_));
+    out.push_back(bytes);
+  }
+  return activations_.emplace(recompute, std::move(out)).first->second;
+}
+
+std::string memory_bound_key(const Plan& plan, bool every_mode) {
+  const Parallelism& par = plan.parallelism;
+  // Of data_parallel, the part reads only whether parameters are sharded (hsdp and fsdp share a part).
+  std::string key = fmt::format(
+      "{} {} {} {} {} {} {} {} {} | {} {} {} {} {} | {} {} {} {} {} {} {} {} |", every_mode, par.tp, par.cp,
+      par.sequence_parallel, par.pp, par.vpp, par.ep, int(par.pp_schedule), is_sharded(data_placement(par).params),
+      plan.training.micro_batch, plan.training.seq, plan.grad_accum(), plan.model.name, plan.model.layers,
+      int(plan.precision.param), int(plan.precision.reduce), int(plan.framework), plan.compiled,
+      int(plan.reduce_grads), int(plan.attention_kernel), plan.training.dropout, plan.framework_version);
+  if (plan.fp8) key += fmt::format("fp8 {} {} |", int(plan.fp8->scaling), plan.fp8->all_gather);
+  if (plan.lora) key += fmt::format("lora {} {} |", plan.lora->rank, plan.lora->targets.size());
+  if (plan.model.is_moe()) key += fmt::format("moe {} |", plan.moe_routing.token_imbalance);
+  for (RecomputeMode m : plan.recompute) key += char('0' + int(m));
+  // Units cover the modules once and in order (core/plan.h parse_plan, shapes.h shape_plan): their sizes and
+  // stages name their modules.
+  for (const PlanUnit& u : plan.units) {
+    key += ' ', key += std::to_string(u.stage), key += ':', key += std::to_string(u.modules.size());
+    if (u.modules.size() == 1 && u.modules.front().rfind("block.", 0) != 0) key += u.modules.front();
+  }
+  return key;
+}
+
+// The data-parallel part per rank (rank_base) over the shared part.
+MemoryBoundModel::MemoryBoundModel(const Plan& plan, bool every_mode, MemoryBoundMemo* memo) : plan_(&plan) {
+  if (memo) {
+    std::shared_ptr<const MemoryBoundPart>& part = (*memo)[memory_bound_key(plan, every_mode)];
+    if (!part) part = std::make_shared<const MemoryBoundPart>(plan, every_mode);
+    part_ = part;
+  } else {
+    part_ = std::make_shared<const MemoryBoundPart>(plan, every_mode);
+  }
+  const MemoryBoundPart& p = *part_;
+  const ChunkSums sums{p.vpp_, {}, {}, p.params_sum_};
+  for (int rank = 0; rank < plan.parallelism.pp; ++rank)
+    base_.push_back(rank_base(plan, sums, p.state_sum_, rank, p.last_gather_, p.unit_gather_));
+}
+
+// Per rank the pattern-independent part (rank_base) with the pattern's activations and their headroom.
+MemoryBound MemoryBoundModel::bound(const std::vector<RecomputeMode>& recompute) const {
+  const std::vector<double>& activations = part_->activations(*plan_, recompute);
   MemoryBound worst;
   for (int rank = 0; rank < plan_->parallelism.pp; ++rank) {
     MemoryBound b = base_[std::size_t(rank)];
-    const std::array<HeldRows, 3>* rows = pass_states_ ? &(*pass_states_)[std::size_t(rank)] : nullptr;
-    b.activation_bytes = std::max(activation_peak(*plan_, sums, rank, rows ? (*rows)[0] : kNone,
-                                                  rows ? (*rows)[1] : kNone, backward_extra_),
-                                  accumulated_grads_bound(*plan_, sums, rank, last_working_));
-    if (rows && !(*rows)[2].empty())
-      b.activation_bytes = std::max(b.activation_bytes,
-                                    held_peak(sums, rank, (*rows)[2]) + least_over_chunks(sums, rank, later_extra_));
+    b.activation_bytes = activations[std::size_t(rank)];
     b.headroom_bytes = allocator_headroom_bytes(b.activation_bytes + b.gathered_bytes);
     if (rank == 0 || b.total() > worst.total()) worst = b;
   }

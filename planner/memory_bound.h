@@ -12,7 +12,9 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/plan.h"
@@ -41,25 +43,31 @@ MemoryBound memory_lower_bound(const Plan& plan);
 double autograd_grad_bytes(const Plan& plan);
 
 
-// The same bound for one plan under many recompute patterns (the planner's partial family): what does
-// not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once.
-// `plan` must outlive the model; bound() takes the plan's own modes, or every mode when `every_mode`.
-class MemoryBoundModel {
+// What MemoryBoundModel holds whatever the data-parallel degrees: units, parameters (after tp and ep), the
+// per-mode block memory, the pipeline passes and what a backward pass adds, and per recompute pattern each
+// pipeline rank's activation peak (memoised: add_partial asks again for the shapes of one key). It reads the
+// plan's model, precision, stack, fp8, lora, reduce_grads, sequence, micro-batch and accumulation, units
+// (modules and stages), recompute, and of its parallelism everything but dp_replicate, dp_shard and
+// data_parallel, of which only whether parameters are sharded (data_placement): memory_bound_key. Not
+// thread-safe (the memo of patterns).
+class MemoryBoundPart {
  public:
-  MemoryBoundModel(const Plan& plan, bool every_mode);
-  MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
+  MemoryBoundPart(const Plan& plan, bool every_mode);
+  // Per pipeline rank, the activation bytes of memory_bound.h for one mode per block.
+  const std::vector<double>& activations(const Plan& plan, const std::vector<RecomputeMode>& recompute) const;
 
  private:
+  friend class MemoryBoundModel;
   void rank_terms(const Plan& plan);
 
-  const Plan* plan_;
   std::vector<double> params_;                     // per unit
   std::size_t vpp_ = 1;
   std::vector<std::size_t> unit_slot_;             // per unit: rank * vpp + chunk
   std::vector<double> params_sum_;                 // per rank * vpp + chunk
   std::vector<double> state_sum_;                  // the same of unit_state_params (an MoE model's experts
                                                    // x ep / cp: their sharded state, program/moe_block.h)
-  std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
+  std::vector<double> unit_gather_;                // per unit: its all-gather's bytes (kept_gathered.h)
+  std::vector<double> last_gather_;                // per rank * vpp + chunk: its last block's gather bytes
   std::vector<double> last_working_;               // per rank * vpp + chunk: its last block's backward
                                                    // working bytes (pipelines only)
   std::vector<double> backward_extra_;             // per rank * vpp + chunk: what a backward pass's first
@@ -74,6 +82,27 @@ class MemoryBoundModel {
                                                    // then weight-pass) at its forwards, at the start of each
                                                    // chunk's first whole backward pass and of its later ones
                                                    // (pass_states.h; null without a walked schedule)
+  mutable std::map<std::vector<RecomputeMode>, std::vector<double>> activations_;  // per pattern, per rank
+};
+
+// Everything MemoryBoundPart reads (above): plans with equal keys share one part.
+std::string memory_bound_key(const Plan& plan, bool every_mode);
+// Parts by memory_bound_key, for one search's shapes (shape_order.h).
+using MemoryBoundMemo = std::map<std::string, std::shared_ptr<const MemoryBoundPart>>;
+
+// The same bound for one plan under many recompute patterns (the planner's partial family): what does
+// not depend on the pattern (units, parameters, per-mode block memory, the pipeline passes) once, and what
+// depends on neither the pattern nor the data-parallel degrees (MemoryBoundPart) once per key of `memo`.
+// `plan` must outlive the model; bound() takes the plan's own modes, or every mode when `every_mode`.
+class MemoryBoundModel {
+ public:
+  MemoryBoundModel(const Plan& plan, bool every_mode, MemoryBoundMemo* memo = nullptr);
+  MemoryBound bound(const std::vector<RecomputeMode>& recompute) const;  // one mode per block
+
+ private:
+  const Plan* plan_;
+  std::shared_ptr<const MemoryBoundPart> part_;
+  std::vector<MemoryBound> base_;                  // per pipeline rank: state, fixed and gathered bytes
 };
 
 }  // namespace fsdpx

@@ -362,7 +362,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& 
   return bound_shape(r, s, shape_plan(r, par, micro_batch, RecomputeMode::none));
 }
 
-ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape, MemoryBoundMemo* memo) {
   ShapeBound b;
   b.plan = std::move(shape);
   const std::int64_t layers = r.model.layers;
@@ -371,7 +371,7 @@ ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape) {
   // The memory bound holds for every refinement: gradients in the least reduce dtype of the space.
   Plan least_reduce_plan = b.plan;
   least_reduce_plan.precision.reduce = reduce;
-  const MemoryBoundModel memory(least_reduce_plan, true);
+  const MemoryBoundModel memory(least_reduce_plan, true, memo);
   const MemoryBound none_bound = memory.bound(b.plan.recompute);
   const MemoryBound full_bound = memory.bound(std::vector<RecomputeMode>(std::size_t(layers), RecomputeMode::full));
   b.saved_per_full_block_bytes = std::max(0.0, (none_bound.total() - full_bound.total()) / double(layers));

@@ -46,8 +46,10 @@ struct ShapeBound {
 };
 
 ShapeBound bound_shape(const PlanRequest& r, const Space& s, const Parallelism& par, std::int64_t micro_batch);
-// The same from the shape's plan (shapes.h shape_plan with recompute none).
-ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape);
+// The same from the shape's plan (shapes.h shape_plan with recompute none). `memo` (optional, for one
+// search's shapes) shares the memory bound's part that does not depend on the data-parallel degrees
+// (memory_bound.h MemoryBoundPart) between shapes of one key.
+ShapeBound bound_shape(const PlanRequest& r, const Space& s, Plan shape, MemoryBoundMemo* memo = nullptr);
 
 // A cheaper limit no option of the shape can beat: the bound of the shape without recompute (recompute only
 // adds compute and TP/CP traffic, cost_models/estimate.cpp, and passes to every stage), ignoring memory.

@@ -45,7 +45,7 @@ ShapeOrder::ShapeOrder(const PlanRequest& r, const Space& s, SearchCounts& count
 
 void ShapeOrder::bound_next_pending() {
   Pending& p = pending_[next_pending_++];
-  ShapeBound b = bound_shape(r_, s_, std::move(p.plan));
+  ShapeBound b = bound_shape(r_, s_, std::move(p.plan), &memory_parts_);
   // The order is exact only if no shape's bound exceeds its limit (shape_bound.h).
   FSDP_CHECK(b.tps_bound <= p.limit_tps * (1 + 1e-12), "shape bound above its speed limit");
   ready_.emplace_back(std::move(b), p.index);

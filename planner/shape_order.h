@@ -52,6 +52,7 @@ class ShapeOrder {
   std::vector<std::size_t> placed_index_;     // their enumeration indices
   std::size_t bounded_count_ = 0;
   std::size_t choices_per_shape_ = 0;
+  MemoryBoundMemo memory_parts_;              // the shapes' memory bounds, shared across dp splits
 };
 
 }  // namespace fsdpx

@@ -85,4 +85,60 @@ TEST_CASE("the lazy shape order is the eager order, and bounds only what it must
   }
 }
 
+// The memory bound's part shared between a search's shapes (memory_bound.h MemoryBoundPart, keyed by
+// memory_bound_key): every shape bounded with one memo equals the shape bounded alone, option by option
+// (the first member that could fit, its throughput and memory bounds), and the memo shares parts between
+// data-parallel splits. A key that missed a field the part reads would give some shape another's bytes.
+TEST_CASE("shapes bounded with one memory-bound memo equal the shapes bounded alone") {
+  for (const char* target : {"fsdpx", "torchtitan@0.2.2"}) {
+    CAPTURE(target);
+    const PlanRequest r = request("llama3.1-70b", 16, 8192, 4096, target);
+    const Space s = effective_space(r);
+    PlanRequest narrowed = r;
+    narrowed.space = s.knobs;
+    MemoryBoundMemo memo;
+    std::size_t shapes = 0, pipelined_options = 0;
+    for (const Parallelism& par : parallel_shapes(narrowed))
+      for (std::int64_t mb : micro_batch_choices(narrowed, par)) {
+        const Plan shape = shape_plan(r, par, mb, RecomputeMode::none);
+        const ShapeBound alone = bound_shape(r, s, shape), shared = bound_shape(r, s, shape, &memo);
+        CAPTURE(par.dp_replicate);
+        CAPTURE(par.dp_shard);
+        CAPTURE(par.pp);
+        ++shapes;
+        CHECK(shared.least_memory_bound_bytes == alone.least_memory_bound_bytes);
+        CHECK(shared.least_bound.total() == alone.least_bound.total());
+        CHECK(shared.saved_per_full_block_bytes == alone.saved_per_full_block_bytes);
+        CHECK(shared.tps_bound == alone.tps_bound);
+        REQUIRE(shared.options.size() == alone.options.size());
+        for (std::size_t i = 0; i < alone.options.size(); ++i) {
+          CHECK(shared.options[i].member_index == alone.options[i].member_index);
+          CHECK(shared.options[i].tps_bound == alone.options[i].tps_bound);
+          CHECK(shared.options[i].memory_bound_bytes == alone.options[i].memory_bound_bytes);
+          pipelined_options += par.pp > 1 && alone.options[i].member_index >= 0;
+        }
+      }
+    CHECK(pipelined_options > 0);  // the every-n-th family under pp is among them
+    CHECK(memo.size() < shapes);   // shared between splits
+    MESSAGE(std::string(target) << ": " << shapes << " shapes, " << memo.size() << " memory-bound parts");
+  }
+}
+
+TEST_CASE("the memory bound's key tells sharded parameters from replicated ones, not the data-parallel split") {
+  const PlanRequest r = request("llama3.1-8b", 4, 8192, 64, "fsdpx");
+  Parallelism par;
+  par.dp_shard = 8;
+  par.tp = 4;
+  Plan a = shape_plan(r, par, 1, RecomputeMode::none);
+  Plan b = a;
+  b.parallelism.dp_shard = 2, b.parallelism.dp_replicate = 4, b.parallelism.data_parallel = DataParallel::hsdp;
+  CHECK(memory_bound_key(a, true) == memory_bound_key(b, true));
+  b.parallelism.data_parallel = DataParallel::ddp;
+  CHECK(memory_bound_key(a, true) != memory_bound_key(b, true));
+  b = a;
+  b.training.micro_batch = 2;
+  CHECK(memory_bound_key(a, true) != memory_bound_key(b, true));
+  CHECK(memory_bound_key(a, true) != memory_bound_key(a, false));
+}
+
 }  // namespace fsdpx
