@@ -46,7 +46,7 @@ struct StepTotals {
   ProbeStart like_plan_start;
 };
 
-// Smallest probe: a warm-up micro-batch, three identical ones (two periods to compare), the last (flat: +1).
+// Smallest probe: the warm-up micro-batch, three identical ones (two periods to compare) and the last one.
 inline constexpr std::int64_t kSteadyStateProbeMicroBatches = 5;
 
 // Whether a pipelined plan simulated whole (no periodic probe) gets its stages' bubble, which needs every
