@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/config_paths.h"
+#include "program/lower.h"
 #include "simulator/simulate.h"
 #include "simulator/steady_state.h"
 
@@ -89,6 +90,46 @@ TEST_CASE("a step with few micro-batches is simulated whole") {
   const StepTotals t = simulate_step_totals(p);
   CHECK(t.simulated_micro_batches == 3);
   CHECK(t.micro_batches == 3);
+}
+
+// Issue 36 (flat12): a flat plan's window is found in its first probe, so its simulation costs one lowering
+// at any micro-batch count, and the step is still the whole simulation's to the ns, its peak to the byte.
+// Under FSDP2 (torchtitan) the first micro-batch allocates the sharded gradients and its last
+// reduce-scatters run while the second computes: the first probe is 6 micro-batches (with 5, these plans
+// ran two lowerings: the probes of 5 and 10, or of 5 and the whole step). The fsdpx stack holds its
+// gradients from the start: its first probe stays 5 (it found its window there before too).
+TEST_CASE("a flat plan's window is found in its first probe at any micro-batch count") {
+  Parallelism fsdp_tp;
+  fsdp_tp.dp_shard = 256, fsdp_tp.tp = 2, fsdp_tp.sequence_parallel = true;
+  for (const std::int64_t accum : {6, 7, 16, 100}) {
+    std::vector<Plan> plans{plan_of("llama3.1-70b", "dgx-h100", 64, fsdp_tp, 8192, 1, accum, RecomputeMode::selective_op),
+                            plan_of("llama3.1-8b", "dgx-h100", 1, fsdp(8), 4096, 1, accum, RecomputeMode::none)};
+    for (std::size_t i = 0; i < 2; ++i) {  // as `fsdpx plan --target torchtitan@0.2.2` sets them
+      plans.push_back(plans[i]);
+      plans[i].framework = Framework::torchtitan, plans[i].framework_version = "0.2.2";
+      plans[i].precision.reduce = DType::fp32;
+    }
+    for (const Plan& p : plans) {
+      const bool fsdp2 = p.framework == Framework::torchtitan;
+      EngineOptions o;
+      o.record_ops = false;
+      const Simulation full = simulate(p, o);
+      const std::int64_t before = lower_call_count();
+      const StepTotals t = simulate_step_totals(p);
+      const std::int64_t lowerings = lower_call_count() - before;
+      INFO(p.model.name << (fsdp2 ? " FSDP2" : " fsdpx") << " accum " << accum << ": probe "
+                        << t.simulated_micro_batches << ", " << lowerings << " lowerings, step " << t.step_time_s
+                        << " vs " << full.step_time_s);
+      CHECK(lowerings == 1);
+      CHECK(t.simulated_micro_batches == (fsdp2 ? 6 : 5));
+      CHECK(std::llround(t.step_time_s * 1e9) == full.engine.step_time_ns);
+      CHECK(std::llround(t.compute_busy_s * 1e9) == full.engine.compute_busy_ns.front());
+      CHECK(std::llround(t.peak_memory_total_bytes) == std::llround(full.peak_memory_total_bytes));
+      for (int c = 0; c < kMemCategoryCount; ++c)
+        CHECK(std::llround(t.peak_memory_bytes[std::size_t(c)]) == std::llround(full.peak_memory_bytes[std::size_t(c)]));
+      CHECK(t.mfu == doctest::Approx(full.mfu).epsilon(1e-12));
+    }
+  }
 }
 
 }  // namespace fsdpx
