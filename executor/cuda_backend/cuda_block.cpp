@@ -11,6 +11,7 @@
 #include "executor/cuda/attention.h"
 #include "executor/cuda/bias.h"
 #include "executor/cuda/norm.h"
+#include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_block_policy.h"
 #include "executor/model/block_sequence.h"
 #include "executor/model/block_tensor_names.h"
@@ -123,11 +124,7 @@ void cuda_block_backward(const CudaBlockContext<T>& ctx, const BlockTensors<cons
   template void norm_forward16<T>(const CudaBlockContext<T>&, T*, float*, float*, const T*, const T*, const T*);  \
   template void norm_backward16<T>(const CudaBlockContext<T>&, T*, float*, float*, float*, const T*, const T*,    \
                                    const T*, const float*, const float*);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_CUDA_MODEL_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "executor/cuda/types.h"
 #include "executor/cuda_backend/lora_gemm_plan.h"
 
 namespace fsdpx::cuda {
@@ -116,11 +117,7 @@ void lora_backward16(GemmContext& gemm, const CudaLoraBlock<T>& b, LoraTarget ta
                                   std::int64_t, T*, cudaStream_t);                                                \
   template void lora_backward16<T>(GemmContext&, const CudaLoraBlock<T>&, LoraTarget, const T*, const T*,         \
                                    std::int64_t, T*, std::int64_t, const T*, T*, cudaStream_t);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_CUDA_MODEL_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

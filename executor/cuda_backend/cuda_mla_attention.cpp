@@ -14,6 +14,7 @@
 #include "executor/cuda/context_attention.h"  // copy_columns
 #include "executor/cuda/mla.h"
 #include "executor/cuda/norm.h"
+#include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
 
 namespace fsdpx::cuda {
@@ -190,11 +191,7 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
   template void cuda_mla_forward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&, CudaBlockActs<T>&); \
   template void cuda_mla_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                     \
                                      const BlockTensors<float*>&, const CudaBlockActs<T>&, CudaBlockScratch<T>&);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_CUDA_MODEL_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

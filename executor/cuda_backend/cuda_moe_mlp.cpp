@@ -15,6 +15,7 @@
 #include "executor/cuda/activation.h"
 #include "executor/cuda/context_attention.h"
 #include "executor/cuda/moe.h"
+#include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_op_timer.h"
 #include "executor/model/moe_exchange.h"
 #include "executor/model/moe_routing.h"
@@ -329,11 +330,7 @@ void add_to_device_scalar(float* loss_device, float add, cudaStream_t stream) {
   template void cuda_moe_backward<T>(const CudaBlockContext<T>&, const BlockTensors<const T*>&,                  \
                                      const BlockTensors<float*>&, const CudaBlockActs<T>&, const T*,             \
                                      CudaBlockScratch<T>&);
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_CUDA_MODEL_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/types.h"
 #include "executor/cuda_backend/cuda_rank_backend.h"
 
 namespace fsdpx::cuda {
@@ -145,11 +146,7 @@ std::vector<double> CudaRankBackendT<T>::take_losses() {
   template void CudaRankBackendT<T>::post_send(const T*, Payload, int, int);                                    \
   template void CudaRankBackendT<T>::recv(Payload, int, int, int, int);                                         \
   template std::vector<double> CudaRankBackendT<T>::take_losses();
-FSDPX_INSTANTIATE(bf16)
-FSDPX_INSTANTIATE(f16)
-#if defined(FSDPX_CUDA_EMULATED)  // the float model of the emulated build (tests/cuda/emulated)
-FSDPX_INSTANTIATE(float)
-#endif
+FSDPX_CUDA_MODEL_TYPES(FSDPX_INSTANTIATE)
 #undef FSDPX_INSTANTIATE
 
 }  // namespace fsdpx::cuda
