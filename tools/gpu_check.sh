@@ -45,29 +45,38 @@ stage_table() {
   cat <<'EOF'
 preflight|10|-|check|preflight
 configure|20|preflight|check|configure
-build|130|configure|check|build
+build|240|configure|check|build
 k_norm|8|build|doctest|kernel_file test_cuda_norm.cpp
 k_elementwise|8|build|doctest|kernel_file test_cuda_elementwise.cpp
 k_embedding_loss|8|build|doctest|kernel_file test_cuda_embedding_loss.cpp
 k_gemm|8|build|doctest|kernel_file test_cuda_gemm.cpp
 k_attention|8|build|doctest|kernel_file test_cuda_attention.cpp
+k_attention_tc|10|build|doctest|kernel_file test_cuda_attention_tc.cpp
+k_fp8|10|build|doctest|kernel_file test_cuda_fp8.cpp
+k_moe|10|build|doctest|kernel_file test_cuda_moe.cpp
 memcheck|45|build|doctest|memcheck
 t_model|12|build|doctest|test_file test_cuda_model.cpp
 t_device_thread_comm|10|build|doctest|test_file test_cuda_device_thread_communicator.cpp
 t_nccl_comm|15|build|doctest|nccl_file
 t_nccl_two_ranks|10|build|doctest|nccl_two_ranks
-t_trainer|12|build|doctest|test_file test_cuda_trainer.cpp
+t_trainer|15|build|doctest|test_file test_cuda_trainer.cpp
 t_pipeline|15|build|doctest|test_file test_cuda_pipeline.cpp
 t_grad_scaler|8|build|doctest|test_file test_cuda_grad_scaler.cpp
 t_lora|12|build|doctest|test_file test_cuda_lora.cpp
 t_fp16|12|build|doctest|test_file test_cuda_fp16.cpp
-bench|12|build|check|bench
 accept_small|15|build|check|accept_small
 accept_threads2|12|build|check|accept_threads 2
 accept_threads4|12|build|check|accept_threads 4
+accept_tp2|12|build|check|accept_parallel tp 2
+accept_pp2|12|build|check|accept_parallel pp 2
+accept_moe|12|build|check|accept_model mixtral-tiny
+accept_mla|12|build|check|accept_model deepseek-tiny
 accept_1b_fsdpx|40|build|check|accept_1b_fsdpx
 accept_1b_eager|35|build|check|accept_1b_torch eager
-accept_1b_compile|60|build|check|accept_1b_torch compile
+accept_1b_compile|90|build|check|accept_1b_torch compile
+perf_table|10|accept_1b_fsdpx|check|perf_table
+bench|30|build|check|bench
+calibrate|90|accept_1b_fsdpx|check|calibrate
 EOF
 }
 

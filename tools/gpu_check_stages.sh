@@ -104,9 +104,10 @@ nccl_two_ranks() {  # the test prints "NOT RUN: ..." itself where NCCL refuses t
   NCCL_MULTI_RANK_GPU_ENABLE=1 "$TEST_CUDA" -tc="*two ranks on one GPU*"
 }
 
-bench() {
+bench() {  # the kernels' table, then PyTorch SDPA at the tensor-core attention rows' shapes
   "$B/tests/cuda/bench_cuda_kernels" | tee "$A/bench.md" || return 1
-  echo "RESULT: $(grep -c '^| ' "$A/bench.md") table rows (gpu_check.log)"
+  python3 "$R/tests/cuda/bench_sdpa.py" | tee -a "$A/bench.md"
+  echo "RESULT: $(grep -c '^| ' "$A/bench.md") table rows, $(grep -c '^sdpa ' "$A/bench.md") SDPA lines (gpu_check.log)"
 }
 
 # llama-small, 20 steps, against the CPU fp32 and PyTorch fp32 losses of the same seeded weights and
@@ -133,6 +134,30 @@ accept_threads() {  # N ranks as threads on one GPU (in-process communicator), s
   [[ $res == pass* ]]
 }
 
+accept_parallel() {  # llama-small with tensor or pipeline parallelism of degree N as threads on one GPU
+  local flag="$1" n="$2" res
+  "$FSDPX" plan --model llama-small --cluster dgx-h200 --world-size "$n" --"$flag" "$n" --seq 128 --global-batch 8 \
+    -o "$A/small_$flag$n.json" || return 1
+  "$FSDPX" run --plan "$A/small_$flag$n.json" --backend cuda --single-process --steps 20 --format json \
+    >"$A/$flag$n.json" || return 1
+  res="$(python3 "$REPORT" losses "$A/$flag$n.json" "$FX/llama-small.cpu.json" 2e-2)"
+  echo "RESULT: $flag $n vs CPU fp32: $res"
+  [[ $res == pass* ]]
+}
+
+accept_model() {  # a mixture-of-experts (and latent-attention) model, 20 steps, against its CPU fp32 losses
+  local m="$1" res same
+  "$FSDPX" plan --model "$m" --cluster dgx-h200 --world-size 1 --seq 128 --global-batch 8 -o "$A/$m.json" || return 1
+  "$FSDPX" run --plan "$A/$m.json" --backend cuda --steps 20 --format json \
+    --save-init-weights "$A/$m.init.safetensors" --dump-batches "$A/$m.batches.safetensors" >"$A/$m.run.json" || return 1
+  same="$(cd "$A" && sha256sum "$m.init.safetensors" "$m.batches.safetensors" | diff -q - "$FX/$m.sha256" >/dev/null &&
+          echo "weights and batches identical to the CPU run's" || echo "weights or batches DIFFER from the CPU run's")"
+  rm -f "$A/$m.init.safetensors" "$A/$m.batches.safetensors"
+  res="$(python3 "$REPORT" losses "$A/$m.run.json" "$FX/$m.cpu.json" 2e-2)"
+  echo "RESULT: $m vs CPU fp32: $res; $same"
+  [[ $res == pass* && $same != *DIFFER* ]]
+}
+
 plan_1b() {
   [ -f "$A/perf.json" ] ||
     "$FSDPX" plan --model llama3.2-1b --cluster dgx-h200 --world-size 1 --seq 2048 --global-batch 8 -o "$A/perf.json"
@@ -152,6 +177,27 @@ accept_1b_torch() {  # PyTorch eager or torch.compile on the same model, batch a
   python3 "$R/tools/torch_reference.py" --bench --plan "$A/perf.json" --device cuda --dtype bf16 --accum "$accum" \
     --steps 4 --warmup 2 "${flag[@]}" -o "$A/torch_$mode.json" || return 1
   echo "RESULT: $(python3 "$REPORT" versus "$A/perf.run.json" "$A/torch_$mode.json" "$A/perf.json" "$mode")"
+}
+
+perf_table() {  # the measured 1B run beside the simulator's prediction and PyTorch's (markdown rows)
+  "$FSDPX" simulate --plan "$A/perf.json" --format json >"$A/perf.sim.json" || return 1
+  python3 "$REPORT" perf "$A/perf.json" "$A/perf.run.json" "$A/perf.sim.json" "$A/torch_eager.json" \
+    "$A/torch_compile.json" | tee "$A/perf.md"
+  echo "RESULT: $(head -n 1 "$A/perf.md" | cut -d'|' -f3 | sed 's/^ *//; s/ *$//') (gpu_check.log has the table)"
+}
+
+calibrate() {  # fsdpx calibrate from a profile of plan A (the 1B plan), then plan B predicted and measured
+  "$FSDPX" run --plan "$A/perf.json" --backend cuda --steps 6 --format json --profile "$A/perf.profile.json" \
+    >/dev/null || return 1
+  "$FSDPX" calibrate --profile "$A/perf.profile.json" -o "$A/calibrated.json" || return 1
+  "$FSDPX" plan --model llama3.2-1b --cluster "$A/calibrated.json" --world-size 1 --seq 1024 --global-batch 16 \
+    -o "$A/planb.json" || return 1
+  "$FSDPX" simulate --plan "$A/planb.json" --format json >"$A/planb.sim.json" || return 1
+  "$FSDPX" run --plan "$A/planb.json" --backend cuda --steps 8 --format json >"$A/planb.run.json" || return 1
+  local res
+  res="$(python3 "$REPORT" predict "$A/planb.run.json" "$A/planb.sim.json" 0.10)"
+  echo "RESULT: plan B (seq 1024, batch 16) predicted with the cluster calibrated on plan A: $res"
+  [[ $res == pass* ]]
 }
 
 "$@"

@@ -15,6 +15,7 @@
 #include "executor/cuda/activation.h"
 #include "executor/cuda/adamw.h"
 #include "executor/cuda/attention.h"
+#include "executor/cuda/attention_tc.h"
 #include "executor/cuda/cast.h"
 #include "executor/cuda/cross_entropy.h"
 #include "executor/cuda/cuda_check.h"
@@ -73,6 +74,7 @@ double median_ms(const std::function<void()>& fn) {
 void row(const char* name, const std::string& shape, double ms, double flops, double bytes) {
   std::printf("| %s | %s | %.3f | %.1f | %.0f |\n", name, shape.c_str(), ms, flops / (ms * 1e-3) / 1e12,
               bytes / (ms * 1e-3) / 1e9);
+  std::fflush(stdout);  // each row reaches the log even if a later case faults
 }
 
 void bench_all() {
@@ -96,9 +98,11 @@ void bench_all() {
       2.0 * n * c * f, 2.0 * (n * c + c * f + n * f));
   AttnShape s;
   s.b = 2, s.t = 2048, s.nh = 32, s.nkv = 8, s.hd = 128;  // Llama-3-8B attention, 4K tokens
-  bf16* qkv = alloc_random<bf16>(s.b * s.t * s.qkv_row(), -1, 1);
-  float* lse = alloc_random<float>(s.b * s.nh * s.t, 0, 1);
-  float* scratch = alloc_random<float>(s.b * s.nh * s.t, 0, 1);
+  AttnShape l = s;
+  l.b = 1, l.t = 8192;  // one long sequence, 8,192 tokens: sized for both shapes below
+  bf16* qkv = alloc_random<bf16>(l.b * l.t * l.qkv_row(), -1, 1);
+  float* lse = alloc_random<float>(l.b * l.nh * l.t, 0, 1);
+  float* scratch = alloc_random<float>(l.b * l.nh * l.t, 0, 1);
   // Causal attention FLOPs: 4·B·NH·T²·HD / 2 forward, 2.5× that backward (FA2 paper convention).
   const double attn_flops = 2.0 * s.b * s.nh * double(s.t) * s.t * s.hd;
   row("flash_forward", "B2 T2048 H32/8 D128", median_ms([&] { flash_attention_forward(z, lse, qkv, s, nullptr); }),
@@ -106,6 +110,21 @@ void bench_all() {
   row("flash_backward", "B2 T2048 H32/8 D128",
       median_ms([&] { flash_attention_backward(y, scratch, x, z, qkv, lse, s, nullptr); }), 2.5 * attn_flops,
       2.0 * 3 * (s.b * s.t * s.qkv_row()));
+  // The tensor-core kernels (attention_tc.h) at the same shape and FLOP count; the T 8192 rows compare with
+  // tests/cuda/bench_sdpa.py's PyTorch SDPA at B 1 (its 8 KV heads expanded to 32).
+  row("tc_attention_forward", "B2 T2048 H32/8 D128",
+      median_ms([&] { tc_attention_forward(z, lse, qkv, s, nullptr); }), attn_flops,
+      2.0 * (s.b * s.t * s.qkv_row() + s.b * s.t * s.nh * s.hd));
+  row("tc_attention_backward", "B2 T2048 H32/8 D128",
+      median_ms([&] { tc_attention_backward(y, scratch, x, z, qkv, lse, s, nullptr); }), 2.5 * attn_flops,
+      2.0 * 3 * (s.b * s.t * s.qkv_row()));
+  const double long_flops = 2.0 * l.b * l.nh * double(l.t) * l.t * l.hd;
+  row("tc_attention_forward", "B1 T8192 H32/8 D128",
+      median_ms([&] { tc_attention_forward(z, lse, qkv, l, nullptr); }), long_flops,
+      2.0 * (l.b * l.t * l.qkv_row() + l.b * l.t * l.nh * l.hd));
+  row("tc_attention_backward", "B1 T8192 H32/8 D128",
+      median_ms([&] { tc_attention_backward(y, scratch, x, z, qkv, lse, l, nullptr); }), 2.5 * long_flops,
+      2.0 * 3 * (l.b * l.t * l.qkv_row()));
   const std::int64_t nc = 4096;  // classifier rows: 4096 × 50304 bf16 logits (412 MB)
   bf16* logits = alloc_random<bf16>(nc * v, -4, 4);
   std::vector<std::int32_t> tg(nc, 7);
