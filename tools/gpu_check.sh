@@ -7,21 +7,25 @@
 # $OUT/gpu_rows.tsv as it ends; a stage that did not test anything reads "not run (...)", never "ok".
 # Leaves out: several GPUs, NCCL processes, calibration (tools/gpu_acceptance.sh, a later call).
 # Usage, from the repository root (docs/cuda.md "Test on a GPU machine" gives the exact device call):
-#   tools/gpu_check.sh [--dry-run] [--resume ROWS.tsv] [--build DIR] [--deadline S]
+#   tools/gpu_check.sh [--dry-run] [--resume ROWS.tsv] [--build DIR] [--deadline S] [--prebuilt DIR]
 #   --dry-run     the whole control flow here with every GPU step stubbed; prints "budget: N s"
 #   --resume F    keep the final rows of an earlier call (its gpu_rows.tsv) and run only what it left undone
 #   --deadline S  seconds this call may use (default 570): a stage that would end later is "not run (call time)"
+#   --prebuilt D  binaries built elsewhere for sm_90 (D/fsdpx, D/libfsdpx_cuda.so, D/tests/cuda/test_cuda,
+#                 D/tests/cuda/bench_cuda_kernels; tools/gpu_prebuild.sh makes it): used when they load here,
+#                 which skips the configure and the build; otherwise both run as without it
 # Dry-run test hooks: GPU_CHECK_STUB_RC_<stage>=N and GPU_CHECK_STUB_OUT_<stage>=TEXT set a stub's result.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 stages_sh="$root/tools/gpu_check_stages.sh"
-dry=0 resume="" build="build-gpu" deadline_s=570
+dry=0 resume="" build="build-gpu" deadline_s=570 prebuilt=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dry-run) dry=1 ;;
     --resume) resume="$2"; shift ;;
     --build) build="$2"; shift ;;
     --deadline) deadline_s="$2"; shift ;;
+    --prebuilt) prebuilt="$2"; shift ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see the header of tools/gpu_check.sh)" >&2; exit 2 ;;
   esac
   shift
@@ -29,13 +33,18 @@ done
 if [ -n "$resume" ] && [ ! -r "$resume" ]; then
   echo "gpu_check.sh: --resume $resume: no such file" >&2; exit 2
 fi
+if [ -n "$prebuilt" ] && [ ! -x "$prebuilt/tests/cuda/test_cuda" ]; then
+  echo "gpu_check.sh: --prebuilt $prebuilt: no tests/cuda/test_cuda there" >&2; exit 2
+fi
 [[ $build == /* ]] || build="$root/$build"
+[[ -z $prebuilt || $prebuilt == /* ]] || prebuilt="$root/$prebuilt"
 out="${OUT:-$build/gpu_check_out}"
 work="$build/gpu_check"
 mkdir -p "$out" "$work/logs"
 rows="$out/gpu_rows.tsv" md="$out/gpu_results.md" biglog="$out/gpu_check.log"
 : >"$rows"; : >"$biglog"
 export GPU_CHECK_ROOT="$root" GPU_CHECK_BUILD="$build" GPU_CHECK_WORK="$work" GPU_CHECK_DRY="$dry"
+export GPU_CHECK_PREBUILT="$prebuilt"
 start_s=$SECONDS
 
 # name | limit in seconds at 16 cores | stage it needs ('-': none) | kind | function and arguments.

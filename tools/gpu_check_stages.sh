@@ -65,7 +65,34 @@ preflight() {  # seconds: what the build and the checks need, named when missing
   echo "RESULT: $(IFS=';'; echo "${notes[*]}")"
 }
 
+# CUDA's and NCCL's libraries for binaries built on another machine (--prebuilt): the toolkit's folders
+# and the NCCL wheel's lib/ (its libnccl.so.2 is on no default loader path).
+nccl_lib="$(nccl_wheel_root)"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${nccl_lib:+:$nccl_lib/lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+prebuilt_loads() {  # the carried binaries start here: every library they need resolves
+  local P="$GPU_CHECK_PREBUILT" f missing
+  for f in fsdpx libfsdpx_cuda.so tests/cuda/test_cuda tests/cuda/bench_cuda_kernels; do
+    [ -e "$P/$f" ] || { echo "prebuilt: $f missing"; return 1; }
+    missing="$(ldd "$P/$f" 2>&1 | grep 'not found')"
+    [ -z "$missing" ] || { echo "prebuilt: $f: $missing"; return 1; }
+  done
+  "$P/fsdpx" --version && "$P/tests/cuda/test_cuda" --list-test-cases >/dev/null
+}
+
 configure() {
+  if [ -n "${GPU_CHECK_PREBUILT:-}" ]; then
+    if prebuilt_loads; then
+      mkdir -p "$B/tests/cuda"
+      cp "$GPU_CHECK_PREBUILT/fsdpx" "$GPU_CHECK_PREBUILT/libfsdpx_cuda.so" "$B/"
+      cp "$GPU_CHECK_PREBUILT/tests/cuda/test_cuda" "$GPU_CHECK_PREBUILT/tests/cuda/bench_cuda_kernels" "$B/tests/cuda/"
+      touch "$B/.prebuilt"
+      echo "RESULT: prebuilt binaries load here ($(cat "$GPU_CHECK_PREBUILT/commit" 2>/dev/null)): no configure, no build"
+      return 0
+    fi
+    echo "prebuilt binaries do not load here: configuring and building from source"
+  fi
+  rm -f "$B/.prebuilt"
   local args=(-S "$R" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFSDPX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
               -DFSDPX_DEPS_DIR="$R/.deps" -DFSDPX_BUILD_BENCH=OFF) h
   h="$(nccl_header)"
@@ -76,6 +103,7 @@ configure() {
 }
 
 build() {
+  [ -f "$B/.prebuilt" ] && { echo "RESULT: prebuilt (configure stage)"; return 0; }
   local t0=$SECONDS
   cmake --build "$B" -j "$(nproc)" --target fsdpx test_cuda bench_cuda_kernels || return 1
   echo "RESULT: fsdpx, test_cuda, bench_cuda_kernels in $((SECONDS - t0)) s on $(nproc) cores"

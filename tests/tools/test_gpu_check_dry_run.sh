@@ -79,4 +79,6 @@ bash "$GC" --frobnicate >/dev/null 2>&1
 check "unknown argument: exit 2" $([ $? -eq 2 ]; echo $?)
 bash "$GC" --dry-run --resume "$tmp/none.tsv" >/dev/null 2>&1
 check "missing resume file: exit 2" $([ $? -eq 2 ]; echo $?)
+bash "$GC" --dry-run --prebuilt "$tmp/none" >/dev/null 2>&1
+check "prebuilt folder without test_cuda: exit 2" $([ $? -eq 2 ]; echo $?)
 finish
