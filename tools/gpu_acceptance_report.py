@@ -7,12 +7,16 @@
   predict RUN SIM TOL           measured step time vs the simulator's, relative error
   tps PLAN RUN                  measured tokens/s of a fsdpx run (tools/gpu_check.sh)
   versus RUN TORCH PLAN MODE    PyTorch's tokens/s beside the fsdpx run's (tools/gpu_check.sh)
+  payload-sha256 FILE...        sha256sum's lines for safetensors files' tensor bytes (after the header, whose
+                                metadata names the data file's path on the machine that wrote it)
 NaN-safe: a NaN or infinite loss or difference fails (Python's max() drops NaN that comes after a number).
 Measured step times are the median over the steps after the first two (warm-up: allocator, cuBLASLt
 heuristics). A missing or unreadable file prints "missing (<file>)" so the table still renders."""
+import hashlib
 import json
 import math
 import statistics
+import struct
 import sys
 
 
@@ -117,6 +121,14 @@ def predict(run_path, sim_path, tol):
         "pass" if abs(err) <= float(tol) else "FAIL", measured, sim["step_time_s"], 100 * err)
 
 
+def payload_sha256(path):
+    """SHA-256 of a safetensors file's bytes after its 8-byte length and JSON header: the tensors alone."""
+    with open(path, "rb") as f:
+        header_bytes = struct.unpack("<Q", f.read(8))[0]
+        f.seek(8 + header_bytes)
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "losses":
@@ -129,5 +141,8 @@ if __name__ == "__main__":
         print(tps(*args))
     elif cmd == "versus":
         print(versus(*args))
+    elif cmd == "payload-sha256":
+        for p in args:
+            print("%s  %s" % (payload_sha256(p), p.rsplit("/", 1)[-1]))
     else:
         sys.exit("unknown subcommand " + cmd)

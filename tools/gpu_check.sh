@@ -78,14 +78,13 @@ accept_threads2|12|build|check|accept_threads 2
 accept_threads4|12|build|check|accept_threads 4
 accept_tp2|12|build|check|accept_parallel tp 2
 accept_pp2|12|build|check|accept_parallel pp 2
-accept_moe|12|build|check|accept_model mixtral-tiny
-accept_mla|12|build|check|accept_model deepseek-tiny
-accept_1b_fsdpx|40|build|check|accept_1b_fsdpx
+accept_moe_mla|12|build|check|accept_model deepseek-tiny
+accept_1b_fsdpx|150|build|check|accept_1b_fsdpx
 accept_1b_eager|35|build|check|accept_1b_torch eager
 accept_1b_compile|90|build|check|accept_1b_torch compile
 perf_table|10|accept_1b_fsdpx|check|perf_table
 bench|30|build|check|bench
-calibrate|90|accept_1b_fsdpx|check|calibrate
+calibrate|200|accept_1b_fsdpx|check|calibrate
 EOF
 }
 

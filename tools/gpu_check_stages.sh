@@ -138,6 +138,11 @@ bench() {  # the kernels' table, then PyTorch SDPA at the tensor-core attention 
   echo "RESULT: $(grep -c '^| ' "$A/bench.md") table rows, $(grep -c '^sdpa ' "$A/bench.md") SDPA lines (gpu_check.log)"
 }
 
+same_tensors() {  # DIR INIT BATCHES HASHES: the tensors' hashes (not the files': a header names a path) vs the CPU run's
+  (cd "$1" && python3 "$REPORT" payload-sha256 "$2" "$3") | diff -q - "$4" >/dev/null &&
+    echo "weights and batches identical to the CPU run's" || echo "weights or batches DIFFER from the CPU run's"
+}
+
 # llama-small, 20 steps, against the CPU fp32 and PyTorch fp32 losses of the same seeded weights and
 # batches (tests/data/gpu_check/README.md); the weights' and batches' hashes prove they are the same.
 accept_small() {
@@ -145,8 +150,7 @@ accept_small() {
   "$FSDPX" run --plan "$A/small1.json" --backend cuda --steps 20 --format json --save-init-weights "$A/init.safetensors" \
     --dump-batches "$A/batches.safetensors" >"$A/cuda1.json" || return 1
   local same cpu torch
-  same="$(cd "$A" && sha256sum init.safetensors batches.safetensors | diff -q - "$FX/llama-small.sha256" >/dev/null &&
-          echo "weights and batches identical to the CPU run's" || echo "weights or batches DIFFER from the CPU run's")"
+  same="$(same_tensors "$A" init.safetensors batches.safetensors "$FX/llama-small.sha256")"
   cpu="$(python3 "$REPORT" losses "$A/cuda1.json" "$FX/llama-small.cpu.json" 2e-2)"
   torch="$(python3 "$REPORT" losses "$A/cuda1.json" "$FX/llama-small.torch.json" 2e-2)"
   echo "RESULT: vs CPU fp32: $cpu; vs PyTorch fp32: $torch; $same"
@@ -178,8 +182,7 @@ accept_model() {  # a mixture-of-experts (and latent-attention) model, 20 steps,
   "$FSDPX" plan --model "$m" --cluster dgx-h200 --world-size 1 --seq 128 --global-batch 8 -o "$A/$m.json" || return 1
   "$FSDPX" run --plan "$A/$m.json" --backend cuda --steps 20 --format json \
     --save-init-weights "$A/$m.init.safetensors" --dump-batches "$A/$m.batches.safetensors" >"$A/$m.run.json" || return 1
-  same="$(cd "$A" && sha256sum "$m.init.safetensors" "$m.batches.safetensors" | diff -q - "$FX/$m.sha256" >/dev/null &&
-          echo "weights and batches identical to the CPU run's" || echo "weights or batches DIFFER from the CPU run's")"
+  same="$(same_tensors "$A" "$m.init.safetensors" "$m.batches.safetensors" "$FX/$m.sha256")"
   rm -f "$A/$m.init.safetensors" "$A/$m.batches.safetensors"
   res="$(python3 "$REPORT" losses "$A/$m.run.json" "$FX/$m.cpu.json" 2e-2)"
   echo "RESULT: $m vs CPU fp32: $res; $same"
@@ -191,10 +194,16 @@ plan_1b() {
     "$FSDPX" plan --model llama3.2-1b --cluster dgx-h200 --world-size 1 --seq 2048 --global-batch 8 -o "$A/perf.json"
 }
 
-accept_1b_fsdpx() {  # a few steps of the plan fsdpx chooses for one H200
+accept_1b_fsdpx() {  # a few steps of the plan fsdpx chooses for one H200; the run's wall time beside its steps'
   plan_1b || return 1
-  "$FSDPX" run --plan "$A/perf.json" --backend cuda --steps 6 --format json >"$A/perf.run.json" || return 1
-  echo "RESULT: $(python3 "$REPORT" tps "$A/perf.json" "$A/perf.run.json")"
+  # GPU utilisation and memory every second, to tell host start-up from device work if the run is slow.
+  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 1 >"$A/perf.smi.csv" 2>&1 &
+  local smi=$! t0=$SECONDS rc=0
+  "$FSDPX" run --plan "$A/perf.json" --backend cuda --steps 6 --format json >"$A/perf.run.json" || rc=$?
+  kill "$smi" 2>/dev/null
+  echo "whole run: $((SECONDS - t0)) s; GPU samples (time, utilisation, memory):"; cat "$A/perf.smi.csv"
+  [ "$rc" = 0 ] || return 1
+  echo "RESULT: $(python3 "$REPORT" tps "$A/perf.json" "$A/perf.run.json"); whole run $((SECONDS - t0)) s"
 }
 
 accept_1b_torch() {  # PyTorch eager or torch.compile on the same model, batch and accumulation

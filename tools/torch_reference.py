@@ -103,10 +103,13 @@ def model_spec(j):
     if j.get("qk_norm"):
         sys.exit(f"torch_reference.py: model {s['name']}: q/k norms are not in this reference")
     r = j.get("rope_scaling")
-    if r and r.get("type") != "yarn":  # refused: this reference applies plain RoPE or YaRN
+    if r and r.get("type") not in ("yarn", "llama3"):  # refused: this reference applies plain RoPE, Llama 3's or YaRN
         sys.exit(f"torch_reference.py: model {s['name']} has rope_scaling {r.get('type')}, which this reference "
                  "does not apply")
-    if r:  # fsdpx's schema (core/rope_scaling_json.h), transformers' defaults where a key is absent
+    if r and r["type"] == "llama3":  # transformers' defaults where a key is absent
+        s["llama3"] = dict(factor=r["factor"], original=r["original_max_seq"], low=r.get("low_freq_factor", 1.0),
+                           high=r.get("high_freq_factor", 4.0))
+    elif r:  # fsdpx's schema (core/rope_scaling_json.h), transformers' defaults where a key is absent
         s["yarn"] = dict(factor=r["factor"], original=r["original_max_seq"], beta_fast=r.get("beta_fast", 32.0),
                          beta_slow=r.get("beta_slow", 1.0), mscale=r.get("mscale", 0.0),
                          mscale_all_dim=r.get("mscale_all_dim", 0.0), attention_factor=r.get("attention_factor", 0.0),
@@ -237,11 +240,25 @@ def yarn_inv_freq(head_dim, theta, y):
     return inv_freq, scale
 
 
-def rope_tables(seq, head_dim, theta, device, yarn=None):
+def llama3_inv_freq(head_dim, theta, l):
+    """Llama 3.1's frequencies in float64 (meta-llama/llama-models models/llama3/reference_impl/model.py
+    apply_scaling; transformers _compute_llama3_parameters): wavelengths above original / low_freq_factor
+    divided by factor, below original / high_freq_factor kept, a linear blend in original / wavelength between."""
+    plain = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    wavelen = 2 * math.pi / plain
+    smooth = (l["original"] / wavelen - l["low"]) / (l["high"] - l["low"])
+    blended = (1 - smooth) * plain / l["factor"] + smooth * plain
+    return torch.where(wavelen < l["original"] / l["high"], plain,
+                       torch.where(wavelen > l["original"] / l["low"], plain / l["factor"], blended))
+
+
+def rope_tables(seq, head_dim, theta, device, yarn=None, llama3=None):
     """cos, sin [T, head_dim/2], angle t·theta^(-2i/d) (YaRN's frequencies, and its scale on both, with
-    `yarn`) in float64 as executor/model/rope_table.cpp."""
+    `yarn`; Llama 3.1's with `llama3`) in float64 as executor/model/rope_table.cpp."""
     i = torch.arange(head_dim // 2, dtype=torch.float64)
     inv_freq, scale = yarn_inv_freq(head_dim, theta, yarn) if yarn else (theta ** (-2.0 * i / head_dim), 1.0)
+    if llama3:
+        inv_freq = llama3_inv_freq(head_dim, theta, llama3)
     angle = torch.arange(seq, dtype=torch.float64)[:, None] * inv_freq
     return (scale * angle.cos()).float().to(device), (scale * angle.sin()).float().to(device)
 
@@ -283,7 +300,7 @@ def make_loss_fn(s, seq, device, lora=None, fp8=None):
     nh, nkv, hd, theta, eps = s["heads"], s["kv_heads"], s["head_dim"], s["rope_theta"], s["norm_eps"]
     llama = s["arch"] == "llama"
     rope_dim = s["mla"]["rope"] if "mla" in s else hd  # latent attention rotates its rope part only
-    cos, sin = rope_tables(seq, rope_dim, theta, device, s.get("yarn")) if llama else (None, None)
+    cos, sin = rope_tables(seq, rope_dim, theta, device, s.get("yarn"), s.get("llama3")) if llama else (None, None)
     # DeepseekV3Attention: softmax scale (nope + rope)^-1/2 times yarn_apply_mscale's mscale^2.
     y = s.get("yarn")
     softmax_factor = yarn_get_mscale(y["factor"], y["mscale_all_dim"]) ** 2 if y and y["mscale_all_dim"] else 1.0

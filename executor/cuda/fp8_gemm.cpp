@@ -1,5 +1,7 @@
 // executor/cuda/fp8_gemm.cpp — the cuBLASLt fp8 call behind fp8_gemm_tn (see fp8_gemm.h). A failure throws
-// CudaError naming the shape, the formats and the call that failed.
+// CudaError naming the shape, the formats and the call that failed. The amax of a bf16 D is fp8_amax's pass
+// over D after the GEMM: cuBLASLt takes CUBLASLT_MATMUL_DESC_AMAX_D_POINTER only with an fp8 D (cuBLAS 13.0
+// on an H200, 2026-11-30: cublasLtMatmulAlgoGetHeuristic answered CUBLAS_STATUS_INVALID_VALUE for bf16 D).
 #include "executor/cuda/fp8_gemm.h"
 
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "core/errors.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/fp8.h"
 #include "executor/cuda/gemm_lt.h"
 
 namespace fsdpx::cuda {
@@ -21,15 +24,14 @@ void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value));
 }
 
-// TN with fp32 compute and scale; the operands' inverse scales and the optional amax of D as device pointers.
-cublasLtMatmulDesc_t make_fp8_desc(const Fp8Operand& a, const Fp8Operand& b, float* amax_d) {
+// TN with fp32 compute and scale; the operands' inverse scales as device pointers.
+cublasLtMatmulDesc_t make_fp8_desc(const Fp8Operand& a, const Fp8Operand& b) {
   cublasLtMatmulDesc_t desc;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
   set_attr(desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
   set_attr(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(a.inv_scale));
   set_attr(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(b.inv_scale));
-  if (amax_d) set_attr(desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, static_cast<void*>(amax_d));
   return desc;
 }
 
@@ -42,7 +44,7 @@ void fp8_gemm_tn(GemmContext& ctx, std::int64_t m, std::int64_t n, std::int64_t 
   FSDP_CHECK(m > 0 && n > 0 && k > 0 && k % 16 == 0, what + ": cuBLASLt's fp8 kernels need k a multiple of 16");
   FSDP_CHECK(a.format == Fp8Format::e4m3 || b.format == Fp8Format::e4m3, what + ": no e5m2 x e5m2 kernel");
   LtObjects o;
-  o.desc = make_fp8_desc(a, b, amax_d);
+  o.desc = make_fp8_desc(a, b);
   cublasStatus_t st = cublasLtMatrixLayoutCreate(&o.la, fp8_type(a.format), k, m, k);
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lb, fp8_type(b.format), k, n, k);
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lc, CUDA_R_16BF, m, n, m);
@@ -61,6 +63,7 @@ void fp8_gemm_tn(GemmContext& ctx, std::int64_t m, std::int64_t n, std::int64_t 
                       &heuristic.algo, ctx.workspace(), GemmContext::kWorkspaceBytes, stream);
   if (st != CUBLAS_STATUS_SUCCESS)
     throw CudaError(fmt::format("[cuBLAS ERROR] {}: cublasLtMatmul: {}", what, cublas_error_text_(st)));
+  if (amax_d) fp8_amax(amax_d, d, m * n, stream);
 }
 
 }  // namespace fsdpx::cuda

@@ -1,8 +1,8 @@
 // executor/cuda/fp8_gemm.h — fp8 GEMMs through cuBLASLt on sm_90 (cuBLAS docs, cublasLtMatmul "FP8"):
 // E4M3 x E4M3 (or one E5M2 operand: E5M2 x E5M2 is not offered) -> bf16, fp32 accumulation, the
 // operands' inverse scales passed as device pointers (CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER) so that
-// D = a_inv_scale·b_inv_scale·op(A)·op(B), and the amax of D written to a device pointer
-// (CUBLASLT_MATMUL_DESC_AMAX_D_POINTER) when asked. Hopper's fp8 kernels take only the "TN" layout (A
+// D = a_inv_scale·b_inv_scale·op(A)·op(B), and the amax of the bf16 D written to a device pointer when asked
+// (fp8_amax after the GEMM: cuBLASLt's CUBLASLT_MATMUL_DESC_AMAX_D_POINTER takes only an fp8 D). Hopper's fp8 kernels take only the "TN" layout (A
 // transposed, B not), so each of the linear layer's three GEMMs reads operands cast in the layout it needs
 // (fp8.h fp8_cast, transpose). cuBLASLt needs k, lda and ldb multiples of 16 and 16-byte aligned operands.
 // Leaves out fp8 outputs (D_SCALE), bias epilogues, rowwise scales and use_fast_accum.

@@ -4,10 +4,12 @@
 // CommAborted; misuse is FSDP_CHECK, CUDA errors CUDA_CHECK (style.md, Errors).
 #include "executor/cuda/nccl_communicator.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -57,6 +59,8 @@ class NcclCommunicator final : public DeviceCommunicator {
   // Waits until `h` (this communicator, or a child being split from it) is ready after an NCCL call that
   // returned `r`; on an error or init_timeout_s aborts the family and throws CommAborted naming `what`.
   void complete(NcclHandle& h, ncclResult_t r, const std::string& what);
+  // Polls this (the parent) until NCCL has stored the split child's handle in `child`.
+  void await_child(NcclHandle& child, const std::string& what);
 
  protected:
   void enqueue(const CollectiveCall& c) override;
@@ -92,6 +96,36 @@ void NcclCommunicator::complete(NcclHandle& h, ncclResult_t r, const std::string
                        name(), timeout_s));
     case Ready::error:
       fail(fmt::format("rank {}: {} on {} failed: {}; aborting the communicators", rank, what, name(), w.error));
+  }
+}
+
+// NCCL stores the child's handle (ncclCommSplit's *newcomm, NULL until then) when the split's job completes,
+// and a poll of the parent joins that job (NVIDIA/nccl src/init.cc ncclCommInitChildComm,
+// ncclCommGetAsyncError). A split that returned ncclSuccess can leave it NULL until that poll (NCCL 2.28.9 on
+// an H200, 2026-11-30), so the parent is polled until the handle is there, within init_timeout_s.
+void NcclCommunicator::await_child(NcclHandle& child, const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  const double timeout_s = family_->options().init_timeout_s;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  for (int polls = 0; __atomic_load_n(&child.comm, __ATOMIC_ACQUIRE) == nullptr; ++polls) {
+    throw_if_aborted();
+    if (Clock::now() > deadline)
+      fail(fmt::format("rank {}: {} on {}: NCCL handed over no communicator within {:g} s; aborting the communicators",
+                       family_->world_rank(), what, name(), timeout_s));
+    if (polls >= 100)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    else if (polls > 0)
+      std::this_thread::yield();
+    ncclResult_t async = ncclSuccess;
+    {
+      std::lock_guard<std::mutex> lock(*handle_->mu);
+      if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
+      const ncclResult_t q = ncclCommGetAsyncError(handle_->comm, &async);
+      if (q != ncclSuccess) async = q;
+    }
+    if (async != ncclSuccess && async != ncclInProgress)
+      fail(fmt::format("rank {}: {} on {} failed: {}; aborting the communicators", family_->world_rank(), what, name(),
+                       ncclGetErrorString(async)));
   }
 }
 
@@ -181,6 +215,7 @@ std::unique_ptr<DeviceCommunicator> NcclCommunicator::split(int color, int key, 
   family_->add(child);  // from here on an abort of the family reaches the child too
   const std::string what = fmt::format("split (color {}, key {}) into {}", color, key, name);
   complete(*handle_, r, what);             // NCCL's example polls the parent ...
+  await_child(*child, what);               // ... which hands over the child's handle ...
   complete(*child, ncclInProgress, what);  // ... and the child must be ready before its first use
   int child_rank = 0, child_size = 0;
   ncclResult_t r_rank = ncclSuccess, r_size = ncclSuccess;

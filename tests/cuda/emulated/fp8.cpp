@@ -88,8 +88,8 @@ void fp8_gemm_tn(GemmContext&, std::int64_t m, std::int64_t n, std::int64_t k, c
       for (std::int64_t i = 0; i < m; ++i) {
         float acc = accumulate ? emu::to_f32(d[j * m + i]) : 0.0f;
         for (std::int64_t p = 0; p < k; ++p) acc += va[std::size_t(i * k + p)] * vb[std::size_t(j * k + p)];
-        amax = std::max(amax, std::fabs(acc));
         d[j * m + i] = emu::from_f32<bf16>(acc);
+        amax = std::max(amax, std::fabs(emu::to_f32(d[j * m + i])));  // fp8_amax's pass over the bf16 D
       }
     if (amax_d) amax_d[0] = amax;
   });

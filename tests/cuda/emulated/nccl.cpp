@@ -37,6 +37,11 @@ struct ncclComm {
   std::atomic<int> in_call{0};
   std::uint64_t collectives = 0, splits = 0;
   std::map<int, std::uint64_t> sent, received;  // per peer: the next message's sequence number
+  // Split children not yet handed to the caller: NCCL stores *newcomm when the split's job completes, and
+  // a later ncclCommGetAsyncError of the parent joins that job (src/init.cc ncclCommInitChildComm,
+  // ncclCommGetAsyncError); until then the caller's pointer stays NULL, even after a split that returned
+  // ncclSuccess (seen with NCCL 2.28.9 on an H200, 2026-11-30).
+  std::vector<std::pair<ncclComm_t*, ncclComm*>> unstored;
 };
 
 namespace {
@@ -178,19 +183,26 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t* r) {
     if (!c->pending || c->pending()) c->state = ncclSuccess, c->pending = nullptr;
   }
   *r = c->state;
+  if (c->state == ncclSuccess) {
+    for (auto& [slot, child] : c->unstored) __atomic_store_n(slot, child, __ATOMIC_RELEASE);
+    c->unstored.clear();
+  }
   return ncclSuccess;
 }
 ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t* child, ncclConfig_t* config) {
   Enter e(c, true);
   if (config == nullptr || config->blocking != 0) die("expected a non-blocking config");
   if (color < 0) die("NCCL_SPLIT_NOCOLOR is not emulated");
-  *child = new_comm();
+  ncclComm* made = new_comm();
+  *child = nullptr;
+  c->unstored.emplace_back(child, made);
   std::lock_guard<std::mutex> lk(g_mu);
   auto& round = g_splits[{c->clique.get(), c->splits++}];
   if (!round) round = std::make_shared<SplitRound>();
-  round->entries.emplace_back(color, key, c->rank, *child);
+  round->entries.emplace_back(color, key, c->rank, made);
   if (int(round->entries.size()) == c->nranks) form_children(*round);
-  in_progress(*child, 3, [round] { return round->done; });
+  in_progress(made, 3, [round] { return round->done; });
+  if (round->done) return ncclSuccess;  // the last rank: done, but the child is stored at the next poll
   return in_progress(c, 2, [round] { return round->done; });
 }
 ncclResult_t ncclCommUserRank(const ncclComm_t c, int* r) { Enter e(c, true); *r = c->rank; return ncclSuccess; }
