@@ -45,6 +45,24 @@ struct Point {
 };
 using Points = std::vector<Point>;
 
+// Outside the measured sizes, the default curve's trend anchored at the nearest measurement: its points
+// beyond either end, scaled by measured / default efficiency at that end. One measured sequence length
+// then moves FlashAttention-2's efficiency-by-length curve (Dao 2023, arXiv:2307.08691 Fig. 4-6: longer
+// sequences run closer to the peak) to the kernel's level instead of flattening it into a constant.
+void extend_with_prior(EfficiencyCurve& c, const EfficiencyCurve& prior) {
+  if (prior.points.empty() || c.points.empty()) return;
+  const auto [lo_size, lo_eff] = c.points.front();
+  const auto [hi_size, hi_eff] = c.points.back();
+  const double lo_ratio = lo_eff / prior.at(lo_size), hi_ratio = hi_eff / prior.at(hi_size);
+  std::vector<std::pair<double, double>> below, above;
+  for (const auto& [size, eff] : prior.points) {
+    if (size < lo_size) below.emplace_back(size, std::clamp(eff * lo_ratio, 1e-6, 1.0));
+    if (size > hi_size) above.emplace_back(size, std::clamp(eff * hi_ratio, 1e-6, 1.0));
+  }
+  c.points.insert(c.points.begin(), below.begin(), below.end());
+  c.points.insert(c.points.end(), above.begin(), above.end());
+}
+
 // Efficiency curve through the points, sorted by size; points of equal size (the forward, dx and dw
 // GEMMs of one layer) merge by summing times, so the curve reproduces their total time (a harmonic
 // mean of their efficiencies). Efficiencies are divided by `scale` and clamped to (0, 1].
@@ -62,6 +80,7 @@ EfficiencyCurve make_curve(Points pts, double scale, const EfficiencyCurve& fall
   }
   EfficiencyCurve c;
   for (const Point& p : merged) c.points.emplace_back(p.size, std::clamp(p.ideal_s / p.measured_s / scale, 1e-6, 1.0));
+  extend_with_prior(c, fallback);
   return c;
 }
 
@@ -111,6 +130,42 @@ GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
   return g;
 }
 
+// Kernels the backend does not time one by one (the CUDA and CPU backends time the model's kernels, not
+// the optimizer's) but whose op it times: an op of rank 0 whose kernels are all missing from the kernel
+// profile and whose wall time is in `op_times` gives them that time, shared by their predicted times.
+// A kernel is measured so only when every op running it was; its note leaves `missing` then.
+void attribute_op_times(const Plan& plan, const ProfileTimes& op_times, std::map<std::string, Aggregate>& kernels,
+                        std::vector<std::string>& missing) {
+  if (op_times.steps <= 0 || op_times.time_s.empty()) return;
+  const StepProgram program = lower(plan);
+  std::map<std::string, double> from_ops_s;  // kernel name -> per-step time from its ops
+  std::map<std::string, int> unmeasured_ops;  // kernel name -> ops running it without a time
+  for (const Op& op : program.roles.front().ops) {
+    if (op.work_set < 0) continue;
+    const auto& ks = program.work_sets[std::size_t(op.work_set)].kernels;
+    const bool all_missing = std::all_of(ks.begin(), ks.end(), [&](const KernelWork& k) {
+      return kernels.at(k.name).c.measured_s <= 0;
+    });
+    const auto t = op_times.time_s.find(op.name);
+    double predicted_s = 0;
+    for (const KernelWork& k : ks) predicted_s += kernel_time_s(k, plan.cluster.gpu, plan.precision.param);
+    if (!all_missing || t == op_times.time_s.end() || !(t->second > 0) || !(predicted_s > 0)) {
+      for (const KernelWork& k : ks) ++unmeasured_ops[k.name];
+      continue;
+    }
+    for (const KernelWork& k : ks)
+      from_ops_s[k.name] += t->second / op_times.steps * kernel_time_s(k, plan.cluster.gpu, plan.precision.param) /
+                            predicted_s;
+  }
+  for (const auto& [name, time_s] : from_ops_s) {
+    if (unmeasured_ops[name] > 0) continue;
+    Aggregate& a = kernels.at(name);
+    a.c.measured_s = time_s, a.c.measured_calls = a.c.calls;
+    const std::string prefix = name + " (";
+    std::erase_if(missing, [&](const std::string& note) { return note.rfind(prefix, 0) == 0; });
+  }
+}
+
 }  // namespace
 
 std::vector<const WorkSet*> rank0_work_sets(const StepProgram& program) {
@@ -133,15 +188,19 @@ bool measured_per_step(const ProfileTimes& p, const std::string& name, double& m
   return true;
 }
 
-Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin) {
+Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin,
+                          const ProfileTimes& op_times) {
   if (profile.steps <= 0) throw ConfigError(origin + ": profile has no steps (run with --profile and --steps >= 1)");
   std::map<std::string, Aggregate> kernels = program_kernels(plan);
   Calibration cal;
   Measured m;
-  for (auto& [name, a] : kernels) {
-    if (!measured_per_step(profile, name, a.c.measured_s, a.c.measured_calls, cal.unmatched)) continue;
-    add_point(a, plan.cluster.gpu, plan.precision.param, m);
-  }
+  std::vector<std::string> missing;
+  for (auto& [name, a] : kernels)
+    measured_per_step(profile, name, a.c.measured_s, a.c.measured_calls, missing);
+  attribute_op_times(plan, op_times, kernels, missing);
+  for (const std::string& note : missing) cal.unmatched.push_back(note);
+  for (auto& [name, a] : kernels)
+    if (a.c.measured_s > 0) add_point(a, plan.cluster.gpu, plan.precision.param, m);
   for (const auto& [name, t] : profile.time_s)
     if (!kernels.count(name)) cal.unmatched.push_back(name + " (in the profile, not in the step program)");
   if (m.matmul.empty() && m.memory.empty() && m.attn_fwd.empty() && m.attn_bwd.empty())

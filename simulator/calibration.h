@@ -2,7 +2,8 @@
 // times of a run (`fsdpx run --profile`, kernel names of cost_models/compute.h) with the cost model's
 // kernel_time_s for the same kernels of the plan's step program, and derives the GPU figures that
 // reproduce them: matmul efficiency by GEMM FLOPs, attention efficiency by sequence length, memory
-// efficiency by bytes, scaling the peak FLOP/s or bandwidth up where measured work beats it.
+// efficiency by bytes, scaling the peak FLOP/s or bandwidth up where measured work beats it; outside the
+// measured sizes each curve keeps the default's shape, anchored at the nearest measurement.
 // Leaves out collectives (the fabric figures stay as they are) and per-rank variation.
 #pragma once
 
@@ -53,7 +54,10 @@ struct Calibration {
 };
 
 // Throws ConfigError naming `origin` when the profile has no steps or no kernel of the program.
-Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin);
+// `op_times` (the profile's per-op wall times, may be empty) measures the kernels of ops the kernel profile
+// has none of (the optimizer's AdamW and gradient-norm kernels).
+Calibration calibrate_gpu(const Plan& plan, const KernelProfile& profile, const std::string& origin,
+                          const ProfileTimes& op_times = {});
 
 // The plan's cluster as a cluster config whose "gpu" object carries the calibrated overrides
 // (core/gpu_spec.h parse_gpu_calibration_overrides), named `name`.

@@ -33,6 +33,7 @@ namespace {
 struct LoadedProfile {
   Plan plan;
   KernelProfile kernels;
+  ProfileTimes ops;  // per-op wall times (op_time_s): the kernels the backend does not time one by one
   CollectiveProfile collectives;  // empty for runs without tp or cp (and profiles written before them)
   double step_time_s = 0;
 };
@@ -60,10 +61,10 @@ LoadedProfile load_profile(const std::string& path) {
   o.ignore("step_times_s");
   o.ignore("skipped_steps");
   o.ignore("loss_scales");
-  o.ignore("op_time_s");
+  if (o.has("op_time_s")) p.ops.time_s = number_map<double>(o, "op_time_s");
   p.kernels.time_s = number_map<double>(o, "kernel_time_s");
   p.kernels.calls = number_map<int>(o, "kernel_calls");
-  p.collectives.steps = p.kernels.steps;
+  p.collectives.steps = p.ops.steps = p.kernels.steps;
   if (o.has("collective_time_s")) p.collectives.time_s = number_map<double>(o, "collective_time_s");
   if (o.has("collective_calls")) p.collectives.calls = number_map<int>(o, "collective_calls");
   p.plan = parse_plan(o.raw("plan"), path);
@@ -153,7 +154,7 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.profile.empty() == o.trace.empty()) throw ConfigError("--profile, --trace: give exactly one");
   if (!o.trace.empty()) return run_trace_calibrate(o);
   const LoadedProfile p = load_profile(o.profile);
-  const Calibration cal = calibrate_gpu(p.plan, p.kernels, o.profile);
+  const Calibration cal = calibrate_gpu(p.plan, p.kernels, o.profile, p.ops);
   const FabricCalibration fab = calibrate_fabric(p.plan, p.collectives, o.profile);
   const std::string name = o.name.empty() ? p.plan.cluster.name + "-calibrated" : o.name;
   const std::string note = fmt::format("{} calibrated by fsdpx calibrate from {} ({} steps)", p.plan.cluster.gpu.name,

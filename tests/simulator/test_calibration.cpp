@@ -3,6 +3,7 @@
 // and the simulated compute time moves from the default prediction to the measured one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config_paths.h"
@@ -66,6 +67,55 @@ TEST_CASE("a profile without steps or without matching kernels is an input error
   other.steps = 1;
   other.time_s["no_such_kernel"] = 1.0;
   CHECK_THROWS_WITH_AS(calibrate_gpu(plan, other, "q.json"), doctest::Contains("no kernel"), ConfigError);
+}
+
+// Without the optimizer's kernels in the kernel profile (the backends time the model's kernels), the ops
+// that run only them give their wall time: AdamW calibrates to the "opt" op's measured time.
+TEST_CASE("kernels missing from the kernel profile take the wall time of the ops that run only them") {
+  const Plan plan = load_plan(resolve_config("plans", "llama-tiny-cpu-fsdp4"));
+  KernelProfile kernels = synthetic_profile(plan, 2.0, 3);
+  const double adamw_predicted_s = kernels.time_s.at("adamw") / 2.0 / 3;
+  kernels.time_s.erase("adamw"), kernels.calls.erase("adamw");
+  const Calibration without = calibrate_gpu(plan, kernels, "p.json");
+  const auto note = std::find_if(without.unmatched.begin(), without.unmatched.end(),
+                                 [](const std::string& u) { return u.rfind("adamw (", 0) == 0; });
+  CHECK(note != without.unmatched.end());
+  ProfileTimes ops;
+  ops.steps = 3;
+  ops.time_s["opt"] = 3 * 5.0 * adamw_predicted_s;  // the op ran 5x its predicted time
+  const Calibration with = calibrate_gpu(plan, kernels, "p.json", ops);
+  CHECK(std::none_of(with.unmatched.begin(), with.unmatched.end(),
+                     [](const std::string& u) { return u.rfind("adamw (", 0) == 0; }));
+  const auto adamw = std::find_if(with.kernels.begin(), with.kernels.end(),
+                                  [](const KernelComparison& k) { return k.name == "adamw"; });
+  REQUIRE(adamw != with.kernels.end());
+  CHECK(adamw->measured_s == doctest::Approx(5.0 * adamw_predicted_s).epsilon(1e-9));
+  CHECK(adamw->calibrated_s == doctest::Approx(adamw->measured_s).epsilon(0.02));
+  // An op that also runs measured kernels gives nothing: "fwd..." ops are not timed into their kernels.
+  ProfileTimes fwd_only;
+  fwd_only.steps = 3;
+  fwd_only.time_s["no_such_op"] = 1.0;
+  const Calibration none = calibrate_gpu(plan, kernels, "p.json", fwd_only);
+  CHECK(std::any_of(none.unmatched.begin(), none.unmatched.end(),
+                    [](const std::string& u) { return u.rfind("adamw (", 0) == 0; }));
+}
+
+// One measured attention length scales the default curve (FlashAttention-2's, efficiency rising with the
+// length) to the measured level instead of flattening it: the calibrated efficiency at another length
+// keeps the default's ratio to the measured one.
+TEST_CASE("outside the measured sizes a calibrated curve keeps the default's shape") {
+  Plan plan = load_plan(resolve_config("plans", "llama-tiny-cpu-fsdp4"));
+  plan.attention_kernel = AttentionKernel::flash2;
+  // A default curve rising with the length, as FlashAttention-2's (the CPU cluster's is flat).
+  plan.cluster.gpu.attention_efficiency.points = {{32, 0.1}, {128, 0.2}, {512, 0.3}, {2048, 0.35}};
+  const Calibration cal = calibrate_gpu(plan, synthetic_profile(plan, 3.0, 2), "synthetic");
+  const EfficiencyCurve& before = plan.cluster.gpu.attention_efficiency;
+  const EfficiencyCurve& after = cal.gpu.attention_efficiency;
+  const double seq = double(plan.training.seq), longer = 16 * seq, shorter = seq / 4;
+  REQUIRE(before.at(longer) > before.at(seq));  // the default rises with the length (else nothing to test)
+  CHECK(after.at(longer) / after.at(seq) == doctest::Approx(before.at(longer) / before.at(seq)).epsilon(1e-6));
+  CHECK(after.at(shorter) / after.at(seq) == doctest::Approx(before.at(shorter) / before.at(seq)).epsilon(1e-6));
+  CHECK(after.at(seq) == doctest::Approx(before.at(seq) / 3.0).epsilon(0.02));
 }
 
 }  // namespace
