@@ -74,22 +74,36 @@ TEST_CASE("a profile without steps or without matching kernels is an input error
 TEST_CASE("kernels missing from the kernel profile take the wall time of the ops that run only them") {
   const Plan plan = load_plan(resolve_config("plans", "llama-tiny-cpu-fsdp4"));
   KernelProfile kernels = synthetic_profile(plan, 2.0, 3);
-  const double adamw_predicted_s = kernels.time_s.at("adamw") / 2.0 / 3;
-  kernels.time_s.erase("adamw"), kernels.calls.erase("adamw");
+  // Every kernel of the "opt" op leaves the kernel profile (AdamW and, where the plan clips, the norm's).
+  const StepProgram program = lower(plan);
+  const auto opt = std::find_if(program.roles.front().ops.begin(), program.roles.front().ops.end(),
+                                [](const Op& op) { return op.name == "opt"; });
+  REQUIRE(opt != program.roles.front().ops.end());
+  double opt_predicted_s = 0;
+  for (const KernelWork& k : program.work_sets[std::size_t(opt->work_set)].kernels) {
+    opt_predicted_s += kernel_time_s(k, plan.cluster.gpu, plan.precision.param);
+    kernels.time_s.erase(k.name), kernels.calls.erase(k.name);
+  }
+  const double adamw_share = [&] {
+    for (const KernelWork& k : program.work_sets[std::size_t(opt->work_set)].kernels)
+      if (k.name == "adamw") return kernel_time_s(k, plan.cluster.gpu, plan.precision.param) / opt_predicted_s;
+    return 0.0;
+  }();
+  REQUIRE(adamw_share > 0);
   const Calibration without = calibrate_gpu(plan, kernels, "p.json");
   const auto note = std::find_if(without.unmatched.begin(), without.unmatched.end(),
                                  [](const std::string& u) { return u.rfind("adamw (", 0) == 0; });
   CHECK(note != without.unmatched.end());
   ProfileTimes ops;
   ops.steps = 3;
-  ops.time_s["opt"] = 3 * 5.0 * adamw_predicted_s;  // the op ran 5x its predicted time
+  ops.time_s["opt"] = 3 * 5.0 * opt_predicted_s;  // the op ran 5x its predicted time
   const Calibration with = calibrate_gpu(plan, kernels, "p.json", ops);
   CHECK(std::none_of(with.unmatched.begin(), with.unmatched.end(),
                      [](const std::string& u) { return u.rfind("adamw (", 0) == 0; }));
   const auto adamw = std::find_if(with.kernels.begin(), with.kernels.end(),
                                   [](const KernelComparison& k) { return k.name == "adamw"; });
   REQUIRE(adamw != with.kernels.end());
-  CHECK(adamw->measured_s == doctest::Approx(5.0 * adamw_predicted_s).epsilon(1e-9));
+  CHECK(adamw->measured_s == doctest::Approx(5.0 * adamw_share * opt_predicted_s).epsilon(1e-9));
   CHECK(adamw->calibrated_s == doctest::Approx(adamw->measured_s).epsilon(0.02));
   // An op that also runs measured kernels gives nothing: "fwd..." ops are not timed into their kernels.
   ProfileTimes fwd_only;
