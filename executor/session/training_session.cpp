@@ -16,6 +16,7 @@
 #include "executor/session/batch_recorder.h"
 #include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
+#include "executor/checkpoint/params_hash.h"
 #include "executor/session/process_weights.h"
 
 namespace fsdpx {
@@ -27,10 +28,6 @@ namespace {
   const std::string what = e.what();
   if (what.rfind("plan: ", 0) == 0) throw ConfigError(file + ": " + what.substr(6));
   throw e;
-}
-
-std::string params_hash(const std::vector<float>& p) {
-  return fmt::format("{:016x}", fnv1a64(p.data(), p.size() * sizeof(float)));
 }
 
 // The parameter hash of a run with one process per rank costs a gather of 32 bytes per parameter in every

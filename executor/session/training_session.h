@@ -53,7 +53,7 @@ struct RunRecord {
   std::vector<StepMetrics> steps;
   std::vector<std::string> checkpoints;  // directories written
   MemoryPeakBytes peak_memory;
-  std::string params_hash;  // FNV-1a 64 of the full fp32 parameters, hex; empty when not gathered (finish())
+  std::string params_hash;  // of the full fp32 parameters (params_hash.h), hex; empty when not gathered (finish())
   double elapsed_s = 0;
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/config_paths.h"
@@ -26,6 +27,7 @@
 #include "executor/checkpoint/checkpoint_verify.h"
 #include "executor/checkpoint/checksum.h"
 #include "executor/checkpoint/reshard.h"
+#include "executor/checkpoint/params_hash.h"
 #include "tests/executor/checkpoint_fixtures.h"
 
 namespace fsdpx {
@@ -40,6 +42,24 @@ TEST_CASE("CRC-32 and FNV-1a 64 match their published check values") {
   CHECK(fnv1a64("") == 0xcbf29ce484222325ULL);  // offset basis
   CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
   CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
+}
+
+TEST_CASE("the parameter hash: plain FNV-1a up to one chunk, FNV-1a of the chunks' hashes above, on any thread count") {
+  const std::vector<float> small{1.0f, -2.5f, 3.25f};
+  CHECK(params_hash(small) == fmt::format("{:016x}", fnv1a64(small.data(), small.size() * sizeof(float))));
+  // 2.5 chunks: two whole chunks and a half one.
+  std::vector<float> big(5 * kParamsHashChunkBytes / 2 / sizeof(float));
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = float(i % 9973) * 0.5f - 7.0f;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(big.data());
+  const std::uint64_t chunks[3] = {fnv1a64(bytes, kParamsHashChunkBytes),
+                                   fnv1a64(bytes + kParamsHashChunkBytes, kParamsHashChunkBytes),
+                                   fnv1a64(bytes + 2 * kParamsHashChunkBytes, kParamsHashChunkBytes / 2)};
+  const std::string want = fmt::format("{:016x}", fnv1a64(chunks, sizeof chunks));
+  CHECK(params_hash(big, 1) == want);
+  CHECK(params_hash(big, 2) == want);
+  CHECK(params_hash(big, 8) == want);
+  big[big.size() - 1] += 1.0f;  // the last byte of the last chunk counts
+  CHECK(params_hash(big, 3) != want);
 }
 
 TEST_CASE("resharding 4 ranks to 2, 3, 1 and 5 keeps every logical element and zero padding") {
