@@ -84,7 +84,7 @@ accept_1b_eager|35|build|check|accept_1b_torch eager
 accept_1b_compile|90|build|check|accept_1b_torch compile
 perf_table|10|accept_1b_fsdpx|check|perf_table
 bench|30|build|check|bench
-calibrate|200|accept_1b_fsdpx|check|calibrate
+calibrate|240|accept_1b_fsdpx|check|calibrate
 EOF
 }
 

@@ -11,7 +11,8 @@ A="$W/accept"
 TEST_CUDA="$B/tests/cuda/test_cuda"
 FSDPX="$B/fsdpx"
 REPORT="$R/tools/gpu_acceptance_report.py"
-KERNEL_FILES="test_cuda_norm.cpp test_cuda_elementwise.cpp test_cuda_embedding_loss.cpp test_cuda_gemm.cpp test_cuda_attention.cpp"
+KERNEL_FILES="test_cuda_norm.cpp test_cuda_elementwise.cpp test_cuda_embedding_loss.cpp test_cuda_gemm.cpp test_cuda_attention.cpp
+              test_cuda_attention_tc.cpp test_cuda_fp8.cpp test_cuda_moe.cpp"
 mkdir -p "$A"
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 command -v compute-sanitizer >/dev/null || [ ! -x /usr/local/cuda/compute-sanitizer/compute-sanitizer ] ||
@@ -218,6 +219,10 @@ accept_1b_torch() {  # PyTorch eager or torch.compile on the same model, batch a
 
 perf_table() {  # the measured 1B run beside the simulator's prediction and PyTorch's (markdown rows)
   "$FSDPX" simulate --plan "$A/perf.json" --format json >"$A/perf.sim.json" || return 1
+  local mode  # PyTorch's rows of an earlier call (resumed: its torch_*.json copied to .gpucheck/)
+  for mode in eager compile; do
+    [ -f "$A/torch_$mode.json" ] || [ ! -f "$R/.gpucheck/torch_$mode.json" ] || cp "$R/.gpucheck/torch_$mode.json" "$A/"
+  done
   python3 "$REPORT" perf "$A/perf.json" "$A/perf.run.json" "$A/perf.sim.json" "$A/torch_eager.json" \
     "$A/torch_compile.json" | tee "$A/perf.md"
   echo "RESULT: $(head -n 1 "$A/perf.md" | cut -d'|' -f3 | sed 's/^ *//; s/ *$//') (gpu_check.log has the table)"
@@ -231,6 +236,9 @@ calibrate() {  # fsdpx calibrate from a profile of plan A (the 1B plan), then pl
     -o "$A/planb.json" || return 1
   "$FSDPX" simulate --plan "$A/planb.json" --format json >"$A/planb.sim.json" || return 1
   "$FSDPX" run --plan "$A/planb.json" --backend cuda --steps 8 --format json >"$A/planb.run.json" || return 1
+  # Plan B's own profile too, for the other direction (calibrate on B, predict A: gpu_acceptance_report.py).
+  "$FSDPX" run --plan "$A/planb.json" --backend cuda --steps 6 --format json --profile "$A/planb.profile.json" \
+    >/dev/null || echo "plan B profile run failed"
   local res
   res="$(python3 "$REPORT" predict "$A/planb.run.json" "$A/planb.sim.json" 0.10)"
   echo "RESULT: plan B (seq 1024, batch 16) predicted with the cluster calibrated on plan A: $res"
