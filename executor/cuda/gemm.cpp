@@ -1,7 +1,8 @@
 // executor/cuda/gemm.cpp — cuBLASLt calls behind gemm_col_major (the linear-layer wrappers over it are in
 // gemm.h). Pointer alignments are passed to the heuristic because FSDP module pointers sit at arbitrary
-// offsets of a flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. A failure throws CudaError
-// naming the whole call (GemmShape::describe), the heuristic's status included.
+// offsets of a flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. The heuristic's answer is
+// kept per call shape in the GemmContext (the same algorithm, so the same results, without asking again). A
+// failure throws CudaError naming the whole call (GemmShape::describe), the heuristic's status included.
 #include "executor/cuda/gemm.h"
 
 #include <string>
@@ -101,13 +102,19 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lb, g.ab_type, trans_b ? n : k, trans_b ? k : n, ldb);
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lc, g.c_type, m, n, ldc);
   if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatrixLayoutCreate", st, g);
-  o.pref = make_preference(a, b, c);
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, &heuristic, &found);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0) throw_gemm_error("cublasLtMatmulAlgoGetHeuristic", st, g);
+  const std::string shape = g.describe();  // pointers enter only as their alignments
+  cublasLtMatmulAlgo_t algo{};
+  if (!ctx.find_algo(shape, algo)) {
+    o.pref = make_preference(a, b, c);
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, &heuristic, &found);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) throw_gemm_error("cublasLtMatmulAlgoGetHeuristic", st, g);
+    algo = heuristic.algo;
+    ctx.remember_algo(shape, algo);
+  }
   const float beta = accumulate ? 1.0f : 0.0f;
-  st = cublasLtMatmul(ctx.handle(), o.desc, &alpha, a, o.la, b, o.lb, &beta, c, o.lc, c, o.lc, &heuristic.algo,
+  st = cublasLtMatmul(ctx.handle(), o.desc, &alpha, a, o.la, b, o.lb, &beta, c, o.lc, c, o.lc, &algo,
                       ctx.workspace(), GemmContext::kWorkspaceBytes, stream);
   if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatmul", st, g);
   if (bias && !epilogue) bias_add_columns<T>(c, c_type == GemmOut::f32, bias, m, n, ldc, stream);

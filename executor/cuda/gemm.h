@@ -2,11 +2,15 @@
 // 16-bit operands T (bf16, or f16 for fp16 plans), fp32 accumulation (CUBLAS_COMPUTE_32F), T or fp32
 // output, an optional bias epilogue in forward, and an accumulate flag (beta = 1) so dW += works for
 // gradient accumulation. Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
-// 32", llm.c). The heuristic is queried per call. Leaves out GELU epilogues, fp8 and batched GEMMs.
+// 32", llm.c). The heuristic is asked once per call shape (GemmContext keeps its answer). Leaves out GELU
+// epilogues, fp8 and batched GEMMs.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include <cublasLt.h>
 
@@ -24,10 +28,26 @@ class GemmContext {
   GemmContext& operator=(const GemmContext&) = delete;
   cublasLtHandle_t handle() const { return handle_; }
   void* workspace() const { return workspace_; }
+  // The heuristic's algorithm for each call shape seen (gemm.cpp: the shape's description, alignments
+  // included), so that cuBLASLt is asked once per shape rather than at every call: the query is host time on
+  // the launch path of every GEMM, and inside a profiled GEMM's events.
+  bool find_algo(const std::string& shape, cublasLtMatmulAlgo_t& algo) const {
+    std::lock_guard<std::mutex> lock(algos_mu_);
+    const auto it = algos_.find(shape);
+    if (it == algos_.end()) return false;
+    algo = it->second;
+    return true;
+  }
+  void remember_algo(const std::string& shape, const cublasLtMatmulAlgo_t& algo) {
+    std::lock_guard<std::mutex> lock(algos_mu_);
+    algos_.emplace(shape, algo);
+  }
 
  private:
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
+  mutable std::mutex algos_mu_;
+  std::map<std::string, cublasLtMatmulAlgo_t> algos_;
 };
 
 // The output type: the operands' 16-bit type, or fp32.
