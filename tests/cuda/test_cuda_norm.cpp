@@ -3,7 +3,8 @@
 // every path of the backward kernel: 16-byte packs (C % 8 == 0, aligned) and single elements (C % 8 != 0,
 // or tensors one element off 16 bytes); one row per chunk (N ≤ 1024) and several, with a short last chunk
 // and empty ones (N = 2500); one pack per thread, a part of the block, and several per thread; weight
-// sums in shared memory and, for rows too wide for it, in the scratch; and a frozen weight (dinp only).
+// sums in shared memory (under and over the 48 KiB default) and, for rows too wide for it, in the scratch;
+// and a frozen weight (dinp only).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -93,6 +94,7 @@ void check_norm_paths(bool layer) {
   check_norm({2500, 264, layer});       // packs on 33 of 256 threads; 3 rows per chunk, last short, 190 empty
   check_norm({1100, 4104, layer});      // 513 packs: three rounds for thread 0; 2 rows per chunk
   check_norm({77, 256, layer, 1});      // C % 8 == 0 but one element off 16 bytes: single elements
+  check_norm({3, layer ? 8192 : 16384, layer});   // 64 KiB of shared sums: above the 48 KiB default (opt-in)
   check_norm({3, layer ? 12296 : 24584, layer});  // 4·C·(2 or 1) bytes > 96 KiB: sums in the scratch
   check_norm({77, 264, layer, 0, true});  // frozen weight: dinp only
 }
