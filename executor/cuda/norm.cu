@@ -138,19 +138,22 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // dweight [C] += Σ_k scratch[0, k, :], dbias [C] += Σ_k scratch[1, k, :] (dbias null: not summed). Block
-// (32 columns, 8 groups): group g sums chunks g, g + 8, ... in order, then group 0 adds groups 1..7 in order.
-constexpr int kFinishCols = 32, kFinishGroups = 8;
+// (32 columns, 32 groups): group g sums chunks g, g + 32, ... in order, then group 0 adds groups 1..31 in
+// order. 32 groups so that 1,024 chunks are 32 loads per thread, C / 32 blocks of 1,024 threads.
+constexpr int kFinishCols = 32, kFinishGroups = 32;
 
 __global__ void __launch_bounds__(kFinishCols* kFinishGroups)
     norm_backward_finish_kernel(float* dweight, float* dbias, const float* scratch, int c, std::int64_t chunks) {
   __shared__ float part[2][kFinishGroups][kFinishCols];
   const int col = threadIdx.x, g = threadIdx.y, j = blockIdx.x * kFinishCols + col;
   float dw = 0.0f, db = 0.0f;
-  if (j < c)
+  if (j < c) {
+#pragma unroll 4
     for (std::int64_t k = g; k < chunks; k += kFinishGroups) {
       dw += scratch[k * c + j];
       if (dbias) db += scratch[(chunks + k) * c + j];
     }
+  }
   part[0][g][col] = dw, part[1][g][col] = db;
   __syncthreads();
   if (g != 0 || j >= c) return;

@@ -1,8 +1,8 @@
 // executor/cuda/row_chunks.h — the row chunks of the deterministic column sums (norm.h's weight and bias
-// gradients, bias.h's bias gradient; each its own count): a fixed chunk count, so the sum order does not depend on the GPU,
-// and the fp32 scratch of per-chunk partial sums those kernels take. Inline here so that every build of
-// the kernels (the GPU's and the emulated runtime's host loops, tests/cuda/emulated) sizes the model's
-// scratch alike, as docs/cuda.md "Device model" states it.
+// gradients, bias.h's bias gradient; each its own count): a fixed chunk count, so the sum order does not
+// depend on the GPU, and the fp32 scratch of per-chunk partial sums those kernels take. Inline here so
+// that every build of the kernels (the GPU's and the emulated runtime's host loops, tests/cuda/emulated)
+// sizes the model's scratch alike, as docs/cuda.md "Device model" states it.
 #pragma once
 
 #include <cstdint>
