@@ -104,6 +104,7 @@ unsigned act_grid(std::int64_t count) {
 
 template <FfnKind kKind, class T>
 void launch_act_forward(T* out, const T* inp, std::int64_t n, std::int64_t f, cudaStream_t stream) {
+  static_assert(sizeof(T) * kPack16 == 16, "a pack is 16 bytes");
   if (f % kPack16 == 0 && aligned16(out) && aligned16(inp))
     act_forward_kernel<kKind, kPack16, T><<<act_grid(n * f / kPack16), kBlock, 0, stream>>>(out, inp, n, f);
   else

@@ -186,6 +186,7 @@ void norm_backward(T* dinp, float* dweight, float* dbias, float* scratch, const 
                    cudaStream_t stream) {
   FSDP_CHECK(n > 0 && c > 0 && c <= (1 << 30), "norm_backward: bad shape");
   FSDP_CHECK(dweight != nullptr || dbias == nullptr, "norm_backward: a bias gradient without the weight's");
+  static_assert(sizeof(T) * kPack16 == 16, "a pack is 16 bytes");
   const std::int64_t chunks = norm_row_chunks(n);
   float* partials = dweight ? scratch : nullptr;  // a frozen weight (LoRA): the input gradient only
   const bool packs = c % kPack16 == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
