@@ -1,7 +1,10 @@
 // executor/cuda/common.cuh — device-side helpers shared by the .cu kernels: bf16/fp16 <-> fp32 loads,
-// warp reductions, CEIL_DIV. Device code only (included by .cu files, never by .cpp).
-// Leaves out vectorised 128-bit loads (llm.c x128): a later performance pass on the GPU machine.
+// warp reductions, CEIL_DIV, and Pack: kN consecutive values moved as one access (16 bytes for 8 bf16, the
+// llm.c x128 idea; kN = 1 is the scalar fallback for rows whose length or address is not 16-byte aligned).
+// Device code only (included by .cu files, never by .cpp).
 #pragma once
+
+#include <cstdint>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -29,6 +32,28 @@ template <>
 __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
 template <>
 __device__ __forceinline__ f16 from_f32<f16>(float x) { return __float2half_rn(x); }
+
+// 16-bit values per 16-byte access.
+inline constexpr int kPack16 = 8;
+
+// kN values of T, aligned to their size so that a load or store of one is a single instruction.
+template <class T, int kN>
+struct alignas(sizeof(T) * kN) Pack {
+  T v[kN];
+};
+
+template <int kN, class T>
+__device__ __forceinline__ Pack<T, kN> load_pack(const T* p) {
+  return *reinterpret_cast<const Pack<T, kN>*>(p);
+}
+
+template <int kN, class T>
+__device__ __forceinline__ void store_pack(T* p, const Pack<T, kN>& x) {
+  *reinterpret_cast<Pack<T, kN>*>(p) = x;
+}
+
+// Host side: may p be read as 16-byte packs?
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

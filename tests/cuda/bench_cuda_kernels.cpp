@@ -91,6 +91,18 @@ void bench_all() {
   // SwiGLU forward: reads N·2F, writes N·F bf16.
   row("swiglu_forward", "16384x14336", median_ms([&] { mlp_act_forward(FfnKind::swiglu, z, y, n, f, nullptr); }), 0,
       6.0 * n * f);
+  // RMSNorm backward: reads dout, inp, dinp and writes dinp (bf16), 8·N·C; not counted: the fp32 chunk
+  // partials written and read back, 2·4·min(N, 1024)·C (6% more).
+  float* dweight = alloc_random<float>(c, -1, 1);
+  float* norm_scratch = nullptr;
+  CUDA_CHECK(cudaMalloc(&norm_scratch, sizeof(float) * norm_backward_scratch_elems(n, c)));
+  row("rmsnorm_backward", "16384x4096",
+      median_ms([&] { rmsnorm_backward(z, dweight, norm_scratch, y, x, w, rstd, n, c, nullptr); }), 0, 8.0 * n * c);
+  // SwiGLU backward: reads gate, up (N·2F), dout (N·F) and dinp (N·2F), writes dinp (N·2F) bf16: 14·N·F.
+  bf16* dfc = alloc_random<bf16>(n * 2 * f, -1, 1);
+  row("swiglu_backward", "16384x14336",
+      median_ms([&] { mlp_act_backward(FfnKind::swiglu, dfc, z, y, n, f, nullptr); }), 0, 14.0 * n * f);
+  CUDA_CHECK(cudaFree(dfc));
   GemmContext ctx;
   // GEMM: 2·N·C·F FLOPs (mlp_up-like, bf16 out).
   row("gemm_bf16", "16384x4096x14336",

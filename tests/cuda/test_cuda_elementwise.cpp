@@ -32,8 +32,12 @@ TEST_CASE("cuda rope forward/backward match the CPU reference (GQA heads, V unto
   CHECK(close("rope backward", download_bf16(d_x), bwd, 1e-6, kBf16Rtol));
 }
 
-void check_activation(FfnKind kind) {
-  const std::int64_t n = 37, f = 129, w = cpu::mlp_up_width(kind, f);
+// f = 129: single elements; f = 136: 16-byte packs (f % 8 == 0), 17 per row (SwiGLU's up half starts
+// 136 elements in), 629 packs over 3 blocks.
+void check_activation(FfnKind kind, std::int64_t n, std::int64_t f) {
+  CAPTURE(n);
+  CAPTURE(f);
+  const std::int64_t w = cpu::mlp_up_width(kind, f);
   std::vector<float> inp = random_bf16(n * w, -3.0f, 3.0f), dout = random_bf16(n * f), dinp0 = random_bf16(n * w);
   std::vector<float> out(n * f), dinp = dinp0;
   cpu::mlp_act_forward(kind, out.data(), inp.data(), n, f);
@@ -44,6 +48,11 @@ void check_activation(FfnKind kind) {
   mlp_act_backward(kind, d_dinp.get(), d_dout.get(), d_inp.get(), n, f, nullptr);
   CHECK(close(std::string(ffn_kind_name(kind)) + " forward", download_bf16(d_out), out, 1e-5, kBf16Rtol));
   CHECK(close(std::string(ffn_kind_name(kind)) + " backward", download_bf16(d_dinp), dinp, 1e-5, kBf16Rtol));
+}
+
+void check_activation(FfnKind kind) {
+  check_activation(kind, 37, 129);
+  check_activation(kind, 37, 136);
 }
 
 TEST_CASE("cuda swiglu matches the CPU reference") { check_activation(FfnKind::swiglu); }
