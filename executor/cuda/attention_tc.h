@@ -21,8 +21,13 @@ namespace fsdpx::cuda {
 bool tc_attention_supports(const AttnShape& s);
 
 // qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD]; lse [B, NH, T] (fp32, flash_attention_lse_elems) saved.
+// Runs fa2_attention_forward (attention_fa2.h: S, softmax state and O in mma.sync registers).
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
+
+// The same forward with S, P and O in shared memory through WMMA fragments (the first version; A/B benches).
+template <class T>
+void tc_attention_forward_wmma(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
 // dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta).
 template <class T>
