@@ -6,18 +6,12 @@
 // Gimelshein 2018), packs P = exp(scale·(S − m)) to 16 bits and adds P·V into its O accumulators
 // (16 x HD, fp32, registers). At the end O /= l and lse = scale·m + log l (Alg. 1 lines 12-13).
 // Only the diagonal tile is masked: keys are tiled like queries, so every earlier tile is all ≤ the query.
-//
-// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"): with
-// g = lane / 4 and q = lane % 4, A (16 x 16, row) regs a0..a3 hold (g, 2q..2q+1), (g+8, 2q..), (g, 8+2q..),
-// (g+8, 8+2q..); B (16 x 8, col) regs b0, b1 hold (k 2q..2q+1, n g), (k 8+2q.., n g); C (16 x 8 fp32)
-// c0..c3 hold (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1). ldmatrix ("ldmatrix" in the same ISA) gives
-// lane the 8x8 matrix i's row lane/4, columns 2·(lane%4)..+1 in register i (with .trans: rows 2·(lane%4)..+1
-// of column lane/4), the rows' addresses coming from lanes 8i..8i+7. So an S accumulator pair of n-blocks
-// (2k, 2k+1) packed pairwise is exactly the A fragment of P·V's k-step k (the trick of FA2's kernels).
+// Fragment layouts and the tile products: attention_fa2_mma.cuh.
 #include "executor/cuda/attention_fa2.h"
 
 #include <cstdint>
 
+#include "executor/cuda/attention_fa2_mma.cuh"
 #include "executor/cuda/attention_tc_common.cuh"
 
 namespace fsdpx::cuda {
@@ -33,64 +27,6 @@ using tc::kThreads;
 template <int kHd, class T>
 constexpr int shared_bytes() {
   return 3 * kBlock * tc::Ld<kHd>::tile * int(sizeof(T));
-}
-
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// Four 8x8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i (16-byte aligned).
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// d (16 x 8 fp32) += a (16 x 16) · b (16 x 8), 16-bit operands of type T.
-template <class T>
-__device__ __forceinline__ void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                          std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    static_assert(std::is_same_v<T, f16>, "mma_16816: bf16 or f16");
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats rounded to T and packed, `lo` in the low 16 bits (the lower column of a fragment pair).
-template <class T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  std::uint32_t bits;
-  if constexpr (std::is_same_v<T, bf16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    bits = *reinterpret_cast<const std::uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    bits = *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-  return bits;
-}
-
-// Max (or sum) over the 4 lanes of a quad: the lanes holding one accumulator row.
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
 template <int kHd, class T>
@@ -109,21 +45,16 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
   const int kvh = h / (g.nh / g.nkv);
   const T* base = qkv + std::int64_t(b) * g.t * g.row;
-  // ldmatrix row/column offsets of this lane: A-style (matrices: rows +0/+8, then columns +8) and
-  // B-style for K (matrices: columns +8, then rows +8).
-  const int a_row = (lane % 8) + 8 * ((lane / 8) % 2), a_col = 8 * (lane / 16);
-  const int b_row = (lane % 8) + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
 
   tc::load_rows<kHd>(q_s, base, q0, g.t, g.row, std::int64_t(h) * kHd);
   __syncthreads();
   std::uint32_t qf[kQSteps][4];  // the warp's 16 Q rows as A fragments
 #pragma unroll
   for (int kk = 0; kk < kQSteps; ++kk)
-    ldmatrix_x4(qf[kk], shared_address(q_s + (warp * kRows + a_row) * kLd + 16 * kk + a_col));
+    ldmatrix_x4(qf[kk], shared_address(q_s + (warp * kRows + a_row()) * kLd + 16 * kk + a_col()));
 
   float o[kDimBlocks][4];
-#pragma unroll
-  for (int d = 0; d < kDimBlocks; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  zero(o);
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group and group + 8; l: this lane's part
   const float scale_log2 = g.scale * kLog2e;
   const int row0 = warp * kRows + group;  // this lane's first row in the block
@@ -135,14 +66,13 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
     __syncthreads();
 
     float s[kKeyBlocks][4];  // S = Q·Kᵀ: n-block j holds keys 8j..8j+7 of the tile
-#pragma unroll
-    for (int j = 0; j < kKeyBlocks; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    zero(s);
 #pragma unroll
     for (int kk = 0; kk < kQSteps; ++kk) {
 #pragma unroll
       for (int j = 0; j < kKeyBlocks; j += 2) {
         std::uint32_t kf[4];  // B fragments of n-blocks j (kf[0], kf[1]) and j + 1 (kf[2], kf[3])
-        ldmatrix_x4(kf, shared_address(k_s + (8 * j + b_row) * kLd + 16 * kk + b_col));
+        ldmatrix_x4(kf, shared_address(k_s + (8 * j + b_row()) * kLd + 16 * kk + b_col()));
         mma_16816<T>(s[j], qf[kk], kf[0], kf[1]);
         mma_16816<T>(s[j + 1], qf[kk], kf[2], kf[3]);
       }
@@ -182,19 +112,9 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
       for (int e = 0; e < 4; ++e) o[d][e] *= corr[e / 2];
 
     // O += P·V: P's k-step kk is S's n-blocks 2kk and 2kk + 1, packed to T.
-#pragma unroll
-    for (int kk = 0; kk < kPSteps; ++kk) {
-      const std::uint32_t pf[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                   pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                   pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int d = 0; d < kDimBlocks; d += 2) {
-        std::uint32_t vf[4];  // B fragments (V transposed) of dim n-blocks d (vf[0], vf[1]) and d + 1
-        ldmatrix_x4_trans(vf, shared_address(v_s + (16 * kk + a_row) * kLd + 8 * d + a_col));
-        mma_16816<T>(o[d], pf, vf[0], vf[1]);
-        mma_16816<T>(o[d + 1], pf, vf[2], vf[3]);
-      }
-    }
+    std::uint32_t pf[kPSteps][4];
+    pack_a<T>(pf, s);
+    mma_py<kPSteps, kDimBlocks, kLd>(o, pf, v_s);
   }
 
 #pragma unroll
