@@ -19,4 +19,11 @@ namespace fsdpx::cuda {
 template <class T>
 void fa2_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
+// The backward (attention_fa2_backward.cu): dqkv += gradient w.r.t. qkv, from the forward's out and lse;
+// scratch: flash_attention_scratch_elems fp32 (delta). Two kernels (dQ; dK and dV), no float atomics: the
+// same dqkv bits every run. tc_attention_backward's interface.
+template <class T>
+void fa2_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
+                            const AttnShape& s, cudaStream_t stream);
+
 }  // namespace fsdpx::cuda

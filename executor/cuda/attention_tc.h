@@ -29,9 +29,15 @@ void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, 
 template <class T>
 void tc_attention_forward_wmma(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
-// dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta).
+// dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta). Runs
+// fa2_attention_backward (attention_fa2.h: the tiles' products and dS in mma.sync registers).
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream);
+
+// The same backward through WMMA and shared-memory tiles (the first version; A/B benches).
+template <class T>
+void tc_attention_backward_wmma(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
+                                const float* lse, const AttnShape& s, cudaStream_t stream);
 
 }  // namespace fsdpx::cuda

@@ -5,7 +5,10 @@
 // tiles of a 64-query block: dQ += dS·K. The dK/dV kernel walks, for a 64-key block of KV head g, every
 // query tile at or after it of every query head of the group: dV += Pᵀ·dO, dK += dSᵀ·Q, computing the
 // transposed tiles Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ directly. dQ and dK carry the 1/sqrt(HD) scale at the end.
+// tc_attention_backward runs the register-resident version (attention_fa2.h); this WMMA one stays as
+// tc_attention_backward_wmma for A/B benchmarks and as the fallback.
 #include "executor/cuda/attention.h"
+#include "executor/cuda/attention_fa2.h"
 #include "executor/cuda/attention_tc.h"
 #include "executor/cuda/attention_tc_common.cuh"
 
@@ -195,6 +198,12 @@ __global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(TcBackwardArg
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream) {
+  fa2_attention_backward(dqkv, scratch, dout, out, qkv, lse, s, stream);  // ..._wmma(...) to switch back
+}
+
+template <class T>
+void tc_attention_backward_wmma(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
+                                const float* lse, const AttnShape& s, cudaStream_t stream) {
   const tc::Dims g = tc::tc_dims(s, {dqkv, dout, out, qkv});
   flash_attention_delta(scratch, dout, out, s, stream);
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock));
@@ -210,9 +219,11 @@ void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out,
   });
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                              \
-  template void tc_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&, \
-                                         cudaStream_t);
+#define FSDPX_INSTANTIATE(T)                                                                                  \
+  template void tc_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&,     \
+                                         cudaStream_t);                                                                \
+  template void tc_attention_backward_wmma<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&, \
+                                              cudaStream_t);
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
 #undef FSDPX_INSTANTIATE
