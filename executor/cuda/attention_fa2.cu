@@ -18,10 +18,6 @@ namespace fsdpx::cuda {
 namespace fa2 {
 namespace {
 
-using tc::kBlock;
-using tc::kRows;
-using tc::kThreads;
-
 // Shared memory: Q, K and V tiles [64, HD] 16-bit, rows padded by 16 bytes (tc::Ld) so that the 8 row
 // addresses of one ldmatrix matrix fall in distinct bank groups.
 template <int kHd, class T>
@@ -31,15 +27,9 @@ constexpr int shared_bytes() {
 
 template <int kHd, class T>
 __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* lse, const T* qkv, tc::Dims g) {
-  constexpr int kLd = tc::Ld<kHd>::tile;
-  constexpr int kQSteps = kHd / 16;    // k-steps of S = Q·Kᵀ (over head dims)
-  constexpr int kPSteps = kBlock / 16; // k-steps of O += P·V (over keys)
-  constexpr int kKeyBlocks = kBlock / 8, kDimBlocks = kHd / 8;  // n-blocks of 8 columns in S and in O
-  constexpr float kLog2e = 1.4426950408889634f;
+  using G = Geometry<kHd>;
   extern __shared__ __align__(128) unsigned char smem[];
-  T* q_s = reinterpret_cast<T*>(smem);
-  T* k_s = q_s + kBlock * kLd;
-  T* v_s = k_s + kBlock * kLd;
+  T *q_s = shared_tile<kHd, T>(smem, 0), *k_s = shared_tile<kHd, T>(smem, 1), *v_s = shared_tile<kHd, T>(smem, 2);
   // Query blocks in reverse: the longest (last, causal) start first, so short ones fill the tail (as FA2).
   const int b = blockIdx.z, h = blockIdx.y, q0 = (gridDim.x - 1 - blockIdx.x) * kBlock;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
@@ -48,12 +38,12 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
 
   tc::load_rows<kHd>(q_s, base, q0, g.t, g.row, std::int64_t(h) * kHd);
   __syncthreads();
-  std::uint32_t qf[kQSteps][4];  // the warp's 16 Q rows as A fragments
+  std::uint32_t qf[G::hd_steps][4];  // the warp's 16 Q rows as A fragments
 #pragma unroll
-  for (int kk = 0; kk < kQSteps; ++kk)
-    ldmatrix_x4(qf[kk], shared_address(q_s + (warp * kRows + a_row()) * kLd + 16 * kk + a_col()));
+  for (int kk = 0; kk < G::hd_steps; ++kk)
+    ldmatrix_x4(qf[kk], shared_address(q_s + (warp * kRows + a_row()) * G::ld + 16 * kk + a_col()));
 
-  float o[kDimBlocks][4];
+  float o[G::hd_blocks][4];
   zero(o);
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group and group + 8; l: this lane's part
   const float scale_log2 = g.scale * kLog2e;
@@ -65,21 +55,18 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
     tc::load_rows<kHd>(v_s, base, k0, g.t, g.row, std::int64_t(g.nh + g.nkv + kvh) * kHd);
     __syncthreads();
 
-    float s[kKeyBlocks][4];  // S = Q·Kᵀ: n-block j holds keys 8j..8j+7 of the tile
+    float s[G::row_blocks][4];  // S = Q·Kᵀ: n-block j holds keys 8j..8j+7 of the tile
     zero(s);
+    mma_fbt<G::hd_steps, G::row_blocks, G::ld>(
+        s,
+        [&qf](int kk, std::uint32_t(&af)[4]) {
 #pragma unroll
-    for (int kk = 0; kk < kQSteps; ++kk) {
-#pragma unroll
-      for (int j = 0; j < kKeyBlocks; j += 2) {
-        std::uint32_t kf[4];  // B fragments of n-blocks j (kf[0], kf[1]) and j + 1 (kf[2], kf[3])
-        ldmatrix_x4(kf, shared_address(k_s + (8 * j + b_row()) * kLd + 16 * kk + b_col()));
-        mma_16816<T>(s[j], qf[kk], kf[0], kf[1]);
-        mma_16816<T>(s[j + 1], qf[kk], kf[2], kf[3]);
-      }
-    }
+          for (int r = 0; r < 4; ++r) af[r] = qf[kk][r];
+        },
+        k_s);
     if (k0 == q0) {  // the diagonal tile: key k0 + c after query q0 + r is masked
 #pragma unroll
-      for (int j = 0; j < kKeyBlocks; ++j)
+      for (int j = 0; j < G::row_blocks; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           if (8 * j + 2 * quad + (e % 2) > row0 + 8 * (e / 2)) s[j][e] = -INFINITY;
@@ -91,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
     for (int i = 0; i < 2; ++i) {
       float mx = m[i];
 #pragma unroll
-      for (int j = 0; j < kKeyBlocks; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * i], s[j][2 * i + 1]));
+      for (int j = 0; j < G::row_blocks; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * i], s[j][2 * i + 1]));
       mx = quad_max(mx);
       // Every row has an unmasked key (key k0 ≤ q0 ≤ the row); the guard keeps a fully masked row at P = 0.
       m_scaled[i] = mx == -INFINITY ? 0.0f : mx * scale_log2;
@@ -100,21 +87,21 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
       l[i] *= corr[i];
     }
 #pragma unroll
-    for (int j = 0; j < kKeyBlocks; ++j)
+    for (int j = 0; j < G::row_blocks; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         s[j][e] = exp2f(fmaf(s[j][e], scale_log2, -m_scaled[e / 2]));
         l[e / 2] += s[j][e];
       }
 #pragma unroll
-    for (int d = 0; d < kDimBlocks; ++d)
+    for (int d = 0; d < G::hd_blocks; ++d)
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[d][e] *= corr[e / 2];
 
     // O += P·V: P's k-step kk is S's n-blocks 2kk and 2kk + 1, packed to T.
-    std::uint32_t pf[kPSteps][4];
+    std::uint32_t pf[G::row_steps][4];
     pack_a<T>(pf, s);
-    mma_py<kPSteps, kDimBlocks, kLd>(o, pf, v_s);
+    mma_py<G::row_steps, G::hd_blocks, G::ld>(o, pf, v_s);
   }
 
 #pragma unroll
@@ -125,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward_kernel(T* out, float* ls
     const float inv = 1.0f / row_sum;
     T* o_row = out + (std::int64_t(b) * g.t + t) * g.nh * kHd + std::int64_t(h) * kHd;
 #pragma unroll
-    for (int d = 0; d < kDimBlocks; ++d)
+    for (int d = 0; d < G::hd_blocks; ++d)
       *reinterpret_cast<std::uint32_t*>(o_row + 8 * d + 2 * quad) =
           pack2<T>(o[d][2 * i] * inv, o[d][2 * i + 1] * inv);
     if (quad == 0) lse[(std::int64_t(b) * g.nh + h) * g.t + t] = m[i] * g.scale + logf(row_sum);

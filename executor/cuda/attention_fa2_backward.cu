@@ -22,26 +22,10 @@ namespace fsdpx::cuda {
 namespace fa2 {
 namespace {
 
-using tc::kBlock;
-using tc::kRows;
-using tc::kThreads;
-
-constexpr float kLog2e = 1.4426950408889634f;
-
-template <class T>
-struct BackwardArgs {
-  T* dqkv;
-  const T* dout;
-  const T* qkv;
-  const float* lse;
-  const float* delta;
-  tc::Dims g;
-};
-
 // Four [64, HD] 16-bit tiles (rows padded by 16 bytes) and two [64] fp32 rows (lse·log2 e, delta).
 template <int kHd, class T>
 constexpr int backward_shared_bytes() {
-  return 4 * kBlock * tc::Ld<kHd>::tile * int(sizeof(T)) + 2 * kBlock * 4;
+  return 4 * kBlock * Geometry<kHd>::ld * int(sizeof(T)) + 2 * kBlock * 4;
 }
 
 // dst[0..1] += (x, y), rounded to T (two adjacent elements, 4-byte aligned).
@@ -53,14 +37,11 @@ __device__ __forceinline__ void add_pair(T* dst, float x, float y) {
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(BackwardArgs<T> a) {
-  constexpr int kLd = tc::Ld<kHd>::tile, kQSteps = kHd / 16, kPSteps = kBlock / 16;
-  constexpr int kKeyBlocks = kBlock / 8, kDimBlocks = kHd / 8;
+__global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(tc::BackwardArgs<T> a) {
+  using G = Geometry<kHd>;
   extern __shared__ __align__(128) unsigned char smem[];
-  T* q_s = reinterpret_cast<T*>(smem);
-  T* do_s = q_s + kBlock * kLd;
-  T* k_s = do_s + kBlock * kLd;
-  T* v_s = k_s + kBlock * kLd;
+  T *q_s = shared_tile<kHd, T>(smem, 0), *do_s = shared_tile<kHd, T>(smem, 1);
+  T *k_s = shared_tile<kHd, T>(smem, 2), *v_s = shared_tile<kHd, T>(smem, 3);
   const tc::Dims& g = a.g;
   const int b = blockIdx.z, h = blockIdx.y, q0 = (gridDim.x - 1 - blockIdx.x) * kBlock;  // longest first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
@@ -76,9 +57,9 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(BackwardArgs<
     lse_log2[i] = a.lse[at] * kLog2e, delta[i] = a.delta[at];
   }
   const float scale_log2 = g.scale * kLog2e;
-  const T* q_w = q_s + warp * kRows * kLd;
-  const T* do_w = do_s + warp * kRows * kLd;
-  float dq[kDimBlocks][4];
+  const T* q_w = q_s + warp * kRows * G::ld;
+  const T* do_w = do_s + warp * kRows * G::ld;
+  float dq[G::hd_blocks][4];
   zero(dq);
   const int last_key = min(g.t - 1, q0 + kBlock - 1);  // causal: no key after the block's last query
   for (int k0 = 0; k0 <= last_key; k0 += kBlock) {
@@ -86,13 +67,13 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(BackwardArgs<
     tc::load_rows<kHd>(k_s, base, k0, g.t, g.row, std::int64_t(g.nh + kvh) * kHd);
     tc::load_rows<kHd>(v_s, base, k0, g.t, g.row, std::int64_t(g.nh + g.nkv + kvh) * kHd);
     __syncthreads();
-    float s[kKeyBlocks][4], dp[kKeyBlocks][4];
+    float s[G::row_blocks][4], dp[G::row_blocks][4];
     zero(s), zero(dp);
-    mma_abt<kQSteps, kKeyBlocks, kLd>(s, q_w, k_s);    // S = Q·Kᵀ
-    mma_abt<kQSteps, kKeyBlocks, kLd>(dp, do_w, v_s);  // dP = dO·Vᵀ
+    mma_abt<G::hd_steps, G::row_blocks, G::ld>(s, q_w, k_s);    // S = Q·Kᵀ
+    mma_abt<G::hd_steps, G::row_blocks, G::ld>(dp, do_w, v_s);  // dP = dO·Vᵀ
     const bool diagonal = k0 == q0;  // the only tile with keys after a query (keys ≥ T included)
 #pragma unroll
-    for (int j = 0; j < kKeyBlocks; ++j)
+    for (int j = 0; j < G::row_blocks; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = e / 2;
@@ -100,9 +81,9 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(BackwardArgs<
         // Assigned, not multiplied: a masked p may be inf.
         s[j][e] = diagonal && 8 * j + 2 * quad + e % 2 > row0 + 8 * i ? 0.0f : p * (dp[j][e] - delta[i]);
       }
-    std::uint32_t dsf[kPSteps][4];
+    std::uint32_t dsf[G::row_steps][4];
     pack_a<T>(dsf, s);
-    mma_py<kPSteps, kDimBlocks, kLd>(dq, dsf, k_s);  // dQ += dS·K
+    mma_py<G::row_steps, G::hd_blocks, G::ld>(dq, dsf, k_s);  // dQ += dS·K
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -110,20 +91,17 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dq_kernel(BackwardArgs<
     if (t >= g.t) continue;
     T* d = a.dqkv + (std::int64_t(b) * g.t + t) * g.row + std::int64_t(h) * kHd + 2 * quad;
 #pragma unroll
-    for (int n = 0; n < kDimBlocks; ++n) add_pair(d + 8 * n, dq[n][2 * i] * g.scale, dq[n][2 * i + 1] * g.scale);
+    for (int n = 0; n < G::hd_blocks; ++n) add_pair(d + 8 * n, dq[n][2 * i] * g.scale, dq[n][2 * i + 1] * g.scale);
   }
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(BackwardArgs<T> a) {
-  constexpr int kLd = tc::Ld<kHd>::tile, kQSteps = kHd / 16, kPSteps = kBlock / 16;
-  constexpr int kQueryBlocks = kBlock / 8, kDimBlocks = kHd / 8;
+__global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(tc::BackwardArgs<T> a) {
+  using G = Geometry<kHd>;
   extern __shared__ __align__(128) unsigned char smem[];
-  T* k_s = reinterpret_cast<T*>(smem);
-  T* v_s = k_s + kBlock * kLd;
-  T* q_s = v_s + kBlock * kLd;
-  T* do_s = q_s + kBlock * kLd;
-  float* lse_s = reinterpret_cast<float*>(do_s + kBlock * kLd);  // lse·log2 e of the query tile's rows
+  T *k_s = shared_tile<kHd, T>(smem, 0), *v_s = shared_tile<kHd, T>(smem, 1);
+  T *q_s = shared_tile<kHd, T>(smem, 2), *do_s = shared_tile<kHd, T>(smem, 3);
+  float* lse_s = reinterpret_cast<float*>(shared_tile<kHd, T>(smem, 4));  // lse·log2 e of the query tile's rows
   float* delta_s = lse_s + kBlock;
   const tc::Dims& g = a.g;
   const int b = blockIdx.z, kvh = blockIdx.y, k0 = blockIdx.x * kBlock, heads = g.nh / g.nkv;
@@ -134,9 +112,9 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(BackwardArgs
   tc::load_rows<kHd>(k_s, base, k0, g.t, g.row, std::int64_t(g.nh + kvh) * kHd);
   tc::load_rows<kHd>(v_s, base, k0, g.t, g.row, std::int64_t(g.nh + g.nkv + kvh) * kHd);
   const float scale_log2 = g.scale * kLog2e;
-  const T* k_w = k_s + warp * kRows * kLd;
-  const T* v_w = v_s + warp * kRows * kLd;
-  float dk[kDimBlocks][4], dv[kDimBlocks][4];
+  const T* k_w = k_s + warp * kRows * G::ld;
+  const T* v_w = v_s + warp * kRows * G::ld;
+  float dk[G::hd_blocks][4], dv[G::hd_blocks][4];
   zero(dk), zero(dv);
   for (int h = kvh * heads; h < (kvh + 1) * heads; ++h)
     for (int q0 = k0; q0 < g.t; q0 += kBlock) {  // causal: query tiles at or after the key tile
@@ -148,13 +126,13 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(BackwardArgs
         lse_s[threadIdx.x] = a.lse[at] * kLog2e, delta_s[threadIdx.x] = a.delta[at];
       }
       __syncthreads();
-      float st[kQueryBlocks][4], dpt[kQueryBlocks][4];  // rows: the warp's keys; n-block j: queries 8j..8j+7
+      float st[G::row_blocks][4], dpt[G::row_blocks][4];  // rows: the warp's keys; n-block j: queries 8j..8j+7
       zero(st), zero(dpt);
-      mma_abt<kQSteps, kQueryBlocks, kLd>(st, k_w, q_s);    // Sᵀ = K·Qᵀ
-      mma_abt<kQSteps, kQueryBlocks, kLd>(dpt, v_w, do_s);  // dPᵀ = V·dOᵀ
+      mma_abt<G::hd_steps, G::row_blocks, G::ld>(st, k_w, q_s);    // Sᵀ = K·Qᵀ
+      mma_abt<G::hd_steps, G::row_blocks, G::ld>(dpt, v_w, do_s);  // dPᵀ = V·dOᵀ
       const bool edge = q0 == k0 || q0 + kBlock > g.t;     // keys after a query, or queries ≥ T
 #pragma unroll
-      for (int j = 0; j < kQueryBlocks; ++j)
+      for (int j = 0; j < G::row_blocks; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int c = 8 * j + 2 * quad + e % 2, r = key0 + 8 * (e / 2);
@@ -163,11 +141,11 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(BackwardArgs
           st[j][e] = masked ? 0.0f : p;  // assigned, not multiplied: a masked p may be inf
           dpt[j][e] = masked ? 0.0f : p * (dpt[j][e] - delta_s[c]);
         }
-      std::uint32_t f[kPSteps][4];
+      std::uint32_t f[G::row_steps][4];
       pack_a<T>(f, st);
-      mma_py<kPSteps, kDimBlocks, kLd>(dv, f, do_s);  // dV += Pᵀ·dO
+      mma_py<G::row_steps, G::hd_blocks, G::ld>(dv, f, do_s);  // dV += Pᵀ·dO
       pack_a<T>(f, dpt);
-      mma_py<kPSteps, kDimBlocks, kLd>(dk, f, q_s);  // dK += dSᵀ·Q
+      mma_py<G::row_steps, G::hd_blocks, G::ld>(dk, f, q_s);  // dK += dSᵀ·Q
     }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -177,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) fa2_backward_dkv_kernel(BackwardArgs
     T* dk_row = d + std::int64_t(g.nh + kvh) * kHd;
     T* dv_row = d + std::int64_t(g.nh + g.nkv + kvh) * kHd;
 #pragma unroll
-    for (int n = 0; n < kDimBlocks; ++n) {
+    for (int n = 0; n < G::hd_blocks; ++n) {
       add_pair(dk_row + 8 * n, dk[n][2 * i] * g.scale, dk[n][2 * i + 1] * g.scale);
       add_pair(dv_row + 8 * n, dv[n][2 * i], dv[n][2 * i + 1]);
     }
@@ -193,7 +171,7 @@ void fa2_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out
   const tc::Dims g = tc::tc_dims(s, {dqkv, dout, out, qkv});
   flash_attention_delta(scratch, dout, out, s, stream);
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock));
-  const fa2::BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
+  const tc::BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
     constexpr int kHd = decltype(hd)::value, kBytes = fa2::backward_shared_bytes<kHd, T>();
     tc::allow_shared_bytes(fa2::fa2_backward_dq_kernel<kHd, T>, kBytes);

@@ -16,9 +16,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "executor/cuda/attention_tc_common.cuh"
 #include "executor/cuda/common.cuh"
 
 namespace fsdpx::cuda::fa2 {
+
+using tc::kBlock;    // 64 rows per tile
+using tc::kRows;     // 16 rows per warp
+using tc::kThreads;  // 4 warps per block
+constexpr float kLog2e = 1.4426950408889634f;  // exp(x) = exp2(x·log2 e): the kernels use exp2f
 
 __device__ __forceinline__ std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -88,6 +94,21 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// The tile shape of the kernels at head dim kHd, 64-row tiles: shared rows of `ld` 16-bit elements
+// (tc::Ld: padded by 16 bytes, so the 8 row addresses of one ldmatrix matrix fall in distinct banks),
+// mma k-steps over head dims and over a tile's rows, n-blocks of 8 columns over a tile's rows and over HD.
+template <int kHd>
+struct Geometry {
+  static constexpr int ld = tc::Ld<kHd>::tile, hd_steps = kHd / 16, row_steps = tc::kBlock / 16;
+  static constexpr int row_blocks = tc::kBlock / 8, hd_blocks = kHd / 8;
+};
+
+// Tile i ([64, HD] 16-bit, stride Geometry::ld) of a kernel's dynamic shared memory.
+template <int kHd, class T>
+__device__ __forceinline__ T* shared_tile(unsigned char* smem, int i) {
+  return reinterpret_cast<T*>(smem) + i * tc::kBlock * Geometry<kHd>::ld;
+}
+
 // This lane's ldmatrix row and column offsets. A-style (also V-like .trans loads): matrices 0..3 at
 // (rows +0, cols +0), (+8, +0), (+0, +8), (+8, +8). B-style (non-transposed B from a row-major Xᵀ tile):
 // (+0, +0), (+0, +8), (+8, +0), (+8, +8), i.e. b0, b1 of n-block j, then b0, b1 of n-block j + 1.
@@ -96,23 +117,31 @@ __device__ __forceinline__ int a_col() { return 8 * ((threadIdx.x % 32) / 16); }
 __device__ __forceinline__ int b_row() { return (threadIdx.x % 8) + 8 * ((threadIdx.x % 32) / 16); }
 __device__ __forceinline__ int b_col() { return 8 * ((threadIdx.x / 8) % 2); }
 
-// One warp: c (16 x 8·kN, fp32 fragments) += A · Xᵀ, with A the 16 rows at `a` and X the 8·kN rows at `x`,
-// both row-major over 16·kKSteps columns with row stride kLd elements, in shared memory.
-template <int kKSteps, int kN, int kLd, class T>
-__device__ __forceinline__ void mma_abt(float (&c)[kN][4], const T* a, const T* x) {
-  static_assert(kN % 2 == 0, "mma_abt: n-blocks in pairs");
+// One warp: c (16 x 8·kN, fp32 fragments) += A · Xᵀ, with a_frag(kk, af) giving A's fragment of k-step kk
+// (16 columns) and X the 8·kN rows at `x`, row-major over 16·kKSteps columns of stride kLd, in shared memory.
+template <int kKSteps, int kN, int kLd, class T, class AFrag>
+__device__ __forceinline__ void mma_fbt(float (&c)[kN][4], AFrag&& a_frag, const T* x) {
+  static_assert(kN % 2 == 0, "mma_fbt: n-blocks in pairs");
 #pragma unroll
   for (int kk = 0; kk < kKSteps; ++kk) {
     std::uint32_t af[4];
-    ldmatrix_x4(af, shared_address(a + a_row() * kLd + 16 * kk + a_col()));
+    a_frag(kk, af);
 #pragma unroll
     for (int j = 0; j < kN; j += 2) {
-      std::uint32_t bf[4];
+      std::uint32_t bf[4];  // B fragments of n-blocks j (bf[0], bf[1]) and j + 1 (bf[2], bf[3])
       ldmatrix_x4(bf, shared_address(x + (8 * j + b_row()) * kLd + 16 * kk + b_col()));
       mma_16816<T>(c[j], af, bf[0], bf[1]);
       mma_16816<T>(c[j + 1], af, bf[2], bf[3]);
     }
   }
+}
+
+// mma_fbt with A the 16 rows at `a` (same columns and stride as X), also in shared memory.
+template <int kKSteps, int kN, int kLd, class T>
+__device__ __forceinline__ void mma_abt(float (&c)[kN][4], const T* a, const T* x) {
+  mma_fbt<kKSteps, kN, kLd>(
+      c, [a](int kk, std::uint32_t(&af)[4]) { ldmatrix_x4(af, shared_address(a + a_row() * kLd + 16 * kk + a_col())); },
+      x);
 }
 
 // One warp: c (16 x 8·kN) += P · Y, with P's A fragments in registers (k-step kk: pf[kk], 16 columns each)

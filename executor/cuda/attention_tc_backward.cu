@@ -16,16 +16,6 @@ namespace fsdpx::cuda {
 namespace tc {
 namespace {
 
-template <class T>
-struct TcBackwardArgs {
-  T* dqkv;
-  const T* dout;
-  const T* qkv;
-  const float* lse;
-  const float* delta;
-  tc::Dims g;
-};
-
 // Both kernels' shared memory: four [64, HD] 16-bit tiles, two [64, 64] fp32 score tiles, two [64, 64]
 // 16-bit tiles (dS, and P for dK/dV), two [64, HD] fp32 accumulators (dQ uses one) and 2 x 64 fp32 row
 // statistics (dK/dV). Every region is a multiple of 128 bytes.
@@ -75,7 +65,7 @@ __device__ void ds_rows(T* ds_w, const float* s_w, const float* dp_w, const floa
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) tc_backward_dq_kernel(TcBackwardArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) tc_backward_dq_kernel(BackwardArgs<T> a) {
   constexpr int kT = Ld<kHd>::tile, kA = Ld<kHd>::acc;
   extern __shared__ __align__(128) unsigned char smem[];
   const BwdSmem<kHd, T> sm(smem);
@@ -142,7 +132,7 @@ __device__ void pt_dst_rows(T* pt_w, T* dst_w, const float* st_w, const float* d
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(TcBackwardArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(BackwardArgs<T> a) {
   constexpr int kT = Ld<kHd>::tile, kA = Ld<kHd>::acc;
   extern __shared__ __align__(128) unsigned char smem[];
   const BwdSmem<kHd, T> sm(smem);
@@ -207,7 +197,7 @@ void tc_attention_backward_wmma(T* dqkv, float* scratch, const T* dout, const T*
   const tc::Dims g = tc::tc_dims(s, {dqkv, dout, out, qkv});
   flash_attention_delta(scratch, dout, out, s, stream);
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock));
-  const tc::TcBackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
+  const tc::BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
     constexpr int kHd = decltype(hd)::value, kBytes = tc::backward_shared_bytes<kHd, T>();
     tc::allow_shared_bytes(tc::tc_backward_dq_kernel<kHd, T>, kBytes);
