@@ -4,8 +4,11 @@
 // 16 rows of S = Q·Kᵀ on tensor cores, updates the row max m and sum l online (rescaling O by
 // exp(m_old − m_new), Milakov & Gimelshein 2018), writes P = exp(S·scale − m) as 16-bit and adds P·V
 // into O (fp32, shared memory). At the end O /= l and lse = m + log l (Alg. 1 lines 12-13).
+// tc_attention_forward runs the register-resident version (attention_fa2.h); this WMMA one stays as
+// tc_attention_forward_wmma for A/B benchmarks and as the fallback.
 #include "executor/cuda/attention_tc.h"
 
+#include "executor/cuda/attention_fa2.h"
 #include "executor/cuda/attention_tc_common.cuh"
 
 namespace fsdpx::cuda {
@@ -100,6 +103,11 @@ bool tc_attention_supports(const AttnShape& s) { return s.hd == 64 || s.hd == 12
 
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
+  fa2_attention_forward(out, lse, qkv, s, stream);  // tc_attention_forward_wmma(...) to switch back
+}
+
+template <class T>
+void tc_attention_forward_wmma(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
   const tc::Dims g = tc::tc_dims(s, {out, qkv});
   const dim3 grid(unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock)), unsigned(s.nh), unsigned(s.b));
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
@@ -112,5 +120,7 @@ void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, 
 
 template void tc_attention_forward<bf16>(bf16*, float*, const bf16*, const AttnShape&, cudaStream_t);
 template void tc_attention_forward<f16>(f16*, float*, const f16*, const AttnShape&, cudaStream_t);
+template void tc_attention_forward_wmma<bf16>(bf16*, float*, const bf16*, const AttnShape&, cudaStream_t);
+template void tc_attention_forward_wmma<f16>(f16*, float*, const f16*, const AttnShape&, cudaStream_t);
 
 }  // namespace fsdpx::cuda

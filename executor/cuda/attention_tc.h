@@ -21,12 +21,23 @@ namespace fsdpx::cuda {
 bool tc_attention_supports(const AttnShape& s);
 
 // qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD]; lse [B, NH, T] (fp32, flash_attention_lse_elems) saved.
+// Runs fa2_attention_forward (attention_fa2.h: S, softmax state and O in mma.sync registers).
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
-// dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta).
+// The same forward with S, P and O in shared memory through WMMA fragments (the first version; A/B benches).
+template <class T>
+void tc_attention_forward_wmma(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
+
+// dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta). Runs
+// fa2_attention_backward (attention_fa2.h: the tiles' products and dS in mma.sync registers).
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream);
+
+// The same backward through WMMA and shared-memory tiles (the first version; A/B benches).
+template <class T>
+void tc_attention_backward_wmma(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
+                                const float* lse, const AttnShape& s, cudaStream_t stream);
 
 }  // namespace fsdpx::cuda

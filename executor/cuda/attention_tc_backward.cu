@@ -5,23 +5,16 @@
 // tiles of a 64-query block: dQ += dS·K. The dK/dV kernel walks, for a 64-key block of KV head g, every
 // query tile at or after it of every query head of the group: dV += Pᵀ·dO, dK += dSᵀ·Q, computing the
 // transposed tiles Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ directly. dQ and dK carry the 1/sqrt(HD) scale at the end.
+// tc_attention_backward runs the register-resident version (attention_fa2.h); this WMMA one stays as
+// tc_attention_backward_wmma for A/B benchmarks and as the fallback.
 #include "executor/cuda/attention.h"
+#include "executor/cuda/attention_fa2.h"
 #include "executor/cuda/attention_tc.h"
 #include "executor/cuda/attention_tc_common.cuh"
 
 namespace fsdpx::cuda {
 namespace tc {
 namespace {
-
-template <class T>
-struct TcBackwardArgs {
-  T* dqkv;
-  const T* dout;
-  const T* qkv;
-  const float* lse;
-  const float* delta;
-  tc::Dims g;
-};
 
 // Both kernels' shared memory: four [64, HD] 16-bit tiles, two [64, 64] fp32 score tiles, two [64, 64]
 // 16-bit tiles (dS, and P for dK/dV), two [64, HD] fp32 accumulators (dQ uses one) and 2 x 64 fp32 row
@@ -72,7 +65,7 @@ __device__ void ds_rows(T* ds_w, const float* s_w, const float* dp_w, const floa
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) tc_backward_dq_kernel(TcBackwardArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) tc_backward_dq_kernel(BackwardArgs<T> a) {
   constexpr int kT = Ld<kHd>::tile, kA = Ld<kHd>::acc;
   extern __shared__ __align__(128) unsigned char smem[];
   const BwdSmem<kHd, T> sm(smem);
@@ -139,7 +132,7 @@ __device__ void pt_dst_rows(T* pt_w, T* dst_w, const float* st_w, const float* d
 }
 
 template <int kHd, class T>
-__global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(TcBackwardArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(BackwardArgs<T> a) {
   constexpr int kT = Ld<kHd>::tile, kA = Ld<kHd>::acc;
   extern __shared__ __align__(128) unsigned char smem[];
   const BwdSmem<kHd, T> sm(smem);
@@ -195,10 +188,16 @@ __global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(TcBackwardArg
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream) {
+  fa2_attention_backward(dqkv, scratch, dout, out, qkv, lse, s, stream);  // ..._wmma(...) to switch back
+}
+
+template <class T>
+void tc_attention_backward_wmma(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
+                                const float* lse, const AttnShape& s, cudaStream_t stream) {
   const tc::Dims g = tc::tc_dims(s, {dqkv, dout, out, qkv});
   flash_attention_delta(scratch, dout, out, s, stream);
   const unsigned tiles = unsigned(ceil_div<std::int64_t>(s.t, tc::kBlock));
-  const tc::TcBackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
+  const tc::BackwardArgs<T> args{dqkv, dout, qkv, lse, scratch, g};
   tc::dispatch_tc_head_dim(s.hd, [&](auto hd) {
     constexpr int kHd = decltype(hd)::value, kBytes = tc::backward_shared_bytes<kHd, T>();
     tc::allow_shared_bytes(tc::tc_backward_dq_kernel<kHd, T>, kBytes);
@@ -210,9 +209,11 @@ void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out,
   });
 }
 
-#define FSDPX_INSTANTIATE(T)                                                                              \
-  template void tc_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&, \
-                                         cudaStream_t);
+#define FSDPX_INSTANTIATE(T)                                                                                  \
+  template void tc_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&,     \
+                                         cudaStream_t);                                                                \
+  template void tc_attention_backward_wmma<T>(T*, float*, const T*, const T*, const T*, const float*, const AttnShape&, \
+                                              cudaStream_t);
 FSDPX_INSTANTIATE(bf16)
 FSDPX_INSTANTIATE(f16)
 #undef FSDPX_INSTANTIATE

@@ -38,6 +38,18 @@ struct Dims {
   float scale;
 };
 
+// The backward kernels' arguments (attention_tc_backward.cu, attention_fa2_backward.cu); delta =
+// rowsum(dO ∘ O) per query row (flash_attention_delta).
+template <class T>
+struct BackwardArgs {
+  T* dqkv;
+  const T* dout;
+  const T* qkv;
+  const float* lse;
+  const float* delta;
+  Dims g;
+};
+
 // The launch constraints of attention_tc.h, checked; the kernels' dims. `ptrs` must be 16-byte aligned.
 inline Dims tc_dims(const AttnShape& s, std::initializer_list<const void*> ptrs) {
   FSDP_CHECK(s.b > 0 && s.t > 0 && s.nkv > 0 && s.nh % s.nkv == 0 && s.nh <= 65535 && s.b <= 65535,

@@ -130,6 +130,13 @@ void bench_all() {
   row("tc_attention_backward", "B2 T2048 H32/8 D128",
       median_ms([&] { tc_attention_backward(y, scratch, x, z, qkv, lse, s, nullptr); }), 2.5 * attn_flops,
       2.0 * 3 * (s.b * s.t * s.qkv_row()));
+  // tc_attention_forward/backward run the register-resident kernels (attention_fa2.h); the WMMA ones for A/B.
+  row("tc_attention_forward_wmma", "B2 T2048 H32/8 D128",
+      median_ms([&] { tc_attention_forward_wmma(z, lse, qkv, s, nullptr); }), attn_flops,
+      2.0 * (s.b * s.t * s.qkv_row() + s.b * s.t * s.nh * s.hd));
+  row("tc_attention_backward_wmma", "B2 T2048 H32/8 D128",
+      median_ms([&] { tc_attention_backward_wmma(y, scratch, x, z, qkv, lse, s, nullptr); }), 2.5 * attn_flops,
+      2.0 * 3 * (s.b * s.t * s.qkv_row()));
   const double long_flops = 2.0 * l.b * l.nh * double(l.t) * l.t * l.hd;
   row("tc_attention_forward", "B1 T8192 H32/8 D128",
       median_ms([&] { tc_attention_forward(z, lse, qkv, l, nullptr); }), long_flops,
@@ -137,6 +144,26 @@ void bench_all() {
   row("tc_attention_backward", "B1 T8192 H32/8 D128",
       median_ms([&] { tc_attention_backward(y, scratch, x, z, qkv, lse, l, nullptr); }), 2.5 * long_flops,
       2.0 * 3 * (l.b * l.t * l.qkv_row()));
+  row("tc_attention_forward_wmma", "B1 T8192 H32/8 D128",
+      median_ms([&] { tc_attention_forward_wmma(z, lse, qkv, l, nullptr); }), long_flops,
+      2.0 * (l.b * l.t * l.qkv_row() + l.b * l.t * l.nh * l.hd));
+  row("tc_attention_backward_wmma", "B1 T8192 H32/8 D128",
+      median_ms([&] { tc_attention_backward_wmma(y, scratch, x, z, qkv, lse, l, nullptr); }), 2.5 * long_flops,
+      2.0 * 3 * (l.b * l.t * l.qkv_row()));
+  AttnShape d64 = s;
+  d64.b = 1, d64.hd = 64;  // llama3.2-1b's head dim (its 32/8 heads), one 2,048-token sequence
+  const double d64_flops = 2.0 * d64.b * d64.nh * double(d64.t) * d64.t * d64.hd;
+  row("tc_attention_forward", "B1 T2048 H32/8 D64", median_ms([&] { tc_attention_forward(z, lse, qkv, d64, nullptr); }),
+      d64_flops, 2.0 * (d64.b * d64.t * d64.qkv_row() + d64.b * d64.t * d64.nh * d64.hd));
+  row("tc_attention_forward_wmma", "B1 T2048 H32/8 D64",
+      median_ms([&] { tc_attention_forward_wmma(z, lse, qkv, d64, nullptr); }), d64_flops,
+      2.0 * (d64.b * d64.t * d64.qkv_row() + d64.b * d64.t * d64.nh * d64.hd));
+  row("tc_attention_backward", "B1 T2048 H32/8 D64",
+      median_ms([&] { tc_attention_backward(y, scratch, x, z, qkv, lse, d64, nullptr); }), 2.5 * d64_flops,
+      2.0 * 3 * (d64.b * d64.t * d64.qkv_row()));
+  row("tc_attention_backward_wmma", "B1 T2048 H32/8 D64",
+      median_ms([&] { tc_attention_backward_wmma(y, scratch, x, z, qkv, lse, d64, nullptr); }), 2.5 * d64_flops,
+      2.0 * 3 * (d64.b * d64.t * d64.qkv_row()));
   const std::int64_t nc = 4096;  // classifier rows: 4096 × 50304 bf16 logits (412 MB)
   bf16* logits = alloc_random<bf16>(nc * v, -4, 4);
   std::vector<std::int32_t> tg(nc, 7);
