@@ -7,6 +7,7 @@
   predict RUN SIM TOL           measured step time vs the simulator's, relative error
   tps PLAN RUN                  measured tokens/s of a fsdpx run (tools/gpu_check.sh)
   versus RUN TORCH PLAN MODE    PyTorch's tokens/s beside the fsdpx run's (tools/gpu_check.sh)
+  with-cluster PLAN CLUSTER OUT  PLAN with the calibrated figures of CLUSTER (fsdpx calibrate -o) on its GPU, to OUT
   payload-sha256 FILE...        sha256sum's lines for safetensors files' tensor bytes (after the header, whose
                                 metadata names the data file's path on the machine that wrote it)
 NaN-safe: a NaN or infinite loss or difference fails (Python's max() drops NaN that comes after a number).
@@ -121,6 +122,19 @@ def predict(run_path, sim_path, tol):
         "pass" if abs(err) <= float(tol) else "FAIL", measured, sim["step_time_s"], 100 * err)
 
 
+def with_cluster(plan_path, cluster_path, out_path):
+    """The plan's GPU with the calibrated cluster's GPU figures laid over it (a calibrated cluster's "gpu" holds
+    only the calibrated keys and names its base GPU), and the cluster's name; the plan's prediction dropped."""
+    plan, cluster = load(plan_path), load(cluster_path)
+    if plan is None or cluster is None:
+        sys.exit("with-cluster: cannot read %s" % (plan_path if plan is None else cluster_path))
+    plan["cluster"]["gpu"].update({k: v for k, v in cluster["gpu"].items() if k != "name"})
+    plan["cluster"]["name"] = cluster["name"]
+    plan.pop("predicted", None)
+    with open(out_path, "w") as f:
+        json.dump(plan, f, indent=1)
+
+
 def payload_sha256(path):
     """SHA-256 of a safetensors file's bytes after its 8-byte length and JSON header: the tensors alone."""
     with open(path, "rb") as f:
@@ -141,6 +155,8 @@ if __name__ == "__main__":
         print(tps(*args))
     elif cmd == "versus":
         print(versus(*args))
+    elif cmd == "with-cluster":
+        with_cluster(*args)
     elif cmd == "payload-sha256":
         for p in args:
             print("%s  %s" % (payload_sha256(p), p.rsplit("/", 1)[-1]))

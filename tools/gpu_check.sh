@@ -83,6 +83,7 @@ accept_1b_fsdpx|150|build|check|accept_1b_fsdpx
 accept_1b_eager|35|build|check|accept_1b_torch eager
 accept_1b_compile|90|build|check|accept_1b_torch compile
 perf_table|10|accept_1b_fsdpx|check|perf_table
+profile_b|90|accept_1b_fsdpx|check|profile_b
 bench|30|build|check|bench
 calibrate|240|accept_1b_fsdpx|check|calibrate
 EOF

@@ -228,6 +228,19 @@ perf_table() {  # the measured 1B run beside the simulator's prediction and PyTo
   echo "RESULT: $(head -n 1 "$A/perf.md" | cut -d'|' -f3 | sed 's/^ *//; s/ *$//') (gpu_check.log has the table)"
 }
 
+profile_b() {  # issue 29's direction: calibrate on another plan's profile (plan B), predict the 1B plan (A)
+  local b="$R/.gpucheck/planb.json" res  # plan B of an earlier call, else the calibrate stage's choice
+  [ -f "$b" ] || b="$A/planb.json"
+  [ -f "$b" ] || { echo "NOT RUN: no plan B (.gpucheck/planb.json)"; return 0; }
+  "$FSDPX" run --plan "$b" --backend cuda --steps 6 --format json --profile "$A/planb.profile.json" >/dev/null || return 1
+  "$FSDPX" calibrate --profile "$A/planb.profile.json" -o "$A/calibrated_b.json" || return 1
+  python3 "$REPORT" with-cluster "$A/perf.json" "$A/calibrated_b.json" "$A/perf_cal_b.json" || return 1
+  "$FSDPX" simulate --plan "$A/perf_cal_b.json" --format json >"$A/perf_cal_b.sim.json" || return 1
+  res="$(python3 "$REPORT" predict "$A/perf.run.json" "$A/perf_cal_b.sim.json" 0.10)"
+  echo "RESULT: the 1B plan predicted with the cluster calibrated on plan B's profile: $res"
+  [[ $res == pass* ]]
+}
+
 calibrate() {  # fsdpx calibrate from a profile of plan A (the 1B plan), then plan B predicted and measured
   "$FSDPX" run --plan "$A/perf.json" --backend cuda --steps 6 --format json --profile "$A/perf.profile.json" \
     >/dev/null || return 1
