@@ -174,6 +174,11 @@ while IFS='|' read -r name limit needs kind cmd; do
   total_s=$((total_s + limit))
   # shellcheck disable=SC2086  # cmd is a function name and its words
   run_stage "$name" "$limit" "$needs" "$kind" $cmd
+  # The register-resident attention failed its test: the later stages run the WMMA kernels (attention_tc.h).
+  if [ "$name" = k_attention_tc ] && [[ $(status_of k_attention_tc) == FAILED* || $(status_of k_attention_tc) == TIMEOUT* ]]; then
+    export FSDPX_TC_ATTENTION=wmma
+    echo "=== k_attention_tc did not pass: FSDPX_TC_ATTENTION=wmma for the stages after it"
+  fi
 done < <(stage_table)
 # The acceptance outputs (losses, tokens/s) for the record: one archive, rewritten by each call.
 tar -czf "$out/gpu_accept.tar.gz" -C "$work" accept 2>/dev/null || true

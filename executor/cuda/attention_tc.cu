@@ -8,6 +8,9 @@
 // tc_attention_forward_wmma for A/B benchmarks and as the fallback.
 #include "executor/cuda/attention_tc.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "executor/cuda/attention_fa2.h"
 #include "executor/cuda/attention_tc_common.cuh"
 
@@ -101,9 +104,18 @@ __global__ void __launch_bounds__(kThreads) tc_forward_kernel(T* out, float* lse
 
 bool tc_attention_supports(const AttnShape& s) { return s.hd == 64 || s.hd == 128; }
 
+bool tc_attention_wmma_selected() {
+  static const bool wmma = [] {
+    const char* v = std::getenv("FSDPX_TC_ATTENTION");
+    return v != nullptr && std::string_view(v) == "wmma";
+  }();
+  return wmma;
+}
+
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream) {
-  fa2_attention_forward(out, lse, qkv, s, stream);  // tc_attention_forward_wmma(...) to switch back
+  if (tc_attention_wmma_selected()) return tc_attention_forward_wmma(out, lse, qkv, s, stream);
+  fa2_attention_forward(out, lse, qkv, s, stream);
 }
 
 template <class T>

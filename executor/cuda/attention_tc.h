@@ -20,8 +20,14 @@ namespace fsdpx::cuda {
 // True when the tensor-core kernels take this shape (head dim 64 or 128).
 bool tc_attention_supports(const AttnShape& s);
 
+// True when the environment says FSDPX_TC_ATTENTION=wmma: tc_attention_forward/backward then run the WMMA
+// kernels below (the first version) instead of the register-resident ones, e.g. for a GPU check whose
+// attention test failed (tools/gpu_check.sh falls back so). Read once per process.
+bool tc_attention_wmma_selected();
+
 // qkv [B, T, (NH + 2·NKV)·HD] -> out [B, T, NH·HD]; lse [B, NH, T] (fp32, flash_attention_lse_elems) saved.
-// Runs fa2_attention_forward (attention_fa2.h: S, softmax state and O in mma.sync registers).
+// Runs fa2_attention_forward (attention_fa2.h: S, softmax state and O in mma.sync registers), or the WMMA
+// one when tc_attention_wmma_selected().
 template <class T>
 void tc_attention_forward(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
@@ -30,7 +36,8 @@ template <class T>
 void tc_attention_forward_wmma(T* out, float* lse, const T* qkv, const AttnShape& s, cudaStream_t stream);
 
 // dqkv += gradient w.r.t. qkv; scratch: flash_attention_scratch_elems fp32 (delta). Runs
-// fa2_attention_backward (attention_fa2.h: the tiles' products and dS in mma.sync registers).
+// fa2_attention_backward (attention_fa2.h: the tiles' products and dS in mma.sync registers), or the WMMA
+// one when tc_attention_wmma_selected().
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream);

@@ -188,7 +188,8 @@ __global__ void __launch_bounds__(kThreads) tc_backward_dkv_kernel(BackwardArgs<
 template <class T>
 void tc_attention_backward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv, const float* lse,
                            const AttnShape& s, cudaStream_t stream) {
-  fa2_attention_backward(dqkv, scratch, dout, out, qkv, lse, s, stream);  // ..._wmma(...) to switch back
+  if (tc_attention_wmma_selected()) return tc_attention_backward_wmma(dqkv, scratch, dout, out, qkv, lse, s, stream);
+  fa2_attention_backward(dqkv, scratch, dout, out, qkv, lse, s, stream);
 }
 
 template <class T>
