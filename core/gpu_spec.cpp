@@ -30,7 +30,7 @@ constexpr std::string_view kGpuFigures[] = {"peak_tflops",       "vector_tflops"
                                             "matmul_half_efficiency_dim", "fp8_matmul_max_efficiency",
                                             "matmul_sustained_efficiency", "fp8_matmul_sustained_efficiency",
                                             "cudnn_attention_efficiency", "cudnn_attention_backward_efficiency",
-                                            "rated_power_w", "power_limit_w"};
+                                            "kernel_efficiency", "rated_power_w", "power_limit_w"};
 
 constexpr DType kRequiredPeaks[] = {DType::bf16, DType::fp16, DType::tf32, DType::fp32};
 
@@ -134,6 +134,36 @@ void parse_sustained(JsonObject& o, GpuSpec& g) {
     o.fail("fp8_matmul_sustained_efficiency", fmt::format("a sustained rate above the burst maximum ({})", fp8_burst));
 }
 
+// "kernel_efficiency": {"matmul": {name: curve}, "memory": {...}, "attention": {...}}, each curve in its
+// class's file units (GFLOP, MB, tokens).
+struct KernelCurveClass {
+  std::string_view key;
+  std::map<std::string, EfficiencyCurve> GpuSpec::*curves;
+  double size_scale;
+};
+constexpr KernelCurveClass kKernelCurveClasses[] = {{"matmul", &GpuSpec::matmul_by_kernel, kGiga},
+                                                    {"memory", &GpuSpec::memory_by_kernel, kMega},
+                                                    {"attention", &GpuSpec::attention_by_kernel, 1.0}};
+
+void parse_kernel_efficiency(JsonObject& o, GpuSpec& g) {
+  if (!o.has("kernel_efficiency")) return;
+  JsonObject classes = o.object("kernel_efficiency");
+  for (const KernelCurveClass& c : kKernelCurveClasses) {
+    if (!classes.has(c.key)) continue;
+    JsonObject named = classes.object(c.key);
+    for (const auto& [name, v] : classes.raw(c.key).items()) (g.*c.curves)[name] = parse_curve(named, name, c.size_scale);
+    named.finish();
+  }
+  classes.finish();
+}
+
+nlohmann::json kernel_efficiency_json(const GpuSpec& g) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const KernelCurveClass& c : kKernelCurveClasses)
+    for (const auto& [name, curve] : g.*c.curves) j[std::string(c.key)][name] = curve_to_json(curve, c.size_scale);
+  return j;
+}
+
 }  // namespace
 
 GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
@@ -160,6 +190,7 @@ GpuSpec parse_gpu_spec(const nlohmann::json& j, const std::string& file) {
     g.cudnn_attention_efficiency = parse_curve(o, "cudnn_attention_efficiency", 1.0);
     g.cudnn_attention_backward_efficiency = parse_curve(o, "cudnn_attention_backward_efficiency", 1.0);
   }
+  parse_kernel_efficiency(o, g);
   g.rated_power_w = o.optional_number_in("rated_power_w", input_range::kPowerW).value_or(0);
   g.power_limit_w = o.optional_number_in("power_limit_w", input_range::kPowerW).value_or(0);
   if (g.power_limit_w > 0 && g.rated_power_w <= 0)
@@ -199,6 +230,10 @@ void parse_gpu_calibration_overrides(JsonObject& o, GpuSpec& g) {
       g.*c.curve = parse_curve(o, c.key, c.size_scale);
       g.sources[std::string(c.key)] = note;
     }
+  if (o.has("kernel_efficiency")) {
+    parse_kernel_efficiency(o, g);
+    g.sources["kernel_efficiency"] = note;
+  }
   // A measured GEMM curve is the rate of the GPU as it ran: no sustained scaling on top of it.
   if (o.has("matmul_efficiency")) g.matmul_sustained_efficiency = 0, g.fp8_matmul_sustained_efficiency = 0;
 }
@@ -226,6 +261,7 @@ nlohmann::json gpu_spec_to_json(const GpuSpec& g) {
     j["cudnn_attention_efficiency"] = curve_to_json(g.cudnn_attention_efficiency, 1.0);
     j["cudnn_attention_backward_efficiency"] = curve_to_json(g.cudnn_attention_backward_efficiency, 1.0);
   }
+  if (const nlohmann::json k = kernel_efficiency_json(g); !k.empty()) j["kernel_efficiency"] = k;
   if (g.rated_power_w > 0) j["rated_power_w"] = g.rated_power_w;
   if (g.power_limit_w > 0) j["power_limit_w"] = g.power_limit_w;
   if (!g.sources.empty()) j["sources"] = g.sources;

@@ -52,6 +52,10 @@ struct GpuSpec {
   // burst fractions apply. Without an fp8 figure fp8 GEMMs take the bf16 ratio on top of their own.
   double matmul_sustained_efficiency = 0;
   double fp8_matmul_sustained_efficiency = 0;
+  // Measured per kernel name (fsdpx calibrate: simulator/calibration.h): a kernel of that name reads its own
+  // curve instead of its class's, in the class's units (matmul: FLOPs per GEMM; memory: bytes per kernel;
+  // attention: sequence length, forward and backward by name). Empty for a GPU of configs/gpus.
+  std::map<std::string, EfficiencyCurve> matmul_by_kernel, memory_by_kernel, attention_by_kernel;
   double rated_power_w = 0;  // board power the peaks are rated at (0: not known, limits are ignored)
   double power_limit_w = 0;  // limit the GPU runs under (0: the rated power)
   std::map<std::string, std::string> sources;  // figure name -> where it comes from

@@ -5,6 +5,8 @@
 #include "cost_models/compute.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "core/errors.h"
@@ -187,6 +189,14 @@ const EfficiencyCurve& attention_curve(const KernelWork& k, const GpuSpec& gpu) 
   return k.attention_backward ? gpu.attention_backward_efficiency : gpu.attention_efficiency;
 }
 
+// The kernel's own measured curve where a calibration gave it one (GpuSpec::*_by_kernel), else its class's.
+const EfficiencyCurve& named_curve(const std::map<std::string, EfficiencyCurve>& by_kernel, const std::string& name,
+                                   const EfficiencyCurve& class_curve) {
+  if (by_kernel.empty()) return class_curve;
+  const auto it = by_kernel.find(name);
+  return it == by_kernel.end() ? class_curve : it->second;
+}
+
 }  // namespace
 
 // One wavefront per SM per clock; the clock is the vector peak over the SM's FP32 lanes: 128 FP32 CUDA
@@ -206,13 +216,16 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
   }
   if (k.flops > 0) {
     if (k.matmul && k.attention_seq > 0) {
-      const double eff = attention_curve(k, gpu).at(k.attention_seq) * k.attention_relative_speed;
+      const double eff =
+          named_curve(gpu.attention_by_kernel, k.name, attention_curve(k, gpu)).at(k.attention_seq) *
+          k.attention_relative_speed;
       FSDP_CHECK(eff > 0, "kernel_time_s: attention efficiency must be positive");
       time_s = std::max(time_s, k.flops / (gpu.peak(compute_dtype) * gpu.clock_factor() * eff));
     } else if (k.matmul) {
       const double executed = gemm_executed_flops(k.flops, k.min_dim, gpu);
       const DType dt = k.fp8 ? DType::fp8 : compute_dtype;
-      const double eff = gpu.matmul_efficiency.at(executed * matmul_size_scale(gpu, dt, compute_dtype)) *
+      const double eff = named_curve(gpu.matmul_by_kernel, k.name, gpu.matmul_efficiency)
+                             .at(executed * matmul_size_scale(gpu, dt, compute_dtype)) *
                          (k.fp8 ? fp8_efficiency_scale(gpu) : sustained_scale(gpu));
       FSDP_CHECK(eff > 0, "kernel_time_s: matmul efficiency must be positive");
       time_s = std::max(time_s, executed / (gpu.peak(dt) * gpu.clock_factor() * eff));
@@ -222,7 +235,7 @@ double kernel_time_s(const KernelWork& k, const GpuSpec& gpu, DType compute_dtyp
     }
   }
   if (k.bytes > 0) {
-    const double eff = gpu.memory_efficiency.at(k.bytes);
+    const double eff = named_curve(gpu.memory_by_kernel, k.name, gpu.memory_efficiency).at(k.bytes);
     FSDP_CHECK(eff > 0 && gpu.hbm_bw_bytes_per_s > 0, "kernel_time_s: HBM bandwidth must be positive");
     // Roofline (Williams et al. 2009): a kernel is bound by the slower of compute and memory.
     time_s = std::max(time_s, k.bytes / (gpu.hbm_bw_bytes_per_s * eff));

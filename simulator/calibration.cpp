@@ -93,6 +93,9 @@ double max_eff(const Points& a, const Points& b = {}) {
 
 struct Measured {
   Points matmul, attn_fwd, attn_bwd, memory;
+  // The same points by kernel name: each measured kernel gets its own curve (GpuSpec::*_by_kernel).
+  std::map<std::string, Points> matmul_named, attention_named, memory_named;
+  std::map<std::string, bool> attention_backward;  // of the attention names
   double vector_flops_per_s = 0;
 };
 
@@ -101,18 +104,27 @@ void add_point(const Aggregate& a, const GpuSpec& gpu, DType dt, Measured& m) {
   const double t = c.measured_s;
   if (c.matmul && c.flops > 0) {
     const double ideal_s = c.flops / gpu.peak(dt);  // at efficiency 1
-    if (c.attention)
-      (a.first.attention_backward ? m.attn_bwd : m.attn_fwd)
-          .push_back({a.first.attention_seq, ideal_s / a.first.attention_relative_speed, t});
-    else
-      m.matmul.push_back({gemm_executed_flops(c.flops / c.calls, a.first.min_dim, gpu),
-                          ideal_s / gemm_shape_factor(a.first.min_dim, gpu), t});
+    if (c.attention) {
+      const Point p{a.first.attention_seq, ideal_s / a.first.attention_relative_speed, t};
+      (a.first.attention_backward ? m.attn_bwd : m.attn_fwd).push_back(p);
+      m.attention_named[c.name].push_back(p);
+      m.attention_backward[c.name] = a.first.attention_backward;
+    } else {
+      const Point p{gemm_executed_flops(c.flops / c.calls, a.first.min_dim, gpu),
+                    ideal_s / gemm_shape_factor(a.first.min_dim, gpu), t};
+      m.matmul.push_back(p);
+      m.matmul_named[c.name].push_back(p);
+    }
     return;
   }
   // Vector work: roofline max(flops / vector peak, bytes / (bw · eff)). Raise the vector peak if the
   // measured time beats it, then attribute the time to memory.
   if (c.flops > 0) m.vector_flops_per_s = std::max(m.vector_flops_per_s, c.flops / t);
-  if (c.bytes > 0) m.memory.push_back({c.bytes / c.calls, c.bytes / gpu.hbm_bw_bytes_per_s, t});
+  if (c.bytes > 0) {
+    const Point p{c.bytes / c.calls, c.bytes / gpu.hbm_bw_bytes_per_s, t};
+    m.memory.push_back(p);
+    m.memory_named[c.name].push_back(p);
+  }
 }
 
 GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
@@ -127,6 +139,15 @@ GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
   g.hbm_bw_bytes_per_s *= bw_scale;
   g.memory_efficiency = make_curve(m.memory, bw_scale, base.memory_efficiency);
   g.vector_flops_per_s = std::max(base.vector_flops_per_s, m.vector_flops_per_s);
+  // Each kernel's own curve, the default class curve's shape outside its sizes: a kernel's measured efficiency
+  // carries to the same kernel at another batch or length better than the class curve through other kernels'
+  // points does (two profiles of llama3.2-1b on an H200: docs/performance.md, issue 29).
+  for (const auto& [name, pts] : m.matmul_named)
+    g.matmul_by_kernel[name] = make_curve(pts, flop_scale, base.matmul_efficiency);
+  for (const auto& [name, pts] : m.memory_named) g.memory_by_kernel[name] = make_curve(pts, bw_scale, base.memory_efficiency);
+  for (const auto& [name, pts] : m.attention_named)
+    g.attention_by_kernel[name] = make_curve(
+        pts, flop_scale, m.attention_backward.at(name) ? base.attention_backward_efficiency : base.attention_efficiency);
   return g;
 }
 
@@ -226,6 +247,7 @@ nlohmann::json calibrated_cluster_json(const ClusterSpec& cluster, const GpuSpec
   for (const char* key : {"vector_tflops", "matmul_efficiency", "memory_efficiency", "attention_efficiency",
                           "attention_backward_efficiency"})
     j["gpu"][key] = full.at(key);
+  if (full.contains("kernel_efficiency")) j["gpu"]["kernel_efficiency"] = full.at("kernel_efficiency");
   j["sources"] = {{"gpu", source_note}};
   return j;
 }

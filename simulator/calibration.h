@@ -2,8 +2,9 @@
 // times of a run (`fsdpx run --profile`, kernel names of cost_models/compute.h) with the cost model's
 // kernel_time_s for the same kernels of the plan's step program, and derives the GPU figures that
 // reproduce them: matmul efficiency by GEMM FLOPs, attention efficiency by sequence length, memory
-// efficiency by bytes, scaling the peak FLOP/s or bandwidth up where measured work beats it; outside the
-// measured sizes each curve keeps the default's shape, anchored at the nearest measurement.
+// efficiency by bytes, scaling the peak FLOP/s or bandwidth up where measured work beats it, each both for
+// the kernel class and for every measured kernel name (GpuSpec::*_by_kernel); outside the measured sizes
+// each curve keeps the default's shape, anchored at the nearest measurement.
 // Leaves out collectives (the fabric figures stay as they are) and per-rank variation.
 #pragma once
 

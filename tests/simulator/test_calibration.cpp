@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config_paths.h"
 #include "core/errors.h"
+#include "core/gpu_spec.h"
 #include "cost_models/compute.h"
 #include "simulator/calibration.h"
 #include "program/lower.h"
@@ -112,6 +115,34 @@ TEST_CASE("kernels missing from the kernel profile take the wall time of the ops
   const Calibration none = calibrate_gpu(plan, kernels, "p.json", fwd_only);
   CHECK(std::any_of(none.unmatched.begin(), none.unmatched.end(),
                     [](const std::string& u) { return u.rfind("adamw (", 0) == 0; }));
+}
+
+// Kernels of one class at one size but of different speeds (a GEMM whose cuBLASLt algorithm is slow beside
+// others of the same FLOPs) each keep their own time: the class curve alone would give them their mean.
+TEST_CASE("every measured kernel gets its own curve, kept through the cluster JSON") {
+  const Plan plan = load_plan(resolve_config("plans", "llama-tiny-cpu-fsdp4"));
+  KernelProfile p = synthetic_profile(plan, 2.0, 3);
+  p.time_s.at("qkv") *= 3.0;  // 6x its prediction; every other kernel 2x
+  const Calibration cal = calibrate_gpu(plan, p, "p.json");
+  REQUIRE(cal.gpu.matmul_by_kernel.count("qkv") == 1);
+  REQUIRE(cal.gpu.memory_by_kernel.count("attn_norm") == 1);
+  for (const KernelComparison& k : cal.kernels) {
+    INFO(k.name << ": measured " << k.measured_s << " calibrated " << k.calibrated_s);
+    CHECK(k.calibrated_s == doctest::Approx(k.measured_s).epsilon(0.02));
+  }
+  // The calibrated cluster file carries the curves, and a plan's GPU written and read back keeps them.
+  const nlohmann::json cluster = calibrated_cluster_json(plan.cluster, cal.gpu, "c", "test");
+  REQUIRE(cluster.at("gpu").contains("kernel_efficiency"));
+  const GpuSpec back = parse_gpu_spec(gpu_spec_to_json(cal.gpu), "gpu.json");
+  REQUIRE(back.matmul_by_kernel.size() == cal.gpu.matmul_by_kernel.size());
+  const EfficiencyCurve& a = cal.gpu.matmul_by_kernel.at("qkv");
+  const EfficiencyCurve& b = back.matmul_by_kernel.at("qkv");
+  REQUIRE(a.points.size() == b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    CHECK(b.points[i].first == doctest::Approx(a.points[i].first).epsilon(1e-12));
+    CHECK(b.points[i].second == doctest::Approx(a.points[i].second).epsilon(1e-12));
+  }
+  CHECK(back.memory_by_kernel.size() == cal.gpu.memory_by_kernel.size());
 }
 
 // One measured attention length scales the default curve (FlashAttention-2's, efficiency rising with the
