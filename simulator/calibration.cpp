@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cluster_spec.h"
+#include "core/config_paths.h"
 #include "core/errors.h"
 #include "cost_models/compute.h"
 #include "program/lower.h"
@@ -65,8 +66,9 @@ void extend_with_prior(EfficiencyCurve& c, const EfficiencyCurve& prior) {
 
 // Efficiency curve through the points, sorted by size; points of equal size (the forward, dx and dw
 // GEMMs of one layer) merge by summing times, so the curve reproduces their total time (a harmonic
-// mean of their efficiencies). Efficiencies are divided by `scale` and clamped to (0, 1].
-EfficiencyCurve make_curve(Points pts, double scale, const EfficiencyCurve& fallback) {
+// mean of their efficiencies). Efficiencies are divided by `scale` and clamped to (0, 1]; `shape` extends
+// the curve beyond them (extend_with_prior); without points, `fallback`.
+EfficiencyCurve make_curve(Points pts, double scale, const EfficiencyCurve& fallback, const EfficiencyCurve& shape) {
   if (pts.empty()) return fallback;
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.size < b.size; });
   Points merged;
@@ -80,7 +82,7 @@ EfficiencyCurve make_curve(Points pts, double scale, const EfficiencyCurve& fall
   }
   EfficiencyCurve c;
   for (const Point& p : merged) c.points.emplace_back(p.size, std::clamp(p.ideal_s / p.measured_s / scale, 1e-6, 1.0));
-  extend_with_prior(c, fallback);
+  extend_with_prior(c, shape);
   return c;
 }
 
@@ -127,27 +129,42 @@ void add_point(const Aggregate& a, const GpuSpec& gpu, DType dt, Measured& m) {
   }
 }
 
+// The curves whose shape a calibration keeps outside the measured sizes: the shipped GPU's of that name
+// (configs/gpus), not a plan's GPU that an earlier calibration already bent through its own points.
+GpuSpec shape_prior(const GpuSpec& base) {
+  try {
+    return load_gpu(base.name);
+  } catch (const ConfigError&) {
+    return base;  // a GPU defined inline, not shipped: its own curves
+  }
+}
+
 GpuSpec fit_gpu(const GpuSpec& base, const Measured& m) {
+  const GpuSpec prior = shape_prior(base);
   GpuSpec g = base;
   const double flop_scale = std::max({1.0, max_eff(m.matmul, m.attn_fwd), max_eff(m.attn_bwd)});
   for (auto& [dt, peak] : g.peak_flops_per_s) peak *= flop_scale;
-  g.matmul_efficiency = make_curve(m.matmul, flop_scale, base.matmul_efficiency);
+  g.matmul_efficiency = make_curve(m.matmul, flop_scale, base.matmul_efficiency, prior.matmul_efficiency);
   if (!m.matmul.empty()) g.matmul_sustained_efficiency = 0, g.fp8_matmul_sustained_efficiency = 0;  // rate as it ran
-  g.attention_efficiency = make_curve(m.attn_fwd, flop_scale, base.attention_efficiency);
-  g.attention_backward_efficiency = make_curve(m.attn_bwd, flop_scale, base.attention_backward_efficiency);
+  g.attention_efficiency = make_curve(m.attn_fwd, flop_scale, base.attention_efficiency, prior.attention_efficiency);
+  g.attention_backward_efficiency =
+      make_curve(m.attn_bwd, flop_scale, base.attention_backward_efficiency, prior.attention_backward_efficiency);
   const double bw_scale = std::max(1.0, max_eff(m.memory));
   g.hbm_bw_bytes_per_s *= bw_scale;
-  g.memory_efficiency = make_curve(m.memory, bw_scale, base.memory_efficiency);
+  g.memory_efficiency = make_curve(m.memory, bw_scale, base.memory_efficiency, prior.memory_efficiency);
   g.vector_flops_per_s = std::max(base.vector_flops_per_s, m.vector_flops_per_s);
   // Each kernel's own curve, the default class curve's shape outside its sizes: a kernel's measured efficiency
   // carries to the same kernel at another batch or length better than the class curve through other kernels'
   // points does (two profiles of llama3.2-1b on an H200: docs/performance.md, issue 29).
   for (const auto& [name, pts] : m.matmul_named)
-    g.matmul_by_kernel[name] = make_curve(pts, flop_scale, base.matmul_efficiency);
-  for (const auto& [name, pts] : m.memory_named) g.memory_by_kernel[name] = make_curve(pts, bw_scale, base.memory_efficiency);
-  for (const auto& [name, pts] : m.attention_named)
-    g.attention_by_kernel[name] = make_curve(
-        pts, flop_scale, m.attention_backward.at(name) ? base.attention_backward_efficiency : base.attention_efficiency);
+    g.matmul_by_kernel[name] = make_curve(pts, flop_scale, prior.matmul_efficiency, prior.matmul_efficiency);
+  for (const auto& [name, pts] : m.memory_named)
+    g.memory_by_kernel[name] = make_curve(pts, bw_scale, prior.memory_efficiency, prior.memory_efficiency);
+  for (const auto& [name, pts] : m.attention_named) {
+    const EfficiencyCurve& shape =
+        m.attention_backward.at(name) ? prior.attention_backward_efficiency : prior.attention_efficiency;
+    g.attention_by_kernel[name] = make_curve(pts, flop_scale, shape, shape);
+  }
   return g;
 }
 

@@ -151,8 +151,10 @@ TEST_CASE("every measured kernel gets its own curve, kept through the cluster JS
 TEST_CASE("outside the measured sizes a calibrated curve keeps the default's shape") {
   Plan plan = load_plan(resolve_config("plans", "llama-tiny-cpu-fsdp4"));
   plan.attention_kernel = AttentionKernel::flash2;
-  // A default curve rising with the length, as FlashAttention-2's (the CPU cluster's is flat).
+  // A default curve rising with the length, as FlashAttention-2's (the CPU cluster's is flat), on a GPU that
+  // configs/gpus does not ship (a shipped one's name would give the shipped curve's shape).
   plan.cluster.gpu.attention_efficiency.points = {{32, 0.1}, {128, 0.2}, {512, 0.3}, {2048, 0.35}};
+  plan.cluster.gpu.name = "not-a-shipped-gpu";
   const Calibration cal = calibrate_gpu(plan, synthetic_profile(plan, 3.0, 2), "synthetic");
   const EfficiencyCurve& before = plan.cluster.gpu.attention_efficiency;
   const EfficiencyCurve& after = cal.gpu.attention_efficiency;
