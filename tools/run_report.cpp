@@ -77,7 +77,9 @@ std::string run_summary_text(const Plan& plan, const RunRecord& r) {
                    dtype_name(plan.precision.param));
   s += peak_memory_line(r.peak_memory);
   for (const auto& d : r.checkpoints) s += fmt::format("checkpoint written: {}\n", d);
-  s += fmt::format("parameters hash (FNV-1a 64 of fp32): {}\n", r.params_hash);
+  s += r.params_hash.empty()
+           ? std::string("parameters hash: not computed for a model this size (--save-weights computes it)\n")
+           : fmt::format("parameters hash (FNV-1a 64 of fp32): {}\n", r.params_hash);
   return wrap_text(s);
 }
 

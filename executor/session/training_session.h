@@ -53,7 +53,8 @@ struct RunRecord {
   std::vector<StepMetrics> steps;
   std::vector<std::string> checkpoints;  // directories written
   MemoryPeakBytes peak_memory;
-  std::string params_hash;  // of the full fp32 parameters (params_hash.h), hex; empty when not gathered (finish())
+  std::string params_hash;  // of the full fp32 parameters (params_hash.h), hex; empty when not gathered (finish():
+                            // above 2^28 parameters in one process, 2^24 over processes, without --save-weights)
   double elapsed_s = 0;
 };
 
