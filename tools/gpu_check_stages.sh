@@ -229,9 +229,11 @@ perf_table() {  # the measured 1B run beside the simulator's prediction and PyTo
 }
 
 profile_b() {  # issue 29's direction: calibrate on another plan's profile (plan B), predict the 1B plan (A)
-  local b="$R/.gpucheck/planb.json" res  # plan B of an earlier call, else the calibrate stage's choice
-  [ -f "$b" ] || b="$A/planb.json"
-  [ -f "$b" ] || { echo "NOT RUN: no plan B (.gpucheck/planb.json)"; return 0; }
+  local b="$R/.gpucheck/planb.json" res  # plan B of an earlier call, else the one fsdpx chooses on dgx-h200
+  if [ ! -f "$b" ]; then
+    b="$A/planb_default.json"
+    "$FSDPX" plan --model llama3.2-1b --cluster dgx-h200 --world-size 1 --seq 1024 --global-batch 16 -o "$b" || return 1
+  fi
   "$FSDPX" run --plan "$b" --backend cuda --steps 6 --format json --profile "$A/planb.profile.json" >/dev/null || return 1
   "$FSDPX" calibrate --profile "$A/planb.profile.json" -o "$A/calibrated_b.json" || return 1
   python3 "$REPORT" with-cluster "$A/perf.json" "$A/calibrated_b.json" "$A/perf_cal_b.json" || return 1
