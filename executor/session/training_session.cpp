@@ -9,6 +9,7 @@
 #include "core/output_file.h"
 #include "executor/checkpoint/checkpoint.h"
 #include "executor/checkpoint/checksum.h"
+#include "executor/checkpoint/params_hash.h"
 #include "executor/checkpoint/reshard.h"
 #include "executor/data/text_dataset.h"
 #include "executor/runtime/param_layout.h"
@@ -16,7 +17,6 @@
 #include "executor/session/batch_recorder.h"
 #include "executor/session/checkpoint_plan.h"
 #include "executor/session/full_weights.h"
-#include "executor/checkpoint/params_hash.h"
 #include "executor/session/process_weights.h"
 
 namespace fsdpx {
