@@ -100,6 +100,24 @@ FMS_MODELS = {
             "kv_heads": 8, "ffn_hidden": 28672, "ffn_kind": "swiglu", "vocab": 32000, "tied_embeddings": False},
 }
 FMS_AC = {"No AC": "none", "Full AC": "full", "Selective AC": "selective", "False": "none", "True": "full"}
+# The clusters the tables ran on: (GPUs, the figure printed for the network in Gbps, where it is printed). The eager
+# tables' H100 cluster is the README header's and the March blog's ("an H100 cluster with 96 GPUs and 800Gbps
+# inter-node interconnect": pytorch/pytorch.github.io _posts/2024-03-13-maximizing-training.md, "Throughput and MFU,
+# HFU computation"). The compile table (README @ed74fd5, 2024-05-09) changed only the numbers and kept that header;
+# its H100 MFU values (0.46/0.43/0.38/0.38) are the "MFU compile" column of the compile blog's Table 2, which says
+# they were measured on "464 H100 80GB GPUs with 3.2Tbps internode interconnect" (_posts/2024-05-21-maximizing-
+# training-throughput.md, "MFU report"). Both blogs put the A100 runs on 128 GPUs with 400 Gbps.
+FMS_CLUSTER = {("a100", False): (128, 400, "the README header and the March blog"),
+               ("h100", False): (96, 800, "the README header and the March blog"),
+               ("a100", True): (128, 400, "the README header and the compile blog's Table 1"),
+               ("h100", True): (464, 3200, "the compile blog's Table 2 (pytorch/pytorch.github.io _posts/"
+                                "2024-05-21-maximizing-training-throughput.md), not the README header (96 GPUs, "
+                                "800 Gbps, kept from the eager table when @3b1ce15/@ed74fd5 changed the numbers)")}
+# Where each table was published and the PyTorch it ran (the blogs: "PyTorch nightlies post-2.2 release" for the
+# eager tables, "as of PyTorch 2.3" for the compile table).
+FMS_TABLE = {"6dc80d2": ("eager-2024-02", "PyTorch nightlies after the 2.2 release (March blog, 'Training Details')"),
+             "4ffb9bd": ("eager", "PyTorch nightlies after the 2.2 release (March blog, 'Training Details')"),
+             "ed74fd5": ("compile", "PyTorch 2.3 (compile blog: graph breaks 'as of PyTorch 2.3')")}
 
 
 def fms_ac_share(mfu, hfu):
@@ -109,24 +127,36 @@ def fms_ac_share(mfu, hfu):
     return round(min(1.0, 3 * (hfu / mfu - 1)), 3)
 
 
+def fms_every_nth_share(mfu, hfu):
+    """Until fms-fsdp @b225161 (2024-03-21) 'selective_checkpointing' was an int n and ac_handler.py checkpointed
+    every n-th block (`_count % every_xth_item == 0`), so the share is 1/n: the n nearest to the tables' HFU/MFU."""
+    return round(1 / max(1, round(1 / fms_ac_share(mfu, hfu))), 3)
+
+
 def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2, hfu=None):
     """One cell of IBM fms-fsdp's README throughput table (seq 4096, no gradient accumulation)."""
     a100 = gpu.startswith("a100")
-    gpus, node_gbit = (128, 400) if a100 else (96, 800)
+    gpus, node_gbit, cluster_source = FMS_CLUSTER[(gpu.split("-")[0], compiled)]
     hsdp = strategy == "HSDP"
-    table = "compile" if compiled else ("eager-2024-02" if commit == "6dc80d2" else "eager")
+    table, torch_version = FMS_TABLE[commit]
     cid = f"fms-fsdp-{table}-{size}-{gpu.split('-')[0]}-{gpus}gpu"
     # The other readings of the figure: both directions of a node's links (half per direction), or a per-GPU
     # figure, at most the line rate of one NIC per GPU of the cluster the GPU comes in (HDR 200G on DGX A100,
-    # NDR 400G on DGX H100: 800 Gb/s exceeds a ConnectX-7 port).
+    # NDR 400G on DGX H100: 800 Gbps exceeds a ConnectX-7 port).
     nic_line_gbit = 200 if a100 else 400
-    unc = [f"README states {node_gbit} Gbps for the cluster; read as per node, so {node_gbit // 8} Gb/s per GPU",
+    unc = [f"{gpus} GPUs and {node_gbit} Gbps for the cluster from {cluster_source}; the figure read as per node, "
+           f"so {node_gbit // 8} Gb/s per GPU",
            f"inter-node bandwidth between {node_gbit // 16} and {min(node_gbit, nic_line_gbit)} Gb/s per GPU: the "
-           f"README's {node_gbit} Gbps does not say per node or per GPU, one direction or both ({node_gbit} / 8 / 2 "
+           f"source's {node_gbit} Gbps does not say per node or per GPU, one direction or both ({node_gbit} / 8 / 2 "
            f"if a node's two directions are counted; per GPU at most one {nic_line_gbit}G NIC's line rate)",
            "seq_len 4096 and vocab 32000 from fms_fsdp/config/training.py defaults, not in the table",
            f"global_batch = batch size {batch} x gpus (fms-fsdp has no gradient accumulation)",
            "FSDP here is PyTorch FSDP1 (FullyShardedDataParallel), not FSDP2",
+           f"torch: {torch_version}",
+           "tokens/s/GPU = batch x 4096 / step time as fms_fsdp/utils/train_utils.py reports it (packed lines, no "
+           "padding): the mean step time of the last report_interval steps, or 'overall' since the loop's start "
+           "(first steps, lazy NCCL set-up and, compiled, compilation included); which one the table quotes is "
+           "not said",
            "mfu_pct = published MFU fraction x 100" if mfu is not None else
            "published 'MFU' of this table counts recomputed FLOPs (PyTorch FLOP counter, checkpointing on): "
            "mfu_pct left null",
@@ -136,7 +166,15 @@ def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2,
     if ac == "True":
         unc.append("'Activation Checkpointing: True' with selective_checkpointing=1 (config default) = every block")
     recompute = {"recompute": FMS_AC[ac]}
-    if ac == "Selective AC":
+    if ac == "Selective AC" and commit == "4ffb9bd":
+        share = fms_every_nth_share(mfu, hfu)
+        recompute = {"recompute": "full", "recompute_fraction": share}
+        unc.append("fms 'Selective AC' before @b225161 (2024-03-21; this table was measured by @5e522b4, 2024-03-13, "
+                   "the March blog: 'checkpoint every n blocks') wraps every n-th block in full activation "
+                   "checkpointing (fms_fsdp/policies/ac_handler.py, int selective_checkpointing); n is not published: "
+                   f"p = 1/n = {share}, the n nearest to 3 x (HFU / MFU - 1) = {fms_ac_share(mfu, hfu)} from the same "
+                   f"table's HFU {hfu} and MFU {mfu}")
+    elif ac == "Selective AC":
         share = fms_ac_share(mfu, hfu)
         recompute = {"recompute": "full", "recompute_fraction": share}
         unc.append("fms 'Selective AC' wraps a share p of whole blocks in full activation checkpointing "
@@ -164,7 +202,8 @@ def fms_case(commit, compiled, size, strategy, ac, gpu, tok_s_gpu, mfu, batch=2,
 
 
 def fms_fsdp():
-    """fms-fsdp README: eager tables @6dc80d2 (Feb 2024) and @4ffb9bd (Mar 2024), torch.compile table @5a296af."""
+    """fms-fsdp README: eager tables @6dc80d2 (Feb 2024) and @4ffb9bd (= @5e522b4, Mar 2024), torch.compile table
+    @ed74fd5 (May 2024; unchanged to @5a296af)."""
     cases = []
     for commit, compiled, rows in (
             # size, sharding, AC, tokens/s/GPU A100 and H100, (MFU, HFU) A100 and H100
@@ -172,7 +211,7 @@ def fms_fsdp():
                                 ("13b", "FSDP", "Selective AC", 1800, 3800, (0.51, 0.59), (0.35, 0.40)),
                                 ("34b", "FSDP", "Full AC", 700, 1550, (0.47, 0.64), (0.32, 0.44)),
                                 ("70b", "FSDP", "Full AC", 370, 800, (0.50, 0.67), (0.34, 0.45))]),
-            ("5a296af", True, [("7b", "HSDP", "No AC", 4550, 9600, (0.68, 0.68), (0.46, 0.46)),
+            ("ed74fd5", True, [("7b", "HSDP", "No AC", 4550, 9600, (0.68, 0.68), (0.46, 0.46)),
                                ("13b", "FSDP", "Selective AC", 2150, 4850, (0.61, 0.69), (0.43, 0.46)),
                                ("34b", "FSDP", "Selective AC", 820, 1830, (0.55, 0.74), (0.38, 0.49)),
                                ("70b", "FSDP", "Selective AC", 410, 890, (0.55, 0.74), (0.38, 0.47))])):
