@@ -24,9 +24,14 @@ namespace fsdpx {
 // (mosaicml/llm-foundry scripts/train/benchmarking/README.md), which Composer maps to param dtype =
 // bf16, reduce dtype = fp32 (composer/distributed/mosaic_parallelism.py, get_mixed_precision).
 // torchtitan: mixed_precision_reduce = float32 (torchtitan/config/configs.py l.102). Megatron-LM / NeMo:
-// bf16 forces fp32 gradient accumulation and all-reduce (megatron/training/arguments.py). Frameworks
-// not listed get PyTorch FSDP2's default, also fp32.
-DType framework_reduce_dtype(const std::string&) { return DType::fp32; }
+// bf16 forces fp32 gradient accumulation and all-reduce (megatron/training/arguments.py). IBM's fms-fsdp:
+// main_training.py wraps the model in FSDP1 with get_policies' mixed precision, bfSixteen whenever the GPU and
+// NCCL support bf16 (fms_fsdp/utils/train_utils.py @4ffb9bd and @ed74fd5), and bfSixteen sets
+// reduce_dtype=torch.bfloat16 (fms_fsdp/policies/mixed_precision.py): bf16 reduce-scatters and HSDP
+// all-reduces. Frameworks not listed get PyTorch FSDP2's default, fp32.
+DType framework_reduce_dtype(const std::string& framework) {
+  return framework == "fms-fsdp" ? DType::bf16 : DType::fp32;
+}
 
 // Attention kernel family by framework: MosaicML's MPT pretraining configs set attn_impl: triton
 // (scripts/train/yamls/pretrain/mpt-*.yaml), the Triton port of FlashAttention-1; the others run

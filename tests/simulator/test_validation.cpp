@@ -268,6 +268,10 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   CHECK(spread(6, 1.0 / 3) == "-a--a-");
   CHECK(spread(6, 2.0 / 3) == "a-aa-a");
   CHECK(spread(4, 1) == "aaaa");
+  // fms-fsdp's FSDP1 runs with bfSixteen (reduce_dtype bf16); torchtitan and unknown stacks reduce in fp32.
+  CHECK(framework_reduce_dtype("fms-fsdp") == DType::bf16);
+  CHECK(framework_reduce_dtype("torchtitan") == DType::fp32);
+  CHECK(framework_reduce_dtype("some-stack") == DType::fp32);
   // NeMo's GPT ran Megatron's attention until flash attention entered it (NVIDIA/NeMo PR #6666, 2023-06).
   c.framework = "nemo";
   c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
