@@ -14,25 +14,25 @@ std::int64_t periodic_probe_limit(const Plan& plan) {
   return plan.grad_accum() > kMaxLoweredMicroBatches ? 2 * kLinearProbeMicroBatches : 0;
 }
 
-bool collinear_steps(std::int64_t n1, TimeNs t1_ns, std::int64_t n2, TimeNs t2_ns, std::int64_t n3, TimeNs t3_ns) {
+bool collinear_steps(std::int64_t n1, TimeNs t1_ns, std::int64_t n2, TimeNs t2_ns, std::int64_t n3, TimeNs t3_ns,
+                     double tolerance) {
   if (!(n1 < n2 && n2 < n3)) return false;
   const double slope_ns = double(t3_ns - t2_ns) / double(n3 - n2);
   const double on_line_ns = double(t2_ns) - double(n2 - n1) * slope_ns;
-  return std::abs(double(t1_ns) - on_line_ns) <= 1e-6 * double(t3_ns);
+  return std::abs(double(t1_ns) - on_line_ns) <= tolerance * double(t3_ns);
 }
 
-bool probes_line_up(const std::vector<ProbeStep>& steps) {
+bool probes_line_up(const std::vector<ProbeStep>& steps, double tolerance) {
   if (steps.size() < 3) return false;
   const auto& [n1, t1] = steps[steps.size() - 3];
   const auto& [n2, t2] = steps[steps.size() - 2];
   const auto& [n3, t3] = steps[steps.size() - 1];
-  return n3 == 2 * n2 && collinear_steps(n1, t1, n2, t2, n3, t3);
+  return n3 == 2 * n2 && collinear_steps(n1, t1, n2, t2, n3, t3, tolerance);
 }
 
 bool line_ends_probes(const std::vector<ProbeStep>& steps, std::int64_t lock_in, std::int64_t micro_batches) {
-  if (!probes_line_up(steps)) return false;
-  const std::int64_t last = steps.back().first;
-  return 4 * (last - lock_in) >= last || lock_in >= micro_batches;
+  if (!probes_line_up(steps, kProbeLineTolerance)) return false;
+  return lock_in <= steps.back().first || lock_in >= micro_batches;
 }
 
 namespace {

@@ -30,10 +30,14 @@ std::optional<std::int64_t> predict_lock_in(const StepProgram& program, const En
                                             std::int64_t micro_batches, std::int64_t d = 1);
 
 // The largest relative difference between `pace_ns` (a step time per micro-batch) and a virtual stage's own
-// pace: the time between the first compute op of one direction of micro-batches past the warm-up (pp) and
-// clear of the cool-down (the last 2 pp), per micro-batch; infinite where the probe is too short to tell
-// (three periods) or a stage lacks them. A stage faster than the step (70B pp 4 tp 4 1F1B with the first 3
-// blocks recomputed: stages 2 and 3 by 274,569 ns a micro-batch) will lock in and change the step's pace.
+// pace: the time between the first compute ops of one direction of micro-batches, per micro-batch, over the
+// later half of those past the warm-up (pp) and clear of the cool-down (the last 2 pp), in pairs of periods;
+// infinite where that is under two pairs or a stage lacks them. The later half, not all of them (before branch
+// deep13): a stage that locked in inside the probe runs at the step's pace by its end, yet its mean from the
+// warm-up on is off (405B pp 32 1F1B x512 with every unit resharded: 3.9e-4 from micro-batch 32, 7e-8 from 57,
+// and the step grown from its line of 72 and 144 errs by 2.5e-11). A stage faster than the step (70B pp 4 tp 4
+// 1F1B with the first 3 blocks recomputed: stages 2 and 3 by 274,569 ns a micro-batch) will lock in and change
+// the step's pace.
 double pace_spread(const StepProgram& program, const EngineResult& engine, std::int64_t micro_batches,
                    double pace_ns, std::int64_t d = 1);
 

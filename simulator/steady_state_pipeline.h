@@ -14,7 +14,8 @@
 // whole, so a plan whose probes never repeat costs at most two steps, 1.5 off the line; the 405B pp 64 1F1B
 // plan of 1,024 micro-batches ran 2,754 in probes before, then 916, now 476). Probes whose
 // step times line up, with every stage at the line's pace and no lock-in ahead, end the probes: the step
-// grows from the last two (linear_extrapolation.h, an approximation measured within 2e-6). GPipe, which
+// grows from the last two (linear_extrapolation.h, an approximation measured within 3e-6 and held within
+// 2e-5 by test_steady_state_pipeline's corpus). GPipe, which
 // repeats in two phases and whose stages drift apart when the later ones are slower (each at its own
 // pace), is left to whole simulation. Leaves out per-op records (simulate() gives the trace of a whole
 // step) and expanded ranks.
