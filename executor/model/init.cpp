@@ -101,7 +101,8 @@ double init_value(const ParamLayout& layout, std::uint64_t seed, int module, std
       case InitKind::ones: return 1.0;
       case InitKind::zeros: return 0.0;
       case InitKind::normal:
-      case InitKind::normal_residual: return normal_std(layout, t.init) * standard_normal(module_key(seed, module), full);
+      case InitKind::normal_residual:
+        return normal_std(layout, t.init) * standard_normal(module_key(seed, module), full);
     }
   }
   return 0.0;
