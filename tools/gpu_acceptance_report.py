@@ -70,9 +70,13 @@ def tps(plan_path, run_path):
     if plan is None or run is None:
         return "missing (%s)" % (plan_path if plan is None else run_path)
     t = plan["training"]
-    return "%.0f tokens/s (median step %.3f s over %d steps; micro-batch %d x accum %d, seq %d)" % (
+    # Host time before the first step (fsdpx run's JSON since issue 29's start-up work; absent before).
+    startup = ""
+    if "startup_s" in run:
+        startup = "; start-up %.1f s, initial parameters %.1f s of it" % (run["startup_s"], run.get("init_params_s", 0))
+    return "%.0f tokens/s (median step %.3f s over %d steps; micro-batch %d x accum %d, seq %d%s)" % (
         tokens_per_s(plan, run), step_time_s(run), len(run["steps"]), t["micro_batch"],
-        t["global_batch"] // t["micro_batch"], t["seq"])
+        t["global_batch"] // t["micro_batch"], t["seq"], startup)
 
 
 def versus(run_path, torch_path, plan_path, mode):

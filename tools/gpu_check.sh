@@ -85,6 +85,7 @@ accept_1b_compile|90|build|check|accept_1b_torch compile
 perf_table|10|accept_1b_fsdpx|check|perf_table
 profile_b|90|accept_1b_fsdpx|check|profile_b
 bench|30|build|check|bench
+gemm_search|45|build|check|gemm_search
 calibrate|240|accept_1b_fsdpx|check|calibrate
 EOF
 }

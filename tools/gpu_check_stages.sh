@@ -139,6 +139,28 @@ bench() {  # the kernels' table, then PyTorch SDPA at the tensor-core attention 
   echo "RESULT: $(grep -c '^| ' "$A/bench.md") table rows, $(grep -c '^sdpa ' "$A/bench.md") SDPA lines (gpu_check.log)"
 }
 
+# Issue 29's qkv GEMM: FSDPX_GEMM_ALGO=search (executor/cuda/gemm_algo_choice.h) beside cuBLASLt's heuristic,
+# as bench rows of the 1B qkv shapes and as the 1B plan's run (beside accept_1b_fsdpx's run, which used the
+# heuristic). An opt-in path being measured: whatever it does, the stage reports it and passes.
+gemm_search() {
+  local bench rc=0 heur srch
+  plan_1b || { echo "RESULT: no 1B plan (fsdpx plan failed)"; return 0; }
+  bench="$("$B/tests/cuda/bench_cuda_kernels" --gemm-search 2>&1)" || rc=$?
+  echo "$bench" | tee "$A/gemm_search.md"
+  [ "$rc" = 0 ] || bench="bench_cuda_kernels --gemm-search FAILED (rc $rc)"
+  rc=0
+  FSDPX_GEMM_ALGO=search "$FSDPX" run --plan "$A/perf.json" --backend cuda --steps 6 --format json \
+    >"$A/perf_search.run.json" 2>"$A/perf_search.err" || rc=$?
+  cat "$A/perf_search.err"
+  heur="$(python3 "$REPORT" tps "$A/perf.json" "$A/perf.run.json" | cut -d' ' -f1)"
+  if [ "$rc" = 0 ]; then srch="$(python3 "$REPORT" tps "$A/perf.json" "$A/perf_search.run.json" | cut -d' ' -f1)"
+  else srch="FAILED (rc $rc: $(tail -n 1 "$A/perf_search.err" | cut -c1-120))"; fi
+  local ms  # the qkv forward rows at N 8192: heuristic, search
+  ms="$(echo "$bench" | awk -F'|' '$3 ~ /^ 8192x2048x3072 $/ && $2 ~ /gemm_qkv_fwd_/ { gsub(/ /, "", $4); printf "%s ", $4 }')"
+  echo "RESULT: qkv fwd 8192x2048x3072 heuristic/search ms: ${ms:-none}; 1B tokens/s heuristic $heur, search $srch"
+  return 0
+}
+
 same_tensors() {  # DIR INIT BATCHES HASHES: the tensors' hashes (not the files': a header names a path) vs the CPU run's
   (cd "$1" && python3 "$REPORT" payload-sha256 "$2" "$3") | diff -q - "$4" >/dev/null &&
     echo "weights and batches identical to the CPU run's" || echo "weights or batches DIFFER from the CPU run's"

@@ -100,7 +100,9 @@ nlohmann::json run_json(const RunRecord& r) {
                    {"peak_memory_bytes", r.peak_memory},
                    {"checkpoints", r.checkpoints},
                    {"final_params_hash", r.params_hash},
-                   {"elapsed_s", r.elapsed_s}};
+                   {"elapsed_s", r.elapsed_s},
+                   {"startup_s", r.startup_s},
+                   {"init_params_s", r.init_params_s}};
   return j;
 }
 

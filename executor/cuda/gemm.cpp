@@ -1,10 +1,12 @@
 // executor/cuda/gemm.cpp — cuBLASLt calls behind gemm_col_major (the linear-layer wrappers over it are in
 // gemm.h). Pointer alignments are passed to the heuristic because FSDP module pointers sit at arbitrary
-// offsets of a flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. The heuristic's answer is
+// offsets of a flat unit buffer, while cuBLASLt otherwise assumes 256-byte alignment. The algorithm (the
+// heuristic's first, or under FSDPX_GEMM_ALGO=search the fastest of its top candidates: gemm_algo_search.h) is
 // kept per call shape in the GemmContext (the same algorithm, so the same results, without asking again). A
 // failure throws CudaError naming the whole call (GemmShape::describe), the heuristic's status included.
 #include "executor/cuda/gemm.h"
 
+#include <cstddef>
 #include <string>
 #include <type_traits>
 
@@ -13,6 +15,7 @@
 #include "core/errors.h"
 #include "executor/cuda/bias.h"
 #include "executor/cuda/cuda_check.h"
+#include "executor/cuda/gemm_algo_search.h"
 #include "executor/cuda/gemm_lt.h"
 
 namespace fsdpx::cuda {
@@ -77,7 +80,7 @@ struct GemmShape {
 
 }  // namespace
 
-GemmContext::GemmContext() {
+GemmContext::GemmContext(GemmAlgoMode mode) : algo_mode_(mode) {
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
 }
@@ -103,17 +106,23 @@ void gemm_col_major(GemmContext& ctx, bool trans_a, bool trans_b, std::int64_t m
   if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&o.lc, g.c_type, m, n, ldc);
   if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatrixLayoutCreate", st, g);
   const std::string shape = g.describe();  // pointers enter only as their alignments
+  const float beta = accumulate ? 1.0f : 0.0f;
   cublasLtMatmulAlgo_t algo{};
   if (!ctx.find_algo(shape, algo)) {
     o.pref = make_preference(a, b, c);
-    cublasLtMatmulHeuristicResult_t heuristic{};
+    const bool search = ctx.algo_mode() == GemmAlgoMode::search;
+    cublasLtMatmulHeuristicResult_t results[kGemmSearchCandidates]{};
     int found = 0;
-    st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref, 1, &heuristic, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(ctx.handle(), o.desc, o.la, o.lb, o.lc, o.lc, o.pref,
+                                        search ? kGemmSearchCandidates : 1, results, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) throw_gemm_error("cublasLtMatmulAlgoGetHeuristic", st, g);
-    algo = heuristic.algo;
+    const std::size_t c_bytes = std::size_t(ldc * (n - 1) + m) * (c_type == GemmOut::f32 ? 4 : sizeof(T));
+    algo = search && found > 1 ? search_gemm_algo({ctx.handle(), o.desc, o.la, o.lb, o.lc, &alpha, &beta, a, b, c_bytes,
+                                                   ctx.workspace(), GemmContext::kWorkspaceBytes, stream},
+                                                  results, found, shape)
+                               : results[0].algo;
     ctx.remember_algo(shape, algo);
   }
-  const float beta = accumulate ? 1.0f : 0.0f;
   st = cublasLtMatmul(ctx.handle(), o.desc, &alpha, a, o.la, b, o.lb, &beta, c, o.lc, c, o.lc, &algo,
                       ctx.workspace(), GemmContext::kWorkspaceBytes, stream);
   if (st != CUBLAS_STATUS_SUCCESS) throw_gemm_error("cublasLtMatmul", st, g);

@@ -2,18 +2,21 @@
 // 16-bit operands T (bf16, or f16 for fp16 plans), fp32 accumulation (CUBLAS_COMPUTE_32F), T or fp32
 // output, an optional bias epilogue in forward, and an accumulate flag (beta = 1) so dW += works for
 // gradient accumulation. Row-major shapes as executor/cpu/gemm.h (weights [OC, C]). A 32 MiB workspace ("only Hopper needs
-// 32", llm.c). The heuristic is asked once per call shape (GemmContext keeps its answer). Leaves out GELU
+// 32", llm.c). The algorithm is chosen once per call shape (GemmContext keeps it): the heuristic's first, or
+// under FSDPX_GEMM_ALGO=search the fastest of its top candidates (gemm_algo_choice.h). Leaves out GELU
 // epilogues, fp8 and batched GEMMs.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include <cublasLt.h>
 
+#include "executor/cuda/gemm_algo_choice.h"
 #include "executor/cuda/types.h"
 
 namespace fsdpx::cuda {
@@ -22,15 +25,17 @@ namespace fsdpx::cuda {
 class GemmContext {
  public:
   static constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
-  GemmContext();
+  // The mode from FSDPX_GEMM_ALGO unless given (a bad value is a ConfigError).
+  explicit GemmContext(GemmAlgoMode mode = parse_gemm_algo_mode(std::getenv(kGemmAlgoEnv)));
   ~GemmContext();
   GemmContext(const GemmContext&) = delete;
   GemmContext& operator=(const GemmContext&) = delete;
   cublasLtHandle_t handle() const { return handle_; }
   void* workspace() const { return workspace_; }
-  // The heuristic's algorithm for each call shape seen (gemm.cpp: the shape's description, alignments
+  GemmAlgoMode algo_mode() const { return algo_mode_; }
+  // The chosen algorithm for each call shape seen (gemm.cpp: the shape's description, alignments
   // included), so that cuBLASLt is asked once per shape rather than at every call: the query is host time on
-  // the launch path of every GEMM, and inside a profiled GEMM's events.
+  // the launch path of every GEMM, and inside a profiled GEMM's events (a search, also device time).
   bool find_algo(const std::string& shape, cublasLtMatmulAlgo_t& algo) const {
     std::lock_guard<std::mutex> lock(algos_mu_);
     const auto it = algos_.find(shape);
@@ -44,6 +49,7 @@ class GemmContext {
   }
 
  private:
+  GemmAlgoMode algo_mode_;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   mutable std::mutex algos_mu_;

@@ -5,15 +5,22 @@
 
 namespace fsdpx {
 
-UnitShardState initial_unit_state(const ParamLayout& layout, const FlatUnitLayout& f, std::int64_t shard_offset,
-                                  std::uint64_t seed) {
-  const auto n = std::size_t(f.shard_numel);
-  UnitShardState s;
+void fill_initial_unit_state(const ParamLayout& layout, const FlatUnitLayout& f, std::int64_t shard_offset,
+                             std::uint64_t seed, UnitShardState& s) {
   s.unit_numel = f.numel;
   s.shard_offset = shard_offset;
-  s.params.resize(n);
-  s.exp_avg.assign(n, 0.0f), s.exp_avg_sq.assign(n, 0.0f);
+  s.modules.clear();
+  const auto n = std::size_t(f.shard_numel);
+  if (n > s.params.capacity()) s.params.clear();  // a larger buffer: nothing to copy into it
+  s.params.resize(n);  // within the capacity and size: no new pages, nothing zeroed
+  s.exp_avg.clear(), s.exp_avg_sq.clear();  // zero moments (both backends' upload): no host zeros to copy
   init_unit_range(layout, f, seed, shard_offset, shard_offset + f.shard_numel, s.params.data());
+}
+
+UnitShardState initial_unit_state(const ParamLayout& layout, const FlatUnitLayout& f, std::int64_t shard_offset,
+                                  std::uint64_t seed) {
+  UnitShardState s;
+  fill_initial_unit_state(layout, f, shard_offset, seed, s);
   return s;
 }
 

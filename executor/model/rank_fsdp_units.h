@@ -41,11 +41,13 @@ RankUnits<FsdpUnitT<Device>> make_rank_units(const RuntimeProgram& rp, int rank,
 }
 
 // The shared initial states (initial_state.h, expert_shards.h: the same values on every backend) of the
-// rank's units, each loaded through `load` (the backend's hook that loads a checkpoint) with zero
-// moments; the copy of a tied table has the embedding unit's layout, so it starts with the same values.
+// rank's units, each loaded through `load` (the backend's hook that loads a checkpoint, done with the
+// state when it returns) with zero moments; the copy of a tied table has the embedding unit's layout, so
+// it starts with the same values. One host state serves every dense unit in turn.
 template <class Unit, class Load>
 void load_initial_states(const RuntimeProgram& rp, const ModelParallel& par, const RankUnits<Unit>& units,
                          std::uint64_t seed, Load load) {
+  UnitShardState dense;
   for (Unit* u : units.all()) {
     if (const ExpertShards* parts = u->expert_shards()) {
       UnitShardState s;
@@ -53,7 +55,8 @@ void load_initial_states(const RuntimeProgram& rp, const ModelParallel& par, con
       init_expert_shards(rank_layout(rp, par), u->flat(), *parts, seed, s.params.data());
       load(*u, s);
     } else {
-      load(*u, initial_unit_state(rp.tp_layouts[std::size_t(par.tp_rank)], u->flat(), u->shard_offset(), seed));
+      fill_initial_unit_state(rp.tp_layouts[std::size_t(par.tp_rank)], u->flat(), u->shard_offset(), seed, dense);
+      load(*u, dense);
     }
   }
 }

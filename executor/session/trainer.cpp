@@ -94,6 +94,7 @@ struct Trainer::Impl {
   std::int64_t step = 0;
   DataPosition position;
   int profiled_steps = 0;
+  double init_params_s = 0;  // the constructor's connect and init_params, wall time
   std::string failure;  // set once a step failed: the runtime is then unusable
 
   std::size_t local_index(const RankRuntime& r) const;  // the position of `r` in `ranks`
@@ -211,11 +212,15 @@ Trainer::Trainer(RuntimeProgram program, std::shared_ptr<DataSource> data, Train
   for (std::size_t i = 0; i < impl_->ranks.size(); ++i)
     impl_->pools.push_back(std::make_unique<cpu::KernelPool>(impl_->budget.threads_per_rank));
   const std::uint64_t seed = rp.settings.training.seed;
+  const auto start = std::chrono::steady_clock::now();
   impl_->on_ranks([seed](RankRuntime& r) {
     r.connect();
     r.init_params(seed);
   });
+  impl_->init_params_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+double Trainer::init_params_s() const { return impl_->init_params_s; }
 
 Trainer::~Trainer() = default;
 

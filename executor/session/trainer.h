@@ -81,6 +81,9 @@ class Trainer {
   std::vector<std::uint64_t> sum_over_processes(const std::vector<std::uint64_t>& words);
   bool hosts_rank0() const;  // this process runs global rank 0 (it leads checkpoint saves and loads)
   MemoryPeakBytes peak_memory() const;  // measured: the backends' own buffers
+  // Wall seconds the constructor's ranks took to connect and load their initial parameters (the seeded
+  // draw and its upload: model/initial_state.h), after the backends were built.
+  double init_params_s() const;
   // What the step program's memory effects say, applied in issue order on each rank.
   MemoryPeakBytes program_peak_memory() const;
   OpProfile profile() const;

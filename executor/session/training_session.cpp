@@ -61,6 +61,7 @@ TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, Sessi
       fingerprint_(plan_fingerprint(plan)),
       whole_state_(placement.whole_state),
       job_id_(placement.job_id) {
+  const auto start = std::chrono::steady_clock::now();
   if (!options_.save_init_adapters.empty() && !plan.lora)
     throw ConfigError(options_.plan_file + ": --save-init-adapters: the plan has no lora section (no adapters)");
   std::shared_ptr<DataSource> data =
@@ -90,6 +91,8 @@ TrainingSession::TrainingSession(const Plan& plan, RuntimeProgram program, Sessi
     save_full_weights(*trainer_, options_.save_init_weights, record_.start_step);
   if (!options_.save_init_adapters.empty())
     save_adapter_weights(*trainer_, options_.save_init_adapters, record_.start_step);
+  record_.init_params_s = trainer_->init_params_s();
+  record_.startup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 TrainingSession::~TrainingSession() = default;

@@ -56,6 +56,11 @@ struct RunRecord {
   std::string params_hash;  // of the full fp32 parameters (params_hash.h), hex; empty when not gathered (finish():
                             // above 2^28 parameters in one process, 2^24 over processes, without --save-weights)
   double elapsed_s = 0;
+  // Wall seconds before the first step (elapsed_s counts from it): the session's construction (data, backends, initial parameters,
+  // loaded weights or checkpoint, initial files written), and of it the ranks' initial parameters
+  // (Trainer::init_params_s; issue 29: 16 s of a llama3.2-1b run's start-up on a GPU).
+  double startup_s = 0;
+  double init_params_s = 0;
 };
 
 // The run's program: the plan checked for the runtime of `device` and lowered, once per run (the

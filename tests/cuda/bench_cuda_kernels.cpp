@@ -3,7 +3,8 @@
 // random (never zeros: .library/device/METHOD.md; a 2^20-value random block tiled), reported as ms and
 // achieved TFLOP/s or GB/s against the FLOP and minimum-byte counts written next to each case. Leaves out
 // L2 flushing between repeats (the buffers here are far larger than the 50 MB L2). Prints a markdown
-// table; exit 77 without a GPU.
+// table; exit 77 without a GPU. `--gemm-search`: only llama3.2-1b's qkv GEMMs (issue 29) under cuBLASLt's
+// heuristic and under FSDPX_GEMM_ALGO=search's choice (gemm_algo_choice.h; its line per shape on stderr).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -185,15 +186,55 @@ void bench_all() {
       30.0 * std::min(shard, n * c));
 }
 
+// llama3.2-1b's qkv GEMMs (C 2048, QKV 3072 = 32 + 2·8 heads of 64) at the 1B plan's N = 8192 tokens
+// (micro-batch 4 x 2048) and plan B's 16384, each pass under the heuristic's first algorithm and under the
+// search's; attn_out's forward (same K and N, M 2048, full speed in the profile) beside them.
+void bench_gemm_search() {
+  const std::int64_t c = 2048, qkv = 3072, n_max = 16384;
+  bf16* x = alloc_random<bf16>(n_max * c, -1, 1);
+  bf16* w = alloc_random<bf16>(qkv * c, -0.05f, 0.05f);
+  bf16* out = alloc_random<bf16>(n_max * qkv, -1, 1);
+  bf16* dx = alloc_random<bf16>(n_max * c, -1, 1);
+  float* dw = alloc_random<float>(qkv * c, -1, 1);
+  GemmContext heuristic(GemmAlgoMode::heuristic), search(GemmAlgoMode::search);
+  std::printf("| kernel | shape | ms | TFLOP/s | GB/s |\n|---|---|---|---|---|\n");
+  for (const std::int64_t n : {std::int64_t(8192), n_max}) {
+    const double flops = 2.0 * n * c * qkv, bytes16 = 2.0 * (n * c + c * qkv + n * qkv);
+    const double bytes_dw = 2.0 * (n * c + n * qkv) + 8.0 * c * qkv;  // fp32 dW read and written
+    for (GemmContext* ctx : {&heuristic, &search}) {
+      const std::string mode = ctx == &heuristic ? "heuristic" : "search";
+      const std::string shape = std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(qkv);
+      row(("gemm_qkv_fwd_" + mode).c_str(), shape,
+          median_ms([&] { matmul_forward(*ctx, out, GemmOut::operand, x, w, nullptr, n, c, qkv, false, nullptr); }),
+          flops, bytes16);
+      row(("gemm_qkv_dx_" + mode).c_str(), shape,
+          median_ms([&] { matmul_backward_dx(*ctx, dx, GemmOut::operand, out, w, n, c, qkv, false, nullptr); }),
+          flops, bytes16);
+      row(("gemm_qkv_dw_" + mode).c_str(), shape,
+          median_ms([&] { matmul_backward_dw(*ctx, dw, GemmOut::f32, out, x, n, c, qkv, true, nullptr); }), flops,
+          bytes_dw);
+    }
+  }
+  row("gemm_attn_out_fwd_heuristic", "8192x2048x2048",
+      median_ms([&] { matmul_forward(heuristic, dx, GemmOut::operand, x, w, nullptr, 8192, c, c, false, nullptr); }),
+      2.0 * 8192 * c * c, 2.0 * (2 * 8192 * c + c * c));
+}
+
 }  // namespace
 }  // namespace fsdpx::cuda
 
-int main() {
+int main(int argc, char** argv) {
+  const bool gemm_search = argc == 2 && std::string(argv[1]) == "--gemm-search";
+  if (argc > 2 || (argc == 2 && !gemm_search)) {
+    std::fprintf(stderr, "usage: bench_cuda_kernels [--gemm-search]\n");
+    return 2;
+  }
   if (fsdpx::cuda::device_count() == 0) {
     std::printf("SKIPPED: %s\n", fsdpx::cuda::cuda_unavailable_reason().c_str());
     return 77;
   }
   std::printf("device: %s\n\n", fsdpx::cuda::describe(fsdpx::cuda::device_info(0)).c_str());
-  fsdpx::cuda::bench_all();
+  if (gemm_search) fsdpx::cuda::bench_gemm_search();
+  else fsdpx::cuda::bench_all();
   return 0;
 }

@@ -1,13 +1,16 @@
 // tests/executor/test_param_init.cpp — the parameter layout matches the plan's module names and the cost
 // model's parameter counts (an independent count, cost_models/params.cpp) for every shipped model
 // config; initialisation of any shard of any FSDP unit equals the same slice of a single-rank init;
-// init statistics follow GPT-2's N(0, 0.02) and 0.02/√(2L) rules.
+// init statistics follow GPT-2's N(0, 0.02) and 0.02/√(2L) rules; a range drawn at once (init_module_range,
+// tensor by tensor and row by row) equals init_value element by element, tensor-parallel slices included.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -83,6 +86,37 @@ TEST_CASE("init of any shard equals the slice of a single-rank init") {
         CHECK(std::memcmp(joined.data(), begin, std::size_t(u.numel) * sizeof(float)) == 0);
         for (std::int64_t i = u.numel; i < u.padded_numel; ++i) CHECK(joined[std::size_t(i)] == 0.0f);
       }
+  }
+}
+
+// Every element of [begin, end) of every module of `layout`, drawn as one range, against init_value.
+template <class Real>
+void check_ranges_against_init_value(const ParamLayout& layout, std::int64_t begin_cut, std::int64_t end_cut) {
+  for (int m = 0; m < layout.num_modules(); ++m) {
+    const std::int64_t n = layout.modules[std::size_t(m)].numel;
+    const std::int64_t begin = std::min(begin_cut, n), end = std::max(begin, n - end_cut);
+    std::vector<Real> got(std::size_t(end - begin));
+    init_module_range(layout, 31, m, begin, end, got.data());
+    for (std::int64_t e = begin; e < end; ++e)
+      if (got[std::size_t(e - begin)] != static_cast<Real>(init_value(layout, 31, m, e)))
+        FAIL("module ", layout.modules[std::size_t(m)].name, " element ", e, " differs from init_value");
+  }
+}
+
+TEST_CASE("a range drawn at once equals init_value element by element (tensor-parallel slices too)") {
+  for (ModelSpec spec : {test::tiny_llama(), test::tiny_gpt()}) {
+    spec.vocab = 16;  // divisible by tp
+    for (int tp : {1, 2}) {
+      CAPTURE(tp);
+      for (int r = 0; r < tp; ++r) {
+        const ParamLayout layout = make_param_layout(spec, TpSlice{tp, r});
+        // whole modules, and ranges that start and end inside a row (a column slice's row is 1/tp wide)
+        for (const auto& [b, e] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 5}, {37, 1}}) {
+          check_ranges_against_init_value<float>(layout, b, e);
+          check_ranges_against_init_value<double>(layout, b, e);
+        }
+      }
+    }
   }
 }
 

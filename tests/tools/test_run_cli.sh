@@ -5,7 +5,7 @@
 # last unit) on 1 rank with the uninterrupted run's losses; truncated and corrupted shards are
 # reported and the previous good checkpoint is used; a missing checkpoint, --backend cuda with a CPU
 # plan and --backend cuda without a GPU fail with a message; calibrating on a profile brings the
-# simulated step time within 30% of the measured one.
+# simulated step time within 30% of the measured one; the JSON's start-up seconds are ordered.
 set -u
 FSDPX="$1"
 source "$(dirname "$0")/cli_check.sh"
@@ -21,6 +21,9 @@ run() { "$FSDPX" run --plan "$tmp/p4.json" --format json "$@"; }
 
 run --steps 6 --checkpoint-dir "$tmp/full" --checkpoint-every 3 >"$tmp/full.json"
 check "uninterrupted 6 steps" $?
+# The host time before the first step, and the initial parameters' part of it (issue 29).
+check "start-up seconds: 0 < init_params_s <= startup_s" \
+  $([ "$(jq_py "$tmp/full.json" '0 < j["init_params_s"] <= j["startup_s"]')" = True ]; echo $?)
 run --steps 3 --checkpoint-dir "$tmp/split" >"$tmp/a.json"
 check "3 steps then exit" $?
 run --steps 6 --checkpoint-dir "$tmp/split" --resume >"$tmp/b.json"

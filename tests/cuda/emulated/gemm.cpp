@@ -3,7 +3,8 @@
 // fp32 accumulation and one rounding to C's type, runs on the stream as the CPU reference GEMM
 // (cpu::gemm_serial) of its row-major transpose, Cᵀ = op(B)ᵀ·op(A)ᵀ; the three linear-layer wrappers
 // (executor/cuda/gemm.h, shared with the cuBLASLt build) map onto it, so the CPU model's calls come out identical.
-// Leaves out the heuristic, the workspace's use and alignment limits (gpu_check.sh tests those on a GPU).
+// Leaves out the heuristic and its search (the mode is kept, unused), the workspace's use and alignment limits
+// (gpu_check.sh tests those on a GPU).
 #include "executor/cuda/gemm.h"
 
 #include <fmt/format.h>
@@ -19,7 +20,7 @@
 
 namespace fsdpx::cuda {
 
-GemmContext::GemmContext() { CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes)); }
+GemmContext::GemmContext(GemmAlgoMode mode) : algo_mode_(mode) { CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes)); }
 GemmContext::~GemmContext() {
   if (workspace_) CUDA_CHECK(cudaFree(workspace_));
 }
