@@ -38,8 +38,7 @@ struct CudaModelPolicy : CudaBlockPolicy<T> {
   using Ctx = typename CudaBlockPolicy<T>::Ctx;
   using Ends = EndsBuffers<T, float, CudaBlockScratch<T>, float*, CudaEndsBatch>;
   using Stream = cudaStream_t;
-  template <class X>
-  using Buffer = DeviceBuffer<X>;
+  using Buffers = CudaBlockBuffers<T>;  // device buffers (cuda_block.h)
   using GradOps = DeviceGradOps;
 
   // The block module (cuda_block.h) and the replicated-gradient ops' context, on the context's stream.

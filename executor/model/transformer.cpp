@@ -44,7 +44,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
   this->allocate_host_block_parts();
-  scratch_.allocate(dims_, par_);
+  scratch_.allocate(dims_, par_.tp);
   if (par_.sp()) emb_.assign(n * c, 0);
   lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
   logits_.assign(n * static_cast<std::size_t>(this->v_local_), 0);
@@ -72,7 +72,6 @@ typename CpuModelPolicy<Real>::Ends Transformer<Real>::ends(int m, GradPass pass
   if (m == ParamLayout::embedding_index() && pass == GradPass::input && embedding_dout_.empty())
     embedding_dout_.assign(dres_.size(), Real(0));
   typename CpuModelPolicy<Real>::Ends e = this->ends_buffers();
-  e.embedding_dout = embedding_dout_.empty() ? nullptr : embedding_dout_.data();
   e.batch = CpuEndsBatch<Real>{tokens_.data(), targets_.data(), shard_positions_.data(), &moe_aux_, &loss_};
   return e;
 }
@@ -109,6 +108,13 @@ BlockWeightInputs<Real>* Transformer<Real>::weight_inputs(std::int64_t block, Gr
   if (kept_.size() <= i) kept_.resize(i + 1), kept_acts_.resize(i + 1);
   if (pass == GradPass::input && kept_[i].d_out.empty()) kept_[i].allocate(dims_);
   return &kept_[i];
+}
+
+// The token ids and targets (int32 each), counted with the embedding.
+template <class Real>
+std::int64_t Transformer<Real>::own_saved_bytes(int m) const {
+  if (m != ParamLayout::embedding_index()) return 0;
+  return std::int64_t((tokens_.size() + targets_.size()) * sizeof(std::int32_t));
 }
 
 template <class Real>
