@@ -73,8 +73,7 @@ std::vector<std::int64_t> context_rows(std::int64_t batch, std::int64_t seq, int
 template <class T>
 CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
                           GemmContext& gemm)
-    : Base("CudaModel", spec, batch, seq, opts.parallel, opts.recompute, opts.lora),
-      opts_(std::move(opts)),
+    : Base("CudaModel", spec, batch, seq, std::move(opts)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == this->layout().num_modules(),

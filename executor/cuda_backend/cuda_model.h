@@ -39,9 +39,6 @@
 
 namespace fsdpx::cuda {
 
-// The device model's options (executor/model/model_options.h) over its device collectives; fp8 is refused.
-using CudaModelOptions = ModelOptionsT<CudaModelComm>;
-
 // The device's model over the shared driver (executor/model/model_driver.h): its device buffers (only
 // for the modules it runs), RoPE tables, batch staging, loss slot and the split backward's keeps;
 // ModelDriver runs the modules (forward_module, backward_module, backward_input_module,
@@ -74,7 +71,7 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   std::int64_t working_bytes() const;
 
  private:
-  using Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
+  using Base::opts_, Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
   using Base::recompute_acts_, Base::recompute_out_, Base::scratch_, Base::emb_, Base::lnf_, Base::lnf_mean_;
   using Base::lnf_rstd_, Base::logits_, Base::ce_stats_, Base::dres_, Base::dlnf_, Base::replicated_;
   using Base::moe_aux_, Base::lora_params_, Base::lora_grads_, Base::kept_, Base::lnf_keep_;
@@ -89,7 +86,6 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   bool runs(int module) const;
   void allocate_activations();
 
-  CudaModelOptions opts_;
   GemmContext* gemm_;
   DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] (llama; MLA: rope/2) at the rank's positions; empty for gpt
   DeviceBuffer<std::int64_t> q_pos_, cp_rows_;  // cp > 1: the rank's positions [T]; context_rows [cp·N]

@@ -21,28 +21,29 @@
 
 namespace fsdpx {
 
+// A block buffer of the policy's activations (E) and of its statistics (S).
+template <class B>
+using ActBuf = typename B::template Buffer<typename B::E>;
+template <class B>
+using StatBuf = typename B::template Buffer<typename B::S>;
+
 // Under sequence parallelism the norm outputs ln1, ln2 hold all N tokens (gathered for the GEMMs);
 // statistics and x_mid hold the rank's N_local tokens.
 template <class B>
 struct BlockActsT {
-  template <class X>
-  using Buf = typename B::template Buffer<X>;
-  using E = typename B::E;
-  using S = typename B::S;
-
-  Buf<E> ln1;                 // [N, C] attn_norm output (qkv input)
-  Buf<S> ln1_mean, ln1_rstd;  // [N_local] (mean: LayerNorm only, else empty), [N_local]
-  Buf<E> qkv;                 // [N, QKV] after RoPE
-  Buf<S> att;                 // [attention_keep_elems] the attention core's keep (probabilities or lse)
-  Buf<E> atty;                // [N, Q] attention output (attn_out input)
-  Buf<E> x_mid;               // [N_local, C] residual stream after attention
-  Buf<E> ln2;                 // [N, C] mlp_norm output (mlp_up input)
-  Buf<S> ln2_mean, ln2_rstd;  // [N_local] (LayerNorm only), [N_local]
-  Buf<E> fc;                  // [N, FU] mlp_up output (pre-activation)
-  Buf<E> fc_act;              // [N, F] activation output (mlp_down input)
-  typename B::Lora lora_u;    // LoRA: u = x Aᵀ per adapted projection (lora.h, cuda_lora.h)
-  typename B::MoeActs moe;    // an MoE block's MLP (allocated by its model)
-  typename B::MlaActs mla;    // latent attention's chains (allocated by its model)
+  ActBuf<B> ln1;                  // [N, C] attn_norm output (qkv input)
+  StatBuf<B> ln1_mean, ln1_rstd;  // [N_local] (mean: LayerNorm only, else empty), [N_local]
+  ActBuf<B> qkv;                  // [N, QKV] after RoPE
+  StatBuf<B> att;                 // [attention_keep_elems] the attention core's keep (probabilities or lse)
+  ActBuf<B> atty;                 // [N, Q] attention output (attn_out input)
+  ActBuf<B> x_mid;                // [N_local, C] residual stream after attention
+  ActBuf<B> ln2;                  // [N, C] mlp_norm output (mlp_up input)
+  StatBuf<B> ln2_mean, ln2_rstd;  // [N_local] (LayerNorm only), [N_local]
+  ActBuf<B> fc;                   // [N, FU] mlp_up output (pre-activation)
+  ActBuf<B> fc_act;               // [N, F] activation output (mlp_down input)
+  typename B::Lora lora_u;        // LoRA: u = x Aᵀ per adapted projection (lora.h, cuda_lora.h)
+  typename B::MoeActs moe;        // an MoE block's MLP (allocated by its model)
+  typename B::MlaActs mla;        // latent attention's chains (allocated by its model)
 
   // lora_u_elems: the device's [adapters, N, r] (0: none, or the CPU's, sized by its first forward).
   void allocate(const BlockDims& d, std::int64_t lora_u_elems = 0) {
@@ -71,18 +72,13 @@ struct BlockActsT {
 // kv_gathered [cp, N, KVW] and kv_full, dkv_full [B, T_kv, KVW] (KVW = 2·KV_local). Empty unless needed.
 template <class B>
 struct BlockScratchT {
-  template <class X>
-  using Buf = typename B::template Buffer<X>;
-  using E = typename B::E;
-  using S = typename B::S;
-
-  Buf<E> dln, datty, dqkv, dfc, dfc_act;  // [N, C], [N, Q], [N, QKV], [N, FU], [N, F]
-  Buf<S> attn;     // [attention_scratch_elems] the attention backward's (the flash kernel's delta)
-  Buf<S> norm;     // [norm_scratch_elems] the norms' chunked dweight/dbias partial sums
-  Buf<S> bias;     // [bias_scratch_elems] the biases' chunked sums (blocks with biases)
-  Buf<E> lora_du;  // [N, r] an adapter's du (the device's LoRA)
-  Buf<E> wide, qkv_part, qkv_all;
-  Buf<E> kv_local, kv_gathered, kv_full, dkv_full;
+  ActBuf<B> dln, datty, dqkv, dfc, dfc_act;  // [N, C], [N, Q], [N, QKV], [N, FU], [N, F]
+  StatBuf<B> attn;     // [attention_scratch_elems] the attention backward's (the flash kernel's delta)
+  StatBuf<B> norm;     // [norm_scratch_elems] the norms' chunked dweight/dbias partial sums
+  StatBuf<B> bias;     // [bias_scratch_elems] the biases' chunked sums (blocks with biases)
+  ActBuf<B> lora_du;   // [N, r] an adapter's du (the device's LoRA)
+  ActBuf<B> wide, qkv_part, qkv_all;
+  ActBuf<B> kv_local, kv_gathered, kv_full, dkv_full;
   typename B::MoeScratch moe;  // MoE blocks (allocated by the model)
   typename B::MlaScratch mla;  // latent attention (allocated by the model)
 
@@ -115,15 +111,10 @@ struct BlockScratchT {
 // without dinp) or, when the norm kernels compute their weight gradients with dinp, those in fp32.
 template <class B>
 struct BlockWeightInputsT {
-  template <class X>
-  using Buf = typename B::template Buffer<X>;
-  using E = typename B::E;
-  using S = typename B::S;
-
-  Buf<E> d_out, d_mid;  // [N, C]
-  Buf<E> dfc, dqkv;     // [N, FU], [N, QKV]
-  Buf<E> dln2, dln1;    // [N, C] the MLP norm's and the attention norm's output gradients (!kKeepsNormGrads)
-  Buf<S> norm;          // [4·C] [attn_norm w, b, mlp_norm w, b] gradients (kKeepsNormGrads)
+  ActBuf<B> d_out, d_mid;  // [N, C]
+  ActBuf<B> dfc, dqkv;     // [N, FU], [N, QKV]
+  ActBuf<B> dln2, dln1;    // [N, C] the MLP norm's and the attention norm's output gradients (!kKeepsNormGrads)
+  StatBuf<B> norm;         // [4·C] [attn_norm w, b, mlp_norm w, b] gradients (kKeepsNormGrads)
 
   void allocate(const BlockDims& d) {
     const std::int64_t n = d.n;

@@ -35,7 +35,8 @@
 //                           backend's (hook ends)                                       -> here + hook
 //   pipeline input/output   identical buffers; the CPU copies a host message in (set_input,
 //                           set_output_grad), CUDA hands the buffer to its receive      -> here + CPU copies
-//   constructor             identical sizes, vocabulary slice, positions, checks        -> here;
+//   constructor             identical sizes, vocabulary slice, positions, checks, and the
+//                           options (model_options.h, Dev::Options)                     -> here;
 //                           allocation is device-specific (CUDA allocates only the modules it runs,
 //                           uploads RoPE tables and cp row maps)                        -> backends
 //   set_batch               identical token picking under cp (rank_tokens) and start (start_batch);
@@ -49,9 +50,9 @@
 // Ends ends(int module, GradPass) (starting from ends_buffers()); Acts& backward_acts(block, GradPass);
 // void keep_recomputed(block); Kept* weight_inputs(block, GradPass) (null for GradPass::all);
 // std::int64_t own_saved_bytes(int module) const (what its own buffers keep for the module).
-// Dev adds to its block and ends policies: Stream, Buffers (block_buffers.h: Buffer<X>, bytes), GradOps
-// (replicated_grads.h), block_params, block_forward, block_backward (with the pass and the kept inputs)
-// and grad_ops(ctx).
+// Dev adds to its block and ends policies: Stream, Options (model_options.h), Buffers (block_buffers.h:
+// Buffer<X>, bytes), GradOps (replicated_grads.h), block_params, block_forward, block_backward (with
+// the pass and the kept inputs) and grad_ops(ctx).
 #pragma once
 
 #include <cstdint>
@@ -86,6 +87,7 @@ class ModelDriver {
   using E = typename Dev::Elem;  // parameters and activations
   using G = typename Dev::Grad;  // parameter gradients, statistics and the loss's scale
   using Stream = typename Dev::Stream;
+  using Options = typename Dev::Options;  // ModelOptionsT over the backend's model communicator
   using Params = std::span<const E* const>;  // per module: its buffer or null
   using Grads = std::span<G* const>;         // per module: its gradient buffer (+=) or null
 
@@ -221,15 +223,14 @@ class ModelDriver {
   template <class X>
   using Buffer = typename Bufs::template Buffer<X>;
 
-  // who: the model's name in check messages. The rank's sizes, vocabulary slice and positions; the
-  // backend allocates the buffers.
-  ModelDriver(std::string who, const ModelSpec& spec, std::int64_t batch, std::int64_t seq, const ModelParallel& par,
-              std::vector<RecomputeMode> recompute, const LoraLayout* lora)
-      : spec_(spec), par_(par), lora_(lora),
-        drv_(std::move(who), make_param_layout(spec, TpSlice{par.tp, par.tp_rank}, EpSlice{par.ep, par.ep_rank}),
-             std::move(recompute)),
-        dims_(checked_dims(drv_.who(), spec, batch, seq, par)), seq_(seq), v_local_(spec.vocab / par.tp),
-        v_first_(par.tp_rank * v_local_), positions_(context_positions(seq, par.cp, par.cp_rank)) {}
+  // who: the model's name in check messages. The rank's sizes, vocabulary slice and positions from its
+  // options (opts.parallel); the backend allocates the buffers.
+  ModelDriver(std::string who, const ModelSpec& spec, std::int64_t batch, std::int64_t seq, Options opts)
+      : opts_(std::move(opts)), spec_(spec), par_(opts_.parallel), lora_(opts_.lora),
+        drv_(std::move(who), make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank}, EpSlice{par_.ep, par_.ep_rank}),
+             opts_.recompute),
+        dims_(checked_dims(drv_.who(), spec, batch, seq, par_)), seq_(seq), v_local_(spec.vocab / par_.tp),
+        v_first_(par_.tp_rank * v_local_), positions_(context_positions(seq, par_.cp, par_.cp_rank)) {}
 
   // The MoE blocks' routing and rows (the CPU's on the host; CUDA's rows on the device: cuda_moe_buffers.h)
   // and the latent attention's chains (the CPU's host vectors: mla_dims.h; CUDA's device buffers:
@@ -276,8 +277,9 @@ class ModelDriver {
     return e;
   }
 
+  Options opts_;
   ModelSpec spec_;
-  ModelParallel par_;
+  ModelParallel par_;                        // opts_.parallel
   const LoraLayout* lora_ = nullptr;         // LoRA: a frozen base, adapters in lora_params_
   ModuleDriver<E, G> drv_;                   // module order, protocol, pointer lookups
   BlockDims dims_;

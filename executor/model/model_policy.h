@@ -16,6 +16,7 @@
 #include "executor/cpu/embedding.h"
 #include "executor/model/block_policy.h"
 #include "executor/model/ends_sequence.h"
+#include "executor/model/model_options.h"
 #include "executor/model/moe_aux_loss.h"
 #include "executor/model/replicated_grads.h"
 #include "executor/model/vocab_parallel.h"
@@ -41,6 +42,9 @@ struct HostGradOps {
 
 struct HostStream {};  // the host runs each call to its end: no stream
 
+// The CPU model's options (model_options.h) over its host collectives.
+using ModelOptions = ModelOptionsT<ModelComm>;
+
 // What the CPU's end kernels read of a micro-batch and where the loss goes.
 template <class Real>
 struct CpuEndsBatch {
@@ -56,6 +60,7 @@ struct CpuModelPolicy : CpuBlockPolicy<Real> {
   using Ctx = typename CpuBlockPolicy<Real>::Ctx;
   using Ends = EndsBuffers<Real, Real, BlockScratch<Real>, std::vector<Real>*, CpuEndsBatch<Real>>;
   using Stream = HostStream;
+  using Options = ModelOptions;
   using Buffers = CpuBlockBuffers<Real>;  // host vectors (block.h)
   using GradOps = HostGradOps<Real>;
 

@@ -18,7 +18,7 @@ namespace fsdpx {
 
 template <class Real>
 Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts)
-    : Base("Transformer", spec, batch, seq, opts.parallel, opts.recompute, opts.lora), opts_(std::move(opts)) {
+    : Base("Transformer", spec, batch, seq, std::move(opts)) {
   FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");
   FSDP_CHECK(!opts_.fp8 || (par_.tp == 1 && !opts_.lora), "Transformer: fp8 runs with tp = 1 and without LoRA");
   FSDP_CHECK(!par_.any() || opts_.comm != nullptr, "Transformer: tensor or context parallelism needs a ModelComm");
