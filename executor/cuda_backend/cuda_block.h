@@ -22,6 +22,7 @@
 #include "executor/cuda_backend/cuda_moe_buffers.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_buffers.h"
+#include "executor/model/block_context.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/moe_dims.h"
@@ -69,27 +70,18 @@ using CudaBlockScratch = BlockScratchT<CudaBlockBuffers<T>>;
 template <class T>
 using CudaBlockWeightGrads = BlockWeightInputsT<CudaBlockBuffers<T>>;
 
+// The shared context (executor/model/block_context.h: the device collectives, cuda_lora.h's adapters;
+// with a profiler each kernel group is event-timed, synchronously) and the device's own.
 template <class T>
-struct CudaBlockContext {
-  const ModelSpec* spec = nullptr;
-  BlockDims dims;
+struct CudaBlockContext : BlockContextBase<CudaModelComm, CudaBlockScratch<T>, CudaLoraBlock<T>, float> {
   const float* rope_cos = nullptr;  // [T, HD/2] fp32 (latent attention: [T, qk_rope_head_dim/2]); both null
-  const float* rope_sin = nullptr;  // for gpt (no RoPE); both from spec->rope_theta; the norms use spec->norm_eps
+  const float* rope_sin = nullptr;  // for gpt (no RoPE); both from spec->rope_theta
   GemmContext* gemm = nullptr;
   cudaStream_t stream = nullptr;
-  OpProfiler* profiler = nullptr;  // null: no timing; else each kernel group is event-timed (synchronous)
-  int module = -1;                 // ParamLayout index reported with each kernel time
-  CudaLoraBlock<T> lora;              // the block's adapters (layout null: no LoRA)
-  // Tensor parallelism (tp > 1): qkv and mlp_up column-parallel, attn_out and mlp_down row-parallel,
-  // each half one region of executor/model/tp_region.h over the model's device collectives.
-  ModelParallel par;
-  CudaModelComm* comm = nullptr;
-  CudaBlockScratch<T>* scratch = nullptr;  // the forward's `wide` and `kv_*` buffers
   // cp > 1 (device int64): the rank's query positions [T] and, per row of kv_gathered, its row in kv_full.
   const std::int64_t* q_pos = nullptr;
   const std::int64_t* cp_rows = nullptr;
   bool tensor_core_attention = false;  // CudaModelOptions::tensor_core_attention
-  MoeAuxGrad<float> moe_aux = {};      // MoE blocks: the load-balancing loss's gradient (moe_aux_loss.h)
 };
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32

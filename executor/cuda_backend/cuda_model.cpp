@@ -152,12 +152,9 @@ CudaBlockWeightGrads<T>* CudaModelT<T>::weight_inputs(std::int64_t block, GradPa
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
-  CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, this->template lora_block<CudaLoraBlock<T>>(module),
-                        opts_.parallel,  opts_.comm,     &scratch_, q_pos_.get(), cp_rows_.get(),
-                        opts_.tensor_core_attention};
-  c.moe_aux = moe_aux_.grad();
-  return c;
+  return CudaBlockContext<T>{this->template context_base<CudaLoraBlock<T>>(module), rope_cos_.get(),
+                             rope_sin_.get(), gemm_, stream, q_pos_.get(), cp_rows_.get(),
+                             opts_.tensor_core_attention};
 }
 
 // The ends' buffers and batch (executor/model/ends_sequence.h).

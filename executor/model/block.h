@@ -16,6 +16,7 @@
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
 #include "executor/model/block_buffers.h"
+#include "executor/model/block_context.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/fp8_linear.h"
@@ -77,25 +78,14 @@ using BlockScratch = BlockScratchT<CpuBlockBuffers<Real>>;
 template <class Real>
 using BlockWeightInputs = BlockWeightInputsT<CpuBlockBuffers<Real>>;
 
+// The shared context (block_context.h: host collectives, LoRA's lora.h) and the CPU's own.
 template <class Real>
-struct BlockContext {
-  const ModelSpec* spec = nullptr;
-  BlockDims dims;
+struct BlockContext : BlockContextBase<ModelComm, BlockScratch<Real>, LoraBlock<Real>, Real> {
   const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; rope_theta, rope_scaling; rows = rank's positions
-  OpProfiler* profiler = nullptr;
-  int module = 0;  // for the profiler
-  ModelParallel par;
-  ModelComm* comm = nullptr;  // null when tp = cp = 1
-  BlockScratch<Real>* scratch = nullptr;  // forward uses `wide` and the qkv buffers
   const std::vector<std::int64_t>* group_columns = nullptr;  // kv_heads < tp: query_group_columns
   const std::vector<std::int64_t>* cp_positions = nullptr;   // cp > 1: [cp, T] every cp rank's positions
-  // LoRA (lora.h; tp = 1, GradPass::all): the base weights are frozen, so backward computes no weight
-  // gradients for them (g is all null) and the adapters' gradients instead.
-  LoraBlock<Real> lora;
   // fp8 training (fp8_linear.h): the four projections' GEMMs round their operands; null: fp32 throughout.
   Fp8Workspace<Real>* fp8 = nullptr;
-  // MoE blocks: the load-balancing loss's gradient reaching the router (moe_aux_loss.h).
-  MoeAuxGrad<Real> moe_aux = {};
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

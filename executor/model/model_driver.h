@@ -67,6 +67,7 @@
 #include "core/errors.h"
 #include "core/model_spec.h"
 #include "core/plan_settings.h"
+#include "executor/model/block_context.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"
 #include "executor/model/context_positions.h"
@@ -255,6 +256,13 @@ class ModelDriver {
     for (std::int64_t b = 0; b < dims_.b; ++b)
       for (std::int64_t p : positions_) mine.push_back(whole[b * seq_ + p]);
     return mine;
+  }
+  // The block context's fields every backend fills alike (block_context.h; L: the backend's
+  // LoraBlock); the backend's context adds its own.
+  template <class L>
+  BlockContextBase<std::remove_pointer_t<decltype(Options::comm)>, typename Dev::Scratch, L, G> context_base(
+      int module) {
+    return {&spec_, dims_, opts_.profiler, module, par_, opts_.comm, &scratch_, lora_block<L>(module), moe_aux_.grad()};
   }
   // Block module m's adapters (L: the backend's LoraBlock; empty without LoRA and for the ends).
   template <class L>

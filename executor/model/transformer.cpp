@@ -55,13 +55,9 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
 
 template <class Real>
 BlockContext<Real> Transformer<Real>::context(HostStream, int module) {
-  BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
-                         opts_.profiler, module, par_,
-                         opts_.comm, &scratch_, &group_columns_, &cp_positions_,
-                         this->template lora_block<LoraBlock<Real>>(module), nullptr};
-  if (module < 1 || module > spec_.layers) return ctx;  // the ends: no adapters, fp32 GEMMs
-  if (opts_.fp8) ctx.fp8 = &fp8_;
-  ctx.moe_aux = moe_aux_.grad();
+  BlockContext<Real> ctx{this->template context_base<LoraBlock<Real>>(module),
+                         spec_.arch == Arch::llama ? &rope_ : nullptr, &group_columns_, &cp_positions_, nullptr};
+  if (opts_.fp8 && module >= 1 && module <= spec_.layers) ctx.fp8 = &fp8_;  // the ends' GEMMs stay fp32
   return ctx;
 }
 
