@@ -28,10 +28,8 @@ CpuRankBackend::CpuRankBackend(const RuntimeProgram& rp, std::unique_ptr<Communi
     mem_.alloc(MemCategory::grads, double(n) * 4);
     mem_.alloc(MemCategory::optimizer, double(n) * 8);
   }
-  const ParamLayout& local = rank_layout(rp, par_);
   const HostUnitDevice host{rp.settings.precision.param == DType::fp16};
   units_ = make_rank_units(rp, world_->rank(), role_, par_, DType::fp32, &mem_, host);  // fp32 reductions here
-  segment_bytes_ = cpu_segment_buffer_bytes(rp, local, par_);
   message_.resize(std::size_t(pipeline_message_numel(rp, par_)));
 }
 

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "executor/comm/communicator.h"
-#include "executor/model/buffer_bytes.h"
 #include "executor/model/fsdp_unit.h"
 #include "executor/model/op_profiler.h"
 #include "executor/cpu_backend/host_unit_device.h"
@@ -90,11 +89,8 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
   void note_non_finite(int unit) {
     if (first_non_finite_unit_ < 0) first_non_finite_unit_ = unit;
   }
-  // The model half (model_skeleton.h): host passes, the bytes the model's buffers hold per segment.
+  // The model half (model_skeleton.h): host passes.
   MicroBatchPool<Model>& models() override { return models_; }
-  SegmentBufferBytes segment_bytes(const Model&, int segment) const override {
-    return segment_bytes_[std::size_t(segment)];
-  }
   HostStream pass_stream() const override { return {}; }
   void keep_loss(Model& model) override { losses_.push_back(double(model.loss())); }
   const float* adapter_params() override { return adapters_.params.data(); }
@@ -107,7 +103,6 @@ class CpuRankBackend final : public ModelSkeleton<FsdpUnit, Communicator, Transf
   AdapterState adapters_;
   std::vector<float> adapter_grads_;
   MicroBatchModels models_;
-  std::vector<SegmentBufferBytes> segment_bytes_;  // the model's buffers per segment of the program
   std::vector<float> message_;                     // [micro_batch·seq, hidden] a received tensor
   std::vector<double> losses_;         // per micro-batch since take_losses
   int first_non_finite_unit_ = -1;     // since zero_grad_shards

@@ -42,9 +42,9 @@ void attention_forward(const CudaBlockContext<T>& ctx, CudaBlockActs<T>& a) {
   if (d.context_parallel()) gather_context_kv(ctx, a.qkv.get(), *ctx.scratch);
   const CudaScopedOp t(ctx.profiler, "attn_core", ctx.module, ctx.stream);
   if (!d.context_parallel() && ctx.tensor_core_attention)
-    return tc_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, ctx.stream);
-  if (!d.context_parallel()) return flash_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), d.attn, ctx.stream);
-  context_attention_forward(a.atty.get(), a.lse.get(), a.qkv.get(), ctx.scratch->kv_full.get(), context_dims(ctx),
+    return tc_attention_forward(a.atty.get(), a.att.get(), a.qkv.get(), d.attn, ctx.stream);
+  if (!d.context_parallel()) return flash_attention_forward(a.atty.get(), a.att.get(), a.qkv.get(), d.attn, ctx.stream);
+  context_attention_forward(a.atty.get(), a.att.get(), a.qkv.get(), ctx.scratch->kv_full.get(), context_dims(ctx),
                             ctx.stream);
 }
 
@@ -58,14 +58,14 @@ void attention_backward(const CudaBlockContext<T>& ctx, const CudaBlockActs<T>& 
     const CudaScopedOp t(ctx.profiler, "attn_core_bwd", ctx.module, ctx.stream);
     CUDA_CHECK(cudaMemsetAsync(dqkv, 0, std::size_t(d.n * d.qkv) * sizeof(T), ctx.stream));
     if (!d.context_parallel() && ctx.tensor_core_attention)
-      return tc_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(), d.attn,
+      return tc_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.att.get(), d.attn,
                                    ctx.stream);
     if (!d.context_parallel())
-      return flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.lse.get(),
+      return flash_attention_backward(dqkv, sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(), a.att.get(),
                                       d.attn, ctx.stream);
     zero_async(sc.dkv_full, ctx.stream);
     context_attention_backward(dqkv, sc.dkv_full.get(), sc.attn.get(), sc.datty.get(), a.atty.get(), a.qkv.get(),
-                               sc.kv_full.get(), a.lse.get(), context_dims(ctx), ctx.stream);
+                               sc.kv_full.get(), a.att.get(), context_dims(ctx), ctx.stream);
   }
   const std::int64_t kvw = d.kv_width(), q = d.attn.nh * d.attn.hd;
   gather_rows(sc.kv_gathered.get(), sc.dkv_full.get(), ctx.cp_rows, ctx.par.cp * d.n, kvw, ctx.stream);

@@ -131,9 +131,9 @@ void cuda_mla_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T
   const AttnShape shape{d.b, d.t, d.heads, d.heads, r.dp};
   { const auto t = timed(ctx, "attn_core");
     if (ctx.tensor_core_attention && tc_attention_supports(shape))
-      tc_attention_forward(a.out.get(), acts.lse.get(), a.qkv.get(), shape, st);
+      tc_attention_forward(a.out.get(), acts.att.get(), a.qkv.get(), shape, st);
     else
-      flash_attention_forward(a.out.get(), acts.lse.get(), a.qkv.get(), shape, st); }
+      flash_attention_forward(a.out.get(), acts.att.get(), a.qkv.get(), shape, st); }
   copy_columns(acts.atty.get(), d.v, a.out.get(), r.dp, d.n * d.heads, d.v, false, st);  // each head's v columns
 }
 
@@ -151,10 +151,10 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
     zero(s.dout, st), zero(s.dqkv, st);  // the padding columns' gradient is 0; the kernels add into dqkv
     copy_columns(s.dout.get(), r.dp, sc.datty.get(), d.v, d.n * d.heads, d.v, false, st);
     if (ctx.tensor_core_attention && tc_attention_supports(shape))
-      tc_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.lse.get(),
+      tc_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.att.get(),
                             shape, st);
     else
-      flash_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.lse.get(),
+      flash_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.att.get(),
                                shape, st); }
   { const auto t = timed(ctx, "rope_bwd");  // into the chains' output gradients: dq, dkvb, kv_a's rope columns
     mla_split_dqkv(s.q.get(), s.kvb.get(), s.kva.get() + d.kv_rank, d.kv_a_width(), s.dqkv.get(), ctx.rope_cos,

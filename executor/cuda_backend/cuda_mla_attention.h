@@ -13,7 +13,7 @@
 
 namespace fsdpx::cuda {
 
-// a.atty [N, H·v] (T, written) from a.ln1; fills a.mla and a.lse.
+// a.atty [N, H·v] (T, written) from a.ln1; fills a.mla and a.att (the lse).
 template <class T>
 void cuda_mla_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, CudaBlockActs<T>& a);
 

@@ -73,8 +73,7 @@ std::vector<std::int64_t> context_rows(std::int64_t batch, std::int64_t seq, int
 template <class T>
 CudaModelT<T>::CudaModelT(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, CudaModelOptions opts,
                           GemmContext& gemm)
-    : Base("CudaModel", spec, batch, seq, opts.parallel, opts.recompute, opts.lora),
-      opts_(std::move(opts)),
+    : Base("CudaModel", spec, batch, seq, std::move(opts)),
       gemm_(&gemm),
       batch_(checked_tokens(spec, batch, seq, opts_.parallel.cp), spec.vocab) {
   FSDP_CHECK(opts_.modules.empty() || std::int64_t(opts_.modules.size()) == this->layout().num_modules(),
@@ -103,19 +102,19 @@ void CudaModelT<T>::allocate_activations() {
   for (int k = 0; k <= int(layers); ++k)
     if (runs(k) || runs(k + 1)) resid_[std::size_t(k)] = DeviceBuffer<T>(nc);
   acts_.resize(std::size_t(layers));
-  if (split) keep_.resize(std::size_t(layers));
+  if (split) kept_.resize(std::size_t(layers));
   bool any_recompute = false, any_block = false;
   for (std::int64_t i = 0; i < layers; ++i) {
     if (!runs(int(i) + 1)) continue;
     any_block = true;
     if (drv_.recomputes(i)) any_recompute = true;
     if (!drv_.recomputes(i) || split) acts_[std::size_t(i)].allocate(dims_, lora_u);
-    if (split) keep_[std::size_t(i)].allocate(dims_);
+    if (split) kept_[std::size_t(i)].allocate(dims_);
   }
   if (any_recompute) recompute_acts_.allocate(dims_, lora_u), recompute_out_ = DeviceBuffer<T>(nc);
   if (any_block) this->allocate_host_block_parts();
   if (any_block || runs(fn))
-    scratch_.allocate(dims_, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
+    scratch_.allocate(dims_, opts_.parallel.tp, spec_.bias != LinearBias::none, opts_.lora ? opts_.lora->rank : 0);
   if (runs(fn) || runs(head)) {
     lnf_ = DeviceBuffer<T>(n * dims_.c), dlnf_ = DeviceBuffer<T>(n * dims_.c);
     lnf_mean_ = DeviceBuffer<float>(dims_.layernorm ? n : 0), lnf_rstd_ = DeviceBuffer<float>(n);
@@ -147,18 +146,15 @@ template <class T>
 CudaBlockWeightGrads<T>* CudaModelT<T>::weight_inputs(std::int64_t block, GradPass pass) {
   FSDP_CHECK(pass == GradPass::all || opts_.split_backward,
              "CudaModel: an input pass needs CudaModelOptions::split_backward");
-  return pass == GradPass::all ? nullptr : &keep_[std::size_t(block)];
+  return pass == GradPass::all ? nullptr : &kept_[std::size_t(block)];
 }
 
 // A block's context carries its part of the adapters (modules 1..L are blocks 0..L-1).
 template <class T>
 CudaBlockContext<T> CudaModelT<T>::context(cudaStream_t stream, int module) {
-  CudaBlockContext<T> c{&spec_,          dims_,  rope_cos_.get(), rope_sin_.get(), gemm_,
-                        stream,          opts_.profiler, module, this->template lora_block<CudaLoraBlock<T>>(module),
-                        opts_.parallel,  opts_.comm,     &scratch_, q_pos_.get(), cp_rows_.get(),
-                        opts_.tensor_core_attention};
-  c.moe_aux = moe_aux_.grad();
-  return c;
+  return CudaBlockContext<T>{this->template context_base<CudaLoraBlock<T>>(module), rope_cos_.get(),
+                             rope_sin_.get(), gemm_, stream, q_pos_.get(), cp_rows_.get(),
+                             opts_.tensor_core_attention};
 }
 
 // The ends' buffers and batch (executor/model/ends_sequence.h).
@@ -188,23 +184,8 @@ void CudaModelT<T>::set_loss_output(float* loss_device) { loss_out_ = loss_devic
 
 
 template <class T>
-std::int64_t CudaModelT<T>::saved_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < this->layout().num_modules(), fmt::format("CudaModel: no module {}", module));
-  if (module == ParamLayout::embedding_index()) return resid_[0].bytes();
-  if (module == this->layout().final_norm_index()) return lnf_.bytes() + lnf_mean_.bytes() + lnf_rstd_.bytes();
-  if (module == this->layout().head_index()) return logits_.bytes() + losses_.bytes() + ce_stats_.bytes();
-  const auto i = std::size_t(module - 1);
-  return resid_[i + 1].bytes() + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
-}
-
-template <class T>
-std::int64_t CudaModelT<T>::weight_pass_bytes(int module) const {
-  FSDP_CHECK(module >= 0 && module < this->layout().num_modules(), fmt::format("CudaModel: no module {}", module));
-  if (!opts_.split_backward) return 0;
-  if (module == this->layout().final_norm_index()) return lnf_keep_.bytes();
-  if (module == ParamLayout::embedding_index() || module == this->layout().head_index()) return 0;
-  const auto i = std::size_t(module - 1);  // a recomputing block keeps its re-materialised activations
-  return keep_[i].bytes() + (drv_.recomputes(std::int64_t(i)) ? acts_[i].bytes() : 0);
+std::int64_t CudaModelT<T>::own_saved_bytes(int m) const {
+  return m == this->layout().head_index() ? losses_.bytes() : 0;
 }
 
 template <class T>

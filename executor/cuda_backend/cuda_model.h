@@ -39,9 +39,6 @@
 
 namespace fsdpx::cuda {
 
-// The device model's options (executor/model/model_options.h) over its device collectives; fp8 is refused.
-using CudaModelOptions = ModelOptionsT<CudaModelComm>;
-
 // The device's model over the shared driver (executor/model/model_driver.h): its device buffers (only
 // for the modules it runs), RoPE tables, batch staging, loss slot and the split backward's keeps;
 // ModelDriver runs the modules (forward_module, backward_module, backward_input_module,
@@ -68,21 +65,16 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   // The head's forward writes the micro-batch's mean cross-entropy to *loss_device (fp32, device).
   void set_loss_output(float* loss_device);
 
-  // Device bytes kept from module m's forward to its backward: its output (embedding, blocks), a
-  // block's CudaBlockActs<T> unless it recomputes, the final norm's output and statistics, the head's
-  // logits and row losses. working_bytes: everything else the model owns (residual gradients, backward
-  // scratch, the shared recompute activations, batch arrays, RoPE tables); the GemmContext workspace and
-  // pinned host staging are not counted.
-  // weight_pass_bytes: what a split backward keeps from module m's input pass to its weight pass.
-  std::int64_t saved_bytes(int module) const;
-  std::int64_t weight_pass_bytes(int module) const;
+  // Device bytes the model owns besides what its modules keep (ModelDriver::saved_bytes and
+  // weight_pass_bytes): residual gradients, backward scratch, the shared recompute activations, batch
+  // arrays, RoPE tables; the GemmContext workspace and pinned host staging are not counted.
   std::int64_t working_bytes() const;
 
  private:
-  using Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
+  using Base::opts_, Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
   using Base::recompute_acts_, Base::recompute_out_, Base::scratch_, Base::emb_, Base::lnf_, Base::lnf_mean_;
   using Base::lnf_rstd_, Base::logits_, Base::ce_stats_, Base::dres_, Base::dlnf_, Base::replicated_;
-  using Base::moe_aux_, Base::lora_params_, Base::lora_grads_;
+  using Base::moe_aux_, Base::lora_params_, Base::lora_grads_, Base::kept_, Base::lnf_keep_;
 
   // ModelDriver's hooks (executor/model/model_driver.h).
   CudaBlockContext<T> context(cudaStream_t stream, int module);
@@ -90,16 +82,14 @@ class CudaModelT : public ModelDriver<CudaModelT<T>, CudaModelPolicy<T>> {
   CudaBlockActs<T>& backward_acts(std::int64_t block, GradPass pass);
   void keep_recomputed(std::int64_t) {}  // a split backward recomputes into the block's own activations
   CudaBlockWeightGrads<T>* weight_inputs(std::int64_t block, GradPass pass);
+  std::int64_t own_saved_bytes(int m) const;  // the head's row losses
   bool runs(int module) const;
   void allocate_activations();
 
-  CudaModelOptions opts_;
   GemmContext* gemm_;
   DeviceBuffer<float> rope_cos_, rope_sin_;  // [T, HD/2] (llama; MLA: rope/2) at the rank's positions; empty for gpt
   DeviceBuffer<std::int64_t> q_pos_, cp_rows_;  // cp > 1: the rank's positions [T]; context_rows [cp·N]
   BatchStaging batch_;                       // tokens, targets, embedding buckets on the device
-  std::vector<CudaBlockWeightGrads<T>> keep_;   // per block, split backward only
-  DeviceBuffer<float> lnf_keep_;             // [2·C] the final norm's gradients, split backward only
   DeviceBuffer<float> losses_;               // [N] per-token cross-entropy
   DeviceBuffer<float> loss_scratch_;         // [1] mean loss that the backward classifier call rewrites
   float* loss_out_ = nullptr;                // caller's fp32 device scalar

@@ -20,9 +20,13 @@
 #include "executor/cuda_backend/cuda_replicated_grads.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/ends_sequence.h"
+#include "executor/model/model_options.h"
 #include "executor/model/moe_aux_loss.h"
 
 namespace fsdpx::cuda {
+
+// The device model's options (executor/model/model_options.h) over its device collectives; fp8 is refused.
+using CudaModelOptions = ModelOptionsT<CudaModelComm>;
 
 // What the device's end kernels read of a micro-batch and where the loss goes.
 struct CudaEndsBatch {
@@ -38,8 +42,8 @@ struct CudaModelPolicy : CudaBlockPolicy<T> {
   using Ctx = typename CudaBlockPolicy<T>::Ctx;
   using Ends = EndsBuffers<T, float, CudaBlockScratch<T>, float*, CudaEndsBatch>;
   using Stream = cudaStream_t;
-  template <class X>
-  using Buffer = DeviceBuffer<X>;
+  using Options = CudaModelOptions;
+  using Buffers = CudaBlockBuffers<T>;  // device buffers (cuda_block.h)
   using GradOps = DeviceGradOps;
 
   // The block module (cuda_block.h) and the replicated-gradient ops' context, on the context's stream.

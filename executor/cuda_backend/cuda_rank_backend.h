@@ -104,7 +104,7 @@ class CudaRankBackendT final : public ModelSkeleton<CudaUnitT<T>, DeviceCommunic
   // The model half (model_skeleton.h): every pass on the current op's stream; the tracker counts a
   // model's scratch when the pool makes it (make_model), so a segment's backward works in no more.
   MicroBatchPool<Model>& models() override { return models_; }
-  SegmentBufferBytes segment_bytes(const Model& model, int segment) const override;
+  bool counts_working_per_pass() const override { return false; }
   cudaStream_t pass_stream() const override { return current_; }
   void enter_forward(Model& model, const Segment& seg, int mb, bool head) override;
   void enter_backward(Model& model, const Segment& seg, int mb) override;

@@ -1,7 +1,7 @@
 // executor/cuda_backend/cuda_rank_backend_model.cpp — the device half of the CUDA rank backend's model
 // ops (see cuda_rank_backend.h; the passes themselves are model_skeleton.h's): per micro-batch in flight a
-// CudaModel from the pool, what starts a pass (a received message delivered, the loss's slot), a
-// segment's bytes, the pipeline's sends and receives of 16-bit (T) activations and activation gradients
+// CudaModel from the pool, what starts a pass (a received message delivered, the loss's slot), the
+// pipeline's sends and receives of 16-bit (T) activations and activation gradients
 // through staging memory, and the losses. The staging buffers ([N, C] T per message in flight) are not
 // counted in the memory tracker.
 #include <fmt/format.h>
@@ -14,7 +14,8 @@
 namespace fsdpx::cuda {
 
 // Every model of the pool allocates its activations and scratch once; the tracker counts the scratch
-// (working bytes) per model as transient, the activations per segment as they are saved (segment_bytes).
+// (working bytes) per model as transient, the activations per segment as they are saved (segment_bytes:
+// counts_working_per_pass is false).
 template <class T>
 std::unique_ptr<CudaModelT<T>> CudaRankBackendT<T>::make_model() {
   use_device();
@@ -61,18 +62,6 @@ template <class T>
 void CudaRankBackendT<T>::enter_backward(Model& model, const Segment& seg, int mb) {
   const int last = seg.first_module + seg.module_count - 1;
   deliver(mb, Payload::activation_grads, [&] { return model.output_grad_buffer(last); });
-}
-
-// What the model's modules keep, summed over the segment (the pool's models are alike).
-template <class T>
-SegmentBufferBytes CudaRankBackendT<T>::segment_bytes(const Model& model, int segment) const {
-  const Segment& seg = rp_.program.segments[std::size_t(segment)];
-  SegmentBufferBytes bytes;
-  for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) {
-    bytes.saved += double(model.saved_bytes(m));
-    bytes.weight_pass += double(model.weight_pass_bytes(m));
-  }
-  return bytes;
 }
 
 // Messages pair in issue order on their channel (NCCL has no tags; the lowering issues a channel's sends
@@ -141,7 +130,6 @@ std::vector<double> CudaRankBackendT<T>::take_losses() {
   template void CudaRankBackendT<T>::set_micro_batch(int, const std::int32_t*, const std::int32_t*);            \
   template void CudaRankBackendT<T>::enter_forward(CudaModelT<T>&, const Segment&, int, bool);                  \
   template void CudaRankBackendT<T>::enter_backward(CudaModelT<T>&, const Segment&, int);                       \
-  template SegmentBufferBytes CudaRankBackendT<T>::segment_bytes(const CudaModelT<T>&, int) const;              \
   template DeviceCommunicator& CudaRankBackendT<T>::channel(Payload, bool, int) const;                          \
   template void CudaRankBackendT<T>::post_send(const T*, Payload, int, int);                                    \
   template void CudaRankBackendT<T>::recv(Payload, int, int, int, int);                                         \

@@ -1,4 +1,4 @@
-// executor/model/block.cpp — the CPU block: its buffers, the arch's norm (shared with the final norm),
+// executor/model/block.cpp — the CPU block: the arch's norm (shared with the final norm),
 // the CPU policy's attention core and qkv steps (block_policy.h), and block_forward / block_backward as
 // the shared kernel-call sequence (block_sequence.h) over that policy. Each kernel group is timed under
 // the simulator's kernel name. The residual adds' backward is the identity, applied by letting `dres`
@@ -15,42 +15,6 @@
 #include "executor/model/qkv_groups.h"
 
 namespace fsdpx {
-
-template <class Real>
-void BlockActs<Real>::allocate(const BlockDims& d) {
-  const auto n = static_cast<std::size_t>(d.n), nl = static_cast<std::size_t>(d.n_local);
-  const std::size_t mean_n = d.layernorm ? nl : 0;  // RMSNorm has no mean
-  ln1.assign(n * d.c, 0), ln1_mean.assign(mean_n, 0), ln1_rstd.assign(nl, 0);
-  qkv.assign(n * d.qkv, 0);
-  const std::int64_t saved = d.context_parallel() ? d.b * d.attn.nh * d.t * d.t_kv : cpu::attention_saved_elems(d.attn);
-  att.assign(static_cast<std::size_t>(saved), 0);
-  atty.assign(n * d.q, 0);
-  x_mid.assign(nl * d.c, 0);
-  ln2.assign(n * d.c, 0), ln2_mean.assign(mean_n, 0), ln2_rstd.assign(nl, 0);
-  fc.assign(n * d.fu, 0);
-  fc_act.assign(n * d.f, 0);
-}
-
-template <class Real>
-void BlockWeightInputs<Real>::allocate(const BlockDims& d) {
-  const auto n = static_cast<std::size_t>(d.n);
-  d_out.assign(n * d.c, 0), d_mid.assign(n * d.c, 0);
-  dfc.assign(n * d.fu, 0), dqkv.assign(n * d.qkv, 0);
-  dln2.assign(n * d.c, 0), dln1.assign(n * d.c, 0);
-}
-
-template <class Real>
-void BlockScratch<Real>::allocate(const BlockDims& d, const ModelParallel& par) {
-  const auto n = static_cast<std::size_t>(d.n);
-  dln.assign(n * d.c, 0), datty.assign(n * d.q, 0), dqkv.assign(n * d.qkv, 0);
-  dfc.assign(n * d.fu, 0), dfc_act.assign(n * d.f, 0);
-  if (par.sp()) wide.assign(n * d.c, 0);
-  if (d.grouped_qkv()) qkv_part.assign(n * d.qkv_rows, 0), qkv_all.assign(n * d.qkv_rows * par.tp, 0);
-  if (!d.context_parallel()) return;
-  const auto kvw = static_cast<std::size_t>(d.kv_width()), full = static_cast<std::size_t>(d.b * d.t_kv) * kvw;
-  kv_local.assign(n * kvw, 0), kv_gathered.assign(n * kvw * static_cast<std::size_t>(par.cp), 0);
-  kv_full.assign(full, 0), dkv_full.assign(full, 0);
-}
 
 template <class Real>
 void norm_forward(Arch arch, Real* out, Real* mean, Real* rstd, const Real* inp, const Real* w, const Real* b,
@@ -170,9 +134,6 @@ void block_backward(const BlockContext<Real>& ctx, const BlockTensors<const Real
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \
   template struct CpuBlockPolicy<Real>;                                                                           \
-  template struct BlockActs<Real>;                                                                                \
-  template struct BlockScratch<Real>;                                                                             \
-  template struct BlockWeightInputs<Real>;                                                                        \
   template void norm_forward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, std::int64_t, \
                                    std::int64_t, double);                                                        \
   template void norm_backward<Real>(Arch, Real*, Real*, Real*, const Real*, const Real*, const Real*, const Real*, \

@@ -5,7 +5,7 @@
 // column-parallel and attn_out and mlp_down row-parallel, so each half is one tensor-parallel region
 // (model_parallel.h: entered by f, left by g, row-parallel biases added after g); with sequence
 // parallelism the norms and residuals run on the rank's token shard. The saved activations
-// (BlockActs) follow llm.c's ActivationTensors per layer. Leaves out dropout (plans with
+// (BlockActs, block_buffers.h) follow llm.c's ActivationTensors per layer. Leaves out dropout (plans with
 // training.dropout > 0 are rejected by the runtime).
 #pragma once
 
@@ -15,6 +15,8 @@
 #include "core/model_spec.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/rope.h"
+#include "executor/model/block_buffers.h"
+#include "executor/model/block_context.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"  // GradPass
 #include "executor/model/fp8_linear.h"
@@ -27,75 +29,63 @@
 
 namespace fsdpx {
 
-// Activations a block saves for backward, tensor by tensor the itemisation of the simulator's memory
-// model for (unfused attention, no dropout) in cost_models/activations.cpp (per token, in elements):
+// The CPU's block buffers (block_buffers.h) on host vectors. The saved activations follow, tensor by
+// tensor, the simulator's memory model for (unfused attention, no dropout) in
+// cost_models/activations.cpp (per token, in elements):
 //   norm region: ln1 (QKV input) C, x_mid (MLP-norm input) C, ln2 (MLP input) C and the block's
 //     output C (the next block's / final norm's input: the simulator counts a block's input, the CPU
 //     model its output, the embedding output standing in for block 0's input); norm statistics;
 //   attention: qkv Q + 2·KV (QKᵀ inputs and V), atty Q (out-proj input), att NH·T (softmax output);
 //   MLP: fc FU and fc_act F (SwiGLU: gate, up and their product, 3F; GELU: input and output, 2F).
-// Under sequence parallelism the norm outputs ln1, ln2 hold all N tokens (gathered for the GEMMs);
-// statistics and x_mid hold the rank's N_local tokens.
+// The attention core keeps its softmax probabilities ([B, NH, T, T_kv] with cp); a split backward keeps
+// the norms' output gradients (the weight pass re-runs the norm backward, block_policy.h). The MoE and
+// latent-attention parts (host vectors sized by the routing and the latent ranks) are not counted.
 template <class Real>
-struct BlockActs {
-  std::vector<Real> ln1, ln1_mean, ln1_rstd;  // [N, C], [N_local] (LayerNorm only, else empty), [N_local]
-  std::vector<Real> qkv;                      // [N, QKV] after RoPE
-  std::vector<Real> att;                      // [attention_saved_elems] softmax probabilities ([B, NH, T, T_kv] with cp)
-  std::vector<Real> atty;                     // [N, Q] attention output before attn_out
-  std::vector<Real> x_mid;                    // [N_local, C] residual stream after attention
-  std::vector<Real> ln2, ln2_mean, ln2_rstd;  // [N, C], [N_local] (LayerNorm only), [N_local]
-  std::vector<Real> fc;                       // [N, FU] mlp_up output (pre-activation)
-  std::vector<Real> fc_act;                   // [N, F]
-  std::vector<std::vector<Real>> lora_u;      // LoRA: per adapted projection x Aᵀ [N, r] (lora.h)
-  MoeActs<Real> moe;                          // an MoE block's MLP (allocated by its model; moe_mlp.h)
-  MlaActs<Real> mla;                          // latent attention's chains (allocated by its model)
-  void allocate(const BlockDims& d);
-};
+struct CpuBlockBuffers {
+  template <class X>
+  using Buffer = std::vector<X>;
+  using E = Real;
+  using S = Real;
+  using Lora = std::vector<std::vector<Real>>;  // per adapted projection x Aᵀ [N, r] (lora.h)
+  using MoeActs = fsdpx::MoeActs<Real>;         // moe_mlp.h
+  using MoeScratch = fsdpx::MoeScratch<Real>;
+  using MlaActs = fsdpx::MlaActs<Real>;         // mla_attention.h
+  using MlaScratch = fsdpx::MlaScratch<Real>;
+  static constexpr bool kKeepsNormGrads = false;
 
-// What a block's input pass keeps for its weight pass: the gradients w.r.t. the outputs of its linear
-// layers and norms (the inputs of their weight gradients are activations the forward saved).
-template <class Real>
-struct BlockWeightInputs {
-  std::vector<Real> d_out, d_mid;  // [N, C]: w.r.t. x_out (mlp_down's output) and x_mid (attn_out's)
-  std::vector<Real> dfc, dqkv;     // [N, FU], [N, QKV]: w.r.t. mlp_up's and qkv's outputs (qkv after RoPE's backward)
-  std::vector<Real> dln2, dln1;    // [N, C]: w.r.t. the MLP norm's and the attention norm's outputs
-  void allocate(const BlockDims& d);
+  template <class X>
+  static void alloc(std::vector<X>& v, std::int64_t n) { v.assign(std::size_t(n), X(0)); }
+  template <class X>
+  static std::int64_t bytes(const std::vector<X>& v) { return std::int64_t(v.size() * sizeof(X)); }
+  static std::int64_t bytes(const Lora& u) {
+    std::int64_t b = 0;
+    for (const std::vector<Real>& v : u) b += bytes(v);
+    return b;
+  }
+  template <class Moe, class Mla>
+  static std::int64_t parts_bytes(const Moe&, const Mla&) { return 0; }
+  static std::int64_t attention_keep_elems(const BlockDims& d) {
+    return d.context_parallel() ? d.b * d.attn.nh * d.t * d.t_kv : cpu::attention_saved_elems(d.attn);
+  }
+  static std::int64_t attention_scratch_elems(const BlockDims&) { return 0; }
+  static std::int64_t norm_scratch_elems(const BlockDims&) { return 0; }
+  static std::int64_t bias_scratch_elems(const BlockDims&) { return 0; }
 };
-
-// Gradient scratch shared by all blocks (overwritten per block). With sequence parallelism `wide`
-// [N, C] holds a row-parallel GEMM's partial output (forward) and the gathered output gradient
-// (backward); with kv_heads < tp `qkv_part` [N, QKV_rows] and `qkv_all` [tp, N, QKV_rows] hold the
-// rank's qkv GEMM output and the gathered one; with cp > 1 the K and V of whole sequences pass through
-// kv_local [N, KVW], kv_gathered [cp, N, KVW] and kv_full, dkv_full [B, T_kv, KVW] (KVW = 2·KV_local).
 template <class Real>
-struct BlockScratch {
-  std::vector<Real> dln, datty, dqkv, dfc, dfc_act;  // [N, C], [N, Q], [N, QKV], [N, FU], [N, F]
-  std::vector<Real> wide, qkv_part, qkv_all;         // empty unless needed
-  std::vector<Real> kv_local, kv_gathered, kv_full, dkv_full;
-  MoeScratch<Real> moe;                              // MoE blocks (allocated by the model)
-  MlaScratch<Real> mla;                              // latent attention (allocated by the model)
-  void allocate(const BlockDims& d, const ModelParallel& par = {});
-};
-
+using BlockActs = BlockActsT<CpuBlockBuffers<Real>>;
 template <class Real>
-struct BlockContext {
-  const ModelSpec* spec = nullptr;
-  BlockDims dims;
+using BlockScratch = BlockScratchT<CpuBlockBuffers<Real>>;
+template <class Real>
+using BlockWeightInputs = BlockWeightInputsT<CpuBlockBuffers<Real>>;
+
+// The shared context (block_context.h: host collectives, LoRA's lora.h) and the CPU's own.
+template <class Real>
+struct BlockContext : BlockContextBase<ModelComm, BlockScratch<Real>, LoraBlock<Real>, Real> {
   const cpu::RopeTable<Real>* rope = nullptr;  // null for gpt; rope_theta, rope_scaling; rows = rank's positions
-  OpProfiler* profiler = nullptr;
-  int module = 0;  // for the profiler
-  ModelParallel par;
-  ModelComm* comm = nullptr;  // null when tp = cp = 1
-  BlockScratch<Real>* scratch = nullptr;  // forward uses `wide` and the qkv buffers
   const std::vector<std::int64_t>* group_columns = nullptr;  // kv_heads < tp: query_group_columns
   const std::vector<std::int64_t>* cp_positions = nullptr;   // cp > 1: [cp, T] every cp rank's positions
-  // LoRA (lora.h; tp = 1, GradPass::all): the base weights are frozen, so backward computes no weight
-  // gradients for them (g is all null) and the adapters' gradients instead.
-  LoraBlock<Real> lora;
   // fp8 training (fp8_linear.h): the four projections' GEMMs round their operands; null: fp32 throughout.
   Fp8Workspace<Real>* fp8 = nullptr;
-  // MoE blocks: the load-balancing loss's gradient reaching the router (moe_aux_loss.h).
-  MoeAuxGrad<Real> moe_aux = {};
 };
 
 // x_in [N_local, C] -> x_out [N_local, C]; fills `acts`.

@@ -35,19 +35,24 @@
 //                           backend's (hook ends)                                       -> here + hook
 //   pipeline input/output   identical buffers; the CPU copies a host message in (set_input,
 //                           set_output_grad), CUDA hands the buffer to its receive      -> here + CPU copies
-//   constructor             identical sizes, vocabulary slice, positions, checks        -> here;
+//   constructor             identical sizes, vocabulary slice, positions, checks, and the
+//                           options (model_options.h, Dev::Options)                     -> here;
 //                           allocation is device-specific (CUDA allocates only the modules it runs,
 //                           uploads RoPE tables and cp row maps)                        -> backends
 //   set_batch               identical token picking under cp (rank_tokens) and start (start_batch);
 //                           the copy (host vectors, or pinned staging to the device) -> here + backends
 //   LoRA                    identical buffers and block slices (lora_block)             -> here
-//   block context, loss, saved/working bytes, whole-model helpers: device-specific     -> backends
+//   saved and weight-pass bytes  the same buffers measured (each backend's own: hook own_saved_bytes)
+//                           -> here (exec13; before, the CPU derived them by formula: model/buffer_bytes.*)
+//   block context, loss, whole-model helpers: device-specific                          -> backends
 //
 // Hooks a Model supplies (private, ModelDriver a friend): Ctx context(Stream, int module);
 // Ends ends(int module, GradPass) (starting from ends_buffers()); Acts& backward_acts(block, GradPass);
-// void keep_recomputed(block); Kept* weight_inputs(block, GradPass) (null for GradPass::all).
-// Dev adds to its block and ends policies: Stream, Buffer<E>, GradOps (replicated_grads.h),
-// block_params, block_forward, block_backward (with the pass and the kept inputs) and grad_ops(ctx).
+// void keep_recomputed(block); Kept* weight_inputs(block, GradPass) (null for GradPass::all);
+// std::int64_t own_saved_bytes(int module) const (what its own buffers keep for the module).
+// Dev adds to its block and ends policies: Stream, Options (model_options.h), Buffers (block_buffers.h:
+// Buffer<X>, bytes), GradOps (replicated_grads.h), block_params, block_forward, block_backward (with
+// the pass and the kept inputs) and grad_ops(ctx).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +67,7 @@
 #include "core/errors.h"
 #include "core/model_spec.h"
 #include "core/plan_settings.h"
+#include "executor/model/block_context.h"
 #include "executor/model/block_dims.h"
 #include "executor/model/block_sequence.h"
 #include "executor/model/context_positions.h"
@@ -82,6 +88,7 @@ class ModelDriver {
   using E = typename Dev::Elem;  // parameters and activations
   using G = typename Dev::Grad;  // parameter gradients, statistics and the loss's scale
   using Stream = typename Dev::Stream;
+  using Options = typename Dev::Options;  // ModelOptionsT over the backend's model communicator
   using Params = std::span<const E* const>;  // per module: its buffer or null
   using Grads = std::span<G* const>;         // per module: its gradient buffer (+=) or null
 
@@ -162,6 +169,46 @@ class ModelDriver {
   }
   const E* input_grad() const { return dres_.data(); }
 
+  // Bytes measured on this model's buffers, each counted with the module whose backward reads it last
+  // (the simulator's attribution, cost_models/activations.cpp): what module m keeps from its forward to
+  // its backward (the embedding: the backend's batch, hook own_saved_bytes; a block: its input and its
+  // activations unless it recomputes; the final norm: its input, output and statistics; the head: its
+  // logits and cross-entropy statistics, and the backend's loss buffers), what a split backward keeps
+  // from module m's input pass to its weight pass, and what the backward of modules [first, first +
+  // count) works in besides (the residual-gradient pair, the block scratch, a recomputing block's shared
+  // activations and discarded output). Buffers a model allocates on first use count from then on.
+  std::int64_t saved_bytes(int m) const {
+    FSDP_CHECK(m >= 0 && m < layout().num_modules(), fmt::format("{}: no module {}", drv_.who(), m));
+    const std::int64_t own = self().own_saved_bytes(m);
+    if (m == ParamLayout::embedding_index()) return own;
+    if (m == layout().final_norm_index())
+      return own + Bufs::bytes(resid_.back()) + Bufs::bytes(lnf_) + Bufs::bytes(lnf_mean_) + Bufs::bytes(lnf_rstd_);
+    if (m == layout().head_index()) return own + Bufs::bytes(logits_) + Bufs::bytes(ce_stats_);
+    const auto i = std::size_t(m - 1);
+    return own + Bufs::bytes(resid_[i]) + (drv_.recomputes(std::int64_t(i)) ? 0 : acts_[i].bytes());
+  }
+  std::int64_t weight_pass_bytes(int m) const {
+    FSDP_CHECK(m >= 0 && m < layout().num_modules(), fmt::format("{}: no module {}", drv_.who(), m));
+    if (m == ParamLayout::embedding_index()) return Bufs::bytes(embedding_dout_);
+    if (m == layout().final_norm_index()) return Bufs::bytes(lnf_keep_);
+    if (m == layout().head_index()) return 0;
+    const auto i = std::size_t(m - 1);
+    std::int64_t b = i < kept_.size() ? kept_[i].bytes() : 0;
+    if (drv_.recomputes(std::int64_t(i)))  // the activations its weight pass reads of its recomputed forward
+      b += acts_[i].bytes() + (i < kept_acts_.size() ? kept_acts_[i].bytes() : 0);
+    return b;
+  }
+  std::int64_t backward_working_bytes(int first, int count) const {
+    bool block = false, recompute = false;
+    for (int m = first; m < first + count; ++m) {
+      if (drv_.part(m) != ModulePart::block) continue;
+      block = true;
+      recompute = recompute || drv_.recomputes(m - 1);
+    }
+    return Bufs::bytes(dres_) + Bufs::bytes(dlnf_) + (block ? scratch_.bytes() : 0) +
+           (recompute ? recompute_acts_.bytes() + Bufs::bytes(recompute_out_) : 0);
+  }
+
   // LoRA: the whole model's adapters [lora->total] (read in forward and backward) and their gradient
   // (accumulated in backward), in the flat layout of lora_layout.h; they stay set.
   void set_lora_buffers(const E* params, G* grads) {
@@ -173,18 +220,18 @@ class ModelDriver {
   using Ctx = typename Dev::Ctx;
   using Acts = typename Dev::Acts;
   using Kept = typename Dev::Kept;
+  using Bufs = typename Dev::Buffers;
   template <class X>
-  using Buffer = typename Dev::template Buffer<X>;
+  using Buffer = typename Bufs::template Buffer<X>;
 
-  // who: the model's name in check messages. The rank's sizes, vocabulary slice and positions; the
-  // backend allocates the buffers.
-  ModelDriver(std::string who, const ModelSpec& spec, std::int64_t batch, std::int64_t seq, const ModelParallel& par,
-              std::vector<RecomputeMode> recompute, const LoraLayout* lora)
-      : spec_(spec), par_(par), lora_(lora),
-        drv_(std::move(who), make_param_layout(spec, TpSlice{par.tp, par.tp_rank}, EpSlice{par.ep, par.ep_rank}),
-             std::move(recompute)),
-        dims_(checked_dims(drv_.who(), spec, batch, seq, par)), seq_(seq), v_local_(spec.vocab / par.tp),
-        v_first_(par.tp_rank * v_local_), positions_(context_positions(seq, par.cp, par.cp_rank)) {}
+  // who: the model's name in check messages. The rank's sizes, vocabulary slice and positions from its
+  // options (opts.parallel); the backend allocates the buffers.
+  ModelDriver(std::string who, const ModelSpec& spec, std::int64_t batch, std::int64_t seq, Options opts)
+      : opts_(std::move(opts)), spec_(spec), par_(opts_.parallel), lora_(opts_.lora),
+        drv_(std::move(who), make_param_layout(spec, TpSlice{par_.tp, par_.tp_rank}, EpSlice{par_.ep, par_.ep_rank}),
+             opts_.recompute),
+        dims_(checked_dims(drv_.who(), spec, batch, seq, par_)), seq_(seq), v_local_(spec.vocab / par_.tp),
+        v_first_(par_.tp_rank * v_local_), positions_(context_positions(seq, par_.cp, par_.cp_rank)) {}
 
   // The MoE blocks' routing and rows (the CPU's on the host; CUDA's rows on the device: cuda_moe_buffers.h)
   // and the latent attention's chains (the CPU's host vectors: mla_dims.h; CUDA's device buffers:
@@ -210,6 +257,13 @@ class ModelDriver {
       for (std::int64_t p : positions_) mine.push_back(whole[b * seq_ + p]);
     return mine;
   }
+  // The block context's fields every backend fills alike (block_context.h; L: the backend's
+  // LoraBlock); the backend's context adds its own.
+  template <class L>
+  BlockContextBase<std::remove_pointer_t<decltype(Options::comm)>, typename Dev::Scratch, L, G> context_base(
+      int module) {
+    return {&spec_, dims_, opts_.profiler, module, par_, opts_.comm, &scratch_, lora_block<L>(module), moe_aux_.grad()};
+  }
   // Block module m's adapters (L: the backend's LoraBlock; empty without LoRA and for the ends).
   template <class L>
   L lora_block(int m) const {
@@ -225,13 +279,15 @@ class ModelDriver {
     e.x0 = resid_.front().data(), e.emb = emb_.data(), e.x_last = resid_.back().data();
     e.lnf = lnf_.data(), e.lnf_mean = lnf_mean_.data(), e.lnf_rstd = lnf_rstd_.data();
     e.logits = logits_.data(), e.ce_stats = ce_stats_.data(), e.dres = dres_.data(), e.dlnf = dlnf_.data();
+    e.embedding_dout = embedding_dout_.empty() ? nullptr : embedding_dout_.data();
     e.scratch = &scratch_;
     e.v_local = v_local_, e.v_first = v_first_, e.batch_tokens = dims_.b * seq_, e.dloss = dloss_;
     return e;
   }
 
+  Options opts_;
   ModelSpec spec_;
-  ModelParallel par_;
+  ModelParallel par_;                        // opts_.parallel
   const LoraLayout* lora_ = nullptr;         // LoRA: a frozen base, adapters in lora_params_
   ModuleDriver<E, G> drv_;                   // module order, protocol, pointer lookups
   BlockDims dims_;
@@ -249,6 +305,14 @@ class ModelDriver {
   Buffer<E> logits_;                         // [N, V_local] logits (CPU: then probabilities), then dlogits
   Buffer<G> ce_stats_;                       // [tp, N, 3] every tp rank's cross-entropy statistics (tp or cp > 1)
   Buffer<E> dres_, dlnf_;                    // [N_local, C] residual-stream gradient, [N, C] final-norm output grad
+  // Zero bubble's split: per block what its weight pass reads (Kept; the CPU allocates on first use, CUDA
+  // up front), a recomputing block's activations the CPU copies for it (CUDA recomputes into acts_),
+  // the embedding output's gradient (CPU; CUDA reads it in dres_) and the final norm's fp32 gradients
+  // [w, b] x C (CUDA; the CPU re-runs the norm backward).
+  std::vector<Kept> kept_;
+  std::vector<Acts> kept_acts_;
+  Buffer<E> embedding_dout_;
+  Buffer<G> lnf_keep_;
   ReplicatedGradSum<typename Dev::GradOps> replicated_;  // SP: the replicated tensors' gradient sums
   MoeAuxLoss<G> moe_aux_;                    // MoE models: the load-balancing loss (moe_aux_loss.h)
   const E* lora_params_ = nullptr;           // LoRA: [lora->total] adapters
@@ -257,6 +321,7 @@ class ModelDriver {
 
  private:
   Model& self() { return static_cast<Model&>(*this); }
+  const Model& self() const { return static_cast<const Model&>(*this); }
 
   static BlockDims checked_dims(const std::string& who, const ModelSpec& spec, std::int64_t batch, std::int64_t seq,
                                 const ModelParallel& par) {

@@ -2,9 +2,9 @@
 // policy (block_policy.h) plus the host kernels of executor/cpu/ and vocab_parallel.h for the embedding,
 // the learned positions and the cross-entropy loss; the loss is a host scalar (plus an MoE model's
 // load-balancing loss, moe_aux_loss.h), the logits turn into probabilities in place. A split backward
-// keeps the embedding's output gradient in a buffer of its own (CpuEndsBatch has none of it: the model
+// keeps the embedding's output gradient in a buffer of its own (CpuEndsBatch has none of it: the driver
 // sets EndsBuffers::embedding_dout). For the model driver (model_driver.h) it also names the host's
-// buffers, the block's entry points (block.h) and the replicated-gradient ops; there is no stream.
+// buffers (block.h's CpuBlockBuffers), the block's entry points (block.h) and the replicated-gradient ops; there is no stream.
 // Internal to transformer.*; leaves out every device concern.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "executor/cpu/embedding.h"
 #include "executor/model/block_policy.h"
 #include "executor/model/ends_sequence.h"
+#include "executor/model/model_options.h"
 #include "executor/model/moe_aux_loss.h"
 #include "executor/model/replicated_grads.h"
 #include "executor/model/vocab_parallel.h"
@@ -41,6 +42,9 @@ struct HostGradOps {
 
 struct HostStream {};  // the host runs each call to its end: no stream
 
+// The CPU model's options (model_options.h) over its host collectives.
+using ModelOptions = ModelOptionsT<ModelComm>;
+
 // What the CPU's end kernels read of a micro-batch and where the loss goes.
 template <class Real>
 struct CpuEndsBatch {
@@ -56,8 +60,8 @@ struct CpuModelPolicy : CpuBlockPolicy<Real> {
   using Ctx = typename CpuBlockPolicy<Real>::Ctx;
   using Ends = EndsBuffers<Real, Real, BlockScratch<Real>, std::vector<Real>*, CpuEndsBatch<Real>>;
   using Stream = HostStream;
-  template <class X>
-  using Buffer = std::vector<X>;
+  using Options = ModelOptions;
+  using Buffers = CpuBlockBuffers<Real>;  // host vectors (block.h)
   using GradOps = HostGradOps<Real>;
 
   // The block module (block.h) and the replicated-gradient ops' context.

@@ -18,7 +18,7 @@ namespace fsdpx {
 
 template <class Real>
 Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::int64_t seq, ModelOptions opts)
-    : Base("Transformer", spec, batch, seq, opts.parallel, opts.recompute, opts.lora), opts_(std::move(opts)) {
+    : Base("Transformer", spec, batch, seq, std::move(opts)) {
   FSDP_CHECK(!opts_.lora || par_.tp == 1, "Transformer: LoRA runs without tensor parallelism");
   FSDP_CHECK(!opts_.fp8 || (par_.tp == 1 && !opts_.lora), "Transformer: fp8 runs with tp = 1 and without LoRA");
   FSDP_CHECK(!par_.any() || opts_.comm != nullptr, "Transformer: tensor or context parallelism needs a ModelComm");
@@ -44,7 +44,7 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
   }
   if (any_recompute) recompute_acts_.allocate(dims_), recompute_out_.assign(nl * c, 0);
   this->allocate_host_block_parts();
-  scratch_.allocate(dims_, par_);
+  scratch_.allocate(dims_, par_.tp);
   if (par_.sp()) emb_.assign(n * c, 0);
   lnf_.assign(n * c, 0), lnf_mean_.assign(dims_.layernorm ? nl : 0, 0), lnf_rstd_.assign(nl, 0);
   logits_.assign(n * static_cast<std::size_t>(this->v_local_), 0);
@@ -55,13 +55,9 @@ Transformer<Real>::Transformer(const ModelSpec& spec, std::int64_t batch, std::i
 
 template <class Real>
 BlockContext<Real> Transformer<Real>::context(HostStream, int module) {
-  BlockContext<Real> ctx{&spec_,    dims_,      spec_.arch == Arch::llama ? &rope_ : nullptr,
-                         opts_.profiler, module, par_,
-                         opts_.comm, &scratch_, &group_columns_, &cp_positions_,
-                         this->template lora_block<LoraBlock<Real>>(module), nullptr};
-  if (module < 1 || module > spec_.layers) return ctx;  // the ends: no adapters, fp32 GEMMs
-  if (opts_.fp8) ctx.fp8 = &fp8_;
-  ctx.moe_aux = moe_aux_.grad();
+  BlockContext<Real> ctx{this->template context_base<LoraBlock<Real>>(module),
+                         spec_.arch == Arch::llama ? &rope_ : nullptr, &group_columns_, &cp_positions_, nullptr};
+  if (opts_.fp8 && module >= 1 && module <= spec_.layers) ctx.fp8 = &fp8_;  // the ends' GEMMs stay fp32
   return ctx;
 }
 
@@ -72,7 +68,6 @@ typename CpuModelPolicy<Real>::Ends Transformer<Real>::ends(int m, GradPass pass
   if (m == ParamLayout::embedding_index() && pass == GradPass::input && embedding_dout_.empty())
     embedding_dout_.assign(dres_.size(), Real(0));
   typename CpuModelPolicy<Real>::Ends e = this->ends_buffers();
-  e.embedding_dout = embedding_dout_.empty() ? nullptr : embedding_dout_.data();
   e.batch = CpuEndsBatch<Real>{tokens_.data(), targets_.data(), shard_positions_.data(), &moe_aux_, &loss_};
   return e;
 }
@@ -109,6 +104,13 @@ BlockWeightInputs<Real>* Transformer<Real>::weight_inputs(std::int64_t block, Gr
   if (kept_.size() <= i) kept_.resize(i + 1), kept_acts_.resize(i + 1);
   if (pass == GradPass::input && kept_[i].d_out.empty()) kept_[i].allocate(dims_);
   return &kept_[i];
+}
+
+// The token ids and targets (int32 each), counted with the embedding.
+template <class Real>
+std::int64_t Transformer<Real>::own_saved_bytes(int m) const {
+  if (m != ParamLayout::embedding_index()) return 0;
+  return std::int64_t((tokens_.size() + targets_.size()) * sizeof(std::int32_t));
 }
 
 template <class Real>

@@ -33,9 +33,6 @@
 
 namespace fsdpx {
 
-// The CPU model's options (model_options.h) over its host collectives.
-using ModelOptions = ModelOptionsT<ModelComm>;
-
 // The CPU's model over the shared driver (model_driver.h): its host buffers, RoPE table, batch, loss
 // and the split backward's keeps; ModelDriver runs the modules.
 template <class Real>
@@ -66,10 +63,10 @@ class Transformer : public ModelDriver<Transformer<Real>, CpuModelPolicy<Real>> 
   std::vector<Real*> module_ptrs(Real* flat) const;
 
  private:
-  using Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
+  using Base::opts_, Base::spec_, Base::par_, Base::drv_, Base::dims_, Base::seq_, Base::positions_, Base::resid_, Base::acts_;
   using Base::recompute_acts_, Base::recompute_out_, Base::scratch_, Base::emb_, Base::lnf_, Base::lnf_mean_;
   using Base::lnf_rstd_, Base::logits_, Base::ce_stats_, Base::dres_, Base::dlnf_, Base::replicated_;
-  using Base::moe_aux_, Base::lora_params_, Base::lora_grads_;
+  using Base::moe_aux_, Base::lora_params_, Base::lora_grads_, Base::kept_, Base::kept_acts_, Base::embedding_dout_;
 
   // ModelDriver's hooks (model_driver.h).
   BlockContext<Real> context(HostStream, int module);
@@ -77,19 +74,14 @@ class Transformer : public ModelDriver<Transformer<Real>, CpuModelPolicy<Real>> 
   BlockActs<Real>& backward_acts(std::int64_t block, GradPass pass);
   void keep_recomputed(std::int64_t block);
   BlockWeightInputs<Real>* weight_inputs(std::int64_t block, GradPass pass);
+  std::int64_t own_saved_bytes(int m) const;
 
-  ModelOptions opts_;
   std::vector<std::int64_t> cp_positions_;         // [cp, T] every cp rank's (cp > 1)
   std::vector<std::int64_t> shard_positions_;      // [N_local] of its token shard (gpt positions)
   std::vector<std::int64_t> group_columns_;        // kv_heads < tp: query_group_columns
   cpu::RopeTable<Real> rope_;                      // rows = positions_
   std::vector<std::int32_t> tokens_, targets_;     // [B, T]
   Fp8Workspace<Real> fp8_;                         // the rounded GEMM operands (opts_.fp8)
-  // Split backward: per block what its weight pass needs (and, for a block that recomputes, the
-  // activations it re-materialised) and the embedding output's gradient.
-  std::vector<BlockWeightInputs<Real>> kept_;
-  std::vector<BlockActs<Real>> kept_acts_;
-  std::vector<Real> embedding_dout_;               // [N, C]
   Real loss_ = 0;
 };
 

@@ -4,9 +4,9 @@
 // and gradients, the memory tracker's bytes of each pass (what the forward saves, the backward's working
 // buffers, what an input pass keeps for the weight pass), the head's loss, LoRA's adapter buffers and
 // what a pipeline send carries. A backend (CpuRankBackend, CudaRankBackendT) supplies the device half:
-// its model pool, the stream its passes run on (CUDA: the current op's), a segment's bytes, what starts
-// a pass (CUDA: a received message delivered, the loss's device slot) and how a message reaches its
-// peer. Leaves out receives (the CPU hands a message to the model at once, CUDA at the op that reads it).
+// its model pool, the stream its passes run on (CUDA: the current op's), what starts a pass (CUDA: a
+// received message delivered, the loss's device slot) and how a message reaches its peer. A segment's
+// bytes are its model's (ModelDriver::saved_bytes, weight_pass_bytes, backward_working_bytes). Leaves out receives (the CPU hands a message to the model at once, CUDA at the op that reads it).
 #pragma once
 
 #include <memory>
@@ -66,7 +66,8 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
     for (int m = seg.first_module + seg.module_count - 1; m >= seg.first_module; --m)
       model.backward_input_module(m, p, pass_stream());
     this->mem_.free(MemCategory::transient, bytes.working);
-    this->mem_.alloc(MemCategory::activations, bytes.weight_pass);
+    // Measured after the passes: the CPU model allocates what it keeps on first use.
+    this->mem_.alloc(MemCategory::activations, segment_bytes(model, segment).weight_pass);
   }
   void backward_weight(int segment, int unit, int mb) final {
     const Segment& seg = segment_at(segment);
@@ -89,8 +90,9 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
 
  protected:
   virtual MicroBatchPool<Model>& models() = 0;
-  // The bytes segment `segment` holds in `model` (every model of the pool has the same).
-  virtual SegmentBufferBytes segment_bytes(const Model& model, int segment) const = 0;
+  // Whether a backward counts its model's working buffers as transient while it runs (the CPU); CUDA
+  // counts each model's whole working set once, when it makes the model.
+  virtual bool counts_working_per_pass() const { return true; }
   // The stream the model's module passes run on, in order (CUDA: the current op's).
   virtual Stream pass_stream() const = 0;
   // Before a segment's forward (`head`: it ends with the LM head) or backward (or input pass).
@@ -104,6 +106,18 @@ class ModelSkeleton : public RankSkeleton<Unit, Comm> {
   virtual void post_send(const Param* data, Payload payload, int peer, int tag) = 0;
 
   const Segment& segment_at(int segment) const { return this->rp_.program.segments[std::size_t(segment)]; }
+  // The bytes segment `segment` holds in `model`, summed over its modules.
+  SegmentBufferBytes segment_bytes(const Model& model, int segment) const {
+    const Segment& seg = segment_at(segment);
+    SegmentBufferBytes bytes;
+    for (int m = seg.first_module; m < seg.first_module + seg.module_count; ++m) {
+      bytes.saved += double(model.saved_bytes(m));
+      bytes.weight_pass += double(model.weight_pass_bytes(m));
+    }
+    if (counts_working_per_pass())
+      bytes.working = double(model.backward_working_bytes(seg.first_module, seg.module_count));
+    return bytes;
+  }
   Params live_params() const { return this->units_.live_params(this->rp_.layout.num_modules()); }
   // The gradients of `unit`'s modules (all null where the unit has none, e.g. a frozen base under LoRA).
   Grads grad_ptrs(int unit) const {

@@ -1,7 +1,7 @@
 // executor/runtime/segment_bytes.h — the bytes one segment of the step program holds in a backend's model,
 // as the rank's memory tracker counts them (model_skeleton.h): what its forward keeps for its backward,
-// what its backward works in besides, what a split backward keeps for its weight pass. Each backend
-// measures them on its own buffers (the CPU's model/buffer_bytes.h, the CUDA model's saved_bytes).
+// what its backward works in besides, what a split backward keeps for its weight pass, measured on the
+// model's buffers (model/model_driver.h: saved_bytes, weight_pass_bytes, backward_working_bytes).
 #pragma once
 
 namespace fsdpx {

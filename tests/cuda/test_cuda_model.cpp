@@ -255,10 +255,10 @@ TEST_CASE("CudaModel saved and working bytes follow the documented formulas") {
       const std::int64_t lse = kB * spec.heads * kT, chunks = std::min<std::int64_t>(n, 64);  // bias sums
       const std::int64_t norm_chunks = std::min<std::int64_t>(n, 1024);
       const std::int64_t acts = 2 * n * (3 * c + qkv + q + fu + f) + 4 * lse + 4 * n * 2 * stats;
-      CHECK(model.saved_bytes(0) == 2 * n * c);
+      CHECK(model.saved_bytes(0) == 0);  // its output is block 0's input
       CHECK(model.saved_bytes(1) == 2 * n * c + (recompute_first ? 0 : acts));
       CHECK(model.saved_bytes(2) == 2 * n * c + acts);
-      CHECK(model.saved_bytes(3) == 2 * n * c + 4 * n * stats);
+      CHECK(model.saved_bytes(3) == 2 * n * c + 2 * n * c + 4 * n * stats);  // its input and output
       CHECK(model.saved_bytes(4) == 2 * n * v + 4 * n);
       const std::int64_t scratch = 2 * n * (c + q + qkv + fu + f) + 4 * lse + 4 * 2 * norm_chunks * c +
                                    (gpt ? 4 * chunks * std::max({qkv, c, fu}) : 0);
