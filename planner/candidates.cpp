@@ -109,10 +109,12 @@ Candidate Evaluator::run(Plan plan, WrapPolicy wrapping, const std::string& wrap
   std::string label = describe(plan, wrapping_label);
   ProbeStart learnt;
   if (plan.parallelism.pp == 1) {
-    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, {}, learnt));
+    done_.push_back(
+        evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, {}, learnt, &engine_memo_));
   } else {
     ProbeStart& start = probe_starts_[plan_key(plan, false)];
-    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, start, learnt));
+    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, start, learnt,
+                                  &engine_memo_));
     start = learnt;
   }
   index_.emplace(key, done_.size() - 1);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "simulator/engine_memo.h"
 #include "simulator/engine_state.h"
 #include "program/group_members.h"
 
@@ -266,6 +267,7 @@ EngineResult Engine::collect_result() {
 }  // namespace engine_detail
 
 EngineResult run_engine(const StepProgram& program, const EngineOptions& options) {
+  if (options.memo) return options.memo->run(program, options);
   engine_detail::Engine engine(program, options);
   return engine.run();
 }
