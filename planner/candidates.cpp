@@ -109,12 +109,10 @@ Candidate Evaluator::run(Plan plan, WrapPolicy wrapping, const std::string& wrap
   std::string label = describe(plan, wrapping_label);
   ProbeStart learnt;
   if (plan.parallelism.pp == 1) {
-    done_.push_back(
-        evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, {}, learnt, &engine_memo_));
+    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, {}, learnt));
   } else {
     ProbeStart& start = probe_starts_[plan_key(plan, false)];
-    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, start, learnt,
-                                  &engine_memo_));
+    done_.push_back(evaluate_plan(std::move(plan), limit_bytes_, wrapping, std::move(label), bubbles_, start, learnt));
     start = learnt;
   }
   index_.emplace(key, done_.size() - 1);

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "planner/planner.h"
-#include "simulator/engine_memo.h"
 #include "simulator/steady_state.h"
 
 namespace fsdpx {
@@ -30,10 +29,8 @@ std::string plan_key(const Plan& plan, bool with_recompute = true);
 // `like_plan_start` gets whether those of a like plan (another recompute pattern) run. With
 // StageBubbles::computed a pipelined plan keeps its stages' figures (Candidate::pipeline), at the cost of
 // per-op records where it is simulated whole.
-// `engine_memo`, where given, runs the engine (simulator/engine_memo.h).
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
-                        StageBubbles bubbles, const ProbeStart& start, ProbeStart& like_plan_start,
-                        EngineMemo* engine_memo = nullptr);
+                        StageBubbles bubbles, const ProbeStart& start, ProbeStart& like_plan_start);
 // What pipelining does in a simulated pipelined plan: bubble, stage peaks and idle fractions.
 PipelineReport pipeline_report(const StepTotals& sim);
 
@@ -53,8 +50,6 @@ class Evaluator {
   void set_stage_bubbles(StageBubbles bubbles) { bubbles_ = bubbles; }
   const std::vector<Candidate>& all() const { return done_; }
   double limit_bytes() const { return limit_bytes_; }
-  // Engine runs answered from an earlier program the engine cannot tell apart (engine_memo.h).
-  std::int64_t engine_reuses() const { return engine_memo_.hits(); }
 
  private:
   double limit_bytes_;
@@ -63,9 +58,6 @@ class Evaluator {
   std::map<std::string, std::size_t> index_;
   std::vector<Candidate> done_;
   std::map<std::string, ProbeStart> probe_starts_;  // by plan_key without the recompute pattern
-  // Configurations whose programs differ only in waits that never bind (prefetch 2 or ag cap 4 against 1
-  // and 2 on the same op) share the engine's result (issue 36, speed13).
-  EngineMemo engine_memo_;
 };
 
 }  // namespace fsdpx

@@ -29,9 +29,8 @@ Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrappin
 }
 
 Candidate evaluate_plan(Plan plan, double memory_limit_bytes, WrapPolicy wrapping, std::string label,
-                        StageBubbles bubbles, const ProbeStart& start, ProbeStart& like_plan_start,
-                        EngineMemo* engine_memo) {
-  const StepTotals sim = simulate_step_totals(plan, EngineOptions{.memo = engine_memo}, bubbles, start);
+                        StageBubbles bubbles, const ProbeStart& start, ProbeStart& like_plan_start) {
+  const StepTotals sim = simulate_step_totals(plan, {}, bubbles, start);
   like_plan_start = sim.like_plan_start;
   Candidate c;
   c.wrapping = wrapping;

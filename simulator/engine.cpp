@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "simulator/engine_memo.h"
 #include "simulator/engine_state.h"
 #include "program/group_members.h"
 
@@ -267,7 +266,6 @@ EngineResult Engine::collect_result() {
 }  // namespace engine_detail
 
 EngineResult run_engine(const StepProgram& program, const EngineOptions& options) {
-  if (options.memo) return options.memo->run(program, options);
   engine_detail::Engine engine(program, options);
   return engine.run();
 }

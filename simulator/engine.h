@@ -20,8 +20,6 @@ namespace fsdpx {
 
 using TimeNs = std::int64_t;
 
-class EngineMemo;  // engine_memo.h
-
 struct EngineOptions {
   bool overlap = true;             // false: every op of a rank waits for the previous one in issue order
                                    // (except pipeline sends, which are asynchronous)
@@ -35,9 +33,6 @@ struct EngineOptions {
   // periodic probes) lower with op names (program/lower.h LowerOptions); steady_state.h's totals turn
   // them off.
   bool op_names = true;
-  // Where set, run_engine returns an earlier result of a program the engine cannot tell apart from this
-  // one (engine_memo.h); the planner keeps one per search.
-  EngineMemo* memo = nullptr;
 };
 
 struct OpTiming {

@@ -67,32 +67,4 @@ TEST_CASE("a like plan is simulated whole at once where the last one's probes di
   SUBCASE("168 micro-batches: its own probes") { check_like_plan(168, false); }
 }
 
-// The engine memo (simulator/engine_memo.h) in the evaluator: configurations of the 8B example plan that
-// differ only in prefetch depth and all-gather cap get the figures a fresh evaluation gives each, whether
-// the engine's result was shared or not; prefetch 0 (a binding wait) is not shared with prefetch 1.
-TEST_CASE("configurations whose programs the engine cannot tell apart share its result, with their own figures") {
-  SearchCounts counts;
-  Evaluator ev(1e300, counts);
-  const Plan base = load_plan(resolve_config("plans", "llama3.1-8b-dgx-h100-fsdp8"));
-  std::int64_t shared = 0;
-  for (int prefetch : {1, 0, 2})
-    for (int cap : {2, 4}) {
-      Plan p = base;
-      p.prefetch.forward = p.prefetch.backward = prefetch;
-      p.prefetch.max_all_gathers_in_flight = cap;
-      const std::int64_t before = ev.engine_reuses();
-      const Candidate c = ev.run(p, WrapPolicy::per_block, "c");
-      shared += ev.engine_reuses() > before;
-      const Candidate fresh = evaluate_plan(p, 1e300, WrapPolicy::per_block, "c");
-      CHECK(c.metrics.step_time_s == fresh.metrics.step_time_s);
-      CHECK(c.metrics.peak_memory_bytes == fresh.metrics.peak_memory_bytes);
-      CHECK(c.metrics.compute_s == fresh.metrics.compute_s);
-      CHECK(c.metrics.mfu == fresh.metrics.mfu);
-      CHECK(c.metrics.exposed_comm_s == fresh.metrics.exposed_comm_s);
-    }
-  MESSAGE(shared << " of 6 configurations shared an engine result");
-  CHECK(shared >= 1);
-  CHECK(counts.simulated == 6);
-}
-
 }  // namespace fsdpx
