@@ -54,9 +54,16 @@ struct UnrepeatedProbes {
 // only the cost differs. A window's probe is not carried over: a like plan with less recompute locks in
 // sooner (70B pp 4 1F1B x8,192: windows at 8 or 16 micro-batches with one or two blocks recomputed, at
 // 112 with three), so starting it at another plan's window cost more than its own probes (measured).
+// The start is taken only where the step's first probe is at least 1 / kWholeStepProbeShare of the step
+// (steady_state.cpp whole_at_once): where it is a small share, a like plan that recomputes less may find
+// its window in a probe a fraction of the step's size, so its probes are cheaper than the whole step (70B
+// pp 4 1F1B x128 at global batch 4,096: one or two blocks recomputed find it at 8 or 16 micro-batches,
+// three do not, and C3 had sent the plans after those three whole; issue 36, speed13 X2). The 405B pp 32
+// interleaved x2 family of 1,024 micro-batches (first probe 256) keeps its whole-step start.
 struct ProbeStart {
   bool whole_step = false;  // no probe: the step is simulated whole
 };
+inline constexpr std::int64_t kWholeStepProbeShare = 8;
 
 // The probe of a plan without a pipeline (steady_state.cpp) or with one (steady_state_pipeline.cpp);
 // nothing when no probe smaller than the step (and than `probe_limit` micro-batches, where given)

@@ -229,6 +229,14 @@ StepTotals linear_step_totals(const Plan& plan, const EngineOptions& options, Un
 
 std::atomic<std::int64_t> g_step_totals_calls{0};  // a diagnostic count, read by tests only
 
+// A like plan's start (periodic_probe.h ProbeStart) is taken where the step's first probe is at least
+// 1 / kWholeStepProbeShare of it and lowering takes the step; otherwise the probes run as usual.
+bool whole_at_once(const Plan& plan, const ProbeStart& start) {
+  const std::int64_t micro_batches = plan.grad_accum();
+  return start.whole_step && micro_batches <= kMaxLoweredMicroBatches &&
+         kWholeStepProbeShare * first_pipeline_probe(plan) >= micro_batches;
+}
+
 }  // namespace
 
 std::int64_t step_totals_call_count() { return g_step_totals_calls.load(std::memory_order_relaxed); }
@@ -243,7 +251,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   const bool too_long = micro_batches > kMaxLoweredMicroBatches;
   const std::int64_t probe_limit = periodic_probe_limit(plan);
   UnrepeatedProbes last;  // a pipelined plan's last probes, for the linear extrapolation
-  if (plan.parallelism.pp > 1 && !(start.whole_step && !too_long)) {
+  if (plan.parallelism.pp > 1 && !whole_at_once(plan, start)) {
     if (auto t = pipeline_step_totals(plan, options, probe_limit, &last)) return *t;
   }
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {

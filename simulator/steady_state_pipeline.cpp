@@ -365,6 +365,8 @@ int period_micro_batches(const Plan& plan) {
   return plan.parallelism.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.parallelism.pp : 1;
 }
 
+std::int64_t first_pipeline_probe(const Plan& plan) { return first_probe(plan, period_micro_batches(plan)); }
+
 std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOptions& options,
                                                std::int64_t probe_limit, UnrepeatedProbes* last) {
   std::optional<PeriodicProbe> pr = pipeline_periodic_probe(plan, options, probe_limit, last);

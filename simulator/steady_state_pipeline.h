@@ -35,6 +35,8 @@ std::optional<StepTotals> pipeline_step_totals(const Plan& plan, const EngineOpt
                                                std::int64_t probe_limit = 0, UnrepeatedProbes* last = nullptr);
 // Micro-batches one period of the schedule spans: pp for interleaved 1F1B, else 1.
 int period_micro_batches(const Plan& plan);
+// Micro-batches of the first probe pipeline_periodic_probe simulates (before any step-size limit).
+std::int64_t first_pipeline_probe(const Plan& plan);
 
 // Shared with steady_state.cpp: the plan with `micro_batches` per step (global batch rescaled), and the
 // totals of a simulated probe of `simulated` micro-batches.

@@ -1,7 +1,8 @@
 // tests/planner/test_evaluator.cpp — the evaluator's probe starts (planner/candidates.h): a pipelined plan
 // whose like plan (the same configured plan with another recompute pattern) was simulated before is
-// simulated whole at once where that plan's probes found no window within the step, with the figures a
-// fresh evaluation gives and one lowering; where they found one, it runs its own probes.
+// simulated whole at once where that plan's probes found no window within the step and its first probe is
+// at least 1/8 of the step, with the figures a fresh evaluation gives and one lowering; otherwise it runs
+// its own probes.
 #include <doctest/doctest.h>
 
 #include "core/config_paths.h"
@@ -15,8 +16,8 @@ namespace fsdpx {
 namespace {
 
 // The 70B pp 4 1F1B plan of test_steady_state_pipeline (its first 3 blocks fully recomputed): at 168
-// micro-batches its probes of 8, 16 and 32 predict the lock-in and the probe of 112 repeats; at 164 no
-// probe repeats within the step.
+// micro-batches its probes of 8, 16 and 32 predict the lock-in and the probe of 112 repeats; at 164 and
+// at 48 no probe repeats within the step (nor do they line up).
 Plan plan_70b(std::int64_t micro_batches) {
   return with_micro_batches(load_plan(FSDPX_TEST_DATA_DIR "/plans/llama3.1-70b-dgx-h100x512-pp4-tp4-1f1b.json"),
                             micro_batches);
@@ -57,8 +58,12 @@ void check_like_plan(std::int64_t micro_batches, bool at_once) {
 
 }  // namespace
 
+// At 48 the first probe (8) is more than 1/8 of the step and the like plan is simulated whole at once;
+// at 164 it is a smaller share and the like plan runs its own probes (speed13 X2: the probes of a plan
+// that recomputes less can find its window in a small share of the step).
 TEST_CASE("a like plan is simulated whole at once where the last one's probes did not repeat") {
-  SUBCASE("164 micro-batches: the whole step alone") { check_like_plan(164, true); }
+  SUBCASE("48 micro-batches: the whole step alone") { check_like_plan(48, true); }
+  SUBCASE("164 micro-batches: its own probes, the first being under 1/8 of the step") { check_like_plan(164, false); }
   SUBCASE("168 micro-batches: its own probes") { check_like_plan(168, false); }
 }
 

@@ -436,24 +436,39 @@ namespace fsdpx {
 
 // A like plan's outcome (periodic_probe.h ProbeStart, issue 36): at 164 micro-batches the 70B plan's probes
 // of 8, 16 and 32 do not repeat and the probe of 112 would take them past the step, so the step is
-// simulated whole, and a like plan is then simulated whole at once, with the same figures
-// (check_equal). At 168 the probe of 112 repeats: nothing carries over. Beyond what lowering takes the
-// start is ignored: the step grows from the probes, as without it.
+// simulated whole; at 48 likewise (8 and 16; a probe of 32 would take them past the step). At 48 the
+// first probe (8) is more than 1/8 of the step: a like plan is then simulated whole at once, with the same
+// figures (check_equal). At 164 it is less (speed13 X2): the like plan runs its probes, as without the start. At
+// 168 the probe of 112 repeats: nothing carries over. Beyond what lowering takes the start is ignored: the
+// step grows from the probes, as without it.
 TEST_CASE("a step simulated whole at once where a like plan's probes did not repeat gives the same figures") {
   const Plan fits = plan_70b(168);
   const StepTotals windowed = simulate_step_totals(fits, {}, StageBubbles::skipped);
   CHECK(windowed.simulated_micro_batches == 112);
   CHECK_FALSE(windowed.like_plan_start.whole_step);
 
-  const Plan over = plan_70b(164);
-  const StepTotals whole = simulate_step_totals(over, {}, StageBubbles::skipped);
-  CHECK(whole.simulated_micro_batches == 164);
+  const Plan short_step = plan_70b(48);
+  REQUIRE(first_pipeline_probe(short_step) * kWholeStepProbeShare >= 48);
+  const StepTotals whole = simulate_step_totals(short_step, {}, StageBubbles::skipped);
+  CHECK(whole.simulated_micro_batches == 48);
   CHECK(whole.like_plan_start.whole_step);
-  const std::int64_t lowered = lower_call_count();
-  const StepTotals at_once = simulate_step_totals(over, {}, StageBubbles::computed, whole.like_plan_start);
+  std::int64_t lowered = lower_call_count();
+  const StepTotals at_once = simulate_step_totals(short_step, {}, StageBubbles::computed, whole.like_plan_start);
   CHECK(lower_call_count() - lowered == 1);  // no probe: the whole step alone
   CHECK(at_once.like_plan_start.whole_step);
-  check_equal(over, at_once, simulate(over));
+  check_equal(short_step, at_once, simulate(short_step));
+
+  // The first probe is less than 1/8 of the step: the probes run (8, 16, 32, then the whole step).
+  const Plan over = plan_70b(164);
+  lowered = lower_call_count();
+  const StepTotals probed_whole = simulate_step_totals(over, {}, StageBubbles::skipped);
+  const std::int64_t fresh_lowerings = lower_call_count() - lowered;
+  CHECK(probed_whole.like_plan_start.whole_step);
+  lowered = lower_call_count();
+  const StepTotals started = simulate_step_totals(over, {}, StageBubbles::skipped, probed_whole.like_plan_start);
+  CHECK(lower_call_count() - lowered == fresh_lowerings);
+  CHECK(fresh_lowerings > 1);
+  CHECK(started.step_time_s == probed_whole.step_time_s);
 
   const Plan beyond = plan_70b(2 * kMaxLoweredMicroBatches);
   const StepTotals probed = simulate_step_totals(beyond, {}, StageBubbles::skipped);
