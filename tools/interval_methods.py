@@ -15,7 +15,8 @@ with an unsure input (error_range_pct) counts when its error range meets the ban
              sigma_w^2), tau^2 by DerSimonian & Laird (1986), sigma_w^2 the pooled within-source variance
   re-reml    the same with tau^2 by REML
   re-dl-noSE, re-dl-z  variants (without SE(mu)^2 as the brief writes it; with the normal quantile instead of t)
-Pure Python (no numpy on the helper VM).  Usage: interval_methods.py [--simulate=N] REPORT.json [...]
+Pure Python (no numpy on the helper VM).  Usage: interval_methods.py [--simulate=N] [--log] REPORT.json [...]
+(--log: bands on 100 ln(predicted / measured), printed on that scale)
 """
 import bisect
 import json
@@ -152,15 +153,18 @@ def band(method, groups):
 METHODS = ["pooled", "stratified", "shift", "re-dl", "re-reml", "re-dl-noSE", "re-dl-z", "re-reml-z"]
 
 
-def load(path):
+def load(path, log=False):
+    """Per source: (error, low, high) of each run with a tokens/s error; with log, 100 ln(1 + e / 100) (the log of
+    predicted / measured, symmetric in over- and under-prediction; monotone, so coverage is the same either way)."""
     rep = json.load(open(path))
+    f = (lambda e: 100 * math.log1p(e / 100)) if log else (lambda e: e)
     by = {}
     for c in rep["cases"]:
         e = c["error_pct"]["tokens_per_s_per_gpu"]
         if e is None:
             continue
         rng = c.get("error_range_pct", {}).get("tokens_per_s_per_gpu", [e, e])
-        by.setdefault(c["source"], []).append((e, rng[0], rng[1]))
+        by.setdefault(c["source"], []).append((f(e), f(rng[0]), f(rng[1])))
     loso = rep["interval"]["leave_one_source_out"]
     return rep["file"], by, (loso["covered"], loso["runs"])
 
@@ -214,11 +218,17 @@ def check_t_quantiles():
 def main():
     check_t_quantiles()
     args = sys.argv[1:]
-    reps = 0
-    if args and args[0].startswith("--simulate="):
-        reps = int(args.pop(0).split("=")[1])
+    reps, log = 0, False
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt.startswith("--simulate="):
+            reps = int(opt.split("=")[1])
+        elif opt == "--log":
+            log = True
+        else:
+            sys.exit(f"unknown option {opt}")
     for path in args:
-        name, by, shipped = load(path)
+        name, by, shipped = load(path, log)
         pooled = score(by, "pooled")[:2]
         if pooled != shipped:  # the pooled method must be fsdpx's own (simulator/prediction_interval.cpp)
             sys.exit(f"{path}: pooled LOSO {pooled} is not fsdpx's {shipped}")
