@@ -54,11 +54,6 @@ MoeDims dims_of(const CudaBlockContext<T>& ctx) {
   return make_moe_dims(*ctx.spec, ctx.dims.n, ctx.par.ep, ctx.par.ep_rank, ctx.dims.t);
 }
 
-template <class T>
-CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
-  return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
-}
-
 // The ep group's per-expert row counts (the dispatch plan's metadata, moe_exchange.h) over the device
 // communicator: up as fp32 (exact below 2^24 rows per expert), across, and down. The rows themselves cross
 // on the device (CudaModelComm::all_to_allv_rows), never through this host interface.
