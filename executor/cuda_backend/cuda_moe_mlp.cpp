@@ -36,14 +36,20 @@ std::vector<float> download(const T* src, std::int64_t n, cudaStream_t stream) {
   return out;
 }
 
+// dst [n] = src [n] (host), landed when this returns.
+template <class U>
+void put(U* dst, const std::vector<U>& src, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(U), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 // device dst [n] (T) = host src [n] (fp32, rounded to T); returns once the copy has landed.
 template <class T>
 void upload(T* dst, const std::vector<float>& src, cudaStream_t stream) {
   if (src.empty() || dst == nullptr) return;
   std::vector<T> raw(src.size());
   for (std::size_t i = 0; i < src.size(); ++i) raw[i] = T(src[i]);
-  CUDA_CHECK(cudaMemcpyAsync(dst, raw.data(), raw.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  put(dst, raw, stream);
 }
 
 template <class T>
@@ -89,13 +95,6 @@ class DeviceCountExchange final : public ExpertExchange {
   int ep_;  // the ep group's size (the counts' chunks)
   cudaStream_t stream_;
 };
-
-// dst [n] = src [n] (host), landed when this returns.
-template <class U>
-void put(U* dst, const std::vector<U>& src, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(U), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-}
 
 // The routing's row indices and weights for the kernels (cuda/moe.h), uploaded.
 template <class T>
