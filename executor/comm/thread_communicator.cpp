@@ -107,7 +107,7 @@ void ThreadGroup::wake_all() {
 }
 
 std::uint64_t ThreadGroup::post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count) {
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   Letter letter{t, count, std::vector<char>(elem_bytes(t) * static_cast<std::size_t>(count))};
   if (count > 0) std::memcpy(letter.bytes.data(), buf, letter.bytes.size());
   std::lock_guard<std::mutex> lock(mail_mu_);
@@ -122,13 +122,12 @@ void ThreadGroup::wait_taken(int from, int to, int tag, std::uint64_t seq) {
   Mailbox& box = mail_[{from, to, tag}];
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   mail_cv_.wait_until(lock, deadline, [&] { return box.taken >= seq || family_->aborted(); });
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   if (box.taken >= seq) return;
   const std::string msg = fmt::format("rank {}: timed out after {} s waiting for rank {} to receive message {} (tag {}) "
                                       "of a rendezvous send", from, timeout_s_, to, seq, tag);
   lock.unlock();  // abort() takes this group's mutexes to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 std::vector<std::vector<char>> ThreadGroup::drain(int to, int tag) {
@@ -149,7 +148,7 @@ void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::in
   std::deque<Letter>& box = mailbox.letters;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   mail_cv_.wait_until(lock, deadline, [&] { return !box.empty() || family_->aborted(); });
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   std::string msg;
   if (box.empty()) {
     msg = fmt::format("rank {}: timed out after {} s waiting for a message from rank {} (tag {})", to, timeout_s_,
@@ -165,13 +164,12 @@ void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::in
     return;
   }
   lock.unlock();  // abort() takes this group's mutexes to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 void ThreadGroup::arrive(int rank, const char* what) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   const std::uint64_t gen = generation_;
   if (++arrived_ == size_) {
     arrived_ = 0;
@@ -182,11 +180,10 @@ void ThreadGroup::arrive(int rank, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   cv_.wait_until(lock, deadline, [&] { return generation_ != gen || family_->aborted(); });
   if (generation_ != gen) return;  // the barrier completed; a later abort is seen at the next collective
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   const std::string msg = fmt::format("rank {}: timed out after {} s waiting in {}", rank, timeout_s_, what);
   lock.unlock();  // abort() takes this group's mutex to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 void ThreadGroup::exchange(int rank, const ThreadSlot& s) {
@@ -196,8 +193,7 @@ void ThreadGroup::exchange(int rank, const ThreadSlot& s) {
     if (o.op == s.op && o.count == s.count && o.type == s.type && o.root == s.root) continue;
     const std::string msg = fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", rank,
                                         s.what, s.count, o.what, o.count);
-    abort(msg);
-    throw CommAborted("collective aborted: " + msg);
+    family_->fail(msg);
   }
 }
 

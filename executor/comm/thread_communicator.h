@@ -39,6 +39,9 @@ class AbortState {
   bool aborted() const;
   std::string message() const;
   void add_group(const std::weak_ptr<ThreadGroup>& g);
+  // Throws CommAborted once the family is aborted; fail(msg) aborts it first (the first message wins).
+  void throw_if_aborted() const { if (aborted()) throw CommAborted("collective aborted: " + message()); }
+  [[noreturn]] void fail(const std::string& msg) { abort(msg); throw CommAborted("collective aborted: " + msg); }
 
  private:
   mutable std::mutex mu_;
