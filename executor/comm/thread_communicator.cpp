@@ -322,7 +322,7 @@ std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, d
 }
 
 void run_rank_threads(int size, const std::function<void(int rank)>& body,
-                      const std::function<void(const std::string& msg)>& abort_all) {
+                      const std::function<std::string(int rank, const char* what)>& fail) {
   std::mutex mu;
   std::string first_error, first_abort;
   std::vector<std::thread> threads;
@@ -334,8 +334,7 @@ void run_rank_threads(int size, const std::function<void(int rank)>& body,
         std::lock_guard<std::mutex> lock(mu);
         if (first_abort.empty()) first_abort = e.what();
       } catch (const std::exception& e) {
-        const std::string msg = fmt::format("rank {}: {}", r, e.what());
-        abort_all(msg);
+        const std::string msg = fail(r, e.what());
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.empty()) first_error = msg;
       }
@@ -344,6 +343,15 @@ void run_rank_threads(int size, const std::function<void(int rank)>& body,
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw std::runtime_error(first_error);
   if (!first_abort.empty()) throw CommAborted(first_abort);
+}
+
+void run_rank_threads(int size, const std::function<void(int rank)>& body,
+                      const std::function<void(const std::string& msg)>& abort_all) {
+  run_rank_threads(size, body, [&](int r, const char* what) {
+    std::string msg = fmt::format("rank {}: {}", r, what);
+    abort_all(msg);
+    return msg;
+  });
 }
 
 void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s) {
