@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/comm/rank_order_sum.h"
 
 namespace fsdpx {
 namespace {
@@ -29,17 +30,11 @@ ThreadSlot make_slot(int op, std::int64_t count, ElemType t, int root, const voi
   return s;
 }
 
-std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
-
-// out[i] = sum over ranks j (in order) of src_j[offset + i], i in [begin, end).
-template <class T>
-void sum_in_rank_order(const std::vector<ThreadSlot>& slots, std::int64_t offset, std::int64_t begin,
-                       std::int64_t end, T* out) {
-  for (std::int64_t i = begin; i < end; ++i) {
-    T acc = static_cast<const T*>(slots[0].in)[offset + i];
-    for (std::size_t j = 1; j < slots.size(); ++j) acc += static_cast<const T*>(slots[j].in)[offset + i];
-    out[i - begin] = acc;
-  }
+// The ranks' inputs of the collective in progress, in rank order (the sources of a reduction).
+std::vector<const void*> inputs(const std::vector<ThreadSlot>& slots) {
+  std::vector<const void*> in;
+  for (const ThreadSlot& s : slots) in.push_back(s.in);
+  return in;
 }
 
 // Element range of rank r's share of `count` elements split over n ranks.
@@ -250,10 +245,7 @@ void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int
   group_->exchange(rank_, s);
   // In place (out == in + rank*count) is safe: each element is read from every rank before it is written,
   // and peers only read their own chunk of this rank's input.
-  if (t == ElemType::f32)
-    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<float*>(out));
-  else
-    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<double*>(out));
+  sum_in_rank_order(t, inputs(group_->slots()), count * rank_, count, out);
   group_->arrive(rank_, s.what);
 }
 
@@ -263,10 +255,7 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
   // Phase 1: each rank reduces its chunk into a private buffer; phase 2: everyone copies all chunks.
   const auto [b, e] = chunk_of(count, size(), rank_);
   std::vector<char> mine(elem_bytes(t) * static_cast<std::size_t>(e - b));
-  if (t == ElemType::f32)
-    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<float*>(mine.data()));
-  else
-    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<double*>(mine.data()));
+  sum_in_rank_order(t, inputs(group_->slots()), b, e - b, mine.data());
   group_->slots()[static_cast<std::size_t>(rank_)].aux = mine.data();
   group_->arrive(rank_, s.what);
   for (int j = 0; j < size(); ++j) {
