@@ -1,6 +1,6 @@
 // executor/comm/tcp_communicator.cpp — the TCP communicator's collectives (see tcp_communicator.h).
 // Each one: every member sends its part to the group's rank 0, which checks that all called the same
-// collective, computes in rank order 0..n-1 (the element-wise sums of ThreadCommunicator) and sends
+// collective, computes in rank order 0..n-1 (rank_order_sum.h, as ThreadCommunicator) and sends
 // each member its result. Leaves out sending less than the whole buffer where only a chunk is needed.
 #include "executor/comm/tcp_communicator.h"
 
@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/comm/rank_order_sum.h"
 #include "executor/comm/tcp_mesh.h"
 #include "executor/launch/rendezvous.h"
 
@@ -17,25 +18,6 @@ namespace fsdpx {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
-
-// out[i] = sum over members j (in order) of srcs[j][offset + i], i in [0, count).
-template <class T>
-void sum_in_rank_order(const std::vector<const void*>& srcs, std::int64_t offset, std::int64_t count, T* out) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    T acc = static_cast<const T*>(srcs[0])[offset + i];
-    for (std::size_t j = 1; j < srcs.size(); ++j) acc += static_cast<const T*>(srcs[j])[offset + i];
-    out[i] = acc;
-  }
-}
-
-void sum_chunk(ElemType t, const std::vector<const void*>& srcs, std::int64_t offset, std::int64_t count, void* out) {
-  if (t == ElemType::f32)
-    sum_in_rank_order(srcs, offset, count, static_cast<float*>(out));
-  else
-    sum_in_rank_order(srcs, offset, count, static_cast<double*>(out));
-}
 
 // The sources of a reduction: the hub's own buffer, then every member's payload.
 std::vector<const void*> sources(const void* own, const std::vector<Bytes>& got) {
@@ -145,11 +127,11 @@ void TcpCommunicator::reduce_scatter_impl(const void* in, void* out, std::int64_
   const std::vector<const void*> srcs = sources(in, got);
   Bytes chunk(bytes);
   for (int j = 1; j < size(); ++j) {
-    sum_chunk(t, srcs, count * j, count, chunk.data());
+    sum_in_rank_order(t, srcs, count * j, count, chunk.data());
     to_member(j, kReduceScatter, count, t, chunk.data(), bytes);
   }
   // Last: in place (out == in) each element is read from every source before it is written.
-  sum_chunk(t, srcs, 0, count, out);
+  sum_in_rank_order(t, srcs, 0, count, out);
 }
 
 void TcpCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t) {
@@ -160,7 +142,7 @@ void TcpCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType t)
     if (bytes > 0) std::memcpy(buf, r.data(), bytes);
     return;
   }
-  sum_chunk(t, sources(buf, got), 0, count, buf);
+  sum_in_rank_order(t, sources(buf, got), 0, count, buf);
   for (int j = 1; j < size(); ++j) to_member(j, kAllReduce, count, t, buf, bytes);
 }
 

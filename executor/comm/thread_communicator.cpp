@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "executor/comm/rank_order_sum.h"
 
 namespace fsdpx {
 namespace {
@@ -29,17 +30,11 @@ ThreadSlot make_slot(int op, std::int64_t count, ElemType t, int root, const voi
   return s;
 }
 
-std::size_t elem_bytes(ElemType t) { return t == ElemType::f32 ? sizeof(float) : sizeof(double); }
-
-// out[i] = sum over ranks j (in order) of src_j[offset + i], i in [begin, end).
-template <class T>
-void sum_in_rank_order(const std::vector<ThreadSlot>& slots, std::int64_t offset, std::int64_t begin,
-                       std::int64_t end, T* out) {
-  for (std::int64_t i = begin; i < end; ++i) {
-    T acc = static_cast<const T*>(slots[0].in)[offset + i];
-    for (std::size_t j = 1; j < slots.size(); ++j) acc += static_cast<const T*>(slots[j].in)[offset + i];
-    out[i - begin] = acc;
-  }
+// The ranks' inputs of the collective in progress, in rank order (the sources of a reduction).
+std::vector<const void*> inputs(const std::vector<ThreadSlot>& slots) {
+  std::vector<const void*> in;
+  for (const ThreadSlot& s : slots) in.push_back(s.in);
+  return in;
 }
 
 // Element range of rank r's share of `count` elements split over n ranks.
@@ -107,7 +102,7 @@ void ThreadGroup::wake_all() {
 }
 
 std::uint64_t ThreadGroup::post(int from, int to, int tag, ElemType t, const void* buf, std::int64_t count) {
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   Letter letter{t, count, std::vector<char>(elem_bytes(t) * static_cast<std::size_t>(count))};
   if (count > 0) std::memcpy(letter.bytes.data(), buf, letter.bytes.size());
   std::lock_guard<std::mutex> lock(mail_mu_);
@@ -122,13 +117,12 @@ void ThreadGroup::wait_taken(int from, int to, int tag, std::uint64_t seq) {
   Mailbox& box = mail_[{from, to, tag}];
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   mail_cv_.wait_until(lock, deadline, [&] { return box.taken >= seq || family_->aborted(); });
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   if (box.taken >= seq) return;
   const std::string msg = fmt::format("rank {}: timed out after {} s waiting for rank {} to receive message {} (tag {}) "
                                       "of a rendezvous send", from, timeout_s_, to, seq, tag);
   lock.unlock();  // abort() takes this group's mutexes to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 std::vector<std::vector<char>> ThreadGroup::drain(int to, int tag) {
@@ -149,7 +143,7 @@ void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::in
   std::deque<Letter>& box = mailbox.letters;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   mail_cv_.wait_until(lock, deadline, [&] { return !box.empty() || family_->aborted(); });
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   std::string msg;
   if (box.empty()) {
     msg = fmt::format("rank {}: timed out after {} s waiting for a message from rank {} (tag {})", to, timeout_s_,
@@ -165,13 +159,12 @@ void ThreadGroup::take(int from, int to, int tag, ElemType t, void* buf, std::in
     return;
   }
   lock.unlock();  // abort() takes this group's mutexes to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 void ThreadGroup::arrive(int rank, const char* what) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   const std::uint64_t gen = generation_;
   if (++arrived_ == size_) {
     arrived_ = 0;
@@ -182,11 +175,10 @@ void ThreadGroup::arrive(int rank, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   cv_.wait_until(lock, deadline, [&] { return generation_ != gen || family_->aborted(); });
   if (generation_ != gen) return;  // the barrier completed; a later abort is seen at the next collective
-  if (family_->aborted()) throw CommAborted("collective aborted: " + family_->message());
+  family_->throw_if_aborted();
   const std::string msg = fmt::format("rank {}: timed out after {} s waiting in {}", rank, timeout_s_, what);
   lock.unlock();  // abort() takes this group's mutex to notify
-  family_->abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  family_->fail(msg);
 }
 
 void ThreadGroup::exchange(int rank, const ThreadSlot& s) {
@@ -196,8 +188,7 @@ void ThreadGroup::exchange(int rank, const ThreadSlot& s) {
     if (o.op == s.op && o.count == s.count && o.type == s.type && o.root == s.root) continue;
     const std::string msg = fmt::format("rank {}: mismatched collectives: {} (count {}) vs {} (count {})", rank,
                                         s.what, s.count, o.what, o.count);
-    abort(msg);
-    throw CommAborted("collective aborted: " + msg);
+    family_->fail(msg);
   }
 }
 
@@ -254,10 +245,7 @@ void ThreadCommunicator::reduce_scatter_impl(const void* in, void* out, std::int
   group_->exchange(rank_, s);
   // In place (out == in + rank*count) is safe: each element is read from every rank before it is written,
   // and peers only read their own chunk of this rank's input.
-  if (t == ElemType::f32)
-    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<float*>(out));
-  else
-    sum_in_rank_order(group_->slots(), count * rank_, 0, count, static_cast<double*>(out));
+  sum_in_rank_order(t, inputs(group_->slots()), count * rank_, count, out);
   group_->arrive(rank_, s.what);
 }
 
@@ -267,10 +255,7 @@ void ThreadCommunicator::all_reduce_impl(void* buf, std::int64_t count, ElemType
   // Phase 1: each rank reduces its chunk into a private buffer; phase 2: everyone copies all chunks.
   const auto [b, e] = chunk_of(count, size(), rank_);
   std::vector<char> mine(elem_bytes(t) * static_cast<std::size_t>(e - b));
-  if (t == ElemType::f32)
-    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<float*>(mine.data()));
-  else
-    sum_in_rank_order(group_->slots(), 0, b, e, reinterpret_cast<double*>(mine.data()));
+  sum_in_rank_order(t, inputs(group_->slots()), b, e - b, mine.data());
   group_->slots()[static_cast<std::size_t>(rank_)].aux = mine.data();
   group_->arrive(rank_, s.what);
   for (int j = 0; j < size(); ++j) {
@@ -326,7 +311,7 @@ std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, d
 }
 
 void run_rank_threads(int size, const std::function<void(int rank)>& body,
-                      const std::function<void(const std::string& msg)>& abort_all) {
+                      const std::function<std::string(int rank, const char* what)>& fail) {
   std::mutex mu;
   std::string first_error, first_abort;
   std::vector<std::thread> threads;
@@ -338,8 +323,7 @@ void run_rank_threads(int size, const std::function<void(int rank)>& body,
         std::lock_guard<std::mutex> lock(mu);
         if (first_abort.empty()) first_abort = e.what();
       } catch (const std::exception& e) {
-        const std::string msg = fmt::format("rank {}: {}", r, e.what());
-        abort_all(msg);
+        const std::string msg = fail(r, e.what());
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.empty()) first_error = msg;
       }
@@ -348,6 +332,15 @@ void run_rank_threads(int size, const std::function<void(int rank)>& body,
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw std::runtime_error(first_error);
   if (!first_abort.empty()) throw CommAborted(first_abort);
+}
+
+void run_rank_threads(int size, const std::function<void(int rank)>& body,
+                      const std::function<void(const std::string& msg)>& abort_all) {
+  run_rank_threads(size, body, [&](int r, const char* what) {
+    std::string msg = fmt::format("rank {}: {}", r, what);
+    abort_all(msg);
+    return msg;
+  });
 }
 
 void run_ranks(int size, const std::function<void(Communicator&)>& fn, double timeout_s) {

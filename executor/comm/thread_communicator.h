@@ -39,6 +39,9 @@ class AbortState {
   bool aborted() const;
   std::string message() const;
   void add_group(const std::weak_ptr<ThreadGroup>& g);
+  // Throws CommAborted once the family is aborted; fail(msg) aborts it first (the first message wins).
+  void throw_if_aborted() const { if (aborted()) throw CommAborted("collective aborted: " + message()); }
+  [[noreturn]] void fail(const std::string& msg) { abort(msg); throw CommAborted("collective aborted: " + msg); }
 
  private:
   mutable std::mutex mu_;
@@ -163,9 +166,13 @@ std::vector<std::unique_ptr<Communicator>> make_thread_communicators(int size, d
                                                                      P2PMode p2p = P2PMode::buffered);
 
 // Runs body(r) on `size` threads, one per rank. A rank whose body throws anything but CommAborted calls
-// abort_all("rank <r>: <what>"); after all threads end, the first such error is rethrown as
-// std::runtime_error (or CommAborted when the only failures were aborts/timeouts). Shared by run_ranks
-// and the device thread communicator's tests.
+// fail(r, what), which aborts the rank's group and returns the error's message; after all threads end,
+// the first such message is rethrown as std::runtime_error (or CommAborted when the only failures were
+// aborts/timeouts). Shared by run_ranks, the Trainer's rank threads and the device thread communicator's
+// tests.
+void run_rank_threads(int size, const std::function<void(int rank)>& body,
+                      const std::function<std::string(int rank, const char* what)>& fail);
+// The same with the message "rank <r>: <what>", passed to abort_all.
 void run_rank_threads(int size, const std::function<void(int rank)>& body,
                       const std::function<void(const std::string& msg)>& abort_all);
 

@@ -179,8 +179,7 @@ void take_recv(ThreadGroup& g, int rank, const P2PCall& c, DType t, cudaStream_t
   const std::string msg = fmt::format("rank {}: mismatched send_recv: rank {} sent {} elements of {}, the receive "
                                       "expects {} of {}", rank, c.peer, l.count, word_name(DType(l.type)), c.count,
                                       word_name(t));
-  g.abort(msg);
-  throw CommAborted("collective aborted: " + msg);
+  g.family()->fail(msg);
 }
 
 }  // namespace

@@ -68,6 +68,14 @@ class NcclCommunicator final : public DeviceCommunicator {
 
  private:
   [[noreturn]] void fail(const std::string& msg);
+  // f(h.comm) under h's mutex, as every NCCL call on a communicator that the family may abort meanwhile
+  // (abort_locked nulls comm under it); CommAborted when it was aborted already.
+  template <class F>
+  auto call_locked(NcclHandle& h, F&& f) const {
+    std::lock_guard<std::mutex> lock(*h.mu);
+    if (h.comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
+    return f(h.comm);
+  }
   ncclResult_t issue(const CollectiveCall& c, ncclComm_t comm) const;
   void watch(const CollectiveCall& c);
 
@@ -117,12 +125,8 @@ void NcclCommunicator::await_child(NcclHandle& child, const std::string& what) {
     else if (polls > 0)
       std::this_thread::yield();
     ncclResult_t async = ncclSuccess;
-    {
-      std::lock_guard<std::mutex> lock(*handle_->mu);
-      if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
-      const ncclResult_t q = ncclCommGetAsyncError(handle_->comm, &async);
-      if (q != ncclSuccess) async = q;
-    }
+    const ncclResult_t q = call_locked(*handle_, [&](ncclComm_t comm) { return ncclCommGetAsyncError(comm, &async); });
+    if (q != ncclSuccess) async = q;
     if (async != ncclSuccess && async != ncclInProgress)
       fail(fmt::format("rank {}: {} on {} failed: {}; aborting the communicators", family_->world_rank(), what, name(),
                        ncclGetErrorString(async)));
@@ -151,19 +155,16 @@ void NcclCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType type
                                    std::string_view op) {
   CUDA_CHECK(cudaSetDevice(device_));
   const ncclDataType_t t = nccl_type(type);
-  ncclResult_t r = ncclSuccess;
-  {
-    std::lock_guard<std::mutex> lock(*handle_->mu);
-    if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
-    r = ncclGroupStart();
+  const ncclResult_t r = call_locked(*handle_, [&](ncclComm_t comm) {
+    ncclResult_t first = ncclGroupStart();
     for (const P2PCall& c : calls) {
-      if (r != ncclSuccess) break;
+      if (first != ncclSuccess) break;
       const auto n = static_cast<std::size_t>(c.count);
-      r = c.send ? ncclSend(c.buf, n, t, c.peer, handle_->comm, stream) : ncclRecv(c.buf, n, t, c.peer, handle_->comm, stream);
+      first = c.send ? ncclSend(c.buf, n, t, c.peer, comm, stream) : ncclRecv(c.buf, n, t, c.peer, comm, stream);
     }
     const ncclResult_t end = ncclGroupEnd();
-    if (r == ncclSuccess) r = end;
-  }
+    return first == ncclSuccess ? end : first;
+  });
   complete(*handle_, r, op.empty() ? std::string("send_recv") : fmt::format("send_recv {}", op));
   CollectiveCall c;
   c.kind = Collective::send_recv;
@@ -174,12 +175,7 @@ void NcclCommunicator::enqueue_p2p(const std::vector<P2PCall>& calls, DType type
 
 void NcclCommunicator::enqueue(const CollectiveCall& c) {
   CUDA_CHECK(cudaSetDevice(device_));
-  ncclResult_t r = ncclSuccess;
-  {
-    std::lock_guard<std::mutex> lock(*handle_->mu);
-    if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
-    r = issue(c, handle_->comm);
-  }
+  const ncclResult_t r = call_locked(*handle_, [&](ncclComm_t comm) { return issue(c, comm); });
   complete(*handle_, r, c.op.empty() ? collective_name(c.kind) : fmt::format("{} {}", collective_name(c.kind), c.op));
   watch(c);
 }
@@ -206,12 +202,8 @@ std::unique_ptr<DeviceCommunicator> NcclCommunicator::split(int color, int key, 
   CUDA_CHECK(cudaSetDevice(device_));
   auto child = family_->make_handle(name);
   ncclConfig_t config = nonblocking_config(child->name);
-  ncclResult_t r = ncclSuccess;
-  {
-    std::lock_guard<std::mutex> lock(*handle_->mu);
-    if (handle_->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
-    r = ncclCommSplit(handle_->comm, color, key, &child->comm, &config);
-  }
+  const ncclResult_t r =
+      call_locked(*handle_, [&](ncclComm_t comm) { return ncclCommSplit(comm, color, key, &child->comm, &config); });
   family_->add(child);  // from here on an abort of the family reaches the child too
   const std::string what = fmt::format("split (color {}, key {}) into {}", color, key, name);
   complete(*handle_, r, what);             // NCCL's example polls the parent ...
@@ -219,12 +211,10 @@ std::unique_ptr<DeviceCommunicator> NcclCommunicator::split(int color, int key, 
   complete(*child, ncclInProgress, what);  // ... and the child must be ready before its first use
   int child_rank = 0, child_size = 0;
   ncclResult_t r_rank = ncclSuccess, r_size = ncclSuccess;
-  {
-    std::lock_guard<std::mutex> lock(*child->mu);
-    if (child->comm == nullptr) throw CommAborted("collective aborted: " + family_->message());
-    r_rank = ncclCommUserRank(child->comm, &child_rank);
-    r_size = ncclCommCount(child->comm, &child_size);
-  }
+  call_locked(*child, [&](ncclComm_t comm) {
+    r_rank = ncclCommUserRank(comm, &child_rank);
+    r_size = ncclCommCount(comm, &child_size);
+  });
   if (r_rank != ncclSuccess || r_size != ncclSuccess)
     fail(fmt::format("rank {}: {} on {}: ncclCommUserRank/ncclCommCount failed: {}; aborting the communicators",
                      family_->world_rank(), what, this->name(), ncclGetErrorString(r_rank != ncclSuccess ? r_rank : r_size)));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 
 #include "core/model_spec.h"
 #include "executor/cuda/attention.h"
@@ -20,6 +21,7 @@
 #include "executor/cuda_backend/cuda_mla_buffers.h"
 #include "executor/cuda_backend/cuda_model_comm.h"
 #include "executor/cuda_backend/cuda_moe_buffers.h"
+#include "executor/cuda_backend/cuda_op_timer.h"
 #include "executor/cuda_backend/device_buffer.h"
 #include "executor/model/block_buffers.h"
 #include "executor/model/block_context.h"
@@ -83,6 +85,13 @@ struct CudaBlockContext : BlockContextBase<CudaModelComm, CudaBlockScratch<T>, C
   const std::int64_t* cp_rows = nullptr;
   bool tensor_core_attention = false;  // CudaModelOptions::tensor_core_attention
 };
+
+// Times the kernels a scope enqueues on the block's stream under `op` with the context's profiler
+// (cuda_op_timer.h): the block policy's timer, also its MoE and latent-attention parts'.
+template <class T>
+CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
+  return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
+}
 
 // Pointers to one block's tensors inside its T parameter buffer; absent tensors are null. (The fp32
 // gradient pointers come from block_tensors<float*> of executor/model/block_dims.h.)

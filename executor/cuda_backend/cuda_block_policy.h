@@ -32,9 +32,7 @@ struct CudaBlockPolicy
   using Types = typename CudaBlockPolicy::BlockPolicyTypes;
   using typename Types::Ctx, typename Types::Acts, typename Types::Scratch, typename Types::Kept;
 
-  static CudaScopedOp timed(const Ctx& ctx, std::string_view op) {
-    return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
-  }
+  static constexpr auto timed = cuda::timed<T>;
   static void zero(const Ctx& ctx, const DeviceBuffer<T>& buf) { zero_async(buf, ctx.stream); }
   static void zero(const Ctx& ctx, T* p, std::int64_t n) {
     CUDA_CHECK(cudaMemsetAsync(p, 0, std::size_t(n) * sizeof(T), ctx.stream));

@@ -72,11 +72,6 @@ MlaRows rows_of(const MlaDims& d) {
   return r;
 }
 
-template <class T>
-CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
-  return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
-}
-
 // out [N, oc] = x [N, k] · Wᵀ (written).
 template <class T>
 void linear(const CudaBlockContext<T>& ctx, T* out, const T* x, const T* w, std::int64_t k, std::int64_t oc) {
@@ -89,11 +84,6 @@ void linear_backward(const CudaBlockContext<T>& ctx, T* dx, bool accumulate, flo
                      const T* w, std::int64_t k, std::int64_t oc) {
   matmul_backward_dx(*ctx.gemm, dx, GemmOut::operand, dout, w, ctx.dims.n, k, oc, accumulate, ctx.stream);
   matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, x, ctx.dims.n, k, oc, true, ctx.stream);
-}
-
-template <class T>
-void zero(const DeviceBuffer<T>& b, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(b.get(), 0, std::size_t(b.bytes()), stream));
 }
 
 }  // namespace
@@ -148,7 +138,7 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
   cudaStream_t st = ctx.stream;
   const AttnShape shape{d.b, d.t, d.heads, d.heads, r.dp};
   { const auto t = timed(ctx, "attn_core_bwd");
-    zero(s.dout, st), zero(s.dqkv, st);  // the padding columns' gradient is 0; the kernels add into dqkv
+    zero_async(s.dout, st), zero_async(s.dqkv, st);  // the padding columns' gradient is 0; the kernels add into dqkv
     copy_columns(s.dout.get(), r.dp, sc.datty.get(), d.v, d.n * d.heads, d.v, false, st);
     if (ctx.tensor_core_attention && tc_attention_supports(shape))
       tc_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.att.get(),
@@ -163,7 +153,7 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
     linear_backward(ctx, s.dkv_n.get(), false, g.mla_kv_b, s.kvb.get(), a.kv_n.get(), p.mla_kv_b, d.kv_rank,
                     d.kv_b_width()); }
   { const auto t = timed(ctx, "kv_a_norm_bwd");
-    zero(s.dc_kv, st);
+    zero_async(s.dc_kv, st);
     rmsnorm_backward(s.dc_kv.get(), g.mla_kv_a_norm, s.norm.get(), s.dkv_n.get(), a.c_kv.get(), p.mla_kv_a_norm,
                      a.kv_rstd.get(), d.n, d.kv_rank, st);
     copy_columns(s.kva.get(), d.kv_a_width(), s.dc_kv.get(), d.kv_rank, d.n, d.kv_rank, false, st); }
@@ -178,7 +168,7 @@ void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const 
     linear_backward(ctx, s.dqa_n.get(), false, g.mla_q_b, s.q.get(), a.qa_n.get(), p.mla_q_b, d.q_rank,
                     d.q_width()); }
   { const auto t = timed(ctx, "q_a_norm_bwd");
-    zero(s.dqa, st);
+    zero_async(s.dqa, st);
     rmsnorm_backward(s.dqa.get(), g.mla_q_a_norm, s.norm.get(), s.dqa_n.get(), a.qa.get(), p.mla_q_a_norm,
                      a.qa_rstd.get(), d.n, d.q_rank, st); }
   const auto t = timed(ctx, "wq_a_dx");

@@ -36,14 +36,20 @@ std::vector<float> download(const T* src, std::int64_t n, cudaStream_t stream) {
   return out;
 }
 
+// dst [n] = src [n] (host), landed when this returns.
+template <class U>
+void put(U* dst, const std::vector<U>& src, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(U), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 // device dst [n] (T) = host src [n] (fp32, rounded to T); returns once the copy has landed.
 template <class T>
 void upload(T* dst, const std::vector<float>& src, cudaStream_t stream) {
   if (src.empty() || dst == nullptr) return;
   std::vector<T> raw(src.size());
   for (std::size_t i = 0; i < src.size(); ++i) raw[i] = T(src[i]);
-  CUDA_CHECK(cudaMemcpyAsync(dst, raw.data(), raw.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  put(dst, raw, stream);
 }
 
 template <class T>
@@ -52,11 +58,6 @@ MoeDims dims_of(const CudaBlockContext<T>& ctx) {
   FSDP_CHECK(ctx.par.ep == 1 || ctx.comm != nullptr, "cuda_moe_mlp: expert parallelism needs the model's ep group");
   FSDP_CHECK(!ctx.lora.layout, "cuda_moe_mlp: MoE blocks run on CUDA without LoRA");
   return make_moe_dims(*ctx.spec, ctx.dims.n, ctx.par.ep, ctx.par.ep_rank, ctx.dims.t);
-}
-
-template <class T>
-CudaScopedOp timed(const CudaBlockContext<T>& ctx, std::string_view op) {
-  return CudaScopedOp(ctx.profiler, op, ctx.module, ctx.stream);
 }
 
 // The ep group's per-expert row counts (the dispatch plan's metadata, moe_exchange.h) over the device
@@ -94,13 +95,6 @@ class DeviceCountExchange final : public ExpertExchange {
   int ep_;  // the ep group's size (the counts' chunks)
   cudaStream_t stream_;
 };
-
-// dst [n] = src [n] (host), landed when this returns.
-template <class U>
-void put(U* dst, const std::vector<U>& src, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(U), cudaMemcpyHostToDevice, stream));
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-}
 
 // The routing's row indices and weights for the kernels (cuda/moe.h), uploaded.
 template <class T>

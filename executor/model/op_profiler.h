@@ -20,29 +20,9 @@ class OpProfiler {
   virtual void record_collective(std::string_view /*name*/, double /*time_s*/) {}
 };
 
-// Times its scope and reports it to `profiler`; costs nothing but a branch when profiler is null.
-class ScopedOp {
- public:
-  ScopedOp(OpProfiler* profiler, std::string_view op, int module) : profiler_(profiler), op_(op), module_(module) {
-    if (profiler_) start_ = std::chrono::steady_clock::now();
-  }
-  ~ScopedOp() {
-    if (!profiler_) return;
-    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start_;
-    profiler_->record(op_, module_, dt.count());
-  }
-  ScopedOp(const ScopedOp&) = delete;
-  ScopedOp& operator=(const ScopedOp&) = delete;
-
- private:
-  OpProfiler* profiler_;
-  std::string_view op_;
-  int module_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-// Times an op in pieces (paused around a collective it waits for, which the profile times on its own)
-// and reports their sum once, when it ends.
+// Times its scope and reports it to `profiler` once, when it ends; costs nothing but a branch when profiler
+// is null. An op may be timed in pieces (paused around a collective it waits for, which the profile times
+// on its own): it then reports their sum.
 class PausableOp {
  public:
   PausableOp(OpProfiler* profiler, std::string_view op, int module) : profiler_(profiler), op_(op), module_(module) {
@@ -73,5 +53,8 @@ class PausableOp {
   double total_s_ = 0;
   bool running_ = false;
 };
+
+// A scope timed whole: the same timer, never paused.
+using ScopedOp = PausableOp;
 
 }  // namespace fsdpx

@@ -12,7 +12,6 @@
 #include <functional>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -142,35 +141,24 @@ int Trainer::Impl::owner_rank(std::size_t unit, int shard, int tp) const {
 
 void Trainer::Impl::on_ranks(const std::function<void(RankRuntime&)>& fn) {
   if (!failure.empty()) throw std::runtime_error("trainer stopped after an earlier error: " + failure);
-  std::mutex mu;
-  std::string first_error, first_abort;
-  std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    threads.emplace_back([&, rr = ranks[i].get(), pool = i < pools.size() ? pools[i].get() : nullptr] {
-      t_current_rank = rr->rank();
-      cpu::set_kernel_pool(pool);
-      cpu::use_kernel_threads(budget.threads_per_rank);
-      try {
-        fn(*rr);
-      } catch (const CommAborted& e) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_abort.empty()) first_abort = e.what();
-      } catch (const std::exception& e) {
-        const std::string msg = fmt::format("rank {}: {}", rr->rank(), e.what());
-        rr->abort(msg);
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.empty()) first_error = msg;
-      }
-      t_current_rank = -1;
-    });
-  for (auto& t : threads) t.join();
-  if (!first_error.empty()) {
-    failure = first_error;
-    throw std::runtime_error(first_error);
-  }
-  if (!first_abort.empty()) {
-    failure = first_abort;
-    throw CommAborted(first_abort);
+  const auto body = [&](int i) {
+    RankRuntime& rr = *ranks[std::size_t(i)];
+    t_current_rank = rr.rank();
+    cpu::set_kernel_pool(std::size_t(i) < pools.size() ? pools[std::size_t(i)].get() : nullptr);
+    cpu::use_kernel_threads(budget.threads_per_rank);
+    fn(rr);
+  };
+  const auto fail = [&](int i, const char* what) {  // named by the rank's place in the mesh
+    RankRuntime& rr = *ranks[std::size_t(i)];
+    std::string msg = fmt::format("rank {}: {}", rr.rank(), what);
+    rr.abort(msg);
+    return msg;
+  };
+  try {
+    run_rank_threads(int(ranks.size()), body, fail);
+  } catch (const std::exception& e) {  // the first failing rank's error, else the first abort
+    failure = e.what();
+    throw;
   }
 }
 
