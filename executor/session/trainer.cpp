@@ -464,7 +464,8 @@ std::vector<std::uint64_t> Trainer::sum_over_processes(const std::vector<std::ui
 }
 
 // Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
-// contributes, the others add zeros; kMaxHostReduceCount values per call.
+// contributes, the others add zeros; kMaxHostReduceCount values per call (one round trip each between
+// processes).
 std::vector<std::uint64_t> Trainer::Impl::sum_words(const std::vector<std::uint64_t>& words) {
   Impl& im = *this;
   std::vector<std::vector<double>> limbs(im.ranks.size(), std::vector<double>(4 * words.size(), 0.0));
