@@ -24,7 +24,9 @@
 namespace fsdpx::cuda {
 
 namespace {
-constexpr int kHostReduceElems = kMaxHostReduceCount;
+// Values all_reduce_host stages per device collective: the per-step calls carry 1-3 values; the state
+// sums of multi-process runs (Trainer::sum_words) go through in pieces of this many.
+constexpr int kHostReduceStageCount = 4096;
 }  // namespace
 
 template <class T>
@@ -57,7 +59,7 @@ CudaRankBackendT<T>::CudaRankBackendT(const RuntimeProgram& rp, std::unique_ptr<
   CUDA_CHECK(cudaMemset(found_inf_.get(), 0, sizeof(int)));
   sq_sum_ = DeviceBuffer<double>(1);
   sq_scratch_ = DeviceBuffer<double>(sum_squares_scratch_elems());
-  host_reduce_ = DeviceBuffer<float>(kHostReduceElems);
+  host_reduce_ = DeviceBuffer<float>(kHostReduceStageCount);
   // cudaMemset runs on the legacy stream, which the non-blocking op streams do not wait for: the zeros
   // (non_finite_, the units' gradient accumulators) must land before the first op reads them.
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -231,21 +233,25 @@ void CudaRankBackendT<T>::clear_non_finite() {
   CUDA_CHECK(cudaMemsetAsync(non_finite_.get(), 0, rp_.flats.size() * sizeof(int), current_));
 }
 
-// A handful of values through the device communicator (NCCL has no host collectives), summed in fp32:
-// the gradient norm's Σ g², the non-finite flag and the loss, which need no more than fp32 on bf16 and fp16 runs.
+// Values through the device communicator (NCCL has no host collectives), summed in fp32, in pieces of
+// kHostReduceStageCount: the gradient norm's Σ g², the non-finite flag and the loss, which need no more than
+// fp32 on bf16 and fp16 runs, and the 16-bit limbs of Trainer::sum_words, which fp32 adds exactly.
 template <class T>
 void CudaRankBackendT<T>::all_reduce_host(double* buf, int count, MeshGroup group) {
-  FSDP_CHECK(count <= kHostReduceElems, "CudaRankBackend: host all-reduce too large");
+  FSDP_CHECK(count >= 0 && count <= kMaxHostReduceCount, "CudaRankBackend: host all-reduce too large");
   use_device();
-  float host[kHostReduceElems];
-  std::copy(buf, buf + count, host);
-  const auto bytes = std::size_t(count) * sizeof(float);
-  CUDA_CHECK(cudaMemcpyAsync(host_reduce_.get(), host, bytes, cudaMemcpyHostToDevice, current_));
-  comm(group).all_reduce(host_reduce_.get(), host_reduce_.get(), count, DType::fp32, current_, current_op_);
-  CUDA_CHECK(cudaMemcpyAsync(host, host_reduce_.get(), bytes, cudaMemcpyDeviceToHost, current_));
-  CUDA_CHECK(cudaStreamSynchronize(current_));
-  world_->throw_if_aborted();
-  std::copy(host, host + count, buf);
+  std::vector<float> host(std::size_t(std::min(count, kHostReduceStageCount)));
+  for (int at = 0; at < count; at += kHostReduceStageCount) {
+    const int n = std::min(kHostReduceStageCount, count - at);
+    std::copy(buf + at, buf + at + n, host.begin());
+    const auto bytes = std::size_t(n) * sizeof(float);
+    CUDA_CHECK(cudaMemcpyAsync(host_reduce_.get(), host.data(), bytes, cudaMemcpyHostToDevice, current_));
+    comm(group).all_reduce(host_reduce_.get(), host_reduce_.get(), n, DType::fp32, current_, current_op_);
+    CUDA_CHECK(cudaMemcpyAsync(host.data(), host_reduce_.get(), bytes, cudaMemcpyDeviceToHost, current_));
+    CUDA_CHECK(cudaStreamSynchronize(current_));
+    world_->throw_if_aborted();
+    std::copy(host.begin(), host.begin() + n, buf + at);
+  }
 }
 
 template <class T>

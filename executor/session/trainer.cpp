@@ -464,21 +464,26 @@ std::vector<std::uint64_t> Trainer::sum_over_processes(const std::vector<std::ui
 }
 
 // Four 16-bit limbs per word, exact in the fp32 host reductions of the CUDA backend; the first local rank
-// contributes, the others add zeros; kMaxHostReduceCount values per call.
+// contributes, the others add zeros. A piece of kMaxHostReduceCount / 4 words per call (one round trip
+// between processes), its limbs built only for that piece: 8 MiB per local rank, whatever the unit's size.
 std::vector<std::uint64_t> Trainer::Impl::sum_words(const std::vector<std::uint64_t>& words) {
   Impl& im = *this;
-  std::vector<std::vector<double>> limbs(im.ranks.size(), std::vector<double>(4 * words.size(), 0.0));
-  for (std::size_t i = 0; i < words.size(); ++i)
-    for (int l = 0; l < 4; ++l) limbs[0][4 * i + std::size_t(l)] = double((words[i] >> (16 * l)) & 0xffff);
-  im.on_ranks([&](RankRuntime& r) {
-    std::vector<double>& b = limbs[im.local_index(r)];
-    for (std::size_t at = 0; at < b.size(); at += kMaxHostReduceCount)
-      r.backend().all_reduce_host(b.data() + at, int(std::min<std::size_t>(kMaxHostReduceCount, b.size() - at)),
-                                  MeshGroup::mesh_all);
-  });
+  constexpr std::size_t kWordsPerCall = kMaxHostReduceCount / 4;
   std::vector<std::uint64_t> sums(words.size(), 0);
-  for (std::size_t i = 0; i < words.size(); ++i)
-    for (int l = 0; l < 4; ++l) sums[i] += std::uint64_t(std::llround(limbs[0][4 * i + std::size_t(l)])) << (16 * l);
+  std::vector<std::vector<double>> limbs(im.ranks.size());
+  for (std::size_t first = 0; first < words.size(); first += kWordsPerCall) {
+    const std::size_t n = std::min(kWordsPerCall, words.size() - first);
+    for (std::vector<double>& b : limbs) b.assign(4 * n, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (int l = 0; l < 4; ++l) limbs[0][4 * i + std::size_t(l)] = double((words[first + i] >> (16 * l)) & 0xffff);
+    im.on_ranks([&](RankRuntime& r) {
+      std::vector<double>& b = limbs[im.local_index(r)];
+      r.backend().all_reduce_host(b.data(), int(b.size()), MeshGroup::mesh_all);
+    });
+    for (std::size_t i = 0; i < n; ++i)
+      for (int l = 0; l < 4; ++l)
+        sums[first + i] += std::uint64_t(std::llround(limbs[0][4 * i + std::size_t(l)])) << (16 * l);
+  }
   return sums;
 }
 

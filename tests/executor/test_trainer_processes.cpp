@@ -25,6 +25,7 @@
 #include "executor/comm/thread_communicator.h"
 #include "executor/cpu_backend/cpu_rank_backend.h"
 #include "tests/executor/pipeline_fixtures.h"
+#include "tests/executor/recording_communicator.h"
 #include "tests/executor/trainer_fixtures.h"
 
 namespace fsdpx {
@@ -33,10 +34,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // Trainers of one job: process p hosts the ranks r with r % processes == p (interleaved), or, when
-// `contiguous`, the p-th block of world / processes ranks.
-std::vector<std::unique_ptr<Trainer>> split_job(const Plan& plan, int processes, bool contiguous = false) {
+// `contiguous`, the p-th block of world / processes ranks. With a `log`, every rank's calls are recorded.
+std::vector<std::unique_ptr<Trainer>> split_job(const Plan& plan, int processes, bool contiguous = false,
+                                                test::CallLog* log = nullptr) {
   const int world = plan.parallelism.world_size();
   auto comms = std::make_shared<std::vector<std::unique_ptr<Communicator>>>(make_thread_communicators(world, 60.0));
+  if (log) {
+    log->by_rank.assign(std::size_t(world), {});
+    std::vector<int> members;
+    for (int r = 0; r < world; ++r) members.push_back(r);
+    for (auto& c : *comms) c = std::make_unique<test::RecordingCommunicator>(std::move(c), members, log);
+  }
   std::vector<std::unique_ptr<Trainer>> trainers(static_cast<std::size_t>(processes));
   std::vector<std::thread> threads;  // constructors run collectives: all processes at once
   for (int p = 0; p < processes; ++p)
@@ -115,6 +123,31 @@ TEST_CASE("sum_over_processes adds each process's words once, exactly, whatever 
   CHECK(sums[1] == want);
   CHECK(job[0]->hosts_rank0());
   CHECK_FALSE(job[1]->hosts_rank0());
+}
+
+// A model's state summed over processes goes in a few large collectives, not one per few words: each is a
+// round trip between processes (with 8 values per call, a 4-process llama-tiny8 run's final state took
+// 225,000 of them, 49 s against 0.7 s as threads).
+TEST_CASE("sum_over_processes of a large vector is exact and issues one all-reduce per 2^20 values") {
+  const Plan plan = test::tiny_plan(load_model("llama-tiny"), {4});
+  test::CallLog log;
+  auto job = split_job(plan, 2, false, &log);
+  const std::size_t n = 300'000;  // 4 limbs a word: 1.2 M values, two calls
+  std::vector<std::uint64_t> mine(n), theirs(n), want(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    mine[i] = i % 2 ? 0 : (std::uint64_t(i) << 32) + 0xfffffff0ull + i % 16;  // every limb used
+    theirs[i] = i % 2 ? std::uint64_t(i) * 2654435761ull : 0;
+    want[i] = mine[i] + theirs[i];
+  }
+  for (auto& calls : log.by_rank) calls.clear();  // the trainers' set-up
+  std::vector<std::vector<std::uint64_t>> sums(2);
+  on_processes(job, [&](int p, Trainer& t) { sums[std::size_t(p)] = t.sum_over_processes(p == 0 ? mine : theirs); });
+  CHECK(sums[0] == want);
+  CHECK(sums[1] == want);
+  for (const auto& calls : log.by_rank) {
+    CHECK(calls.size() == 2);  // 1.2 M values in calls of kMaxHostReduceCount (2^20)
+    for (const auto& c : calls) CHECK(c.kind == Collective::all_reduce);
+  }
 }
 
 TEST_CASE("a job split over processes saves the single process's checkpoint and resumes bit-identically") {

@@ -42,6 +42,18 @@ TEST_CASE("emulated CUDA: FSDP on 1, 2 and 4 ranks follows the CPU backend withi
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_gpt(), 2, 1, 2), "gpt FSDP 2 ranks, accumulation 2");
 }
 
+// The CUDA backend's host all-reduce stages its values through a fixed device buffer in pieces of 4,096
+// (cuda_rank_backend.cpp); a state sum of 3,001 words is 12,004 values, four pieces, the last partial.
+TEST_CASE("emulated CUDA: a host sum of more values than one staging piece is exact") {
+  TrainerOptions o;
+  o.cuda = true;
+  const Plan plan = on_cuda(fsdp(cuda::test::cuda_tiny_llama(), 2));
+  Trainer t(plan, std::make_shared<test::HashData>(plan.model.vocab), o, float_cuda_backends());
+  std::vector<std::uint64_t> words(3001);
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = (std::uint64_t(i) * 0x9e3779b97f4a7c15ull) ^ i;
+  CHECK(t.sum_over_processes(words) == words);  // one process: the sum is its own words, piece for piece
+}
+
 TEST_CASE("emulated CUDA: HSDP 2 x 1 and 2 x 2 follow the CPU backend within 1e-5") {
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 1, 2), "llama HSDP 2 x 1");
   check_follows_cpu(fsdp(cuda::test::cuda_tiny_llama(), 2, 2), "llama HSDP 2 x 2");
