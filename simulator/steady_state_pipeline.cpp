@@ -9,151 +9,20 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
-#include <span>
 #include <utility>
 #include <vector>
 
 #include "program/lower.h"
 #include "simulator/linear_extrapolation.h"
 #include "simulator/lock_in.h"
-#include "simulator/op_shift.h"
 #include "simulator/periodic_probe.h"
+#include "simulator/pipeline_window.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
 
 namespace fsdpx {
 
 namespace {
-
-// A probe's timeline (rank 0) and its ops' identities, built once; `shift` is set per window span.
-struct Probe {
-  const StepProgram& program;
-  const EngineResult& engine;
-  int d = 1;
-  std::vector<OpShiftTable> tables;                         // per role
-  std::vector<std::vector<int>> shift;                      // per role, for span d
-  std::vector<std::vector<TimeNs>> start, end;              // per role, per op (instance 0)
-  std::vector<std::vector<const MemorySample*>> samples;    // per role (instance 0), in time order
-};
-
-Probe make_probe(const StepProgram& p, const EngineResult& e) {
-  Probe pr{p, e, 1, {}, {}, {}, {}, {}};
-  for (const RoleProgram& role : p.roles) {
-    pr.tables.emplace_back(role);
-    pr.start.emplace_back(role.ops.size(), -1);
-    pr.end.emplace_back(role.ops.size(), -1);
-  }
-  pr.samples.resize(p.roles.size());
-  for (const OpTiming& o : e.ops) {
-    if (o.rank != 0) continue;
-    pr.start[std::size_t(o.role)][std::size_t(o.op)] = o.start_ns;
-    pr.end[std::size_t(o.role)][std::size_t(o.op)] = o.end_ns;
-  }
-  for (const MemorySample& s : e.memory_samples)
-    if (s.rank == 0) pr.samples[std::size_t(s.role)].push_back(&s);
-  return pr;
-}
-
-void set_span(Probe& pr, int d) {
-  pr.d = d;
-  pr.shift.clear();
-  for (const OpShiftTable& t : pr.tables) pr.shift.push_back(t.shift(d));
-}
-
-bool same_effects(std::span<const MemEffect> a, std::span<const MemEffect> b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const MemEffect& x, const MemEffect& y) { return x.category == y.category && x.bytes == y.bytes; });
-}
-
-int shifted(const Probe& pr, int role, int op) {
-  const int s = pr.shift[std::size_t(role)][std::size_t(op)];
-  return s >= 0 ? s : op;
-}
-
-// Op b of `role` is op a d micro-batches later: same work and effects, dependencies and rendezvous
-// partners shifted too (ops of no micro-batch, such as a step's first all-gather, stay themselves).
-bool same_shifted_op(const Probe& pr, int role, int a_id, int b_id) {
-  const RoleProgram& rp = pr.program.roles[std::size_t(role)];
-  const Op& a = rp.ops[std::size_t(a_id)];
-  const Op& b = rp.ops[std::size_t(b_id)];
-  if (a.kind != b.kind || a.stream != b.stream || a.work_set != b.work_set || a.collective != b.collective ||
-      a.comm_bytes != b.comm_bytes || a.group != b.group || a.duration_s != b.duration_s ||
-      a.latency_s != b.latency_s || a.nvlink_load != b.nvlink_load || a.nic_load != b.nic_load ||
-      a.sm_share != b.sm_share || a.release_params != b.release_params || a.deps.size() != b.deps.size() ||
-      (a.rendezvous < 0) != (b.rendezvous < 0) || !same_effects(a.alloc_at_start, b.alloc_at_start) ||
-      !same_effects(a.free_at_end, b.free_at_end))
-    return false;
-  for (std::size_t k = 0; k < a.deps.size(); ++k)
-    if (b.deps[k] != shifted(pr, role, a.deps[k])) return false;
-  if (a.rendezvous < 0) return true;
-  const auto& ma = pr.program.rendezvous[std::size_t(a.rendezvous)];
-  const auto& mb = pr.program.rendezvous[std::size_t(b.rendezvous)];
-  if (ma.size() != mb.size()) return false;
-  for (std::size_t k = 0; k < ma.size(); ++k)
-    if (mb[k].role != ma[k].role || mb[k].op != shifted(pr, ma[k].role, ma[k].op)) return false;
-  return true;
-}
-
-// One period of the step: what each role does in it.
-struct Window {
-  TimeNs start_ns = 0, period_ns = 0;
-  std::vector<int> ops;               // per role: ops starting in the window
-  std::vector<TimeNs> busy_ns;        // per role: compute-stream time of those ops
-  std::vector<double> floor_s;        // per role: their compute-stream durations at full rate
-};
-
-bool in_window(TimeNs start, TimeNs end, TimeNs from, TimeNs to) {
-  return (start >= from && start < to) || (start < from && end > from);
-}
-
-// The ops of `role` in [t, t + P) recur exactly P later, as their shifts, and nothing else runs then.
-bool ops_recur(const Probe& pr, int role, TimeNs t, TimeNs period, Window& w) {
-  const auto& start = pr.start[std::size_t(role)];
-  const auto& end = pr.end[std::size_t(role)];
-  const RoleProgram& rp = pr.program.roles[std::size_t(role)];
-  int in_first = 0, in_second = 0;
-  for (int i = 0; i < int(rp.ops.size()); ++i) {
-    in_second += in_window(start[std::size_t(i)], end[std::size_t(i)], t + period, t + 2 * period);
-    if (!in_window(start[std::size_t(i)], end[std::size_t(i)], t, t + period)) continue;
-    const int s = pr.shift[std::size_t(role)][std::size_t(i)];
-    if (s < 0 || start[std::size_t(s)] != start[std::size_t(i)] + period ||
-        end[std::size_t(s)] != end[std::size_t(i)] + period || !same_shifted_op(pr, role, i, s))
-      return false;
-    ++in_first;
-    if (start[std::size_t(i)] < t) continue;
-    ++w.ops[std::size_t(role)];
-    if (rp.ops[std::size_t(i)].stream != StreamKind::compute) continue;
-    w.busy_ns[std::size_t(role)] += end[std::size_t(i)] - start[std::size_t(i)];
-    w.floor_s[std::size_t(role)] += rp.ops[std::size_t(i)].duration_s;
-  }
-  return in_first == in_second;
-}
-
-// Live memory of `role` during [t + P, t + 2P) is that of [t, t + P), P later (to rounding of sums).
-bool memory_recurs(const Probe& pr, int role, TimeNs t, TimeNs period) {
-  std::vector<const MemorySample*> a, b;
-  for (const MemorySample* s : pr.samples[std::size_t(role)]) {
-    if (s->at_ns >= t && s->at_ns < t + period) a.push_back(s);
-    if (s->at_ns >= t + period && s->at_ns < t + 2 * period) b.push_back(s);
-  }
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (b[i]->at_ns != a[i]->at_ns + period) return false;
-    for (std::size_t c = 0; c < a[i]->by_category.size(); ++c) {
-      const double x = a[i]->by_category[c], y = b[i]->by_category[c];
-      if (std::abs(x - y) > 1e-9 * std::max({1.0, std::abs(x), std::abs(y)})) return false;
-    }
-  }
-  return true;
-}
-
-std::optional<Window> check_window(const Probe& pr, TimeNs t, TimeNs period) {
-  const std::size_t roles = pr.program.roles.size();
-  Window w{t, period, std::vector<int>(roles, 0), std::vector<TimeNs>(roles, 0), std::vector<double>(roles, 0)};
-  for (int r = 0; r < int(roles); ++r)
-    if (!ops_recur(pr, r, t, period, w) || !memory_recurs(pr, r, t, period)) return std::nullopt;
-  return w;
-}
 
 // First forward op of role 0 per micro-batch (-1 where none).
 std::vector<int> anchors(const StepProgram& p, std::int64_t micro_batches) {
@@ -168,7 +37,7 @@ std::vector<int> anchors(const StepProgram& p, std::int64_t micro_batches) {
 }
 
 // The latest window anchored on micro-batches k, k + d, k + 2d that recurs.
-std::optional<Window> find_window(const Probe& pr, const std::vector<int>& anchor) {
+std::optional<Window> find_window(PipelineProbe& pr, const std::vector<int>& anchor) {
   const int d = pr.d;
   const auto& start = pr.start[0];
   for (int k = int(anchor.size()) - 1 - 2 * d; k >= 0; --k) {
@@ -194,7 +63,7 @@ std::vector<int> ops_per_period(const StepProgram& p, std::int64_t micro_batches
 
 // The window of one period: it must hold all the ops d micro-batches add on every role (a schedule that
 // repeats in two places, such as GPipe's forward and backward phases, has none).
-std::optional<Window> period_window(const Probe& pr, std::int64_t micro_batches) {
+std::optional<Window> period_window(PipelineProbe& pr, std::int64_t micro_batches) {
   auto w = find_window(pr, anchors(pr.program, micro_batches));
   if (!w || w->ops != ops_per_period(pr.program, micro_batches, pr.d)) return std::nullopt;
   return w;
@@ -249,11 +118,11 @@ struct FoundWindow {
 // no two such windows past the warm-up).
 std::optional<FoundWindow> probe_window(const Plan& plan, const StepProgram& program, const EngineResult& engine,
                                         std::int64_t probe, std::int64_t micro_batches, int d) {
-  std::optional<Probe> pr;  // built for the first span that fits, shared by the others
+  std::optional<PipelineProbe> pr;  // built for the first span that fits, shared by the others
   for (const int periods : kWindowPeriods) {
     const int span = periods * d;
     if ((micro_batches - probe) % span != 0 || probe < periods * first_probe(plan, d)) continue;
-    if (!pr) pr.emplace(make_probe(program, engine));
+    if (!pr) pr.emplace(make_pipeline_probe(program, engine));
     set_span(*pr, span);
     if (auto w = period_window(*pr, probe)) return FoundWindow{*w, span};
   }
