@@ -237,6 +237,16 @@ bool whole_at_once(const Plan& plan, const ProbeStart& start) {
          kWholeStepProbeShare * first_pipeline_probe(plan) >= micro_batches;
 }
 
+// A flat probe's per-op records, once find_period has read them (issue 36, speed18). From them summarise()
+// would only split each role's compute-stream idle time (simulate.cpp summarise_stages): per phase, which
+// StepTotals does not carry, and into the bubble, which only a wait on a rendezvous op counts. A program
+// without rendezvous ops (every pp = 1 program: lower.cpp join_rendezvous pairs pipeline sends and
+// receives, and the tied-embedding and gradient-norm all-reduces across stages exist only for pp > 1) has
+// a bubble of 0 with or without them, so they are dropped before the summary, which then skips the split.
+void drop_unread_records(PeriodicProbe& probe) {
+  if (probe.program.rendezvous.empty()) std::vector<OpTiming>().swap(probe.engine.ops);
+}
+
 }  // namespace
 
 std::int64_t step_totals_call_count() { return g_step_totals_calls.load(std::memory_order_relaxed); }
@@ -257,6 +267,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   if (auto pr = flat_periodic_probe(plan, options, probe_limit)) {
     const double extra = double(pr->periods);
     const TimeNs step_ns = pr->engine.step_time_ns, busy_ns = pr->engine.compute_busy_ns.front();
+    drop_unread_records(*pr);
     const Simulation sim = summarise(std::move(pr->program), std::move(pr->engine));
     StepTotals t = probe_totals(sim, plan, pr->probe_micro_batches);
     t.step_time_s = (double(step_ns) + extra * double(pr->period_ns)) * 1e-9;

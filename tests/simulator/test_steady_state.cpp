@@ -8,6 +8,7 @@
 
 #include "core/config_paths.h"
 #include "program/lower.h"
+#include "simulator/periodic_probe.h"
 #include "simulator/simulate.h"
 #include "simulator/steady_state.h"
 
@@ -129,6 +130,56 @@ TEST_CASE("a flat plan's window is found in its first probe at any micro-batch c
         CHECK(std::llround(t.peak_memory_bytes[std::size_t(c)]) == std::llround(full.peak_memory_bytes[std::size_t(c)]));
       CHECK(t.mfu == doctest::Approx(full.mfu).epsilon(1e-12));
     }
+  }
+}
+
+// Issue 36 (speed18): a flat probe's per-op records are dropped before its summary (steady_state.cpp
+// drop_unread_records), where its program has no rendezvous op. The records give only the per-phase split
+// (not in the totals) and each stage's bubble, which only a wait on a rendezvous op counts: a flat program
+// has none (a pipelined one has its sends, receives and cross-stage all-reduces), so the totals' stages and
+// bubble are the probe's summarised with its records, and the whole step's. Plans with tied embeddings,
+// gradient clipping and fp16 loss scaling (the ops that meet across stages under pp > 1), and a 70B plan.
+TEST_CASE("a flat probe's totals read nothing of its dropped records") {
+  Parallelism fsdp_tp;
+  fsdp_tp.dp_shard = 256, fsdp_tp.tp = 2, fsdp_tp.sequence_parallel = true;
+  std::vector<Plan> plans{plan_of("llama3.2-1b", "dgx-h100", 1, fsdp(8), 2048, 1, 12, RecomputeMode::none),
+                          plan_of("llama3.1-70b", "dgx-h100", 64, fsdp_tp, 8192, 1, 16, RecomputeMode::selective_op)};
+  Plan fp16 = plans[0];
+  fp16.precision.param = DType::fp16;
+  fp16.loss_scale = LossScaleSettings{};
+  plans.push_back(fp16);
+  Parallelism pipelined = fsdp(4);
+  pipelined.pp = 2, pipelined.pp_schedule = PipelineSchedule::one_f_one_b;
+  const Plan pp2 = plan_of("llama3.2-1b", "dgx-h100", 1, pipelined, 2048, 1, 12, RecomputeMode::none);
+  validate_plan(pp2, "pp 2 test plan");
+  CHECK(!lower(pp2).rendezvous.empty());  // what the rule tells apart: tied, norm, sends and receives
+  for (const Plan& p : plans) {
+    validate_plan(p, "flat test plan");
+    INFO(p.model.name << " tp " << p.parallelism.tp << " " << dtype_name(p.precision.param));
+    CHECK(p.optimizer.grad_clip_norm > 0);
+    const std::optional<PeriodicProbe> pr = flat_periodic_probe(p, {});
+    REQUIRE(pr.has_value());
+    CHECK(pr->program.rendezvous.empty());
+    const Simulation with_records = summarise(pr->program, pr->engine);
+    REQUIRE(!with_records.engine.ops.empty());
+    const Simulation whole = simulate(p);
+    const StepTotals t = simulate_step_totals(p);
+    CHECK(t.simulated_micro_batches == pr->probe_micro_batches);
+    CHECK(t.simulated_micro_batches < t.micro_batches);
+    CHECK(t.bubble_fraction == with_records.bubble_fraction);
+    CHECK(t.bubble_fraction == whole.bubble_fraction);
+    REQUIRE(t.stages.size() == with_records.stages.size());
+    REQUIRE(t.stages.size() == whole.stages.size());
+    for (std::size_t r = 0; r < t.stages.size(); ++r) {
+      CHECK(t.stages[r].bubble_s == with_records.stages[r].bubble_s);
+      CHECK(t.stages[r].bubble_s == whole.stages[r].bubble_s);
+      CHECK(t.stages[r].peak_memory_bytes == with_records.stages[r].peak_memory_bytes);
+      CHECK(std::llround(t.stages[r].compute_s * 1e9) == whole.engine.compute_busy_ns[r]);
+    }
+    CHECK(std::llround(t.step_time_s * 1e9) == whole.engine.step_time_ns);
+    CHECK(t.mfu == doctest::Approx(whole.mfu).epsilon(1e-12));
+    CHECK(t.peak_memory_total_bytes == with_records.peak_memory_total_bytes);
+    CHECK(std::llround(t.peak_memory_total_bytes) == std::llround(whole.peak_memory_total_bytes));
   }
 }
 
