@@ -23,7 +23,7 @@ template <class Real>
 struct CpuMoeCtx {
   OpProfiler* prof;
   int module;
-  ExpertExchange* comm;       // the ep group's (null at ep 1)
+  ExpertExchange* comm;         // the ep group's (null at ep 1)
   const MoeAuxGrad<Real>* aux;  // the load-balancing loss's gradient (backward)
 };
 
