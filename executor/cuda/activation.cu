@@ -95,8 +95,6 @@ __global__ void residual_kernel(T* out, const T* a, const T* b, std::int64_t cou
   if (idx < count) out[idx] = from_f32<T>(to_f32(a[idx]) + to_f32(b[idx]));
 }
 
-unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
-
 // Blocks for count threads, capped: beyond the cap the kernels' grid-stride loops take more per thread.
 unsigned act_grid(std::int64_t count) {
   return unsigned(std::min<std::int64_t>(ceil_div<std::int64_t>(count, kBlock), std::int64_t(1) << 20));
@@ -147,7 +145,7 @@ void mlp_act_backward(FfnKind kind, T* dinp, const T* dout, const T* inp, std::i
 template <class T>
 void residual_forward(T* out, const T* a, const T* b, std::int64_t count, cudaStream_t stream) {
   FSDP_CHECK(count > 0, "residual_forward: empty");
-  residual_kernel<<<grid_for(count), kBlock, 0, stream>>>(out, a, b, count);
+  residual_kernel<<<grid_for(count, kBlock), kBlock, 0, stream>>>(out, a, b, count);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -10,8 +10,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
-
 template <class T>
 __global__ void f32_to_16_kernel(T* out, const float* inp, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * kBlock + threadIdx.x;
@@ -45,7 +43,7 @@ void cast_f32_to_bf16(bf16* out, const float* inp, std::int64_t n, cudaStream_t 
 template <class T>
 void cast_f32_to_16(T* out, const float* inp, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  f32_to_16_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(out, inp, n);
+  f32_to_16_kernel<T><<<grid_for(n, kBlock), kBlock, 0, stream>>>(out, inp, n);
   CUDA_CHECK(cudaGetLastError());
 }
 template void cast_f32_to_16<bf16>(bf16*, const float*, std::int64_t, cudaStream_t);
@@ -53,13 +51,13 @@ template void cast_f32_to_16<f16>(f16*, const float*, std::int64_t, cudaStream_t
 
 void round_through_f16(float* x, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  round_through_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, n);
+  round_through_f16_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(x, n);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void cast_bf16_to_f32(float* out, const bf16* inp, std::int64_t n, bool accumulate, cudaStream_t stream) {
   if (n <= 0) return;
-  bf16_to_f32_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, inp, n, accumulate);
+  bf16_to_f32_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(out, inp, n, accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -67,7 +65,7 @@ void pad_columns_bf16(bf16* dst, const bf16* src, std::int64_t rows, std::int64_
                       cudaStream_t stream) {
   FSDP_CHECK(rows >= 0 && src_cols >= 0 && dst_cols >= src_cols, "pad_columns_bf16: dst narrower than src");
   if (rows * dst_cols == 0) return;
-  pad_columns_kernel<<<grid_for(rows * dst_cols), kBlock, 0, stream>>>(dst, src, rows, src_cols, dst_cols);
+  pad_columns_kernel<<<grid_for(rows * dst_cols, kBlock), kBlock, 0, stream>>>(dst, src, rows, src_cols, dst_cols);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -20,6 +20,9 @@ constexpr I ceil_div(I a, I b) {
   return (a + b - 1) / b;
 }
 
+// The grid of a one-thread-per-element launch over `count` elements in blocks of `block` threads.
+inline unsigned grid_for(std::int64_t count, int block) { return unsigned(ceil_div<std::int64_t>(count, block)); }
+
 __device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(f16 x) { return __half2float(x); }

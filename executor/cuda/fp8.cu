@@ -52,8 +52,6 @@ __global__ void decode_kernel(float* out, const std::uint8_t* codes, std::int64_
   if (i < n) out[i] = __half2float(__half(__nv_cvt_fp8_to_halfraw(codes[i], kind))) * inv_scale[0];
 }
 
-unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
-
 }  // namespace
 
 template <class T>
@@ -78,7 +76,7 @@ void fp8_cast(std::uint8_t* codes, const T* x, std::int64_t rows, std::int64_t c
               const float* scale, Fp8Format f, cudaStream_t stream) {
   FSDP_CHECK(rows >= 0 && cols >= 0, "fp8_cast: negative shape");
   if (rows * cols == 0) return;
-  cast_kernel<T><<<grid_for(rows * cols), kBlock, 0, stream>>>(codes, x, rows, cols, transpose, scale,
+  cast_kernel<T><<<grid_for(rows * cols, kBlock), kBlock, 0, stream>>>(codes, x, rows, cols, transpose, scale,
                                                                 interpretation(f));
   CUDA_CHECK(cudaGetLastError());
 }
@@ -90,7 +88,7 @@ template void fp8_cast<bf16>(std::uint8_t*, const bf16*, std::int64_t, std::int6
 void fp8_decode(float* out, const std::uint8_t* codes, std::int64_t n, const float* inv_scale, Fp8Format f,
                 cudaStream_t stream) {
   if (n <= 0) return;
-  decode_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, codes, n, inv_scale, interpretation(f));
+  decode_kernel<<<grid_for(n, kBlock), kBlock, 0, stream>>>(out, codes, n, inv_scale, interpretation(f));
   CUDA_CHECK(cudaGetLastError());
 }
 

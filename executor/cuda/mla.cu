@@ -9,8 +9,6 @@ namespace {
 
 constexpr int kBlock = 256;
 
-unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
-
 // Element j of the rope part x (pairs (x_2p, x_2p+1)) rotated by +angle (sign 1) or -angle (sign -1) at
 // table row `pos`, as mla_attention.cpp's rotate_interleaved.
 template <class T>
@@ -89,8 +87,8 @@ template <class T>
 void mla_assemble_qkv(T* qkv, const T* q, const T* kvb, const T* k_pe, std::int64_t pe_ld, const float* cos_table,
                       const float* sin_table, const MlaRows& r, cudaStream_t stream) {
   FSDP_CHECK(r.n > 0 && r.rope % 2 == 0 && r.nope + r.rope <= r.dp && r.v <= r.dp, "mla_assemble_qkv: bad rows");
-  assemble_kernel<T><<<grid_for(r.n * 3 * r.heads * r.dp), kBlock, 0, stream>>>(qkv, q, kvb, k_pe, pe_ld, cos_table,
-                                                                                 sin_table, r);
+  assemble_kernel<T><<<grid_for(r.n * 3 * r.heads * r.dp, kBlock), kBlock, 0, stream>>>(qkv, q, kvb, k_pe, pe_ld,
+                                                                                         cos_table, sin_table, r);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -98,12 +96,13 @@ template <class T>
 void mla_split_dqkv(T* dq, T* dkvb, T* dk_pe, std::int64_t pe_ld, const T* dqkv, const float* cos_table,
                     const float* sin_table, const MlaRows& r, cudaStream_t stream) {
   FSDP_CHECK(r.n > 0 && r.rope % 2 == 0 && r.nope + r.rope <= r.dp && r.v <= r.dp, "mla_split_dqkv: bad rows");
-  split_q_kernel<T><<<grid_for(r.n * r.heads * (r.nope + r.rope)), kBlock, 0, stream>>>(dq, dqkv, cos_table,
-                                                                                         sin_table, r);
+  split_q_kernel<T><<<grid_for(r.n * r.heads * (r.nope + r.rope), kBlock), kBlock, 0, stream>>>(dq, dqkv, cos_table,
+                                                                                                 sin_table, r);
   CUDA_CHECK(cudaGetLastError());
-  split_kv_kernel<T><<<grid_for(r.n * r.heads * (r.nope + r.v)), kBlock, 0, stream>>>(dkvb, dqkv, r);
+  split_kv_kernel<T><<<grid_for(r.n * r.heads * (r.nope + r.v), kBlock), kBlock, 0, stream>>>(dkvb, dqkv, r);
   CUDA_CHECK(cudaGetLastError());
-  split_pe_kernel<T><<<grid_for(r.n * r.rope / 2), kBlock, 0, stream>>>(dk_pe, pe_ld, dqkv, cos_table, sin_table, r);
+  split_pe_kernel<T><<<grid_for(r.n * r.rope / 2, kBlock), kBlock, 0, stream>>>(dk_pe, pe_ld, dqkv, cos_table,
+                                                                                sin_table, r);
   CUDA_CHECK(cudaGetLastError());
 }
 

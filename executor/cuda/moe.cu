@@ -11,8 +11,6 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / 32;
 
-unsigned grid_for(std::int64_t count) { return unsigned(ceil_div<std::int64_t>(count, kBlock)); }
-
 template <class T>
 __global__ void combine_kernel(T* out, const T* y, const std::int32_t* rows, const float* weight, std::int64_t n,
                                std::int64_t k, std::int64_t c, bool accumulate) {
@@ -51,7 +49,7 @@ template <class T>
 void moe_combine_rows(T* out, const T* y, const std::int32_t* rows, const float* weight, std::int64_t n,
                       std::int64_t k, std::int64_t c, bool accumulate, cudaStream_t stream) {
   FSDP_CHECK(n > 0 && k > 0 && c > 0, "moe_combine_rows: empty");
-  combine_kernel<<<grid_for(n * c), kBlock, 0, stream>>>(out, y, rows, weight, n, k, c, accumulate);
+  combine_kernel<<<grid_for(n * c, kBlock), kBlock, 0, stream>>>(out, y, rows, weight, n, k, c, accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 

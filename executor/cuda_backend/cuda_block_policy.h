@@ -23,6 +23,7 @@
 #include "executor/cuda_backend/cuda_op_timer.h"
 #include "executor/cuda_backend/grad_kernels.h"
 #include "executor/model/block_sequence.h"
+#include "executor/model/moe_sequence.h"  // is_moe_mlp
 
 namespace fsdpx::cuda {
 
@@ -93,7 +94,7 @@ struct CudaBlockPolicy
   static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
   static constexpr auto mla_forward = cuda_mla_forward<T>;
   static constexpr auto mla_backward = cuda_mla_backward<T>;
-  static constexpr auto is_moe = is_moe_block<T>;
+  static constexpr auto is_moe = is_moe_mlp<Ctx>;
   static constexpr auto moe_forward = cuda_moe_forward<T>;
   static constexpr auto moe_backward = cuda_moe_backward<T>;
 

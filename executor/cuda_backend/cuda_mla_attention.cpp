@@ -1,8 +1,7 @@
 // executor/cuda_backend/cuda_mla_attention.cpp — the latent attention of a CUDA block on the device (see
-// cuda_mla_attention.h), timed under the CPU's kernel names (mla_attention.cpp: wq_a, q_a_norm, wq_b or wq,
-// wkv_a, kv_a_norm, wkv_b, rope, attn_core; backward attn_core_bwd, rope_bwd, wkv_b_dx, kv_a_norm_bwd,
-// wkv_a_dx, wq_b_dx, q_a_norm_bwd, wq_a_dx or wq_dx), each kernel group in the CPU's order, so the float
-// model of the emulated build follows the CPU within rounding.
+// cuda_mla_attention.h): the shared kernel-call sequence (executor/model/mla_sequence.h, the CPU's order and
+// kernel names) over the device policy below, so the float model of the emulated build follows the CPU
+// within rounding. The policy's heads are padded to the flash kernel's Dp; its buffers are the block's.
 #include "executor/cuda_backend/cuda_mla_attention.h"
 
 #include <algorithm>
@@ -11,11 +10,11 @@
 #include "core/errors.h"
 #include "executor/cuda/attention.h"
 #include "executor/cuda/attention_tc.h"
-#include "executor/cuda/context_attention.h"  // copy_columns
 #include "executor/cuda/mla.h"
 #include "executor/cuda/norm.h"
 #include "executor/cuda/types.h"
-#include "executor/cuda_backend/cuda_op_timer.h"
+#include "executor/cuda_backend/cuda_sequence_kernels.h"
+#include "executor/model/mla_sequence.h"
 
 namespace fsdpx::cuda {
 
@@ -54,11 +53,9 @@ std::int64_t CudaMlaScratch<T>::bytes() const {
 namespace {
 
 template <class T>
-MlaDims dims_of(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p) {
+MlaDims dims_of(const CudaBlockContext<T>& ctx) {
   FSDP_CHECK(ctx.par.tp == 1 && ctx.par.cp == 1 && !ctx.lora.layout && ctx.rope_cos && ctx.rope_sin && ctx.scratch,
              "cuda_mla_attention: latent attention runs on CUDA without tp, cp or LoRA, with its RoPE table");
-  FSDP_CHECK(p.mla_kv_a && p.mla_kv_a_norm && p.mla_kv_b && (p.mla_q || (p.mla_q_a && p.mla_q_a_norm && p.mla_q_b)),
-             "cuda_mla_attention: the block has no latent-attention tensors");
   return make_mla_dims(*ctx.spec, ctx.dims.b, ctx.dims.t);
 }
 
@@ -72,107 +69,71 @@ MlaRows rows_of(const MlaDims& d) {
   return r;
 }
 
-// out [N, oc] = x [N, k] · Wᵀ (written).
+// The device policy of mla_sequence.h: the shared launches (cuda_sequence_kernels.h), fp32 norm statistics,
+// the flash (or tensor-core) attention core on heads padded to Dp, and the RoPE kernels (cuda/mla.h).
 template <class T>
-void linear(const CudaBlockContext<T>& ctx, T* out, const T* x, const T* w, std::int64_t k, std::int64_t oc) {
-  matmul_forward(*ctx.gemm, out, GemmOut::operand, x, w, nullptr, ctx.dims.n, k, oc, false, ctx.stream);
-}
+struct CudaMlaPolicy : CudaSequenceKernels<T> {
+  using Ctx = CudaBlockContext<T>;
 
-// dx [N, k] (=, or += with accumulate) dout [N, oc] · W; dW [oc, k] += doutᵀ · x (fp32).
-template <class T>
-void linear_backward(const CudaBlockContext<T>& ctx, T* dx, bool accumulate, float* dw, const T* dout, const T* x,
-                     const T* w, std::int64_t k, std::int64_t oc) {
-  matmul_backward_dx(*ctx.gemm, dx, GemmOut::operand, dout, w, ctx.dims.n, k, oc, accumulate, ctx.stream);
-  matmul_backward_dw(*ctx.gemm, dw, GemmOut::f32, dout, x, ctx.dims.n, k, oc, true, ctx.stream);
-}
+  static std::int64_t head_dim(const MlaDims& d) { return mla_padded_head_dim(d.qk()); }
+  static void rms_forward(const Ctx& ctx, T* out, float* rstd, const T* x, const T* w, std::int64_t n,
+                          std::int64_t c, double eps) {
+    rmsnorm_forward(out, rstd, x, w, n, c, float(eps), ctx.stream);
+  }
+  static void rms_backward(const Ctx& ctx, T* dinp, float* dw, const T* dout, const T* x, const T* w,
+                           const float* rstd, std::int64_t n, std::int64_t c) {
+    rmsnorm_backward(dinp, dw, ctx.scratch->mla.norm.get(), dout, x, w, rstd, n, c, ctx.stream);
+  }
+  static AttnShape shape(const MlaDims& d) { return AttnShape{d.b, d.t, d.heads, d.heads, head_dim(d)}; }
+  static void attention_forward(const Ctx& ctx, const MlaDims& d, T* out, float* lse, const T* qkv) {
+    if (ctx.tensor_core_attention && tc_attention_supports(shape(d)))
+      tc_attention_forward(out, lse, qkv, shape(d), ctx.stream);
+    else
+      flash_attention_forward(out, lse, qkv, shape(d), ctx.stream);
+  }
+  static void attention_backward(const Ctx& ctx, const MlaDims& d, T* dqkv, const T* dout, const T* out,
+                                 const T* qkv, const float* lse) {
+    float* delta = ctx.scratch->attn.get();
+    if (ctx.tensor_core_attention && tc_attention_supports(shape(d)))
+      tc_attention_backward(dqkv, delta, dout, out, qkv, lse, shape(d), ctx.stream);
+    else
+      flash_attention_backward(dqkv, delta, dout, out, qkv, lse, shape(d), ctx.stream);
+  }
+  static void assemble_qkv(const Ctx& ctx, const MlaDims& d, T* qkv, const T* q, const T* kvb, const T* k_pe,
+                           std::int64_t pe_ld) {
+    mla_assemble_qkv(qkv, q, kvb, k_pe, pe_ld, ctx.rope_cos, ctx.rope_sin, rows_of(d), ctx.stream);
+  }
+  static void split_dqkv(const Ctx& ctx, const MlaDims& d, T* dq, T* dkvb, T* dk_pe, std::int64_t pe_ld,
+                         const T* dqkv) {
+    mla_split_dqkv(dq, dkvb, dk_pe, pe_ld, dqkv, ctx.rope_cos, ctx.rope_sin, rows_of(d), ctx.stream);
+  }
+};
 
 }  // namespace
 
 template <class T>
 void cuda_mla_forward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, CudaBlockActs<T>& acts) {
-  const MlaDims d = dims_of(ctx, p);
-  const MlaRows r = rows_of(d);
+  const MlaDims d = dims_of(ctx);
   CudaMlaActs<T>& a = acts.mla;
   CudaMlaScratch<T>& s = ctx.scratch->mla;
-  const T* x = acts.ln1.get();
-  const float eps = float(d.eps);
-  cudaStream_t st = ctx.stream;
-  if (d.q_rank > 0) {
-    { const auto t = timed(ctx, "wq_a");
-      linear(ctx, a.qa.get(), x, p.mla_q_a, d.c, d.q_rank); }
-    { const auto t = timed(ctx, "q_a_norm");
-      rmsnorm_forward(a.qa_n.get(), a.qa_rstd.get(), a.qa.get(), p.mla_q_a_norm, d.n, d.q_rank, eps, st); }
-    const auto t = timed(ctx, "wq_b");
-    linear(ctx, s.q.get(), a.qa_n.get(), p.mla_q_b, d.q_rank, d.q_width());
-  } else {
-    const auto t = timed(ctx, "wq");
-    linear(ctx, s.q.get(), x, p.mla_q, d.c, d.q_width());
-  }
-  { const auto t = timed(ctx, "wkv_a");
-    linear(ctx, s.kva.get(), x, p.mla_kv_a, d.c, d.kv_a_width()); }
-  { const auto t = timed(ctx, "kv_a_norm");  // the latent: kv_a's first Rkv columns
-    copy_columns(a.c_kv.get(), d.kv_rank, s.kva.get(), d.kv_a_width(), d.n, d.kv_rank, false, st);
-    rmsnorm_forward(a.kv_n.get(), a.kv_rstd.get(), a.c_kv.get(), p.mla_kv_a_norm, d.n, d.kv_rank, eps, st); }
-  { const auto t = timed(ctx, "wkv_b");
-    linear(ctx, s.kvb.get(), a.kv_n.get(), p.mla_kv_b, d.kv_rank, d.kv_b_width()); }
-  { const auto t = timed(ctx, "rope");  // and the padded multi-head qkv
-    mla_assemble_qkv(a.qkv.get(), s.q.get(), s.kvb.get(), s.kva.get() + d.kv_rank, d.kv_a_width(), ctx.rope_cos,
-                     ctx.rope_sin, r, st); }
-  const AttnShape shape{d.b, d.t, d.heads, d.heads, r.dp};
-  { const auto t = timed(ctx, "attn_core");
-    if (ctx.tensor_core_attention && tc_attention_supports(shape))
-      tc_attention_forward(a.out.get(), acts.att.get(), a.qkv.get(), shape, st);
-    else
-      flash_attention_forward(a.out.get(), acts.att.get(), a.qkv.get(), shape, st); }
-  copy_columns(acts.atty.get(), d.v, a.out.get(), r.dp, d.n * d.heads, d.v, false, st);  // each head's v columns
+  const MlaKept<T, float> keep{a.qa.get(), a.qa_n.get(), a.qa_rstd.get(), a.c_kv.get(), a.kv_n.get(),
+                               a.kv_rstd.get(), a.qkv.get(), a.out.get(), acts.att.get()};
+  mla_sequence::forward<CudaMlaPolicy<T>>(ctx, d, mla_tensors(p), acts.ln1.get(), keep,
+                                          MlaChains<T>{s.q.get(), s.kva.get(), s.kvb.get()}, acts.atty.get());
 }
 
 template <class T>
 void cuda_mla_backward(const CudaBlockContext<T>& ctx, const BlockTensors<const T*>& p, const BlockTensors<float*>& g,
                        const CudaBlockActs<T>& acts, CudaBlockScratch<T>& sc) {
-  const MlaDims d = dims_of(ctx, p);
-  const MlaRows r = rows_of(d);
+  const MlaDims d = dims_of(ctx);
   const CudaMlaActs<T>& a = acts.mla;
   CudaMlaScratch<T>& s = sc.mla;
-  const T* x = acts.ln1.get();
-  cudaStream_t st = ctx.stream;
-  const AttnShape shape{d.b, d.t, d.heads, d.heads, r.dp};
-  { const auto t = timed(ctx, "attn_core_bwd");
-    zero_async(s.dout, st), zero_async(s.dqkv, st);  // the padding columns' gradient is 0; the kernels add into dqkv
-    copy_columns(s.dout.get(), r.dp, sc.datty.get(), d.v, d.n * d.heads, d.v, false, st);
-    if (ctx.tensor_core_attention && tc_attention_supports(shape))
-      tc_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.att.get(),
-                            shape, st);
-    else
-      flash_attention_backward(s.dqkv.get(), sc.attn.get(), s.dout.get(), a.out.get(), a.qkv.get(), acts.att.get(),
-                               shape, st); }
-  { const auto t = timed(ctx, "rope_bwd");  // into the chains' output gradients: dq, dkvb, kv_a's rope columns
-    mla_split_dqkv(s.q.get(), s.kvb.get(), s.kva.get() + d.kv_rank, d.kv_a_width(), s.dqkv.get(), ctx.rope_cos,
-                   ctx.rope_sin, r, st); }
-  { const auto t = timed(ctx, "wkv_b_dx");  // and its weight gradient
-    linear_backward(ctx, s.dkv_n.get(), false, g.mla_kv_b, s.kvb.get(), a.kv_n.get(), p.mla_kv_b, d.kv_rank,
-                    d.kv_b_width()); }
-  { const auto t = timed(ctx, "kv_a_norm_bwd");
-    zero_async(s.dc_kv, st);
-    rmsnorm_backward(s.dc_kv.get(), g.mla_kv_a_norm, s.norm.get(), s.dkv_n.get(), a.c_kv.get(), p.mla_kv_a_norm,
-                     a.kv_rstd.get(), d.n, d.kv_rank, st);
-    copy_columns(s.kva.get(), d.kv_a_width(), s.dc_kv.get(), d.kv_rank, d.n, d.kv_rank, false, st); }
-  { const auto t = timed(ctx, "wkv_a_dx");
-    linear_backward(ctx, sc.dln.get(), false, g.mla_kv_a, s.kva.get(), x, p.mla_kv_a, d.c, d.kv_a_width()); }
-  if (d.q_rank == 0) {
-    const auto t = timed(ctx, "wq_dx");
-    linear_backward(ctx, sc.dln.get(), true, g.mla_q, s.q.get(), x, p.mla_q, d.c, d.q_width());
-    return;
-  }
-  { const auto t = timed(ctx, "wq_b_dx");
-    linear_backward(ctx, s.dqa_n.get(), false, g.mla_q_b, s.q.get(), a.qa_n.get(), p.mla_q_b, d.q_rank,
-                    d.q_width()); }
-  { const auto t = timed(ctx, "q_a_norm_bwd");
-    zero_async(s.dqa, st);
-    rmsnorm_backward(s.dqa.get(), g.mla_q_a_norm, s.norm.get(), s.dqa_n.get(), a.qa.get(), p.mla_q_a_norm,
-                     a.qa_rstd.get(), d.n, d.q_rank, st); }
-  const auto t = timed(ctx, "wq_a_dx");
-  linear_backward(ctx, sc.dln.get(), true, g.mla_q_a, s.dqa.get(), x, p.mla_q_a, d.c, d.q_rank);
+  const MlaKept<const T, const float> keep{a.qa.get(), a.qa_n.get(), a.qa_rstd.get(), a.c_kv.get(), a.kv_n.get(),
+                                           a.kv_rstd.get(), a.qkv.get(), a.out.get(), acts.att.get()};
+  const MlaGradScratch<T> gs{s.dout.get(), s.dqkv.get(), s.dkv_n.get(), s.dc_kv.get(), s.dqa_n.get(), s.dqa.get()};
+  mla_sequence::backward<CudaMlaPolicy<T>>(ctx, d, mla_tensors(p), mla_tensors(g), acts.ln1.get(), keep,
+                                           sc.datty.get(), MlaChains<T>{s.q.get(), s.kva.get(), s.kvb.get()}, gs,
+                                           sc.dln.get());
 }
 
 #define FSDPX_INSTANTIATE(T)                                                                                        \

@@ -1,6 +1,6 @@
 // executor/cuda_backend/cuda_mla_attention.h — a CUDA block's multi-head latent attention (DeepSeek-V3
-// technical report, arXiv:2412.19437 §2.1.1) on the device, step for step the CPU's executor/model/
-// mla_attention.h: the q and kv LoRA chains as GEMMs (cuda/gemm.h) and RMSNorms (cuda/norm.h; the latent is
+// technical report, arXiv:2412.19437 §2.1.1) on the device, the CPU's sequence (executor/model/
+// mla_sequence.h): the q and kv LoRA chains as GEMMs (cuda/gemm.h) and RMSNorms (cuda/norm.h; the latent is
 // kv_a's first Rkv columns, copied out), RoPE on the rope parts while assembling the padded multi-head qkv
 // (cuda/mla.h), the flash kernel (or the tensor-core one, as the plan says, where it takes the padded head),
 // and the heads' v columns sliced back; backward the reverse, the fp32 weight gradients accumulating.

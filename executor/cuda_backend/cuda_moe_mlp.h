@@ -17,12 +17,6 @@
 
 namespace fsdpx::cuda {
 
-// The block at ctx.module (1 + block index) has an MoE MLP: an MoE model past its dense leading layers.
-template <class T>
-bool is_moe_block(const CudaBlockContext<T>& ctx) {
-  return ctx.spec->is_moe() && ctx.module - 1 >= ctx.spec->moe.dense_layers;
-}
-
 // out [N, C] (T, written) = the MoE MLP of a.ln2; fills a.moe (host routing, device rows) for the backward
 // and the aux loss.
 template <class T>

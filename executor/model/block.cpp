@@ -12,6 +12,7 @@
 #include "executor/model/block_policy.h"
 #include "executor/model/block_sequence.h"
 #include "executor/model/context_parallel.h"
+#include "executor/model/mla_sequence.h"  // mla_tensors
 #include "executor/model/qkv_groups.h"
 
 namespace fsdpx {
@@ -46,17 +47,6 @@ void CpuBlockPolicy<Real>::qkv_forward(const Ctx& ctx, const BlockTensors<const 
     gather_query_group(*ctx.comm, *ctx.group_columns, out, ctx.scratch->qkv_all.data(), a.qkv.data(), d.n,
                        d.qkv_rows);
 }
-
-namespace {
-
-template <class P>
-MlaTensors<P> mla_tensors(const BlockTensors<P>& t) {
-  FSDP_CHECK(t.mla_kv_a && t.mla_kv_a_norm && t.mla_kv_b && (t.mla_q || (t.mla_q_a && t.mla_q_a_norm && t.mla_q_b)),
-             "block: a latent-attention block without its tensors");
-  return MlaTensors<P>{t.mla_q_a, t.mla_q_a_norm, t.mla_q_b, t.mla_q, t.mla_kv_a, t.mla_kv_a_norm, t.mla_kv_b};
-}
-
-}  // namespace
 
 template <class Real>
 void CpuBlockPolicy<Real>::mla_forward(const Ctx& ctx, const BlockTensors<const Real*>& p, Acts& a) {

@@ -58,7 +58,7 @@ struct CpuBlockPolicy
   // Latent attention in place of qkv, RoPE and the core (mla_attention.h): ln1 -> atty, qkv and att kept.
   static bool is_mla(const Ctx& ctx) { return ctx.spec->is_mla(); }
   static void mla_forward(const Ctx& ctx, const BlockTensors<const Real*>& p, Acts& a);
-  // s.dln += the gradient w.r.t. ln1 from s.datty; the latent projections' gradients accumulate into g.
+  // s.dln (written) = the gradient w.r.t. ln1 from s.datty; the latent projections' gradients accumulate into g.
   static void mla_backward(const Ctx& ctx, const BlockTensors<const Real*>& p, const BlockTensors<Real*>& g,
                            const Acts& a, Scratch& s);
   static void attention_forward(const Ctx& ctx, Acts& a);                   // timed "attn_core"

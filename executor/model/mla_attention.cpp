@@ -1,24 +1,19 @@
-// executor/model/mla_attention.cpp — multi-head latent attention on the CPU (see mla_attention.h), timed
-// under the simulator's kernel names (cost_models/compute_mla.cpp): wq_a, q_a_norm, wq_b (or wq), wkv_a,
-// kv_a_norm, wkv_b, rope, attn_core; backward the same with _dx/_dw and _bwd. Forward runs the query
-// chain, the key/value chain, RoPE, then assembles the padded multi-head qkv (queries times YaRN's softmax
-// factor, so the core's 1/sqrt(D) becomes DeepSeek's softmax_scale); backward runs the reverse.
+// executor/model/mla_attention.cpp — multi-head latent attention on the CPU (see mla_attention.h): the
+// shared kernel-call sequence (mla_sequence.h) over the CPU policy below, host kernels on the heads of D =
+// qk_nope + qk_rope columns. The policy's own arithmetic is the RoPE step: the assembly of the padded
+// multi-head qkv (queries times YaRN's softmax factor, so the core's 1/sqrt(D) becomes DeepSeek's
+// softmax_scale) and its reverse.
 #include "executor/model/mla_attention.h"
 
 #include <algorithm>
 
 #include "core/errors.h"
 #include "executor/cpu/attention.h"
-#include "executor/cpu/gemm.h"
-#include "executor/cpu/norm.h"
+#include "executor/model/cpu_sequence_kernels.h"
+#include "executor/model/mla_sequence.h"
 
 namespace fsdpx {
 namespace {
-
-std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
-
-template <class Real>
-constexpr const Real* kNoBias = nullptr;
 
 // RoPE on interleaved pairs (x_2i, x_2i+1) of a rope-wide vector at table row `row`, by +angle (sign 1) or
 // -angle (sign -1: the backward, the rotation's transpose).
@@ -33,130 +28,104 @@ void rotate_interleaved(Real* x, const RopeTable<Real>& tab, std::int64_t row, R
   }
 }
 
+template <class Real>
+struct CpuMlaCtx {
+  const RopeTable<Real>* rope;
+  OpProfiler* prof;
+  int module;
+};
+
+// The CPU policy of mla_sequence.h: the shared host kernels, the attention core and the RoPE steps.
+template <class Real>
+struct CpuMlaPolicy : CpuSequenceKernels<Real> {
+  using Ctx = CpuMlaCtx<Real>;
+
+  static std::int64_t head_dim(const MlaDims& d) { return d.qk(); }
+  static void attention_forward(const Ctx&, const MlaDims& d, Real* out, Real* att, const Real* qkv) {
+    cpu::attention_forward(out, att, qkv, d.attn());
+  }
+  static void attention_backward(const Ctx&, const MlaDims& d, Real* dqkv, const Real* dout, const Real*,
+                                 const Real* qkv, const Real* att) {
+    cpu::attention_backward(dqkv, dout, qkv, att, d.attn());
+  }
+
+  // qkv [N, 3·H·D] per token and head: query [q_nope | rot(q_pe)] times the softmax factor, key
+  // [k_nope | rot(k_pe)] (k_pe [N, rope] at row stride pe_ld, shared by the heads), value [v | 0].
+  static void assemble_qkv(const Ctx& ctx, const MlaDims& d, Real* qkv, const Real* q, const Real* kvb,
+                           const Real* k_pe_rows, std::int64_t pe_ld) {
+    const std::int64_t D = d.qk(), H = d.heads, row = 3 * H * D, kvb_row = d.nope + d.v;
+    const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
+    std::vector<Real> k_pe(static_cast<std::size_t>(d.rope));
+    for (std::int64_t i = 0; i < d.n; ++i) {
+      const std::int64_t pos_row = i % d.t;
+      Real* r = qkv + i * row;
+      std::copy_n(k_pe_rows + i * pe_ld, d.rope, k_pe.begin());
+      rotate_interleaved(k_pe.data(), *ctx.rope, pos_row, Real(1));
+      for (std::int64_t h = 0; h < H; ++h) {
+        Real* qh = r + h * D;
+        std::copy_n(q + i * d.q_width() + h * D, D, qh);
+        rotate_interleaved(qh + d.nope, *ctx.rope, pos_row, Real(1));
+        if (q_scale != Real(1))  // YaRN's softmax factor: (f·q)·k / sqrt(D) = f · q·k / sqrt(D)
+          for (std::int64_t j = 0; j < D; ++j) qh[j] *= q_scale;
+        const Real* kv_h = kvb + i * d.kv_b_width() + h * kvb_row;  // [k_nope | v]
+        Real* kh = r + (H + h) * D;
+        std::copy_n(kv_h, d.nope, kh);
+        std::copy(k_pe.begin(), k_pe.end(), kh + d.nope);
+        Real* vh = r + (2 * H + h) * D;
+        std::copy_n(kv_h + d.nope, d.v, vh);
+        std::fill(vh + d.v, vh + D, Real(0));
+      }
+    }
+  }
+  // The reverse, all written: dq [N, H·D], dkvb [N, H·(nope + v)], dk_pe [N, rope] at row stride pe_ld
+  // (the shared key: every head's gradient, summed in head order).
+  static void split_dqkv(const Ctx& ctx, const MlaDims& d, Real* dq_rows, Real* dkvb, Real* dk_pe_rows,
+                         std::int64_t pe_ld, const Real* dqkv) {
+    const std::int64_t D = d.qk(), H = d.heads, row = 3 * H * D, kvb_row = d.nope + d.v;
+    const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
+    for (std::int64_t i = 0; i < d.n; ++i) {
+      const std::int64_t pos_row = i % d.t;
+      const Real* r = dqkv + i * row;
+      Real* dk_pe = dk_pe_rows + i * pe_ld;
+      std::fill(dk_pe, dk_pe + d.rope, Real(0));
+      for (std::int64_t h = 0; h < H; ++h) {
+        Real* dq = dq_rows + i * d.q_width() + h * D;
+        std::copy_n(r + h * D, D, dq);
+        if (q_scale != Real(1))
+          for (std::int64_t j = 0; j < D; ++j) dq[j] *= q_scale;
+        rotate_interleaved(dq + d.nope, *ctx.rope, pos_row, Real(-1));
+        const Real* dk = r + (H + h) * D;
+        Real* dkv_h = dkvb + i * d.kv_b_width() + h * kvb_row;
+        std::copy_n(dk, d.nope, dkv_h);
+        for (std::int64_t j = 0; j < d.rope; ++j) dk_pe[j] += dk[d.nope + j];
+        std::copy_n(r + (2 * H + h) * D, d.v, dkv_h + d.nope);
+      }
+      rotate_interleaved(dk_pe, *ctx.rope, pos_row, Real(-1));
+    }
+  }
+};
+
 }  // namespace
 
 template <class Real>
 void mla_forward(const MlaDims& d, const MlaTensors<const Real*>& p, const RopeTable<Real>& rope, const Real* x,
                  Real* out, Real* qkv, Real* att, MlaActs<Real>& a, OpProfiler* prof, int module) {
   FSDP_CHECK(rope.half * 2 == d.rope && rope.seq >= d.t, "mla_forward: the RoPE table is not qk_rope_head_dim wide");
-  const std::int64_t D = d.qk(), H = d.heads, row = 3 * H * D, kvb_row = d.nope + d.v;
-  std::vector<Real> qd(at(d.n * d.q_width()));  // [N, H·D] queries before RoPE
-  if (d.q_rank > 0) {
-    { ScopedOp op(prof, "wq_a", module);
-      cpu::matmul_forward(a.qa.data(), x, p.q_a, kNoBias<Real>, d.n, d.c, d.q_rank); }
-    { ScopedOp op(prof, "q_a_norm", module);
-      cpu::rmsnorm_forward(a.qa_n.data(), a.qa_rstd.data(), a.qa.data(), p.q_a_norm, d.n, d.q_rank, d.eps); }
-    ScopedOp op(prof, "wq_b", module);
-    cpu::matmul_forward(qd.data(), a.qa_n.data(), p.q_b, kNoBias<Real>, d.n, d.q_rank, d.q_width());
-  } else {
-    ScopedOp op(prof, "wq", module);
-    cpu::matmul_forward(qd.data(), x, p.q, kNoBias<Real>, d.n, d.c, d.q_width());
-  }
-  { ScopedOp op(prof, "wkv_a", module);
-    cpu::matmul_forward(a.kva.data(), x, p.kv_a, kNoBias<Real>, d.n, d.c, d.kv_a_width()); }
-  { ScopedOp op(prof, "kv_a_norm", module);
-    std::vector<Real> c_kv(at(d.n * d.kv_rank));  // the latent, without the rope key
-    for (std::int64_t i = 0; i < d.n; ++i)
-      std::copy_n(a.kva.begin() + i * d.kv_a_width(), d.kv_rank, c_kv.begin() + i * d.kv_rank);
-    cpu::rmsnorm_forward(a.kv_n.data(), a.kv_rstd.data(), c_kv.data(), p.kv_a_norm, d.n, d.kv_rank, d.eps); }
-  { ScopedOp op(prof, "wkv_b", module);
-    cpu::matmul_forward(a.kvb.data(), a.kv_n.data(), p.kv_b, kNoBias<Real>, d.n, d.kv_rank, d.kv_b_width()); }
-  ScopedOp op(prof, "rope", module);  // and the assembly of the padded multi-head qkv
-  const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
-  for (std::int64_t i = 0; i < d.n; ++i) {
-    const std::int64_t pos_row = i % d.t;
-    Real* r = qkv + i * row;
-    std::vector<Real> k_pe(a.kva.begin() + i * d.kv_a_width() + d.kv_rank, a.kva.begin() + (i + 1) * d.kv_a_width());
-    rotate_interleaved(k_pe.data(), rope, pos_row, Real(1));
-    for (std::int64_t h = 0; h < H; ++h) {
-      Real* qh = r + h * D;
-      std::copy_n(qd.begin() + i * d.q_width() + h * D, D, qh);
-      rotate_interleaved(qh + d.nope, rope, pos_row, Real(1));
-      if (q_scale != Real(1))  // YaRN's softmax factor: (f·q)·k / sqrt(D) = f · q·k / sqrt(D)
-        for (std::int64_t j = 0; j < D; ++j) qh[j] *= q_scale;
-      const Real* kv_h = a.kvb.data() + i * d.kv_b_width() + h * kvb_row;  // [k_nope | v]
-      Real* kh = r + (H + h) * D;
-      std::copy_n(kv_h, d.nope, kh);
-      std::copy(k_pe.begin(), k_pe.end(), kh + d.nope);
-      Real* vh = r + (2 * H + h) * D;
-      std::copy_n(kv_h + d.nope, d.v, vh);
-      std::fill(vh + d.v, vh + D, Real(0));
-    }
-  }
-  { ScopedOp core(prof, "attn_core", module);
-    cpu::attention_forward(a.out_pad.data(), att, qkv, d.attn()); }
-  for (std::int64_t i = 0; i < d.n; ++i)
-    for (std::int64_t h = 0; h < H; ++h)
-      std::copy_n(a.out_pad.begin() + i * d.q_width() + h * D, d.v, out + i * d.out_width() + h * d.v);
+  const MlaKept<Real, Real> keep{a.qa.data(), a.qa_n.data(), a.qa_rstd.data(), a.c_kv.data(), a.kv_n.data(),
+                                 a.kv_rstd.data(), qkv, a.out_pad.data(), att};
+  mla_sequence::forward<CpuMlaPolicy<Real>>({&rope, prof, module}, d, p, x, keep,
+                                            MlaChains<Real>{a.q.data(), a.kva.data(), a.kvb.data()}, out);
 }
 
 template <class Real>
 void mla_backward(const MlaDims& d, const MlaTensors<const Real*>& p, const MlaTensors<Real*>& g,
                   const RopeTable<Real>& rope, const Real* x, const Real* dout, const Real* qkv, const Real* att,
                   const MlaActs<Real>& a, Real* dqkv, Real* dx, MlaScratch<Real>& s, OpProfiler* prof, int module) {
-  const std::int64_t D = d.qk(), H = d.heads, row = 3 * H * D, kvb_row = d.nope + d.v;
-  std::fill(s.dout_pad.begin(), s.dout_pad.end(), Real(0));
-  for (std::int64_t i = 0; i < d.n; ++i)
-    for (std::int64_t h = 0; h < H; ++h)
-      std::copy_n(dout + i * d.out_width() + h * d.v, d.v, s.dout_pad.begin() + i * d.q_width() + h * D);
-  std::fill(dqkv, dqkv + d.n * row, Real(0));
-  { ScopedOp op(prof, "attn_core_bwd", module);
-    cpu::attention_backward(dqkv, s.dout_pad.data(), qkv, att, d.attn()); }
-  { ScopedOp op(prof, "rope_bwd", module);  // and the split of dqkv into the chains' output gradients
-    const Real q_scale = static_cast<Real>(d.softmax_scale_factor);
-    std::fill(s.dkva.begin(), s.dkva.end(), Real(0));
-    for (std::int64_t i = 0; i < d.n; ++i) {
-      const std::int64_t pos_row = i % d.t;
-      const Real* r = dqkv + i * row;
-      Real* dk_pe = s.dkva.data() + i * d.kv_a_width() + d.kv_rank;  // the shared key: every head's gradient
-      for (std::int64_t h = 0; h < H; ++h) {
-        Real* dq = s.dq.data() + i * d.q_width() + h * D;
-        std::copy_n(r + h * D, D, dq);
-        if (q_scale != Real(1))
-          for (std::int64_t j = 0; j < D; ++j) dq[j] *= q_scale;
-        rotate_interleaved(dq + d.nope, rope, pos_row, Real(-1));
-        const Real* dk = r + (H + h) * D;
-        Real* dkv_h = s.dkvb.data() + i * d.kv_b_width() + h * kvb_row;
-        std::copy_n(dk, d.nope, dkv_h);
-        for (std::int64_t j = 0; j < d.rope; ++j) dk_pe[j] += dk[d.nope + j];
-        std::copy_n(r + (2 * H + h) * D, d.v, dkv_h + d.nope);
-      }
-      rotate_interleaved(dk_pe, rope, pos_row, Real(-1));
-    } }
-  { ScopedOp op(prof, "wkv_b_dx", module);  // and its weight gradient
-    std::fill(s.dkv_n.begin(), s.dkv_n.end(), Real(0));
-    cpu::matmul_backward_dx(s.dkv_n.data(), s.dkvb.data(), p.kv_b, d.n, d.kv_rank, d.kv_b_width());
-    cpu::matmul_backward_dw(g.kv_b, static_cast<Real*>(nullptr), s.dkvb.data(), a.kv_n.data(), d.n, d.kv_rank,
-                            d.kv_b_width()); }
-  { ScopedOp op(prof, "kv_a_norm_bwd", module);
-    std::vector<Real> c_kv(at(d.n * d.kv_rank)), dc_kv(c_kv.size(), Real(0));
-    for (std::int64_t i = 0; i < d.n; ++i)
-      std::copy_n(a.kva.begin() + i * d.kv_a_width(), d.kv_rank, c_kv.begin() + i * d.kv_rank);
-    cpu::rmsnorm_backward(dc_kv.data(), g.kv_a_norm, s.dkv_n.data(), c_kv.data(), p.kv_a_norm, a.kv_rstd.data(), d.n,
-                          d.kv_rank);
-    for (std::int64_t i = 0; i < d.n; ++i)
-      std::copy_n(dc_kv.begin() + i * d.kv_rank, d.kv_rank, s.dkva.begin() + i * d.kv_a_width()); }
-  { ScopedOp op(prof, "wkv_a_dx", module);
-    cpu::matmul_backward_dx(dx, s.dkva.data(), p.kv_a, d.n, d.c, d.kv_a_width());
-    cpu::matmul_backward_dw(g.kv_a, static_cast<Real*>(nullptr), s.dkva.data(), x, d.n, d.c, d.kv_a_width()); }
-  if (d.q_rank == 0) {
-    ScopedOp op(prof, "wq_dx", module);
-    cpu::matmul_backward_dx(dx, s.dq.data(), p.q, d.n, d.c, d.q_width());
-    cpu::matmul_backward_dw(g.q, static_cast<Real*>(nullptr), s.dq.data(), x, d.n, d.c, d.q_width());
-    return;
-  }
-  { ScopedOp op(prof, "wq_b_dx", module);
-    std::fill(s.dqa_n.begin(), s.dqa_n.end(), Real(0));
-    cpu::matmul_backward_dx(s.dqa_n.data(), s.dq.data(), p.q_b, d.n, d.q_rank, d.q_width());
-    cpu::matmul_backward_dw(g.q_b, static_cast<Real*>(nullptr), s.dq.data(), a.qa_n.data(), d.n, d.q_rank,
-                            d.q_width()); }
-  { ScopedOp op(prof, "q_a_norm_bwd", module);
-    std::fill(s.dqa.begin(), s.dqa.end(), Real(0));
-    cpu::rmsnorm_backward(s.dqa.data(), g.q_a_norm, s.dqa_n.data(), a.qa.data(), p.q_a_norm, a.qa_rstd.data(), d.n,
-                          d.q_rank); }
-  ScopedOp op(prof, "wq_a_dx", module);
-  cpu::matmul_backward_dx(dx, s.dqa.data(), p.q_a, d.n, d.c, d.q_rank);
-  cpu::matmul_backward_dw(g.q_a, static_cast<Real*>(nullptr), s.dqa.data(), x, d.n, d.c, d.q_rank);
+  const MlaKept<const Real, const Real> keep{a.qa.data(), a.qa_n.data(), a.qa_rstd.data(), a.c_kv.data(),
+                                             a.kv_n.data(), a.kv_rstd.data(), qkv, a.out_pad.data(), att};
+  const MlaGradScratch<Real> gs{s.dout_pad.data(), dqkv, s.dkv_n.data(), s.dc_kv.data(), s.dqa_n.data(), s.dqa.data()};
+  mla_sequence::backward<CpuMlaPolicy<Real>>({&rope, prof, module}, d, p, g, x, keep, dout,
+                                             MlaChains<Real>{s.dq.data(), s.dkva.data(), s.dkvb.data()}, gs, dx);
 }
 
 #define FSDPX_INSTANTIATE(Real)                                                                                   \

@@ -12,7 +12,7 @@
 // qkv [N, 3·H·D] (D = qk_nope + qk_rope): V padded with zeros to D, the padded output columns dropped (the
 // same result; D/v_head_dim times the P·V work). The RoPE table carries any RoPE scaling (YaRN's
 // frequencies and cos/sin scale). Leaves out attention biases, tensor and context parallelism, LoRA and fp8
-// (refused by the capability row).
+// (refused by the capability row). The kernel-call order is mla_sequence.h's, shared with the CUDA backend.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,8 @@ template <class Real>
 void mla_forward(const MlaDims& d, const MlaTensors<const Real*>& p, const RopeTable<Real>& rope, const Real* x,
                  Real* out, Real* qkv, Real* att, MlaActs<Real>& a, OpProfiler* prof, int module);
 
-// dx [N, C] += the gradient w.r.t. x from dout [N, H·v]; the tensors' gradients accumulate (+=). dqkv
-// [N, 3·H·D] is scratch (overwritten).
+// dx [N, C] (written) = the gradient w.r.t. x from dout [N, H·v]; the tensors' gradients accumulate (+=).
+// dqkv [N, 3·H·D] is scratch (overwritten).
 template <class Real>
 void mla_backward(const MlaDims& d, const MlaTensors<const Real*>& p, const MlaTensors<Real*>& g,
                   const RopeTable<Real>& rope, const Real* x, const Real* dout, const Real* qkv, const Real* att,

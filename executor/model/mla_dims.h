@@ -36,19 +36,20 @@ struct MlaTensors {
   P kv_a = nullptr, kv_a_norm = nullptr, kv_b = nullptr;
 };
 
-// What forward keeps for backward besides the block's qkv, att and atty (block.h).
+// What forward keeps for backward besides the block's qkv, att and atty (block.h), and the chains'
+// outputs (q, kva, kvb: forward only; the MlaChains of mla_sequence.h).
 template <class Real>
 struct MlaActs {
-  std::vector<Real> qa, qa_rstd, qa_n;   // [N, Rq], [N], [N, Rq]: q_a output, its norm's rstd and output
-  std::vector<Real> kva, kv_rstd, kv_n;  // [N, Rkv + rope] (k_pe unrotated), [N], [N, Rkv]
-  std::vector<Real> kvb;                 // [N, H·(nope + v)]
-  std::vector<Real> out_pad;             // [N, H·D] the attention core's output (v columns, then zeros)
+  std::vector<Real> qa, qa_rstd, qa_n;    // [N, Rq], [N], [N, Rq]: q_a output, its norm's rstd and output
+  std::vector<Real> c_kv, kv_rstd, kv_n;  // [N, Rkv] the latent, [N], [N, Rkv] its norm's output
+  std::vector<Real> out_pad;              // [N, H·D] the attention core's output (v columns, then zeros)
+  std::vector<Real> q, kva, kvb;          // [N, H·D] queries before RoPE, [N, Rkv + rope], [N, H·(nope + v)]
   void allocate(const MlaDims& d);
 };
 
 template <class Real>
 struct MlaScratch {
-  std::vector<Real> dout_pad, dq, dqa_n, dqa, dkva, dkv_n, dkvb;  // the gradients of the forward's buffers
+  std::vector<Real> dout_pad, dq, dqa_n, dqa, dkva, dkv_n, dc_kv, dkvb;  // the gradients of the forward's buffers
   void allocate(const MlaDims& d);
 };
 

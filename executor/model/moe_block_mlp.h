@@ -6,14 +6,9 @@
 #pragma once
 
 #include "executor/model/block.h"
+#include "executor/model/moe_sequence.h"  // is_moe_mlp
 
 namespace fsdpx {
-
-// The block at ctx.module (1 + block index) has an MoE MLP: an MoE model past its dense_layers.
-template <class Real>
-bool is_moe_mlp(const BlockContext<Real>& ctx) {
-  return ctx.spec->is_moe() && ctx.module - 1 >= ctx.spec->moe.dense_layers;
-}
 
 // out [N, C] = the MoE MLP of a.ln2 (fills a.moe).
 template <class Real>

@@ -3,14 +3,9 @@
 #include "executor/model/moe_dims.h"
 
 #include "core/errors.h"
+#include "executor/model/vector_index.h"
 
 namespace fsdpx {
-namespace {
-
-std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
-
-}  // namespace
-
 MoeDims make_moe_dims(const ModelSpec& m, std::int64_t tokens, int ep, int ep_rank, std::int64_t seq) {
   const MoeSpec& e = m.moe;
   FSDP_CHECK(m.is_moe() && e.top_k >= 1 && e.top_k <= e.experts, "make_moe_dims: an MoE model");
@@ -47,6 +42,7 @@ template <class Real>
 void MoeScratch<Real>::allocate(const MoeDims& d) {
   dy.assign(at(d.rows() * d.c), 0), dact.assign(at(d.rows() * d.f), 0), dh.assign(at(d.rows() * 2 * d.f), 0);
   dxr.assign(at(d.rows() * d.c), 0), dprobs.assign(at(d.n * d.e), 0), dlogits.assign(at(d.n * d.e), 0);
+  dweight.assign(at(d.rows()), 0);
   ex_dy.clear(), ex_dx.clear();  // ep > 1: sized per backward
   sh_dact.assign(at(d.n * d.sf), 0), sh_dh.assign(at(d.n * 2 * d.sf), 0);
 }

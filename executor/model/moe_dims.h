@@ -89,6 +89,7 @@ struct MoeActs : MoeRoutes<Real> {
 template <class Real>
 struct MoeScratch {
   std::vector<Real> dy, dxr, dprobs, dlogits;  // [N·k, C], [N·k, C], [N, E], [N, E]
+  std::vector<Real> dweight;                    // [N·k] d loss / d combine weight per (token, slot)
   std::vector<Real> ex_dy, dact, dh, ex_dx;    // experts' side: [R, C] (ep > 1), [R, F], [R, 2F], [R, C] (ep > 1)
   std::vector<Real> sh_dact, sh_dh;            // [N, SF], [N, 2·SF] the shared expert's
   void allocate(const MoeDims& d);

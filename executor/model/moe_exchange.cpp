@@ -1,13 +1,12 @@
-// executor/model/moe_exchange.cpp — dispatch and combine of routed rows over the ep group (see
+// executor/model/moe_exchange.cpp — the dispatch plan of routed rows over the ep group (see
 // moe_exchange.h).
 #include "executor/model/moe_exchange.h"
 
 #include "core/errors.h"
+#include "executor/model/vector_index.h"
 
 namespace fsdpx {
 namespace {
-
-std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
 // ep 1: one chunk per expert with rows, over the rank's own expert-major rows.
 template <class Real>
@@ -50,40 +49,7 @@ void moe_plan_dispatch(const MoeDims& d, MoeRoutes<Real>& r, ExpertExchange* com
   exchanged_chunks(d, r, *comm);
 }
 
-template <class Real>
-void moe_dispatch(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
-  moe_plan_dispatch(d, a, comm);
-  if (d.ep == 1) return;
-  a.ex_x.resize(at(a.expert_rows() * d.c));
-  comm->all_to_allv(a.xr.data(), a.send_rows, a.ex_x.data(), a.recv_rows, d.c);
-}
-
-template <class Real>
-void moe_combine(const MoeDims& d, MoeActs<Real>& a, ExpertExchange* comm) {
-  FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_combine: only under expert parallelism");
-  comm->all_to_allv(a.ex_y.data(), a.recv_rows, a.y.data(), a.send_rows, d.c);
-}
-
-template <class Real>
-void moe_dispatch_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* dy, Real* ex_dy, ExpertExchange* comm) {
-  FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_dispatch_grads: only under expert parallelism");
-  comm->all_to_allv(dy, a.send_rows, ex_dy, a.recv_rows, d.c);
-}
-
-template <class Real>
-void moe_combine_grads(const MoeDims& d, const MoeActs<Real>& a, const Real* ex_dx, Real* dxr, ExpertExchange* comm) {
-  FSDP_CHECK(d.ep > 1 && comm != nullptr, "moe_combine_grads: only under expert parallelism");
-  comm->all_to_allv(ex_dx, a.recv_rows, dxr, a.send_rows, d.c);
-}
-
-#define FSDPX_INSTANTIATE(Real)                                                                          \
-  template void moe_plan_dispatch<Real>(const MoeDims&, MoeRoutes<Real>&, ExpertExchange*);                  \
-  template void moe_dispatch<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                          \
-  template void moe_combine<Real>(const MoeDims&, MoeActs<Real>&, ExpertExchange*);                           \
-  template void moe_dispatch_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ExpertExchange*); \
-  template void moe_combine_grads<Real>(const MoeDims&, const MoeActs<Real>&, const Real*, Real*, ExpertExchange*);
-FSDPX_INSTANTIATE(float)
-FSDPX_INSTANTIATE(double)
-#undef FSDPX_INSTANTIATE
+template void moe_plan_dispatch<float>(const MoeDims&, MoeRoutes<float>&, ExpertExchange*);
+template void moe_plan_dispatch<double>(const MoeDims&, MoeRoutes<double>&, ExpertExchange*);
 
 }  // namespace fsdpx

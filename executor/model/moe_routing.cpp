@@ -7,6 +7,8 @@
 #include <cmath>
 #include <functional>
 
+#include "executor/model/vector_index.h"
+
 namespace fsdpx {
 namespace {
 
@@ -14,8 +16,6 @@ template <class Real>
 void zero(std::vector<Real>& v) {
   std::fill(v.begin(), v.end(), Real(0));
 }
-
-std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
 // probs [N, E]: softmax of the logits in place (max subtracted).
 template <class Real>
