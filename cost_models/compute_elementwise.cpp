@@ -55,20 +55,36 @@ KernelWork fused_rope(std::string name, const RankDims& d) {
   return vector_kernel(std::move(name), 3 * elems, elems * d.act_bytes, elems * d.act_bytes);
 }
 
-// torchtitan's apply_rotary_emb: view_as_complex(x.float().reshape(...)) * freqs_cis, then
-// view_as_real(...).flatten(3).type_as(x) for Q and for K: cast to fp32, complex product (6 FLOPs per
-// pair), cast back; backward: the cast's backward (to fp32), the product with conj(freqs_cis), the
-// cast to the activation dtype (models/llama/model.py @9dec370).
-std::vector<KernelWork> eager_rope(const RankDims& d, bool backward) {
+// Eager RoPE for Q and for K, with the autograd backward running the same passes in reverse order of
+// the ops (each op's gradient reads and writes what its forward did).
+// torchtitan's apply_rotary_emb (`eager_complex`): view_as_complex(x.float().reshape(...)) * freqs_cis,
+// then view_as_real(...).flatten(3).type_as(x): cast to fp32, complex product (6 FLOPs per pair), cast
+// back; backward: type_as's gradient to fp32, the product with conj(freqs_cis), the cast to the
+// activation dtype (models/llama/model.py @9dec370).
+// fms's RotaryEmbedding.adjusted_qk (`eager_rotation_matrix`; foundation-model-stack
+// fms/modules/positions.py @1e7ba639): q_ = x.float().view(..., D/2, 2); freqs[...].mul(q_.unsqueeze(-2))
+// broadcasts each pair against its 2x2 rotation matrix (B L H D/2 2 2 in fp32: two fp32 values written per
+// element, one multiply each); .sum(5) adds them back to one; .type_as(x). Backward: type_as's gradient to
+// fp32, sum's expanded gradient times the matrices (two fp32 values per element), the sum over the
+// broadcast dimension, x.float()'s gradient to the activation dtype. The cos/sin tables are small and left
+// out in both.
+std::vector<KernelWork> eager_rope(const RankDims& d, bool backward, RopeImpl impl) {
   const double e = d.act_bytes;
   std::vector<KernelWork> ks;
   for (const auto& [tag, width] : {std::pair{"q", d.q_dim}, std::pair{"k", d.kv_dim}}) {
     const double x = d.tokens * width;
     const std::string n = backward ? std::string("rope_bwd.") + tag : std::string("rope.") + tag;
-    ks.push_back(pass(n + ".cast_in", x, e, kFp32));  // backward: type_as's gradient, to fp32
-    KernelWork mul = pass(n + ".complex_mul", x, kFp32, kFp32);
-    mul.flops = 3 * x;
-    ks.push_back(std::move(mul));
+    ks.push_back(pass(n + ".cast_in", x, e, kFp32));
+    if (impl == RopeImpl::eager_rotation_matrix) {
+      KernelWork mul = pass(n + ".rotate_mul", x, kFp32, 2 * kFp32);
+      mul.flops = 2 * x;
+      ks.push_back(std::move(mul));
+      ks.push_back(pass(n + ".pair_sum", x, 2 * kFp32, kFp32));
+    } else {
+      KernelWork mul = pass(n + ".complex_mul", x, kFp32, kFp32);
+      mul.flops = 3 * x;
+      ks.push_back(std::move(mul));
+    }
     ks.push_back(pass(n + ".cast_out", x, kFp32, e));
   }
   return ks;
@@ -109,7 +125,7 @@ std::vector<KernelWork> stack_norm_kernels(const std::string& name, Arch a, doub
 }
 
 std::vector<KernelWork> stack_rope_kernels(const RankDims& d, bool backward) {
-  if (d.stack.rope == RopeImpl::eager_complex) return eager_rope(d, backward);
+  if (d.stack.rope != RopeImpl::fused) return eager_rope(d, backward, d.stack.rope);
   return {fused_rope(backward ? "rope_bwd" : "rope", d)};
 }
 

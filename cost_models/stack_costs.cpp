@@ -26,6 +26,16 @@ namespace fsdpx {
 // - torch.compile per TransformerBlock (apply_compile): Inductor fuses the block's elementwise chains;
 //   repeat_kv's expansion and the contiguous copy of SDPA's output remain materialised copies (SDPA and
 //   the wo mm are extern kernels that read them), the loss, FSDP and the optimizer stay eager.
+// fms-fsdp (IBM; foundation-model-stack/fms-fsdp main_training.py @4ffb9bd builds fms's LLaMA,
+// foundation-model-stack fms/models/llama.py and fms/modules/*.py @1e7ba639, 2024-03-13): the same eager
+// module code as torchtitan's where fsdpx costs it (LayerNormParameterized with use_high_precision_pow:
+// x.float(), pow(2).mean, rsqrt, type_as, * weight; GatedLinearUnit: a(wg(x)) * w1(x); separate query,
+// key, value projections; K and V expanded to every query head by unsqueeze/expand/flatten;
+// attn.transpose(2, 1).contiguous() after F.scaled_dot_product_attention with is_causal), except RoPE:
+// RotaryEmbedding.adjusted_qk (fms/modules/positions.py) views q.float() as pairs and multiplies them
+// by the 2x2 rotation matrices with a broadcast (B L H D/2 2 2 in fp32), then .sum(5) and type_as.
+// FSDP1, the bf16 loss and torch.compile of the whole model are costed as torchtitan's FSDP2, fp32 loss
+// and per-block compile (docs/validation.md, branches val6, fms13 and fms19).
 // llm-foundry (scripts/train/benchmarking/submit_benchmarks.py @495218376; MPT modeling_mpt.py):
 // - norm_type = 'low_precision_layernorm' (F.layer_norm in bf16, one kernel), GELU one kernel, no RoPE;
 // - loss_fn default 'fused_crossentropy': flash_attn.losses.cross_entropy.CrossEntropyLoss (Triton);
@@ -45,8 +55,9 @@ StackCosts stack_costs(Framework f, bool compiled, std::string_view version) {
   switch (f) {
     case Framework::fsdpx: return s;
     case Framework::torchtitan:
+    case Framework::fms_fsdp:
       s.attention_copies = true;
-      s.repeat_kv = torchtitan_repeats_kv(version);
+      s.repeat_kv = f == Framework::fms_fsdp || torchtitan_repeats_kv(version);
       s.separate_projections = true;
       s.loss = LossImpl::eager_fp32;
       s.fsdp = FsdpImpl::fsdp2;
@@ -54,7 +65,7 @@ StackCosts stack_costs(Framework f, bool compiled, std::string_view version) {
       s.torch_ring_attention = true;
       if (!compiled) {
         s.norm = NormImpl::eager_fp32;
-        s.rope = RopeImpl::eager_complex;
+        s.rope = f == Framework::fms_fsdp ? RopeImpl::eager_rotation_matrix : RopeImpl::eager_complex;
         s.unfused_swiglu = true;
       }
       return s;

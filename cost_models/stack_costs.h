@@ -20,6 +20,8 @@ enum class NormImpl {
 enum class RopeImpl {
   fused,          // one kernel over Q and K
   eager_complex,  // torchtitan: view_as_complex(x.float()) * freqs_cis, view_as_real, type_as
+  eager_rotation_matrix,  // fms: x.float() as pairs, times 2x2 rotation matrices (two fp32 products per
+                          // element), .sum(5), type_as
 };
 enum class LossImpl {
   fused,       // one pass over the logits each way (flash-attn's Triton cross-entropy, llm.c's classifier)

@@ -203,7 +203,9 @@ ReduceGrads framework_reduce_grads(const ValidationCase& c) {
 // torchtitan's apply_fsdp (parallelisms/parallelize_llama.py @9dec370): fully_shard on every block,
 // resharded after forward except the last ("FSDP would prefetch it immediately"), then
 // fully_shard(model, reshard_after_forward=True) without pipelining, a root unit owning the embedding,
-// the final norm and the output projection.
+// the final norm and the output projection. fms-fsdp wraps every LLaMABlock the same way with FSDP1's
+// transformer_auto_wrap_policy, the root FSDP module holding the rest (fms_fsdp/policies/wrapping.py,
+// main_training.py @4ffb9bd).
 std::vector<PlanUnit> torchtitan_units(const ModelSpec& m) {
   std::vector<PlanUnit> units;
   for (std::int64_t b = 0; b < m.layers; ++b)
@@ -309,7 +311,8 @@ CasePlan build_case_plan(const ValidationCase& c, const std::string& file) {
   // it: the same exposed time, at the start of the step instead of the end of the previous one.
   if (apex_distributed_adam(out.plan)) out.plan.prefetch.forward = 0;
   if (c.model.is_moe()) out.plan.moe_routing = case_moe_routing(c.model, out.notes);
-  if (out.plan.framework == Framework::torchtitan && par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
+  if ((out.plan.framework == Framework::torchtitan || out.plan.framework == Framework::fms_fsdp) &&
+      par.data_parallel == DataParallel::fsdp_full_shard && par.pp == 1)
     out.plan.units = torchtitan_units(c.model);
   validate_plan(out.plan, where);
   return out;

@@ -30,6 +30,7 @@ inline const std::map<std::string, RecomputeMode> kPlanRecomputeModes{{"none", R
                                                                       {"full", RecomputeMode::full}};
 inline const std::map<std::string, Framework> kFrameworks{{"fsdpx", Framework::fsdpx},
                                                           {"torchtitan", Framework::torchtitan},
+                                                          {"fms-fsdp", Framework::fms_fsdp},
                                                           {"llm-foundry", Framework::llm_foundry},
                                                           {"megatron", Framework::megatron}};
 inline const std::map<std::string, DType> kDTypes{

@@ -148,9 +148,10 @@ void setup_plan(CLI::App& app) {
   sub->add_option("--target", o->target, "What will run the plan: fsdpx (default) or torchtitan@0.2.0|0.2.1|0.2.2");
   add_enum_option(sub, "--objective", o->objective, kObjectives, "throughput or memory");
   add_enum_option(sub, "--framework", o->framework, kFrameworks,
-                  "training stack whose costs the plans assume: fsdpx, torchtitan, llm-foundry, megatron (default: the "
-                  "target's)");
-  sub->add_flag("--compiled", o->compiled, "the stack runs its blocks under torch.compile (torchtitan, llm-foundry)");
+                  "training stack whose costs the plans assume: fsdpx, torchtitan, fms-fsdp, llm-foundry, megatron "
+                  "(default: the target's)");
+  sub->add_flag("--compiled", o->compiled,
+                "the stack runs its blocks under torch.compile (torchtitan, fms-fsdp, llm-foundry)");
   sub->add_option("--top", o->top, "Alternatives to show")->check(kNonNegative);
   sub->add_flag("--pareto", o->pareto, "Also list the Pareto frontier (throughput vs peak memory; JSON has it)");
   sub->add_option("--pp", o->fixed.pp, "Fix the pipeline-parallel degree (1: no pipeline)")->check(kPositive);

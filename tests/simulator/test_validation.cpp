@@ -272,6 +272,18 @@ TEST_CASE("validation: framework recompute semantics, memory metric and attentio
   CHECK(framework_reduce_dtype("fms-fsdp") == DType::bf16);
   CHECK(framework_reduce_dtype("torchtitan") == DType::fp32);
   CHECK(framework_reduce_dtype("some-stack") == DType::fp32);
+  // fms-fsdp is its own stack (its RoPE, cost_models/stack_costs.cpp); an unlisted one is costed as
+  // torchtitan's, and the notes say so.
+  {
+    ValidationCase named;
+    named.framework = "fms-fsdp";
+    std::vector<std::string> notes;
+    CHECK(case_framework(named, notes) == Framework::fms_fsdp);
+    CHECK(notes.empty());
+    named.framework = "some-stack";
+    CHECK(case_framework(named, notes) == Framework::torchtitan);
+    CHECK(notes.size() == 1);
+  }
   // NeMo's GPT ran Megatron's attention until flash attention entered it (NVIDIA/NeMo PR #6666, 2023-06).
   c.framework = "nemo";
   c.source = "NVIDIA/NeMo-Framework-Launcher README.md @3579cdb3 (2022-09)";
