@@ -8,6 +8,7 @@
 #include "simulator/engine_resume.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/errors.h"
 #include "simulator/engine_state.h"
@@ -86,13 +87,18 @@ bool resumable(const EngineOptions& o) { return o.overlap && !o.expand_ranks; }
 
 }  // namespace
 
+// Event times between two snapshots of a run of `program`.
+std::size_t snapshot_interval(const StepProgram& program, std::size_t snapshots_per_run) {
+  std::size_t ops = 0;
+  for (const RoleProgram& role : program.roles) ops += role.ops.size();
+  return std::max<std::size_t>(1, ops / std::max<std::size_t>(1, snapshots_per_run));
+}
+
 EngineResult run_engine_keeping_snapshots(const StepProgram& program, const EngineOptions& options,
                                           EngineSnapshots& out, std::size_t snapshots_per_run) {
   engine_detail::Engine engine(program, options);
   auto run = std::make_shared<engine_detail::RunSnapshots>();
-  std::size_t ops = 0;
-  for (const RoleProgram& role : program.roles) ops += role.ops.size();
-  if (resumable(options)) engine.keep_snapshots(run.get(), std::max<std::size_t>(1, ops / std::max<std::size_t>(1, snapshots_per_run)));
+  if (resumable(options)) engine.keep_snapshots(run.get(), snapshot_interval(program, snapshots_per_run));
   EngineResult result = engine.run();
   out.run = std::move(run);
   out.options = options;
@@ -101,28 +107,40 @@ EngineResult run_engine_keeping_snapshots(const StepProgram& program, const Engi
 
 EngineResult run_engine_resumed(const StepProgram& program, const EngineOptions& options,
                                 const StepProgram& earlier_program, const EngineResult& earlier,
-                                const EngineSnapshots& snapshots, ResumeInfo* info) {
+                                const EngineSnapshots& snapshots, ResumeInfo* info, EngineSnapshots* keep) {
   using namespace engine_detail;
+  const auto from_start = [&] {
+    return keep ? run_engine_keeping_snapshots(program, options, *keep) : run_engine(program, options);
+  };
   const RunSnapshots* run = snapshots.run.get();
   const EngineOptions& o = snapshots.options;
   const bool alike = run && !run->snapshots.empty() && resumable(options) && resumable(o) &&
                      o.interference == options.interference && o.infinite_bandwidth == options.infinite_bandwidth &&
                      !earlier.ops.empty();
-  if (!alike) return run_engine(program, options);
+  if (!alike) return from_start();
   std::vector<RoleData> roles = build_roles(program, options);
   const SharedPrefix shared = shared_prefix(earlier_program, run->roles, earlier, program, roles);
   // The latest snapshot before the runs can differ (snapshots are in time order).
   auto from = std::find_if(run->snapshots.rbegin(), run->snapshots.rend(),
                            [&](const Snapshot& s) { return s.now_ns < shared.until_ns; });
   if (info) *info = ResumeInfo{shared.until_ns, -1, 0};
-  if (from == run->snapshots.rend()) return run_engine(program, options);
+  if (from == run->snapshots.rend()) return from_start();
   for (const Instance& in : from->instances)
     for (int k = 0; k < kStreamCount; ++k)
       FSDP_CHECK(in.slots[std::size_t(k)].next_pos <= shared.stream_ops[std::size_t(in.role)][std::size_t(k)],
                  "a snapshot before the runs differ has started an op they do not share");
   if (info) info->resumed_at_ns = from->now_ns, info->records_reused = from->records;
   Engine engine(program, options, std::move(roles), *from, earlier);
-  return engine.run();
+  if (!keep) return engine.run();
+  // The earlier run's snapshots before this one are this run's too (the runs agree up to it); the engine
+  // takes its own from here on, this one first.
+  auto kept = std::make_shared<RunSnapshots>();
+  kept->snapshots.assign(run->snapshots.begin(), std::prev(from.base()));
+  engine.keep_snapshots(kept.get(), snapshot_interval(program, kSnapshotsPerRun));
+  EngineResult result = engine.run();
+  keep->run = std::move(kept);
+  keep->options = options;
+  return result;
 }
 
 }  // namespace fsdpx

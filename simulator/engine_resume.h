@@ -42,8 +42,11 @@ struct ResumeInfo {
 
 // What run_engine(program, options) gives, resumed from `snapshots` of `earlier` (a run of
 // `earlier_program`, with per-op records) where the two programs open alike; from the start otherwise.
+// `keep`, where given, gets this run's snapshots (a later run may resume from it in turn: the earlier
+// run's before the resumed one's start, then its own).
 EngineResult run_engine_resumed(const StepProgram& program, const EngineOptions& options,
                                 const StepProgram& earlier_program, const EngineResult& earlier,
-                                const EngineSnapshots& snapshots, ResumeInfo* info = nullptr);
+                                const EngineSnapshots& snapshots, ResumeInfo* info = nullptr,
+                                EngineSnapshots* keep = nullptr);
 
 }  // namespace fsdpx

@@ -199,8 +199,11 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
        probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= probe_budget(steps, micro_batches);) {
     StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
+    // Resumed from the last probe's run where it ran the same ops first (engine_resume.h): the probe of
+    // k micro-batches opens as the one of 2k does, up to its cool-down.
     EngineSnapshots snapshots;
-    EngineResult engine = run_engine_keeping_snapshots(program, probe_options, snapshots);
+    EngineResult engine = run_engine_resumed(program, probe_options, kept.last.program, kept.last.engine,
+                                             kept.last.snapshots, nullptr, &snapshots);
     probed += probe;
     if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
       return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,

@@ -1,9 +1,11 @@
 // tests/simulator/test_engine_resume.cpp — simulator/engine_resume.h: a step's run resumed from the run
 // of a probe of fewer micro-batches equals the step's run from the start, record for record (every op's
 // start and end, every memory sample, peaks, busy times), with and without records, on every schedule
-// (GPipe, 1F1B, interleaved, ZB-H1) and the 70B plan with a long transient, and so do their summaries
-// (step_after_probe.h against simulate()); the resumed runs do start past time 0, and from before the
-// probe's end; programs that share nothing run from the start.
+// (GPipe, 1F1B, interleaved, ZB-H1) and the 70B plan with a long transient, from a snapshot every few
+// events or every event, the earlier run the shorter or the longer, along a chain of runs each resumed
+// from the one before, and so do their summaries (step_after_probe.h against simulate()); no op past a
+// stream's shared prefix starts before the time shared_prefix.h gives; the resumed runs do start past
+// time 0, and from before the probe's end; programs that share nothing run from the start.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -165,6 +167,33 @@ TEST_CASE("a run resumed from a run of the same program, or of one that shares n
   check_same_run(run_engine_resumed(b, EngineOptions{}, a, a_run, snapshots, &none), run_engine(b, EngineOptions{}));
   CHECK(none.resumed_at_ns == -1);
   CHECK(none.shared_until_ns == 0);
+}
+
+// Probes that grow one after another (steady_state_pipeline.cpp): each resumed from the one before, keeping
+// its own snapshots (the earlier run's up to its start, then its own), and the step from the last.
+TEST_CASE("a chain of runs, each resumed from the one before, is each run from the start") {
+  for (PipelineSchedule s : {PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b,
+                             PipelineSchedule::zero_bubble}) {
+    const int vpp = s == PipelineSchedule::interleaved_1f1b ? 2 : 1;
+    const Plan plan = test::pipelined_plan("llama3.1-8b", "dgx-h100", shape(4, 1, 2), s, vpp, 4096, 8,
+                                           RecomputeMode::full);
+    INFO(std::string(pipeline_schedule_name(s)));
+    StepProgram earlier = timed_program(plan, 8);
+    EngineSnapshots snapshots;
+    EngineResult earlier_run = run_engine_keeping_snapshots(earlier, EngineOptions{}, snapshots);
+    for (const std::int64_t micro_batches : {16, 32, 64}) {
+      StepProgram program = timed_program(plan, micro_batches);
+      EngineSnapshots kept;
+      ResumeInfo info;
+      EngineResult run = run_engine_resumed(program, EngineOptions{}, earlier, earlier_run, snapshots, &info, &kept);
+      check_same_run(run, run_engine(program, EngineOptions{}));
+      CHECK(info.resumed_at_ns > 0);
+      REQUIRE(kept.run);
+      earlier = std::move(program);
+      earlier_run = std::move(run);
+      snapshots = std::move(kept);
+    }
+  }
 }
 
 // The whole step after probes that found no window (steady_state.cpp simulate_step_totals, simulate_fast):
