@@ -49,17 +49,7 @@ void Engine::init_instances() {
   if (options_.expand_ranks) arrivals_.assign(deps_left_.size(), 0);
   instances_per_role_ = roles_.empty() ? 1 : roles_.front().instances;
   rendezvous_arrivals_.assign(program_.rendezvous.size() * std::size_t(instances_per_role_), 0);
-  rendezvous_begin_.reserve(program_.rendezvous.size() + 1);
-  for (std::size_t r = 0; r < program_.rendezvous.size(); ++r) {
-    rendezvous_begin_.push_back(int(rendezvous_members_.size()));
-    const auto& members = program_.rendezvous[r];
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      check_rendezvous_member(program_, roles_, r, k);
-      const OpRef& m = members[k];
-      rendezvous_members_.push_back({m.role, m.op, roles_[std::size_t(m.role)].ops[std::size_t(m.op)].stream});
-    }
-  }
-  rendezvous_begin_.push_back(int(rendezvous_members_.size()));
+  flatten_rendezvous();
   is_dirty_.assign(inst_.size(), 0);
   is_rates_dirty_.assign(inst_.size(), 0);
   next_end_ns_ = EarliestTree(int(inst_.size()));
@@ -72,6 +62,20 @@ void Engine::init_instances() {
   }
 }
 
+void Engine::flatten_rendezvous() {
+  rendezvous_begin_.reserve(program_.rendezvous.size() + 1);
+  for (std::size_t r = 0; r < program_.rendezvous.size(); ++r) {
+    rendezvous_begin_.push_back(int(rendezvous_members_.size()));
+    const auto& members = program_.rendezvous[r];
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      check_rendezvous_member(program_, roles_, r, k);
+      const OpRef& m = members[k];
+      rendezvous_members_.push_back({m.role, m.op, roles_[std::size_t(m.role)].ops[std::size_t(m.op)].stream});
+    }
+  }
+  rendezvous_begin_.push_back(int(rendezvous_members_.size()));
+}
+
 EngineResult Engine::run() {
   start_ready();
   // Every iteration ends at least one phase (the earliest), and an op has at most two phases per
@@ -79,6 +83,8 @@ EngineResult Engine::run() {
   const std::size_t max_iterations = 2 * deps_left_.size() + 1;
   std::size_t iterations = 0;
   while (running_count_ > 0) {
+    // Between two event times: every op that starts at now_ has started (engine_resume.h).
+    if (snapshots_ && iterations % snapshot_every_ == 0) snapshots_->snapshots.push_back(snapshot());
     FSDP_CHECK(++iterations <= max_iterations, "engine made no progress");
     const TimeNs t = next_event_time();
     FSDP_CHECK(t >= now_, "event in the past");
@@ -87,7 +93,20 @@ EngineResult Engine::run() {
     start_ready();
   }
   check_all_done();
-  return collect_result();
+  EngineResult result = collect_result();
+  if (snapshots_) snapshots_->roles = std::move(roles_);
+  return result;
+}
+
+void Engine::keep_snapshots(RunSnapshots* out, std::size_t every_events) {
+  FSDP_CHECK(every_events > 0, "snapshots need an interval");
+  snapshots_ = out;
+  snapshot_every_ = every_events;
+}
+
+Snapshot Engine::snapshot() const {
+  return Snapshot{now_, inst_, next_end_ns_, running_count_, rates_dirty_, result_.ops.size(),
+                  result_.memory_samples.size(), result_.step_time_ns};
 }
 
 // Rates change only when an instance's running ops do, so each running phase's end holds until then;

@@ -1,7 +1,8 @@
 // simulator/engine_state.h — internals of the discrete-event engine (engine*.cpp, not an interface):
 // per-op integer data computed once per run, per simulated rank ("instance") its stream slots, the
 // phase of the op running on each, fabric counters for bandwidth sharing, live memory and counters;
-// and the Engine class that owns them. Leaves out everything engine.h's callers need not know.
+// snapshots of that state between events (engine_resume.h); and the Engine class that owns them. Leaves
+// out everything engine.h's callers need not know.
 #pragma once
 
 #include <array>
@@ -109,14 +110,41 @@ std::vector<RoleData> build_roles(const StepProgram& program, const EngineOption
 void check_rendezvous_member(const StepProgram& program, const std::vector<RoleData>& roles, std::size_t r,
                              std::size_t k);
 
+// The state between two event times (after every op that starts at `now_ns` has started), less what
+// depends on the program's op ids beyond the ops started (dependency counters, rendezvous arrivals: both
+// follow from the slots) and the append-only records and samples (their counts).
+struct Snapshot {
+  TimeNs now_ns = 0;
+  std::vector<Instance> instances;
+  EarliestTree next_end_ns;
+  int running_count = 0;
+  std::vector<int> rates_dirty;
+  std::size_t records = 0, samples = 0;
+  TimeNs step_time_ns = 0;
+};
+
+// A run's snapshots, in time order, and its per-op data (engine_resume.cpp compares it with a longer
+// program's).
+struct RunSnapshots {
+  std::vector<RoleData> roles;
+  std::vector<Snapshot> snapshots;
+};
+
 class Engine {
  public:
   Engine(const StepProgram& program, const EngineOptions& options);
+  // Resumes a run of `program` from `from`, a snapshot of a run of another program that starts the same
+  // ops up to it (engine_resume.cpp); `roles` are `program`'s, `earlier` that run's result.
+  Engine(const StepProgram& program, const EngineOptions& options, std::vector<RoleData> roles,
+         const Snapshot& from, const EngineResult& earlier);
+  // Takes a snapshot every `every_events` event times into `out` (and leaves the roles' data there).
+  void keep_snapshots(RunSnapshots* out, std::size_t every_events);
   EngineResult run();
 
  private:
   // engine.cpp: the event loop.
   void init_instances();
+  void flatten_rendezvous();
   TimeNs next_event_time();
   void advance_to(TimeNs t);
   void handle_ended();
@@ -127,6 +155,9 @@ class Engine {
   void arrive_at_rendezvous(int i, int op);
   void check_all_done() const;
   EngineResult collect_result();
+  Snapshot snapshot() const;
+  // engine_resume.cpp: the dependency counters and rendezvous arrivals of the resumed instances.
+  void resume_counters();
   // engine_ops.cpp: op lifecycle and memory.
   void begin_op(int i, int stream);
   void enter_work_phase(int i, int stream);
@@ -185,6 +216,8 @@ class Engine {
   std::vector<int> at_next_event_;  // instances whose earliest end is the next event (next_event_time)
   TimeNs now_ = 0;
   EngineResult result_;
+  RunSnapshots* snapshots_ = nullptr;  // where snapshots go (keep_snapshots), else none are taken
+  std::size_t snapshot_every_ = 0;
 };
 
 }  // namespace fsdpx::engine_detail

@@ -12,6 +12,7 @@
 
 #include "core/plan.h"
 #include "simulator/engine.h"
+#include "simulator/engine_resume.h"
 #include "program/step_program.h"
 
 namespace fsdpx {
@@ -34,6 +35,8 @@ struct UnrepeatedProbe {
   StepProgram program;
   EngineResult engine;  // with per-op records and memory samples
   std::int64_t micro_batches = 0;  // 0: none
+  // Of the engine's run: the whole step's run resumes from them (engine_resume.h, step_after_probe.h).
+  EngineSnapshots snapshots;
 };
 
 struct UnrepeatedProbes {

@@ -8,6 +8,7 @@
 #include "program/lower.h"
 #include "simulator/linear_extrapolation.h"
 #include "simulator/periodic_probe.h"
+#include "simulator/step_after_probe.h"
 
 namespace fsdpx {
 
@@ -111,7 +112,7 @@ Simulation simulate_fast(const Plan& plan, const EngineOptions& options) {
   if (auto sim = extrapolated(plan, options, &last)) return std::move(*sim);
   if (plan.grad_accum() > kMaxLoweredMicroBatches || last.from_probes)
     return linear_simulation(plan, simulate_linear_steps(plan, options, &last));
-  return simulate(plan, options);
+  return simulate_after_probe(plan, options, last.last);
 }
 
 }  // namespace fsdpx

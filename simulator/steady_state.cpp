@@ -18,6 +18,7 @@
 #include "program/lower.h"
 #include "simulator/op_timing.h"
 #include "simulator/simulate.h"
+#include "simulator/step_after_probe.h"
 
 namespace fsdpx {
 
@@ -283,7 +284,7 @@ StepTotals simulate_step_totals(const Plan& plan, const EngineOptions& requested
   EngineOptions full = options;
   full.record_ops = plan.parallelism.pp > 1 && bubbles == StageBubbles::computed;  // the bubble needs the timeline
   if (too_long || last.from_probes) return linear_step_totals(plan, full, &last);
-  StepTotals t = probe_totals(simulate(plan, full), plan, micro_batches);
+  StepTotals t = probe_totals(simulate_after_probe(plan, full, last.last), plan, micro_batches);
   // No probe repeated within the step and none lined up (steady_state_pipeline.h): a like plan's start.
   if (plan.parallelism.pp > 1) t.like_plan_start.whole_step = true;
   return t;

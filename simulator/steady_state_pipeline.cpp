@@ -199,7 +199,11 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
        probe < limit && (micro_batches - probe) % d == 0 && probed + probe <= probe_budget(steps, micro_batches);) {
     StepProgram program = lower(with_micro_batches(plan, probe), LowerOptions{.op_names = options.op_names});
     time_program(program, plan);
-    EngineResult engine = run_engine(program, probe_options);
+    // Resumed from the last probe's run where it ran the same ops first (engine_resume.h): the probe of
+    // k micro-batches opens as the one of 2k does, up to its cool-down.
+    EngineSnapshots snapshots;
+    EngineResult engine = run_engine_resumed(program, probe_options, kept.last.program, kept.last.engine,
+                                             kept.last.snapshots, nullptr, &snapshots);
     probed += probe;
     if (auto w = probe_window(plan, program, engine, probe, micro_batches, d))
       return PeriodicProbe{std::move(program), std::move(engine), probe, (micro_batches - probe) / w->d,
@@ -208,7 +212,8 @@ std::optional<PeriodicProbe> pipeline_periodic_probe(const Plan& plan, const Eng
     const NextProbe next = next_probe(plan, program, engine, probe, micro_batches, d);
     steps.emplace_back(probe, engine.step_time_ns);
     kept.previous = std::move(kept.last);
-    kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe};
+    kept.previous.snapshots = {};  // only the last probe's run is resumed
+    kept.last = UnrepeatedProbe{std::move(program), std::move(engine), probe, std::move(snapshots)};
     // Beyond what lowering takes, a lock-in past the limit ends the probes where their step times line
     // up (the linear extrapolation grows from the last two); until they do, the probes double (up to the
     // limit, then whole steps of 256 and 512 micro-batches). At any step size, probes on a line with no
