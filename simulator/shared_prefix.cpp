@@ -14,8 +14,6 @@
 #include <span>
 
 #include "core/errors.h"
-#include <cstdlib>
-#include <fmt/format.h>
 
 namespace fsdpx::engine_detail {
 
@@ -121,11 +119,6 @@ SharedPrefix shared_prefix(const StepProgram& a, const std::vector<RoleData>& a_
     prefix.push_back(role_prefix(a.roles[std::size_t(r)], b.roles[std::size_t(r)], same));
     out.stream_ops[std::size_t(r)] = prefix.back().stream_ops;
     end_ns.emplace_back(std::size_t(same), -1);
-    if (std::getenv("FSDPX_PREFIX_LOG")) {
-      fmt::print(stderr, "role {} same {} of {} / {}:", r, same, a.roles[r].ops.size(), b.roles[r].ops.size());
-      for (int s = 0; s < kStreamCount; ++s) fmt::print(stderr, " {}/{}", prefix.back().stream_ops[s], a.roles[r].streams[s].size());
-      fmt::print(stderr, "\n");
-    }
   }
   for (const OpTiming& t : a_run.ops)
     if (t.rank == 0 && std::size_t(t.op) < end_ns[std::size_t(t.role)].size())
